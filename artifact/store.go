@@ -1,0 +1,276 @@
+package artifact
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/zeebo/blake3"
+)
+
+// ErrNotFound is returned for a content digest the store does not hold.
+var ErrNotFound = errors.New("artifact content not found")
+
+// DamagedError reports a stored copy whose bytes no longer match its digest.
+// The bytes of a damaged copy are never returned.
+type DamagedError struct {
+	Want ContentDigest
+	Got  ContentDigest
+	Path string
+}
+
+func (e *DamagedError) Error() string {
+	return fmt.Sprintf("artifact content damaged: %s holds %s, want %s", e.Path, e.Got, e.Want)
+}
+
+// IsDamaged reports whether err (or its chain) is a *DamagedError.
+func IsDamaged(err error) bool {
+	var d *DamagedError
+	return errors.As(err, &d)
+}
+
+// copyBufferSize is the chunk in which content is streamed; large enough for
+// BLAKE3's SIMD paths, small enough to never buffer a whole object.
+const copyBufferSize = 1 << 20
+
+// Store is a content-addressed object store over one directory (a ledger's
+// objects/ folder). Objects live at dir/ab/cdef… (fan-out by the first byte of
+// the content digest); writes go to dir/tmp and are renamed into place after
+// fsync, so a reader sees a whole object or none.
+//
+// Invariant: every file under a fan-out directory is named by the content
+// digest of its bytes, unless the disk damaged it; every read verifies that.
+type Store struct {
+	dir string
+}
+
+// OpenStore returns the store rooted at dir, creating the directory if needed.
+func OpenStore(dir string) (*Store, error) {
+	if dir == "" {
+		return nil, errors.New("open artifact store: empty directory")
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o755); err != nil {
+		return nil, fmt.Errorf("open artifact store: %w", err)
+	}
+	return &Store{dir: dir}, nil
+}
+
+// Dir is the store's root directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Path is where the object with digest d lives (whether or not it exists).
+func (s *Store) Path(d ContentDigest) string {
+	h := d.String()
+	return filepath.Join(s.dir, h[:2], h[2:])
+}
+
+// ctxReader stops a copy when its context is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// Put streams r into the store and returns its content digest and size. The
+// bytes are hashed while they are written, fsynced, and renamed into place;
+// the fan-out directory is fsynced too, so a returned digest is durable. A put
+// of content already held (and intact) leaves the existing copy; a damaged
+// existing copy is replaced by the new, verified bytes.
+func (s *Store) Put(ctx context.Context, r io.Reader) (ContentDigest, int64, error) {
+	tmp, err := os.CreateTemp(filepath.Join(s.dir, "tmp"), "put-*")
+	if err != nil {
+		return ContentDigest{}, 0, fmt.Errorf("put artifact: %w", err)
+	}
+	tmpName := tmp.Name()
+	committed := false
+	defer func() {
+		if !committed {
+			tmp.Close()
+			os.Remove(tmpName)
+		}
+	}()
+
+	h := NewContentHasher()
+	buf := make([]byte, copyBufferSize)
+	var size int64
+	src := ctxReader{ctx: ctx, r: r}
+	for {
+		n, rerr := io.ReadFull(src, buf)
+		if n > 0 {
+			_, _ = h.Write(buf[:n])
+			if _, werr := tmp.Write(buf[:n]); werr != nil {
+				return ContentDigest{}, 0, fmt.Errorf("put artifact: %w", werr)
+			}
+			size += int64(n)
+		}
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			break
+		}
+		if rerr != nil {
+			return ContentDigest{}, 0, fmt.Errorf("put artifact: read: %w", rerr)
+		}
+	}
+	d := ContentSum(h)
+	if err := tmp.Sync(); err != nil {
+		return ContentDigest{}, 0, fmt.Errorf("put artifact: sync: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return ContentDigest{}, 0, fmt.Errorf("put artifact: close: %w", err)
+	}
+
+	final := s.Path(d)
+	if _, err := os.Stat(final); err == nil {
+		if verr := s.Verify(ctx, d); verr == nil {
+			os.Remove(tmpName)
+			committed = true
+			return d, size, nil
+		}
+	}
+	fan := filepath.Dir(final)
+	if err := os.MkdirAll(fan, 0o755); err != nil {
+		return ContentDigest{}, 0, fmt.Errorf("put artifact: %w", err)
+	}
+	if err := os.Rename(tmpName, final); err != nil {
+		return ContentDigest{}, 0, fmt.Errorf("put artifact: %w", err)
+	}
+	committed = true
+	if err := syncDir(fan); err != nil {
+		return ContentDigest{}, 0, fmt.Errorf("put artifact: %w", err)
+	}
+	if err := syncDir(s.dir); err != nil {
+		return ContentDigest{}, 0, fmt.Errorf("put artifact: %w", err)
+	}
+	return d, size, nil
+}
+
+// PutBytes is Put for content already in memory.
+func (s *Store) PutBytes(ctx context.Context, b []byte) (ContentDigest, error) {
+	d, _, err := s.Put(ctx, bytes.NewReader(b))
+	return d, err
+}
+
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Has reports whether an object file exists for d (without verifying it).
+func (s *Store) Has(d ContentDigest) bool {
+	_, err := os.Stat(s.Path(d))
+	return err == nil
+}
+
+// hashFile streams the object for d through the content hasher and returns
+// its digest and size.
+func (s *Store) hashFile(ctx context.Context, d ContentDigest) (ContentDigest, int64, error) {
+	f, err := os.Open(s.Path(d))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return ContentDigest{}, 0, fmt.Errorf("%s: %w", d, ErrNotFound)
+		}
+		return ContentDigest{}, 0, err
+	}
+	defer f.Close()
+	h := NewContentHasher()
+	n, err := io.CopyBuffer(h, ctxReader{ctx: ctx, r: f}, make([]byte, copyBufferSize))
+	if err != nil {
+		return ContentDigest{}, 0, err
+	}
+	return ContentSum(h), n, nil
+}
+
+// Verify re-hashes the stored copy of d: nil if intact, ErrNotFound if
+// absent, a *DamagedError if its bytes no longer match.
+func (s *Store) Verify(ctx context.Context, d ContentDigest) error {
+	got, _, err := s.hashFile(ctx, d)
+	if err != nil {
+		return fmt.Errorf("verify artifact: %w", err)
+	}
+	if got != d {
+		return &DamagedError{Want: d, Got: got, Path: s.Path(d)}
+	}
+	return nil
+}
+
+// Get returns the bytes of d after verifying them. A damaged copy is an
+// error, never bytes. Use Open for large objects.
+func (s *Store) Get(ctx context.Context, d ContentDigest) ([]byte, error) {
+	b, err := os.ReadFile(s.Path(d))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("get artifact %s: %w", d, ErrNotFound)
+		}
+		return nil, fmt.Errorf("get artifact: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if got := HashContent(b); got != d {
+		return nil, &DamagedError{Want: d, Got: got, Path: s.Path(d)}
+	}
+	return b, nil
+}
+
+// Open verifies the whole stored copy of d and then returns a reader of it.
+// The reader hashes again as it is read and returns a *DamagedError instead
+// of io.EOF if the bytes changed between the check and the read, so a caller
+// that reads to EOF without error has read exactly the content d names.
+func (s *Store) Open(ctx context.Context, d ContentDigest) (io.ReadCloser, error) {
+	if err := s.Verify(ctx, d); err != nil {
+		if IsDamaged(err) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("open artifact: %w", err)
+	}
+	f, err := os.Open(s.Path(d))
+	if err != nil {
+		return nil, fmt.Errorf("open artifact: %w", err)
+	}
+	return &verifyingReader{f: f, h: NewContentHasher(), want: d, path: s.Path(d)}, nil
+}
+
+type verifyingReader struct {
+	f    *os.File
+	h    *blake3.Hasher
+	want ContentDigest
+	path string
+	err  error
+}
+
+func (v *verifyingReader) Read(p []byte) (int, error) {
+	if v.err != nil {
+		return 0, v.err
+	}
+	n, err := v.f.Read(p)
+	if n > 0 {
+		_, _ = v.h.Write(p[:n])
+	}
+	if err == io.EOF {
+		if got := ContentSum(v.h); got != v.want {
+			v.err = &DamagedError{Want: v.want, Got: got, Path: v.path}
+			return n, v.err
+		}
+		v.err = io.EOF
+	}
+	return n, err
+}
+
+func (v *verifyingReader) Close() error { return v.f.Close() }

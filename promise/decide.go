@@ -1,0 +1,335 @@
+package promise
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"tally/rule"
+	"tally/wire"
+)
+
+// Limits bounds every field a command may carry. They are part of the
+// format's contract: raising one is compatible, lowering one is not.
+type Limits struct {
+	IDMax          int // characters in a supplied id (pinki: 128)
+	TextMax        int // bytes of promise text, reason or note
+	PartyMax       int // bytes of an identity (by, to, observer)
+	EvidenceMax    int // references on one satisfied resolve
+	EvidenceRefMax int // bytes of one evidence reference
+	MetaMax        int // bytes of the meta object (pinki: 8 KiB)
+}
+
+// DefaultLimits returns the limits tally enforces unless configured otherwise.
+func DefaultLimits() Limits {
+	return Limits{IDMax: 128, TextMax: 16 << 10, PartyMax: 1024, EvidenceMax: 64, EvidenceRefMax: 4096, MetaMax: 8 << 10}
+}
+
+// Command is one of Declare, Amend, Resolve or Assess.
+type Command interface{ isCommand() }
+
+// Declare makes a promise. ID must be set: the caller mints one when the
+// user supplied none (minting needs randomness, which this package avoids).
+type Declare struct {
+	ID, Text, By, To, On, Task string
+	Until                      time.Time
+	Meta                       string
+}
+
+// Amend moves a promise's deadline; the old one stays in its horizons.
+type Amend struct {
+	ID     string
+	Until  time.Time
+	Reason string
+	Meta   string
+}
+
+// Resolve ends a promise as satisfied (with evidence), cancelled (with a
+// reason) or released (by the creditor).
+type Resolve struct {
+	ID       string
+	As       string
+	Evidence []string
+	Reason   string
+	Meta     string
+}
+
+// Assess records an observer's judgment beside a promise.
+type Assess struct {
+	ID       string
+	State    string
+	Observer string // defaults to the acting identity; must equal it
+	Note     string
+	Meta     string
+}
+
+func (Declare) isCommand() {}
+func (Amend) isCommand()   {}
+func (Resolve) isCommand() {}
+func (Assess) isCommand()  {}
+
+// Decide checks a command against the rules and the current state, as the
+// acting identity at now, and returns the record to append with any
+// warnings. A refusal is a *rule.Refusal naming the field and the rule.
+func (s *State) Decide(lim Limits, actor string, now time.Time, cmd Command) (Event, []string, error) {
+	if err := checkParty(lim, "actor", actor); err != nil {
+		return Event{}, nil, err
+	}
+	ts := now.UTC().Truncate(time.Second)
+	switch c := cmd.(type) {
+	case Declare:
+		return s.declare(lim, actor, ts, c)
+	case Amend:
+		return s.amend(lim, actor, ts, c)
+	case Resolve:
+		return s.resolve(lim, actor, ts, c)
+	case Assess:
+		return s.assess(lim, actor, ts, c)
+	}
+	panic("promise: unknown command type")
+}
+
+func (s *State) declare(lim Limits, actor string, ts time.Time, c Declare) (Event, []string, error) {
+	if err := CheckID(lim, "id", c.ID); err != nil {
+		return Event{}, nil, err
+	}
+	if strings.TrimSpace(c.Text) == "" {
+		return Event{}, nil, rule.Invalidf("promise", "text must not be empty")
+	}
+	if len(c.Text) > lim.TextMax {
+		return Event{}, nil, rule.Invalidf("promise", "text must be at most "+itoa(lim.TextMax)+" bytes")
+	}
+	if err := checkParty(lim, "by", c.By); err != nil {
+		return Event{}, nil, err
+	}
+	if err := checkParty(lim, "to", c.To); err != nil {
+		return Event{}, nil, err
+	}
+	if c.On != "" {
+		if err := CheckID(lim, "on", c.On); err != nil {
+			return Event{}, nil, err
+		}
+	}
+	if c.Task != "" {
+		if err := checkParty(lim, "task", c.Task); err != nil {
+			return Event{}, nil, err
+		}
+	}
+	if c.Until.IsZero() {
+		return Event{}, nil, rule.Invalidf("until", "a deadline is required")
+	}
+	meta, err := NormalizeMeta(lim, c.Meta)
+	if err != nil {
+		return Event{}, nil, err
+	}
+	if c.By != actor {
+		return Event{}, nil, rule.Forbiddenf("by", "only the debtor declares its own promise: by is "+c.By+" but the acting identity is "+actor)
+	}
+	if _, dup := s.byID[c.ID]; dup {
+		return Event{}, nil, rule.Conflictf("id", "a promise with id "+c.ID+" already exists")
+	}
+	var warn []string
+	if c.On != "" {
+		if _, ok := s.byID[c.On]; !ok {
+			warn = append(warn, "on: no promise "+c.On+" in this ledger yet; "+c.ID+" stays conditional until it is declared and satisfied")
+		}
+	}
+	return Event{
+		TS: ts, Type: TypePromise, ID: c.ID, Text: c.Text, By: c.By, To: c.To, On: c.On,
+		Until: FormatTime(c.Until), Task: c.Task, Meta: meta,
+	}, warn, nil
+}
+
+func (s *State) amend(lim Limits, actor string, ts time.Time, c Amend) (Event, []string, error) {
+	if c.Until.IsZero() {
+		return Event{}, nil, rule.Invalidf("until", "a new deadline is required")
+	}
+	if len(c.Reason) > lim.TextMax {
+		return Event{}, nil, rule.Invalidf("reason", "must be at most "+itoa(lim.TextMax)+" bytes")
+	}
+	meta, err := NormalizeMeta(lim, c.Meta)
+	if err != nil {
+		return Event{}, nil, err
+	}
+	p, err := s.open(c.ID, "amend")
+	if err != nil {
+		return Event{}, nil, err
+	}
+	if actor != p.By {
+		return Event{}, nil, rule.Forbiddenf("by", "only the debtor "+p.By+" amends "+p.ID+"; the acting identity is "+actor)
+	}
+	return Event{TS: ts, Type: TypeAmend, ID: p.ID, By: actor, Until: FormatTime(c.Until), Reason: c.Reason, Meta: meta}, nil, nil
+}
+
+func (s *State) resolve(lim Limits, actor string, ts time.Time, c Resolve) (Event, []string, error) {
+	switch c.As {
+	case AsSatisfied:
+		if len(c.Evidence) == 0 {
+			return Event{}, nil, rule.Invalidf("evidence", "a satisfied resolve needs at least one evidence reference")
+		}
+		if len(c.Evidence) > lim.EvidenceMax {
+			return Event{}, nil, rule.Invalidf("evidence", "at most "+itoa(lim.EvidenceMax)+" references")
+		}
+		for _, ref := range c.Evidence {
+			if strings.TrimSpace(ref) == "" {
+				return Event{}, nil, rule.Invalidf("evidence", "a reference must not be blank")
+			}
+			if len(ref) > lim.EvidenceRefMax || hasControl(ref) {
+				return Event{}, nil, rule.Invalidf("evidence", "a reference must be at most "+itoa(lim.EvidenceRefMax)+" bytes without control characters")
+			}
+		}
+		if c.Reason != "" {
+			return Event{}, nil, rule.Invalidf("reason", "a satisfied resolve carries evidence, not a reason")
+		}
+	case AsCancelled, AsReleased:
+		if len(c.Evidence) > 0 {
+			return Event{}, nil, rule.Invalidf("evidence", "only a satisfied resolve carries evidence")
+		}
+		if c.As == AsCancelled && strings.TrimSpace(c.Reason) == "" {
+			return Event{}, nil, rule.Invalidf("reason", "cancelling needs a reason")
+		}
+	default:
+		return Event{}, nil, rule.Invalidf("as", "must be satisfied, cancelled or released")
+	}
+	if len(c.Reason) > lim.TextMax {
+		return Event{}, nil, rule.Invalidf("reason", "must be at most "+itoa(lim.TextMax)+" bytes")
+	}
+	meta, err := NormalizeMeta(lim, c.Meta)
+	if err != nil {
+		return Event{}, nil, err
+	}
+	p, err := s.open(c.ID, "resolve")
+	if err != nil {
+		return Event{}, nil, err
+	}
+	if c.As == AsReleased {
+		if actor != p.To {
+			return Event{}, nil, rule.Forbiddenf("by", "only the creditor "+p.To+" releases "+p.ID+"; the acting identity is "+actor)
+		}
+	} else if actor != p.By {
+		return Event{}, nil, rule.Forbiddenf("by", "only the debtor "+p.By+" resolves "+p.ID+" as "+c.As+"; the acting identity is "+actor)
+	}
+	return Event{TS: ts, Type: TypeResolve, ID: p.ID, As: c.As, By: actor, Evidence: c.Evidence, Reason: c.Reason, Meta: meta}, nil, nil
+}
+
+func (s *State) assess(lim Limits, actor string, ts time.Time, c Assess) (Event, []string, error) {
+	if c.State != StateViolated {
+		return Event{}, nil, rule.Invalidf("state", "the only assessment is violated")
+	}
+	observer := c.Observer
+	if observer == "" {
+		observer = actor
+	}
+	if err := checkParty(lim, "observer", observer); err != nil {
+		return Event{}, nil, err
+	}
+	if len(c.Note) > lim.TextMax {
+		return Event{}, nil, rule.Invalidf("note", "must be at most "+itoa(lim.TextMax)+" bytes")
+	}
+	meta, err := NormalizeMeta(lim, c.Meta)
+	if err != nil {
+		return Event{}, nil, err
+	}
+	if observer != actor {
+		return Event{}, nil, rule.Forbiddenf("observer", "an observer assesses only as itself: observer is "+observer+" but the acting identity is "+actor)
+	}
+	p, ok := s.byID[c.ID]
+	if !ok {
+		return Event{}, nil, rule.NotFoundf("promise", "no promise with id "+c.ID)
+	}
+	return Event{TS: ts, Type: TypeAssess, ID: p.ID, State: c.State, Observer: observer, Note: c.Note, Meta: meta}, nil, nil
+}
+
+// open returns an unresolved promise or the refusal for verb.
+func (s *State) open(id, verb string) (*Promise, error) {
+	p, ok := s.byID[id]
+	if !ok {
+		return nil, rule.NotFoundf("promise", "no promise with id "+id)
+	}
+	if p.Resolution != nil {
+		return nil, rule.Conflictf("promise", "cannot "+verb+" "+id+": already resolved as "+p.Resolution.As)
+	}
+	return p, nil
+}
+
+// CheckID enforces pinki's id rule: 1–128 characters, no whitespace or
+// control characters.
+func CheckID(lim Limits, field, id string) error {
+	if id == "" {
+		return rule.Invalidf(field, "must not be empty")
+	}
+	if !utf8.ValidString(id) {
+		return rule.Invalidf(field, "must be valid UTF-8")
+	}
+	if utf8.RuneCountInString(id) > lim.IDMax {
+		return rule.Invalidf(field, "must be at most "+itoa(lim.IDMax)+" characters")
+	}
+	for _, r := range id {
+		if unicode.IsSpace(r) || unicode.IsControl(r) {
+			return rule.Invalidf(field, "must not contain whitespace or control characters")
+		}
+	}
+	return nil
+}
+
+func checkParty(lim Limits, field, v string) error {
+	if strings.TrimSpace(v) == "" {
+		return rule.Invalidf(field, "an identity is required")
+	}
+	if len(v) > lim.PartyMax || !utf8.ValidString(v) || hasControl(v) {
+		return rule.Invalidf(field, "must be at most "+itoa(lim.PartyMax)+" bytes of UTF-8 without control characters")
+	}
+	return nil
+}
+
+// NormalizeMeta enforces pinki's meta rule (absent, or a non-empty JSON
+// object of at most 8 KiB) and returns the object compacted onto one line,
+// since a record is one line of the log.
+func NormalizeMeta(lim Limits, meta string) (string, error) {
+	if meta == "" {
+		return "", nil
+	}
+	b := []byte(strings.TrimSpace(meta))
+	if !wire.Valid(b) || !wire.IsObject(b) {
+		return "", rule.Invalidf("meta", "must be a JSON object")
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		return "", rule.Invalidf("meta", "must be a JSON object")
+	}
+	if buf.Len() > lim.MetaMax {
+		return "", rule.Invalidf("meta", "must be at most "+itoa(lim.MetaMax)+" bytes")
+	}
+	empty := true
+	_ = wire.Object(buf.Bytes(), func(_, _ []byte) error { empty = false; return nil })
+	if empty {
+		return "", rule.Invalidf("meta", "must be a non-empty object")
+	}
+	return buf.String(), nil
+}
+
+func hasControl(s string) bool {
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return true
+		}
+	}
+	return false
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return string(b[i:])
+}

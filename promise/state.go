@@ -1,0 +1,232 @@
+package promise
+
+import "time"
+
+// Status is a promise's computed state. Printed and stored in checkpoints:
+// do not rename.
+type Status string
+
+const (
+	Conditional Status = "conditional" // waiting on an antecedent that has not landed
+	Owed        Status = "owed"        // detached: the debtor owes it now
+	Satisfied   Status = "satisfied"
+	Cancelled   Status = "cancelled"
+	Released    Status = "released"
+	Expired     Status = "expired" // its antecedent can no longer land
+)
+
+// Resolved reports whether the status ends the promise.
+func (s Status) Resolved() bool {
+	return s == Satisfied || s == Cancelled || s == Released
+}
+
+// Open reports whether the promise is still owed or may yet become owed.
+func (s Status) Open() bool { return s == Conditional || s == Owed }
+
+// Meta is what the log knows about a record beyond its own fields.
+type Meta struct {
+	Seq   uint64 // position in the session log, from 1
+	Actor string // acting identity when it differs from the record's party
+}
+
+// Promise is the folded record of one promise.
+//
+// Invariant: Horizons is never empty; its last element is the current
+// deadline. Invariant: Resolution, once set, never changes.
+type Promise struct {
+	ID, Text, By, To, On, Task string
+	Meta                       string // raw JSON object or ""
+	Seq                        uint64 // sequence of the declaration
+	Declared                   int64  // declaration ts, unix nanoseconds
+	Horizons                   []int64
+	Resolution                 *Resolution
+	Assessments                []Assessment
+}
+
+// Until is the current deadline.
+func (p *Promise) Until() time.Time { return time.Unix(0, p.Horizons[len(p.Horizons)-1]).UTC() }
+
+// Resolution is the first resolve record of a promise.
+type Resolution struct {
+	As       string
+	By       string
+	Evidence []string
+	Reason   string
+	At       int64 // unix nanoseconds
+	Seq      uint64
+}
+
+// Assessment is an observer's signed judgment, kept beside the promise.
+type Assessment struct {
+	Observer, State, Note, Meta string
+	At                          int64
+	Seq                         uint64
+}
+
+// State is the fold of a session's promise records.
+type State struct {
+	byID  map[string]*Promise
+	order []*Promise // declaration order
+	names map[string]string
+}
+
+// NewState returns an empty fold.
+func NewState() *State {
+	return &State{byID: make(map[string]*Promise), names: make(map[string]string)}
+}
+
+// Len is the number of declared promises.
+func (s *State) Len() int { return len(s.order) }
+
+// Get returns the promise with the given id.
+func (s *State) Get(id string) (*Promise, bool) {
+	p, ok := s.byID[id]
+	return p, ok
+}
+
+// Each visits promises in declaration order until fn returns false.
+func (s *State) Each(fn func(*Promise) bool) {
+	for _, p := range s.order {
+		if !fn(p) {
+			return
+		}
+	}
+}
+
+// intern shares the storage of identities that recur on many records, which
+// keeps a large ledger's memory per promise small.
+func (s *State) intern(v string) string {
+	if v == "" {
+		return ""
+	}
+	if w, ok := s.names[v]; ok {
+		return w
+	}
+	s.names[v] = v
+	return v
+}
+
+// Apply folds one well-formed record into the state. It never fails: a
+// record that cannot take effect (a second declaration of an id, an amend or
+// resolve after the first resolve, anything about an unknown id) is ignored,
+// exactly as pinki's fold ignores it; the log keeps it regardless.
+func (s *State) Apply(m Meta, e *Event) {
+	at := e.TS.UnixNano()
+	switch e.Type {
+	case TypePromise:
+		if _, dup := s.byID[e.ID]; dup {
+			return // first declaration wins
+		}
+		p := &Promise{
+			ID: e.ID, Text: e.Text, By: s.intern(e.By), To: s.intern(e.To),
+			On: e.On, Task: e.Task, Meta: e.Meta, Seq: m.Seq, Declared: at,
+			Horizons: []int64{mustTime(e.Until)},
+		}
+		s.byID[p.ID] = p
+		s.order = append(s.order, p)
+	case TypeAmend:
+		p, ok := s.byID[e.ID]
+		if !ok || p.Resolution != nil {
+			return
+		}
+		p.Horizons = append(p.Horizons, mustTime(e.Until))
+	case TypeResolve:
+		p, ok := s.byID[e.ID]
+		if !ok || p.Resolution != nil {
+			return // first resolve wins
+		}
+		p.Resolution = &Resolution{
+			As: e.As, By: s.intern(e.By), Evidence: e.Evidence, Reason: e.Reason, At: at, Seq: m.Seq,
+		}
+	case TypeAssess:
+		p, ok := s.byID[e.ID]
+		if !ok {
+			return
+		}
+		p.Assessments = append(p.Assessments, Assessment{
+			Observer: s.intern(e.Observer), State: e.State, Note: e.Note, Meta: e.Meta, At: at, Seq: m.Seq,
+		})
+	}
+}
+
+// mustTime parses a deadline that Decode has already validated.
+func mustTime(v string) int64 {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		panic("promise: unvalidated time reached the fold: " + v)
+	}
+	return t.UnixNano()
+}
+
+// Status computes a promise's state from the fold (pinki's rules):
+// resolution wins; no antecedent → owed; unknown antecedent or a cycle →
+// conditional; antecedent satisfied → owed; antecedent cancelled, released
+// or expired → expired (transitively); antecedent open → conditional.
+func (s *State) Status(p *Promise) Status {
+	if p.Resolution != nil {
+		return Status(p.Resolution.As)
+	}
+	if p.On == "" {
+		return Owed
+	}
+	// Walk the antecedent chain iteratively (chains may be long), then fold
+	// the result back along it.
+	chain := make([]*Promise, 0, 4)
+	cur := p
+	var base Status
+	for {
+		chain = append(chain, cur)
+		a, ok := s.byID[cur.On]
+		if !ok {
+			base = "" // unknown antecedent: the last link is conditional
+			break
+		}
+		if a.Resolution != nil {
+			base = Status(a.Resolution.As)
+			break
+		}
+		if a.On == "" {
+			base = Owed
+			break
+		}
+		if contains(chain, a) {
+			return Conditional // a cycle never lands
+		}
+		cur = a
+	}
+	st := Conditional
+	if base != "" {
+		st = derive(base)
+	}
+	for i := len(chain) - 2; i >= 0; i-- {
+		st = derive(st)
+	}
+	return st
+}
+
+// derive is the state of a promise whose antecedent is in state a.
+func derive(a Status) Status {
+	switch a {
+	case Satisfied:
+		return Owed
+	case Cancelled, Released, Expired:
+		return Expired
+	default:
+		return Conditional
+	}
+}
+
+func contains(chain []*Promise, p *Promise) bool {
+	for _, c := range chain {
+		if c == p {
+			return true
+		}
+	}
+	return false
+}
+
+// Overdue is a view at now, never a stored state: owed, unresolved, and now
+// strictly after the current deadline. A conditional promise is never overdue.
+func (s *State) Overdue(p *Promise, now time.Time) bool {
+	return p.Resolution == nil && s.Status(p) == Owed && now.UnixNano() > p.Horizons[len(p.Horizons)-1]
+}

@@ -1,0 +1,137 @@
+package promise
+
+import (
+	"strconv"
+	"time"
+
+	"tally/wire"
+)
+
+// View is a promise as `show --json` and `ls --json` print it. The shape is
+// part of tally's stable output (schema_version 1): fields are added, never
+// renamed or removed.
+type View struct {
+	ID          string
+	Promise     string
+	By, To      string
+	On, Task    string // "" prints as null
+	Until       time.Time
+	Horizons    []time.Time
+	State       Status
+	Overdue     bool
+	Evidence    []string
+	Reason      string // "" prints as null
+	ResolvedBy  string
+	ResolvedAt  time.Time
+	Assessments []AssessmentView
+	Declared    time.Time
+	Meta        string // raw JSON object; "" prints as null
+	Seq         uint64
+}
+
+// AssessmentView is one observer's judgment as printed.
+type AssessmentView struct {
+	Observer, State, Note string
+	TS                    time.Time
+}
+
+// View computes the printed form of p at now.
+func (s *State) View(p *Promise, now time.Time) View {
+	v := View{
+		ID: p.ID, Promise: p.Text, By: p.By, To: p.To, On: p.On, Task: p.Task,
+		Until: p.Until(), State: s.Status(p), Meta: p.Meta, Seq: p.Seq,
+		Declared: time.Unix(0, p.Declared).UTC(),
+	}
+	v.Overdue = v.State == Owed && now.UnixNano() > p.Horizons[len(p.Horizons)-1]
+	v.Horizons = make([]time.Time, len(p.Horizons))
+	for i, h := range p.Horizons {
+		v.Horizons[i] = time.Unix(0, h).UTC()
+	}
+	if r := p.Resolution; r != nil {
+		v.Evidence, v.Reason, v.ResolvedBy = r.Evidence, r.Reason, r.By
+		v.ResolvedAt = time.Unix(0, r.At).UTC()
+	}
+	for _, a := range p.Assessments {
+		v.Assessments = append(v.Assessments, AssessmentView{Observer: a.Observer, State: a.State, Note: a.Note, TS: time.Unix(0, a.At).UTC()})
+	}
+	return v
+}
+
+// AppendJSON writes the view as one JSON object with a fixed member order,
+// so output is byte-identical for the same log and now.
+func (v *View) AppendJSON(b []byte) []byte {
+	b = append(b, `{"id":`...)
+	b = wire.AppendString(b, v.ID)
+	b = append(b, `,"promise":`...)
+	b = wire.AppendString(b, v.Promise)
+	b = append(b, `,"by":`...)
+	b = wire.AppendString(b, v.By)
+	b = append(b, `,"to":`...)
+	b = wire.AppendString(b, v.To)
+	b = append(b, `,"on":`...)
+	b = appendOptString(b, v.On)
+	b = append(b, `,"task":`...)
+	b = appendOptString(b, v.Task)
+	b = append(b, `,"until":`...)
+	b = wire.AppendString(b, FormatTime(v.Until))
+	b = append(b, `,"horizons":[`...)
+	for i, h := range v.Horizons {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = wire.AppendString(b, FormatTime(h))
+	}
+	b = append(b, `],"state":`...)
+	b = wire.AppendString(b, string(v.State))
+	b = append(b, `,"overdue":`...)
+	b = strconv.AppendBool(b, v.Overdue)
+	b = append(b, `,"evidence":`...)
+	if v.Evidence == nil {
+		b = append(b, "[]"...)
+	} else {
+		b = wire.AppendStrings(b, v.Evidence)
+	}
+	b = append(b, `,"reason":`...)
+	b = appendOptString(b, v.Reason)
+	b = append(b, `,"resolved_by":`...)
+	b = appendOptString(b, v.ResolvedBy)
+	b = append(b, `,"resolved_at":`...)
+	if v.ResolvedAt.IsZero() || v.ResolvedBy == "" {
+		b = append(b, "null"...)
+	} else {
+		b = wire.AppendString(b, FormatTime(v.ResolvedAt))
+	}
+	b = append(b, `,"assessments":[`...)
+	for i, a := range v.Assessments {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"observer":`...)
+		b = wire.AppendString(b, a.Observer)
+		b = append(b, `,"state":`...)
+		b = wire.AppendString(b, a.State)
+		b = append(b, `,"note":`...)
+		b = appendOptString(b, a.Note)
+		b = append(b, `,"ts":`...)
+		b = wire.AppendString(b, FormatTime(a.TS))
+		b = append(b, '}')
+	}
+	b = append(b, `],"declared":`...)
+	b = wire.AppendString(b, FormatTime(v.Declared))
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, v.Seq, 10)
+	b = append(b, `,"meta":`...)
+	if v.Meta == "" {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, v.Meta...)
+	}
+	return append(b, '}')
+}
+
+func appendOptString(b []byte, s string) []byte {
+	if s == "" {
+		return append(b, "null"...)
+	}
+	return wire.AppendString(b, s)
+}
