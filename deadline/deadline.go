@@ -1,0 +1,254 @@
+// Package deadline holds a generic deadline index: a set of keys, each with
+// one due time, that answers "what is due at now?" in O(k log n) for k due
+// keys and "is anything due?" in O(1).
+//
+// The index is family-agnostic: the expectations core keys it by
+// expectation, the promise watcher by (promise, rung). It does no I/O and
+// never reads a clock: now is always an argument.
+//
+// Due times are stored as Unix nanoseconds to keep an entry small (a key and
+// eight bytes). Times before 1678 or after 2262 saturate to the nearest
+// representable instant; two such times compare equal and fall back to the
+// key ordering.
+package deadline
+
+import (
+	"math"
+	"time"
+)
+
+// Index is a min-heap of (due, key) with a position map, so that Set and
+// Delete are O(log n), Next is O(1) and Due visits the k due keys in
+// O(k log k) without removing them.
+//
+// Invariant: pos[items[i].key] == i for every i, and len(pos) == len(items).
+// Invariant: items is a binary min-heap under before.
+//
+// An Index is not safe for concurrent use.
+type Index[K comparable] struct {
+	less  func(a, b K) bool // strict total order on keys: breaks ties between equal due times
+	items []entry[K]
+	pos   map[K]int
+
+	// scratch is the candidate heap Due reuses between calls, so a sweep with
+	// k due items allocates nothing once warmed up.
+	scratch []int
+	// visiting is set while Due runs: fn must not change the index.
+	visiting bool
+}
+
+type entry[K comparable] struct {
+	key K
+	due int64 // Unix nanoseconds, saturated
+}
+
+// New returns an empty index. less must be a strict total order on keys; it
+// makes the visiting order of keys with equal due times deterministic.
+func New[K comparable](less func(a, b K) bool) *Index[K] {
+	if less == nil {
+		panic("deadline: New needs an ordering function")
+	}
+	return &Index[K]{less: less, pos: make(map[K]int)}
+}
+
+// Len returns the number of keys in the index.
+func (x *Index[K]) Len() int { return len(x.items) }
+
+// Set gives key the due time due, inserting it when absent and moving it
+// when present. O(log n).
+func (x *Index[K]) Set(key K, due time.Time) {
+	x.assertNotVisiting("Set")
+	d := nanos(due)
+	if i, ok := x.pos[key]; ok {
+		old := x.items[i].due
+		x.items[i].due = d
+		if d < old {
+			x.up(i)
+		} else if d > old {
+			x.down(i)
+		}
+		return
+	}
+	x.items = append(x.items, entry[K]{key: key, due: d})
+	i := len(x.items) - 1
+	x.pos[key] = i
+	x.up(i)
+}
+
+// Get returns key's due time and whether key is in the index.
+func (x *Index[K]) Get(key K) (time.Time, bool) {
+	i, ok := x.pos[key]
+	if !ok {
+		return time.Time{}, false
+	}
+	return fromNanos(x.items[i].due), true
+}
+
+// Delete removes key and reports whether it was present. O(log n).
+func (x *Index[K]) Delete(key K) bool {
+	x.assertNotVisiting("Delete")
+	i, ok := x.pos[key]
+	if !ok {
+		return false
+	}
+	last := len(x.items) - 1
+	if i != last {
+		x.swap(i, last)
+	}
+	var zero entry[K]
+	x.items[last] = zero // drop the reference the key may hold
+	x.items = x.items[:last]
+	delete(x.pos, key)
+	if i != last {
+		x.down(i)
+		x.up(i)
+	}
+	if cap(x.items) > 64 && len(x.items) < cap(x.items)/4 {
+		x.items = append([]entry[K](nil), x.items...)
+	}
+	return true
+}
+
+// Next returns the earliest due time, and false when the index is empty. O(1).
+func (x *Index[K]) Next() (time.Time, bool) {
+	if len(x.items) == 0 {
+		return time.Time{}, false
+	}
+	return fromNanos(x.items[0].due), true
+}
+
+// Due calls fn for every key whose due time is at or before now, in due
+// order (ties in the key order given to New), until fn returns false. It
+// removes nothing: the caller deletes or moves keys once their work is done.
+// fn must not call Set or Delete on this index (it panics if it does).
+// O(k log k) for k visited keys; O(1) when nothing is due.
+func (x *Index[K]) Due(now time.Time, fn func(key K, due time.Time) bool) {
+	limit := nanos(now)
+	if len(x.items) == 0 || x.items[0].due > limit {
+		return
+	}
+	x.visiting = true
+	defer func() { x.visiting = false }()
+
+	// A heap of candidate positions: every visited node's children are
+	// candidates, so the frontier stays sorted without touching items.
+	c := append(x.scratch[:0], 0)
+	for len(c) > 0 {
+		i := c[0]
+		last := len(c) - 1
+		c[0] = c[last]
+		c = c[:last]
+		x.candidateDown(c, 0)
+
+		e := x.items[i]
+		if !fn(e.key, fromNanos(e.due)) {
+			break
+		}
+		for _, child := range [2]int{2*i + 1, 2*i + 2} {
+			if child < len(x.items) && x.items[child].due <= limit {
+				c = append(c, child)
+				x.candidateUp(c, len(c)-1)
+			}
+		}
+	}
+	x.scratch = c[:0]
+}
+
+func (x *Index[K]) assertNotVisiting(op string) {
+	if x.visiting {
+		panic("deadline: " + op + " called from inside Due")
+	}
+}
+
+// before is the heap order: due time, then key order.
+func (x *Index[K]) before(i, j int) bool {
+	a, b := x.items[i], x.items[j]
+	if a.due != b.due {
+		return a.due < b.due
+	}
+	return x.less(a.key, b.key)
+}
+
+func (x *Index[K]) swap(i, j int) {
+	x.items[i], x.items[j] = x.items[j], x.items[i]
+	x.pos[x.items[i].key] = i
+	x.pos[x.items[j].key] = j
+}
+
+func (x *Index[K]) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !x.before(i, p) {
+			return
+		}
+		x.swap(i, p)
+		i = p
+	}
+}
+
+func (x *Index[K]) down(i int) {
+	n := len(x.items)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && x.before(r, l) {
+			m = r
+		}
+		if !x.before(m, i) {
+			return
+		}
+		x.swap(i, m)
+		i = m
+	}
+}
+
+func (x *Index[K]) candidateUp(c []int, i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !x.before(c[i], c[p]) {
+			return
+		}
+		c[i], c[p] = c[p], c[i]
+		i = p
+	}
+}
+
+func (x *Index[K]) candidateDown(c []int, i int) {
+	n := len(c)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && x.before(c[r], c[l]) {
+			m = r
+		}
+		if !x.before(c[m], c[i]) {
+			return
+		}
+		c[i], c[m] = c[m], c[i]
+		i = m
+	}
+}
+
+var (
+	minTime = time.Unix(0, math.MinInt64)
+	maxTime = time.Unix(0, math.MaxInt64)
+)
+
+// nanos converts t to Unix nanoseconds, saturating outside the int64 range.
+func nanos(t time.Time) int64 {
+	if t.Before(minTime) {
+		return math.MinInt64
+	}
+	if t.After(maxTime) {
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
