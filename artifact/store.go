@@ -101,27 +101,10 @@ func (s *Store) Put(ctx context.Context, r io.Reader) (ContentDigest, int64, err
 		}
 	}()
 
-	h := NewContentHasher()
-	buf := make([]byte, copyBufferSize)
-	var size int64
-	src := ctxReader{ctx: ctx, r: r}
-	for {
-		n, rerr := io.ReadFull(src, buf)
-		if n > 0 {
-			_, _ = h.Write(buf[:n])
-			if _, werr := tmp.Write(buf[:n]); werr != nil {
-				return ContentDigest{}, 0, fmt.Errorf("put artifact: %w", werr)
-			}
-			size += int64(n)
-		}
-		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
-			break
-		}
-		if rerr != nil {
-			return ContentDigest{}, 0, fmt.Errorf("put artifact: read: %w", rerr)
-		}
+	d, size, err := s.copyHashing(ctx, tmp, r)
+	if err != nil {
+		return ContentDigest{}, 0, fmt.Errorf("put artifact: %w", err)
 	}
-	d := ContentSum(h)
 	if err := tmp.Sync(); err != nil {
 		return ContentDigest{}, 0, fmt.Errorf("put artifact: sync: %w", err)
 	}
@@ -150,6 +133,69 @@ func (s *Store) Put(ctx context.Context, r io.Reader) (ContentDigest, int64, err
 	}
 	if err := syncDir(s.dir); err != nil {
 		return ContentDigest{}, 0, fmt.Errorf("put artifact: %w", err)
+	}
+	return d, size, nil
+}
+
+// Put's pipeline: the caller's goroutine reads chunks and writes them to the
+// file while a second goroutine hashes the same chunks, so hashing and writing
+// overlap; writeback of each written stretch starts at once so the closing
+// fsync waits for little.
+const (
+	pipelineBuffers   = 4       // chunks in flight between reader, writer and hasher
+	writebackInterval = 8 << 20 // bytes written between writeback hints
+)
+
+// copyHashing streams r into f and returns the content digest and size.
+func (s *Store) copyHashing(ctx context.Context, f *os.File, r io.Reader) (ContentDigest, int64, error) {
+	free := make(chan []byte, pipelineBuffers)
+	for i := 0; i < pipelineBuffers; i++ {
+		free <- make([]byte, copyBufferSize)
+	}
+	toHash := make(chan []byte, pipelineBuffers)
+	done := make(chan ContentDigest, 1)
+	go func() {
+		h := NewContentHasher()
+		for chunk := range toHash {
+			_, _ = h.Write(chunk)
+			free <- chunk[:cap(chunk)]
+		}
+		done <- ContentSum(h)
+	}()
+
+	var size, hinted int64
+	var failure error
+	src := ctxReader{ctx: ctx, r: r}
+	for failure == nil {
+		buf := <-free
+		n, rerr := io.ReadFull(src, buf)
+		if n > 0 {
+			// Invariant: a buffer is reused only after the hasher returns it,
+			// and this write finishes before the next buffer is taken.
+			toHash <- buf[:n]
+			if _, werr := f.Write(buf[:n]); werr != nil {
+				failure = werr
+				break
+			}
+			size += int64(n)
+			if size-hinted >= writebackInterval {
+				startWriteback(f, hinted, size-hinted)
+				hinted = size
+			}
+		} else {
+			free <- buf
+		}
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			break
+		}
+		if rerr != nil {
+			failure = fmt.Errorf("read: %w", rerr)
+		}
+	}
+	close(toHash)
+	d := <-done
+	if failure != nil {
+		return ContentDigest{}, 0, failure
 	}
 	return d, size, nil
 }
