@@ -354,3 +354,24 @@ func (e *Event) Party() string {
 	}
 	return e.By
 }
+
+// PeekType returns a line's "type" member without decoding the rest.
+func PeekType(line []byte) (string, error) {
+	var typ string
+	errFound := errors.New("found")
+	err := wire.Object(line, func(key, v []byte) error {
+		if string(key) == "type" {
+			s, err := wire.String(v)
+			if err != nil {
+				return err
+			}
+			typ = s
+			return errFound
+		}
+		return nil
+	})
+	if err != nil && err != errFound {
+		return "", err
+	}
+	return typ, nil
+}

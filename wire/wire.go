@@ -29,8 +29,7 @@ func errAt(off int, msg string) error { return &SyntaxError{Offset: off, Msg: ms
 
 // Object calls fn for each top-level member of the JSON object in line, with
 // the raw key (still escaped, without quotes) and the raw, validated value
-// span. The whole line is validated even if fn stops early by returning an
-// error (the error is returned as is). Leading and trailing whitespace is
+// span. If fn returns an error, Object stops and returns it as is. Leading and trailing whitespace is
 // allowed; anything else after the object is an error.
 func Object(line []byte, fn func(key, value []byte) error) error {
 	i := skipSpace(line, 0)

@@ -1,0 +1,231 @@
+// Package cli is tally's command line: each verb parses its flags into an
+// options value, calls the ledger, and prints through Streams, so tests run
+// it in process with buffers and the binary runs it with the terminal.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"tally/ledger"
+	"tally/rule"
+	"tally/store"
+)
+
+// Version is tally's release; the log format version comes from store.
+const Version = "0.1.0"
+
+// SchemaVersion is carried by every --json document.
+const SchemaVersion = 1
+
+// ExitCode is what the process returns: 0 ok, 1 refused or failed, 2 usage.
+type ExitCode int
+
+const (
+	ExitOK    ExitCode = 0
+	ExitError ExitCode = 1
+	ExitUsage ExitCode = 2
+)
+
+// Streams is everything a command reads from or writes to outside itself.
+type Streams struct {
+	In       io.Reader
+	Out      io.Writer
+	Err      io.Writer
+	Getenv   func(string) string
+	Cwd      string
+	Now      func() time.Time
+	Terminal bool // stdout is a terminal: colour allowed unless NO_COLOR
+}
+
+// System returns the process's real streams.
+func System() Streams {
+	cwd, _ := os.Getwd()
+	term := false
+	if fi, err := os.Stdout.Stat(); err == nil {
+		term = fi.Mode()&os.ModeCharDevice != 0
+	}
+	return Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, Getenv: os.Getenv, Cwd: cwd, Now: time.Now, Terminal: term}
+}
+
+// usageError marks an error as a usage error (exit 2).
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+// global holds the flags every verb shares.
+type global struct {
+	io      Streams
+	dir     string
+	session string
+	json    bool
+	as      string
+}
+
+func (g *global) color() bool { return g.io.Terminal && g.io.Getenv("NO_COLOR") == "" }
+
+// actor is the acting identity: --as, else TALLY_ACTOR.
+func (g *global) actor() string {
+	if g.as != "" {
+		return g.as
+	}
+	return g.io.Getenv("TALLY_ACTOR")
+}
+
+// root finds the ledger directory: --dir, TALLY_DIR, or the nearest .tally.
+func (g *global) root() (string, error) {
+	if g.dir != "" {
+		return g.dir, nil
+	}
+	if d := g.io.Getenv("TALLY_DIR"); d != "" {
+		return d, nil
+	}
+	return store.Find(g.io.Cwd)
+}
+
+// sessionDir resolves the session directory of the ledger in use.
+func (g *global) sessionDir() (string, error) {
+	root, err := g.root()
+	if err != nil {
+		return "", err
+	}
+	root = g.abs(root)
+	if !store.IsLedger(root) {
+		return "", fmt.Errorf("%s is not a tally ledger: run `tally init` there first", root)
+	}
+	tenant, session := store.DefaultTenant, store.DefaultSession
+	if g.session != "" {
+		t, s, ok := strings.Cut(g.session, "/")
+		if !ok {
+			return "", usagef("session: must be TENANT/SESSION")
+		}
+		tenant, session = t, s
+	}
+	dir, err := store.SessionDir(root, tenant, session)
+	if err != nil {
+		return "", usageError{err}
+	}
+	return dir, nil
+}
+
+// open opens the session's ledger, warning once about records it skips.
+func (g *global) open() (*ledger.Ledger, error) {
+	dir, err := g.sessionDir()
+	if err != nil {
+		return nil, err
+	}
+	cfg := ledger.DefaultConfig()
+	cfg.Now = g.io.Now
+	cfg.Logger = slog.New(slog.NewTextHandler(g.io.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	l, err := ledger.Open(dir, cfg)
+	if err != nil {
+		return nil, err
+	}
+	l.Read(func(st *ledger.State, _ store.Position) {
+		if w := st.SkippedSummary(); w != "" {
+			fmt.Fprintln(g.io.Err, "warning: "+w)
+		}
+	})
+	return l, nil
+}
+
+func (g *global) abs(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(g.io.Cwd, p)
+}
+
+// Main runs tally with args and returns its exit code.
+func Main(args []string, io Streams) ExitCode {
+	g := &global{io: io}
+	root := newRoot(g)
+	root.SetArgs(args)
+	root.SetIn(io.In)
+	root.SetOut(io.Out)
+	root.SetErr(io.Err)
+	err := root.ExecuteContext(context.Background())
+	if err == nil {
+		return ExitOK
+	}
+	return g.fail(err)
+}
+
+// fail prints err (as JSON in --json mode) and maps it to an exit code.
+func (g *global) fail(err error) ExitCode {
+	if _, ok := err.(silentExit); ok {
+		return ExitError
+	}
+	code, exit := "error", ExitError
+	var ue usageError
+	if r, ok := rule.As(err); ok {
+		code = string(r.Code)
+		if r.Usage() {
+			exit = ExitUsage
+		}
+	} else if errors.As(err, &ue) || isFlagError(err) {
+		code, exit = "usage", ExitUsage
+	} else {
+		var ce *store.CorruptError
+		if errors.As(err, &ce) {
+			code = "corrupt"
+		}
+	}
+	if g.json {
+		writeJSONError(g.io.Err, err.Error(), code)
+	} else {
+		fmt.Fprintln(g.io.Err, "tally: "+err.Error())
+	}
+	return exit
+}
+
+// isFlagError recognises cobra's and pflag's parse errors, which carry no type.
+func isFlagError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown flag", "unknown shorthand", "flag needs an argument", "invalid argument", "unknown command", "accepts ", "requires at least", "if any flags in the group", "bad flag syntax", "none of the others can be"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func newRoot(g *global) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "tally",
+		Short:         "A durable ledger of obligations between agents",
+		Long:          "tally records what is owed, by whom, to whom and until when, in an append-only hash-chained log,\nand computes every state by folding it.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       Version,
+	}
+	root.SetVersionTemplate(versionLine() + "\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.dir, "dir", "", "ledger directory (default: $TALLY_DIR, else the nearest .tally/ above the working directory)")
+	pf.StringVar(&g.session, "session", "", "session as TENANT/SESSION (default: default/default)")
+	pf.BoolVar(&g.json, "json", false, "print JSON (with schema_version) instead of text")
+	pf.StringVar(&g.as, "as", "", "acting identity (default: $TALLY_ACTOR)")
+	root.AddCommand(
+		newInit(g), newPromise(g), newAmend(g), newResolve(g), newAssess(g),
+		newShow(g), newLs(g), newOwed(g), newGraph(g),
+		newExport(g), newImport(g), newVerify(g), newVersion(g), newDemo(g),
+	)
+	return root
+}
+
+func versionLine() string {
+	return fmt.Sprintf("tally %s (log format v%d)", Version, store.FormatVersion)
+}

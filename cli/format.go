@@ -1,0 +1,183 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"tally/promise"
+	"tally/wire"
+)
+
+// writeJSONDoc writes {"schema_version":1,<members>} and a newline; members
+// is a list of already-encoded "name":value pairs in order.
+func writeJSONDoc(w io.Writer, members ...string) error {
+	b := make([]byte, 0, 256)
+	b = append(b, `{"schema_version":`...)
+	b = strconv.AppendInt(b, SchemaVersion, 10)
+	for _, m := range members {
+		b = append(b, ',')
+		b = append(b, m...)
+	}
+	b = append(b, '}', '\n')
+	_, err := w.Write(b)
+	return err
+}
+
+// member encodes one "name":value pair; value is raw JSON.
+func member(name string, value []byte) string {
+	return string(wire.AppendString(nil, name)) + ":" + string(value)
+}
+
+func jsonString(s string) []byte { return wire.AppendString(nil, s) }
+
+func writeJSONError(w io.Writer, msg, code string) {
+	_ = writeJSONDoc(w, member("error", jsonString(msg)), member("code", jsonString(code)))
+}
+
+var dayPart = regexp.MustCompile(`^(-?)(\d+)d(.*)$`)
+
+// parseUntil reads a deadline: RFC 3339, or a duration from now such as
+// 90m, 2h, 3d or 1d12h.
+func parseUntil(field, v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, usagef("%s: required (RFC 3339 such as 2026-09-01T17:00:00Z, or a duration from now such as 90m, 2h, 3d)", field)
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t.UTC(), nil
+	}
+	if d, ok := parseDuration(v); ok {
+		return now.Add(d).UTC().Truncate(time.Second), nil
+	}
+	return time.Time{}, usagef("%s: %q is neither RFC 3339 (2026-09-01T17:00:00Z) nor a duration (90m, 2h, 3d)", field, v)
+}
+
+func parseDuration(v string) (time.Duration, bool) {
+	var days int64
+	neg := false
+	if m := dayPart.FindStringSubmatch(v); m != nil {
+		n, err := strconv.ParseInt(m[2], 10, 64)
+		if err != nil || n > 100000 {
+			return 0, false
+		}
+		days, neg, v = n, m[1] == "-", m[3]
+		if v == "" {
+			v = "0s"
+		}
+		if strings.HasPrefix(v, "-") {
+			return 0, false
+		}
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, false
+	}
+	d += time.Duration(days) * 24 * time.Hour
+	if neg {
+		d = -d
+	}
+	return d, true
+}
+
+// parseNow reads --now (RFC 3339); empty means the clock.
+func parseNow(v string, clock func() time.Time) (time.Time, error) {
+	if v == "" {
+		return clock().UTC(), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, usagef("now: %q is not an RFC 3339 time", v)
+	}
+	return t.UTC(), nil
+}
+
+// relative describes t against now: "in 2h", "2h ago".
+func relative(t, now time.Time) string {
+	d := t.Sub(now)
+	if d >= 0 {
+		return "in " + short(d)
+	}
+	return short(-d) + " ago"
+}
+
+// short prints a duration in at most two units: 2d3h, 45m, 30s.
+func short(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d >= 24*time.Hour:
+		days := d / (24 * time.Hour)
+		h := (d % (24 * time.Hour)) / time.Hour
+		if h == 0 {
+			return fmt.Sprintf("%dd", days)
+		}
+		return fmt.Sprintf("%dd%dh", days, h)
+	case d >= time.Hour:
+		m := (d % time.Hour) / time.Minute
+		if m == 0 {
+			return fmt.Sprintf("%dh", d/time.Hour)
+		}
+		return fmt.Sprintf("%dh%dm", d/time.Hour, m)
+	case d >= time.Minute:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	default:
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+}
+
+// due describes a promise's deadline at now for tables.
+func due(v *promise.View, now time.Time) string {
+	switch {
+	case v.Overdue:
+		return "overdue " + short(now.Sub(v.Until))
+	case v.State == promise.Owed:
+		return "due " + relative(v.Until, now)
+	case v.State == promise.Conditional:
+		return "waits on " + v.On
+	default:
+		return string(v.State)
+	}
+}
+
+const (
+	ansiReset  = "\x1b[0m"
+	ansiRed    = "\x1b[31m"
+	ansiGreen  = "\x1b[32m"
+	ansiYellow = "\x1b[33m"
+	ansiDim    = "\x1b[2m"
+)
+
+// paint colours s for a terminal; without colour it returns s unchanged.
+func paint(on bool, color, s string) string {
+	if !on {
+		return s
+	}
+	return color + s + ansiReset
+}
+
+func stateColor(v *promise.View) string {
+	switch {
+	case v.Overdue:
+		return ansiRed
+	case v.State == promise.Satisfied:
+		return ansiGreen
+	case v.State == promise.Owed:
+		return ansiYellow
+	default:
+		return ansiDim
+	}
+}
+
+func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
+
+// clip shortens text for a table cell.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}

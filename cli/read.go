@@ -1,0 +1,424 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"tally/ledger"
+	"tally/promise"
+	"tally/rule"
+	"tally/store"
+)
+
+// readOptions are the flags every read verb shares.
+type readOptions struct{ now string }
+
+func (o *readOptions) bind(c *cobra.Command) {
+	c.Flags().StringVar(&o.now, "now", "", "evaluate views at this RFC 3339 time instead of the clock (output is then byte-for-byte reproducible)")
+}
+
+// views opens the ledger and computes the views fn selects at now.
+func (g *global) views(o readOptions, keep func(*promise.Promise, *promise.View) bool) ([]promise.View, time.Time, error) {
+	now, err := parseNow(o.now, g.io.Now)
+	if err != nil {
+		return nil, now, err
+	}
+	l, err := g.open()
+	if err != nil {
+		return nil, now, err
+	}
+	defer l.Close()
+	var out []promise.View
+	l.Read(func(st *ledger.State, _ store.Position) {
+		st.Promises.Each(func(p *promise.Promise) bool {
+			v := st.Promises.View(p, now)
+			if keep(p, &v) {
+				out = append(out, v)
+			}
+			return true
+		})
+	})
+	return out, now, nil
+}
+
+func writeViewList(w io.Writer, name string, vs []promise.View, now time.Time) error {
+	b := make([]byte, 0, 512*len(vs)+64)
+	b = append(b, '[')
+	for i := range vs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = vs[i].AppendJSON(b)
+	}
+	b = append(b, ']')
+	return writeJSONDoc(w, member("now", jsonString(promise.FormatTime(now))), member(name, b))
+}
+
+func newShow(g *global) *cobra.Command {
+	var o readOptions
+	c := &cobra.Command{
+		Use:     "show ID",
+		Short:   "Show one promise: its horizons, state, evidence, and every assessment beside it",
+		Example: `  tally show desk/ship-91 --now 2026-09-02T10:00:00Z`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			vs, now, err := g.views(o, func(p *promise.Promise, _ *promise.View) bool { return p.ID == args[0] })
+			if err != nil {
+				return err
+			}
+			if len(vs) == 0 {
+				return rule.NotFoundf("promise", "no promise with id "+args[0])
+			}
+			v := vs[0]
+			if g.json {
+				return writeJSONDoc(g.io.Out, member("now", jsonString(promise.FormatTime(now))), member("promise", v.AppendJSON(nil)))
+			}
+			printShow(g.io.Out, &v, now, g.color())
+			return nil
+		},
+	}
+	o.bind(c)
+	return c
+}
+
+// printShow prints the record and, beside it, what observers said: two
+// truths the ledger keeps without reconciling.
+func printShow(w io.Writer, v *promise.View, now time.Time, color bool) {
+	state := string(v.State)
+	if v.Overdue {
+		state += ", overdue " + short(now.Sub(v.Until))
+	}
+	fmt.Fprintf(w, "%s  %s\n", v.ID, paint(color, stateColor(v), state))
+	t := newTable(w)
+	fmt.Fprintf(t, "  promise\t%s\n", v.Promise)
+	fmt.Fprintf(t, "  by → to\t%s → %s\n", v.By, v.To)
+	if v.On != "" {
+		fmt.Fprintf(t, "  on\t%s\n", v.On)
+	}
+	if v.Task != "" {
+		fmt.Fprintf(t, "  task\t%s\n", v.Task)
+	}
+	fmt.Fprintf(t, "  declared\t%s\n", promise.FormatTime(v.Declared))
+	for i, h := range v.Horizons {
+		label := "  horizon " + fmt.Sprint(i+1)
+		cur := ""
+		if i == len(v.Horizons)-1 {
+			cur = "  (current, " + relative(h, now) + ")"
+		}
+		fmt.Fprintf(t, "%s\t%s%s\n", label, promise.FormatTime(h), cur)
+	}
+	if v.Meta != "" {
+		fmt.Fprintf(t, "  meta\t%s\n", v.Meta)
+	}
+	t.Flush()
+
+	left := []string{"THE LEDGER"}
+	if v.ResolvedBy != "" {
+		left = append(left, fmt.Sprintf("%s by %s", v.State, v.ResolvedBy), "at "+promise.FormatTime(v.ResolvedAt))
+		if late := v.ResolvedAt.Sub(v.Until); late > 0 {
+			left = append(left, short(late)+" after the deadline")
+		}
+		for _, e := range v.Evidence {
+			left = append(left, "evidence "+e)
+		}
+		if v.Reason != "" {
+			left = append(left, "reason "+v.Reason)
+		}
+	} else {
+		left = append(left, string(v.State)+", unresolved")
+	}
+	right := []string{"OBSERVERS"}
+	if len(v.Assessments) == 0 {
+		right = append(right, "(no assessments)")
+	}
+	for _, a := range v.Assessments {
+		right = append(right, fmt.Sprintf("%s by %s", a.State, a.Observer), "at "+promise.FormatTime(a.TS))
+		if a.Note != "" {
+			right = append(right, fmt.Sprintf("%q", a.Note))
+		}
+	}
+	fmt.Fprintln(w)
+	t = newTable(w)
+	for i := 0; i < max(len(left), len(right)); i++ {
+		l, r := "", ""
+		if i < len(left) {
+			l = left[i]
+		}
+		if i < len(right) {
+			r = right[i]
+		}
+		fmt.Fprintf(t, "  %s\t│ %s\n", l, r)
+	}
+	t.Flush()
+}
+
+func newLs(g *global) *cobra.Command {
+	var o readOptions
+	var open, overdue, all bool
+	var by, to string
+	c := &cobra.Command{
+		Use:   "ls [--open | --overdue | --all] [--by WHO] [--to WHO]",
+		Short: "List promises (default: open ones, in declaration order)",
+		Example: `  tally ls --overdue --by reviewer
+  tally ls --all --json`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if btoi(open)+btoi(overdue)+btoi(all) > 1 {
+				return usagef("give at most one of --open, --overdue, --all")
+			}
+			vs, now, err := g.views(o, func(p *promise.Promise, v *promise.View) bool {
+				if (by != "" && p.By != by) || (to != "" && p.To != to) {
+					return false
+				}
+				switch {
+				case all:
+					return true
+				case overdue:
+					return v.Overdue
+				default:
+					return v.State.Open()
+				}
+			})
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return writeViewList(g.io.Out, "promises", vs, now)
+			}
+			if len(vs) == 0 {
+				fmt.Fprintln(g.io.Out, "no promises")
+				return nil
+			}
+			t := newTable(g.io.Out)
+			fmt.Fprintln(t, "ID\tSTATE\tDUE\tBY → TO\tPROMISE")
+			for i := range vs {
+				v := &vs[i]
+				fmt.Fprintf(t, "%s\t%s\t%s\t%s → %s\t%s\n", v.ID, paint(g.color(), stateColor(v), string(v.State)), due(v, now), v.By, v.To, clip(v.Promise, 60))
+			}
+			return t.Flush()
+		},
+	}
+	f := c.Flags()
+	f.BoolVar(&open, "open", false, "conditional and owed promises (the default)")
+	f.BoolVar(&overdue, "overdue", false, "owed promises past their deadline")
+	f.BoolVar(&all, "all", false, "every promise")
+	f.StringVar(&by, "by", "", "only promises this debtor owes")
+	f.StringVar(&to, "to", "", "only promises owed to this creditor")
+	o.bind(c)
+	return c
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func newOwed(g *global) *cobra.Command {
+	var o readOptions
+	c := &cobra.Command{
+		Use:   "owed [--as WHO]",
+		Short: "What a seat owes, overdue first: paste it into a fresh session of that seat",
+		Example: `  tally owed --as reviewer
+  TALLY_ACTOR=reviewer tally owed --json`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			who, err := g.requireActor("")
+			if err != nil {
+				return err
+			}
+			vs, now, err := g.views(o, func(p *promise.Promise, v *promise.View) bool { return p.By == who && v.State.Open() })
+			if err != nil {
+				return err
+			}
+			// Overdue first (most overdue first), then owed by deadline,
+			// then conditional; declaration order breaks ties.
+			rank := func(v *promise.View) int {
+				switch {
+				case v.Overdue:
+					return 0
+				case v.State == promise.Owed:
+					return 1
+				}
+				return 2
+			}
+			sort.SliceStable(vs, func(i, j int) bool {
+				ri, rj := rank(&vs[i]), rank(&vs[j])
+				if ri != rj {
+					return ri < rj
+				}
+				if !vs[i].Until.Equal(vs[j].Until) {
+					return vs[i].Until.Before(vs[j].Until)
+				}
+				return vs[i].Seq < vs[j].Seq
+			})
+			if g.json {
+				return writeJSONDoc(g.io.Out, member("as", jsonString(who)), member("now", jsonString(promise.FormatTime(now))), member("owed", viewArray(vs)))
+			}
+			nOver := 0
+			for i := range vs {
+				if vs[i].Overdue {
+					nOver++
+				}
+			}
+			if len(vs) == 0 {
+				fmt.Fprintf(g.io.Out, "%s owes nothing open (as of %s).\n", who, promise.FormatTime(now))
+				return nil
+			}
+			fmt.Fprintf(g.io.Out, "%s owes %d open promise(s), %d overdue, as of %s:\n", who, len(vs), nOver, promise.FormatTime(now))
+			for i := range vs {
+				v := &vs[i]
+				fmt.Fprintf(g.io.Out, "- [%s] %s to %s: %s (until %s)\n", due(v, now), v.ID, v.To, clip(v.Promise, 100), promise.FormatTime(v.Until))
+			}
+			fmt.Fprintln(g.io.Out, "Resolve with: tally resolve ID --satisfied --evidence REF | --cancelled --reason TEXT; move a deadline with: tally amend ID --until WHEN")
+			return nil
+		},
+	}
+	o.bind(c)
+	return c
+}
+
+func viewArray(vs []promise.View) []byte {
+	b := []byte{'['}
+	for i := range vs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = vs[i].AppendJSON(b)
+	}
+	return append(b, ']')
+}
+
+func newGraph(g *global) *cobra.Command {
+	var o readOptions
+	var format string
+	c := &cobra.Command{
+		Use:   "graph [--format text|dot|json]",
+		Short: "The promise graph: antecedent edges, and who owes whom",
+		Example: `  tally graph
+  tally graph --format dot | dot -Tsvg > promises.svg`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if g.json {
+				format = "json"
+			}
+			if format != "text" && format != "dot" && format != "json" {
+				return usagef("format: must be text, dot or json")
+			}
+			vs, now, err := g.views(o, func(*promise.Promise, *promise.View) bool { return true })
+			if err != nil {
+				return err
+			}
+			return writeGraph(g.io.Out, format, vs, now)
+		},
+	}
+	c.Flags().StringVar(&format, "format", "text", "text, dot or json")
+	o.bind(c)
+	return c
+}
+
+type pair struct{ by, to string }
+
+type pairCount struct {
+	open, overdue, total int
+}
+
+func writeGraph(w io.Writer, format string, vs []promise.View, now time.Time) error {
+	pairs := map[pair]*pairCount{}
+	var keys []pair
+	for i := range vs {
+		k := pair{vs[i].By, vs[i].To}
+		pc := pairs[k]
+		if pc == nil {
+			pc = &pairCount{}
+			pairs[k] = pc
+			keys = append(keys, k)
+		}
+		pc.total++
+		if vs[i].State.Open() {
+			pc.open++
+		}
+		if vs[i].Overdue {
+			pc.overdue++
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].by != keys[j].by {
+			return keys[i].by < keys[j].by
+		}
+		return keys[i].to < keys[j].to
+	})
+	switch format {
+	case "json":
+		nodes := make([]byte, 0, 128*len(vs))
+		edges := []byte{'['}
+		nodes = append(nodes, '[')
+		ne := 0
+		for i := range vs {
+			v := &vs[i]
+			if i > 0 {
+				nodes = append(nodes, ',')
+			}
+			nodes = fmt.Appendf(nodes, `{"id":%s,"state":%s,"overdue":%t,"by":%s,"to":%s}`, jsonString(v.ID), jsonString(string(v.State)), v.Overdue, jsonString(v.By), jsonString(v.To))
+			if v.On != "" {
+				if ne > 0 {
+					edges = append(edges, ',')
+				}
+				ne++
+				edges = fmt.Appendf(edges, `{"from":%s,"on":%s}`, jsonString(v.ID), jsonString(v.On))
+			}
+		}
+		nodes = append(nodes, ']')
+		edges = append(edges, ']')
+		ps := []byte{'['}
+		for i, k := range keys {
+			if i > 0 {
+				ps = append(ps, ',')
+			}
+			pc := pairs[k]
+			ps = fmt.Appendf(ps, `{"by":%s,"to":%s,"open":%d,"overdue":%d,"total":%d}`, jsonString(k.by), jsonString(k.to), pc.open, pc.overdue, pc.total)
+		}
+		ps = append(ps, ']')
+		return writeJSONDoc(w, member("now", jsonString(promise.FormatTime(now))), member("promises", nodes), member("edges", edges), member("parties", ps))
+	case "dot":
+		fmt.Fprintln(w, "digraph promises {\n  rankdir=LR;\n  node [shape=box];")
+		for i := range vs {
+			v := &vs[i]
+			fmt.Fprintf(w, "  %s [label=%s];\n", dotQuote(v.ID), dotQuote(v.ID+"\n"+string(v.State)+"\n"+v.By+" → "+v.To))
+			if v.On != "" {
+				fmt.Fprintf(w, "  %s -> %s [label=\"on\"];\n", dotQuote(v.ID), dotQuote(v.On))
+			}
+		}
+		fmt.Fprintln(w, "}")
+		return nil
+	}
+	fmt.Fprintln(w, "who owes whom (open / overdue / total):")
+	t := newTable(w)
+	for _, k := range keys {
+		pc := pairs[k]
+		fmt.Fprintf(t, "  %s → %s\t%d open\t%d overdue\t%d total\n", k.by, k.to, pc.open, pc.overdue, pc.total)
+	}
+	t.Flush()
+	fmt.Fprintln(w, "antecedents (a promise is owed once the one it is on is satisfied):")
+	n := 0
+	for i := range vs {
+		if v := &vs[i]; v.On != "" {
+			fmt.Fprintf(w, "  %s (%s) on %s\n", v.ID, v.State, v.On)
+			n++
+		}
+	}
+	if n == 0 {
+		fmt.Fprintln(w, "  (none)")
+	}
+	return nil
+}
+
+func dotQuote(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s) + `"`
+}

@@ -1,0 +1,283 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"tally/ledger"
+	"tally/promise"
+	"tally/rule"
+	"tally/store"
+	"tally/wire"
+)
+
+// writeOptions are the flags every write verb shares.
+type writeOptions struct {
+	meta      string
+	requestID string
+}
+
+func (o *writeOptions) bind(c *cobra.Command) {
+	c.Flags().StringVar(&o.meta, "meta", "", "a JSON object of your own (at most 8 KiB), kept and never read by tally")
+	c.Flags().StringVar(&o.requestID, "request-id", "", "your id for this request, recorded in the log envelope")
+}
+
+// requireActor returns the acting identity or a usage error naming how to set it.
+func (g *global) requireActor(fallback string) (string, error) {
+	if a := g.actor(); a != "" {
+		return a, nil
+	}
+	if fallback != "" {
+		return fallback, nil
+	}
+	return "", usagef("actor: required: pass --as WHO or set TALLY_ACTOR")
+}
+
+// submit runs one promise command and prints its outcome.
+func (g *global) submit(c *cobra.Command, cmd promise.Command, actor string, o writeOptions, human func(io.Writer, ledger.Result, *promise.View)) error {
+	l, err := g.open()
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	res, err := l.Submit(c.Context(), cmd, ledger.WriteOptions{Actor: actor, RequestID: o.requestID})
+	if err != nil {
+		return err
+	}
+	var view promise.View
+	now := g.io.Now().UTC()
+	l.Read(func(st *ledger.State, _ store.Position) {
+		p, _ := st.Promises.Get(res.Event.ID)
+		view = st.Promises.View(p, now)
+	})
+	if g.json {
+		warn := wire.AppendStrings(nil, res.Warnings)
+		if res.Warnings == nil {
+			warn = []byte("[]")
+		}
+		return writeJSONDoc(g.io.Out, member("seq", []byte(fmt.Sprint(res.Seq))), member("promise", view.AppendJSON(nil)), member("warnings", warn))
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintln(g.io.Err, "warning: "+w)
+	}
+	human(g.io.Out, res, &view)
+	return nil
+}
+
+type promiseOptions struct {
+	writeOptions
+	by, to, until, on, task, id string
+	textFromStdin               string
+}
+
+func newPromise(g *global) *cobra.Command {
+	o := &promiseOptions{}
+	c := &cobra.Command{
+		Use:   "promise [TEXT]",
+		Short: "Declare a promise (without TEXT: one JSON record on stdin)",
+		Example: `  tally promise "hand back a reviewed schema" --by reviewer --to author --until 2h
+  echo '{"promise":"ship it","by":"a","to":"b","until":"2026-09-01T17:00:00Z"}' | tally promise`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				if err := o.fromStdin(g.io.In); err != nil {
+					return err
+				}
+			}
+			text := ""
+			if len(args) == 1 {
+				text = args[0]
+			} else {
+				text = o.textFromStdin
+			}
+			actor, err := g.requireActor(o.by)
+			if err != nil {
+				return err
+			}
+			by := o.by
+			if by == "" {
+				by = actor
+			}
+			until, err := parseUntil("until", o.until, g.io.Now())
+			if err != nil {
+				return err
+			}
+			cmd := promise.Declare{ID: o.id, Text: text, By: by, To: o.to, On: o.on, Task: o.task, Until: until, Meta: o.meta}
+			return g.submit(c, cmd, actor, o.writeOptions, func(w io.Writer, res ledger.Result, v *promise.View) {
+				fmt.Fprintln(w, res.Event.ID)
+			})
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.by, "by", "", "the debtor (default: the acting identity)")
+	f.StringVar(&o.to, "to", "", "the creditor")
+	f.StringVar(&o.until, "until", "", "deadline: RFC 3339 or a duration from now (90m, 2h, 3d)")
+	f.StringVar(&o.on, "on", "", "antecedent promise id: this one is owed once that one is satisfied")
+	f.StringVar(&o.task, "task", "", "the A2A task this promise covers")
+	f.StringVar(&o.id, "id", "", "your own id (at most 128 characters, no whitespace); default: minted pnk_xxxxxx")
+	o.bind(c)
+	return c
+}
+
+func (o *promiseOptions) fromStdin(in io.Reader) error {
+	b, err := io.ReadAll(io.LimitReader(in, 1<<20))
+	if err != nil {
+		return fmt.Errorf("read stdin: %w", err)
+	}
+	b = []byte(strings.TrimSpace(string(b)))
+	if len(b) == 0 {
+		return usagef("promise: give TEXT or one JSON record on stdin")
+	}
+	if !wire.Valid(b) || !wire.IsObject(b) {
+		return rule.Invalidf("stdin", "must be one JSON object")
+	}
+	seen := map[string]bool{}
+	return wire.Object(b, func(key, v []byte) error {
+		k := string(key)
+		if seen[k] {
+			return rule.Invalidf(k, "appears twice")
+		}
+		seen[k] = true
+		if k == "meta" {
+			if !wire.IsObject(v) {
+				return rule.Invalidf("meta", "must be a JSON object")
+			}
+			o.meta = string(v)
+			return nil
+		}
+		s, err := wire.String(v)
+		if err != nil {
+			return rule.Invalidf(k, "must be a string")
+		}
+		switch k {
+		case "promise":
+			o.textFromStdin = s
+		case "by":
+			o.by = s
+		case "to":
+			o.to = s
+		case "until":
+			o.until = s
+		case "on":
+			o.on = s
+		case "task":
+			o.task = s
+		case "id":
+			o.id = s
+		default:
+			return rule.Invalidf(k, "is not a field of a promise (id, promise, by, to, on, until, task, meta)")
+		}
+		return nil
+	})
+}
+
+func newAmend(g *global) *cobra.Command {
+	var o writeOptions
+	var until, reason string
+	c := &cobra.Command{
+		Use:     "amend ID --until WHEN",
+		Short:   "Move a promise's deadline (debtor only); the old deadline stays in its horizons",
+		Example: `  tally amend desk/ship-91 --until 2026-09-01T18:00:00Z --reason "nudge 1" --as reviewer`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			actor, err := g.requireActor("")
+			if err != nil {
+				return err
+			}
+			t, err := parseUntil("until", until, g.io.Now())
+			if err != nil {
+				return err
+			}
+			return g.submit(c, promise.Amend{ID: args[0], Until: t, Reason: reason, Meta: o.meta}, actor, o, func(w io.Writer, res ledger.Result, v *promise.View) {
+				prev := v.Horizons[len(v.Horizons)-2]
+				fmt.Fprintf(w, "%s: deadline %s (was %s; horizon %d)\n", v.ID, promise.FormatTime(v.Until), promise.FormatTime(prev), len(v.Horizons))
+			})
+		},
+	}
+	c.Flags().StringVar(&until, "until", "", "new deadline: RFC 3339 or a duration from now")
+	c.Flags().StringVar(&reason, "reason", "", "why the deadline moved")
+	o.bind(c)
+	return c
+}
+
+func newResolve(g *global) *cobra.Command {
+	var o writeOptions
+	var satisfied, cancelled, released bool
+	var evidence []string
+	var reason string
+	c := &cobra.Command{
+		Use:   "resolve ID (--satisfied --evidence REF... | --cancelled --reason TEXT | --released [--reason TEXT])",
+		Short: "End a promise: satisfied with evidence, cancelled with a reason (debtor), or released (creditor)",
+		Example: `  tally resolve desk/ship-91 --satisfied --evidence https://example.org/reviews/91 --as reviewer
+  tally resolve pnk_1 --cancelled --reason "superseded by pnk_2" --as reviewer
+  tally resolve pnk_1 --released --as author`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			n := 0
+			as := ""
+			for flag, set := range map[string]bool{promise.AsSatisfied: satisfied, promise.AsCancelled: cancelled, promise.AsReleased: released} {
+				if set {
+					n++
+					as = flag
+				}
+			}
+			if n != 1 {
+				return usagef("as: give exactly one of --satisfied, --cancelled, --released")
+			}
+			if len(args) > 1 {
+				// pinki's `--evidence REF…` takes several references.
+				if !c.Flags().Changed("evidence") {
+					return usagef("resolve takes one ID; pass references with --evidence")
+				}
+				evidence = append(evidence, args[1:]...)
+			}
+			actor, err := g.requireActor("")
+			if err != nil {
+				return err
+			}
+			return g.submit(c, promise.Resolve{ID: args[0], As: as, Evidence: evidence, Reason: reason, Meta: o.meta}, actor, o, func(w io.Writer, res ledger.Result, v *promise.View) {
+				fmt.Fprintf(w, "%s: %s by %s\n", v.ID, as, actor)
+			})
+		},
+	}
+	f := c.Flags()
+	f.BoolVar(&satisfied, "satisfied", false, "the debtor delivered: needs --evidence")
+	f.BoolVar(&cancelled, "cancelled", false, "the debtor abandons it: needs --reason")
+	f.BoolVar(&released, "released", false, "the creditor lets the debtor off")
+	f.StringArrayVar(&evidence, "evidence", nil, "a reference to what was delivered (repeatable)")
+	f.StringVar(&reason, "reason", "", "why it was cancelled or released")
+	o.bind(c)
+	return c
+}
+
+func newAssess(g *global) *cobra.Command {
+	var o writeOptions
+	var violated bool
+	var observer, note string
+	c := &cobra.Command{
+		Use:     "assess ID --violated [--observer WHO] [--note TEXT]",
+		Short:   "Record your judgment that a promise was violated; it sits beside the promise and changes no state",
+		Example: `  tally assess desk/ship-91 --violated --observer author --note "deadline passed, nothing delivered"`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if !violated {
+				return usagef("state: --violated is required (the only assessment)")
+			}
+			actor, err := g.requireActor(observer)
+			if err != nil {
+				return err
+			}
+			return g.submit(c, promise.Assess{ID: args[0], State: promise.StateViolated, Observer: observer, Note: note, Meta: o.meta}, actor, o, func(w io.Writer, res ledger.Result, v *promise.View) {
+				fmt.Fprintf(w, "%s: assessed violated by %s (state stays %s)\n", v.ID, res.Event.Observer, v.State)
+			})
+		},
+	}
+	c.Flags().BoolVar(&violated, "violated", false, "the judgment: violated")
+	c.Flags().StringVar(&observer, "observer", "", "who judges (default and only allowed value: the acting identity)")
+	c.Flags().StringVar(&note, "note", "", "why")
+	o.bind(c)
+	return c
+}

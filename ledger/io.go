@@ -1,0 +1,143 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"tally/promise"
+	"tally/rule"
+	"tally/store"
+	"tally/wire"
+)
+
+// ImportReport says what an import appended.
+type ImportReport struct {
+	Appended int
+	Unknown  int // records of types this tally does not fold (kept)
+	Ignored  int // promise records the fold will ignore (duplicate declarations, resolves after the first…)
+	FirstSeq uint64
+	LastSeq  uint64
+	Warnings []string
+}
+
+// ImportError locates a line of an import that was refused.
+type ImportError struct {
+	Line int
+	Err  error
+}
+
+func (e *ImportError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *ImportError) Unwrap() error { return e.Err }
+
+// Import appends another tool's ledger lines (pinki's JSONL, or lines of a
+// tally log, whose envelopes are dropped and made anew), keeping each
+// record's bytes, ts and ids. Every line is checked before anything is
+// written; one bad line refuses the whole import. All lines share one fsync.
+func (l *Ledger) Import(ctx context.Context, lines [][]byte, opts WriteOptions) (ImportReport, error) {
+	var recs []pending
+	var rep ImportReport
+	for i, raw := range lines {
+		line := bytes.TrimRight(raw, " \t\r\n")
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if !wire.Valid(line) || !wire.IsObject(bytes.TrimSpace(line)) {
+			return rep, &ImportError{Line: i + 1, Err: errors.New("not a JSON object")}
+		}
+		if hasEnvelope(line) {
+			line = store.Body(line)
+		}
+		if len(line)+512 > store.LineMax {
+			return rep, &ImportError{Line: i + 1, Err: fmt.Errorf("record over %d bytes", store.LineMax-512)}
+		}
+		ev, err := promise.Decode(line)
+		switch {
+		case err == nil:
+		case errors.Is(err, promise.ErrUnknownType):
+			rep.Unknown++
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("line %d: record type %q is not one tally folds; kept as is", i+1, ev.Type))
+		default:
+			return rep, &ImportError{Line: i + 1, Err: err}
+		}
+		recs = append(recs, pending{ev: ev, body: append([]byte(nil), line...), party: ev.Party(), import_: true})
+	}
+	if len(recs) == 0 {
+		return rep, rule.Invalidf("file", "holds no records")
+	}
+	req := &request{opts: opts, decide: func(st *State, now time.Time) ([]pending, []string, error) {
+		return recs, nil, nil
+	}}
+	res, err := l.submit(ctx, req)
+	if err != nil {
+		return rep, err
+	}
+	rep.Appended = len(res)
+	rep.FirstSeq, rep.LastSeq = res[0].Seq, res[len(res)-1].Seq
+	return rep, nil
+}
+
+func hasEnvelope(line []byte) bool {
+	found := false
+	_ = wire.Object(line, func(key, _ []byte) error {
+		if string(key) == promise.EnvelopeKey {
+			found = true
+		}
+		return nil
+	})
+	return found
+}
+
+// Lines calls fn with every verified line of the log, in order. It reads
+// the file afresh (not the checkpoint): export and verify see the log itself.
+func (l *Ledger) Lines(fn func(store.Entry) error) (store.Position, *store.Torn, error) {
+	return l.log.Scan(store.Position{}, fn)
+}
+
+// VerifyReport is the result of checking a whole log.
+type VerifyReport struct {
+	Lines   uint64
+	Torn    *store.Torn
+	Skipped map[string]*SkipCount
+	Err     error // the first damage found, with its line number
+}
+
+// Whole reports whether the log is whole: every line verified and no torn tail.
+func (r VerifyReport) Whole() bool { return r.Err == nil && r.Torn == nil }
+
+// Bare is a session log opened without folding it, for verify.
+type Bare struct{ log *store.Log }
+
+// OpenBare opens the session log in dir without reading it.
+func OpenBare(dir string) (*Bare, error) {
+	lg, err := store.Open(dir, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Bare{log: lg}, nil
+}
+
+// Close releases the log.
+func (b *Bare) Close() error { return b.log.Close() }
+
+// Log is the underlying store.
+func (b *Bare) Log() *store.Log { return b.log }
+
+// Verify checks every line of the log.
+func (b *Bare) Verify() VerifyReport { return verify(b.log) }
+
+// Verify checks every line of the log.
+func (l *Ledger) Verify() VerifyReport { return verify(l.log) }
+
+// verify checks every line: JSON, envelope, sequence, chain hash, and that
+// each known record reads; it lists record types it does not know.
+func verify(lg *store.Log) VerifyReport {
+	l := struct{ log *store.Log }{lg}
+	st := newState()
+	pos, torn, err := l.log.Scan(store.Position{}, func(e store.Entry) error {
+		return st.apply(e)
+	})
+	return VerifyReport{Lines: pos.Seq, Torn: torn, Skipped: st.Skipped, Err: err}
+}

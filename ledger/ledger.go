@@ -1,0 +1,387 @@
+// Package ledger joins the durable log (store) and the pure semantics
+// (promise): it opens a session, folds its log (from a checkpoint when one
+// matches), decides commands under the log's lock, appends them with group
+// commit, and answers queries from the folded state.
+package ledger
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"tally/promise"
+	"tally/store"
+)
+
+// Config tunes a ledger. The zero value is not valid: start from
+// DefaultConfig.
+type Config struct {
+	Limits promise.Limits
+	// Now is the clock used to stamp new records. Reads never use it:
+	// views take now as an argument.
+	Now    func() time.Time
+	Logger *slog.Logger
+	// CheckpointMin is the fewest lines since the last checkpoint that make
+	// a new one worth writing; the threshold also grows with the log (one
+	// eighth of it), so checkpoint cost stays amortised O(1) per line.
+	CheckpointMin uint64
+	// BatchMax bounds the commands one group commit carries.
+	BatchMax int
+	// LockTimeout bounds the wait for another process's append.
+	LockTimeout time.Duration
+}
+
+// DefaultConfig returns the configuration the CLI and server use.
+func DefaultConfig() Config {
+	return Config{
+		Limits: promise.DefaultLimits(), Now: time.Now, Logger: slog.Default(),
+		CheckpointMin: 2048, BatchMax: 1024, LockTimeout: 30 * time.Second,
+	}
+}
+
+// Validate reports a configuration that cannot work, quoting the value.
+func (c Config) Validate() error {
+	switch {
+	case c.Now == nil:
+		return errors.New("ledger config: Now is nil")
+	case c.Logger == nil:
+		return errors.New("ledger config: Logger is nil")
+	case c.BatchMax < 1:
+		return fmt.Errorf("ledger config: BatchMax %d must be at least 1", c.BatchMax)
+	case c.CheckpointMin < 1:
+		return fmt.Errorf("ledger config: CheckpointMin %d must be at least 1", c.CheckpointMin)
+	case c.LockTimeout <= 0:
+		return fmt.Errorf("ledger config: LockTimeout %v must be positive", c.LockTimeout)
+	}
+	return nil
+}
+
+// Ledger is one open session. It is safe for concurrent use.
+type Ledger struct {
+	cfg Config
+	log *store.Log
+
+	mu    sync.Mutex // guards st, pos, cpSeq, stale
+	st    *State
+	pos   store.Position
+	cpSeq uint64
+	stale bool // st holds records whose commit failed: rebuild before use
+
+	qmu        sync.Mutex // guards queue, committing
+	queue      []*request
+	committing bool
+}
+
+// Open opens the session log in dir and folds it.
+func Open(dir string, cfg Config) (*Ledger, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	lg, err := store.Open(dir, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	l := &Ledger{cfg: cfg, log: lg}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.load(); err != nil {
+		lg.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// Close releases the session's files.
+func (l *Ledger) Close() error { return l.log.Close() }
+
+// Log is the underlying store.
+func (l *Ledger) Log() *store.Log { return l.log }
+
+// load rebuilds the state from the checkpoint (if it matches) and the tail.
+// Called with l.mu held.
+func (l *Ledger) load() error {
+	l.st, l.pos, l.cpSeq, l.stale = newState(), store.Position{}, 0, false
+	if pos, payload, err := l.log.ReadCheckpoint(); err == nil {
+		if st, err := readSnapshot(payload); err == nil {
+			l.st, l.pos, l.cpSeq = st, pos, pos.Seq
+		} else {
+			l.cfg.Logger.Warn("ignoring a checkpoint that does not decode; folding the log", "err", err)
+		}
+	} else if !errors.Is(err, store.ErrNoCheckpoint) {
+		return err
+	}
+	if err := l.refreshLocked(); err != nil {
+		return err
+	}
+	l.maybeCheckpointLocked()
+	return nil
+}
+
+// Refresh folds lines other processes appended since the last look. It
+// takes no file lock: readers never block writers.
+func (l *Ledger) Refresh() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stale {
+		return l.load()
+	}
+	return l.refreshLocked()
+}
+
+func (l *Ledger) refreshLocked() error {
+	pos, _, err := l.log.Scan(l.pos, l.st.apply)
+	l.pos = pos
+	return err
+}
+
+func (l *Ledger) maybeCheckpointLocked() {
+	since := l.pos.Seq - l.cpSeq
+	if since < l.cfg.CheckpointMin || since < l.cpSeq/8 {
+		return
+	}
+	payload := l.st.appendSnapshot(make([]byte, 0, 256*l.st.Promises.Len()+64))
+	if err := l.log.WriteCheckpoint(l.pos, payload); err != nil {
+		l.cfg.Logger.Warn("could not write a checkpoint; the next open folds more of the log", "err", err)
+		return
+	}
+	l.cpSeq = l.pos.Seq
+}
+
+// Checkpoint writes a checkpoint at the current position now.
+func (l *Ledger) Checkpoint() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	payload := l.st.appendSnapshot(nil)
+	if err := l.log.WriteCheckpoint(l.pos, payload); err != nil {
+		return err
+	}
+	l.cpSeq = l.pos.Seq
+	return nil
+}
+
+// Read calls fn with the current state and position. fn must not keep
+// references past its return or modify the state.
+func (l *Ledger) Read(fn func(st *State, pos store.Position)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fn(l.st, l.pos)
+}
+
+// Position is the end of what has been folded.
+func (l *Ledger) Position() store.Position {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.pos
+}
+
+// WriteOptions carry what a write knows beyond its command.
+type WriteOptions struct {
+	Actor     string
+	RequestID string
+}
+
+// Result is what an accepted command appended.
+type Result struct {
+	Seq      uint64
+	Event    promise.Event
+	Line     []byte // the line as written, without its newline
+	Warnings []string
+}
+
+// request is one queued command. decide runs under the log's lock against
+// the current state; it returns the records to append.
+type request struct {
+	opts   WriteOptions
+	decide func(st *State, now time.Time) ([]pending, []string, error)
+	res    []Result
+	err    error
+	done   chan struct{}
+}
+
+type pending struct {
+	ev      promise.Event // zero for a raw (imported) record
+	body    []byte
+	party   string
+	import_ bool
+}
+
+// Submit decides a promise command as opts.Actor and appends its record,
+// returning once it is durable.
+func (l *Ledger) Submit(ctx context.Context, cmd promise.Command, opts WriteOptions) (Result, error) {
+	if d, ok := cmd.(promise.Declare); ok && d.ID == "" {
+		// Mint under the lock, where uniqueness is decided.
+		return l.submitDeclare(ctx, d, opts)
+	}
+	req := &request{opts: opts, decide: func(st *State, now time.Time) ([]pending, []string, error) {
+		ev, warn, err := st.Promises.Decide(l.cfg.Limits, opts.Actor, now, cmd)
+		if err != nil {
+			return nil, nil, err
+		}
+		return []pending{{ev: ev, body: ev.Encode(), party: ev.Party()}}, warn, nil
+	}}
+	res, err := l.submit(ctx, req)
+	if err != nil {
+		return Result{}, err
+	}
+	return res[0], nil
+}
+
+func (l *Ledger) submitDeclare(ctx context.Context, d promise.Declare, opts WriteOptions) (Result, error) {
+	req := &request{opts: opts, decide: func(st *State, now time.Time) ([]pending, []string, error) {
+		c := d
+		for {
+			c.ID = MintID()
+			if _, taken := st.Promises.Get(c.ID); !taken {
+				break
+			}
+		}
+		ev, warn, err := st.Promises.Decide(l.cfg.Limits, opts.Actor, now, c)
+		if err != nil {
+			return nil, nil, err
+		}
+		return []pending{{ev: ev, body: ev.Encode(), party: ev.Party()}}, warn, nil
+	}}
+	res, err := l.submit(ctx, req)
+	if err != nil {
+		return Result{}, err
+	}
+	return res[0], nil
+}
+
+// MintID returns a fresh promise id in pinki's shape: pnk_ and 6 hex digits.
+func MintID() string {
+	var b [3]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("ledger: no randomness: " + err.Error())
+	}
+	return "pnk_" + hex.EncodeToString(b[:])
+}
+
+// submit queues req and either waits for the committer or becomes it: the
+// first writer to find no commit in progress commits everything queued, in
+// batches, so concurrent writers share one lock and one fsync.
+func (l *Ledger) submit(ctx context.Context, req *request) ([]Result, error) {
+	req.done = make(chan struct{})
+	l.qmu.Lock()
+	l.queue = append(l.queue, req)
+	if l.committing {
+		l.qmu.Unlock()
+		<-req.done // commits are bounded by LockTimeout; the result is always delivered
+		return req.res, req.err
+	}
+	l.committing = true
+	l.qmu.Unlock()
+	for {
+		l.qmu.Lock()
+		n := min(len(l.queue), l.cfg.BatchMax)
+		if n == 0 {
+			l.committing = false
+			l.qmu.Unlock()
+			break
+		}
+		batch := make([]*request, n)
+		copy(batch, l.queue)
+		l.queue = l.queue[n:]
+		l.qmu.Unlock()
+		l.commit(ctx, batch)
+	}
+	<-req.done
+	return req.res, req.err
+}
+
+// commit carries one batch through lock, catch-up, decide, append, fsync.
+func (l *Ledger) commit(ctx context.Context, batch []*request) {
+	finish := func(err error) {
+		for _, r := range batch {
+			if err != nil && r.err == nil {
+				r.err, r.res = err, nil
+			}
+			close(r.done)
+		}
+	}
+	lockCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.LockTimeout)
+	defer cancel()
+	tx, err := l.log.Begin(lockCtx)
+	if err != nil {
+		finish(err)
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stale {
+		if err := l.load(); err != nil {
+			tx.Abort()
+			finish(err)
+			return
+		}
+	}
+	pos, err := tx.CatchUp(l.pos, l.st.apply)
+	l.pos = pos
+	if err != nil {
+		tx.Abort()
+		finish(err)
+		return
+	}
+	now := l.cfg.Now()
+	accepted := 0
+	for _, r := range batch {
+		recs, warn, err := r.decide(l.st, now)
+		if err != nil {
+			r.err = err
+			continue
+		}
+		for _, p := range recs {
+			rec := store.Record{Body: p.body, RequestID: r.opts.RequestID, Import: p.import_}
+			if r.opts.Actor != p.party && !p.import_ {
+				rec.Actor = r.opts.Actor
+			}
+			seq, err := tx.Append(rec)
+			if err != nil {
+				// Only a record over the line limit fails here, and it
+				// fails before anything of it is buffered.
+				r.err = err
+				break
+			}
+			line := tx.Lines()
+			line = lastLine(line)
+			if err := l.st.apply(store.Entry{Line: line, Env: store.Envelope{Seq: seq, Actor: rec.Actor}}); err != nil {
+				panic(fmt.Sprintf("ledger: a record it just wrote does not fold: %v", err))
+			}
+			r.res = append(r.res, Result{Seq: seq, Event: p.ev, Line: line, Warnings: warn})
+		}
+		if r.err == nil {
+			accepted++
+		}
+	}
+	if accepted == 0 {
+		tx.Abort()
+		finish(nil)
+		return
+	}
+	pos, err = tx.Commit()
+	if err != nil {
+		l.stale = true // the state folded records that are not on disk
+		finish(err)
+		return
+	}
+	l.pos = pos
+	l.maybeCheckpointLocked()
+	finish(nil)
+}
+
+// lastLine returns a copy of the final line (without newline) of buf.
+func lastLine(buf []byte) []byte {
+	end := len(buf) - 1
+	start := end
+	for start > 0 && buf[start-1] != '\n' {
+		start--
+	}
+	out := make([]byte, end-start)
+	copy(out, buf[start:end])
+	return out
+}

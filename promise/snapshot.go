@@ -1,0 +1,260 @@
+package promise
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// snapshotTag names the fold rules a snapshot was taken under. Change it
+// whenever Apply or the Promise layout changes meaning, so an old
+// checkpoint is rebuilt rather than trusted.
+const snapshotTag = "tally promise fold v1"
+
+// AppendSnapshot encodes the state for a checkpoint. Identities are written
+// once in a table and referenced by index.
+func (s *State) AppendSnapshot(b []byte) []byte {
+	b = appendStr(b, snapshotTag)
+	index := make(map[string]uint64, len(s.names))
+	var table []string
+	ref := func(v string) uint64 {
+		if v == "" {
+			return 0
+		}
+		i, ok := index[v]
+		if !ok {
+			table = append(table, v)
+			i = uint64(len(table))
+			index[v] = i
+		}
+		return i
+	}
+	// First pass fills the table so it can precede the records.
+	var horizons, assessments, evidence uint64
+	for _, p := range s.order {
+		ref(p.By)
+		ref(p.To)
+		horizons += uint64(len(p.Horizons))
+		assessments += uint64(len(p.Assessments))
+		if p.Resolution != nil {
+			ref(p.Resolution.By)
+			evidence += uint64(len(p.Resolution.Evidence))
+		}
+		for _, a := range p.Assessments {
+			ref(a.Observer)
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(table)))
+	for _, v := range table {
+		b = appendStr(b, v)
+	}
+	b = binary.AppendUvarint(b, uint64(len(s.order)))
+	b = binary.AppendUvarint(b, horizons)
+	b = binary.AppendUvarint(b, assessments)
+	b = binary.AppendUvarint(b, evidence)
+	for _, p := range s.order {
+		b = appendStr(b, p.ID)
+		b = appendStr(b, p.Text)
+		b = binary.AppendUvarint(b, ref(p.By))
+		b = binary.AppendUvarint(b, ref(p.To))
+		b = appendStr(b, p.On)
+		b = appendStr(b, p.Task)
+		b = appendStr(b, p.Meta)
+		b = binary.AppendUvarint(b, p.Seq)
+		b = binary.AppendVarint(b, p.Declared)
+		b = binary.AppendUvarint(b, uint64(len(p.Horizons)))
+		for _, h := range p.Horizons {
+			b = binary.AppendVarint(b, h)
+		}
+		if r := p.Resolution; r == nil {
+			b = append(b, 0)
+		} else {
+			b = append(b, 1)
+			b = appendStr(b, r.As)
+			b = binary.AppendUvarint(b, ref(r.By))
+			b = binary.AppendUvarint(b, uint64(len(r.Evidence)))
+			for _, e := range r.Evidence {
+				b = appendStr(b, e)
+			}
+			b = appendStr(b, r.Reason)
+			b = binary.AppendVarint(b, r.At)
+			b = binary.AppendUvarint(b, r.Seq)
+		}
+		b = binary.AppendUvarint(b, uint64(len(p.Assessments)))
+		for _, a := range p.Assessments {
+			b = binary.AppendUvarint(b, ref(a.Observer))
+			b = appendStr(b, a.State)
+			b = appendStr(b, a.Note)
+			b = appendStr(b, a.Meta)
+			b = binary.AppendVarint(b, a.At)
+			b = binary.AppendUvarint(b, a.Seq)
+		}
+	}
+	return b
+}
+
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+var errSnapshot = errors.New("promise snapshot is malformed")
+
+// snapReader reads a snapshot held as one string, so every decoded string
+// shares its memory instead of allocating.
+type snapReader struct {
+	s   string
+	i   int
+	err error
+}
+
+func (r *snapReader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	var x uint64
+	var shift uint
+	for n := 0; n < binary.MaxVarintLen64; n++ {
+		if r.i >= len(r.s) {
+			r.err = errSnapshot
+			return 0
+		}
+		c := r.s[r.i]
+		r.i++
+		if c < 0x80 {
+			return x | uint64(c)<<shift
+		}
+		x |= uint64(c&0x7f) << shift
+		shift += 7
+	}
+	r.err = errSnapshot
+	return 0
+}
+
+func (r *snapReader) varint() int64 {
+	u := r.uvarint()
+	x := int64(u >> 1)
+	if u&1 != 0 {
+		x = ^x
+	}
+	return x
+}
+
+func (r *snapReader) str() string {
+	n := r.uvarint()
+	if r.err != nil || n > uint64(len(r.s)-r.i) {
+		r.err = errSnapshot
+		return ""
+	}
+	v := r.s[r.i : r.i+int(n)]
+	r.i += int(n)
+	return v
+}
+
+func (r *snapReader) byte1() byte {
+	if r.err != nil || r.i >= len(r.s) {
+		r.err = errSnapshot
+		return 0
+	}
+	c := r.s[r.i]
+	r.i++
+	return c
+}
+
+// count reads a length and bounds it by the bytes left, so a damaged
+// snapshot cannot ask for a huge allocation.
+func (r *snapReader) count() int {
+	n := r.uvarint()
+	if n > uint64(len(r.s)-r.i)+1 {
+		r.err = errSnapshot
+		return 0
+	}
+	return int(n)
+}
+
+// ReadSnapshot decodes a snapshot written by AppendSnapshot, returning the
+// state and the bytes after it.
+func ReadSnapshot(data []byte) (*State, []byte, error) {
+	r := &snapReader{s: string(data)}
+	if tag := r.str(); tag != snapshotTag {
+		return nil, nil, fmt.Errorf("promise snapshot is %q, not %q", tag, snapshotTag)
+	}
+	table := make([]string, r.count()+1)
+	for i := 1; i < len(table); i++ {
+		table[i] = r.str()
+	}
+	name := func() string {
+		i := r.uvarint()
+		if i >= uint64(len(table)) {
+			r.err = errSnapshot
+			return ""
+		}
+		return table[i]
+	}
+	n := r.count()
+	horizons := make([]int64, 0, r.count())
+	assessments := make([]Assessment, 0, r.count())
+	evidence := make([]string, 0, r.count())
+	slab := make([]Promise, n)
+	s := &State{byID: make(map[string]*Promise, n), order: make([]*Promise, 0, n), names: make(map[string]string, len(table))}
+	for _, v := range table[1:] {
+		s.names[v] = v
+	}
+	for k := 0; k < n && r.err == nil; k++ {
+		p := &slab[k]
+		p.ID, p.Text, p.By, p.To = r.str(), r.str(), name(), name()
+		p.On, p.Task, p.Meta = r.str(), r.str(), r.str()
+		p.Seq, p.Declared = r.uvarint(), r.varint()
+		nh := r.count()
+		if nh == 0 || len(horizons)+nh > cap(horizons) {
+			r.err = errSnapshot
+			break
+		}
+		start := len(horizons)
+		for j := 0; j < nh; j++ {
+			horizons = append(horizons, r.varint())
+		}
+		// A full slice expression, so a later amend copies instead of
+		// writing into the next promise's horizons.
+		p.Horizons = horizons[start:len(horizons):len(horizons)]
+		if r.byte1() == 1 {
+			res := &Resolution{As: r.str(), By: name()}
+			ne := r.count()
+			if len(evidence)+ne > cap(evidence) {
+				r.err = errSnapshot
+				break
+			}
+			es := len(evidence)
+			for j := 0; j < ne; j++ {
+				evidence = append(evidence, r.str())
+			}
+			if ne > 0 {
+				res.Evidence = evidence[es:len(evidence):len(evidence)]
+			}
+			res.Reason, res.At, res.Seq = r.str(), r.varint(), r.uvarint()
+			p.Resolution = res
+		}
+		na := r.count()
+		if len(assessments)+na > cap(assessments) {
+			r.err = errSnapshot
+			break
+		}
+		as := len(assessments)
+		for j := 0; j < na; j++ {
+			assessments = append(assessments, Assessment{Observer: name(), State: r.str(), Note: r.str(), Meta: r.str(), At: r.varint(), Seq: r.uvarint()})
+		}
+		if na > 0 {
+			p.Assessments = assessments[as:len(assessments):len(assessments)]
+		}
+		if _, dup := s.byID[p.ID]; dup {
+			r.err = errSnapshot
+			break
+		}
+		s.byID[p.ID] = p
+		s.order = append(s.order, p)
+	}
+	if r.err != nil {
+		return nil, nil, r.err
+	}
+	return s, data[r.i:], nil
+}

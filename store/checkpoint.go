@@ -1,0 +1,148 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/zeebo/blake3"
+)
+
+// A checkpoint is a cache of the folded state at some Position, so opening a
+// session costs O(lines since the checkpoint). Deleting it loses nothing. Its
+// file is: magic, the Position, the caller's payload, and a BLAKE3 sum of
+// all of that; a checkpoint whose sum, or whose Position, does not match is
+// ignored.
+const checkpointMagic = "TALLYCK1"
+
+// checkpointContext domain-separates the checkpoint sum. Do not change.
+const checkpointContext = "tally 2026-11 checkpoint v1"
+
+// ErrNoCheckpoint means there is no usable checkpoint; fold from the start.
+var ErrNoCheckpoint = errors.New("no usable checkpoint")
+
+// WriteCheckpoint stores payload as the state at pos. It writes a temporary
+// file and renames it over the old one, so a reader sees one or the other.
+// It does not fsync: a checkpoint torn by a crash fails its sum and is
+// ignored, which costs a fold and loses nothing.
+func (l *Log) WriteCheckpoint(pos Position, payload []byte) error {
+	b := make([]byte, 0, len(checkpointMagic)+8+8+32+8+len(payload)+32)
+	b = append(b, checkpointMagic...)
+	b = binary.LittleEndian.AppendUint64(b, uint64(pos.Offset))
+	b = binary.LittleEndian.AppendUint64(b, pos.Seq)
+	b = append(b, pos.Hash[:]...)
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(payload)))
+	b = append(b, payload...)
+	sum := checkpointSum(b)
+	b = append(b, sum[:]...)
+
+	tmp, err := os.CreateTemp(l.dir, checkpointName+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write checkpoint: %w", err)
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write checkpoint: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write checkpoint: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(l.dir, checkpointName)); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write checkpoint: %w", err)
+	}
+	return nil
+}
+
+func checkpointSum(b []byte) (sum [32]byte) {
+	h := blake3.NewDeriveKey(checkpointContext)
+	h.Write(b)
+	h.Sum(sum[:0])
+	return sum
+}
+
+// ReadCheckpoint returns the checkpoint's position and payload if the file
+// is whole and the log still holds, at that position, the line the
+// checkpoint was taken after. Anything else is ErrNoCheckpoint (wrapped with
+// the reason).
+func (l *Log) ReadCheckpoint() (Position, []byte, error) {
+	b, err := os.ReadFile(filepath.Join(l.dir, checkpointName))
+	if errors.Is(err, os.ErrNotExist) {
+		return Position{}, nil, ErrNoCheckpoint
+	}
+	if err != nil {
+		return Position{}, nil, fmt.Errorf("%w: %v", ErrNoCheckpoint, err)
+	}
+	const head = len(checkpointMagic) + 8 + 8 + 32 + 8
+	if len(b) < head+32 || string(b[:len(checkpointMagic)]) != checkpointMagic {
+		return Position{}, nil, fmt.Errorf("%w: not a v1 checkpoint", ErrNoCheckpoint)
+	}
+	body, sum := b[:len(b)-32], b[len(b)-32:]
+	if want := checkpointSum(body); !bytes.Equal(want[:], sum) {
+		return Position{}, nil, fmt.Errorf("%w: checksum mismatch", ErrNoCheckpoint)
+	}
+	var pos Position
+	i := len(checkpointMagic)
+	pos.Offset = int64(binary.LittleEndian.Uint64(b[i:]))
+	pos.Seq = binary.LittleEndian.Uint64(b[i+8:])
+	copy(pos.Hash[:], b[i+16:i+48])
+	n := binary.LittleEndian.Uint64(b[i+48:])
+	if uint64(len(body)-head) != n {
+		return Position{}, nil, fmt.Errorf("%w: payload length mismatch", ErrNoCheckpoint)
+	}
+	if err := l.lineEndsAt(pos); err != nil {
+		return Position{}, nil, fmt.Errorf("%w: %v", ErrNoCheckpoint, err)
+	}
+	return pos, body[head:], nil
+}
+
+// lineEndsAt checks that the log's line ending at pos.Offset carries pos's
+// sequence and hash, in O(1) reads.
+func (l *Log) lineEndsAt(pos Position) error {
+	if pos.Seq == 0 {
+		if pos.Offset != 0 {
+			return errors.New("empty position with an offset")
+		}
+		return nil
+	}
+	size := int64(4096)
+	for {
+		if size > pos.Offset {
+			size = pos.Offset
+		}
+		buf := make([]byte, size)
+		if _, err := l.file.ReadAt(buf, pos.Offset-size); err != nil {
+			return fmt.Errorf("log shorter than the checkpoint: %v", err)
+		}
+		if buf[len(buf)-1] != '\n' {
+			return errors.New("checkpoint offset is not a line end")
+		}
+		start := bytes.LastIndexByte(buf[:len(buf)-1], '\n') + 1
+		if start == 0 && size < pos.Offset && size < LineMax {
+			size *= 4
+			continue
+		}
+		env, _, err := parseEnvelope(buf[start : len(buf)-1])
+		if err != nil {
+			return err
+		}
+		if env.Seq != pos.Seq || env.Hash != pos.Hash {
+			return errors.New("log at the checkpoint's offset holds another line")
+		}
+		return nil
+	}
+}
+
+// RemoveCheckpoint deletes the checkpoint, if any.
+func (l *Log) RemoveCheckpoint() error {
+	err := os.Remove(filepath.Join(l.dir, checkpointName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,303 @@
+// Package store is tally's durable log: one append-only file of JSON lines
+// per session, each line hash-chained to the one before, appended under an
+// OS file lock and acknowledged only after fsync. It knows nothing of what
+// the records mean; the ledger folds them.
+package store
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/zeebo/blake3"
+)
+
+// File names inside a session directory. Part of the on-disk format: do not rename.
+const (
+	logName        = "log.jsonl"
+	lockName       = "lock"
+	checkpointName = "checkpoint"
+)
+
+// Position is a verified point in a log: the end of the line with sequence
+// Seq and the chain hash after it. The zero Position is the empty log.
+type Position struct {
+	Offset int64
+	Seq    uint64
+	Hash   [32]byte
+}
+
+// Entry is one line of the log as Scan hands it over. Line (without its
+// newline) is valid only during the callback.
+type Entry struct {
+	Line []byte
+	Env  Envelope
+}
+
+// CorruptError reports damage in a log: a line that is not what the format
+// promises. tally never repairs it silently.
+type CorruptError struct {
+	Path   string
+	Line   uint64 // 1-based line number (equal to the line's sequence number)
+	Reason string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("%s: line %d: %s", e.Path, e.Line, e.Reason)
+}
+
+// Log is one session's log file. It is safe for concurrent use; appends from
+// this process are serialised by a mutex and appends from other processes by
+// an exclusive flock on the session's lock file.
+type Log struct {
+	dir    string
+	file   *os.File
+	lock   *os.File
+	logger *slog.Logger
+	mu     sync.Mutex // held for the life of a Tx
+}
+
+// Open opens (creating if need be) the session log in dir.
+func Open(dir string, logger *slog.Logger) (*Log, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("open log: %w", err)
+	}
+	path := filepath.Join(dir, logName)
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open log: %w", err)
+	}
+	if errors.Is(statErr, os.ErrNotExist) {
+		// Make the new file's directory entry durable before anything in
+		// it is acknowledged.
+		if err := syncDir(dir); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("open log: %w", err)
+		}
+	}
+	lf, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open log lock: %w", err)
+	}
+	return &Log{dir: dir, file: f, lock: lf, logger: logger}, nil
+}
+
+// Close releases the log's files.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return errors.Join(l.file.Close(), l.lock.Close())
+}
+
+// Dir is the session directory.
+func (l *Log) Dir() string { return l.dir }
+
+// Path is the log file's path.
+func (l *Log) Path() string { return filepath.Join(l.dir, logName) }
+
+// Torn describes an incomplete final line: bytes after the last newline.
+type Torn struct {
+	Offset int64 // where the incomplete line starts
+	Size   int64
+}
+
+// Scan reads whole lines after from, verifying each line's envelope,
+// sequence and chain hash, and calls fn for each. It needs no lock: an
+// incomplete final line (a write in progress, or a crash) is not read and is
+// reported as torn. It returns the position after the last line read.
+func (l *Log) Scan(from Position, fn func(Entry) error) (Position, *Torn, error) {
+	return scan(l.file, l.Path(), from, fn)
+}
+
+func scan(f io.ReaderAt, path string, from Position, fn func(Entry) error) (Position, *Torn, error) {
+	pos := from
+	r := bufio.NewReaderSize(io.NewSectionReader(f, from.Offset, 1<<62), 1<<20)
+	h := newChainHasher()
+	for {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return pos, nil, &CorruptError{Path: path, Line: pos.Seq + 1, Reason: fmt.Sprintf("line longer than %d bytes", LineMax)}
+		}
+		if err == io.EOF {
+			if len(line) > 0 {
+				return pos, &Torn{Offset: pos.Offset, Size: int64(len(line))}, nil
+			}
+			return pos, nil, nil
+		}
+		if err != nil {
+			return pos, nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		n := int64(len(line))
+		line = line[:len(line)-1]
+		env, prefix, perr := parseEnvelope(line)
+		if perr != nil {
+			return pos, nil, &CorruptError{Path: path, Line: pos.Seq + 1, Reason: perr.Error()}
+		}
+		if env.Seq != pos.Seq+1 {
+			return pos, nil, &CorruptError{Path: path, Line: pos.Seq + 1, Reason: fmt.Sprintf("sequence %d where %d was due", env.Seq, pos.Seq+1)}
+		}
+		if sum := chain(h, pos.Hash, prefix); sum != env.Hash {
+			return pos, nil, &CorruptError{Path: path, Line: pos.Seq + 1, Reason: "chain hash does not match the line and the line before it"}
+		}
+		if err := fn(Entry{Line: line, Env: env}); err != nil {
+			return pos, nil, err
+		}
+		pos = Position{Offset: pos.Offset + n, Seq: env.Seq, Hash: env.Hash}
+	}
+}
+
+// Tx is an exclusive append transaction: it holds the session's file lock
+// from Begin until Commit or Abort. Everything a writer checks (id
+// uniqueness, first resolve) is checked inside one, after CatchUp.
+type Tx struct {
+	log    *Log
+	start  Position // end of the file when the tx began appending
+	pos    Position // after the records appended so far
+	buf    []byte
+	h      *blake3.Hasher
+	caught bool
+	done   bool
+}
+
+// Begin takes the in-process mutex and the OS file lock. It waits for other
+// writers, giving up when ctx ends.
+func (l *Log) Begin(ctx context.Context) (*Tx, error) {
+	l.mu.Lock()
+	if err := flockContext(ctx, l.lock); err != nil {
+		l.mu.Unlock()
+		return nil, fmt.Errorf("lock log: %w", err)
+	}
+	return &Tx{log: l, h: newChainHasher()}, nil
+}
+
+func flockContext(ctx context.Context, f *os.File) error {
+	wait := 20 * time.Microsecond
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		if wait < 2*time.Millisecond {
+			wait *= 2
+		}
+	}
+}
+
+// CatchUp reads, verifies and hands to fn every line after from (what other
+// writers appended since the caller last looked). A torn final line is a
+// crash's leftover, since no other writer can be mid-write while we hold the
+// lock: it is cut off, with a warning.
+func (tx *Tx) CatchUp(from Position, fn func(Entry) error) (Position, error) {
+	if fi, err := tx.log.file.Stat(); err != nil {
+		return from, fmt.Errorf("stat log: %w", err)
+	} else if fi.Size() < from.Offset {
+		return from, &CorruptError{Path: tx.log.Path(), Line: from.Seq, Reason: fmt.Sprintf("log is %d bytes, shorter than the %d bytes already verified: it was cut or replaced", fi.Size(), from.Offset)}
+	}
+	pos, torn, err := tx.log.Scan(from, fn)
+	if err != nil {
+		return pos, err
+	}
+	if torn != nil {
+		tx.log.logger.Warn("cutting a torn final line left by an interrupted write",
+			"log", tx.log.Path(), "line", pos.Seq+1, "offset", torn.Offset, "bytes", torn.Size)
+		if err := tx.log.file.Truncate(torn.Offset); err != nil {
+			return pos, fmt.Errorf("cut torn line: %w", err)
+		}
+		if err := tx.log.file.Sync(); err != nil {
+			return pos, fmt.Errorf("cut torn line: %w", err)
+		}
+	}
+	tx.start, tx.pos, tx.caught = pos, pos, true
+	return pos, nil
+}
+
+// Append adds a record after the last one, returning its sequence number.
+// Nothing is written to the file until Commit.
+func (tx *Tx) Append(r Record) (uint64, error) {
+	if !tx.caught {
+		panic("store: Append before CatchUp")
+	}
+	seq := tx.pos.Seq + 1
+	before := len(tx.buf)
+	buf, sum, err := appendLine(tx.buf, tx.h, tx.pos.Hash, seq, r)
+	if err != nil {
+		return 0, fmt.Errorf("append record: %w", err)
+	}
+	// Pair the write with a read: the line must parse back to what we meant.
+	line := buf[before : len(buf)-1]
+	env, _, err := parseEnvelope(line)
+	if err != nil || env.Seq != seq || env.Hash != sum {
+		panic(fmt.Sprintf("store: appended line does not read back (seq %d): %v", seq, err))
+	}
+	tx.buf = buf
+	tx.pos = Position{Offset: tx.pos.Offset + int64(len(buf)-before), Seq: seq, Hash: sum}
+	return seq, nil
+}
+
+// Pending is the position the log will have after Commit.
+func (tx *Tx) Pending() Position { return tx.pos }
+
+// Lines returns the bytes appended so far (each line with its newline).
+func (tx *Tx) Lines() []byte { return tx.buf }
+
+// Commit writes the appended lines, fsyncs them and releases the lock. Only
+// after it returns nil are the records acknowledged. On failure the file is
+// cut back to where the tx began, so nothing unacknowledged stays behind.
+func (tx *Tx) Commit() (Position, error) {
+	defer tx.release()
+	if len(tx.buf) == 0 {
+		return tx.pos, nil
+	}
+	f := tx.log.file
+	if _, err := f.WriteAt(tx.buf, tx.start.Offset); err != nil {
+		_ = f.Truncate(tx.start.Offset)
+		return tx.start, fmt.Errorf("write log: %w", err)
+	}
+	if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+		_ = f.Truncate(tx.start.Offset)
+		return tx.start, fmt.Errorf("fsync log: %w", err)
+	}
+	return tx.pos, nil
+}
+
+// Abort releases the lock, writing nothing.
+func (tx *Tx) Abort() { tx.release() }
+
+func (tx *Tx) release() {
+	if tx.done {
+		return
+	}
+	tx.done = true
+	_ = syscall.Flock(int(tx.log.lock.Fd()), syscall.LOCK_UN)
+	tx.log.mu.Unlock()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,88 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+)
+
+// DirName is the ledger directory found by walking up, like .git.
+const DirName = ".tally"
+
+// markerName marks a directory as a tally ledger and records its format.
+const markerName = "tally.json"
+
+// DefaultTenant and DefaultSession name the session the CLI uses.
+const (
+	DefaultTenant  = "default"
+	DefaultSession = "default"
+)
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// CheckName enforces the shape of tenant and session names: 1–64 of
+// letters, digits, '.', '_' and '-', not starting with a punctuation mark,
+// so a name can never climb out of the ledger directory.
+func CheckName(field, name string) error {
+	if !namePattern.MatchString(name) {
+		return fmt.Errorf("%s: must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", field)
+	}
+	return nil
+}
+
+// SessionDir is where a session's log lives inside a ledger directory.
+func SessionDir(root, tenant, session string) (string, error) {
+	if err := CheckName("tenant", tenant); err != nil {
+		return "", err
+	}
+	if err := CheckName("session", session); err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "sessions", tenant, session), nil
+}
+
+// Init makes dir a ledger directory. It is idempotent.
+func Init(dir string) error {
+	if err := os.MkdirAll(filepath.Join(dir, "sessions"), 0o755); err != nil {
+		return fmt.Errorf("init ledger: %w", err)
+	}
+	marker := filepath.Join(dir, markerName)
+	if _, err := os.Stat(marker); err == nil {
+		return nil
+	}
+	body := fmt.Sprintf("{\"format\":%d}\n", FormatVersion)
+	if err := os.WriteFile(marker, []byte(body), 0o644); err != nil {
+		return fmt.Errorf("init ledger: %w", err)
+	}
+	return syncDir(dir)
+}
+
+// IsLedger reports whether dir holds a ledger.
+func IsLedger(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, markerName))
+	return err == nil
+}
+
+// ErrNoLedger is returned by Find when no ledger directory is found.
+var ErrNoLedger = errors.New("no ledger: run `tally init`, pass --dir, or set TALLY_DIR")
+
+// Find walks up from start to the nearest directory holding a .tally ledger.
+func Find(start string) (string, error) {
+	dir, err := filepath.Abs(start)
+	if err != nil {
+		return "", err
+	}
+	for {
+		cand := filepath.Join(dir, DirName)
+		if IsLedger(cand) {
+			return cand, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", ErrNoLedger
+		}
+		dir = parent
+	}
+}
