@@ -3,7 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
-		"fmt"
+	"fmt"
 	"os"
 	"sort"
 	"strconv"
