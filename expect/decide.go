@@ -1,0 +1,338 @@
+package expect
+
+import (
+	"fmt"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"tally/rule"
+)
+
+// Command is a request to change the ledger: one of RaiseCommand,
+// SupersedeCommand, FactCommand, WithdrawCommand, TaskOutcomeCommand and
+// LapseCommand.
+type Command interface{ command() }
+
+// RaiseCommand raises a new expectation. By and Human are taken from the
+// actor; Supersedes must be empty (use SupersedeCommand).
+type RaiseCommand struct{ Raise Raise }
+
+// SupersedeCommand raises an expectation that extends Raise.Supersedes: the
+// only way an expectation gets more time. An empty Origin inherits the
+// superseded expectation's origin.
+type SupersedeCommand struct{ Raise Raise }
+
+// FactCommand records that FactKey was observed on Subject at At (zero: now).
+type FactCommand struct {
+	FactKey string
+	Subject Subject
+	At      time.Time
+}
+
+// WithdrawCommand withdraws an open expectation.
+type WithdrawCommand struct {
+	ExpectationID string
+	Reason        string
+}
+
+// TaskOutcomeCommand records an origin task's terminal outcome; cancelled
+// and failed withdraw every open expectation raised on the task.
+type TaskOutcomeCommand struct {
+	TaskID  string
+	Outcome Outcome
+}
+
+// LapseCommand commits a lapse the timekeeper noticed. DueAt zero means the
+// due time now in force.
+type LapseCommand struct {
+	ExpectationID string
+	Kind          LapseKind
+	DueAt         time.Time
+}
+
+func (RaiseCommand) command()       {}
+func (SupersedeCommand) command()   {}
+func (FactCommand) command()        {}
+func (WithdrawCommand) command()    {}
+func (TaskOutcomeCommand) command() {}
+func (LapseCommand) command()       {}
+
+// Decide validates cmd against the state as of now and returns the records
+// to append, each stamped ts = now, or a *rule.Refusal and nothing. actor is
+// the authenticated identity; human says the actor is a person. Decide never
+// changes the state: the caller appends the records, then applies them.
+// A lapse that is already recorded returns no records and no error.
+func (s *State) Decide(actor string, human bool, now time.Time, cmd Command) ([]Event, error) {
+	if actor == "" {
+		return nil, rule.Forbiddenf("actor", "a command needs an authenticated actor")
+	}
+	if now.IsZero() || !inRange(now) {
+		return nil, rule.Invalidf("ts", "now must be a time between the years 1679 and 2161")
+	}
+	now = now.UTC()
+	var out []Event
+	var err *rule.Refusal
+	switch c := cmd.(type) {
+	case RaiseCommand:
+		out, err = s.decideRaise(actor, human, now, c.Raise, false)
+	case *RaiseCommand:
+		out, err = s.decideRaise(actor, human, now, c.Raise, false)
+	case SupersedeCommand:
+		out, err = s.decideRaise(actor, human, now, c.Raise, true)
+	case *SupersedeCommand:
+		out, err = s.decideRaise(actor, human, now, c.Raise, true)
+	case FactCommand:
+		out, err = s.decideFact(actor, now, c)
+	case *FactCommand:
+		out, err = s.decideFact(actor, now, *c)
+	case WithdrawCommand:
+		out, err = s.decideWithdraw(actor, human, now, c)
+	case *WithdrawCommand:
+		out, err = s.decideWithdraw(actor, human, now, *c)
+	case TaskOutcomeCommand:
+		out, err = s.decideTaskOutcome(actor, now, c)
+	case *TaskOutcomeCommand:
+		out, err = s.decideTaskOutcome(actor, now, *c)
+	case LapseCommand:
+		out, err = s.decideLapse(actor, now, c)
+	case *LapseCommand:
+		out, err = s.decideLapse(actor, now, *c)
+	default:
+		return nil, rule.Invalidf("command", fmt.Sprintf("unknown command %T", cmd))
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if werr := out[i].wellFormed(); werr != nil {
+			panic("expect: Decide produced a malformed record: " + werr.Error())
+		}
+	}
+	return out, nil
+}
+
+func refusal(code, field, rule_ string) *rule.Refusal {
+	return rule.New(rule.Code(code), field, rule_)
+}
+
+// text checks a free-text or key field's length and encoding.
+func (s *State) text(field, v string, required bool) *rule.Refusal {
+	switch {
+	case required && v == "":
+		return rule.Invalidf(field, "required")
+	case len(v) > s.cfg.TextMax:
+		return rule.Invalidf(field, fmt.Sprintf("must be at most %d bytes", s.cfg.TextMax))
+	case !utf8.ValidString(v):
+		return rule.Invalidf(field, "must be valid UTF-8")
+	}
+	return nil
+}
+
+func (s *State) decideRaise(actor string, human bool, now time.Time, r Raise, extend bool) ([]Event, *rule.Refusal) {
+	r.By, r.Human = actor, human
+	r.After = slices.Clone(r.After)
+	if r.Anchor != nil {
+		a := *r.Anchor
+		r.Anchor = &a
+	}
+	r.DueAt, r.Horizon = r.DueAt.UTC(), r.Horizon.UTC()
+	if r.DueAt.IsZero() {
+		return nil, rule.Invalidf("dueAt", "required: there is no open-ended expectation")
+	}
+	if r.Basis == "" {
+		return nil, rule.Invalidf("basis", "required: observed, contract or declared, truthfully")
+	}
+	if !r.Basis.valid() {
+		return nil, rule.Invalidf("basis", "must be observed, contract or declared")
+	}
+	if !extend && r.Supersedes != "" {
+		return nil, rule.Invalidf("supersedes", "an extension is raised with supersede")
+	}
+	if extend && r.Supersedes == "" {
+		return nil, rule.Invalidf("supersedes", "required: the expectation this one extends")
+	}
+	for _, f := range []struct {
+		name, value string
+		required    bool
+	}{
+		{"expectationId", r.ExpectationID, true},
+		{"kind", r.Kind, true},
+		{"subject.type", r.Subject.Type, true},
+		{"subject.id", r.Subject.ID, true},
+		{"satisfiedBy.factKey", r.FactKey, true},
+		{"expects", r.Expects, false},
+		{"by", r.By, true},
+	} {
+		if err := s.text(f.name, f.value, f.required); err != nil {
+			return nil, err
+		}
+	}
+	if len(r.After) > s.cfg.AfterMax {
+		return nil, rule.Invalidf("after", fmt.Sprintf("names %d expectations, at most %d", len(r.After), s.cfg.AfterMax))
+	}
+	if r.Origin.ContextID != "" && r.Origin.TaskID == "" {
+		return nil, rule.Invalidf("origin.taskId", "required with origin.contextId")
+	}
+	for _, id := range []struct{ name, value string }{{"origin.taskId", r.Origin.TaskID}, {"origin.contextId", r.Origin.ContextID}} {
+		if id.value != "" && !validID(id.value) {
+			return nil, rule.Invalidf(id.name, fmt.Sprintf("must be 1..%d characters without whitespace", IDMax))
+		}
+	}
+	if r.Anchor != nil && !validID(r.Anchor.ExpectationID) {
+		return nil, rule.Invalidf("anchor.expectationId", "required with anchor")
+	}
+	if extend {
+		prev := s.byID[r.Supersedes]
+		if prev != nil {
+			if r.Origin == (Origin{}) {
+				r.Origin = Origin{TaskID: prev.field(tTask), ContextID: prev.field(tContext)}
+			}
+			if actor != s.name(prev.by) && !human {
+				return nil, rule.Forbiddenf("supersedes", "only its raiser or a person may extend "+prev.id())
+			}
+		}
+	}
+	if code, field, why := s.raiseProblem(&r); code != "" {
+		return nil, refusal(code, field, why)
+	}
+	if extend {
+		if d := depth(s.byID[r.Supersedes]) + 1; d > s.cfg.LineageMax && !human {
+			return nil, rule.Forbiddenf("supersedes", fmt.Sprintf(
+				"lineage bound %d reached: past it only a person may give more time", s.cfg.LineageMax))
+		}
+	}
+	if task := r.Origin.TaskID; task != "" && s.tasks[task].withdraws() {
+		return nil, rule.Conflictf("origin.taskId", "task "+task+" was "+string(s.tasks[task])+": nothing may be expected on it")
+	}
+	return []Event{{TS: now, Type: TypeRaise, Raise: &r}}, nil
+}
+
+func (s *State) decideFact(actor string, now time.Time, c FactCommand) ([]Event, *rule.Refusal) {
+	for _, f := range []struct{ name, value string }{
+		{"factKey", c.FactKey}, {"subject.type", c.Subject.Type}, {"subject.id", c.Subject.ID}, {"by", actor},
+	} {
+		if err := s.text(f.name, f.value, true); err != nil {
+			return nil, err
+		}
+	}
+	at := c.At.UTC()
+	if c.At.IsZero() {
+		at = now
+	}
+	if at.After(now) {
+		return nil, rule.Invalidf("at", "must not be in the future: a fact is observed, not expected")
+	}
+	if !inRange(at) {
+		return nil, rule.Invalidf("at", "must be between the years 1679 and 2161")
+	}
+	return []Event{{TS: now, Type: TypeFact, Fact: &Fact{FactKey: c.FactKey, Subject: c.Subject, At: at, By: actor}}}, nil
+}
+
+func (s *State) decideWithdraw(actor string, human bool, now time.Time, c WithdrawCommand) ([]Event, *rule.Refusal) {
+	if err := s.text("reason", c.Reason, false); err != nil {
+		return nil, err
+	}
+	x := s.byID[c.ExpectationID]
+	switch {
+	case c.ExpectationID == "":
+		return nil, rule.Invalidf("expectationId", "required")
+	case x == nil:
+		return nil, rule.NotFoundf("expectationId", "names no expectation in this ledger")
+	case x.life != Open:
+		return nil, rule.Conflictf("expectationId", "is "+x.life.String()+": only an open expectation can be withdrawn")
+	case actor != s.name(x.by) && actor != s.cfg.Timekeeper && !human:
+		return nil, rule.Forbiddenf("by", "only its raiser, the timekeeper or a person may withdraw "+x.id())
+	}
+	return []Event{{TS: now, Type: TypeWithdraw, Withdraw: &Withdraw{ExpectationID: x.id(), By: actor, Reason: c.Reason}}}, nil
+}
+
+func (s *State) decideTaskOutcome(actor string, now time.Time, c TaskOutcomeCommand) ([]Event, *rule.Refusal) {
+	switch {
+	case !validID(c.TaskID):
+		return nil, rule.Invalidf("taskId", fmt.Sprintf("must be 1..%d characters without whitespace", IDMax))
+	case !c.Outcome.valid():
+		return nil, rule.Invalidf("outcome", "must be completed, cancelled or failed")
+	}
+	if prev, ok := s.tasks[c.TaskID]; ok {
+		return nil, rule.Conflictf("taskId", "task "+c.TaskID+" already ended "+string(prev))
+	}
+	out := []Event{{TS: now, Type: TypeTaskOutcome, TaskOutcome: &TaskOutcome{TaskID: c.TaskID, Outcome: c.Outcome, By: actor}}}
+	if c.Outcome.withdraws() {
+		out = append(out, s.withdrawals(s.byTaskOpen(c.TaskID), actor, now, "origin task "+string(c.Outcome))...)
+	}
+	return out, nil
+}
+
+// byTaskOpen returns the open expectations raised on task, in raise order.
+func (s *State) byTaskOpen(task string) []*expectation {
+	var xs []*expectation
+	for x := s.byTask[task]; x != nil; x = x.nextSameTask {
+		xs = append(xs, x)
+	}
+	slices.SortFunc(xs, func(a, b *expectation) int { return cmpOrder(a.order, b.order) })
+	return xs
+}
+
+func cmpOrder(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (s *State) withdrawals(xs []*expectation, by string, now time.Time, reason string) []Event {
+	out := make([]Event, 0, len(xs))
+	for _, x := range xs {
+		out = append(out, Event{TS: now, Type: TypeWithdraw, Withdraw: &Withdraw{ExpectationID: x.id(), By: by, Reason: reason}})
+	}
+	return out
+}
+
+func (s *State) decideLapse(actor string, now time.Time, c LapseCommand) ([]Event, *rule.Refusal) {
+	if actor != s.cfg.Timekeeper {
+		return nil, rule.Forbiddenf("by", "only the timekeeper commits lapses")
+	}
+	if !c.Kind.valid() {
+		return nil, rule.Invalidf("lapse", "must be overdue, skipped or stalled")
+	}
+	x := s.byID[c.ExpectationID]
+	if x == nil {
+		return nil, rule.NotFoundf("expectationId", "names no expectation in this ledger")
+	}
+	due := c.DueAt
+	if due.IsZero() {
+		due = fromNanos(x.currentDue)
+	}
+	if s.recorded(x, c.Kind, nanos(due)) {
+		return nil, nil // recorded already: recording it again is a no-op
+	}
+	if nanos(due) != x.currentDue {
+		return nil, rule.Conflictf("dueAt", "is not the due time in force ("+FormatTime(fromNanos(x.currentDue))+")")
+	}
+	for _, c2 := range s.pending(x) {
+		if c2.kind != c.Kind || c2.lapsedAt >= nanos(now) {
+			continue
+		}
+		if c2.kind == LapseStalled && s.heard(x) {
+			break
+		}
+		return []Event{s.lapseEvent(x, c2, now)}, nil
+	}
+	return nil, rule.Conflictf("lapse", "no "+string(c.Kind)+" lapse of "+x.id()+" is due at "+FormatTime(now))
+}
+
+func (s *State) lapseEvent(x *expectation, c candidate, now time.Time) Event {
+	due := fromNanos(x.currentDue)
+	return Event{TS: now, Type: TypeLapse, Lapse: &Lapse{
+		LapseID:       LapseID(x.id(), c.kind, due),
+		ExpectationID: x.id(),
+		Kind:          c.kind,
+		DueAt:         due,
+		LapsedAt:      fromNanos(c.lapsedAt),
+		By:            s.cfg.Timekeeper,
+	}}
+}

@@ -1,0 +1,934 @@
+package expect
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Record types of the expectations family, as written in "type". Stored in
+// every ledger: do not rename.
+const (
+	TypeRaise       = "expect.raise"
+	TypeWithdraw    = "expect.withdraw"
+	TypeFact        = "fact"
+	TypeLapse       = "lapse"
+	TypeTaskOutcome = "task.outcome"
+)
+
+// EnvelopeKey is the member tally's log adds to every line (seq, actor,
+// hash). Decode skips it; it is never part of an Event.
+const EnvelopeKey = "tally"
+
+// IDMax bounds every identifier (expectation, task, lapse ids).
+const IDMax = 128
+
+// Basis says where a due time came from. Stored: do not rename.
+type Basis string
+
+const (
+	BasisObserved Basis = "observed" // measured from how this lane really behaves
+	BasisContract Basis = "contract" // taken from a contract or service level
+	BasisDeclared Basis = "declared" // stated by the agent with no better source
+)
+
+func (b Basis) valid() bool {
+	return b == BasisObserved || b == BasisContract || b == BasisDeclared
+}
+
+// LapseKind names one of the three ways an expectation goes unmet. Stored:
+// do not rename.
+type LapseKind string
+
+const (
+	// LapseOverdue: the current due time plus grace passed while unsatisfied.
+	LapseOverdue LapseKind = "overdue"
+	// LapseSkipped: a later step on the same subject (one whose after names
+	// this expectation) was satisfied while this one was open.
+	LapseSkipped LapseKind = "skipped"
+	// LapseStalled: the horizon passed with no fact of any kind recorded on
+	// the subject since the expectation was raised.
+	LapseStalled LapseKind = "stalled"
+)
+
+func (k LapseKind) valid() bool {
+	return k == LapseOverdue || k == LapseSkipped || k == LapseStalled
+}
+
+// rank orders lapse kinds that fall due at the same instant.
+func (k LapseKind) rank() int {
+	switch k {
+	case LapseOverdue:
+		return 0
+	case LapseSkipped:
+		return 1
+	}
+	return 2
+}
+
+// Outcome is an origin task's terminal outcome. Stored: do not rename.
+type Outcome string
+
+const (
+	OutcomeCompleted Outcome = "completed"
+	OutcomeCancelled Outcome = "cancelled" // withdraws the task's open expectations
+	OutcomeFailed    Outcome = "failed"    // withdraws the task's open expectations
+)
+
+func (o Outcome) valid() bool {
+	return o == OutcomeCompleted || o == OutcomeCancelled || o == OutcomeFailed
+}
+
+// withdraws reports whether this outcome withdraws open expectations.
+func (o Outcome) withdraws() bool { return o == OutcomeCancelled || o == OutcomeFailed }
+
+// Subject is what an expectation is about: "subject": {"type","id"}.
+type Subject struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+}
+
+// String renders the subject as the CLI writes it: TYPE:ID.
+func (s Subject) String() string { return s.Type + ":" + s.ID }
+
+// Anchor makes a step's current due follow its predecessor's actual time:
+// "anchor": {"expectationId","offset"}.
+type Anchor struct {
+	ExpectationID string
+	Offset        time.Duration // ISO 8601 duration on the wire, never negative
+}
+
+// Origin is the A2A task and context an expectation was raised on:
+// "origin": {"taskId","contextId"}.
+type Origin struct {
+	TaskID    string `json:"taskId,omitempty"`
+	ContextID string `json:"contextId,omitempty"`
+}
+
+// Raise is the body of an expect.raise record: the draft's fields, the
+// origin it was raised on and who raised it. Immutable once recorded.
+type Raise struct {
+	ExpectationID string        // "expectationId"
+	Kind          string        // "kind"
+	Subject       Subject       // "subject"
+	Expects       string        // "expects": what is expected, in words (optional)
+	FactKey       string        // "satisfiedBy": {"factKey"}: the exact key that satisfies
+	DueAt         time.Time     // "dueAt": required; the projected due
+	Grace         time.Duration // "grace": ISO 8601 duration, omitted when zero
+	Anchor        *Anchor       // "anchor" (optional)
+	After         []string      // "after": expectations this step follows (optional)
+	Horizon       time.Time     // "horizon": zero when absent
+	Basis         Basis         // "basis": required
+	Supersedes    string        // "supersedes": the expectation this one extends (optional)
+	Origin        Origin        // "origin" (optional; zero when absent)
+	By            string        // "by": who raised it
+	Human         bool          // "human": raised by a person (written only when true)
+}
+
+// Withdraw is the body of an expect.withdraw record.
+type Withdraw struct {
+	ExpectationID string // "expectationId"
+	By            string // "by"
+	Reason        string // "reason" (optional)
+}
+
+// Fact is the body of a fact record: a key observed on a subject.
+type Fact struct {
+	FactKey string    // "factKey"
+	Subject Subject   // "subject"
+	At      time.Time // "at": when it happened; defaults to ts when absent
+	By      string    // "by": who observed it (optional)
+}
+
+// Lapse is the body of a lapse record, committed only by the timekeeper.
+// The record's ts is the time the lapse was noticed.
+type Lapse struct {
+	LapseID       string    // "lapseId": LapseID(expectationId, lapse, dueAt)
+	ExpectationID string    // "expectationId"
+	Kind          LapseKind // "lapse"
+	DueAt         time.Time // "dueAt": the due time in force when it lapsed
+	LapsedAt      time.Time // "lapsedAt": the instant the lapse condition became true
+	By            string    // "by": the timekeeper
+}
+
+// TaskOutcome is the body of a task.outcome record: an origin task ended.
+type TaskOutcome struct {
+	TaskID  string  // "taskId"
+	Outcome Outcome // "outcome"
+	By      string  // "by" (optional)
+}
+
+// Field is a member of a record that this package does not know, kept with
+// its value's raw (compacted) bytes so Encode writes it back.
+type Field struct {
+	Key   string
+	Value json.RawMessage
+}
+
+// Event is one decoded record of the family. Exactly one body pointer is
+// set, the one matching Type.
+type Event struct {
+	TS          time.Time // "ts"
+	Type        string    // "type"
+	Raise       *Raise
+	Withdraw    *Withdraw
+	Fact        *Fact
+	Lapse       *Lapse
+	TaskOutcome *TaskOutcome
+	Extra       []Field // unknown members in line order (never EnvelopeKey)
+}
+
+// Known reports whether typ is a record type of this family.
+func Known(typ string) bool {
+	switch typ {
+	case TypeRaise, TypeWithdraw, TypeFact, TypeLapse, TypeTaskOutcome:
+		return true
+	}
+	return false
+}
+
+// ErrUnknownType is returned (wrapped) by Decode for a well-formed JSON line
+// whose type this family does not define.
+var ErrUnknownType = errors.New("unknown record type")
+
+// DecodeError says why a line is not a well-formed record of this family.
+type DecodeError struct {
+	Field string
+	Msg   string
+}
+
+func (e *DecodeError) Error() string {
+	if e.Field == "" {
+		return "decode: " + e.Msg
+	}
+	return "decode: " + e.Field + ": " + e.Msg
+}
+
+func bad(field, msg string) error { return &DecodeError{Field: field, Msg: msg} }
+
+// member is one raw top-level member of a line.
+type member struct {
+	key   string
+	value json.RawMessage
+}
+
+// members splits a JSON object into its members in order, refusing
+// duplicates and anything after the object.
+func members(line []byte, where string) ([]member, error) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, bad(where, "not JSON: "+err.Error())
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, bad(where, "must be an object")
+	}
+	var out []member
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, bad(where, "not JSON: "+err.Error())
+		}
+		key, _ := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, bad(where, "not JSON: "+err.Error())
+		}
+		for _, m := range out {
+			if m.key == key {
+				return nil, bad(joinField(where, key), "appears twice")
+			}
+		}
+		out = append(out, member{key: key, value: raw})
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, bad(where, "not JSON: "+err.Error())
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, bad(where, "data after the object")
+	}
+	return out, nil
+}
+
+func joinField(where, key string) string {
+	if where == "" {
+		return key
+	}
+	return where + "." + key
+}
+
+func isNull(v json.RawMessage) bool { return string(v) == "null" }
+
+// fields decodes a nested object whose members are all known: unknown
+// members are refused, since nothing would keep them.
+func fields(v json.RawMessage, where string, set map[string]func(json.RawMessage) error) error {
+	ms, err := members(v, where)
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		fn, ok := set[m.key]
+		if !ok {
+			return bad(joinField(where, m.key), "unknown member")
+		}
+		if err := fn(m.value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func str(field string, dst *string) func(json.RawMessage) error {
+	return func(v json.RawMessage) error {
+		if isNull(v) {
+			return nil
+		}
+		if err := json.Unmarshal(v, dst); err != nil {
+			return bad(field, "must be a string")
+		}
+		return nil
+	}
+}
+
+func timeField(field string, dst *time.Time) func(json.RawMessage) error {
+	return func(v json.RawMessage) error {
+		var s string
+		if err := str(field, &s)(v); err != nil || s == "" {
+			return err
+		}
+		t, err := ParseTime(s)
+		if err != nil {
+			return bad(field, err.Error())
+		}
+		*dst = t
+		return nil
+	}
+}
+
+func durationField(field string, dst *time.Duration, set *bool) func(json.RawMessage) error {
+	return func(v json.RawMessage) error {
+		var s string
+		if err := str(field, &s)(v); err != nil || s == "" {
+			return err
+		}
+		d, err := ParseDuration(s)
+		if err != nil {
+			return bad(field, err.Error())
+		}
+		*dst = d
+		if set != nil {
+			*set = true
+		}
+		return nil
+	}
+}
+
+func subjectField(field string, dst *Subject) func(json.RawMessage) error {
+	return func(v json.RawMessage) error {
+		if isNull(v) {
+			return nil
+		}
+		return fields(v, field, map[string]func(json.RawMessage) error{
+			"type": str(field+".type", &dst.Type),
+			"id":   str(field+".id", &dst.ID),
+		})
+	}
+}
+
+// ParseTime reads an RFC 3339 UTC time ("2026-09-01T17:00:00Z"). Offsets
+// other than Z are refused so that every stored time has one spelling.
+func ParseTime(s string) (time.Time, error) {
+	if !strings.HasSuffix(s, "Z") {
+		return time.Time{}, errors.New("must be an RFC 3339 UTC time ending in Z")
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, errors.New("must be an RFC 3339 UTC time ending in Z")
+	}
+	return t, nil
+}
+
+// FormatTime writes t as stored: RFC 3339 in UTC, fractional seconds only
+// when present.
+func FormatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// durationMax bounds ISO durations so arithmetic on due times cannot
+// overflow: a century is far longer than any grace, offset or extension.
+const durationMax = 100 * 366 * 24 * time.Hour
+
+// ParseDuration reads an ISO 8601 duration made of days, hours, minutes and
+// seconds ("PT6H", "PT1H45M", "P2DT30S", "PT0.5S"). Years, months and weeks
+// are refused: their length depends on the calendar. Negative durations are
+// refused.
+func ParseDuration(s string) (time.Duration, error) {
+	fail := func() (time.Duration, error) {
+		return 0, errors.New("must be an ISO 8601 duration such as PT6H or P1DT2H30M")
+	}
+	if len(s) < 3 || s[0] != 'P' {
+		return fail()
+	}
+	var total time.Duration
+	inTime := false
+	units := 0
+	last := -1 // index of the last unit, enforcing D < H < M < S
+	for i := 1; i < len(s); {
+		if s[i] == 'T' {
+			if inTime || i == len(s)-1 {
+				return fail()
+			}
+			inTime = true
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && (s[j] >= '0' && s[j] <= '9' || s[j] == '.') {
+			j++
+		}
+		if j == i || j == len(s) {
+			return fail()
+		}
+		num := s[i:j]
+		var unit time.Duration
+		var order int
+		switch {
+		case !inTime && s[j] == 'D':
+			unit, order = 24*time.Hour, 0
+		case inTime && s[j] == 'H':
+			unit, order = time.Hour, 1
+		case inTime && s[j] == 'M':
+			unit, order = time.Minute, 2
+		case inTime && s[j] == 'S':
+			unit, order = time.Second, 3
+		default:
+			return fail()
+		}
+		if order <= last {
+			return fail()
+		}
+		last = order
+		whole, frac, hasFrac := strings.Cut(num, ".")
+		if whole == "" || (hasFrac && (unit != time.Second || frac == "" || len(frac) > 9)) {
+			return fail()
+		}
+		n, err := strconv.ParseInt(whole, 10, 64)
+		if err != nil || n > int64(durationMax/unit) {
+			return fail()
+		}
+		total += time.Duration(n) * unit
+		if hasFrac {
+			f, err := strconv.ParseInt(frac+strings.Repeat("0", 9-len(frac)), 10, 64)
+			if err != nil {
+				return fail()
+			}
+			total += time.Duration(f)
+		}
+		if total > durationMax {
+			return fail()
+		}
+		units++
+		i = j + 1
+	}
+	if units == 0 {
+		return fail()
+	}
+	return total, nil
+}
+
+// FormatDuration writes d in the one canonical ISO 8601 spelling this
+// package emits: hours, minutes and seconds ("PT6H", "PT1H45M", "PT0S").
+func FormatDuration(d time.Duration) string {
+	if d < 0 {
+		panic("expect: negative duration")
+	}
+	if d == 0 {
+		return "PT0S"
+	}
+	b := []byte("PT")
+	h := d / time.Hour
+	d -= h * time.Hour
+	m := d / time.Minute
+	d -= m * time.Minute
+	if h > 0 {
+		b = strconv.AppendInt(b, int64(h), 10)
+		b = append(b, 'H')
+	}
+	if m > 0 {
+		b = strconv.AppendInt(b, int64(m), 10)
+		b = append(b, 'M')
+	}
+	if d > 0 {
+		sec := d / time.Second
+		ns := d - sec*time.Second
+		b = strconv.AppendInt(b, int64(sec), 10)
+		if ns > 0 {
+			f := fmt.Sprintf("%09d", int64(ns))
+			b = append(b, '.')
+			b = append(b, strings.TrimRight(f, "0")...)
+		}
+		b = append(b, 'S')
+	}
+	return string(b)
+}
+
+// validID reports whether s is usable as an identifier: 1..IDMax bytes of
+// valid UTF-8 with no whitespace or control characters.
+func validID(s string) bool {
+	if s == "" || len(s) > IDMax || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r <= ' ' || r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == 0x85 || r == 0xa0 ||
+			r == 0x2028 || r == 0x2029 || (r >= 0x2000 && r <= 0x200a) || r == 0x3000 || r == 0xfeff {
+			return false
+		}
+	}
+	return true
+}
+
+func idField(field string, dst *string) func(json.RawMessage) error {
+	return func(v json.RawMessage) error {
+		if err := str(field, dst)(v); err != nil {
+			return err
+		}
+		if *dst != "" && !validID(*dst) {
+			return bad(field, fmt.Sprintf("must be 1..%d characters without whitespace", IDMax))
+		}
+		return nil
+	}
+}
+
+// Decode reads one log line (a JSON object, with or without tally's
+// envelope). Members it knows are validated and typed; members it does not
+// know are kept in Extra; the envelope member is skipped. A well-formed line
+// of another type returns an Event holding only TS and Type, with an error
+// wrapping ErrUnknownType, so the caller can keep the line and report it.
+func Decode(line []byte) (Event, error) {
+	ms, err := members(line, "")
+	if err != nil {
+		return Event{}, err
+	}
+	var e Event
+	var tsSeen, typeSeen bool
+	for _, m := range ms {
+		switch m.key {
+		case "type":
+			if err := str("type", &e.Type)(m.value); err != nil {
+				return Event{}, err
+			}
+			typeSeen = e.Type != ""
+		case "ts":
+			if err := timeField("ts", &e.TS)(m.value); err != nil {
+				return Event{}, err
+			}
+			tsSeen = !e.TS.IsZero()
+		}
+	}
+	if !typeSeen {
+		return Event{}, bad("type", "missing")
+	}
+	if !Known(e.Type) {
+		return Event{TS: e.TS, Type: e.Type}, fmt.Errorf("%w %q", ErrUnknownType, e.Type)
+	}
+	if !tsSeen {
+		return Event{}, bad("ts", "missing")
+	}
+	set := e.setters()
+	for _, m := range ms {
+		if m.key == "ts" || m.key == "type" || m.key == EnvelopeKey {
+			continue
+		}
+		if fn, ok := set[m.key]; ok {
+			if err := fn(m.value); err != nil {
+				return Event{}, err
+			}
+			continue
+		}
+		var c bytes.Buffer
+		if err := json.Compact(&c, m.value); err != nil {
+			return Event{}, bad(m.key, "not JSON")
+		}
+		e.Extra = append(e.Extra, Field{Key: m.key, Value: c.Bytes()})
+	}
+	if err := e.wellFormed(); err != nil {
+		return Event{}, err
+	}
+	if e.Fact != nil && e.Fact.At.IsZero() {
+		e.Fact.At = e.TS // "at" defaults to the time recorded
+	}
+	return e, nil
+}
+
+// setters allocates the body for e.Type and returns the decoders of its
+// members.
+func (e *Event) setters() map[string]func(json.RawMessage) error {
+	switch e.Type {
+	case TypeRaise:
+		r := &Raise{}
+		e.Raise = r
+		return map[string]func(json.RawMessage) error{
+			"expectationId": idField("expectationId", &r.ExpectationID),
+			"kind":          str("kind", &r.Kind),
+			"subject":       subjectField("subject", &r.Subject),
+			"expects":       str("expects", &r.Expects),
+			"satisfiedBy": func(v json.RawMessage) error {
+				if isNull(v) {
+					return nil
+				}
+				return fields(v, "satisfiedBy", map[string]func(json.RawMessage) error{
+					"factKey": str("satisfiedBy.factKey", &r.FactKey),
+				})
+			},
+			"dueAt": timeField("dueAt", &r.DueAt),
+			"grace": durationField("grace", &r.Grace, nil),
+			"anchor": func(v json.RawMessage) error {
+				if isNull(v) {
+					return nil
+				}
+				a := &Anchor{}
+				var offsetSet bool
+				err := fields(v, "anchor", map[string]func(json.RawMessage) error{
+					"expectationId": idField("anchor.expectationId", &a.ExpectationID),
+					"offset":        durationField("anchor.offset", &a.Offset, &offsetSet),
+				})
+				if err != nil {
+					return err
+				}
+				if a.ExpectationID == "" {
+					return bad("anchor.expectationId", "missing")
+				}
+				if !offsetSet {
+					return bad("anchor.offset", "missing")
+				}
+				r.Anchor = a
+				return nil
+			},
+			"after": func(v json.RawMessage) error {
+				if isNull(v) {
+					return nil
+				}
+				var ids []string
+				if err := json.Unmarshal(v, &ids); err != nil {
+					return bad("after", "must be an array of strings")
+				}
+				for _, id := range ids {
+					if !validID(id) {
+						return bad("after", fmt.Sprintf("must hold ids of 1..%d characters without whitespace", IDMax))
+					}
+				}
+				if len(ids) > 0 {
+					r.After = ids
+				}
+				return nil
+			},
+			"horizon":    timeField("horizon", &r.Horizon),
+			"basis":      func(v json.RawMessage) error { return str("basis", (*string)(&r.Basis))(v) },
+			"supersedes": idField("supersedes", &r.Supersedes),
+			"origin": func(v json.RawMessage) error {
+				if isNull(v) {
+					return nil
+				}
+				return fields(v, "origin", map[string]func(json.RawMessage) error{
+					"taskId":    idField("origin.taskId", &r.Origin.TaskID),
+					"contextId": idField("origin.contextId", &r.Origin.ContextID),
+				})
+			},
+			"by": str("by", &r.By),
+			"human": func(v json.RawMessage) error {
+				if isNull(v) {
+					return nil
+				}
+				if err := json.Unmarshal(v, &r.Human); err != nil {
+					return bad("human", "must be a boolean")
+				}
+				return nil
+			},
+		}
+	case TypeWithdraw:
+		w := &Withdraw{}
+		e.Withdraw = w
+		return map[string]func(json.RawMessage) error{
+			"expectationId": idField("expectationId", &w.ExpectationID),
+			"by":            str("by", &w.By),
+			"reason":        str("reason", &w.Reason),
+		}
+	case TypeFact:
+		f := &Fact{}
+		e.Fact = f
+		return map[string]func(json.RawMessage) error{
+			"factKey": str("factKey", &f.FactKey),
+			"subject": subjectField("subject", &f.Subject),
+			"at":      timeField("at", &f.At),
+			"by":      str("by", &f.By),
+		}
+	case TypeLapse:
+		l := &Lapse{}
+		e.Lapse = l
+		return map[string]func(json.RawMessage) error{
+			"lapseId":       idField("lapseId", &l.LapseID),
+			"expectationId": idField("expectationId", &l.ExpectationID),
+			"lapse":         func(v json.RawMessage) error { return str("lapse", (*string)(&l.Kind))(v) },
+			"dueAt":         timeField("dueAt", &l.DueAt),
+			"lapsedAt":      timeField("lapsedAt", &l.LapsedAt),
+			"by":            str("by", &l.By),
+		}
+	case TypeTaskOutcome:
+		o := &TaskOutcome{}
+		e.TaskOutcome = o
+		return map[string]func(json.RawMessage) error{
+			"taskId":  idField("taskId", &o.TaskID),
+			"outcome": func(v json.RawMessage) error { return str("outcome", (*string)(&o.Outcome))(v) },
+			"by":      str("by", &o.By),
+		}
+	}
+	panic("expect: setters for unknown type " + e.Type)
+}
+
+// wellFormed checks what a record needs on its own, whatever the ledger
+// holds: required members present, enums known. Decode calls it after
+// reading, and Decide's events pass it before they are returned.
+func (e *Event) wellFormed() error {
+	if e.TS.IsZero() {
+		return bad("ts", "missing")
+	}
+	switch e.Type {
+	case TypeRaise:
+		r := e.Raise
+		switch {
+		case r.ExpectationID == "":
+			return bad("expectationId", "missing")
+		case r.Kind == "":
+			return bad("kind", "missing")
+		case r.Subject.Type == "" || r.Subject.ID == "":
+			return bad("subject", "needs a type and an id")
+		case r.FactKey == "":
+			return bad("satisfiedBy.factKey", "missing")
+		case r.DueAt.IsZero():
+			return bad("dueAt", "missing: there is no open-ended expectation")
+		case r.Basis == "":
+			return bad("basis", "missing")
+		case !r.Basis.valid():
+			return bad("basis", "must be observed, contract or declared")
+		case r.By == "":
+			return bad("by", "missing")
+		case r.Origin.TaskID == "" && r.Origin.ContextID != "":
+			return bad("origin.taskId", "missing")
+		}
+	case TypeWithdraw:
+		w := e.Withdraw
+		switch {
+		case w.ExpectationID == "":
+			return bad("expectationId", "missing")
+		case w.By == "":
+			return bad("by", "missing")
+		}
+	case TypeFact:
+		f := e.Fact
+		switch {
+		case f.FactKey == "":
+			return bad("factKey", "missing")
+		case f.Subject.Type == "" || f.Subject.ID == "":
+			return bad("subject", "needs a type and an id")
+		}
+	case TypeLapse:
+		l := e.Lapse
+		switch {
+		case l.LapseID == "":
+			return bad("lapseId", "missing")
+		case l.ExpectationID == "":
+			return bad("expectationId", "missing")
+		case l.Kind == "":
+			return bad("lapse", "missing")
+		case !l.Kind.valid():
+			return bad("lapse", "must be overdue, skipped or stalled")
+		case l.DueAt.IsZero():
+			return bad("dueAt", "missing")
+		case l.LapsedAt.IsZero():
+			return bad("lapsedAt", "missing")
+		case l.By == "":
+			return bad("by", "missing")
+		}
+	case TypeTaskOutcome:
+		o := e.TaskOutcome
+		switch {
+		case o.TaskID == "":
+			return bad("taskId", "missing")
+		case o.Outcome == "":
+			return bad("outcome", "missing")
+		case !o.Outcome.valid():
+			return bad("outcome", "must be completed, cancelled or failed")
+		}
+	default:
+		return fmt.Errorf("%w %q", ErrUnknownType, e.Type)
+	}
+	return nil
+}
+
+// Encode returns the record's exact wire bytes: one JSON object, no
+// newline, "ts" and "type" first, the type's members in a fixed order,
+// optional members omitted when empty, then Extra in order.
+func (e Event) Encode() []byte {
+	b := make([]byte, 0, 256)
+	b = append(b, `{"ts":`...)
+	b = appendString(b, FormatTime(e.TS))
+	b = append(b, `,"type":`...)
+	b = appendString(b, e.Type)
+	switch {
+	case e.Raise != nil:
+		r := e.Raise
+		b = appendMember(b, "expectationId", r.ExpectationID)
+		b = appendMember(b, "kind", r.Kind)
+		b = append(b, `,"subject":`...)
+		b = appendSubject(b, r.Subject)
+		b = appendOptional(b, "expects", r.Expects)
+		b = append(b, `,"satisfiedBy":{"factKey":`...)
+		b = appendString(b, r.FactKey)
+		b = append(b, '}')
+		b = appendMember(b, "dueAt", FormatTime(r.DueAt))
+		if r.Grace != 0 {
+			b = appendMember(b, "grace", FormatDuration(r.Grace))
+		}
+		if r.Anchor != nil {
+			b = append(b, `,"anchor":{"expectationId":`...)
+			b = appendString(b, r.Anchor.ExpectationID)
+			b = append(b, `,"offset":`...)
+			b = appendString(b, FormatDuration(r.Anchor.Offset))
+			b = append(b, '}')
+		}
+		if len(r.After) > 0 {
+			b = append(b, `,"after":[`...)
+			for i, id := range r.After {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = appendString(b, id)
+			}
+			b = append(b, ']')
+		}
+		if !r.Horizon.IsZero() {
+			b = appendMember(b, "horizon", FormatTime(r.Horizon))
+		}
+		b = appendMember(b, "basis", string(r.Basis))
+		b = appendOptional(b, "supersedes", r.Supersedes)
+		if r.Origin != (Origin{}) {
+			b = append(b, `,"origin":{`...)
+			if r.Origin.TaskID != "" {
+				b = append(b, `"taskId":`...)
+				b = appendString(b, r.Origin.TaskID)
+			}
+			if r.Origin.ContextID != "" {
+				if r.Origin.TaskID != "" {
+					b = append(b, ',')
+				}
+				b = append(b, `"contextId":`...)
+				b = appendString(b, r.Origin.ContextID)
+			}
+			b = append(b, '}')
+		}
+		b = appendMember(b, "by", r.By)
+		if r.Human {
+			b = append(b, `,"human":true`...)
+		}
+	case e.Withdraw != nil:
+		w := e.Withdraw
+		b = appendMember(b, "expectationId", w.ExpectationID)
+		b = appendMember(b, "by", w.By)
+		b = appendOptional(b, "reason", w.Reason)
+	case e.Fact != nil:
+		f := e.Fact
+		b = appendMember(b, "factKey", f.FactKey)
+		b = append(b, `,"subject":`...)
+		b = appendSubject(b, f.Subject)
+		at := f.At
+		if at.IsZero() {
+			at = e.TS
+		}
+		b = appendMember(b, "at", FormatTime(at))
+		b = appendOptional(b, "by", f.By)
+	case e.Lapse != nil:
+		l := e.Lapse
+		b = appendMember(b, "lapseId", l.LapseID)
+		b = appendMember(b, "expectationId", l.ExpectationID)
+		b = appendMember(b, "lapse", string(l.Kind))
+		b = appendMember(b, "dueAt", FormatTime(l.DueAt))
+		b = appendMember(b, "lapsedAt", FormatTime(l.LapsedAt))
+		b = appendMember(b, "by", l.By)
+	case e.TaskOutcome != nil:
+		o := e.TaskOutcome
+		b = appendMember(b, "taskId", o.TaskID)
+		b = appendMember(b, "outcome", string(o.Outcome))
+		b = appendOptional(b, "by", o.By)
+	}
+	for _, f := range e.Extra {
+		b = append(b, ',')
+		b = appendString(b, f.Key)
+		b = append(b, ':')
+		b = append(b, f.Value...)
+	}
+	return append(b, '}')
+}
+
+func appendMember(b []byte, key, value string) []byte {
+	b = append(b, ',', '"')
+	b = append(b, key...)
+	b = append(b, '"', ':')
+	return appendString(b, value)
+}
+
+func appendOptional(b []byte, key, value string) []byte {
+	if value == "" {
+		return b
+	}
+	return appendMember(b, key, value)
+}
+
+func appendSubject(b []byte, s Subject) []byte {
+	b = append(b, `{"type":`...)
+	b = appendString(b, s.Type)
+	b = append(b, `,"id":`...)
+	b = appendString(b, s.ID)
+	return append(b, '}')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString writes s as a JSON string: quotes, backslashes and control
+// characters escaped, invalid UTF-8 replaced by U+FFFD, everything else
+// (including <, > and &) written as is.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
