@@ -1,0 +1,442 @@
+package claim
+
+import (
+	"errors"
+	"slices"
+	"time"
+
+	"tally/artifact"
+	"tally/rule"
+)
+
+// Command is one verb of the claim family. Decide turns it into records.
+type Command interface{ isCommand() }
+
+// Create issues a claim; the acting identity is its claimant. MaxResponses 0
+// means DefaultMaxResponses; a zero Deadline means none.
+type Create struct {
+	Claim, Respondent, Work, Scope string
+	MaxResponses                   int
+	Deadline                       time.Time
+	DependsOn, Awaits              []string
+	Reviews, DerivedFrom           []string
+	Predecessor                    string
+	Slots                          []SlotSpec
+}
+
+// Post makes a generated claim actionable (claimant).
+type Post struct{ Claim string }
+
+// ReportPostFailure records that posting failed (claimant): PostFailed.
+type ReportPostFailure struct{ Claim, Reason string }
+
+// AcquireReceipt takes the execution receipt at generation 1 (respondent).
+type AcquireReceipt struct{ Claim string }
+
+// DeclineReceipt records that the respondent could not take the receipt:
+// ReceiptFailed.
+type DeclineReceipt struct{ Claim, Reason string }
+
+// Adopt moves the receipt to Holder at the next generation (claimant): the
+// reclaim path for work whose agent died. The old holder is fenced.
+type Adopt struct{ Claim, Holder, Reason string }
+
+// Progress records a progress note under the receipt (holder).
+type Progress struct {
+	Claim      string
+	Generation uint64
+	Note       string
+}
+
+// PublishArtifact records an artifact whose bytes the caller has stored.
+// Output and diagnostic artifacts belong to the holder's open work cycle
+// (Generation required); result artifacts are an evaluator's or the
+// claimant's evidence. The digest is computed here.
+type PublishArtifact struct {
+	Claim, Artifact          string
+	Role                     Role
+	Slot, Kind, Schema, Name string
+	Generation               uint64
+	Content                  artifact.ContentDigest
+	Size                     int64
+}
+
+// ReceiveArtifact records the claimant's receipt of one artifact. An empty
+// Digest pins the artifact's recorded digest.
+type ReceiveArtifact struct{ Claim, Artifact, Digest string }
+
+// CloseTestament closes the open work cycle with the holder's account.
+// Bindings and diagnostics with an empty digest pin the recorded one.
+type CloseTestament struct {
+	Claim, Testament string
+	Generation       uint64
+	Outcome          Outcome
+	Summary          string
+	Confidence       *float64
+	Bindings         []Binding
+	Diagnostics      []Ref
+}
+
+// ResultTestament records the claimant's audit of the checks (ends at Posted).
+type ResultTestament struct {
+	Claim, Testament, Summary string
+	Confidence                *float64
+	Results                   []Ref
+}
+
+// FailTestament records that the holder could not generate a testament.
+type FailTestament struct {
+	Claim      string
+	Generation uint64
+	Reason     string
+}
+
+// PostTestament posts a closed testament (its author, or the claimant for a
+// result testament).
+type PostTestament struct{ Claim, Testament string }
+
+// ReceiveTestament records the claimant's receipt of a posted testament.
+type ReceiveTestament struct{ Claim, Testament string }
+
+// BeginCheck records the start of the next attempt of a check on one pinned
+// target (designated evaluator). Phase, handler, validator and attempt are
+// filled from the state. An empty Digest pins the artifact's recorded digest.
+type BeginCheck struct{ Claim, Check, Artifact, Digest string }
+
+// ReportVerdict records a verdict with its evidence (designated evaluator).
+// If no attempt is running on the target, Decide records its begin first.
+type ReportVerdict struct {
+	Claim, Check, Artifact, Digest string
+	Result                         Result
+	Evidence, EvidenceDigest, Note string
+}
+
+// Cancel ends the claim (claimant).
+type Cancel struct{ Claim, Reason string }
+
+// Revoke withdraws the work from its receipt holder (claimant).
+type Revoke struct{ Claim, Reason string }
+
+// Supersede ends the claim in favour of a successor naming it (claimant).
+type Supersede struct{ Claim, Successor, Reason string }
+
+// CommitDeadline commits a passed deadline (timekeeper): Expired, or, when
+// the claim sits on a wait-cycle of Awaits edges, Deadlocked for the cycle's
+// canonical victim.
+type CommitDeadline struct{ Claim string }
+
+// CommitDependency commits the DependencyFailed fact for a claim whose
+// DependsOn target ended unsatisfied (any participant; the fact is checked).
+// Decide emits these facts itself; this verb repairs a log that lacks them.
+type CommitDependency struct{ Claim string }
+
+func (Create) isCommand()            {}
+func (Post) isCommand()              {}
+func (ReportPostFailure) isCommand() {}
+func (AcquireReceipt) isCommand()    {}
+func (DeclineReceipt) isCommand()    {}
+func (Adopt) isCommand()             {}
+func (Progress) isCommand()          {}
+func (PublishArtifact) isCommand()   {}
+func (ReceiveArtifact) isCommand()   {}
+func (CloseTestament) isCommand()    {}
+func (ResultTestament) isCommand()   {}
+func (FailTestament) isCommand()     {}
+func (PostTestament) isCommand()     {}
+func (ReceiveTestament) isCommand()  {}
+func (BeginCheck) isCommand()        {}
+func (ReportVerdict) isCommand()     {}
+func (Cancel) isCommand()            {}
+func (Revoke) isCommand()            {}
+func (Supersede) isCommand()         {}
+func (CommitDeadline) isCommand()    {}
+func (CommitDependency) isCommand()  {}
+
+// Decide validates cmd against the state and the acting identity at time now
+// and returns the records to append, in order, as one atomic batch; or a
+// *rule.Refusal and nothing. It does not change the state: the caller
+// appends the records and then Applies each of them. When a record ends a
+// claim unsatisfied, the batch also carries the DependencyFailed facts of
+// every claim that depends on it, transitively.
+//
+// A State is not safe for concurrent use: Decide and Apply must be serialized
+// by the caller (the ledger's session lock).
+func (s *State) Decide(actor string, now time.Time, cmd Command) ([]Event, error) {
+	now = now.UTC()
+	events, r := s.build(actor, now, cmd)
+	if r != nil {
+		return nil, r
+	}
+	for i := range events {
+		events[i].TS = now
+		if err := events[i].wellFormed(); err != nil {
+			var de *DecodeError
+			if errors.As(err, &de) {
+				return nil, rule.Invalidf(de.Field, de.Msg)
+			}
+			return nil, rule.Invalidf("", err.Error())
+		}
+	}
+	m := Meta{Seq: s.seq + 1, Actor: actor, TS: now}
+	target := events[0].Claim
+	if events[0].Type == TypeCreate {
+		if r := s.validate(m, &events[0]); r != nil {
+			return nil, r
+		}
+		if slices.ContainsFunc(events[0].DependsOn, func(id string) bool { _, f := s.failedOrigin(id); return f }) {
+			for _, id := range events[0].DependsOn {
+				if origin, failed := s.failedOrigin(id); failed {
+					events = append(events, Event{TS: now, Type: TypeDependency, Claim: target, On: id, Origin: origin})
+					return append(events, s.propagate(now, target, origin, map[string]bool{target: true})...), nil
+				}
+			}
+		}
+		return events, nil
+	}
+	// Preview: validate each record against the claim as the earlier records
+	// of the batch leave it, by folding them into a clone swapped in place.
+	orig := s.claims[target]
+	if orig == nil {
+		return nil, rule.NotFoundf("claim", "no claim "+quote(target))
+	}
+	preview := orig.clone()
+	s.claims[target] = preview
+	defer func() { s.claims[target] = orig }()
+	for i := range events {
+		m.Seq = s.seq + 1 + uint64(i)
+		if r := s.validate(m, &events[i]); r != nil {
+			return nil, r
+		}
+		preview.apply(m, &events[i])
+	}
+	if orig.end == nil && preview.end != nil && preview.end.State != Satisfied {
+		origin := target
+		if preview.end.State == DependencyFailed {
+			origin = preview.end.Origin
+		}
+		s.claims[target] = orig
+		events = append(events, s.propagate(now, target, origin, map[string]bool{target: true})...)
+	}
+	return events, nil
+}
+
+// propagate returns the DependencyFailed facts for every open claim that
+// depends, directly or transitively, on failed, in breadth-first order so
+// that each fact follows the failure it cites.
+func (s *State) propagate(now time.Time, failed, origin string, done map[string]bool) []Event {
+	var out []Event
+	queue := []string{failed}
+	for len(queue) > 0 {
+		f := queue[0]
+		queue = queue[1:]
+		for _, d := range s.dependents[f] {
+			dc := s.claims[d]
+			if done[d] || dc == nil || dc.end != nil || !slices.Contains(dc.terms.DependsOn, f) {
+				continue
+			}
+			done[d] = true
+			out = append(out, Event{TS: now, Type: TypeDependency, Claim: d, On: f, Origin: origin})
+			queue = append(queue, d)
+		}
+	}
+	return out
+}
+
+func quote(s string) string { return `"` + s + `"` }
+
+// build turns a command into records, filling what the state determines.
+func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *rule.Refusal) {
+	one := func(e Event) ([]Event, *rule.Refusal) { return []Event{e}, nil }
+	switch c := cmd.(type) {
+	case Create:
+		max := c.MaxResponses
+		if max == 0 {
+			max = DefaultMaxResponses
+		}
+		return one(Event{Type: TypeCreate, Claim: c.Claim, Claimant: actor, Respondent: c.Respondent,
+			Work: c.Work, Scope: c.Scope, MaxResponses: max, Deadline: c.Deadline,
+			DependsOn: c.DependsOn, Awaits: c.Awaits, Reviews: c.Reviews, DerivedFrom: c.DerivedFrom,
+			Predecessor: c.Predecessor, Slots: cloneSlots(c.Slots)})
+	case Post:
+		return one(Event{Type: TypePost, Claim: c.Claim})
+	case ReportPostFailure:
+		return one(Event{Type: TypePostFailed, Claim: c.Claim, Reason: c.Reason})
+	case AcquireReceipt:
+		return one(Event{Type: TypeReceipt, Claim: c.Claim, Holder: actor, Generation: 1})
+	case DeclineReceipt:
+		return one(Event{Type: TypeReceiptFailed, Claim: c.Claim, Reason: c.Reason})
+	case Adopt:
+		gen := uint64(1)
+		if cr := s.claims[c.Claim]; cr != nil {
+			gen = cr.receipt.generation + 1
+		}
+		return one(Event{Type: TypeAdopt, Claim: c.Claim, Holder: c.Holder, Generation: gen, Reason: c.Reason})
+	case Progress:
+		if c.Generation == 0 {
+			return nil, rule.Invalidf("generation", "is required: the receipt generation the writer holds")
+		}
+		return one(Event{Type: TypeProgress, Claim: c.Claim, Generation: c.Generation, Note: c.Note})
+	case PublishArtifact:
+		cr := s.claims[c.Claim]
+		if cr == nil {
+			return nil, rule.NotFoundf("claim", "no claim "+quote(c.Claim))
+		}
+		var cycle uint64
+		if c.Role != RoleResult {
+			if c.Generation == 0 {
+				return nil, rule.Invalidf("generation", "is required: the receipt generation the writer holds")
+			}
+			cycle = cr.cycles + 1
+		}
+		if c.Content.IsZero() {
+			return nil, rule.Invalidf("content", "is required")
+		}
+		d := artifact.ArtifactDigest(artifact.Description{Kind: c.Kind, Schema: c.Schema, Producer: actor,
+			Claim: c.Claim, Cycle: cycle, Role: string(c.Role), Slot: c.Slot, Size: c.Size, Content: c.Content})
+		return one(Event{Type: TypeArtifact, Claim: c.Claim, Artifact: c.Artifact, Role: string(c.Role),
+			Slot: c.Slot, Kind: c.Kind, Schema: c.Schema, Name: c.Name, Cycle: cycle, Generation: c.Generation,
+			Content: c.Content.String(), Size: c.Size, Digest: d.String()})
+	case ReceiveArtifact:
+		return one(Event{Type: TypeArtifactReceive, Claim: c.Claim, Artifact: c.Artifact, Digest: s.pin(c.Claim, c.Artifact, c.Digest)})
+	case CloseTestament:
+		cr := s.claims[c.Claim]
+		if cr == nil {
+			return nil, rule.NotFoundf("claim", "no claim "+quote(c.Claim))
+		}
+		if c.Generation == 0 {
+			return nil, rule.Invalidf("generation", "is required: the receipt generation the writer holds")
+		}
+		bindings := make([]Binding, len(c.Bindings))
+		for i, b := range c.Bindings {
+			b.Digest = s.pin(c.Claim, b.Artifact, b.Digest)
+			bindings[i] = b
+		}
+		return one(Event{Type: TypeTestament, Claim: c.Claim, Testament: c.Testament, Role: TestamentResponse,
+			Generation: c.Generation, Cycle: cr.cycles + 1, Outcome: string(c.Outcome), Summary: c.Summary,
+			Confidence: c.Confidence, Bindings: bindings, Diagnostics: s.pinRefs(c.Claim, c.Diagnostics)})
+	case ResultTestament:
+		return one(Event{Type: TypeTestament, Claim: c.Claim, Testament: c.Testament, Role: TestamentResult,
+			Summary: c.Summary, Confidence: c.Confidence, Results: s.pinRefs(c.Claim, c.Results)})
+	case FailTestament:
+		if c.Generation == 0 {
+			return nil, rule.Invalidf("generation", "is required: the receipt generation the writer holds")
+		}
+		return one(Event{Type: TypeTestamentFailed, Claim: c.Claim, Generation: c.Generation, Reason: c.Reason})
+	case PostTestament:
+		return one(Event{Type: TypeTestamentPost, Claim: c.Claim, Testament: c.Testament})
+	case ReceiveTestament:
+		return one(Event{Type: TypeTestamentReceive, Claim: c.Claim, Testament: c.Testament})
+	case BeginCheck:
+		e, r := s.nextAttempt(c.Claim, c.Check, c.Artifact, c.Digest)
+		if r != nil {
+			return nil, r
+		}
+		return one(e)
+	case ReportVerdict:
+		digest := s.pin(c.Claim, c.Artifact, c.Digest)
+		cr := s.claims[c.Claim]
+		if cr == nil {
+			return nil, rule.NotFoundf("claim", "no claim "+quote(c.Claim))
+		}
+		var out []Event
+		v := Event{Type: TypeCheckVerdict, Claim: c.Claim, Check: c.Check, Artifact: c.Artifact, Digest: digest,
+			Result: string(c.Result), Evidence: c.Evidence, EvidenceHash: s.pin(c.Claim, c.Evidence, c.EvidenceDigest), Note: c.Note}
+		if a := cr.attempts[attemptKey{c.Check, c.Artifact, digest}]; a != nil && a.state == attemptRunning {
+			_, ch, _ := cr.check(c.Check)
+			v.Phase, v.Handler, v.Validator, v.Attempt = string(ch.Phases[a.phase]), a.handler, ch.handler(a.handler), a.runningAttempt
+		} else {
+			b, r := s.nextAttempt(c.Claim, c.Check, c.Artifact, digest)
+			if r != nil {
+				return nil, r
+			}
+			out = append(out, b)
+			v.Phase, v.Handler, v.Validator, v.Attempt = b.Phase, b.Handler, b.Validator, b.Attempt
+		}
+		return append(out, v), nil
+	case Cancel:
+		return one(Event{Type: TypeCancel, Claim: c.Claim, Reason: c.Reason})
+	case Revoke:
+		return one(Event{Type: TypeRevoke, Claim: c.Claim, Reason: c.Reason})
+	case Supersede:
+		return one(Event{Type: TypeSupersede, Claim: c.Claim, Successor: c.Successor, Reason: c.Reason})
+	case CommitDeadline:
+		cr := s.claims[c.Claim]
+		if cr == nil {
+			return nil, rule.NotFoundf("claim", "no claim "+quote(c.Claim))
+		}
+		if cr.terms.Deadline.IsZero() {
+			return nil, rule.Conflictf("claim", "has no deadline")
+		}
+		if members := s.awaitCycle(c.Claim); members != nil && !now.Before(cr.terms.Deadline) {
+			return one(Event{Type: TypeDeadlock, Claim: s.victim(members), Members: members})
+		}
+		return one(Event{Type: TypeDeadline, Claim: c.Claim, Deadline: cr.terms.Deadline})
+	case CommitDependency:
+		cr := s.claims[c.Claim]
+		if cr == nil {
+			return nil, rule.NotFoundf("claim", "no claim "+quote(c.Claim))
+		}
+		for _, id := range cr.terms.DependsOn {
+			if origin, failed := s.failedOrigin(id); failed {
+				return one(Event{Type: TypeDependency, Claim: c.Claim, On: id, Origin: origin})
+			}
+		}
+		return nil, rule.Conflictf("depends_on", "no DependsOn target of "+c.Claim+" has ended unsatisfied")
+	case nil:
+		return nil, rule.Invalidf("command", "is required")
+	}
+	return nil, rule.Invalidf("command", "is not a claim command")
+}
+
+// pin returns digest, or the recorded digest of the artifact when empty.
+func (s *State) pin(claim, art, digest string) string {
+	if digest != "" {
+		return digest
+	}
+	if c := s.claims[claim]; c != nil {
+		if a := c.artifacts[art]; a != nil {
+			return a.digest
+		}
+	}
+	return ""
+}
+
+func (s *State) pinRefs(claim string, refs []Ref) []Ref {
+	out := make([]Ref, len(refs))
+	for i, r := range refs {
+		out[i] = Ref{Artifact: r.Artifact, Digest: s.pin(claim, r.Artifact, r.Digest)}
+	}
+	return out
+}
+
+// nextAttempt builds the begin record of the next attempt of a check.
+func (s *State) nextAttempt(claim, check, art, digest string) (Event, *rule.Refusal) {
+	cr := s.claims[claim]
+	if cr == nil {
+		return Event{}, rule.NotFoundf("claim", "no claim "+quote(claim))
+	}
+	_, ch, ok := cr.check(check)
+	if !ok {
+		return Event{}, rule.NotFoundf("check", "claim "+claim+" declares no check "+quote(check))
+	}
+	digest = s.pin(claim, art, digest)
+	phase, handler, attempt := 0, 0, 1
+	if a := cr.attempts[attemptKey{check, art, digest}]; a != nil {
+		phase, handler, attempt = a.phase, a.handler, a.used+1
+	}
+	return Event{Type: TypeCheckBegin, Claim: claim, Check: check, Artifact: art, Digest: digest,
+		Phase: string(ch.Phases[phase]), Handler: handler, Validator: ch.handler(handler), Attempt: attempt}, nil
+}
+
+func cloneSlots(in []SlotSpec) []SlotSpec {
+	out := make([]SlotSpec, len(in))
+	for i, sl := range in {
+		sl.Checks = slices.Clone(sl.Checks)
+		for j := range sl.Checks {
+			sl.Checks[j].Phases = slices.Clone(sl.Checks[j].Phases)
+			sl.Checks[j].Fallbacks = slices.Clone(sl.Checks[j].Fallbacks)
+		}
+		out[i] = sl
+	}
+	return out
+}

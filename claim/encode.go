@@ -1,0 +1,590 @@
+package claim
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"tally/artifact"
+)
+
+// jsonValue encodes v without HTML escaping and without a trailing newline.
+func jsonValue(v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Invariant: every member type here encodes (no channels, no NaN:
+		// wellFormed refuses a NaN confidence).
+		panic("claim: encode: " + err.Error())
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// Encode returns the record's exact wire bytes (one JSON object, no newline):
+// "ts" and "type" first, then the type's members in schema order (optional
+// members omitted when zero), then the unknown members kept by Decode, in
+// their original order. The log adds its envelope member itself.
+func (e Event) Encode() []byte {
+	b := make([]byte, 0, 256)
+	b = append(b, `{"ts":`...)
+	b = append(b, jsonValue(FormatTime(e.TS))...)
+	b = append(b, `,"type":`...)
+	b = append(b, jsonValue(e.Type)...)
+	for _, m := range schemas[e.Type] {
+		v, zero := e.member(m.name)
+		if m.optional && zero {
+			continue
+		}
+		b = append(b, ',', '"')
+		b = append(b, m.name...)
+		b = append(b, '"', ':')
+		b = append(b, v...)
+	}
+	for _, f := range e.Extra {
+		b = append(b, ',')
+		b = append(b, jsonValue(f.Key)...)
+		b = append(b, ':')
+		b = append(b, f.Value...)
+	}
+	return append(b, '}')
+}
+
+// member returns the encoded value of a wire member and whether it is zero.
+func (e *Event) member(name string) ([]byte, bool) {
+	str := func(s string) ([]byte, bool) { return jsonValue(s), s == "" }
+	strs := func(s []string) ([]byte, bool) {
+		if s == nil {
+			s = []string{}
+		}
+		return jsonValue(s), len(s) == 0
+	}
+	num := func(n int64) ([]byte, bool) { return strconv.AppendInt(nil, n, 10), n == 0 }
+	unum := func(n uint64) ([]byte, bool) { return strconv.AppendUint(nil, n, 10), n == 0 }
+	switch name {
+	case "claim":
+		return str(e.Claim)
+	case "claimant":
+		return str(e.Claimant)
+	case "respondent":
+		return str(e.Respondent)
+	case "work":
+		return str(e.Work)
+	case "scope":
+		return str(e.Scope)
+	case "max_responses":
+		return num(int64(e.MaxResponses))
+	case "deadline":
+		return jsonValue(FormatTime(e.Deadline)), e.Deadline.IsZero()
+	case "depends_on":
+		return strs(e.DependsOn)
+	case "awaits":
+		return strs(e.Awaits)
+	case "reviews":
+		return strs(e.Reviews)
+	case "derived_from":
+		return strs(e.DerivedFrom)
+	case "predecessor":
+		return str(e.Predecessor)
+	case "slots":
+		slots := e.Slots
+		if slots == nil {
+			slots = []SlotSpec{}
+		}
+		for i := range slots {
+			if slots[i].Checks == nil {
+				slots[i].Checks = []CheckSpec{}
+			}
+		}
+		return jsonValue(slots), len(slots) == 0
+	case "holder":
+		return str(e.Holder)
+	case "generation":
+		return unum(e.Generation)
+	case "artifact":
+		return str(e.Artifact)
+	case "role":
+		return str(e.Role)
+	case "slot":
+		return str(e.Slot)
+	case "kind":
+		return str(e.Kind)
+	case "schema":
+		return str(e.Schema)
+	case "name":
+		return str(e.Name)
+	case "cycle":
+		return unum(e.Cycle)
+	case "content":
+		return str(e.Content)
+	case "size":
+		return num(e.Size)
+	case "digest":
+		return str(e.Digest)
+	case "testament":
+		return str(e.Testament)
+	case "outcome":
+		return str(e.Outcome)
+	case "summary":
+		return str(e.Summary)
+	case "confidence":
+		if e.Confidence == nil {
+			return []byte("0"), true
+		}
+		return strconv.AppendFloat(nil, *e.Confidence, 'g', -1, 64), false
+	case "bindings":
+		if len(e.Bindings) == 0 {
+			return []byte("[]"), true
+		}
+		return jsonValue(e.Bindings), false
+	case "diagnostics":
+		if len(e.Diagnostics) == 0 {
+			return []byte("[]"), true
+		}
+		return jsonValue(e.Diagnostics), false
+	case "results":
+		if len(e.Results) == 0 {
+			return []byte("[]"), true
+		}
+		return jsonValue(e.Results), false
+	case "check":
+		return str(e.Check)
+	case "phase":
+		return str(e.Phase)
+	case "handler":
+		return num(int64(e.Handler))
+	case "validator":
+		return jsonValue(e.Validator), false
+	case "attempt":
+		return num(int64(e.Attempt))
+	case "result":
+		return str(e.Result)
+	case "evidence":
+		return str(e.Evidence)
+	case "evidence_digest":
+		return str(e.EvidenceHash)
+	case "note":
+		return str(e.Note)
+	case "reason":
+		return str(e.Reason)
+	case "successor":
+		return str(e.Successor)
+	case "on":
+		return str(e.On)
+	case "origin":
+		return str(e.Origin)
+	case "members":
+		return strs(e.Members)
+	}
+	panic("claim: no encoder for member " + name)
+}
+
+// normalize gives every optional list one representation (nil when empty,
+// and an empty, non-nil checks list per slot), so that a record decoded from
+// its own encoding is equal to it.
+func (e *Event) normalize() {
+	nilIfEmpty := func(s *[]string) {
+		if len(*s) == 0 {
+			*s = nil
+		}
+	}
+	nilIfEmpty(&e.DependsOn)
+	nilIfEmpty(&e.Awaits)
+	nilIfEmpty(&e.Reviews)
+	nilIfEmpty(&e.DerivedFrom)
+	nilIfEmpty(&e.Members)
+	if len(e.Bindings) == 0 {
+		e.Bindings = nil
+	}
+	if len(e.Diagnostics) == 0 {
+		e.Diagnostics = nil
+	}
+	if len(e.Results) == 0 {
+		e.Results = nil
+	}
+	if e.Type == TypeCreate && e.Slots == nil {
+		e.Slots = []SlotSpec{}
+	}
+	for i := range e.Slots {
+		if e.Slots[i].Checks == nil {
+			e.Slots[i].Checks = []CheckSpec{}
+		}
+		for j := range e.Slots[i].Checks {
+			c := &e.Slots[i].Checks[j]
+			if len(c.Fallbacks) == 0 {
+				c.Fallbacks = nil
+			}
+			if len(c.Phases) == 0 {
+				c.Phases = nil
+			}
+		}
+	}
+	e.TS = e.TS.UTC()
+	if !e.Deadline.IsZero() {
+		e.Deadline = e.Deadline.UTC()
+	}
+}
+
+// checkID validates an identifier: non-empty, bounded, no whitespace or
+// control characters.
+func checkID(field, id string) error {
+	if id == "" {
+		return derr(field, "must not be empty")
+	}
+	if len(id) > MaxIDLength {
+		return derr(field, "must be at most %d bytes", MaxIDLength)
+	}
+	for _, r := range id {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || r == '\uFFFD' {
+			return derr(field, "must not contain whitespace or control characters")
+		}
+	}
+	return nil
+}
+
+func checkText(field, s string, required bool) error {
+	if required && strings.TrimSpace(s) == "" {
+		return derr(field, "must not be blank")
+	}
+	if len(s) > MaxTextLength {
+		return derr(field, "must be at most %d bytes", MaxTextLength)
+	}
+	return nil
+}
+
+func checkDigest(field, s string) error {
+	if _, err := artifact.ParseDigest(s); err != nil {
+		return derr(field, "must be 64 lowercase hex digits")
+	}
+	return nil
+}
+
+func checkIDs(field string, ids []string) error {
+	if len(ids) > MaxRelations {
+		return derr(field, "must list at most %d claims", MaxRelations)
+	}
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if err := checkID(field, id); err != nil {
+			return err
+		}
+		if seen[id] {
+			return derr(field, "lists %q twice", id)
+		}
+		seen[id] = true
+	}
+	return nil
+}
+
+func checkRefs(field string, refs []Ref) error {
+	if len(refs) > MaxRefs {
+		return derr(field, "must list at most %d artifacts", MaxRefs)
+	}
+	seen := make(map[string]bool, len(refs))
+	for _, r := range refs {
+		if err := checkID(field+".artifact", r.Artifact); err != nil {
+			return err
+		}
+		if err := checkDigest(field+".digest", r.Digest); err != nil {
+			return err
+		}
+		if seen[r.Artifact] {
+			return derr(field, "lists %q twice", r.Artifact)
+		}
+		seen[r.Artifact] = true
+	}
+	return nil
+}
+
+func checkValidator(field string, v Validator) error {
+	if err := checkID(field+".name", v.Name); err != nil {
+		return err
+	}
+	return checkID(field+".version", v.Version)
+}
+
+func validMode(m Mode) bool { return m == Required || m == Observe }
+
+// checkSlots validates declared slots and checks (names unique, check ids
+// unique across the claim, phases ordered, attempts bounded).
+func checkSlots(slots []SlotSpec) error {
+	if len(slots) > MaxSlots {
+		return derr("slots", "must declare at most %d slots", MaxSlots)
+	}
+	slotNames := map[string]bool{}
+	checkIDs := map[string]bool{DeliveryCheck: true}
+	for _, sl := range slots {
+		if err := checkID("slots.name", sl.Name); err != nil {
+			return err
+		}
+		if slotNames[sl.Name] {
+			return derr("slots.name", "declares %q twice", sl.Name)
+		}
+		slotNames[sl.Name] = true
+		if !validMode(sl.Mode) {
+			return derr("slots.mode", "must be required or observe")
+		}
+		if len(sl.Checks) > MaxChecksPerSlot {
+			return derr("slots.checks", "must declare at most %d checks per slot", MaxChecksPerSlot)
+		}
+		for _, c := range sl.Checks {
+			if err := checkID("checks.id", c.ID); err != nil {
+				return err
+			}
+			if checkIDs[c.ID] {
+				return derr("checks.id", "%q is declared twice or reserved", c.ID)
+			}
+			checkIDs[c.ID] = true
+			if err := checkValidator("checks.validator", c.Validator); err != nil {
+				return err
+			}
+			if err := checkID("checks.evaluator", c.Evaluator); err != nil {
+				return err
+			}
+			if !validMode(c.Mode) {
+				return derr("checks.mode", "must be required or observe")
+			}
+			switch {
+			case len(c.Phases) == 1 && (c.Phases[0] == Programmatic || c.Phases[0] == Quality):
+			case len(c.Phases) == 2 && c.Phases[0] == Programmatic && c.Phases[1] == Quality:
+			default:
+				return derr("checks.phases", "must be [programmatic], [quality] or [programmatic, quality]")
+			}
+			if c.Attempts < 1 || c.Attempts > MaxAttempts {
+				return derr("checks.attempts", "must be from 1 to %d", MaxAttempts)
+			}
+			if len(c.Fallbacks) > MaxFallbacks {
+				return derr("checks.fallbacks", "must list at most %d validators", MaxFallbacks)
+			}
+			for _, f := range c.Fallbacks {
+				if err := checkValidator("checks.fallbacks", f); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// wellFormed checks a record on its own (no state): identifiers,
+// enumerations, digests, bounds. Decode and Decide both call it, so a record
+// the core writes always decodes.
+func (e *Event) wellFormed() error {
+	e.normalize()
+	if err := checkID("claim", e.Claim); err != nil {
+		return err
+	}
+	switch e.Type {
+	case TypeCreate:
+		for _, f := range []struct{ n, v string }{{"claimant", e.Claimant}, {"respondent", e.Respondent}} {
+			if err := checkID(f.n, f.v); err != nil {
+				return err
+			}
+		}
+		if err := checkText("work", e.Work, true); err != nil {
+			return err
+		}
+		if err := checkText("scope", e.Scope, false); err != nil {
+			return err
+		}
+		if e.MaxResponses < 1 || e.MaxResponses > MaxResponsesLimit {
+			return derr("max_responses", "must be from 1 to %d", MaxResponsesLimit)
+		}
+		for _, r := range []struct {
+			n   string
+			ids []string
+		}{{"depends_on", e.DependsOn}, {"awaits", e.Awaits}, {"reviews", e.Reviews}, {"derived_from", e.DerivedFrom}} {
+			if err := checkIDs(r.n, r.ids); err != nil {
+				return err
+			}
+		}
+		if e.Predecessor != "" {
+			if err := checkID("predecessor", e.Predecessor); err != nil {
+				return err
+			}
+			if e.Predecessor == e.Claim {
+				return derr("predecessor", "must name another claim")
+			}
+		}
+		return checkSlots(e.Slots)
+	case TypePostFailed, TypeReceiptFailed, TypeCancel, TypeRevoke, TypeTestamentFailed:
+		return checkText("reason", e.Reason, true)
+	case TypeReceipt, TypeAdopt:
+		if err := checkID("holder", e.Holder); err != nil {
+			return err
+		}
+		if e.Generation < 1 {
+			return derr("generation", "must be at least 1")
+		}
+		return checkText("reason", e.Reason, false)
+	case TypeProgress:
+		if e.Generation < 1 {
+			return derr("generation", "must be at least 1")
+		}
+		return checkText("note", e.Note, true)
+	case TypeArtifact:
+		if err := checkID("artifact", e.Artifact); err != nil {
+			return err
+		}
+		if err := checkID("kind", e.Kind); err != nil {
+			return err
+		}
+		if e.Schema != "" {
+			if err := checkID("schema", e.Schema); err != nil {
+				return err
+			}
+		}
+		if err := checkText("name", e.Name, false); err != nil {
+			return err
+		}
+		if _, err := artifact.ParseContentDigest(e.Content); err != nil {
+			return derr("content", "must be 64 lowercase hex digits")
+		}
+		if err := checkDigest("digest", e.Digest); err != nil {
+			return err
+		}
+		switch Role(e.Role) {
+		case RoleOutput:
+			if err := checkID("slot", e.Slot); err != nil {
+				return err
+			}
+		case RoleDiagnostic, RoleResult:
+			if e.Slot != "" {
+				return derr("slot", "is only for output artifacts")
+			}
+		default:
+			return derr("role", "must be output, diagnostic or result")
+		}
+		if Role(e.Role) == RoleResult {
+			if e.Generation != 0 || e.Cycle != 0 {
+				return derr("generation", "a result artifact belongs to no work cycle")
+			}
+		} else if e.Generation < 1 || e.Cycle < 1 {
+			return derr("generation", "an output or diagnostic needs its generation and cycle")
+		}
+		return nil
+	case TypeArtifactReceive:
+		if err := checkID("artifact", e.Artifact); err != nil {
+			return err
+		}
+		return checkDigest("digest", e.Digest)
+	case TypeTestament:
+		if err := checkID("testament", e.Testament); err != nil {
+			return err
+		}
+		if err := checkText("summary", e.Summary, true); err != nil {
+			return err
+		}
+		switch e.Role {
+		case TestamentResponse:
+			if e.Generation < 1 || e.Cycle < 1 {
+				return derr("generation", "a response testament needs its generation and cycle")
+			}
+			switch Outcome(e.Outcome) {
+			case Complete, Partial, Refused, Impossible, Interrupted, Failed:
+			default:
+				return derr("outcome", "must be complete, partial, refused, impossible, interrupted or failed")
+			}
+			if Outcome(e.Outcome) != Complete && len(e.Diagnostics) == 0 {
+				return derr("diagnostics", "a %s outcome must cite at least one diagnostic artifact", e.Outcome)
+			}
+			if len(e.Bindings) > MaxBindings {
+				return derr("bindings", "must bind at most %d slots", MaxBindings)
+			}
+			slots := map[string]bool{}
+			for _, b := range e.Bindings {
+				if err := checkID("bindings.slot", b.Slot); err != nil {
+					return err
+				}
+				if slots[b.Slot] {
+					return derr("bindings", "binds slot %q twice", b.Slot)
+				}
+				slots[b.Slot] = true
+				if err := checkID("bindings.artifact", b.Artifact); err != nil {
+					return err
+				}
+				if err := checkDigest("bindings.digest", b.Digest); err != nil {
+					return err
+				}
+			}
+			if len(e.Results) != 0 {
+				return derr("results", "belong to a result testament")
+			}
+			return checkRefs("diagnostics", e.Diagnostics)
+		case TestamentResult:
+			if e.Generation != 0 || e.Cycle != 0 || e.Outcome != "" || len(e.Bindings) != 0 || len(e.Diagnostics) != 0 {
+				return derr("role", "a result testament carries only a summary, confidence and results")
+			}
+			return checkRefs("results", e.Results)
+		}
+		return derr("role", "must be response or result")
+	case TypeTestamentPost, TypeTestamentReceive:
+		return checkID("testament", e.Testament)
+	case TypeCheckBegin, TypeCheckVerdict:
+		if err := checkID("check", e.Check); err != nil {
+			return err
+		}
+		if err := checkID("artifact", e.Artifact); err != nil {
+			return err
+		}
+		if err := checkDigest("digest", e.Digest); err != nil {
+			return err
+		}
+		if p := Phase(e.Phase); p != Programmatic && p != Quality {
+			return derr("phase", "must be programmatic or quality")
+		}
+		if err := checkValidator("validator", e.Validator); err != nil {
+			return err
+		}
+		if e.Attempt < 1 {
+			return derr("attempt", "must be at least 1")
+		}
+		if e.Type == TypeCheckBegin {
+			return nil
+		}
+		switch Result(e.Result) {
+		case Pass, Fail, Incomplete, Error:
+		default:
+			return derr("result", "must be pass, fail, incomplete or error")
+		}
+		if err := checkID("evidence", e.Evidence); err != nil {
+			return err
+		}
+		if err := checkDigest("evidence_digest", e.EvidenceHash); err != nil {
+			return err
+		}
+		return checkText("note", e.Note, false)
+	case TypeSupersede:
+		if err := checkID("successor", e.Successor); err != nil {
+			return err
+		}
+		if e.Successor == e.Claim {
+			return derr("successor", "must name another claim")
+		}
+		return checkText("reason", e.Reason, false)
+	case TypeDeadline:
+		if e.Deadline.IsZero() {
+			return derr("deadline", "is required")
+		}
+	case TypeDependency:
+		if err := checkID("on", e.On); err != nil {
+			return err
+		}
+		return checkID("origin", e.Origin)
+	case TypeDeadlock:
+		if len(e.Members) == 0 {
+			return derr("members", "must list the wait-cycle")
+		}
+		if err := checkIDs("members", e.Members); err != nil {
+			return err
+		}
+		for i := 1; i < len(e.Members); i++ {
+			if e.Members[i-1] >= e.Members[i] {
+				return derr("members", "must be sorted")
+			}
+		}
+	}
+	return nil
+}
