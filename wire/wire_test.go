@@ -1,0 +1,84 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestAppendStringWire(t *testing.T) {
+	cases := map[string]string{
+		"plain":          `"plain"`,
+		"q\"b\\":         `"q\"b\\"`,
+		"\n\r\t\b\f\x01": `"\n\r\t\b\f\u0001"`,
+		"<&>/":           `"<&>/"`,
+		"é…\u2028":       "\"é…\u2028\"",
+		"bad\xffutf8":    "\"bad\ufffdutf8\"",
+	}
+	for in, want := range cases {
+		if got := string(AppendString(nil, in)); got != want {
+			t.Errorf("AppendString(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestObjectMembers(t *testing.T) {
+	line := []byte(` {"a":"x\u00e9","b":[1,{"c":null}],"d":-1.5e3,"e":true} `)
+	var keys []string
+	var vals []string
+	if err := Object(line, func(k, v []byte) error {
+		keys = append(keys, string(k))
+		vals = append(vals, string(v))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 4 || vals[1] != `[1,{"c":null}]` || vals[2] != "-1.5e3" {
+		t.Fatalf("keys %v vals %v", keys, vals)
+	}
+	s, err := String([]byte(`"x\u00e9\ud83d\ude00\n"`))
+	if err != nil || s != "xé😀\n" {
+		t.Fatalf("String = %q, %v", s, err)
+	}
+	for _, bad := range []string{`{"a":1,}`, `{"a" 1}`, `{"a":01}`, `{"a":"\x"}`, "{\"a\":\"\x01\"}", `{"a":1}x`, `[1]`, `{"a":tru}`, "{\"a\":\"\xff\"}", `{"a":-}`, `{"a":1.}`} {
+		if err := Object([]byte(bad), func(k, v []byte) error { return nil }); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}
+
+// FuzzValid checks the scanner against encoding/json: the same inputs are
+// valid, and strings decode to the same text.
+func FuzzValid(f *testing.F) {
+	for _, s := range []string{`{"a":"b"}`, `{"a":[1,2,{"x":null}],"b":"\u00e9\ud800"}`, `{}`, `{"a":1e5}`, `"x"`, `[]`, `{"a":"\\\""}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ours := Valid(b)
+		theirs := json.Valid(b)
+		// encoding/json accepts invalid UTF-8 inside strings; tally does not.
+		if ours != theirs && !(theirs && !utf8.Valid(b)) {
+			t.Fatalf("Valid(%q) = %v, encoding/json says %v", b, ours, theirs)
+		}
+		b = bytes.Trim(b, " \t\r\n")
+		if !ours || len(b) == 0 || b[0] != '"' {
+			return
+		}
+		got, err := String(b)
+		if err != nil {
+			t.Fatalf("String(%q): %v", b, err)
+		}
+		var want string
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatalf("encoding/json refused %q: %v", b, err)
+		}
+		if got != want {
+			t.Fatalf("String(%q) = %q, encoding/json %q", b, got, want)
+		}
+		var round string
+		if err := json.Unmarshal(AppendString(nil, got), &round); err != nil || round != got {
+			t.Fatalf("AppendString(%q) does not round-trip: %q %v", got, round, err)
+		}
+	})
+}
