@@ -781,9 +781,15 @@ type candidate struct {
 // pending returns x's unrecorded lapses in the order they fall due. A
 // lapse falls due at its instant only if x was still open then: a late
 // satisfaction does not undo it; a withdrawal or supersession does (no lapse
-// afterwards). Stalled candidates still need the subject check (stalled).
+// afterwards), and so does the end of its origin task by cancellation or
+// failure. Stalled candidates still need the subject check (heard).
 func (s *State) pending(x *expectation) []candidate {
 	if x.life == Withdrawn || x.life == Superseded || x.flags&flagOriginClosed != 0 {
+		return nil
+	}
+	// A satisfied expectation left its task's chain, but a lapse it owes
+	// from before is still for cancelled work once the task ends badly.
+	if task := x.field(tTask); task != "" && x.life == Satisfied && s.tasks[task].withdraws() {
 		return nil
 	}
 	openAt := func(at int64) bool { return x.life == Open || x.satisfiedAt > at }

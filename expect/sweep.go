@@ -47,27 +47,34 @@ func (s *State) Sweep(now time.Time, max int) []Event {
 		return out
 	}
 	limit := nanos(now)
-	var ruledOut []*expectation
+	// stale are visited expectations whose index entry is out of date: a
+	// stalled candidate ruled out by a fact, or a lapse owed to a task that
+	// has since ended badly. Re-indexed after the visit.
+	var stale []*expectation
 	// Lapses fall due strictly after their instant: a fact at exactly
 	// due + grace is in time.
 	s.index.Due(now.Add(-time.Nanosecond), func(x *expectation, _ time.Time) bool {
+		emitted := false
 		for _, c := range s.pending(x) {
 			if c.lapsedAt >= limit {
 				break
 			}
 			if c.kind == LapseStalled && s.heard(x) {
-				ruledOut = append(ruledOut, x)
+				x.flags |= flagStalledClear // facts are never removed: this holds for good
 				continue
 			}
 			out = append(out, s.lapseEvent(x, c, now))
+			emitted = true
 			if len(out) >= max {
 				return false
 			}
 		}
+		if !emitted {
+			stale = append(stale, x)
+		}
 		return true
 	})
-	for _, x := range ruledOut {
-		x.flags |= flagStalledClear
+	for _, x := range stale {
 		s.reindex(x)
 	}
 	return out
