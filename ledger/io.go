@@ -48,7 +48,11 @@ func (l *Ledger) Import(ctx context.Context, lines [][]byte, opts WriteOptions) 
 			return rep, &ImportError{Line: i + 1, Err: errors.New("not a JSON object")}
 		}
 		if hasEnvelope(line) {
-			line = store.Body(line)
+			body, err := store.StripEnvelope(line)
+			if err != nil {
+				return rep, &ImportError{Line: i + 1, Err: fmt.Errorf("member %q is not a tally envelope: %v", promise.EnvelopeKey, err)}
+			}
+			line = body
 		}
 		if len(line)+512 > store.LineMax {
 			return rep, &ImportError{Line: i + 1, Err: fmt.Errorf("record over %d bytes", store.LineMax-512)}

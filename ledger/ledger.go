@@ -75,6 +75,22 @@ type Ledger struct {
 	qmu        sync.Mutex // guards queue, committing
 	queue      []*request
 	committing bool
+
+	stats Stats // guarded by mu
+}
+
+// Stats counts what the ledger has done since it was opened.
+type Stats struct {
+	Commits  uint64 // fsynced transactions
+	Appended uint64 // records appended
+	Refused  uint64 // commands refused by a rule
+}
+
+// Stats returns the counters.
+func (l *Ledger) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stats
 }
 
 // Open opens the session log in dir and folds it.
@@ -333,6 +349,7 @@ func (l *Ledger) commit(ctx context.Context, batch []*request) {
 		recs, warn, err := r.decide(l.st, now)
 		if err != nil {
 			r.err = err
+			l.stats.Refused++
 			continue
 		}
 		for _, p := range recs {
@@ -370,6 +387,10 @@ func (l *Ledger) commit(ctx context.Context, batch []*request) {
 		return
 	}
 	l.pos = pos
+	l.stats.Commits++
+	for _, r := range batch {
+		l.stats.Appended += uint64(len(r.res))
+	}
 	l.maybeCheckpointLocked()
 	finish(nil)
 }

@@ -155,8 +155,18 @@ func parseEnvelope(line []byte) (Envelope, []byte, error) {
 	return env, prefix, nil
 }
 
-// Body returns the family record of a line: the line without tally's
-// envelope, byte for byte as it was appended.
+// StripEnvelope returns the family record of a line that carries a tally
+// envelope, refusing a line whose envelope is malformed.
+func StripEnvelope(line []byte) ([]byte, error) {
+	if _, _, err := parseEnvelope(line); err != nil {
+		return nil, err
+	}
+	return Body(line), nil
+}
+
+// Body returns the family record of a verified line: the line without
+// tally's envelope, byte for byte as it was appended. The line must have
+// passed Scan (or StripEnvelope).
 func Body(line []byte) []byte {
 	prefix := line[:len(line)-suffixLen]
 	at := bytes.LastIndex(prefix, []byte(envelopeOpen))
