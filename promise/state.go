@@ -172,10 +172,19 @@ func (s *State) Status(p *Promise) Status {
 	// Walk the antecedent chain iteratively (chains may be long), then fold
 	// the result back along it.
 	chain := make([]*Promise, 0, 4)
+	var onChain map[*Promise]bool // for long chains, where a linear search would be quadratic
 	cur := p
 	var base Status
 	for {
 		chain = append(chain, cur)
+		if onChain != nil {
+			onChain[cur] = true
+		} else if len(chain) > 16 {
+			onChain = make(map[*Promise]bool, 64)
+			for _, c := range chain {
+				onChain[c] = true
+			}
+		}
 		a, ok := s.byID[cur.On]
 		if !ok {
 			base = "" // unknown antecedent: the last link is conditional
@@ -189,7 +198,7 @@ func (s *State) Status(p *Promise) Status {
 			base = Owed
 			break
 		}
-		if contains(chain, a) {
+		if (onChain != nil && onChain[a]) || (onChain == nil && contains(chain, a)) {
 			return Conditional // a cycle never lands
 		}
 		cur = a
