@@ -128,7 +128,7 @@ func (g *global) open() (*ledger.Ledger, error) {
 	}
 	cfg := ledger.DefaultConfig()
 	cfg.Now = g.io.Now
-	cfg.Logger = slog.New(slog.NewTextHandler(g.io.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cfg.Logger = slog.New(&warnHandler{w: g.io.Err})
 	l, err := ledger.Open(dir, cfg)
 	if err != nil {
 		return nil, err
