@@ -1,0 +1,445 @@
+package ledger
+
+// Benchmarks for issue 2 §6 (figures 1, 2, 4 and 6). Each reports its
+// figure as a ratio against a baseline measured in the same benchmark, so a
+// noisy machine moves both sides together:
+//
+//	go test ./ledger -run '^$' -bench 'SubmitVsRawFsync' -benchtime 2000x
+//	go test ./ledger -run '^$' -bench 'GroupCommit'      -benchtime 1000x
+//	go test ./ledger -run '^$' -bench 'FoldVsJSON'       -benchtime 3x
+//	go test ./ledger -run '^$' -bench 'MemoryPerPromise' -benchtime 1x
+//
+// bench/run.sh runs them all. TALLY_BENCH_DIR picks the directory the
+// files go in (default: the system temp dir); TALLY_BENCH_PROMISES sets the
+// size of the memory benchmark (default 1,000,000). Nothing here runs
+// without -bench.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"tally/promise"
+	"tally/store"
+)
+
+func benchLedgerDir(b *testing.B) string {
+	b.Helper()
+	dir, err := os.MkdirTemp(os.Getenv("TALLY_BENCH_DIR"), "tally-bench-*")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func benchConfig() Config {
+	cfg := DefaultConfig()
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	return cfg
+}
+
+var benchEpoch = time.Date(2026, 9, 1, 9, 0, 0, 0, time.UTC)
+
+// benchParty is one of a few hundred identities, as in a busy team.
+func benchParty(r *rand.Rand, role string) string {
+	return fmt.Sprintf("team-%02d/%s-%03d", r.IntN(20), role, r.IntN(300))
+}
+
+// benchDeclare is a declaration command of realistic size.
+func benchDeclare(r *rand.Rand, i int) (promise.Declare, string) {
+	by := benchParty(r, "agent")
+	return promise.Declare{
+		Text:  fmt.Sprintf("hand back a reviewed schema for ticket %d", i),
+		By:    by,
+		To:    benchParty(r, "author"),
+		Until: benchEpoch.Add(time.Duration(24+r.IntN(24*30)) * time.Hour),
+	}, by
+}
+
+// benchEvents yields n promise-family records shaped like a working
+// ledger: about 70% declarations (a tenth with an antecedent, a fifth with
+// a task, a tenth with meta), 15% amends, 10% resolves, 5% assessments.
+// Deadlines fall after `until` except for every overdueEvery-th promise.
+func benchEvents(n int, mix bool, fn func(promise.Event)) (promises int) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var ids []string
+	ts := benchEpoch
+	for i := 0; i < n; i++ {
+		ts = ts.Add(time.Second)
+		k := 0
+		if mix && len(ids) > 10 {
+			k = r.IntN(100)
+		}
+		switch {
+		case k < 70:
+			id := fmt.Sprintf("pnk_%06x", len(ids))
+			e := promise.Event{TS: ts, Type: promise.TypePromise, ID: id,
+				Text: fmt.Sprintf("hand back a reviewed schema for ticket %d", i),
+				By:   benchParty(r, "agent"), To: benchParty(r, "author"),
+				Until: promise.FormatTime(ts.Add(time.Duration(24+r.IntN(24*30)) * time.Hour))}
+			if len(ids) > 0 && r.IntN(10) == 0 {
+				e.On = ids[r.IntN(len(ids))]
+			}
+			if r.IntN(5) == 0 {
+				e.Task = fmt.Sprintf("task-%d", r.IntN(1<<20))
+			}
+			if r.IntN(10) == 0 {
+				e.Meta = `{"priority":"high","source":"planner"}`
+			}
+			ids = append(ids, id)
+			fn(e)
+		case k < 85:
+			fn(promise.Event{TS: ts, Type: promise.TypeAmend, ID: ids[r.IntN(len(ids))], By: benchParty(r, "agent"),
+				Until: promise.FormatTime(ts.Add(72 * time.Hour)), Reason: "blocked on review"})
+		case k < 95:
+			fn(promise.Event{TS: ts, Type: promise.TypeResolve, ID: ids[r.IntN(len(ids))], As: promise.AsSatisfied,
+				By: benchParty(r, "agent"), Evidence: []string{fmt.Sprintf("commit:%08x", r.Uint32())}})
+		default:
+			fn(promise.Event{TS: ts, Type: promise.TypeAssess, ID: ids[r.IntN(len(ids))], State: promise.StateViolated,
+				Observer: benchParty(r, "observer"), Note: "late and unannounced"})
+		}
+	}
+	return len(ids)
+}
+
+// benchWriteLog writes n records to a session log in dir through the store
+// (many records per commit: this is setup, not the thing measured).
+func benchWriteLog(b *testing.B, dir string, n int, mix bool) int {
+	b.Helper()
+	lg, err := store.Open(dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer lg.Close()
+	var tx *store.Tx
+	var pos store.Position
+	count := 0
+	flush := func() {
+		if tx != nil {
+			if pos, err = tx.Commit(); err != nil {
+				b.Fatal(err)
+			}
+			tx = nil
+		}
+	}
+	promises := benchEvents(n, mix, func(e promise.Event) {
+		if tx == nil {
+			if tx, err = lg.Begin(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			if _, err = tx.CatchUp(pos, func(store.Entry) error { return nil }); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := tx.Append(store.Record{Body: e.Encode()}); err != nil {
+			b.Fatal(err)
+		}
+		if count++; count%50000 == 0 {
+			flush()
+		}
+	})
+	flush()
+	return promises
+}
+
+// Figure 1: ledger.Submit of a declaration (decide, append, group commit of
+// one, fdatasync) against a raw write+fdatasync loop of the same lines, in
+// interleaved blocks on the same filesystem.
+func BenchmarkSubmitVsRawFsync(b *testing.B) {
+	dir := benchLedgerDir(b)
+	l, err := Open(filepath.Join(dir, "session"), benchConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	raw, err := os.OpenFile(filepath.Join(dir, "raw.jsonl"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	r := rand.New(rand.NewPCG(3, 4))
+	ctx := context.Background()
+	const block = 50
+	lines := make([][]byte, 0, block)
+	var libTime, rawTime time.Duration
+	var size int64
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		n := min(block, b.N-done)
+		// The raw side writes the lines Submit wrote; in odd blocks it
+		// repeats the previous block's lines first, so that neither side
+		// always follows the other.
+		rawFirst := len(lines) == n && (done/block)%2 == 1
+		if rawFirst {
+			rawTime += benchRawLines(b, raw, lines, &size)
+		}
+		lines = lines[:0]
+		start := time.Now()
+		for i := 0; i < n; i++ {
+			cmd, actor := benchDeclare(r, done+i)
+			res, err := l.Submit(ctx, cmd, WriteOptions{Actor: actor})
+			if err != nil {
+				b.Fatal(err)
+			}
+			lines = append(lines, append(res.Line, '\n'))
+		}
+		libTime += time.Since(start)
+		if !rawFirst {
+			rawTime += benchRawLines(b, raw, lines, &size)
+		}
+		done += n
+	}
+	b.StopTimer()
+	libRate, rawRate := float64(b.N)/libTime.Seconds(), float64(b.N)/rawTime.Seconds()
+	b.ReportMetric(float64(size)/float64(b.N), "B/line")
+	b.ReportMetric(libRate, "submits/s")
+	b.ReportMetric(rawRate, "raw_fsyncs/s")
+	b.ReportMetric(libRate/rawRate, "x_raw")
+}
+
+// benchRawLines is the baseline: write each line and fdatasync it.
+func benchRawLines(b *testing.B, raw *os.File, lines [][]byte, size *int64) time.Duration {
+	start := time.Now()
+	for _, line := range lines {
+		if _, err := raw.Write(line); err != nil {
+			b.Fatal(err)
+		}
+		if err := syscall.Fdatasync(int(raw.Fd())); err != nil {
+			b.Fatal(err)
+		}
+		*size += int64(len(line))
+	}
+	return time.Since(start)
+}
+
+// Figure 2: 64 goroutines calling Submit at once (sharing fsyncs through
+// group commit) against one goroutine calling it in a loop, on one ledger,
+// alternating the two phases. Each op of b.N is one single-writer submit;
+// the concurrent phase carries 16 times as many.
+func BenchmarkGroupCommit(b *testing.B) {
+	const writers, factor = 64, 16
+	dir := benchLedgerDir(b)
+	l, err := Open(filepath.Join(dir, "session"), benchConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	var singleTime, groupTime time.Duration
+	var singleOps, groupOps int
+	seq := 0
+	b.ResetTimer()
+	for round := 0; round < 2; round++ {
+		n := b.N / 2
+		if round == 1 {
+			n = b.N - b.N/2
+		}
+		r := rand.New(rand.NewPCG(5, uint64(round)))
+		start := time.Now()
+		for i := 0; i < n; i++ {
+			cmd, actor := benchDeclare(r, seq)
+			seq++
+			if _, err := l.Submit(ctx, cmd, WriteOptions{Actor: actor}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		singleTime += time.Since(start)
+		singleOps += n
+
+		per := n * factor / writers
+		var wg sync.WaitGroup
+		errs := make(chan error, writers)
+		start = time.Now()
+		for w := 0; w < writers; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				r := rand.New(rand.NewPCG(uint64(w), uint64(round)))
+				for i := 0; i < per; i++ {
+					cmd, actor := benchDeclare(r, i)
+					if _, err := l.Submit(ctx, cmd, WriteOptions{Actor: actor}); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}(w)
+		}
+		wg.Wait()
+		groupTime += time.Since(start)
+		groupOps += per * writers
+		close(errs)
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	single, group := float64(singleOps)/singleTime.Seconds(), float64(groupOps)/groupTime.Seconds()
+	b.ReportMetric(single, "single_submits/s")
+	b.ReportMetric(group, "64way_submits/s")
+	b.ReportMetric(group/single, "x_single")
+}
+
+// benchJSONLine has the fields of a log line, for the baseline decoder.
+type benchJSONLine struct {
+	TS       string          `json:"ts"`
+	Type     string          `json:"type"`
+	ID       string          `json:"id"`
+	Promise  string          `json:"promise"`
+	By       string          `json:"by"`
+	To       string          `json:"to"`
+	On       string          `json:"on"`
+	Until    string          `json:"until"`
+	Task     string          `json:"task"`
+	As       string          `json:"as"`
+	Evidence []string        `json:"evidence"`
+	Reason   string          `json:"reason"`
+	State    string          `json:"state"`
+	Observer string          `json:"observer"`
+	Note     string          `json:"note"`
+	Meta     json.RawMessage `json:"meta"`
+	Tally    struct {
+		V      int    `json:"v"`
+		Seq    uint64 `json:"seq"`
+		Actor  string `json:"actor"`
+		Rid    string `json:"rid"`
+		Import bool   `json:"import"`
+		Hash   string `json:"hash"`
+	} `json:"tally"`
+}
+
+// Figure 4: the full fold (decode every line and apply it to the state)
+// against encoding/json decoding the same lines into a struct with the
+// same fields. Two folds are timed: from memory (decode + apply, no chain
+// check) and through store.Scan over the file (envelope, sequence and
+// BLAKE3 chain verified, then decode + apply). One op is one pass of each
+// over all lines; the metrics are per line.
+func BenchmarkFoldVsJSON(b *testing.B) {
+	n := 200000
+	if v, err := strconv.Atoi(os.Getenv("TALLY_BENCH_FOLD_LINES")); err == nil && v > 0 {
+		n = v
+	}
+	dir := filepath.Join(benchLedgerDir(b), "session")
+	benchWriteLog(b, dir, n, true)
+	data, err := os.ReadFile(filepath.Join(dir, "log.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
+	lg, err := store.Open(dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer lg.Close()
+
+	var jsonTime, foldTime, scanTime time.Duration
+	b.ResetTimer()
+	for it := 0; it < b.N; it++ {
+		start := time.Now()
+		for _, line := range lines {
+			var v benchJSONLine
+			if err := json.Unmarshal(line, &v); err != nil {
+				b.Fatal(err)
+			}
+		}
+		jsonTime += time.Since(start)
+
+		start = time.Now()
+		st := newState()
+		for i, line := range lines {
+			if err := st.apply(store.Entry{Line: line, Env: store.Envelope{Seq: uint64(i + 1)}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		foldTime += time.Since(start)
+
+		start = time.Now()
+		st = newState()
+		if _, _, err := lg.Scan(store.Position{}, st.apply); err != nil {
+			b.Fatal(err)
+		}
+		scanTime += time.Since(start)
+		if st.Promises.Len() == 0 {
+			b.Fatal("nothing folded")
+		}
+	}
+	b.StopTimer()
+	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N*len(lines)) }
+	b.ReportMetric(float64(len(data))/float64(len(lines)), "B/line")
+	b.ReportMetric(per(jsonTime), "json_ns/line")
+	b.ReportMetric(per(foldTime), "fold_ns/line")
+	b.ReportMetric(per(scanTime), "scanfold_ns/line")
+	b.ReportMetric(per(jsonTime)/per(foldTime), "fold_x_json")
+	b.ReportMetric(per(jsonTime)/per(scanTime), "scanfold_x_json")
+}
+
+func benchHeap() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// Figure 6: heap per open promise with 1,000,000 open promises in the
+// state: HeapAlloc after GC with the ledger open, less HeapAlloc before,
+// divided by the count; once folded from the log and once loaded from a
+// checkpoint. Also reports the two open times.
+func BenchmarkMemoryPerPromise(b *testing.B) {
+	n := 1000000
+	if v, err := strconv.Atoi(os.Getenv("TALLY_BENCH_PROMISES")); err == nil && v > 0 {
+		n = v
+	}
+	dir := filepath.Join(benchLedgerDir(b), "session")
+	benchWriteLog(b, dir, n, false)
+	var foldB, cpB, foldS, cpS float64
+	b.ResetTimer()
+	for it := 0; it < b.N; it++ {
+		lg, _ := store.Open(dir, nil)
+		lg.RemoveCheckpoint()
+		lg.Close()
+
+		measure := func() (perPromise, secs float64) {
+			before := benchHeap()
+			start := time.Now()
+			l, err := Open(dir, benchConfig())
+			if err != nil {
+				b.Fatal(err)
+			}
+			secs = time.Since(start).Seconds()
+			open := 0
+			l.Read(func(st *State, _ store.Position) {
+				st.Promises.Each(func(p *promise.Promise) bool {
+					if st.Promises.Status(p).Open() {
+						open++
+					}
+					return true
+				})
+			})
+			after := benchHeap()
+			runtime.KeepAlive(l)
+			l.Close()
+			return float64(after-before) / float64(open), secs
+		}
+		// Open with no checkpoint folds the log, then writes one.
+		foldB, foldS = measure()
+		cpB, cpS = measure()
+	}
+	b.StopTimer()
+	b.ReportMetric(foldB, "B/promise_folded")
+	b.ReportMetric(cpB, "B/promise_checkpoint")
+	b.ReportMetric(foldS, "s_open_fold")
+	b.ReportMetric(cpS, "s_open_checkpoint")
+}

@@ -1,0 +1,150 @@
+package store
+
+// Figure 1 of issue 2 §6 at the store level: a durable append (one record
+// per transaction: lock, catch up, append, write, fdatasync, unlock) against
+// a raw write+fdatasync loop of the very same bytes, on the same
+// filesystem, measured in the same run and interleaved in blocks so that
+// disk noise falls on both sides alike.
+//
+//	go test ./store -run '^$' -bench DurableAppend -benchtime 4000x
+//
+// TALLY_BENCH_DIR picks the directory the files go in (default: the
+// system temp dir). Benchmarks only run with -bench.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// benchStoreDir is a fresh directory for a benchmark's files.
+func benchStoreDir(b *testing.B) string {
+	b.Helper()
+	dir, err := os.MkdirTemp(os.Getenv("TALLY_BENCH_DIR"), "tally-bench-*")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// benchStoreBody is a promise declaration the size and shape the CLI writes.
+func benchStoreBody(i int) []byte {
+	return fmt.Appendf(nil, `{"ts":"2026-09-01T10:%02d:%02dZ","type":"promise","id":"pnk_%06x","promise":"hand back a reviewed schema for ticket %d","by":"team-%02d/reviewer","to":"team-%02d/author","until":"2026-09-%02dT17:00:00Z"}`,
+		i/60%60, i%60, i&0xffffff, i, i%37, (i+5)%41, 2+i%27)
+}
+
+func BenchmarkDurableAppend(b *testing.B) {
+	dir := benchStoreDir(b)
+	lg, err := Open(filepath.Join(dir, "session"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer lg.Close()
+	raw, err := os.OpenFile(filepath.Join(dir, "raw.jsonl"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+
+	ctx := context.Background()
+	var pos Position
+	noop := func(Entry) error { return nil }
+	const block = 50
+	lines := make([][]byte, 0, block)
+	var libTime, rawTime time.Duration
+	var bytesWritten int64
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		n := min(block, b.N-done)
+		// The raw side writes the lines the store side wrote, so the store
+		// side goes first; the raw side repeats the previous block's lines
+		// in odd blocks so that neither side always follows the other.
+		rawFirst := len(lines) == n && (done/block)%2 == 1
+		if rawFirst {
+			rawTime += benchRawBlock(b, raw, lines, &bytesWritten)
+		}
+		lines = lines[:0]
+		start := time.Now()
+		for i := 0; i < n; i++ {
+			tx, err := lg.Begin(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if pos, err = tx.CatchUp(pos, noop); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := tx.Append(Record{Body: benchStoreBody(done + i)}); err != nil {
+				b.Fatal(err)
+			}
+			line := tx.Lines()
+			if pos, err = tx.Commit(); err != nil {
+				b.Fatal(err)
+			}
+			lines = append(lines, line)
+		}
+		libTime += time.Since(start)
+		if !rawFirst {
+			rawTime += benchRawBlock(b, raw, lines, &bytesWritten)
+		}
+		done += n
+	}
+	b.StopTimer()
+	libRate := float64(b.N) / libTime.Seconds()
+	rawRate := float64(b.N) / rawTime.Seconds()
+	b.ReportMetric(float64(libTime.Nanoseconds())/float64(b.N), "store_ns/append")
+	b.ReportMetric(libRate, "store_appends/s")
+	b.ReportMetric(rawRate, "raw_fsyncs/s")
+	b.ReportMetric(libRate/rawRate, "x_raw")
+}
+
+// benchRawBlock is the baseline: write each line and fdatasync it.
+func benchRawBlock(b *testing.B, raw *os.File, lines [][]byte, size *int64) time.Duration {
+	start := time.Now()
+	for _, line := range lines {
+		if _, err := raw.Write(line); err != nil {
+			b.Fatal(err)
+		}
+		if err := syscall.Fdatasync(int(raw.Fd())); err != nil {
+			b.Fatal(err)
+		}
+		*size += int64(len(line))
+	}
+	return time.Since(start)
+}
+
+// BenchmarkCatchUpEmpty is the cost a writer pays to look for other
+// writers' lines when there are none: the common case of every commit.
+func BenchmarkCatchUpEmpty(b *testing.B) {
+	dir := benchStoreDir(b)
+	lg, err := Open(filepath.Join(dir, "session"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer lg.Close()
+	tx, err := lg.Begin(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := tx.CatchUp(Position{}, func(Entry) error { return nil }); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := tx.Append(Record{Body: benchStoreBody(1)}); err != nil {
+		b.Fatal(err)
+	}
+	pos, err := tx.Commit()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, _, err := lg.Scan(pos, func(Entry) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
