@@ -130,10 +130,10 @@ func TestE2ESequenceDamage(t *testing.T) {
 func TestE2ETornTail(t *testing.T) {
 	other := fiveLines(t).logLines()
 	tails := map[string][]byte{
-		"half a line":             other[0][:len(other[0])/2],
+		"half a line":              other[0][:len(other[0])/2],
 		"a whole line, no newline": other[0],
-		"one byte":                {'{'},
-		"garbage":                 []byte("\x00\x00\xff partial"),
+		"one byte":                 {'{'},
+		"garbage":                  []byte("\x00\x00\xff partial"),
 	}
 	for name, tail := range tails {
 		t.Run(name, func(t *testing.T) {
