@@ -187,14 +187,10 @@ func readVerbs(now string) [][]string {
 	return [][]string{
 		{"ls", "--json", "--now", now},
 		{"ls", "--all", "--json", "--now", now},
-		{"ls", "--overdue", "--json", "--now", now},
 		{"show", "g-17", "--json", "--now", now},
 		{"show", "g-2999", "--json", "--now", now},
 		{"owed", "--as", "d3", "--json", "--now", now},
 		{"graph", "--format", "json", "--now", now},
-		{"export", "--format", "json", "--now", now},
-		{"ls", "--all", "--now", now},
-		{"show", "g-17", "--now", now},
 	}
 }
 
@@ -274,9 +270,7 @@ func TestE2EDeterminismAndCheckpoints(t *testing.T) {
 
 	for name, mangle := range map[string]func([]byte) []byte{
 		"flipped byte in the middle": func(b []byte) []byte { b = slices.Clone(b); b[len(b)/2] ^= 0x40; return b },
-		"flipped byte in the head":   func(b []byte) []byte { b = slices.Clone(b); b[10] ^= 0x01; return b },
 		"truncated":                  func(b []byte) []byte { return b[:len(b)/3] },
-		"empty":                      func([]byte) []byte { return nil },
 		"garbage":                    func([]byte) []byte { return []byte("TALLYCK1 not really") },
 	} {
 		if err := os.WriteFile(l.cpPath(), mangle(cp), 0o644); err != nil {
