@@ -21,14 +21,16 @@ import (
 // Delete are O(log n), Next is O(1) and Due visits the k due keys in
 // O(k log k) without removing them.
 //
-// Invariant: pos[items[i].key] == i for every i, and len(pos) == len(items).
+// Invariant: position(items[i].key) == i for every i, and no other key has
+// a position.
 // Invariant: items is a binary min-heap under before.
 //
 // An Index is not safe for concurrent use.
 type Index[K comparable] struct {
 	less  func(a, b K) bool // strict total order on keys: breaks ties between equal due times
 	items []entry[K]
-	pos   map[K]int
+	pos   map[K]int      // key → position in items, unless slot is set
+	slot  func(K) *int32 // where a key keeps its own position + 1 (0: absent)
 
 	// scratch is the candidate heap Due reuses between calls, so a sweep with
 	// k due items allocates nothing once warmed up.
@@ -51,6 +53,46 @@ func New[K comparable](less func(a, b K) bool) *Index[K] {
 	return &Index[K]{less: less, pos: make(map[K]int)}
 }
 
+// NewWithSlots returns an empty index that keeps each key's position in
+// storage the key owns instead of a map: slot(key) points at an int32 the
+// index alone writes (position + 1; 0 while the key is absent), which must
+// start at 0 and stay with the key. This saves the map's memory when keys
+// are pointers to records; the index then holds at most MaxInt32 - 1 keys.
+func NewWithSlots[K comparable](less func(a, b K) bool, slot func(K) *int32) *Index[K] {
+	if less == nil || slot == nil {
+		panic("deadline: NewWithSlots needs an ordering and a slot function")
+	}
+	return &Index[K]{less: less, slot: slot}
+}
+
+func (x *Index[K]) position(key K) (int, bool) {
+	if x.slot != nil {
+		p := *x.slot(key)
+		return int(p) - 1, p != 0
+	}
+	i, ok := x.pos[key]
+	return i, ok
+}
+
+func (x *Index[K]) setPosition(key K, i int) {
+	if x.slot != nil {
+		if i >= math.MaxInt32-1 {
+			panic("deadline: index full")
+		}
+		*x.slot(key) = int32(i + 1)
+		return
+	}
+	x.pos[key] = i
+}
+
+func (x *Index[K]) deletePosition(key K) {
+	if x.slot != nil {
+		*x.slot(key) = 0
+		return
+	}
+	delete(x.pos, key)
+}
+
 // Len returns the number of keys in the index.
 func (x *Index[K]) Len() int { return len(x.items) }
 
@@ -59,7 +101,7 @@ func (x *Index[K]) Len() int { return len(x.items) }
 func (x *Index[K]) Set(key K, due time.Time) {
 	x.assertNotVisiting("Set")
 	d := nanos(due)
-	if i, ok := x.pos[key]; ok {
+	if i, ok := x.position(key); ok {
 		old := x.items[i].due
 		x.items[i].due = d
 		if d < old {
@@ -71,13 +113,13 @@ func (x *Index[K]) Set(key K, due time.Time) {
 	}
 	x.items = append(x.items, entry[K]{key: key, due: d})
 	i := len(x.items) - 1
-	x.pos[key] = i
+	x.setPosition(key, i)
 	x.up(i)
 }
 
 // Get returns key's due time and whether key is in the index.
 func (x *Index[K]) Get(key K) (time.Time, bool) {
-	i, ok := x.pos[key]
+	i, ok := x.position(key)
 	if !ok {
 		return time.Time{}, false
 	}
@@ -87,7 +129,7 @@ func (x *Index[K]) Get(key K) (time.Time, bool) {
 // Delete removes key and reports whether it was present. O(log n).
 func (x *Index[K]) Delete(key K) bool {
 	x.assertNotVisiting("Delete")
-	i, ok := x.pos[key]
+	i, ok := x.position(key)
 	if !ok {
 		return false
 	}
@@ -98,7 +140,7 @@ func (x *Index[K]) Delete(key K) bool {
 	var zero entry[K]
 	x.items[last] = zero // drop the reference the key may hold
 	x.items = x.items[:last]
-	delete(x.pos, key)
+	x.deletePosition(key)
 	if i != last {
 		x.down(i)
 		x.up(i)
@@ -171,8 +213,8 @@ func (x *Index[K]) before(i, j int) bool {
 
 func (x *Index[K]) swap(i, j int) {
 	x.items[i], x.items[j] = x.items[j], x.items[i]
-	x.pos[x.items[i].key] = i
-	x.pos[x.items[j].key] = j
+	x.setPosition(x.items[i].key, i)
+	x.setPosition(x.items[j].key, j)
 }
 
 func (x *Index[K]) up(i int) {

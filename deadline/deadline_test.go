@@ -141,7 +141,17 @@ func (r *reference) due0(now time.Time) []visit {
 // check drives an Index and the reference with the same operations, read
 // three bytes at a time: operation, key, due minute.
 func check(t *testing.T, ops []byte) {
-	x := New(lessString)
+	checkIndex(t, ops, New(lessString))
+	slots := map[string]*int32{}
+	checkIndex(t, ops, NewWithSlots(lessString, func(k string) *int32 {
+		if slots[k] == nil {
+			slots[k] = new(int32)
+		}
+		return slots[k]
+	}))
+}
+
+func checkIndex(t *testing.T, ops []byte, x *Index[string]) {
 	r := &reference{due: map[string]time.Time{}}
 	for i := 0; i+2 < len(ops); i += 3 {
 		key := fmt.Sprintf("k%d", ops[i+1]%24)

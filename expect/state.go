@@ -133,7 +133,8 @@ type expectation struct {
 	ends [nText]uint16 // ends[i] is where field i ends in text
 
 	kind, subjectType, by uint32 // interned symbols
-	basis                 Basis  // one of three constants: shares their bytes
+	slot                  int32  // the deadline index's position + 1 (0: not in the index)
+	basis                 uint8  // index into bases
 	life                  Life
 	flags                 uint8
 
@@ -275,7 +276,7 @@ func NewState(cfg Config) *State {
 		subjectFacts:    make(map[Subject][]factMark),
 		tasks:           make(map[string]Outcome),
 		pendingWithdraw: make(map[*expectation]struct{}),
-		index:           deadline.New(lessExpectation),
+		index:           deadline.NewWithSlots(lessExpectation, func(x *expectation) *int32 { return &x.slot }),
 		symbols:         make(map[string]uint32),
 	}
 }
@@ -491,7 +492,7 @@ func (s *State) raiseOf(x *expectation) Raise {
 		DueAt:         fromNanos(x.projectedDue),
 		Grace:         time.Duration(x.grace),
 		Horizon:       fromNanos(x.horizon),
-		Basis:         x.basis,
+		Basis:         bases[x.basis],
 		Supersedes:    x.field(tSupersedes),
 		Origin:        Origin{TaskID: x.field(tTask), ContextID: x.field(tContext)},
 		By:            s.name(x.by),
@@ -515,7 +516,7 @@ func (s *State) applyRaise(m Meta, ts time.Time, r *Raise) {
 		kind:         s.intern(r.Kind),
 		subjectType:  s.intern(r.Subject.Type),
 		by:           s.intern(r.By),
-		basis:        canonicalBasis(r.Basis),
+		basis:        basisCode(r.Basis),
 		order:        s.order,
 		raisedAt:     nanos(ts),
 		projectedDue: nanos(r.DueAt),
@@ -575,16 +576,16 @@ func (s *State) applyRaise(m Meta, ts time.Time, r *Raise) {
 	s.reindex(x)
 }
 
-// canonicalBasis returns the package's constant for b, so every expectation
-// shares its bytes.
-func canonicalBasis(b Basis) Basis {
-	switch b {
-	case BasisObserved:
-		return BasisObserved
-	case BasisContract:
-		return BasisContract
+// bases are the stored bases, indexed by expectation.basis.
+var bases = [...]Basis{BasisObserved, BasisContract, BasisDeclared}
+
+func basisCode(b Basis) uint8 {
+	for i, v := range bases {
+		if v == b {
+			return uint8(i)
+		}
 	}
-	return BasisDeclared
+	panic("expect: unknown basis " + string(b))
 }
 
 // unlink removes x from the open chains (fact key and task).
