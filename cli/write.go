@@ -141,12 +141,16 @@ func (o *promiseOptions) fromStdin(in io.Reader) error {
 			return rule.Invalidf(k, "appears twice")
 		}
 		seen[k] = true
-		if k == "meta" {
+		switch k {
+		case "id", "promise", "by", "to", "on", "until", "task":
+		case "meta":
 			if !wire.IsObject(v) {
 				return rule.Invalidf("meta", "must be a JSON object")
 			}
 			o.meta = string(v)
 			return nil
+		default:
+			return rule.Invalidf(k, "is not a field of a promise (id, promise, by, to, on, until, task, meta)")
 		}
 		s, err := wire.String(v)
 		if err != nil {
@@ -167,8 +171,6 @@ func (o *promiseOptions) fromStdin(in io.Reader) error {
 			o.task = s
 		case "id":
 			o.id = s
-		default:
-			return rule.Invalidf(k, "is not a field of a promise (id, promise, by, to, on, until, task, meta)")
 		}
 		return nil
 	})

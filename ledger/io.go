@@ -138,10 +138,15 @@ func (l *Ledger) Verify() VerifyReport { return verify(l.log) }
 // verify checks every line: JSON, envelope, sequence, chain hash, and that
 // each known record reads; it lists record types it does not know.
 func verify(lg *store.Log) VerifyReport {
-	l := struct{ log *store.Log }{lg}
 	st := newState()
-	pos, torn, err := l.log.Scan(store.Position{}, func(e store.Entry) error {
-		return st.apply(e)
-	})
+	pos, torn, err := lg.Scan(store.Position{}, st.apply)
+	if err == nil && torn != nil {
+		// An incomplete last line may be a write in progress: look again
+		// holding the writers' lock, when no write can be.
+		if tx, lerr := lg.Begin(context.Background()); lerr == nil {
+			pos, torn, err = lg.Scan(pos, st.apply)
+			tx.Abort()
+		}
+	}
 	return VerifyReport{Lines: pos.Seq, Torn: torn, Skipped: st.Skipped, Err: err}
 }

@@ -168,6 +168,7 @@ type Tx struct {
 	pos    Position // after the records appended so far
 	buf    []byte
 	h      *blake3.Hasher
+	torn   *Torn // incomplete final line found by CatchUp
 	caught bool
 	done   bool
 }
@@ -207,7 +208,7 @@ func flockContext(ctx context.Context, f *os.File) error {
 // CatchUp reads, verifies and hands to fn every line after from (what other
 // writers appended since the caller last looked). A torn final line is a
 // crash's leftover, since no other writer can be mid-write while we hold the
-// lock: it is cut off, with a warning.
+// lock: Commit cuts it off, with a warning, before appending.
 func (tx *Tx) CatchUp(from Position, fn func(Entry) error) (Position, error) {
 	if fi, err := tx.log.file.Stat(); err != nil {
 		return from, fmt.Errorf("stat log: %w", err)
@@ -218,16 +219,9 @@ func (tx *Tx) CatchUp(from Position, fn func(Entry) error) (Position, error) {
 	if err != nil {
 		return pos, err
 	}
-	if torn != nil {
-		tx.log.logger.Warn("cutting a torn final line left by an interrupted write",
-			"log", tx.log.Path(), "line", pos.Seq+1, "offset", torn.Offset, "bytes", torn.Size)
-		if err := tx.log.file.Truncate(torn.Offset); err != nil {
-			return pos, fmt.Errorf("cut torn line: %w", err)
-		}
-		if err := tx.log.file.Sync(); err != nil {
-			return pos, fmt.Errorf("cut torn line: %w", err)
-		}
-	}
+	// A torn tail is cut only when this tx commits records, so a refused
+	// command leaves the file's bytes exactly as they were.
+	tx.torn = torn
 	tx.start, tx.pos, tx.caught = pos, pos, true
 	return pos, nil
 }
@@ -270,9 +264,20 @@ func (tx *Tx) Commit() (Position, error) {
 		return tx.pos, nil
 	}
 	f := tx.log.file
+	if tx.torn != nil {
+		tx.log.logger.Warn("cutting a torn final line left by an interrupted write",
+			"log", tx.log.Path(), "line", tx.start.Seq+1, "offset", tx.torn.Offset, "bytes", tx.torn.Size)
+	}
 	if _, err := f.WriteAt(tx.buf, tx.start.Offset); err != nil {
 		_ = f.Truncate(tx.start.Offset)
 		return tx.start, fmt.Errorf("write log: %w", err)
+	}
+	if tx.torn != nil && tx.torn.Offset+tx.torn.Size > tx.pos.Offset {
+		// The torn bytes outran what we wrote over them: cut the rest.
+		if err := f.Truncate(tx.pos.Offset); err != nil {
+			_ = f.Truncate(tx.start.Offset)
+			return tx.start, fmt.Errorf("cut torn line: %w", err)
+		}
 	}
 	if err := syscall.Fdatasync(int(f.Fd())); err != nil {
 		_ = f.Truncate(tx.start.Offset)
