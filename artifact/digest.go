@@ -21,6 +21,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/zeebo/blake3"
 )
@@ -104,9 +105,11 @@ func ContentSum(h *blake3.Hasher) ContentDigest {
 
 // HashContent is the content digest of b.
 func HashContent(b []byte) ContentDigest {
-	h := NewContentHasher()
+	h := getHasher(FamilyContent)
 	_, _ = h.Write(b)
-	return ContentSum(h)
+	d := ContentSum(h)
+	putHasher(FamilyContent, h)
+	return d
 }
 
 // Description is the immutable description of an artifact: everything its
@@ -121,6 +124,25 @@ type Description struct {
 	Slot     string // the declared slot it fills (output role only)
 	Size     int64  // the content length in bytes
 	Content  ContentDigest
+}
+
+// hasherPools keeps one pool of ready hashers per family: deriving a
+// family's context key and allocating a hasher (8 KiB of buffer) costs more
+// than hashing a description, and Reset keeps the derived key.
+var hasherPools sync.Map // Family → *sync.Pool
+
+func getHasher(f Family) *blake3.Hasher {
+	p, ok := hasherPools.Load(f)
+	if !ok {
+		p, _ = hasherPools.LoadOrStore(f, &sync.Pool{New: func() any { return blake3.NewDeriveKey(string(f)) }})
+	}
+	return p.(*sync.Pool).Get().(*blake3.Hasher)
+}
+
+func putHasher(f Family, h *blake3.Hasher) {
+	h.Reset()
+	p, _ := hasherPools.Load(f)
+	p.(*sync.Pool).Put(h)
 }
 
 // fieldWriter writes length-prefixed fields into a hasher.
@@ -151,13 +173,14 @@ func (w *fieldWriter) uint64(v uint64) {
 // preceded by the field count. It is the one hash definition every family
 // shares; the family context keeps families apart.
 func DigestFields(f Family, fields ...[]byte) Digest {
-	w := fieldWriter{h: blake3.NewDeriveKey(string(f))}
+	w := fieldWriter{h: getHasher(f)}
 	w.uint64(uint64(len(fields)))
 	for _, b := range fields {
 		w.bytes(b)
 	}
 	var d Digest
 	w.h.Sum(d[:0])
+	putHasher(f, w.h)
 	return d
 }
 
@@ -167,7 +190,7 @@ const descriptionFieldCount = 9
 
 // ArtifactDigest is the digest of an artifact's description and content.
 func ArtifactDigest(d Description) Digest {
-	w := fieldWriter{h: blake3.NewDeriveKey(string(FamilyArtifact))}
+	w := fieldWriter{h: getHasher(FamilyArtifact)}
 	w.uint64(descriptionFieldCount)
 	w.string(d.Kind)
 	w.string(d.Schema)
@@ -180,6 +203,7 @@ func ArtifactDigest(d Description) Digest {
 	w.bytes(d.Content[:])
 	var out Digest
 	w.h.Sum(out[:0])
+	putHasher(FamilyArtifact, w.h)
 	return out
 }
 

@@ -135,7 +135,7 @@ const (
 
 type resultRec struct {
 	Seq            uint64    `json:"seq"`
-	TS             string    `json:"ts"`
+	TS             time.Time `json:"ts"`
 	Check          string    `json:"check"`
 	Phase          Phase     `json:"phase"`
 	Handler        int       `json:"handler"`
@@ -169,25 +169,25 @@ func (a *attemptRec) concludedState() bool {
 }
 
 type lateRec struct {
-	Seq   uint64 `json:"seq"`
-	TS    string `json:"ts"`
-	Type  string `json:"type"`
-	Actor string `json:"actor"`
+	Seq   uint64    `json:"seq"`
+	TS    time.Time `json:"ts"`
+	Type  string    `json:"type"`
+	Actor string    `json:"actor"`
 }
 
 type progressRec struct {
-	Seq        uint64 `json:"seq"`
-	TS         string `json:"ts"`
-	Generation uint64 `json:"generation"`
-	Note       string `json:"note"`
+	Seq        uint64    `json:"seq"`
+	TS         time.Time `json:"ts"`
+	Generation uint64    `json:"generation"`
+	Note       string    `json:"note"`
 }
 
 type adoptionRec struct {
-	Seq        uint64 `json:"seq"`
-	TS         string `json:"ts"`
-	Holder     string `json:"holder"`
-	Generation uint64 `json:"generation"`
-	Reason     string `json:"reason,omitempty"`
+	Seq        uint64    `json:"seq"`
+	TS         time.Time `json:"ts"`
+	Holder     string    `json:"holder"`
+	Generation uint64    `json:"generation"`
+	Reason     string    `json:"reason,omitempty"`
 }
 
 // claimRec is the folded record of one claim.
@@ -481,10 +481,10 @@ type effect struct {
 // apply changes one claim for a record validate accepted. It touches no other
 // claim; the State runs the graph afterwards.
 func (c *claimRec) apply(m Meta, e *Event) effect {
-	ts := FormatTime(m.TS)
+	ts := m.TS.UTC() // times in views are recorded data, always UTC
 	var eff effect
 	end := func(t *Terminal) {
-		t.Seq, t.TS, t.Actor = m.Seq, ts, m.Actor
+		t.Seq, t.TS, t.Actor = m.Seq, FormatTime(ts), m.Actor
 		c.end = t
 		eff.ended = true
 	}
