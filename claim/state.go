@@ -224,12 +224,12 @@ type claimRec struct {
 }
 
 func newClaimRec(m Meta, e *Event) *claimRec {
-	c := &claimRec{
-		id: e.Claim, terms: e, seq: m.Seq, created: m.TS, stage: Generated,
-		slotIdx: map[string]int{}, checkIdx: map[string][2]int{},
-		artifacts: map[string]*artifactRec{}, testaments: map[string]*testamentRec{},
-		attempts: map[attemptKey]*attemptRec{},
-		covered:  make([]bool, len(e.Slots)),
+	// Maps are made on first use: a ledger of a million claims mostly holds
+	// claims that have no artifacts yet, and the GC scans what we allocate.
+	c := &claimRec{id: e.Claim, terms: e, seq: m.Seq, created: m.TS, stage: Generated}
+	if len(e.Slots) > 0 {
+		c.slotIdx, c.checkIdx = map[string]int{}, map[string][2]int{}
+		c.covered = make([]bool, len(e.Slots))
 	}
 	for i, sl := range e.Slots {
 		c.slotIdx[sl.Name] = i
@@ -510,6 +510,9 @@ func (c *claimRec) apply(m Meta, e *Event) effect {
 		c.progress = append(c.progress, progressRec{Seq: m.Seq, TS: ts, Generation: e.Generation, Note: e.Note})
 		c.advance(Progressed)
 	case TypeArtifact:
+		if c.artifacts == nil {
+			c.artifacts = map[string]*artifactRec{}
+		}
 		c.artifacts[e.Artifact] = &artifactRec{id: e.Artifact, role: e.Role, slot: e.Slot, kind: e.Kind,
 			schema: e.Schema, name: e.Name, cycle: e.Cycle, generation: e.Generation, content: e.Content,
 			digest: e.Digest, size: e.Size, producer: m.Actor, seq: m.Seq, ts: m.TS}
@@ -517,6 +520,9 @@ func (c *claimRec) apply(m Meta, e *Event) effect {
 	case TypeArtifactReceive:
 		c.artifacts[e.Artifact].received = m.Seq
 	case TypeTestament:
+		if c.testaments == nil {
+			c.testaments = map[string]*testamentRec{}
+		}
 		c.testaments[e.Testament] = &testamentRec{id: e.Testament, role: e.Role, author: m.Actor,
 			generation: e.Generation, cycle: e.Cycle, outcome: e.Outcome, summary: e.Summary,
 			confidence: e.Confidence, bindings: e.Bindings, diagnostics: e.Diagnostics, results: e.Results,
@@ -543,6 +549,9 @@ func (c *claimRec) apply(m Meta, e *Event) effect {
 		key := attemptKey{e.Check, e.Artifact, e.Digest}
 		a := c.attempts[key]
 		if a == nil {
+			if c.attempts == nil {
+				c.attempts = map[attemptKey]*attemptRec{}
+			}
 			a = &attemptRec{state: attemptPending}
 			c.attempts[key] = a
 			c.attOrder = append(c.attOrder, key)
