@@ -1,6 +1,7 @@
 package expect
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"testing"
@@ -472,3 +473,83 @@ func TestConfig(t *testing.T) {
 		t.Fatal("empty Timekeeper accepted")
 	}
 }
+
+func TestSweepMaxLeavesTheRestForTheNextSweep(t *testing.T) {
+	h := shipmentHarness(t)
+	now := mustTime("2026-09-15T00:00:00Z")
+	first := h.s.Sweep(now, 3)
+	if len(first) != 3 {
+		t.Fatalf("Sweep(max 3) = %d records", len(first))
+	}
+	h.apply(timekeeper, first...)
+	rest := h.commit(now)
+	expectLapses(t, append(first, rest...),
+		"exp-01J8Q0DEPART overdue 2026-09-11T03:15:00Z 2026-09-11T09:15:00Z",
+		"exp-01J8Q0DEPART stalled 2026-09-11T03:15:00Z 2026-09-13T05:00:00Z",
+		"exp-01J8Q0ARRIVE overdue 2026-09-11T05:00:00Z 2026-09-11T11:00:00Z",
+		"exp-01J8Q0ARRIVE stalled 2026-09-11T05:00:00Z 2026-09-13T05:00:00Z")
+}
+
+func TestSweepWithNothingDueAllocatesNothing(t *testing.T) {
+	h := shipmentHarness(t)
+	now := mustTime("2026-09-02T00:00:00Z")
+	if n := testing.AllocsPerRun(100, func() { h.s.Sweep(now, 0) }); n != 0 {
+		t.Fatalf("Sweep allocates %v times with nothing due", n)
+	}
+}
+
+// FuzzFold applies arbitrary lines, one per line, sweeps and commits as the
+// timekeeper, and reads every view: nothing may panic, and a second sweep
+// at the same instant returns nothing.
+func FuzzFold(f *testing.F) {
+	var seed []byte
+	for _, c := range wireCases {
+		seed = append(append(seed, c.line...), '\n')
+	}
+	f.Add(seed)
+	f.Add([]byte(shipmentLog))
+	f.Fuzz(func(t *testing.T, log []byte) {
+		s := NewState(DefaultConfig())
+		var last time.Time
+		for i, line := range bytes.Split(log, []byte("\n")) {
+			if i >= 200 {
+				break
+			}
+			e, err := Decode(line)
+			if err != nil {
+				continue
+			}
+			s.Apply(Meta{Seq: uint64(i + 1), Actor: "a", TS: e.TS}, e)
+			if e.TS.After(last) {
+				last = e.TS
+			}
+		}
+		if last.IsZero() || !inRange(last) {
+			return
+		}
+		now := last.Add(90 * 24 * time.Hour)
+		out := s.Sweep(now, 0)
+		for _, e := range out {
+			back, err := Decode(e.Encode())
+			if err != nil {
+				t.Fatalf("swept record does not decode: %s: %v", e.Encode(), err)
+			}
+			s.Apply(Meta{Actor: s.Config().Timekeeper, TS: now}, back)
+		}
+		if again := s.Sweep(now, 0); len(again) != 0 {
+			t.Fatalf("second sweep returned %v", lapses(again))
+		}
+		for _, v := range s.List(Filter{}) {
+			jsonOf(v)
+		}
+		s.Lapses(time.Time{})
+	})
+}
+
+// shipmentLog is the draft's example as a log: both steps raised, the
+// arrival reported without a departure, the watcher's commits.
+const shipmentLog = `{"ts":"2026-09-01T17:00:00Z","type":"expect.raise","expectationId":"exp-01J8Q0DEPART","kind":"shipment.departure","subject":{"type":"shipment","id":"PA-2026-0901"},"expects":"a departure event at FRA","satisfiedBy":{"factKey":"shipment.departed:PA-2026-0901"},"dueAt":"2026-09-11T03:15:00Z","grace":"PT6H","horizon":"2026-09-13T05:00:00Z","basis":"observed","origin":{"taskId":"task-7","contextId":"ctx-3"},"by":"agent://booking"}
+{"ts":"2026-09-01T17:00:00Z","type":"expect.raise","expectationId":"exp-01J8Q0ARRIVE","kind":"shipment.arrival","subject":{"type":"shipment","id":"PA-2026-0901"},"expects":"an arrival event at DOH","satisfiedBy":{"factKey":"shipment.arrived:PA-2026-0901"},"dueAt":"2026-09-11T05:00:00Z","grace":"PT6H","anchor":{"expectationId":"exp-01J8Q0DEPART","offset":"PT1H45M"},"after":["exp-01J8Q0DEPART"],"horizon":"2026-09-13T05:00:00Z","basis":"observed","origin":{"taskId":"task-7","contextId":"ctx-3"},"by":"agent://booking"}
+{"ts":"2026-09-11T06:10:00Z","type":"fact","factKey":"shipment.arrived:PA-2026-0901","subject":{"type":"shipment","id":"PA-2026-0901"},"at":"2026-09-11T06:00:00Z","by":"feed"}
+{"ts":"2026-09-12T00:00:00Z","type":"lapse","lapseId":"lps_7ad8cd7dd2f27394f49f3e90","expectationId":"exp-01J8Q0DEPART","lapse":"skipped","dueAt":"2026-09-11T03:15:00Z","lapsedAt":"2026-09-11T06:00:00Z","by":"watch"}
+{"ts":"2026-09-12T00:00:00Z","type":"lapse","lapseId":"lps_c6f34f55949b7460476735ab","expectationId":"exp-01J8Q0DEPART","lapse":"overdue","dueAt":"2026-09-11T03:15:00Z","lapsedAt":"2026-09-11T09:15:00Z","by":"watch"}`
