@@ -357,7 +357,7 @@ func BenchmarkFoldVsJSON(b *testing.B) {
 		jsonTime += time.Since(start)
 
 		start = time.Now()
-		st := newState()
+		st := newState(DefaultConfig())
 		for i, line := range lines {
 			if err := st.apply(store.Entry{Line: line, Env: store.Envelope{Seq: uint64(i + 1)}}); err != nil {
 				b.Fatal(err)
@@ -366,7 +366,7 @@ func BenchmarkFoldVsJSON(b *testing.B) {
 		foldTime += time.Since(start)
 
 		start = time.Now()
-		st = newState()
+		st = newState(DefaultConfig())
 		if _, _, err := lg.Scan(store.Position{}, st.apply); err != nil {
 			b.Fatal(err)
 		}

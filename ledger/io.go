@@ -66,7 +66,7 @@ func (l *Ledger) Import(ctx context.Context, lines [][]byte, opts WriteOptions) 
 		default:
 			return rep, &ImportError{Line: i + 1, Err: err}
 		}
-		recs = append(recs, pending{ev: ev, body: append([]byte(nil), line...), party: ev.Party(), import_: true})
+		recs = append(recs, pending{typ: ev.Type, ev: ev, body: append([]byte(nil), line...), party: ev.Party(), import_: true})
 	}
 	if len(recs) == 0 {
 		return rep, rule.Invalidf("file", "holds no records")
@@ -130,15 +130,15 @@ func (b *Bare) Close() error { return b.log.Close() }
 func (b *Bare) Log() *store.Log { return b.log }
 
 // Verify checks every line of the log.
-func (b *Bare) Verify() VerifyReport { return verify(b.log) }
+func (b *Bare) Verify() VerifyReport { return verify(b.log, DefaultConfig()) }
 
 // Verify checks every line of the log.
-func (l *Ledger) Verify() VerifyReport { return verify(l.log) }
+func (l *Ledger) Verify() VerifyReport { return verify(l.log, l.cfg) }
 
 // verify checks every line: JSON, envelope, sequence, chain hash, and that
 // each known record reads; it lists record types it does not know.
-func verify(lg *store.Log) VerifyReport {
-	st := newState()
+func verify(lg *store.Log, cfg Config) VerifyReport {
+	st := newState(cfg)
 	pos, torn, err := lg.Scan(store.Position{}, st.apply)
 	if err == nil && torn != nil {
 		// An incomplete last line may be a write in progress: look again

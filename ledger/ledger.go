@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"tally/claim"
+	"tally/expect"
 	"tally/promise"
 	"tally/store"
 )
@@ -34,6 +36,24 @@ type Config struct {
 	BatchMax int
 	// LockTimeout bounds the wait for another process's append.
 	LockTimeout time.Duration
+	// Timekeeper is the identity of the watcher: the only one that commits
+	// lapses and deadline facts.
+	Timekeeper string
+	// LineageMax bounds an expectation's lineage of extensions (past it only
+	// a person extends).
+	LineageMax int
+}
+
+// DefaultTimekeeper is the watcher's identity unless configured otherwise.
+const DefaultTimekeeper = "tally/timekeeper"
+
+func (c Config) expectConfig() expect.Config {
+	ec := expect.DefaultConfig()
+	ec.Timekeeper = c.Timekeeper
+	if c.LineageMax > 0 {
+		ec.LineageMax = c.LineageMax
+	}
+	return ec
 }
 
 // DefaultConfig returns the configuration the CLI and server use.
@@ -41,6 +61,7 @@ func DefaultConfig() Config {
 	return Config{
 		Limits: promise.DefaultLimits(), Now: time.Now, Logger: slog.Default(),
 		CheckpointMin: 2048, BatchMax: 1024, LockTimeout: 30 * time.Second,
+		Timekeeper: DefaultTimekeeper, LineageMax: expect.DefaultConfig().LineageMax,
 	}
 }
 
@@ -57,6 +78,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("ledger config: CheckpointMin %d must be at least 1", c.CheckpointMin)
 	case c.LockTimeout <= 0:
 		return fmt.Errorf("ledger config: LockTimeout %v must be positive", c.LockTimeout)
+	case c.Timekeeper == "":
+		return errors.New("ledger config: Timekeeper is empty")
+	}
+	if err := c.expectConfig().Validate(); err != nil {
+		return fmt.Errorf("ledger config: %w", err)
 	}
 	return nil
 }
@@ -121,9 +147,9 @@ func (l *Ledger) Log() *store.Log { return l.log }
 // load rebuilds the state from the checkpoint (if it matches) and the tail.
 // Called with l.mu held.
 func (l *Ledger) load() error {
-	l.st, l.pos, l.cpSeq, l.stale = newState(), store.Position{}, 0, false
+	l.st, l.pos, l.cpSeq, l.stale = newState(l.cfg), store.Position{}, 0, false
 	if pos, payload, err := l.log.ReadCheckpoint(); err == nil {
-		if st, err := readSnapshot(payload); err == nil {
+		if st, err := readSnapshot(l.cfg, payload, l.log); err == nil {
 			l.st, l.pos, l.cpSeq = st, pos, pos.Seq
 		} else {
 			l.cfg.Logger.Warn("ignoring a checkpoint that does not decode; folding the log", "err", err)
@@ -201,11 +227,12 @@ type WriteOptions struct {
 	RequestID string
 }
 
-// Result is what an accepted command appended.
+// Result is one record an accepted command appended.
 type Result struct {
 	Seq      uint64
-	Event    promise.Event
-	Line     []byte // the line as written, without its newline
+	Type     string
+	Event    promise.Event // set for promise records
+	Line     []byte        // the line as written, without its newline
 	Warnings []string
 }
 
@@ -220,10 +247,15 @@ type request struct {
 }
 
 type pending struct {
-	ev      promise.Event // zero for a raw (imported) record
+	typ     string
+	ev      promise.Event // set for promise records
 	body    []byte
-	party   string
+	party   string // the record's own party field; the envelope records the actor when it differs
 	import_ bool
+}
+
+func promisePending(ev promise.Event) pending {
+	return pending{typ: ev.Type, ev: ev, body: ev.Encode(), party: ev.Party()}
 }
 
 // Submit decides a promise command as opts.Actor and appends its record,
@@ -238,13 +270,59 @@ func (l *Ledger) Submit(ctx context.Context, cmd promise.Command, opts WriteOpti
 		if err != nil {
 			return nil, nil, err
 		}
-		return []pending{{ev: ev, body: ev.Encode(), party: ev.Party()}}, warn, nil
+		return []pending{promisePending(ev)}, warn, nil
 	}}
 	res, err := l.submit(ctx, req)
 	if err != nil {
 		return Result{}, err
 	}
 	return res[0], nil
+}
+
+// SubmitClaim decides a claim command as opts.Actor and appends its records
+// as one atomic batch, returning once they are durable.
+func (l *Ledger) SubmitClaim(ctx context.Context, cmd claim.Command, opts WriteOptions) ([]Result, error) {
+	return l.submit(ctx, &request{opts: opts, decide: func(st *State, now time.Time) ([]pending, []string, error) {
+		evs, err := st.Claims.Decide(opts.Actor, now, cmd)
+		if err != nil {
+			return nil, nil, err
+		}
+		out := make([]pending, len(evs))
+		for i, ev := range evs {
+			out[i] = pending{typ: ev.Type, body: ev.Encode()}
+		}
+		return out, nil, nil
+	}})
+}
+
+// SubmitExpect decides an expectations command as opts.Actor (human: the
+// actor is a person) and appends its records, returning once durable.
+func (l *Ledger) SubmitExpect(ctx context.Context, cmd expect.Command, human bool, opts WriteOptions) ([]Result, error) {
+	return l.submit(ctx, &request{opts: opts, decide: func(st *State, now time.Time) ([]pending, []string, error) {
+		evs, err := st.Expects.Decide(opts.Actor, human, now, cmd)
+		if err != nil {
+			return nil, nil, err
+		}
+		out := make([]pending, len(evs))
+		for i, ev := range evs {
+			out[i] = pending{typ: ev.Type, body: ev.Encode()}
+		}
+		return out, nil, nil
+	}})
+}
+
+// Sweep commits, as the timekeeper, every expectation lapse and withdrawal
+// due at the ledger's clock (at most max). The records are decided under the
+// log's lock, so two watchers sweeping at once never record a fact twice.
+func (l *Ledger) Sweep(ctx context.Context, max int) ([]Result, error) {
+	return l.submit(ctx, &request{opts: WriteOptions{Actor: l.cfg.Timekeeper}, decide: func(st *State, now time.Time) ([]pending, []string, error) {
+		evs := st.Expects.Sweep(now, max)
+		out := make([]pending, len(evs))
+		for i, ev := range evs {
+			out[i] = pending{typ: ev.Type, body: ev.Encode()}
+		}
+		return out, nil, nil
+	}})
 }
 
 func (l *Ledger) submitDeclare(ctx context.Context, d promise.Declare, opts WriteOptions) (Result, error) {
@@ -260,7 +338,7 @@ func (l *Ledger) submitDeclare(ctx context.Context, d promise.Declare, opts Writ
 		if err != nil {
 			return nil, nil, err
 		}
-		return []pending{{ev: ev, body: ev.Encode(), party: ev.Party()}}, warn, nil
+		return []pending{promisePending(ev)}, warn, nil
 	}}
 	res, err := l.submit(ctx, req)
 	if err != nil {
@@ -352,6 +430,9 @@ func (l *Ledger) commit(ctx context.Context, batch []*request) {
 			l.stats.Refused++
 			continue
 		}
+		if len(recs) == 0 {
+			continue // nothing to do (a sweep with nothing due)
+		}
 		for _, p := range recs {
 			rec := store.Record{Body: p.body, RequestID: r.opts.RequestID, Import: p.import_}
 			if r.opts.Actor != p.party && !p.import_ {
@@ -366,10 +447,11 @@ func (l *Ledger) commit(ctx context.Context, batch []*request) {
 			}
 			line := tx.Lines()
 			line = lastLine(line)
-			if err := l.st.apply(store.Entry{Line: line, Env: store.Envelope{Seq: seq, Actor: rec.Actor}}); err != nil {
+			off := tx.Pending().Offset - int64(len(line)) - 1
+			if err := l.st.apply(store.Entry{Line: line, Env: store.Envelope{Seq: seq, Actor: rec.Actor}, Offset: off}); err != nil {
 				panic(fmt.Sprintf("ledger: a record it just wrote does not fold: %v", err))
 			}
-			r.res = append(r.res, Result{Seq: seq, Event: p.ev, Line: line, Warnings: warn})
+			r.res = append(r.res, Result{Seq: seq, Type: p.typ, Event: p.ev, Line: line, Warnings: warn})
 		}
 		if r.err == nil {
 			accepted++

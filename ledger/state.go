@@ -7,17 +7,34 @@ import (
 	"sort"
 	"strings"
 
+	"tally/claim"
+	"tally/expect"
 	"tally/promise"
 	"tally/store"
+	"tally/wire"
 )
 
-// State is everything folded from one session's log.
+// State is everything folded from one session's log: one state per record
+// family, and the lines kept but not folded.
 type State struct {
 	Promises *promise.State
+	Claims   *claim.State
+	Expects  *expect.State
 	// Skipped counts lines kept in the log but not folded, by record type:
 	// types this version does not know, and known types in a shape it
 	// cannot read (written by a newer or foreign tool).
 	Skipped map[string]*SkipCount
+
+	// refolds locates the lines of families whose state has no snapshot
+	// codec, so a checkpoint can re-fold just those lines on load instead
+	// of the whole log.
+	refolds []lineRef
+}
+
+type lineRef struct {
+	Offset int64
+	Size   uint32
+	Seq    uint64
 }
 
 // SkipCount records how many lines of a type were skipped, and the first.
@@ -27,29 +44,71 @@ type SkipCount struct {
 	Reason    string
 }
 
-func newState() *State {
-	return &State{Promises: promise.NewState(), Skipped: map[string]*SkipCount{}}
+func newState(cfg Config) *State {
+	return &State{
+		Promises: promise.NewState(),
+		Claims:   claim.NewStateConfig(claim.Config{Timekeeper: cfg.Timekeeper}),
+		Expects:  expect.NewState(cfg.expectConfig()),
+		Skipped:  map[string]*SkipCount{},
+	}
+}
+
+// actorOf is the identity that appended a line: the envelope's actor when
+// recorded, else the record's own party.
+func actorOf(env store.Envelope, party string) string {
+	if env.Actor != "" {
+		return env.Actor
+	}
+	return party
 }
 
 // apply folds one verified log line. A line that is not JSON, or whose
-// envelope is damaged, never reaches here (the store refuses it); a line
-// that is JSON but unknown or unreadable to this version is kept and counted.
+// envelope is damaged, is an error with its line number; a line that is JSON
+// but unknown or unreadable to this version is kept and counted.
 func (s *State) apply(e store.Entry) error {
-	ev, err := promise.Decode(e.Line)
+	typ, err := promise.PeekType(e.Line)
 	if err != nil {
-		var de *promise.DecodeError
-		switch {
-		case errors.Is(err, promise.ErrUnknownType):
-			s.skip(ev.Type, e.Env.Seq, "unknown record type")
-			return nil
-		case errors.As(err, &de):
-			s.skip(typeOf(e.Line), e.Env.Seq, de.Error())
-			return nil
-		default:
-			return fmt.Errorf("line %d: %w", e.Env.Seq, err)
-		}
+		return fmt.Errorf("line %d: %w", e.Env.Seq, err)
 	}
-	s.Promises.Apply(promise.Meta{Seq: e.Env.Seq, Actor: e.Env.Actor}, &ev)
+	switch {
+	case promise.Known(typ):
+		ev, err := promise.Decode(e.Line)
+		if err != nil {
+			return s.decodeFailed(typ, e, err)
+		}
+		s.Promises.Apply(promise.Meta{Seq: e.Env.Seq, Actor: e.Env.Actor}, &ev)
+	case claim.Known(typ):
+		ev, err := claim.Decode(e.Line)
+		if err != nil {
+			return s.decodeFailed(typ, e, err)
+		}
+		s.Claims.Apply(claim.Meta{Seq: e.Env.Seq, Actor: actorOf(e.Env, ""), TS: ev.TS}, ev)
+		s.refolds = append(s.refolds, lineRef{Offset: e.Offset, Size: uint32(len(e.Line)), Seq: e.Env.Seq})
+	case expect.Known(typ):
+		ev, err := expect.Decode(e.Line)
+		if err != nil {
+			return s.decodeFailed(typ, e, err)
+		}
+		s.Expects.Apply(expect.Meta{Seq: e.Env.Seq, Actor: actorOf(e.Env, ""), TS: ev.TS}, ev)
+		s.refolds = append(s.refolds, lineRef{Offset: e.Offset, Size: uint32(len(e.Line)), Seq: e.Env.Seq})
+	default:
+		if !wire.Valid(e.Line) {
+			return fmt.Errorf("line %d: not a JSON object", e.Env.Seq)
+		}
+		s.skip(typ, e.Env.Seq, "unknown record type")
+	}
+	return nil
+}
+
+// decodeFailed sorts a family decoder's error: bad JSON is damage; a record
+// of a known type in a shape this version cannot read is kept and counted,
+// never fatal (a newer writer may have added to it).
+func (s *State) decodeFailed(typ string, e store.Entry, err error) error {
+	var se *wire.SyntaxError
+	if errors.As(err, &se) || !wire.Valid(e.Line) {
+		return fmt.Errorf("line %d: %w", e.Env.Seq, err)
+	}
+	s.skip(typ, e.Env.Seq, err.Error())
 	return nil
 }
 
@@ -78,11 +137,10 @@ func (s *State) SkippedSummary() string {
 }
 
 // snapshotTag versions the whole checkpoint payload.
-const snapshotTag = "tally ledger state v1"
+const snapshotTag = "tally ledger state v2"
 
 func (s *State) appendSnapshot(b []byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(snapshotTag)))
-	b = append(b, snapshotTag...)
+	b = appendStr(b, snapshotTag)
 	types := make([]string, 0, len(s.Skipped))
 	for t := range s.Skipped {
 		types = append(types, t)
@@ -96,6 +154,14 @@ func (s *State) appendSnapshot(b []byte) []byte {
 		b = binary.AppendUvarint(b, c.FirstLine)
 		b = appendStr(b, c.Reason)
 	}
+	b = binary.AppendUvarint(b, uint64(len(s.refolds)))
+	var prev int64
+	for _, r := range s.refolds {
+		b = binary.AppendUvarint(b, uint64(r.Offset-prev))
+		b = binary.AppendUvarint(b, uint64(r.Size))
+		b = binary.AppendUvarint(b, r.Seq)
+		prev = r.Offset
+	}
 	return s.Promises.AppendSnapshot(b)
 }
 
@@ -104,8 +170,11 @@ func appendStr(b []byte, v string) []byte {
 	return append(b, v...)
 }
 
-func readSnapshot(b []byte) (*State, error) {
-	bad := errors.New("ledger snapshot is malformed")
+var errSnapshot = errors.New("ledger snapshot is malformed")
+
+// readSnapshot restores a state from a checkpoint payload, re-folding the
+// lines of families without a snapshot codec from the log.
+func readSnapshot(cfg Config, b []byte, lg *store.Log) (*State, error) {
 	str := func() (string, bool) {
 		n, k := binary.Uvarint(b)
 		if k <= 0 || n > uint64(len(b)-k) {
@@ -124,12 +193,12 @@ func readSnapshot(b []byte) (*State, error) {
 		return n, true
 	}
 	if tag, ok := str(); !ok || tag != snapshotTag {
-		return nil, bad
+		return nil, errSnapshot
 	}
-	s := newState()
+	s := newState(cfg)
 	nt, ok := num()
 	if !ok || nt > uint64(len(b)) {
-		return nil, bad
+		return nil, errSnapshot
 	}
 	for i := uint64(0); i < nt; i++ {
 		t, ok1 := str()
@@ -137,23 +206,46 @@ func readSnapshot(b []byte) (*State, error) {
 		f, ok3 := num()
 		r, ok4 := str()
 		if !(ok1 && ok2 && ok3 && ok4) {
-			return nil, bad
+			return nil, errSnapshot
 		}
 		s.Skipped[t] = &SkipCount{Count: c, FirstLine: f, Reason: r}
+	}
+	nr, ok := num()
+	if !ok || nr > uint64(len(b)) {
+		return nil, errSnapshot
+	}
+	refs := make([]lineRef, 0, nr)
+	var off int64
+	for i := uint64(0); i < nr; i++ {
+		d, ok1 := num()
+		size, ok2 := num()
+		seq, ok3 := num()
+		if !(ok1 && ok2 && ok3) || size > store.LineMax {
+			return nil, errSnapshot
+		}
+		off += int64(d)
+		refs = append(refs, lineRef{Offset: off, Size: uint32(size), Seq: seq})
 	}
 	ps, rest, err := promise.ReadSnapshot(b)
 	if err != nil {
 		return nil, err
 	}
 	if len(rest) != 0 {
-		return nil, bad
+		return nil, errSnapshot
 	}
 	s.Promises = ps
+	for _, r := range refs {
+		line, err := lg.ReadLine(r.Offset, int(r.Size), r.Seq)
+		if err != nil {
+			return nil, err
+		}
+		env, err := store.ParseEnvelope(line)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.apply(store.Entry{Line: line, Env: env, Offset: r.Offset}); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
-}
-
-// typeOf pulls the "type" member out of a line for reporting.
-func typeOf(line []byte) string {
-	t, _ := promise.PeekType(line)
-	return t
 }

@@ -155,6 +155,12 @@ func parseEnvelope(line []byte) (Envelope, []byte, error) {
 	return env, prefix, nil
 }
 
+// ParseEnvelope reads the envelope of a line (without its newline).
+func ParseEnvelope(line []byte) (Envelope, error) {
+	env, _, err := parseEnvelope(line)
+	return env, err
+}
+
 // StripEnvelope returns the family record of a line that carries a tally
 // envelope, refusing a line whose envelope is malformed.
 func StripEnvelope(line []byte) ([]byte, error) {

@@ -38,8 +38,9 @@ type Position struct {
 // Entry is one line of the log as Scan hands it over. Line (without its
 // newline) is valid only during the callback.
 type Entry struct {
-	Line []byte
-	Env  Envelope
+	Line   []byte
+	Env    Envelope
+	Offset int64 // where the line starts in the log
 }
 
 // CorruptError reports damage in a log: a line that is not what the format
@@ -152,7 +153,7 @@ func scan(f io.ReaderAt, path string, from Position, fn func(Entry) error) (Posi
 		if sum := chain(h, pos.Hash, prefix); sum != env.Hash {
 			return pos, nil, &CorruptError{Path: path, Line: pos.Seq + 1, Reason: "chain hash does not match the line and the line before it"}
 		}
-		if err := fn(Entry{Line: line, Env: env}); err != nil {
+		if err := fn(Entry{Line: line, Env: env, Offset: pos.Offset}); err != nil {
 			return pos, nil, err
 		}
 		pos = Position{Offset: pos.Offset + n, Seq: env.Seq, Hash: env.Hash}
@@ -247,6 +248,20 @@ func (tx *Tx) Append(r Record) (uint64, error) {
 	tx.buf = buf
 	tx.pos = Position{Offset: tx.pos.Offset + int64(len(buf)-before), Seq: seq, Hash: sum}
 	return seq, nil
+}
+
+// ReadLine reads the n-byte line at off (without its newline), as recorded
+// by an earlier Scan. It verifies the envelope's sequence, not the chain.
+func (l *Log) ReadLine(off int64, n int, seq uint64) ([]byte, error) {
+	buf := make([]byte, n)
+	if _, err := l.file.ReadAt(buf, off); err != nil {
+		return nil, fmt.Errorf("read line %d: %w", seq, err)
+	}
+	env, _, err := parseEnvelope(buf)
+	if err != nil || env.Seq != seq {
+		return nil, &CorruptError{Path: l.Path(), Line: seq, Reason: "line is not where the checkpoint recorded it"}
+	}
+	return buf, nil
 }
 
 // Pending is the position the log will have after Commit.

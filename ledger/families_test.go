@@ -1,0 +1,92 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"tally/claim"
+	"tally/expect"
+	"tally/store"
+)
+
+func claimCreate(id string) claim.Create {
+	return claim.Create{
+		Claim: id, Respondent: "worker", Work: "fix the parser", Scope: "repo",
+		Slots: []claim.SlotSpec{{Name: "change", Mode: claim.Required, Checks: []claim.CheckSpec{{
+			ID: "behavior", Validator: claim.Validator{Name: "command", Version: "1"}, Evaluator: "ci",
+			Mode: claim.Required, Phases: []claim.Phase{claim.Programmatic}, Attempts: 1,
+		}}}},
+	}
+}
+
+func familyViews(t *testing.T, l *Ledger, now time.Time) string {
+	var out string
+	l.Read(func(st *State, _ store.Position) {
+		c, ok := st.Claims.Claim("C1", now)
+		e, ok2 := st.Expects.Expectation("arrive")
+		if !ok || !ok2 {
+			t.Fatalf("claim %v expectation %v missing", ok, ok2)
+		}
+		b1, _ := json.Marshal(c)
+		b2, _ := json.Marshal(e)
+		out = string(b1) + "\n" + string(b2)
+	})
+	return out
+}
+
+// Claims and expectations live in the same session log as promises, fold
+// on open, and come back the same through a checkpoint (which re-folds
+// their lines from the log).
+func TestFamiliesShareTheLogAndCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	clock := t0
+	cfg := testConfig(t0)
+	cfg.Now = func() time.Time { return clock }
+	cfg.CheckpointMin = 10
+	l := open(t, dir, cfg)
+	ctx := context.Background()
+	if _, err := l.SubmitClaim(ctx, claimCreate("C1"), WriteOptions{Actor: "boss"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.SubmitClaim(ctx, claim.Post{Claim: "C1"}, WriteOptions{Actor: "boss"}); err != nil {
+		t.Fatal(err)
+	}
+	raise := expect.Raise{ExpectationID: "arrive", Kind: "shipment", Subject: expect.Subject{Type: "shipment", ID: "S1"},
+		FactKey: "shipment.arrived", DueAt: t0.Add(time.Hour), Basis: "declared"}
+	if _, err := l.SubmitExpect(ctx, expect.RaiseCommand{Raise: raise}, false, WriteOptions{Actor: "agent"}); err != nil {
+		t.Fatal(err)
+	}
+	// Only the timekeeper sweeps; a sweep before the due time commits nothing.
+	if res, err := l.Sweep(ctx, 0); err != nil || len(res) != 0 {
+		t.Fatalf("early sweep: %v %v", res, err)
+	}
+	clock = t0.Add(2 * time.Hour)
+	res, err := l.Sweep(ctx, 0)
+	if err != nil || len(res) != 1 || res[0].Type != "lapse" {
+		t.Fatalf("sweep: %+v %v", res, err)
+	}
+	if res, err := l.Sweep(ctx, 0); err != nil || len(res) != 0 {
+		t.Fatalf("second sweep recorded again: %+v %v", res, err)
+	}
+	for i := 0; i < 20; i++ {
+		l.Submit(ctx, declare(fmt.Sprintf("p%d", i), "d"), WriteOptions{Actor: "d"})
+	}
+	want := familyViews(t, l, clock)
+	if _, _, err := l.Log().ReadCheckpoint(); err != nil {
+		t.Fatalf("no checkpoint: %v", err)
+	}
+	if got := familyViews(t, open(t, dir, cfg), clock); got != want {
+		t.Fatalf("through the checkpoint:\n%s\nwant\n%s", got, want)
+	}
+	l.Log().RemoveCheckpoint()
+	cfg.CheckpointMin = 1 << 30
+	if got := familyViews(t, open(t, dir, cfg), clock); got != want {
+		t.Fatal("without the checkpoint the state differs")
+	}
+	if rep := l.Verify(); !rep.Whole() || len(rep.Skipped) != 0 {
+		t.Fatalf("verify: %+v", rep)
+	}
+}
