@@ -29,6 +29,10 @@ const EnvelopeKey = "tally"
 // IDMax bounds every identifier (expectation, task, lapse ids).
 const IDMax = 128
 
+// MembersMax bounds the members of one record or nested object, so a
+// hostile line cannot make duplicate detection quadratic in its length.
+const MembersMax = 256
+
 // Basis says where a due time came from. Stored: do not rename.
 type Basis string
 
@@ -239,6 +243,9 @@ func members(line []byte, where string) ([]member, error) {
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
 			return nil, bad(where, "not JSON: "+err.Error())
+		}
+		if len(out) == MembersMax {
+			return nil, bad(where, fmt.Sprintf("has more than %d members", MembersMax))
 		}
 		for _, m := range out {
 			if m.key == key {
