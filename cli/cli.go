@@ -223,16 +223,11 @@ func newRoot(g *global) *cobra.Command {
 		newShow(g), newLs(g), newOwed(g), newGraph(g),
 		newExport(g), newImport(g), newVerify(g), newVersion(g), newDemo(g),
 	)
-	// Each family's verbs register themselves from their own file.
-	for _, add := range familyCommands {
-		add(root, g)
-	}
+	// Each family adds its verbs from its own file.
+	addClaimCommands(root, g)
+	addExpectCommands(root, g)
 	return root
 }
-
-// familyCommands holds each family file's registration function, so
-// families add verbs without editing this file.
-var familyCommands []func(root *cobra.Command, g *global)
 
 func versionLine() string {
 	return fmt.Sprintf("tally %s (log format v%d)", Version, store.FormatVersion)
