@@ -2,6 +2,8 @@ package claim
 
 import (
 	"time"
+
+	"tally/deadline"
 )
 
 // Config holds the identities the fold trusts by role.
@@ -63,6 +65,7 @@ type State struct {
 	seq        uint64              // last applied sequence
 	ignored    []Ignored
 	ignoredN   int
+	deadlines  *deadline.Index[*claimRec] // open claims with a deadline (made on first use)
 }
 
 // NewState returns an empty state with DefaultConfig.
@@ -221,6 +224,8 @@ type claimRec struct {
 	progress   []progressRec
 	late       []lateRec
 	successors []string
+
+	dlSlot int32 // position in State.deadlines (+1; 0 when absent), written by the index alone
 }
 
 func newClaimRec(m Meta, e *Event) *claimRec {
@@ -651,6 +656,9 @@ func (s *State) Apply(m Meta, e Event) {
 	}
 	c := s.claims[e.Claim]
 	eff := c.apply(m, &e)
+	if eff.ended {
+		s.untrackDeadline(c)
+	}
 	switch {
 	case eff.ended:
 		s.settle(m, s.dependents[c.id])
@@ -665,6 +673,7 @@ func (s *State) create(m Meta, e *Event) {
 	c := newClaimRec(m, &terms)
 	s.claims[c.id] = c
 	s.order = append(s.order, c)
+	s.trackDeadline(c)
 	seen := map[string]bool{}
 	for _, list := range [][]string{terms.DependsOn, terms.Awaits} {
 		for _, t := range list {
@@ -713,6 +722,7 @@ func (s *State) settle(m Meta, start []string) {
 			continue
 		}
 		c.end = &Terminal{State: Satisfied, Seq: m.Seq, TS: FormatTime(m.TS), Reason: satisfiedReason(c)}
+		s.untrackDeadline(c)
 		work = append(work, s.dependents[id]...)
 	}
 }

@@ -202,17 +202,20 @@ func (s *State) view(c *claimRec, now time.Time) View {
 			Results: orEmpty(tr.results), Seq: tr.seq, PostedSeq: tr.posted, ReceivedSeq: tr.recvd})
 	}
 	for _, id := range c.artOrder {
-		a := c.artifacts[id]
-		state := "Generated"
-		if a.received > 0 {
-			state = "Received"
-		}
-		v.Artifacts = append(v.Artifacts, ArtifactView{Artifact: a.id, Role: a.role, State: state, Slot: a.slot,
-			Kind: a.kind, Schema: a.schema, Name: a.name, Producer: a.producer, Cycle: a.cycle,
-			Generation: a.generation, Content: a.content, Size: a.size, Digest: a.digest, Seq: a.seq, ReceivedSeq: a.received})
+		v.Artifacts = append(v.Artifacts, c.artifacts[id].view())
 	}
 	v.Relations = s.relations(c)
 	return v
+}
+
+func (a *artifactRec) view() ArtifactView {
+	state := "Generated"
+	if a.received > 0 {
+		state = "Received"
+	}
+	return ArtifactView{Artifact: a.id, Role: a.role, State: state, Slot: a.slot,
+		Kind: a.kind, Schema: a.schema, Name: a.name, Producer: a.producer, Cycle: a.cycle,
+		Generation: a.generation, Content: a.content, Size: a.size, Digest: a.digest, Seq: a.seq, ReceivedSeq: a.received}
 }
 
 func orEmpty[T any](s []T) []T {
