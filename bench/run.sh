@@ -19,7 +19,8 @@ out=$tmp/results.txt
 {
 	echo "machine: $(nproc) cores, $(go version), $(uname -sr)"
 	echo "filesystem: $(df -h "$tmp" | awk 'NR==2 {print $1, $6}')"
-	echo "commit: $(git rev-parse --short HEAD 2>/dev/null)"
+	echo "commit: ${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}"
+	echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
 } | tee "$out"
 
 gobench() { # PKG PATTERN BENCHTIME
@@ -64,4 +65,5 @@ line "4b fold rate / encoding/json (Scan+chain)" "$(metric BenchmarkFoldVsJSON s
 line "5  ls --overdue 1M: checkpoint / none" "$(fig figure5)" '<=' 0.2 "$(grep -E '^figure5' "$out" | cut -d' ' -f2-3)"
 line "6a bytes per open promise (folded)" "$(metric BenchmarkMemoryPerPromise B/promise_folded)" '<=' 512 "1,000,000 promises"
 line "6b bytes per open promise (checkpoint)" "$(metric BenchmarkMemoryPerPromise B/promise_checkpoint)" '<=' 512 "1,000,000 promises"
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
 if [[ -n ${RESULTS:-} ]]; then cp "$out" "$RESULTS"; fi
