@@ -1,6 +1,189 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
 
-// addClaimCommands adds the claims family's verbs.
-func addClaimCommands(root *cobra.Command, g *global) {}
+	"github.com/spf13/cobra"
+
+	"tally/claim"
+	"tally/ledger"
+	"tally/rule"
+	"tally/store"
+)
+
+// addClaimCommands adds the claims family's verbs: claim, receipt, progress,
+// artifact, testament and check.
+func addClaimCommands(root *cobra.Command, g *global) {
+	root.AddCommand(newClaimCmd(g), newReceiptCmd(g), newProgressCmd(g), newArtifactCmd(g), newTestamentCmd(g), newCheckCmd(g))
+}
+
+// stdinArg is the argument that makes a verb read its whole command as one
+// JSON document on stdin.
+const stdinArg = "-"
+
+// fromStdin reports whether args ask for the command on stdin and, if so,
+// decodes it into doc: one JSON object whose members are the verb's fields
+// (snake_case); an unknown member is refused by name. Members given in the
+// document override flags.
+func (g *global) fromStdin(args []string, doc any) (bool, error) {
+	if len(args) != 1 || args[0] != stdinArg {
+		return false, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(g.io.In, 4<<20))
+	if err != nil {
+		return true, fmt.Errorf("read stdin: %w", err)
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '{' {
+		return true, rule.Invalidf("stdin", "must be one JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(doc); err != nil {
+		return true, stdinError(err, doc)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return true, rule.Invalidf("stdin", "must be one JSON object and nothing after it")
+	}
+	return true, nil
+}
+
+// stdinError turns a decoding error into a refusal naming the member.
+func stdinError(err error, doc any) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, `json: unknown field "`); ok {
+		name = strings.TrimSuffix(name, `"`)
+		return rule.Invalidf(name, "is not a field of this command ("+strings.Join(docFields(doc), ", ")+")")
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return rule.Invalidf(te.Field, "must be "+jsonKind(te.Type.Kind().String())+", not "+te.Value)
+	}
+	return rule.Invalidf("stdin", "not a JSON object: "+strings.TrimPrefix(msg, "json: "))
+}
+
+func jsonKind(k string) string {
+	switch {
+	case k == "string":
+		return "a string"
+	case k == "slice":
+		return "an array"
+	case k == "struct" || k == "map":
+		return "an object"
+	case k == "bool":
+		return "true or false"
+	}
+	return "a number"
+}
+
+// docFields lists a document's member names from its json tags.
+func docFields(doc any) []string {
+	b, _ := json.Marshal(doc)
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(b, &m)
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// oneArg returns the verb's single positional argument (unless the command
+// came on stdin, where the document names it).
+func oneArg(args []string) string {
+	if len(args) == 1 && args[0] != stdinArg {
+		return args[0]
+	}
+	return ""
+}
+
+// need refuses an empty required field.
+func need(field, v string) error {
+	if strings.TrimSpace(v) == "" {
+		return usagef("%s: required", field)
+	}
+	return nil
+}
+
+// claimWrite runs one claim command as the acting identity and prints the
+// records it appended and the claim's state afterwards.
+func (g *global) claimWrite(c *cobra.Command, cmd claim.Command, claimID, requestID string, human func(w io.Writer, v *claim.View, res []ledger.Result)) error {
+	actor, err := g.requireActor("")
+	if err != nil {
+		return err
+	}
+	l, err := g.open()
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	res, err := l.SubmitClaim(c.Context(), cmd, ledger.WriteOptions{Actor: actor, RequestID: requestID})
+	if err != nil {
+		return err
+	}
+	return g.printClaimWrite(l, claimID, res, human)
+}
+
+func (g *global) printClaimWrite(l *ledger.Ledger, claimID string, res []ledger.Result, human func(w io.Writer, v *claim.View, res []ledger.Result)) error {
+	now := g.io.Now().UTC()
+	var v claim.View
+	l.Read(func(st *ledger.State, _ store.Position) { v, _ = st.Claims.Claim(claimID, now) })
+	if g.json {
+		recs := []byte{'['}
+		for i, r := range res {
+			if i > 0 {
+				recs = append(recs, ',')
+			}
+			recs = append(recs, r.Line...)
+		}
+		recs = append(recs, ']')
+		vb, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		return writeJSONDoc(g.io.Out, member("records", recs), member("claim", vb))
+	}
+	if human != nil {
+		human(g.io.Out, &v, res)
+	}
+	for _, r := range res {
+		if r.Type == claim.TypeDependency {
+			if e, err := claim.Decode(r.Line); err == nil {
+				fmt.Fprintf(g.io.Out, "%s: DependencyFailed (depends on %s)\n", e.Claim, e.On)
+			}
+		}
+	}
+	fmt.Fprintf(g.io.Out, "%s: %s\n", v.Claim, paint(g.color(), claimColor(v.State, v.Overdue), string(v.State)))
+	return nil
+}
+
+// claimView reads one claim's view, or refuses when there is none.
+func (g *global) claimView(l *ledger.Ledger, id string, now time.Time) (claim.View, error) {
+	var v claim.View
+	var ok bool
+	l.Read(func(st *ledger.State, _ store.Position) { v, ok = st.Claims.Claim(id, now) })
+	if !ok {
+		return v, rule.NotFoundf("claim", "no claim "+strconv.Quote(id))
+	}
+	return v, nil
+}
+
+// mintArtifactID returns a fresh artifact id: art_ and 8 hex digits.
+func mintArtifactID() string {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("cli: no randomness: " + err.Error())
+	}
+	return "art_" + hex.EncodeToString(b[:])
+}
