@@ -1,0 +1,254 @@
+package cli
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"tally/expect"
+	"tally/rule"
+)
+
+// writeExpectDoc writes one --json document: schema_version, then the
+// name/value pairs in order, each value encoded by encoding/json.
+func writeExpectDoc(w io.Writer, pairs ...any) error {
+	var b bytes.Buffer
+	b.WriteString(`{"schema_version":`)
+	b.WriteString(strconv.Itoa(SchemaVersion))
+	for i := 0; i+1 < len(pairs); i += 2 {
+		name, _ := json.Marshal(pairs[i].(string))
+		v, err := json.Marshal(pairs[i+1])
+		if err != nil {
+			return err
+		}
+		b.WriteByte(',')
+		b.Write(name)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteString("}\n")
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+var expectDays = regexp.MustCompile(`^(\d+)d(.*)$`)
+
+// parseExpectDuration reads a non-negative duration: ISO 8601 (PT6H,
+// P1DT2H) or Go's spelling with optional days (6h, 1h45m, 2d, 1d12h).
+func parseExpectDuration(field, v string) (time.Duration, error) {
+	if strings.HasPrefix(v, "P") {
+		d, err := expect.ParseDuration(v)
+		if err != nil {
+			return 0, usagef("%s: %v", field, err)
+		}
+		return d, nil
+	}
+	var days time.Duration
+	if m := expectDays.FindStringSubmatch(v); m != nil {
+		n, err := strconv.Atoi(m[1])
+		if err != nil || n > 100000 {
+			return 0, usagef("%s: %q is not a duration", field, v)
+		}
+		days, v = time.Duration(n)*24*time.Hour, m[2]
+		if v == "" {
+			v = "0s"
+		}
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, usagef("%s: %q is not a duration (PT6H, 6h, 1h45m, 2d)", field, v)
+	}
+	return d + days, nil
+}
+
+// parseExpectTime reads an instant: RFC 3339, or a duration from now.
+func parseExpectTime(field, v string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t.UTC(), nil
+	}
+	d, err := parseExpectDuration(field, v)
+	if err != nil {
+		return time.Time{}, usagef("%s: %q is neither RFC 3339 (2026-09-01T17:00:00Z) nor a duration from now (90m, 2h, 3d)", field, v)
+	}
+	return now.Add(d).UTC().Truncate(time.Second), nil
+}
+
+// parseSubject reads TYPE:ID.
+func parseSubject(field, v string) (expect.Subject, error) {
+	t, id, ok := strings.Cut(v, ":")
+	if !ok || t == "" || id == "" {
+		return expect.Subject{}, usagef("%s: %q must be TYPE:ID (shipment:PA-2026-0901)", field, v)
+	}
+	return expect.Subject{Type: t, ID: id}, nil
+}
+
+// mintExpectationID returns a fresh expectation id: exp_ and 12 hex digits.
+func mintExpectationID() string {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("cli: no randomness: " + err.Error())
+	}
+	return "exp_" + hex.EncodeToString(b[:])
+}
+
+// raiseInput is an expectation as the CLI takes it (flags or one JSON
+// document), before its times and durations are read.
+type raiseInput struct {
+	id, kind, subject, expects, factKey string
+	due, grace, anchor, horizon, basis  string
+	task, context, supersedes           string
+	after                               []string
+	afterSet                            bool
+}
+
+// raiseDoc is the JSON document `expect raise -` reads: the draft's fields.
+type raiseDoc struct {
+	ExpectationID string          `json:"expectationId"`
+	Kind          string          `json:"kind"`
+	Subject       *expect.Subject `json:"subject"`
+	Expects       string          `json:"expects"`
+	SatisfiedBy   *struct {
+		FactKey string `json:"factKey"`
+	} `json:"satisfiedBy"`
+	DueAt  string `json:"dueAt"`
+	Grace  string `json:"grace"`
+	Anchor *struct {
+		ExpectationID string `json:"expectationId"`
+		Offset        string `json:"offset"`
+	} `json:"anchor"`
+	After      []string       `json:"after"`
+	Horizon    string         `json:"horizon"`
+	Basis      string         `json:"basis"`
+	Supersedes string         `json:"supersedes"`
+	Origin     *expect.Origin `json:"origin"`
+}
+
+// readRaiseDoc reads one JSON object from in into r; unknown fields are
+// refused by name.
+func readRaiseDoc(in io.Reader, r *raiseInput) error {
+	b, err := io.ReadAll(io.LimitReader(in, 1<<20))
+	if err != nil {
+		return fmt.Errorf("read stdin: %w", err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return usagef("stdin: give one JSON expectation")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var d raiseDoc
+	if err := dec.Decode(&d); err != nil {
+		msg := err.Error()
+		if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+			name = strings.Trim(name, `"`)
+			return rule.Invalidf(name, "is not a field of an expectation (expectationId, kind, subject, expects, satisfiedBy, dueAt, grace, anchor, after, horizon, basis, supersedes, origin)")
+		}
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return rule.Invalidf(te.Field, "has the wrong JSON type")
+		}
+		return rule.Invalidf("stdin", "must be one JSON object: "+msg)
+	}
+	if dec.More() {
+		return rule.Invalidf("stdin", "must be one JSON object, not several")
+	}
+	r.id, r.kind, r.expects, r.due, r.grace = d.ExpectationID, d.Kind, d.Expects, d.DueAt, d.Grace
+	r.horizon, r.basis, r.supersedes = d.Horizon, d.Basis, d.Supersedes
+	if d.Subject != nil {
+		r.subject = d.Subject.Type + ":" + d.Subject.ID
+	}
+	if d.SatisfiedBy != nil {
+		r.factKey = d.SatisfiedBy.FactKey
+	}
+	if d.Anchor != nil {
+		r.anchor = d.Anchor.ExpectationID + ":" + d.Anchor.Offset
+	}
+	if d.After != nil {
+		r.after, r.afterSet = d.After, true
+	}
+	if d.Origin != nil {
+		r.task, r.context = d.Origin.TaskID, d.Origin.ContextID
+	}
+	return nil
+}
+
+// raise converts the input to the core's Raise at now.
+func (in *raiseInput) raise(now time.Time) (expect.Raise, error) {
+	r := expect.Raise{
+		ExpectationID: in.id, Kind: in.kind, Expects: in.expects, FactKey: in.factKey,
+		After: in.after, Basis: expect.Basis(in.basis), Supersedes: in.supersedes,
+		Origin: expect.Origin{TaskID: in.task, ContextID: in.context},
+	}
+	if r.ExpectationID == "" {
+		r.ExpectationID = mintExpectationID()
+	}
+	if in.subject == "" {
+		return r, usagef("subject: required (--subject TYPE:ID)")
+	}
+	s, err := parseSubject("subject", in.subject)
+	if err != nil {
+		return r, err
+	}
+	r.Subject = s
+	if in.due == "" {
+		return r, usagef("due: required (--due RFC 3339 or a duration from now): there is no open-ended expectation")
+	}
+	if r.DueAt, err = parseExpectTime("due", in.due, now); err != nil {
+		return r, err
+	}
+	if in.grace != "" {
+		if r.Grace, err = parseExpectDuration("grace", in.grace); err != nil {
+			return r, err
+		}
+	}
+	if in.horizon != "" {
+		if r.Horizon, err = parseExpectTime("horizon", in.horizon, now); err != nil {
+			return r, err
+		}
+	}
+	if in.anchor != "" {
+		i := strings.LastIndex(in.anchor, ":")
+		if i <= 0 || i == len(in.anchor)-1 {
+			return r, usagef("anchor: %q must be ID:OFFSET (exp-depart:1h45m)", in.anchor)
+		}
+		off, err := parseExpectDuration("anchor", in.anchor[i+1:])
+		if err != nil {
+			return r, err
+		}
+		r.Anchor = &expect.Anchor{ExpectationID: in.anchor[:i], Offset: off}
+	}
+	return r, nil
+}
+
+// inherit fills what the input leaves empty from the expectation it
+// supersedes, so an extension states only what it changes.
+func (in *raiseInput) inherit(v expect.View) {
+	fill := func(dst *string, src string) {
+		if *dst == "" {
+			*dst = src
+		}
+	}
+	fill(&in.kind, v.Kind)
+	fill(&in.subject, v.Subject.Type+":"+v.Subject.ID)
+	fill(&in.expects, v.Expects)
+	fill(&in.factKey, v.SatisfiedBy.FactKey)
+	fill(&in.due, v.ProjectedDue.Format(time.RFC3339Nano))
+	fill(&in.grace, v.Grace)
+	fill(&in.basis, string(v.Basis))
+	if v.Horizon != nil {
+		fill(&in.horizon, v.Horizon.Format(time.RFC3339Nano))
+	}
+	if v.Anchor != nil {
+		fill(&in.anchor, v.Anchor.ExpectationID+":"+v.Anchor.Offset)
+	}
+	if !in.afterSet {
+		in.after = v.After
+	}
+}

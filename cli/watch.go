@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"tally/watch"
+)
+
+type watchOptions struct {
+	once               bool
+	every              time.Duration
+	now                string
+	execCmd            string
+	webhook            string
+	webhookAttempts    int
+	webhookBackoff     time.Duration
+	reminders          []time.Duration
+	escalate           time.Duration
+	stdout             bool
+	sweepMax, claimMax int
+}
+
+func newWatch(g *global) *cobra.Command {
+	o := &watchOptions{}
+	c := &cobra.Command{
+		Use:   "watch (--once | --every INTERVAL)",
+		Short: "Keep time: commit lapses, withdrawals and claim deadline facts as the timekeeper; send promise notices",
+		Long: `tally watch is the timekeeper. Each sweep commits, exactly once, every expectation lapse and
+withdrawal due and every passed claim deadline, and walks each overdue promise's escalation
+ladder (the debtor at the deadline, again at each reminder, then the creditor) without
+appending anything for promises. Lapses and notices are delivered as JSON lines on stdout
+(default), to --exec (the notice on stdin of sh -c CMD) and/or to --webhook (HTTP POST,
+retried, with an Idempotency-Key header). Deliveries are journaled in the session's
+watch/journal.jsonl, so a restart does not send them again.`,
+		Example: `  tally watch --once
+  tally watch --every 10s --webhook https://ops.example.org/tally --exec 'logger -t tally'`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error { return g.runWatch(c.Context(), o) },
+	}
+	f := c.Flags()
+	f.BoolVar(&o.once, "once", false, "sweep once and exit")
+	f.DurationVar(&o.every, "every", 0, "sweep at this interval until SIGINT or SIGTERM (default 10s)")
+	f.StringVar(&o.now, "now", "", "start the watcher's clock at this RFC 3339 time instead of the real one (for tests and replays)")
+	_ = f.MarkHidden("now")
+	f.StringVar(&o.execCmd, "exec", "", "deliver each lapse and notice as JSON on the stdin of `sh -c CMD` (exit 0: delivered)")
+	f.StringVar(&o.webhook, "webhook", "", "deliver each lapse and notice by HTTP POST to URL, retried with exponential backoff")
+	f.IntVar(&o.webhookAttempts, "webhook-attempts", 5, "attempts per webhook delivery in one sweep")
+	f.DurationVar(&o.webhookBackoff, "webhook-backoff", 500*time.Millisecond, "first wait between webhook attempts (doubles, capped at 30s)")
+	f.DurationSliceVar(&o.reminders, "reminders", watch.DefaultConfig().Reminders, "the debtor's reminders after a promise's deadline")
+	f.DurationVar(&o.escalate, "escalate", 0, "when after the deadline the creditor is told (default: at the last reminder)")
+	f.BoolVar(&o.stdout, "stdout", false, "also print JSON lines on stdout when --exec or --webhook is given")
+	f.IntVar(&o.sweepMax, "sweep-max", 10_000, "records one ledger sweep commits")
+	f.IntVar(&o.claimMax, "claim-max", 10_000, "claim deadline facts one sweep commits")
+	c.MarkFlagsMutuallyExclusive("once", "every")
+	return c
+}
+
+func (g *global) runWatch(ctx context.Context, o *watchOptions) error {
+	if !o.once && o.every == 0 {
+		o.every = 10 * time.Second
+	}
+	if o.every < 0 {
+		return usagef("every: %v must be positive", o.every)
+	}
+	if o.webhookAttempts < 1 {
+		return usagef("webhook-attempts: must be at least 1")
+	}
+	if o.now != "" {
+		start, err := parseNow(o.now, g.io.Now)
+		if err != nil {
+			return err
+		}
+		// --once sweeps at exactly that instant; --every lets it run on.
+		real := time.Now()
+		g.io.Now = func() time.Time {
+			if o.once {
+				return start
+			}
+			return start.Add(time.Since(real))
+		}
+	}
+	cfg := watch.DefaultConfig()
+	cfg.Reminders, cfg.Escalate = o.reminders, o.escalate
+	cfg.SweepMax, cfg.ClaimMax = o.sweepMax, o.claimMax
+	cfg.Logger = slog.New(&warnHandler{w: g.io.Err})
+	if o.execCmd != "" {
+		cfg.Sinks = append(cfg.Sinks, &watch.Exec{Command: o.execCmd, Stderr: g.io.Err})
+	}
+	if o.webhook != "" {
+		cfg.Sinks = append(cfg.Sinks, &watch.Webhook{URL: o.webhook, Attempts: o.webhookAttempts, Backoff: o.webhookBackoff})
+	}
+	if len(cfg.Sinks) == 0 || o.stdout {
+		cfg.Sinks = append([]watch.Sink{&watch.Lines{W: g.io.Out}}, cfg.Sinks...)
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError{err}
+	}
+	l, err := g.open()
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	w, err := watch.New(l, cfg)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if o.once {
+		rep, err := w.Sweep(ctx)
+		g.reportSweep(rep, err, true)
+		if err != nil {
+			return err
+		}
+		if rep.Failed > 0 {
+			return silentExit{}
+		}
+		return nil
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return w.Run(ctx, o.every, func(rep watch.Report, err error) { g.reportSweep(rep, err, false) })
+}
+
+// reportSweep prints one sweep's summary on stderr (stdout carries the
+// notices): always with --once, else only when it did something.
+func (g *global) reportSweep(rep watch.Report, err error, always bool) {
+	if err != nil && !always {
+		fmt.Fprintln(g.io.Err, "tally watch: "+err.Error())
+	}
+	busy := rep.Lapses+rep.Withdrawals+rep.ClaimFacts+rep.Delivered+rep.Failed+rep.Waiting > 0
+	if !always && !busy {
+		return
+	}
+	if g.json {
+		_ = writeExpectDoc(g.io.Err, "sweep", rep)
+		return
+	}
+	fmt.Fprintf(g.io.Err, "tally watch: %s: %d lapse(s), %d withdrawal(s), %d claim fact(s) committed; %d delivered, %d failed, %d waiting\n",
+		rep.At.Format(time.RFC3339), rep.Lapses, rep.Withdrawals, rep.ClaimFacts, rep.Delivered, rep.Failed, rep.Waiting)
+}

@@ -1,0 +1,155 @@
+package watch
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"sync"
+	"time"
+)
+
+// Sink delivers one notice. doc is one JSON object (no newline); key is the
+// notice's idempotency key (a lapse id or a notice key), the same on every
+// attempt. Deliver returns nil once the notice is delivered; an error means
+// it may or may not have been, and the watcher tries again on a later sweep
+// (at-least-once).
+type Sink interface {
+	Deliver(ctx context.Context, key string, doc []byte) error
+	Name() string
+}
+
+// Lines writes each notice as one JSON line to W: the default sink.
+type Lines struct {
+	mu sync.Mutex
+	W  io.Writer
+}
+
+func (s *Lines) Name() string { return "stdout" }
+
+func (s *Lines) Deliver(_ context.Context, _ string, doc []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := make([]byte, 0, len(doc)+1)
+	b = append(append(b, doc...), '\n')
+	_, err := s.W.Write(b)
+	return err
+}
+
+// Exec runs `sh -c Command` per notice with the notice on stdin and
+// TALLY_NOTICE_KEY in the environment; exit 0 is delivered.
+type Exec struct {
+	Command string
+	Timeout time.Duration // per run; zero means 30s
+	Env     []string      // the environment (nil: the process's)
+	Stderr  io.Writer     // where the command's output goes (nil: discarded)
+}
+
+func (s *Exec) Name() string { return "exec" }
+
+func (s *Exec) Deliver(ctx context.Context, key string, doc []byte) error {
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c", s.Command)
+	cmd.Stdin = bytes.NewReader(append(append([]byte(nil), doc...), '\n'))
+	cmd.Env = append(append([]string(nil), s.Env...), "TALLY_NOTICE_KEY="+key)
+	if s.Env == nil {
+		cmd.Env = append(cmd.Environ(), "TALLY_NOTICE_KEY="+key)
+	}
+	cmd.Stdout, cmd.Stderr = s.Stderr, s.Stderr
+	cmd.WaitDelay = time.Second
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("exec %q: %w", s.Command, err)
+	}
+	return nil
+}
+
+// Webhook POSTs each notice as JSON to URL with the header Idempotency-Key,
+// retrying with exponential backoff: attempt n waits Backoff·2^(n-1), capped
+// at BackoffMax, for at most Attempts attempts. A 2xx answer is delivered.
+type Webhook struct {
+	URL        string
+	Client     *http.Client // nil: a client with a 10s timeout
+	Attempts   int          // at least 1; zero means 5
+	Backoff    time.Duration
+	BackoffMax time.Duration
+	// Sleep waits between attempts (tests replace it); nil sleeps on a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// IdempotencyHeader is the header carrying a notice's key.
+const IdempotencyHeader = "Idempotency-Key"
+
+func (s *Webhook) Name() string { return "webhook" }
+
+func (s *Webhook) Deliver(ctx context.Context, key string, doc []byte) error {
+	client := s.Client
+	if client == nil {
+		client = &http.Client{Timeout: 10 * time.Second}
+	}
+	attempts := s.Attempts
+	if attempts <= 0 {
+		attempts = 5
+	}
+	backoff, ceiling := s.Backoff, s.BackoffMax
+	if backoff <= 0 {
+		backoff = 500 * time.Millisecond
+	}
+	if ceiling <= 0 {
+		ceiling = 30 * time.Second
+	}
+	sleep := s.Sleep
+	if sleep == nil {
+		sleep = sleepContext
+	}
+	var last error
+	for n := 1; n <= attempts; n++ {
+		if n > 1 {
+			if err := sleep(ctx, backoff); err != nil {
+				return fmt.Errorf("webhook %s: %w (last: %v)", s.URL, err, last)
+			}
+			backoff = min(backoff*2, ceiling)
+		}
+		last = s.post(ctx, client, key, doc)
+		if last == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("webhook %s: %d attempts: %w", s.URL, attempts, last)
+}
+
+func (s *Webhook) post(ctx context.Context, client *http.Client, key string, doc []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, bytes.NewReader(doc))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(IdempotencyHeader, key)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("answered %s", resp.Status)
+	}
+	return nil
+}
+
+func sleepContext(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,449 @@
+// Package watch is tally's timekeeper: the process that lets the passage of
+// time produce recorded, attributable facts without any agent holding a
+// clock. One Sweep, in this order:
+//
+//  1. folds what other processes appended (ledger.Refresh);
+//  2. commits, as the timekeeper, every expectation withdrawal and lapse
+//     due (ledger.Sweep, decided under the log's lock, so concurrent or
+//     restarted watchers never record one twice);
+//  3. commits the deadline fact of every claim whose deadline passed
+//     (ledger.SweepClaims: Expired, or Deadlocked for a wait-cycle's victim);
+//  4. for promises appends nothing to the ledger: it walks each overdue
+//     promise's escalation ladder (debtor at the deadline, the debtor again
+//     at each reminder, then the creditor) and sends the notices due;
+//  5. delivers the notices and every lapse not yet delivered to the sinks
+//     (stdout JSON lines, a command, a webhook), recording each delivery in
+//     the journal beside the ledger, under the journal's file lock.
+//
+// Deliveries are at-least-once: a watcher killed between a delivery and its
+// journal line sends it again on restart; the ledger's records are
+// exactly-once.
+package watch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"tally/expect"
+	"tally/ledger"
+	"tally/promise"
+	"tally/store"
+)
+
+// SchemaVersion is carried by every notice document.
+const SchemaVersion = 1
+
+// Notice kinds, as written in "kind". Stored in journals: do not rename.
+const (
+	KindLapse  = "lapse"
+	KindNotice = "promise.notice"
+)
+
+// Config tunes a watcher. Start from DefaultConfig.
+type Config struct {
+	// Reminders are the debtor's reminders after a promise's deadline;
+	// Escalate is when the creditor is told (zero: at the last reminder).
+	Reminders []time.Duration
+	Escalate  time.Duration
+	// SweepMax bounds the records one ledger.Sweep commits; SweepRounds
+	// bounds the ledger.Sweep calls of one Sweep.
+	SweepMax    int
+	SweepRounds int
+	// ClaimMax bounds the claim deadline facts one Sweep commits.
+	ClaimMax int
+	// DeliverMax bounds the deliveries one Sweep attempts; the rest wait
+	// for the next sweep.
+	DeliverMax int
+	// Sinks receive every notice; empty means nothing is delivered (the
+	// CLI passes stdout by default).
+	Sinks  []Sink
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the watcher's defaults: reminders at +15m and +30m,
+// the creditor told at +30m.
+func DefaultConfig() Config {
+	return Config{
+		Reminders: []time.Duration{15 * time.Minute, 30 * time.Minute},
+		SweepMax:  10_000, SweepRounds: 100, ClaimMax: 10_000, DeliverMax: 100_000,
+		Logger: slog.Default(),
+	}
+}
+
+// Validate reports a configuration that cannot work, quoting the value.
+func (c Config) Validate() error {
+	for _, d := range c.Reminders {
+		if d <= 0 {
+			return fmt.Errorf("watch config: reminder %v must be positive", d)
+		}
+	}
+	switch {
+	case c.Escalate < 0:
+		return fmt.Errorf("watch config: Escalate %v must not be negative", c.Escalate)
+	case c.SweepMax < 1 || c.SweepRounds < 1 || c.ClaimMax < 1 || c.DeliverMax < 1:
+		return fmt.Errorf("watch config: SweepMax %d, SweepRounds %d, ClaimMax %d and DeliverMax %d must be at least 1",
+			c.SweepMax, c.SweepRounds, c.ClaimMax, c.DeliverMax)
+	case c.Logger == nil:
+		return errors.New("watch config: Logger is nil")
+	}
+	return nil
+}
+
+// Report says what one Sweep did.
+type Report struct {
+	At          time.Time `json:"at"`
+	Withdrawals int       `json:"withdrawals"` // expectations withdrawn (origin task ended badly)
+	Lapses      int       `json:"lapses"`      // lapse records committed by this watcher
+	ClaimFacts  int       `json:"claimFacts"`  // claim deadline and deadlock facts committed
+	Delivered   int       `json:"delivered"`   // notices and lapses delivered and journaled
+	Failed      int       `json:"failed"`      // deliveries that failed (retried next sweep)
+	Waiting     int       `json:"waiting"`     // deliveries left for the next sweep
+}
+
+// Watcher sweeps one ledger. It is not safe for concurrent use; run one
+// Watcher per process (several processes may watch one ledger).
+type Watcher struct {
+	cfg     Config
+	l       *ledger.Ledger
+	j       *Journal
+	ladders *ladders
+	cursor  store.Position // how far the log was read for lapses and promise changes
+	outbox  []delivery     // lapses seen in the log, not yet delivered
+}
+
+// delivery is one document to deliver under its key.
+type delivery struct {
+	key     string
+	kind    string
+	dueAt   time.Time
+	doc     []byte
+	promise string // set for promise notices
+}
+
+// JournalDir is where a session's watch journal lives: beside its log.
+func JournalDir(sessionDir string) string { return filepath.Join(sessionDir, "watch") }
+
+// New opens the journal beside l's session and reads the ledger once: every
+// lapse not yet delivered, and every promise's place on its ladder.
+func New(l *ledger.Ledger, cfg Config) (*Watcher, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	j, err := OpenJournal(JournalDir(l.Dir()))
+	if err != nil {
+		return nil, err
+	}
+	w := &Watcher{cfg: cfg, l: l, j: j, ladders: newLadders(Ladder(cfg.Reminders, cfg.Escalate))}
+	if err := l.Refresh(); err != nil {
+		j.Close()
+		return nil, err
+	}
+	l.Read(func(st *ledger.State, pos store.Position) {
+		w.cursor = pos
+		for _, lv := range st.Expects.Lapses(time.Time{}) {
+			if !j.Sent(lv.LapseID) {
+				w.outbox = append(w.outbox, lapseDelivery(st, lv))
+			}
+		}
+		st.Promises.Each(func(p *promise.Promise) bool {
+			w.ladders.trackOne(st.Promises, j.Sent, p.ID)
+			return true
+		})
+	})
+	return w, nil
+}
+
+// Close releases the journal.
+func (w *Watcher) Close() error { return w.j.Close() }
+
+// Journal is the watcher's delivery journal.
+func (w *Watcher) Journal() *Journal { return w.j }
+
+// Sweep runs one sweep at the ledger's clock.
+func (w *Watcher) Sweep(ctx context.Context) (Report, error) {
+	now := w.l.Now()
+	rep := Report{At: now}
+	if err := w.l.Refresh(); err != nil {
+		return rep, err
+	}
+	// 1. Expectations: withdrawals and lapses, exactly once in the ledger.
+	for round := 0; round < w.cfg.SweepRounds; round++ {
+		due := false
+		w.l.Read(func(st *ledger.State, _ store.Position) {
+			next, ok := st.Expects.NextDue()
+			due = st.Expects.PendingWithdrawals() > 0 || ok && now.After(next)
+		})
+		if !due {
+			break
+		}
+		res, err := w.l.Sweep(ctx, w.cfg.SweepMax)
+		if err != nil {
+			return rep, fmt.Errorf("sweep expectations: %w", err)
+		}
+		for _, r := range res {
+			switch r.Type {
+			case expect.TypeLapse:
+				rep.Lapses++
+			case expect.TypeWithdraw:
+				rep.Withdrawals++
+			}
+		}
+		if len(res) < w.cfg.SweepMax {
+			break
+		}
+	}
+	// 2. Claims: deadline facts.
+	res, err := w.l.SweepClaims(ctx, w.cfg.ClaimMax)
+	rep.ClaimFacts = len(res)
+	if err != nil {
+		return rep, fmt.Errorf("sweep claims: %w", err)
+	}
+	// 3. Read what the log gained (ours and other processes'): lapses to
+	// deliver and promises whose ladder may have changed.
+	touched, err := w.follow()
+	if err != nil {
+		return rep, err
+	}
+	// 4. Promises: the notices due, from the ladder index.
+	var notices []delivery
+	w.l.Read(func(st *ledger.State, _ store.Position) {
+		for id := range touched {
+			w.ladders.track(st.Promises, w.j.Sent, id)
+		}
+		for _, id := range w.ladders.due(now, w.cfg.DeliverMax) {
+			p, ok := st.Promises.Get(id)
+			if !ok {
+				continue
+			}
+			for _, n := range w.ladders.owed(id, now, w.j.Sent) {
+				notices = append(notices, noticeDelivery(w.ladders.rungs, p, n, now))
+			}
+		}
+	})
+	// 5. Deliver.
+	if err := w.deliver(ctx, notices, &rep); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// follow reads the log from the cursor: lapse records join the outbox;
+// promise records name the promises to re-track. It refreshes the ledger
+// afterwards, so the state consulted is at least as new as what was read.
+func (w *Watcher) follow() (map[string]struct{}, error) {
+	var lapses []expect.Event
+	touched := map[string]struct{}{}
+	pos, _, err := w.l.Log().Scan(w.cursor, func(e store.Entry) error {
+		typ, err := promise.PeekType(e.Line)
+		if err != nil {
+			return nil
+		}
+		switch {
+		case typ == expect.TypeLapse:
+			if ev, err := expect.Decode(e.Line); err == nil {
+				lapses = append(lapses, ev)
+			}
+		case promise.Known(typ):
+			if ev, err := promise.Decode(e.Line); err == nil {
+				touched[ev.ID] = struct{}{}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read log: %w", err)
+	}
+	w.cursor = pos
+	if err := w.l.Refresh(); err != nil {
+		return nil, err
+	}
+	if len(lapses) > 0 {
+		w.l.Read(func(st *ledger.State, _ store.Position) {
+			for _, ev := range lapses {
+				lv := expect.LapseView{
+					LapseID: ev.Lapse.LapseID, ExpectationID: ev.Lapse.ExpectationID, Lapse: ev.Lapse.Kind,
+					DueAt: ev.Lapse.DueAt, LapsedAt: ev.Lapse.LapsedAt, NoticedAt: ev.TS, By: ev.Lapse.By,
+				}
+				if w.j.Sent(lv.LapseID) {
+					continue
+				}
+				w.outbox = append(w.outbox, lapseDelivery(st, lv))
+			}
+		})
+	}
+	return touched, nil
+}
+
+// deliver sends the outbox's lapses and the notices under the journal's
+// lock, journaling each delivered key. Nothing is locked when there is
+// nothing to send.
+func (w *Watcher) deliver(ctx context.Context, notices []delivery, rep *Report) error {
+	if len(w.outbox) == 0 && len(notices) == 0 {
+		return nil
+	}
+	all := append(w.outbox, notices...)
+	w.outbox = nil
+	if len(all) > w.cfg.DeliverMax {
+		for _, d := range all[w.cfg.DeliverMax:] {
+			if d.kind == KindLapse {
+				w.outbox = append(w.outbox, d)
+				rep.Waiting++
+			}
+		}
+		all = all[:w.cfg.DeliverMax]
+	}
+	if err := w.j.Lock(ctx); err != nil {
+		w.outbox = append(w.outbox, lapsesOf(all)...)
+		return err
+	}
+	defer w.j.Unlock()
+	promises := map[string]struct{}{}
+	for i, d := range all {
+		if d.promise != "" {
+			promises[d.promise] = struct{}{}
+		}
+		if w.j.Sent(d.key) {
+			continue // another watcher delivered it
+		}
+		if err := w.send(ctx, d); err != nil {
+			rep.Failed++
+			w.cfg.Logger.Warn("delivery failed; it is retried on the next sweep", "key", d.key, "err", err)
+			if d.kind == KindLapse {
+				w.outbox = append(w.outbox, d)
+			}
+			if ctx.Err() != nil {
+				w.outbox = append(w.outbox, lapsesOf(all[i+1:])...)
+				break
+			}
+			continue
+		}
+		if err := w.j.Record(JournalEntry{Key: d.key, Kind: d.kind, DueAt: d.dueAt, SentAt: w.l.Now()}); err != nil {
+			w.outbox = append(w.outbox, lapsesOf(all[i+1:])...)
+			return err
+		}
+		rep.Delivered++
+	}
+	// Move each notified promise to its next undelivered rung.
+	w.l.Read(func(st *ledger.State, _ store.Position) {
+		for id := range promises {
+			w.ladders.trackOne(st.Promises, w.j.Sent, id)
+		}
+	})
+	return nil
+}
+
+func lapsesOf(ds []delivery) []delivery {
+	var out []delivery
+	for _, d := range ds {
+		if d.kind == KindLapse {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// send delivers d to every sink; the first failure stops it.
+func (w *Watcher) send(ctx context.Context, d delivery) error {
+	for _, s := range w.cfg.Sinks {
+		if err := s.Deliver(ctx, d.key, d.doc); err != nil {
+			return fmt.Errorf("%s: %w", s.Name(), err)
+		}
+	}
+	return nil
+}
+
+// Run sweeps every interval until ctx ends, then returns nil. A sweep in
+// progress when ctx ends is finished (its ledger writes and journal lines
+// complete); report is called after each sweep.
+func (w *Watcher) Run(ctx context.Context, every time.Duration, report func(Report, error)) error {
+	if every <= 0 {
+		return fmt.Errorf("watch: interval %v must be positive", every)
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		rep, err := w.Sweep(context.WithoutCancel(ctx))
+		if report != nil {
+			report(rep, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// LapseNotice is the document delivered for a lapse.
+type LapseNotice struct {
+	SchemaVersion int               `json:"schema_version"`
+	Kind          string            `json:"kind"` // "lapse"
+	Key           string            `json:"key"`  // the lapse id: the idempotency key
+	Lapse         expect.LapseView  `json:"lapse"`
+	Expectation   *ExpectationBrief `json:"expectation,omitempty"`
+}
+
+// ExpectationBrief is what a lapse notice says of its expectation: enough to
+// route it to the agent that answers for it.
+type ExpectationBrief struct {
+	ExpectationID string         `json:"expectationId"`
+	Kind          string         `json:"kind"`
+	Subject       expect.Subject `json:"subject"`
+	Expects       string         `json:"expects,omitempty"`
+	By            string         `json:"by"`
+	Basis         expect.Basis   `json:"basis"`
+	Origin        *expect.Origin `json:"origin,omitempty"`
+	State         string         `json:"state"`
+}
+
+func lapseDelivery(st *ledger.State, lv expect.LapseView) delivery {
+	n := LapseNotice{SchemaVersion: SchemaVersion, Kind: KindLapse, Key: lv.LapseID, Lapse: lv}
+	if v, ok := st.Expects.Expectation(lv.ExpectationID); ok {
+		n.Expectation = &ExpectationBrief{
+			ExpectationID: v.ExpectationID, Kind: v.Kind, Subject: v.Subject, Expects: v.Expects,
+			By: v.By, Basis: v.Basis, Origin: v.Origin, State: v.State,
+		}
+	}
+	doc, _ := json.Marshal(n)
+	return delivery{key: lv.LapseID, kind: KindLapse, dueAt: lv.LapsedAt, doc: doc}
+}
+
+// PromiseNotice is the document delivered for one rung of a promise's
+// ladder. The ledger records none of it.
+type PromiseNotice struct {
+	SchemaVersion int       `json:"schema_version"`
+	Kind          string    `json:"kind"` // "promise.notice"
+	Key           string    `json:"key"`  // NoticeKey: the idempotency key
+	Promise       string    `json:"promise"`
+	Text          string    `json:"text"`
+	Horizon       int       `json:"horizon"` // 1: the declared deadline; n+1 after n amends
+	Rung          int       `json:"rung"`
+	To            Recipient `json:"to"`        // debtor | creditor
+	Recipient     string    `json:"recipient"` // the debtor's or creditor's identity
+	Debtor        string    `json:"debtor"`
+	Creditor      string    `json:"creditor"`
+	Deadline      time.Time `json:"deadline"`
+	DueAt         time.Time `json:"dueAt"`     // deadline + the rung's offset
+	NoticedAt     time.Time `json:"noticedAt"` // the sweep that sent it
+	OverdueBy     string    `json:"overdueBy"` // ISO 8601, now - deadline
+}
+
+func noticeDelivery(rungs []Rung, p *promise.Promise, n pendingNotice, now time.Time) delivery {
+	r := rungs[n.rung]
+	recipient := p.By
+	if r.To == Creditor {
+		recipient = p.To
+	}
+	deadline := n.dueAt.Add(-r.After)
+	doc, _ := json.Marshal(PromiseNotice{
+		SchemaVersion: SchemaVersion, Kind: KindNotice, Key: n.key, Promise: p.ID, Text: p.Text,
+		Horizon: n.horizon, Rung: n.rung, To: r.To, Recipient: recipient, Debtor: p.By, Creditor: p.To,
+		Deadline: deadline, DueAt: n.dueAt, NoticedAt: now, OverdueBy: expect.FormatDuration(now.Sub(deadline)),
+	})
+	return delivery{key: n.key, kind: KindNotice, dueAt: n.dueAt, doc: doc, promise: p.ID}
+}
