@@ -363,10 +363,10 @@ func newFact(g *global) *cobra.Command {
 	var o expectWrite
 	var subject, at string
 	c := &cobra.Command{
-		Use:   "fact KEY --subject TYPE:ID [--at TIME]",
-		Short: "Record that KEY was observed on a subject; an expectation with that exact fact key is satisfied",
+		Use:     "fact KEY --subject TYPE:ID [--at TIME]",
+		Short:   "Record that KEY was observed on a subject; an expectation with that exact fact key is satisfied",
 		Example: `  tally fact shipment.departed:PA-2026-0901 --subject shipment:PA-2026-0901 --at 2026-09-11T04:00:00Z --as carrier-feed`,
-		Args: cobra.ExactArgs(1),
+		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if subject == "" {
 				return usagef("subject: required (--subject TYPE:ID)")
