@@ -518,4 +518,6 @@ func writeClaimGraph(w io.Writer, format string, nodes []claim.Summary, edges []
 }
 
 // refuseUnknownClaim is the refusal for a verb naming no known claim.
-func refuseUnknownClaim(id string) error { return rule.NotFoundf("claim", "no claim "+strconv.Quote(id)) }
+func refuseUnknownClaim(id string) error {
+	return rule.NotFoundf("claim", "no claim "+strconv.Quote(id))
+}
