@@ -21,7 +21,7 @@ type settable struct {
 	t  time.Time
 }
 
-func (s *settable) now() time.Time   { s.mu.Lock(); defer s.mu.Unlock(); return s.t }
+func (s *settable) now() time.Time  { s.mu.Lock(); defer s.mu.Unlock(); return s.t }
 func (s *settable) set(t time.Time) { s.mu.Lock(); s.t = t; s.mu.Unlock() }
 
 func clockConfig(c *settable) Config {
