@@ -711,6 +711,14 @@ func (s *State) applyFact(ts time.Time, f *Fact) {
 }
 
 func (s *State) applyLapse(m Meta, ts time.Time, l *Lapse) {
+	// Only a lapse the log authenticates as appended by the identity it
+	// names is folded: one imported from another tool's file (no appender)
+	// or written by anyone else in the timekeeper's name is kept in the log
+	// but changes nothing. Decide alone admits the timekeeper, so this
+	// holds whatever the configuration was when the log was written.
+	if m.Actor == "" || m.Actor != l.By {
+		return
+	}
 	x := s.byID[l.ExpectationID]
 	if x == nil || x.life == Withdrawn || x.life == Superseded {
 		return
