@@ -78,8 +78,8 @@
 //	{"ts":"2026-09-11T04:10:00Z","type":"fact","factKey":"shipment.departed:PA-2026-0901","subject":{"type":"shipment","id":"PA-2026-0901"},"at":"2026-09-11T04:00:00Z","by":"carrier-feed"}
 //
 // lapse — the timekeeper commits a lapse; ts is when it was noticed. Apply
-folds it only when the log's appender (Meta.Actor) is the identity in "by":
-an imported or forged lapse stays in the log and changes nothing.
+// folds it only when the log's appender (Meta.Actor) is the identity in "by":
+// an imported or forged lapse stays in the log and changes nothing.
 // Members: lapseId, expectationId, lapse (overdue|skipped|stalled), dueAt
 // (the due time in force), lapsedAt (when the condition became true), by:
 //
