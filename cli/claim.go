@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -88,12 +89,19 @@ func jsonKind(k string) string {
 
 // docFields lists a document's member names from its json tags.
 func docFields(doc any) []string {
-	b, _ := json.Marshal(doc)
-	var m map[string]json.RawMessage
-	_ = json.Unmarshal(b, &m)
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+	t := reflect.TypeOf(doc)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var out []string
+	if t.Kind() != reflect.Struct {
+		return out
+	}
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			out = append(out, name)
+		}
 	}
 	sort.Strings(out)
 	return out

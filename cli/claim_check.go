@@ -368,6 +368,9 @@ func newCheckRun(g *global) *cobra.Command {
 			if !ok {
 				return usagef("validator: check %s names %q, which this tally cannot run (it runs %s); report its verdict with `tally check report`", d.Check, val.Name, strings.Join(validate.Names(), ", "))
 			}
+			if runner.Name() == "command" && strings.TrimSpace(d.Command) == "" {
+				return usagef("command: required: check %s runs the command validator (exit 0 → pass)", d.Check)
+			}
 			a, ok := lookupArtifact(l, d.Claim, d.Artifact)
 			if !ok {
 				return rule.NotFoundf("artifact", "claim "+d.Claim+" has no artifact "+strconv.Quote(d.Artifact))

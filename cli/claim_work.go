@@ -205,6 +205,9 @@ func newTestamentClose(g *global) *cobra.Command {
 				if err := need("testament", d.Testament); err != nil {
 					return err
 				}
+				if d.Outcome == "" {
+					d.Outcome = string(claim.Complete)
+				}
 				if d.Generation == 0 {
 					return usagef("generation: required: the receipt generation you hold")
 				}
