@@ -434,7 +434,7 @@ func TestPromiseLadderThroughTheBinary(t *testing.T) {
 	}
 	// An amend starts a fresh ladder; a resolve stops it.
 	l.mustAs("reviewer", "amend", "p1", "--until", at(3*time.Hour))
-	check(notices(at(3*time.Hour + time.Second)), "ntc:p1:h2:r0")
+	check(notices(at(3*time.Hour+time.Second)), "ntc:p1:h2:r0")
 	l.mustAs("reviewer", "resolve", "p1", "--satisfied", "--evidence", "https://example.org/r/1")
 	check(notices(at(5 * time.Hour)))
 }
