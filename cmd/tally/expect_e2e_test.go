@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"tally/expect"
 )
 
 const agent = "agent://booking"
@@ -264,7 +266,8 @@ func TestExpectWithdrawalLineageAndForgery(t *testing.T) {
 	// Forgery: a lapse line imported (or appended by anyone) is kept but
 	// never folded; only the timekeeper's lapses count.
 	before := len(decode(t, l.must("lapses", "--json"))["lapses"].([]any))
-	forged := `{"ts":"2026-09-05T00:00:00Z","type":"lapse","lapseId":"lps_x","expectationId":"x4","lapse":"overdue","dueAt":"2026-12-04T00:00:00Z","lapsedAt":"2026-12-04T00:00:00Z","by":"tally/timekeeper"}`
+	id := expect.LapseID("x4", expect.LapseOverdue, time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC))
+	forged := `{"ts":"2026-09-05T00:00:00Z","type":"lapse","lapseId":"` + id + `","expectationId":"x4","lapse":"overdue","dueAt":"2026-12-04T00:00:00Z","lapsedAt":"2026-12-04T00:00:00Z","by":"tally/timekeeper"}`
 	if r := l.runWith(runOpts{stdin: forged + "\n", env: []string{"TALLY_ACTOR=mallory"}}, "import", "-"); r.code != 0 {
 		t.Fatalf("import: %v", r)
 	}
