@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tally/jsondoc"
 	"tally/ledger"
 	"tally/rule"
 	"tally/store"
@@ -25,7 +26,7 @@ import (
 const Version = "0.1.0"
 
 // SchemaVersion is carried by every --json document.
-const SchemaVersion = 1
+const SchemaVersion = jsondoc.SchemaVersion
 
 // ExitCode is what the process returns: 0 ok, 1 refused or failed, 2 usage.
 type ExitCode int
@@ -222,6 +223,7 @@ func newRoot(g *global) *cobra.Command {
 		newInit(g), newPromise(g), newAmend(g), newResolve(g), newAssess(g),
 		newShow(g), newLs(g), newOwed(g), newGraph(g),
 		newExport(g), newImport(g), newVerify(g), newVersion(g), newDemo(g),
+		newServe(g), newToken(g),
 	)
 	// Each family adds its verbs from its own file.
 	addClaimCommands(root, g)

@@ -3,84 +3,30 @@ package cli
 import (
 	"fmt"
 	"io"
-	"regexp"
-	"strconv"
 	"strings"
+	"tally/jsondoc"
 	"text/tabwriter"
 	"time"
 
 	"tally/promise"
-	"tally/wire"
 )
 
-// writeJSONDoc writes {"schema_version":1,<members>} and a newline; members
-// is a list of already-encoded "name":value pairs in order.
-func writeJSONDoc(w io.Writer, members ...string) error {
-	b := make([]byte, 0, 256)
-	b = append(b, `{"schema_version":`...)
-	b = strconv.AppendInt(b, SchemaVersion, 10)
-	for _, m := range members {
-		b = append(b, ',')
-		b = append(b, m...)
-	}
-	b = append(b, '}', '\n')
-	_, err := w.Write(b)
+// writeJSONDoc writes one --json document.
+func writeJSONDoc(w io.Writer, members ...jsondoc.Member) error {
+	_, err := w.Write(jsondoc.Doc(members...))
 	return err
 }
 
-// member encodes one "name":value pair; value is raw JSON.
-func member(name string, value []byte) string {
-	return string(wire.AppendString(nil, name)) + ":" + string(value)
-}
+func member(name string, value []byte) jsondoc.Member { return jsondoc.M(name, value) }
 
-func jsonString(s string) []byte { return wire.AppendString(nil, s) }
+func jsonString(s string) []byte { return jsondoc.S(s) }
 
-func writeJSONError(w io.Writer, msg, code string) {
-	_ = writeJSONDoc(w, member("error", jsonString(msg)), member("code", jsonString(code)))
-}
-
-var dayPart = regexp.MustCompile(`^(-?)(\d+)d(.*)$`)
+func writeJSONError(w io.Writer, msg, code string) { w.Write(jsondoc.Error(msg, code)) }
 
 // parseUntil reads a deadline: RFC 3339, or a duration from now such as
-// 90m, 2h, 3d or 1d12h.
+// 90m, 2h, 3d or 1d12h (the rule lives in the promise core).
 func parseUntil(field, v string, now time.Time) (time.Time, error) {
-	if v == "" {
-		return time.Time{}, usagef("%s: required (RFC 3339 such as 2026-09-01T17:00:00Z, or a duration from now such as 90m, 2h, 3d)", field)
-	}
-	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return t.UTC(), nil
-	}
-	if d, ok := parseDuration(v); ok {
-		return now.Add(d).UTC().Truncate(time.Second), nil
-	}
-	return time.Time{}, usagef("%s: %q is neither RFC 3339 (2026-09-01T17:00:00Z) nor a duration (90m, 2h, 3d)", field, v)
-}
-
-func parseDuration(v string) (time.Duration, bool) {
-	var days int64
-	neg := false
-	if m := dayPart.FindStringSubmatch(v); m != nil {
-		n, err := strconv.ParseInt(m[2], 10, 64)
-		if err != nil || n > 100000 {
-			return 0, false
-		}
-		days, neg, v = n, m[1] == "-", m[3]
-		if v == "" {
-			v = "0s"
-		}
-		if strings.HasPrefix(v, "-") {
-			return 0, false
-		}
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return 0, false
-	}
-	d += time.Duration(days) * 24 * time.Hour
-	if neg {
-		d = -d
-	}
-	return d, true
+	return promise.ParseDeadline(field, v, now)
 }
 
 // parseNow reads --now (RFC 3339); empty means the clock.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"tally/jsondoc"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -47,16 +48,8 @@ func (g *global) views(o readOptions, keep func(*promise.Promise, *promise.View)
 }
 
 func writeViewList(w io.Writer, name string, vs []promise.View, now time.Time) error {
-	b := make([]byte, 0, 512*len(vs)+64)
-	b = append(b, '[')
-	for i := range vs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = vs[i].AppendJSON(b)
-	}
-	b = append(b, ']')
-	return writeJSONDoc(w, member("now", jsonString(promise.FormatTime(now))), member(name, b))
+	_, err := w.Write(jsondoc.PromiseList(now, name, vs))
+	return err
 }
 
 func newShow(g *global) *cobra.Command {
@@ -76,7 +69,8 @@ func newShow(g *global) *cobra.Command {
 			}
 			v := vs[0]
 			if g.json {
-				return writeJSONDoc(g.io.Out, member("now", jsonString(promise.FormatTime(now))), member("promise", v.AppendJSON(nil)))
+				_, err := g.io.Out.Write(jsondoc.PromiseShow(now, &v))
+				return err
 			}
 			printShow(g.io.Out, &v, now, g.color())
 			return nil
@@ -284,16 +278,7 @@ func newOwed(g *global) *cobra.Command {
 	return c
 }
 
-func viewArray(vs []promise.View) []byte {
-	b := []byte{'['}
-	for i := range vs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = vs[i].AppendJSON(b)
-	}
-	return append(b, ']')
-}
+func viewArray(vs []promise.View) []byte { return jsondoc.ViewArray(vs) }
 
 func newGraph(g *global) *cobra.Command {
 	var o readOptions

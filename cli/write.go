@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"tally/jsondoc"
 
 	"github.com/spf13/cobra"
 
@@ -54,11 +55,8 @@ func (g *global) submit(c *cobra.Command, cmd promise.Command, actor string, o w
 		view = st.Promises.View(p, now)
 	})
 	if g.json {
-		warn := wire.AppendStrings(nil, res.Warnings)
-		if res.Warnings == nil {
-			warn = []byte("[]")
-		}
-		return writeJSONDoc(g.io.Out, member("seq", []byte(fmt.Sprint(res.Seq))), member("promise", view.AppendJSON(nil)), member("warnings", warn))
+		_, err := g.io.Out.Write(jsondoc.PromiseWrite(res.Seq, &view, res.Warnings))
+		return err
 	}
 	for _, w := range res.Warnings {
 		fmt.Fprintln(g.io.Err, "warning: "+w)

@@ -5,6 +5,7 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -18,6 +19,7 @@ import (
 	"tally/expect"
 	"tally/promise"
 	"tally/store"
+	"tally/wire"
 )
 
 // Config tunes a ledger. The zero value is not valid: start from
@@ -42,6 +44,18 @@ type Config struct {
 	// LineageMax bounds an expectation's lineage of extensions (past it only
 	// a person extends).
 	LineageMax int
+	// Observe, if set, is told about every commit (for metrics).
+	Observe func(CommitInfo)
+	// IdempotencyWindow is how long a request id's response is retained; a
+	// retry older than that is refused (RequestHistoryExpired), never run again.
+	IdempotencyWindow time.Duration
+}
+
+// CommitInfo describes one group commit.
+type CommitInfo struct {
+	Requests int           // commands in the batch
+	Records  int           // lines appended
+	Fsync    time.Duration // write + fsync time
 }
 
 // DefaultTimekeeper is the watcher's identity unless configured otherwise.
@@ -62,6 +76,7 @@ func DefaultConfig() Config {
 		Limits: promise.DefaultLimits(), Now: time.Now, Logger: slog.Default(),
 		CheckpointMin: 2048, BatchMax: 1024, LockTimeout: 30 * time.Second,
 		Timekeeper: DefaultTimekeeper, LineageMax: expect.DefaultConfig().LineageMax,
+		IdempotencyWindow: 24 * time.Hour,
 	}
 }
 
@@ -80,6 +95,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("ledger config: LockTimeout %v must be positive", c.LockTimeout)
 	case c.Timekeeper == "":
 		return errors.New("ledger config: Timekeeper is empty")
+	case c.IdempotencyWindow <= 0:
+		return fmt.Errorf("ledger config: IdempotencyWindow %v must be positive", c.IdempotencyWindow)
 	}
 	if err := c.expectConfig().Validate(); err != nil {
 		return fmt.Errorf("ledger config: %w", err)
@@ -102,7 +119,27 @@ type Ledger struct {
 	queue      []*request
 	committing bool
 
-	stats Stats // guarded by mu
+	stats  Stats         // guarded by mu
+	notify chan struct{} // closed and replaced at each change of pos; guarded by mu
+}
+
+// Changed returns a channel closed the next time the ledger's position
+// moves (a commit here, or a Refresh that folded lines from elsewhere).
+func (l *Ledger) Changed() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.notify == nil {
+		l.notify = make(chan struct{})
+	}
+	return l.notify
+}
+
+// moved wakes waiters after pos changed. Called with mu held.
+func (l *Ledger) moved() {
+	if l.notify != nil {
+		close(l.notify)
+		l.notify = nil
+	}
 }
 
 // Stats counts what the ledger has done since it was opened.
@@ -176,8 +213,12 @@ func (l *Ledger) Refresh() error {
 }
 
 func (l *Ledger) refreshLocked() error {
+	before := l.pos.Seq
 	pos, _, err := l.log.Scan(l.pos, l.st.apply)
 	l.pos = pos
+	if pos.Seq != before {
+		l.moved()
+	}
 	return err
 }
 
@@ -239,11 +280,14 @@ type Result struct {
 // request is one queued command. decide runs under the log's lock against
 // the current state; it returns the records to append.
 type request struct {
-	opts   WriteOptions
-	decide func(st *State, now time.Time) ([]pending, []string, error)
-	res    []Result
-	err    error
-	done   chan struct{}
+	opts     WriteOptions
+	decide   func(st *State, now time.Time) ([]pending, []string, error)
+	idem     *Idempotency
+	res      []Result
+	response []byte // the recorded response of an idempotent request
+	replayed bool   // the response is a retry's: nothing was appended
+	err      error
+	done     chan struct{}
 }
 
 type pending struct {
@@ -370,6 +414,28 @@ func (l *Ledger) submit(ctx context.Context, req *request) ([]Result, error) {
 	}
 	l.committing = true
 	l.qmu.Unlock()
+	var inflight []*request
+	defer func() {
+		// A panic in a commit (a broken invariant) must not wedge every
+		// later writer: release the queue, fail the batch, rebuild the state.
+		if p := recover(); p != nil {
+			l.mu.Lock()
+			l.stale = true
+			l.mu.Unlock()
+			l.qmu.Lock()
+			l.committing = false
+			l.qmu.Unlock()
+			for _, r := range inflight {
+				select {
+				case <-r.done:
+				default:
+					r.err, r.res = fmt.Errorf("ledger: internal error: %v", p), nil
+					close(r.done)
+				}
+			}
+			panic(p)
+		}
+	}()
 	for {
 		l.qmu.Lock()
 		n := min(len(l.queue), l.cfg.BatchMax)
@@ -382,6 +448,7 @@ func (l *Ledger) submit(ctx context.Context, req *request) ([]Result, error) {
 		copy(batch, l.queue)
 		l.queue = l.queue[n:]
 		l.qmu.Unlock()
+		inflight = batch
 		l.commit(ctx, batch)
 	}
 	<-req.done
@@ -424,6 +491,9 @@ func (l *Ledger) commit(ctx context.Context, batch []*request) {
 	now := l.cfg.Now()
 	accepted := 0
 	for _, r := range batch {
+		if l.checkIdempotency(r, now) {
+			continue
+		}
 		recs, warn, err := r.decide(l.st, now)
 		if err != nil {
 			r.err = err
@@ -453,6 +523,23 @@ func (l *Ledger) commit(ctx context.Context, batch []*request) {
 			}
 			r.res = append(r.res, Result{Seq: seq, Type: p.typ, Event: p.ev, Line: line, Warnings: warn})
 		}
+		if r.err == nil && r.idem != nil {
+			// The response is recorded inside one log line: compact JSON.
+			r.response = bytes.TrimSpace(r.idem.Render(l.st, r.res))
+			if !wire.Valid(r.response) || bytes.IndexByte(r.response, '\n') >= 0 {
+				panic("ledger: an idempotent response must be one line of JSON")
+			}
+			rec := store.Record{Body: requestRecord(now, r.idem, len(r.res), r.response), Actor: r.opts.Actor, RequestID: r.opts.RequestID}
+			seq, err := tx.Append(rec)
+			if err != nil {
+				panic(fmt.Sprintf("ledger: request record does not fit a line: %v", err))
+			}
+			line := lastLine(tx.Lines())
+			off := tx.Pending().Offset - int64(len(line)) - 1
+			if err := l.st.apply(store.Entry{Line: line, Env: store.Envelope{Seq: seq, Actor: rec.Actor}, Offset: off}); err != nil {
+				panic(fmt.Sprintf("ledger: a request record it just wrote does not fold: %v", err))
+			}
+		}
 		if r.err == nil {
 			accepted++
 		}
@@ -462,13 +549,19 @@ func (l *Ledger) commit(ctx context.Context, batch []*request) {
 		finish(nil)
 		return
 	}
+	records := int(tx.Pending().Seq - l.pos.Seq)
+	started := time.Now()
 	pos, err = tx.Commit()
 	if err != nil {
 		l.stale = true // the state folded records that are not on disk
 		finish(err)
 		return
 	}
+	if l.cfg.Observe != nil {
+		l.cfg.Observe(CommitInfo{Requests: len(batch), Records: records, Fsync: time.Since(started)})
+	}
 	l.pos = pos
+	l.moved()
 	l.stats.Commits++
 	for _, r := range batch {
 		l.stats.Appended += uint64(len(r.res))

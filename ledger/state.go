@@ -25,6 +25,10 @@ type State struct {
 	// cannot read (written by a newer or foreign tool).
 	Skipped map[string]*SkipCount
 
+	// requests is the idempotency table: (principal, request id) → the
+	// command's digest and recorded response.
+	requests map[string]*requestEntry
+
 	// refolds locates the lines of families whose state has no snapshot
 	// codec, so a checkpoint can re-fold just those lines on load instead
 	// of the whole log.
@@ -90,6 +94,11 @@ func (s *State) apply(e store.Entry) error {
 			return s.decodeFailed(typ, e, err)
 		}
 		s.Expects.Apply(expect.Meta{Seq: e.Env.Seq, Actor: actorOf(e.Env, ""), TS: ev.TS}, ev)
+		s.refolds = append(s.refolds, lineRef{Offset: e.Offset, Size: uint32(len(e.Line)), Seq: e.Env.Seq})
+	case typ == TypeRequest:
+		if err := s.applyRequest(e); err != nil {
+			return fmt.Errorf("line %d: %w", e.Env.Seq, err)
+		}
 		s.refolds = append(s.refolds, lineRef{Offset: e.Offset, Size: uint32(len(e.Line)), Seq: e.Env.Seq})
 	default:
 		if !wire.Valid(e.Line) {

@@ -3,6 +3,7 @@ package promise
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -332,4 +333,49 @@ func itoa(n int) string {
 		n /= 10
 	}
 	return string(b[i:])
+}
+
+// ParseDeadline reads a deadline as the CLI and the server accept it: RFC
+// 3339, or a duration from now such as 90m, 2h, 3d or 1d12h. The result is
+// UTC; a duration's result is truncated to the second.
+func ParseDeadline(field, v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, rule.Invalidf(field, "required (RFC 3339 such as 2026-09-01T17:00:00Z, or a duration from now such as 90m, 2h, 3d)")
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t.UTC(), nil
+	}
+	if d, ok := parseDuration(v); ok {
+		return now.Add(d).UTC().Truncate(time.Second), nil
+	}
+	return time.Time{}, rule.Invalidf(field, strconv.Quote(v)+" is neither RFC 3339 (2026-09-01T17:00:00Z) nor a duration (90m, 2h, 3d)")
+}
+
+// parseDuration extends time.ParseDuration with a leading day count (3d, 1d12h).
+func parseDuration(v string) (time.Duration, bool) {
+	neg := strings.HasPrefix(v, "-")
+	rest := strings.TrimPrefix(v, "-")
+	var days int64
+	if i := strings.IndexByte(rest, 'd'); i > 0 {
+		n, err := strconv.ParseInt(rest[:i], 10, 64)
+		if err != nil || n > 100000 {
+			return 0, false
+		}
+		days, rest = n, rest[i+1:]
+		if rest == "" {
+			rest = "0s"
+		}
+		if strings.HasPrefix(rest, "-") || strings.HasPrefix(rest, "+") {
+			return 0, false
+		}
+	}
+	d, err := time.ParseDuration(rest)
+	if err != nil || d < 0 {
+		return 0, false
+	}
+	d += time.Duration(days) * 24 * time.Hour
+	if neg {
+		d = -d
+	}
+	return d, true
 }

@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"tally/auth"
+	"tally/server"
+	"tally/store"
+)
+
+func newServe(g *global) *cobra.Command {
+	var addr string
+	var insecure bool
+	c := &cobra.Command{
+		Use:   "serve [--addr 127.0.0.1:7420]",
+		Short: "Serve the ledger over HTTP: JSON API, event stream, metrics",
+		Long: "serve runs the ledger as a service on the embedded store: many tenant/session logs in one\n" +
+			"process, bearer tokens (tally token create) mapped to identities, idempotent writes\n" +
+			"(Idempotency-Key), Server-Sent Events, Prometheus /metrics, and /v1/openapi.json.",
+		Example: "  tally serve --dir /var/lib/tally --addr 127.0.0.1:7420",
+		Args:    cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			root, err := g.root()
+			if err != nil {
+				return err
+			}
+			cfg := server.DefaultConfig()
+			cfg.Addr, cfg.Root, cfg.Insecure = addr, g.abs(root), insecure
+			cfg.Logger = slog.New(slog.NewJSONHandler(g.io.Err, nil))
+			cfg.Ledger.Now = g.io.Now
+			cfg.Ledger.Logger = cfg.Logger
+			if insecure {
+				fmt.Fprintln(g.io.Err, "WARNING: --insecure-dev: no authentication; any client may act as any identity (X-Tally-Actor). Never expose this server.")
+			}
+			s, err := server.New(cfg)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(c.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return s.Serve(ctx, func(a string) {
+				fmt.Fprintf(g.io.Out, "tally serving %s on http://%s\n", cfg.Root, a)
+			})
+		},
+	}
+	c.Flags().StringVar(&addr, "addr", "127.0.0.1:7420", "address to listen on")
+	c.Flags().BoolVar(&insecure, "insecure-dev", false, "serve without authentication (development only; prints a warning)")
+	return c
+}
+
+func newToken(g *global) *cobra.Command {
+	c := &cobra.Command{Use: "token", Short: "Manage the bearer tokens the server accepts"}
+	var tenant, participant, role string
+	create := &cobra.Command{
+		Use:     "create --tenant T --participant URI [--role agent|person|timekeeper|admin]",
+		Short:   "Mint a token (printed once; only its hash is stored)",
+		Example: "  tally token create --tenant acme --participant https://example.org/agents/reviewer",
+		Args:    cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			st, err := g.tokenStore()
+			if err != nil {
+				return err
+			}
+			secret, tok, err := st.Create(tenant, participant, role, g.io.Now())
+			if err != nil {
+				return usageError{err}
+			}
+			if g.json {
+				return writeJSONDoc(g.io.Out, member("id", jsonString(tok.ID)), member("token", jsonString(secret)),
+					member("tenant", jsonString(tok.Tenant)), member("participant", jsonString(tok.Participant)), member("role", jsonString(tok.Role)))
+			}
+			fmt.Fprintln(g.io.Out, secret)
+			fmt.Fprintf(g.io.Err, "token %s for %s in tenant %s (role %s); it is shown only now\n", tok.ID, tok.Participant, tok.Tenant, tok.Role)
+			return nil
+		},
+	}
+	create.Flags().StringVar(&tenant, "tenant", "", "the tenant the token may act in")
+	create.Flags().StringVar(&participant, "participant", "", "the identity the token acts as")
+	create.Flags().StringVar(&role, "role", auth.RoleAgent, "agent, person, timekeeper or admin")
+	revoke := &cobra.Command{
+		Use:   "revoke ID",
+		Short: "Revoke a token; the server refuses it from the next request",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			st, err := g.tokenStore()
+			if err != nil {
+				return err
+			}
+			if err := st.Revoke(args[0], g.io.Now()); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.io.Out, "revoked %s\n", args[0])
+			return nil
+		},
+	}
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List tokens (never their secrets)",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			st, err := g.tokenStore()
+			if err != nil {
+				return err
+			}
+			toks, err := st.List()
+			if err != nil {
+				return err
+			}
+			t := newTable(g.io.Out)
+			fmt.Fprintln(t, "ID\tTENANT\tPARTICIPANT\tROLE\tCREATED\tREVOKED")
+			for _, k := range toks {
+				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%v\n", k.ID, k.Tenant, k.Participant, k.Role, k.Created.Format("2006-01-02T15:04:05Z"), k.Revoked)
+			}
+			return t.Flush()
+		},
+	}
+	c.AddCommand(create, revoke, ls)
+	return c
+}
+
+func (g *global) tokenStore() (*auth.Store, error) {
+	root, err := g.root()
+	if err != nil {
+		return nil, err
+	}
+	root = g.abs(root)
+	if !store.IsLedger(root) {
+		return nil, fmt.Errorf("%s is not a tally ledger: run `tally init` there first", root)
+	}
+	return auth.Open(root), nil
+}

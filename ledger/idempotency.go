@@ -1,0 +1,212 @@
+package ledger
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"tally/claim"
+	"tally/expect"
+	"tally/promise"
+	"tally/store"
+	"tally/wire"
+)
+
+// TypeRequest is the record that binds a request id to the command it
+// carried and the response it got. It is appended in the same transaction as
+// the records the request produced, so a retry after a crash either finds it
+// (and gets the same response) or finds nothing was done. Stored: do not rename.
+const TypeRequest = "tally.request"
+
+// Idempotency codes, as clients see them. Do not rename.
+const (
+	CodeIdempotencyConflict   = "IdempotencyConflict"
+	CodeRequestHistoryExpired = "RequestHistoryExpired"
+)
+
+// IdempotencyError refuses a retried request: its key was used for a
+// different command, or it is older than the retained history (and so is
+// never executed a second time).
+type IdempotencyError struct {
+	Code string
+	Key  string
+}
+
+func (e *IdempotencyError) Error() string {
+	if e.Code == CodeIdempotencyConflict {
+		return fmt.Sprintf("request id %q was already used for a different command", e.Key)
+	}
+	return fmt.Sprintf("request id %q is older than the retained request history; it is not executed again", e.Key)
+}
+
+// Idempotency makes a write safe to retry: the key (principal, request id)
+// is bound to the command's digest, and the response Render produces on the
+// first execution is recorded and returned, byte for byte, to every retry.
+type Idempotency struct {
+	Principal string
+	Key       string
+	Digest    [32]byte
+	// Render makes the response from the state and the records just
+	// appended. It runs under the session lock; it must be quick and must
+	// not keep references to st.
+	Render func(st *State, res []Result) []byte
+}
+
+type requestEntry struct {
+	digest   [32]byte
+	response []byte
+	at       int64 // unix nanoseconds of the first execution
+}
+
+func requestKey(principal, key string) string { return principal + "\x00" + key }
+
+// Command is one command of any family, for Execute.
+type Command struct {
+	Promise promise.Command
+	Claim   claim.Command
+	Expect  expect.Command
+	Human   bool // the actor is a person (expectations past the lineage bound)
+}
+
+// Execute runs cmd as opts.Actor. With idem set, it is idempotent: a retry
+// with the same key and digest returns the recorded response and replayed
+// true, appending nothing. The recorded response is Render's output with
+// surrounding whitespace removed (it is stored inside one log line).
+func (l *Ledger) Execute(ctx context.Context, cmd Command, opts WriteOptions, idem *Idempotency) (res []Result, response []byte, replayed bool, err error) {
+	req := &request{opts: opts, idem: idem}
+	switch {
+	case cmd.Promise != nil:
+		c := cmd.Promise
+		req.decide = func(st *State, now time.Time) ([]pending, []string, error) {
+			if d, ok := c.(promise.Declare); ok && d.ID == "" {
+				for {
+					d.ID = MintID()
+					if _, taken := st.Promises.Get(d.ID); !taken {
+						break
+					}
+				}
+				c = d
+			}
+			ev, warn, err := st.Promises.Decide(l.cfg.Limits, opts.Actor, now, c)
+			if err != nil {
+				return nil, nil, err
+			}
+			return []pending{promisePending(ev)}, warn, nil
+		}
+	case cmd.Claim != nil:
+		req.decide = func(st *State, now time.Time) ([]pending, []string, error) {
+			evs, err := st.Claims.Decide(opts.Actor, now, cmd.Claim)
+			if err != nil {
+				return nil, nil, err
+			}
+			out := make([]pending, len(evs))
+			for i, ev := range evs {
+				out[i] = pending{typ: ev.Type, body: ev.Encode()}
+			}
+			return out, nil, nil
+		}
+	case cmd.Expect != nil:
+		req.decide = func(st *State, now time.Time) ([]pending, []string, error) {
+			evs, err := st.Expects.Decide(opts.Actor, cmd.Human, now, cmd.Expect)
+			if err != nil {
+				return nil, nil, err
+			}
+			out := make([]pending, len(evs))
+			for i, ev := range evs {
+				out[i] = pending{typ: ev.Type, body: ev.Encode()}
+			}
+			return out, nil, nil
+		}
+	default:
+		return nil, nil, false, errors.New("execute: empty command")
+	}
+	res, err = l.submit(ctx, req)
+	return res, req.response, req.replayed, err
+}
+
+// checkIdempotency looks the request up before it is decided. It reports
+// whether the request is settled (replayed or refused) without deciding.
+func (l *Ledger) checkIdempotency(r *request, now time.Time) bool {
+	if r.idem == nil {
+		return false
+	}
+	e, ok := l.st.requests[requestKey(r.idem.Principal, r.idem.Key)]
+	if !ok {
+		return false
+	}
+	switch {
+	case now.UnixNano()-e.at > l.cfg.IdempotencyWindow.Nanoseconds():
+		r.err = &IdempotencyError{Code: CodeRequestHistoryExpired, Key: r.idem.Key}
+	case e.digest != r.idem.Digest:
+		r.err = &IdempotencyError{Code: CodeIdempotencyConflict, Key: r.idem.Key}
+	default:
+		r.response, r.replayed = e.response, true
+	}
+	return true
+}
+
+// requestRecord encodes the tally.request record for an executed request.
+func requestRecord(now time.Time, idem *Idempotency, n int, response []byte) []byte {
+	b := make([]byte, 0, 128+len(response))
+	b = append(b, `{"ts":`...)
+	b = wire.AppendString(b, promise.FormatTime(now.UTC().Truncate(time.Second)))
+	b = append(b, `,"type":"`+TypeRequest+`","principal":`...)
+	b = wire.AppendString(b, idem.Principal)
+	b = append(b, `,"key":`...)
+	b = wire.AppendString(b, idem.Key)
+	b = append(b, `,"digest":"`...)
+	b = hex.AppendEncode(b, idem.Digest[:])
+	b = append(b, `","records":`...)
+	b = fmt.Appendf(b, "%d", n)
+	b = append(b, `,"response":`...)
+	b = append(b, response...)
+	return append(b, '}')
+}
+
+// applyRequest folds a tally.request record into the request table.
+func (s *State) applyRequest(e store.Entry) error {
+	var principal, key string
+	var digest [32]byte
+	var response []byte
+	var at time.Time
+	err := wire.Object(e.Line, func(k, v []byte) error {
+		var err error
+		switch string(k) {
+		case "ts":
+			var t string
+			if t, err = wire.String(v); err == nil {
+				at, err = time.Parse(time.RFC3339Nano, t)
+			}
+		case "principal":
+			principal, err = wire.String(v)
+		case "key":
+			key, err = wire.String(v)
+		case "digest":
+			var h string
+			if h, err = wire.String(v); err == nil {
+				var d []byte
+				if d, err = hex.DecodeString(h); err == nil && len(d) == 32 {
+					copy(digest[:], d)
+				} else if err == nil {
+					err = errors.New("digest is not 32 bytes")
+				}
+			}
+		case "response":
+			response = append([]byte(nil), v...)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if s.requests == nil {
+		s.requests = map[string]*requestEntry{}
+	}
+	k := requestKey(principal, key)
+	if _, dup := s.requests[k]; !dup {
+		s.requests[k] = &requestEntry{digest: digest, response: response, at: at.UnixNano()}
+	}
+	return nil
+}

@@ -1,0 +1,100 @@
+package server
+
+import (
+	"bufio"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"tally/promise"
+	"tally/rule"
+	"tally/store"
+)
+
+// events streams committed records as Server-Sent Events: each line after
+// the client's sequence, with "id: <seq>" so a reconnect (Last-Event-ID or
+// after=) resumes with no gap and no duplicate. The data is the log line as
+// written (envelope included), so a client can verify the chain itself.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	_, l, err := s.openSession(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	after := uint64(0)
+	v := r.URL.Query().Get("after")
+	if v == "" {
+		v = r.Header.Get("Last-Event-ID")
+	}
+	if v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			s.writeError(w, rule.Invalidf("after", "must be a sequence number"))
+			return
+		}
+		after = n
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		s.writeError(w, errors.New("streaming unsupported"))
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+
+	bw := bufio.NewWriterSize(w, 64<<10)
+	pos := store.Position{}
+	ctx := r.Context()
+	poll := time.NewTicker(s.cfg.StreamPoll)
+	defer poll.Stop()
+	for {
+		changed := l.Changed()
+		var err error
+		pos, _, err = l.Log().Scan(pos, func(e store.Entry) error {
+			if e.Env.Seq <= after {
+				return nil
+			}
+			typ, _ := promise.PeekType(e.Line)
+			bw.WriteString("id: ")
+			bw.WriteString(strconv.FormatUint(e.Env.Seq, 10))
+			bw.WriteString("\nevent: ")
+			bw.WriteString(typ)
+			bw.WriteString("\ndata: ")
+			bw.Write(e.Line)
+			bw.WriteString("\n\n")
+			after = e.Env.Seq
+			return nil
+		})
+		if err != nil {
+			bw.WriteString("event: error\ndata: ")
+			bw.WriteString(strconv.Quote(err.Error()))
+			bw.WriteString("\n\n")
+			bw.Flush()
+			flusher.Flush()
+			return
+		}
+		if bw.Buffered() > 0 {
+			if bw.Flush() != nil {
+				return
+			}
+			flusher.Flush()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-poll.C:
+			// Lines another process appended to the same directory.
+			_ = l.Refresh()
+			bw.WriteString(": keep-alive\n\n")
+			if bw.Flush() != nil {
+				return
+			}
+			flusher.Flush()
+		}
+	}
+}

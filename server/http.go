@@ -1,0 +1,275 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/zeebo/blake3"
+
+	"tally/auth"
+	"tally/jsondoc"
+	"tally/ledger"
+	"tally/rule"
+	"tally/store"
+)
+
+// route is one endpoint. The route table is the single source of the mux
+// and of the OpenAPI document, so the two cannot disagree.
+type route struct {
+	name    string // for metrics and logs
+	method  string
+	pattern string
+	summary string
+	body    string // request schema name, or ""
+	write   bool
+	handle  func(w http.ResponseWriter, r *http.Request)
+}
+
+const sessionPath = "/v1/tenants/{tenant}/sessions/{session}"
+
+func (s *Server) routeTable() []route {
+	return []route{
+		{name: "health", method: "GET", pattern: "/healthz", summary: "Liveness: the process serves requests", handle: s.healthz},
+		{name: "ready", method: "GET", pattern: "/readyz", summary: "Readiness: the ledger directory is usable", handle: s.readyz},
+		{name: "metrics", method: "GET", pattern: "/metrics", summary: "Prometheus metrics", handle: s.metrics.handler},
+		{name: "openapi", method: "GET", pattern: "/v1/openapi.json", summary: "This API as OpenAPI 3.1", handle: s.openapi},
+		{name: "promise.declare", method: "POST", pattern: sessionPath + "/promises", summary: "Declare a promise as the authenticated debtor", body: "Declare", write: true, handle: s.declare},
+		{name: "promise.list", method: "GET", pattern: sessionPath + "/promises", summary: "List promises (state=open|overdue|all, by, to, now)", handle: s.listPromises},
+		{name: "promise.show", method: "GET", pattern: sessionPath + "/promises/{id}", summary: "One promise with its horizons and assessments (now)", handle: s.showPromise},
+		{name: "promise.amend", method: "POST", pattern: sessionPath + "/promises/{id}/amend", summary: "Move the deadline (debtor only)", body: "Amend", write: true, handle: s.amend},
+		{name: "promise.resolve", method: "POST", pattern: sessionPath + "/promises/{id}/resolve", summary: "Satisfy, cancel (debtor) or release (creditor)", body: "Resolve", write: true, handle: s.resolve},
+		{name: "promise.assess", method: "POST", pattern: sessionPath + "/promises/{id}/assess", summary: "Record the authenticated observer's judgment", body: "Assess", write: true, handle: s.assess},
+		{name: "events", method: "GET", pattern: sessionPath + "/events", summary: "Server-Sent Events of committed records after a sequence (after=SEQ or Last-Event-ID)", handle: s.events},
+	}
+}
+
+// statusRecorder remembers the status for metrics and logs.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusRecorder) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusRecorder) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusRecorder) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *Server) instrument(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				s.cfg.Logger.Error("panic serving request", "route", rt.name, "panic", fmt.Sprint(p))
+				if rec.code == 0 {
+					writeDoc(rec, http.StatusInternalServerError, jsondoc.Error("internal error", "internal"))
+				}
+			}
+			elapsed := time.Since(start)
+			s.metrics.request(rt.name, rec.code, elapsed)
+			s.cfg.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request",
+				slog.String("method", r.Method), slog.String("route", rt.name), slog.String("path", r.URL.Path),
+				slog.Int("status", rec.code), slog.Duration("duration", elapsed))
+		}()
+		if rt.write {
+			r.Body = http.MaxBytesReader(rec, r.Body, s.cfg.BodyMax)
+		}
+		rt.handle(rec, r)
+	})
+}
+
+func writeDoc(w http.ResponseWriter, code int, doc []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	w.Write(doc)
+}
+
+// errNotFound hides whether a foreign tenant's session exists.
+var errNotFound = errors.New("not found")
+
+// badRequest is a malformed request that is not a rule's refusal.
+type badRequest struct{ msg string }
+
+func (b badRequest) Error() string { return b.msg }
+
+// writeError maps an error to its status and problem document.
+func (s *Server) writeError(w http.ResponseWriter, err error) {
+	var ie *ledger.IdempotencyError
+	var ce *store.CorruptError
+	var br badRequest
+	var mbe *http.MaxBytesError
+	code, status := "error", http.StatusInternalServerError
+	if r, ok := rule.As(err); ok {
+		code = string(r.Code)
+		switch r.Code {
+		case rule.Invalid:
+			status = http.StatusBadRequest
+		case rule.NotFound:
+			status = http.StatusNotFound
+		case rule.Conflict:
+			status = http.StatusConflict
+		case rule.Forbidden:
+			status = http.StatusForbidden
+		}
+	} else {
+		switch {
+		case errors.As(err, &ie):
+			code, status = ie.Code, http.StatusConflict
+			if ie.Code == ledger.CodeRequestHistoryExpired {
+				status = http.StatusGone
+			}
+		case errors.Is(err, auth.ErrUnauthenticated):
+			code, status = "unauthenticated", http.StatusUnauthorized
+			w.Header().Set("WWW-Authenticate", `Bearer realm="tally"`)
+		case errors.Is(err, errNotFound):
+			code, status = "not_found", http.StatusNotFound
+		case errors.As(err, &br):
+			code, status = "invalid", http.StatusBadRequest
+		case errors.As(err, &mbe):
+			code, status = "invalid", http.StatusRequestEntityTooLarge
+			err = fmt.Errorf("body: at most %d bytes", mbe.Limit)
+		case errors.As(err, &ce):
+			code = "corrupt"
+		}
+	}
+	if status == http.StatusInternalServerError {
+		s.cfg.Logger.Error("request failed", "err", err)
+	}
+	writeDoc(w, status, jsondoc.Error(err.Error(), code))
+}
+
+// principal is who a request acts as.
+type principal struct {
+	actor string
+	role  string
+}
+
+// authenticate checks the bearer token against the path's tenant. A token
+// of another tenant gets 404, as if the session did not exist.
+func (s *Server) authenticate(r *http.Request) (principal, error) {
+	tenant := r.PathValue("tenant")
+	if s.cfg.Insecure {
+		actor := r.Header.Get("X-Tally-Actor")
+		if actor == "" {
+			return principal{}, badRequest{"actor: --insecure-dev mode takes the acting identity from the X-Tally-Actor header"}
+		}
+		role := r.Header.Get("X-Tally-Role")
+		if role == "" {
+			role = auth.RoleAgent
+		}
+		return s.principalOf(actor, role), nil
+	}
+	h := r.Header.Get("Authorization")
+	secret, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok {
+		return principal{}, auth.ErrUnauthenticated
+	}
+	tok, err := s.tokens.Authenticate(strings.TrimSpace(secret))
+	if err != nil {
+		return principal{}, err
+	}
+	if tenant != "" && tok.Tenant != tenant {
+		return principal{}, errNotFound
+	}
+	return s.principalOf(tok.Participant, tok.Role), nil
+}
+
+func (s *Server) principalOf(participant, role string) principal {
+	if role == auth.RoleTimekeeper {
+		// The timekeeper role acts as the ledger's timekeeper identity,
+		// the only one the cores let commit lapses and deadline facts.
+		return principal{actor: s.cfg.Ledger.Timekeeper, role: role}
+	}
+	return principal{actor: participant, role: role}
+}
+
+// openSession authenticates and opens the path's session.
+func (s *Server) openSession(r *http.Request) (principal, *ledger.Ledger, error) {
+	p, err := s.authenticate(r)
+	if err != nil {
+		return p, nil, err
+	}
+	l, err := s.session(r.PathValue("tenant"), r.PathValue("session"))
+	return p, l, err
+}
+
+// execute runs a decoded command for a write route, idempotently when the
+// request carries an Idempotency-Key, and writes the response.
+func (s *Server) execute(w http.ResponseWriter, r *http.Request, p principal, l *ledger.Ledger, body []byte, cmd ledger.Command, status int, render func(st *ledger.State, res []ledger.Result) []byte) {
+	key := r.Header.Get("Idempotency-Key")
+	opts := ledger.WriteOptions{Actor: p.actor, RequestID: key}
+	var idem *ledger.Idempotency
+	if key != "" {
+		if len(key) > 256 {
+			s.writeError(w, rule.Invalidf("Idempotency-Key", "at most 256 bytes"))
+			return
+		}
+		idem = &ledger.Idempotency{Principal: p.actor, Key: key, Digest: commandDigest(r, body), Render: render}
+	}
+	res, resp, replayed, err := l.Execute(r.Context(), cmd, opts, idem)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if idem == nil {
+		l.Read(func(st *ledger.State, _ store.Position) { resp = render(st, res) })
+	}
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	if len(resp) > 0 && resp[len(resp)-1] != '\n' {
+		resp = append(resp[:len(resp):len(resp)], '\n')
+	}
+	writeDoc(w, status, resp)
+}
+
+// commandDigest binds a request id to what the request asked: its method,
+// path and body.
+func commandDigest(r *http.Request, body []byte) [32]byte {
+	h := blake3.NewDeriveKey("tally 2026-11 request digest v1")
+	fmt.Fprintf(h, "%s %s\n%d\n", r.Method, r.URL.EscapedPath(), len(body))
+	h.Write(body)
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+func readBody(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeDoc(w, http.StatusOK, jsondoc.Doc(jsondoc.M("status", jsondoc.S("ok"))))
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if !store.IsLedger(s.cfg.Root) {
+		writeDoc(w, http.StatusServiceUnavailable, jsondoc.Error("ledger directory missing", "unavailable"))
+		return
+	}
+	writeDoc(w, http.StatusOK, jsondoc.Doc(jsondoc.M("status", jsondoc.S("ready"))))
+}

@@ -1,0 +1,90 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strings"
+)
+
+var pathParam = regexp.MustCompile(`\{([a-z]+)\}`)
+
+// schemas are the request bodies, as JSON Schema.
+var schemas = map[string]any{
+	"Declare": obj([]string{"promise", "to", "until"}, map[string]any{
+		"id": str("your id (≤128 characters, no whitespace); default: minted pnk_xxxxxx"), "promise": str("what is promised"),
+		"by": str("the debtor; must be the authenticated identity"), "to": str("the creditor"), "on": str("antecedent promise id"),
+		"until": str("RFC 3339, or a duration from now (90m, 2h, 3d)"), "task": str("A2A task id"), "meta": map[string]any{"type": "object"},
+	}),
+	"Amend":   obj([]string{"until"}, map[string]any{"until": str("new deadline"), "reason": str("why"), "meta": map[string]any{"type": "object"}}),
+	"Resolve": obj([]string{"as"}, map[string]any{"as": map[string]any{"enum": []string{"satisfied", "cancelled", "released"}}, "evidence": map[string]any{"type": "array", "items": str("")}, "reason": str(""), "meta": map[string]any{"type": "object"}}),
+	"Assess":  obj(nil, map[string]any{"state": map[string]any{"enum": []string{"violated"}}, "observer": str("must be the authenticated identity"), "note": str(""), "meta": map[string]any{"type": "object"}}),
+	"Error":   obj([]string{"schema_version", "error", "code"}, map[string]any{"schema_version": map[string]any{"type": "integer"}, "error": str("field: rule"), "code": str("invalid, not_found, conflict, forbidden, unauthenticated, IdempotencyConflict, RequestHistoryExpired, corrupt, error")}),
+}
+
+func obj(required []string, props map[string]any) map[string]any {
+	o := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if required != nil {
+		o["required"] = required
+	}
+	return o
+}
+
+func str(desc string) map[string]any {
+	if desc == "" {
+		return map[string]any{"type": "string"}
+	}
+	return map[string]any{"type": "string", "description": desc}
+}
+
+// OpenAPI builds the document from the route table, so every route the
+// server registers is described and nothing else is.
+func (s *Server) OpenAPI() map[string]any {
+	paths := map[string]any{}
+	for _, rt := range s.routes {
+		item, _ := paths[rt.pattern].(map[string]any)
+		if item == nil {
+			item = map[string]any{}
+			paths[rt.pattern] = item
+		}
+		op := map[string]any{
+			"operationId": rt.name,
+			"summary":     rt.summary,
+			"responses": map[string]any{
+				"200":     map[string]any{"description": "OK"},
+				"default": map[string]any{"description": "A refusal or failure", "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}}},
+			},
+		}
+		var params []any
+		for _, m := range pathParam.FindAllStringSubmatch(rt.pattern, -1) {
+			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": str("")})
+		}
+		if rt.write {
+			params = append(params, map[string]any{"name": "Idempotency-Key", "in": "header", "required": false, "schema": str("a request id: a retry with the same key and body gets the recorded response")})
+		}
+		if len(params) > 0 {
+			op["parameters"] = params
+		}
+		if rt.body != "" {
+			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/" + rt.body}}}}
+		}
+		if strings.HasPrefix(rt.pattern, "/v1/tenants/") {
+			op["security"] = []any{map[string]any{"bearer": []any{}}}
+		}
+		item[strings.ToLower(rt.method)] = op
+	}
+	return map[string]any{
+		"openapi": "3.1.0",
+		"info":    map[string]any{"title": "tally", "version": "1"},
+		"paths":   paths,
+		"components": map[string]any{
+			"schemas":         schemas,
+			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}},
+		},
+	}
+}
+
+func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
+	b, _ := json.MarshalIndent(s.OpenAPI(), "", "  ")
+	writeDoc(w, http.StatusOK, append(b, '\n'))
+}

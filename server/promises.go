@@ -1,0 +1,270 @@
+package server
+
+import (
+	"net/http"
+	"time"
+
+	"tally/jsondoc"
+	"tally/ledger"
+	"tally/promise"
+	"tally/rule"
+	"tally/store"
+	"tally/wire"
+)
+
+// fields decodes a request body that must be one JSON object whose members
+// are all in allowed; strings land in str, "meta" (an object) in meta and
+// "evidence" (an array of strings) in list.
+type fields struct {
+	str      map[string]string
+	meta     string
+	evidence []string
+}
+
+func decodeFields(body []byte, allowed ...string) (fields, error) {
+	f := fields{str: map[string]string{}}
+	if !wire.Valid(body) {
+		return f, rule.Invalidf("body", "must be one JSON object")
+	}
+	ok := map[string]bool{}
+	for _, a := range allowed {
+		ok[a] = true
+	}
+	seen := map[string]bool{}
+	err := wire.Object(body, func(key, v []byte) error {
+		k := string(key)
+		if !ok[k] {
+			return rule.Invalidf(k, "is not a member of this request")
+		}
+		if seen[k] {
+			return rule.Invalidf(k, "appears twice")
+		}
+		seen[k] = true
+		switch k {
+		case "meta":
+			if !wire.IsObject(v) {
+				return rule.Invalidf("meta", "must be a JSON object")
+			}
+			f.meta = string(v)
+		case "evidence":
+			list, err := wire.Strings(v)
+			if err != nil {
+				return rule.Invalidf("evidence", "must be an array of strings")
+			}
+			f.evidence = list
+		default:
+			sv, err := wire.String(v)
+			if err != nil {
+				return rule.Invalidf(k, "must be a string")
+			}
+			f.str[k] = sv
+		}
+		return nil
+	})
+	if err != nil {
+		if _, isRule := rule.As(err); isRule {
+			return f, err
+		}
+		return f, rule.Invalidf("body", "must be one JSON object")
+	}
+	return f, nil
+}
+
+// renderPromise makes the write response: the record's sequence and the
+// promise as it stands, at the time of the write.
+func (s *Server) renderPromise(id string) func(st *ledger.State, res []ledger.Result) []byte {
+	return func(st *ledger.State, res []ledger.Result) []byte {
+		p, ok := st.Promises.Get(id)
+		if !ok && len(res) > 0 {
+			p, ok = st.Promises.Get(res[0].Event.ID)
+		}
+		if !ok || len(res) == 0 {
+			return jsondoc.Doc()
+		}
+		v := st.Promises.View(p, s.cfg.Ledger.Now())
+		return jsondoc.PromiseWrite(res[0].Seq, &v, res[0].Warnings)
+	}
+}
+
+func (s *Server) declare(w http.ResponseWriter, r *http.Request) {
+	p, l, err := s.openSession(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	body, err := readBody(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	f, err := decodeFields(body, "id", "promise", "by", "to", "on", "until", "task", "meta")
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	until, err := promise.ParseDeadline("until", f.str["until"], s.cfg.Ledger.Now())
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	by := f.str["by"]
+	if by == "" {
+		by = p.actor
+	}
+	cmd := promise.Declare{ID: f.str["id"], Text: f.str["promise"], By: by, To: f.str["to"], On: f.str["on"], Task: f.str["task"], Until: until, Meta: f.meta}
+	s.execute(w, r, p, l, body, ledger.Command{Promise: cmd}, http.StatusCreated, s.renderPromise(cmd.ID))
+}
+
+func (s *Server) amend(w http.ResponseWriter, r *http.Request) {
+	p, l, err := s.openSession(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	body, err := readBody(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	f, err := decodeFields(body, "until", "reason", "meta")
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	until, err := promise.ParseDeadline("until", f.str["until"], s.cfg.Ledger.Now())
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	id := r.PathValue("id")
+	s.execute(w, r, p, l, body, ledger.Command{Promise: promise.Amend{ID: id, Until: until, Reason: f.str["reason"], Meta: f.meta}}, http.StatusOK, s.renderPromise(id))
+}
+
+func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
+	p, l, err := s.openSession(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	body, err := readBody(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	f, err := decodeFields(body, "as", "evidence", "reason", "meta")
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	id := r.PathValue("id")
+	cmd := promise.Resolve{ID: id, As: f.str["as"], Evidence: f.evidence, Reason: f.str["reason"], Meta: f.meta}
+	s.execute(w, r, p, l, body, ledger.Command{Promise: cmd}, http.StatusOK, s.renderPromise(id))
+}
+
+func (s *Server) assess(w http.ResponseWriter, r *http.Request) {
+	p, l, err := s.openSession(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	body, err := readBody(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	f, err := decodeFields(body, "state", "observer", "note", "meta")
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	state := f.str["state"]
+	if state == "" {
+		state = promise.StateViolated
+	}
+	id := r.PathValue("id")
+	cmd := promise.Assess{ID: id, State: state, Observer: f.str["observer"], Note: f.str["note"], Meta: f.meta}
+	s.execute(w, r, p, l, body, ledger.Command{Promise: cmd}, http.StatusOK, s.renderPromise(id))
+}
+
+// readNow reads the now query parameter (RFC 3339), else the clock.
+func (s *Server) readNow(r *http.Request) (time.Time, error) {
+	v := r.URL.Query().Get("now")
+	if v == "" {
+		return s.cfg.Ledger.Now().UTC(), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return t, rule.Invalidf("now", "must be an RFC 3339 time")
+	}
+	return t.UTC(), nil
+}
+
+func (s *Server) listPromises(w http.ResponseWriter, r *http.Request) {
+	_, l, err := s.openSession(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	now, err := s.readNow(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	q := r.URL.Query()
+	state, by, to := q.Get("state"), q.Get("by"), q.Get("to")
+	if state == "" {
+		state = "open"
+	}
+	if state != "open" && state != "overdue" && state != "all" {
+		s.writeError(w, rule.Invalidf("state", "must be open, overdue or all"))
+		return
+	}
+	if err := l.Refresh(); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	var vs []promise.View
+	l.Read(func(st *ledger.State, _ store.Position) {
+		st.Promises.Each(func(p *promise.Promise) bool {
+			if (by != "" && p.By != by) || (to != "" && p.To != to) {
+				return true
+			}
+			v := st.Promises.View(p, now)
+			if state == "all" || (state == "overdue" && v.Overdue) || (state == "open" && v.State.Open()) {
+				vs = append(vs, v)
+			}
+			return true
+		})
+	})
+	writeDoc(w, http.StatusOK, jsondoc.PromiseList(now, "promises", vs))
+}
+
+func (s *Server) showPromise(w http.ResponseWriter, r *http.Request) {
+	_, l, err := s.openSession(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	now, err := s.readNow(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if err := l.Refresh(); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	id := r.PathValue("id")
+	var doc []byte
+	l.Read(func(st *ledger.State, _ store.Position) {
+		if p, ok := st.Promises.Get(id); ok {
+			v := st.Promises.View(p, now)
+			doc = jsondoc.PromiseShow(now, &v)
+		}
+	})
+	if doc == nil {
+		s.writeError(w, rule.NotFoundf("promise", "no promise with id "+id))
+		return
+	}
+	writeDoc(w, http.StatusOK, doc)
+}
