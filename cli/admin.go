@@ -141,7 +141,7 @@ func newExport(g *global) *cobra.Command {
 				}
 				return w.Flush()
 			case "json":
-				vs, now, err := g.views(o, func(*promise.Promise, *promise.View) bool { return true })
+				vs, now, err := g.views(o, promise.Filter{State: "all"})
 				if err != nil {
 					return err
 				}

@@ -24,7 +24,7 @@ func (o *readOptions) bind(c *cobra.Command) {
 }
 
 // views opens the ledger and computes the views fn selects at now.
-func (g *global) views(o readOptions, keep func(*promise.Promise, *promise.View) bool) ([]promise.View, time.Time, error) {
+func (g *global) views(o readOptions, f promise.Filter) ([]promise.View, time.Time, error) {
 	now, err := parseNow(o.now, g.io.Now)
 	if err != nil {
 		return nil, now, err
@@ -35,16 +35,29 @@ func (g *global) views(o readOptions, keep func(*promise.Promise, *promise.View)
 	}
 	defer l.Close()
 	var out []promise.View
-	l.Read(func(st *ledger.State, _ store.Position) {
-		st.Promises.Each(func(p *promise.Promise) bool {
-			v := st.Promises.View(p, now)
-			if keep(p, &v) {
-				out = append(out, v)
-			}
-			return true
-		})
-	})
+	l.Read(func(st *ledger.State, _ store.Position) { out = st.Promises.Select(f, now) })
 	return out, now, nil
+}
+
+// view opens the ledger and returns one promise's view at now.
+func (g *global) view(o readOptions, id string) (promise.View, time.Time, bool, error) {
+	now, err := parseNow(o.now, g.io.Now)
+	if err != nil {
+		return promise.View{}, now, false, err
+	}
+	l, err := g.open()
+	if err != nil {
+		return promise.View{}, now, false, err
+	}
+	defer l.Close()
+	var v promise.View
+	found := false
+	l.Read(func(st *ledger.State, _ store.Position) {
+		if p, ok := st.Promises.Get(id); ok {
+			v, found = st.Promises.View(p, now), true
+		}
+	})
+	return v, now, found, nil
 }
 
 func writeViewList(w io.Writer, name string, vs []promise.View, now time.Time) error {
@@ -60,14 +73,13 @@ func newShow(g *global) *cobra.Command {
 		Example: `  tally show desk/ship-91 --now 2026-09-02T10:00:00Z`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			vs, now, err := g.views(o, func(p *promise.Promise, _ *promise.View) bool { return p.ID == args[0] })
+			v, now, found, err := g.view(o, args[0])
 			if err != nil {
 				return err
 			}
-			if len(vs) == 0 {
+			if !found {
 				return rule.NotFoundf("promise", "no promise with id "+args[0])
 			}
-			v := vs[0]
 			if g.json {
 				_, err := g.io.Out.Write(jsondoc.PromiseShow(now, &v))
 				return err
@@ -165,19 +177,13 @@ func newLs(g *global) *cobra.Command {
 			if btoi(open)+btoi(overdue)+btoi(all) > 1 {
 				return usagef("give at most one of --open, --overdue, --all")
 			}
-			vs, now, err := g.views(o, func(p *promise.Promise, v *promise.View) bool {
-				if (by != "" && p.By != by) || (to != "" && p.To != to) {
-					return false
-				}
-				switch {
-				case all:
-					return true
-				case overdue:
-					return v.Overdue
-				default:
-					return v.State.Open()
-				}
-			})
+			state := "open"
+			if all {
+				state = "all"
+			} else if overdue {
+				state = "overdue"
+			}
+			vs, now, err := g.views(o, promise.Filter{State: state, By: by, To: to})
 			if err != nil {
 				return err
 			}
@@ -227,7 +233,7 @@ func newOwed(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			vs, now, err := g.views(o, func(p *promise.Promise, v *promise.View) bool { return p.By == who && v.State.Open() })
+			vs, now, err := g.views(o, promise.Filter{State: "open", By: who})
 			if err != nil {
 				return err
 			}
@@ -296,7 +302,7 @@ func newGraph(g *global) *cobra.Command {
 			if format != "text" && format != "dot" && format != "json" {
 				return usagef("format: must be text, dot or json")
 			}
-			vs, now, err := g.views(o, func(*promise.Promise, *promise.View) bool { return true })
+			vs, now, err := g.views(o, promise.Filter{State: "all"})
 			if err != nil {
 				return err
 			}

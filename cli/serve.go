@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -36,6 +37,9 @@ func newServe(g *global) *cobra.Command {
 			cfg.Ledger.Logger = cfg.Logger
 			if insecure {
 				fmt.Fprintln(g.io.Err, "WARNING: --insecure-dev: no authentication; any client may act as any identity (X-Tally-Actor). Never expose this server.")
+			}
+			if g.io.Getenv("GOGC") == "" {
+				debug.SetGCPercent(100) // long-lived: the default trade-off
 			}
 			s, err := server.New(cfg)
 			if err != nil {

@@ -37,7 +37,7 @@ func (e *ImportError) Unwrap() error { return e.Err }
 // record's bytes, ts and ids. Every line is checked before anything is
 // written; one bad line refuses the whole import. All lines share one fsync.
 func (l *Ledger) Import(ctx context.Context, lines [][]byte, opts WriteOptions) (ImportReport, error) {
-	var recs []pending
+	recs := make([]pending, 0, len(lines))
 	var rep ImportReport
 	for i, raw := range lines {
 		line := bytes.TrimRight(raw, " \t\r\n")

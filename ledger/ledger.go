@@ -222,17 +222,31 @@ func (l *Ledger) refreshLocked() error {
 	return err
 }
 
-func (l *Ledger) maybeCheckpointLocked() {
+// checkpointDue encodes a checkpoint when the log has grown enough since the
+// last one, returning the payload to write (nil if none is due). Called with
+// mu held; the file is written by writeCheckpoint without it, so writers are
+// not held up by the disk.
+func (l *Ledger) checkpointDue() (store.Position, []byte) {
 	since := l.pos.Seq - l.cpSeq
 	if since < l.cfg.CheckpointMin || since < l.cpSeq/8 {
-		return
+		return store.Position{}, nil
 	}
-	payload := l.st.appendSnapshot(make([]byte, 0, 256*l.st.Promises.Len()+64))
-	if err := l.log.WriteCheckpoint(l.pos, payload); err != nil {
-		l.cfg.Logger.Warn("could not write a checkpoint; the next open folds more of the log", "err", err)
-		return
-	}
+	// Claim it now, so concurrent committers do not encode it twice.
 	l.cpSeq = l.pos.Seq
+	return l.pos, l.st.appendSnapshot(make([]byte, 0, 256*l.st.Promises.Len()+64))
+}
+
+func (l *Ledger) writeCheckpoint(pos store.Position, payload []byte) {
+	if payload == nil {
+		return
+	}
+	if err := l.log.WriteCheckpoint(pos, payload); err != nil {
+		l.cfg.Logger.Warn("could not write a checkpoint; the next open folds more of the log", "err", err)
+	}
+}
+
+func (l *Ledger) maybeCheckpointLocked() {
+	l.writeCheckpoint(l.checkpointDue())
 }
 
 // Checkpoint writes a checkpoint at the current position now.
@@ -517,9 +531,15 @@ func (l *Ledger) commit(ctx context.Context, batch []*request) {
 			}
 			line := tx.Lines()
 			line = lastLine(line)
-			off := tx.Pending().Offset - int64(len(line)) - 1
-			if err := l.st.apply(store.Entry{Line: line, Env: store.Envelope{Seq: seq, Actor: rec.Actor}, Offset: off}); err != nil {
-				panic(fmt.Sprintf("ledger: a record it just wrote does not fold: %v", err))
+			if p.ev.Type != "" && !p.import_ {
+				// A promise record this process just encoded: fold the
+				// event itself rather than decoding its line again.
+				l.st.Promises.Apply(promise.Meta{Seq: seq, Actor: rec.Actor}, &p.ev)
+			} else {
+				off := tx.Pending().Offset - int64(len(line)) - 1
+				if err := l.st.apply(store.Entry{Line: line, Env: store.Envelope{Seq: seq, Actor: rec.Actor}, Offset: off}); err != nil {
+					panic(fmt.Sprintf("ledger: a record it just wrote does not fold: %v", err))
+				}
 			}
 			r.res = append(r.res, Result{Seq: seq, Type: p.typ, Event: p.ev, Line: line, Warnings: warn})
 		}
@@ -566,8 +586,13 @@ func (l *Ledger) commit(ctx context.Context, batch []*request) {
 	for _, r := range batch {
 		l.stats.Appended += uint64(len(r.res))
 	}
-	l.maybeCheckpointLocked()
+	cpPos, cp := l.checkpointDue()
 	finish(nil)
+	if cp != nil {
+		l.mu.Unlock()
+		l.writeCheckpoint(cpPos, cp)
+		l.mu.Lock() // re-taken for the deferred unlock
+	}
 }
 
 // lastLine returns a copy of the final line (without newline) of buf.

@@ -57,6 +57,9 @@ type Event struct {
 	Observer string   // "observer"
 	Note     string   // "note"
 	Meta     string   // "meta": raw JSON object, never read by the fold
+
+	until    int64 // Until parsed by Decode (unix ns), so the fold need not parse it again
+	untilSet bool
 }
 
 // Known reports whether typ belongs to this family.
@@ -122,7 +125,7 @@ func Decode(line []byte) (Event, error) {
 		}
 		switch f {
 		case fTS:
-			t, err := time.Parse(time.RFC3339Nano, s)
+			t, err := parseTime(s)
 			if err != nil {
 				return &DecodeError{Field: "ts", Msg: "must be an RFC 3339 time"}
 			}
@@ -217,9 +220,11 @@ func (e *Event) wellFormed() error {
 		}
 	}
 	if e.Until != "" {
-		if _, err := time.Parse(time.RFC3339Nano, e.Until); err != nil {
+		t, err := parseTime(e.Until)
+		if err != nil {
 			return &DecodeError{Field: "until", Msg: "must be an RFC 3339 time"}
 		}
+		e.until, e.untilSet = t.UnixNano(), true
 	}
 	return nil
 }

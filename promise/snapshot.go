@@ -9,7 +9,7 @@ import (
 // snapshotTag names the fold rules a snapshot was taken under. Change it
 // whenever Apply or the Promise layout changes meaning, so an old
 // checkpoint is rebuilt rather than trusted.
-const snapshotTag = "tally promise fold v1"
+const snapshotTag = "tally promise fold v2"
 
 // AppendSnapshot encodes the state for a checkpoint. Identities are written
 // once in a table and referenced by index.
@@ -30,7 +30,7 @@ func (s *State) AppendSnapshot(b []byte) []byte {
 		return i
 	}
 	// First pass fills the table so it can precede the records.
-	var horizons, assessments, evidence uint64
+	var horizons, assessments, evidence, resolved uint64
 	for _, p := range s.order {
 		ref(p.By)
 		ref(p.To)
@@ -39,6 +39,7 @@ func (s *State) AppendSnapshot(b []byte) []byte {
 		if p.Resolution != nil {
 			ref(p.Resolution.By)
 			evidence += uint64(len(p.Resolution.Evidence))
+			resolved++
 		}
 		for _, a := range p.Assessments {
 			ref(a.Observer)
@@ -52,6 +53,7 @@ func (s *State) AppendSnapshot(b []byte) []byte {
 	b = binary.AppendUvarint(b, horizons)
 	b = binary.AppendUvarint(b, assessments)
 	b = binary.AppendUvarint(b, evidence)
+	b = binary.AppendUvarint(b, resolved)
 	for _, p := range s.order {
 		b = appendStr(b, p.ID)
 		b = appendStr(b, p.Text)
@@ -195,6 +197,7 @@ func ReadSnapshot(data []byte) (*State, []byte, error) {
 	horizons := make([]int64, 0, r.count())
 	assessments := make([]Assessment, 0, r.count())
 	evidence := make([]string, 0, r.count())
+	resolutions := make([]Resolution, 0, r.count())
 	slab := make([]Promise, n)
 	s := &State{byID: make(map[string]*Promise, n), order: make([]*Promise, 0, n), names: make(map[string]string, len(table))}
 	for _, v := range table[1:] {
@@ -218,7 +221,12 @@ func ReadSnapshot(data []byte) (*State, []byte, error) {
 		// writing into the next promise's horizons.
 		p.Horizons = horizons[start:len(horizons):len(horizons)]
 		if r.byte1() == 1 {
-			res := &Resolution{As: r.str(), By: name()}
+			if len(resolutions) == cap(resolutions) {
+				r.err = errSnapshot
+				break
+			}
+			resolutions = append(resolutions, Resolution{As: r.str(), By: name()})
+			res := &resolutions[len(resolutions)-1]
 			ne := r.count()
 			if len(evidence)+ne > cap(evidence) {
 				r.err = errSnapshot

@@ -120,7 +120,7 @@ func (s *State) Apply(m Meta, e *Event) {
 		p := &Promise{
 			ID: e.ID, Text: e.Text, By: s.intern(e.By), To: s.intern(e.To),
 			On: e.On, Task: e.Task, Meta: e.Meta, Seq: m.Seq, Declared: at,
-			Horizons: []int64{mustTime(e.Until)},
+			Horizons: []int64{e.untilNanos()},
 		}
 		s.byID[p.ID] = p
 		s.order = append(s.order, p)
@@ -129,7 +129,7 @@ func (s *State) Apply(m Meta, e *Event) {
 		if !ok || p.Resolution != nil {
 			return
 		}
-		p.Horizons = append(p.Horizons, mustTime(e.Until))
+		p.Horizons = append(p.Horizons, e.untilNanos())
 	case TypeResolve:
 		p, ok := s.byID[e.ID]
 		if !ok || p.Resolution != nil {
@@ -149,11 +149,15 @@ func (s *State) Apply(m Meta, e *Event) {
 	}
 }
 
-// mustTime parses a deadline that Decode has already validated.
-func mustTime(v string) int64 {
-	t, err := time.Parse(time.RFC3339Nano, v)
+// untilNanos is the event's deadline, parsed once by Decode or here for an
+// event built in memory (by Decide).
+func (e *Event) untilNanos() int64 {
+	if e.untilSet {
+		return e.until
+	}
+	t, err := parseTime(e.Until)
 	if err != nil {
-		panic("promise: unvalidated time reached the fold: " + v)
+		panic("promise: unvalidated time reached the fold: " + e.Until)
 	}
 	return t.UnixNano()
 }

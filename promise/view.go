@@ -135,3 +135,34 @@ func appendOptString(b []byte, s string) []byte {
 	}
 	return wire.AppendString(b, s)
 }
+
+// Filter selects promises for listing. State is "open" (conditional and
+// owed; the default), "overdue" or "all"; By and To match exactly when set.
+type Filter struct {
+	State  string
+	By, To string
+}
+
+// Select returns the views of the promises f selects at now, in declaration
+// order. Views are built only for selected promises.
+func (s *State) Select(f Filter, now time.Time) []View {
+	var out []View
+	for _, p := range s.order {
+		if (f.By != "" && p.By != f.By) || (f.To != "" && p.To != f.To) {
+			continue
+		}
+		switch f.State {
+		case "all":
+		case "overdue":
+			if !s.Overdue(p, now) {
+				continue
+			}
+		default:
+			if !s.Status(p).Open() {
+				continue
+			}
+		}
+		out = append(out, s.View(p, now))
+	}
+	return out
+}

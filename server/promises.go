@@ -225,16 +225,7 @@ func (s *Server) listPromises(w http.ResponseWriter, r *http.Request) {
 	}
 	var vs []promise.View
 	l.Read(func(st *ledger.State, _ store.Position) {
-		st.Promises.Each(func(p *promise.Promise) bool {
-			if (by != "" && p.By != by) || (to != "" && p.To != to) {
-				return true
-			}
-			v := st.Promises.View(p, now)
-			if state == "all" || (state == "overdue" && v.Overdue) || (state == "open" && v.State.Open()) {
-				vs = append(vs, v)
-			}
-			return true
-		})
+		vs = st.Promises.Select(promise.Filter{State: state, By: by, To: to}, now)
 	})
 	writeDoc(w, http.StatusOK, jsondoc.PromiseList(now, "promises", vs))
 }

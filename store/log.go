@@ -120,12 +120,23 @@ type Torn struct {
 // incomplete final line (a write in progress, or a crash) is not read and is
 // reported as torn. It returns the position after the last line read.
 func (l *Log) Scan(from Position, fn func(Entry) error) (Position, *Torn, error) {
-	return scan(l.file, l.Path(), from, fn)
+	fi, err := l.file.Stat()
+	if err != nil {
+		return from, nil, fmt.Errorf("stat log: %w", err)
+	}
+	return scan(l.file, fi.Size(), l.Path(), from, fn)
 }
 
-func scan(f io.ReaderAt, path string, from Position, fn func(Entry) error) (Position, *Torn, error) {
+func scan(f io.ReaderAt, size int64, path string, from Position, fn func(Entry) error) (Position, *Torn, error) {
 	pos := from
-	r := bufio.NewReaderSize(io.NewSectionReader(f, from.Offset, 1<<62), 1<<20)
+	remaining := size - from.Offset
+	if remaining <= 0 {
+		return pos, nil, nil // nothing new: the common case for a writer
+	}
+	// A buffer no larger than what is left (a line cannot be longer), and
+	// never larger than a line may be.
+	bufSize := int(min(max(remaining+1, 4096), LineMax+1))
+	r := bufio.NewReaderSize(io.NewSectionReader(f, from.Offset, remaining), bufSize)
 	h := newChainHasher()
 	for {
 		line, err := r.ReadSlice('\n')
@@ -211,12 +222,15 @@ func flockContext(ctx context.Context, f *os.File) error {
 // crash's leftover, since no other writer can be mid-write while we hold the
 // lock: Commit cuts it off, with a warning, before appending.
 func (tx *Tx) CatchUp(from Position, fn func(Entry) error) (Position, error) {
-	if fi, err := tx.log.file.Stat(); err != nil {
+	fi, err := tx.log.file.Stat()
+	if err != nil {
 		return from, fmt.Errorf("stat log: %w", err)
-	} else if fi.Size() < from.Offset {
-		return from, &CorruptError{Path: tx.log.Path(), Line: from.Seq, Reason: fmt.Sprintf("log is %d bytes, shorter than the %d bytes already verified: it was cut or replaced", fi.Size(), from.Offset)}
 	}
-	pos, torn, err := tx.log.Scan(from, fn)
+	size := fi.Size()
+	if size < from.Offset {
+		return from, &CorruptError{Path: tx.log.Path(), Line: from.Seq, Reason: fmt.Sprintf("log is %d bytes, shorter than the %d bytes already verified: it was cut or replaced", size, from.Offset)}
+	}
+	pos, torn, err := scan(tx.log.file, size, tx.log.Path(), from, fn)
 	if err != nil {
 		return pos, err
 	}

@@ -292,7 +292,7 @@ func FuzzScan(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var n uint64
 		var last [32]byte
-		_, _, _ = scan(bytes.NewReader(data), "fuzz", Position{}, func(e Entry) error {
+		_, _, _ = scan(bytes.NewReader(data), int64(len(data)), "fuzz", Position{}, func(e Entry) error {
 			n++
 			if e.Env.Seq != n {
 				t.Fatalf("accepted seq %d at line %d", e.Env.Seq, n)
