@@ -82,7 +82,7 @@ func (l *Ledger) Execute(ctx context.Context, cmd Command, opts WriteOptions, id
 		req.decide = func(st *State, now time.Time) ([]pending, []string, error) {
 			if d, ok := c.(promise.Declare); ok && d.ID == "" {
 				for {
-					d.ID = MintID()
+					d.ID = l.mintID()
 					if _, taken := st.Promises.Get(d.ID); !taken {
 						break
 					}
