@@ -11,6 +11,7 @@ import (
 
 	"tally/expect"
 	"tally/ledger"
+	"tally/rule"
 	"tally/store"
 )
 
@@ -231,7 +232,7 @@ func newExpectShow(g *global) *cobra.Command {
 			var ok bool
 			l.Read(func(st *ledger.State, _ store.Position) { v, ok = st.Expects.Expectation(args[0]) })
 			if !ok {
-				return fmt.Errorf("no expectation %q in this ledger", args[0])
+				return rule.NotFoundf("expectationId", "names no expectation in this ledger: "+args[0])
 			}
 			if g.json {
 				return writeExpectDoc(g.io.Out, "expectation", v)
