@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"tally/wire"
 )
 
 // Record types of the expectations family, as written in "type". Stored in
@@ -225,40 +226,36 @@ type member struct {
 // members splits a JSON object into its members in order, refusing
 // duplicates and anything after the object.
 func members(line []byte, where string) ([]member, error) {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, bad(where, "not JSON: "+err.Error())
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, bad(where, "must be an object")
-	}
 	var out []member
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, bad(where, "not JSON: "+err.Error())
-		}
-		key, _ := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, bad(where, "not JSON: "+err.Error())
+	err := wire.Object(line, func(k, v []byte) error {
+		key := string(k)
+		if bytes.IndexByte(k, '\\') >= 0 {
+			q := make([]byte, 0, len(k)+2)
+			q = append(append(append(q, '"'), k...), '"')
+			if err := json.Unmarshal(q, &key); err != nil {
+				return bad(where, "not JSON: "+err.Error())
+			}
 		}
 		if len(out) == MembersMax {
-			return nil, bad(where, fmt.Sprintf("has more than %d members", MembersMax))
+			return bad(where, fmt.Sprintf("has more than %d members", MembersMax))
 		}
 		for _, m := range out {
 			if m.key == key {
-				return nil, bad(joinField(where, key), "appears twice")
+				return bad(joinField(where, key), "appears twice")
 			}
 		}
-		out = append(out, member{key: key, value: raw})
-	}
-	if _, err := dec.Token(); err != nil {
+		out = append(out, member{key: key, value: json.RawMessage(bytes.Clone(v))})
+		return nil
+	})
+	if err != nil {
+		var se *wire.SyntaxError
+		if !errors.As(err, &se) {
+			return nil, err
+		}
+		if wire.Valid(line) {
+			return nil, bad(where, "must be an object")
+		}
 		return nil, bad(where, "not JSON: "+err.Error())
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, bad(where, "data after the object")
 	}
 	return out, nil
 }
