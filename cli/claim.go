@@ -1,15 +1,11 @@
 package cli
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"reflect"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"tally/claim"
+	"tally/jsondoc"
 	"tally/ledger"
 	"tally/rule"
 	"tally/store"
@@ -44,67 +41,7 @@ func (g *global) fromStdin(args []string, doc any) (bool, error) {
 	if err != nil {
 		return true, fmt.Errorf("read stdin: %w", err)
 	}
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 || b[0] != '{' {
-		return true, rule.Invalidf("stdin", "must be one JSON object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(doc); err != nil {
-		return true, stdinError(err, doc)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return true, rule.Invalidf("stdin", "must be one JSON object and nothing after it")
-	}
-	return true, nil
-}
-
-// stdinError turns a decoding error into a refusal naming the member.
-func stdinError(err error, doc any) error {
-	msg := err.Error()
-	if name, ok := strings.CutPrefix(msg, `json: unknown field "`); ok {
-		name = strings.TrimSuffix(name, `"`)
-		return rule.Invalidf(name, "is not a field of this command ("+strings.Join(docFields(doc), ", ")+")")
-	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return rule.Invalidf(te.Field, "must be "+jsonKind(te.Type.Kind().String())+", not "+te.Value)
-	}
-	return rule.Invalidf("stdin", "not a JSON object: "+strings.TrimPrefix(msg, "json: "))
-}
-
-func jsonKind(k string) string {
-	switch {
-	case k == "string":
-		return "a string"
-	case k == "slice":
-		return "an array"
-	case k == "struct" || k == "map":
-		return "an object"
-	case k == "bool":
-		return "true or false"
-	}
-	return "a number"
-}
-
-// docFields lists a document's member names from its json tags.
-func docFields(doc any) []string {
-	t := reflect.TypeOf(doc)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	var out []string
-	if t.Kind() != reflect.Struct {
-		return out
-	}
-	for i := 0; i < t.NumField(); i++ {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if name != "" && name != "-" {
-			out = append(out, name)
-		}
-	}
-	sort.Strings(out)
-	return out
+	return true, jsondoc.Strict("stdin", b, doc)
 }
 
 // oneArg returns the verb's single positional argument (unless the command

@@ -33,7 +33,7 @@ type route struct {
 const sessionPath = "/v1/tenants/{tenant}/sessions/{session}"
 
 func (s *Server) routeTable() []route {
-	return []route{
+	routes := []route{
 		{name: "health", method: "GET", pattern: "/healthz", summary: "Liveness: the process serves requests", handle: s.healthz},
 		{name: "ready", method: "GET", pattern: "/readyz", summary: "Readiness: the ledger directory is usable", handle: s.readyz},
 		{name: "metrics", method: "GET", pattern: "/metrics", summary: "Prometheus metrics", handle: s.metrics.handler},
@@ -45,7 +45,17 @@ func (s *Server) routeTable() []route {
 		{name: "promise.resolve", method: "POST", pattern: sessionPath + "/promises/{id}/resolve", summary: "Satisfy, cancel (debtor) or release (creditor)", body: "Resolve", write: true, handle: s.resolve},
 		{name: "promise.assess", method: "POST", pattern: sessionPath + "/promises/{id}/assess", summary: "Record the authenticated observer's judgment", body: "Assess", write: true, handle: s.assess},
 		{name: "events", method: "GET", pattern: sessionPath + "/events", summary: "Server-Sent Events of committed records after a sequence (after=SEQ or Last-Event-ID)", handle: s.events},
+		{name: "a2a.card", method: "GET", pattern: "/.well-known/agent-card.json", summary: "A2A AgentCard of the server (ETag; interface URLs templated by tenant and session)", handle: s.a2aCard},
+		{name: "a2a.session_card", method: "GET", pattern: sessionPath + "/a2a/.well-known/agent-card.json", summary: "A2A AgentCard of one session (ETag)", handle: s.a2aSessionCard},
+		{name: "a2a.jsonrpc", method: "POST", pattern: sessionPath + "/a2a", summary: "A2A v1.0 JSON-RPC: SendMessage, GetTask, ListTasks, CancelTask (A2A-Extensions activates a family)", write: true, handle: s.a2aJSONRPC()},
+		{name: "a2a.send", method: "POST", pattern: sessionPath + "/a2a/rest/message:send", summary: "A2A v1.0 HTTP+JSON SendMessage", write: true, handle: s.a2aREST()},
+		{name: "a2a.tasks", method: "GET", pattern: sessionPath + "/a2a/rest/tasks", summary: "A2A v1.0 HTTP+JSON ListTasks", handle: s.a2aREST()},
+		{name: "a2a.task", method: "GET", pattern: sessionPath + "/a2a/rest/tasks/{id}", summary: "A2A v1.0 HTTP+JSON GetTask", handle: s.a2aREST()},
+		{name: "a2a.cancel", method: "POST", pattern: sessionPath + "/a2a/rest/tasks/{id}", summary: "A2A v1.0 HTTP+JSON CancelTask ({id}:cancel)", write: true, handle: s.a2aREST()},
+		{name: "whoami", method: "GET", pattern: "/v1/tenants/{tenant}/whoami", summary: "The identity and role the bearer token acts as", handle: s.whoami},
 	}
+	routes = append(routes, s.claimRoutes()...)
+	return append(routes, s.expectRoutes()...)
 }
 
 // statusRecorder remembers the status for metrics and logs.

@@ -3,8 +3,10 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"regexp"
 	"strings"
+	"time"
 )
 
 var pathParam = regexp.MustCompile(`\{([a-z]+)\}`)
@@ -20,6 +22,68 @@ var schemas = map[string]any{
 	"Resolve": obj([]string{"as"}, map[string]any{"as": map[string]any{"enum": []string{"satisfied", "cancelled", "released"}}, "evidence": map[string]any{"type": "array", "items": str("")}, "reason": str(""), "meta": map[string]any{"type": "object"}}),
 	"Assess":  obj(nil, map[string]any{"state": map[string]any{"enum": []string{"violated"}}, "observer": str("must be the authenticated identity"), "note": str(""), "meta": map[string]any{"type": "object"}}),
 	"Error":   obj([]string{"schema_version", "error", "code"}, map[string]any{"schema_version": map[string]any{"type": "integer"}, "error": str("field: rule"), "code": str("invalid, not_found, conflict, forbidden, unauthenticated, IdempotencyConflict, RequestHistoryExpired, corrupt, error")}),
+}
+
+func init() {
+	reason := str("why")
+	for name, sc := range map[string]any{
+		"ClaimCreate":          schemaOf(reflect.TypeOf(ClaimCreateBody{})),
+		"ClaimTestament":       schemaOf(reflect.TypeOf(ClaimTestamentBody{})),
+		"ClaimCheck":           schemaOf(reflect.TypeOf(ClaimCheckBody{})),
+		"ExpectRaise":          schemaOf(reflect.TypeOf(ExpectRaiseBody{})),
+		"ClaimPost":            obj(nil, map[string]any{"claim": str("the path's claim"), "failed": boolean(), "reason": reason}),
+		"ClaimEnd":             obj([]string{"reason"}, map[string]any{"claim": str("the path's claim"), "reason": reason}),
+		"ClaimSupersede":       obj([]string{"successor"}, map[string]any{"claim": str("the path's claim"), "successor": str("names this claim as predecessor"), "reason": reason}),
+		"ClaimReceipt":         obj(nil, map[string]any{"claim": str("the path's claim"), "decline": boolean(), "reason": reason}),
+		"ClaimAdopt":           obj([]string{"holder"}, map[string]any{"claim": str("the path's claim"), "holder": str("the new receipt holder"), "reason": reason}),
+		"ClaimProgress":        obj([]string{"generation"}, map[string]any{"claim": str("the path's claim"), "generation": integer(), "note": str("")}),
+		"ClaimArtifactReceive": obj(nil, map[string]any{"claim": str("the path's claim"), "artifact": str("the path's artifact"), "digest": str("default: the recorded one")}),
+		"Empty":                obj(nil, map[string]any{"claim": str("the path's claim"), "testament": str("the path's testament")}),
+		"Bytes":                map[string]any{"type": "string", "format": "binary"},
+		"ExpectWithdraw":       obj(nil, map[string]any{"reason": reason}),
+		"ExpectFact":           obj([]string{"factKey", "subject"}, map[string]any{"factKey": str(""), "subject": obj([]string{"type", "id"}, map[string]any{"type": str(""), "id": str("")}), "at": str("RFC 3339; default now")}),
+		"ExpectTaskOutcome":    obj([]string{"outcome"}, map[string]any{"outcome": map[string]any{"enum": []string{"completed", "cancelled", "failed"}}}),
+		"ExpectLapse":          obj([]string{"expectationId", "lapse"}, map[string]any{"expectationId": str(""), "lapse": map[string]any{"enum": []string{"overdue", "skipped", "stalled"}}, "dueAt": str("RFC 3339; default the due time in force")}),
+	} {
+		schemas[name] = sc
+	}
+}
+
+func boolean() map[string]any { return map[string]any{"type": "boolean"} }
+func integer() map[string]any { return map[string]any{"type": "integer"} }
+
+// schemaOf derives a JSON Schema from a document type's json tags, so a
+// schema cannot drift from the decoder.
+func schemaOf(t reflect.Type) map[string]any {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == reflect.TypeOf(time.Time{}) {
+		return map[string]any{"type": "string", "format": "date-time"}
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return str("")
+	case reflect.Bool:
+		return boolean()
+	case reflect.Int, reflect.Int64, reflect.Uint64, reflect.Uint, reflect.Int32:
+		return integer()
+	case reflect.Float64, reflect.Float32:
+		return map[string]any{"type": "number"}
+	case reflect.Slice:
+		return map[string]any{"type": "array", "items": schemaOf(t.Elem())}
+	case reflect.Struct:
+		props := map[string]any{}
+		for i := 0; i < t.NumField(); i++ {
+			name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+			if name == "" || name == "-" {
+				continue
+			}
+			props[name] = schemaOf(t.Field(i).Type)
+		}
+		return obj(nil, props)
+	}
+	return map[string]any{}
 }
 
 func obj(required []string, props map[string]any) map[string]any {
@@ -65,7 +129,9 @@ func (s *Server) OpenAPI() map[string]any {
 		if len(params) > 0 {
 			op["parameters"] = params
 		}
-		if rt.body != "" {
+		if rt.body == "Bytes" {
+			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/octet-stream": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Bytes"}}}}
+		} else if rt.body != "" {
 			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/" + rt.body}}}}
 		}
 		if strings.HasPrefix(rt.pattern, "/v1/tenants/") {

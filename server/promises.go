@@ -259,3 +259,14 @@ func (s *Server) showPromise(w http.ResponseWriter, r *http.Request) {
 	}
 	writeDoc(w, http.StatusOK, doc)
 }
+
+// whoami answers with the identity the request acts as: what the CLI, as a
+// client, prints and acts as when no --as is given.
+func (s *Server) whoami(w http.ResponseWriter, r *http.Request) {
+	p, err := s.authenticate(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	writeDoc(w, http.StatusOK, jsondoc.Doc(jsondoc.M("tenant", jsondoc.S(r.PathValue("tenant"))), jsondoc.M("actor", jsondoc.S(p.actor)), jsondoc.M("role", jsondoc.S(p.role))))
+}
