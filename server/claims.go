@@ -605,4 +605,3 @@ func (s *Server) claimShow(w http.ResponseWriter, r *http.Request) {
 	}
 	writeDoc(w, http.StatusOK, jsondoc.Doc(jsondoc.M("now", jsondoc.S(claim.FormatTime(now))), jsondoc.M("claim", b)))
 }
-
