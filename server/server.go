@@ -39,6 +39,8 @@ type Config struct {
 	// StreamPoll is how often an event stream looks for lines appended by
 	// other processes writing the same directory.
 	StreamPoll time.Duration
+	// A2A tunes the A2A binding (extension URIs, card); zero means defaults.
+	A2A A2AConfig
 }
 
 // DefaultConfig returns the configuration `tally serve` starts from.

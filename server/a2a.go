@@ -1,0 +1,316 @@
+package server
+
+// The A2A v1.0 binding: tally's families as A2A extensions.
+//
+// Endpoints (one A2A agent per tally session; the tenant and session are in
+// the path, exactly as for the HTTP JSON API, and the caller's identity is
+// the bearer token's participant):
+//
+//	GET  /.well-known/agent-card.json                               the server's card (interface URLs are templates)
+//	GET  /v1/tenants/{t}/sessions/{s}/a2a/.well-known/agent-card.json  the session's card (concrete URLs)
+//	POST /v1/tenants/{t}/sessions/{s}/a2a                           JSON-RPC 2.0 (SendMessage, GetTask, ListTasks, CancelTask)
+//	POST /v1/tenants/{t}/sessions/{s}/a2a/rest/message:send         HTTP+JSON
+//	GET  /v1/tenants/{t}/sessions/{s}/a2a/rest/tasks[/{id}]         HTTP+JSON
+//	POST /v1/tenants/{t}/sessions/{s}/a2a/rest/tasks/{id}:cancel    HTTP+JSON
+//
+// Every task of a session has contextId "{t}/{s}": one A2A context per
+// tally session. A client's own contextId on a message is accepted and not
+// kept. A promise's task id is its task field when set, else its id.
+//
+// The transports are a2a-go's (NewJSONRPCHandler, NewRESTHandler); the
+// request handler behind them is tally's own (a2aHandler), not a2a-go's
+// executor: the executor model mints task ids and keeps tasks in its own
+// store, whereas here a task is a view of a ledger record and its id is the
+// record's.
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/zeebo/blake3"
+)
+
+// Extension URIs tally accepts besides its own (configurable) ones.
+const (
+	// PinkiPromiseURI is pinki's promise extension; its records ride in
+	// metadata["<URI>/promise"].
+	PinkiPromiseURI = "https://github.com/azigler/pinki/ext/promise/v0"
+	// ExpectationsDraftURI is the A2A expectations proposal's extension.
+	ExpectationsDraftURI = "https://rsaxb.com/a2a/expectations/v1"
+)
+
+// A2AConfig tunes the A2A binding. Empty fields take the defaults.
+type A2AConfig struct {
+	// Extension URIs of tally's own families (defaults urn:tally:ext:promise,
+	// urn:tally:ext:claim, urn:tally:ext:expect).
+	PromiseURI, ClaimURI, ExpectURI string
+	// PublicURL is the base URL the card advertises (scheme://host[:port]);
+	// empty: taken from each card request's Host.
+	PublicURL string
+	// CardMaxAge is the card's Cache-Control max-age (default 5 minutes).
+	CardMaxAge time.Duration
+}
+
+func (c A2AConfig) withDefaults() A2AConfig {
+	if c.PromiseURI == "" {
+		c.PromiseURI = "urn:tally:ext:promise"
+	}
+	if c.ClaimURI == "" {
+		c.ClaimURI = "urn:tally:ext:claim"
+	}
+	if c.ExpectURI == "" {
+		c.ExpectURI = "urn:tally:ext:expect"
+	}
+	if c.CardMaxAge <= 0 {
+		c.CardMaxAge = 5 * time.Minute
+	}
+	return c
+}
+
+// a2aFamily is what an accepted extension URI carries.
+type a2aFamily string
+
+const (
+	familyPromise a2aFamily = "promise"
+	familyClaim   a2aFamily = "claim"
+	familyExpect  a2aFamily = "expect"
+)
+
+// a2aURIs lists every accepted URI with its family, tally's own first.
+func (s *Server) a2aURIs() []struct {
+	uri    string
+	family a2aFamily
+} {
+	c := s.cfg.A2A.withDefaults()
+	return []struct {
+		uri    string
+		family a2aFamily
+	}{
+		{c.PromiseURI, familyPromise}, {PinkiPromiseURI, familyPromise},
+		{c.ClaimURI, familyClaim},
+		{c.ExpectURI, familyExpect}, {ExpectationsDraftURI, familyExpect},
+	}
+}
+
+func (s *Server) a2aFamilyOf(uri string) (a2aFamily, bool) {
+	for _, u := range s.a2aURIs() {
+		if u.uri == uri {
+			return u.family, true
+		}
+	}
+	return "", false
+}
+
+// a2aRecordKeys are the metadata keys a record under uri may use: the URI
+// itself, or pinki's "<URI>/<family>" form.
+func a2aRecordKeys(uri string, f a2aFamily) []string {
+	return []string{uri, uri + "/" + string(f)}
+}
+
+// a2aRecordKey is the key tally writes a record under: pinki's form for
+// pinki's URI, the URI itself otherwise.
+func a2aRecordKey(uri string, f a2aFamily) string {
+	if uri == PinkiPromiseURI {
+		return uri + "/" + string(f)
+	}
+	return uri
+}
+
+// a2aCall is what the transport wrapper learned about a request.
+type a2aCall struct {
+	p               principal
+	tenant, session string
+	active          []string // requested URIs this server accepts, in request order
+	requestID       string   // the Idempotency-Key header
+}
+
+type a2aCallKey struct{}
+
+func a2aCallFrom(ctx context.Context) *a2aCall {
+	c, _ := ctx.Value(a2aCallKey{}).(*a2aCall)
+	return c
+}
+
+// requestedExtensions parses the A2A-Extensions header(s): a comma list.
+func requestedExtensions(h http.Header) []string {
+	var out []string
+	for _, v := range h.Values(a2a.SvcParamExtensions) {
+		for _, u := range strings.Split(v, ",") {
+			if u = strings.TrimSpace(u); u != "" && !slices.Contains(out, u) {
+				out = append(out, u)
+			}
+		}
+	}
+	return out
+}
+
+// a2aServe authenticates a request, activates the requested extensions the
+// server accepts, echoes them in the A2A-Extensions response header (a2a-go
+// does not for JSON-RPC and REST) and hands the request to next.
+func (s *Server) a2aServe(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	p, err := s.authenticate(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	call := &a2aCall{p: p, tenant: r.PathValue("tenant"), session: r.PathValue("session"), requestID: r.Header.Get("Idempotency-Key")}
+	for _, u := range requestedExtensions(r.Header) {
+		if _, ok := s.a2aFamilyOf(u); ok {
+			call.active = append(call.active, u)
+		}
+	}
+	if len(call.active) > 0 {
+		w.Header().Set(a2a.SvcParamExtensions, strings.Join(call.active, ", "))
+	}
+	ctx := context.WithValue(r.Context(), a2aCallKey{}, call)
+	ctx, cc := a2asrv.NewCallContext(ctx, a2asrv.NewServiceParams(r.Header))
+	for _, u := range call.active {
+		cc.Extensions().Activate(&a2a.AgentExtension{URI: u})
+	}
+	cc.User = &a2asrv.User{Name: p.actor, Authenticated: true}
+	next.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// a2aJSONRPC returns the JSON-RPC endpoint's handler.
+func (s *Server) a2aJSONRPC() func(http.ResponseWriter, *http.Request) {
+	h := a2asrv.NewJSONRPCHandler(s.a2aRequestHandler())
+	return func(w http.ResponseWriter, r *http.Request) { s.a2aServe(w, r, h) }
+}
+
+// a2aREST returns the HTTP+JSON endpoints' handler: a2a-go's REST handler
+// under the session's …/a2a/rest prefix.
+func (s *Server) a2aREST() func(http.ResponseWriter, *http.Request) {
+	h := a2asrv.NewRESTHandler(s.a2aRequestHandler())
+	return func(w http.ResponseWriter, r *http.Request) {
+		esc := r.URL.EscapedPath()
+		i := strings.Index(esc, "/a2a/rest/")
+		if i < 0 {
+			http.NotFound(w, r)
+			return
+		}
+		rest := esc[i+len("/a2a/rest"):]
+		unesc, err := url.PathUnescape(rest)
+		if err != nil {
+			s.writeError(w, badRequest{"path: " + err.Error()})
+			return
+		}
+		r2 := r.Clone(r.Context())
+		r2.URL.Path, r2.URL.RawPath = unesc, rest
+		s.a2aServe(w, r2, h)
+	}
+}
+
+func (s *Server) a2aRequestHandler() a2asrv.RequestHandler {
+	return &a2asrv.InterceptedHandler{Handler: &a2aHandler{s: s}, Logger: s.cfg.Logger}
+}
+
+// baseURL is the URL the card advertises.
+func (s *Server) baseURL(r *http.Request) string {
+	if u := s.cfg.A2A.PublicURL; u != "" {
+		return strings.TrimRight(u, "/")
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// AgentCard is the card of one session, or the server's card (with
+// {tenant} and {session} left as templates) when tenant is "".
+func (s *Server) AgentCard(base, tenant, session string) *a2a.AgentCard {
+	c := s.cfg.A2A.withDefaults()
+	if tenant == "" {
+		tenant, session = "{tenant}", "{session}"
+	}
+	sess := base + "/v1/tenants/" + tenant + "/sessions/" + session
+	events := sess + "/events"
+	ext := func(uri string, f a2aFamily, desc string, aliases []string, extra map[string]any) a2a.AgentExtension {
+		params := map[string]any{
+			"family":      string(f),
+			"keepsTime":   true,
+			"metadataKey": a2aRecordKey(uri, f),
+			"events":      events,
+		}
+		if len(aliases) > 0 {
+			params["aliases"] = aliases
+		}
+		for k, v := range extra {
+			params[k] = v
+		}
+		return a2a.AgentExtension{URI: uri, Description: desc, Required: false, Params: params}
+	}
+	jsonrpc := a2a.NewAgentInterface(sess+"/a2a", a2a.TransportProtocolJSONRPC)
+	rest := a2a.NewAgentInterface(sess+"/a2a/rest", a2a.TransportProtocolHTTPJSON)
+	desc := "tally: a durable, hash-chained ledger of obligations between agents. " +
+		"Activate a family's extension in the A2A-Extensions header and carry its record in message metadata under the extension URI."
+	if tenant == "{tenant}" {
+		desc += " One agent per tally session: replace {tenant} and {session} in the interface URLs, or read the session's own card at …/a2a/.well-known/agent-card.json."
+	}
+	return &a2a.AgentCard{
+		Name:                "tally",
+		Description:         desc,
+		Version:             "1",
+		SupportedInterfaces: []*a2a.AgentInterface{jsonrpc, rest},
+		Capabilities: a2a.AgentCapabilities{Extensions: []a2a.AgentExtension{
+			ext(c.PromiseURI, familyPromise, "Promises: declare, amend, resolve (satisfied, cancelled, released) and assess. Tasks map satisfied → COMPLETED, cancelled → REJECTED, released → CANCELED; overdue and violated stay in the record.",
+				[]string{PinkiPromiseURI}, map[string]any{
+					"actions":       []string{"declare", "amend", "resolve", "assess"},
+					"assessmentsAt": events,
+				}),
+			ext(c.ClaimURI, familyClaim, "Claims of work, receipts, progress, artifacts and checks (HTTP JSON API; records in A2A messages are not yet accepted).", nil, nil),
+			ext(c.ExpectURI, familyExpect, "Expectations, facts and lapses; the server's watcher keeps time (HTTP JSON API; records in A2A messages are not yet accepted).", []string{ExpectationsDraftURI}, nil),
+		}},
+		DefaultInputModes:  []string{"application/json", "text/plain"},
+		DefaultOutputModes: []string{"application/json", "text/plain"},
+		Skills: []a2a.AgentSkill{{
+			ID: "promise", Name: "Promise ledger", Tags: []string{"promise", "obligation", "ledger"},
+			Description: "Record a promise between agents and track it to satisfaction, cancellation or release.",
+		}},
+		SecuritySchemes:      a2a.NamedSecuritySchemes{"bearer": a2a.HTTPAuthSecurityScheme{Scheme: "Bearer", Description: "a tally token: its participant is the caller's identity"}},
+		SecurityRequirements: a2a.SecurityRequirementsOptions{{"bearer": a2a.SecuritySchemeScopes{}}},
+	}
+}
+
+// a2aCard serves the server's card, a2aSessionCard a session's. Both are
+// public (a card says how to call, not what the ledger holds), carry an
+// ETag and answer If-None-Match with 304.
+func (s *Server) a2aCard(w http.ResponseWriter, r *http.Request) {
+	s.writeCard(w, r, s.AgentCard(s.baseURL(r), "", ""))
+}
+
+func (s *Server) a2aSessionCard(w http.ResponseWriter, r *http.Request) {
+	s.writeCard(w, r, s.AgentCard(s.baseURL(r), r.PathValue("tenant"), r.PathValue("session")))
+}
+
+func (s *Server) writeCard(w http.ResponseWriter, r *http.Request, card *a2a.AgentCard) {
+	b, err := json.Marshal(card)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	sum := blake3.Sum256(b)
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	h := w.Header()
+	h.Set("ETag", etag)
+	h.Set("Cache-Control", "public, max-age="+strconv.Itoa(int(s.cfg.A2A.withDefaults().CardMaxAge/time.Second)))
+	h.Set("Access-Control-Allow-Origin", "*")
+	if inm := r.Header.Get("If-None-Match"); inm != "" {
+		for _, t := range strings.Split(inm, ",") {
+			if t = strings.TrimSpace(t); t == etag || t == "W/"+etag || t == "*" {
+				w.WriteHeader(http.StatusNotModified)
+				return
+			}
+		}
+	}
+	writeDoc(w, http.StatusOK, append(b, '\n'))
+}

@@ -1,0 +1,574 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"strings"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/zeebo/blake3"
+
+	"tally/ledger"
+	"tally/promise"
+	"tally/rule"
+	"tally/store"
+)
+
+// a2aHandler answers A2A requests from the ledger of the request's session.
+//
+// Task states (a task is a view of one promise):
+//
+//	owed        → TASK_STATE_WORKING   (overdue is not a state: see the record's "overdue")
+//	conditional → TASK_STATE_SUBMITTED (accepted, waiting on its antecedent)
+//	satisfied   → TASK_STATE_COMPLETED, one artifact "evidence" with a part per reference
+//	cancelled   → TASK_STATE_REJECTED, the reason in the status message
+//	released    → TASK_STATE_CANCELED (the reason, if any, in the status message)
+//	expired     → TASK_STATE_CANCELED, the status message names the antecedent
+//
+// Assessments (violated) stay in the record and never change the state.
+type a2aHandler struct{ s *Server }
+
+var _ a2asrv.RequestHandler = (*a2aHandler)(nil)
+
+// a2aListMax bounds a ListTasks page.
+const (
+	a2aListDefault = 50
+	a2aListMax     = 100
+)
+
+// call returns the request's call and its session's ledger.
+func (h *a2aHandler) call(ctx context.Context) (*a2aCall, *ledger.Ledger, error) {
+	c := a2aCallFrom(ctx)
+	if c == nil {
+		return nil, nil, a2a.ErrUnauthenticated
+	}
+	l, err := h.s.session(c.tenant, c.session)
+	if err != nil {
+		return nil, nil, a2aError(err)
+	}
+	return c, l, nil
+}
+
+func (c *a2aCall) contextID() string { return c.tenant + "/" + c.session }
+
+// recordKeys are the metadata keys a task carries its record under: one per
+// activated promise URI, else tally's promise URI.
+func (h *a2aHandler) recordKeys(c *a2aCall) []string {
+	var keys []string
+	for _, u := range c.active {
+		if f, _ := h.s.a2aFamilyOf(u); f == familyPromise {
+			keys = append(keys, a2aRecordKey(u, f))
+		}
+	}
+	if len(keys) == 0 {
+		keys = []string{h.s.cfg.A2A.withDefaults().PromiseURI}
+	}
+	return keys
+}
+
+// a2aError maps a ledger error to an A2A error naming the field and rule.
+func a2aError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ae *a2a.Error
+	if errors.As(err, &ae) {
+		return err
+	}
+	if r, ok := rule.As(err); ok {
+		sentinel := a2a.ErrInvalidParams
+		switch r.Code {
+		case rule.NotFound:
+			sentinel = a2a.ErrTaskNotFound
+		case rule.Forbidden:
+			sentinel = a2a.ErrUnauthorized
+		}
+		return a2a.NewError(sentinel, r.Error()).WithDetails(map[string]any{"code": string(r.Code), "field": r.Field, "rule": r.Rule})
+	}
+	var ie *ledger.IdempotencyError
+	if errors.As(err, &ie) {
+		return a2a.NewError(a2a.ErrInvalidRequest, ie.Error()).WithDetails(map[string]any{"code": ie.Code, "field": "messageId"})
+	}
+	var br badRequest
+	if errors.As(err, &br) {
+		return a2a.NewError(a2a.ErrInvalidParams, br.msg)
+	}
+	if errors.Is(err, errNotFound) {
+		return a2a.NewError(a2a.ErrTaskNotFound, "not found")
+	}
+	return fmt.Errorf("%w: %v", a2a.ErrInternalError, err)
+}
+
+func invalidParams(field, msg string) error {
+	return a2a.NewError(a2a.ErrInvalidParams, field+": "+msg).WithDetails(map[string]any{"code": string(rule.Invalid), "field": field, "rule": msg})
+}
+
+// findByTask returns the promise whose task id is id: the first declared
+// with that task field, else the one with that id and no task field.
+func findByTask(st *ledger.State, id string) (*promise.Promise, bool) {
+	var found *promise.Promise
+	st.Promises.Each(func(p *promise.Promise) bool {
+		if p.Task == id {
+			found = p
+			return false
+		}
+		return true
+	})
+	if found != nil {
+		return found, true
+	}
+	if p, ok := st.Promises.Get(id); ok {
+		return p, true
+	}
+	return nil, false
+}
+
+func taskIDOf(v *promise.View) a2a.TaskID {
+	if v.Task != "" {
+		return a2a.TaskID(v.Task)
+	}
+	return a2a.TaskID(v.ID)
+}
+
+// a2aTaskState maps a promise status to a task state (see a2aHandler).
+func a2aTaskState(s promise.Status) a2a.TaskState {
+	switch s {
+	case promise.Satisfied:
+		return a2a.TaskStateCompleted
+	case promise.Cancelled:
+		return a2a.TaskStateRejected
+	case promise.Released, promise.Expired:
+		return a2a.TaskStateCanceled
+	case promise.Conditional:
+		return a2a.TaskStateSubmitted
+	}
+	return a2a.TaskStateWorking
+}
+
+// taskOf is the A2A task of a promise view.
+func taskOf(v *promise.View, contextID string, keys []string) *a2a.Task {
+	id := taskIDOf(v)
+	t := &a2a.Task{ID: id, ContextID: contextID, Metadata: map[string]any{}}
+	rec := json.RawMessage(v.AppendJSON(nil))
+	for _, k := range keys {
+		t.Metadata[k] = rec
+	}
+	ts := v.Declared
+	if !v.ResolvedAt.IsZero() {
+		ts = v.ResolvedAt
+	}
+	t.Status = a2a.TaskStatus{State: a2aTaskState(v.State), Timestamp: &ts}
+	status := func(text string) {
+		t.Status.Message = &a2a.Message{ID: "tally-status-" + v.ID + "-" + string(v.State), Role: a2a.MessageRoleAgent,
+			TaskID: id, ContextID: contextID, Parts: a2a.ContentParts{a2a.NewTextPart(text)}}
+	}
+	switch v.State {
+	case promise.Satisfied:
+		parts := make(a2a.ContentParts, 0, len(v.Evidence))
+		for _, ref := range v.Evidence {
+			parts = append(parts, a2a.NewTextPart(ref))
+		}
+		t.Artifacts = []*a2a.Artifact{{ID: a2a.ArtifactID("evidence-" + v.ID), Name: "evidence",
+			Description: "the evidence references the debtor resolved " + v.ID + " with", Parts: parts}}
+	case promise.Cancelled:
+		status(v.Reason)
+	case promise.Released:
+		if v.Reason != "" {
+			status(v.Reason)
+		}
+	case promise.Expired:
+		status("antecedent " + v.On + " can no longer be satisfied")
+	}
+	return t
+}
+
+// GetTask returns the task of a promise.
+func (h *a2aHandler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task, error) {
+	c, l, err := h.call(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.ID == "" {
+		return nil, invalidParams("id", "is required")
+	}
+	if err := l.Refresh(); err != nil {
+		return nil, a2aError(err)
+	}
+	now := h.s.cfg.Ledger.Now()
+	var t *a2a.Task
+	l.Read(func(st *ledger.State, _ store.Position) {
+		if p, ok := findByTask(st, string(req.ID)); ok {
+			v := st.Promises.View(p, now)
+			t = taskOf(&v, c.contextID(), h.recordKeys(c))
+		}
+	})
+	if t == nil {
+		return nil, a2a.NewError(a2a.ErrTaskNotFound, "no task "+string(req.ID)+" in session "+c.contextID())
+	}
+	return t, nil
+}
+
+// ListTasks lists the session's promises as tasks in declaration order;
+// the page token is the offset of the page's first task.
+func (h *a2aHandler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
+	c, l, err := h.call(ctx)
+	if err != nil {
+		return nil, err
+	}
+	size := req.PageSize
+	switch {
+	case size == 0:
+		size = a2aListDefault
+	case size < 0 || size > a2aListMax:
+		return nil, invalidParams("pageSize", "must be between 1 and "+strconv.Itoa(a2aListMax))
+	}
+	off := 0
+	if req.PageToken != "" {
+		if off, err = strconv.Atoi(req.PageToken); err != nil || off < 0 {
+			return nil, invalidParams("pageToken", "is not a token this server issued")
+		}
+	}
+	if err := l.Refresh(); err != nil {
+		return nil, a2aError(err)
+	}
+	resp := &a2a.ListTasksResponse{Tasks: []*a2a.Task{}, PageSize: size}
+	if req.ContextID != "" && req.ContextID != c.contextID() {
+		return resp, nil
+	}
+	now := h.s.cfg.Ledger.Now()
+	keys := h.recordKeys(c)
+	var all []*a2a.Task
+	l.Read(func(st *ledger.State, _ store.Position) {
+		st.Promises.Each(func(p *promise.Promise) bool {
+			v := st.Promises.View(p, now)
+			t := taskOf(&v, c.contextID(), keys)
+			if req.Status != a2a.TaskStateUnspecified && t.Status.State != req.Status {
+				return true
+			}
+			if req.StatusTimestampAfter != nil && !t.Status.Timestamp.After(*req.StatusTimestampAfter) {
+				return true
+			}
+			if !req.IncludeArtifacts {
+				t.Artifacts = nil
+			}
+			all = append(all, t)
+			return true
+		})
+	})
+	resp.TotalSize = len(all)
+	if off < len(all) {
+		end := min(off+size, len(all))
+		resp.Tasks = all[off:end]
+		if end < len(all) {
+			resp.NextPageToken = strconv.Itoa(end)
+		}
+	}
+	return resp, nil
+}
+
+// CancelTask ends a promise as the caller: the debtor cancels it (with a
+// reason from the request's metadata "reason", or from a record under an
+// activated promise URI), the creditor releases it. Anyone else is refused
+// by the ledger's rules.
+func (h *a2aHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
+	c, l, err := h.call(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.ID == "" {
+		return nil, invalidParams("id", "is required")
+	}
+	reason := ""
+	if r, ok := req.Metadata["reason"].(string); ok {
+		reason = r
+	}
+	for _, k := range h.recordKeys(c) {
+		if m, ok := req.Metadata[k].(map[string]any); ok {
+			if r, ok := m["reason"].(string); ok && reason == "" {
+				reason = r
+			}
+		}
+	}
+	if err := l.Refresh(); err != nil {
+		return nil, a2aError(err)
+	}
+	var id, as string
+	var resolved string
+	l.Read(func(st *ledger.State, _ store.Position) {
+		p, ok := findByTask(st, string(req.ID))
+		if !ok {
+			return
+		}
+		id = p.ID
+		as = promise.AsCancelled
+		if c.p.actor == p.To && c.p.actor != p.By {
+			as = promise.AsReleased
+		}
+		if p.Resolution != nil {
+			resolved = p.Resolution.As
+		}
+	})
+	switch {
+	case id == "":
+		return nil, a2a.NewError(a2a.ErrTaskNotFound, "no task "+string(req.ID)+" in session "+c.contextID())
+	case resolved != "":
+		return nil, a2a.NewError(a2a.ErrTaskNotCancelable, "promise "+id+" is already resolved as "+resolved)
+	case as == promise.AsCancelled && strings.TrimSpace(reason) == "":
+		return nil, invalidParams("reason", "cancelling a promise needs a reason: put it in the request's metadata.reason")
+	}
+	cmd := promise.Resolve{ID: id, As: as, Reason: reason}
+	digest := a2aDigest("CancelTask", c.contextID(), id, as, reason)
+	return h.execute(ctx, c, l, ledger.Command{Promise: cmd}, c.requestID, digest, id, h.recordKeys(c))
+}
+
+// SendMessage carries one promise record (or action on one) in the
+// message's metadata under an activated extension URI.
+func (h *a2aHandler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+	c, l, err := h.call(ctx)
+	if err != nil {
+		return nil, err
+	}
+	msg := req.Message
+	if msg == nil {
+		return nil, invalidParams("message", "is required")
+	}
+	if msg.ID == "" {
+		return nil, invalidParams("message.messageId", "is required")
+	}
+	uri, key, raw, err := h.findRecord(msg.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	if !containsStr(c.active, uri) {
+		return nil, a2a.NewError(a2a.ErrExtensionSupportRequired,
+			"A2A-Extensions: the record in metadata[\""+key+"\"] needs "+uri+" activated in the A2A-Extensions request header").
+			WithDetails(map[string]any{"code": string(rule.Invalid), "field": "A2A-Extensions", "rule": "activate " + uri})
+	}
+	fam, _ := h.s.a2aFamilyOf(uri)
+	if fam != familyPromise {
+		return nil, a2a.NewError(a2a.ErrUnsupportedOperation, "metadata[\""+key+"\"]: "+string(fam)+" records are not yet accepted over A2A; use the HTTP JSON API")
+	}
+	cmd, id, err := h.promiseCommand(c, l, msg, key, raw)
+	if err != nil {
+		return nil, err
+	}
+	rid := c.requestID
+	if rid == "" {
+		rid = "a2a:" + msg.ID
+	}
+	canon, _ := json.Marshal(raw)
+	digest := a2aDigest("SendMessage", c.contextID(), uri, string(msg.TaskID), string(canon))
+	return h.execute(ctx, c, l, ledger.Command{Promise: cmd}, rid, digest, id, []string{a2aRecordKey(uri, familyPromise)})
+}
+
+func containsStr(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// findRecord finds the one tally record in a message's metadata.
+func (h *a2aHandler) findRecord(meta map[string]any) (uri, key string, raw any, err error) {
+	for _, u := range h.s.a2aURIs() {
+		for _, k := range a2aRecordKeys(u.uri, u.family) {
+			v, ok := meta[k]
+			if !ok {
+				continue
+			}
+			if key != "" {
+				return "", "", nil, invalidParams("message.metadata", "carries two tally records (\""+key+"\" and \""+k+"\"); send one per message")
+			}
+			uri, key, raw = u.uri, k, v
+		}
+	}
+	if key == "" {
+		return "", "", nil, invalidParams("message.metadata", "carries no tally record: put one under metadata[\""+h.s.cfg.A2A.withDefaults().PromiseURI+"\"] (or another extension URI of the agent card) and activate that URI in the A2A-Extensions header")
+	}
+	return uri, key, raw, nil
+}
+
+var a2aPromiseActions = map[string][]string{
+	"declare": {"action", "id", "promise", "by", "to", "on", "until", "task", "meta"},
+	"amend":   {"action", "id", "until", "reason", "meta"},
+	"resolve": {"action", "id", "as", "evidence", "reason", "meta"},
+	"assess":  {"action", "id", "state", "observer", "note", "meta"},
+}
+
+// promiseCommand decodes a promise record (pinki's shape, plus an optional
+// "action": declare (default), amend, resolve or assess) into a command.
+// The acting identity is always the caller's; the returned id is the
+// promise the command is about ("" for a declaration that mints its id).
+func (h *a2aHandler) promiseCommand(c *a2aCall, l *ledger.Ledger, msg *a2a.Message, key string, raw any) (promise.Command, string, error) {
+	where := "metadata[\"" + key + "\"]"
+	obj, ok := raw.(map[string]any)
+	if !ok {
+		return nil, "", invalidParams(where, "must be a JSON object (a promise record)")
+	}
+	action := "declare"
+	if a, ok := obj["action"]; ok {
+		as, isStr := a.(string)
+		if _, known := a2aPromiseActions[as]; !isStr || !known {
+			return nil, "", invalidParams(where+".action", "must be declare, amend, resolve or assess")
+		}
+		action = as
+	}
+	body, err := json.Marshal(obj)
+	if err != nil {
+		return nil, "", invalidParams(where, "must be a JSON object")
+	}
+	f, err := decodeFields(body, a2aPromiseActions[action]...)
+	if err != nil {
+		if r, ok := rule.As(err); ok {
+			return nil, "", a2a.NewError(a2a.ErrInvalidParams, where+"."+r.Error()).WithDetails(map[string]any{"code": string(r.Code), "field": r.Field, "rule": r.Rule})
+		}
+		return nil, "", a2aError(err)
+	}
+	refuse := func(err error) error {
+		if r, ok := rule.As(err); ok {
+			return a2a.NewError(a2a.ErrInvalidParams, where+"."+r.Error()).WithDetails(map[string]any{"code": string(r.Code), "field": r.Field, "rule": r.Rule})
+		}
+		return a2aError(err)
+	}
+	now := h.s.cfg.Ledger.Now()
+	id := f.str["id"]
+	if action != "declare" && id == "" {
+		if msg.TaskID == "" {
+			return nil, "", invalidParams(where+".id", "names the promise to "+action+" (or send the message in its task: message.taskId)")
+		}
+		if err := l.Refresh(); err != nil {
+			return nil, "", a2aError(err)
+		}
+		l.Read(func(st *ledger.State, _ store.Position) {
+			if p, ok := findByTask(st, string(msg.TaskID)); ok {
+				id = p.ID
+			}
+		})
+		if id == "" {
+			return nil, "", a2a.NewError(a2a.ErrTaskNotFound, "no task "+string(msg.TaskID)+" in session "+c.contextID())
+		}
+	}
+	switch action {
+	case "declare":
+		until, err := promise.ParseDeadline("until", f.str["until"], now)
+		if err != nil {
+			return nil, "", refuse(err)
+		}
+		by := f.str["by"]
+		if by == "" {
+			by = c.p.actor
+		}
+		task := f.str["task"]
+		if task == "" {
+			task = string(msg.TaskID)
+		}
+		return promise.Declare{ID: id, Text: f.str["promise"], By: by, To: f.str["to"], On: f.str["on"], Task: task, Until: until, Meta: f.meta}, id, nil
+	case "amend":
+		until, err := promise.ParseDeadline("until", f.str["until"], now)
+		if err != nil {
+			return nil, "", refuse(err)
+		}
+		return promise.Amend{ID: id, Until: until, Reason: f.str["reason"], Meta: f.meta}, id, nil
+	case "resolve":
+		return promise.Resolve{ID: id, As: f.str["as"], Evidence: f.evidence, Reason: f.str["reason"], Meta: f.meta}, id, nil
+	default:
+		state := f.str["state"]
+		if state == "" {
+			state = promise.StateViolated
+		}
+		return promise.Assess{ID: id, State: state, Observer: f.str["observer"], Note: f.str["note"], Meta: f.meta}, id, nil
+	}
+}
+
+// a2aDigest binds a request id to what an A2A call asked.
+func a2aDigest(parts ...string) [32]byte {
+	h := blake3.NewDeriveKey("tally 2026-11 a2a request digest v1")
+	for _, p := range parts {
+		fmt.Fprintf(h, "%d:%s\n", len(p), p)
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// execute runs cmd as the caller, idempotently under rid, and returns the
+// task of the promise as it stood after the write (the recorded task on a
+// retry).
+func (h *a2aHandler) execute(ctx context.Context, c *a2aCall, l *ledger.Ledger, cmd ledger.Command, rid string, digest [32]byte, id string, keys []string) (*a2a.Task, error) {
+	render := func(st *ledger.State, res []ledger.Result) []byte {
+		pid := id
+		if pid == "" && len(res) > 0 {
+			pid = res[0].Event.ID
+		}
+		p, ok := st.Promises.Get(pid)
+		if !ok {
+			return []byte("{}")
+		}
+		v := st.Promises.View(p, h.s.cfg.Ledger.Now())
+		t := taskOf(&v, c.contextID(), keys)
+		if len(res) > 0 && len(res[0].Warnings) > 0 {
+			for _, k := range keys {
+				t.Metadata[k+"/warnings"] = res[0].Warnings
+			}
+		}
+		b, _ := json.Marshal(t)
+		return b
+	}
+	opts := ledger.WriteOptions{Actor: c.p.actor, RequestID: rid}
+	var idem *ledger.Idempotency
+	if rid != "" {
+		if len(rid) > 256 {
+			return nil, invalidParams("messageId", "a request id is at most 256 bytes")
+		}
+		idem = &ledger.Idempotency{Principal: c.p.actor, Key: rid, Digest: digest, Render: render}
+	}
+	res, resp, _, err := l.Execute(ctx, cmd, opts, idem)
+	if err != nil {
+		return nil, a2aError(err)
+	}
+	if idem == nil {
+		l.Read(func(st *ledger.State, _ store.Position) { resp = render(st, res) })
+	}
+	var t a2a.Task
+	if err := json.Unmarshal(resp, &t); err != nil || t.ID == "" {
+		return nil, fmt.Errorf("%w: the recorded response is not a task", a2a.ErrInternalError)
+	}
+	return &t, nil
+}
+
+// SendStreamingMessage and SubscribeToTask are not offered (the card says
+// streaming: false); the session's event stream is …/events.
+func (h *a2aHandler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) { yield(nil, a2a.ErrUnsupportedOperation) }
+}
+
+func (h *a2aHandler) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) { yield(nil, a2a.ErrUnsupportedOperation) }
+}
+
+func (h *a2aHandler) GetTaskPushConfig(context.Context, *a2a.GetTaskPushConfigRequest) (*a2a.PushConfig, error) {
+	return nil, a2a.ErrPushNotificationNotSupported
+}
+
+func (h *a2aHandler) ListTaskPushConfigs(context.Context, *a2a.ListTaskPushConfigRequest) (*a2a.ListTaskPushConfigResponse, error) {
+	return nil, a2a.ErrPushNotificationNotSupported
+}
+
+func (h *a2aHandler) CreateTaskPushConfig(context.Context, *a2a.PushConfig) (*a2a.PushConfig, error) {
+	return nil, a2a.ErrPushNotificationNotSupported
+}
+
+func (h *a2aHandler) DeleteTaskPushConfig(context.Context, *a2a.DeleteTaskPushConfigRequest) error {
+	return a2a.ErrPushNotificationNotSupported
+}
+
+func (h *a2aHandler) GetExtendedAgentCard(context.Context, *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
+	return nil, a2a.ErrExtendedCardNotConfigured
+}
