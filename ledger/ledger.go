@@ -38,6 +38,9 @@ type Config struct {
 	CheckpointMin uint64
 	// BatchMax bounds the commands one group commit carries.
 	BatchMax int
+	// BatchLinger bounds how long the committer waits for just-acknowledged
+	// writers to come back before committing the next batch.
+	BatchLinger time.Duration
 	// LockTimeout bounds the wait for another process's append.
 	LockTimeout time.Duration
 	// Timekeeper is the identity of the watcher: the only one that commits
@@ -76,7 +79,7 @@ func (c Config) expectConfig() expect.Config {
 func DefaultConfig() Config {
 	return Config{
 		Limits: promise.DefaultLimits(), Now: time.Now, Logger: slog.Default(),
-		CheckpointMin: 2048, BatchMax: 1024, LockTimeout: 30 * time.Second,
+		CheckpointMin: 2048, BatchMax: 1024, BatchLinger: 300 * time.Microsecond, LockTimeout: 30 * time.Second,
 		Timekeeper: DefaultTimekeeper, LineageMax: expect.DefaultConfig().LineageMax,
 		IdempotencyWindow: 24 * time.Hour,
 	}
@@ -482,21 +485,38 @@ func (l *Ledger) submit(ctx context.Context, req *request) ([]Result, error) {
 		l.qmu.Unlock()
 		inflight = batch
 		l.commit(ctx, batch)
-		// The writers just acknowledged usually come straight back. Yield
-		// briefly so they join the next batch instead of forming a second,
-		// smaller cohort that doubles the fsyncs.
-		for spin := 0; spin < 4; spin++ {
-			l.qmu.Lock()
-			waiting := len(l.queue)
-			l.qmu.Unlock()
-			if waiting >= len(batch) {
-				break
-			}
-			runtime.Gosched()
+		// The writers just acknowledged usually come straight back. Give
+		// them a moment to join the next batch, instead of forming a second,
+		// smaller cohort that doubles the fsyncs: wait while the queue keeps
+		// growing, at most BatchLinger. A lone writer never waits.
+		if len(batch) > 1 {
+			l.linger()
 		}
 	}
 	<-req.done
 	return req.res, req.err
+}
+
+// linger yields while writers keep arriving (quiet for 20µs ends it),
+// bounded by BatchLinger.
+func (l *Ledger) linger() {
+	start := time.Now()
+	last, quietSince := -1, start
+	for {
+		now := time.Now()
+		if now.Sub(start) >= l.cfg.BatchLinger {
+			return
+		}
+		l.qmu.Lock()
+		n := len(l.queue)
+		l.qmu.Unlock()
+		if n != last {
+			last, quietSince = n, now
+		} else if now.Sub(quietSince) >= 20*time.Microsecond {
+			return
+		}
+		runtime.Gosched()
+	}
 }
 
 // commit carries one batch through lock, catch-up, decide, append, fsync.

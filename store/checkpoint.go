@@ -5,21 +5,20 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
-
-	"github.com/zeebo/blake3"
 )
 
 // A checkpoint is a cache of the folded state at some Position, so opening a
 // session costs O(lines since the checkpoint). Deleting it loses nothing. Its
-// file is: magic, the Position, the caller's payload, and a BLAKE3 sum of
-// all of that; a checkpoint whose sum, or whose Position, does not match is
+// file is: magic, the Position, the caller's payload, and a 32-byte trailer
+// (CRC-32C and length of all of that); a checkpoint whose sum, or whose Position, does not match is
 // ignored.
-const checkpointMagic = "TALLYCK1"
+const checkpointMagic = "TALLYCK2"
 
-// checkpointContext domain-separates the checkpoint sum. Do not change.
-const checkpointContext = "tally 2026-11 checkpoint v1"
+// checkpointContext marks the sum's layout. Do not change.
+const checkpointContext = "tally ckpt v2"
 
 // ErrNoCheckpoint means there is no usable checkpoint; fold from the start.
 var ErrNoCheckpoint = errors.New("no usable checkpoint")
@@ -59,12 +58,17 @@ func (l *Log) WriteCheckpoint(pos Position, payload []byte) error {
 	return nil
 }
 
+// checkpointSum detects a torn or damaged cache file. CRC-32C (in
+// hardware) is enough for that and keeps opening a large ledger cheap; the
+// checkpoint is trusted no further than its match with the hash-chained log.
 func checkpointSum(b []byte) (sum [32]byte) {
-	h := blake3.NewDeriveKey(checkpointContext)
-	h.Write(b)
-	h.Sum(sum[:0])
+	binary.LittleEndian.PutUint32(sum[:], crc32.Checksum(b, castagnoli))
+	binary.LittleEndian.PutUint64(sum[4:], uint64(len(b)))
+	copy(sum[12:], checkpointContext)
 	return sum
 }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // ReadCheckpoint returns the checkpoint's position and payload if the file
 // is whole and the log still holds, at that position, the line the
