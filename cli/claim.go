@@ -64,6 +64,12 @@ func need(field, v string) error {
 // claimWrite runs one claim command as the acting identity and prints the
 // records it appended and the claim's state afterwards.
 func (g *global) claimWrite(c *cobra.Command, cmd claim.Command, claimID, requestID string, human func(w io.Writer, v *claim.View, res []ledger.Result)) error {
+	if rc, err := g.remote(); err != nil || rc != nil {
+		if err != nil {
+			return err
+		}
+		return g.claimWriteRemote(c, rc, cmd, requestID, human)
+	}
 	actor, err := g.requireActor("")
 	if err != nil {
 		return err
@@ -99,8 +105,15 @@ func (g *global) printClaimWrite(l *ledger.Ledger, claimID string, res []ledger.
 		}
 		return writeJSONDoc(g.io.Out, member("records", recs), member("claim", vb))
 	}
+	g.printClaimHuman(&v, res, human)
+	return nil
+}
+
+// printClaimHuman prints a claim write for people: the verb's own lines,
+// the dependency failures it caused, and the claim's state.
+func (g *global) printClaimHuman(v *claim.View, res []ledger.Result, human func(w io.Writer, v *claim.View, res []ledger.Result)) {
 	if human != nil {
-		human(g.io.Out, &v, res)
+		human(g.io.Out, v, res)
 	}
 	for _, r := range res {
 		if r.Type == claim.TypeDependency {
@@ -110,7 +123,6 @@ func (g *global) printClaimWrite(l *ledger.Ledger, claimID string, res []ledger.
 		}
 	}
 	fmt.Fprintf(g.io.Out, "%s: %s\n", v.Claim, paint(g.color(), claimColor(v.State, v.Overdue), string(v.State)))
-	return nil
 }
 
 // claimView reads one claim's view, or refuses when there is none.

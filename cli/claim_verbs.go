@@ -329,6 +329,21 @@ func newClaimShow(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if rc, err := g.remote(); err != nil || rc != nil {
+				if err != nil {
+					return err
+				}
+				doc, v, err := rc.claim(c.Context(), d.Claim, now)
+				if err != nil {
+					return err
+				}
+				if g.json {
+					_, err := g.io.Out.Write(doc)
+					return err
+				}
+				printClaim(g.io.Out, &v, now, g.color())
+				return nil
+			}
 			l, err := g.open()
 			if err != nil {
 				return err
@@ -385,13 +400,28 @@ func newClaimLs(g *global) *cobra.Command {
 			for _, s := range d.States {
 				f.States = append(f.States, claim.Status(s))
 			}
-			l, err := g.open()
-			if err != nil {
-				return err
-			}
-			defer l.Close()
 			var list []claim.Summary
-			l.Read(func(st *ledger.State, _ store.Position) { list = st.Claims.List(f, now) })
+			if rc, err := g.remote(); err != nil || rc != nil {
+				if err != nil {
+					return err
+				}
+				doc, rows, err := rc.claims(c.Context(), f, now)
+				if err != nil {
+					return err
+				}
+				if g.json {
+					_, err := g.io.Out.Write(doc)
+					return err
+				}
+				list = rows
+			} else {
+				l, err := g.open()
+				if err != nil {
+					return err
+				}
+				defer l.Close()
+				l.Read(func(st *ledger.State, _ store.Position) { list = st.Claims.List(f, now) })
+			}
 			if g.json {
 				b, err := json.Marshal(list)
 				if err != nil {

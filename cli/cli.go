@@ -169,6 +169,15 @@ func (g *global) fail(err error) ExitCode {
 	if _, ok := err.(silentExit); ok {
 		return ExitError
 	}
+	var re *remoteError
+	if errors.As(err, &re) {
+		if g.json {
+			g.io.Err.Write(re.doc)
+		} else {
+			fmt.Fprintln(g.io.Err, "tally: "+re.msg)
+		}
+		return re.exit()
+	}
 	code, exit := "error", ExitError
 	var ue usageError
 	if r, ok := rule.As(err); ok {
@@ -214,6 +223,9 @@ func newRoot(g *global) *cobra.Command {
 	}
 	root.SetVersionTemplate(versionLine() + "\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	// With TALLY_URL set, verbs talk to a server (see remote.go); the
+	// others refuse rather than quietly use a local ledger.
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return g.checkRemote(c) }
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.dir, "dir", "", "ledger directory (default: $TALLY_DIR, else the nearest .tally/ above the working directory)")
 	pf.StringVar(&g.session, "session", "", "session as TENANT/SESSION (default: default/default)")

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sort"
@@ -29,6 +30,13 @@ func (g *global) views(o readOptions, f promise.Filter) ([]promise.View, time.Ti
 	if err != nil {
 		return nil, now, err
 	}
+	if rc, err := g.remote(); err != nil || rc != nil {
+		if err != nil {
+			return nil, now, err
+		}
+		vs, err := rc.views(context.Background(), f, now)
+		return vs, now, err
+	}
 	l, err := g.open()
 	if err != nil {
 		return nil, now, err
@@ -44,6 +52,13 @@ func (g *global) view(o readOptions, id string) (promise.View, time.Time, bool, 
 	now, err := parseNow(o.now, g.io.Now)
 	if err != nil {
 		return promise.View{}, now, false, err
+	}
+	if rc, err := g.remote(); err != nil || rc != nil {
+		if err != nil {
+			return promise.View{}, now, false, err
+		}
+		v, err := rc.view(context.Background(), id, now)
+		return v, now, err == nil, err
 	}
 	l, err := g.open()
 	if err != nil {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -28,6 +29,13 @@ func (o *writeOptions) bind(c *cobra.Command) {
 
 // requireActor returns the acting identity or a usage error naming how to set it.
 func (g *global) requireActor(fallback string) (string, error) {
+	if rc, err := g.remote(); err != nil || rc != nil {
+		if err != nil {
+			return "", err
+		}
+		// Over TALLY_URL the server says who the token acts as.
+		return rc.identity(context.Background())
+	}
 	if a := g.actor(); a != "" {
 		return a, nil
 	}
@@ -39,6 +47,12 @@ func (g *global) requireActor(fallback string) (string, error) {
 
 // submit runs one promise command and prints its outcome.
 func (g *global) submit(c *cobra.Command, cmd promise.Command, actor string, o writeOptions, human func(io.Writer, ledger.Result, *promise.View)) error {
+	if rc, err := g.remote(); err != nil || rc != nil {
+		if err != nil {
+			return err
+		}
+		return g.submitRemote(c, rc, cmd, actor, o, human)
+	}
 	l, err := g.open()
 	if err != nil {
 		return err

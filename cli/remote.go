@@ -1,0 +1,545 @@
+package cli
+
+// The CLI as a client. With TALLY_URL set, the verbs below talk to
+// `tally serve` instead of opening a ledger directory, and print exactly what
+// they print locally (human and --json), with the same exit codes:
+//
+//   promise, amend, resolve, assess, show, ls, owed, graph, export --format json;
+//   claim create|post|cancel|revoke|supersede|show|ls, receipt acquire|adopt,
+//   progress, testament close|post|receive.
+//
+// TALLY_TOKEN is the bearer token; the acting identity is the token's (asked
+// of the server), and --as or TALLY_ACTOR, when given, must name the same
+// identity (with a server run with --insecure-dev they name it). --session
+// TENANT/SESSION maps to the URL path (default default/default). --request-id
+// becomes the Idempotency-Key header. Refusals keep their meaning: HTTP 400,
+// 413 and 415 exit 2, every other refusal exits 1, with the server's message
+// on stderr (its error document as is with --json).
+//
+// Every other verb works on a local ledger directory only (init, import,
+// verify, demo, serve, token, export --format jsonl|pinki, the expectation,
+// watcher, artifact and check verbs, claim graph): with TALLY_URL set they
+// refuse with exit 2 instead of quietly using a local ledger.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"tally/claim"
+	"tally/jsondoc"
+	"tally/ledger"
+	"tally/promise"
+	"tally/store"
+)
+
+// remoteVerbs are the command paths that run against TALLY_URL.
+var remoteVerbs = map[string]bool{
+	"tally promise": true, "tally amend": true, "tally resolve": true, "tally assess": true,
+	"tally show": true, "tally ls": true, "tally owed": true, "tally graph": true, "tally export": true,
+	"tally version": true, "tally help": true,
+	"tally claim create": true, "tally claim post": true, "tally claim cancel": true, "tally claim revoke": true,
+	"tally claim supersede": true, "tally claim show": true, "tally claim ls": true,
+	"tally receipt acquire": true, "tally receipt adopt": true, "tally progress": true,
+	"tally testament close": true, "tally testament post": true, "tally testament receive": true,
+}
+
+// remoteURL is TALLY_URL without a trailing slash; "" means local.
+func (g *global) remoteURL() string {
+	return strings.TrimRight(strings.TrimSpace(g.io.Getenv("TALLY_URL")), "/")
+}
+
+// checkRemote refuses, with TALLY_URL set, a verb that only works locally.
+func (g *global) checkRemote(c *cobra.Command) error {
+	if g.remoteURL() == "" {
+		return nil
+	}
+	path := c.CommandPath()
+	if strings.HasPrefix(path, "tally completion") {
+		return nil
+	}
+	if !remoteVerbs[path] {
+		return usagef("%s works on a local ledger directory only; unset TALLY_URL to run it", strings.TrimPrefix(path, "tally "))
+	}
+	if path == "tally export" {
+		if f := c.Flags().Lookup("format"); f != nil && f.Value.String() != "json" {
+			return usagef("export --format %s reads the log itself and works on a local ledger directory only; with TALLY_URL use --format json", f.Value.String())
+		}
+	}
+	if g.dir != "" {
+		return usagef("dir: --dir names a local ledger but TALLY_URL is set; give one of them")
+	}
+	return nil
+}
+
+// remoteError is a refusal or failure the server answered with.
+type remoteError struct {
+	status int
+	msg    string
+	code   string
+	doc    []byte // the server's error document, as is
+}
+
+func (e *remoteError) Error() string { return e.msg }
+
+// exit maps the HTTP status to tally's exit codes.
+func (e *remoteError) exit() ExitCode {
+	switch e.status {
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType:
+		return ExitUsage
+	}
+	return ExitError
+}
+
+// client talks to one session of a tally server.
+type client struct {
+	g       *global
+	base    string // …/v1/tenants/T/sessions/S
+	tenant  string
+	http    *http.Client
+	whoami  string
+	timeout time.Duration
+}
+
+// remote returns the client when TALLY_URL is set, else nil.
+func (g *global) remote() (*client, error) {
+	u := g.remoteURL()
+	if u == "" {
+		return nil, nil
+	}
+	if _, err := url.ParseRequestURI(u); err != nil {
+		return nil, usagef("TALLY_URL: %q is not a URL", u)
+	}
+	tenant, session := store.DefaultTenant, store.DefaultSession
+	if g.session != "" {
+		t, s, ok := strings.Cut(g.session, "/")
+		if !ok {
+			return nil, usagef("session: must be TENANT/SESSION")
+		}
+		tenant, session = t, s
+	}
+	if err := store.CheckName("tenant", tenant); err != nil {
+		return nil, usageError{err}
+	}
+	if err := store.CheckName("session", session); err != nil {
+		return nil, usageError{err}
+	}
+	return &client{g: g, tenant: tenant, base: u + "/v1/tenants/" + url.PathEscape(tenant) + "/sessions/" + url.PathEscape(session),
+		http: &http.Client{}, timeout: 60 * time.Second}, nil
+}
+
+// do sends one request and returns the body of a 2xx answer, or the
+// server's refusal as a *remoteError.
+func (rc *client) do(ctx context.Context, method, u string, body []byte, requestID string) ([]byte, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, rc.timeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if tok := rc.g.io.Getenv("TALLY_TOKEN"); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	if a := rc.g.actor(); a != "" {
+		req.Header.Set("X-Tally-Actor", a) // read only by a server run with --insecure-dev
+	}
+	if requestID != "" {
+		req.Header.Set("Idempotency-Key", requestID)
+	}
+	resp, err := rc.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("server %s: %w", rc.g.remoteURL(), unwrapURLError(err))
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return nil, fmt.Errorf("server %s: %w", rc.g.remoteURL(), err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return b, nil
+	}
+	re := &remoteError{status: resp.StatusCode, doc: b, msg: fmt.Sprintf("server answered %s", resp.Status), code: "error"}
+	var d struct {
+		Error string `json:"error"`
+		Code  string `json:"code"`
+	}
+	if json.Unmarshal(b, &d) == nil && d.Error != "" {
+		re.msg, re.code = d.Error, d.Code
+	} else {
+		re.doc = jsondoc.Error(re.msg, re.code)
+	}
+	return nil, re
+}
+
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// path is the session URL of a path built from segments, each escaped.
+func (rc *client) path(query url.Values, segs ...string) string {
+	var b strings.Builder
+	b.WriteString(rc.base)
+	for _, s := range segs {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(s))
+	}
+	if len(query) > 0 {
+		b.WriteByte('?')
+		b.WriteString(query.Encode())
+	}
+	return b.String()
+}
+
+// identity is the acting identity: the token's, as the server sees it.
+func (rc *client) identity(ctx context.Context) (string, error) {
+	if rc.whoami != "" {
+		return rc.whoami, nil
+	}
+	u := strings.TrimSuffix(rc.base, rc.base[strings.Index(rc.base, "/sessions/"):]) + "/whoami"
+	b, err := rc.do(ctx, "GET", u, nil, "")
+	if err != nil {
+		return "", err
+	}
+	var d struct {
+		Actor string `json:"actor"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil || d.Actor == "" {
+		return "", fmt.Errorf("server %s: whoami: no identity in %q", rc.g.remoteURL(), b)
+	}
+	if a := rc.g.actor(); a != "" && a != d.Actor && rc.g.io.Getenv("TALLY_TOKEN") != "" {
+		return "", usagef("actor: %q is not the token's identity %q (over TALLY_URL you act as the token's identity)", a, d.Actor)
+	}
+	rc.whoami = d.Actor
+	return d.Actor, nil
+}
+
+// members decodes the top-level members of a response document.
+func members(b []byte) (map[string]json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("server response is not a JSON document: %w", err)
+	}
+	return m, nil
+}
+
+// promiseRequest maps a promise command to its route and body.
+func promiseRequest(cmd promise.Command) (segs []string, body []byte, err error) {
+	var meta json.RawMessage
+	type doc map[string]any
+	d := doc{}
+	set := func(k, v string) {
+		if v != "" {
+			d[k] = v
+		}
+	}
+	switch c := cmd.(type) {
+	case promise.Declare:
+		segs = []string{"promises"}
+		set("id", c.ID)
+		set("promise", c.Text)
+		set("by", c.By)
+		set("to", c.To)
+		set("on", c.On)
+		set("task", c.Task)
+		if !c.Until.IsZero() {
+			d["until"] = promise.FormatTime(c.Until)
+		}
+		meta = json.RawMessage(c.Meta)
+	case promise.Amend:
+		segs = []string{"promises", c.ID, "amend"}
+		if !c.Until.IsZero() {
+			d["until"] = promise.FormatTime(c.Until)
+		}
+		set("reason", c.Reason)
+		meta = json.RawMessage(c.Meta)
+	case promise.Resolve:
+		segs = []string{"promises", c.ID, "resolve"}
+		set("as", c.As)
+		if len(c.Evidence) > 0 {
+			d["evidence"] = c.Evidence
+		}
+		set("reason", c.Reason)
+		meta = json.RawMessage(c.Meta)
+	case promise.Assess:
+		segs = []string{"promises", c.ID, "assess"}
+		set("state", c.State)
+		set("observer", c.Observer)
+		set("note", c.Note)
+		meta = json.RawMessage(c.Meta)
+	default:
+		return nil, nil, usagef("this promise verb is not available over TALLY_URL")
+	}
+	if len(meta) > 0 {
+		if !json.Valid(meta) {
+			return nil, nil, usagef("meta: must be a JSON object")
+		}
+		d["meta"] = meta
+	}
+	body, err = json.Marshal(d)
+	return segs, body, err
+}
+
+// submitRemote is submit over HTTP.
+func (g *global) submitRemote(c *cobra.Command, rc *client, cmd promise.Command, actor string, o writeOptions, human func(io.Writer, ledger.Result, *promise.View)) error {
+	segs, body, err := promiseRequest(cmd)
+	if err != nil {
+		return err
+	}
+	b, err := rc.do(c.Context(), "POST", rc.path(nil, segs...), body, o.requestID)
+	if err != nil {
+		return err
+	}
+	if g.json {
+		_, err := g.io.Out.Write(b)
+		return err
+	}
+	m, err := members(b)
+	if err != nil {
+		return err
+	}
+	v, err := jsondoc.DecodeView(m["promise"])
+	if err != nil {
+		return err
+	}
+	var seq uint64
+	var warnings []string
+	json.Unmarshal(m["seq"], &seq)
+	json.Unmarshal(m["warnings"], &warnings)
+	for _, w := range warnings {
+		fmt.Fprintln(g.io.Err, "warning: "+w)
+	}
+	observer := actor
+	if a, ok := cmd.(promise.Assess); ok && a.Observer != "" {
+		observer = a.Observer
+	}
+	human(g.io.Out, ledger.Result{Seq: seq, Event: promise.Event{ID: v.ID, Observer: observer}, Warnings: warnings}, &v)
+	return nil
+}
+
+// viewsRemote is views over HTTP.
+func (rc *client) views(ctx context.Context, f promise.Filter, now time.Time) ([]promise.View, error) {
+	q := url.Values{"now": {promise.FormatTime(now)}}
+	if f.State != "" {
+		q.Set("state", f.State)
+	}
+	if f.By != "" {
+		q.Set("by", f.By)
+	}
+	if f.To != "" {
+		q.Set("to", f.To)
+	}
+	b, err := rc.do(ctx, "GET", rc.path(q, "promises"), nil, "")
+	if err != nil {
+		return nil, err
+	}
+	m, err := members(b)
+	if err != nil {
+		return nil, err
+	}
+	return jsondoc.DecodeViews(m["promises"])
+}
+
+// view is one promise over HTTP; a missing one is the server's refusal.
+func (rc *client) view(ctx context.Context, id string, now time.Time) (promise.View, error) {
+	b, err := rc.do(ctx, "GET", rc.path(url.Values{"now": {promise.FormatTime(now)}}, "promises", id), nil, "")
+	if err != nil {
+		return promise.View{}, err
+	}
+	m, err := members(b)
+	if err != nil {
+		return promise.View{}, err
+	}
+	return jsondoc.DecodeView(m["promise"])
+}
+
+// claimRequest maps a claim command to its route and body.
+func claimRequest(cmd claim.Command) (segs []string, body any, err error) {
+	type m = map[string]any
+	switch c := cmd.(type) {
+	case claim.Create:
+		d := m{"claim": c.Claim, "respondent": c.Respondent, "work": c.Work, "slots": c.Slots}
+		if c.Slots == nil {
+			d["slots"] = []claim.SlotSpec{}
+		}
+		for k, v := range map[string]string{"scope": c.Scope, "predecessor": c.Predecessor} {
+			if v != "" {
+				d[k] = v
+			}
+		}
+		for k, v := range map[string][]string{"depends_on": c.DependsOn, "awaits": c.Awaits, "reviews": c.Reviews, "derived_from": c.DerivedFrom} {
+			if len(v) > 0 {
+				d[k] = v
+			}
+		}
+		if c.MaxResponses != 0 {
+			d["max_responses"] = c.MaxResponses
+		}
+		if !c.Deadline.IsZero() {
+			d["deadline"] = claim.FormatTime(c.Deadline)
+		}
+		return []string{"claims"}, d, nil
+	case claim.Post:
+		return []string{"claims", c.Claim, "post"}, m{}, nil
+	case claim.ReportPostFailure:
+		return []string{"claims", c.Claim, "post"}, m{"failed": true, "reason": c.Reason}, nil
+	case claim.Cancel:
+		return []string{"claims", c.Claim, "cancel"}, m{"reason": c.Reason}, nil
+	case claim.Revoke:
+		return []string{"claims", c.Claim, "revoke"}, m{"reason": c.Reason}, nil
+	case claim.Supersede:
+		return []string{"claims", c.Claim, "supersede"}, m{"successor": c.Successor, "reason": c.Reason}, nil
+	case claim.AcquireReceipt:
+		return []string{"claims", c.Claim, "receipt"}, m{}, nil
+	case claim.DeclineReceipt:
+		return []string{"claims", c.Claim, "receipt"}, m{"decline": true, "reason": c.Reason}, nil
+	case claim.Adopt:
+		return []string{"claims", c.Claim, "adopt"}, m{"holder": c.Holder, "reason": c.Reason}, nil
+	case claim.Progress:
+		return []string{"claims", c.Claim, "progress"}, m{"generation": c.Generation, "note": c.Note}, nil
+	case claim.CloseTestament:
+		d := m{"testament": c.Testament, "generation": c.Generation, "outcome": c.Outcome, "summary": c.Summary}
+		if c.Confidence != nil {
+			d["confidence"] = *c.Confidence
+		}
+		if len(c.Bindings) > 0 {
+			d["bindings"] = c.Bindings
+		}
+		if len(c.Diagnostics) > 0 {
+			d["diagnostics"] = c.Diagnostics
+		}
+		return []string{"claims", c.Claim, "testaments"}, d, nil
+	case claim.ResultTestament:
+		d := m{"role": claim.TestamentResult, "testament": c.Testament, "summary": c.Summary}
+		if c.Confidence != nil {
+			d["confidence"] = *c.Confidence
+		}
+		if len(c.Results) > 0 {
+			d["results"] = c.Results
+		}
+		return []string{"claims", c.Claim, "testaments"}, d, nil
+	case claim.FailTestament:
+		return []string{"claims", c.Claim, "testaments"}, m{"failed": true, "generation": c.Generation, "reason": c.Reason}, nil
+	case claim.PostTestament:
+		return []string{"claims", c.Claim, "testaments", c.Testament, "post"}, m{}, nil
+	case claim.ReceiveTestament:
+		return []string{"claims", c.Claim, "testaments", c.Testament, "receive"}, m{}, nil
+	}
+	return nil, nil, usagef("this claim verb works on a local ledger directory only; unset TALLY_URL to run it")
+}
+
+// claimWriteRemote is claimWrite over HTTP.
+func (g *global) claimWriteRemote(c *cobra.Command, rc *client, cmd claim.Command, requestID string, human func(w io.Writer, v *claim.View, res []ledger.Result)) error {
+	segs, d, err := claimRequest(cmd)
+	if err != nil {
+		return err
+	}
+	if _, err := rc.identity(c.Context()); err != nil {
+		return err
+	}
+	body, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	b, err := rc.do(c.Context(), "POST", rc.path(nil, segs...), body, requestID)
+	if err != nil {
+		return err
+	}
+	if g.json {
+		_, err := g.io.Out.Write(b)
+		return err
+	}
+	m, err := members(b)
+	if err != nil {
+		return err
+	}
+	var v claim.View
+	if err := json.Unmarshal(m["claim"], &v); err != nil {
+		return fmt.Errorf("server response: claim: %w", err)
+	}
+	var lines []json.RawMessage
+	if err := json.Unmarshal(m["records"], &lines); err != nil {
+		return fmt.Errorf("server response: records: %w", err)
+	}
+	res := make([]ledger.Result, len(lines))
+	for i, l := range lines {
+		var t struct {
+			Type string `json:"type"`
+		}
+		json.Unmarshal(l, &t)
+		res[i] = ledger.Result{Type: t.Type, Line: l}
+	}
+	g.printClaimHuman(&v, res, human)
+	return nil
+}
+
+// claimRemote reads one claim over HTTP: the document and its view.
+func (rc *client) claim(ctx context.Context, id string, now time.Time) ([]byte, claim.View, error) {
+	var v claim.View
+	b, err := rc.do(ctx, "GET", rc.path(url.Values{"now": {claim.FormatTime(now)}}, "claims", id), nil, "")
+	if err != nil {
+		return nil, v, err
+	}
+	m, err := members(b)
+	if err != nil {
+		return nil, v, err
+	}
+	if err := json.Unmarshal(m["claim"], &v); err != nil {
+		return nil, v, fmt.Errorf("server response: claim: %w", err)
+	}
+	return b, v, nil
+}
+
+// claims lists claims over HTTP: the document and its rows.
+func (rc *client) claims(ctx context.Context, f claim.Filter, now time.Time) ([]byte, []claim.Summary, error) {
+	q := url.Values{"now": {claim.FormatTime(now)}}
+	for _, s := range f.States {
+		q.Add("state", string(s))
+	}
+	if f.Open {
+		q.Set("open", "true")
+	}
+	if f.Overdue {
+		q.Set("overdue", "true")
+	}
+	for k, v := range map[string]string{"claimant": f.Claimant, "respondent": f.Respondent, "participant": f.Participant} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	b, err := rc.do(ctx, "GET", rc.path(q, "claims"), nil, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := members(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	var list []claim.Summary
+	if err := json.Unmarshal(m["claims"], &list); err != nil {
+		return nil, nil, fmt.Errorf("server response: claims: %w", err)
+	}
+	return b, list, nil
+}
