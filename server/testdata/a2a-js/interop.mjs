@@ -1,0 +1,65 @@
+// An independent A2A v1.0 client (@a2a-js/sdk) against a tally session:
+// fetch the card, send a promise under pinki's extension URI with the
+// extension activated, read the task back with GetTask, and check the echoed
+// A2A-Extensions header, the record in the task's metadata and the mapped
+// state. Run by server/a2a_interop_test.go; env: A2A_BASE (the session's
+// …/a2a URL) and TALLY_TOKEN.
+import { Role, TaskState } from '@a2a-js/sdk';
+import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
+
+// The card path is resolved relative to the base, so the base ends in '/'.
+const base = process.env.A2A_BASE.replace(/\/?$/, '/');
+const token = process.env.TALLY_TOKEN;
+const PINKI = 'https://github.com/azigler/pinki/ext/promise/v0';
+const KEY = PINKI + '/promise';
+
+function check(cond, what, got) {
+  if (!cond) {
+    console.error('FAIL: ' + what + (got === undefined ? '' : ': ' + JSON.stringify(got)));
+    process.exit(1);
+  }
+  console.log('ok: ' + what);
+}
+
+// Every call carries the bearer token and activates pinki's extension; the
+// last response's A2A-Extensions header is kept to check the echo.
+let echoed = [];
+const fetchImpl = async (input, init = {}) => {
+  const headers = new Headers(init.headers || {});
+  headers.set('Authorization', 'Bearer ' + token);
+  headers.set('A2A-Extensions', PINKI);
+  const resp = await fetch(input, { ...init, headers });
+  echoed.push(resp.headers.get('A2A-Extensions'));
+  return resp;
+};
+
+const card = await new DefaultAgentCardResolver({ fetchImpl }).resolve(base);
+const uris = (card.capabilities?.extensions || []).map((e) => e.uri);
+check(uris.includes('urn:tally:ext:promise'), 'card declares the promise extension', uris);
+check((card.supportedInterfaces || []).some((i) => i.protocolVersion === '1.0'), 'card has a 1.0 interface', card.supportedInterfaces);
+
+for (const [name, transport] of [['JSONRPC', new JsonRpcTransportFactory({ fetchImpl })], ['HTTP+JSON', new RestTransportFactory({ fetchImpl })]]) {
+  const factory = new ClientFactory({ transports: [transport], cardResolver: new DefaultAgentCardResolver({ fetchImpl }) });
+  const client = await factory.createFromUrl(base);
+  const id = 'js-' + name.replace(/\W/g, '').toLowerCase();
+  echoed = [];
+  const sent = await client.sendMessage({
+    message: {
+      messageId: 'msg-' + id,
+      role: Role.ROLE_USER,
+      parts: [{ content: { $case: 'text', value: 'hand back a reviewed schema' } }],
+      metadata: { [KEY]: { id, promise: 'hand back a reviewed schema', to: 'author', until: '2026-09-01T17:00:00Z' } },
+    },
+  });
+  const task = sent.id ? sent : sent.payload?.value ?? sent.task;
+  check(task && task.id === id, name + ': SendMessage returns the promise task', sent);
+  check(echoed.at(-1) === PINKI, name + ': A2A-Extensions echoed', echoed);
+
+  echoed = [];
+  const got = await client.getTask({ id });
+  check(echoed.at(-1) === PINKI, name + ': GetTask echoes A2A-Extensions', echoed);
+  check(got.status?.state === TaskState.TASK_STATE_WORKING || got.status?.state === 'TASK_STATE_WORKING', name + ': an owed promise is WORKING', got.status);
+  const rec = got.metadata?.[KEY];
+  check(rec && rec.id === id && rec.by === 'reviewer' && rec.to === 'author' && rec.state === 'owed', name + ': the record rides in metadata under pinki\'s key', got.metadata);
+}
+console.log('interop ok');
