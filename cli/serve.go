@@ -6,17 +6,20 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"tally/auth"
 	"tally/server"
 	"tally/store"
+	"tally/watch"
 )
 
 func newServe(g *global) *cobra.Command {
-	var addr string
+	var addr, webhook string
 	var insecure bool
+	var watchEvery time.Duration
 	c := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:7420]",
 		Short: "Serve the ledger over HTTP: JSON API, event stream, metrics",
@@ -35,6 +38,10 @@ func newServe(g *global) *cobra.Command {
 			cfg.Logger = slog.New(slog.NewJSONHandler(g.io.Err, nil))
 			cfg.Ledger.Now = g.io.Now
 			cfg.Ledger.Logger = cfg.Logger
+			cfg.WatchEvery = watchEvery
+			if webhook != "" {
+				cfg.Watch.Sinks = append(cfg.Watch.Sinks, &watch.Webhook{URL: webhook, Attempts: 5, Backoff: 500 * time.Millisecond})
+			}
 			if insecure {
 				fmt.Fprintln(g.io.Err, "WARNING: --insecure-dev: no authentication; any client may act as any identity (X-Tally-Actor). Never expose this server.")
 			}
@@ -54,6 +61,8 @@ func newServe(g *global) *cobra.Command {
 	}
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:7420", "address to listen on")
 	c.Flags().BoolVar(&insecure, "insecure-dev", false, "serve without authentication (development only; prints a warning)")
+	c.Flags().DurationVar(&watchEvery, "watch-every", 10*time.Second, "how often the built-in timekeeper sweeps each open session (0: off)")
+	c.Flags().StringVar(&webhook, "webhook", "", "deliver lapses and promise notices by HTTP POST to URL (retried, with Idempotency-Key)")
 	return c
 }
 

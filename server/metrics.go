@@ -9,9 +9,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"tally/claim"
+	"tally/expect"
 	"tally/ledger"
 	"tally/promise"
 	"tally/store"
+	"tally/watch"
 )
 
 type metrics struct {
@@ -21,6 +24,8 @@ type metrics struct {
 	fsync    prometheus.Histogram
 	batch    prometheus.Histogram
 	requests *prometheus.HistogramVec
+	lapses   prometheus.Counter
+	notices  prometheus.Counter
 	handle   http.Handler
 }
 
@@ -47,7 +52,9 @@ func newMetrics(s *Server) *metrics {
 			Buckets: prometheus.ExponentialBuckets(100e-6, 2, 16),
 		}, []string{"route", "code"}),
 	}
-	reg.MustRegister(m.appends, m.commits, m.fsync, m.batch, m.requests,
+	m.lapses = prometheus.NewCounter(prometheus.CounterOpts{Name: "tally_lapses_total", Help: "Lapses committed by the built-in timekeeper."})
+	m.notices = prometheus.NewCounter(prometheus.CounterOpts{Name: "tally_deliveries_total", Help: "Notices and lapses the built-in timekeeper delivered."})
+	reg.MustRegister(m.appends, m.commits, m.fsync, m.batch, m.requests, m.lapses, m.notices,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&obligations{s: s})
 	m.handle = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
@@ -59,6 +66,11 @@ func (m *metrics) commit(ci ledger.CommitInfo) {
 	m.appends.Add(float64(ci.Records))
 	m.fsync.Observe(ci.Fsync.Seconds())
 	m.batch.Observe(float64(ci.Records))
+}
+
+func (m *metrics) sweep(r watch.Report) {
+	m.lapses.Add(float64(r.Lapses))
+	m.notices.Add(float64(r.Delivered))
 }
 
 func (m *metrics) request(route string, code int, d time.Duration) {
@@ -82,6 +94,7 @@ var (
 func (o *obligations) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descOpen
 	ch <- descOverdue
+	ch <- descWatcherLag
 }
 
 func (o *obligations) Collect(ch chan<- prometheus.Metric) {
@@ -97,10 +110,17 @@ func (o *obligations) Collect(ch chan<- prometheus.Metric) {
 				}
 				return true
 			})
+			for _, c := range st.Claims.List(claim.Filter{}, now) {
+				counts[[2]string{"claim", string(c.State)}]++
+			}
+			for _, e := range st.Expects.List(expect.Filter{}) {
+				counts[[2]string{"expectation", e.State}]++
+			}
 		})
 	})
 	for k, n := range counts {
 		ch <- prometheus.MustNewConstMetric(descOpen, prometheus.GaugeValue, float64(n), k[0], k[1])
 	}
 	ch <- prometheus.MustNewConstMetric(descOverdue, prometheus.GaugeValue, float64(overdue))
+	ch <- prometheus.MustNewConstMetric(descWatcherLag, prometheus.GaugeValue, o.s.watchers.lag(time.Now()))
 }

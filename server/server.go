@@ -19,6 +19,7 @@ import (
 	"tally/auth"
 	"tally/ledger"
 	"tally/store"
+	"tally/watch"
 )
 
 // Config tunes a server. Start from DefaultConfig.
@@ -39,6 +40,11 @@ type Config struct {
 	// StreamPoll is how often an event stream looks for lines appended by
 	// other processes writing the same directory.
 	StreamPoll time.Duration
+	// WatchEvery is how often the built-in timekeeper sweeps each open
+	// session (lapses, claim deadlines, promise notices); 0 disables it.
+	WatchEvery time.Duration
+	// Watch configures the built-in timekeeper (its sinks: webhook, exec).
+	Watch watch.Config
 	// A2A tunes the A2A binding (extension URIs, card); zero means defaults.
 	A2A A2AConfig
 }
@@ -48,6 +54,7 @@ func DefaultConfig() Config {
 	return Config{
 		Addr: "127.0.0.1:7420", Logger: slog.Default(), Ledger: ledger.DefaultConfig(),
 		BodyMax: 1 << 20, ShutdownTimeout: 30 * time.Second, SessionsMax: 4096, StreamPoll: time.Second,
+		WatchEvery: 10 * time.Second, Watch: watch.DefaultConfig(),
 	}
 }
 
@@ -74,6 +81,8 @@ type Server struct {
 	mux     *http.ServeMux
 	routes  []route
 
+	watchers *watchers
+
 	mu       sync.Mutex
 	sessions map[string]*ledger.Ledger
 	closed   bool
@@ -87,7 +96,7 @@ func New(cfg Config) (*Server, error) {
 	if !store.IsLedger(cfg.Root) {
 		return nil, fmt.Errorf("%s is not a tally ledger: run `tally init --dir %s` first", cfg.Root, cfg.Root)
 	}
-	s := &Server{cfg: cfg, tokens: auth.Open(cfg.Root), sessions: map[string]*ledger.Ledger{}}
+	s := &Server{cfg: cfg, tokens: auth.Open(cfg.Root), sessions: map[string]*ledger.Ledger{}, watchers: newWatchers()}
 	s.metrics = newMetrics(s)
 	observe := cfg.Ledger.Observe
 	s.cfg.Ledger.Observe = func(ci ledger.CommitInfo) {
@@ -144,11 +153,14 @@ func (s *Server) Serve(ctx context.Context, ready func(addr string)) error {
 	return err
 }
 
-// Close closes every open session.
+// Close stops the watchers and closes every open session.
 func (s *Server) Close() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.closed = true
+	s.mu.Unlock()
+	s.watchers.stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var errs []error
 	for k, l := range s.sessions {
 		errs = append(errs, l.Close())
@@ -180,6 +192,7 @@ func (s *Server) session(tenant, session string) (*ledger.Ledger, error) {
 		return nil, err
 	}
 	s.sessions[key] = l
+	s.startWatcher(key, l)
 	return l, nil
 }
 

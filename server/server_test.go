@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"tally/expect"
+	"tally/ledger"
 	"tally/store"
 )
 
@@ -322,4 +324,51 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	if n != len(f.srv.routes) {
 		t.Fatalf("%d documented operations, %d routes", n, len(f.srv.routes))
 	}
+}
+
+// The server keeps time itself: an expectation that passes its due time
+// gets its lapse committed by the built-in watcher, once.
+func TestBuiltInWatcher(t *testing.T) {
+	root := t.TempDir()
+	store.Init(root)
+	clock := t0
+	var mu sync.Mutex
+	cfg := DefaultConfig()
+	cfg.Root = root
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Ledger.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	cfg.WatchEvery = 20 * time.Millisecond
+	cfg.Watch.Sinks = nil
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l, err := s.session("acme", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raise := expect.Raise{ExpectationID: "arrive", Kind: "shipment", Subject: expect.Subject{Type: "shipment", ID: "S1"},
+		FactKey: "shipment.arrived", DueAt: t0.Add(time.Hour), Basis: "declared"}
+	if _, err := l.SubmitExpect(context.Background(), expect.RaiseCommand{Raise: raise}, false, ledger.WriteOptions{Actor: "agent"}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	clock = t0.Add(2 * time.Hour)
+	mu.Unlock()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		n := 0
+		l.Read(func(st *ledger.State, _ store.Position) { n = len(st.Expects.Lapses(time.Time{})) })
+		if n == 1 {
+			time.Sleep(100 * time.Millisecond) // more sweeps must not add another
+			l.Read(func(st *ledger.State, _ store.Position) { n = len(st.Expects.Lapses(time.Time{})) })
+			if n != 1 {
+				t.Fatalf("%d lapses after more sweeps", n)
+			}
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the built-in watcher committed no lapse")
 }

@@ -1,0 +1,82 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"tally/ledger"
+	"tally/watch"
+)
+
+// watchers runs one timekeeper per open session inside the server, so a
+// deployment needs no separate `tally watch` process.
+type watchers struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu   sync.Mutex
+	last map[string]time.Time // session → end of its last completed sweep
+}
+
+func newWatchers() *watchers {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &watchers{ctx: ctx, cancel: cancel, last: map[string]time.Time{}}
+}
+
+// start runs a watcher for a newly opened session, if the server keeps time.
+func (s *Server) startWatcher(key string, l *ledger.Ledger) {
+	if s.cfg.WatchEvery <= 0 {
+		return
+	}
+	cfg := s.cfg.Watch
+	if cfg.Logger == nil {
+		cfg.Logger = s.cfg.Logger
+	}
+	w, err := watch.New(l, cfg)
+	if err != nil {
+		s.cfg.Logger.Error("cannot start the watcher for a session", "session", key, "err", err)
+		return
+	}
+	ws := s.watchers
+	ws.wg.Add(1)
+	go func() {
+		defer ws.wg.Done()
+		defer w.Close()
+		_ = w.Run(ws.ctx, s.cfg.WatchEvery, func(r watch.Report, err error) {
+			if err != nil {
+				s.cfg.Logger.Warn("watcher sweep failed", "session", key, "err", err)
+				return
+			}
+			ws.mu.Lock()
+			ws.last[key] = time.Now()
+			ws.mu.Unlock()
+			s.metrics.sweep(r)
+		})
+	}()
+}
+
+// stop ends every watcher, letting a sweep in progress finish.
+func (ws *watchers) stop() {
+	ws.cancel()
+	ws.wg.Wait()
+}
+
+// lag is the longest time since a session's last completed sweep.
+func (ws *watchers) lag(now time.Time) float64 {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	worst := 0.0
+	for _, t := range ws.last {
+		if d := now.Sub(t).Seconds(); d > worst {
+			worst = d
+		}
+	}
+	return worst
+}
+
+var descWatcherLag = prometheus.NewDesc("tally_watcher_lag_seconds",
+	"Longest time since a session's watcher last completed a sweep.", nil, nil)
