@@ -1,0 +1,33 @@
+package jsondoc
+
+import (
+	"testing"
+	"time"
+
+	"tally/promise"
+)
+
+func TestDecodeViewRoundTrip(t *testing.T) {
+	at := time.Date(2026, 9, 1, 17, 0, 0, 123456789, time.UTC)
+	views := []promise.View{
+		{ID: "desk/ship-91", Promise: "ship \"it\"\n<now>", By: "a", To: "b", Until: at, Horizons: []time.Time{at.Add(-time.Hour), at},
+			State: promise.Satisfied, Evidence: []string{"https://x/1", "ü"}, Reason: "done", ResolvedBy: "a", ResolvedAt: at,
+			Assessments: []promise.AssessmentView{{Observer: "c", State: "violated", Note: "late", TS: at}, {Observer: "d", State: "violated", TS: at}},
+			Declared: at.Add(-2 * time.Hour), Meta: `{"k": [1, 2.50]}`, Seq: 7},
+		{ID: "p2", Promise: "x", By: "a", To: "b", On: "desk/ship-91", Task: "task-1", Until: at, Horizons: []time.Time{at}, State: promise.Conditional, Overdue: true, Declared: at},
+	}
+	for _, v := range views {
+		want := v.AppendJSON(nil)
+		got, err := DecodeView(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := got.AppendJSON(nil); string(b) != string(want) {
+			t.Errorf("round trip differs:\n%s\n%s", want, b)
+		}
+	}
+	list, err := DecodeViews(ViewArray(views))
+	if err != nil || string(ViewArray(list)) != string(ViewArray(views)) {
+		t.Fatalf("list round trip: %v", err)
+	}
+}
