@@ -214,8 +214,8 @@ func isFlagError(err error) bool {
 
 func newRoot(g *global) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "tally",
-		Short:         "A durable ledger of obligations between agents",
+		Use:   "tally",
+		Short: "A durable ledger of obligations between agents",
 		Long: "tally records what is owed, by whom, to whom and until when, in an append-only hash-chained log,\nand computes every state by folding it.\n\n" +
 			"With TALLY_URL set (and TALLY_TOKEN), the promise verbs (promise, amend, resolve, assess, show, ls, owed,\n" +
 			"graph, export --format json) and the claim, receipt, progress and testament verbs talk to `tally serve`\n" +
