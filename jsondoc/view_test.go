@@ -13,7 +13,7 @@ func TestDecodeViewRoundTrip(t *testing.T) {
 		{ID: "desk/ship-91", Promise: "ship \"it\"\n<now>", By: "a", To: "b", Until: at, Horizons: []time.Time{at.Add(-time.Hour), at},
 			State: promise.Satisfied, Evidence: []string{"https://x/1", "ü"}, Reason: "done", ResolvedBy: "a", ResolvedAt: at,
 			Assessments: []promise.AssessmentView{{Observer: "c", State: "violated", Note: "late", TS: at}, {Observer: "d", State: "violated", TS: at}},
-			Declared: at.Add(-2 * time.Hour), Meta: `{"k": [1, 2.50]}`, Seq: 7},
+			Declared:    at.Add(-2 * time.Hour), Meta: `{"k": [1, 2.50]}`, Seq: 7},
 		{ID: "p2", Promise: "x", By: "a", To: "b", On: "desk/ship-91", Task: "task-1", Until: at, Horizons: []time.Time{at}, State: promise.Conditional, Overdue: true, Declared: at},
 	}
 	for _, v := range views {
