@@ -123,6 +123,7 @@ type Ledger struct {
 	qmu        sync.Mutex // guards queue, committing
 	queue      []*request
 	committing bool
+	batchAvg   float64 // moving average of batch sizes; used only by the committer
 
 	stats  Stats          // guarded by mu
 	ids    *mrand.ChaCha8 // id minting; used only under mu
@@ -488,8 +489,12 @@ func (l *Ledger) submit(ctx context.Context, req *request) ([]Result, error) {
 		// The writers just acknowledged usually come straight back. Give
 		// them a moment to join the next batch, instead of forming a second,
 		// smaller cohort that doubles the fsyncs: wait while the queue keeps
-		// growing, at most BatchLinger. A lone writer never waits.
-		if len(batch) > 1 {
+		// growing, at most BatchLinger.
+		// batchAvg tracks recent batch sizes, so a small batch at a cohort
+		// boundary does not stop the lingering; a lone writer (average 1)
+		// never waits.
+		l.batchAvg = 0.75*l.batchAvg + 0.25*float64(len(batch))
+		if l.batchAvg >= 2 {
 			l.linger()
 		}
 	}
