@@ -179,6 +179,13 @@ func (s *State) decideRaise(actor string, human bool, now time.Time, r Raise, ex
 			return nil, rule.Invalidf(id.name, fmt.Sprintf("must be 1..%d characters without whitespace", IDMax))
 		}
 	}
+	if r.ReplyTo != nil {
+		if field, why := r.ReplyTo.problem(); field != "" {
+			return nil, rule.Invalidf(field, why)
+		}
+		rt := *r.ReplyTo
+		r.ReplyTo = &rt
+	}
 	if r.Anchor != nil && !validID(r.Anchor.ExpectationID) {
 		return nil, rule.Invalidf("anchor.expectationId", "required with anchor")
 	}
@@ -187,6 +194,10 @@ func (s *State) decideRaise(actor string, human bool, now time.Time, r Raise, ex
 		if prev != nil {
 			if r.Origin == (Origin{}) {
 				r.Origin = Origin{TaskID: prev.field(tTask), ContextID: prev.field(tContext)}
+			}
+			if r.ReplyTo == nil && prev.extra != nil && prev.extra.replyTo != nil {
+				rt := *prev.extra.replyTo
+				r.ReplyTo = &rt
 			}
 			if actor != s.name(prev.by) && !human {
 				return nil, rule.Forbiddenf("supersedes", "only its raiser or a person may extend "+prev.id())

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -116,6 +117,58 @@ type Origin struct {
 	ContextID string `json:"contextId,omitempty"`
 }
 
+// ReplyTo says where the raising agent takes word of its expectation's
+// lapses over A2A: "replyTo": {"url","extension"?,"push"?:{"url","token"?}}.
+// URL is the agent's A2A JSON-RPC endpoint or its agent card's URL;
+// Extension is the extension URI the expectation was raised under (the
+// lapse comes back under it); PushURL and PushToken are an A2A
+// push-notification config. At least one of URL and PushURL is set. The
+// token is stored in the ledger as given: use a token meant for this.
+type ReplyTo struct {
+	URL       string
+	Extension string
+	PushURL   string
+	PushToken string
+}
+
+// replyToJSON is a ReplyTo's shape in views and notices: the record's.
+type replyToJSON struct {
+	URL       string `json:"url,omitempty"`
+	Extension string `json:"extension,omitempty"`
+	Push      *struct {
+		URL   string `json:"url"`
+		Token string `json:"token,omitempty"`
+	} `json:"push,omitempty"`
+}
+
+// MarshalJSON writes the record's shape: {"url","extension"?,"push"?:{"url","token"?}}.
+func (rt ReplyTo) MarshalJSON() ([]byte, error) {
+	j := replyToJSON{URL: rt.URL, Extension: rt.Extension}
+	if rt.PushURL != "" || rt.PushToken != "" {
+		j.Push = &struct {
+			URL   string `json:"url"`
+			Token string `json:"token,omitempty"`
+		}{rt.PushURL, rt.PushToken}
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (rt *ReplyTo) UnmarshalJSON(b []byte) error {
+	var j replyToJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*rt = ReplyTo{URL: j.URL, Extension: j.Extension}
+	if j.Push != nil {
+		rt.PushURL, rt.PushToken = j.Push.URL, j.Push.Token
+	}
+	return nil
+}
+
+// ReplyToMax bounds each member of a ReplyTo, in bytes.
+const ReplyToMax = 2048
+
 // Raise is the body of an expect.raise record: the draft's fields, the
 // origin it was raised on and who raised it. Immutable once recorded.
 type Raise struct {
@@ -132,6 +185,7 @@ type Raise struct {
 	Basis         Basis         // "basis": required
 	Supersedes    string        // "supersedes": the expectation this one extends (optional)
 	Origin        Origin        // "origin" (optional; zero when absent)
+	ReplyTo       *ReplyTo      // "replyTo": where lapses go over A2A (optional)
 	By            string        // "by": who raised it
 	Human         bool          // "human": raised by a person (written only when true)
 }
@@ -642,6 +696,30 @@ func (e *Event) setters() map[string]func(json.RawMessage) error {
 					"contextId": idField("origin.contextId", &r.Origin.ContextID),
 				})
 			},
+			"replyTo": func(v json.RawMessage) error {
+				if isNull(v) {
+					return nil
+				}
+				rt := &ReplyTo{}
+				err := fields(v, "replyTo", map[string]func(json.RawMessage) error{
+					"url":       str("replyTo.url", &rt.URL),
+					"extension": str("replyTo.extension", &rt.Extension),
+					"push": func(v json.RawMessage) error {
+						if isNull(v) {
+							return nil
+						}
+						return fields(v, "replyTo.push", map[string]func(json.RawMessage) error{
+							"url":   str("replyTo.push.url", &rt.PushURL),
+							"token": str("replyTo.push.token", &rt.PushToken),
+						})
+					},
+				})
+				if err != nil {
+					return err
+				}
+				r.ReplyTo = rt
+				return nil
+			},
 			"by": str("by", &r.By),
 			"human": func(v json.RawMessage) error {
 				if isNull(v) {
@@ -722,6 +800,11 @@ func (e *Event) wellFormed() error {
 			return bad("by", "missing")
 		case r.Origin.TaskID == "" && r.Origin.ContextID != "":
 			return bad("origin.taskId", "missing")
+		}
+		if r.ReplyTo != nil {
+			if field, msg := r.ReplyTo.problem(); field != "" {
+				return bad(field, msg)
+			}
 		}
 	case TypeWithdraw:
 		w := e.Withdraw
@@ -834,6 +917,27 @@ func (e Event) Encode() []byte {
 			}
 			b = append(b, '}')
 		}
+		if rt := r.ReplyTo; rt != nil {
+			b = append(b, `,"replyTo":{`...)
+			sep := ""
+			if rt.URL != "" {
+				b = append(b, `"url":`...)
+				b = appendString(b, rt.URL)
+				sep = ","
+			}
+			if rt.Extension != "" {
+				b = append(b, sep+`"extension":`...)
+				b = appendString(b, rt.Extension)
+				sep = ","
+			}
+			if rt.PushURL != "" || rt.PushToken != "" {
+				b = append(b, sep+`"push":{"url":`...)
+				b = appendString(b, rt.PushURL)
+				b = appendOptional(b, "token", rt.PushToken)
+				b = append(b, '}')
+			}
+			b = append(b, '}')
+		}
 		b = appendMember(b, "by", r.By)
 		if r.Human {
 			b = append(b, `,"human":true`...)
@@ -935,4 +1039,39 @@ func appendString(b []byte, s string) []byte {
 		i += size
 	}
 	return append(b, '"')
+}
+
+// problem names the first member of a ReplyTo that cannot be used: URLs are
+// absolute http or https URLs with a host, every member is bounded and has
+// no control characters, and a push token needs a push URL.
+func (rt *ReplyTo) problem() (field, msg string) {
+	if rt.URL == "" && rt.PushURL == "" {
+		return "replyTo.url", "missing: give the agent's A2A URL or a push URL"
+	}
+	for _, f := range []struct{ name, value string }{
+		{"replyTo.url", rt.URL}, {"replyTo.extension", rt.Extension},
+		{"replyTo.push.url", rt.PushURL}, {"replyTo.push.token", rt.PushToken},
+	} {
+		if len(f.value) > ReplyToMax {
+			return f.name, fmt.Sprintf("longer than %d bytes", ReplyToMax)
+		}
+		for _, c := range f.value {
+			if c < 0x20 || c == 0x7f {
+				return f.name, "must not hold control characters"
+			}
+		}
+	}
+	for _, f := range []struct{ name, value string }{{"replyTo.url", rt.URL}, {"replyTo.push.url", rt.PushURL}} {
+		if f.value == "" {
+			continue
+		}
+		u, err := url.Parse(f.value)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return f.name, "must be an absolute http or https URL"
+		}
+	}
+	if rt.PushToken != "" && rt.PushURL == "" {
+		return "replyTo.push.url", "required with replyTo.push.token"
+	}
+	return "", ""
 }

@@ -47,6 +47,24 @@ var wireCases = []struct {
 		}},
 	},
 	{
+		name: "raise with a reply-to for A2A lapse delivery",
+		line: `{"ts":"2026-09-01T17:00:00Z","type":"expect.raise","expectationId":"e2","kind":"doc","subject":{"type":"doc","id":"d1"},"satisfiedBy":{"factKey":"doc.received:d1"},"dueAt":"2026-09-03T00:00:00Z","basis":"declared","origin":{"taskId":"task-7","contextId":"ctx-3"},"replyTo":{"url":"https://agent.example/a2a","extension":"urn:tally:ext:expect","push":{"url":"https://agent.example/push","token":"tok-1"}},"by":"a"}`,
+		want: Event{TS: mustTime("2026-09-01T17:00:00Z"), Type: TypeRaise, Raise: &Raise{
+			ExpectationID: "e2", Kind: "doc", Subject: Subject{"doc", "d1"}, FactKey: "doc.received:d1",
+			DueAt: mustTime("2026-09-03T00:00:00Z"), Basis: BasisDeclared, Origin: Origin{TaskID: "task-7", ContextID: "ctx-3"},
+			ReplyTo: &ReplyTo{URL: "https://agent.example/a2a", Extension: "urn:tally:ext:expect", PushURL: "https://agent.example/push", PushToken: "tok-1"},
+			By:      "a",
+		}},
+	},
+	{
+		name: "raise with a reply-to URL only",
+		line: `{"ts":"2026-09-01T17:00:00Z","type":"expect.raise","expectationId":"e3","kind":"doc","subject":{"type":"doc","id":"d1"},"satisfiedBy":{"factKey":"doc.received:d1"},"dueAt":"2026-09-03T00:00:00Z","basis":"declared","replyTo":{"url":"http://127.0.0.1:9/a2a"},"by":"a"}`,
+		want: Event{TS: mustTime("2026-09-01T17:00:00Z"), Type: TypeRaise, Raise: &Raise{
+			ExpectationID: "e3", Kind: "doc", Subject: Subject{"doc", "d1"}, FactKey: "doc.received:d1",
+			DueAt: mustTime("2026-09-03T00:00:00Z"), Basis: BasisDeclared, ReplyTo: &ReplyTo{URL: "http://127.0.0.1:9/a2a"}, By: "a",
+		}},
+	},
+	{
 		name: "withdraw",
 		line: `{"ts":"2026-09-02T08:00:00Z","type":"expect.withdraw","expectationId":"e1","by":"watch","reason":"origin task cancelled"}`,
 		want: Event{TS: mustTime("2026-09-02T08:00:00Z"), Type: TypeWithdraw, Withdraw: &Withdraw{
@@ -181,6 +199,9 @@ func TestDecodeRefuses(t *testing.T) {
 		{"kind not a string", `{"ts":"2026-09-01T17:00:00Z","type":"expect.raise","kind":3}`, "kind"},
 		{"bad lapse kind", `{"ts":"2026-09-01T17:00:00Z","type":"lapse","lapseId":"l","expectationId":"e","lapse":"late","dueAt":"2026-09-01T17:00:00Z","lapsedAt":"2026-09-01T17:00:00Z","by":"w"}`, "lapse"},
 		{"bad outcome", `{"ts":"2026-09-01T17:00:00Z","type":"task.outcome","taskId":"t","outcome":"done"}`, "outcome"},
+		{"reply-to without a URL", `{"ts":"2026-09-01T17:00:00Z",` + raise + `,"dueAt":"2026-09-03T00:00:00Z","basis":"observed","replyTo":{"extension":"urn:x"},"by":"a"}`, "replyTo.url"},
+		{"reply-to not http", `{"ts":"2026-09-01T17:00:00Z",` + raise + `,"dueAt":"2026-09-03T00:00:00Z","basis":"observed","replyTo":{"url":"file:///etc/passwd"},"by":"a"}`, "replyTo.url"},
+		{"reply-to unknown member", `{"ts":"2026-09-01T17:00:00Z",` + raise + `,"dueAt":"2026-09-03T00:00:00Z","basis":"observed","replyTo":{"url":"http://a/","x":1},"by":"a"}`, "replyTo.x"},
 		{"human not a boolean", `{"ts":"2026-09-01T17:00:00Z",` + raise + `,"dueAt":"2026-09-03T00:00:00Z","basis":"observed","by":"a","human":"yes"}`, "human"},
 	}
 	for _, c := range cases {

@@ -162,6 +162,7 @@ type extra struct {
 	closedBy       string
 	withdrawReason string
 	reanchoredAt   int64
+	replyTo        *ReplyTo
 }
 
 type recordedLapse struct {
@@ -503,6 +504,10 @@ func (s *State) raiseOf(x *expectation) Raise {
 	}
 	if x.extra != nil {
 		r.After = x.extra.after
+		if x.extra.replyTo != nil {
+			rt := *x.extra.replyTo
+			r.ReplyTo = &rt
+		}
 	}
 	return r
 }
@@ -542,6 +547,10 @@ func (s *State) applyRaise(m Meta, ts time.Time, r *Raise) {
 	}
 	if len(r.After) > 0 {
 		x.ext().after = append([]string(nil), r.After...)
+	}
+	if r.ReplyTo != nil {
+		rt := *r.ReplyTo
+		x.ext().replyTo = &rt
 	}
 	s.byID[x.id()] = x
 

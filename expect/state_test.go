@@ -2,6 +2,7 @@ package expect
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -357,6 +358,8 @@ func TestRaiseRefusals(t *testing.T) {
 		{"after on another subject", mod(func(r *Raise) { r.Subject.ID = "OTHER"; r.After = []string{depart} }), rule.Invalid, "after"},
 		{"text too long", mod(func(r *Raise) { r.Expects = string(make([]byte, 5000)) }), rule.Invalid, "expects"},
 		{"context without task", mod(func(r *Raise) { r.Origin = Origin{ContextID: "c"} }), rule.Invalid, "origin.taskId"},
+		{"reply-to not a URL", mod(func(r *Raise) { r.ReplyTo = &ReplyTo{URL: "agent"} }), rule.Invalid, "replyTo.url"},
+		{"push token without URL", mod(func(r *Raise) { r.ReplyTo = &ReplyTo{URL: "http://a/", PushToken: "t"} }), rule.Invalid, "replyTo.push.url"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { h.refuse(agent, false, now, c.cmd, c.code, c.field) })
@@ -553,3 +556,35 @@ const shipmentLog = `{"ts":"2026-09-01T17:00:00Z","type":"expect.raise","expecta
 {"ts":"2026-09-11T06:10:00Z","type":"fact","factKey":"shipment.arrived:PA-2026-0901","subject":{"type":"shipment","id":"PA-2026-0901"},"at":"2026-09-11T06:00:00Z","by":"feed"}
 {"ts":"2026-09-12T00:00:00Z","type":"lapse","lapseId":"lps_7ad8cd7dd2f27394f49f3e90","expectationId":"exp-01J8Q0DEPART","lapse":"skipped","dueAt":"2026-09-11T03:15:00Z","lapsedAt":"2026-09-11T06:00:00Z","by":"watch"}
 {"ts":"2026-09-12T00:00:00Z","type":"lapse","lapseId":"lps_c6f34f55949b7460476735ab","expectationId":"exp-01J8Q0DEPART","lapse":"overdue","dueAt":"2026-09-11T03:15:00Z","lapsedAt":"2026-09-11T09:15:00Z","by":"watch"}`
+
+// A raise's replyTo is kept for the watcher (token included), shown in the
+// view without its token, and inherited by an extension that gives none.
+func TestReplyToKeptAndInherited(t *testing.T) {
+	h := newHarness(t)
+	r := departure()
+	r.Horizon = time.Time{}
+	r.ExpectationID = "e1"
+	rt := ReplyTo{URL: "http://127.0.0.1:9/a2a", Extension: "urn:tally:ext:expect", PushURL: "http://127.0.0.1:9/push", PushToken: "secret"}
+	r.ReplyTo = &rt
+	h.do(agent, false, tRaise, RaiseCommand{r})
+	if got, ok := h.s.ReplyTo("e1"); !ok || got != rt {
+		t.Fatalf("ReplyTo = %+v, %v", got, ok)
+	}
+	v := h.view("e1")
+	if v.ReplyTo == nil || v.ReplyTo.PushToken != "set" || v.ReplyTo.URL != rt.URL {
+		t.Fatalf("%s", jsonOf(v))
+	}
+	if b, _ := json.Marshal(v.ReplyTo); string(b) != `{"url":"http://127.0.0.1:9/a2a","extension":"urn:tally:ext:expect","push":{"url":"http://127.0.0.1:9/push","token":"set"}}` {
+		t.Fatalf("view replyTo = %s", b)
+	}
+	ext := r
+	ext.ExpectationID, ext.Supersedes, ext.ReplyTo = "e2", "e1", nil
+	ext.DueAt = ext.DueAt.Add(time.Hour)
+	h.do(agent, false, tRaise, SupersedeCommand{ext})
+	if got, ok := h.s.ReplyTo("e2"); !ok || got != rt {
+		t.Fatalf("extension's ReplyTo = %+v, %v", got, ok)
+	}
+	if _, ok := h.s.ReplyTo(depart); ok {
+		t.Fatal("an expectation raised without replyTo has one")
+	}
+}

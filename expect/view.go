@@ -18,7 +18,10 @@ type View struct {
 	By            string      `json:"by"`
 	Human         bool        `json:"human,omitempty"`
 	Origin        *Origin     `json:"origin,omitempty"`
-	RaisedAt      time.Time   `json:"raisedAt"`
+	// ReplyTo is where lapses go over A2A; a push token is never shown
+	// (PushToken is "set" when there is one).
+	ReplyTo  *ReplyTo  `json:"replyTo,omitempty"`
+	RaisedAt time.Time `json:"raisedAt"`
 
 	// ProjectedDue is the due time as raised (the original plan);
 	// CurrentDue is the one in force (moved by re-anchoring); ActualAt is
@@ -133,6 +136,16 @@ func (s *State) Lapses(since time.Time) []LapseView {
 // Len returns how many expectations were raised.
 func (s *State) Len() int { return len(s.byID) }
 
+// ReplyTo returns where an expectation's lapses go over A2A, push token
+// included; false when it was raised without one.
+func (s *State) ReplyTo(expectationID string) (ReplyTo, bool) {
+	x := s.byID[expectationID]
+	if x == nil || x.extra == nil || x.extra.replyTo == nil {
+		return ReplyTo{}, false
+	}
+	return *x.extra.replyTo, true
+}
+
 // TaskOutcome returns the recorded outcome of an origin task.
 func (s *State) TaskOutcome(taskID string) (Outcome, bool) {
 	o, ok := s.tasks[taskID]
@@ -178,6 +191,13 @@ func (s *State) view(x *expectation) View {
 	if r.Origin != (Origin{}) {
 		o := r.Origin
 		v.Origin = &o
+	}
+	if r.ReplyTo != nil {
+		rt := *r.ReplyTo
+		if rt.PushToken != "" {
+			rt.PushToken = "set"
+		}
+		v.ReplyTo = &rt
 	}
 	if x.life == Satisfied {
 		v.ActualAt = timePtr(x.satisfiedAt)
