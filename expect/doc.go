@@ -62,7 +62,9 @@
 // kind, subject{type,id}, expects?, satisfiedBy{factKey}, dueAt, grace?
 // (ISO 8601), anchor{expectationId,offset}?, after[]?, horizon?, basis
 // (observed|contract|declared), supersedes?, origin{taskId,contextId?}?,
-// by, human? (true when a person raised it):
+// replyTo{url?,extension?,push?{url,token?}}? (where the watcher sends the
+// lapses over A2A: the raising agent's endpoint or card URL, the extension
+// URI, a push-notification config), by, human? (true when a person raised it):
 //
 //	{"ts":"2026-09-01T17:00:00Z","type":"expect.raise","expectationId":"exp-01J8Q0ARRIVE","kind":"shipment.arrival","subject":{"type":"shipment","id":"PA-2026-0901"},"expects":"an arrival event at DOH","satisfiedBy":{"factKey":"shipment.arrived:PA-2026-0901"},"dueAt":"2026-09-11T05:00:00Z","grace":"PT6H","anchor":{"expectationId":"exp-01J8Q0DEPART","offset":"PT1H45M"},"after":["exp-01J8Q0DEPART"],"horizon":"2026-09-13T05:00:00Z","basis":"observed","origin":{"taskId":"task-7","contextId":"ctx-3"},"by":"agent://booking"}
 //
