@@ -329,20 +329,10 @@ func promisePending(ev promise.Event) pending {
 }
 
 // Submit decides a promise command as opts.Actor and appends its record,
-// returning once it is durable.
+// returning once it is durable. A declaration without an id gets one minted
+// under the lock, where uniqueness is decided.
 func (l *Ledger) Submit(ctx context.Context, cmd promise.Command, opts WriteOptions) (Result, error) {
-	if d, ok := cmd.(promise.Declare); ok && d.ID == "" {
-		// Mint under the lock, where uniqueness is decided.
-		return l.submitDeclare(ctx, d, opts)
-	}
-	req := &request{opts: opts, decide: func(st *State, now time.Time) ([]pending, []string, error) {
-		ev, warn, err := st.Promises.Decide(l.cfg.Limits, opts.Actor, now, cmd)
-		if err != nil {
-			return nil, nil, err
-		}
-		return []pending{promisePending(ev)}, warn, nil
-	}}
-	res, err := l.submit(ctx, req)
+	res, _, _, err := l.Execute(ctx, Command{Promise: cmd}, opts, nil)
 	if err != nil {
 		return Result{}, err
 	}
@@ -352,33 +342,15 @@ func (l *Ledger) Submit(ctx context.Context, cmd promise.Command, opts WriteOpti
 // SubmitClaim decides a claim command as opts.Actor and appends its records
 // as one atomic batch, returning once they are durable.
 func (l *Ledger) SubmitClaim(ctx context.Context, cmd claim.Command, opts WriteOptions) ([]Result, error) {
-	return l.submit(ctx, &request{opts: opts, decide: func(st *State, now time.Time) ([]pending, []string, error) {
-		evs, err := st.Claims.Decide(opts.Actor, now, cmd)
-		if err != nil {
-			return nil, nil, err
-		}
-		out := make([]pending, len(evs))
-		for i, ev := range evs {
-			out[i] = pending{typ: ev.Type, body: ev.Encode()}
-		}
-		return out, nil, nil
-	}})
+	res, _, _, err := l.Execute(ctx, Command{Claim: cmd}, opts, nil)
+	return res, err
 }
 
 // SubmitExpect decides an expectations command as opts.Actor (human: the
 // actor is a person) and appends its records, returning once durable.
 func (l *Ledger) SubmitExpect(ctx context.Context, cmd expect.Command, human bool, opts WriteOptions) ([]Result, error) {
-	return l.submit(ctx, &request{opts: opts, decide: func(st *State, now time.Time) ([]pending, []string, error) {
-		evs, err := st.Expects.Decide(opts.Actor, human, now, cmd)
-		if err != nil {
-			return nil, nil, err
-		}
-		out := make([]pending, len(evs))
-		for i, ev := range evs {
-			out[i] = pending{typ: ev.Type, body: ev.Encode()}
-		}
-		return out, nil, nil
-	}})
+	res, _, _, err := l.Execute(ctx, Command{Expect: cmd, Human: human}, opts, nil)
+	return res, err
 }
 
 // Sweep commits, as the timekeeper, every expectation lapse and withdrawal
@@ -393,28 +365,6 @@ func (l *Ledger) Sweep(ctx context.Context, max int) ([]Result, error) {
 		}
 		return out, nil, nil
 	}})
-}
-
-func (l *Ledger) submitDeclare(ctx context.Context, d promise.Declare, opts WriteOptions) (Result, error) {
-	req := &request{opts: opts, decide: func(st *State, now time.Time) ([]pending, []string, error) {
-		c := d
-		for {
-			c.ID = l.mintID()
-			if _, taken := st.Promises.Get(c.ID); !taken {
-				break
-			}
-		}
-		ev, warn, err := st.Promises.Decide(l.cfg.Limits, opts.Actor, now, c)
-		if err != nil {
-			return nil, nil, err
-		}
-		return []pending{promisePending(ev)}, warn, nil
-	}}
-	res, err := l.submit(ctx, req)
-	if err != nil {
-		return Result{}, err
-	}
-	return res[0], nil
 }
 
 // MintID returns a fresh promise id in pinki's shape: pnk_ and 6 hex digits.
