@@ -86,7 +86,11 @@ func (s *Server) renderPromise(id string) func(st *ledger.State, res []ledger.Re
 	}
 }
 
-func (s *Server) declare(w http.ResponseWriter, r *http.Request) {
+// promiseWrite is the shape of every promise write route: authenticate,
+// open the session, decode the body's allowed members, build the command,
+// and execute it (idempotently when the request carries a key).
+func (s *Server) promiseWrite(w http.ResponseWriter, r *http.Request, status int, allowed []string,
+	build func(p principal, f fields, id string) (promise.Command, error)) {
 	p, l, err := s.openSession(r)
 	if err != nil {
 		s.writeError(w, err)
@@ -97,93 +101,65 @@ func (s *Server) declare(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	f, err := decodeFields(body, "id", "promise", "by", "to", "on", "until", "task", "meta")
+	f, err := decodeFields(body, allowed...)
 	if err != nil {
 		s.writeError(w, err)
 		return
 	}
-	until, err := promise.ParseDeadline("until", f.str["until"], s.cfg.Ledger.Now())
+	id := r.PathValue("id")
+	cmd, err := build(p, f, id)
 	if err != nil {
 		s.writeError(w, err)
 		return
 	}
-	by := f.str["by"]
-	if by == "" {
-		by = p.actor
+	if d, ok := cmd.(promise.Declare); ok {
+		id = d.ID
 	}
-	cmd := promise.Declare{ID: f.str["id"], Text: f.str["promise"], By: by, To: f.str["to"], On: f.str["on"], Task: f.str["task"], Until: until, Meta: f.meta}
-	s.execute(w, r, p, l, body, ledger.Command{Promise: cmd}, http.StatusCreated, s.renderPromise(cmd.ID))
+	s.execute(w, r, p, l, body, ledger.Command{Promise: cmd}, status, s.renderPromise(id))
+}
+
+func (s *Server) declare(w http.ResponseWriter, r *http.Request) {
+	s.promiseWrite(w, r, http.StatusCreated, []string{"id", "promise", "by", "to", "on", "until", "task", "meta"},
+		func(p principal, f fields, _ string) (promise.Command, error) {
+			until, err := promise.ParseDeadline("until", f.str["until"], s.cfg.Ledger.Now())
+			if err != nil {
+				return nil, err
+			}
+			by := f.str["by"]
+			if by == "" {
+				by = p.actor
+			}
+			return promise.Declare{ID: f.str["id"], Text: f.str["promise"], By: by, To: f.str["to"], On: f.str["on"], Task: f.str["task"], Until: until, Meta: f.meta}, nil
+		})
 }
 
 func (s *Server) amend(w http.ResponseWriter, r *http.Request) {
-	p, l, err := s.openSession(r)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	body, err := readBody(r)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	f, err := decodeFields(body, "until", "reason", "meta")
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	until, err := promise.ParseDeadline("until", f.str["until"], s.cfg.Ledger.Now())
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	id := r.PathValue("id")
-	s.execute(w, r, p, l, body, ledger.Command{Promise: promise.Amend{ID: id, Until: until, Reason: f.str["reason"], Meta: f.meta}}, http.StatusOK, s.renderPromise(id))
+	s.promiseWrite(w, r, http.StatusOK, []string{"until", "reason", "meta"},
+		func(_ principal, f fields, id string) (promise.Command, error) {
+			until, err := promise.ParseDeadline("until", f.str["until"], s.cfg.Ledger.Now())
+			if err != nil {
+				return nil, err
+			}
+			return promise.Amend{ID: id, Until: until, Reason: f.str["reason"], Meta: f.meta}, nil
+		})
 }
 
 func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
-	p, l, err := s.openSession(r)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	body, err := readBody(r)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	f, err := decodeFields(body, "as", "evidence", "reason", "meta")
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	id := r.PathValue("id")
-	cmd := promise.Resolve{ID: id, As: f.str["as"], Evidence: f.evidence, Reason: f.str["reason"], Meta: f.meta}
-	s.execute(w, r, p, l, body, ledger.Command{Promise: cmd}, http.StatusOK, s.renderPromise(id))
+	s.promiseWrite(w, r, http.StatusOK, []string{"as", "evidence", "reason", "meta"},
+		func(_ principal, f fields, id string) (promise.Command, error) {
+			return promise.Resolve{ID: id, As: f.str["as"], Evidence: f.evidence, Reason: f.str["reason"], Meta: f.meta}, nil
+		})
 }
 
 func (s *Server) assess(w http.ResponseWriter, r *http.Request) {
-	p, l, err := s.openSession(r)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	body, err := readBody(r)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	f, err := decodeFields(body, "state", "observer", "note", "meta")
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	state := f.str["state"]
-	if state == "" {
-		state = promise.StateViolated
-	}
-	id := r.PathValue("id")
-	cmd := promise.Assess{ID: id, State: state, Observer: f.str["observer"], Note: f.str["note"], Meta: f.meta}
-	s.execute(w, r, p, l, body, ledger.Command{Promise: cmd}, http.StatusOK, s.renderPromise(id))
+	s.promiseWrite(w, r, http.StatusOK, []string{"state", "observer", "note", "meta"},
+		func(_ principal, f fields, id string) (promise.Command, error) {
+			state := f.str["state"]
+			if state == "" {
+				state = promise.StateViolated
+			}
+			return promise.Assess{ID: id, State: state, Observer: f.str["observer"], Note: f.str["note"], Meta: f.meta}, nil
+		})
 }
 
 // readNow reads the now query parameter (RFC 3339), else the clock.
