@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"sync"
 	"time"
+
+	"tally/expect"
 )
 
 // Sink delivers one notice. doc is one JSON object (no newline); key is the
@@ -19,6 +21,27 @@ import (
 type Sink interface {
 	Deliver(ctx context.Context, key string, doc []byte) error
 	Name() string
+}
+
+// Notice is what a NoticeSink receives: the document every sink gets and
+// what it is about.
+type Notice struct {
+	Key  string // the idempotency key: a lapse id or a notice key
+	Kind string // KindLapse or KindNotice
+	Doc  []byte // the document Deliver would get
+	// For a lapse: the lapse, its expectation, and where the raising agent
+	// takes its lapses over A2A (push token included; nil when the
+	// expectation was raised without one).
+	Lapse       *expect.LapseView
+	Expectation *ExpectationBrief
+	ReplyTo     *expect.ReplyTo
+}
+
+// NoticeSink is a Sink that wants the notice, not only its document: the
+// watcher calls DeliverNotice instead of Deliver, with the same contract.
+type NoticeSink interface {
+	Sink
+	DeliverNotice(ctx context.Context, n Notice) error
 }
 
 // Lines writes each notice as one JSON line to W: the default sink.

@@ -123,6 +123,7 @@ type delivery struct {
 	dueAt   time.Time
 	doc     []byte
 	promise string // set for promise notices
+	notice  Notice // what a NoticeSink receives
 }
 
 // JournalDir is where a session's watch journal lives: beside its log.
@@ -350,7 +351,15 @@ func lapsesOf(ds []delivery) []delivery {
 // send delivers d to every sink; the first failure stops it.
 func (w *Watcher) send(ctx context.Context, d delivery) error {
 	for _, s := range w.cfg.Sinks {
-		if err := s.Deliver(ctx, d.key, d.doc); err != nil {
+		var err error
+		if ns, ok := s.(NoticeSink); ok {
+			n := d.notice
+			n.Key, n.Kind, n.Doc = d.key, d.kind, d.doc
+			err = ns.DeliverNotice(ctx, n)
+		} else {
+			err = s.Deliver(ctx, d.key, d.doc)
+		}
+		if err != nil {
 			return fmt.Errorf("%s: %w", s.Name(), err)
 		}
 	}
@@ -398,7 +407,10 @@ type ExpectationBrief struct {
 	By            string         `json:"by"`
 	Basis         expect.Basis   `json:"basis"`
 	Origin        *expect.Origin `json:"origin,omitempty"`
-	State         string         `json:"state"`
+	// ReplyTo is where the raising agent takes its lapses over A2A (a push
+	// token shows as "set").
+	ReplyTo *expect.ReplyTo `json:"replyTo,omitempty"`
+	State   string          `json:"state"`
 }
 
 func lapseDelivery(st *ledger.State, lv expect.LapseView) delivery {
@@ -406,11 +418,16 @@ func lapseDelivery(st *ledger.State, lv expect.LapseView) delivery {
 	if v, ok := st.Expects.Expectation(lv.ExpectationID); ok {
 		n.Expectation = &ExpectationBrief{
 			ExpectationID: v.ExpectationID, Kind: v.Kind, Subject: v.Subject, Expects: v.Expects,
-			By: v.By, Basis: v.Basis, Origin: v.Origin, State: v.State,
+			By: v.By, Basis: v.Basis, Origin: v.Origin, ReplyTo: v.ReplyTo, State: v.State,
 		}
 	}
 	doc, _ := json.Marshal(n)
-	return delivery{key: lv.LapseID, kind: KindLapse, dueAt: lv.LapsedAt, doc: doc}
+	lapse := lv
+	notice := Notice{Lapse: &lapse, Expectation: n.Expectation}
+	if rt, ok := st.Expects.ReplyTo(lv.ExpectationID); ok {
+		notice.ReplyTo = &rt
+	}
+	return delivery{key: lv.LapseID, kind: KindLapse, dueAt: lv.LapsedAt, doc: doc, notice: notice}
 }
 
 // PromiseNotice is the document delivered for one rung of a promise's
