@@ -58,6 +58,15 @@ type A2AConfig struct {
 	PublicURL string
 	// CardMaxAge is the card's Cache-Control max-age (default 5 minutes).
 	CardMaxAge time.Duration
+	// NoLapseDelivery stops the built-in watcher from sending lapses to the
+	// agents that raised the expectations over A2A. Delivery is on by
+	// default and concerns only expectations raised with a replyTo.
+	NoLapseDelivery bool
+	// LapseAttempts and LapseBackoff tune that delivery's retries within
+	// one sweep (defaults 5 and 500ms, doubling up to 30s); a delivery that
+	// still fails is tried again on the next sweep.
+	LapseAttempts int
+	LapseBackoff  time.Duration
 }
 
 func (c A2AConfig) withDefaults() A2AConfig {
@@ -268,7 +277,11 @@ func (s *Server) AgentCard(base, tenant, session string) *a2a.AgentCard {
 					"assessmentsAt": events,
 				}),
 			ext(c.ClaimURI, familyClaim, "Claims of work, receipts, progress, artifacts and checks (HTTP JSON API; records in A2A messages are not yet accepted).", nil, nil),
-			ext(c.ExpectURI, familyExpect, "Expectations, facts and lapses; the server's watcher keeps time (HTTP JSON API; records in A2A messages are not yet accepted).", []string{ExpectationsDraftURI}, nil),
+			ext(c.ExpectURI, familyExpect, "Expectations, facts and lapses; the server's watcher keeps time. Raise with the draft's expectation document (origin: the message's task and context; replyTo: where lapses go), record facts, withdraw, or report an origin task's outcome. Each lapse goes back to the raising agent as a new message in the origin context, referencing the origin task, its messageId the lapse id. CancelTask on an origin task withdraws its expectations.",
+				[]string{ExpectationsDraftURI}, map[string]any{
+					"actions":       []string{"raise", "fact", "withdraw", "outcome"},
+					"lapseDelivery": !c.NoLapseDelivery,
+				}),
 		}},
 		DefaultInputModes:  []string{"application/json", "text/plain"},
 		DefaultOutputModes: []string{"application/json", "text/plain"},

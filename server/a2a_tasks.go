@@ -187,7 +187,8 @@ func taskOf(v *promise.View, contextID string, keys []string) *a2a.Task {
 	return t
 }
 
-// GetTask returns the task of a promise.
+// GetTask returns the task of a promise, or of an origin of expectations
+// (originTask).
 func (h *a2aHandler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task, error) {
 	c, l, err := h.call(ctx)
 	if err != nil {
@@ -205,6 +206,8 @@ func (h *a2aHandler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a
 		if p, ok := findByTask(st, string(req.ID)); ok {
 			v := st.Promises.View(p, now)
 			t = taskOf(&v, c.contextID(), h.recordKeys(c))
+		} else if isOrigin(st, string(req.ID)) {
+			t = originTask(st, string(req.ID), c.contextID(), h.expectKeys(c))
 		}
 	})
 	if t == nil {
@@ -274,7 +277,8 @@ func (h *a2aHandler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (
 // CancelTask ends a promise as the caller: the debtor cancels it (with a
 // reason from the request's metadata "reason", or from a record under an
 // activated promise URI), the creditor releases it. Anyone else is refused
-// by the ledger's rules.
+// by the ledger's rules. A task that is no promise's but the origin of
+// expectations gets the outcome cancelled, withdrawing them (cancelOrigin).
 func (h *a2aHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
 	c, l, err := h.call(ctx)
 	if err != nil {
@@ -299,9 +303,11 @@ func (h *a2aHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest)
 	}
 	var id, as string
 	var resolved string
+	origin := false
 	l.Read(func(st *ledger.State, _ store.Position) {
 		p, ok := findByTask(st, string(req.ID))
 		if !ok {
+			origin = isOrigin(st, string(req.ID))
 			return
 		}
 		id = p.ID
@@ -314,6 +320,8 @@ func (h *a2aHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest)
 		}
 	})
 	switch {
+	case id == "" && origin:
+		return h.cancelOrigin(ctx, c, l, string(req.ID))
 	case id == "":
 		return nil, a2a.NewError(a2a.ErrTaskNotFound, "no task "+string(req.ID)+" in session "+c.contextID())
 	case resolved != "":
@@ -350,6 +358,9 @@ func (h *a2aHandler) SendMessage(ctx context.Context, req *a2a.SendMessageReques
 			WithDetails(map[string]any{"code": string(rule.Invalid), "field": "A2A-Extensions", "rule": "activate " + uri})
 	}
 	fam, _ := h.s.a2aFamilyOf(uri)
+	if fam == familyExpect {
+		return h.sendExpect(ctx, c, l, req, uri, key, raw)
+	}
 	if fam != familyPromise {
 		return nil, a2a.NewError(a2a.ErrUnsupportedOperation, "metadata[\""+key+"\"]: "+string(fam)+" records are not yet accepted over A2A; use the HTTP JSON API")
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,6 +36,9 @@ func (s *Server) startWatcher(key string, l *ledger.Ledger) {
 	cfg := s.cfg.Watch
 	if cfg.Logger == nil {
 		cfg.Logger = s.cfg.Logger
+	}
+	if a := s.cfg.A2A.withDefaults(); !a.NoLapseDelivery {
+		cfg.Sinks = append(slices.Clone(cfg.Sinks), &watch.A2A{ExtensionURI: a.ExpectURI, Attempts: a.LapseAttempts, Backoff: a.LapseBackoff})
 	}
 	w, err := watch.New(l, cfg)
 	if err != nil {

@@ -1,0 +1,377 @@
+package server
+
+// Expectations over A2A. A SendMessage carrying a record in
+// metadata[<expect URI>] (tally's expect URI or the draft's,
+// https://rsaxb.com/a2a/expectations/v1, activated in A2A-Extensions) acts
+// on the expectations family as the caller. The record's "action":
+//
+//	raise (default)  the draft's expectation document (as POST …/expectations
+//	                 takes it), plus "replyTo": where the watcher sends its
+//	                 lapses — a URL string (the agent's JSON-RPC endpoint or
+//	                 its agent card's URL) or {"url","push":{"url","token"}}.
+//	                 origin defaults to the message's taskId and contextId;
+//	                 replyTo defaults to message.metadata["replyTo"], and a
+//	                 push config to the request's
+//	                 configuration.taskPushNotificationConfig. With
+//	                 "supersedes" it extends that expectation (terms not
+//	                 given are inherited).
+//	fact             {"factKey","subject":{"type","id"},"at"?}
+//	withdraw         {"expectationId","reason"?}
+//	outcome          {"taskId"? (default: the message's taskId),
+//	                 "outcome": completed|cancelled|failed}; cancelled and
+//	                 failed withdraw the expectations raised on the task.
+//
+// The answer is a Message (expectations are not tasks of this agent) in the
+// request's context, referencing its task, with the resulting document
+// under the same key: {"schema_version","seq","expectation"|"fact"|"task",…}.
+//
+// CancelTask on a task that is no promise's but the origin of expectations
+// records the task's outcome cancelled, which withdraws them; GetTask on
+// such a task shows them in metadata. Lapses go back to the raising agent
+// from the watcher (watch.A2A).
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"tally/auth"
+	"tally/expect"
+	"tally/jsondoc"
+	"tally/ledger"
+	"tally/rule"
+	"tally/store"
+)
+
+// a2aExpectRecord is every member an expect record may carry; which are
+// allowed depends on its action (a2aExpectActions).
+type a2aExpectRecord struct {
+	ExpectRaiseBody
+	Action  string          `json:"action"`
+	ReplyTo json.RawMessage `json:"replyTo"`
+	FactKey string          `json:"factKey"`
+	At      string          `json:"at"`
+	Reason  string          `json:"reason"`
+	TaskID  string          `json:"taskId"`
+	Outcome string          `json:"outcome"`
+}
+
+var a2aExpectActions = map[string][]string{
+	"raise": {"action", "expectationId", "kind", "subject", "expects", "satisfiedBy", "dueAt", "grace", "anchor",
+		"after", "horizon", "basis", "supersedes", "origin", "replyTo"},
+	"fact":     {"action", "factKey", "subject", "at"},
+	"withdraw": {"action", "expectationId", "reason"},
+	"outcome":  {"action", "taskId", "outcome"},
+}
+
+// sendExpect executes one expect record of a SendMessage.
+func (h *a2aHandler) sendExpect(ctx context.Context, c *a2aCall, l *ledger.Ledger, req *a2a.SendMessageRequest, uri, key string, raw any) (a2a.SendMessageResult, error) {
+	msg := req.Message
+	where := "metadata[\"" + key + "\"]"
+	obj, ok := raw.(map[string]any)
+	if !ok {
+		return nil, invalidParams(where, "must be a JSON object (an expectation record)")
+	}
+	action := "raise"
+	if a, ok := obj["action"]; ok {
+		as, isStr := a.(string)
+		if _, known := a2aExpectActions[as]; !isStr || !known {
+			return nil, invalidParams(where+".action", "must be raise, fact, withdraw or outcome")
+		}
+		action = as
+	}
+	for k := range obj {
+		if !containsStr(a2aExpectActions[action], k) {
+			return nil, invalidParams(where+"."+k, "is not a member of a "+action+" record (members: "+strings.Join(a2aExpectActions[action], ", ")+")")
+		}
+	}
+	body, _ := json.Marshal(obj)
+	var d a2aExpectRecord
+	if err := jsondoc.Strict(where, body, &d); err != nil {
+		return nil, refuseAt(where, err)
+	}
+	cmd, render, err := h.expectCommand(c, l, req, uri, &d)
+	if err != nil {
+		return nil, refuseAt(where, err)
+	}
+	rid := c.requestID
+	if rid == "" {
+		rid = "a2a:" + msg.ID
+	}
+	var push string
+	if req.Config != nil && req.Config.PushConfig != nil {
+		push = req.Config.PushConfig.URL + "\n" + req.Config.PushConfig.Token
+	}
+	canon, _ := json.Marshal(obj)
+	meta, _ := json.Marshal(msg.Metadata["replyTo"])
+	digest := a2aDigest("SendMessage", c.contextID(), uri, string(msg.TaskID), string(msg.ContextID), string(canon), string(meta), push)
+	reply := func(st *ledger.State, res []ledger.Result) []byte {
+		doc := bytes.TrimSpace(render(st, res))
+		sum := a2aDigest("reply", rid)
+		m := &a2a.Message{
+			ID: "tally-" + hex.EncodeToString(sum[:12]), Role: a2a.MessageRoleAgent, ContextID: msg.ContextID,
+			Extensions: []string{uri}, Metadata: map[string]any{key: json.RawMessage(doc)},
+			Parts: a2a.ContentParts{a2a.NewTextPart(action + " recorded")},
+		}
+		if msg.TaskID != "" {
+			m.ReferenceTasks = []a2a.TaskID{msg.TaskID}
+		}
+		b, _ := json.Marshal(m)
+		return b
+	}
+	if len(rid) > 256 {
+		return nil, invalidParams("messageId", "a request id is at most 256 bytes")
+	}
+	idem := &ledger.Idempotency{Principal: c.p.actor, Key: rid, Digest: digest, Render: reply}
+	_, resp, _, err := l.Execute(ctx, ledger.Command{Expect: cmd, Human: c.p.role == auth.RolePerson},
+		ledger.WriteOptions{Actor: c.p.actor, RequestID: rid}, idem)
+	if err != nil {
+		return nil, a2aError(err)
+	}
+	var m a2a.Message
+	if err := json.Unmarshal(resp, &m); err != nil || m.ID == "" {
+		return nil, fmt.Errorf("%w: the recorded response is not a message", a2a.ErrInternalError)
+	}
+	return &m, nil
+}
+
+// refuseAt names a refusal's field inside the record.
+func refuseAt(where string, err error) error {
+	if r, ok := rule.As(err); ok {
+		field := r.Field
+		if !strings.HasPrefix(field, where) {
+			field = where + "." + field
+		}
+		return a2a.NewError(a2a.ErrInvalidParams, where+"."+r.Error()).WithDetails(map[string]any{"code": string(r.Code), "field": field, "rule": r.Rule})
+	}
+	return a2aError(err)
+}
+
+// expectCommand builds the command of an expect record and the document
+// its answer carries.
+func (h *a2aHandler) expectCommand(c *a2aCall, l *ledger.Ledger, req *a2a.SendMessageRequest, uri string, d *a2aExpectRecord) (expect.Command, func(*ledger.State, []ledger.Result) []byte, error) {
+	msg := req.Message
+	switch d.Action {
+	case "fact":
+		if d.Subject == nil {
+			return nil, nil, rule.Invalidf("subject", "required: {\"type\",\"id\"}")
+		}
+		fc := expect.FactCommand{FactKey: d.FactKey, Subject: *d.Subject}
+		if d.At != "" {
+			at, err := expect.ParseTime(d.At)
+			if err != nil {
+				return nil, nil, rule.Invalidf("at", err.Error())
+			}
+			fc.At = at
+		}
+		return fc, func(_ *ledger.State, res []ledger.Result) []byte {
+			at := fc.At
+			if at.IsZero() && len(res) > 0 {
+				if ev, err := expect.Decode(res[0].Line); err == nil && ev.Fact != nil {
+					at = ev.Fact.At
+				}
+			}
+			return expectDoc("seq", seqOf(res), "fact", map[string]any{"factKey": fc.FactKey, "subject": fc.Subject, "at": expect.FormatTime(at)})
+		}, nil
+	case "withdraw":
+		return expect.WithdrawCommand{ExpectationID: d.ExpectationID, Reason: d.Reason}, renderExpectation(d.ExpectationID), nil
+	case "outcome":
+		task := d.TaskID
+		if task == "" {
+			task = string(msg.TaskID)
+		}
+		if task == "" {
+			return nil, nil, rule.Invalidf("taskId", "names the origin task (or send the message in it: message.taskId)")
+		}
+		out := expect.Outcome(d.Outcome)
+		switch out {
+		case expect.OutcomeCompleted, expect.OutcomeCancelled, expect.OutcomeFailed:
+		default:
+			return nil, nil, rule.Invalidf("outcome", "must be completed, cancelled or failed")
+		}
+		return expect.TaskOutcomeCommand{TaskID: task, Outcome: out}, renderOutcome(task, out), nil
+	}
+	// raise or supersede
+	if d.Origin == nil && msg.TaskID != "" {
+		d.Origin = &expect.Origin{TaskID: string(msg.TaskID), ContextID: msg.ContextID}
+	}
+	rt, err := replyToOf(d.ReplyTo, msg.Metadata["replyTo"], req.Config)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rt != nil {
+		rt.Extension = uri
+	}
+	if d.Supersedes != "" {
+		if err := l.Refresh(); err != nil {
+			return nil, nil, err
+		}
+		l.Read(func(st *ledger.State, _ store.Position) {
+			if v, ok := st.Expects.Expectation(d.Supersedes); ok {
+				d.inherit(v)
+			}
+		})
+	}
+	rz, err := d.raise()
+	if err != nil {
+		return nil, nil, err
+	}
+	rz.ReplyTo = rt
+	if rz.Supersedes != "" {
+		return expect.SupersedeCommand{Raise: rz}, renderExpectation(rz.ExpectationID), nil
+	}
+	return expect.RaiseCommand{Raise: rz}, renderExpectation(rz.ExpectationID), nil
+}
+
+func renderOutcome(task string, out expect.Outcome) func(*ledger.State, []ledger.Result) []byte {
+	return func(_ *ledger.State, res []ledger.Result) []byte {
+		withdrawn := []string{}
+		for _, x := range res {
+			if x.Type != expect.TypeWithdraw {
+				continue
+			}
+			if ev, err := expect.Decode(x.Line); err == nil && ev.Withdraw != nil {
+				withdrawn = append(withdrawn, ev.Withdraw.ExpectationID)
+			}
+		}
+		return expectDoc("seq", seqOf(res), "task", map[string]string{"taskId": task, "outcome": string(out)}, "withdrawn", withdrawn)
+	}
+}
+
+// replyToOf reads where lapses go: the record's replyTo, else the message
+// metadata's "replyTo" (each a URL string or {"url","push":{"url","token"}}),
+// with the request's push-notification config when the record gives none.
+func replyToOf(record json.RawMessage, meta any, cfg *a2a.SendMessageConfig) (*expect.ReplyTo, error) {
+	field := "replyTo"
+	raw := record
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		raw = nil
+		if meta != nil {
+			raw, _ = json.Marshal(meta)
+			field = "message.metadata.replyTo"
+		}
+	}
+	var rt *expect.ReplyTo
+	if raw != nil {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			rt = &expect.ReplyTo{URL: s}
+		} else {
+			var d struct {
+				URL  string `json:"url"`
+				Push *struct {
+					URL   string `json:"url"`
+					Token string `json:"token"`
+				} `json:"push"`
+			}
+			if err := jsondoc.Strict(field, raw, &d); err != nil {
+				return nil, err
+			}
+			rt = &expect.ReplyTo{URL: d.URL}
+			if d.Push != nil {
+				rt.PushURL, rt.PushToken = d.Push.URL, d.Push.Token
+			}
+		}
+	}
+	if cfg != nil && cfg.PushConfig != nil && cfg.PushConfig.URL != "" && (rt == nil || rt.PushURL == "") {
+		if rt == nil {
+			rt = &expect.ReplyTo{}
+		}
+		rt.PushURL, rt.PushToken = cfg.PushConfig.URL, cfg.PushConfig.Token
+	}
+	return rt, nil
+}
+
+// expectKeys are the metadata keys an origin task carries its expectations
+// under: one per activated expect URI, else tally's expect URI.
+func (h *a2aHandler) expectKeys(c *a2aCall) []string {
+	var keys []string
+	for _, u := range c.active {
+		if f, _ := h.s.a2aFamilyOf(u); f == familyExpect {
+			keys = append(keys, a2aRecordKey(u, f))
+		}
+	}
+	if len(keys) == 0 {
+		keys = []string{h.s.cfg.A2A.withDefaults().ExpectURI}
+	}
+	return keys
+}
+
+// isOrigin reports whether task is the origin of expectations (or has a
+// recorded outcome).
+func isOrigin(st *ledger.State, task string) bool {
+	if _, ok := st.Expects.TaskOutcome(task); ok {
+		return true
+	}
+	return len(st.Expects.List(expect.Filter{TaskID: task})) > 0
+}
+
+// originTask is the task view of an origin task: its state from its
+// recorded outcome (none: WORKING), the expectations raised on it in
+// metadata {"taskId","outcome"?,"expectations":[views]}.
+func originTask(st *ledger.State, task, contextID string, keys []string) *a2a.Task {
+	views := st.Expects.List(expect.Filter{TaskID: task})
+	ctx := contextID
+	for _, v := range views {
+		if v.Origin != nil && v.Origin.ContextID != "" {
+			ctx = v.Origin.ContextID
+			break
+		}
+	}
+	state := a2a.TaskStateWorking
+	out, ended := st.Expects.TaskOutcome(task)
+	switch out {
+	case expect.OutcomeCancelled:
+		state = a2a.TaskStateCanceled
+	case expect.OutcomeFailed:
+		state = a2a.TaskStateFailed
+	case expect.OutcomeCompleted:
+		state = a2a.TaskStateCompleted
+	}
+	doc := map[string]any{"taskId": task, "expectations": views}
+	if ended {
+		doc["outcome"] = string(out)
+	}
+	rec, _ := json.Marshal(doc)
+	t := &a2a.Task{ID: a2a.TaskID(task), ContextID: ctx, Status: a2a.TaskStatus{State: state}, Metadata: map[string]any{}}
+	for _, k := range keys {
+		t.Metadata[k] = json.RawMessage(rec)
+	}
+	return t
+}
+
+// cancelOrigin records an origin task's outcome cancelled, withdrawing the
+// expectations raised on it, and returns the task.
+func (h *a2aHandler) cancelOrigin(ctx context.Context, c *a2aCall, l *ledger.Ledger, task string) (*a2a.Task, error) {
+	keys := h.expectKeys(c)
+	render := func(st *ledger.State, _ []ledger.Result) []byte {
+		b, _ := json.Marshal(originTask(st, task, c.contextID(), keys))
+		return b
+	}
+	cmd := ledger.Command{Expect: expect.TaskOutcomeCommand{TaskID: task, Outcome: expect.OutcomeCancelled}, Human: c.p.role == auth.RolePerson}
+	opts := ledger.WriteOptions{Actor: c.p.actor, RequestID: c.requestID}
+	var idem *ledger.Idempotency
+	if c.requestID != "" {
+		idem = &ledger.Idempotency{Principal: c.p.actor, Key: c.requestID, Digest: a2aDigest("CancelTask", c.contextID(), "origin", task), Render: render}
+	}
+	res, resp, _, err := l.Execute(ctx, cmd, opts, idem)
+	if err != nil {
+		if r, ok := rule.As(err); ok && r.Code == rule.Conflict {
+			return nil, a2a.NewError(a2a.ErrTaskNotCancelable, r.Error())
+		}
+		return nil, a2aError(err)
+	}
+	if idem == nil {
+		l.Read(func(st *ledger.State, _ store.Position) { resp = render(st, res) })
+	}
+	var t a2a.Task
+	if err := json.Unmarshal(resp, &t); err != nil || t.ID == "" {
+		return nil, fmt.Errorf("%w: the recorded response is not a task", a2a.ErrInternalError)
+	}
+	return &t, nil
+}
