@@ -315,3 +315,28 @@ func TestA2ACancelTaskWithdrawsOriginExpectations(t *testing.T) {
 		t.Fatalf("%d lapse messages sent", n)
 	}
 }
+
+// A raise's push config may come from the request's
+// configuration.taskPushNotificationConfig; the view never shows the token.
+func TestA2AExpectationPushConfigFromRequest(t *testing.T) {
+	tf := newTimedFixture(t)
+	rec := map[string]any{
+		"kind": "doc.review", "subject": map[string]any{"type": "doc", "id": "d1"},
+		"satisfiedBy": map[string]any{"factKey": "k"}, "dueAt": expect.FormatTime(t0.Add(time.Hour)), "basis": "declared",
+	}
+	p := expectSend("m1", "task-1", "", "urn:tally:ext:expect", rec)
+	p["configuration"] = map[string]any{"taskPushNotificationConfig": map[string]any{"taskId": "task-1", "url": "http://127.0.0.1:9/push", "token": "tok"}}
+	_, r, _ := tf.rpc("author", "urn:tally:ext:expect", "SendMessage", p)
+	view, _ := replyDoc(t, r, "urn:tally:ext:expect")["expectation"].(map[string]any)
+	rt, _ := view["replyTo"].(map[string]any)
+	push, _ := rt["push"].(map[string]any)
+	if push["url"] != "http://127.0.0.1:9/push" || push["token"] != "set" || rt["url"] != nil {
+		t.Fatalf("view %v", view)
+	}
+	// A replyTo that is not an http(s) URL is refused by name.
+	rec["replyTo"] = "file:///etc/passwd"
+	_, r, _ = tf.rpc("author", "urn:tally:ext:expect", "SendMessage", expectSend("m2", "task-1", "", "urn:tally:ext:expect", rec))
+	if r.Error == nil || r.Error.Code != -32602 {
+		t.Fatalf("bad replyTo: %s", r.raw)
+	}
+}
