@@ -125,9 +125,12 @@ type Ledger struct {
 	committing bool
 	batchAvg   float64 // moving average of batch sizes; used only by the committer
 
-	stats  Stats          // guarded by mu
-	ids    *mrand.ChaCha8 // id minting; used only under mu
-	notify chan struct{}  // closed and replaced at each change of pos; guarded by mu
+	stats Stats          // guarded by mu
+	ids   *mrand.ChaCha8 // id minting; used only under mu
+
+	cpWriters sync.WaitGroup // background checkpoint writes, joined by Close
+	cpWrite   sync.Mutex     // one checkpoint file write at a time, in order
+	notify    chan struct{}  // closed and replaced at each change of pos; guarded by mu
 }
 
 // Changed returns a channel closed the next time the ledger's position
@@ -188,7 +191,10 @@ func Open(dir string, cfg Config) (*Ledger, error) {
 }
 
 // Close releases the session's files.
-func (l *Ledger) Close() error { return l.log.Close() }
+func (l *Ledger) Close() error {
+	l.cpWriters.Wait()
+	return l.log.Close()
+}
 
 // Log is the underlying store.
 func (l *Ledger) Log() *store.Log { return l.log }
@@ -594,9 +600,16 @@ func (l *Ledger) commit(ctx context.Context, batch []*request) {
 	cpPos, cp := l.checkpointDue()
 	finish(nil)
 	if cp != nil {
-		l.mu.Unlock()
-		l.writeCheckpoint(cpPos, cp)
-		l.mu.Lock() // re-taken for the deferred unlock
+		// The file is written in the background so the next batch does not
+		// wait for the disk; at most one such write runs at a time, and
+		// Close waits for it.
+		l.cpWriters.Add(1)
+		go func() {
+			defer l.cpWriters.Done()
+			l.cpWrite.Lock()
+			defer l.cpWrite.Unlock()
+			l.writeCheckpoint(cpPos, cp)
+		}()
 	}
 }
 
