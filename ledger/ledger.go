@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -123,7 +124,8 @@ type Ledger struct {
 	qmu        sync.Mutex // guards queue, committing
 	queue      []*request
 	committing bool
-	batchAvg   float64 // moving average of batch sizes; used only by the committer
+	recent     [8]int // sizes of the last batches; used only by the committer
+	recentAt   int
 
 	stats Stats          // guarded by mu
 	ids   *mrand.ChaCha8 // id minting; used only under mu
@@ -444,36 +446,28 @@ func (l *Ledger) submit(ctx context.Context, req *request) ([]Result, error) {
 		l.commit(ctx, batch)
 		// The writers just acknowledged usually come straight back. Give
 		// them a moment to join the next batch, instead of forming a second,
-		// smaller cohort that doubles the fsyncs: wait while the queue keeps
-		// growing, at most BatchLinger.
-		// batchAvg tracks recent batch sizes, so a small batch at a cohort
-		// boundary does not stop the lingering; a lone writer (average 1)
-		// never waits.
-		l.batchAvg = 0.75*l.batchAvg + 0.25*float64(len(batch))
-		if l.batchAvg >= 2 {
-			l.linger()
+		// smaller cohort that doubles the fsyncs: wait until the queue holds
+		// as many as the largest recent batch, at most BatchLinger. A lone
+		// writer (recent batches of one) never waits.
+		l.recent[l.recentAt%len(l.recent)] = len(batch)
+		l.recentAt++
+		target := slices.Max(l.recent[:])
+		if target >= 2 {
+			l.linger(target)
 		}
 	}
 	<-req.done
 	return req.res, req.err
 }
 
-// linger yields while writers keep arriving (quiet for 20µs ends it),
-// bounded by BatchLinger.
-func (l *Ledger) linger() {
-	start := time.Now()
-	last, quietSince := -1, start
-	for {
-		now := time.Now()
-		if now.Sub(start) >= l.cfg.BatchLinger {
-			return
-		}
+// linger yields until target writers are queued, bounded by BatchLinger.
+func (l *Ledger) linger(target int) {
+	deadline := time.Now().Add(l.cfg.BatchLinger)
+	for time.Now().Before(deadline) {
 		l.qmu.Lock()
 		n := len(l.queue)
 		l.qmu.Unlock()
-		if n != last {
-			last, quietSince = n, now
-		} else if now.Sub(quietSince) >= 20*time.Microsecond {
+		if n >= target {
 			return
 		}
 		runtime.Gosched()
