@@ -44,6 +44,25 @@
 // event can affect (dependents are indexed), so a cycle never satisfies
 // itself and the cost of a verdict does not grow with the ledger.
 //
+// # Scope release
+//
+// A terminal claim still answers for the work it started: it releases its
+// scope only when its waits are settled or cancelled and every child
+// released its own (the seed's migration, stopped while child work and a
+// wait are outstanding). Here a claim's waits are its Awaits targets,
+// settled when terminal in any state (a cancelled wait included), and its
+// children are its DependsOn targets — the child work the parent declared,
+// as in the seed's migration ("depends_on → transformation tests"). The
+// child edge is the parent's own, immutable declaration, so release needs no
+// new record and no free-text matching of the scope member; reviews,
+// derived_from and predecessor stay non-blocking and play no part. Unrolled:
+// a claim has released its scope when every claim of its DependsOn closure,
+// itself included, is terminal with its waits settled; an unknown wait or
+// child holds it back; a cycle whose members are all settled releases
+// together (nothing under it is unfinished). The release is derived on read
+// (View.ScopeReleased, View.ScopeRelease with the reason and what is still
+// held), walks only the closure, and changes no state.
+//
 // # Records
 //
 // One JSON object per log line, "ts" (RFC 3339, UTC) and "type" first, then

@@ -184,4 +184,3 @@ var ErrUnknownType = errors.New("unknown record type")
 
 // FormatTime is the wire form of a time: RFC 3339 in UTC.
 func FormatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-

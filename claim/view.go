@@ -32,8 +32,12 @@ type View struct {
 	Testaments   []TestamentView `json:"testaments"`
 	Artifacts    []ArtifactView  `json:"artifacts"`
 	Relations    []EdgeView      `json:"relations"`
-	Progress     []progressRec   `json:"progress"`
-	Late         []lateRec       `json:"late"` // records kept for audit after the claim ended
+	// ScopeReleased: the claim is terminal, its waits are settled and every
+	// child released its scope (see ScopeView); ScopeRelease says why or why not.
+	ScopeReleased bool          `json:"scope_released"`
+	ScopeRelease  ScopeView     `json:"scope_release"`
+	Progress      []progressRec `json:"progress"`
+	Late          []lateRec     `json:"late"` // records kept for audit after the claim ended
 }
 
 // ReceiptView is the current execution receipt.
@@ -205,6 +209,8 @@ func (s *State) view(c *claimRec, now time.Time) View {
 		v.Artifacts = append(v.Artifacts, c.artifacts[id].view())
 	}
 	v.Relations = s.relations(c)
+	v.ScopeRelease = s.scope(c, map[*claimRec]bool{})
+	v.ScopeReleased = v.ScopeRelease.Released
 	return v
 }
 
