@@ -65,7 +65,7 @@ func (s *State) NextDeadline() (time.Time, bool) {
 // Artifact returns the view of one artifact of a claim, without building the
 // claim's whole view.
 func (s *State) Artifact(claimID, id string) (ArtifactView, bool) {
-	c := s.claims[claimID]
+	c := s.claim(claimID)
 	if c == nil {
 		return ArtifactView{}, false
 	}

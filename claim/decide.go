@@ -162,6 +162,8 @@ func (CommitDependency) isCommand()  {}
 // A State is not safe for concurrent use: Decide and Apply must be serialized
 // by the caller (the ledger's session lock).
 func (s *State) Decide(actor string, now time.Time, cmd Command) ([]Event, error) {
+	s.writing = true
+	defer func() { s.writing = false }()
 	now = now.UTC()
 	events, r := s.build(actor, now, cmd)
 	if r != nil {
@@ -195,13 +197,13 @@ func (s *State) Decide(actor string, now time.Time, cmd Command) ([]Event, error
 	}
 	// Preview: validate each record against the claim as the earlier records
 	// of the batch leave it, by folding them into a clone swapped in place.
-	orig := s.claims[target]
+	orig := s.claim(target)
 	if orig == nil {
 		return nil, rule.NotFoundf("claim", "no claim "+quote(target))
 	}
 	preview := orig.clone()
-	s.claims[target] = preview
-	defer func() { s.claims[target] = orig }()
+	s.preview = preview // s.claim(target) answers the clone until Decide returns
+	defer func() { s.preview = nil }()
 	for i := range events {
 		m.Seq = s.seq + 1 + uint64(i)
 		if r := s.validate(m, &events[i]); r != nil {
@@ -214,7 +216,7 @@ func (s *State) Decide(actor string, now time.Time, cmd Command) ([]Event, error
 		if preview.end.State == DependencyFailed {
 			origin = preview.end.Origin
 		}
-		s.claims[target] = orig
+		s.preview = nil
 		events = append(events, s.propagate(now, target, origin, map[string]bool{target: true})...)
 	}
 	return events, nil
@@ -230,7 +232,7 @@ func (s *State) propagate(now time.Time, failed, origin string, done map[string]
 		f := queue[0]
 		queue = queue[1:]
 		for _, d := range s.dependents[f] {
-			dc := s.claims[d]
+			dc := s.claim(d)
 			if done[d] || dc == nil || dc.end != nil || !slices.Contains(dc.terms.DependsOn, f) {
 				continue
 			}
@@ -267,7 +269,7 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *rule.
 		return one(Event{Type: TypeReceiptFailed, Claim: c.Claim, Reason: c.Reason})
 	case Adopt:
 		gen := uint64(1)
-		if cr := s.claims[c.Claim]; cr != nil {
+		if cr := s.claim(c.Claim); cr != nil {
 			gen = cr.receipt.generation + 1
 		}
 		return one(Event{Type: TypeAdopt, Claim: c.Claim, Holder: c.Holder, Generation: gen, Reason: c.Reason})
@@ -277,7 +279,7 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *rule.
 		}
 		return one(Event{Type: TypeProgress, Claim: c.Claim, Generation: c.Generation, Note: c.Note})
 	case PublishArtifact:
-		cr := s.claims[c.Claim]
+		cr := s.claim(c.Claim)
 		if cr == nil {
 			return nil, rule.NotFoundf("claim", "no claim "+quote(c.Claim))
 		}
@@ -299,7 +301,7 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *rule.
 	case ReceiveArtifact:
 		return one(Event{Type: TypeArtifactReceive, Claim: c.Claim, Artifact: c.Artifact, Digest: s.pin(c.Claim, c.Artifact, c.Digest)})
 	case CloseTestament:
-		cr := s.claims[c.Claim]
+		cr := s.claim(c.Claim)
 		if cr == nil {
 			return nil, rule.NotFoundf("claim", "no claim "+quote(c.Claim))
 		}
@@ -334,7 +336,7 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *rule.
 		return one(e)
 	case ReportVerdict:
 		digest := s.pin(c.Claim, c.Artifact, c.Digest)
-		cr := s.claims[c.Claim]
+		cr := s.claim(c.Claim)
 		if cr == nil {
 			return nil, rule.NotFoundf("claim", "no claim "+quote(c.Claim))
 		}
@@ -360,7 +362,7 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *rule.
 	case Supersede:
 		return one(Event{Type: TypeSupersede, Claim: c.Claim, Successor: c.Successor, Reason: c.Reason})
 	case CommitDeadline:
-		cr := s.claims[c.Claim]
+		cr := s.claim(c.Claim)
 		if cr == nil {
 			return nil, rule.NotFoundf("claim", "no claim "+quote(c.Claim))
 		}
@@ -372,7 +374,7 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *rule.
 		}
 		return one(Event{Type: TypeDeadline, Claim: c.Claim, Deadline: cr.terms.Deadline})
 	case CommitDependency:
-		cr := s.claims[c.Claim]
+		cr := s.claim(c.Claim)
 		if cr == nil {
 			return nil, rule.NotFoundf("claim", "no claim "+quote(c.Claim))
 		}
@@ -393,7 +395,7 @@ func (s *State) pin(claim, art, digest string) string {
 	if digest != "" {
 		return digest
 	}
-	if c := s.claims[claim]; c != nil {
+	if c := s.claim(claim); c != nil {
 		if a := c.artifacts[art]; a != nil {
 			return a.digest
 		}
@@ -411,7 +413,7 @@ func (s *State) pinRefs(claim string, refs []Ref) []Ref {
 
 // nextAttempt builds the begin record of the next attempt of a check.
 func (s *State) nextAttempt(claim, check, art, digest string) (Event, *rule.Refusal) {
-	cr := s.claims[claim]
+	cr := s.claim(claim)
 	if cr == nil {
 		return Event{}, rule.NotFoundf("claim", "no claim "+quote(claim))
 	}

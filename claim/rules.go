@@ -18,7 +18,7 @@ func (s *State) validate(m Meta, e *Event) *rule.Refusal {
 	if e.Type == TypeCreate {
 		return s.validateCreate(m, e)
 	}
-	c := s.claims[e.Claim]
+	c := s.claim(e.Claim)
 	if c == nil {
 		return rule.NotFoundf("claim", "no claim "+strconv.Quote(e.Claim))
 	}
@@ -127,7 +127,7 @@ func (s *State) validate(m Meta, e *Event) *rule.Refusal {
 			return r
 		}
 		if e.Type == TypeSupersede {
-			succ := s.claims[e.Successor]
+			succ := s.claim(e.Successor)
 			if succ == nil {
 				return rule.NotFoundf("successor", "no claim "+strconv.Quote(e.Successor))
 			}
@@ -179,7 +179,7 @@ func (s *State) validate(m Meta, e *Event) *rule.Refusal {
 		}
 		due := false
 		for _, id := range members {
-			if d := s.claims[id].terms.Deadline; !d.IsZero() && !m.TS.Before(d) {
+			if d := s.claim(id).terms.Deadline; !d.IsZero() && !m.TS.Before(d) {
 				due = true
 			}
 		}
@@ -254,14 +254,14 @@ func (s *State) auditAllowed(m Meta, c *claimRec, e *Event) bool {
 }
 
 func (s *State) validateCreate(m Meta, e *Event) *rule.Refusal {
-	if _, dup := s.claims[e.Claim]; dup {
+	if s.claim(e.Claim) != nil {
 		return rule.Conflictf("claim", "claim "+strconv.Quote(e.Claim)+" already exists")
 	}
 	if m.Actor != e.Claimant {
 		return rule.Forbiddenf("claimant", "must be the acting identity")
 	}
 	if e.Predecessor != "" {
-		p := s.claims[e.Predecessor]
+		p := s.claim(e.Predecessor)
 		if p == nil {
 			return rule.NotFoundf("predecessor", "no claim "+strconv.Quote(e.Predecessor))
 		}
@@ -430,7 +430,7 @@ func expectAttempt(ch *CheckSpec, e *Event, phase, handler, attempt int) *rule.R
 // failedOrigin reports whether claim id ended unsatisfied, and the origin of
 // that failure (the claim itself, or the origin it inherited).
 func (s *State) failedOrigin(id string) (string, bool) {
-	c := s.claims[id]
+	c := s.claim(id)
 	if c == nil || c.end == nil || c.end.State == Satisfied {
 		return "", false
 	}
@@ -444,7 +444,7 @@ func (s *State) failedOrigin(id string) (string, bool) {
 // strongly connected component of id over Awaits edges between open claims,
 // or nil when id waits on no cycle through itself.
 func (s *State) awaitCycle(id string) []string {
-	open := func(x string) bool { c := s.claims[x]; return c != nil && c.end == nil }
+	open := func(x string) bool { c := s.claim(x); return c != nil && c.end == nil }
 	if !open(id) {
 		return nil
 	}
@@ -453,7 +453,7 @@ func (s *State) awaitCycle(id string) []string {
 	for len(stack) > 0 {
 		x := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, y := range s.claims[x].terms.Awaits {
+		for _, y := range s.claim(x).terms.Awaits {
 			if open(y) && !fwd[y] {
 				fwd[y] = true
 				stack = append(stack, y)
@@ -469,7 +469,7 @@ func (s *State) awaitCycle(id string) []string {
 		x := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		for _, y := range s.dependents[x] {
-			if open(y) && !back[y] && slices.Contains(s.claims[y].terms.Awaits, x) {
+			if open(y) && !back[y] && slices.Contains(s.claim(y).terms.Awaits, x) {
 				back[y] = true
 				stack = append(stack, y)
 			}
@@ -489,7 +489,7 @@ func (s *State) awaitCycle(id string) []string {
 func (s *State) victim(members []string) string {
 	best := ""
 	for _, id := range members {
-		if best == "" || s.claims[id].seq < s.claims[best].seq {
+		if best == "" || s.claim(id).seq < s.claim(best).seq {
 			best = id
 		}
 	}

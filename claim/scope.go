@@ -23,7 +23,7 @@ type ScopeView struct {
 
 // ScopeReleased reports the scope release of one claim.
 func (s *State) ScopeReleased(id string) (ScopeView, bool) {
-	c := s.claims[id]
+	c := s.claim(id)
 	if c == nil {
 		return ScopeView{}, false
 	}
@@ -37,7 +37,7 @@ func (s *State) settled(c *claimRec) bool {
 		return false
 	}
 	for _, id := range c.terms.Awaits {
-		if w := s.claims[id]; w == nil || w.end == nil {
+		if w := s.claim(id); w == nil || w.end == nil {
 			return false
 		}
 	}
@@ -68,7 +68,7 @@ func (s *State) scopeReleased(c *claimRec, memo map[*claimRec]bool) bool {
 			break
 		}
 		for _, id := range d.terms.DependsOn {
-			ch := s.claims[id]
+			ch := s.claim(id)
 			if ch == nil {
 				ok = false
 				break
@@ -86,12 +86,12 @@ func (s *State) scopeReleased(c *claimRec, memo map[*claimRec]bool) bool {
 func (s *State) scope(c *claimRec, memo map[*claimRec]bool) ScopeView {
 	var v ScopeView
 	for _, id := range c.terms.Awaits {
-		if w := s.claims[id]; w == nil || w.end == nil {
+		if w := s.claim(id); w == nil || w.end == nil {
 			v.Waits = append(v.Waits, id)
 		}
 	}
 	for _, id := range c.terms.DependsOn {
-		if ch := s.claims[id]; ch == nil || !s.scopeReleased(ch, memo) {
+		if ch := s.claim(id); ch == nil || !s.scopeReleased(ch, memo) {
 			v.Children = append(v.Children, id)
 		}
 	}

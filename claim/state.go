@@ -66,6 +66,29 @@ type State struct {
 	ignored    []Ignored
 	ignoredN   int
 	deadlines  *deadline.Index[*claimRec] // open claims with a deadline (made on first use)
+
+	// Lookups go through claim(), which answers the Decide preview first,
+	// then the claim last looked up by Decide or Apply, then the map. A
+	// command and its records touch one claim a dozen times; in a ledger of
+	// a million claims each map lookup is a cache miss (issue 3's figure).
+	// Only Decide and Apply (writing) fill hot, so reads never write.
+	hot, preview *claimRec
+	writing      bool
+}
+
+// claim returns the claim id, or nil. See State.hot.
+func (s *State) claim(id string) *claimRec {
+	if p := s.preview; p != nil && p.id == id {
+		return p
+	}
+	if h := s.hot; h != nil && h.id == id {
+		return h
+	}
+	c := s.claims[id]
+	if c != nil && s.writing {
+		s.hot = c
+	}
+	return c
 }
 
 // NewState returns an empty state with DefaultConfig.
@@ -640,6 +663,8 @@ func joinIDs(ids []string) string {
 // generation, unknown claim) is skipped and reported by Ignored; the log
 // keeps it. Records of a terminal claim change nothing but its audit trail.
 func (s *State) Apply(m Meta, e Event) {
+	s.writing = true
+	defer func() { s.writing = false }()
 	if m.Seq > s.seq {
 		s.seq = m.Seq
 	}
@@ -654,7 +679,7 @@ func (s *State) Apply(m Meta, e Event) {
 		s.create(m, &e)
 		return
 	}
-	c := s.claims[e.Claim]
+	c := s.claim(e.Claim)
 	eff := c.apply(m, &e)
 	if eff.ended {
 		s.untrackDeadline(c)
@@ -683,7 +708,7 @@ func (s *State) create(m Meta, e *Event) {
 			}
 		}
 	}
-	if p := s.claims[terms.Predecessor]; p != nil {
+	if p := s.claim(terms.Predecessor); p != nil {
 		p.successors = append(p.successors, c.id)
 	}
 }
@@ -692,13 +717,13 @@ func (s *State) create(m Meta, e *Event) {
 // Awaits target is terminal. An unknown target holds the claim back.
 func (s *State) depsOK(c *claimRec) bool {
 	for _, id := range c.terms.DependsOn {
-		d := s.claims[id]
+		d := s.claim(id)
 		if d == nil || d.end == nil || d.end.State != Satisfied {
 			return false
 		}
 	}
 	for _, id := range c.terms.Awaits {
-		d := s.claims[id]
+		d := s.claim(id)
 		if d == nil || d.end == nil {
 			return false
 		}
@@ -717,7 +742,7 @@ func (s *State) settle(m Meta, start []string) {
 	for steps := 0; len(work) > 0; steps++ {
 		id := work[0]
 		work = work[1:]
-		c := s.claims[id]
+		c := s.claim(id)
 		if c == nil || c.end != nil || !c.localOK || !s.depsOK(c) {
 			continue
 		}

@@ -160,7 +160,7 @@ type EdgeView struct {
 
 // Claim returns the view of one claim at time now (now only decides Overdue).
 func (s *State) Claim(id string, now time.Time) (View, bool) {
-	c := s.claims[id]
+	c := s.claim(id)
 	if c == nil {
 		return View{}, false
 	}
@@ -362,7 +362,7 @@ func (s *State) relations(c *claimRec) []EdgeView {
 	edge := func(rel string, ids []string, blocking bool) {
 		for _, id := range ids {
 			e := EdgeView{Relation: rel, Claim: id, Blocking: blocking, Holds: !blocking}
-			if d := s.claims[id]; d != nil {
+			if d := s.claim(id); d != nil {
 				e.State = d.status()
 				switch rel {
 				case "depends_on":
