@@ -201,6 +201,15 @@ func (s *State) Decide(actor string, now time.Time, cmd Command) ([]Event, error
 	if orig == nil {
 		return nil, rule.NotFoundf("claim", "no claim "+quote(target))
 	}
+	if len(events) == 1 && len(s.dependents[target]) == 0 {
+		// One record on a claim nobody depends on: validating it against the
+		// claim as it is decides everything; a preview would only feed
+		// propagate, which has no dependent to reach. No clone per verdict.
+		if r := s.validate(m, &events[0]); r != nil {
+			return nil, r
+		}
+		return events, nil
+	}
 	preview := orig.clone()
 	s.preview = preview // s.claim(target) answers the clone until Decide returns
 	defer func() { s.preview = nil }()

@@ -299,10 +299,17 @@ func checkRefs(field string, refs []Ref) error {
 }
 
 func checkValidator(field string, v Validator) error {
-	if err := checkID(field+".name", v.Name); err != nil {
+	// The field names are built on error only: Decide checks a validator
+	// on every check record.
+	if err := checkID(field, v.Name); err != nil {
+		err.(*DecodeError).Field = field + ".name"
 		return err
 	}
-	return checkID(field+".version", v.Version)
+	if err := checkID(field, v.Version); err != nil {
+		err.(*DecodeError).Field = field + ".version"
+		return err
+	}
+	return nil
 }
 
 func validMode(m Mode) bool { return m == Required || m == Observe }

@@ -1,6 +1,7 @@
 package claim
 
 import (
+	"slices"
 	"time"
 
 	"tally/deadline"
@@ -384,7 +385,8 @@ type witness struct {
 func (c *claimRec) evalSlot(i int) slotEval {
 	sl := &c.terms.Slots[i]
 	var ev slotEval
-	seen := map[[2]string]bool{}
+	var seenBuf [4][2]string // targets already considered; a claim has few responses
+	seen := seenBuf[:0]
 	for _, tid := range c.tOrder {
 		t := c.testaments[tid]
 		if t.role != TestamentResponse || t.recvd == 0 {
@@ -397,10 +399,10 @@ func (c *claimRec) evalSlot(i int) slotEval {
 			continue
 		}
 		key := [2]string{b.Artifact, b.Digest}
-		if seen[key] {
+		if slices.Contains(seen, key) {
 			continue
 		}
-		seen[key] = true
+		seen = append(seen, key)
 		passed, dead := true, false
 		var last uint64
 		for _, ch := range sl.Checks {
@@ -738,7 +740,8 @@ func (s *State) depsOK(c *claimRec) bool {
 // fixpoint over the affected part of the graph; a cycle never satisfies
 // itself. Cost: proportional to the claims reached, not to the ledger.
 func (s *State) settle(m Meta, start []string) {
-	work := append([]string(nil), start...)
+	var buf [8]string // the usual work list fits: no allocation per verdict
+	work := append(buf[:0], start...)
 	for steps := 0; len(work) > 0; steps++ {
 		id := work[0]
 		work = work[1:]
