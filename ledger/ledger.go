@@ -131,6 +131,7 @@ type Ledger struct {
 	ids   *mrand.ChaCha8 // id minting; used only under mu
 
 	cpWriters sync.WaitGroup // background checkpoint writes, joined by Close
+	loops     sync.WaitGroup // the commit loop, joined by Close
 	cpWrite   sync.Mutex     // one checkpoint file write at a time, in order
 	notify    chan struct{}  // closed and replaced at each change of pos; guarded by mu
 }
@@ -194,6 +195,7 @@ func Open(dir string, cfg Config) (*Ledger, error) {
 
 // Close releases the session's files.
 func (l *Ledger) Close() error {
+	l.loops.Wait()
 	l.cpWriters.Wait()
 	return l.log.Close()
 }
@@ -406,19 +408,36 @@ func (l *Ledger) submit(ctx context.Context, req *request) ([]Result, error) {
 		<-req.done // commits are bounded by LockTimeout; the result is always delivered
 		return req.res, req.err
 	}
+	// Nobody is committing: commit this batch here (a lone writer pays no
+	// goroutine hand-off), then leave whatever queued meanwhile to a commit
+	// loop of its own, so this writer is not held back doing others' commits.
 	l.committing = true
+	l.loops.Add(1)
 	l.qmu.Unlock()
+	l.commitLoopN(1)
+	<-req.done
+	return req.res, req.err
+}
+
+// commitLoop commits queued requests until the queue is empty.
+func (l *Ledger) commitLoop() { l.commitLoopN(0) }
+
+// commitLoopN commits queued requests in batches until the queue is empty
+// or, with inline > 0, after that many batches, handing what is still
+// queued to a commit loop in its own goroutine. l.committing is true on
+// entry and owned by the loop; l.loops counts it.
+func (l *Ledger) commitLoopN(inline int) {
+	defer l.loops.Done()
 	var inflight []*request
 	defer func() {
-		// A panic in a commit (a broken invariant) must not wedge every
-		// later writer: release the queue, fail the batch, rebuild the state.
+		// A panic in a commit is a broken invariant. It must neither wedge
+		// later writers nor take the process down: fail the batch, rebuild
+		// the state from the log before the next write, and say so loudly.
 		if p := recover(); p != nil {
+			l.cfg.Logger.Error("ledger: internal error in a commit; the batch failed and the state will be rebuilt from the log", "panic", fmt.Sprint(p))
 			l.mu.Lock()
 			l.stale = true
 			l.mu.Unlock()
-			l.qmu.Lock()
-			l.committing = false
-			l.qmu.Unlock()
 			for _, r := range inflight {
 				select {
 				case <-r.done:
@@ -427,23 +446,40 @@ func (l *Ledger) submit(ctx context.Context, req *request) ([]Result, error) {
 					close(r.done)
 				}
 			}
-			panic(p)
+			l.qmu.Lock()
+			l.committing = false
+			restart := len(l.queue) > 0
+			if restart {
+				l.committing = true
+				l.loops.Add(1)
+			}
+			l.qmu.Unlock()
+			if restart {
+				go l.commitLoop()
+			}
 		}
 	}()
-	for {
+	for done := 0; ; done++ {
 		l.qmu.Lock()
 		n := min(len(l.queue), l.cfg.BatchMax)
 		if n == 0 {
 			l.committing = false
 			l.qmu.Unlock()
-			break
+			return
+		}
+		if inline > 0 && done == inline {
+			l.loops.Add(1) // still committing: the loop carries on elsewhere
+			l.qmu.Unlock()
+			go l.commitLoop()
+			return
 		}
 		batch := make([]*request, n)
 		copy(batch, l.queue)
 		l.queue = l.queue[n:]
 		l.qmu.Unlock()
 		inflight = batch
-		l.commit(ctx, batch)
+		l.commit(context.Background(), batch)
+		inflight = nil
 		// The writers just acknowledged usually come straight back. Give
 		// them a moment to join the next batch, instead of forming a second,
 		// smaller cohort that doubles the fsyncs: wait until the queue holds
@@ -451,13 +487,10 @@ func (l *Ledger) submit(ctx context.Context, req *request) ([]Result, error) {
 		// writer (recent batches of one) never waits.
 		l.recent[l.recentAt%len(l.recent)] = len(batch)
 		l.recentAt++
-		target := slices.Max(l.recent[:])
-		if target >= 2 {
+		if target := slices.Max(l.recent[:]); target >= 2 {
 			l.linger(target)
 		}
 	}
-	<-req.done
-	return req.res, req.err
 }
 
 // linger yields until target writers are queued, bounded by BatchLinger.
