@@ -129,12 +129,12 @@ func (s *State) declare(lim Limits, actor string, ts time.Time, c Declare) (Even
 	if c.By != actor {
 		return Event{}, nil, rule.Forbiddenf("by", "only the debtor declares its own promise: by is "+c.By+" but the acting identity is "+actor)
 	}
-	if _, dup := s.byID[c.ID]; dup {
+	if _, dup := s.Get(c.ID); dup {
 		return Event{}, nil, rule.Conflictf("id", "a promise with id "+c.ID+" already exists")
 	}
 	var warn []string
 	if c.On != "" {
-		if _, ok := s.byID[c.On]; !ok {
+		if _, ok := s.Get(c.On); !ok {
 			warn = append(warn, "on: no promise "+c.On+" in this ledger yet; "+c.ID+" stays conditional until it is declared and satisfied")
 		}
 	}
@@ -237,7 +237,7 @@ func (s *State) assess(lim Limits, actor string, ts time.Time, c Assess) (Event,
 	if observer != actor {
 		return Event{}, nil, rule.Forbiddenf("observer", "an observer assesses only as itself: observer is "+observer+" but the acting identity is "+actor)
 	}
-	p, ok := s.byID[c.ID]
+	p, ok := s.Get(c.ID)
 	if !ok {
 		return Event{}, nil, rule.NotFoundf("promise", "no promise with id "+c.ID)
 	}
@@ -246,7 +246,7 @@ func (s *State) assess(lim Limits, actor string, ts time.Time, c Assess) (Event,
 
 // open returns an unresolved promise or the refusal for verb.
 func (s *State) open(id, verb string) (*Promise, error) {
-	p, ok := s.byID[id]
+	p, ok := s.Get(id)
 	if !ok {
 		return nil, rule.NotFoundf("promise", "no promise with id "+id)
 	}

@@ -204,7 +204,8 @@ func ReadSnapshot(data []byte) (*State, []byte, error) {
 	evidence := make([]string, 0, r.count())
 	resolutions := make([]Resolution, 0, r.count())
 	slab := make([]Promise, n)
-	s := &State{byID: make(map[string]*Promise, n), order: make([]*Promise, 0, n), names: make(map[string]string, len(table))}
+	s := &State{order: make([]*Promise, 0, n), names: make(map[string]string, len(table))}
+	s.index.slots = make([]uint64, sizeFor(n))
 	for _, v := range table[1:] {
 		s.names[v] = v
 	}
@@ -259,11 +260,11 @@ func ReadSnapshot(data []byte) (*State, []byte, error) {
 		if na > 0 {
 			p.Assessments = assessments[as:len(assessments):len(assessments)]
 		}
-		s.byID[p.ID] = p
 		s.order = append(s.order, p)
-	}
-	if r.err == nil && len(s.byID) != len(s.order) {
-		r.err = errSnapshot // an id twice
+		if !s.index.insert(s.order, len(s.order)-1) {
+			r.err = errSnapshot // an id twice
+			break
+		}
 	}
 	if r.err != nil {
 		return nil, nil, r.err

@@ -65,14 +65,14 @@ type Assessment struct {
 
 // State is the fold of a session's promise records.
 type State struct {
-	byID  map[string]*Promise
+	index idIndex    // id → position in order
 	order []*Promise // declaration order
 	names map[string]string
 }
 
 // NewState returns an empty fold.
 func NewState() *State {
-	return &State{byID: make(map[string]*Promise), names: make(map[string]string)}
+	return &State{names: make(map[string]string)}
 }
 
 // Len is the number of declared promises.
@@ -80,8 +80,11 @@ func (s *State) Len() int { return len(s.order) }
 
 // Get returns the promise with the given id.
 func (s *State) Get(id string) (*Promise, bool) {
-	p, ok := s.byID[id]
-	return p, ok
+	i := s.index.find(s.order, id)
+	if i < 0 {
+		return nil, false
+	}
+	return s.order[i], true
 }
 
 // Each visits promises in declaration order until fn returns false.
@@ -114,7 +117,7 @@ func (s *State) Apply(m Meta, e *Event) {
 	at := e.TS.UnixNano()
 	switch e.Type {
 	case TypePromise:
-		if _, dup := s.byID[e.ID]; dup {
+		if s.index.find(s.order, e.ID) >= 0 {
 			return // first declaration wins
 		}
 		p := &Promise{
@@ -122,16 +125,16 @@ func (s *State) Apply(m Meta, e *Event) {
 			On: e.On, Task: e.Task, Meta: e.Meta, Seq: m.Seq, Declared: at,
 			Horizons: []int64{e.untilNanos()},
 		}
-		s.byID[p.ID] = p
 		s.order = append(s.order, p)
+		s.index.insert(s.order, len(s.order)-1)
 	case TypeAmend:
-		p, ok := s.byID[e.ID]
+		p, ok := s.Get(e.ID)
 		if !ok || p.Resolution != nil {
 			return
 		}
 		p.Horizons = append(p.Horizons, e.untilNanos())
 	case TypeResolve:
-		p, ok := s.byID[e.ID]
+		p, ok := s.Get(e.ID)
 		if !ok || p.Resolution != nil {
 			return // first resolve wins
 		}
@@ -139,7 +142,7 @@ func (s *State) Apply(m Meta, e *Event) {
 			As: e.As, By: s.intern(e.By), Evidence: e.Evidence, Reason: e.Reason, At: at, Seq: m.Seq,
 		}
 	case TypeAssess:
-		p, ok := s.byID[e.ID]
+		p, ok := s.Get(e.ID)
 		if !ok {
 			return
 		}
@@ -189,7 +192,7 @@ func (s *State) Status(p *Promise) Status {
 				onChain[c] = true
 			}
 		}
-		a, ok := s.byID[cur.On]
+		a, ok := s.Get(cur.On)
 		if !ok {
 			base = "" // unknown antecedent: the last link is conditional
 			break
