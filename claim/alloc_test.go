@@ -50,3 +50,39 @@ func TestVerdictAllocations(t *testing.T) {
 		}
 	}
 }
+
+// Small claims look slots and checks up by scanning their terms, large ones
+// through maps: both answer alike.
+func TestSlotAndCheckLookup(t *testing.T) {
+	for _, shape := range [][2]int{{1, 1}, {5, 3}, {4, 4}, {3, 6}, {64, 2}} {
+		var slots []SlotSpec
+		for i := 0; i < shape[0]; i++ {
+			var checks []CheckSpec
+			for j := 0; j < shape[1]; j++ {
+				checks = append(checks, check(fmt.Sprintf("c%d.%d", i, j), maintainer, Required))
+			}
+			slots = append(slots, slot(fmt.Sprintf("s%d", i), Required, checks...))
+		}
+		c := newClaimRec(Meta{Seq: 1, TS: t0}, &Event{Type: TypeCreate, Claim: "C", Slots: slots})
+		if indexed := c.checkIdx != nil; indexed != (shape[0]*shape[1] > indexedTerms) {
+			t.Fatalf("%v: indexed %v", shape, indexed)
+		}
+		for i, sl := range slots {
+			if got := c.slotIndex(sl.Name); got != i {
+				t.Fatalf("%v: slot %s at %d, want %d", shape, sl.Name, got, i)
+			}
+			for j, ch := range sl.Checks {
+				gs, gc, ok := c.check(ch.ID)
+				if !ok || gs != &c.terms.Slots[i] || gc != &c.terms.Slots[i].Checks[j] {
+					t.Fatalf("%v: check %s not found at (%d, %d)", shape, ch.ID, i, j)
+				}
+			}
+		}
+		if c.slotIndex("nope") != -1 {
+			t.Fatalf("%v: unknown slot found", shape)
+		}
+		if _, _, ok := c.check("nope"); ok {
+			t.Fatalf("%v: unknown check found", shape)
+		}
+	}
+}

@@ -295,7 +295,7 @@ func (s *State) validateArtifact(m Meta, c *claimRec, e *Event) *rule.Refusal {
 		return r
 	}
 	if e.Role == string(RoleOutput) {
-		if _, ok := c.slotIdx[e.Slot]; !ok {
+		if c.slotIndex(e.Slot) < 0 {
 			return rule.NotFoundf("slot", "claim "+c.id+" declares no slot "+strconv.Quote(e.Slot))
 		}
 	}
@@ -336,7 +336,7 @@ func (s *State) validateTestament(m Meta, c *claimRec, e *Event) *rule.Refusal {
 		return r
 	}
 	for _, b := range e.Bindings {
-		if _, ok := c.slotIdx[b.Slot]; !ok {
+		if c.slotIndex(b.Slot) < 0 {
 			return rule.NotFoundf("bindings.slot", "claim "+c.id+" declares no slot "+strconv.Quote(b.Slot))
 		}
 		a := c.artifacts[b.Artifact]

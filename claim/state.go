@@ -226,8 +226,8 @@ type claimRec struct {
 	stage   Status
 	end     *Terminal
 
-	slotIdx  map[string]int
-	checkIdx map[string][2]int // check id → (slot index, check index)
+	slotIdx  map[string]int    // slot name → index; nil for small claims (see indexedTerms)
+	checkIdx map[string][2]int // check id → (slot index, check index); nil likewise
 
 	receipt    receiptRec
 	adoptions  []adoptionRec
@@ -256,20 +256,50 @@ func newClaimRec(m Meta, e *Event) *claimRec {
 	// Maps are made on first use: a ledger of a million claims mostly holds
 	// claims that have no artifacts yet, and the GC scans what we allocate.
 	c := &claimRec{id: e.Claim, terms: e, seq: m.Seq, created: m.TS, stage: Generated}
+	checks := 0
+	for _, sl := range e.Slots {
+		checks += len(sl.Checks)
+	}
 	if len(e.Slots) > 0 {
-		c.slotIdx, c.checkIdx = map[string]int{}, map[string][2]int{}
 		c.covered = make([]bool, len(e.Slots))
 	}
+	if checks > indexedTerms {
+		c.slotIdx, c.checkIdx = map[string]int{}, map[string][2]int{}
+	}
 	for i, sl := range e.Slots {
-		c.slotIdx[sl.Name] = i
-		for j, ch := range sl.Checks {
-			c.checkIdx[ch.ID] = [2]int{i, j}
+		if c.slotIdx != nil {
+			c.slotIdx[sl.Name] = i
+			for j, ch := range sl.Checks {
+				c.checkIdx[ch.ID] = [2]int{i, j}
+			}
 		}
 		if sl.Mode == Required {
 			c.uncovered++
 		}
 	}
 	return c
+}
+
+// indexedTerms is the number of declared checks above which a claim indexes
+// its slots and checks in maps. Below it a linear scan of the terms is as
+// fast, and two maps per claim were most of the heap of a ledger of small
+// claims (≈ 1.9 KB a claim at 1,000,000 one-slot claims).
+const indexedTerms = 16
+
+// slotIndex returns the declaration index of the slot named name, or -1.
+func (c *claimRec) slotIndex(name string) int {
+	if c.slotIdx != nil {
+		if i, ok := c.slotIdx[name]; ok {
+			return i
+		}
+		return -1
+	}
+	for i := range c.terms.Slots {
+		if c.terms.Slots[i].Name == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // clone copies everything apply may change, so Decide can preview a record.
@@ -303,9 +333,28 @@ func (c *claimRec) clone() *claimRec {
 }
 
 func (c *claimRec) check(id string) (*SlotSpec, *CheckSpec, bool) {
-	ij, ok := c.checkIdx[id]
-	if !ok {
-		return nil, nil, false
+	var ij [2]int
+	if c.checkIdx != nil {
+		var ok bool
+		if ij, ok = c.checkIdx[id]; !ok {
+			return nil, nil, false
+		}
+	} else {
+		found := false
+		for i := range c.terms.Slots {
+			for j := range c.terms.Slots[i].Checks {
+				if c.terms.Slots[i].Checks[j].ID == id {
+					ij, found = [2]int{i, j}, true
+					break
+				}
+			}
+			if found {
+				break
+			}
+		}
+		if !found {
+			return nil, nil, false
+		}
 	}
 	sl := &c.terms.Slots[ij[0]]
 	return sl, &sl.Checks[ij[1]], true
@@ -619,7 +668,7 @@ func (c *claimRec) apply(m Meta, e *Event) effect {
 			}
 		}
 		if c.end == nil && gates(sl, ch) && a.concludedState() {
-			if t := c.settleSlots([]int{c.slotIdx[sl.Name]}); t != nil {
+			if t := c.settleSlots([]int{c.slotIndex(sl.Name)}); t != nil {
 				end(t)
 			}
 		}
