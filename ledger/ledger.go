@@ -207,11 +207,16 @@ func (l *Ledger) Log() *store.Log { return l.log }
 // Called with l.mu held.
 func (l *Ledger) load() error {
 	l.st, l.pos, l.cpSeq, l.stale = newState(l.cfg), store.Position{}, 0, false
-	if pos, payload, err := l.log.ReadCheckpoint(); err == nil {
-		if st, err := readSnapshot(l.cfg, payload, l.log); err == nil {
+	if pos, payload, verify, err := l.log.ReadCheckpointAsync(); err == nil {
+		// Decode while the checksum is computed; trust neither until both hold.
+		st, derr := readSnapshot(l.cfg, payload, l.log)
+		switch verr := verify(); {
+		case verr != nil:
+			l.cfg.Logger.Warn("ignoring a damaged checkpoint; folding the log", "err", verr)
+		case derr != nil:
+			l.cfg.Logger.Warn("ignoring a checkpoint that does not decode; folding the log", "err", derr)
+		default:
 			l.st, l.pos, l.cpSeq = st, pos, pos.Seq
-		} else {
-			l.cfg.Logger.Warn("ignoring a checkpoint that does not decode; folding the log", "err", err)
 		}
 	} else if !errors.Is(err, store.ErrNoCheckpoint) {
 		return err
@@ -555,6 +560,12 @@ func (l *Ledger) commit(ctx context.Context, batch []*request) {
 		if len(recs) == 0 {
 			continue // nothing to do (a sweep with nothing due)
 		}
+		r.res = make([]Result, 0, len(recs))
+		size := 0
+		for _, p := range recs {
+			size += len(p.body) + 160 // the envelope and the hash
+		}
+		tx.Grow(size)
 		for _, p := range recs {
 			rec := store.Record{Body: p.body, RequestID: r.opts.RequestID, Import: p.import_}
 			if r.opts.Actor != p.party && !p.import_ {

@@ -103,6 +103,11 @@ func appendStr(b []byte, s string) []byte {
 
 var errSnapshot = errors.New("promise snapshot is malformed")
 
+// minPromiseBytes is the least a promise occupies in a snapshot: nine
+// length-prefixed or varint fields, at least one horizon, the resolution
+// flag and the assessment count.
+const minPromiseBytes = 12
+
 // snapReader reads a snapshot held as one string, so every decoded string
 // shares its memory instead of allocating.
 type snapReader struct {
@@ -199,6 +204,11 @@ func ReadSnapshot(data []byte) (*State, []byte, error) {
 		return table[i]
 	}
 	n := r.count()
+	// Every promise takes at least minPromiseBytes of the snapshot, which
+	// bounds what a damaged count can make us allocate.
+	if n > (len(r.s)-r.i)/minPromiseBytes+1 {
+		r.err = errSnapshot
+	}
 	horizons := make([]int64, 0, r.count())
 	assessments := make([]Assessment, 0, r.count())
 	evidence := make([]string, 0, r.count())

@@ -244,5 +244,6 @@ func contains(chain []*Promise, p *Promise) bool {
 // Overdue is a view at now, never a stored state: owed, unresolved, and now
 // strictly after the current deadline. A conditional promise is never overdue.
 func (s *State) Overdue(p *Promise, now time.Time) bool {
-	return p.Resolution == nil && s.Status(p) == Owed && now.UnixNano() > p.Horizons[len(p.Horizons)-1]
+	// The deadline first: it is one comparison, and most promises are not past it.
+	return now.UnixNano() > p.Horizons[len(p.Horizons)-1] && p.Resolution == nil && s.Status(p) == Owed
 }

@@ -75,21 +75,41 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // checkpoint was taken after. Anything else is ErrNoCheckpoint (wrapped with
 // the reason).
 func (l *Log) ReadCheckpoint() (Position, []byte, error) {
+	pos, payload, verify, err := l.ReadCheckpointAsync()
+	if err != nil {
+		return pos, nil, err
+	}
+	if err := verify(); err != nil {
+		return Position{}, nil, err
+	}
+	return pos, payload, nil
+}
+
+// ReadCheckpointAsync is ReadCheckpoint with the checksum computed
+// concurrently, so a caller can decode the payload meanwhile: verify waits
+// for it and must return nil before anything decoded is trusted.
+func (l *Log) ReadCheckpointAsync() (Position, []byte, func() error, error) {
 	b, err := os.ReadFile(filepath.Join(l.dir, checkpointName))
 	if errors.Is(err, os.ErrNotExist) {
-		return Position{}, nil, ErrNoCheckpoint
+		return Position{}, nil, nil, ErrNoCheckpoint
 	}
 	if err != nil {
-		return Position{}, nil, fmt.Errorf("%w: %v", ErrNoCheckpoint, err)
+		return Position{}, nil, nil, fmt.Errorf("%w: %v", ErrNoCheckpoint, err)
 	}
 	const head = len(checkpointMagic) + 8 + 8 + 32 + 8
 	if len(b) < head+32 || string(b[:len(checkpointMagic)]) != checkpointMagic {
-		return Position{}, nil, fmt.Errorf("%w: not a v1 checkpoint", ErrNoCheckpoint)
+		return Position{}, nil, nil, fmt.Errorf("%w: not a %s checkpoint", ErrNoCheckpoint, checkpointMagic)
 	}
 	body, sum := b[:len(b)-32], b[len(b)-32:]
-	if want := checkpointSum(body); !bytes.Equal(want[:], sum) {
-		return Position{}, nil, fmt.Errorf("%w: checksum mismatch", ErrNoCheckpoint)
-	}
+	summed := make(chan error, 1)
+	go func() {
+		if want := checkpointSum(body); !bytes.Equal(want[:], sum) {
+			summed <- fmt.Errorf("%w: checksum mismatch", ErrNoCheckpoint)
+			return
+		}
+		summed <- nil
+	}()
+	verify := func() error { return <-summed }
 	var pos Position
 	i := len(checkpointMagic)
 	pos.Offset = int64(binary.LittleEndian.Uint64(b[i:]))
@@ -97,12 +117,14 @@ func (l *Log) ReadCheckpoint() (Position, []byte, error) {
 	copy(pos.Hash[:], b[i+16:i+48])
 	n := binary.LittleEndian.Uint64(b[i+48:])
 	if uint64(len(body)-head) != n {
-		return Position{}, nil, fmt.Errorf("%w: payload length mismatch", ErrNoCheckpoint)
+		verify()
+		return Position{}, nil, nil, fmt.Errorf("%w: payload length mismatch", ErrNoCheckpoint)
 	}
 	if err := l.lineEndsAt(pos); err != nil {
-		return Position{}, nil, fmt.Errorf("%w: %v", ErrNoCheckpoint, err)
+		verify()
+		return Position{}, nil, nil, fmt.Errorf("%w: %v", ErrNoCheckpoint, err)
 	}
-	return pos, body[head:], nil
+	return pos, body[head:], verify, nil
 }
 
 // lineEndsAt checks that the log's line ending at pos.Offset carries pos's

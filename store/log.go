@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -277,6 +278,10 @@ func (l *Log) ReadLine(off int64, n int, seq uint64) ([]byte, error) {
 	}
 	return buf, nil
 }
+
+// Grow makes room for n more bytes of lines, so a large batch does not
+// regrow the buffer line by line.
+func (tx *Tx) Grow(n int) { tx.buf = slices.Grow(tx.buf, n) }
 
 // Pending is the position the log will have after Commit.
 func (tx *Tx) Pending() Position { return tx.pos }
