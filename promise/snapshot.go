@@ -215,7 +215,7 @@ func ReadSnapshot(data []byte) (*State, []byte, error) {
 	resolutions := make([]Resolution, 0, r.count())
 	slab := make([]Promise, n)
 	s := &State{order: make([]*Promise, 0, n), names: make(map[string]string, len(table))}
-	s.index.slots = make([]uint64, sizeFor(n))
+	s.indexStale = true // built on first use: many reads never look an id up
 	for _, v := range table[1:] {
 		s.names[v] = v
 	}
@@ -271,10 +271,6 @@ func ReadSnapshot(data []byte) (*State, []byte, error) {
 			p.Assessments = assessments[as:len(assessments):len(assessments)]
 		}
 		s.order = append(s.order, p)
-		if !s.index.insert(s.order, len(s.order)-1) {
-			r.err = errSnapshot // an id twice
-			break
-		}
 	}
 	if r.err != nil {
 		return nil, nil, r.err

@@ -65,9 +65,12 @@ type Assessment struct {
 
 // State is the fold of a session's promise records.
 type State struct {
-	index idIndex    // id → position in order
-	order []*Promise // declaration order
-	names map[string]string
+	index idIndex // id → position in order
+	// indexStale says index must be rebuilt from order before use (a state
+	// loaded from a snapshot builds it only when an id is first looked up).
+	indexStale bool
+	order      []*Promise // declaration order
+	names      map[string]string
 }
 
 // NewState returns an empty fold.
@@ -80,6 +83,7 @@ func (s *State) Len() int { return len(s.order) }
 
 // Get returns the promise with the given id.
 func (s *State) Get(id string) (*Promise, bool) {
+	s.ensureIndex()
 	i := s.index.find(s.order, id)
 	if i < 0 {
 		return nil, false
@@ -93,6 +97,20 @@ func (s *State) Each(fn func(*Promise) bool) {
 		if !fn(p) {
 			return
 		}
+	}
+}
+
+// ensureIndex builds the id index from the declaration order if it is stale.
+func (s *State) ensureIndex() {
+	if !s.indexStale {
+		return
+	}
+	s.indexStale = false
+	s.index = idIndex{slots: make([]uint64, sizeFor(len(s.order)))}
+	for i := range s.order {
+		// A snapshot never holds an id twice; if a damaged one did, the
+		// first declaration wins, as in the fold.
+		s.index.insert(s.order, i)
 	}
 }
 
@@ -117,6 +135,7 @@ func (s *State) Apply(m Meta, e *Event) {
 	at := e.TS.UnixNano()
 	switch e.Type {
 	case TypePromise:
+		s.ensureIndex()
 		if s.index.find(s.order, e.ID) >= 0 {
 			return // first declaration wins
 		}
