@@ -33,6 +33,9 @@ func decodeFields(body []byte, allowed ...string) (fields, error) {
 	seen := map[string]bool{}
 	err := wire.Object(body, func(key, v []byte) error {
 		k := string(key)
+		if k == "" {
+			return rule.Invalidf("body", "has a member with an empty name")
+		}
 		if !ok[k] {
 			return rule.Invalidf(k, "is not a member of this request")
 		}

@@ -19,6 +19,7 @@ import (
 
 	"tally/expect"
 	"tally/ledger"
+	"tally/rule"
 	"tally/store"
 )
 
@@ -371,4 +372,22 @@ func TestBuiltInWatcher(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatal("the built-in watcher committed no lapse")
+}
+
+// FuzzDecodeFields feeds arbitrary request bodies to the strict body
+// decoder: no panic, and every refusal names a field.
+func FuzzDecodeFields(f *testing.F) {
+	f.Add([]byte(`{"promise":"x","to":"b","until":"2h","meta":{"a":1}}`))
+	f.Add([]byte(`{"as":"satisfied","evidence":["e"]}`))
+	f.Add([]byte(`{"promise":1}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		_, err := decodeFields(body, "id", "promise", "by", "to", "on", "until", "task", "meta", "evidence")
+		if err == nil {
+			return
+		}
+		r, ok := rule.As(err)
+		if !ok || r.Field == "" {
+			t.Fatalf("refusal without a field: %v", err)
+		}
+	})
 }

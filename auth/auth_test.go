@@ -1,0 +1,78 @@
+package auth
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
+
+func TestCreateAuthenticateRevoke(t *testing.T) {
+	dir := t.TempDir()
+	s := Open(dir)
+	secret, tok, err := s.Create("acme", "reviewer", RoleAgent, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Authenticate(secret)
+	if err != nil || got.Participant != "reviewer" || got.Tenant != "acme" || got.ID != tok.ID {
+		t.Fatalf("authenticate: %+v %v", got, err)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, fileName))
+	if len(raw) == 0 || containsBytes(raw, secret) {
+		t.Fatal("the token's secret is stored")
+	}
+	// Another process's store sees the revocation on its next request.
+	other := Open(dir)
+	if _, err := other.Authenticate(secret); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Revoke(tok.ID, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Authenticate(secret); !errors.Is(err, ErrUnauthenticated) {
+		t.Fatalf("revoked token accepted: %v", err)
+	}
+	for _, bad := range [][3]string{{"../x", "p", RoleAgent}, {"acme", "", RoleAgent}, {"acme", "p", "root"}} {
+		if _, _, err := s.Create(bad[0], bad[1], bad[2], t0); err == nil {
+			t.Errorf("created %v", bad)
+		}
+	}
+	if _, err := s.Authenticate("tally_nope"); !errors.Is(err, ErrUnauthenticated) {
+		t.Fatal("unknown token accepted")
+	}
+}
+
+func containsBytes(b []byte, s string) bool {
+	return len(s) > 0 && string(b) != "" && (len(b) >= len(s)) && (indexOf(string(b), s) >= 0)
+}
+
+func indexOf(h, n string) int {
+	for i := 0; i+len(n) <= len(h); i++ {
+		if h[i:i+len(n)] == n {
+			return i
+		}
+	}
+	return -1
+}
+
+// FuzzTokensFile feeds arbitrary bytes as the tokens file: no panic, and
+// nothing authenticates from a file that holds no token line.
+func FuzzTokensFile(f *testing.F) {
+	f.Add([]byte(`{"ts":"2026-09-01T12:00:00Z","type":"token","id":"tok_1","hash":"00","tenant":"a","participant":"p","role":"agent"}` + "\n"))
+	f.Add([]byte("{\"type\":\"revoke\",\"id\":\"tok_1\"}\n{\"ty"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, fileName), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s := Open(dir)
+		if _, err := s.Authenticate("tally_0000_0000"); err == nil {
+			t.Fatal("a token authenticated from fuzzed bytes")
+		}
+		_, _ = s.List()
+	})
+}
