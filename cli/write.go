@@ -154,6 +154,8 @@ func (o *promiseOptions) fromStdin(in io.Reader) error {
 		}
 		seen[k] = true
 		switch k {
+		case "":
+			return rule.Invalidf("stdin", "has a member with an empty name")
 		case "id", "promise", "by", "to", "on", "until", "task":
 		case "meta":
 			if !wire.IsObject(v) {
