@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -34,7 +36,7 @@ type expectWrite struct {
 }
 
 func (o *expectWrite) bind(c *cobra.Command) {
-	c.Flags().BoolVar(&o.human, "human", false, "the acting identity is a person (may extend past the lineage bound, withdraw others' expectations)")
+	c.Flags().BoolVar(&o.human, "human", false, "the acting identity is a person (may extend past the lineage bound, withdraw others' expectations); over TALLY_URL the token's role must be person")
 	c.Flags().StringVar(&o.requestID, "request-id", "", "your id for this request, recorded in the log envelope")
 }
 
@@ -130,6 +132,12 @@ func newExpectRaise(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if rc, err := g.remote(); err != nil || rc != nil {
+				if err != nil {
+					return err
+				}
+				return g.raiseRemote(c, rc, r, o, "expectations")
+			}
 			return g.raiseAndPrint(c, expect.RaiseCommand{Raise: r}, r.ExpectationID, o, nil)
 		},
 	}
@@ -170,6 +178,15 @@ func (g *global) raiseAndPrint(c *cobra.Command, cmd expect.Command, id string, 
 	return nil
 }
 
+// raiseRemote raises or extends r over HTTP and prints what raiseAndPrint
+// prints.
+func (g *global) raiseRemote(c *cobra.Command, rc *client, r expect.Raise, o expectWrite, segs ...string) error {
+	return g.expectWriteRemote(c, rc, o, func(map[string]json.RawMessage) error {
+		fmt.Fprintln(g.io.Out, r.ExpectationID)
+		return nil
+	}, raiseBody(r), segs...)
+}
+
 func newExpectSupersede(g *global) *cobra.Command {
 	in := &raiseInput{}
 	var o expectWrite
@@ -178,7 +195,7 @@ func newExpectSupersede(g *global) *cobra.Command {
 		Short: "Give an open expectation more time: a new expectation that supersedes it (terms not given are inherited)",
 		Long: "Raise a new expectation that supersedes OLD: the only way an expectation gets more time.\n" +
 			"Terms not given are inherited from OLD; the new one must differ from every ancestor.\n" +
-			"Past the ledger's lineage bound only a person (--human) may extend.",
+			"Past the ledger's lineage bound only a person (--human; over TALLY_URL a person-role token) may extend.",
 		Example: `  tally expect supersede exp-arrive --id exp-arrive-2 --due 2026-09-12T05:00:00Z --horizon 2026-09-14T05:00:00Z
   tally expect supersede exp-arrive-4 --id exp-arrive-5 --due 2026-09-15T05:00:00Z --human`,
 		Args: cobra.RangeArgs(1, 2),
@@ -200,6 +217,25 @@ func newExpectSupersede(g *global) *cobra.Command {
 			in.supersedes = args[0]
 			if in.id == "" {
 				in.id = mintExpectationID()
+			}
+			if rc, err := g.remote(); err != nil || rc != nil {
+				if err != nil {
+					return err
+				}
+				// The terms not given are inherited from the server's view
+				// of OLD, as below from the local ledger's.
+				v, ok, err := rc.expectation(c.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if ok {
+					in.inherit(v)
+				}
+				r, err := in.raise(g.io.Now())
+				if err != nil {
+					return err
+				}
+				return g.raiseRemote(c, rc, r, o, "expectations", args[0], "supersede")
 			}
 			build := func(st *ledger.State) (expect.Command, error) {
 				if v, ok := st.Expects.Expectation(args[0]); ok {
@@ -223,6 +259,21 @@ func newExpectShow(g *global) *cobra.Command {
 		Example: "  tally expect show exp-arrive --json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
+			if rc, err := g.remote(); err != nil || rc != nil {
+				if err != nil {
+					return err
+				}
+				m, err := g.expectGet(c, rc, nil, "expectations", args[0])
+				if err != nil || m == nil {
+					return err
+				}
+				var v expect.View
+				if err := decodeMember(m, "expectation", &v); err != nil {
+					return err
+				}
+				printExpectation(g.io.Out, &v)
+				return nil
+			}
 			l, err := g.open()
 			if err != nil {
 				return err
@@ -301,15 +352,34 @@ func newExpectLs(g *global) *cobra.Command {
 				}
 				f.Subject = s
 			}
-			l, err := g.open()
-			if err != nil {
-				return err
-			}
-			defer l.Close()
 			var vs []expect.View
-			l.Read(func(st *ledger.State, _ store.Position) { vs = st.Expects.List(f) })
-			if g.json {
-				return writeExpectDoc(g.io.Out, "expectations", vs)
+			if rc, err := g.remote(); err != nil || rc != nil {
+				if err != nil {
+					return err
+				}
+				q := url.Values{}
+				for k, v := range map[string]string{"state": f.State, "kind": f.Kind, "subject": subject, "task": f.TaskID, "context": f.ContextID} {
+					if v != "" {
+						q.Set(k, v)
+					}
+				}
+				m, err := g.expectGet(c, rc, q, "expectations")
+				if err != nil || m == nil {
+					return err
+				}
+				if err := decodeMember(m, "expectations", &vs); err != nil {
+					return err
+				}
+			} else {
+				l, err := g.open()
+				if err != nil {
+					return err
+				}
+				defer l.Close()
+				l.Read(func(st *ledger.State, _ store.Position) { vs = st.Expects.List(f) })
+				if g.json {
+					return writeExpectDoc(g.io.Out, "expectations", vs)
+				}
 			}
 			t := tabwriter.NewWriter(g.io.Out, 0, 4, 2, ' ', 0)
 			for _, v := range vs {
@@ -335,6 +405,19 @@ func newExpectWithdraw(g *global) *cobra.Command {
 		Example: `  tally expect withdraw exp-arrive --reason "shipment rerouted"`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
+			if rc, err := g.remote(); err != nil || rc != nil {
+				if err != nil {
+					return err
+				}
+				body := map[string]string{}
+				if reason != "" {
+					body["reason"] = reason
+				}
+				return g.expectWriteRemote(c, rc, o, func(map[string]json.RawMessage) error {
+					fmt.Fprintf(g.io.Out, "%s: withdrawn\n", args[0])
+					return nil
+				}, body, "expectations", args[0], "withdraw")
+			}
 			l, res, err := g.submitExpect(c, expect.WithdrawCommand{ExpectationID: args[0], Reason: reason}, o, nil)
 			if err != nil {
 				return err
@@ -384,6 +467,27 @@ func newFact(g *global) *cobra.Command {
 				}
 				cmd.At = t.UTC()
 			}
+			if rc, err := g.remote(); err != nil || rc != nil {
+				if err != nil {
+					return err
+				}
+				body := map[string]any{"factKey": cmd.FactKey, "subject": cmd.Subject}
+				if !cmd.At.IsZero() {
+					body["at"] = expect.FormatTime(cmd.At)
+				}
+				return g.expectWriteRemote(c, rc, o, func(m map[string]json.RawMessage) error {
+					var fv factView
+					var satisfied []string
+					if err := decodeMember(m, "fact", &fv); err != nil {
+						return err
+					}
+					if err := decodeMember(m, "satisfied", &satisfied); err != nil {
+						return err
+					}
+					printFact(g.io.Out, fv, satisfied)
+					return nil
+				}, body, "facts")
+			}
 			var open []string
 			build := func(st *ledger.State) (expect.Command, error) {
 				for _, v := range st.Expects.List(expect.Filter{State: "open"}) {
@@ -413,11 +517,7 @@ func newFact(g *global) *cobra.Command {
 			if g.json {
 				return writeExpectDoc(g.io.Out, "seq", firstSeq(res), "fact", fv, "satisfied", satisfied)
 			}
-			fmt.Fprintf(g.io.Out, "fact %s on %s at %s", fv.FactKey, fv.Subject, expect.FormatTime(fv.At))
-			if len(satisfied) > 0 {
-				fmt.Fprintf(g.io.Out, ": satisfied %s", strings.Join(satisfied, ", "))
-			}
-			fmt.Fprintln(g.io.Out)
+			printFact(g.io.Out, fv, satisfied)
 			return nil
 		},
 	}
@@ -425,6 +525,14 @@ func newFact(g *global) *cobra.Command {
 	c.Flags().StringVar(&at, "at", "", "when it happened, RFC 3339 (default: now; never in the future)")
 	o.bind(c)
 	return c
+}
+
+func printFact(w io.Writer, fv factView, satisfied []string) {
+	fmt.Fprintf(w, "fact %s on %s at %s", fv.FactKey, fv.Subject, expect.FormatTime(fv.At))
+	if len(satisfied) > 0 {
+		fmt.Fprintf(w, ": satisfied %s", strings.Join(satisfied, ", "))
+	}
+	fmt.Fprintln(w)
 }
 
 func newTaskOutcome(g *global) *cobra.Command {
@@ -450,6 +558,19 @@ func newTaskOutcome(g *global) *cobra.Command {
 			if n != 1 {
 				return usagef("outcome: give exactly one of --completed, --cancelled, --failed")
 			}
+			if rc, err := g.remote(); err != nil || rc != nil {
+				if err != nil {
+					return err
+				}
+				return g.expectWriteRemote(c, rc, o, func(m map[string]json.RawMessage) error {
+					var withdrawn []string
+					if err := decodeMember(m, "withdrawn", &withdrawn); err != nil {
+						return err
+					}
+					printOutcome(g.io.Out, args[0], outcome, withdrawn)
+					return nil
+				}, map[string]string{"outcome": string(outcome)}, "tasks", args[0], "outcome")
+			}
 			l, res, err := g.submitExpect(c, expect.TaskOutcomeCommand{TaskID: args[0], Outcome: outcome}, o, nil)
 			if err != nil {
 				return err
@@ -467,11 +588,7 @@ func newTaskOutcome(g *global) *cobra.Command {
 			if g.json {
 				return writeExpectDoc(g.io.Out, "seq", firstSeq(res), "task", map[string]string{"taskId": args[0], "outcome": string(outcome)}, "withdrawn", withdrawn)
 			}
-			fmt.Fprintf(g.io.Out, "task %s %s", args[0], outcome)
-			if len(withdrawn) > 0 {
-				fmt.Fprintf(g.io.Out, ": withdrew %s", strings.Join(withdrawn, ", "))
-			}
-			fmt.Fprintln(g.io.Out)
+			printOutcome(g.io.Out, args[0], outcome, withdrawn)
 			return nil
 		},
 	}
@@ -480,6 +597,14 @@ func newTaskOutcome(g *global) *cobra.Command {
 	c.Flags().BoolVar(&failed, "failed", false, "the task failed: its open expectations are withdrawn")
 	o.bind(c)
 	return c
+}
+
+func printOutcome(w io.Writer, task string, outcome expect.Outcome, withdrawn []string) {
+	fmt.Fprintf(w, "task %s %s", task, outcome)
+	if len(withdrawn) > 0 {
+		fmt.Fprintf(w, ": withdrew %s", strings.Join(withdrawn, ", "))
+	}
+	fmt.Fprintln(w)
 }
 
 func newLapses(g *global) *cobra.Command {
@@ -497,21 +622,41 @@ func newLapses(g *global) *cobra.Command {
 					return err
 				}
 			}
-			l, err := g.open()
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			var ls []expect.LapseView
-			l.Read(func(st *ledger.State, _ store.Position) { ls = st.Expects.Lapses(t) })
 			out := []expect.LapseView{}
-			for _, x := range ls {
-				if expectation == "" || x.ExpectationID == expectation {
-					out = append(out, x)
+			if rc, err := g.remote(); err != nil || rc != nil {
+				if err != nil {
+					return err
 				}
-			}
-			if g.json {
-				return writeExpectDoc(g.io.Out, "lapses", out)
+				q := url.Values{}
+				if !t.IsZero() {
+					q.Set("since", expect.FormatTime(t))
+				}
+				if expectation != "" {
+					q.Set("expectation", expectation)
+				}
+				m, err := g.expectGet(c, rc, q, "lapses")
+				if err != nil || m == nil {
+					return err
+				}
+				if err := decodeMember(m, "lapses", &out); err != nil {
+					return err
+				}
+			} else {
+				l, err := g.open()
+				if err != nil {
+					return err
+				}
+				defer l.Close()
+				var ls []expect.LapseView
+				l.Read(func(st *ledger.State, _ store.Position) { ls = st.Expects.Lapses(t) })
+				for _, x := range ls {
+					if expectation == "" || x.ExpectationID == expectation {
+						out = append(out, x)
+					}
+				}
+				if g.json {
+					return writeExpectDoc(g.io.Out, "lapses", out)
+				}
 			}
 			t2 := tabwriter.NewWriter(g.io.Out, 0, 4, 2, ' ', 0)
 			for _, x := range out {

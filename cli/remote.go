@@ -6,7 +6,8 @@ package cli
 //
 //   promise, amend, resolve, assess, show, ls, owed, graph, export --format json;
 //   claim create|post|cancel|revoke|supersede|show|ls, receipt acquire|adopt,
-//   progress, testament close|post|receive.
+//   progress, testament close|post|receive;
+//   expect raise|show|ls|withdraw|supersede, fact, task outcome, lapses.
 //
 // TALLY_TOKEN is the bearer token; the acting identity is the token's (asked
 // of the server), and --as or TALLY_ACTOR, when given, must name the same
@@ -16,10 +17,19 @@ package cli
 // 413 and 415 exit 2, every other refusal exits 1, with the server's message
 // on stderr (its error document as is with --json).
 //
+// The person role of the expectation verbs (--human locally) is the token's
+// role remotely: the server treats a person-role token as a person whether
+// or not --human is given, and the CLI refuses --human (exit 2) when the
+// token's role is not person, rather than let it be quietly ignored. Against
+// a server run with --insecure-dev, --human sends the person role with the
+// acting identity. Relative times (--due 2h, --since 1d) are read against the
+// client's clock; supersede inherits the terms it is not given from the
+// server's view of OLD, as it does from the local ledger.
+//
 // Every other verb works on a local ledger directory only (init, import,
-// verify, demo, serve, token, export --format jsonl|pinki, the expectation,
-// watcher, artifact and check verbs, claim graph): with TALLY_URL set they
-// refuse with exit 2 instead of quietly using a local ledger.
+// verify, demo, serve, token, export --format jsonl|pinki, watch, the
+// artifact and check verbs, claim graph): with TALLY_URL set they refuse
+// with exit 2 instead of quietly using a local ledger.
 
 import (
 	"bytes"
@@ -35,7 +45,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tally/auth"
 	"tally/claim"
+	"tally/expect"
 	"tally/jsondoc"
 	"tally/ledger"
 	"tally/promise"
@@ -51,6 +63,8 @@ var remoteVerbs = map[string]bool{
 	"tally claim supersede": true, "tally claim show": true, "tally claim ls": true,
 	"tally receipt acquire": true, "tally receipt adopt": true, "tally progress": true,
 	"tally testament close": true, "tally testament post": true, "tally testament receive": true,
+	"tally expect raise": true, "tally expect show": true, "tally expect ls": true, "tally expect withdraw": true,
+	"tally expect supersede": true, "tally fact": true, "tally task outcome": true, "tally lapses": true,
 }
 
 // remoteURL is TALLY_URL without a trailing slash; "" means local.
@@ -107,6 +121,8 @@ type client struct {
 	tenant  string
 	http    *http.Client
 	whoami  string
+	role    string      // the identity's role, as whoami answers it
+	header  http.Header // sent with every request (the role under --insecure-dev)
 	timeout time.Duration
 }
 
@@ -164,6 +180,9 @@ func (rc *client) do(ctx context.Context, method, u string, body []byte, request
 	}
 	if requestID != "" {
 		req.Header.Set("Idempotency-Key", requestID)
+	}
+	for k, vs := range rc.header {
+		req.Header[k] = vs
 	}
 	resp, err := rc.http.Do(req)
 	if err != nil {
@@ -225,6 +244,7 @@ func (rc *client) identity(ctx context.Context) (string, error) {
 	}
 	var d struct {
 		Actor string `json:"actor"`
+		Role  string `json:"role"`
 	}
 	if err := json.Unmarshal(b, &d); err != nil || d.Actor == "" {
 		return "", fmt.Errorf("server %s: whoami: no identity in %q", rc.g.remoteURL(), b)
@@ -232,7 +252,7 @@ func (rc *client) identity(ctx context.Context) (string, error) {
 	if a := rc.g.actor(); a != "" && a != d.Actor && rc.g.io.Getenv("TALLY_TOKEN") != "" {
 		return "", usagef("actor: %q is not the token's identity %q (over TALLY_URL you act as the token's identity)", a, d.Actor)
 	}
-	rc.whoami = d.Actor
+	rc.whoami, rc.role = d.Actor, d.Role
 	return d.Actor, nil
 }
 
@@ -542,4 +562,113 @@ func (rc *client) claims(ctx context.Context, f claim.Filter, now time.Time) ([]
 		return nil, nil, fmt.Errorf("server response: claims: %w", err)
 	}
 	return b, list, nil
+}
+
+// expectWriteRemote runs one expectation write over HTTP as the token's
+// identity: body goes to the session path segs; with --json the server's
+// document is printed as is, else human prints from its members.
+func (g *global) expectWriteRemote(c *cobra.Command, rc *client, o expectWrite, human func(m map[string]json.RawMessage) error, body any, segs ...string) error {
+	ctx := c.Context()
+	if o.human && g.io.Getenv("TALLY_TOKEN") == "" {
+		// --insecure-dev: the acting identity and its role come with the request.
+		rc.header = http.Header{"X-Tally-Role": {auth.RolePerson}}
+	}
+	if _, err := rc.identity(ctx); err != nil {
+		return err
+	}
+	if o.human && rc.role != auth.RolePerson {
+		return usagef("human: over TALLY_URL a person is a token with role person, and this token acts as %s with role %s; use a person-role token (tally token create --role person) or leave out --human", rc.whoami, rc.role)
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	resp, err := rc.do(ctx, "POST", rc.path(nil, segs...), b, o.requestID)
+	if err != nil {
+		return err
+	}
+	if g.json {
+		_, err := g.io.Out.Write(resp)
+		return err
+	}
+	m, err := members(resp)
+	if err != nil {
+		return err
+	}
+	return human(m)
+}
+
+// expectGet reads one expectations document over HTTP: with --json it is
+// printed as is and nil members are returned.
+func (g *global) expectGet(c *cobra.Command, rc *client, q url.Values, segs ...string) (map[string]json.RawMessage, error) {
+	resp, err := rc.do(c.Context(), "GET", rc.path(q, segs...), nil, "")
+	if err != nil {
+		return nil, err
+	}
+	if g.json {
+		_, err := g.io.Out.Write(resp)
+		return nil, err
+	}
+	return members(resp)
+}
+
+// expectation is one expectation's view over HTTP; false when the server
+// knows no such expectation.
+func (rc *client) expectation(ctx context.Context, id string) (expect.View, bool, error) {
+	var v expect.View
+	resp, err := rc.do(ctx, "GET", rc.path(nil, "expectations", id), nil, "")
+	var re *remoteError
+	if errors.As(err, &re) && re.status == http.StatusNotFound {
+		return v, false, nil
+	}
+	if err != nil {
+		return v, false, err
+	}
+	m, err := members(resp)
+	if err != nil {
+		return v, false, err
+	}
+	if err := json.Unmarshal(m["expectation"], &v); err != nil {
+		return v, false, fmt.Errorf("server response: expectation: %w", err)
+	}
+	return v, true, nil
+}
+
+// decodeMember decodes one member of a response document into v.
+func decodeMember(m map[string]json.RawMessage, name string, v any) error {
+	if err := json.Unmarshal(m[name], v); err != nil {
+		return fmt.Errorf("server response: %s: %w", name, err)
+	}
+	return nil
+}
+
+// raiseBody is r as the draft's expectation document the server reads:
+// times RFC 3339 UTC, durations ISO 8601, absent terms left out.
+func raiseBody(r expect.Raise) map[string]any {
+	d := map[string]any{"expectationId": r.ExpectationID, "kind": r.Kind, "subject": r.Subject, "dueAt": expect.FormatTime(r.DueAt)}
+	if r.Expects != "" {
+		d["expects"] = r.Expects
+	}
+	if r.FactKey != "" {
+		d["satisfiedBy"] = map[string]string{"factKey": r.FactKey}
+	}
+	if r.Grace != 0 {
+		d["grace"] = expect.FormatDuration(r.Grace)
+	}
+	if r.Anchor != nil {
+		d["anchor"] = map[string]string{"expectationId": r.Anchor.ExpectationID, "offset": expect.FormatDuration(r.Anchor.Offset)}
+	}
+	if r.After != nil {
+		d["after"] = r.After
+	}
+	if !r.Horizon.IsZero() {
+		d["horizon"] = expect.FormatTime(r.Horizon)
+	}
+	if r.Basis != "" {
+		d["basis"] = string(r.Basis)
+	}
+	if r.Origin != (expect.Origin{}) {
+		d["origin"] = r.Origin
+	}
+	return d
 }
