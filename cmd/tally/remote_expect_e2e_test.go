@@ -130,8 +130,7 @@ func TestRemoteExpectMatchesLocal(t *testing.T) {
 		if ro != lo {
 			t.Errorf("%q as %s: stdout differs\nremote: %s\nlocal:  %s", st.args, st.who, r.out, l.out)
 		}
-		// A refusal says the same; only a refusal the server makes without
-		// --json is prefixed the same way, so compare the message.
+		// A refusal prints the same message (its error document with --json).
 		if r.err != l.err {
 			t.Errorf("%q as %s: stderr differs\nremote: %s\nlocal:  %s", st.args, st.who, r.err, l.err)
 		}
