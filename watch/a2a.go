@@ -32,10 +32,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -49,22 +54,137 @@ import (
 const PushTokenHeader = "A2A-Notification-Token"
 
 // A2A sends lapses to the agents that raised the expectations, over A2A.
-// Retries: attempt n waits Backoff·2^(n-1), capped at BackoffMax, for at
-// most Attempts attempts per delivery; a delivery that still fails is
-// retried by the watcher on a later sweep (at-least-once, same messageId).
+//
+// Within one delivery: attempt n waits Backoff·2^(n-1), capped at
+// BackoffMax, for at most Attempts attempts. A delivery that still fails is
+// retried by the watcher on later sweeps (at-least-once, same messageId),
+// but not before its sweep backoff has passed (SweepBackoff·2^(failures-1),
+// capped at SweepBackoffMax): until then a sweep defers it without a
+// request. After GiveUpSweeps failed sweeps, or once the lapse is older than
+// GiveUpAge and has failed at least once, the sink gives up: the lapse is
+// journaled as abandoned (JournalEntry.Outcome) and logged once, never tried
+// again. The failure count lives in memory (a restart starts it again; the
+// age bound does not depend on it).
+//
+// The time spent in requests is budgeted: at most SweepBudget within one
+// BudgetWindow (the watcher's sweep interval is a good window); once it is
+// spent, deliveries are deferred to a later sweep without a request, and a
+// request in flight is cut off when the budget runs out. So no sweep spends
+// more than about twice SweepBudget on A2A, however many agents are dead.
+//
+// Targets are checked against Hosts (see HostPolicy): a refused target is
+// journaled as undeliverable (Outcome) and logged, never retried.
 type A2A struct {
 	// ExtensionURI is the expectations extension a lapse is sent under when
 	// the raise did not say which (replyTo.extension).
 	ExtensionURI string
-	Client       *http.Client // nil: a client with a 10s timeout
-	Attempts     int          // zero means 5
-	Backoff      time.Duration
-	BackoffMax   time.Duration
+	// Client sends the requests; nil: a client that connects only where
+	// Hosts allows, with a 10s timeout per request. A client given here
+	// gets only the raise-time check of Hosts (names and literal addresses).
+	Client     *http.Client
+	Attempts   int // zero means 5
+	Backoff    time.Duration
+	BackoffMax time.Duration
 	// Sleep waits between attempts (tests replace it); nil sleeps on a timer.
 	Sleep func(ctx context.Context, d time.Duration) error
 
-	mu    sync.Mutex
-	cards map[string]string // agent card URL → its JSON-RPC endpoint
+	// Hosts is the allow-list of lapse targets (see HostPolicy; empty: any
+	// host that is not loopback, link-local or private). Read on first use.
+	Hosts []string
+	// GiveUpSweeps (zero: 10) and GiveUpAge (zero: 24h) bound how long an
+	// unreachable agent is tried; SweepBackoff (zero: 30s) and
+	// SweepBackoffMax (zero: 1h) space the sweeps that try it.
+	GiveUpSweeps    int
+	GiveUpAge       time.Duration
+	SweepBackoff    time.Duration
+	SweepBackoffMax time.Duration
+	// SweepBudget (zero: 30s) is the request time allowed per BudgetWindow
+	// (zero: 1 minute).
+	SweepBudget  time.Duration
+	BudgetWindow time.Duration
+	// Now is the clock the sweep backoff and GiveUpAge are judged on (the
+	// ledger's, which dates the lapses); nil: time.Now. The budget is of
+	// wall time.
+	Now func() time.Time
+	// Journal, when set, is annotated with why a lapse was given up
+	// (abandoned, undeliverable): the watcher's journal line for it says so.
+	Journal *Journal
+	// Logger logs each lapse given up, once; nil: slog.Default().
+	Logger *slog.Logger
+
+	mu      sync.Mutex
+	cards   map[string]string // agent card URL → its JSON-RPC endpoint
+	once    sync.Once
+	policy  HostPolicy
+	perr    error
+	client_ *http.Client
+	failing map[string]*failure // lapse id → its failed sweeps
+	window  time.Time           // start of the current budget window
+	spent   time.Duration       // request time spent in it
+}
+
+// failure is a lapse whose delivery failed on one or more sweeps.
+type failure struct {
+	sweeps int
+	next   time.Time // not tried again before
+}
+
+// Outcomes of a lapse the A2A sink gave up on, as journaled.
+const (
+	OutcomeAbandoned     = "abandoned"     // the agent stayed unreachable past the bounds
+	OutcomeUndeliverable = "undeliverable" // the target is not allowed
+)
+
+// ErrDeferred is a delivery put off to a later sweep without a request:
+// its sweep backoff has not passed, or the sweep budget is spent.
+var ErrDeferred = errors.New("deferred")
+
+func (s *A2A) defaults() (giveUpSweeps int, giveUpAge, backoff, backoffMax, budget, window time.Duration) {
+	giveUpSweeps, giveUpAge = s.GiveUpSweeps, s.GiveUpAge
+	backoff, backoffMax, budget, window = s.SweepBackoff, s.SweepBackoffMax, s.SweepBudget, s.BudgetWindow
+	if giveUpSweeps <= 0 {
+		giveUpSweeps = 10
+	}
+	if giveUpAge <= 0 {
+		giveUpAge = 24 * time.Hour
+	}
+	if backoff <= 0 {
+		backoff = 30 * time.Second
+	}
+	if backoffMax <= 0 {
+		backoffMax = time.Hour
+	}
+	if budget <= 0 {
+		budget = 30 * time.Second
+	}
+	if window <= 0 {
+		window = time.Minute
+	}
+	return
+}
+
+func (s *A2A) init() {
+	s.once.Do(func() {
+		s.policy, s.perr = NewHostPolicy(s.Hosts)
+		s.client_ = s.Client
+		if s.client_ == nil {
+			s.client_ = s.policy.Client(10 * time.Second)
+		}
+	})
+}
+
+func (s *A2A) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func (s *A2A) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
 }
 
 func (s *A2A) Name() string { return "a2a" }
@@ -75,11 +195,91 @@ func (s *A2A) Deliver(context.Context, string, []byte) error { return nil }
 
 // DeliverNotice sends a lapse to its raising agent: SendMessage to the
 // replyTo URL, and a push notification to the replyTo push URL, each when
-// given. It returns nil once every one was acknowledged.
+// given. It returns nil once every one was acknowledged, or once it gave
+// the lapse up (abandoned or undeliverable: see A2A).
 func (s *A2A) DeliverNotice(ctx context.Context, n Notice) error {
 	if n.Kind != KindLapse || n.Lapse == nil || n.ReplyTo == nil {
 		return nil
 	}
+	s.init()
+	if s.perr != nil {
+		return s.perr
+	}
+	rt := n.ReplyTo
+	for _, u := range []struct{ field, url string }{{"replyTo.url", rt.URL}, {"replyTo.push.url", rt.PushURL}} {
+		if u.url == "" {
+			continue
+		}
+		if err := s.policy.CheckURL(u.url); err != nil {
+			return s.giveUp(n, OutcomeUndeliverable, fmt.Sprintf("%s %s: %v", u.field, u.url, err))
+		}
+	}
+	giveUpSweeps, giveUpAge, backoff, backoffMax, budget, window := s.defaults()
+	now := s.now()
+	s.mu.Lock()
+	f := s.failing[n.Key]
+	if f != nil && now.Before(f.next) {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: after %d failed sweeps, tried again from %s", ErrDeferred, f.sweeps, expect.FormatTime(f.next))
+	}
+	if wall := time.Now(); s.window.IsZero() || wall.Sub(s.window) >= window {
+		s.window, s.spent = wall, 0 // the budget is of wall time, not the ledger's
+	}
+	left := budget - s.spent
+	s.mu.Unlock()
+	if left <= 0 {
+		return fmt.Errorf("%w: the sweep budget of %v is spent", ErrDeferred, budget)
+	}
+	rctx, cancel := context.WithTimeout(ctx, left)
+	start := time.Now()
+	err := s.send(rctx, n)
+	cancel()
+	took := time.Since(start)
+	s.mu.Lock()
+	s.spent += took
+	if err == nil {
+		delete(s.failing, n.Key)
+		s.mu.Unlock()
+		return nil
+	}
+	if errors.Is(err, ErrHostNotAllowed) {
+		delete(s.failing, n.Key)
+		s.mu.Unlock()
+		return s.giveUp(n, OutcomeUndeliverable, err.Error())
+	}
+	if ctx.Err() != nil { // the caller stopped: not the agent's failure
+		s.mu.Unlock()
+		return err
+	}
+	if errors.Is(rctx.Err(), context.DeadlineExceeded) { // the budget ran out mid-request: not counted either
+		s.mu.Unlock()
+		return fmt.Errorf("%w: the sweep budget of %v ran out: %v", ErrDeferred, budget, err)
+	}
+	if f == nil {
+		f = &failure{}
+		if s.failing == nil {
+			s.failing = map[string]*failure{}
+		}
+		s.failing[n.Key] = f
+	}
+	f.sweeps++
+	age := now.Sub(n.Lapse.LapsedAt)
+	if f.sweeps >= giveUpSweeps || age >= giveUpAge {
+		delete(s.failing, n.Key)
+		s.mu.Unlock()
+		return s.giveUp(n, OutcomeAbandoned, fmt.Sprintf("%d failed sweeps over %s; last: %v", f.sweeps, expect.FormatDuration(age.Round(time.Second)), err))
+	}
+	wait := backoff
+	for i := 1; i < f.sweeps && wait < backoffMax; i++ {
+		wait *= 2
+	}
+	f.next = now.Add(min(wait, backoffMax))
+	s.mu.Unlock()
+	return err
+}
+
+// send makes one delivery: SendMessage, then the push, each when given.
+func (s *A2A) send(ctx context.Context, n Notice) error {
 	rt := n.ReplyTo
 	msg := LapseMessage(n, s.uri(rt))
 	if rt.URL != "" {
@@ -91,6 +291,19 @@ func (s *A2A) DeliverNotice(ctx context.Context, n Notice) error {
 		if err := s.retry(ctx, "push "+rt.PushURL, func() error { return s.push(ctx, rt, msg) }); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// giveUp ends a lapse's delivery: logged once, annotated in the journal
+// (the watcher journals it on the nil returned, so it is never retried).
+func (s *A2A) giveUp(n Notice, outcome, reason string) error {
+	if len(reason) > 1024 {
+		reason = reason[:1024] + "…"
+	}
+	s.logger().Warn("lapse delivery over A2A given up", "key", n.Key, "outcome", outcome, "reason", reason)
+	if s.Journal != nil {
+		s.Journal.Annotate(n.Key, outcome, reason)
 	}
 	return nil
 }
@@ -133,10 +346,8 @@ func LapseMessage(n Notice, uri string) *a2a.Message {
 }
 
 func (s *A2A) client() *http.Client {
-	if s.Client != nil {
-		return s.Client
-	}
-	return &http.Client{Timeout: 10 * time.Second}
+	s.init()
+	return s.client_
 }
 
 func (s *A2A) retry(ctx context.Context, what string, try func() error) error {
@@ -165,6 +376,9 @@ func (s *A2A) retry(ctx context.Context, what string, try func() error) error {
 		}
 		if last = try(); last == nil {
 			return nil
+		}
+		if errors.Is(last, ErrHostNotAllowed) || ctx.Err() != nil {
+			return fmt.Errorf("a2a %s: %w", what, last)
 		}
 	}
 	return fmt.Errorf("a2a %s: %d attempts: %w", what, attempts, last)
@@ -305,4 +519,202 @@ func (s *A2A) push(ctx context.Context, rt *expect.ReplyTo, msg *a2a.Message) er
 		return fmt.Errorf("answered %s", resp.Status)
 	}
 	return nil
+}
+
+// Lapse targets. A raise names where its lapses go, so without a bound any
+// raiser could make the server POST to any address it can reach: its own
+// loopback services, a cloud metadata endpoint, the private network. Hosts
+// is the allow-list of lapse targets:
+//
+//   - empty (the default): any host, but never a loopback, link-local,
+//     private-range, unspecified or multicast address, judged on the
+//     addresses the name resolves to when a delivery connects (so a name
+//     that later resolves to 127.0.0.1 is refused too);
+//   - not empty: only the hosts it lists, whatever they resolve to. An
+//     entry is a host ("agent.example.org", "10.0.0.7", "::1") matching
+//     any port, host:port ("127.0.0.1:8080", "[::1]:8080") matching that
+//     port only, or "*.example.org" (with or without a port) matching every
+//     name under example.org but not example.org itself.
+//
+// A listed host is the only way to reach a private address: tests on
+// 127.0.0.1 list it. Every connection a delivery makes is checked (the
+// card's endpoint and redirects included), and no proxy is used.
+
+// ErrHostNotAllowed is why a lapse target is refused.
+var ErrHostNotAllowed = errors.New("host not allowed")
+
+// HostPolicy judges lapse targets against an allow-list (see above).
+type HostPolicy struct {
+	entries []hostEntry
+}
+
+type hostEntry struct {
+	host     string // lower case; without brackets; "*.x" for a wildcard
+	port     string // "" for any port
+	wildcard bool
+}
+
+// NewHostPolicy parses an allow-list; an entry that is not a host, host:port
+// or *.domain pattern is an error quoting it.
+func NewHostPolicy(patterns []string) (HostPolicy, error) {
+	var p HostPolicy
+	for _, raw := range patterns {
+		s := strings.ToLower(strings.TrimSpace(raw))
+		if s == "" {
+			continue
+		}
+		e := hostEntry{host: s}
+		if h, port, err := net.SplitHostPort(s); err == nil {
+			if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+				return HostPolicy{}, fmt.Errorf("lapse host %q: bad port", raw)
+			}
+			e.host, e.port = h, port
+		} else if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
+			e.host = s[1 : len(s)-1]
+		}
+		if rest, ok := strings.CutPrefix(e.host, "*."); ok {
+			e.host, e.wildcard = rest, true
+		}
+		if e.host == "" || strings.ContainsAny(e.host, "*/@ ") {
+			return HostPolicy{}, fmt.Errorf("lapse host %q: want host, host:port or *.domain", raw)
+		}
+		p.entries = append(p.entries, e)
+	}
+	return p, nil
+}
+
+// Open reports whether the allow-list is empty (any public host).
+func (p HostPolicy) Open() bool { return len(p.entries) == 0 }
+
+// listed reports whether host (no brackets) and port match an entry.
+func (p HostPolicy) listed(host, port string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	for _, e := range p.entries {
+		if e.port != "" && e.port != port {
+			continue
+		}
+		if e.wildcard {
+			if strings.HasSuffix(host, "."+e.host) {
+				return true
+			}
+			continue
+		}
+		if host == e.host {
+			return true
+		}
+		// 127.0.0.1 and ::ffff:127.0.0.1, or two spellings of one IPv6 address.
+		if a, err := netip.ParseAddr(host); err == nil {
+			if b, err := netip.ParseAddr(e.host); err == nil && a.Unmap() == b.Unmap() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// privateAddr reports an address a lapse is never sent to unless listed.
+func privateAddr(a netip.Addr) bool {
+	a = a.Unmap()
+	return !a.IsValid() || a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
+		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() ||
+		cgnat.Contains(a) // 100.64.0.0/10, shared address space
+}
+
+var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
+// CheckURL judges a lapse target as far as it can be judged without
+// resolving names: an http(s) URL whose host is listed, or (allow-list
+// empty) whose host is a name or a public address. The error wraps
+// ErrHostNotAllowed when the host is refused. A name that passes may still
+// be refused at delivery, on what it resolves to.
+func (p HostPolicy) CheckURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return errors.New("must be an http or https URL")
+	}
+	host, port := u.Hostname(), urlPort(u)
+	if p.listed(host, port) {
+		return nil
+	}
+	if !p.Open() {
+		return ErrHostNotAllowed
+	}
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") || strings.HasSuffix(strings.ToLower(strings.TrimSuffix(host, ".")), ".localhost") {
+		return ErrHostNotAllowed
+	}
+	if a, err := netip.ParseAddr(host); err == nil && privateAddr(a) {
+		return ErrHostNotAllowed
+	}
+	return nil
+}
+
+func urlPort(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if u.Scheme == "https" {
+		return "443"
+	}
+	return "80"
+}
+
+// dial connects to address (host:port as the request names it) if the
+// policy allows: a listed host as it resolves; otherwise (allow-list empty)
+// only to resolved addresses that are not private. It never dials a refused
+// address, so a name cannot be rebound between the check and the connect.
+func (p HostPolicy) dial(ctx context.Context, d *net.Dialer, network, address string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, err
+	}
+	if p.listed(host, port) {
+		return d.DialContext(ctx, network, address)
+	}
+	if !p.Open() {
+		return nil, fmt.Errorf("%s: %w", address, ErrHostNotAllowed)
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil, err
+	}
+	var last error
+	for _, a := range addrs {
+		if privateAddr(a) {
+			last = fmt.Errorf("%s resolves to %s: %w", address, a.Unmap(), ErrHostNotAllowed)
+			continue
+		}
+		c, err := d.DialContext(ctx, network, net.JoinHostPort(a.Unmap().String(), port))
+		if err == nil {
+			return c, nil
+		}
+		last = err
+	}
+	if last == nil {
+		last = fmt.Errorf("%s: no address", address)
+	}
+	return nil, last
+}
+
+// Client is an HTTP client that connects only where the policy allows,
+// with no proxy, following at most 3 redirects, each request bounded by
+// timeout.
+func (p HostPolicy) Client(timeout time.Duration) *http.Client {
+	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	t := &http.Transport{
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
+			return p.dial(ctx, d, network, address)
+		},
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          16,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   timeout,
+		ResponseHeaderTimeout: timeout,
+	}
+	return &http.Client{Transport: t, Timeout: timeout, CheckRedirect: func(_ *http.Request, via []*http.Request) error {
+		if len(via) >= 3 {
+			return errors.New("stopped after 3 redirects")
+		}
+		return nil
+	}}
 }

@@ -3,9 +3,13 @@ package watch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -105,6 +109,10 @@ func (f *fixture) withA2A(sink *A2A) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	if sink.Now == nil {
+		sink.Now = f.clk.Now
+	}
+	sink.Journal = w.Journal()
 	f.w = w
 	f.t.Cleanup(func() { w.Close() })
 }
@@ -119,7 +127,7 @@ func TestA2ASinkDeliversLapseOnce(t *testing.T) {
 	f := newFixture(t)
 	agent := newFakeAgent(t, 1)
 	const uri = "https://rsaxb.com/a2a/expectations/v1"
-	sink := &A2A{ExtensionURI: "urn:tally:ext:expect", Sleep: noSleep}
+	sink := &A2A{ExtensionURI: "urn:tally:ext:expect", Sleep: noSleep, Hosts: []string{"127.0.0.1"}}
 	f.withA2A(sink)
 	due := t0.Add(time.Hour)
 	raise := expect.Raise{ExpectationID: "exp-1", Kind: "doc.review", Subject: expect.Subject{Type: "doc", ID: "d1"},
@@ -188,7 +196,7 @@ func TestA2ASinkBoundedRetries(t *testing.T) {
 	f := newFixture(t)
 	agent := newFakeAgent(t, 3)
 	var slept []time.Duration
-	sink := &A2A{Attempts: 2, Backoff: time.Second, BackoffMax: time.Second, Sleep: func(_ context.Context, d time.Duration) error {
+	sink := &A2A{Hosts: []string{"127.0.0.1"}, Attempts: 2, Backoff: time.Second, BackoffMax: time.Second, Sleep: func(_ context.Context, d time.Duration) error {
 		slept = append(slept, d)
 		return nil
 	}}
@@ -213,6 +221,237 @@ func TestA2ASinkBoundedRetries(t *testing.T) {
 	for _, c := range rpcs {
 		if c.msg.ID != rpcs[0].msg.ID || c.msg.ContextID != "" || c.header.Get("A2A-Extensions") != "urn:tally:ext:expect" {
 			t.Fatalf("message %+v, headers %v", c.msg, c.header)
+		}
+	}
+}
+
+// raiseTo raises exp-<n> due at due, its lapses replied to url.
+func (f *fixture) raiseTo(n int, due time.Time, url string) {
+	f.t.Helper()
+	raise := expect.Raise{ExpectationID: "exp-" + strconv.Itoa(n), Kind: "k", Subject: expect.Subject{Type: "doc", ID: "d" + strconv.Itoa(n)},
+		FactKey: "f" + strconv.Itoa(n), DueAt: due, Basis: expect.BasisDeclared, Origin: expect.Origin{TaskID: "task-7"},
+		ReplyTo: &expect.ReplyTo{URL: url}}
+	if _, err := f.l.SubmitExpect(context.Background(), expect.RaiseCommand{Raise: raise}, false, ledger.WriteOptions{Actor: "agent"}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// The allow-list's patterns: hosts, host:port, *.domain; and, empty, any
+// public host but never a loopback, private or link-local one.
+func TestA2AHostPolicy(t *testing.T) {
+	p, err := NewHostPolicy([]string{"agents.example.org", "127.0.0.1:8080", "*.fleet.example.net", "[::1]:9000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for u, ok := range map[string]bool{
+		"https://agents.example.org/a2a":         true,
+		"http://AGENTS.example.org:81/a2a":       true,
+		"http://127.0.0.1:8080/rpc":              true,
+		"http://127.0.0.1:8081/rpc":              false,
+		"http://127.0.0.1/rpc":                   false,
+		"https://a.fleet.example.net/x":          true,
+		"https://b.a.fleet.example.net/x":        true,
+		"https://fleet.example.net/x":            false,
+		"https://evilfleet.example.net/x":        false,
+		"http://[::1]:9000/":                     true,
+		"http://[::1]:9001/":                     false,
+		"https://other.example.org/":             false,
+		"ftp://agents.example.org/":              false,
+		"http://[::ffff:127.0.0.1]:8080/rpc":     true,
+		"https://agents.example.org.evil.test/x": false,
+	} {
+		if err := p.CheckURL(u); (err == nil) != ok {
+			t.Errorf("listed: %s: %v, want allowed %v", u, err, ok)
+		}
+	}
+	var open HostPolicy
+	for u, ok := range map[string]bool{
+		"https://agents.example.org/a2a": true, // a name: judged again on what it resolves to
+		"http://127.0.0.1:8080/":         false,
+		"http://localhost:8080/":         false,
+		"http://10.1.2.3/":               false,
+		"http://192.168.1.1/":            false,
+		"http://169.254.169.254/latest":  false,
+		"http://[::1]/":                  false,
+		"http://[fe80::1]/":              false,
+		"http://[fd00::1]/":              false,
+		"http://0.0.0.0/":                false,
+		"http://[::ffff:10.0.0.1]/":      false,
+		"http://93.184.216.34/":          true,
+	} {
+		if err := open.CheckURL(u); (err == nil) != ok {
+			t.Errorf("open: %s: %v, want allowed %v", u, err, ok)
+		}
+	}
+	for _, bad := range []string{"a/b", "host:99999", "*", "x@y"} {
+		if _, err := NewHostPolicy([]string{bad}); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	// At connect time the resolved address counts: a name that resolves to
+	// loopback is refused unless listed.
+	agent := newFakeAgent(t, 0)
+	port := agent.srv.URL[strings.LastIndex(agent.srv.URL, ":")+1:]
+	if _, err := open.Client(2 * time.Second).Get("http://localhost:" + port + "/.well-known/agent-card.json"); !errors.Is(err, ErrHostNotAllowed) {
+		t.Fatalf("localhost dialled under the open policy: %v", err)
+	}
+	listed, _ := NewHostPolicy([]string{"localhost"})
+	resp, err := listed.Client(2 * time.Second).Get("http://localhost:" + port + "/.well-known/agent-card.json")
+	if err != nil {
+		t.Fatalf("listed localhost refused: %v", err)
+	}
+	resp.Body.Close()
+}
+
+// With the default (empty) allow-list a 127.0.0.1 agent is never called:
+// the lapse is journaled as undeliverable at once, never retried. Listed,
+// the same agent gets it.
+func TestA2ALapseHostRefusedAtDelivery(t *testing.T) {
+	f := newFixture(t)
+	agent := newFakeAgent(t, 0)
+	sink := &A2A{Sleep: noSleep}
+	f.withA2A(sink)
+	due := t0.Add(time.Hour)
+	f.raiseTo(1, due, agent.srv.URL+"/rpc")
+	other := &A2A{Sleep: noSleep, Hosts: []string{"agents.example.org"}}
+	rep := f.sweepAt(due.Add(time.Minute))
+	if rep.Delivered != 1 || rep.Failed != 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	key := expect.LapseID("exp-1", expect.LapseOverdue, due)
+	if rpcs, _ := agent.calls(); len(rpcs) != 0 {
+		t.Fatalf("a refused target was called %d times", len(rpcs))
+	}
+	if got := f.w.Journal().Outcome(string(key)); got != OutcomeUndeliverable {
+		t.Fatalf("journaled outcome %q", got)
+	}
+	f.sweepAt(due.Add(time.Hour))
+	if rpcs, _ := agent.calls(); len(rpcs) != 0 {
+		t.Fatal("retried")
+	}
+	// A list that does not name the agent refuses it too; one that does lets it through.
+	f.withA2A(other)
+	f.raiseTo(2, due.Add(time.Hour), agent.srv.URL+"/rpc")
+	f.sweepAt(due.Add(2 * time.Hour))
+	if rpcs, _ := agent.calls(); len(rpcs) != 0 {
+		t.Fatal("an unlisted host was called")
+	}
+	f.withA2A(&A2A{Sleep: noSleep, Hosts: []string{"127.0.0.1"}})
+	f.raiseTo(3, due.Add(2*time.Hour), agent.srv.URL+"/rpc")
+	if rep := f.sweepAt(due.Add(3 * time.Hour)); rep.Delivered != 1 || rep.Failed != 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	if rpcs, _ := agent.calls(); len(rpcs) != 1 {
+		t.Fatalf("%d calls to a listed agent", len(rpcs))
+	}
+	// The journal line says why, and a reopened journal reads it back.
+	j, err := OpenJournal(JournalDir(f.l.Dir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if j.Outcome(string(key)) != OutcomeUndeliverable || j.Outcome(string(expect.LapseID("exp-3", expect.LapseOverdue, due.Add(2*time.Hour)))) != "" {
+		t.Fatal("outcomes not read back")
+	}
+}
+
+// An agent that never answers: the lapse is retried on later sweeps, not
+// before its sweep backoff, and abandoned after GiveUpSweeps failed sweeps
+// (journaled, logged once, never tried again). Another is abandoned on age.
+func TestA2AUnreachableAgentAbandoned(t *testing.T) {
+	f := newFixture(t)
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL + "/rpc"
+	dead.Close() // connection refused from now on
+	var logs strings.Builder
+	sink := &A2A{Hosts: []string{"127.0.0.1"}, Attempts: 2, Sleep: noSleep, GiveUpSweeps: 3, SweepBackoff: 10 * time.Minute,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	f.withA2A(sink)
+	due := t0.Add(time.Hour)
+	f.raiseTo(1, due, deadURL)
+	key := string(expect.LapseID("exp-1", expect.LapseOverdue, due))
+	at := due.Add(time.Minute)
+	if rep := f.sweepAt(at); rep.Failed != 1 || rep.Delivered != 0 {
+		t.Fatalf("sweep 1: %+v", rep)
+	}
+	// Within the backoff: deferred, no request (nothing to count).
+	if rep := f.sweepAt(at.Add(5 * time.Minute)); rep.Failed != 1 {
+		t.Fatalf("deferred sweep: %+v", rep)
+	}
+	if rep := f.sweepAt(at.Add(11 * time.Minute)); rep.Failed != 1 { // failure 2
+		t.Fatalf("sweep 2: %+v", rep)
+	}
+	if rep := f.sweepAt(at.Add(25 * time.Minute)); rep.Failed != 1 { // within 20m backoff
+		t.Fatalf("deferred sweep 2: %+v", rep)
+	}
+	if rep := f.sweepAt(at.Add(32 * time.Minute)); rep.Delivered != 1 || rep.Failed != 0 { // failure 3: abandoned
+		t.Fatalf("sweep 3: %+v", rep)
+	}
+	if got := f.w.Journal().Outcome(key); got != OutcomeAbandoned {
+		t.Fatalf("outcome %q", got)
+	}
+	if rep := f.sweepAt(at.Add(5 * time.Hour)); rep.Delivered != 0 || rep.Failed != 0 {
+		t.Fatalf("after abandon: %+v", rep)
+	}
+	if n := strings.Count(logs.String(), "given up"); n != 1 {
+		t.Fatalf("logged %d times:\n%s", n, logs.String())
+	}
+	// Age: a lapse older than GiveUpAge is abandoned on its first failure.
+	old := &A2A{Hosts: []string{"127.0.0.1"}, Attempts: 1, Sleep: noSleep, GiveUpAge: time.Hour}
+	f.withA2A(old)
+	due2 := at.Add(6 * time.Hour)
+	f.raiseTo(2, due2, deadURL)
+	if rep := f.sweepAt(due2.Add(2 * time.Hour)); rep.Delivered != 1 || rep.Failed != 0 {
+		t.Fatalf("old lapse: %+v", rep)
+	}
+	if got := f.w.Journal().Outcome(string(expect.LapseID("exp-2", expect.LapseOverdue, due2))); got != OutcomeAbandoned {
+		t.Fatalf("old lapse outcome %q", got)
+	}
+}
+
+// Agents that hang: one sweep spends at most about its budget in A2A
+// requests, whatever the number of lapses; the rest wait for a later sweep.
+func TestA2ASweepBudgetBoundsDeadAgents(t *testing.T) {
+	release := make(chan struct{})
+	var hangMu sync.Mutex
+	hangCalls := 0
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hangMu.Lock()
+		hangCalls++
+		hangMu.Unlock()
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(func() { close(release); hang.Close() })
+	f := newFixture(t)
+	sink := &A2A{Hosts: []string{"127.0.0.1"}, Attempts: 3, Sleep: noSleep, SweepBudget: 300 * time.Millisecond, BudgetWindow: 600 * time.Millisecond}
+	f.withA2A(sink)
+	due := t0.Add(time.Hour)
+	for i := 1; i <= 6; i++ {
+		f.raiseTo(i, due, hang.URL+"/rpc")
+	}
+	calls := 0
+	for sweep, at := range []time.Time{due.Add(time.Minute), due.Add(time.Hour)} {
+		if sweep > 0 {
+			time.Sleep(700 * time.Millisecond) // the next window: a fresh budget
+		}
+		start := time.Now()
+		rep := f.sweepAt(at)
+		took := time.Since(start)
+		if took > 1500*time.Millisecond {
+			t.Fatalf("sweep %d took %v with a 300ms budget", sweep, took)
+		}
+		if rep.Failed != 6 || rep.Delivered != 0 {
+			t.Fatalf("sweep %d: %+v", sweep, rep)
+		}
+		hangMu.Lock()
+		n := hangCalls - calls
+		calls = hangCalls
+		hangMu.Unlock()
+		if n != 1 {
+			t.Fatalf("sweep %d made %d requests; the budget allows the first only", sweep, n)
 		}
 	}
 }

@@ -29,6 +29,10 @@ type JournalEntry struct {
 	Kind   string    `json:"kind"`   // lapse | promise.notice
 	DueAt  time.Time `json:"dueAt"`  // when it fell due
 	SentAt time.Time `json:"sentAt"` // when every sink acknowledged it
+	// Outcome is set when a sink gave the delivery up instead of making it
+	// (OutcomeAbandoned, OutcomeUndeliverable): it is never tried again.
+	Outcome string `json:"outcome,omitempty"`
+	Reason  string `json:"reason,omitempty"`
 }
 
 // Journal is the delivery journal: which notices and lapses were delivered,
@@ -45,6 +49,9 @@ type Journal struct {
 	off    int64 // bytes of whole lines read so far
 	torn   bool  // the file ends in a partial line at off
 	locked bool
+	// notes are outcomes a sink gave (Annotate) for the next Record of a key.
+	notes    map[string][2]string
+	outcomes map[string]string // key → outcome, of the entries read
 	// Damaged counts lines that were not journal entries (torn or foreign).
 	Damaged int
 }
@@ -80,6 +87,19 @@ func (j *Journal) Sent(key string) bool {
 	_, ok := j.sent[key]
 	return ok
 }
+
+// Annotate marks the next Record of key with a sink's outcome and reason:
+// the delivery was given up, not made. The caller holds the lock.
+func (j *Journal) Annotate(key, outcome, reason string) {
+	if j.notes == nil {
+		j.notes = map[string][2]string{}
+	}
+	j.notes[key] = [2]string{outcome, reason}
+}
+
+// Outcome is the outcome journaled for key ("" when it was delivered or
+// is not in the journal), as of the last read.
+func (j *Journal) Outcome(key string) string { return j.outcomes[key] }
 
 // Lock takes the journal's file lock (waiting for another watcher, until ctx
 // ends) and reads what other watchers appended since the last read.
@@ -122,6 +142,12 @@ func (j *Journal) Unlock() {
 func (j *Journal) Record(e JournalEntry) error {
 	if !j.locked {
 		panic("watch: journal Record without the lock")
+	}
+	if n, ok := j.notes[e.Key]; ok {
+		delete(j.notes, e.Key)
+		if e.Outcome == "" {
+			e.Outcome, e.Reason = n[0], n[1]
+		}
 	}
 	line, err := json.Marshal(e)
 	if err != nil {
@@ -183,4 +209,10 @@ func (j *Journal) fold(line []byte) {
 		return
 	}
 	j.sent[e.Key] = struct{}{}
+	if e.Outcome != "" {
+		if j.outcomes == nil {
+			j.outcomes = map[string]string{}
+		}
+		j.outcomes[e.Key] = e.Outcome
+	}
 }
