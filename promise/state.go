@@ -1,6 +1,10 @@
 package promise
 
-import "time"
+import (
+	"time"
+
+	"tally/deadline"
+)
 
 // Status is a promise's computed state. Printed and stored in checkpoints:
 // do not rename.
@@ -69,8 +73,14 @@ type State struct {
 	// indexStale says index must be rebuilt from order before use (a state
 	// loaded from a snapshot builds it only when an id is first looked up).
 	indexStale bool
-	order      []*Promise // declaration order
-	names      map[string]string
+
+	// deadlines indexes unresolved promises by current deadline (position
+	// in order → until). It is built by the second overdue query and kept
+	// current by Apply after that; nil until then.
+	deadlines      *deadline.Index[int32]
+	overdueQueries int
+	order          []*Promise // declaration order
+	names          map[string]string
 }
 
 // NewState returns an empty fold.
@@ -98,6 +108,12 @@ func (s *State) Each(fn func(*Promise) bool) {
 			return
 		}
 	}
+}
+
+// positionOf is p's place in the declaration order.
+func (s *State) positionOf(p *Promise) int32 {
+	s.ensureIndex()
+	return int32(s.index.find(s.order, p.ID))
 }
 
 // ensureIndex builds the id index from the declaration order if it is stale.
@@ -146,16 +162,25 @@ func (s *State) Apply(m Meta, e *Event) {
 		}
 		s.order = append(s.order, p)
 		s.index.insert(s.order, len(s.order)-1)
+		if s.deadlines != nil {
+			s.deadlines.Set(int32(len(s.order)-1), p.Until())
+		}
 	case TypeAmend:
 		p, ok := s.Get(e.ID)
 		if !ok || p.Resolution != nil {
 			return
 		}
 		p.Horizons = append(p.Horizons, e.untilNanos())
+		if s.deadlines != nil {
+			s.deadlines.Set(s.positionOf(p), p.Until())
+		}
 	case TypeResolve:
 		p, ok := s.Get(e.ID)
 		if !ok || p.Resolution != nil {
 			return // first resolve wins
+		}
+		if s.deadlines != nil {
+			s.deadlines.Delete(s.positionOf(p))
 		}
 		p.Resolution = &Resolution{
 			As: e.As, By: s.intern(e.By), Evidence: e.Evidence, Reason: e.Reason, At: at, Seq: m.Seq,

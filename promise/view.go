@@ -1,7 +1,10 @@
 package promise
 
 import (
+	"slices"
+
 	"strconv"
+	"tally/deadline"
 	"time"
 
 	"tally/wire"
@@ -145,24 +148,62 @@ type Filter struct {
 
 // Select returns the views of the promises f selects at now, in declaration
 // order. Views are built only for selected promises.
+//
+// An "overdue" selection scans the promises the first time; from the second
+// one on (a long-lived state, such as the server's) it uses a deadline index
+// of the unresolved promises, so it costs O(k log n) for the k promises past
+// their deadline rather than O(n).
 func (s *State) Select(f Filter, now time.Time) []View {
 	var out []View
-	for _, p := range s.order {
+	keep := func(p *Promise) bool {
 		if (f.By != "" && p.By != f.By) || (f.To != "" && p.To != f.To) {
-			continue
+			return false
 		}
 		switch f.State {
 		case "all":
+			return true
 		case "overdue":
-			if !s.Overdue(p, now) {
-				continue
-			}
+			return s.Overdue(p, now)
 		default:
-			if !s.Status(p).Open() {
-				continue
-			}
+			return s.Status(p).Open()
 		}
-		out = append(out, s.View(p, now))
+	}
+	if f.State == "overdue" {
+		s.overdueQueries++
+		if s.overdueQueries > 1 {
+			s.ensureDeadlines()
+			var hits []int32
+			s.deadlines.Due(now, func(pos int32, _ time.Time) bool {
+				hits = append(hits, pos)
+				return true
+			})
+			slices.Sort(hits)
+			for _, pos := range hits {
+				if p := s.order[pos]; keep(p) {
+					out = append(out, s.View(p, now))
+				}
+			}
+			return out
+		}
+	}
+	for _, p := range s.order {
+		if keep(p) {
+			out = append(out, s.View(p, now))
+		}
 	}
 	return out
+}
+
+// ensureDeadlines builds the deadline index of unresolved promises; Apply
+// keeps it current from then on.
+func (s *State) ensureDeadlines() {
+	if s.deadlines != nil {
+		return
+	}
+	s.deadlines = deadline.New(func(a, b int32) bool { return a < b })
+	for i, p := range s.order {
+		if p.Resolution == nil {
+			s.deadlines.Set(int32(i), p.Until())
+		}
+	}
 }
