@@ -37,6 +37,11 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/zeebo/blake3"
+
+	"tally/expect"
+	"tally/ledger"
+	"tally/rule"
+	"tally/watch"
 )
 
 // Extension URIs tally accepts besides its own (configurable) ones.
@@ -67,6 +72,65 @@ type A2AConfig struct {
 	// still fails is tried again on the next sweep.
 	LapseAttempts int
 	LapseBackoff  time.Duration
+	// LapseHosts is the allow-list of lapse targets (replyTo URLs): hosts,
+	// host:port, or *.domain. Empty (the default): any host except
+	// loopback, link-local and private-range addresses, judged on the
+	// addresses a name resolves to when the lapse is delivered. A target
+	// refused is refused at raise time when its host can be judged then
+	// ("replyTo.url: host not allowed"), else journaled as undeliverable at
+	// delivery. Agents on 127.0.0.1 must be listed.
+	LapseHosts []string
+	// An agent that stays unreachable is given up (journaled abandoned,
+	// logged once) after LapseGiveUpSweeps failed sweeps (default 10) or
+	// once its lapse is LapseGiveUpAge old (default 24h); the sweeps that
+	// retry it are spaced from LapseSweepBackoff (default 30s), doubling up
+	// to an hour. A sweep spends at most LapseSweepBudget (default 30s) in
+	// A2A requests, the rest waiting for a later sweep.
+	LapseGiveUpSweeps int
+	LapseGiveUpAge    time.Duration
+	LapseSweepBackoff time.Duration
+	LapseSweepBudget  time.Duration
+}
+
+// Validate reports an A2A configuration that cannot work (an allow-list
+// entry that is not a host pattern), quoting the value.
+func (c A2AConfig) Validate() error {
+	_, err := watch.NewHostPolicy(c.LapseHosts)
+	return err
+}
+
+// lapseSink is the sink that delivers one session's lapses over A2A, on
+// the session's clock, annotating its watcher's journal (set by the caller
+// once the watcher exists).
+func (s *Server) lapseSink(l *ledger.Ledger) *watch.A2A {
+	a := s.cfg.A2A.withDefaults()
+	return &watch.A2A{
+		ExtensionURI: a.ExpectURI, Attempts: a.LapseAttempts, Backoff: a.LapseBackoff,
+		Hosts: a.LapseHosts, GiveUpSweeps: a.LapseGiveUpSweeps, GiveUpAge: a.LapseGiveUpAge,
+		SweepBackoff: a.LapseSweepBackoff, SweepBudget: a.LapseSweepBudget, BudgetWindow: s.cfg.WatchEvery,
+		Now: l.Now, Logger: s.cfg.Logger,
+	}
+}
+
+// checkReplyTo refuses, at raise time, a replyTo whose host the allow-list
+// refuses (names are judged again, on what they resolve to, at delivery).
+func (s *Server) checkReplyTo(field string, rt *expect.ReplyTo) error {
+	if rt == nil {
+		return nil
+	}
+	p, err := watch.NewHostPolicy(s.cfg.A2A.LapseHosts)
+	if err != nil {
+		return err
+	}
+	for _, u := range []struct{ field, url string }{{field + ".url", rt.URL}, {field + ".push.url", rt.PushURL}} {
+		if u.url == "" {
+			continue
+		}
+		if err := p.CheckURL(u.url); err != nil {
+			return rule.Invalidf(u.field, err.Error())
+		}
+	}
+	return nil
 }
 
 func (c A2AConfig) withDefaults() A2AConfig {
@@ -237,7 +301,13 @@ func (s *Server) baseURL(r *http.Request) string {
 // AgentCard is the card of one session, or the server's card (with
 // {tenant} and {session} left as templates) when tenant is "".
 func (s *Server) AgentCard(base, tenant, session string) *a2a.AgentCard {
-	c := s.cfg.A2A.withDefaults()
+	return s.cfg.A2A.AgentCard(base, tenant, session)
+}
+
+// AgentCard is the card a server with this A2A configuration serves at
+// base (see Server.AgentCard): what `tally a2a card` prints offline.
+func (cfg A2AConfig) AgentCard(base, tenant, session string) *a2a.AgentCard {
+	c := cfg.withDefaults()
 	if tenant == "" {
 		tenant, session = "{tenant}", "{session}"
 	}

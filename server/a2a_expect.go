@@ -200,8 +200,11 @@ func (h *a2aHandler) expectCommand(c *a2aCall, l *ledger.Ledger, req *a2a.SendMe
 	if d.Origin == nil && msg.TaskID != "" {
 		d.Origin = &expect.Origin{TaskID: string(msg.TaskID), ContextID: msg.ContextID}
 	}
-	rt, err := replyToOf(d.ReplyTo, msg.Metadata["replyTo"], req.Config)
+	rt, field, err := replyToOf(d.ReplyTo, msg.Metadata["replyTo"], req.Config)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := h.s.checkReplyTo(field, rt); err != nil {
 		return nil, nil, err
 	}
 	if rt != nil {
@@ -246,7 +249,7 @@ func renderOutcome(task string, out expect.Outcome) func(*ledger.State, []ledger
 // replyToOf reads where lapses go: the record's replyTo, else the message
 // metadata's "replyTo" (each a URL string or {"url","push":{"url","token"}}),
 // with the request's push-notification config when the record gives none.
-func replyToOf(record json.RawMessage, meta any, cfg *a2a.SendMessageConfig) (*expect.ReplyTo, error) {
+func replyToOf(record json.RawMessage, meta any, cfg *a2a.SendMessageConfig) (*expect.ReplyTo, string, error) {
 	field := "replyTo"
 	raw := record
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
@@ -270,7 +273,7 @@ func replyToOf(record json.RawMessage, meta any, cfg *a2a.SendMessageConfig) (*e
 				} `json:"push"`
 			}
 			if err := jsondoc.Strict(field, raw, &d); err != nil {
-				return nil, err
+				return nil, field, err
 			}
 			rt = &expect.ReplyTo{URL: d.URL}
 			if d.Push != nil {
@@ -284,7 +287,7 @@ func replyToOf(record json.RawMessage, meta any, cfg *a2a.SendMessageConfig) (*e
 		}
 		rt.PushURL, rt.PushToken = cfg.PushConfig.URL, cfg.PushConfig.Token
 	}
-	return rt, nil
+	return rt, field, nil
 }
 
 // expectKeys are the metadata keys an origin task carries its expectations

@@ -76,6 +76,9 @@ type timedFixture struct {
 	*fixture
 	mu    sync.Mutex
 	clock time.Time
+	// tune adjusts the server's configuration before each start; nil: the
+	// agents on 127.0.0.1 are allowed lapse targets.
+	tune func(*Config)
 }
 
 func (tf *timedFixture) now() time.Time { tf.mu.Lock(); defer tf.mu.Unlock(); return tf.clock }
@@ -85,8 +88,11 @@ func (tf *timedFixture) set(t time.Time) {
 	tf.mu.Unlock()
 }
 
-func newTimedFixture(t *testing.T) *timedFixture {
+func newTimedFixture(t *testing.T, tune ...func(*Config)) *timedFixture {
 	tf := &timedFixture{clock: t0}
+	if len(tune) > 0 {
+		tf.tune = tune[0]
+	}
 	root := t.TempDir()
 	if err := store.Init(root); err != nil {
 		t.Fatal(err)
@@ -117,6 +123,10 @@ func (tf *timedFixture) start() {
 	cfg.WatchEvery = 20 * time.Millisecond
 	cfg.Watch.Sinks = nil
 	cfg.A2A.LapseBackoff = 10 * time.Millisecond
+	cfg.A2A.LapseHosts = []string{"127.0.0.1"}
+	if tf.tune != nil {
+		tf.tune(&cfg)
+	}
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -37,13 +37,18 @@ func (s *Server) startWatcher(key string, l *ledger.Ledger) {
 	if cfg.Logger == nil {
 		cfg.Logger = s.cfg.Logger
 	}
-	if a := s.cfg.A2A.withDefaults(); !a.NoLapseDelivery {
-		cfg.Sinks = append(slices.Clone(cfg.Sinks), &watch.A2A{ExtensionURI: a.ExpectURI, Attempts: a.LapseAttempts, Backoff: a.LapseBackoff})
+	var lapses *watch.A2A
+	if !s.cfg.A2A.NoLapseDelivery {
+		lapses = s.lapseSink(l)
+		cfg.Sinks = append(slices.Clone(cfg.Sinks), lapses)
 	}
 	w, err := watch.New(l, cfg)
 	if err != nil {
 		s.cfg.Logger.Error("cannot start the watcher for a session", "session", key, "err", err)
 		return
+	}
+	if lapses != nil {
+		lapses.Journal = w.Journal() // lapses given up are journaled so
 	}
 	ws := s.watchers
 	ws.wg.Add(1)

@@ -1,0 +1,137 @@
+package server
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"tally/expect"
+	"tally/watch"
+)
+
+// raiseReplyTo raises id over A2A with its lapses replied to replyTo (a URL,
+// or {"url","push":{…}}) and returns the JSON-RPC answer.
+func (tf *timedFixture) raiseReplyTo(id string, due time.Time, replyTo any) rpcResponse {
+	tf.t.Helper()
+	rec := map[string]any{
+		"expectationId": id, "kind": "doc.review", "subject": map[string]any{"type": "doc", "id": id},
+		"satisfiedBy": map[string]any{"factKey": "done:" + id}, "dueAt": expect.FormatTime(due), "basis": "declared",
+		"replyTo": replyTo,
+	}
+	_, r, _ := tf.rpc("author", ExpectationsDraftURI, "SendMessage", expectSend("m-"+id, "task-1", "ctx-1", ExpectationsDraftURI, rec))
+	return r
+}
+
+// outcome reads the session's watch journal afresh: what became of key.
+func (tf *timedFixture) outcome(key string) (sent bool, outcome string) {
+	tf.t.Helper()
+	j, err := watch.OpenJournal(watch.JournalDir(filepath.Join(tf.root, "sessions", "acme", "main")))
+	if err != nil {
+		tf.t.Fatal(err)
+	}
+	defer j.Close()
+	return j.Sent(key), j.Outcome(key)
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// By default (no allow-list) a replyTo on 127.0.0.1, localhost or a private
+// address is refused at raise time, naming the field, and nothing is
+// appended; a list that does not name the host refuses it too; a public
+// name is accepted (it is judged again on its addresses at delivery).
+func TestA2ALapseHostsRefusedAtRaise(t *testing.T) {
+	tf := newTimedFixture(t, func(c *Config) { c.A2A.LapseHosts = nil })
+	before := string(tf.logBytes())
+	for _, rt := range []any{
+		"http://127.0.0.1:9/rpc", "http://localhost:9/rpc", "http://10.0.0.8/rpc", "http://169.254.169.254/latest",
+		map[string]any{"url": "https://agent.example.org/a2a", "push": map[string]any{"url": "http://[::1]:9/push"}},
+	} {
+		r := tf.raiseReplyTo("exp-x", t0.Add(time.Hour), rt)
+		want := "replyTo.url: host not allowed"
+		if m, ok := rt.(map[string]any); ok && m["push"] != nil {
+			want = "replyTo.push.url: host not allowed"
+		}
+		if r.Error == nil || !strings.Contains(r.Error.Message, want) {
+			t.Fatalf("%v: %s", rt, r.raw)
+		}
+	}
+	if string(tf.logBytes()) != before {
+		t.Fatal("a refused raise appended")
+	}
+	if r := tf.raiseReplyTo("exp-ok", t0.Add(time.Hour), "https://agent.example.org/a2a"); r.Error != nil {
+		t.Fatalf("a public name refused: %s", r.raw)
+	}
+
+	listed := newTimedFixture(t, func(c *Config) { c.A2A.LapseHosts = []string{"agents.example.org", "*.fleet.example.org"} })
+	if r := listed.raiseReplyTo("exp-1", t0.Add(time.Hour), "https://other.example.org/a2a"); r.Error == nil || !strings.Contains(r.Error.Message, "replyTo.url: host not allowed") {
+		t.Fatalf("an unlisted host: %s", r.raw)
+	}
+	if r := listed.raiseReplyTo("exp-2", t0.Add(time.Hour), "https://a.fleet.example.org/a2a"); r.Error != nil {
+		t.Fatalf("a listed host refused: %s", r.raw)
+	}
+}
+
+// A target allowed when raised but refused when its lapse falls due (the
+// server restarted with a narrower list) is never called: the lapse is
+// journaled undeliverable and not retried.
+func TestA2ALapseHostRefusedAtDelivery(t *testing.T) {
+	tf := newTimedFixture(t)
+	agent := newRaisingAgent(t, 0)
+	due := t0.Add(time.Hour)
+	if r := tf.raiseReplyTo("exp-1", due, agent.srv.URL+"/rpc"); r.Error != nil {
+		t.Fatal(r.raw)
+	}
+	tf.tune = func(c *Config) { c.A2A.LapseHosts = []string{"agents.example.org"} }
+	tf.start()
+	tf.srv.session("acme", "main")
+	tf.set(due.Add(time.Minute))
+	key := string(expect.LapseID("exp-1", expect.LapseOverdue, due))
+	waitFor(t, "the lapse journaled", func() bool { sent, _ := tf.outcome(key); return sent })
+	if _, out := tf.outcome(key); out != watch.OutcomeUndeliverable {
+		t.Fatalf("outcome %q", out)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := len(agent.calls()); n != 0 {
+		t.Fatalf("%d calls to a refused target", n)
+	}
+}
+
+// An agent that stays unreachable is given up after LapseGiveUpSweeps
+// failed sweeps: journaled abandoned, and the watcher keeps sweeping.
+func TestA2AUnreachableAgentAbandonedByServer(t *testing.T) {
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL + "/rpc"
+	dead.Close()
+	tf := newTimedFixture(t, func(c *Config) {
+		c.A2A.LapseGiveUpSweeps = 2
+		c.A2A.LapseAttempts = 1
+		c.A2A.LapseSweepBackoff = time.Minute
+	})
+	due := t0.Add(time.Hour)
+	if r := tf.raiseReplyTo("exp-1", due, deadURL); r.Error != nil {
+		t.Fatal(r.raw)
+	}
+	key := string(expect.LapseID("exp-1", expect.LapseOverdue, due))
+	tf.set(due.Add(time.Minute))
+	time.Sleep(100 * time.Millisecond) // one failed sweep, then deferred by the backoff
+	if sent, _ := tf.outcome(key); sent {
+		t.Fatal("given up within the backoff")
+	}
+	tf.set(due.Add(5 * time.Minute))
+	waitFor(t, "the lapse abandoned", func() bool { sent, _ := tf.outcome(key); return sent })
+	if _, out := tf.outcome(key); out != watch.OutcomeAbandoned {
+		t.Fatalf("outcome %q", out)
+	}
+}
