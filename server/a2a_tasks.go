@@ -8,6 +8,7 @@ import (
 	"iter"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -185,6 +186,23 @@ func taskOf(v *promise.View, contextID string, keys []string) *a2a.Task {
 		status("antecedent " + v.On + " can no longer be satisfied")
 	}
 	return t
+}
+
+// PromiseTask is the A2A task GetTask answers for id in st at now: the
+// promise whose task field is id, else the promise with that id; its record
+// rides in metadata under each of keys (none given: cfg's promise URI).
+// contextID is the session's ("tenant/session"). The bool is false when no
+// promise has that task id. This is the mapping `tally a2a task` prints.
+func PromiseTask(cfg A2AConfig, st *ledger.State, id string, now time.Time, contextID string, keys ...string) (*a2a.Task, bool) {
+	p, ok := findByTask(st, id)
+	if !ok {
+		return nil, false
+	}
+	if len(keys) == 0 {
+		keys = []string{cfg.withDefaults().PromiseURI}
+	}
+	v := st.Promises.View(p, now)
+	return taskOf(&v, contextID, keys), true
 }
 
 // GetTask returns the task of a promise, or of an origin of expectations
