@@ -19,6 +19,7 @@ import (
 func newServe(g *global) *cobra.Command {
 	var addr, webhook string
 	var insecure bool
+	var lapseHosts []string
 	var watchEvery time.Duration
 	c := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:7420]",
@@ -39,6 +40,10 @@ func newServe(g *global) *cobra.Command {
 			cfg.Ledger.Now = g.io.Now
 			cfg.Ledger.Logger = cfg.Logger
 			cfg.WatchEvery = watchEvery
+			cfg.A2A.LapseHosts = lapseHosts
+			if err := cfg.A2A.Validate(); err != nil {
+				return usagef("--a2a-lapse-hosts: %v", err)
+			}
 			if webhook != "" {
 				cfg.Watch.Sinks = append(cfg.Watch.Sinks, &watch.Webhook{URL: webhook, Attempts: 5, Backoff: 500 * time.Millisecond})
 			}
@@ -62,6 +67,7 @@ func newServe(g *global) *cobra.Command {
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:7420", "address to listen on")
 	c.Flags().BoolVar(&insecure, "insecure-dev", false, "serve without authentication (development only; prints a warning)")
 	c.Flags().DurationVar(&watchEvery, "watch-every", 10*time.Second, "how often the built-in timekeeper sweeps each open session (0: off)")
+	c.Flags().StringSliceVar(&lapseHosts, "a2a-lapse-hosts", nil, "hosts lapses may be sent to over A2A (host, host:port or *.domain, comma-separated; default: any host but loopback, link-local and private addresses)")
 	c.Flags().StringVar(&webhook, "webhook", "", "deliver lapses and promise notices by HTTP POST to URL (retried, with Idempotency-Key)")
 	return c
 }
