@@ -243,6 +243,7 @@ func newRoot(g *global) *cobra.Command {
 	// Each family adds its verbs from its own file.
 	addClaimCommands(root, g)
 	addExpectCommands(root, g)
+	addA2ACommands(root, g)
 	return root
 }
 
