@@ -66,11 +66,13 @@ const PushTokenHeader = "A2A-Notification-Token"
 // again. The failure count lives in memory (a restart starts it again; the
 // age bound does not depend on it).
 //
-// The time spent in requests is budgeted: at most SweepBudget within one
-// BudgetWindow (the watcher's sweep interval is a good window); once it is
-// spent, deliveries are deferred to a later sweep without a request, and a
-// request in flight is cut off when the budget runs out. So no sweep spends
-// more than about twice SweepBudget on A2A, however many agents are dead.
+// The time spent in requests is budgeted: at most SweepBudget per sweep
+// (told apart by the Journal's epoch; without a Journal, per BudgetWindow
+// of wall time). Once it is spent, the sweep's other deliveries are
+// deferred to a later sweep without a request, and a request in flight is
+// cut off when the budget runs out (counted as the agent's failure only if
+// it had at least half the budget). So no sweep spends more than
+// SweepBudget on A2A, however many agents are dead.
 //
 // Targets are checked against Hosts (see HostPolicy): a refused target is
 // journaled as undeliverable (Outcome) and logged, never retried.
@@ -98,8 +100,8 @@ type A2A struct {
 	GiveUpAge       time.Duration
 	SweepBackoff    time.Duration
 	SweepBackoffMax time.Duration
-	// SweepBudget (zero: 30s) is the request time allowed per BudgetWindow
-	// (zero: 1 minute).
+	// SweepBudget (zero: 30s) is the request time allowed per sweep, or per
+	// BudgetWindow (zero: 1 minute) when there is no Journal.
 	SweepBudget  time.Duration
 	BudgetWindow time.Duration
 	// Now is the clock the sweep backoff and GiveUpAge are judged on (the
@@ -119,7 +121,8 @@ type A2A struct {
 	perr    error
 	client_ *http.Client
 	failing map[string]*failure // lapse id → its failed sweeps
-	window  time.Time           // start of the current budget window
+	epoch   uint64              // the journal's epoch the budget was last reset at
+	window  time.Time           // start of the current budget window (without a Journal)
 	spent   time.Duration       // request time spent in it
 }
 
@@ -222,7 +225,11 @@ func (s *A2A) DeliverNotice(ctx context.Context, n Notice) error {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: after %d failed sweeps, tried again from %s", ErrDeferred, f.sweeps, expect.FormatTime(f.next))
 	}
-	if wall := time.Now(); s.window.IsZero() || wall.Sub(s.window) >= window {
+	if s.Journal != nil { // one budget per sweep: the watcher locks the journal once per sweep
+		if e := s.Journal.Epoch(); e != s.epoch {
+			s.epoch, s.spent = e, 0
+		}
+	} else if wall := time.Now(); s.window.IsZero() || wall.Sub(s.window) >= window {
 		s.window, s.spent = wall, 0 // the budget is of wall time, not the ledger's
 	}
 	left := budget - s.spent
@@ -251,7 +258,11 @@ func (s *A2A) DeliverNotice(ctx context.Context, n Notice) error {
 		s.mu.Unlock()
 		return err
 	}
-	if errors.Is(rctx.Err(), context.DeadlineExceeded) { // the budget ran out mid-request: not counted either
+	if errors.Is(rctx.Err(), context.DeadlineExceeded) && left < budget/2 {
+		// The budget ran out mid-request, and this delivery had only its
+		// remains: not the agent's failure. (Given half the budget or more,
+		// an agent that did not answer failed, so a hanging agent is backed
+		// off and given up like any other.)
 		s.mu.Unlock()
 		return fmt.Errorf("%w: the sweep budget of %v ran out: %v", ErrDeferred, budget, err)
 	}

@@ -411,6 +411,8 @@ func TestA2AUnreachableAgentAbandoned(t *testing.T) {
 
 // Agents that hang: one sweep spends at most about its budget in A2A
 // requests, whatever the number of lapses; the rest wait for a later sweep.
+// A hanging agent given the budget has failed: here (GiveUpSweeps 1) each
+// sweep abandons one lapse, so none is retried forever.
 func TestA2ASweepBudgetBoundsDeadAgents(t *testing.T) {
 	release := make(chan struct{})
 	var hangMu sync.Mutex
@@ -426,32 +428,33 @@ func TestA2ASweepBudgetBoundsDeadAgents(t *testing.T) {
 	}))
 	t.Cleanup(func() { close(release); hang.Close() })
 	f := newFixture(t)
-	sink := &A2A{Hosts: []string{"127.0.0.1"}, Attempts: 3, Sleep: noSleep, SweepBudget: 300 * time.Millisecond, BudgetWindow: 600 * time.Millisecond}
+	sink := &A2A{Hosts: []string{"127.0.0.1"}, Attempts: 3, Sleep: noSleep, SweepBudget: 200 * time.Millisecond, GiveUpSweeps: 1}
 	f.withA2A(sink)
 	due := t0.Add(time.Hour)
-	for i := 1; i <= 6; i++ {
+	const lapses = 4
+	for i := 1; i <= lapses; i++ {
 		f.raiseTo(i, due, hang.URL+"/rpc")
 	}
-	calls := 0
-	for sweep, at := range []time.Time{due.Add(time.Minute), due.Add(time.Hour)} {
-		if sweep > 0 {
-			time.Sleep(700 * time.Millisecond) // the next window: a fresh budget
-		}
+	for sweep := range lapses {
 		start := time.Now()
-		rep := f.sweepAt(at)
+		rep := f.sweepAt(due.Add(time.Duration(sweep+1) * time.Minute))
 		took := time.Since(start)
-		if took > 1500*time.Millisecond {
-			t.Fatalf("sweep %d took %v with a 300ms budget", sweep, took)
+		if took > time.Second {
+			t.Fatalf("sweep %d took %v with a 200ms budget", sweep, took)
 		}
-		if rep.Failed != 6 || rep.Delivered != 0 {
+		if rep.Delivered != 1 || rep.Failed != lapses-1-sweep {
 			t.Fatalf("sweep %d: %+v", sweep, rep)
 		}
 		hangMu.Lock()
-		n := hangCalls - calls
-		calls = hangCalls
+		n := hangCalls
 		hangMu.Unlock()
-		if n != 1 {
-			t.Fatalf("sweep %d made %d requests; the budget allows the first only", sweep, n)
+		if n != sweep+1 {
+			t.Fatalf("after sweep %d: %d requests; the budget allows one per sweep", sweep, n)
+		}
+	}
+	for i := 1; i <= lapses; i++ {
+		if got := f.w.Journal().Outcome(string(expect.LapseID("exp-"+strconv.Itoa(i), expect.LapseOverdue, due))); got != OutcomeAbandoned {
+			t.Fatalf("exp-%d: outcome %q", i, got)
 		}
 	}
 }

@@ -49,6 +49,7 @@ type Journal struct {
 	off    int64 // bytes of whole lines read so far
 	torn   bool  // the file ends in a partial line at off
 	locked bool
+	epoch  uint64 // times the lock was taken
 	// notes are outcomes a sink gave (Annotate) for the next Record of a key.
 	notes    map[string][2]string
 	outcomes map[string]string // key → outcome, of the entries read
@@ -97,6 +98,10 @@ func (j *Journal) Annotate(key, outcome, reason string) {
 	j.notes[key] = [2]string{outcome, reason}
 }
 
+// Epoch counts the times this handle took the lock: a watcher takes it once
+// per sweep that delivers, so a sink called under it can tell sweeps apart.
+func (j *Journal) Epoch() uint64 { return j.epoch }
+
 // Outcome is the outcome journaled for key ("" when it was delivered or
 // is not in the journal), as of the last read.
 func (j *Journal) Outcome(key string) string { return j.outcomes[key] }
@@ -123,6 +128,7 @@ func (j *Journal) Lock(ctx context.Context) error {
 		}
 	}
 	j.locked = true
+	j.epoch++
 	if err := j.catchUp(); err != nil {
 		j.Unlock()
 		return err
