@@ -107,7 +107,7 @@ func (s *Server) lapseSink(l *ledger.Ledger) *watch.A2A {
 	return &watch.A2A{
 		ExtensionURI: a.ExpectURI, Attempts: a.LapseAttempts, Backoff: a.LapseBackoff,
 		Hosts: a.LapseHosts, GiveUpSweeps: a.LapseGiveUpSweeps, GiveUpAge: a.LapseGiveUpAge,
-		SweepBackoff: a.LapseSweepBackoff, SweepBudget: a.LapseSweepBudget, BudgetWindow: s.cfg.WatchEvery,
+		SweepBackoff: a.LapseSweepBackoff, SweepBudget: a.LapseSweepBudget,
 		Now: l.Now, Logger: s.cfg.Logger,
 	}
 }
