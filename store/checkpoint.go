@@ -25,8 +25,9 @@ var ErrNoCheckpoint = errors.New("no usable checkpoint")
 
 // WriteCheckpoint stores payload as the state at pos. It writes a temporary
 // file and renames it over the old one, so a reader sees one or the other.
-// It does not fsync: a checkpoint torn by a crash fails its sum and is
-// ignored, which costs a fold and loses nothing.
+// A checkpoint torn by a crash fails its sum and is ignored, which costs a
+// fold and loses nothing; the file is fsynced anyway, so that its data is not
+// left for the log's next fsync to write out.
 func (l *Log) WriteCheckpoint(pos Position, payload []byte) error {
 	b := make([]byte, 0, len(checkpointMagic)+8+8+32+8+len(payload)+32)
 	b = append(b, checkpointMagic...)
@@ -43,6 +44,14 @@ func (l *Log) WriteCheckpoint(pos Position, payload []byte) error {
 		return fmt.Errorf("write checkpoint: %w", err)
 	}
 	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write checkpoint: %w", err)
+	}
+	// Flush the file here, where it costs only this (background) writer:
+	// left dirty, the file system's next journal commit — the log's next
+	// fsync — would have to write it out first.
+	if err := tmp.Sync(); err != nil {
 		tmp.Close()
 		os.Remove(tmp.Name())
 		return fmt.Errorf("write checkpoint: %w", err)
