@@ -29,24 +29,26 @@ var ErrNoCheckpoint = errors.New("no usable checkpoint")
 // fold and loses nothing; the file is fsynced anyway, so that its data is not
 // left for the log's next fsync to write out.
 func (l *Log) WriteCheckpoint(pos Position, payload []byte) error {
-	b := make([]byte, 0, len(checkpointMagic)+8+8+32+8+len(payload)+32)
-	b = append(b, checkpointMagic...)
-	b = binary.LittleEndian.AppendUint64(b, uint64(pos.Offset))
-	b = binary.LittleEndian.AppendUint64(b, pos.Seq)
-	b = append(b, pos.Hash[:]...)
-	b = binary.LittleEndian.AppendUint64(b, uint64(len(payload)))
-	b = append(b, payload...)
-	sum := checkpointSum(b)
-	b = append(b, sum[:]...)
+	// Header, payload and trailer are written as they are: the payload (tens
+	// of megabytes for a large ledger) is neither copied nor reallocated.
+	head := make([]byte, 0, len(checkpointMagic)+8+8+32+8)
+	head = append(head, checkpointMagic...)
+	head = binary.LittleEndian.AppendUint64(head, uint64(pos.Offset))
+	head = binary.LittleEndian.AppendUint64(head, pos.Seq)
+	head = append(head, pos.Hash[:]...)
+	head = binary.LittleEndian.AppendUint64(head, uint64(len(payload)))
+	sum := checkpointSumParts(head, payload)
 
 	tmp, err := os.CreateTemp(l.dir, checkpointName+".tmp*")
 	if err != nil {
 		return fmt.Errorf("write checkpoint: %w", err)
 	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write checkpoint: %w", err)
+	for _, part := range [][]byte{head, payload, sum[:]} {
+		if _, err := tmp.Write(part); err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+			return fmt.Errorf("write checkpoint: %w", err)
+		}
 	}
 	// Flush the file here, where it costs only this (background) writer:
 	// left dirty, the file system's next journal commit — the log's next
@@ -70,9 +72,13 @@ func (l *Log) WriteCheckpoint(pos Position, payload []byte) error {
 // checkpointSum detects a torn or damaged cache file. CRC-32C (in
 // hardware) is enough for that and keeps opening a large ledger cheap; the
 // checkpoint is trusted no further than its match with the hash-chained log.
-func checkpointSum(b []byte) (sum [32]byte) {
-	binary.LittleEndian.PutUint32(sum[:], crc32.Checksum(b, castagnoli))
-	binary.LittleEndian.PutUint64(sum[4:], uint64(len(b)))
+func checkpointSum(b []byte) (sum [32]byte) { return checkpointSumParts(b, nil) }
+
+// checkpointSumParts is checkpointSum of a and b concatenated.
+func checkpointSumParts(a, b []byte) (sum [32]byte) {
+	crc := crc32.Update(crc32.Checksum(a, castagnoli), castagnoli, b)
+	binary.LittleEndian.PutUint32(sum[:], crc)
+	binary.LittleEndian.PutUint64(sum[4:], uint64(len(a)+len(b)))
 	copy(sum[12:], checkpointContext)
 	return sum
 }
