@@ -81,11 +81,6 @@ func newClaimCreate(g *global) *cobra.Command {
 					return err
 				}
 			}
-			for field, v := range map[string]string{"claim": d.Claim, "respondent": d.Respondent, "work": d.Work} {
-				if err := need(field, v); err != nil {
-					return err
-				}
-			}
 			cmd := claim.Create{Claim: d.Claim, Respondent: d.Respondent, Work: d.Work, Scope: d.Scope,
 				MaxResponses: d.MaxResponses, DependsOn: d.DependsOn, Awaits: d.Awaits, Reviews: d.Reviews,
 				DerivedFrom: d.DerivedFrom, Predecessor: d.Predecessor, Slots: d.Slots}
@@ -229,9 +224,6 @@ func newClaimPost(g *global) *cobra.Command {
 			}
 			var cmd claim.Command = claim.Post{Claim: d.Claim}
 			if d.Failed {
-				if err := need("reason", d.Reason); err != nil {
-					return err
-				}
 				cmd = claim.ReportPostFailure{Claim: d.Claim, Reason: d.Reason}
 			}
 			return g.claimWrite(c, cmd, d.Claim, d.RequestID, nil)
@@ -260,9 +252,6 @@ func newClaimEnd(g *global, verb string) *cobra.Command {
 			}
 			if id := oneArg(args); id != "" {
 				d.Claim = id
-			}
-			if err := need("reason", d.Reason); err != nil {
-				return err
 			}
 			var cmd claim.Command = claim.Cancel{Claim: d.Claim, Reason: d.Reason}
 			if verb == "revoke" {
@@ -294,9 +283,6 @@ func newClaimSupersede(g *global) *cobra.Command {
 			}
 			if id := oneArg(args); id != "" {
 				d.Claim = id
-			}
-			if err := need("successor", d.Successor); err != nil {
-				return err
 			}
 			return g.claimWrite(c, claim.Supersede{Claim: d.Claim, Successor: d.Successor, Reason: d.Reason}, d.Claim, d.RequestID, nil)
 		},

@@ -41,9 +41,6 @@ func newReceiptAcquire(g *global) *cobra.Command {
 			}
 			var cmd claim.Command = claim.AcquireReceipt{Claim: d.Claim}
 			if d.Decline {
-				if err := need("reason", d.Reason); err != nil {
-					return err
-				}
 				cmd = claim.DeclineReceipt{Claim: d.Claim, Reason: d.Reason}
 			}
 			return g.claimWrite(c, cmd, d.Claim, d.RequestID, printReceipt)
@@ -80,9 +77,6 @@ func newReceiptAdopt(g *global) *cobra.Command {
 			if id := oneArg(args); id != "" {
 				d.Claim = id
 			}
-			if err := need("holder", d.Holder); err != nil {
-				return err
-			}
 			return g.claimWrite(c, claim.Adopt{Claim: d.Claim, Holder: d.Holder, Reason: d.Reason}, d.Claim, d.RequestID, printReceipt)
 		},
 	}
@@ -110,9 +104,6 @@ func newProgressCmd(g *global) *cobra.Command {
 			}
 			if id := oneArg(args); id != "" {
 				d.Claim = id
-			}
-			if err := need("note", d.Note); err != nil {
-				return err
 			}
 			if d.Generation == 0 {
 				return usagef("generation: required: the receipt generation you hold (fences writes after an adopt)")
@@ -192,19 +183,10 @@ func newTestamentClose(g *global) *cobra.Command {
 			var cmd claim.Command
 			switch {
 			case d.Failed:
-				if err := need("reason", d.Reason); err != nil {
-					return err
-				}
 				cmd = claim.FailTestament{Claim: d.Claim, Generation: d.Generation, Reason: d.Reason}
 			case d.Role == claim.TestamentResult:
-				if err := need("testament", d.Testament); err != nil {
-					return err
-				}
 				cmd = claim.ResultTestament{Claim: d.Claim, Testament: d.Testament, Summary: d.Summary, Confidence: d.Confidence, Results: d.Results}
 			case d.Role == "" || d.Role == claim.TestamentResponse:
-				if err := need("testament", d.Testament); err != nil {
-					return err
-				}
 				if d.Outcome == "" {
 					d.Outcome = string(claim.Complete)
 				}

@@ -148,11 +148,6 @@ func (s *Server) claimCreate(w http.ResponseWriter, r *http.Request) {
 		if err := jsondoc.Strict("body", body, &d); err != nil {
 			return nil, err
 		}
-		for _, f := range [][2]string{{"claim", d.Claim}, {"respondent", d.Respondent}, {"work", d.Work}} {
-			if err := needField(f[0], f[1]); err != nil {
-				return nil, err
-			}
-		}
 		cmd := claim.Create{Claim: d.Claim, Respondent: d.Respondent, Work: d.Work, Scope: d.Scope,
 			MaxResponses: d.MaxResponses, DependsOn: d.DependsOn, Awaits: d.Awaits, Reviews: d.Reviews,
 			DerivedFrom: d.DerivedFrom, Predecessor: d.Predecessor, Slots: d.Slots}
@@ -178,9 +173,6 @@ func (s *Server) claimPost(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		if d.Failed {
-			if err := needField("reason", d.Reason); err != nil {
-				return nil, err
-			}
 			return claim.ReportPostFailure{Claim: id, Reason: d.Reason}, nil
 		}
 		return claim.Post{Claim: id}, nil
@@ -195,9 +187,6 @@ func (s *Server) claimEnd(verb string) func(w http.ResponseWriter, r *http.Reque
 				Reason string `json:"reason,omitempty"`
 			}
 			if err := claimDoc(body, id, &d.Claim, &d); err != nil {
-				return nil, err
-			}
-			if err := needField("reason", d.Reason); err != nil {
 				return nil, err
 			}
 			if verb == "revoke" {
@@ -218,9 +207,6 @@ func (s *Server) claimSupersede(w http.ResponseWriter, r *http.Request) {
 		if err := claimDoc(body, id, &d.Claim, &d); err != nil {
 			return nil, err
 		}
-		if err := needField("successor", d.Successor); err != nil {
-			return nil, err
-		}
 		return claim.Supersede{Claim: id, Successor: d.Successor, Reason: d.Reason}, nil
 	})
 }
@@ -236,9 +222,6 @@ func (s *Server) claimReceipt(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		if d.Decline {
-			if err := needField("reason", d.Reason); err != nil {
-				return nil, err
-			}
 			return claim.DeclineReceipt{Claim: id, Reason: d.Reason}, nil
 		}
 		return claim.AcquireReceipt{Claim: id}, nil
@@ -253,9 +236,6 @@ func (s *Server) claimAdopt(w http.ResponseWriter, r *http.Request) {
 			Reason string `json:"reason,omitempty"`
 		}
 		if err := claimDoc(body, id, &d.Claim, &d); err != nil {
-			return nil, err
-		}
-		if err := needField("holder", d.Holder); err != nil {
 			return nil, err
 		}
 		return claim.Adopt{Claim: id, Holder: d.Holder, Reason: d.Reason}, nil
@@ -300,19 +280,10 @@ func (s *Server) claimTestamentClose(w http.ResponseWriter, r *http.Request) {
 		}
 		switch {
 		case d.Failed:
-			if err := needField("reason", d.Reason); err != nil {
-				return nil, err
-			}
 			return claim.FailTestament{Claim: id, Generation: d.Generation, Reason: d.Reason}, nil
 		case d.Role == claim.TestamentResult:
-			if err := needField("testament", d.Testament); err != nil {
-				return nil, err
-			}
 			return claim.ResultTestament{Claim: id, Testament: d.Testament, Summary: d.Summary, Confidence: d.Confidence, Results: d.Results}, nil
 		case d.Role == "" || d.Role == claim.TestamentResponse:
-			if err := needField("testament", d.Testament); err != nil {
-				return nil, err
-			}
 			if d.Outcome == "" {
 				d.Outcome = string(claim.Complete)
 			}
@@ -486,12 +457,8 @@ func (s *Server) claimArtifactPut(w http.ResponseWriter, r *http.Request) {
 // claimArtifactGet streams an artifact's bytes after verifying them against
 // the recorded content digest; a damaged copy is refused (500), never served.
 func (s *Server) claimArtifactGet(w http.ResponseWriter, r *http.Request) {
-	_, l, err := s.openSession(r)
+	l, err := s.openRead(r)
 	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if err := l.Refresh(); err != nil {
 		s.writeError(w, err)
 		return
 	}
@@ -536,7 +503,7 @@ func (s *Server) claimArtifactGet(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) claimList(w http.ResponseWriter, r *http.Request) {
-	_, l, err := s.openSession(r)
+	l, err := s.openRead(r)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -561,10 +528,6 @@ func (s *Server) claimList(w http.ResponseWriter, r *http.Request) {
 	for _, st := range q["state"] {
 		f.States = append(f.States, claim.Status(st))
 	}
-	if err := l.Refresh(); err != nil {
-		s.writeError(w, err)
-		return
-	}
 	var list []claim.Summary
 	l.Read(func(st *ledger.State, _ store.Position) { list = st.Claims.List(f, now) })
 	b, err := json.Marshal(list)
@@ -576,17 +539,13 @@ func (s *Server) claimList(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) claimShow(w http.ResponseWriter, r *http.Request) {
-	_, l, err := s.openSession(r)
+	l, err := s.openRead(r)
 	if err != nil {
 		s.writeError(w, err)
 		return
 	}
 	now, err := s.readNow(r)
 	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if err := l.Refresh(); err != nil {
 		s.writeError(w, err)
 		return
 	}

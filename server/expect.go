@@ -378,7 +378,7 @@ func (s *Server) expectLapse(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) expectList(w http.ResponseWriter, r *http.Request) {
-	_, l, err := s.openSession(r)
+	l, err := s.openRead(r)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -399,22 +399,14 @@ func (s *Server) expectList(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Subject = expect.Subject{Type: t, ID: id}
 	}
-	if err := l.Refresh(); err != nil {
-		s.writeError(w, err)
-		return
-	}
 	var vs []expect.View
 	l.Read(func(st *ledger.State, _ store.Position) { vs = st.Expects.List(f) })
 	writeDoc(w, http.StatusOK, expectDoc("expectations", vs))
 }
 
 func (s *Server) expectShow(w http.ResponseWriter, r *http.Request) {
-	_, l, err := s.openSession(r)
+	l, err := s.openRead(r)
 	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if err := l.Refresh(); err != nil {
 		s.writeError(w, err)
 		return
 	}
@@ -430,7 +422,7 @@ func (s *Server) expectShow(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) expectLapses(w http.ResponseWriter, r *http.Request) {
-	_, l, err := s.openSession(r)
+	l, err := s.openRead(r)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -444,10 +436,6 @@ func (s *Server) expectLapses(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		since = t.UTC()
-	}
-	if err := l.Refresh(); err != nil {
-		s.writeError(w, err)
-		return
 	}
 	var ls []expect.LapseView
 	l.Read(func(st *ledger.State, _ store.Position) { ls = st.Expects.Lapses(since) })

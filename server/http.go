@@ -223,6 +223,20 @@ func (s *Server) openSession(r *http.Request) (principal, *ledger.Ledger, error)
 	return p, l, err
 }
 
+// openRead authenticates, opens the path's session and folds what other
+// processes appended to it, so every read route answers from the log as it
+// stands.
+func (s *Server) openRead(r *http.Request) (*ledger.Ledger, error) {
+	_, l, err := s.openSession(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.Refresh(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
 // execute runs a decoded command for a write route, idempotently when the
 // request carries an Idempotency-Key, and writes the response.
 func (s *Server) execute(w http.ResponseWriter, r *http.Request, p principal, l *ledger.Ledger, body []byte, cmd ledger.Command, status int, render func(st *ledger.State, res []ledger.Result) []byte) {

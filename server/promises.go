@@ -179,7 +179,7 @@ func (s *Server) readNow(r *http.Request) (time.Time, error) {
 }
 
 func (s *Server) listPromises(w http.ResponseWriter, r *http.Request) {
-	_, l, err := s.openSession(r)
+	l, err := s.openRead(r)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -198,10 +198,6 @@ func (s *Server) listPromises(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, rule.Invalidf("state", "must be open, overdue or all"))
 		return
 	}
-	if err := l.Refresh(); err != nil {
-		s.writeError(w, err)
-		return
-	}
 	var vs []promise.View
 	l.Read(func(st *ledger.State, _ store.Position) {
 		vs = st.Promises.Select(promise.Filter{State: state, By: by, To: to}, now)
@@ -210,17 +206,13 @@ func (s *Server) listPromises(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) showPromise(w http.ResponseWriter, r *http.Request) {
-	_, l, err := s.openSession(r)
+	l, err := s.openRead(r)
 	if err != nil {
 		s.writeError(w, err)
 		return
 	}
 	now, err := s.readNow(r)
 	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if err := l.Refresh(); err != nil {
 		s.writeError(w, err)
 		return
 	}

@@ -301,6 +301,27 @@ func TestE2EClaimRefusals(t *testing.T) {
 		c.refused(runOpts{}, 1, "forbidden", "check", "run", "behavior", "--claim", "C17", "--command", "true", "--as", parser)
 	})
 
+	// Required members are the claim core's rule, so the CLI refuses them
+	// with the core's words, and appends nothing.
+	t.Run("required members", func(t *testing.T) {
+		for _, tc := range []struct {
+			field string
+			args  []string
+		}{
+			{"reason", []string{"claim", "cancel", "C17", "--as", maintainer}},
+			{"reason", []string{"claim", "post", "C17", "--failed", "--as", maintainer}},
+			{"successor", []string{"claim", "supersede", "C17", "--as", maintainer}},
+			{"holder", []string{"receipt", "adopt", "C17", "--as", maintainer}},
+			{"note", []string{"progress", "C17", "--generation", "1", "--as", parser}},
+			{"respondent", []string{"claim", "create", "C50", "--work", "w", "--as", maintainer}},
+			{"work", []string{"claim", "create", "C51", "--respondent", parser, "--as", maintainer}},
+		} {
+			if msg := c.refused(runOpts{}, 2, "invalid", tc.args...); !strings.HasPrefix(msg, tc.field+":") {
+				t.Errorf("%v: the refusal does not name %s: %s", tc.args, tc.field, msg)
+			}
+		}
+	})
+
 	t.Run("unknown field on stdin", func(t *testing.T) {
 		doc := strings.Replace(c17, `"claim":"C17"`, `"claim":"C99","colour":"red"`, 1)
 		msg := c.refused(runOpts{stdin: doc}, 2, "invalid", "claim", "create", "-", "--as", maintainer)
