@@ -26,15 +26,11 @@ const CodeDamaged rule.Code = "damaged"
 // objects opens the content store of the ledger in use: <ledger>/objects,
 // shared by every session of the ledger.
 func (g *global) objects() (*artifact.Store, error) {
-	root, err := g.root()
+	root, err := g.ledgerRoot()
 	if err != nil {
 		return nil, err
 	}
-	root = g.abs(root)
-	if !store.IsLedger(root) {
-		return nil, fmt.Errorf("%s is not a tally ledger: run `tally init` there first", root)
-	}
-	return artifact.OpenStore(filepath.Join(root, "objects"))
+	return artifact.OpenStore(store.ObjectsDir(root))
 }
 
 // storeError turns a content store error about one artifact into a refusal.

@@ -96,8 +96,9 @@ func (g *global) root() (string, error) {
 	return store.Find(g.io.Cwd)
 }
 
-// sessionDir resolves the session directory of the ledger in use.
-func (g *global) sessionDir() (string, error) {
+// ledgerRoot is the absolute path of the ledger directory in use, which
+// must already be a ledger.
+func (g *global) ledgerRoot() (string, error) {
 	root, err := g.root()
 	if err != nil {
 		return "", err
@@ -105,6 +106,15 @@ func (g *global) sessionDir() (string, error) {
 	root = g.abs(root)
 	if !store.IsLedger(root) {
 		return "", fmt.Errorf("%s is not a tally ledger: run `tally init` there first", root)
+	}
+	return root, nil
+}
+
+// sessionDir resolves the session directory of the ledger in use.
+func (g *global) sessionDir() (string, error) {
+	root, err := g.ledgerRoot()
+	if err != nil {
+		return "", err
 	}
 	tenant, session := store.DefaultTenant, store.DefaultSession
 	if g.session != "" {

@@ -12,7 +12,6 @@ import (
 
 	"tally/auth"
 	"tally/server"
-	"tally/store"
 	"tally/watch"
 )
 
@@ -143,13 +142,9 @@ func newToken(g *global) *cobra.Command {
 }
 
 func (g *global) tokenStore() (*auth.Store, error) {
-	root, err := g.root()
+	root, err := g.ledgerRoot()
 	if err != nil {
 		return nil, err
-	}
-	root = g.abs(root)
-	if !store.IsLedger(root) {
-		return nil, fmt.Errorf("%s is not a tally ledger: run `tally init` there first", root)
 	}
 	return auth.Open(root), nil
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strconv"
 
 	"tally/artifact"
@@ -387,7 +386,7 @@ func (s *Server) claimArtifactReceive(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) objects() (*artifact.Store, error) {
-	return artifact.OpenStore(filepath.Join(s.cfg.Root, "objects"))
+	return artifact.OpenStore(store.ObjectsDir(s.cfg.Root))
 }
 
 // claimArtifactPut streams the body into the content store, then publishes

@@ -32,6 +32,10 @@ func CheckName(field, name string) error {
 	return nil
 }
 
+// ObjectsDir is where a ledger keeps artifact bytes, shared by its sessions
+// (content-addressed, so sessions share copies).
+func ObjectsDir(root string) string { return filepath.Join(root, "objects") }
+
 // SessionDir is where a session's log lives inside a ledger directory.
 func SessionDir(root, tenant, session string) (string, error) {
 	if err := CheckName("tenant", tenant); err != nil {
