@@ -1,9 +1,11 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -88,5 +90,34 @@ func TestFamiliesShareTheLogAndCheckpoint(t *testing.T) {
 	}
 	if rep := l.Verify(); !rep.Whole() || len(rep.Skipped) != 0 {
 		t.Fatalf("verify: %+v", rep)
+	}
+}
+
+// An import checks every record with its own family's decoder: a claim or
+// expectation line that does not read is refused (nothing appended), and
+// only a type no family knows is kept with a warning.
+func TestImportChecksEveryFamily(t *testing.T) {
+	l := open(t, t.TempDir(), testConfig(t0))
+	good := [][]byte{
+		[]byte(`{"ts":"2026-09-01T17:00:00Z","type":"claim.post","claim":"C17"}`),
+		[]byte(`{"ts":"2026-09-11T04:10:00Z","type":"fact","factKey":"k","subject":{"type":"shipment","id":"S1"},"at":"2026-09-11T04:00:00Z","by":"feed"}`),
+		[]byte(`{"ts":"2026-09-01T17:00:00Z","type":"nudge","promise":"p"}`),
+	}
+	rep, err := l.Import(context.Background(), good, WriteOptions{Actor: "importer"})
+	if err != nil || rep.Appended != 3 || rep.Unknown != 1 {
+		t.Fatalf("import: %+v %v", rep, err)
+	}
+	before, _ := os.ReadFile(l.Log().Path())
+	for _, bad := range []string{
+		`{"ts":"2026-09-01T17:00:00Z","type":"claim.post.failed","claim":"C17"}`,
+		`{"ts":"2026-09-11T04:10:00Z","type":"fact","subject":{"type":"shipment","id":"S1"}}`,
+		`{"ts":"2026-09-01T17:00:00Z","promise":"p"}`,
+	} {
+		if _, err := l.Import(context.Background(), [][]byte{[]byte(bad)}, WriteOptions{}); err == nil {
+			t.Errorf("imported %s", bad)
+		}
+	}
+	if after, _ := os.ReadFile(l.Log().Path()); !bytes.Equal(before, after) {
+		t.Fatal("a refused import appended")
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"tally/claim"
+	"tally/expect"
 	"tally/promise"
 	"tally/rule"
 	"tally/store"
@@ -57,16 +59,15 @@ func (l *Ledger) Import(ctx context.Context, lines [][]byte, opts WriteOptions) 
 		if len(line)+512 > store.LineMax {
 			return rep, &ImportError{Line: i + 1, Err: fmt.Errorf("record over %d bytes", store.LineMax-512)}
 		}
-		ev, err := promise.Decode(line)
-		switch {
-		case err == nil:
-		case errors.Is(err, promise.ErrUnknownType):
-			rep.Unknown++
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("line %d: record type %q is not one tally folds; kept as is", i+1, ev.Type))
-		default:
+		p, known, err := importRecord(line)
+		if err != nil {
 			return rep, &ImportError{Line: i + 1, Err: err}
 		}
-		recs = append(recs, pending{typ: ev.Type, ev: ev, body: append([]byte(nil), line...), party: ev.Party(), import_: true})
+		if !known {
+			rep.Unknown++
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("line %d: record type %q is not one tally folds; kept as is", i+1, p.typ))
+		}
+		recs = append(recs, p)
 	}
 	if len(recs) == 0 {
 		return rep, rule.Invalidf("file", "holds no records")
@@ -81,6 +82,44 @@ func (l *Ledger) Import(ctx context.Context, lines [][]byte, opts WriteOptions) 
 	rep.Appended = len(res)
 	rep.FirstSeq, rep.LastSeq = res[0].Seq, res[len(res)-1].Seq
 	return rep, nil
+}
+
+// importRecord checks one imported record with the decoder of the family
+// its type belongs to (the fold's dispatch), so a malformed record of any
+// known type is refused, and only a type no family knows is kept with a
+// warning (known false).
+func importRecord(line []byte) (pending, bool, error) {
+	typ, err := promise.PeekType(line)
+	if err != nil {
+		return pending{}, false, err
+	}
+	if typ == "" {
+		return pending{}, false, errors.New("type: missing")
+	}
+	p := pending{typ: typ, body: append([]byte(nil), line...), import_: true}
+	switch {
+	case promise.Known(typ):
+		ev, err := promise.Decode(line)
+		if err != nil {
+			return pending{}, false, err
+		}
+		p.ev, p.party = ev, ev.Party()
+	case claim.Known(typ):
+		if _, err := claim.Decode(line); err != nil {
+			return pending{}, false, err
+		}
+	case expect.Known(typ):
+		if _, err := expect.Decode(line); err != nil {
+			return pending{}, false, err
+		}
+	case typ == TypeRequest:
+		if err := (&State{}).applyRequest(store.Entry{Line: line}); err != nil {
+			return pending{}, false, err
+		}
+	default:
+		return p, false, nil
+	}
+	return p, true, nil
 }
 
 func hasEnvelope(line []byte) bool {
