@@ -174,6 +174,17 @@ func (s *Server) a2aURIs() []struct {
 	}
 }
 
+// uriOf is tally's own extension URI of a family.
+func (c A2AConfig) uriOf(f a2aFamily) string {
+	switch f {
+	case familyClaim:
+		return c.ClaimURI
+	case familyExpect:
+		return c.ExpectURI
+	}
+	return c.PromiseURI
+}
+
 func (s *Server) a2aFamilyOf(uri string) (a2aFamily, bool) {
 	for _, u := range s.a2aURIs() {
 		if u.uri == uri {

@@ -35,7 +35,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -61,12 +60,12 @@ type a2aExpectRecord struct {
 	Outcome string          `json:"outcome"`
 }
 
-var a2aExpectActions = map[string][]string{
-	"raise": {"action", "expectationId", "kind", "subject", "expects", "satisfiedBy", "dueAt", "grace", "anchor",
-		"after", "horizon", "basis", "supersedes", "origin", "replyTo"},
-	"fact":     {"action", "factKey", "subject", "at"},
-	"withdraw": {"action", "expectationId", "reason"},
-	"outcome":  {"action", "taskId", "outcome"},
+var a2aExpectActions = a2aActions{
+	{"raise", []string{"expectationId", "kind", "subject", "expects", "satisfiedBy", "dueAt", "grace", "anchor",
+		"after", "horizon", "basis", "supersedes", "origin", "replyTo"}},
+	{"fact", []string{"factKey", "subject", "at"}},
+	{"withdraw", []string{"expectationId", "reason"}},
+	{"outcome", []string{"taskId", "outcome"}},
 }
 
 // sendExpect executes one expect record of a SendMessage.
@@ -77,19 +76,11 @@ func (h *a2aHandler) sendExpect(ctx context.Context, c *a2aCall, l *ledger.Ledge
 	if !ok {
 		return nil, invalidParams(where, "must be a JSON object (an expectation record)")
 	}
-	action := "raise"
-	if a, ok := obj["action"]; ok {
-		as, isStr := a.(string)
-		if _, known := a2aExpectActions[as]; !isStr || !known {
-			return nil, invalidParams(where+".action", "must be raise, fact, withdraw or outcome")
-		}
-		action = as
+	act, err := a2aExpectActions.of(where, obj)
+	if err != nil {
+		return nil, err
 	}
-	for k := range obj {
-		if !containsStr(a2aExpectActions[action], k) {
-			return nil, invalidParams(where+"."+k, "is not a member of a "+action+" record (members: "+strings.Join(a2aExpectActions[action], ", ")+")")
-		}
-	}
+	action := act.name
 	body, _ := json.Marshal(obj)
 	var d a2aExpectRecord
 	if err := jsondoc.Strict(where, body, &d); err != nil {
@@ -99,10 +90,7 @@ func (h *a2aHandler) sendExpect(ctx context.Context, c *a2aCall, l *ledger.Ledge
 	if err != nil {
 		return nil, refuseAt(where, err)
 	}
-	rid := c.requestID
-	if rid == "" {
-		rid = "a2a:" + msg.ID
-	}
+	rid := c.sendRequestID(msg)
 	var push string
 	if req.Config != nil && req.Config.PushConfig != nil {
 		push = req.Config.PushConfig.URL + "\n" + req.Config.PushConfig.Token
@@ -124,20 +112,11 @@ func (h *a2aHandler) sendExpect(ctx context.Context, c *a2aCall, l *ledger.Ledge
 		b, _ := json.Marshal(m)
 		return b
 	}
-	if len(rid) > 256 {
-		return nil, invalidParams("messageId", "a request id is at most 256 bytes")
-	}
-	idem := &ledger.Idempotency{Principal: c.p.actor, Key: rid, Digest: digest, Render: reply}
-	_, resp, _, err := l.Execute(ctx, ledger.Command{Expect: cmd, Human: c.p.role == auth.RolePerson},
-		ledger.WriteOptions{Actor: c.p.actor, RequestID: rid}, idem)
+	resp, err := h.write(ctx, c, l, ledger.Command{Expect: cmd, Human: c.p.role == auth.RolePerson}, rid, digest, reply)
 	if err != nil {
 		return nil, a2aError(err)
 	}
-	var m a2a.Message
-	if err := json.Unmarshal(resp, &m); err != nil || m.ID == "" {
-		return nil, fmt.Errorf("%w: the recorded response is not a message", a2a.ErrInternalError)
-	}
-	return &m, nil
+	return decodeAnswer[a2a.Message](resp)
 }
 
 // refuseAt names a refusal's field inside the record.
@@ -290,21 +269,6 @@ func replyToOf(record json.RawMessage, meta any, cfg *a2a.SendMessageConfig) (*e
 	return rt, field, nil
 }
 
-// expectKeys are the metadata keys an origin task carries its expectations
-// under: one per activated expect URI, else tally's expect URI.
-func (h *a2aHandler) expectKeys(c *a2aCall) []string {
-	var keys []string
-	for _, u := range c.active {
-		if f, _ := h.s.a2aFamilyOf(u); f == familyExpect {
-			keys = append(keys, a2aRecordKey(u, f))
-		}
-	}
-	if len(keys) == 0 {
-		keys = []string{h.s.cfg.A2A.withDefaults().ExpectURI}
-	}
-	return keys
-}
-
 // isOrigin reports whether task is the origin of expectations (or has a
 // recorded outcome).
 func isOrigin(st *ledger.State, task string) bool {
@@ -351,30 +315,15 @@ func originTask(st *ledger.State, task, contextID string, keys []string) *a2a.Ta
 // cancelOrigin records an origin task's outcome cancelled, withdrawing the
 // expectations raised on it, and returns the task.
 func (h *a2aHandler) cancelOrigin(ctx context.Context, c *a2aCall, l *ledger.Ledger, task string) (*a2a.Task, error) {
-	keys := h.expectKeys(c)
+	keys := h.keysOf(c, familyExpect)
 	render := func(st *ledger.State, _ []ledger.Result) []byte {
 		b, _ := json.Marshal(originTask(st, task, c.contextID(), keys))
 		return b
 	}
 	cmd := ledger.Command{Expect: expect.TaskOutcomeCommand{TaskID: task, Outcome: expect.OutcomeCancelled}, Human: c.p.role == auth.RolePerson}
-	opts := ledger.WriteOptions{Actor: c.p.actor, RequestID: c.requestID}
-	var idem *ledger.Idempotency
-	if c.requestID != "" {
-		idem = &ledger.Idempotency{Principal: c.p.actor, Key: c.requestID, Digest: a2aDigest("CancelTask", c.contextID(), "origin", task), Render: render}
-	}
-	res, resp, _, err := l.Execute(ctx, cmd, opts, idem)
+	resp, err := h.write(ctx, c, l, cmd, c.requestID, a2aDigest("CancelTask", c.contextID(), "origin", task), render)
 	if err != nil {
-		if r, ok := rule.As(err); ok && r.Code == rule.Conflict {
-			return nil, a2a.NewError(a2a.ErrTaskNotCancelable, r.Error())
-		}
-		return nil, a2aError(err)
+		return nil, cancelError(err)
 	}
-	if idem == nil {
-		l.Read(func(st *ledger.State, _ store.Position) { resp = render(st, res) })
-	}
-	var t a2a.Task
-	if err := json.Unmarshal(resp, &t); err != nil || t.ID == "" {
-		return nil, fmt.Errorf("%w: the recorded response is not a task", a2a.ErrInternalError)
-	}
-	return &t, nil
+	return decodeAnswer[a2a.Task](resp)
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,17 +59,17 @@ func (h *a2aHandler) call(ctx context.Context) (*a2aCall, *ledger.Ledger, error)
 
 func (c *a2aCall) contextID() string { return c.tenant + "/" + c.session }
 
-// recordKeys are the metadata keys a task carries its record under: one per
-// activated promise URI, else tally's promise URI.
-func (h *a2aHandler) recordKeys(c *a2aCall) []string {
+// keysOf are the metadata keys a task or answer carries a family's record
+// under: one per activated URI of the family, else tally's own URI of it.
+func (h *a2aHandler) keysOf(c *a2aCall, fam a2aFamily) []string {
 	var keys []string
 	for _, u := range c.active {
-		if f, _ := h.s.a2aFamilyOf(u); f == familyPromise {
+		if f, _ := h.s.a2aFamilyOf(u); f == fam {
 			keys = append(keys, a2aRecordKey(u, f))
 		}
 	}
 	if len(keys) == 0 {
-		keys = []string{h.s.cfg.A2A.withDefaults().PromiseURI}
+		keys = []string{h.s.cfg.A2A.withDefaults().uriOf(fam)}
 	}
 	return keys
 }
@@ -223,9 +225,9 @@ func (h *a2aHandler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a
 	l.Read(func(st *ledger.State, _ store.Position) {
 		if p, ok := findByTask(st, string(req.ID)); ok {
 			v := st.Promises.View(p, now)
-			t = taskOf(&v, c.contextID(), h.recordKeys(c))
+			t = taskOf(&v, c.contextID(), h.keysOf(c, familyPromise))
 		} else if isOrigin(st, string(req.ID)) {
-			t = originTask(st, string(req.ID), c.contextID(), h.expectKeys(c))
+			t = originTask(st, string(req.ID), c.contextID(), h.keysOf(c, familyExpect))
 		}
 	})
 	if t == nil {
@@ -262,7 +264,7 @@ func (h *a2aHandler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (
 		return resp, nil
 	}
 	now := h.s.cfg.Ledger.Now()
-	keys := h.recordKeys(c)
+	keys := h.keysOf(c, familyPromise)
 	var all []*a2a.Task
 	l.Read(func(st *ledger.State, _ store.Position) {
 		st.Promises.Each(func(p *promise.Promise) bool {
@@ -309,7 +311,7 @@ func (h *a2aHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest)
 	if r, ok := req.Metadata["reason"].(string); ok {
 		reason = r
 	}
-	for _, k := range h.recordKeys(c) {
+	for _, k := range h.keysOf(c, familyPromise) {
 		if m, ok := req.Metadata[k].(map[string]any); ok {
 			if r, ok := m["reason"].(string); ok && reason == "" {
 				reason = r
@@ -349,7 +351,7 @@ func (h *a2aHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest)
 	}
 	cmd := promise.Resolve{ID: id, As: as, Reason: reason}
 	digest := a2aDigest("CancelTask", c.contextID(), id, as, reason)
-	return h.execute(ctx, c, l, ledger.Command{Promise: cmd}, c.requestID, digest, id, h.recordKeys(c))
+	return h.execute(ctx, c, l, ledger.Command{Promise: cmd}, c.requestID, digest, id, h.keysOf(c, familyPromise))
 }
 
 // SendMessage carries one promise record (or action on one) in the
@@ -386,10 +388,7 @@ func (h *a2aHandler) SendMessage(ctx context.Context, req *a2a.SendMessageReques
 	if err != nil {
 		return nil, err
 	}
-	rid := c.requestID
-	if rid == "" {
-		rid = "a2a:" + msg.ID
-	}
+	rid := c.sendRequestID(msg)
 	canon, _ := json.Marshal(raw)
 	digest := a2aDigest("SendMessage", c.contextID(), uri, string(msg.TaskID), string(canon))
 	return h.execute(ctx, c, l, ledger.Command{Promise: cmd}, rid, digest, id, []string{a2aRecordKey(uri, familyPromise)})
@@ -424,11 +423,57 @@ func (h *a2aHandler) findRecord(meta map[string]any) (uri, key string, raw any, 
 	return uri, key, raw, nil
 }
 
-var a2aPromiseActions = map[string][]string{
-	"declare": {"action", "id", "promise", "by", "to", "on", "until", "task", "meta"},
-	"amend":   {"action", "id", "until", "reason", "meta"},
-	"resolve": {"action", "id", "as", "evidence", "reason", "meta"},
-	"assess":  {"action", "id", "state", "observer", "note", "meta"},
+// a2aAction is one action of a family's records and the members its
+// record may carry besides "action".
+type a2aAction struct {
+	name    string
+	members []string
+}
+
+// a2aActions are a family's actions, the default (a record without
+// "action") first.
+type a2aActions []a2aAction
+
+// of returns the action a record names (the default when it names none)
+// and refuses an unknown action, or a member the action does not take,
+// naming it.
+func (as a2aActions) of(where string, obj map[string]any) (a2aAction, error) {
+	act := as[0]
+	if a, ok := obj["action"]; ok {
+		name, _ := a.(string)
+		i := slices.IndexFunc(as, func(x a2aAction) bool { return x.name == name })
+		if i < 0 {
+			names := make([]string, len(as))
+			for j, x := range as {
+				names[j] = x.name
+			}
+			return a2aAction{}, invalidParams(where+".action", "must be one of "+strings.Join(names, ", "))
+		}
+		act = as[i]
+	}
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		if k != "action" && !slices.Contains(act.members, k) {
+			return a2aAction{}, invalidParams(where+"."+k, "is not a member of a "+act.name+" record (members: "+strings.Join(act.members, ", ")+")")
+		}
+	}
+	return act, nil
+}
+
+// sendRequestID is the request id of a SendMessage: the Idempotency-Key
+// header, else the message id, so a client's retry of one message is one
+// write.
+func (c *a2aCall) sendRequestID(msg *a2a.Message) string {
+	if c.requestID != "" {
+		return c.requestID
+	}
+	return "a2a:" + msg.ID
+}
+
+var a2aPromiseActions = a2aActions{
+	{"declare", []string{"id", "promise", "by", "to", "on", "until", "task", "meta"}},
+	{"amend", []string{"id", "until", "reason", "meta"}},
+	{"resolve", []string{"id", "as", "evidence", "reason", "meta"}},
+	{"assess", []string{"id", "state", "observer", "note", "meta"}},
 }
 
 // promiseCommand decodes a promise record (pinki's shape, plus an optional
@@ -441,19 +486,16 @@ func (h *a2aHandler) promiseCommand(c *a2aCall, l *ledger.Ledger, msg *a2a.Messa
 	if !ok {
 		return nil, "", invalidParams(where, "must be a JSON object (a promise record)")
 	}
-	action := "declare"
-	if a, ok := obj["action"]; ok {
-		as, isStr := a.(string)
-		if _, known := a2aPromiseActions[as]; !isStr || !known {
-			return nil, "", invalidParams(where+".action", "must be declare, amend, resolve or assess")
-		}
-		action = as
+	act, err := a2aPromiseActions.of(where, obj)
+	if err != nil {
+		return nil, "", err
 	}
+	action := act.name
 	body, err := json.Marshal(obj)
 	if err != nil {
 		return nil, "", invalidParams(where, "must be a JSON object")
 	}
-	f, err := decodeFields(body, a2aPromiseActions[action]...)
+	f, err := decodeFields(body, append([]string{"action"}, act.members...)...)
 	if err != nil {
 		if r, ok := rule.As(err); ok {
 			return nil, "", a2a.NewError(a2a.ErrInvalidParams, where+"."+r.Error()).WithDetails(map[string]any{"code": string(r.Code), "field": r.Field, "rule": r.Rule})
@@ -527,9 +569,9 @@ func a2aDigest(parts ...string) [32]byte {
 	return sum
 }
 
-// execute runs cmd as the caller, idempotently under rid, and returns the
-// task of the promise as it stood after the write (the recorded task on a
-// retry).
+// execute runs a promise command as the caller, idempotently under rid, and
+// returns the task of the promise as it stood after the write (the
+// recorded task on a retry).
 func (h *a2aHandler) execute(ctx context.Context, c *a2aCall, l *ledger.Ledger, cmd ledger.Command, rid string, digest [32]byte, id string, keys []string) (*a2a.Task, error) {
 	render := func(st *ledger.State, res []ledger.Result) []byte {
 		pid := id
@@ -550,26 +592,66 @@ func (h *a2aHandler) execute(ctx context.Context, c *a2aCall, l *ledger.Ledger, 
 		b, _ := json.Marshal(t)
 		return b
 	}
+	resp, err := h.write(ctx, c, l, cmd, rid, digest, render)
+	if err != nil {
+		return nil, a2aError(err)
+	}
+	return decodeAnswer[a2a.Task](resp)
+}
+
+// write runs cmd as the caller and returns render's answer from the state
+// the write left. With a request id it is idempotent: a retry with the same
+// id and digest gets the recorded answer and appends nothing; the same id
+// with another digest is a conflict. The ledger's error is returned as it
+// is, for the caller to map.
+func (h *a2aHandler) write(ctx context.Context, c *a2aCall, l *ledger.Ledger, cmd ledger.Command, rid string, digest [32]byte, render func(*ledger.State, []ledger.Result) []byte) ([]byte, error) {
+	if len(rid) > 256 {
+		return nil, invalidParams("messageId", "a request id is at most 256 bytes")
+	}
 	opts := ledger.WriteOptions{Actor: c.p.actor, RequestID: rid}
 	var idem *ledger.Idempotency
 	if rid != "" {
-		if len(rid) > 256 {
-			return nil, invalidParams("messageId", "a request id is at most 256 bytes")
-		}
 		idem = &ledger.Idempotency{Principal: c.p.actor, Key: rid, Digest: digest, Render: render}
 	}
 	res, resp, _, err := l.Execute(ctx, cmd, opts, idem)
 	if err != nil {
-		return nil, a2aError(err)
+		return nil, err
 	}
 	if idem == nil {
 		l.Read(func(st *ledger.State, _ store.Position) { resp = render(st, res) })
 	}
-	var t a2a.Task
-	if err := json.Unmarshal(resp, &t); err != nil || t.ID == "" {
-		return nil, fmt.Errorf("%w: the recorded response is not a task", a2a.ErrInternalError)
+	return resp, nil
+}
+
+// a2aAnswer is what a write answers with: a task, or a message.
+type a2aAnswer interface{ a2a.Task | a2a.Message }
+
+// decodeAnswer reads back a rendered (or recorded) answer.
+func decodeAnswer[T a2aAnswer](resp []byte) (*T, error) {
+	var v T
+	if err := json.Unmarshal(resp, &v); err != nil {
+		return nil, fmt.Errorf("%w: the recorded response is not a task or message: %v", a2a.ErrInternalError, err)
 	}
-	return &t, nil
+	var id string
+	switch x := any(&v).(type) {
+	case *a2a.Task:
+		id = string(x.ID)
+	case *a2a.Message:
+		id = x.ID
+	}
+	if id == "" {
+		return nil, fmt.Errorf("%w: the recorded response has no id", a2a.ErrInternalError)
+	}
+	return &v, nil
+}
+
+// cancelError maps a refused cancellation: a conflict (the record already
+// ended) is NotCancelable, anything else as a2aError.
+func cancelError(err error) error {
+	if r, ok := rule.As(err); ok && r.Code == rule.Conflict {
+		return a2a.NewError(a2a.ErrTaskNotCancelable, r.Error()).WithDetails(map[string]any{"code": string(r.Code), "field": r.Field, "rule": r.Rule})
+	}
+	return a2aError(err)
 }
 
 // SendStreamingMessage and SubscribeToTask are not offered (the card says
