@@ -13,9 +13,8 @@ import (
 	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
-	"runtime"
-	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"tally/claim"
@@ -39,9 +38,6 @@ type Config struct {
 	CheckpointMin uint64
 	// BatchMax bounds the commands one group commit carries.
 	BatchMax int
-	// BatchLinger bounds how long the committer waits for just-acknowledged
-	// writers to come back before committing the next batch.
-	BatchLinger time.Duration
 	// LockTimeout bounds the wait for another process's append.
 	LockTimeout time.Duration
 	// Timekeeper is the identity of the watcher: the only one that commits
@@ -80,7 +76,7 @@ func (c Config) expectConfig() expect.Config {
 func DefaultConfig() Config {
 	return Config{
 		Limits: promise.DefaultLimits(), Now: time.Now, Logger: slog.Default(),
-		CheckpointMin: 2048, BatchMax: 1024, BatchLinger: 300 * time.Microsecond, LockTimeout: 30 * time.Second,
+		CheckpointMin: 2048, BatchMax: 1024, LockTimeout: 30 * time.Second,
 		Timekeeper: DefaultTimekeeper, LineageMax: expect.DefaultConfig().LineageMax,
 		IdempotencyWindow: 24 * time.Hour,
 	}
@@ -111,44 +107,90 @@ func (c Config) Validate() error {
 }
 
 // Ledger is one open session. It is safe for concurrent use.
+//
+// Writes are pipelined in two stages. The committer decides a batch under mu
+// (against the state with every earlier batch applied), writes its lines and
+// hands the batch to the syncer; while that fsync runs, it decides and
+// writes the next batch. The syncer makes everything written durable with
+// one fsync and only then acknowledges the batches it covered, in order. The
+// state may therefore be ahead of the disk by what awaits an fsync: readers
+// (Read, Position, checkpoints) wait until it is not, so nobody in this
+// process sees a record before it is durable.
 type Ledger struct {
 	cfg Config
 	log *store.Log
 
-	mu    sync.Mutex // guards st, pos, cpSeq, stale
-	st    *State
-	pos   store.Position
-	cpSeq uint64
-	stale bool // st holds records whose commit failed: rebuild before use
+	mu      sync.Mutex // guards st, pos, stale, readers, and writes of cpSeq
+	reads   *sync.Cond // on mu: durability moved, or readers finished
+	st      *State
+	pos     store.Position // what st has folded, including lines not yet durable
+	cpSeq   atomic.Uint64  // the last checkpoint's sequence; read without mu by the syncer
+	stale   bool           // st holds records whose commit failed: rebuild before use
+	readers int            // readers waiting for the disk to catch up with st
 
 	qmu        sync.Mutex // guards queue, committing
 	queue      []*request
 	committing bool
-	recent     [8]int // sizes of the last batches; used only by the committer
-	recentAt   int
+	wake       chan struct{} // a request queued or a sync ended: the committer looks again
+	synced     chan struct{} // the syncer stopped: everything written is durable (or failed)
 
-	stats Stats          // guarded by mu
-	ids   *mrand.ChaCha8 // id minting; used only under mu
+	syncLog func() error // the log's fsync; tests put faults in its way
 
-	cpWriters sync.WaitGroup // background checkpoint writes, joined by Close
-	loops     sync.WaitGroup // the commit loop, joined by Close
-	cpWrite   sync.Mutex     // one checkpoint file write at a time, in order
-	notify    chan struct{}  // closed and replaced at each change of pos; guarded by mu
+	// Owned by the committer (whoever holds committing).
+	tx     *store.Tx // held across pipelined batches; nil when no write is under way
+	txHeld time.Time
+
+	dmu      sync.Mutex // guards the fields below
+	durable  store.Position
+	unsynced []*written // batches written and not yet fsynced, in log order
+	syncing  bool       // a syncer goroutine runs
+	syncErr  error      // an fsync failed: what follows it fails until the committer cuts the log back
+	failFrom store.Position
+	stats    Stats
+	notify   chan struct{} // closed and replaced at each change of the durable position
+
+	ids *mrand.ChaCha8 // id minting; used only under mu
+
+	cpWriters sync.WaitGroup // background checkpoint encodes and writes, joined by Close
+	loops     sync.WaitGroup // the commit loop and the syncer, joined by Close
+	cpWrite   sync.Mutex     // one checkpoint at a time, in order
+	cpBusy    bool           // a checkpoint is being made; guarded by dmu
 }
 
-// Changed returns a channel closed the next time the ledger's position
-// moves (a commit here, or a Refresh that folded lines from elsewhere).
+// written is one batch whose lines are in the file, awaiting fsync.
+type written struct {
+	batch   []*request
+	from    store.Position // the log before the batch
+	to      store.Position // the log after it
+	records int
+}
+
+// Changed returns a channel closed the next time the ledger's durable
+// position moves (a commit here, or a Refresh that folded lines from
+// elsewhere).
 func (l *Ledger) Changed() <-chan struct{} {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.dmu.Lock()
+	defer l.dmu.Unlock()
 	if l.notify == nil {
 		l.notify = make(chan struct{})
 	}
 	return l.notify
 }
 
-// moved wakes waiters after pos changed. Called with mu held.
-func (l *Ledger) moved() {
+// Durable is the end of what this ledger knows to be durable: its own
+// acknowledged lines and those folded from other processes.
+func (l *Ledger) Durable() store.Position {
+	l.dmu.Lock()
+	defer l.dmu.Unlock()
+	return l.durable
+}
+
+// setDurable records p as durable and wakes waiters. Called with dmu held.
+func (l *Ledger) setDurable(p store.Position) {
+	if p.Seq == l.durable.Seq && p.Offset == l.durable.Offset {
+		return
+	}
+	l.durable = p
 	if l.notify != nil {
 		close(l.notify)
 		l.notify = nil
@@ -164,8 +206,8 @@ type Stats struct {
 
 // Stats returns the counters.
 func (l *Ledger) Stats() Stats {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.dmu.Lock()
+	defer l.dmu.Unlock()
 	return l.stats
 }
 
@@ -183,7 +225,9 @@ func Open(dir string, cfg Config) (*Ledger, error) {
 		lg.Close()
 		return nil, fmt.Errorf("seed id generator: %w", err)
 	}
-	l := &Ledger{cfg: cfg, log: lg, ids: mrand.NewChaCha8(seed)}
+	l := &Ledger{cfg: cfg, log: lg, ids: mrand.NewChaCha8(seed), wake: make(chan struct{}, 1), synced: make(chan struct{}, 1)}
+	l.reads = sync.NewCond(&l.mu)
+	l.syncLog = lg.Sync
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.load(); err != nil {
@@ -206,7 +250,8 @@ func (l *Ledger) Log() *store.Log { return l.log }
 // load rebuilds the state from the checkpoint (if it matches) and the tail.
 // Called with l.mu held.
 func (l *Ledger) load() error {
-	l.st, l.pos, l.cpSeq, l.stale = newState(l.cfg), store.Position{}, 0, false
+	l.st, l.pos, l.stale = newState(l.cfg), store.Position{}, false
+	l.cpSeq.Store(0)
 	if pos, payload, verify, err := l.log.ReadCheckpointAsync(); err == nil {
 		// Decode while the checksum is computed; trust neither until both hold.
 		st, derr := readSnapshot(l.cfg, payload, l.log)
@@ -216,7 +261,8 @@ func (l *Ledger) load() error {
 		case derr != nil:
 			l.cfg.Logger.Warn("ignoring a checkpoint that does not decode; folding the log", "err", derr)
 		default:
-			l.st, l.pos, l.cpSeq = st, pos, pos.Seq
+			l.st, l.pos = st, pos
+			l.cpSeq.Store(pos.Seq)
 		}
 	} else if !errors.Is(err, store.ErrNoCheckpoint) {
 		return err
@@ -224,6 +270,9 @@ func (l *Ledger) load() error {
 	if err := l.refreshLocked(); err != nil {
 		return err
 	}
+	l.dmu.Lock()
+	l.setDurable(l.pos)
+	l.dmu.Unlock()
 	l.maybeCheckpointLocked()
 	return nil
 }
@@ -244,23 +293,36 @@ func (l *Ledger) refreshLocked() error {
 	pos, _, err := l.log.Scan(l.pos, l.st.apply)
 	l.pos = pos
 	if pos.Seq != before {
-		l.moved()
+		// Lines from another process. Our own lines before them are all
+		// durable: the committer holds the file lock until they are.
+		l.dmu.Lock()
+		l.setDurable(pos)
+		l.dmu.Unlock()
 	}
 	return err
 }
 
 // checkpointDue encodes a checkpoint when the log has grown enough since the
 // last one, returning the payload to write (nil if none is due). Called with
-// mu held; the file is written by writeCheckpoint without it, so writers are
-// not held up by the disk.
+// mu held and nothing awaiting fsync; the file is written by writeCheckpoint
+// without it, so writers are not held up by the disk.
 func (l *Ledger) checkpointDue() (store.Position, []byte) {
-	since := l.pos.Seq - l.cpSeq
-	if since < l.cfg.CheckpointMin || since < l.cpSeq/8 {
+	if !l.checkpointWanted() {
 		return store.Position{}, nil
 	}
 	// Claim it now, so concurrent committers do not encode it twice.
-	l.cpSeq = l.pos.Seq
+	l.cpSeq.Store(l.pos.Seq)
 	return l.pos, l.st.appendSnapshot(make([]byte, 0, 256*l.st.Promises.Len()+64))
+}
+
+// checkpointWanted reports whether the log has grown enough since the last
+// checkpoint. Called with mu held.
+func (l *Ledger) checkpointWanted() bool { return l.checkpointWantedAt(l.pos.Seq) }
+
+func (l *Ledger) checkpointWantedAt(seq uint64) bool {
+	cp := l.cpSeq.Load()
+	since := seq - cp
+	return since >= l.cfg.CheckpointMin && since >= cp/8
 }
 
 func (l *Ledger) writeCheckpoint(pos store.Position, payload []byte) {
@@ -280,27 +342,54 @@ func (l *Ledger) maybeCheckpointLocked() {
 func (l *Ledger) Checkpoint() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.waitDurableLocked()
 	payload := l.st.appendSnapshot(nil)
 	if err := l.log.WriteCheckpoint(l.pos, payload); err != nil {
 		return err
 	}
-	l.cpSeq = l.pos.Seq
+	l.cpSeq.Store(l.pos.Seq)
 	return nil
 }
 
-// Read calls fn with the current state and position. fn must not keep
-// references past its return or modify the state.
+// Read calls fn with the current state and position: everything durable,
+// nothing that is not. fn must not keep references past its return or
+// modify the state.
 func (l *Ledger) Read(fn func(st *State, pos store.Position)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.waitDurableLocked()
 	fn(l.st, l.pos)
 }
 
-// Position is the end of what has been folded.
+// Position is the end of what has been folded and is durable.
 func (l *Ledger) Position() store.Position {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.waitDurableLocked()
 	return l.pos
+}
+
+// waitDurableLocked waits, with mu held, until every line the state has
+// folded is durable, so a reader never sees a record before its writer is
+// acknowledged. The committer does not decide while readers wait, so the
+// wait is at most one fsync. After a failed fsync it waits for the
+// committer to cut the log back; the state is then stale and rebuilt by the
+// next Refresh or write.
+func (l *Ledger) waitDurableLocked() {
+	for {
+		l.dmu.Lock()
+		done := l.durable.Seq >= l.pos.Seq && l.syncErr == nil
+		l.dmu.Unlock()
+		if done {
+			break
+		}
+		l.readers++
+		l.reads.Wait()
+		l.readers--
+	}
+	if l.readers == 0 {
+		l.reads.Broadcast() // a committer may be waiting for readers to finish
+	}
 }
 
 // WriteOptions carry what a write knows beyond its command.
@@ -403,13 +492,14 @@ func MintID() string {
 
 // submit queues req and either waits for the committer or becomes it: the
 // first writer to find no commit in progress commits everything queued, in
-// batches, so concurrent writers share one lock and one fsync.
+// batches, so concurrent writers share one lock and few fsyncs.
 func (l *Ledger) submit(ctx context.Context, req *request) ([]Result, error) {
 	req.done = make(chan struct{})
 	l.qmu.Lock()
 	l.queue = append(l.queue, req)
 	if l.committing {
 		l.qmu.Unlock()
+		l.nudge()
 		<-req.done // commits are bounded by LockTimeout; the result is always delivered
 		return req.res, req.err
 	}
@@ -424,13 +514,22 @@ func (l *Ledger) submit(ctx context.Context, req *request) ([]Result, error) {
 	return req.res, req.err
 }
 
+// nudge wakes the committer if it waits for work.
+func (l *Ledger) nudge() { signal(l.wake) }
+
+// holdMax bounds how long the committer keeps the file lock through a
+// stream of batches before it lets the pipeline drain and releases it, so
+// writers in other processes get their turn.
+const holdMax = 20 * time.Millisecond
+
 // commitLoop commits queued requests until the queue is empty.
 func (l *Ledger) commitLoop() { l.commitLoopN(0) }
 
 // commitLoopN commits queued requests in batches until the queue is empty
-// or, with inline > 0, after that many batches, handing what is still
-// queued to a commit loop in its own goroutine. l.committing is true on
-// entry and owned by the loop; l.loops counts it.
+// and everything written is durable or, with inline > 0, after that many
+// batches, handing what is still queued to a commit loop in its own
+// goroutine. l.committing is true on entry and owned by the loop; l.loops
+// counts it.
 func (l *Ledger) commitLoopN(inline int) {
 	defer l.loops.Done()
 	var inflight []*request
@@ -440,9 +539,6 @@ func (l *Ledger) commitLoopN(inline int) {
 		// the state from the log before the next write, and say so loudly.
 		if p := recover(); p != nil {
 			l.cfg.Logger.Error("ledger: internal error in a commit; the batch failed and the state will be rebuilt from the log", "panic", fmt.Sprint(p))
-			l.mu.Lock()
-			l.stale = true
-			l.mu.Unlock()
 			for _, r := range inflight {
 				select {
 				case <-r.done:
@@ -451,6 +547,11 @@ func (l *Ledger) commitLoopN(inline int) {
 					close(r.done)
 				}
 			}
+			l.drain() // earlier batches are written: make them durable (or fail them)
+			l.mu.Lock()
+			l.stale = true
+			l.mu.Unlock()
+			l.releaseTx()
 			l.qmu.Lock()
 			l.committing = false
 			restart := len(l.queue) > 0
@@ -465,12 +566,30 @@ func (l *Ledger) commitLoopN(inline int) {
 		}
 	}()
 	for done := 0; ; done++ {
+		if l.failed() {
+			l.recoverFromSyncFailure()
+		}
 		l.qmu.Lock()
 		n := min(len(l.queue), l.cfg.BatchMax)
 		if n == 0 {
-			l.committing = false
 			l.qmu.Unlock()
-			return
+			if l.idle() {
+				// Everything written is durable: let other processes in.
+				l.releaseTx()
+				l.qmu.Lock()
+				if len(l.queue) == 0 {
+					l.committing = false
+					l.qmu.Unlock()
+					return
+				}
+				l.qmu.Unlock()
+				continue
+			}
+			select { // a request queued, or the syncer stopped
+			case <-l.wake:
+			case <-l.synced:
+			}
+			continue
 		}
 		if inline > 0 && done == inline {
 			l.loops.Add(1) // still committing: the loop carries on elsewhere
@@ -482,71 +601,55 @@ func (l *Ledger) commitLoopN(inline int) {
 		copy(batch, l.queue)
 		l.queue = l.queue[n:]
 		l.qmu.Unlock()
+		if l.tx != nil && time.Since(l.txHeld) > holdMax {
+			l.drain()
+			l.releaseTx()
+		}
 		inflight = batch
-		l.commit(context.Background(), batch)
+		l.commit(context.Background(), batch, inline > 0)
 		inflight = nil
-		// The writers just acknowledged usually come straight back. Give
-		// them a moment to join the next batch, instead of forming a second,
-		// smaller cohort that doubles the fsyncs: wait until the queue holds
-		// as many as the largest recent batch, at most BatchLinger. A lone
-		// writer (recent batches of one) never waits.
-		l.recent[l.recentAt%len(l.recent)] = len(batch)
-		l.recentAt++
-		if target := slices.Max(l.recent[:]); target >= 2 {
-			l.linger(target)
-		}
 	}
 }
 
-// linger yields until target writers are queued, bounded by BatchLinger.
-func (l *Ledger) linger(target int) {
-	deadline := time.Now().Add(l.cfg.BatchLinger)
-	for time.Now().Before(deadline) {
-		l.qmu.Lock()
-		n := len(l.queue)
-		l.qmu.Unlock()
-		if n >= target {
-			return
-		}
-		runtime.Gosched()
-	}
-}
-
-// commit carries one batch through lock, catch-up, decide, append, fsync.
-func (l *Ledger) commit(ctx context.Context, batch []*request) {
-	finish := func(err error) {
+// commit carries one batch through lock, catch-up, decide and write, then
+// hands it to be made durable: inline, by a writer committing its own batch
+// when nothing else waits (a lone writer pays no hand-off), else by the
+// syncer goroutine, while the committer decides the next batch.
+func (l *Ledger) commit(ctx context.Context, batch []*request, own bool) {
+	fail := func(err error) {
 		for _, r := range batch {
-			if err != nil && r.err == nil {
+			if r.err == nil {
 				r.err, r.res = err, nil
 			}
 			close(r.done)
 		}
 	}
-	lockCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.LockTimeout)
-	defer cancel()
-	tx, err := l.log.Begin(lockCtx)
-	if err != nil {
-		finish(err)
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.stale {
-		if err := l.load(); err != nil {
-			tx.Abort()
-			finish(err)
+	if l.tx == nil {
+		lockCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.LockTimeout)
+		tx, err := l.log.Begin(lockCtx)
+		cancel()
+		if err != nil {
+			fail(err)
+			return
+		}
+		l.tx, l.txHeld = tx, time.Now()
+		l.mu.Lock()
+		err = l.catchUpLocked()
+		l.mu.Unlock()
+		if err != nil {
+			l.releaseTx()
+			fail(err)
 			return
 		}
 	}
-	pos, err := tx.CatchUp(l.pos, l.st.apply)
-	l.pos = pos
-	if err != nil {
-		tx.Abort()
-		finish(err)
-		return
+	tx := l.tx
+	l.mu.Lock()
+	for l.readers > 0 {
+		l.reads.Wait() // readers wait for the disk; let them read first
 	}
+	from := l.pos
 	now := l.cfg.Now()
-	accepted := 0
+	refused := 0
 	for _, r := range batch {
 		if l.checkIdempotency(r, now) {
 			continue
@@ -554,100 +657,297 @@ func (l *Ledger) commit(ctx context.Context, batch []*request) {
 		recs, warn, err := r.decide(l.st, now)
 		if err != nil {
 			r.err = err
-			l.stats.Refused++
+			refused++
 			continue
 		}
 		if len(recs) == 0 {
 			continue // nothing to do (a sweep with nothing due)
 		}
-		r.res = make([]Result, 0, len(recs))
-		size := 0
-		for _, p := range recs {
-			size += len(p.body) + 160 // the envelope and the hash
+		l.appendLocked(tx, r, recs, warn, now)
+	}
+	to, err := tx.Write()
+	if err != nil {
+		// Nothing of this batch is in the file; the state folded it.
+		l.stale = true
+		l.mu.Unlock()
+		l.drain()
+		l.releaseTx()
+		l.mu.Lock()
+		l.rebuildLocked()
+		l.mu.Unlock()
+		fail(err)
+		return
+	}
+	l.pos = to
+	l.mu.Unlock()
+	w := &written{batch: batch, from: from, to: to, records: int(to.Seq - from.Seq)}
+	l.dmu.Lock()
+	l.stats.Refused += uint64(refused)
+	l.unsynced = append(l.unsynced, w)
+	start := !l.syncing
+	if start {
+		l.syncing = true
+	}
+	l.dmu.Unlock()
+	if !start {
+		return // the running syncer takes it with its next fsync
+	}
+	l.qmu.Lock()
+	more := len(l.queue) > 0
+	l.qmu.Unlock()
+	if more || !own {
+		l.loops.Add(1)
+		go func() {
+			defer l.loops.Done()
+			l.syncLoop()
+		}()
+		return
+	}
+	l.syncLoop()
+}
+
+// appendLocked appends the records one request decided and folds them into
+// the state. Called with mu held and the tx caught up.
+func (l *Ledger) appendLocked(tx *store.Tx, r *request, recs []pending, warn []string, now time.Time) {
+	r.res = make([]Result, 0, len(recs))
+	size := 0
+	for _, p := range recs {
+		size += len(p.body) + 160 // the envelope and the hash
+	}
+	tx.Grow(size)
+	for _, p := range recs {
+		rec := store.Record{Body: p.body, RequestID: r.opts.RequestID, Import: p.import_}
+		if r.opts.Actor != p.party && !p.import_ {
+			rec.Actor = r.opts.Actor
 		}
-		tx.Grow(size)
-		for _, p := range recs {
-			rec := store.Record{Body: p.body, RequestID: r.opts.RequestID, Import: p.import_}
-			if r.opts.Actor != p.party && !p.import_ {
-				rec.Actor = r.opts.Actor
-			}
-			seq, err := tx.Append(rec)
-			if err != nil {
-				// Only a record over the line limit fails here, and it
-				// fails before anything of it is buffered.
-				r.err = err
-				break
-			}
-			line := tx.Lines()
-			line = lastLine(line)
-			if p.ev.Type != "" && !p.import_ {
-				// A promise record this process just encoded: fold the
-				// event itself rather than decoding its line again.
-				l.st.Promises.Apply(promise.Meta{Seq: seq, Actor: rec.Actor}, &p.ev)
-			} else {
-				off := tx.Pending().Offset - int64(len(line)) - 1
-				if err := l.st.apply(store.Entry{Line: line, Env: store.Envelope{Seq: seq, Actor: rec.Actor}, Offset: off}); err != nil {
-					panic(fmt.Sprintf("ledger: a record it just wrote does not fold: %v", err))
-				}
-			}
-			r.res = append(r.res, Result{Seq: seq, Type: p.typ, Event: p.ev, Line: line, Warnings: warn})
+		seq, err := tx.Append(rec)
+		if err != nil {
+			// Only a record over the line limit fails here, and it
+			// fails before anything of it is buffered.
+			r.err = err
+			break
 		}
-		if r.err == nil && r.idem != nil {
-			// The response is recorded inside one log line: compact JSON.
-			r.response = bytes.TrimSpace(r.idem.Render(l.st, r.res))
-			if !wire.Valid(r.response) || bytes.IndexByte(r.response, '\n') >= 0 {
-				panic("ledger: an idempotent response must be one line of JSON")
-			}
-			rec := store.Record{Body: requestRecord(now, r.idem, len(r.res), r.response), Actor: r.opts.Actor, RequestID: r.opts.RequestID}
-			seq, err := tx.Append(rec)
-			if err != nil {
-				panic(fmt.Sprintf("ledger: request record does not fit a line: %v", err))
-			}
-			line := lastLine(tx.Lines())
+		line := lastLine(tx.Lines())
+		if p.ev.Type != "" && !p.import_ {
+			// A promise record this process just encoded: fold the
+			// event itself rather than decoding its line again.
+			l.st.Promises.Apply(promise.Meta{Seq: seq, Actor: rec.Actor}, &p.ev)
+		} else {
 			off := tx.Pending().Offset - int64(len(line)) - 1
 			if err := l.st.apply(store.Entry{Line: line, Env: store.Envelope{Seq: seq, Actor: rec.Actor}, Offset: off}); err != nil {
-				panic(fmt.Sprintf("ledger: a request record it just wrote does not fold: %v", err))
+				panic(fmt.Sprintf("ledger: a record it just wrote does not fold: %v", err))
 			}
 		}
-		if r.err == nil {
-			accepted++
+		r.res = append(r.res, Result{Seq: seq, Type: p.typ, Event: p.ev, Line: line, Warnings: warn})
+	}
+	if r.err == nil && r.idem != nil {
+		// The response is recorded inside one log line: compact JSON.
+		r.response = bytes.TrimSpace(r.idem.Render(l.st, r.res))
+		if !wire.Valid(r.response) || bytes.IndexByte(r.response, '\n') >= 0 {
+			panic("ledger: an idempotent response must be one line of JSON")
+		}
+		rec := store.Record{Body: requestRecord(now, r.idem, len(r.res), r.response), Actor: r.opts.Actor, RequestID: r.opts.RequestID}
+		seq, err := tx.Append(rec)
+		if err != nil {
+			panic(fmt.Sprintf("ledger: request record does not fit a line: %v", err))
+		}
+		line := lastLine(tx.Lines())
+		off := tx.Pending().Offset - int64(len(line)) - 1
+		if err := l.st.apply(store.Entry{Line: line, Env: store.Envelope{Seq: seq, Actor: rec.Actor}, Offset: off}); err != nil {
+			panic(fmt.Sprintf("ledger: a request record it just wrote does not fold: %v", err))
 		}
 	}
-	if accepted == 0 {
-		tx.Abort()
-		finish(nil)
-		return
+}
+
+// catchUpLocked folds what other processes appended before this tx took the
+// lock (rebuilding first if a failed commit left the state stale). Called
+// with mu held, by the committer, right after Begin.
+func (l *Ledger) catchUpLocked() error {
+	if l.stale {
+		if err := l.load(); err != nil {
+			return err
+		}
 	}
-	records := int(tx.Pending().Seq - l.pos.Seq)
-	started := time.Now()
-	pos, err = tx.Commit()
-	if err != nil {
-		l.stale = true // the state folded records that are not on disk
-		finish(err)
-		return
-	}
-	if l.cfg.Observe != nil {
-		l.cfg.Observe(CommitInfo{Requests: len(batch), Records: records, Fsync: time.Since(started)})
-	}
+	before := l.pos.Seq
+	pos, err := l.tx.CatchUp(l.pos, l.st.apply)
 	l.pos = pos
-	l.moved()
-	l.stats.Commits++
-	for _, r := range batch {
-		l.stats.Appended += uint64(len(r.res))
+	if err != nil {
+		return err
 	}
-	cpPos, cp := l.checkpointDue()
-	finish(nil)
-	if cp != nil {
-		// The file is written in the background so the next batch does not
-		// wait for the disk; at most one such write runs at a time, and
-		// Close waits for it.
-		l.cpWriters.Add(1)
-		go func() {
-			defer l.cpWriters.Done()
-			l.cpWrite.Lock()
-			defer l.cpWrite.Unlock()
-			l.writeCheckpoint(cpPos, cp)
+	if pos.Seq != before {
+		l.dmu.Lock()
+		l.setDurable(pos)
+		l.dmu.Unlock()
+	}
+	return nil
+}
+
+// syncLoop makes written batches durable, one fsync for all that are
+// waiting, and acknowledges them in order, until none wait. The caller has
+// set l.syncing; syncLoop clears it.
+func (l *Ledger) syncLoop() {
+	for {
+		l.dmu.Lock()
+		ws := l.unsynced
+		l.unsynced = nil
+		if len(ws) == 0 {
+			l.syncing = false
+			l.dmu.Unlock()
+			l.reads.Broadcast()
+			signal(l.synced)
+			signal(l.wake)
+			return
+		}
+		err := l.syncErr
+		need := ws[len(ws)-1].to.Offset > l.durable.Offset
+		l.dmu.Unlock()
+		started := time.Now()
+		if err == nil && need {
+			err = l.syncLog()
+		}
+		elapsed := time.Since(started)
+		requests, records, appended := 0, 0, 0
+		for _, w := range ws {
+			requests += len(w.batch)
+			records += w.records
+			for _, r := range w.batch {
+				appended += len(r.res)
+			}
+		}
+		l.dmu.Lock()
+		if err != nil {
+			if l.syncErr == nil {
+				l.syncErr, l.failFrom = err, ws[0].from
+			}
+		} else {
+			l.setDurable(ws[len(ws)-1].to)
+			if need {
+				l.stats.Commits++
+			}
+			l.stats.Appended += uint64(appended)
+		}
+		durable := l.durable.Seq
+		l.dmu.Unlock()
+		for _, w := range ws {
+			for _, r := range w.batch {
+				if err != nil && r.err == nil {
+					r.err, r.res = err, nil
+				}
+				close(r.done)
+			}
+		}
+		if err == nil && records > 0 && l.cfg.Observe != nil {
+			l.cfg.Observe(CommitInfo{Requests: requests, Records: records, Fsync: elapsed})
+		}
+		l.reads.Broadcast()
+		if err == nil && l.checkpointWantedAt(durable) {
+			l.startCheckpoint()
+		}
+	}
+}
+
+// signal leaves a token in c (capacity 1) unless one waits there already.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// startCheckpoint encodes and writes a checkpoint in the background. The
+// encoding waits, like a reader, until the state holds nothing that is not
+// durable; at most one runs at a time.
+func (l *Ledger) startCheckpoint() {
+	l.dmu.Lock()
+	if l.cpBusy {
+		l.dmu.Unlock()
+		return
+	}
+	l.cpBusy = true
+	l.dmu.Unlock()
+	l.cpWriters.Add(1)
+	go func() {
+		defer l.cpWriters.Done()
+		defer func() {
+			l.dmu.Lock()
+			l.cpBusy = false
+			l.dmu.Unlock()
 		}()
+		l.cpWrite.Lock()
+		defer l.cpWrite.Unlock()
+		l.mu.Lock()
+		l.waitDurableLocked()
+		var pos store.Position
+		var payload []byte
+		if !l.stale {
+			pos, payload = l.checkpointDue()
+		}
+		l.mu.Unlock()
+		l.writeCheckpoint(pos, payload)
+	}()
+}
+
+// failed reports whether an fsync failed and the log awaits being cut back.
+func (l *Ledger) failed() bool {
+	l.dmu.Lock()
+	defer l.dmu.Unlock()
+	return l.syncErr != nil
+}
+
+// idle reports whether nothing written awaits an fsync.
+func (l *Ledger) idle() bool {
+	l.dmu.Lock()
+	defer l.dmu.Unlock()
+	return !l.syncing && len(l.unsynced) == 0
+}
+
+// drain waits until everything written is durable (or failed).
+func (l *Ledger) drain() {
+	for !l.idle() {
+		<-l.synced
+	}
+}
+
+// recoverFromSyncFailure cuts the log back to before the first batch whose
+// fsync failed (every batch after it failed too), so nothing
+// unacknowledged stays in the file, and leaves the state to be rebuilt.
+func (l *Ledger) recoverFromSyncFailure() {
+	l.drain()
+	l.dmu.Lock()
+	from := l.failFrom
+	l.dmu.Unlock()
+	if l.tx != nil {
+		if err := l.tx.Cut(from); err != nil {
+			l.cfg.Logger.Error("ledger: could not cut unacknowledged lines after a failed fsync", "err", err)
+		}
+	}
+	l.releaseTx()
+	l.mu.Lock()
+	l.stale = true
+	l.rebuildLocked()
+	l.dmu.Lock()
+	l.syncErr = nil
+	l.dmu.Unlock()
+	l.mu.Unlock()
+	l.reads.Broadcast()
+}
+
+// rebuildLocked refolds the state from the log after a failed write, so
+// readers do not see records that are not in it. Called with mu held, the
+// tx released and nothing awaiting fsync; if it fails, the state stays
+// stale and the next write or Refresh tries again.
+func (l *Ledger) rebuildLocked() {
+	if err := l.load(); err != nil {
+		l.stale = true
+		l.cfg.Logger.Error("ledger: could not refold the log after a failed write", "err", err)
+	}
+}
+
+// releaseTx releases the file lock if the committer holds it.
+func (l *Ledger) releaseTx() {
+	if l.tx != nil {
+		l.tx.Release()
+		l.tx = nil
 	}
 }
 

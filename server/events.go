@@ -54,7 +54,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	for {
 		changed := l.Changed()
 		var err error
-		pos, _, err = l.Log().Scan(pos, func(e store.Entry) error {
+		// Only durable lines: a record is streamed once its writer is acknowledged.
+		pos, _, err = l.Log().ScanUntil(pos, l.Durable().Offset, func(e store.Entry) error {
 			if e.Env.Seq <= after {
 				return nil
 			}

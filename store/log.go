@@ -128,6 +128,16 @@ func (l *Log) Scan(from Position, fn func(Entry) error) (Position, *Torn, error)
 	return scan(l.file, fi.Size(), l.Path(), from, fn)
 }
 
+// ScanUntil is Scan over the lines that end at or before end: a reader that
+// must not see lines written but not yet durable stops at the durable end.
+func (l *Log) ScanUntil(from Position, end int64, fn func(Entry) error) (Position, *Torn, error) {
+	fi, err := l.file.Stat()
+	if err != nil {
+		return from, nil, fmt.Errorf("stat log: %w", err)
+	}
+	return scan(l.file, min(end, fi.Size()), l.Path(), from, fn)
+}
+
 func scan(f io.ReaderAt, size int64, path string, from Position, fn func(Entry) error) (Position, *Torn, error) {
 	pos := from
 	remaining := size - from.Offset
@@ -294,6 +304,25 @@ func (tx *Tx) Lines() []byte { return tx.buf }
 // cut back to where the tx began, so nothing unacknowledged stays behind.
 func (tx *Tx) Commit() (Position, error) {
 	defer tx.release()
+	from := tx.start
+	pos, err := tx.Write()
+	if err != nil {
+		return pos, err
+	}
+	if err := tx.log.Sync(); err != nil {
+		_ = tx.Cut(from)
+		return from, err
+	}
+	return pos, nil
+}
+
+// Write writes the lines appended since the last Write, without fsync, and
+// keeps the lock: the tx goes on appending after them. A pipelining writer
+// calls Write for one batch, hands it to Sync (from another goroutine if it
+// likes) and decides the next batch meanwhile; nothing written is
+// acknowledged before a Sync that began after its Write returned. On failure
+// the file is cut back to where this write began.
+func (tx *Tx) Write() (Position, error) {
 	if len(tx.buf) == 0 {
 		return tx.pos, nil
 	}
@@ -304,20 +333,48 @@ func (tx *Tx) Commit() (Position, error) {
 	}
 	if _, err := f.WriteAt(tx.buf, tx.start.Offset); err != nil {
 		_ = f.Truncate(tx.start.Offset)
+		tx.pos = tx.start
+		tx.buf = tx.buf[:0]
 		return tx.start, fmt.Errorf("write log: %w", err)
 	}
 	if tx.torn != nil && tx.torn.Offset+tx.torn.Size > tx.pos.Offset {
 		// The torn bytes outran what we wrote over them: cut the rest.
 		if err := f.Truncate(tx.pos.Offset); err != nil {
 			_ = f.Truncate(tx.start.Offset)
+			tx.pos = tx.start
+			tx.buf = tx.buf[:0]
 			return tx.start, fmt.Errorf("cut torn line: %w", err)
 		}
 	}
-	if err := syscall.Fdatasync(int(f.Fd())); err != nil {
-		_ = f.Truncate(tx.start.Offset)
-		return tx.start, fmt.Errorf("fsync log: %w", err)
-	}
+	tx.torn = nil
+	tx.start = tx.pos
+	tx.buf = tx.buf[:0] // the next batch reuses the buffer
 	return tx.pos, nil
+}
+
+// Cut truncates the log back to p, a position this tx wrote past whose
+// lines were not made durable (their Sync failed), and appends after it
+// from then on.
+func (tx *Tx) Cut(p Position) error {
+	if err := tx.log.file.Truncate(p.Offset); err != nil {
+		return fmt.Errorf("cut log back to line %d: %w", p.Seq, err)
+	}
+	tx.start, tx.pos, tx.buf = p, p, tx.buf[:0]
+	return nil
+}
+
+// Release ends the tx, releasing the lock; lines appended since the last
+// Write are dropped.
+func (tx *Tx) Release() { tx.release() }
+
+// Sync makes everything written to the log so far durable (fdatasync). It
+// needs no lock: it may run while a Tx writes further lines, and it covers
+// every line whose Write returned before it was called.
+func (l *Log) Sync() error {
+	if err := syscall.Fdatasync(int(l.file.Fd())); err != nil {
+		return fmt.Errorf("fsync log: %w", err)
+	}
+	return nil
 }
 
 // Abort releases the lock, writing nothing.

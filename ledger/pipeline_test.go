@@ -1,0 +1,194 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tally/store"
+)
+
+// fileLines counts the whole lines in the session's log file.
+func fileLines(t *testing.T, l *Ledger) int {
+	t.Helper()
+	b, err := os.ReadFile(l.Log().Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "\n")
+}
+
+// A record is in the file before its fsync; nobody reading this process's
+// state sees it until the fsync has returned and its writer is acknowledged.
+func TestReadersSeeOnlyDurableRecords(t *testing.T) {
+	l := open(t, t.TempDir(), testConfig(t0))
+	release := make(chan struct{})
+	l.syncLog = func() error { <-release; return l.log.Sync() }
+
+	submitted := make(chan error, 1)
+	go func() {
+		_, err := l.Submit(context.Background(), declare("slow", "d"), WriteOptions{Actor: "d"})
+		submitted <- err
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for fileLines(t, l) < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the line never reached the file")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	read := make(chan string, 1)
+	go func() { read <- allViews(l, t0) }()
+	select {
+	case v := <-read:
+		t.Fatalf("a reader saw the state before the fsync: %q", v)
+	case err := <-submitted:
+		t.Fatalf("the writer was acknowledged before the fsync: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if err := <-submitted; err != nil {
+		t.Fatal(err)
+	}
+	if v := <-read; !strings.Contains(v, `"id":"slow"`) {
+		t.Fatalf("after the fsync the reader does not see the record: %q", v)
+	}
+}
+
+// When an fsync fails, every writer it covered and every batch written
+// after it fails; the file is cut back to the last durable line, the state
+// forgets them, and the next write succeeds on a whole log.
+func TestFailedFsyncFailsTheRestOfThePipeline(t *testing.T) {
+	l := open(t, t.TempDir(), testConfig(t0))
+	if _, err := l.Submit(context.Background(), declare("before", "d"), WriteOptions{Actor: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	// Another process holds the file lock while the writers queue, so the
+	// first batch is one writer and the rest are decided and written while
+	// its fsync is under way: that fsync fails once all of them are in the
+	// file.
+	other, err := store.Open(l.Dir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	held, err := other.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers = 16
+	var once sync.Once
+	l.syncLog = func() error {
+		failNow := false
+		once.Do(func() { failNow = true })
+		if !failNow {
+			return l.log.Sync()
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for fileLines(t, l) < 1+writers && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		return errors.New("disk on fire")
+	}
+	errs := make([]error, writers)
+	var wg sync.WaitGroup
+	for i := 0; i < writers; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			_, errs[i] = l.Submit(context.Background(), declare(fmt.Sprintf("w%d", i), "d"), WriteOptions{Actor: "d"})
+		}(i)
+	}
+	time.Sleep(50 * time.Millisecond) // let the writers queue behind the lock
+	held.Abort()
+	wg.Wait()
+	failed := 0
+	for _, err := range errs {
+		if err != nil {
+			if !strings.Contains(err.Error(), "disk on fire") {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			failed++
+		}
+	}
+	if failed < 2 {
+		t.Fatalf("%d writers saw the failed fsync; want it and the batches after it to fail", failed)
+	}
+	t.Logf("%d of %d writers failed with the fsync", failed, writers)
+	acked := writers - failed + 1
+	if rep := l.Verify(); !rep.Whole() || rep.Lines != uint64(acked) {
+		t.Fatalf("verify: %+v; want %d whole lines (the acknowledged ones)", rep, acked)
+	}
+	views := allViews(l, t0)
+	for i, err := range errs {
+		if in := strings.Contains(views, fmt.Sprintf(`"id":"w%d"`, i)); in != (err == nil) {
+			t.Fatalf("w%d: acknowledged %v, in the state %v", i, err == nil, in)
+		}
+	}
+	if _, err := l.Submit(context.Background(), declare("after", "d"), WriteOptions{Actor: "d"}); err != nil {
+		t.Fatalf("the write after the failure: %v", err)
+	}
+	if rep := l.Verify(); !rep.Whole() || rep.Lines != uint64(acked+1) {
+		t.Fatalf("verify after: %+v", rep)
+	}
+	// A fresh open folds exactly what was acknowledged.
+	l2 := open(t, l.Dir(), testConfig(t0))
+	if got, want := allViews(l2, t0), allViews(l, t0); got != want {
+		t.Fatalf("reopened state differs:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// A process that keeps its pipeline busy still lets another process's
+// writer in: it releases the file lock at least every holdMax.
+func TestBusyWriterLetsOtherProcessesIn(t *testing.T) {
+	dir := t.TempDir()
+	a, b := open(t, dir, testConfig(t0)), open(t, dir, testConfig(t0))
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; ctx.Err() == nil; i++ {
+				if _, err := a.Submit(context.Background(), declare(fmt.Sprintf("a%d-%d", w, i), "d"), WriteOptions{Actor: "d"}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}(w)
+	}
+	time.Sleep(20 * time.Millisecond)
+	start := time.Now()
+	for i := 0; i < 5; i++ {
+		if _, err := b.Submit(context.Background(), declare(fmt.Sprintf("b%d", i), "d"), WriteOptions{Actor: "d"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	took := time.Since(start)
+	cancel()
+	wg.Wait()
+	if took > 5*time.Second {
+		t.Fatalf("5 writes from the other process took %v under load", took)
+	}
+	if rep := a.Verify(); !rep.Whole() {
+		t.Fatalf("verify: %+v", rep)
+	}
+	// Both see every record once both have caught up.
+	if err := a.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	var pa, pb store.Position
+	a.Read(func(_ *State, p store.Position) { pa = p })
+	b.Read(func(_ *State, p store.Position) { pb = p })
+	if pa != pb {
+		t.Fatalf("positions differ: %+v vs %+v", pa, pb)
+	}
+}
