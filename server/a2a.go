@@ -24,9 +24,11 @@ package server
 // record's.
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -215,6 +217,10 @@ type a2aCall struct {
 	tenant, session string
 	active          []string // requested URIs this server accepts, in request order
 	requestID       string   // the Idempotency-Key header
+	sessionURL      string   // the session's HTTP JSON API, where artifact bytes are read
+	// cancelMetadata is the metadata of an HTTP+JSON CancelTask's body,
+	// which a2a-go's REST handler does not pass on (the cancel reason).
+	cancelMetadata map[string]any
 }
 
 type a2aCallKey struct{}
@@ -247,6 +253,13 @@ func (s *Server) a2aServe(w http.ResponseWriter, r *http.Request, next http.Hand
 		return
 	}
 	call := &a2aCall{p: p, tenant: r.PathValue("tenant"), session: r.PathValue("session"), requestID: r.Header.Get("Idempotency-Key")}
+	call.sessionURL = s.baseURL(r) + "/v1/tenants/" + url.PathEscape(call.tenant) + "/sessions/" + url.PathEscape(call.session)
+	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, ":cancel") {
+		if call.cancelMetadata, err = cancelBodyMetadata(r); err != nil {
+			s.writeError(w, err)
+			return
+		}
+	}
 	for _, u := range requestedExtensions(r.Header) {
 		if _, ok := s.a2aFamilyOf(u); ok {
 			call.active = append(call.active, u)
@@ -262,6 +275,26 @@ func (s *Server) a2aServe(w http.ResponseWriter, r *http.Request, next http.Hand
 	}
 	cc.User = &a2asrv.User{Name: p.actor, Authenticated: true}
 	next.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// cancelBodyMetadata reads the metadata of an HTTP+JSON CancelTask's body
+// ({"metadata":{…}}, or no body) and puts the body back for a2a-go.
+func cancelBodyMetadata(r *http.Request) (map[string]any, error) {
+	b, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, nil
+	}
+	var req struct {
+		Metadata map[string]any `json:"metadata"`
+	}
+	if err := json.Unmarshal(b, &req); err != nil {
+		return nil, badRequest{"body: must be a CancelTaskRequest object: " + err.Error()}
+	}
+	return req.Metadata, nil
 }
 
 // a2aJSONRPC returns the JSON-RPC endpoint's handler.
@@ -357,7 +390,15 @@ func (cfg A2AConfig) AgentCard(base, tenant, session string) *a2a.AgentCard {
 					"actions":       []string{"declare", "amend", "resolve", "assess"},
 					"assessmentsAt": events,
 				}),
-			ext(c.ClaimURI, familyClaim, "Claims of work, receipts, progress, artifacts and checks (HTTP JSON API; records in A2A messages are not yet accepted).", nil, nil),
+			ext(c.ClaimURI, familyClaim, "Claims of work with acceptance requirements (proof of work): create, post, cancel, revoke, supersede, take or adopt the receipt, progress, close/post/receive testaments, begin/report checks, publish and receive artifacts. "+
+				"The record's \"action\" picks the verb (default create); its other members are the HTTP JSON API's body for that verb, \"claim\" defaulting to the message's taskId. The caller's token is the acting identity: the creator is the claimant. "+
+				"artifact.publish takes the bytes as the message's one file part with raw bytes; reading bytes back is the HTTP JSON API's (GET …/claims/{claim}/artifacts/{artifact}). "+
+				"A claim is a task with the claim's id: Generated, Posted → SUBMITTED; Received … Validating → WORKING; Satisfied → COMPLETED with each slot's witness and the received testament as artifacts; "+
+				"ReceiptFailed or a refused response → REJECTED; Cancelled, Revoked, Superseded → CANCELED; PostFailed, TestamentGenerationFailed, Validation{Incomplete,Failed,Errored}, Expired, DependencyFailed, Deadlocked → FAILED with the reason; overdue stays in the record. CancelTask cancels as the claimant.",
+				nil, map[string]any{
+					"actions":      a2aClaimActionNames(),
+					"artifactURLs": sess + "/claims/{claim}/artifacts/{artifact}",
+				}),
 			ext(c.ExpectURI, familyExpect, "Expectations, facts and lapses; the server's watcher keeps time. Raise with the draft's expectation document (origin: the message's task and context; replyTo: where lapses go), record facts, withdraw, or report an origin task's outcome. Each lapse goes back to the raising agent as a new message in the origin context, referencing the origin task, its messageId the lapse id. CancelTask on an origin task withdraws its expectations.",
 				[]string{ExpectationsDraftURI}, map[string]any{
 					"actions":       []string{"raise", "fact", "withdraw", "outcome"},
@@ -369,6 +410,9 @@ func (cfg A2AConfig) AgentCard(base, tenant, session string) *a2a.AgentCard {
 		Skills: []a2a.AgentSkill{{
 			ID: "promise", Name: "Promise ledger", Tags: []string{"promise", "obligation", "ledger"},
 			Description: "Record a promise between agents and track it to satisfaction, cancellation or release.",
+		}, {
+			ID: "claim", Name: "Proof-of-work ledger", Tags: []string{"claim", "proof-of-work", "acceptance", "ledger"},
+			Description: "Issue a claim of work with required outputs and checks; the ledger derives acceptance from receipts, testaments and verdicts bound to exact artifacts.",
 		}},
 		SecuritySchemes:      a2a.NamedSecuritySchemes{"bearer": a2a.HTTPAuthSecurityScheme{Scheme: "Bearer", Description: "a tally token: its participant is the caller's identity"}},
 		SecurityRequirements: a2a.SecurityRequirementsOptions{{"bearer": a2a.SecuritySchemeScopes{}}},

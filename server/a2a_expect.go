@@ -60,27 +60,22 @@ type a2aExpectRecord struct {
 	Outcome string          `json:"outcome"`
 }
 
-var a2aExpectActions = a2aActions{
-	{"raise", []string{"expectationId", "kind", "subject", "expects", "satisfiedBy", "dueAt", "grace", "anchor",
+var a2aExpectActions = a2aActions[struct{}]{
+	{name: "raise", members: []string{"expectationId", "kind", "subject", "expects", "satisfiedBy", "dueAt", "grace", "anchor",
 		"after", "horizon", "basis", "supersedes", "origin", "replyTo"}},
-	{"fact", []string{"factKey", "subject", "at"}},
-	{"withdraw", []string{"expectationId", "reason"}},
-	{"outcome", []string{"taskId", "outcome"}},
+	{name: "fact", members: []string{"factKey", "subject", "at"}},
+	{name: "withdraw", members: []string{"expectationId", "reason"}},
+	{name: "outcome", members: []string{"taskId", "outcome"}},
 }
 
 // sendExpect executes one expect record of a SendMessage.
 func (h *a2aHandler) sendExpect(ctx context.Context, c *a2aCall, l *ledger.Ledger, req *a2a.SendMessageRequest, uri, key string, raw any) (a2a.SendMessageResult, error) {
 	msg := req.Message
-	where := "metadata[\"" + key + "\"]"
-	obj, ok := raw.(map[string]any)
-	if !ok {
-		return nil, invalidParams(where, "must be a JSON object (an expectation record)")
-	}
-	act, err := a2aExpectActions.of(where, obj)
+	rec, err := a2aExpectActions.read(key, raw, "an expectation record")
 	if err != nil {
 		return nil, err
 	}
-	action := act.name
+	where, obj, action := rec.where, rec.obj, rec.action.name
 	body, _ := json.Marshal(obj)
 	var d a2aExpectRecord
 	if err := jsondoc.Strict(where, body, &d); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/zeebo/blake3"
 
+	"tally/claim"
 	"tally/ledger"
 	"tally/promise"
 	"tally/rule"
@@ -155,21 +156,11 @@ func a2aTaskState(s promise.Status) a2a.TaskState {
 
 // taskOf is the A2A task of a promise view.
 func taskOf(v *promise.View, contextID string, keys []string) *a2a.Task {
-	id := taskIDOf(v)
-	t := &a2a.Task{ID: id, ContextID: contextID, Metadata: map[string]any{}}
-	rec := json.RawMessage(v.AppendJSON(nil))
-	for _, k := range keys {
-		t.Metadata[k] = rec
-	}
 	ts := v.Declared
 	if !v.ResolvedAt.IsZero() {
 		ts = v.ResolvedAt
 	}
-	t.Status = a2a.TaskStatus{State: a2aTaskState(v.State), Timestamp: &ts}
-	status := func(text string) {
-		t.Status.Message = &a2a.Message{ID: "tally-status-" + v.ID + "-" + string(v.State), Role: a2a.MessageRoleAgent,
-			TaskID: id, ContextID: contextID, Parts: a2a.ContentParts{a2a.NewTextPart(text)}}
-	}
+	t := recordTask(taskIDOf(v), contextID, keys, json.RawMessage(v.AppendJSON(nil)), a2aTaskState(v.State), ts)
 	switch v.State {
 	case promise.Satisfied:
 		parts := make(a2a.ContentParts, 0, len(v.Evidence))
@@ -179,15 +170,32 @@ func taskOf(v *promise.View, contextID string, keys []string) *a2a.Task {
 		t.Artifacts = []*a2a.Artifact{{ID: a2a.ArtifactID("evidence-" + v.ID), Name: "evidence",
 			Description: "the evidence references the debtor resolved " + v.ID + " with", Parts: parts}}
 	case promise.Cancelled:
-		status(v.Reason)
+		statusText(t, v.ID, string(v.State), v.Reason)
 	case promise.Released:
 		if v.Reason != "" {
-			status(v.Reason)
+			statusText(t, v.ID, string(v.State), v.Reason)
 		}
 	case promise.Expired:
-		status("antecedent " + v.On + " can no longer be satisfied")
+		statusText(t, v.ID, string(v.State), "antecedent "+v.On+" can no longer be satisfied")
 	}
 	return t
+}
+
+// recordTask is the task of one ledger record: in state since ts, the
+// record under each of keys.
+func recordTask(id a2a.TaskID, contextID string, keys []string, rec json.RawMessage, state a2a.TaskState, ts time.Time) *a2a.Task {
+	t := &a2a.Task{ID: id, ContextID: contextID, Metadata: map[string]any{}, Status: a2a.TaskStatus{State: state, Timestamp: &ts}}
+	for _, k := range keys {
+		t.Metadata[k] = rec
+	}
+	return t
+}
+
+// statusText puts text in a task's status message, whose id is derived
+// from the record and its state so that every read gives the same message.
+func statusText(t *a2a.Task, record, state, text string) {
+	t.Status.Message = &a2a.Message{ID: "tally-status-" + record + "-" + state, Role: a2a.MessageRoleAgent,
+		TaskID: t.ID, ContextID: t.ContextID, Parts: a2a.ContentParts{a2a.NewTextPart(text)}}
 }
 
 // PromiseTask is the A2A task GetTask answers for id in st at now: the
@@ -207,8 +215,8 @@ func PromiseTask(cfg A2AConfig, st *ledger.State, id string, now time.Time, cont
 	return taskOf(&v, contextID, keys), true
 }
 
-// GetTask returns the task of a promise, or of an origin of expectations
-// (originTask).
+// GetTask returns the task of a promise, of a claim, or of an origin of
+// expectations (originTask), looked up in that order.
 func (h *a2aHandler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task, error) {
 	c, l, err := h.call(ctx)
 	if err != nil {
@@ -226,6 +234,8 @@ func (h *a2aHandler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a
 		if p, ok := findByTask(st, string(req.ID)); ok {
 			v := st.Promises.View(p, now)
 			t = taskOf(&v, c.contextID(), h.keysOf(c, familyPromise))
+		} else if v, ok := st.Claims.Claim(string(req.ID), now.UTC()); ok {
+			t = claimTaskOf(&v, c.contextID(), h.keysOf(c, familyClaim), c.sessionURL)
 		} else if isOrigin(st, string(req.ID)) {
 			t = originTask(st, string(req.ID), c.contextID(), h.keysOf(c, familyExpect))
 		}
@@ -236,8 +246,9 @@ func (h *a2aHandler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a
 	return t, nil
 }
 
-// ListTasks lists the session's promises as tasks in declaration order;
-// the page token is the offset of the page's first task.
+// ListTasks lists the session's promises as tasks in declaration order,
+// then its claims in creation order; the page token is the offset of the
+// page's first task.
 func (h *a2aHandler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
 	c, l, err := h.call(ctx)
 	if err != nil {
@@ -264,24 +275,31 @@ func (h *a2aHandler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (
 		return resp, nil
 	}
 	now := h.s.cfg.Ledger.Now()
-	keys := h.keysOf(c, familyPromise)
 	var all []*a2a.Task
+	keep := func(t *a2a.Task) {
+		if req.Status != a2a.TaskStateUnspecified && t.Status.State != req.Status {
+			return
+		}
+		if req.StatusTimestampAfter != nil && !t.Status.Timestamp.After(*req.StatusTimestampAfter) {
+			return
+		}
+		if !req.IncludeArtifacts {
+			t.Artifacts = nil
+		}
+		all = append(all, t)
+	}
+	promiseKeys, claimKeys := h.keysOf(c, familyPromise), h.keysOf(c, familyClaim)
 	l.Read(func(st *ledger.State, _ store.Position) {
 		st.Promises.Each(func(p *promise.Promise) bool {
 			v := st.Promises.View(p, now)
-			t := taskOf(&v, c.contextID(), keys)
-			if req.Status != a2a.TaskStateUnspecified && t.Status.State != req.Status {
-				return true
-			}
-			if req.StatusTimestampAfter != nil && !t.Status.Timestamp.After(*req.StatusTimestampAfter) {
-				return true
-			}
-			if !req.IncludeArtifacts {
-				t.Artifacts = nil
-			}
-			all = append(all, t)
+			keep(taskOf(&v, c.contextID(), promiseKeys))
 			return true
 		})
+		for _, sm := range st.Claims.List(claim.Filter{}, now.UTC()) {
+			if v, ok := st.Claims.Claim(sm.Claim, now.UTC()); ok {
+				keep(claimTaskOf(&v, c.contextID(), claimKeys, c.sessionURL))
+			}
+		}
 	})
 	resp.TotalSize = len(all)
 	if off < len(all) {
@@ -297,7 +315,8 @@ func (h *a2aHandler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (
 // CancelTask ends a promise as the caller: the debtor cancels it (with a
 // reason from the request's metadata "reason", or from a record under an
 // activated promise URI), the creditor releases it. Anyone else is refused
-// by the ledger's rules. A task that is no promise's but the origin of
+// by the ledger's rules. A claim's task is cancelled as its claimant
+// (cancelClaim). A task that is no promise's or claim's but the origin of
 // expectations gets the outcome cancelled, withdrawing them (cancelOrigin).
 func (h *a2aHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
 	c, l, err := h.call(ctx)
@@ -307,42 +326,33 @@ func (h *a2aHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest)
 	if req.ID == "" {
 		return nil, invalidParams("id", "is required")
 	}
-	reason := ""
-	if r, ok := req.Metadata["reason"].(string); ok {
-		reason = r
-	}
-	for _, k := range h.keysOf(c, familyPromise) {
-		if m, ok := req.Metadata[k].(map[string]any); ok {
-			if r, ok := m["reason"].(string); ok && reason == "" {
-				reason = r
-			}
-		}
-	}
 	if err := l.Refresh(); err != nil {
 		return nil, a2aError(err)
 	}
-	var id, as string
-	var resolved string
-	origin := false
+	var family a2aFamily
+	var id, as, resolved string
 	l.Read(func(st *ledger.State, _ store.Position) {
-		p, ok := findByTask(st, string(req.ID))
-		if !ok {
-			origin = isOrigin(st, string(req.ID))
-			return
-		}
-		id = p.ID
-		as = promise.AsCancelled
-		if c.p.actor == p.To && c.p.actor != p.By {
-			as = promise.AsReleased
-		}
-		if p.Resolution != nil {
-			resolved = p.Resolution.As
+		if p, ok := findByTask(st, string(req.ID)); ok {
+			family, id, as = familyPromise, p.ID, promise.AsCancelled
+			if c.p.actor == p.To && c.p.actor != p.By {
+				as = promise.AsReleased
+			}
+			if p.Resolution != nil {
+				resolved = p.Resolution.As
+			}
+		} else if _, ok := st.Claims.Claim(string(req.ID), time.Time{}); ok {
+			family = familyClaim
+		} else if isOrigin(st, string(req.ID)) {
+			family = familyExpect
 		}
 	})
+	reason := cancelReason(c.cancelRequestMetadata(req), h.keysOf(c, familyPromise))
 	switch {
-	case id == "" && origin:
+	case family == familyClaim:
+		return h.cancelClaim(ctx, c, l, req)
+	case family == familyExpect:
 		return h.cancelOrigin(ctx, c, l, string(req.ID))
-	case id == "":
+	case family == "":
 		return nil, a2a.NewError(a2a.ErrTaskNotFound, "no task "+string(req.ID)+" in session "+c.contextID())
 	case resolved != "":
 		return nil, a2a.NewError(a2a.ErrTaskNotCancelable, "promise "+id+" is already resolved as "+resolved)
@@ -354,8 +364,34 @@ func (h *a2aHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest)
 	return h.execute(ctx, c, l, ledger.Command{Promise: cmd}, c.requestID, digest, id, h.keysOf(c, familyPromise))
 }
 
-// SendMessage carries one promise record (or action on one) in the
-// message's metadata under an activated extension URI.
+// cancelRequestMetadata is a CancelTask's metadata, from the JSON-RPC
+// params or the HTTP+JSON body.
+func (c *a2aCall) cancelRequestMetadata(req *a2a.CancelTaskRequest) map[string]any {
+	if req.Metadata != nil {
+		return req.Metadata
+	}
+	return c.cancelMetadata
+}
+
+// cancelReason is a CancelTask's reason: the request's metadata "reason",
+// else the "reason" of a record under one of the family's keys.
+func cancelReason(meta map[string]any, keys []string) string {
+	if r, ok := meta["reason"].(string); ok && r != "" {
+		return r
+	}
+	for _, k := range keys {
+		if m, ok := meta[k].(map[string]any); ok {
+			if r, ok := m["reason"].(string); ok {
+				return r
+			}
+		}
+	}
+	return ""
+}
+
+// SendMessage carries one record (or action on one) in the message's
+// metadata under an activated extension URI: a promise's here, an
+// expectation's in sendExpect, a claim's in sendClaim.
 func (h *a2aHandler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
 	c, l, err := h.call(ctx)
 	if err != nil {
@@ -377,12 +413,11 @@ func (h *a2aHandler) SendMessage(ctx context.Context, req *a2a.SendMessageReques
 			"A2A-Extensions: the record in metadata[\""+key+"\"] needs "+uri+" activated in the A2A-Extensions request header").
 			WithDetails(map[string]any{"code": string(rule.Invalid), "field": "A2A-Extensions", "rule": "activate " + uri})
 	}
-	fam, _ := h.s.a2aFamilyOf(uri)
-	if fam == familyExpect {
+	switch fam, _ := h.s.a2aFamilyOf(uri); fam {
+	case familyExpect:
 		return h.sendExpect(ctx, c, l, req, uri, key, raw)
-	}
-	if fam != familyPromise {
-		return nil, a2a.NewError(a2a.ErrUnsupportedOperation, "metadata[\""+key+"\"]: "+string(fam)+" records are not yet accepted over A2A; use the HTTP JSON API")
+	case familyClaim:
+		return h.sendClaim(ctx, c, l, req, uri, key, raw)
 	}
 	cmd, id, err := h.promiseCommand(c, l, msg, key, raw)
 	if err != nil {
@@ -423,40 +458,56 @@ func (h *a2aHandler) findRecord(meta map[string]any) (uri, key string, raw any, 
 	return uri, key, raw, nil
 }
 
-// a2aAction is one action of a family's records and the members its
-// record may carry besides "action".
-type a2aAction struct {
+// a2aAction is one action of a family's records: its name, the members
+// its record may carry besides "action", and what the family needs to
+// build its command (B; struct{} where the family decodes the record
+// itself).
+type a2aAction[B any] struct {
 	name    string
 	members []string
+	build   B
 }
 
 // a2aActions are a family's actions, the default (a record without
 // "action") first.
-type a2aActions []a2aAction
+type a2aActions[B any] []a2aAction[B]
 
-// of returns the action a record names (the default when it names none)
-// and refuses an unknown action, or a member the action does not take,
-// naming it.
-func (as a2aActions) of(where string, obj map[string]any) (a2aAction, error) {
-	act := as[0]
+// a2aRecord is a family's record read from a message's metadata.
+type a2aRecord[B any] struct {
+	where  string // metadata["<key>"], naming the record in refusals
+	obj    map[string]any
+	action a2aAction[B]
+}
+
+// read reads the record under key: a JSON object (what it is names it in
+// the refusal) naming one of the actions (the default when it names none).
+// An unknown action, or a member the action does not take, is refused by
+// name.
+func (as a2aActions[B]) read(key string, raw any, what string) (a2aRecord[B], error) {
+	rec := a2aRecord[B]{where: "metadata[\"" + key + "\"]", action: as[0]}
+	obj, ok := raw.(map[string]any)
+	if !ok {
+		return rec, invalidParams(rec.where, "must be a JSON object ("+what+")")
+	}
+	rec.obj = obj
 	if a, ok := obj["action"]; ok {
 		name, _ := a.(string)
-		i := slices.IndexFunc(as, func(x a2aAction) bool { return x.name == name })
+		i := slices.IndexFunc(as, func(x a2aAction[B]) bool { return x.name == name })
 		if i < 0 {
 			names := make([]string, len(as))
 			for j, x := range as {
 				names[j] = x.name
 			}
-			return a2aAction{}, invalidParams(where+".action", "must be one of "+strings.Join(names, ", "))
+			return rec, invalidParams(rec.where+".action", "must be one of "+strings.Join(names, ", "))
 		}
-		act = as[i]
+		rec.action = as[i]
 	}
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
-		if k != "action" && !slices.Contains(act.members, k) {
-			return a2aAction{}, invalidParams(where+"."+k, "is not a member of a "+act.name+" record (members: "+strings.Join(act.members, ", ")+")")
+		if k != "action" && !slices.Contains(rec.action.members, k) {
+			return rec, invalidParams(rec.where+"."+k, "is not a member of a "+rec.action.name+" record (members: "+strings.Join(rec.action.members, ", ")+")")
 		}
 	}
-	return act, nil
+	return rec, nil
 }
 
 // sendRequestID is the request id of a SendMessage: the Idempotency-Key
@@ -469,11 +520,11 @@ func (c *a2aCall) sendRequestID(msg *a2a.Message) string {
 	return "a2a:" + msg.ID
 }
 
-var a2aPromiseActions = a2aActions{
-	{"declare", []string{"id", "promise", "by", "to", "on", "until", "task", "meta"}},
-	{"amend", []string{"id", "until", "reason", "meta"}},
-	{"resolve", []string{"id", "as", "evidence", "reason", "meta"}},
-	{"assess", []string{"id", "state", "observer", "note", "meta"}},
+var a2aPromiseActions = a2aActions[struct{}]{
+	{name: "declare", members: []string{"id", "promise", "by", "to", "on", "until", "task", "meta"}},
+	{name: "amend", members: []string{"id", "until", "reason", "meta"}},
+	{name: "resolve", members: []string{"id", "as", "evidence", "reason", "meta"}},
+	{name: "assess", members: []string{"id", "state", "observer", "note", "meta"}},
 }
 
 // promiseCommand decodes a promise record (pinki's shape, plus an optional
@@ -481,21 +532,16 @@ var a2aPromiseActions = a2aActions{
 // The acting identity is always the caller's; the returned id is the
 // promise the command is about ("" for a declaration that mints its id).
 func (h *a2aHandler) promiseCommand(c *a2aCall, l *ledger.Ledger, msg *a2a.Message, key string, raw any) (promise.Command, string, error) {
-	where := "metadata[\"" + key + "\"]"
-	obj, ok := raw.(map[string]any)
-	if !ok {
-		return nil, "", invalidParams(where, "must be a JSON object (a promise record)")
-	}
-	act, err := a2aPromiseActions.of(where, obj)
+	rec, err := a2aPromiseActions.read(key, raw, "a promise record")
 	if err != nil {
 		return nil, "", err
 	}
-	action := act.name
-	body, err := json.Marshal(obj)
+	where, action := rec.where, rec.action.name
+	body, err := json.Marshal(rec.obj)
 	if err != nil {
 		return nil, "", invalidParams(where, "must be a JSON object")
 	}
-	f, err := decodeFields(body, append([]string{"action"}, act.members...)...)
+	f, err := decodeFields(body, append([]string{"action"}, rec.action.members...)...)
 	if err != nil {
 		if r, ok := rule.As(err); ok {
 			return nil, "", a2a.NewError(a2a.ErrInvalidParams, where+"."+r.Error()).WithDetails(map[string]any{"code": string(r.Code), "field": r.Field, "rule": r.Rule})

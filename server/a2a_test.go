@@ -100,6 +100,9 @@ func TestA2AAgentCard(t *testing.T) {
 		if al, _ := exts[0].Params["aliases"].([]any); len(al) != 1 || al[0] != PinkiPromiseURI {
 			t.Fatalf("promise aliases: %v", exts[0].Params)
 		}
+		if acts, _ := exts[1].Params["actions"].([]any); len(acts) != len(a2aClaimActions) || acts[0] != "create" || !strings.Contains(exts[1].Description, "CancelTask cancels as the claimant") {
+			t.Fatalf("claim extension: %+v", exts[1])
+		}
 		if al, _ := exts[2].Params["aliases"].([]any); len(al) != 1 || al[0] != ExpectationsDraftURI {
 			t.Fatalf("expect aliases: %v", exts[2].Params)
 		}
@@ -178,7 +181,7 @@ func TestA2ASendMessageRefusals(t *testing.T) {
 		{"bad action", "reviewer", "urn:tally:ext:promise", "urn:tally:ext:promise", map[string]any{"action": "forget", "id": "p1"}, -32602, ".action:"},
 		{"no text", "reviewer", "urn:tally:ext:promise", "urn:tally:ext:promise", map[string]any{"to": "author", "until": "2h"}, -32602, "promise:"},
 		{"wrong actor", "author", "urn:tally:ext:promise", "urn:tally:ext:promise", map[string]any{"promise": "x", "by": "reviewer", "to": "author", "until": "2h"}, -31403, "by:"},
-		{"claims not bound", "reviewer", "urn:tally:ext:claim", "urn:tally:ext:claim", good, -32004, "claim"},
+		{"promise record under the claim URI", "reviewer", "urn:tally:ext:claim", "urn:tally:ext:claim", good, -32602, ".id: is not a member of a create record"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

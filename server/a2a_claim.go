@@ -1,0 +1,513 @@
+package server
+
+// Claims over A2A. A SendMessage carrying a record in
+// metadata[<claim URI>] (urn:tally:ext:claim unless A2AConfig.ClaimURI
+// says otherwise, activated in A2A-Extensions) runs one claim verb as the
+// caller. The record is the document the verb's HTTP JSON API route takes
+// (and `tally … -` reads on stdin), decoded by the same strict decoder,
+// plus "action":
+//
+//	create (default)   claim, respondent, work, scope, max_responses, deadline,
+//	                   depends_on, awaits, reviews, derived_from, predecessor, slots
+//	post               claim, failed, reason
+//	cancel, revoke     claim, reason
+//	supersede          claim, successor, reason
+//	receipt.acquire    claim, decline, reason
+//	receipt.adopt      claim, holder, reason
+//	progress           claim, generation, note
+//	testament.close    claim, testament, role, generation, outcome (default
+//	                   complete), summary, confidence, bindings, diagnostics,
+//	                   results, failed, reason
+//	testament.post     claim, testament
+//	testament.receive  claim, testament
+//	check.begin        claim, check, artifact, digest
+//	check.report       claim, check, artifact, digest, result, evidence,
+//	                   evidence_digest, note
+//	artifact.publish   claim, artifact, role, slot, kind, schema, name,
+//	                   generation; the bytes are the message's one file part
+//	                   with raw bytes
+//	artifact.receive   claim, artifact, digest
+//
+// "claim" defaults to the message's taskId (a claim's task id is its id);
+// when both are given they must agree. The acting identity is always the
+// caller's token: a claim's claimant is whoever creates it, and every rule
+// (only the claimant posts, only the respondent takes the receipt, only the
+// holder writes under it, only the designated evaluator reports) is the
+// claim core's, judged against that identity. The answer is the claim's task
+// after the write, with the records appended under "<key>/records"; a retry
+// of the same message (same messageId, or Idempotency-Key) is answered with
+// the recorded task and appends nothing.
+//
+// Task states (a task is a view of one claim; its id is the claim's):
+//
+//	Generated, Posted                      → TASK_STATE_SUBMITTED (issued; nobody holds the work yet)
+//	Received, Progressed,
+//	TestamentGenerated,
+//	TestamentAcknowledged, Validating      → TASK_STATE_WORKING
+//	Satisfied                              → TASK_STATE_COMPLETED: an artifact per slot witness,
+//	                                         and one for the received testament
+//	ReceiptFailed                          → TASK_STATE_REJECTED (the respondent declined the work)
+//	ValidationIncomplete decided by a
+//	response whose outcome is refused      → TASK_STATE_REJECTED
+//	Cancelled, Revoked, Superseded         → TASK_STATE_CANCELED (the claimant withdrew the work)
+//	PostFailed, TestamentGenerationFailed,
+//	ValidationIncomplete (otherwise),
+//	ValidationFailed, ValidationErrored,
+//	Expired, DependencyFailed, Deadlocked  → TASK_STATE_FAILED
+//
+// Every terminal state carries the ledger's reason in the status message.
+// Overdue is not a state: the record says "overdue". Cancelled maps to
+// CANCELED, not REJECTED as a promise's cancellation does, because a claim
+// is cancelled by its claimant, the party that asked for the work (A2A's
+// CANCELED), whereas a promise is cancelled by its debtor, the party doing
+// it (A2A's REJECTED, here ReceiptFailed).
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"tally/claim"
+	"tally/jsondoc"
+	"tally/ledger"
+	"tally/promise"
+	"tally/rule"
+)
+
+// a2aClaimBuild makes a claim command of one action's record (without its
+// "action" member); now reads a relative deadline.
+type a2aClaimBuild func(where string, body []byte, now time.Time) (claim.Command, error)
+
+// claimVerb is an action whose record is the document D, decoded by
+// jsondoc.Strict (its members are D's), made a command by build.
+func claimVerb[D any](name string, build func(d *D, now time.Time) (claim.Command, error)) a2aAction[a2aClaimBuild] {
+	var zero D
+	return a2aAction[a2aClaimBuild]{name: name, members: jsondoc.Fields(&zero), build: func(where string, body []byte, now time.Time) (claim.Command, error) {
+		var d D
+		if err := jsondoc.Strict(where, body, &d); err != nil {
+			return nil, err
+		}
+		return build(&d, now)
+	}}
+}
+
+// The documents of the verbs whose HTTP JSON API body has no named type.
+type (
+	claimPostDoc struct {
+		Claim  string `json:"claim"`
+		Failed bool   `json:"failed,omitempty"`
+		Reason string `json:"reason,omitempty"`
+	}
+	claimEndDoc struct {
+		Claim  string `json:"claim"`
+		Reason string `json:"reason,omitempty"`
+	}
+	claimSupersedeDoc struct {
+		Claim     string `json:"claim"`
+		Successor string `json:"successor"`
+		Reason    string `json:"reason,omitempty"`
+	}
+	claimAcquireDoc struct {
+		Claim   string `json:"claim"`
+		Decline bool   `json:"decline,omitempty"`
+		Reason  string `json:"reason,omitempty"`
+	}
+	claimAdoptDoc struct {
+		Claim  string `json:"claim"`
+		Holder string `json:"holder"`
+		Reason string `json:"reason,omitempty"`
+	}
+	claimProgressDoc struct {
+		Claim      string `json:"claim"`
+		Generation uint64 `json:"generation"`
+		Note       string `json:"note"`
+	}
+	claimTestamentRefDoc struct {
+		Claim     string `json:"claim"`
+		Testament string `json:"testament"`
+	}
+	claimBeginDoc struct {
+		Claim    string `json:"claim"`
+		Check    string `json:"check"`
+		Artifact string `json:"artifact"`
+		Digest   string `json:"digest,omitempty"`
+	}
+	claimArtifactRefDoc struct {
+		Claim    string `json:"claim"`
+		Artifact string `json:"artifact"`
+		Digest   string `json:"digest,omitempty"`
+	}
+	claimPublishDoc struct {
+		Claim      string `json:"claim"`
+		Artifact   string `json:"artifact"`
+		Role       string `json:"role,omitempty"`
+		Slot       string `json:"slot,omitempty"`
+		Kind       string `json:"kind,omitempty"`
+		Schema     string `json:"schema,omitempty"`
+		Name       string `json:"name,omitempty"`
+		Generation uint64 `json:"generation,omitempty"`
+	}
+)
+
+// a2aClaimActions are the claim verbs over A2A. The rules are the claim
+// core's; a builder only fills the defaults the HTTP JSON API fills.
+var a2aClaimActions = a2aActions[a2aClaimBuild]{
+	claimVerb("create", func(d *ClaimCreateBody, now time.Time) (claim.Command, error) {
+		cmd := claim.Create{Claim: d.Claim, Respondent: d.Respondent, Work: d.Work, Scope: d.Scope,
+			MaxResponses: d.MaxResponses, DependsOn: d.DependsOn, Awaits: d.Awaits, Reviews: d.Reviews,
+			DerivedFrom: d.DerivedFrom, Predecessor: d.Predecessor, Slots: d.Slots}
+		if d.Deadline == "" {
+			return cmd, nil
+		}
+		t, err := promise.ParseDeadline("deadline", d.Deadline, now)
+		cmd.Deadline = t
+		return cmd, err
+	}),
+	claimVerb("post", func(d *claimPostDoc, _ time.Time) (claim.Command, error) {
+		if d.Failed {
+			return claim.ReportPostFailure{Claim: d.Claim, Reason: d.Reason}, nil
+		}
+		return claim.Post{Claim: d.Claim}, nil
+	}),
+	claimVerb("cancel", func(d *claimEndDoc, _ time.Time) (claim.Command, error) {
+		return claim.Cancel{Claim: d.Claim, Reason: d.Reason}, nil
+	}),
+	claimVerb("revoke", func(d *claimEndDoc, _ time.Time) (claim.Command, error) {
+		return claim.Revoke{Claim: d.Claim, Reason: d.Reason}, nil
+	}),
+	claimVerb("supersede", func(d *claimSupersedeDoc, _ time.Time) (claim.Command, error) {
+		return claim.Supersede{Claim: d.Claim, Successor: d.Successor, Reason: d.Reason}, nil
+	}),
+	claimVerb("receipt.acquire", func(d *claimAcquireDoc, _ time.Time) (claim.Command, error) {
+		if d.Decline {
+			return claim.DeclineReceipt{Claim: d.Claim, Reason: d.Reason}, nil
+		}
+		return claim.AcquireReceipt{Claim: d.Claim}, nil
+	}),
+	claimVerb("receipt.adopt", func(d *claimAdoptDoc, _ time.Time) (claim.Command, error) {
+		return claim.Adopt{Claim: d.Claim, Holder: d.Holder, Reason: d.Reason}, nil
+	}),
+	claimVerb("progress", func(d *claimProgressDoc, _ time.Time) (claim.Command, error) {
+		return claim.Progress{Claim: d.Claim, Generation: d.Generation, Note: d.Note}, nil
+	}),
+	claimVerb("testament.close", func(d *ClaimTestamentBody, _ time.Time) (claim.Command, error) {
+		switch {
+		case d.Failed:
+			return claim.FailTestament{Claim: d.Claim, Generation: d.Generation, Reason: d.Reason}, nil
+		case d.Role == claim.TestamentResult:
+			return claim.ResultTestament{Claim: d.Claim, Testament: d.Testament, Summary: d.Summary, Confidence: d.Confidence, Results: d.Results}, nil
+		case d.Role != "" && d.Role != claim.TestamentResponse:
+			return nil, rule.Invalidf("role", "must be response or result")
+		}
+		outcome := claim.Outcome(d.Outcome)
+		if outcome == "" {
+			outcome = claim.Complete
+		}
+		return claim.CloseTestament{Claim: d.Claim, Testament: d.Testament, Generation: d.Generation, Outcome: outcome,
+			Summary: d.Summary, Confidence: d.Confidence, Bindings: d.Bindings, Diagnostics: d.Diagnostics}, nil
+	}),
+	claimVerb("testament.post", func(d *claimTestamentRefDoc, _ time.Time) (claim.Command, error) {
+		return claim.PostTestament{Claim: d.Claim, Testament: d.Testament}, nil
+	}),
+	claimVerb("testament.receive", func(d *claimTestamentRefDoc, _ time.Time) (claim.Command, error) {
+		return claim.ReceiveTestament{Claim: d.Claim, Testament: d.Testament}, nil
+	}),
+	claimVerb("check.begin", func(d *claimBeginDoc, _ time.Time) (claim.Command, error) {
+		return claim.BeginCheck{Claim: d.Claim, Check: d.Check, Artifact: d.Artifact, Digest: d.Digest}, nil
+	}),
+	claimVerb("check.report", func(d *ClaimCheckBody, _ time.Time) (claim.Command, error) {
+		return claim.ReportVerdict{Claim: d.Claim, Check: d.Check, Artifact: d.Artifact, Digest: d.Digest,
+			Result: claim.Result(d.Result), Evidence: d.Evidence, EvidenceDigest: d.EvidenceDigest, Note: d.Note}, nil
+	}),
+	claimVerb("artifact.publish", func(d *claimPublishDoc, _ time.Time) (claim.Command, error) {
+		// The role and kind default as for PUT …/artifacts/{artifact}; the
+		// bytes are added by sendClaim (withFilePart).
+		role := claim.Role(d.Role)
+		switch {
+		case role != "":
+		case d.Slot != "":
+			role = claim.RoleOutput
+		case d.Generation > 0:
+			role = claim.RoleDiagnostic
+		default:
+			role = claim.RoleResult
+		}
+		kind := d.Kind
+		if kind == "" {
+			kind = "file"
+		}
+		return claim.PublishArtifact{Claim: d.Claim, Artifact: d.Artifact, Role: role, Slot: d.Slot, Kind: kind,
+			Schema: d.Schema, Name: d.Name, Generation: d.Generation}, nil
+	}),
+	claimVerb("artifact.receive", func(d *claimArtifactRefDoc, _ time.Time) (claim.Command, error) {
+		return claim.ReceiveArtifact{Claim: d.Claim, Artifact: d.Artifact, Digest: d.Digest}, nil
+	}),
+}
+
+// a2aClaimActionNames lists the claim actions, the default first (for the
+// agent card).
+func a2aClaimActionNames() []string {
+	names := make([]string, len(a2aClaimActions))
+	for i, a := range a2aClaimActions {
+		names[i] = a.name
+	}
+	return names
+}
+
+// sendClaim executes one claim record of a SendMessage.
+func (h *a2aHandler) sendClaim(ctx context.Context, c *a2aCall, l *ledger.Ledger, req *a2a.SendMessageRequest, uri, key string, raw any) (a2a.SendMessageResult, error) {
+	msg := req.Message
+	rec, err := a2aClaimActions.read(key, raw, "a claim record")
+	if err != nil {
+		return nil, err
+	}
+	where, act := rec.where, rec.action
+	id, err := recordClaim(where, rec.obj, msg)
+	if err != nil {
+		return nil, err
+	}
+	doc := maps.Clone(rec.obj)
+	delete(doc, "action")
+	doc["claim"] = id
+	body, err := json.Marshal(doc)
+	if err != nil {
+		return nil, invalidParams(where, "must be a JSON object")
+	}
+	cmd, err := act.build(where, body, h.s.cfg.Ledger.Now())
+	if err != nil {
+		return nil, refuseAt(where, err)
+	}
+	content := ""
+	if pa, ok := cmd.(claim.PublishArtifact); ok {
+		if pa, err = h.withFilePart(ctx, msg, pa); err != nil {
+			return nil, err
+		}
+		cmd, content = pa, pa.Content.String()
+	}
+	digest := a2aDigest("SendMessage", c.contextID(), uri, act.name, string(body), content)
+	keys := []string{a2aRecordKey(uri, familyClaim)}
+	resp, err := h.write(ctx, c, l, ledger.Command{Claim: cmd}, c.sendRequestID(msg), digest, h.claimAnswer(c, id, keys))
+	if err != nil {
+		return nil, a2aError(err)
+	}
+	return decodeAnswer[a2a.Task](resp)
+}
+
+// recordClaim is the claim a record is about: its "claim" member, else the
+// message's taskId. When both are given they must agree.
+func recordClaim(where string, obj map[string]any, msg *a2a.Message) (string, error) {
+	task := string(msg.TaskID)
+	v, given := obj["claim"]
+	if !given {
+		if task == "" {
+			return "", invalidParams(where+".claim", "names the claim (or send the message in its task: message.taskId)")
+		}
+		return task, nil
+	}
+	id, ok := v.(string)
+	switch {
+	case !ok:
+		return "", invalidParams(where+".claim", "must be a string")
+	case task != "" && id != task:
+		return "", invalidParams(where+".claim", "names "+strconv.Quote(id)+" but message.taskId names "+strconv.Quote(task))
+	}
+	return id, nil
+}
+
+// withFilePart stores the bytes of the message's one raw file part in the
+// content store and puts them in an artifact.publish command; a record
+// without a name takes the part's filename. As with PUT …/artifacts, bytes
+// stored for a command the ledger then refuses stay in the content store
+// (it is content-addressed) and the log gets nothing.
+func (h *a2aHandler) withFilePart(ctx context.Context, msg *a2a.Message, pa claim.PublishArtifact) (claim.PublishArtifact, error) {
+	var file *a2a.Part
+	n := 0
+	for _, p := range msg.Parts {
+		if _, ok := p.Content.(a2a.Raw); ok {
+			file = p
+			n++
+		}
+	}
+	if n != 1 {
+		return pa, invalidParams("message.parts", "artifact.publish takes the artifact's bytes as exactly one file part with raw bytes; the message has "+strconv.Itoa(n))
+	}
+	objs, err := h.s.objects()
+	if err != nil {
+		return pa, a2aError(fmt.Errorf("open the content store: %w", err))
+	}
+	pa.Content, pa.Size, err = objs.Put(ctx, bytes.NewReader(file.Content.(a2a.Raw)))
+	if err != nil {
+		return pa, a2aError(fmt.Errorf("store the artifact's bytes: %w", err))
+	}
+	if pa.Name == "" {
+		pa.Name = file.Filename
+	}
+	if pa.Name == "" {
+		pa.Name = pa.Artifact
+	}
+	return pa, nil
+}
+
+// claimAnswer renders a claim write's answer: the claim's task after the
+// write, the records appended under "<key>/records".
+func (h *a2aHandler) claimAnswer(c *a2aCall, id string, keys []string) func(*ledger.State, []ledger.Result) []byte {
+	return func(st *ledger.State, res []ledger.Result) []byte {
+		v, ok := st.Claims.Claim(id, h.s.cfg.Ledger.Now().UTC())
+		if !ok {
+			return []byte("{}")
+		}
+		t := claimTaskOf(&v, c.contextID(), keys, c.sessionURL)
+		recs := make([]json.RawMessage, len(res))
+		for i, r := range res {
+			recs[i] = r.Line
+		}
+		for _, k := range keys {
+			t.Metadata[k+"/records"] = recs
+		}
+		b, _ := json.Marshal(t)
+		return b
+	}
+}
+
+// cancelClaim ends a claim as the caller: Cancelled, with the reason from
+// the request's metadata "reason" (or a record's under a claim key). The
+// claim core refuses anyone but the claimant, and a claim already ended
+// (NotCancelable).
+func (h *a2aHandler) cancelClaim(ctx context.Context, c *a2aCall, l *ledger.Ledger, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
+	id := string(req.ID)
+	keys := h.keysOf(c, familyClaim)
+	reason := cancelReason(c.cancelRequestMetadata(req), keys)
+	digest := a2aDigest("CancelTask", c.contextID(), "claim", id, reason)
+	resp, err := h.write(ctx, c, l, ledger.Command{Claim: claim.Cancel{Claim: id, Reason: reason}}, c.requestID, digest, h.claimAnswer(c, id, keys))
+	if err != nil {
+		if r, ok := rule.As(err); ok && r.Field == "reason" {
+			return nil, invalidParams("reason", r.Rule+": cancelling a claim needs a reason, put it in the request's metadata.reason")
+		}
+		return nil, cancelError(err)
+	}
+	return decodeAnswer[a2a.Task](resp)
+}
+
+// a2aClaimState maps a claim's state to a task state (the table in this
+// file's comment). A terminal state not named there is FAILED.
+func a2aClaimState(v *claim.View) a2a.TaskState {
+	switch v.State {
+	case claim.Generated, claim.Posted:
+		return a2a.TaskStateSubmitted
+	case claim.Satisfied:
+		return a2a.TaskStateCompleted
+	case claim.ReceiptFailed:
+		return a2a.TaskStateRejected
+	case claim.Cancelled, claim.Revoked, claim.Superseded:
+		return a2a.TaskStateCanceled
+	case claim.ValidationIncomplete:
+		if refusedResponse(v) {
+			return a2a.TaskStateRejected
+		}
+	}
+	if v.State.Terminal() {
+		return a2a.TaskStateFailed
+	}
+	return a2a.TaskStateWorking
+}
+
+// refusedResponse reports whether the response that ended the claim
+// reported the outcome refused: the respondent declined the work.
+func refusedResponse(v *claim.View) bool {
+	if v.Terminal == nil || v.Terminal.Testament == "" {
+		return false
+	}
+	for _, t := range v.Testaments {
+		if t.Testament == v.Terminal.Testament {
+			return t.Outcome == string(claim.Refused)
+		}
+	}
+	return false
+}
+
+// claimTaskOf is the A2A task of a claim view: its id the claim's, the view
+// under each of keys, in its state since it ended (else since it was
+// created). sessionURL is where the artifact parts point ("" for none).
+func claimTaskOf(v *claim.View, contextID string, keys []string, sessionURL string) *a2a.Task {
+	rec, err := json.Marshal(v)
+	if err != nil {
+		rec = []byte("null")
+	}
+	since := v.Created
+	if v.Terminal != nil {
+		since = v.Terminal.TS
+	}
+	ts, _ := time.Parse(time.RFC3339Nano, since)
+	t := recordTask(a2a.TaskID(v.Claim), contextID, keys, rec, a2aClaimState(v), ts)
+	if v.Terminal != nil {
+		statusText(t, v.Claim, string(v.State), v.Terminal.Reason)
+	}
+	if v.State == claim.Satisfied {
+		t.Artifacts = claimArtifacts(v, sessionURL)
+	}
+	return t
+}
+
+// claimArtifacts lists what a satisfied claim delivered: each slot's
+// witness (the artifact every Required check of the slot passed on) with a
+// data part naming it exactly and a file part with the URL of its bytes
+// (read with a bearer token; served only when they match the recorded
+// content digest), then the received testament, so there is always at
+// least one.
+func claimArtifacts(v *claim.View, sessionURL string) []*a2a.Artifact {
+	var ids []string
+	slots := map[string][]string{}
+	witness := map[string]*claim.WitnessView{}
+	for _, sl := range v.Slots {
+		if w := sl.Witness; w != nil {
+			if _, seen := witness[w.Artifact]; !seen {
+				ids, witness[w.Artifact] = append(ids, w.Artifact), w
+			}
+			slots[w.Artifact] = append(slots[w.Artifact], sl.Name)
+		}
+	}
+	var out []*a2a.Artifact
+	for _, id := range ids {
+		w := witness[id]
+		data := map[string]any{"claim": v.Claim, "artifact": id, "digest": w.Digest, "testament": w.Testament, "slots": slots[id]}
+		name := id
+		for _, av := range v.Artifacts {
+			if av.Artifact == id {
+				data["content"], data["size"], data["kind"], data["role"] = av.Content, av.Size, av.Kind, av.Role
+				if av.Schema != "" {
+					data["schema"] = av.Schema
+				}
+				if av.Name != "" {
+					name = av.Name
+				}
+			}
+		}
+		parts := a2a.ContentParts{a2a.NewDataPart(data)}
+		if sessionURL != "" {
+			file := a2a.NewFileURLPart(a2a.URL(sessionURL+"/claims/"+url.PathEscape(v.Claim)+"/artifacts/"+url.PathEscape(id)), "application/octet-stream")
+			file.Filename = name
+			parts = append(parts, file)
+		}
+		out = append(out, &a2a.Artifact{ID: a2a.ArtifactID(id), Name: name, Parts: parts,
+			Description: "the witness of slot " + strings.Join(slots[id], ", ") + ": every Required check passed on this artifact id and digest"})
+	}
+	for _, t := range v.Testaments {
+		if t.Testament == v.Delivery.Testament {
+			data := map[string]any{"claim": v.Claim, "testament": t.Testament, "outcome": t.Outcome, "summary": t.Summary, "bindings": t.Bindings}
+			if t.Confidence != nil {
+				data["confidence"] = *t.Confidence
+			}
+			out = append(out, &a2a.Artifact{ID: a2a.ArtifactID("testament/" + t.Testament), Name: "testament " + t.Testament,
+				Description: "the closing testament the claimant received", Parts: a2a.ContentParts{a2a.NewDataPart(data)}})
+		}
+	}
+	return out
+}
