@@ -2,9 +2,9 @@ package server
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"tally/artifact"
 	"tally/claim"
@@ -42,8 +42,12 @@ func (s *Server) claimRoutes() []route {
 		{name: "claim.testament.receive", method: "POST", pattern: one + "/testaments/{testament}/receive", summary: "Receive a posted response testament (claimant)", body: "Empty", write: true, handle: s.claimTestamentStep("receive")},
 		{name: "claim.check.begin", method: "POST", pattern: one + "/checks/{check}/begin", summary: "Begin the next attempt of a check on one target (designated evaluator)", body: "ClaimCheck", write: true, handle: s.claimCheck("begin")},
 		{name: "claim.check.report", method: "POST", pattern: one + "/checks/{check}/report", summary: "Report a verdict with evidence (designated evaluator)", body: "ClaimCheck", write: true, handle: s.claimCheck("report")},
-		{name: "claim.artifact.put", method: "PUT", pattern: one + "/artifacts/{artifact}", summary: "Store the body's bytes and publish the artifact (role, slot, generation, kind, schema, name in the query)", body: "Bytes", write: true, handle: s.claimArtifactPut},
+		{name: "claim.artifact.put", method: "PUT", pattern: one + "/artifacts/{artifact}", summary: "Store the body's bytes and publish the artifact (role, slot, generation, kind, schema, name in the query)", body: "Bytes", write: true, bodyMax: ArtifactBodyMax, handle: s.claimArtifactPut},
 		{name: "claim.artifact.get", method: "GET", pattern: one + "/artifacts/{artifact}", summary: "The artifact's bytes, verified against its recorded content digest", handle: s.claimArtifactGet},
+		{name: "claim.artifact.verify", method: "GET", pattern: one + "/artifacts/{artifact}/verify", summary: "Re-hash the artifact's stored copy: its row when intact, else the refusal reading it would give", handle: s.artifactVerifyOne},
+		{name: "artifact.list", method: "GET", pattern: sessionPath + "/artifacts", summary: "Recorded artifacts and whether their bytes are stored (claim, artifact); verify=true re-hashes each copy (ok, missing, damaged)", handle: s.artifactList},
+		{name: "artifact.content", method: "GET", pattern: sessionPath + "/objects/{content}", summary: "Bytes by content digest, served only when an artifact of this session records that content", handle: s.contentGet},
+		{name: "claim.graph", method: "GET", pattern: sessionPath + "/claim-graph", summary: "Every claim's state and every relation between claims (now)", handle: s.claimGraph},
 		{name: "claim.artifact.receive", method: "POST", pattern: one + "/artifacts/{artifact}/receive", summary: "Record that the claimant observed an artifact (claimant)", body: "ClaimArtifactReceive", write: true, handle: s.claimArtifactReceive},
 	}
 }
@@ -96,6 +100,12 @@ func ClaimWriteDoc(res []ledger.Result, v *claim.View) []byte {
 // claimWrite is the common shape of a claim write route: authenticate, read
 // the body, build the command, execute it.
 func (s *Server) claimWrite(w http.ResponseWriter, r *http.Request, status int, build func(body []byte, id string, p principal) (claim.Command, error)) {
+	s.claimWriteGuarded(w, r, status, build, nil)
+}
+
+// claimWriteGuarded is claimWrite with a guard run on the built command
+// before it executes, for the I/O the claim core cannot do itself.
+func (s *Server) claimWriteGuarded(w http.ResponseWriter, r *http.Request, status int, build func(body []byte, id string, p principal) (claim.Command, error), guard func(l *ledger.Ledger, cmd claim.Command) error) {
 	p, l, err := s.openSession(r)
 	if err != nil {
 		s.writeError(w, err)
@@ -114,6 +124,12 @@ func (s *Server) claimWrite(w http.ResponseWriter, r *http.Request, status int, 
 	}
 	if c, ok := cmd.(claim.Create); ok {
 		id = c.Claim
+	}
+	if guard != nil {
+		if err := guard(l, cmd); err != nil {
+			s.writeError(w, err)
+			return
+		}
 	}
 	s.execute(w, r, p, l, body, ledger.Command{Claim: cmd}, status, s.renderClaim(id))
 }
@@ -333,9 +349,28 @@ type ClaimCheckBody struct {
 	Note           string `json:"note,omitempty"`
 }
 
+// guardTarget verifies the bytes of a check's target before a record that
+// begins an attempt on it is appended, as the CLI does on a local ledger.
+func (s *Server) guardTarget(r *http.Request) func(l *ledger.Ledger, cmd claim.Command) error {
+	return func(l *ledger.Ledger, cmd claim.Command) error {
+		objs, err := s.objects()
+		if err != nil {
+			return err
+		}
+		now := s.cfg.Ledger.Now().UTC()
+		switch c := cmd.(type) {
+		case claim.BeginCheck:
+			return VerifyTarget(r.Context(), l, objs, c.Claim, c.Check, c.Artifact, false, now)
+		case claim.ReportVerdict:
+			return VerifyTarget(r.Context(), l, objs, c.Claim, c.Check, c.Artifact, true, now)
+		}
+		return nil
+	}
+}
+
 func (s *Server) claimCheck(verb string) func(w http.ResponseWriter, r *http.Request) {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s.claimWrite(w, r, http.StatusOK, func(body []byte, id string, _ principal) (claim.Command, error) {
+		s.claimWriteGuarded(w, r, http.StatusOK, func(body []byte, id string, _ principal) (claim.Command, error) {
 			var d ClaimCheckBody
 			if err := claimDoc(body, id, &d.Claim, &d); err != nil {
 				return nil, err
@@ -363,7 +398,7 @@ func (s *Server) claimCheck(verb string) func(w http.ResponseWriter, r *http.Req
 			}
 			return claim.ReportVerdict{Claim: id, Check: check, Artifact: d.Artifact, Digest: d.Digest,
 				Result: claim.Result(d.Result), Evidence: d.Evidence, EvidenceDigest: d.EvidenceDigest, Note: d.Note}, nil
-		})
+		}, s.guardTarget(r))
 	}
 }
 
@@ -453,61 +488,18 @@ func (s *Server) claimArtifactPut(w http.ResponseWriter, r *http.Request) {
 	s.execute(w, r, p, l, digestBody, ledger.Command{Claim: cmd}, http.StatusCreated, s.renderClaim(id))
 }
 
-// claimArtifactGet streams an artifact's bytes after verifying them against
-// the recorded content digest; a damaged copy is refused (500), never served.
-func (s *Server) claimArtifactGet(w http.ResponseWriter, r *http.Request) {
+// openReadAt is openRead and the time the read is asked at (now=).
+func (s *Server) openReadAt(r *http.Request) (*ledger.Ledger, time.Time, error) {
 	l, err := s.openRead(r)
 	if err != nil {
-		s.writeError(w, err)
-		return
+		return nil, time.Time{}, err
 	}
-	id, a := r.PathValue("id"), r.PathValue("artifact")
-	var av claim.ArtifactView
-	var ok bool
-	l.Read(func(st *ledger.State, _ store.Position) { av, ok = st.Claims.Artifact(id, a) })
-	if !ok {
-		s.writeError(w, rule.NotFoundf("artifact", "no artifact "+strconv.Quote(a)+" in claim "+strconv.Quote(id)))
-		return
-	}
-	cd, err := artifact.ParseContentDigest(av.Content)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	objs, err := s.objects()
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if err := objs.Verify(r.Context(), cd); err != nil {
-		if err == artifact.ErrNotFound {
-			s.writeError(w, rule.NotFoundf("artifact", "the bytes of "+strconv.Quote(a)+" are not in this server's content store"))
-			return
-		}
-		s.writeError(w, err)
-		return
-	}
-	rc, err := objs.Open(r.Context(), cd)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	defer rc.Close()
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Length", strconv.FormatInt(av.Size, 10))
-	w.Header().Set("X-Tally-Digest", av.Digest)
-	w.Header().Set("X-Tally-Content", av.Content)
-	w.WriteHeader(http.StatusOK)
-	io.Copy(w, rc)
+	now, err := s.readNow(r)
+	return l, now, err
 }
 
 func (s *Server) claimList(w http.ResponseWriter, r *http.Request) {
-	l, err := s.openRead(r)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	now, err := s.readNow(r)
+	l, now, err := s.openReadAt(r)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -538,12 +530,7 @@ func (s *Server) claimList(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) claimShow(w http.ResponseWriter, r *http.Request) {
-	l, err := s.openRead(r)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	now, err := s.readNow(r)
+	l, now, err := s.openReadAt(r)
 	if err != nil {
 		s.writeError(w, err)
 		return

@@ -1,10 +1,13 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
+	"tally/artifact"
 	"tally/auth"
 )
 
@@ -106,4 +109,177 @@ func TestClaimRoutesLifecycleAndRoles(t *testing.T) {
 	}
 	f.want(409, "POST", c, "maintainer", `{"claim":"C19","respondent":"parser","work":"w","slots":[]}`, "Idempotency-Key", "k1")
 	f.want(200, "POST", c+"/C18/cancel", "maintainer", `{"reason":"not needed"}`)
+}
+
+// c17Artifacts issues C17 (one check, behavior, run by maintainer), has
+// parser publish patch-a and close, post and get received a testament
+// binding it. It returns the claims path.
+func c17Artifacts(f *fixture) string {
+	f.t.Helper()
+	f.token("maintainer", auth.RoleAgent)
+	f.token("parser", auth.RoleAgent)
+	c := base + "/claims"
+	f.want(201, "POST", c, "maintainer", `{"claim":"C17","respondent":"parser","work":"w","slots":[{"name":"change","mode":"required","checks":[{"id":"behavior","validator":{"name":"command","version":"1"},"evaluator":"maintainer","mode":"required","phases":["programmatic"],"attempts":1}]}]}`)
+	f.want(200, "POST", c+"/C17/post", "maintainer", ``)
+	f.want(200, "POST", c+"/C17/receipt", "parser", `{}`)
+	f.want(201, "PUT", c+"/C17/artifacts/patch-a?slot=change&generation=1&kind=patch&name=patch.txt", "parser", "diff --git a b")
+	f.want(200, "POST", c+"/C17/testaments", "parser", `{"testament":"T1","generation":1,"summary":"s","bindings":[{"slot":"change","artifact":"patch-a","digest":""}]}`)
+	f.want(200, "POST", c+"/C17/testaments/T1/post", "parser", ``)
+	f.want(200, "POST", c+"/C17/testaments/T1/receive", "maintainer", ``)
+	return c
+}
+
+// artifactRows decodes an artifact listing: artifact → stored.
+func artifactRows(t *testing.T, doc string) map[string]string {
+	t.Helper()
+	var d struct {
+		Artifacts []StoredArtifact `json:"artifacts"`
+	}
+	if err := json.Unmarshal([]byte(doc), &d); err != nil {
+		t.Fatalf("%v: %s", err, doc)
+	}
+	out := map[string]string{}
+	for _, a := range d.Artifacts {
+		out[a.Claim+"/"+a.Artifact] = a.Stored
+	}
+	return out
+}
+
+// errorOf decodes a refusal document.
+func errorOf(t *testing.T, doc string) (msg, code string) {
+	t.Helper()
+	var d struct {
+		Error string `json:"error"`
+		Code  string `json:"code"`
+	}
+	if err := json.Unmarshal([]byte(doc), &d); err != nil || d.Error == "" {
+		t.Fatalf("not a refusal: %s", doc)
+	}
+	return d.Error, d.Code
+}
+
+func TestArtifactListVerifyAndContentRoutes(t *testing.T) {
+	f := newFixture(t)
+	c := c17Artifacts(f)
+	a := base + "/artifacts"
+	if got := artifactRows(t, f.want(200, "GET", a, "observer", "")); len(got) != 1 || got["C17/patch-a"] != "present" {
+		t.Fatalf("list: %v", got)
+	}
+	if got := artifactRows(t, f.want(200, "GET", a+"?claim=C17&artifact=patch-a&verify=true", "observer", "")); got["C17/patch-a"] != "ok" {
+		t.Fatalf("verify: %v", got)
+	}
+	show := f.want(200, "GET", c+"/C17", "observer", "")
+	var v struct {
+		Claim struct {
+			Artifacts []struct{ Content string } `json:"artifacts"`
+		} `json:"claim"`
+	}
+	json.Unmarshal([]byte(show), &v)
+	content := v.Claim.Artifacts[0].Content
+	if got := f.want(200, "GET", base+"/objects/"+content, "observer", ""); got != "diff --git a b" {
+		t.Fatalf("content: %q", got)
+	}
+	f.want(200, "GET", c+"/C17/artifacts/patch-a/verify", "observer", "")
+
+	// Refusals name the field and the rule, and append nothing.
+	before := f.logBytes()
+	for _, rq := range []struct {
+		path  string
+		who   string
+		code  int
+		field string
+	}{
+		{a + "?claim=C99", "observer", 404, "claim"},
+		{a + "?artifact=patch-a", "observer", 400, "claim"},
+		{a + "?claim=C17&artifact=nope", "observer", 404, "artifact"},
+		{a + "?colour=red", "observer", 400, "colour"},
+		{a + "?verify=maybe", "observer", 400, "verify"},
+		{a, "foreign", 404, ""},
+		{"/v1/tenants/acme/sessions/main/artifacts", "", 401, ""},
+		{c + "/C99/artifacts/patch-a", "observer", 404, "claim"},
+		{c + "/C17/artifacts/nope/verify", "observer", 404, "artifact"},
+		{c + "/C17/artifacts/patch-a/verify", "foreign", 404, ""},
+		{base + "/objects/xyz", "observer", 400, "content"},
+		{base + "/objects/" + strings.Repeat("0", 64), "observer", 404, "artifact"},
+		{base + "/objects/" + content, "foreign", 404, ""},
+		{base + "/claim-graph", "foreign", 404, ""},
+	} {
+		msg, _ := errorOf(t, f.want(rq.code, "GET", rq.path, rq.who, ""))
+		if rq.field != "" && !strings.HasPrefix(msg, rq.field+": ") {
+			t.Errorf("GET %s: %q does not name %s", rq.path, msg, rq.field)
+		}
+	}
+	// The store is shared by every tenant; another tenant's session that
+	// records no artifact with this content is not served its bytes.
+	f.want(404, "GET", "/v1/tenants/other/sessions/main/objects/"+content, "foreign", "")
+
+	// A damaged copy is reported by verify and never served.
+	objs, err := f.srv.objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cd, _ := artifact.ParseContentDigest(content)
+	if err := os.WriteFile(objs.Path(cd), []byte("diff --git a B"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := artifactRows(t, f.want(200, "GET", a+"?verify=true", "observer", "")); got["C17/patch-a"] != "damaged" {
+		t.Fatalf("verify of a damaged copy: %v", got)
+	}
+	for _, p := range []string{c + "/C17/artifacts/patch-a", c + "/C17/artifacts/patch-a/verify", base + "/objects/" + content} {
+		msg, code := errorOf(t, f.want(500, "GET", p, "observer", ""))
+		if code != string(CodeDamaged) || !strings.HasPrefix(msg, "artifact: the stored copy of ") {
+			t.Errorf("GET %s of a damaged copy: %s %s", p, code, msg)
+		}
+	}
+	// No attempt begins, and no verdict is recorded, on a damaged target.
+	f.want(500, "POST", c+"/C17/checks/behavior/begin", "maintainer", `{"artifact":"patch-a"}`)
+	if !bytes.Equal(before, f.logBytes()) {
+		t.Fatal("a refused begin changed the log")
+	}
+	f.want(201, "PUT", c+"/C17/artifacts/E1", "maintainer", "4 of 4")
+	before = f.logBytes()
+	f.want(500, "POST", c+"/C17/checks/behavior/report", "maintainer", `{"artifact":"patch-a","result":"pass","evidence":"E1"}`)
+
+	// A missing copy: listed as missing, refused as not in the store.
+	if err := os.Remove(objs.Path(cd)); err != nil {
+		t.Fatal(err)
+	}
+	if got := artifactRows(t, f.want(200, "GET", a+"?claim=C17", "observer", "")); got["C17/patch-a"] != "missing" {
+		t.Fatalf("list of a missing copy: %v", got)
+	}
+	msg, _ := errorOf(t, f.want(404, "GET", c+"/C17/artifacts/patch-a", "observer", ""))
+	if msg != "artifact: the bytes of artifact patch-a are not in the content store" {
+		t.Fatalf("missing copy: %s", msg)
+	}
+	if !bytes.Equal(before, f.logBytes()) {
+		t.Fatal("a refused request changed the log")
+	}
+}
+
+func TestClaimGraphRoute(t *testing.T) {
+	f := newFixture(t)
+	f.token("maintainer", auth.RoleAgent)
+	c := base + "/claims"
+	f.want(201, "POST", c, "maintainer", `{"claim":"C17","respondent":"parser","work":"w","slots":[]}`)
+	f.want(201, "POST", c, "maintainer", `{"claim":"C18","respondent":"parser","work":"w","slots":[],"depends_on":["C17"],"predecessor":"C17"}`)
+	got := f.want(200, "GET", base+"/claim-graph", "observer", "")
+	want := `{"schema_version":1,"claims":[{"claim":"C17","state":"Generated"},{"claim":"C18","state":"Generated"}],` +
+		`"edges":[{"from":"C18","to":"C17","relation":"depends_on","holds":false},{"from":"C18","to":"C17","relation":"predecessor","holds":true}]}` + "\n"
+	if got != want {
+		t.Fatalf("graph:\n got %s\nwant %s", got, want)
+	}
+	f.want(400, "GET", base+"/claim-graph?now=soon", "observer", "")
+}
+
+// An artifact is a file, not a command: its PUT takes more than a
+// command's body bound.
+func TestArtifactPutTakesLargeFiles(t *testing.T) {
+	f := newFixture(t)
+	c := c17Artifacts(f)
+	big := strings.Repeat("x", int(f.srv.cfg.BodyMax)+1)
+	f.want(201, "PUT", c+"/C17/artifacts/big-log?kind=test-log", "maintainer", big)
+	if got := f.want(200, "GET", c+"/C17/artifacts/big-log", "maintainer", ""); got != big {
+		t.Fatalf("read back %d bytes, want %d", len(got), len(big))
+	}
+	f.want(413, "POST", c+"/C17/progress", "parser", `{"generation":1,"note":"`+big+`"}`)
 }

@@ -27,6 +27,7 @@ type route struct {
 	summary string
 	body    string // request schema name, or ""
 	write   bool
+	bodyMax int64 // bounds the body of a write; 0 means Config.BodyMax
 	handle  func(w http.ResponseWriter, r *http.Request)
 }
 
@@ -102,7 +103,11 @@ func (s *Server) instrument(rt route) http.Handler {
 				slog.Int("status", rec.code), slog.Duration("duration", elapsed))
 		}()
 		if rt.write {
-			r.Body = http.MaxBytesReader(rec, r.Body, s.cfg.BodyMax)
+			limit := s.cfg.BodyMax
+			if rt.bodyMax > 0 {
+				limit = rt.bodyMax
+			}
+			r.Body = http.MaxBytesReader(rec, r.Body, limit)
 		}
 		rt.handle(rec, r)
 	})
