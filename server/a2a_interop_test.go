@@ -70,4 +70,17 @@ func TestA2AInteropJS(t *testing.T) {
 			t.Fatalf("promise %s not recorded once: %s", id, log)
 		}
 	}
+	// A claim is counted by the lines it starts: the recorded answer that
+	// follows it quotes it among its records.
+	for _, id := range []string{"js-claim-jsonrpc", "js-claim-httpjson"} {
+		n := 0
+		for _, line := range strings.Split(log, "\n") {
+			if strings.HasPrefix(line, `{"ts":"`+t0.Format(time.RFC3339)+`","type":"claim.create","claim":"`+id+`","claimant":"reviewer"`) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("claim %s recorded %d times: %s", id, n, log)
+		}
+	}
 }

@@ -2,8 +2,9 @@
 // fetch the card, send a promise under pinki's extension URI with the
 // extension activated, read the task back with GetTask, and check the echoed
 // A2A-Extensions header, the record in the task's metadata and the mapped
-// state. Run by server/a2a_interop_test.go; env: A2A_BASE (the session's
-// …/a2a URL) and TALLY_TOKEN.
+// state; then the same for a claim under tally's claim URI. Run by
+// server/a2a_interop_test.go; env: A2A_BASE (the session's …/a2a URL) and
+// TALLY_TOKEN.
 import { Role, TaskState } from '@a2a-js/sdk';
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 
@@ -12,6 +13,7 @@ const base = process.env.A2A_BASE.replace(/\/?$/, '/');
 const token = process.env.TALLY_TOKEN;
 const PINKI = 'https://github.com/azigler/pinki/ext/promise/v0';
 const KEY = PINKI + '/promise';
+const CLAIM = 'urn:tally:ext:claim';
 
 function check(cond, what, got) {
   if (!cond) {
@@ -21,13 +23,15 @@ function check(cond, what, got) {
   console.log('ok: ' + what);
 }
 
-// Every call carries the bearer token and activates pinki's extension; the
-// last response's A2A-Extensions header is kept to check the echo.
+// Every call carries the bearer token and activates one extension (pinki's,
+// then tally's claim URI); the last response's A2A-Extensions header is kept
+// to check the echo.
 let echoed = [];
+let active = PINKI;
 const fetchImpl = async (input, init = {}) => {
   const headers = new Headers(init.headers || {});
   headers.set('Authorization', 'Bearer ' + token);
-  headers.set('A2A-Extensions', PINKI);
+  headers.set('A2A-Extensions', active);
   const resp = await fetch(input, { ...init, headers });
   echoed.push(resp.headers.get('A2A-Extensions'));
   return resp;
@@ -61,5 +65,31 @@ for (const [name, transport] of [['JSONRPC', new JsonRpcTransportFactory({ fetch
   check(got.status?.state === TaskState.TASK_STATE_WORKING || got.status?.state === 'TASK_STATE_WORKING', name + ': an owed promise is WORKING', got.status);
   const rec = got.metadata?.[KEY];
   check(rec && rec.id === id && rec.by === 'reviewer' && rec.to === 'author' && rec.state === 'owed', name + ': the record rides in metadata under pinki\'s key', got.metadata);
+}
+
+// A claim: created with the claim URI activated, read back as a task whose
+// id is the claim's, SUBMITTED while generated, its claimant the token's.
+active = CLAIM;
+check(uris.includes(CLAIM), 'card declares the claim extension', uris);
+for (const [name, transport] of [['JSONRPC', new JsonRpcTransportFactory({ fetchImpl })], ['HTTP+JSON', new RestTransportFactory({ fetchImpl })]]) {
+  const factory = new ClientFactory({ transports: [transport], cardResolver: new DefaultAgentCardResolver({ fetchImpl }) });
+  const client = await factory.createFromUrl(base);
+  const id = 'js-claim-' + name.replace(/\W/g, '').toLowerCase();
+  echoed = [];
+  const sent = await client.sendMessage({
+    message: {
+      messageId: 'msg-' + id,
+      role: Role.ROLE_USER,
+      parts: [{ content: { $case: 'text', value: 'reject incomplete escapes' } }],
+      metadata: { [CLAIM]: { claim: id, respondent: 'parser', work: 'reject incomplete escapes', slots: [] } },
+    },
+  });
+  const task = sent.id ? sent : sent.payload?.value ?? sent.task;
+  check(task && task.id === id, name + ': SendMessage returns the claim task', sent);
+  check(echoed.at(-1) === CLAIM, name + ': A2A-Extensions echoed for the claim', echoed);
+  const got = await client.getTask({ id });
+  check(got.status?.state === TaskState.TASK_STATE_SUBMITTED || got.status?.state === 'TASK_STATE_SUBMITTED', name + ': a generated claim is SUBMITTED', got.status);
+  const rec = got.metadata?.[CLAIM];
+  check(rec && rec.claim === id && rec.claimant === 'reviewer' && rec.state === 'Generated', name + ': the claim rides in metadata under the claim URI', got.metadata);
 }
 console.log('interop ok');
