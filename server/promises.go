@@ -118,6 +118,10 @@ func (s *Server) promiseWrite(w http.ResponseWriter, r *http.Request, status int
 	if d, ok := cmd.(promise.Declare); ok {
 		id = d.ID
 	}
+	if s.stubWrite != nil {
+		writeDoc(w, status, s.stubWrite(cmd, p))
+		return
+	}
 	s.execute(w, r, p, l, body, ledger.Command{Promise: cmd}, status, s.renderPromise(id))
 }
 

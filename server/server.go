@@ -18,6 +18,7 @@ import (
 
 	"tally/auth"
 	"tally/ledger"
+	"tally/promise"
 	"tally/store"
 	"tally/watch"
 )
@@ -86,6 +87,10 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[string]*ledger.Ledger
 	closed   bool
+
+	// stubWrite, set only by tests, answers a promise write in place of the
+	// ledger: the write benchmark's baseline, the server's own cost.
+	stubWrite func(cmd promise.Command, p principal) []byte
 }
 
 // New returns a server over cfg.Root, which must be a ledger directory.
