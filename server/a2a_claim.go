@@ -292,6 +292,11 @@ func (h *a2aHandler) sendClaim(ctx context.Context, c *a2aCall, l *ledger.Ledger
 		}
 		cmd, content = pa, pa.Content.String()
 	}
+	// A check's target is verified in the content store first, as over the
+	// HTTP JSON API: the core does no I/O.
+	if err := h.s.guardTarget(ctx)(l, cmd); err != nil {
+		return nil, a2aError(err)
+	}
 	digest := a2aDigest("SendMessage", c.contextID(), uri, act.name, string(body), content)
 	keys := []string{a2aRecordKey(uri, familyClaim)}
 	resp, err := h.write(ctx, c, l, ledger.Command{Claim: cmd}, c.sendRequestID(msg), digest, h.claimAnswer(c, id, keys))

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"tally/artifact"
 	"tally/auth"
 	"tally/claim"
 	"tally/ledger"
@@ -417,5 +419,43 @@ func TestA2AClaimRetryIsIdempotent(t *testing.T) {
 	_, r5, _ := f.rpc("maintainer", claimExt, "SendMessage", claimSendParams("retry-2", step("maintainer", "revoke", "claim", "C17", "reason", "x")))
 	if r4.Error != nil || r5.Error == nil || !strings.Contains(r5.raw, "IdempotencyConflict") {
 		t.Fatalf("action in the digest: %s / %s", r4.raw, r5.raw)
+	}
+}
+
+// A check begins, or a verdict is recorded, only on a target whose bytes
+// the server holds intact, as over the HTTP JSON API.
+func TestA2AClaimCheckVerifiesTarget(t *testing.T) {
+	f := newClaimFixture(t)
+	task := f.send(t, toDelivered("C17", "complete")...)
+	content, _ := recordOf(t, task, claimExt)["artifacts"].([]any)[0].(map[string]any)["content"].(string)
+	cd, err := artifact.ParseContentDigest(content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := f.srv.objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin := step("maintainer", "check.begin", "claim", "C17", "check", "behavior", "artifact", "A")
+	for _, c := range []struct {
+		name  string
+		spoil func() error
+		code  int
+		want  string
+	}{
+		{"damaged", func() error { return os.WriteFile(objs.Path(cd), []byte("diff --git a B"), 0o644) }, -32603, "artifact: the stored copy of artifact A is damaged"},
+		{"missing", func() error { return os.Remove(objs.Path(cd)) }, -32001, "artifact: the bytes of artifact A are not in the content store"},
+	} {
+		if err := c.spoil(); err != nil {
+			t.Fatal(err)
+		}
+		before := f.logBytes()
+		_, r, _ := f.rpc("maintainer", claimExt, "SendMessage", claimSendParams("begin-"+c.name, begin))
+		if r.Error == nil || r.Error.Code != c.code || !strings.Contains(r.Error.Message, c.want) {
+			t.Fatalf("%s: want %d %q: %s", c.name, c.code, c.want, r.raw)
+		}
+		if len(f.logBytes()) != len(before) {
+			t.Fatalf("%s: a refused begin appended", c.name)
+		}
 	}
 }

@@ -91,6 +91,8 @@ func a2aError(err error) error {
 			sentinel = a2a.ErrTaskNotFound
 		case rule.Forbidden:
 			sentinel = a2a.ErrUnauthorized
+		case CodeDamaged: // the server's copy, not the request, is at fault
+			sentinel = a2a.ErrInternalError
 		}
 		return a2a.NewError(sentinel, r.Error()).WithDetails(map[string]any{"code": string(r.Code), "field": r.Field, "rule": r.Rule})
 	}

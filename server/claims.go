@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -351,7 +352,7 @@ type ClaimCheckBody struct {
 
 // guardTarget verifies the bytes of a check's target before a record that
 // begins an attempt on it is appended, as the CLI does on a local ledger.
-func (s *Server) guardTarget(r *http.Request) func(l *ledger.Ledger, cmd claim.Command) error {
+func (s *Server) guardTarget(ctx context.Context) func(l *ledger.Ledger, cmd claim.Command) error {
 	return func(l *ledger.Ledger, cmd claim.Command) error {
 		objs, err := s.objects()
 		if err != nil {
@@ -360,9 +361,9 @@ func (s *Server) guardTarget(r *http.Request) func(l *ledger.Ledger, cmd claim.C
 		now := s.cfg.Ledger.Now().UTC()
 		switch c := cmd.(type) {
 		case claim.BeginCheck:
-			return VerifyTarget(r.Context(), l, objs, c.Claim, c.Check, c.Artifact, false, now)
+			return VerifyTarget(ctx, l, objs, c.Claim, c.Check, c.Artifact, false, now)
 		case claim.ReportVerdict:
-			return VerifyTarget(r.Context(), l, objs, c.Claim, c.Check, c.Artifact, true, now)
+			return VerifyTarget(ctx, l, objs, c.Claim, c.Check, c.Artifact, true, now)
 		}
 		return nil
 	}
@@ -398,7 +399,7 @@ func (s *Server) claimCheck(verb string) func(w http.ResponseWriter, r *http.Req
 			}
 			return claim.ReportVerdict{Claim: id, Check: check, Artifact: d.Artifact, Digest: d.Digest,
 				Result: claim.Result(d.Result), Evidence: d.Evidence, EvidenceDigest: d.EvidenceDigest, Note: d.Note}, nil
-		}, s.guardTarget(r))
+		}, s.guardTarget(r.Context()))
 	}
 }
 
