@@ -118,37 +118,53 @@ type Origin struct {
 }
 
 // ReplyTo says where the raising agent takes word of its expectation's
-// lapses over A2A: "replyTo": {"url","extension"?,"push"?:{"url","token"?}}.
-// URL is the agent's A2A JSON-RPC endpoint or its agent card's URL;
-// Extension is the extension URI the expectation was raised under (the
-// lapse comes back under it); PushURL and PushToken are an A2A
-// push-notification config. At least one of URL and PushURL is set. The
-// token is stored in the ledger as given: use a token meant for this.
+// lapses over A2A: "replyTo": {"url","extension"?,"push"?:{"url","token"?,
+// "authentication"?:{"scheme","credentials"?}}}. URL is the agent's A2A
+// JSON-RPC endpoint or its agent card's URL; Extension is the extension URI
+// the expectation was raised under (the lapse comes back under it); push is
+// an A2A push-notification config: its URL, its token (sent as
+// A2A-Notification-Token) and its authentication (sent as "Authorization:
+// scheme credentials", e.g. Bearer or Basic). At least one of URL and
+// PushURL is set. Token and credentials are stored in the ledger as given
+// (views show "set"): use ones meant for this.
 type ReplyTo struct {
 	URL       string
 	Extension string
 	PushURL   string
 	PushToken string
+	// PushAuthScheme and PushAuthCredentials are the push config's
+	// authentication (A2A AuthenticationInfo).
+	PushAuthScheme      string
+	PushAuthCredentials string
 }
 
 // replyToJSON is a ReplyTo's shape in views and notices: the record's.
 type replyToJSON struct {
-	URL       string `json:"url,omitempty"`
-	Extension string `json:"extension,omitempty"`
-	Push      *struct {
-		URL   string `json:"url"`
-		Token string `json:"token,omitempty"`
-	} `json:"push,omitempty"`
+	URL       string    `json:"url,omitempty"`
+	Extension string    `json:"extension,omitempty"`
+	Push      *pushJSON `json:"push,omitempty"`
 }
 
-// MarshalJSON writes the record's shape: {"url","extension"?,"push"?:{"url","token"?}}.
+type pushJSON struct {
+	URL   string `json:"url"`
+	Token string `json:"token,omitempty"`
+	Auth  *struct {
+		Scheme      string `json:"scheme"`
+		Credentials string `json:"credentials,omitempty"`
+	} `json:"authentication,omitempty"`
+}
+
+// MarshalJSON writes the record's shape (see ReplyTo).
 func (rt ReplyTo) MarshalJSON() ([]byte, error) {
 	j := replyToJSON{URL: rt.URL, Extension: rt.Extension}
-	if rt.PushURL != "" || rt.PushToken != "" {
-		j.Push = &struct {
-			URL   string `json:"url"`
-			Token string `json:"token,omitempty"`
-		}{rt.PushURL, rt.PushToken}
+	if rt.hasPush() {
+		j.Push = &pushJSON{URL: rt.PushURL, Token: rt.PushToken}
+		if rt.PushAuthScheme != "" || rt.PushAuthCredentials != "" {
+			j.Push.Auth = &struct {
+				Scheme      string `json:"scheme"`
+				Credentials string `json:"credentials,omitempty"`
+			}{rt.PushAuthScheme, rt.PushAuthCredentials}
+		}
 	}
 	return json.Marshal(j)
 }
@@ -162,8 +178,15 @@ func (rt *ReplyTo) UnmarshalJSON(b []byte) error {
 	*rt = ReplyTo{URL: j.URL, Extension: j.Extension}
 	if j.Push != nil {
 		rt.PushURL, rt.PushToken = j.Push.URL, j.Push.Token
+		if j.Push.Auth != nil {
+			rt.PushAuthScheme, rt.PushAuthCredentials = j.Push.Auth.Scheme, j.Push.Auth.Credentials
+		}
 	}
 	return nil
+}
+
+func (rt *ReplyTo) hasPush() bool {
+	return rt.PushURL != "" || rt.PushToken != "" || rt.PushAuthScheme != "" || rt.PushAuthCredentials != ""
 }
 
 // ReplyToMax bounds each member of a ReplyTo, in bytes.
@@ -711,6 +734,15 @@ func (e *Event) setters() map[string]func(json.RawMessage) error {
 						return fields(v, "replyTo.push", map[string]func(json.RawMessage) error{
 							"url":   str("replyTo.push.url", &rt.PushURL),
 							"token": str("replyTo.push.token", &rt.PushToken),
+							"authentication": func(v json.RawMessage) error {
+								if isNull(v) {
+									return nil
+								}
+								return fields(v, "replyTo.push.authentication", map[string]func(json.RawMessage) error{
+									"scheme":      str("replyTo.push.authentication.scheme", &rt.PushAuthScheme),
+									"credentials": str("replyTo.push.authentication.credentials", &rt.PushAuthCredentials),
+								})
+							},
 						})
 					},
 				})
@@ -930,10 +962,16 @@ func (e Event) Encode() []byte {
 				b = appendString(b, rt.Extension)
 				sep = ","
 			}
-			if rt.PushURL != "" || rt.PushToken != "" {
+			if rt.hasPush() {
 				b = append(b, sep+`"push":{"url":`...)
 				b = appendString(b, rt.PushURL)
 				b = appendOptional(b, "token", rt.PushToken)
+				if rt.PushAuthScheme != "" || rt.PushAuthCredentials != "" {
+					b = append(b, `,"authentication":{"scheme":`...)
+					b = appendString(b, rt.PushAuthScheme)
+					b = appendOptional(b, "credentials", rt.PushAuthCredentials)
+					b = append(b, '}')
+				}
 				b = append(b, '}')
 			}
 			b = append(b, '}')
@@ -986,6 +1024,23 @@ func appendMember(b []byte, key, value string) []byte {
 	b = append(b, key...)
 	b = append(b, '"', ':')
 	return appendString(b, value)
+}
+
+// isAuthScheme reports whether s is an HTTP token (RFC 9110 §5.6.2), the
+// form of an authentication scheme's name.
+func isAuthScheme(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.ContainsRune("!#$%&'*+-.^_`|~", c):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func appendOptional(b []byte, key, value string) []byte {
@@ -1051,6 +1106,8 @@ func (rt *ReplyTo) problem() (field, msg string) {
 	for _, f := range []struct{ name, value string }{
 		{"replyTo.url", rt.URL}, {"replyTo.extension", rt.Extension},
 		{"replyTo.push.url", rt.PushURL}, {"replyTo.push.token", rt.PushToken},
+		{"replyTo.push.authentication.scheme", rt.PushAuthScheme},
+		{"replyTo.push.authentication.credentials", rt.PushAuthCredentials},
 	} {
 		if len(f.value) > ReplyToMax {
 			return f.name, fmt.Sprintf("longer than %d bytes", ReplyToMax)
@@ -1072,6 +1129,17 @@ func (rt *ReplyTo) problem() (field, msg string) {
 	}
 	if rt.PushToken != "" && rt.PushURL == "" {
 		return "replyTo.push.url", "required with replyTo.push.token"
+	}
+	if rt.PushAuthScheme != "" || rt.PushAuthCredentials != "" {
+		if rt.PushURL == "" {
+			return "replyTo.push.url", "required with replyTo.push.authentication"
+		}
+		if !isAuthScheme(rt.PushAuthScheme) {
+			return "replyTo.push.authentication.scheme", "must be an HTTP authentication scheme name such as Bearer or Basic (letters, digits and !#$%&'*+-.^_`|~)"
+		}
+		if strings.TrimSpace(rt.PushAuthCredentials) != rt.PushAuthCredentials {
+			return "replyTo.push.authentication.credentials", "must not start or end with white space"
+		}
 	}
 	return "", ""
 }

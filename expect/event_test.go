@@ -57,6 +57,16 @@ var wireCases = []struct {
 		}},
 	},
 	{
+		name: "raise with a push config that authenticates",
+		line: `{"ts":"2026-09-01T17:00:00Z","type":"expect.raise","expectationId":"e4","kind":"doc","subject":{"type":"doc","id":"d1"},"satisfiedBy":{"factKey":"doc.received:d1"},"dueAt":"2026-09-03T00:00:00Z","basis":"declared","replyTo":{"push":{"url":"https://agent.example/push","authentication":{"scheme":"Basic","credentials":"dTpw"}}},"by":"a"}`,
+		want: Event{TS: mustTime("2026-09-01T17:00:00Z"), Type: TypeRaise, Raise: &Raise{
+			ExpectationID: "e4", Kind: "doc", Subject: Subject{"doc", "d1"}, FactKey: "doc.received:d1",
+			DueAt: mustTime("2026-09-03T00:00:00Z"), Basis: BasisDeclared,
+			ReplyTo: &ReplyTo{PushURL: "https://agent.example/push", PushAuthScheme: "Basic", PushAuthCredentials: "dTpw"},
+			By:      "a",
+		}},
+	},
+	{
 		name: "raise with a reply-to URL only",
 		line: `{"ts":"2026-09-01T17:00:00Z","type":"expect.raise","expectationId":"e3","kind":"doc","subject":{"type":"doc","id":"d1"},"satisfiedBy":{"factKey":"doc.received:d1"},"dueAt":"2026-09-03T00:00:00Z","basis":"declared","replyTo":{"url":"http://127.0.0.1:9/a2a"},"by":"a"}`,
 		want: Event{TS: mustTime("2026-09-01T17:00:00Z"), Type: TypeRaise, Raise: &Raise{

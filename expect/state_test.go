@@ -360,6 +360,10 @@ func TestRaiseRefusals(t *testing.T) {
 		{"context without task", mod(func(r *Raise) { r.Origin = Origin{ContextID: "c"} }), rule.Invalid, "origin.taskId"},
 		{"reply-to not a URL", mod(func(r *Raise) { r.ReplyTo = &ReplyTo{URL: "agent"} }), rule.Invalid, "replyTo.url"},
 		{"push token without URL", mod(func(r *Raise) { r.ReplyTo = &ReplyTo{URL: "http://a/", PushToken: "t"} }), rule.Invalid, "replyTo.push.url"},
+		{"push authentication without URL", mod(func(r *Raise) { r.ReplyTo = &ReplyTo{URL: "http://a/", PushAuthScheme: "Bearer"} }), rule.Invalid, "replyTo.push.url"},
+		{"push credentials without scheme", mod(func(r *Raise) { r.ReplyTo = &ReplyTo{PushURL: "http://a/", PushAuthCredentials: "c"} }), rule.Invalid, "replyTo.push.authentication.scheme"},
+		{"push scheme not a token", mod(func(r *Raise) { r.ReplyTo = &ReplyTo{PushURL: "http://a/", PushAuthScheme: "Bear er"} }), rule.Invalid, "replyTo.push.authentication.scheme"},
+		{"push credentials padded", mod(func(r *Raise) { r.ReplyTo = &ReplyTo{PushURL: "http://a/", PushAuthScheme: "Bearer", PushAuthCredentials: " c"} }), rule.Invalid, "replyTo.push.authentication.credentials"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { h.refuse(agent, false, now, c.cmd, c.code, c.field) })
@@ -564,7 +568,8 @@ func TestReplyToKeptAndInherited(t *testing.T) {
 	r := departure()
 	r.Horizon = time.Time{}
 	r.ExpectationID = "e1"
-	rt := ReplyTo{URL: "http://127.0.0.1:9/a2a", Extension: "urn:tally:ext:expect", PushURL: "http://127.0.0.1:9/push", PushToken: "secret"}
+	rt := ReplyTo{URL: "http://127.0.0.1:9/a2a", Extension: "urn:tally:ext:expect", PushURL: "http://127.0.0.1:9/push", PushToken: "secret",
+		PushAuthScheme: "Bearer", PushAuthCredentials: "also-secret"}
 	r.ReplyTo = &rt
 	h.do(agent, false, tRaise, RaiseCommand{r})
 	if got, ok := h.s.ReplyTo("e1"); !ok || got != rt {
@@ -574,7 +579,7 @@ func TestReplyToKeptAndInherited(t *testing.T) {
 	if v.ReplyTo == nil || v.ReplyTo.PushToken != "set" || v.ReplyTo.URL != rt.URL {
 		t.Fatalf("%s", jsonOf(v))
 	}
-	if b, _ := json.Marshal(v.ReplyTo); string(b) != `{"url":"http://127.0.0.1:9/a2a","extension":"urn:tally:ext:expect","push":{"url":"http://127.0.0.1:9/push","token":"set"}}` {
+	if b, _ := json.Marshal(v.ReplyTo); string(b) != `{"url":"http://127.0.0.1:9/a2a","extension":"urn:tally:ext:expect","push":{"url":"http://127.0.0.1:9/push","token":"set","authentication":{"scheme":"Bearer","credentials":"set"}}}` {
 		t.Fatalf("view replyTo = %s", b)
 	}
 	ext := r

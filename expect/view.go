@@ -197,6 +197,9 @@ func (s *State) view(x *expectation) View {
 		if rt.PushToken != "" {
 			rt.PushToken = "set"
 		}
+		if rt.PushAuthCredentials != "" {
+			rt.PushAuthCredentials = "set"
+		}
 		v.ReplyTo = &rt
 	}
 	if x.life == Satisfied {

@@ -504,7 +504,8 @@ func (s *A2A) endpoint(ctx context.Context, u string) (string, error) {
 }
 
 // push POSTs msg in A2A's push-notification shape ({"message":{…}}) to the
-// push URL with the config's token.
+// push URL with the config's token and its authentication, if any
+// ("Authorization: scheme credentials").
 func (s *A2A) push(ctx context.Context, rt *expect.ReplyTo, msg *a2a.Message) error {
 	body, err := json.Marshal(a2a.StreamResponse{Event: msg})
 	if err != nil {
@@ -519,6 +520,9 @@ func (s *A2A) push(ctx context.Context, rt *expect.ReplyTo, msg *a2a.Message) er
 	req.Header.Set(a2a.SvcParamExtensions, msg.Extensions[0])
 	if rt.PushToken != "" {
 		req.Header.Set(PushTokenHeader, rt.PushToken)
+	}
+	if rt.PushAuthScheme != "" {
+		req.Header.Set("Authorization", strings.TrimSpace(rt.PushAuthScheme+" "+rt.PushAuthCredentials))
 	}
 	resp, err := s.client().Do(req)
 	if err != nil {

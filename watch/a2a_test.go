@@ -133,7 +133,8 @@ func TestA2ASinkDeliversLapseOnce(t *testing.T) {
 	raise := expect.Raise{ExpectationID: "exp-1", Kind: "doc.review", Subject: expect.Subject{Type: "doc", ID: "d1"},
 		FactKey: "doc.reviewed:d1", DueAt: due, Grace: 10 * time.Minute, Basis: expect.BasisDeclared,
 		Origin:  expect.Origin{TaskID: "task-7", ContextID: "ctx-3"},
-		ReplyTo: &expect.ReplyTo{URL: agent.srv.URL + "/.well-known/agent-card.json", Extension: uri, PushURL: agent.srv.URL + "/push", PushToken: "tok-1"}}
+		ReplyTo: &expect.ReplyTo{URL: agent.srv.URL + "/.well-known/agent-card.json", Extension: uri, PushURL: agent.srv.URL + "/push", PushToken: "tok-1",
+			PushAuthScheme: "Bearer", PushAuthCredentials: "push-secret"}}
 	if _, err := f.l.SubmitExpect(context.Background(), expect.RaiseCommand{Raise: raise}, false, ledger.WriteOptions{Actor: "agent"}); err != nil {
 		t.Fatal(err)
 	}
@@ -175,11 +176,14 @@ func TestA2ASinkDeliversLapseOnce(t *testing.T) {
 		}
 		exp, _ := rec["expectation"].(map[string]any)
 		rt, _ := exp["replyTo"].(map[string]any)
-		if p, _ := rt["push"].(map[string]any); p["token"] != "set" {
-			t.Fatalf("the push token leaks into the notice: %v", rt)
+		p, _ := rt["push"].(map[string]any)
+		auth, _ := p["authentication"].(map[string]any)
+		if p["token"] != "set" || auth["scheme"] != "Bearer" || auth["credentials"] != "set" {
+			t.Fatalf("the push token or credentials leak into the notice: %v", rt)
 		}
 	}
-	if len(push) != 1 || push[0].msg == nil || push[0].msg.ID != wantID || push[0].header.Get(PushTokenHeader) != "tok-1" {
+	if len(push) != 1 || push[0].msg == nil || push[0].msg.ID != wantID || push[0].header.Get(PushTokenHeader) != "tok-1" ||
+		push[0].header.Get("Authorization") != "Bearer push-secret" {
 		t.Fatalf("push %+v", push)
 	}
 	f.sweepAt(due.Add(time.Hour))
