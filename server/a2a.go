@@ -15,7 +15,9 @@ package server
 //
 // Every task of a session has contextId "{t}/{s}": one A2A context per
 // tally session. A client's own contextId on a message is accepted and not
-// kept. A promise's task id is its task field when set, else its id.
+// kept. A promise's task id is its task field when set, else its id; a
+// claim's is its id. GetTask and CancelTask look an id up as a promise's
+// task, then a claim, then the origin task of expectations.
 //
 // The transports are a2a-go's (NewJSONRPCHandler, NewRESTHandler); the
 // request handler behind them is tally's own (a2aHandler), not a2a-go's

@@ -25,7 +25,7 @@ import (
 
 // a2aHandler answers A2A requests from the ledger of the request's session.
 //
-// Task states (a task is a view of one promise):
+// Task states of a promise's task (a claim's are in a2a_claim.go):
 //
 //	owed        → TASK_STATE_WORKING   (overdue is not a state: see the record's "overdue")
 //	conditional → TASK_STATE_SUBMITTED (accepted, waiting on its antecedent)
