@@ -548,10 +548,11 @@ func (l *Ledger) commitLoopN(inline int) {
 				}
 			}
 			l.drain() // earlier batches are written: make them durable (or fail them)
+			l.releaseTx()
 			l.mu.Lock()
 			l.stale = true
+			l.rebuildLocked()
 			l.mu.Unlock()
-			l.releaseTx()
 			l.qmu.Lock()
 			l.committing = false
 			restart := len(l.queue) > 0
@@ -642,34 +643,9 @@ func (l *Ledger) commit(ctx context.Context, batch []*request, own bool) {
 			return
 		}
 	}
-	tx := l.tx
-	l.mu.Lock()
-	for l.readers > 0 {
-		l.reads.Wait() // readers wait for the disk; let them read first
-	}
-	from := l.pos
-	now := l.cfg.Now()
-	refused := 0
-	for _, r := range batch {
-		if l.checkIdempotency(r, now) {
-			continue
-		}
-		recs, warn, err := r.decide(l.st, now)
-		if err != nil {
-			r.err = err
-			refused++
-			continue
-		}
-		if len(recs) == 0 {
-			continue // nothing to do (a sweep with nothing due)
-		}
-		l.appendLocked(tx, r, recs, warn, now)
-	}
-	to, err := tx.Write()
+	from, to, refused, err := l.decideAndWrite(batch)
 	if err != nil {
 		// Nothing of this batch is in the file; the state folded it.
-		l.stale = true
-		l.mu.Unlock()
 		l.drain()
 		l.releaseTx()
 		l.mu.Lock()
@@ -678,8 +654,6 @@ func (l *Ledger) commit(ctx context.Context, batch []*request, own bool) {
 		fail(err)
 		return
 	}
-	l.pos = to
-	l.mu.Unlock()
 	w := &written{batch: batch, from: from, to: to, records: int(to.Seq - from.Seq)}
 	l.dmu.Lock()
 	l.stats.Refused += uint64(refused)
@@ -704,6 +678,42 @@ func (l *Ledger) commit(ctx context.Context, batch []*request, own bool) {
 		return
 	}
 	l.syncLoop()
+}
+
+// decideAndWrite decides each request of the batch against the state, folds
+// and appends what they decide and writes the lines (without fsync). On a
+// write error the state is marked stale. A panic leaves mu unlocked.
+func (l *Ledger) decideAndWrite(batch []*request) (from, to store.Position, refused int, err error) {
+	tx := l.tx
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.readers > 0 {
+		l.reads.Wait() // readers wait for the disk; let them read first
+	}
+	from = l.pos
+	now := l.cfg.Now()
+	for _, r := range batch {
+		if l.checkIdempotency(r, now) {
+			continue
+		}
+		recs, warn, err := r.decide(l.st, now)
+		if err != nil {
+			r.err = err
+			refused++
+			continue
+		}
+		if len(recs) == 0 {
+			continue // nothing to do (a sweep with nothing due)
+		}
+		l.appendLocked(tx, r, recs, warn, now)
+	}
+	to, err = tx.Write()
+	if err != nil {
+		l.stale = true
+		return from, from, refused, err
+	}
+	l.pos = to
+	return from, to, refused, nil
 }
 
 // appendLocked appends the records one request decided and folds them into

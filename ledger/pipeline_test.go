@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"tally/promise"
 	"tally/store"
 )
 
@@ -190,5 +193,38 @@ func TestBusyWriterLetsOtherProcessesIn(t *testing.T) {
 	b.Read(func(_ *State, p store.Position) { pb = p })
 	if pa != pb {
 		t.Fatalf("positions differ: %+v vs %+v", pa, pb)
+	}
+}
+
+// A broken invariant (a panic while deciding) fails that batch only: the
+// ledger refolds its state from the log and goes on taking writes.
+func TestPanicInACommitFailsOnlyItsBatch(t *testing.T) {
+	cfg := testConfig(t0)
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	l := open(t, t.TempDir(), cfg)
+	if _, err := l.Submit(context.Background(), declare("a", "d"), WriteOptions{Actor: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	boom := &request{decide: func(st *State, now time.Time) ([]pending, []string, error) {
+		// Fold a record, then break: the state holds what the log does not.
+		ev, _, err := st.Promises.Decide(DefaultConfig().Limits, "d", now, declare("ghost", "d"))
+		if err != nil {
+			return nil, nil, err
+		}
+		st.Promises.Apply(promise.Meta{Seq: 99}, &ev)
+		panic("boom")
+	}}
+	if _, err := l.submit(context.Background(), boom); err == nil || !strings.Contains(err.Error(), "internal error") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := l.Submit(context.Background(), declare("b", "d"), WriteOptions{Actor: "d"}); err != nil {
+		t.Fatalf("the write after the panic: %v", err)
+	}
+	views := allViews(l, t0)
+	if !strings.Contains(views, `"id":"a"`) || !strings.Contains(views, `"id":"b"`) || strings.Contains(views, "ghost") {
+		t.Fatalf("state after the panic:\n%s", views)
+	}
+	if rep := l.Verify(); !rep.Whole() || rep.Lines != 2 {
+		t.Fatalf("verify: %+v", rep)
 	}
 }
