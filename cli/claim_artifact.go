@@ -3,9 +3,9 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,13 +15,13 @@ import (
 	"tally/artifact"
 	"tally/claim"
 	"tally/ledger"
-	"tally/rule"
+	"tally/server"
 	"tally/store"
 )
 
 // CodeDamaged is the --json error code of a stored copy whose bytes no
 // longer match its digest.
-const CodeDamaged rule.Code = "damaged"
+const CodeDamaged = server.CodeDamaged
 
 // objects opens the content store of the ledger in use: <ledger>/objects,
 // shared by every session of the ledger.
@@ -33,38 +33,9 @@ func (g *global) objects() (*artifact.Store, error) {
 	return artifact.OpenStore(store.ObjectsDir(root))
 }
 
-// storeError turns a content store error about one artifact into a refusal.
-func storeError(what string, err error) error {
-	var de *artifact.DamagedError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &de):
-		return rule.New(CodeDamaged, "artifact", fmt.Sprintf("the stored copy of %s is damaged (content %s, read as %s); nothing was written", what, de.Want, de.Got))
-	case errors.Is(err, artifact.ErrNotFound):
-		return rule.NotFoundf("artifact", "the bytes of "+what+" are not in the content store")
-	}
-	return err
-}
-
-// verifyArtifact checks that the bytes of a recorded artifact are present
-// and intact; the claim core cannot do I/O, so every verb that pins a target
-// calls this before appending. It returns the artifact's view.
-func (g *global) verifyArtifact(ctx context.Context, objs *artifact.Store, a claim.ArtifactView) error {
-	d, err := artifact.ParseContentDigest(a.Content)
-	if err != nil {
-		return err
-	}
-	return storeError("artifact "+a.Artifact, objs.Verify(ctx, d))
-}
-
-// lookupArtifact returns a recorded artifact of a claim.
-func lookupArtifact(l *ledger.Ledger, claimID, id string) (claim.ArtifactView, bool) {
-	var a claim.ArtifactView
-	var ok bool
-	l.Read(func(st *ledger.State, _ store.Position) { a, ok = st.Claims.Artifact(claimID, id) })
-	return a, ok
-}
+// storeError turns a content store error about one artifact into a refusal
+// (the server refuses with the same words).
+func storeError(what string, err error) error { return server.ArtifactReadError(what, err) }
 
 func newArtifactCmd(g *global) *cobra.Command {
 	c := &cobra.Command{
@@ -137,6 +108,12 @@ func newArtifactPut(g *global) *cobra.Command {
 			if d.Kind == "" {
 				d.Kind = "file"
 			}
+			if rc, err := g.remote(); err != nil || rc != nil {
+				if err != nil {
+					return err
+				}
+				return g.artifactPutRemote(c, rc, &d)
+			}
 			actor, err := g.requireActor("")
 			if err != nil {
 				return err
@@ -160,11 +137,7 @@ func newArtifactPut(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.printClaimWrite(l, d.Claim, res, func(w io.Writer, v *claim.View, res []ledger.Result) {
-				if a, ok := lookupArtifact(l, d.Claim, d.Artifact); ok {
-					fmt.Fprintf(w, "%s: %s %d bytes, digest %s (content %s)\n", a.Artifact, a.Role, a.Size, a.Digest, a.Content)
-				}
-			})
+			return g.printClaimWrite(l, d.Claim, res, d.printPut)
 		},
 	}
 	f := c.Flags()
@@ -178,6 +151,46 @@ func newArtifactPut(g *global) *cobra.Command {
 	f.Uint64Var(&d.Generation, "generation", 0, "the receipt generation you hold (output and diagnostic)")
 	f.StringVar(&d.RequestID, "request-id", "", "your id for this request")
 	return c
+}
+
+// printPut prints the artifact put recorded.
+func (d *putDoc) printPut(w io.Writer, v *claim.View, _ []ledger.Result) {
+	if a, ok := server.ViewArtifact(v, d.Artifact); ok {
+		fmt.Fprintf(w, "%s: %s %d bytes, digest %s (content %s)\n", a.Artifact, a.Role, a.Size, a.Digest, a.Content)
+	}
+}
+
+// query is the put's description as the server's PUT route reads it.
+func (d *putDoc) query() url.Values {
+	q := url.Values{"role": {d.Role}, "kind": {d.Kind}, "name": {d.Name}}
+	if d.Slot != "" {
+		q.Set("slot", d.Slot)
+	}
+	if d.Schema != "" {
+		q.Set("schema", d.Schema)
+	}
+	if d.Generation > 0 {
+		q.Set("generation", strconv.FormatUint(d.Generation, 10))
+	}
+	return q
+}
+
+// artifactPutRemote streams the file to the server's content store, which
+// records the artifact as the token's identity.
+func (g *global) artifactPutRemote(c *cobra.Command, rc *client, d *putDoc) error {
+	if _, err := rc.identity(c.Context()); err != nil {
+		return err
+	}
+	f, err := os.Open(g.abs(d.File))
+	if err != nil {
+		return usagef("file: %v", err)
+	}
+	defer f.Close()
+	b, err := rc.putArtifact(c.Context(), d.Claim, d.Artifact, d.query(), f, d.RequestID)
+	if err != nil {
+		return err
+	}
+	return g.printRemoteWrites(d.printPut, b)
 }
 
 // putFile streams a file into the store and checks the stored copy's size.
@@ -222,32 +235,41 @@ func newArtifactGet(g *global) *cobra.Command {
 			if g.json && d.Output == "" {
 				return usagef("output: --json prints a description; give -o FILE for the bytes")
 			}
-			objs, err := g.objects()
+			rc, err := g.remote()
 			if err != nil {
 				return err
 			}
-			what, content, art, err := g.resolveContent(d.Claim, d.Artifact)
+			var objs *artifact.Store
+			if rc == nil {
+				if objs, err = g.objects(); err != nil {
+					return err
+				}
+			}
+			what, content, art, err := g.resolveContent(c.Context(), rc, d.Claim, d.Artifact)
 			if err != nil {
 				return err
 			}
-			rc, err := objs.Open(c.Context(), content)
+			path := ""
+			if d.Output != "" {
+				path = g.abs(d.Output)
+			}
+			if rc != nil {
+				u := rc.path(nil, "objects", content.String())
+				if art != nil {
+					u = rc.path(nil, "claims", d.Claim, "artifacts", art.Artifact)
+				}
+				err = g.fetchContent(c.Context(), rc, u, what, content, path)
+			} else {
+				err = getLocal(c.Context(), objs, what, content, path, g.io.Out)
+			}
+			if err != nil || !g.json {
+				return err
+			}
+			b, err := json.Marshal(art)
 			if err != nil {
-				return storeError(what, err)
+				return err
 			}
-			defer rc.Close()
-			if d.Output == "" {
-				_, err := io.Copy(g.io.Out, rc)
-				return storeError(what, err)
-			}
-			path := g.abs(d.Output)
-			if err := writeVerified(path, rc); err != nil {
-				return storeError(what, err)
-			}
-			if g.json {
-				b, _ := json.Marshal(art)
-				return writeJSONDoc(g.io.Out, member("path", jsonString(path)), member("content", jsonString(content.String())), member("artifact", b))
-			}
-			return nil
+			return writeJSONDoc(g.io.Out, member("path", jsonString(path)), member("content", jsonString(content.String())), member("artifact", b))
 		},
 	}
 	c.Flags().StringVar(&claimID, "claim", "", "the claim the artifact belongs to (not needed for a content digest)")
@@ -255,9 +277,26 @@ func newArtifactGet(g *global) *cobra.Command {
 	return c
 }
 
+// getLocal copies the verified bytes of content to path (atomically), or
+// to out when path is "".
+func getLocal(ctx context.Context, objs *artifact.Store, what string, content artifact.ContentDigest, path string, out io.Writer) error {
+	rc, err := objs.Open(ctx, content)
+	if err != nil {
+		return storeError(what, err)
+	}
+	defer rc.Close()
+	if path == "" {
+		_, err = io.Copy(out, rc)
+	} else {
+		err = writeVerified(path, rc)
+	}
+	return storeError(what, err)
+}
+
 // resolveContent finds the content digest an argument names: an artifact of
-// a claim, or (without --claim) a content digest itself.
-func (g *global) resolveContent(claimID, id string) (string, artifact.ContentDigest, *claim.ArtifactView, error) {
+// a claim (in the local ledger or the server's), or (without --claim) a
+// content digest itself.
+func (g *global) resolveContent(ctx context.Context, rc *client, claimID, id string) (string, artifact.ContentDigest, *claim.ArtifactView, error) {
 	if claimID == "" {
 		d, err := artifact.ParseContentDigest(id)
 		if err != nil {
@@ -265,22 +304,25 @@ func (g *global) resolveContent(claimID, id string) (string, artifact.ContentDig
 		}
 		return "content " + id, d, nil, nil
 	}
-	l, err := g.open()
-	if err != nil {
-		return "", artifact.ContentDigest{}, nil, err
+	var v claim.View
+	if rc != nil {
+		var err error
+		if _, v, err = rc.claim(ctx, claimID, g.io.Now()); err != nil {
+			return "", artifact.ContentDigest{}, nil, err
+		}
+	} else {
+		l, err := g.open()
+		if err != nil {
+			return "", artifact.ContentDigest{}, nil, err
+		}
+		defer l.Close()
+		if v, err = g.claimView(l, claimID, g.io.Now()); err != nil {
+			return "", artifact.ContentDigest{}, nil, err
+		}
 	}
-	defer l.Close()
-	var ok, known bool
-	var a claim.ArtifactView
-	l.Read(func(st *ledger.State, _ store.Position) {
-		_, known = st.Claims.Claim(claimID, g.io.Now())
-		a, ok = st.Claims.Artifact(claimID, id)
-	})
-	if !known {
-		return "", artifact.ContentDigest{}, nil, refuseUnknownClaim(claimID)
-	}
+	a, ok := server.ViewArtifact(&v, id)
 	if !ok {
-		return "", artifact.ContentDigest{}, nil, rule.NotFoundf("artifact", "claim "+claimID+" has no artifact "+strconv.Quote(id))
+		return "", artifact.ContentDigest{}, nil, server.UnknownArtifact(claimID, id)
 	}
 	d, err := artifact.ParseContentDigest(a.Content)
 	return "artifact " + id, d, &a, err
@@ -307,41 +349,39 @@ func writeVerified(path string, r io.Reader) error {
 	return err
 }
 
-// storedArtifact is one row of `artifact ls` and `artifact verify`.
-type storedArtifact struct {
-	Claim string `json:"claim"`
-	claim.ArtifactView
-	Stored string `json:"stored"` // present | missing (ls); ok | missing | damaged (verify)
+// claimArtifacts lists the artifacts of one claim, or of every claim.
+func (g *global) claimArtifacts(l *ledger.Ledger, claimID string) ([]server.StoredArtifact, error) {
+	var out []server.StoredArtifact
+	var err error
+	l.Read(func(st *ledger.State, _ store.Position) {
+		out, err = server.ArtifactRows(st, claimID, g.io.Now().UTC())
+	})
+	return out, err
 }
 
-// claimArtifacts lists the artifacts of one claim, or of every claim.
-func (g *global) claimArtifacts(l *ledger.Ledger, claimID string) ([]storedArtifact, error) {
-	var out []storedArtifact
-	var missing bool
-	now := g.io.Now().UTC()
-	l.Read(func(st *ledger.State, _ store.Position) {
-		ids := []string{claimID}
-		if claimID == "" {
-			ids = ids[:0]
-			for _, s := range st.Claims.List(claim.Filter{}, now) {
-				ids = append(ids, s.Claim)
-			}
-		}
-		for _, id := range ids {
-			v, ok := st.Claims.Claim(id, now)
-			if !ok {
-				missing = true
-				return
-			}
-			for _, a := range v.Artifacts {
-				out = append(out, storedArtifact{Claim: id, ArtifactView: a})
-			}
-		}
-	})
-	if missing {
-		return nil, refuseUnknownClaim(claimID)
+// remoteArtifacts lists artifacts through the server: stored present or
+// missing, or with verify the server's re-hash of its own copies.
+func (rc *client) artifacts(ctx context.Context, claimID, id string, verify bool) ([]server.StoredArtifact, error) {
+	q := url.Values{}
+	if claimID != "" {
+		q.Set("claim", claimID)
 	}
-	return out, nil
+	if id != "" {
+		q.Set("artifact", id)
+	}
+	if verify {
+		q.Set("verify", "true")
+	}
+	b, err := rc.do(ctx, "GET", rc.path(q, "artifacts"), nil, "")
+	if err != nil {
+		return nil, err
+	}
+	m, err := members(b)
+	if err != nil {
+		return nil, err
+	}
+	var rows []server.StoredArtifact
+	return rows, decodeMember(m, "artifacts", &rows)
 }
 
 func newArtifactLs(g *global) *cobra.Command {
@@ -360,6 +400,16 @@ func newArtifactLs(g *global) *cobra.Command {
 			} else if len(args) == 1 && !stdin {
 				return usagef("ls takes no argument; use --claim C")
 			}
+			if rc, err := g.remote(); err != nil || rc != nil {
+				if err != nil {
+					return err
+				}
+				list, err := rc.artifacts(c.Context(), d.Claim, "", false)
+				if err != nil {
+					return err
+				}
+				return g.printArtifacts(list)
+			}
 			objs, err := g.objects()
 			if err != nil {
 				return err
@@ -373,12 +423,7 @@ func newArtifactLs(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			for i := range list {
-				list[i].Stored = "missing"
-				if cd, err := artifact.ParseContentDigest(list[i].Content); err == nil && objs.Has(cd) {
-					list[i].Stored = "present"
-				}
-			}
+			server.MarkPresent(objs, list)
 			return g.printArtifacts(list)
 		},
 	}
@@ -386,16 +431,14 @@ func newArtifactLs(g *global) *cobra.Command {
 	return c
 }
 
-func (g *global) printArtifacts(list []storedArtifact) error {
+func (g *global) printArtifacts(list []server.StoredArtifact) error {
 	if g.json {
-		if list == nil {
-			list = []storedArtifact{}
-		}
-		b, err := json.Marshal(list)
+		doc, err := server.ArtifactsDoc(list)
 		if err != nil {
 			return err
 		}
-		return writeJSONDoc(g.io.Out, member("artifacts", b))
+		_, err = g.io.Out.Write(doc)
+		return err
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(g.io.Out, "no artifacts")
@@ -435,56 +478,9 @@ func newArtifactVerify(g *global) *cobra.Command {
 			if d.Artifact != "" && d.Claim == "" {
 				return usagef("claim: required with an artifact id")
 			}
-			objs, err := g.objects()
+			list, bad, err := g.verifyArtifacts(c.Context(), d.Claim, d.Artifact)
 			if err != nil {
 				return err
-			}
-			l, err := g.open()
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			list, err := g.claimArtifacts(l, d.Claim)
-			if err != nil {
-				return err
-			}
-			if d.Artifact != "" {
-				var one []storedArtifact
-				for _, a := range list {
-					if a.Artifact == d.Artifact {
-						one = append(one, a)
-					}
-				}
-				if len(one) == 0 {
-					return rule.NotFoundf("artifact", "claim "+d.Claim+" has no artifact "+strconv.Quote(d.Artifact))
-				}
-				list = one
-			}
-			seen := map[string]string{}
-			bad := 0
-			for i := range list {
-				st, ok := seen[list[i].Content]
-				if !ok {
-					st = "ok"
-					cd, err := artifact.ParseContentDigest(list[i].Content)
-					if err == nil {
-						err = objs.Verify(c.Context(), cd)
-					}
-					switch {
-					case err == nil:
-					case errors.Is(err, artifact.ErrNotFound):
-						st = "missing"
-					case artifact.IsDamaged(err):
-						st = "damaged"
-					default:
-						return err
-					}
-					seen[list[i].Content] = st
-				}
-				list[i].Stored = st
-				if st != "ok" {
-					bad++
-				}
 			}
 			if err := g.printArtifacts(list); err != nil {
 				return err
@@ -500,4 +496,46 @@ func newArtifactVerify(g *global) *cobra.Command {
 	}
 	c.Flags().StringVar(&claimID, "claim", "", "only this claim's artifacts")
 	return c
+}
+
+// verifyArtifacts re-hashes the stored copies of one artifact, of a claim's
+// or of all, and returns the rows and how many are missing or damaged.
+// Through a server it is the server that re-hashes its own copies: custody
+// is the server's, and nothing is downloaded.
+func (g *global) verifyArtifacts(ctx context.Context, claimID, id string) ([]server.StoredArtifact, int, error) {
+	rc, err := g.remote()
+	if err != nil {
+		return nil, 0, err
+	}
+	if rc != nil {
+		list, err := rc.artifacts(ctx, claimID, id, true)
+		if err != nil {
+			return nil, 0, err
+		}
+		bad := 0
+		for _, a := range list {
+			if a.Stored != "ok" {
+				bad++
+			}
+		}
+		return list, bad, nil
+	}
+	objs, err := g.objects()
+	if err != nil {
+		return nil, 0, err
+	}
+	l, err := g.open()
+	if err != nil {
+		return nil, 0, err
+	}
+	defer l.Close()
+	list, err := g.claimArtifacts(l, claimID)
+	if err == nil && id != "" {
+		list, err = server.SelectArtifact(list, claimID, id)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	bad, err := server.VerifyRows(ctx, objs, list)
+	return list, bad, err
 }

@@ -3,8 +3,11 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,11 +15,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/zeebo/blake3"
 
 	"tally/artifact"
 	"tally/claim"
 	"tally/ledger"
 	"tally/rule"
+	"tally/server"
 	"tally/validate"
 )
 
@@ -68,47 +73,220 @@ func (d *checkDoc) bindTarget(c *cobra.Command) {
 
 // attemptOn returns the check's attempt on a target as the view shows it.
 func attemptOn(v *claim.View, check, art string) (*claim.CheckView, *claim.AttemptView) {
-	for i := range v.Slots {
-		for j := range v.Slots[i].Checks {
-			ch := &v.Slots[i].Checks[j]
-			if ch.ID != check {
-				continue
-			}
-			for k := range ch.Targets {
-				if ch.Targets[k].Artifact == art {
-					return ch, &ch.Targets[k]
-				}
-			}
-			return ch, nil
-		}
-	}
-	return nil, nil
+	return server.AttemptOn(v, check, art)
 }
 
-// guardTarget verifies the target's bytes before a record that begins an
-// attempt on it is appended. It does nothing when the claim or artifact is
-// unknown (the ledger refuses those itself) or when onlyIfNew and an
-// attempt is already running.
-func (g *global) guardTarget(ctx context.Context, l *ledger.Ledger, d *checkDoc, onlyIfNew bool) error {
-	a, ok := lookupArtifact(l, d.Claim, d.Artifact)
-	if !ok {
-		return nil
+// checkStore is where check report and check run read the claim and write
+// their records: the local ledger, or a server (TALLY_URL). One flow runs
+// on either, so both print the same and refuse in the same order.
+type checkStore interface {
+	actor() string
+	// view is the claim as it stands; an unknown claim is refused.
+	view(ctx context.Context) (claim.View, error)
+	// guard verifies the target's stored bytes before evidence about it is
+	// stored or an attempt on it begins (see server.TargetToVerify).
+	guard(ctx context.Context, v *claim.View, check, art string, onlyIfNew bool) error
+	// materialise writes the target's verified bytes to path.
+	materialise(ctx context.Context, a claim.ArtifactView, path string) error
+	// publish stores r as the actor's result artifact and returns its record.
+	publish(ctx context.Context, name, kind, schema string, r io.Reader) (claim.Event, error)
+	// submit appends a check record and returns the first line appended.
+	submit(ctx context.Context, cmd claim.Command, step string) ([]byte, error)
+	// print prints every record written and the claim as it stands.
+	print(human func(io.Writer, *claim.View, []ledger.Result)) error
+	close()
+}
+
+// checkStore opens the store the check verbs use for claimID.
+func (g *global) checkStore(c *cobra.Command, claimID, requestID string) (checkStore, error) {
+	rc, err := g.remote()
+	if err != nil {
+		return nil, err
 	}
-	if onlyIfNew {
-		v, err := g.claimView(l, d.Claim, g.io.Now())
+	if rc != nil {
+		actor, err := rc.identity(c.Context())
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if _, at := attemptOn(&v, d.Check, d.Artifact); at != nil && at.State == "running" {
-			return nil
-		}
+		return &remoteChecks{g: g, rc: rc, who: actor, claim: claimID, requestID: requestID}, nil
+	}
+	actor, err := g.requireActor("")
+	if err != nil {
+		return nil, err
 	}
 	objs, err := g.objects()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return g.verifyArtifact(ctx, objs, a)
+	l, err := g.open()
+	if err != nil {
+		return nil, err
+	}
+	return &localChecks{g: g, l: l, objs: objs, who: actor, claim: claimID, requestID: requestID}, nil
 }
+
+// localChecks is checkStore on the local ledger and content store.
+type localChecks struct {
+	g         *global
+	l         *ledger.Ledger
+	objs      *artifact.Store
+	who       string
+	claim     string
+	requestID string
+	res       []ledger.Result
+}
+
+func (b *localChecks) actor() string { return b.who }
+func (b *localChecks) close()        { b.l.Close() }
+
+func (b *localChecks) view(context.Context) (claim.View, error) {
+	return b.g.claimView(b.l, b.claim, b.g.io.Now())
+}
+
+func (b *localChecks) guard(ctx context.Context, v *claim.View, check, art string, onlyIfNew bool) error {
+	if a, ok := server.TargetToVerify(v, check, art, onlyIfNew); ok {
+		return server.VerifyStored(ctx, b.objs, a)
+	}
+	return nil
+}
+
+func (b *localChecks) materialise(ctx context.Context, a claim.ArtifactView, path string) error {
+	content, err := artifact.ParseContentDigest(a.Content)
+	if err != nil {
+		return fmt.Errorf("artifact %s: %w", a.Artifact, err)
+	}
+	return getLocal(ctx, b.objs, "artifact "+a.Artifact, content, path, nil)
+}
+
+func (b *localChecks) publish(ctx context.Context, name, kind, schema string, r io.Reader) (claim.Event, error) {
+	content, size, err := b.objs.Put(ctx, r)
+	if err != nil {
+		return claim.Event{}, err
+	}
+	line, err := b.submit(ctx, claim.PublishArtifact{Claim: b.claim, Artifact: mintEvidenceID(), Role: claim.RoleResult,
+		Kind: kind, Schema: schema, Name: name, Content: content, Size: size}, "evidence")
+	if err != nil {
+		return claim.Event{}, err
+	}
+	return claim.Decode(line)
+}
+
+func (b *localChecks) submit(ctx context.Context, cmd claim.Command, _ string) ([]byte, error) {
+	res, err := b.l.SubmitClaim(ctx, cmd, ledger.WriteOptions{Actor: b.who, RequestID: b.requestID})
+	if err != nil {
+		return nil, err
+	}
+	b.res = append(b.res, res...)
+	return res[0].Line, nil
+}
+
+func (b *localChecks) print(human func(io.Writer, *claim.View, []ledger.Result)) error {
+	return b.g.printClaimWrite(b.l, b.claim, b.res, human)
+}
+
+// remoteChecks is checkStore through a server, acting as the token's
+// identity. Each write is one request; the requests' answers are printed
+// as one, as the local ledger prints its records.
+type remoteChecks struct {
+	g         *global
+	rc        *client
+	who       string
+	claim     string
+	requestID string
+	docs      [][]byte
+}
+
+func (b *remoteChecks) actor() string { return b.who }
+func (b *remoteChecks) close()        {}
+
+func (b *remoteChecks) view(ctx context.Context) (claim.View, error) {
+	_, v, err := b.rc.claim(ctx, b.claim, b.g.io.Now())
+	return v, err
+}
+
+// guard asks the server to re-hash its copy of the target; it answers the
+// refusal a local guard gives. The server checks again when the record is
+// appended; asking first keeps a refused report from storing its evidence.
+func (b *remoteChecks) guard(ctx context.Context, v *claim.View, check, art string, onlyIfNew bool) error {
+	if _, ok := server.TargetToVerify(v, check, art, onlyIfNew); !ok {
+		return nil
+	}
+	_, err := b.rc.do(ctx, "GET", b.rc.path(nil, "claims", b.claim, "artifacts", art, "verify"), nil, "")
+	return err
+}
+
+func (b *remoteChecks) materialise(ctx context.Context, a claim.ArtifactView, path string) error {
+	content, err := artifact.ParseContentDigest(a.Content)
+	if err != nil {
+		return fmt.Errorf("artifact %s: %w", a.Artifact, err)
+	}
+	return b.g.fetchContent(ctx, b.rc, b.rc.path(nil, "claims", b.claim, "artifacts", a.Artifact), "artifact "+a.Artifact, content, path)
+}
+
+// key is the Idempotency-Key of one step of the verb: the request id
+// itself for the verdict, KEY/step for the others.
+func (b *remoteChecks) key(step string) string {
+	if b.requestID == "" || step == "" {
+		return b.requestID
+	}
+	return b.requestID + "/" + step
+}
+
+func (b *remoteChecks) publish(ctx context.Context, name, kind, schema string, r io.Reader) (claim.Event, error) {
+	// With a request id the evidence id is derived from it, so a retry
+	// replays the upload instead of storing a second artifact.
+	id := mintEvidenceID()
+	if b.requestID != "" {
+		sum := blake3.Sum256([]byte("tally evidence id\n" + b.who + "\n" + b.claim + "\n" + b.requestID))
+		id = "ev_" + hex.EncodeToString(sum[:4])
+	}
+	q := url.Values{"role": {string(claim.RoleResult)}, "kind": {kind}, "name": {name}}
+	if schema != "" {
+		q.Set("schema", schema)
+	}
+	doc, err := b.rc.putArtifact(ctx, b.claim, id, q, r, b.key("evidence"))
+	if err != nil {
+		return claim.Event{}, err
+	}
+	b.docs = append(b.docs, doc)
+	line, err := firstLine(doc)
+	if err != nil {
+		return claim.Event{}, err
+	}
+	return claim.Decode(line)
+}
+
+func (b *remoteChecks) submit(ctx context.Context, cmd claim.Command, step string) ([]byte, error) {
+	doc, err := b.rc.postClaim(ctx, cmd, b.key(step))
+	if err != nil {
+		return nil, err
+	}
+	b.docs = append(b.docs, doc)
+	return firstLine(doc)
+}
+
+// firstLine is the first record of a claim write document.
+func firstLine(doc []byte) ([]byte, error) {
+	m, err := members(doc)
+	if err != nil {
+		return nil, err
+	}
+	var recs []json.RawMessage
+	if err := decodeMember(m, "records", &recs); err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("server response: no record appended")
+	}
+	return recs[0], nil
+}
+
+func (b *remoteChecks) print(human func(io.Writer, *claim.View, []ledger.Result)) error {
+	return b.g.printRemoteWrites(human, b.docs...)
+}
+
+// mintEvidenceID returns a fresh evidence artifact id: ev_ and 8 hex digits.
+func mintEvidenceID() string { return "ev_" + strings.TrimPrefix(mintArtifactID(), "art_") }
 
 func newCheckBegin(g *global) *cobra.Command {
 	var d checkDoc
@@ -124,7 +302,19 @@ func newCheckBegin(g *global) *cobra.Command {
 			if err := need("artifact", d.Artifact); err != nil {
 				return err
 			}
+			cmd := claim.BeginCheck{Claim: d.Claim, Check: d.Check, Artifact: d.Artifact, Digest: d.Digest}
+			if rc, err := g.remote(); err != nil || rc != nil {
+				if err != nil {
+					return err
+				}
+				// The server verifies the target's bytes before it appends.
+				return g.claimWriteRemote(c, rc, cmd, d.RequestID, printCheckRecords)
+			}
 			actor, err := g.requireActor("")
+			if err != nil {
+				return err
+			}
+			objs, err := g.objects()
 			if err != nil {
 				return err
 			}
@@ -133,10 +323,10 @@ func newCheckBegin(g *global) *cobra.Command {
 				return err
 			}
 			defer l.Close()
-			if err := g.guardTarget(c.Context(), l, &d, false); err != nil {
+			if err := server.VerifyTarget(c.Context(), l, objs, d.Claim, d.Check, d.Artifact, false, g.io.Now()); err != nil {
 				return err
 			}
-			res, err := l.SubmitClaim(c.Context(), claim.BeginCheck{Claim: d.Claim, Check: d.Check, Artifact: d.Artifact, Digest: d.Digest}, ledger.WriteOptions{Actor: actor, RequestID: d.RequestID})
+			res, err := l.SubmitClaim(c.Context(), cmd, ledger.WriteOptions{Actor: actor, RequestID: d.RequestID})
 			if err != nil {
 				return err
 			}
@@ -168,22 +358,6 @@ func printCheckRecords(w io.Writer, _ *claim.View, res []ledger.Result) {
 	}
 }
 
-// publishEvidence stores bytes as the evaluator's result artifact.
-func (g *global) publishEvidence(ctx context.Context, l *ledger.Ledger, objs *artifact.Store, actor, claimID, name, kind, schema string, r io.Reader, requestID string) (claim.Event, []ledger.Result, error) {
-	content, size, err := objs.Put(ctx, r)
-	if err != nil {
-		return claim.Event{}, nil, err
-	}
-	id := "ev_" + strings.TrimPrefix(mintArtifactID(), "art_")
-	res, err := l.SubmitClaim(ctx, claim.PublishArtifact{Claim: claimID, Artifact: id, Role: claim.RoleResult,
-		Kind: kind, Schema: schema, Name: name, Content: content, Size: size}, ledger.WriteOptions{Actor: actor, RequestID: requestID})
-	if err != nil {
-		return claim.Event{}, nil, err
-	}
-	e, err := claim.Decode(res[0].Line)
-	return e, res, err
-}
-
 func newCheckReport(g *global) *cobra.Command {
 	var d checkDoc
 	c := &cobra.Command{
@@ -207,46 +381,40 @@ func newCheckReport(g *global) *cobra.Command {
 			if (d.Evidence == "") == (d.EvidenceFile == "") {
 				return usagef("evidence: give exactly one of --evidence ID and --evidence-file FILE")
 			}
-			actor, err := g.requireActor("")
+			b, err := g.checkStore(c, d.Claim, d.RequestID)
 			if err != nil {
 				return err
 			}
-			l, err := g.open()
+			defer b.close()
+			ctx := c.Context()
+			v, err := b.view(ctx)
 			if err != nil {
 				return err
 			}
-			defer l.Close()
-			if err := g.guardTarget(c.Context(), l, &d, true); err != nil {
+			if err := b.guard(ctx, &v, d.Check, d.Artifact, true); err != nil {
 				return err
 			}
 			// Refuse a report the ledger would refuse before storing evidence.
-			if err := g.precheckEvaluator(l, d.Claim, d.Check, actor); err != nil {
+			if err := evaluatorRefusal(&v, d.Check, b.actor()); err != nil {
 				return err
 			}
-			var all []ledger.Result
 			if d.EvidenceFile != "" {
-				objs, err := g.objects()
-				if err != nil {
-					return err
-				}
 				f, err := os.Open(g.abs(d.EvidenceFile))
 				if err != nil {
 					return usagef("evidence_file: %v", err)
 				}
-				ev, res, err := g.publishEvidence(c.Context(), l, objs, actor, d.Claim, filepath.Base(d.EvidenceFile), "evidence", "", f, d.RequestID)
+				ev, err := b.publish(ctx, filepath.Base(d.EvidenceFile), "evidence", "", f)
 				f.Close()
 				if err != nil {
 					return err
 				}
-				all = append(all, res...)
 				d.Evidence, d.EvidenceDigest = ev.Artifact, ev.Digest
 			}
-			res, err := l.SubmitClaim(c.Context(), claim.ReportVerdict{Claim: d.Claim, Check: d.Check, Artifact: d.Artifact, Digest: d.Digest,
-				Result: claim.Result(d.Result), Evidence: d.Evidence, EvidenceDigest: d.EvidenceDigest, Note: d.Note}, ledger.WriteOptions{Actor: actor, RequestID: d.RequestID})
-			if err != nil {
+			if _, err := b.submit(ctx, claim.ReportVerdict{Claim: d.Claim, Check: d.Check, Artifact: d.Artifact, Digest: d.Digest,
+				Result: claim.Result(d.Result), Evidence: d.Evidence, EvidenceDigest: d.EvidenceDigest, Note: d.Note}, ""); err != nil {
 				return err
 			}
-			return g.printClaimWrite(l, d.Claim, append(all, res...), printCheckRecords)
+			return b.print(printCheckRecords)
 		},
 	}
 	d.bindTarget(c)
@@ -259,17 +427,13 @@ func newCheckReport(g *global) *cobra.Command {
 	return c
 }
 
-// precheckEvaluator refuses early (before anything is stored or run) an
+// evaluatorRefusal refuses early (before anything is stored or run) an
 // actor who is not the check's designated evaluator. The ledger checks it
 // again under its lock.
-func (g *global) precheckEvaluator(l *ledger.Ledger, claimID, check, actor string) error {
-	v, err := g.claimView(l, claimID, g.io.Now())
-	if err != nil {
-		return err
-	}
-	ch, _ := attemptOn(&v, check, "")
+func evaluatorRefusal(v *claim.View, check, actor string) error {
+	ch, _ := attemptOn(v, check, "")
 	if ch == nil {
-		return rule.NotFoundf("check", "claim "+claimID+" declares no check "+strconv.Quote(check))
+		return rule.NotFoundf("check", "claim "+v.Claim+" declares no check "+strconv.Quote(check))
 	}
 	if ch.Evaluator != actor {
 		return rule.Forbiddenf("actor", "only the designated evaluator "+ch.Evaluator+" may run check "+check)
@@ -332,24 +496,17 @@ func newCheckRun(g *global) *cobra.Command {
 				}
 				timeout = t
 			}
-			actor, err := g.requireActor("")
+			b, err := g.checkStore(c, d.Claim, d.RequestID)
 			if err != nil {
 				return err
 			}
-			objs, err := g.objects()
+			defer b.close()
+			ctx := c.Context()
+			v, err := b.view(ctx)
 			if err != nil {
 				return err
 			}
-			l, err := g.open()
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			if err := g.precheckEvaluator(l, d.Claim, d.Check, actor); err != nil {
-				return err
-			}
-			v, err := g.claimView(l, d.Claim, g.io.Now())
-			if err != nil {
+			if err := evaluatorRefusal(&v, d.Check, b.actor()); err != nil {
 				return err
 			}
 			if d.Artifact == "" {
@@ -371,13 +528,9 @@ func newCheckRun(g *global) *cobra.Command {
 			if runner.Name() == "command" && strings.TrimSpace(d.Command) == "" {
 				return usagef("command: required: check %s runs the command validator (exit 0 → pass)", d.Check)
 			}
-			a, ok := lookupArtifact(l, d.Claim, d.Artifact)
+			a, ok := server.ViewArtifact(&v, d.Artifact)
 			if !ok {
-				return rule.NotFoundf("artifact", "claim "+d.Claim+" has no artifact "+strconv.Quote(d.Artifact))
-			}
-			content, err := artifact.ParseContentDigest(a.Content)
-			if err != nil {
-				return err
+				return server.UnknownArtifact(d.Claim, d.Artifact)
 			}
 			// Materialise (verifying the bytes) before anything is appended.
 			dir, err := os.MkdirTemp("", "tally-check-*")
@@ -390,27 +543,19 @@ func newCheckRun(g *global) *cobra.Command {
 				name = a.Artifact
 			}
 			path := filepath.Join(dir, name)
-			rc, err := objs.Open(c.Context(), content)
-			if err != nil {
-				return storeError("artifact "+a.Artifact, err)
+			if err := b.materialise(ctx, a, path); err != nil {
+				return err
 			}
-			err = writeVerified(path, rc)
-			rc.Close()
-			if err != nil {
-				return storeError("artifact "+a.Artifact, err)
-			}
-			var all []ledger.Result
 			if at == nil || at.State != "running" {
-				res, err := l.SubmitClaim(c.Context(), claim.BeginCheck{Claim: d.Claim, Check: d.Check, Artifact: d.Artifact, Digest: d.Digest}, ledger.WriteOptions{Actor: actor, RequestID: d.RequestID})
+				line, err := b.submit(ctx, claim.BeginCheck{Claim: d.Claim, Check: d.Check, Artifact: d.Artifact, Digest: d.Digest}, "begin")
 				if err != nil {
 					return err
 				}
-				all = append(all, res...)
-				if b, err := claim.Decode(res[0].Line); err == nil {
-					val = b.Validator
+				if e, err := claim.Decode(line); err == nil {
+					val = e.Validator
 				}
 			}
-			out := runner.Run(c.Context(), validate.Input{Dir: dir, Path: path, Command: d.Command, Timeout: timeout})
+			out := runner.Run(ctx, validate.Input{Dir: dir, Path: path, Command: d.Command, Timeout: timeout})
 			logb := fmt.Appendf(nil, "tally check run: claim %s, check %s, artifact %s (digest %s), validator %s@%s (tally's %s@%s)\n",
 				d.Claim, d.Check, a.Artifact, a.Digest, val.Name, val.Version, runner.Name(), runner.Version())
 			if d.Command != "" {
@@ -419,21 +564,19 @@ func newCheckRun(g *global) *cobra.Command {
 			logb = append(logb, "---\n"...)
 			logb = append(logb, out.Log...)
 			logb = fmt.Appendf(logb, "---\nverdict: %s (%s)\n", out.Result, out.Note)
-			ev, res, err := g.publishEvidence(c.Context(), l, objs, actor, d.Claim, d.Check+".log", "validator-log", "text/plain", bytes.NewReader(logb), d.RequestID)
+			ev, err := b.publish(ctx, d.Check+".log", "validator-log", "text/plain", bytes.NewReader(logb))
 			if err != nil {
 				return err
 			}
-			all = append(all, res...)
 			note := d.Note
 			if note == "" {
 				note = out.Note
 			}
-			res, err = l.SubmitClaim(c.Context(), claim.ReportVerdict{Claim: d.Claim, Check: d.Check, Artifact: d.Artifact, Digest: d.Digest,
-				Result: out.Result, Evidence: ev.Artifact, EvidenceDigest: ev.Digest, Note: note}, ledger.WriteOptions{Actor: actor, RequestID: d.RequestID})
-			if err != nil {
+			if _, err := b.submit(ctx, claim.ReportVerdict{Claim: d.Claim, Check: d.Check, Artifact: d.Artifact, Digest: d.Digest,
+				Result: out.Result, Evidence: ev.Artifact, EvidenceDigest: ev.Digest, Note: note}, ""); err != nil {
 				return err
 			}
-			return g.printClaimWrite(l, d.Claim, append(all, res...), printCheckRecords)
+			return b.print(printCheckRecords)
 		},
 	}
 	d.bindTarget(c)

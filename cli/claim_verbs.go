@@ -12,6 +12,7 @@ import (
 	"tally/claim"
 	"tally/ledger"
 	"tally/rule"
+	"tally/server"
 	"tally/store"
 )
 
@@ -463,6 +464,12 @@ func newClaimGraph(g *global) *cobra.Command {
 			if d.Format != "text" && d.Format != "dot" && d.Format != "json" {
 				return usagef("format: must be text, dot or json")
 			}
+			if rc, err := g.remote(); err != nil || rc != nil {
+				if err != nil {
+					return err
+				}
+				return g.claimGraphRemote(c, rc, d.Format)
+			}
 			l, err := g.open()
 			if err != nil {
 				return err
@@ -481,23 +488,41 @@ func newClaimGraph(g *global) *cobra.Command {
 	return c
 }
 
+// claimGraphRemote reads the graph from the server: its document is what
+// --format json prints; text and dot are drawn from it here.
+func (g *global) claimGraphRemote(c *cobra.Command, rc *client, format string) error {
+	b, err := rc.do(c.Context(), "GET", rc.path(nil, "claim-graph"), nil, "")
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		_, err := g.io.Out.Write(b)
+		return err
+	}
+	m, err := members(b)
+	if err != nil {
+		return err
+	}
+	var nodes []claim.Summary
+	var edges []claim.Edge
+	if err := decodeMember(m, "claims", &nodes); err != nil {
+		return err
+	}
+	if err := decodeMember(m, "edges", &edges); err != nil {
+		return err
+	}
+	return writeClaimGraph(g.io.Out, format, nodes, edges)
+}
+
 func writeClaimGraph(w io.Writer, format string, nodes []claim.Summary, edges []claim.Edge) error {
 	switch format {
 	case "json":
-		type node struct {
-			Claim string       `json:"claim"`
-			State claim.Status `json:"state"`
+		doc, err := server.ClaimGraphDoc(nodes, edges)
+		if err != nil {
+			return err
 		}
-		ns := make([]node, len(nodes))
-		for i, n := range nodes {
-			ns[i] = node{n.Claim, n.State}
-		}
-		if edges == nil {
-			edges = []claim.Edge{}
-		}
-		nb, _ := json.Marshal(ns)
-		eb, _ := json.Marshal(edges)
-		return writeJSONDoc(w, member("claims", nb), member("edges", eb))
+		_, err = w.Write(doc)
+		return err
 	case "dot":
 		fmt.Fprintln(w, "digraph claims {\n  rankdir=LR;\n  node [shape=box];")
 		for _, n := range nodes {

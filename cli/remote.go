@@ -5,8 +5,9 @@ package cli
 // they print locally (human and --json), with the same exit codes:
 //
 //   promise, amend, resolve, assess, show, ls, owed, graph, export --format json;
-//   claim create|post|cancel|revoke|supersede|show|ls, receipt acquire|adopt,
-//   progress, testament close|post|receive;
+//   claim create|post|cancel|revoke|supersede|show|ls|graph, receipt acquire|adopt,
+//   progress, testament close|post|receive, artifact put|get|ls|verify,
+//   check begin|report|run;
 //   expect raise|show|ls|withdraw|supersede, fact, task outcome, lapses.
 //
 // TALLY_TOKEN is the bearer token; the acting identity is the token's (asked
@@ -26,10 +27,25 @@ package cli
 // client's clock; supersede inherits the terms it is not given from the
 // server's view of OLD, as it does from the local ledger.
 //
+// Artifacts live in the server's content store. `artifact put` streams the
+// file to it; `artifact get` downloads and checks the bytes against the
+// recorded content digest before it writes anything (a mismatch is refused,
+// exit 1); `artifact ls` reports whether the server holds each artifact's
+// bytes, and `artifact verify` has the server re-hash its own stored copies
+// (the custody that counts is the server's, and nothing is downloaded).
+// `check run` fetches and checks the target, runs the validator on this
+// machine, and records begin, the log as evidence, and the verdict through
+// the server; `check report --evidence-file` uploads the file as evidence
+// first, once the server has verified the target and the token's identity
+// is the check's evaluator, so a refused report leaves no evidence behind.
+// A verb that makes several requests sends --request-id as the key of the
+// last and derives the others' from it (KEY/begin, KEY/evidence; the
+// evidence id too), so a retry replays each step.
+//
 // Every other verb works on a local ledger directory only (init, import,
-// verify, demo, serve, token, export --format jsonl|pinki, watch, the
-// artifact and check verbs, claim graph): with TALLY_URL set they refuse
-// with exit 2 instead of quietly using a local ledger.
+// verify, demo, serve, token, export --format jsonl|pinki, watch): with
+// TALLY_URL set they refuse with exit 2 instead of quietly using a local
+// ledger.
 
 import (
 	"bytes"
@@ -40,17 +56,22 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/zeebo/blake3"
 
+	"tally/artifact"
 	"tally/auth"
 	"tally/claim"
 	"tally/expect"
 	"tally/jsondoc"
 	"tally/ledger"
 	"tally/promise"
+	"tally/rule"
+	"tally/server"
 	"tally/store"
 )
 
@@ -63,6 +84,8 @@ var remoteVerbs = map[string]bool{
 	"tally claim supersede": true, "tally claim show": true, "tally claim ls": true,
 	"tally receipt acquire": true, "tally receipt adopt": true, "tally progress": true,
 	"tally testament close": true, "tally testament post": true, "tally testament receive": true,
+	"tally claim graph": true, "tally artifact put": true, "tally artifact get": true, "tally artifact ls": true,
+	"tally artifact verify": true, "tally check begin": true, "tally check report": true, "tally check run": true,
 	"tally expect raise": true, "tally expect show": true, "tally expect ls": true, "tally expect withdraw": true,
 	"tally expect supersede": true, "tally fact": true, "tally task outcome": true, "tally lapses": true,
 }
@@ -153,24 +176,47 @@ func (g *global) remote() (*client, error) {
 		http: &http.Client{}, timeout: 60 * time.Second}, nil
 }
 
-// do sends one request and returns the body of a 2xx answer, or the
-// server's refusal as a *remoteError.
+// do sends one request with a JSON body (or none) and returns the body of a
+// 2xx answer, or the server's refusal as a *remoteError.
 func (rc *client) do(ctx context.Context, method, u string, body []byte, requestID string) ([]byte, error) {
+	var rd io.Reader
+	contentType := ""
+	if body != nil {
+		rd, contentType = bytes.NewReader(body), "application/json"
+	}
+	return rc.exchange(ctx, method, u, rd, contentType, requestID)
+}
+
+// exchange sends one request and returns the whole body of a 2xx answer,
+// or the server's refusal as a *remoteError.
+func (rc *client) exchange(ctx context.Context, method, u string, body io.Reader, contentType, requestID string) ([]byte, error) {
+	resp, done, err := rc.send(ctx, method, u, body, contentType, requestID)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return nil, fmt.Errorf("server %s: %w", rc.g.remoteURL(), err)
+	}
+	return b, nil
+}
+
+// send sends one request and returns a 2xx response whose body the caller
+// reads, within the request's time bound, and then calls done; any other
+// answer is the server's refusal as a *remoteError.
+func (rc *client) send(ctx context.Context, method, u string, body io.Reader, contentType, requestID string) (*http.Response, func(), error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	ctx, cancel := context.WithTimeout(ctx, rc.timeout)
-	defer cancel()
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
-		return nil, err
+		cancel()
+		return nil, nil, err
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	if tok := rc.g.io.Getenv("TALLY_TOKEN"); tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
@@ -186,15 +232,17 @@ func (rc *client) do(ctx context.Context, method, u string, body []byte, request
 	}
 	resp, err := rc.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("server %s: %w", rc.g.remoteURL(), unwrapURLError(err))
+		cancel()
+		return nil, nil, fmt.Errorf("server %s: %w", rc.g.remoteURL(), unwrapURLError(err))
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-	if err != nil {
-		return nil, fmt.Errorf("server %s: %w", rc.g.remoteURL(), err)
-	}
+	done := func() { resp.Body.Close(); cancel() }
 	if resp.StatusCode/100 == 2 {
-		return b, nil
+		return resp, done, nil
+	}
+	defer done()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, nil, fmt.Errorf("server %s: %w", rc.g.remoteURL(), err)
 	}
 	re := &remoteError{status: resp.StatusCode, doc: b, msg: fmt.Sprintf("server answered %s", resp.Status), code: "error"}
 	var d struct {
@@ -206,7 +254,7 @@ func (rc *client) do(ctx context.Context, method, u string, body []byte, request
 	} else {
 		re.doc = jsondoc.Error(re.msg, re.code)
 	}
-	return nil, re
+	return nil, nil, re
 }
 
 func unwrapURLError(err error) error {
@@ -466,42 +514,85 @@ func claimRequest(cmd claim.Command) (segs []string, body any, err error) {
 		return []string{"claims", c.Claim, "testaments", c.Testament, "post"}, m{}, nil
 	case claim.ReceiveTestament:
 		return []string{"claims", c.Claim, "testaments", c.Testament, "receive"}, m{}, nil
+	case claim.BeginCheck:
+		return []string{"claims", c.Claim, "checks", c.Check, "begin"}, nonEmpty(m{"artifact": c.Artifact, "digest": c.Digest}), nil
+	case claim.ReportVerdict:
+		return []string{"claims", c.Claim, "checks", c.Check, "report"}, nonEmpty(m{"artifact": c.Artifact, "digest": c.Digest, "result": string(c.Result),
+			"evidence": c.Evidence, "evidence_digest": c.EvidenceDigest, "note": c.Note}), nil
 	}
 	return nil, nil, usagef("this claim verb works on a local ledger directory only; unset TALLY_URL to run it")
 }
 
+// nonEmpty drops the members whose value is "".
+func nonEmpty(d map[string]any) map[string]any {
+	for k, v := range d {
+		if v == "" {
+			delete(d, k)
+		}
+	}
+	return d
+}
+
 // claimWriteRemote is claimWrite over HTTP.
 func (g *global) claimWriteRemote(c *cobra.Command, rc *client, cmd claim.Command, requestID string, human func(w io.Writer, v *claim.View, res []ledger.Result)) error {
-	segs, d, err := claimRequest(cmd)
-	if err != nil {
-		return err
-	}
 	if _, err := rc.identity(c.Context()); err != nil {
 		return err
 	}
+	b, err := rc.postClaim(c.Context(), cmd, requestID)
+	if err != nil {
+		return err
+	}
+	return g.printRemoteWrites(human, b)
+}
+
+// postClaim sends one claim command to its route and returns the server's
+// document: {"records":[…],"claim":VIEW}.
+func (rc *client) postClaim(ctx context.Context, cmd claim.Command, requestID string) ([]byte, error) {
+	segs, d, err := claimRequest(cmd)
+	if err != nil {
+		return nil, err
+	}
 	body, err := json.Marshal(d)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("encode %s request: %w", strings.Join(segs, "/"), err)
 	}
-	b, err := rc.do(c.Context(), "POST", rc.path(nil, segs...), body, requestID)
-	if err != nil {
+	return rc.do(ctx, "POST", rc.path(nil, segs...), body, requestID)
+}
+
+// printRemoteWrites prints the answers of one or more claim writes as the
+// verb prints them on a local ledger: the records each appended, in order,
+// and the claim as the last one left it.
+func (g *global) printRemoteWrites(human func(w io.Writer, v *claim.View, res []ledger.Result), docs ...[]byte) error {
+	if g.json && len(docs) == 1 {
+		_, err := g.io.Out.Write(docs[0])
 		return err
-	}
-	if g.json {
-		_, err := g.io.Out.Write(b)
-		return err
-	}
-	m, err := members(b)
-	if err != nil {
-		return err
-	}
-	var v claim.View
-	if err := json.Unmarshal(m["claim"], &v); err != nil {
-		return fmt.Errorf("server response: claim: %w", err)
 	}
 	var lines []json.RawMessage
-	if err := json.Unmarshal(m["records"], &lines); err != nil {
-		return fmt.Errorf("server response: records: %w", err)
+	var last map[string]json.RawMessage
+	for _, b := range docs {
+		m, err := members(b)
+		if err != nil {
+			return err
+		}
+		var recs []json.RawMessage
+		if err := decodeMember(m, "records", &recs); err != nil {
+			return err
+		}
+		lines, last = append(lines, recs...), m
+	}
+	if g.json {
+		recs := []byte{'['}
+		for i, l := range lines {
+			if i > 0 {
+				recs = append(recs, ',')
+			}
+			recs = append(recs, l...)
+		}
+		return writeJSONDoc(g.io.Out, member("records", append(recs, ']')), member("claim", last["claim"]))
+	}
+	var v claim.View
+	if err := decodeMember(last, "claim", &v); err != nil {
+		return err
 	}
 	res := make([]ledger.Result, len(lines))
 	for i, l := range lines {
@@ -513,6 +604,63 @@ func (g *global) claimWriteRemote(c *cobra.Command, rc *client, cmd claim.Comman
 	}
 	g.printClaimHuman(&v, res, human)
 	return nil
+}
+
+// putArtifact streams body as the bytes of artifact art of a claim, with
+// its description in the query, and returns the server's write document.
+func (rc *client) putArtifact(ctx context.Context, claimID, art string, q url.Values, body io.Reader, requestID string) ([]byte, error) {
+	return rc.exchange(ctx, "PUT", rc.path(q, "claims", claimID, "artifacts", art), body, "application/octet-stream", requestID)
+}
+
+// digestReader hashes what it reads and, at the end, answers a refusal
+// instead of io.EOF when the bytes are not the content want names, so a
+// copy made through it (writeVerified) is kept only when it is exact.
+type digestReader struct {
+	r    io.Reader
+	h    *blake3.Hasher
+	want artifact.ContentDigest
+	what string
+}
+
+func (d *digestReader) Read(p []byte) (int, error) {
+	n, err := d.r.Read(p)
+	d.h.Write(p[:n])
+	if err == io.EOF {
+		if got := artifact.ContentSum(d.h); got != d.want {
+			return n, rule.New(server.CodeDamaged, "artifact", fmt.Sprintf("the bytes of %s the server sent are not its content (content %s, received %s); nothing was written", d.what, d.want, got))
+		}
+	}
+	return n, err
+}
+
+// fetchContent downloads the bytes at u, checks them against the content
+// digest want, and writes them to path, atomically; with path "" to
+// stdout, but only once the whole download has checked out. A mismatch
+// writes nothing.
+func (g *global) fetchContent(ctx context.Context, rc *client, u, what string, want artifact.ContentDigest, path string) error {
+	resp, done, err := rc.send(ctx, "GET", u, nil, "", "")
+	if err != nil {
+		return err
+	}
+	defer done()
+	r := &digestReader{r: resp.Body, h: artifact.NewContentHasher(), want: want, what: what}
+	if path != "" {
+		return writeVerified(path, r)
+	}
+	tmp, err := os.CreateTemp("", "tally-get-*")
+	if err != nil {
+		return fmt.Errorf("download %s: %w", what, err)
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	if _, err := io.Copy(tmp, r); err != nil {
+		return err
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("download %s: %w", what, err)
+	}
+	_, err = io.Copy(g.io.Out, tmp)
+	return err
 }
 
 // claimRemote reads one claim over HTTP: the document and its view.
