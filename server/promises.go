@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"slices"
 	"time"
 
 	"tally/jsondoc"
@@ -22,27 +23,27 @@ type fields struct {
 }
 
 func decodeFields(body []byte, allowed ...string) (fields, error) {
-	f := fields{str: map[string]string{}}
+	if len(allowed) > 64 {
+		panic("decodeFields: at most 64 allowed members")
+	}
+	f := fields{str: make(map[string]string, len(allowed))}
 	if !wire.Valid(body) {
 		return f, rule.Invalidf("body", "must be one JSON object")
 	}
-	ok := map[string]bool{}
-	for _, a := range allowed {
-		ok[a] = true
-	}
-	seen := map[string]bool{}
+	var seen uint64 // bit i: allowed[i] was a member
 	err := wire.Object(body, func(key, v []byte) error {
-		k := string(key)
-		if k == "" {
+		if len(key) == 0 {
 			return rule.Invalidf("body", "has a member with an empty name")
 		}
-		if !ok[k] {
-			return rule.Invalidf(k, "is not a member of this request")
+		i := slices.Index(allowed, string(key))
+		if i < 0 {
+			return rule.Invalidf(string(key), "is not a member of this request")
 		}
-		if seen[k] {
+		k := allowed[i]
+		if seen&(1<<i) != 0 {
 			return rule.Invalidf(k, "appears twice")
 		}
-		seen[k] = true
+		seen |= 1 << i
 		switch k {
 		case "meta":
 			if !wire.IsObject(v) {
