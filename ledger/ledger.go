@@ -146,6 +146,7 @@ type Ledger struct {
 	syncing  bool       // a syncer goroutine runs
 	syncErr  error      // an fsync failed: what follows it fails until the committer cuts the log back
 	failFrom store.Position
+	failedWs []*written // batches the failed fsync covered, or written after it: told once the log is cut
 	stats    Stats
 	notify   chan struct{} // closed and replaced at each change of the durable position
 
@@ -547,8 +548,7 @@ func (l *Ledger) commitLoopN(inline int) {
 					close(r.done)
 				}
 			}
-			l.drain() // earlier batches are written: make them durable (or fail them)
-			l.releaseTx()
+			l.drainAndRelease() // earlier batches are written: make them durable (or fail them)
 			l.mu.Lock()
 			l.stale = true
 			l.rebuildLocked()
@@ -576,7 +576,7 @@ func (l *Ledger) commitLoopN(inline int) {
 			l.qmu.Unlock()
 			if l.idle() {
 				// Everything written is durable: let other processes in.
-				l.releaseTx()
+				l.drainAndRelease()
 				l.qmu.Lock()
 				if len(l.queue) == 0 {
 					l.committing = false
@@ -603,8 +603,7 @@ func (l *Ledger) commitLoopN(inline int) {
 		l.queue = l.queue[n:]
 		l.qmu.Unlock()
 		if l.tx != nil && time.Since(l.txHeld) > holdMax {
-			l.drain()
-			l.releaseTx()
+			l.drainAndRelease()
 		}
 		inflight = batch
 		l.commit(context.Background(), batch, inline > 0)
@@ -646,8 +645,7 @@ func (l *Ledger) commit(ctx context.Context, batch []*request, own bool) {
 	from, to, refused, err := l.decideAndWrite(batch)
 	if err != nil {
 		// Nothing of this batch is in the file; the state folded it.
-		l.drain()
-		l.releaseTx()
+		l.drainAndRelease()
 		l.mu.Lock()
 		l.rebuildLocked()
 		l.mu.Unlock()
@@ -826,31 +824,32 @@ func (l *Ledger) syncLoop() {
 		}
 		l.dmu.Lock()
 		if err != nil {
+			// Their writers hear of it once the committer has cut the
+			// lines back out of the file, so a failed write leaves nothing.
 			if l.syncErr == nil {
 				l.syncErr, l.failFrom = err, ws[0].from
 			}
-		} else {
-			l.setDurable(ws[len(ws)-1].to)
-			if need {
-				l.stats.Commits++
-			}
-			l.stats.Appended += uint64(appended)
+			l.failedWs = append(l.failedWs, ws...)
+			l.dmu.Unlock()
+			continue
 		}
+		l.setDurable(ws[len(ws)-1].to)
+		if need {
+			l.stats.Commits++
+		}
+		l.stats.Appended += uint64(appended)
 		durable := l.durable.Seq
 		l.dmu.Unlock()
 		for _, w := range ws {
 			for _, r := range w.batch {
-				if err != nil && r.err == nil {
-					r.err, r.res = err, nil
-				}
 				close(r.done)
 			}
 		}
-		if err == nil && records > 0 && l.cfg.Observe != nil {
+		if records > 0 && l.cfg.Observe != nil {
 			l.cfg.Observe(CommitInfo{Requests: requests, Records: records, Fsync: elapsed})
 		}
 		l.reads.Broadcast()
-		if err == nil && l.checkpointWantedAt(durable) {
+		if l.checkpointWantedAt(durable) {
 			l.startCheckpoint()
 		}
 	}
@@ -918,6 +917,17 @@ func (l *Ledger) drain() {
 	}
 }
 
+// drainAndRelease waits until everything written is durable and releases
+// the file lock; if an fsync failed meanwhile, it first cuts the log back.
+func (l *Ledger) drainAndRelease() {
+	l.drain()
+	if l.failed() {
+		l.recoverFromSyncFailure()
+		return
+	}
+	l.releaseTx()
+}
+
 // recoverFromSyncFailure cuts the log back to before the first batch whose
 // fsync failed (every batch after it failed too), so nothing
 // unacknowledged stays in the file, and leaves the state to be rebuilt.
@@ -936,10 +946,19 @@ func (l *Ledger) recoverFromSyncFailure() {
 	l.stale = true
 	l.rebuildLocked()
 	l.dmu.Lock()
-	l.syncErr = nil
+	err, ws := l.syncErr, l.failedWs
+	l.syncErr, l.failedWs = nil, nil
 	l.dmu.Unlock()
 	l.mu.Unlock()
 	l.reads.Broadcast()
+	for _, w := range ws {
+		for _, r := range w.batch {
+			if r.err == nil {
+				r.err, r.res = err, nil
+			}
+			close(r.done)
+		}
+	}
 }
 
 // rebuildLocked refolds the state from the log after a failed write, so
