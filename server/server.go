@@ -176,6 +176,14 @@ func (s *Server) Close() error {
 
 // session opens (once) the ledger of tenant/session.
 func (s *Server) session(tenant, session string) (*ledger.Ledger, error) {
+	// An open session answers without checking its names again: only valid
+	// names, which hold no slash, are ever keys, so a hit is that session.
+	s.mu.Lock()
+	if l, ok := s.sessions[tenant+"/"+session]; ok && !s.closed {
+		s.mu.Unlock()
+		return l, nil
+	}
+	s.mu.Unlock()
 	dir, err := store.SessionDir(s.cfg.Root, tenant, session)
 	if err != nil {
 		return nil, badRequest{err.Error()}
