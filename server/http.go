@@ -260,7 +260,10 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, p principal, l 
 		s.writeError(w, err)
 		return
 	}
-	if idem == nil {
+	if idem == nil && cmd.Promise != nil {
+		resp = s.renderDeclared(res)
+	}
+	if idem == nil && resp == nil {
 		l.Read(func(st *ledger.State, _ store.Position) { resp = render(st, res) })
 	}
 	if replayed {

@@ -90,6 +90,24 @@ func (s *Server) renderPromise(id string) func(st *ledger.State, res []ledger.Re
 	}
 }
 
+// renderDeclared answers a declaration without an antecedent from its own
+// record: its view at the time of the write depends on nothing else in the
+// state, so the response need not take the session lock again, which the
+// next group commit holds through its fsync. Nil for any other write.
+func (s *Server) renderDeclared(res []ledger.Result) []byte {
+	if len(res) != 1 || res[0].Event.Type != promise.TypePromise || res[0].Event.On != "" {
+		return nil
+	}
+	st := promise.NewState()
+	st.Apply(promise.Meta{Seq: res[0].Seq}, &res[0].Event)
+	p, ok := st.Get(res[0].Event.ID)
+	if !ok {
+		return nil
+	}
+	v := st.View(p, s.cfg.Ledger.Now())
+	return jsondoc.PromiseWrite(res[0].Seq, &v, res[0].Warnings)
+}
+
 // promiseWrite is the shape of every promise write route: authenticate,
 // open the session, decode the body's allowed members, build the command,
 // and execute it (idempotently when the request carries a key).
