@@ -22,6 +22,7 @@ type server struct {
 	url    string
 	dir    string
 	tokens map[string]string
+	proc   *exec.Cmd
 }
 
 // startServer inits a ledger, makes a token per participant (role agent
@@ -44,6 +45,14 @@ func startServer(t *testing.T, participants ...string) *server {
 		}
 		s.tokens[who] = strings.TrimSpace(r.out)
 	}
+	s.start(t)
+	return s
+}
+
+// start runs `tally serve` on s.dir on a free port and waits until it says
+// where it listens; the process is killed when the test ends.
+func (s *server) start(t *testing.T) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, tallyBin, "serve", "--dir", s.dir, "--addr", "127.0.0.1:0")
 	cmd.Env = baseEnv()
@@ -55,6 +64,7 @@ func startServer(t *testing.T, participants ...string) *server {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	s.proc = cmd
 	t.Cleanup(func() {
 		cancel()
 		cmd.Wait()
@@ -74,7 +84,15 @@ func startServer(t *testing.T, participants ...string) *server {
 	case <-time.After(15 * time.Second):
 		t.Fatal("tally serve did not say where it listens within 15s")
 	}
-	return s
+}
+
+// kill9 kills the server with SIGKILL and waits for it to be gone.
+func (s *server) kill9(t *testing.T) {
+	t.Helper()
+	if err := s.proc.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	s.proc.Wait()
 }
 
 // as runs the CLI against the server with who's token.
