@@ -3,10 +3,14 @@ package server
 import (
 	"bytes"
 	"context"
+	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zeebo/blake3"
 
 	"tally/ledger"
 	"tally/promise"
@@ -89,5 +93,23 @@ func TestDeclarationAnsweredFromItsRecord(t *testing.T) {
 	code, body, _ := f.do("POST", base+"/promises/r4/amend", "reviewer", `{"until":"3h"}`)
 	if code != 200 || !strings.Contains(body, `"state":"conditional"`) {
 		t.Fatalf("amend: %d %s", code, body)
+	}
+}
+
+// The request digest is the same from a reused hasher as from a fresh one.
+func TestCommandDigestReusesHashers(t *testing.T) {
+	fresh := func(method, path string, body []byte) [32]byte {
+		h := blake3.NewDeriveKey("tally 2026-11 request digest v1")
+		h.WriteString(method + " " + path + "\n" + strconv.Itoa(len(body)) + "\n")
+		h.Write(body)
+		var sum [32]byte
+		h.Sum(sum[:0])
+		return sum
+	}
+	for i, body := range []string{`{"promise":"a"}`, `{"promise":"b","to":"c"}`, ``, `{"promise":"a"}`} {
+		r := httptest.NewRequest("POST", base+"/promises", nil)
+		if got, want := commandDigest(r, []byte(body)), fresh("POST", base+"/promises", []byte(body)); got != want {
+			t.Fatalf("request %d: digest %x, want %x", i, got, want)
+		}
 	}
 }
