@@ -221,8 +221,10 @@ func renderOutcome(task string, out expect.Outcome) func(*ledger.State, []ledger
 }
 
 // replyToOf reads where lapses go: the record's replyTo, else the message
-// metadata's "replyTo" (each a URL string or {"url","push":{"url","token"}}),
-// with the request's push-notification config when the record gives none.
+// metadata's "replyTo" (each a URL string or {"url","push":{"url","token",
+// "authentication":{"scheme","credentials"}}}), with the request's
+// push-notification config (its token and authentication too) when the
+// record gives none.
 func replyToOf(record json.RawMessage, meta any, cfg *a2a.SendMessageConfig) (*expect.ReplyTo, string, error) {
 	field := "replyTo"
 	raw := record
@@ -242,8 +244,9 @@ func replyToOf(record json.RawMessage, meta any, cfg *a2a.SendMessageConfig) (*e
 			var d struct {
 				URL  string `json:"url"`
 				Push *struct {
-					URL   string `json:"url"`
-					Token string `json:"token"`
+					URL   string            `json:"url"`
+					Token string            `json:"token"`
+					Auth  *a2a.PushAuthInfo `json:"authentication"`
 				} `json:"push"`
 			}
 			if err := jsondoc.Strict(field, raw, &d); err != nil {
@@ -252,6 +255,9 @@ func replyToOf(record json.RawMessage, meta any, cfg *a2a.SendMessageConfig) (*e
 			rt = &expect.ReplyTo{URL: d.URL}
 			if d.Push != nil {
 				rt.PushURL, rt.PushToken = d.Push.URL, d.Push.Token
+				if d.Push.Auth != nil {
+					rt.PushAuthScheme, rt.PushAuthCredentials = d.Push.Auth.Scheme, d.Push.Auth.Credentials
+				}
 			}
 		}
 	}
@@ -260,6 +266,9 @@ func replyToOf(record json.RawMessage, meta any, cfg *a2a.SendMessageConfig) (*e
 			rt = &expect.ReplyTo{}
 		}
 		rt.PushURL, rt.PushToken = cfg.PushConfig.URL, cfg.PushConfig.Token
+		if a := cfg.PushConfig.Auth; a != nil {
+			rt.PushAuthScheme, rt.PushAuthCredentials = a.Scheme, a.Credentials
+		}
 	}
 	return rt, field, nil
 }

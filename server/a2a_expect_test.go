@@ -335,13 +335,27 @@ func TestA2AExpectationPushConfigFromRequest(t *testing.T) {
 		"satisfiedBy": map[string]any{"factKey": "k"}, "dueAt": expect.FormatTime(t0.Add(time.Hour)), "basis": "declared",
 	}
 	p := expectSend("m1", "task-1", "", "urn:tally:ext:expect", rec)
-	p["configuration"] = map[string]any{"taskPushNotificationConfig": map[string]any{"taskId": "task-1", "url": "http://127.0.0.1:9/push", "token": "tok"}}
+	p["configuration"] = map[string]any{"taskPushNotificationConfig": map[string]any{"taskId": "task-1", "url": "http://127.0.0.1:9/push", "token": "tok",
+		"authentication": map[string]any{"scheme": "Bearer", "credentials": "cred"}}}
 	_, r, _ := tf.rpc("author", "urn:tally:ext:expect", "SendMessage", p)
 	view, _ := replyDoc(t, r, "urn:tally:ext:expect")["expectation"].(map[string]any)
 	rt, _ := view["replyTo"].(map[string]any)
 	push, _ := rt["push"].(map[string]any)
-	if push["url"] != "http://127.0.0.1:9/push" || push["token"] != "set" || rt["url"] != nil {
+	auth, _ := push["authentication"].(map[string]any)
+	if push["url"] != "http://127.0.0.1:9/push" || push["token"] != "set" || rt["url"] != nil ||
+		auth["scheme"] != "Bearer" || auth["credentials"] != "set" {
 		t.Fatalf("view %v", view)
+	}
+	// The watcher gets the credentials themselves.
+	l, err := tf.srv.session("acme", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := view["expectationId"].(string)
+	var got expect.ReplyTo
+	l.Read(func(st *ledger.State, _ store.Position) { got, _ = st.Expects.ReplyTo(id) })
+	if got.PushAuthScheme != "Bearer" || got.PushAuthCredentials != "cred" || got.PushToken != "tok" {
+		t.Fatalf("kept for the watcher: %+v", got)
 	}
 	// A replyTo that is not an http(s) URL is refused by name.
 	rec["replyTo"] = "file:///etc/passwd"
