@@ -96,11 +96,13 @@ func newA2ACard(g *global) *cobra.Command {
 func newA2ATask(g *global) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "task ID",
-		Short: "Print the A2A task of a promise",
+		Short: "Print the A2A task of a promise or a claim",
 		Long: "task prints the A2A task GetTask answers for a promise (by its task id or its promise id): its\n" +
 			"state (owed → WORKING, conditional → SUBMITTED, satisfied → COMPLETED with an evidence artifact,\n" +
 			"cancelled → REJECTED with the reason, released and expired → CANCELED), artifacts and the record\n" +
-			"in metadata under the promise extension URI. --json prints the task as JSON.",
+			"in metadata under the promise extension URI. An id no promise has is looked up as a claim id:\n" +
+			"the claim's task (its states are mapped as README's \"Claims over A2A\" table says), with the\n" +
+			"claim's view under the claim extension URI. --json prints the task as JSON.",
 		Example: "  tally a2a task pnk_1a2b3c\n  tally a2a task pnk_1a2b3c --json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -163,9 +165,12 @@ func (g *global) a2aTask(ctx context.Context, id string) (*a2a.Task, error) {
 	var found bool
 	l.Read(func(st *ledger.State, _ store.Position) {
 		t, found = server.PromiseTask(server.A2AConfig{}, st, id, l.Now(), tenant+"/"+session)
+		if !found {
+			t, found = server.ClaimTask(server.A2AConfig{}, st, id, l.Now(), tenant+"/"+session)
+		}
 	})
 	if !found {
-		return nil, rule.NotFoundf("task", "no promise has task id "+strconv.Quote(id))
+		return nil, rule.NotFoundf("task", "no promise has task id "+strconv.Quote(id)+" and no claim has that id")
 	}
 	return t, nil
 }

@@ -438,6 +438,19 @@ func refusedResponse(v *claim.View) bool {
 	return false
 }
 
+// ClaimTask is the A2A task GetTask answers for the claim id in st at now,
+// its view under cfg's claim URI; contextID is the session's
+// ("tenant/session"). Offline there is no server to fetch artifact bytes
+// from, so the artifacts carry no URL. The bool is false when there is no
+// such claim. This is the mapping `tally a2a task` prints for a claim.
+func ClaimTask(cfg A2AConfig, st *ledger.State, id string, now time.Time, contextID string) (*a2a.Task, bool) {
+	v, ok := st.Claims.Claim(id, now.UTC())
+	if !ok {
+		return nil, false
+	}
+	return claimTaskOf(&v, contextID, []string{cfg.withDefaults().ClaimURI}, ""), true
+}
+
 // claimTaskOf is the A2A task of a claim view: its id the claim's, the view
 // under each of keys, in its state since it ended (else since it was
 // created). sessionURL is where the artifact parts point ("" for none).

@@ -226,6 +226,17 @@ func TestE2EClaimParserStory(t *testing.T) {
 	if w["artifact"] != "patch-b" || len(w["results"].([]any)) != 2 {
 		t.Fatalf("C18 witness %v", w)
 	}
+	// Offline, a claim is an A2A task too: its mapped state, its witness as an artifact.
+	task := a2aTask(t, c.run("a2a", "task", "C18", "--json"))
+	if st, _ := status(task); st != "TASK_STATE_COMPLETED" || task["id"] != "C18" || len(task["artifacts"].([]any)) == 0 {
+		t.Fatalf("a2a task C18: %v", task)
+	}
+	if meta, _ := task["metadata"].(map[string]any); meta["urn:tally:ext:claim"] == nil {
+		t.Fatalf("a2a task C18 carries no claim view: %v", task)
+	}
+	if st, _ := status(a2aTask(t, c.run("a2a", "task", "C17", "--json"))); st != "TASK_STATE_FAILED" {
+		t.Fatalf("a2a task C17: %s", st)
+	}
 
 	// C17 keeps its failure, its patch and its review.
 	v = c.show("C17")
