@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,6 +97,7 @@ func stubDeclare(s *Server) func(cmd promise.Command, p principal) []byte {
 // loadResult is what one run of the load generator saw.
 type loadResult struct {
 	elapsed  time.Duration
+	cpu      time.Duration   // CPU time of the whole process (server and clients)
 	latency  []time.Duration // one per request
 	acked    []string        // ids of the writes answered 201
 	failures int             // requests not answered 201
@@ -112,7 +114,7 @@ func (ls *loadServer) declareLoad(clients, n int, prefix string) loadResult {
 	var mu sync.Mutex
 	res := loadResult{latency: make([]time.Duration, 0, n), acked: make([]string, 0, n)}
 	var wg sync.WaitGroup
-	start := time.Now()
+	start, cpu := time.Now(), processCPU()
 	for c := 0; c < clients; c++ {
 		wg.Add(1)
 		go func() {
@@ -160,13 +162,14 @@ func (ls *loadServer) declareLoad(clients, n int, prefix string) loadResult {
 		}()
 	}
 	wg.Wait()
-	res.elapsed = time.Since(start)
+	res.elapsed, res.cpu = time.Since(start), processCPU()-cpu
 	return res
 }
 
 // add accumulates another run into r.
 func (r *loadResult) add(o loadResult) {
 	r.elapsed += o.elapsed
+	r.cpu += o.cpu
 	r.latency = append(r.latency, o.latency...)
 	r.acked = append(r.acked, o.acked...)
 	r.failures += o.failures
@@ -176,6 +179,20 @@ func (r *loadResult) add(o loadResult) {
 }
 
 func (r *loadResult) rate() float64 { return float64(len(r.acked)) / r.elapsed.Seconds() }
+
+// cpuPerRequest is the process's CPU time per acknowledged write, in µs.
+func (r *loadResult) cpuPerRequest() float64 {
+	return float64(r.cpu) / float64(time.Microsecond) / float64(len(r.acked))
+}
+
+// processCPU is the user and system CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 // percentile returns the q-quantile (0 < q ≤ 1) of the latencies, in ms.
 func (r *loadResult) percentile(q float64) float64 {
@@ -293,15 +310,22 @@ func BenchmarkHTTPDurableWrites(b *testing.B) {
 	b.ReportMetric(many.rate()/noop.rate(), "ratio_64_vs_noop")
 	b.ReportMetric(many.percentile(0.50), "p50_ms")
 	b.ReportMetric(many.percentile(0.99), "p99_ms")
+	b.ReportMetric(noop.rate()/one.rate(), "ratio_noop64_vs_1")
+	b.ReportMetric(many.cpuPerRequest(), "cpu_us/w64")
+	b.ReportMetric(noop.cpuPerRequest(), "cpu_us/noop64")
+	if b.N < 100 {
+		return // the probe run: its table would crowd out the real one
+	}
 	b.Logf("%d requests a leg in %d rounds", b.N, rounds)
-	b.Logf("%-22s %10s %8s %8s", "leg", "writes/s", "p50 ms", "p99 ms")
+	b.Logf("%-22s %10s %8s %8s %12s", "leg", "writes/s", "p50 ms", "p99 ms", "CPU µs/write")
 	for _, leg := range []struct {
 		name string
 		r    *loadResult
 	}{{"1 client", &one}, {"64 clients", &many}, {"64 clients, no ledger", &noop}} {
-		b.Logf("%-22s %10.0f %8.2f %8.2f", leg.name, leg.r.rate(), leg.r.percentile(0.5), leg.r.percentile(0.99))
+		b.Logf("%-22s %10.0f %8.2f %8.2f %12.1f", leg.name, leg.r.rate(), leg.r.percentile(0.5), leg.r.percentile(0.99), leg.r.cpuPerRequest())
 	}
-	b.Logf("64 vs 1: %.2f× (target ≥ 15×)   64 vs no ledger: %.2f× (target ≥ 0.3×)", many.rate()/one.rate(), many.rate()/noop.rate())
+	b.Logf("64 vs 1: %.2f× (target ≥ 15×)   64 vs no ledger: %.2f× (target ≥ 0.3×)   no ledger at 64 vs 1: %.2f×",
+		many.rate()/one.rate(), many.rate()/noop.rate(), noop.rate()/one.rate())
 }
 
 func fileSize(path string) int64 {
