@@ -427,13 +427,11 @@ func newCheckReport(g *global) *cobra.Command {
 	return c
 }
 
-// evaluatorRefusal refuses early (before anything is stored or run) a
-// claim that has ended and an actor who is not the check's designated
-// evaluator. The ledger checks both again under its lock.
+// evaluatorRefusal refuses early (before anything is stored or run) an
+// actor who is not the check's designated evaluator. The ledger checks it
+// again under its lock. An ended claim is not refused here: the core still
+// takes evidence and some verdicts after the end, for audit.
 func evaluatorRefusal(v *claim.View, check, actor string) error {
-	if v.State.Terminal() {
-		return rule.Conflictf("claim", "claim "+v.Claim+" is "+string(v.State)+": terminal states absorb")
-	}
 	ch, _ := attemptOn(v, check, "")
 	if ch == nil {
 		return rule.NotFoundf("check", "claim "+v.Claim+" declares no check "+strconv.Quote(check))
