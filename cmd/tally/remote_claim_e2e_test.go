@@ -122,7 +122,6 @@ func TestRemoteArtifactAndCheckVerbsMatchLocal(t *testing.T) {
 		{maintainer, []string{"check", "run", "behavior", "--claim", "C17", "--command", "test -s patch-b.txt", "--json"}, "", 0},
 		{maintainer, []string{"check", "run", "behavior", "--claim", "C17", "--command", "true"}, "", 2}, // no received target left
 		{maintainer, []string{"check", "report", "-", "--json"}, `{"check":"review","claim":"C17","artifact":"patch-a","result":"pass","evidence_file":"review.md","note":"bounds checked"}`, 0},
-		{maintainer, []string{"check", "report", "review", "--claim", "C17", "--artifact", "patch-b", "--result", "pass", "--evidence-file", "review.md"}, "", 1}, // Satisfied absorbs
 		{maintainer, []string{"claim", "create", "C18", "--respondent", parser, "--work", "w", "--depends-on", "C17", "--awaits", "C19", "--predecessor", "C17"}, "", 0},
 	}
 	for _, st := range steps {
@@ -236,7 +235,7 @@ func TestRemoteArtifactAndCheckVerbsMatchLocal(t *testing.T) {
 		{[]string{"artifact", "get", contentB}, "the stored copy of content " + contentB + " is damaged"},
 		{[]string{"check", "begin", "behavior", "--claim", "C17", "--artifact", "patch-b", "--json"}, `"code":"damaged"`},
 		{[]string{"check", "report", "review", "--claim", "C17", "--artifact", "patch-b", "--result", "fail", "--evidence-file", "review.md", "--json"}, `"code":"damaged"`},
-		{[]string{"check", "run", "behavior", "--claim", "C17", "--artifact", "patch-b", "--command", "true"}, "terminal states absorb"}, // refused before it reads the target
+		{[]string{"check", "run", "behavior", "--claim", "C17", "--artifact", "patch-b", "--command", "true"}, "the stored copy of artifact patch-b is damaged"},
 	}
 	for _, o := range damaged {
 		before := readOrNil(t, srvLog)
@@ -347,5 +346,50 @@ func TestRemoteGetRefusesBytesThatDoNotMatchTheirDigest(t *testing.T) {
 	// Straight from the server the same bytes check out.
 	if r := srv.as(t, maintainer, "artifact", "get", "patch-a", "--claim", "C17"); r.code != 0 || !strings.Contains(r.out, "fixed escape") {
 		t.Errorf("get from the server: %v", r)
+	}
+}
+
+// A check verb that makes several requests derives each one's key from
+// --request-id: a retry replays every step, appending nothing, and prints
+// what the first run printed; the same id with another verdict conflicts.
+func TestRemoteCheckRetryReplays(t *testing.T) {
+	srv := startServer(t, maintainer, parser)
+	work := claimWork(t)
+	srvLog := filepath.Join(srv.dir, "sessions", "default", "default", "log.jsonl")
+	as := func(who string, args ...string) result {
+		return run(t, runOpts{cwd: work, env: []string{"TALLY_URL=" + srv.url, "TALLY_TOKEN=" + srv.tokens[who]}}, args...)
+	}
+	for _, st := range []struct {
+		who  string
+		args []string
+	}{
+		{maintainer, []string{"claim", "create", "C17", "--respondent", parser, "--work", "w",
+			"--check", "change/behavior:validator=command@1", "--check", "change/review:validator=review@1,phases=quality"}},
+		{maintainer, []string{"claim", "post", "C17"}},
+		{parser, []string{"receipt", "acquire", "C17"}},
+		{parser, []string{"artifact", "put", "patch-a.txt", "--claim", "C17", "--slot", "change", "--generation", "1", "--id", "patch-a"}},
+		{parser, []string{"testament", "close", "C17", "--id", "T1", "--generation", "1", "--summary", "s", "--bind", "change=patch-a"}},
+		{parser, []string{"testament", "post", "C17", "T1"}},
+		{maintainer, []string{"testament", "receive", "C17", "T1"}},
+	} {
+		if r := as(st.who, st.args...); r.code != 0 {
+			t.Fatal(r)
+		}
+	}
+	for _, args := range [][]string{
+		{"check", "run", "behavior", "--claim", "C17", "--artifact", "patch-a", "--command", "true", "--request-id", "run-1", "--json"},
+		{"check", "report", "review", "--claim", "C17", "--artifact", "patch-a", "--result", "pass", "--evidence-file", "review.md", "--request-id", "rep-1"},
+	} {
+		first := as(maintainer, args...)
+		before := readOrNil(t, srvLog)
+		again := as(maintainer, args...)
+		if first.code != 0 || again.code != 0 || first.out != again.out {
+			t.Errorf("%q retried:\n%v\n%v", args, first, again)
+		}
+		sameBytes(t, "retry of "+strings.Join(args, " "), srvLog, before)
+	}
+	r := as(maintainer, "check", "report", "review", "--claim", "C17", "--artifact", "patch-a", "--result", "fail", "--evidence-file", "review.md", "--request-id", "rep-1", "--json")
+	if r.code != 1 || !strings.Contains(r.err, `"code":"IdempotencyConflict"`) {
+		t.Errorf("the same request id for another verdict: %v", r)
 	}
 }
