@@ -359,7 +359,7 @@ func (g *global) claimArtifacts(l *ledger.Ledger, claimID string) ([]server.Stor
 	return out, err
 }
 
-// remoteArtifacts lists artifacts through the server: stored present or
+// artifacts lists artifacts through the server: stored present or
 // missing, or with verify the server's re-hash of its own copies.
 func (rc *client) artifacts(ctx context.Context, claimID, id string, verify bool) ([]server.StoredArtifact, error) {
 	q := url.Values{}
