@@ -63,8 +63,8 @@ const PushTokenHeader = "A2A-Notification-Token"
 // request. After GiveUpSweeps failed sweeps, or once the lapse is older than
 // GiveUpAge and has failed at least once, the sink gives up: the lapse is
 // journaled as abandoned (JournalEntry.Outcome) and logged once, never tried
-// again. The failure count lives in memory (a restart starts it again; the
-// age bound does not depend on it).
+// again. With a Journal, the failure count and the next try are journaled
+// after each failed sweep, so a restarted watcher goes on from them.
 //
 // The time spent in requests is budgeted: at most SweepBudget per sweep
 // (told apart by the Journal's epoch; without a Journal, per BudgetWindow
@@ -221,6 +221,15 @@ func (s *A2A) DeliverNotice(ctx context.Context, n Notice) error {
 	now := s.now()
 	s.mu.Lock()
 	f := s.failing[n.Key]
+	if f == nil && s.Journal != nil {
+		if r, ok := s.Journal.Retry(n.Key); ok { // failed sweeps before a restart
+			f = &failure{sweeps: r.Sweeps, next: r.Next}
+			if s.failing == nil {
+				s.failing = map[string]*failure{}
+			}
+			s.failing[n.Key] = f
+		}
+	}
 	if f != nil && now.Before(f.next) {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: after %d failed sweeps, tried again from %s", ErrDeferred, f.sweeps, expect.FormatTime(f.next))
@@ -285,7 +294,13 @@ func (s *A2A) DeliverNotice(ctx context.Context, n Notice) error {
 		wait *= 2
 	}
 	f.next = now.Add(min(wait, backoffMax))
+	retry := Retry{Sweeps: f.sweeps, Next: f.next}
 	s.mu.Unlock()
+	if s.Journal != nil {
+		if jerr := s.Journal.RecordRetry(n.Key, n.Kind, n.Lapse.DueAt, retry); jerr != nil {
+			s.logger().Warn("could not journal a failed delivery; a restart counts its sweeps again", "key", n.Key, "err", jerr)
+		}
+	}
 	return err
 }
 

@@ -132,7 +132,7 @@ func TestA2ASinkDeliversLapseOnce(t *testing.T) {
 	due := t0.Add(time.Hour)
 	raise := expect.Raise{ExpectationID: "exp-1", Kind: "doc.review", Subject: expect.Subject{Type: "doc", ID: "d1"},
 		FactKey: "doc.reviewed:d1", DueAt: due, Grace: 10 * time.Minute, Basis: expect.BasisDeclared,
-		Origin:  expect.Origin{TaskID: "task-7", ContextID: "ctx-3"},
+		Origin: expect.Origin{TaskID: "task-7", ContextID: "ctx-3"},
 		ReplyTo: &expect.ReplyTo{URL: agent.srv.URL + "/.well-known/agent-card.json", Extension: uri, PushURL: agent.srv.URL + "/push", PushToken: "tok-1",
 			PushAuthScheme: "Bearer", PushAuthCredentials: "push-secret"}}
 	if _, err := f.l.SubmitExpect(context.Background(), expect.RaiseCommand{Raise: raise}, false, ledger.WriteOptions{Actor: "agent"}); err != nil {
@@ -410,6 +410,48 @@ func TestA2AUnreachableAgentAbandoned(t *testing.T) {
 	}
 	if got := f.w.Journal().Outcome(string(expect.LapseID("exp-2", expect.LapseOverdue, due2))); got != OutcomeAbandoned {
 		t.Fatalf("old lapse outcome %q", got)
+	}
+}
+
+// The failed sweeps of a delivery are journaled: a watcher restarted
+// between sweeps keeps the backoff and the count, and still gives the
+// delivery up after GiveUpSweeps failures in all.
+func TestA2AFailedSweepsSurviveRestarts(t *testing.T) {
+	f := newFixture(t)
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL + "/rpc"
+	dead.Close()
+	fresh := func() *A2A {
+		return &A2A{Hosts: []string{"127.0.0.1"}, Attempts: 1, Sleep: noSleep, GiveUpSweeps: 3, SweepBackoff: 10 * time.Minute,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	}
+	f.withA2A(fresh())
+	due := t0.Add(time.Hour)
+	f.raiseTo(1, due, deadURL)
+	key := string(expect.LapseID("exp-1", expect.LapseOverdue, due))
+	at := due.Add(time.Minute)
+	if rep := f.sweepAt(at); rep.Failed != 1 { // failure 1
+		t.Fatalf("sweep 1: %+v", rep)
+	}
+	f.withA2A(fresh()) // restart
+	if r, ok := f.w.Journal().Retry(key); !ok || r.Sweeps != 1 || !r.Next.Equal(at.Add(10*time.Minute)) {
+		t.Fatalf("journaled retry %+v %v", r, ok)
+	}
+	if rep := f.sweepAt(at.Add(5 * time.Minute)); rep.Failed != 1 { // still within the backoff: deferred
+		t.Fatalf("deferred after restart: %+v", rep)
+	}
+	if rep := f.sweepAt(at.Add(11 * time.Minute)); rep.Failed != 1 { // failure 2
+		t.Fatalf("sweep 2: %+v", rep)
+	}
+	f.withA2A(fresh())                                                                     // restart
+	if rep := f.sweepAt(at.Add(32 * time.Minute)); rep.Delivered != 1 || rep.Failed != 0 { // failure 3: abandoned
+		t.Fatalf("sweep 3 after restarts: %+v", rep)
+	}
+	if got := f.w.Journal().Outcome(key); got != OutcomeAbandoned {
+		t.Fatalf("outcome %q", got)
+	}
+	if _, ok := f.w.Journal().Retry(key); ok {
+		t.Fatal("an abandoned delivery keeps its retry record")
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -33,6 +34,22 @@ type JournalEntry struct {
 	// (OutcomeAbandoned, OutcomeUndeliverable): it is never tried again.
 	Outcome string `json:"outcome,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// Sweeps and Next are set on a retry line (Key "retry:" + the
+	// delivery's key): the failed sweeps so far and the earliest next try,
+	// so a restarted watcher keeps counting toward giving up. A retry line
+	// does not mark its delivery's key as sent; a reader that does not know
+	// it sees a key no delivery has.
+	Sweeps int        `json:"sweeps,omitempty"`
+	Next   *time.Time `json:"next,omitempty"`
+}
+
+// retryPrefix marks a retry line's key.
+const retryPrefix = "retry:"
+
+// Retry is what the journal knows of a delivery's failed sweeps.
+type Retry struct {
+	Sweeps int
+	Next   time.Time
 }
 
 // Journal is the delivery journal: which notices and lapses were delivered,
@@ -53,6 +70,7 @@ type Journal struct {
 	// notes are outcomes a sink gave (Annotate) for the next Record of a key.
 	notes    map[string][2]string
 	outcomes map[string]string // key → outcome, of the entries read
+	retries  map[string]Retry  // key → its failed sweeps, until it is sent or given up
 	// Damaged counts lines that were not journal entries (torn or foreign).
 	Damaged int
 }
@@ -105,6 +123,19 @@ func (j *Journal) Epoch() uint64 { return j.epoch }
 // Outcome is the outcome journaled for key ("" when it was delivered or
 // is not in the journal), as of the last read.
 func (j *Journal) Outcome(key string) string { return j.outcomes[key] }
+
+// Retry is the failed sweeps journaled for key, as of the last read.
+func (j *Journal) Retry(key string) (Retry, bool) {
+	r, ok := j.retries[key]
+	return r, ok
+}
+
+// RecordRetry journals that key's delivery has failed on r.Sweeps sweeps
+// and is not tried again before r.Next. The caller holds the lock.
+func (j *Journal) RecordRetry(key, kind string, dueAt time.Time, r Retry) error {
+	next := r.Next.UTC()
+	return j.Record(JournalEntry{Key: retryPrefix + key, Kind: kind, DueAt: dueAt, SentAt: time.Now().UTC(), Sweeps: r.Sweeps, Next: &next})
+}
 
 // Lock takes the journal's file lock (waiting for another watcher, until ctx
 // ends) and reads what other watchers appended since the last read.
@@ -214,7 +245,21 @@ func (j *Journal) fold(line []byte) {
 		j.Damaged++
 		return
 	}
+	if key, ok := strings.CutPrefix(e.Key, retryPrefix); ok {
+		if _, sent := j.sent[key]; !sent {
+			if j.retries == nil {
+				j.retries = map[string]Retry{}
+			}
+			r := Retry{Sweeps: e.Sweeps}
+			if e.Next != nil {
+				r.Next = *e.Next
+			}
+			j.retries[key] = r
+		}
+		return
+	}
 	j.sent[e.Key] = struct{}{}
+	delete(j.retries, e.Key)
 	if e.Outcome != "" {
 		if j.outcomes == nil {
 			j.outcomes = map[string]string{}
