@@ -1,17 +1,18 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"tally/ledger"
 	"tally/promise"
+	"tally/server"
 	"tally/store"
 )
 
@@ -64,8 +65,14 @@ func newImport(g *global) *cobra.Command {
 		Example: "  tally import .pinki/ledger.jsonl\n  cat ledger.jsonl | tally import -",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
+			rc, err := g.remote()
+			if err != nil {
+				return err
+			}
+			if rc != nil {
+				return g.importRemote(c.Context(), rc, args[0])
+			}
 			var data []byte
-			var err error
 			if args[0] == "-" {
 				data, err = readAll(g.io.In)
 			} else {
@@ -82,19 +89,24 @@ func newImport(g *global) *cobra.Command {
 			defer l.Close()
 			rep, err := l.Import(c.Context(), bytes.Split(data, []byte{'\n'}), ledger.WriteOptions{Actor: actor})
 			if err != nil {
-				return fmt.Errorf("import %s: %w", args[0], err)
+				return fmt.Errorf("import %s: %w", args[0], server.ImportRefusal(err))
 			}
-			if g.json {
-				return writeJSONDoc(g.io.Out, member("appended", []byte(strconv.Itoa(rep.Appended))), member("unknown", []byte(strconv.Itoa(rep.Unknown))),
-					member("first_seq", []byte(strconv.FormatUint(rep.FirstSeq, 10))), member("last_seq", []byte(strconv.FormatUint(rep.LastSeq, 10))))
-			}
-			for _, w := range rep.Warnings {
-				fmt.Fprintln(g.io.Err, "warning: "+w)
-			}
-			fmt.Fprintf(g.io.Out, "imported %d record(s) as lines %d–%d\n", rep.Appended, rep.FirstSeq, rep.LastSeq)
-			return nil
+			return g.printImport(rep)
 		},
 	}
+}
+
+// printImport prints what an import appended, locally or through a server.
+func (g *global) printImport(rep ledger.ImportReport) error {
+	if g.json {
+		_, err := g.io.Out.Write(server.ImportDoc(rep, false))
+		return err
+	}
+	for _, w := range rep.Warnings {
+		fmt.Fprintln(g.io.Err, "warning: "+w)
+	}
+	fmt.Fprintf(g.io.Out, "imported %d record(s) as lines %d–%d\n", rep.Appended, rep.FirstSeq, rep.LastSeq)
+	return nil
 }
 
 func readAll(r interface{ Read([]byte) (int, error) }) ([]byte, error) {
@@ -113,41 +125,36 @@ func newExport(g *global) *cobra.Command {
   tally export --format json --now 2026-09-02T10:00:00Z`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			switch format {
-			case "jsonl", "pinki":
-				l, err := g.open()
-				if err != nil {
-					return err
-				}
-				defer l.Close()
-				w := bufio.NewWriterSize(g.io.Out, 1<<16)
-				_, torn, err := l.Lines(func(e store.Entry) error {
-					if format == "jsonl" {
-						w.Write(e.Line)
-						return w.WriteByte('\n')
-					}
-					typ, _ := promise.PeekType(e.Line)
-					if !promise.Known(typ) {
-						return nil
-					}
-					w.Write(store.Body(e.Line))
-					return w.WriteByte('\n')
-				})
-				if err != nil {
-					return err
-				}
-				if torn != nil {
-					fmt.Fprintf(g.io.Err, "warning: the log ends in an incomplete line (%d bytes), not exported\n", torn.Size)
-				}
-				return w.Flush()
-			case "json":
+			if format != "jsonl" && format != "json" && format != "pinki" {
+				return usagef("format: must be jsonl, json or pinki")
+			}
+			rc, err := g.remote()
+			if err != nil {
+				return err
+			}
+			if rc != nil {
+				return g.exportRemote(c.Context(), rc, format, o)
+			}
+			if format == "json" {
 				vs, now, err := g.views(o, promise.Filter{State: "all"})
 				if err != nil {
 					return err
 				}
 				return writeViewList(g.io.Out, "promises", vs, now)
 			}
-			return usagef("format: must be jsonl, json or pinki")
+			l, err := g.open()
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			torn, err := server.ExportLines(g.io.Out, format == "pinki", l.Lines)
+			if err != nil {
+				return err
+			}
+			if torn != nil {
+				fmt.Fprintf(g.io.Err, "warning: the log ends in an incomplete line (%d bytes), not exported\n", torn.Size)
+			}
+			return nil
 		},
 	}
 	c.Flags().StringVar(&format, "format", "jsonl", "jsonl (the log with envelopes), json (states at --now), pinki (records without envelopes)")
@@ -161,63 +168,71 @@ func newVerify(g *global) *cobra.Command {
 		Short: "Check every line of the log and its hash chain; exit 0 only when the log is whole",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
+			rc, err := g.remote()
+			if err != nil {
+				return err
+			}
+			if rc != nil {
+				doc, log, err := rc.verify(c.Context())
+				if err != nil {
+					return err
+				}
+				return g.printVerify(doc, log)
+			}
 			l, err := g.openForVerify()
 			if err != nil {
 				return err
 			}
 			defer l.Close()
-			rep := l.Verify()
-			types := make([]string, 0, len(rep.Skipped))
-			for t := range rep.Skipped {
-				types = append(types, t)
-			}
-			sort.Strings(types)
-			if g.json {
-				unk := []byte{'['}
-				for i, t := range types {
-					if i > 0 {
-						unk = append(unk, ',')
-					}
-					s := rep.Skipped[t]
-					unk = fmt.Appendf(unk, `{"type":%s,"count":%d,"first_line":%d,"reason":%s}`, jsonString(t), s.Count, s.FirstLine, jsonString(s.Reason))
-				}
-				unk = append(unk, ']')
-				errv := []byte("null")
-				if rep.Err != nil {
-					errv = jsonString(rep.Err.Error())
-				}
-				torn := []byte("null")
-				if rep.Torn != nil {
-					torn = fmt.Appendf(nil, `{"offset":%d,"bytes":%d}`, rep.Torn.Offset, rep.Torn.Size)
-				}
-				if err := writeJSONDoc(g.io.Out, member("whole", []byte(strconv.FormatBool(rep.Whole()))), member("lines", []byte(strconv.FormatUint(rep.Lines, 10))),
-					member("error", errv), member("torn", torn), member("unknown", unk)); err != nil {
-					return err
-				}
-			} else {
-				for _, t := range types {
-					s := rep.Skipped[t]
-					fmt.Fprintf(g.io.Out, "kept, not folded: %d record(s) of type %q (first at line %d: %s)\n", s.Count, t, s.FirstLine, s.Reason)
-				}
-				if rep.Whole() {
-					fmt.Fprintf(g.io.Out, "ok: %d line(s), chain whole\n", rep.Lines)
-				}
-			}
-			switch {
-			case rep.Err != nil:
-				if g.json {
-					return silentExit{}
-				}
-				return rep.Err
-			case rep.Torn != nil:
-				if g.json {
-					return silentExit{}
-				}
-				return fmt.Errorf("%s: line %d is incomplete (%d bytes at offset %d), left by an interrupted write; the next write cuts it", l.Log().Path(), rep.Lines+1, rep.Torn.Size, rep.Torn.Offset)
-			}
-			return nil
+			return g.printVerify(server.VerifyDoc(l.Verify()), l.Log().Path())
 		},
 	}
+}
+
+// printVerify prints a verify report (the document `verify --json`
+// prints, made here or by a server) of the log named log, and fails with
+// exit 1 unless the log is whole.
+func (g *global) printVerify(doc []byte, log string) error {
+	var rep struct {
+		Whole bool    `json:"whole"`
+		Lines uint64  `json:"lines"`
+		Error *string `json:"error"`
+		Torn  *struct {
+			Offset int64 `json:"offset"`
+			Bytes  int64 `json:"bytes"`
+		} `json:"torn"`
+		Unknown []struct {
+			Type      string `json:"type"`
+			Count     int    `json:"count"`
+			FirstLine uint64 `json:"first_line"`
+			Reason    string `json:"reason"`
+		} `json:"unknown"`
+	}
+	if err := json.Unmarshal(doc, &rep); err != nil {
+		return fmt.Errorf("verify report: %w", err)
+	}
+	if g.json {
+		if _, err := g.io.Out.Write(doc); err != nil {
+			return err
+		}
+		if !rep.Whole {
+			return silentExit{}
+		}
+		return nil
+	}
+	for _, u := range rep.Unknown {
+		fmt.Fprintf(g.io.Out, "kept, not folded: %d record(s) of type %q (first at line %d: %s)\n", u.Count, u.Type, u.FirstLine, u.Reason)
+	}
+	switch {
+	case rep.Error != nil:
+		return errors.New(*rep.Error)
+	case rep.Torn != nil:
+		return fmt.Errorf("%s: line %d is incomplete (%d bytes at offset %d), left by an interrupted write; the next write cuts it", log, rep.Lines+1, rep.Torn.Bytes, rep.Torn.Offset)
+	case !rep.Whole:
+		return fmt.Errorf("%s: not whole", log)
+	}
+	fmt.Fprintf(g.io.Out, "ok: %d line(s), chain whole\n", rep.Lines)
+	return nil
 }
 
 // silentExit fails with exit 1 when the output already said why.

@@ -228,9 +228,10 @@ func newRoot(g *global) *cobra.Command {
 		Short: "A durable ledger of obligations between agents",
 		Long: "tally records what is owed, by whom, to whom and until when, in an append-only hash-chained log,\nand computes every state by folding it.\n\n" +
 			"With TALLY_URL set (and TALLY_TOKEN), the promise verbs (promise, amend, resolve, assess, show, ls, owed,\n" +
-			"graph, export --format json), the claim, receipt, progress, testament, artifact and check verbs and the\n" +
-			"expectation verbs talk to `tally serve` and print what they print locally, acting as the token's identity;\n" +
-			"the verbs of local files (init, import, verify, watch, …) refuse (exit 2).",
+			"graph), export, import (admin role), verify, the claim, receipt, progress, testament, artifact and check\n" +
+			"verbs and the expectation verbs talk to `tally serve` and print what they print locally, acting as the\n" +
+			"token's identity; the verbs that make or run a ledger directory or a server (init, demo, serve, token,\n" +
+			"watch) refuse (exit 2).",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       Version,

@@ -4,7 +4,8 @@ package cli
 // `tally serve` instead of opening a ledger directory, and print exactly what
 // they print locally (human and --json), with the same exit codes:
 //
-//   promise, amend, resolve, assess, show, ls, owed, graph, export --format json;
+//   promise, amend, resolve, assess, show, ls, owed, graph;
+//   export, import, verify;
 //   claim create|post|cancel|revoke|supersede|show|ls|graph, receipt acquire|adopt,
 //   progress, testament close|post|receive, artifact put|get|ls|verify,
 //   check begin|report|run;
@@ -42,10 +43,18 @@ package cli
 // last and derives the others' from it (KEY/begin, KEY/evidence; the
 // evidence id too), so a retry replays each step.
 //
-// Every other verb works on a local ledger directory only (init, import,
-// verify, demo, serve, token, export --format jsonl|pinki, watch): with
-// TALLY_URL set they refuse with exit 2 instead of quietly using a local
-// ledger.
+// The log itself: `export` (jsonl, pinki, json) streams the server's export
+// of the session, acknowledged lines only; `verify` has the server verify its
+// own log and prints its report, exit 0 only when whole, naming a damaged
+// log by its path under the server's ledger directory; `import` sends the
+// file's lines, and the server appends them all or none, for an admin-role
+// token only (an import writes records as the parties they name). An import
+// is not retried by key: the server records no request for it.
+//
+// Every other verb works on a local ledger directory only (init, demo,
+// serve, token and watch make or run a ledger directory or a server; a2a
+// card|task): with TALLY_URL set they refuse with exit 2, saying why,
+// instead of quietly using a local ledger.
 
 import (
 	"bytes"
@@ -78,7 +87,8 @@ import (
 // remoteVerbs are the command paths that run against TALLY_URL.
 var remoteVerbs = map[string]bool{
 	"tally promise": true, "tally amend": true, "tally resolve": true, "tally assess": true,
-	"tally show": true, "tally ls": true, "tally owed": true, "tally graph": true, "tally export": true,
+	"tally show": true, "tally ls": true, "tally owed": true, "tally graph": true,
+	"tally export": true, "tally import": true, "tally verify": true,
 	"tally version": true, "tally help": true,
 	"tally claim create": true, "tally claim post": true, "tally claim cancel": true, "tally claim revoke": true,
 	"tally claim supersede": true, "tally claim show": true, "tally claim ls": true,
@@ -88,6 +98,24 @@ var remoteVerbs = map[string]bool{
 	"tally artifact verify": true, "tally check begin": true, "tally check report": true, "tally check run": true,
 	"tally expect raise": true, "tally expect show": true, "tally expect ls": true, "tally expect withdraw": true,
 	"tally expect supersede": true, "tally fact": true, "tally task outcome": true, "tally lapses": true,
+}
+
+// localOnly says why a verb that makes or runs a ledger directory or a
+// server has no client form; "" for the others.
+func localOnly(path string) string {
+	switch {
+	case path == "tally init":
+		return "it makes a ledger directory; make a server's where the server runs"
+	case path == "tally demo":
+		return "it walks a promise's life on a temporary ledger of its own"
+	case path == "tally serve":
+		return "it serves a ledger directory; run it where the directory is"
+	case strings.HasPrefix(path, "tally token"):
+		return "tokens are kept in the server's ledger directory; manage them where the server runs"
+	case path == "tally watch":
+		return "a server keeps its own time, every --watch-every; watch keeps a local ledger's"
+	}
+	return ""
 }
 
 // remoteURL is TALLY_URL without a trailing slash; "" means local.
@@ -105,12 +133,11 @@ func (g *global) checkRemote(c *cobra.Command) error {
 		return nil
 	}
 	if !remoteVerbs[path] {
-		return usagef("%s works on a local ledger directory only; unset TALLY_URL to run it", strings.TrimPrefix(path, "tally "))
-	}
-	if path == "tally export" {
-		if f := c.Flags().Lookup("format"); f != nil && f.Value.String() != "json" {
-			return usagef("export --format %s reads the log itself and works on a local ledger directory only; with TALLY_URL use --format json", f.Value.String())
+		verb := strings.TrimPrefix(path, "tally ")
+		if why := localOnly(path); why != "" {
+			return usagef("%s works on a local ledger directory only (%s); unset TALLY_URL to run it", verb, why)
 		}
+		return usagef("%s works on a local ledger directory only; unset TALLY_URL to run it", verb)
 	}
 	if g.dir != "" {
 		return usagef("dir: --dir names a local ledger but TALLY_URL is set; give one of them")
@@ -244,7 +271,12 @@ func (rc *client) send(ctx context.Context, method, u string, body io.Reader, co
 	if err != nil {
 		return nil, nil, fmt.Errorf("server %s: %w", rc.g.remoteURL(), err)
 	}
-	re := &remoteError{status: resp.StatusCode, doc: b, msg: fmt.Sprintf("server answered %s", resp.Status), code: "error"}
+	return nil, nil, newRemoteError(resp.StatusCode, resp.Status, b)
+}
+
+// newRemoteError reads the server's error document b, answered with status.
+func newRemoteError(status int, statusText string, b []byte) *remoteError {
+	re := &remoteError{status: status, doc: b, msg: fmt.Sprintf("server answered %s", statusText), code: "error"}
 	var d struct {
 		Error string `json:"error"`
 		Code  string `json:"code"`
@@ -254,7 +286,7 @@ func (rc *client) send(ctx context.Context, method, u string, body io.Reader, co
 	} else {
 		re.doc = jsondoc.Error(re.msg, re.code)
 	}
-	return nil, nil, re
+	return re
 }
 
 func unwrapURLError(err error) error {
@@ -819,4 +851,83 @@ func raiseBody(r expect.Raise) map[string]any {
 		d["origin"] = r.Origin
 	}
 	return d
+}
+
+// exportRemote streams the server's export of the session to stdout: the
+// bytes the local verb prints. A failure the server met after its first
+// bytes arrives in a trailer.
+func (g *global) exportRemote(ctx context.Context, rc *client, format string, o readOptions) error {
+	q := url.Values{"format": {format}}
+	if format == "json" {
+		now, err := parseNow(o.now, g.io.Now)
+		if err != nil {
+			return err
+		}
+		q.Set("now", promise.FormatTime(now))
+	}
+	resp, done, err := rc.send(ctx, "GET", rc.path(q, "export"), nil, "", "")
+	if err != nil {
+		return err
+	}
+	defer done()
+	if _, err := io.Copy(g.io.Out, resp.Body); err != nil {
+		return fmt.Errorf("server %s: export: %w", g.remoteURL(), err)
+	}
+	if t := resp.Trailer.Get(server.ExportErrorTrailer); t != "" {
+		return newRemoteError(http.StatusInternalServerError, "500 Internal Server Error", []byte(t))
+	}
+	return nil
+}
+
+// verify has the server verify the session's log: its report document and
+// the log's name as the server gives it.
+func (rc *client) verify(ctx context.Context) ([]byte, string, error) {
+	resp, done, err := rc.send(ctx, "GET", rc.path(nil, "verify"), nil, "", "")
+	if err != nil {
+		return nil, "", err
+	}
+	defer done()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, "", fmt.Errorf("server %s: verify: %w", rc.g.remoteURL(), err)
+	}
+	return b, resp.Header.Get(server.LogHeader), nil
+}
+
+// importRemote streams FILE (or stdin for "-") to the server's import and
+// prints its report as the local verb does; a refusal reads as the local
+// verb's, "import FILE: line N: …".
+func (g *global) importRemote(ctx context.Context, rc *client, name string) error {
+	in := g.io.In
+	if name != "-" {
+		f, err := os.Open(g.abs(name))
+		if err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		defer f.Close()
+		in = f
+	}
+	if _, err := rc.identity(ctx); err != nil {
+		return err
+	}
+	b, err := rc.exchange(ctx, "POST", rc.path(nil, "import"), in, "application/x-ndjson", "")
+	var re *remoteError
+	if errors.As(err, &re) {
+		re.msg = fmt.Sprintf("import %s: %s", name, re.msg)
+		re.doc = jsondoc.Error(re.msg, re.code)
+	}
+	if err != nil {
+		return err
+	}
+	m, err := members(b)
+	if err != nil {
+		return err
+	}
+	var rep ledger.ImportReport
+	for k, v := range map[string]any{"appended": &rep.Appended, "unknown": &rep.Unknown, "first_seq": &rep.FirstSeq, "last_seq": &rep.LastSeq, "warnings": &rep.Warnings} {
+		if err := decodeMember(m, k, v); err != nil {
+			return err
+		}
+	}
+	return g.printImport(rep)
 }

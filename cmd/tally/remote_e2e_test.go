@@ -226,8 +226,8 @@ func TestRemoteCLIRefusals(t *testing.T) {
 		err  string
 	}{
 		{env, []string{"init", "--dir", t.TempDir()}, 2, "local ledger directory only"},
-		{env, []string{"verify"}, 2, "local ledger directory only"},
-		{env, []string{"export"}, 2, "--format json"},
+		{env, []string{"watch", "--once"}, 2, "local ledger directory only"},
+		{env, []string{"export", "--format", "csv"}, 2, "format"},
 		{env, []string{"ls", "--dir", srv.dir}, 2, "--dir"},
 		{env, []string{"ls", "--as", "someone-else"}, 0, ""}, // reads do not act
 		{env, []string{"owed", "--as", "someone-else"}, 2, "not the token's identity"},
