@@ -397,6 +397,13 @@ func (l *Ledger) waitDurableLocked() {
 type WriteOptions struct {
 	Actor     string
 	RequestID string
+	// Render, if set, makes the write's response from the state right after
+	// its records are folded, under the session lock (Execute returns it).
+	// A writer that rendered after Execute would have to wait, like any
+	// reader, until every batch decided since its own is durable too. It
+	// must be quick and must not keep references to st. An Idempotency's
+	// Render takes its place.
+	Render func(st *State, res []Result) []byte
 }
 
 // Result is one record an accepted command appended.
@@ -747,6 +754,9 @@ func (l *Ledger) appendLocked(tx *store.Tx, r *request, recs []pending, warn []s
 			}
 		}
 		r.res = append(r.res, Result{Seq: seq, Type: p.typ, Event: p.ev, Line: line, Warnings: warn})
+	}
+	if r.err == nil && r.idem == nil && r.opts.Render != nil {
+		r.response = r.opts.Render(l.st, r.res)
 	}
 	if r.err == nil && r.idem != nil {
 		// The response is recorded inside one log line: compact JSON.

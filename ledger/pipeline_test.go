@@ -228,3 +228,30 @@ func TestPanicInACommitFailsOnlyItsBatch(t *testing.T) {
 		t.Fatalf("verify: %+v", rep)
 	}
 }
+
+// A write's Render runs as the write is decided: it sees the write's own
+// record, and Execute returns what it made without a second look at the
+// state (which would wait for every batch decided since).
+func TestRenderSeesTheWritesOwnRecord(t *testing.T) {
+	l := open(t, t.TempDir(), testConfig(t0))
+	render := func(st *State, res []Result) []byte {
+		p, ok := st.Promises.Get(res[0].Event.ID)
+		if !ok {
+			return []byte("missing")
+		}
+		v := st.Promises.View(p, t0)
+		return v.AppendJSON(nil)
+	}
+	_, resp, replayed, err := l.Execute(context.Background(), Command{Promise: declare("r1", "d")}, WriteOptions{Actor: "d", Render: render}, nil)
+	if err != nil || replayed {
+		t.Fatal(err, replayed)
+	}
+	if !strings.Contains(string(resp), `"id":"r1"`) || !strings.Contains(string(resp), `"state":"owed"`) {
+		t.Fatalf("response %s", resp)
+	}
+	// A refused write renders nothing.
+	_, resp, _, err = l.Execute(context.Background(), Command{Promise: declare("r1", "d")}, WriteOptions{Actor: "d", Render: render}, nil)
+	if err == nil || resp != nil {
+		t.Fatalf("refused write: %v %s", err, resp)
+	}
+}

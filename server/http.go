@@ -57,7 +57,7 @@ func (s *Server) routeTable() []route {
 		{name: "whoami", method: "GET", pattern: "/v1/tenants/{tenant}/whoami", summary: "The identity and role the bearer token acts as", handle: s.whoami},
 	}
 	routes = append(routes, s.claimRoutes()...)
-	return append(append(routes, s.expectRoutes()...), s.adminRoutes()...)
+	return append(routes, s.expectRoutes()...)
 }
 
 // statusRecorder remembers the status for metrics and logs.
@@ -248,6 +248,10 @@ func (s *Server) openRead(r *http.Request) (*ledger.Ledger, error) {
 func (s *Server) execute(w http.ResponseWriter, r *http.Request, p principal, l *ledger.Ledger, body []byte, cmd ledger.Command, status int, render func(st *ledger.State, res []ledger.Result) []byte) {
 	key := r.Header.Get("Idempotency-Key")
 	opts := ledger.WriteOptions{Actor: p.actor, RequestID: key}
+	declared := key == "" && isDeclaration(cmd)
+	if !declared {
+		opts.Render = render // rendered by the committer as the write is decided
+	}
 	var idem *ledger.Idempotency
 	if key != "" {
 		if len(key) > 256 {
@@ -261,11 +265,10 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, p principal, l 
 		s.writeError(w, err)
 		return
 	}
-	if idem == nil && cmd.Promise != nil {
-		resp = s.renderDeclared(res)
-	}
-	if idem == nil && resp == nil {
-		l.Read(func(st *ledger.State, _ store.Position) { resp = render(st, res) })
+	if declared {
+		if resp = s.renderDeclared(res); resp == nil {
+			l.Read(func(st *ledger.State, _ store.Position) { resp = render(st, res) })
+		}
 	}
 	if replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
