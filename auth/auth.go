@@ -77,6 +77,10 @@ type Store struct {
 	mtime  time.Time
 	byHash map[[32]byte]*Token
 	byID   map[string]*Token
+
+	// hashers are reused: a fresh derive-key hasher allocates about 11 KB,
+	// and every authenticated request hashes its token.
+	hashers sync.Pool
 }
 
 // Open returns the token store of the ledger directory root.
@@ -84,9 +88,14 @@ func Open(root string) *Store {
 	return &Store{path: filepath.Join(root, fileName)}
 }
 
-func hashToken(secret string) [32]byte {
+func (s *Store) hashToken(secret string) [32]byte {
+	h, ok := s.hashers.Get().(*blake3.Hasher)
+	if !ok {
+		h = blake3.NewDeriveKey(tokenContext)
+	}
+	defer s.hashers.Put(h)
+	h.Reset()
 	var sum [32]byte
-	h := blake3.NewDeriveKey(tokenContext)
 	h.WriteString(secret)
 	h.Sum(sum[:0])
 	return sum
@@ -114,7 +123,7 @@ func (s *Store) Create(tenant, participant, role string, now time.Time) (string,
 	}
 	tid := "tok_" + hex.EncodeToString(id[:])
 	tok := "tally_" + hex.EncodeToString(id[:]) + "_" + hex.EncodeToString(secret[:])
-	sum := hashToken(tok)
+	sum := s.hashToken(tok)
 	l := line{TS: now.UTC().Truncate(time.Second), Type: "token", ID: tid, Hash: hex.EncodeToString(sum[:]), Tenant: tenant, Participant: participant, Role: role}
 	if err := s.append(l); err != nil {
 		return "", Token{}, err
@@ -164,7 +173,7 @@ func (s *Store) Authenticate(secret string) (Token, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t, ok := s.byHash[hashToken(secret)]
+	t, ok := s.byHash[s.hashToken(secret)]
 	if !ok || t.Revoked {
 		return Token{}, ErrUnauthenticated
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/zeebo/blake3"
 )
 
 var t0 = time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
@@ -75,4 +77,18 @@ func FuzzTokensFile(f *testing.F) {
 		}
 		_, _ = s.List()
 	})
+}
+
+// A reused hasher hashes as a fresh one does.
+func TestHashTokenReuse(t *testing.T) {
+	s := Open(t.TempDir())
+	for _, secret := range []string{"a", "tally_secret", "a"} {
+		var want [32]byte
+		h := blake3.NewDeriveKey(tokenContext)
+		h.WriteString(secret)
+		h.Sum(want[:0])
+		if got := s.hashToken(secret); got != want {
+			t.Fatalf("%q: reused hasher gives %x, want %x", secret, got, want)
+		}
+	}
 }
