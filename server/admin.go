@@ -297,18 +297,34 @@ func (s *Server) importLog(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	var buf bytes.Buffer
-	if n := r.ContentLength; n > 0 && n <= ImportBodyMax {
-		buf.Grow(int(n))
+	if r.ContentLength > ImportBodyMax {
+		// Refused before reading a byte; a body of unknown length is
+		// bounded as it is read.
+		s.writeError(w, &http.MaxBytesError{Limit: ImportBodyMax})
+		return
 	}
-	if _, err := buf.ReadFrom(r.Body); err != nil {
+	body, err := readImport(r)
+	if err != nil {
 		s.writeError(w, err)
 		return
 	}
-	rep, err := l.Import(r.Context(), bytes.Split(buf.Bytes(), []byte{'\n'}), ledger.WriteOptions{Actor: p.actor})
+	rep, err := l.Import(r.Context(), bytes.Split(body, []byte{'\n'}), ledger.WriteOptions{Actor: p.actor})
 	if err != nil {
 		s.writeError(w, ImportRefusal(err))
 		return
 	}
 	writeDoc(w, http.StatusOK, ImportDoc(rep, true))
+}
+
+// readImport reads an import's body: into one allocation of its declared
+// length, else growing as it comes (bounded by the route's bodyMax).
+func readImport(r *http.Request) ([]byte, error) {
+	if r.ContentLength <= 0 {
+		return io.ReadAll(r.Body)
+	}
+	b := make([]byte, r.ContentLength)
+	if _, err := io.ReadFull(r.Body, b); err != nil {
+		return nil, fmt.Errorf("read import body: %w", err)
+	}
+	return b, nil
 }

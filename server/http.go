@@ -57,7 +57,7 @@ func (s *Server) routeTable() []route {
 		{name: "whoami", method: "GET", pattern: "/v1/tenants/{tenant}/whoami", summary: "The identity and role the bearer token acts as", handle: s.whoami},
 	}
 	routes = append(routes, s.claimRoutes()...)
-	return append(routes, s.expectRoutes()...)
+	return append(append(routes, s.expectRoutes()...), s.adminRoutes()...)
 }
 
 // statusRecorder remembers the status for metrics and logs.
