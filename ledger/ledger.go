@@ -33,8 +33,12 @@ type Config struct {
 	Now    func() time.Time
 	Logger *slog.Logger
 	// CheckpointMin is the fewest lines since the last checkpoint that make
-	// a new one worth writing; the threshold also grows with the log (one
-	// eighth of it), so checkpoint cost stays amortised O(1) per line.
+	// a new one worth writing. The threshold also grows with the log, so
+	// checkpoint cost stays amortised O(1) per line: at open and close, one
+	// eighth of the lines the last checkpoint covered (so an open folds at
+	// most about a ninth of the log); in a process that keeps the ledger
+	// open and writes (a server), one half, since its state is already in
+	// memory and encoding one holds up the writers.
 	CheckpointMin uint64
 	// BatchMax bounds the commands one group commit carries.
 	BatchMax int
@@ -140,15 +144,16 @@ type Ledger struct {
 	tx     *store.Tx // held across pipelined batches; nil when no write is under way
 	txHeld time.Time
 
-	dmu      sync.Mutex // guards the fields below
-	durable  store.Position
-	unsynced []*written // batches written and not yet fsynced, in log order
-	syncing  bool       // a syncer goroutine runs
-	syncErr  error      // an fsync failed: what follows it fails until the committer cuts the log back
-	failFrom store.Position
-	failedWs []*written // batches the failed fsync covered, or written after it: told once the log is cut
-	stats    Stats
-	notify   chan struct{} // closed and replaced at each change of the durable position
+	dmu       sync.Mutex // guards the fields below
+	durable   store.Position
+	unsynced  []*written // batches written and not yet fsynced, in log order
+	unwritten []*written // batches decided while an fsync ran, in the tx's buffer: the syncer writes them next
+	syncing   bool       // a syncer goroutine runs
+	syncErr   error      // an fsync failed: what follows it fails until the committer cuts the log back
+	failFrom  store.Position
+	failedWs  []*written // batches the failed fsync covered, or written after it: told once the log is cut
+	stats     Stats
+	notify    chan struct{} // closed and replaced at each change of the durable position
 
 	ids *mrand.ChaCha8 // id minting; used only under mu
 
@@ -242,6 +247,12 @@ func Open(dir string, cfg Config) (*Ledger, error) {
 func (l *Ledger) Close() error {
 	l.loops.Wait()
 	l.cpWriters.Wait()
+	// Leave a checkpoint the next open can start from, by the open rule.
+	l.mu.Lock()
+	if !l.stale {
+		l.maybeCheckpointLocked()
+	}
+	l.mu.Unlock()
 	return l.log.Close()
 }
 
@@ -307,8 +318,8 @@ func (l *Ledger) refreshLocked() error {
 // last one, returning the payload to write (nil if none is due). Called with
 // mu held and nothing awaiting fsync; the file is written by writeCheckpoint
 // without it, so writers are not held up by the disk.
-func (l *Ledger) checkpointDue() (store.Position, []byte) {
-	if !l.checkpointWanted() {
+func (l *Ledger) checkpointDue(share uint64) (store.Position, []byte) {
+	if !l.checkpointWantedAt(l.pos.Seq, share) {
 		return store.Position{}, nil
 	}
 	// Claim it now, so concurrent committers do not encode it twice.
@@ -316,14 +327,20 @@ func (l *Ledger) checkpointDue() (store.Position, []byte) {
 	return l.pos, l.st.appendSnapshot(make([]byte, 0, 256*l.st.Promises.Len()+64))
 }
 
-// checkpointWanted reports whether the log has grown enough since the last
-// checkpoint. Called with mu held.
-func (l *Ledger) checkpointWanted() bool { return l.checkpointWantedAt(l.pos.Seq) }
+// Checkpoint thresholds as a share of the lines the last checkpoint covered
+// (see Config.CheckpointMin).
+const (
+	openShare = 8 // at open and close
+	runShare  = 2 // while a process writes
+)
 
-func (l *Ledger) checkpointWantedAt(seq uint64) bool {
+// checkpointWantedAt reports whether the log at seq has grown enough since
+// the last checkpoint: at least CheckpointMin lines and 1/share of the lines
+// that checkpoint covered.
+func (l *Ledger) checkpointWantedAt(seq, share uint64) bool {
 	cp := l.cpSeq.Load()
 	since := seq - cp
-	return since >= l.cfg.CheckpointMin && since >= cp/8
+	return since >= l.cfg.CheckpointMin && since >= cp/share
 }
 
 func (l *Ledger) writeCheckpoint(pos store.Position, payload []byte) {
@@ -336,7 +353,7 @@ func (l *Ledger) writeCheckpoint(pos store.Position, payload []byte) {
 }
 
 func (l *Ledger) maybeCheckpointLocked() {
-	l.writeCheckpoint(l.checkpointDue())
+	l.writeCheckpoint(l.checkpointDue(openShare))
 }
 
 // Checkpoint writes a checkpoint at the current position now.
@@ -649,7 +666,7 @@ func (l *Ledger) commit(ctx context.Context, batch []*request, own bool) {
 			return
 		}
 	}
-	from, to, refused, err := l.decideAndWrite(batch)
+	start, err := l.decideAndWrite(batch)
 	if err != nil {
 		// Nothing of this batch is in the file; the state folded it.
 		l.drainAndRelease()
@@ -659,17 +676,8 @@ func (l *Ledger) commit(ctx context.Context, batch []*request, own bool) {
 		fail(err)
 		return
 	}
-	w := &written{batch: batch, from: from, to: to, records: int(to.Seq - from.Seq)}
-	l.dmu.Lock()
-	l.stats.Refused += uint64(refused)
-	l.unsynced = append(l.unsynced, w)
-	start := !l.syncing
-	if start {
-		l.syncing = true
-	}
-	l.dmu.Unlock()
 	if !start {
-		return // the running syncer takes it with its next fsync
+		return // the running syncer writes it and takes it with its next fsync
 	}
 	l.qmu.Lock()
 	more := len(l.queue) > 0
@@ -686,17 +694,28 @@ func (l *Ledger) commit(ctx context.Context, batch []*request, own bool) {
 }
 
 // decideAndWrite decides each request of the batch against the state, folds
-// and appends what they decide and writes the lines (without fsync). On a
-// write error the state is marked stale. A panic leaves mu unlocked.
-func (l *Ledger) decideAndWrite(batch []*request) (from, to store.Position, refused int, err error) {
+// and appends what they decide, and hands the batch on: written at once when
+// no fsync runs (start reports that the caller must start the syncer), else
+// left in the tx's buffer for the syncer to write when its fsync ends. A
+// write while an fsync runs makes that fsync several times slower on common
+// file systems, so lines are written only between fsyncs. On a write error
+// the state is marked stale. A panic leaves mu unlocked.
+func (l *Ledger) decideAndWrite(batch []*request) (start bool, err error) {
 	tx := l.tx
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for l.readers > 0 {
 		l.reads.Wait() // readers wait for the disk; let them read first
 	}
-	from = l.pos
+	from := l.pos
+	defer func() {
+		if p := recover(); p != nil {
+			tx.Rewind(from) // nothing of a failed batch may reach the file
+			panic(p)
+		}
+	}()
 	now := l.cfg.Now()
+	refused := 0
 	for _, r := range batch {
 		if l.checkIdempotency(r, now) {
 			continue
@@ -712,13 +731,48 @@ func (l *Ledger) decideAndWrite(batch []*request) (from, to store.Position, refu
 		}
 		l.appendLocked(tx, r, recs, warn, now)
 	}
-	to, err = tx.Write()
-	if err != nil {
+	to := tx.Pending()
+	w := &written{batch: batch, from: from, to: to, records: int(to.Seq - from.Seq)}
+	l.dmu.Lock()
+	l.stats.Refused += uint64(refused)
+	if l.syncing {
+		l.unwritten = append(l.unwritten, w)
+		l.dmu.Unlock()
+		l.pos = to
+		return false, nil
+	}
+	l.dmu.Unlock()
+	if _, err := tx.Write(); err != nil {
 		l.stale = true
-		return from, from, refused, err
+		return false, err
 	}
 	l.pos = to
-	return from, to, refused, nil
+	l.dmu.Lock()
+	l.unsynced = append(l.unsynced, w)
+	l.syncing = true
+	l.dmu.Unlock()
+	return true, nil
+}
+
+// writeUnwritten writes the batches decided while the last fsync ran, all
+// at once, for the next fsync. Called by the syncer.
+func (l *Ledger) writeUnwritten() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, err := l.tx.Write()
+	l.dmu.Lock()
+	defer l.dmu.Unlock()
+	ws := l.unwritten
+	l.unwritten = nil
+	if err != nil {
+		l.stale = true
+		if l.syncErr == nil {
+			l.syncErr, l.failFrom = err, ws[0].from
+		}
+		l.failedWs = append(l.failedWs, ws...)
+		return
+	}
+	l.unsynced = append(l.unsynced, ws...)
 }
 
 // appendLocked appends the records one request decided and folds them into
@@ -806,6 +860,16 @@ func (l *Ledger) catchUpLocked() error {
 func (l *Ledger) syncLoop() {
 	for {
 		l.dmu.Lock()
+		if len(l.unsynced) == 0 && len(l.unwritten) > 0 {
+			if l.syncErr == nil {
+				l.dmu.Unlock()
+				l.writeUnwritten()
+				continue
+			}
+			// After a failed fsync nothing more is written: they fail too.
+			l.failedWs = append(l.failedWs, l.unwritten...)
+			l.unwritten = nil
+		}
 		ws := l.unsynced
 		l.unsynced = nil
 		if len(ws) == 0 {
@@ -859,7 +923,7 @@ func (l *Ledger) syncLoop() {
 			l.cfg.Observe(CommitInfo{Requests: requests, Records: records, Fsync: elapsed})
 		}
 		l.reads.Broadcast()
-		if l.checkpointWantedAt(durable) {
+		if l.checkpointWantedAt(durable, runShare) {
 			l.startCheckpoint()
 		}
 	}
@@ -899,7 +963,7 @@ func (l *Ledger) startCheckpoint() {
 		var pos store.Position
 		var payload []byte
 		if !l.stale {
-			pos, payload = l.checkpointDue()
+			pos, payload = l.checkpointDue(runShare)
 		}
 		l.mu.Unlock()
 		l.writeCheckpoint(pos, payload)
@@ -917,7 +981,7 @@ func (l *Ledger) failed() bool {
 func (l *Ledger) idle() bool {
 	l.dmu.Lock()
 	defer l.dmu.Unlock()
-	return !l.syncing && len(l.unsynced) == 0
+	return !l.syncing && len(l.unsynced) == 0 && len(l.unwritten) == 0
 }
 
 // drain waits until everything written is durable (or failed).

@@ -255,3 +255,79 @@ func TestRenderSeesTheWritesOwnRecord(t *testing.T) {
 		t.Fatalf("refused write: %v %s", err, resp)
 	}
 }
+
+// A batch that breaks after appending lines, while earlier batches wait in
+// the buffer for the running fsync, leaves none of its lines behind: the
+// earlier batches are written and acknowledged, the broken one is not.
+func TestPanicAfterAppendingLeavesNoLine(t *testing.T) {
+	cfg := testConfig(t0)
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.BatchMax = 1 // one request a batch
+	l := open(t, t.TempDir(), cfg)
+	other, err := store.Open(l.Dir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	held, err := other.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	var once sync.Once
+	l.syncLog = func() error {
+		once.Do(func() { <-gate }) // the first fsync waits while the next batches are decided
+		return l.log.Sync()
+	}
+	errs := make(map[string]error)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	submit := func(name string, req func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := req()
+			mu.Lock()
+			errs[name] = err
+			mu.Unlock()
+		}()
+		time.Sleep(10 * time.Millisecond) // queue in this order
+	}
+	decl := func(id string) func() error {
+		return func() error {
+			_, err := l.Submit(context.Background(), declare(id, "d"), WriteOptions{Actor: "d"})
+			return err
+		}
+	}
+	submit("a", decl("a"))
+	submit("b", decl("b"))
+	submit("boom", func() error {
+		_, err := l.submit(context.Background(), &request{decide: func(*State, time.Time) ([]pending, []string, error) {
+			// A record that is appended and then does not fold: a broken invariant.
+			return []pending{{typ: TypeRequest, body: []byte(`{"ts":"2026-09-01T12:00:00Z","type":7}`)}}, nil, nil
+		}})
+		return err
+	})
+	submit("c", decl("c"))
+	held.Abort()
+	time.Sleep(50 * time.Millisecond)
+	close(gate)
+	wg.Wait()
+	if errs["a"] != nil || errs["b"] != nil || errs["boom"] == nil {
+		t.Fatalf("errors: %v", errs)
+	}
+	b, err := os.ReadFile(l.Log().Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), `"type":7`) {
+		t.Fatalf("the broken batch's line reached the file:\n%s", b)
+	}
+	want := uint64(2)
+	if errs["c"] == nil {
+		want = 3
+	}
+	if rep := l.Verify(); !rep.Whole() || rep.Lines != want {
+		t.Fatalf("verify: %+v, want %d lines (errors %v)", rep, want, errs)
+	}
+}

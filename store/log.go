@@ -363,6 +363,16 @@ func (tx *Tx) Cut(p Position) error {
 	return nil
 }
 
+// Rewind drops the lines appended after p and not yet written: a batch
+// that failed halfway leaves nothing in the buffer for the next Write.
+func (tx *Tx) Rewind(p Position) {
+	if p.Offset < tx.start.Offset || p.Offset > tx.pos.Offset {
+		panic(fmt.Sprintf("store: rewind to offset %d outside the unwritten lines [%d, %d]", p.Offset, tx.start.Offset, tx.pos.Offset))
+	}
+	tx.buf = tx.buf[:p.Offset-tx.start.Offset]
+	tx.pos = p
+}
+
 // Release ends the tx, releasing the lock; lines appended since the last
 // Write are dropped.
 func (tx *Tx) Release() { tx.release() }
