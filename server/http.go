@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/zeebo/blake3"
@@ -258,7 +257,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, p principal, l 
 			s.writeError(w, rule.Invalidf("Idempotency-Key", "at most 256 bytes"))
 			return
 		}
-		idem = &ledger.Idempotency{Principal: p.actor, Key: key, Digest: commandDigest(r, body), Render: render}
+		idem = &ledger.Idempotency{Principal: p.actor, Key: key, Digest: s.commandDigest(r, body), Render: render}
 	}
 	res, resp, replayed, err := l.Execute(r.Context(), cmd, opts, idem)
 	if err != nil {
@@ -279,15 +278,14 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, p principal, l 
 	writeDoc(w, status, resp)
 }
 
-// digesters keeps request-digest hashers for reuse: making one (the key
-// derivation and the hasher's buffers) allocates about 11 KB.
-var digesters = sync.Pool{New: func() any { return blake3.NewDeriveKey("tally 2026-11 request digest v1") }}
-
 // commandDigest binds a request id to what the request asked: its method,
 // path and body.
-func commandDigest(r *http.Request, body []byte) [32]byte {
-	h := digesters.Get().(*blake3.Hasher)
-	defer digesters.Put(h)
+func (s *Server) commandDigest(r *http.Request, body []byte) [32]byte {
+	h, ok := s.digesters.Get().(*blake3.Hasher)
+	if !ok {
+		h = blake3.NewDeriveKey("tally 2026-11 request digest v1")
+	}
+	defer s.digesters.Put(h)
 	h.Reset()
 	fmt.Fprintf(h, "%s %s\n%d\n", r.Method, r.URL.EscapedPath(), len(body))
 	h.Write(body)

@@ -106,9 +106,10 @@ func TestCommandDigestReusesHashers(t *testing.T) {
 		h.Sum(sum[:0])
 		return sum
 	}
+	s := &Server{}
 	for i, body := range []string{`{"promise":"a"}`, `{"promise":"b","to":"c"}`, ``, `{"promise":"a"}`} {
 		r := httptest.NewRequest("POST", base+"/promises", nil)
-		if got, want := commandDigest(r, []byte(body)), fresh("POST", base+"/promises", []byte(body)); got != want {
+		if got, want := s.commandDigest(r, []byte(body)), fresh("POST", base+"/promises", []byte(body)); got != want {
 			t.Fatalf("request %d: digest %x, want %x", i, got, want)
 		}
 	}
