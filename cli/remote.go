@@ -854,8 +854,9 @@ func raiseBody(r expect.Raise) map[string]any {
 }
 
 // exportRemote streams the server's export of the session to stdout: the
-// bytes the local verb prints. A failure the server met after its first
-// bytes arrives in a trailer.
+// bytes the local verb prints, with its warning about records kept but not
+// folded. A failure the server met after its first bytes arrives in a
+// trailer.
 func (g *global) exportRemote(ctx context.Context, rc *client, format string, o readOptions) error {
 	q := url.Values{"format": {format}}
 	if format == "json" {
@@ -870,6 +871,9 @@ func (g *global) exportRemote(ctx context.Context, rc *client, format string, o 
 		return err
 	}
 	defer done()
+	if warn := resp.Header.Get(server.WarningHeader); warn != "" {
+		fmt.Fprintln(g.io.Err, "warning: "+warn)
+	}
 	if _, err := io.Copy(g.io.Out, resp.Body); err != nil {
 		return fmt.Errorf("server %s: export: %w", g.remoteURL(), err)
 	}

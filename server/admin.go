@@ -49,6 +49,10 @@ const ExportErrorTrailer = "Tally-Error"
 // names it as the local verb names its file.
 const LogHeader = "Tally-Log"
 
+// WarningHeader carries, on an export, the warning a local read prints on
+// opening the ledger: the records it keeps but does not fold.
+const WarningHeader = "Tally-Warning"
+
 func (s *Server) adminRoutes() []route {
 	return []route{
 		{name: "session.export", method: "GET", pattern: sessionPath + "/export", summary: "The log as the CLI's export prints it: format=jsonl (lines with envelopes), pinki (promise records without envelopes) or json (states at now); acknowledged lines only", handle: s.export},
@@ -180,6 +184,11 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
+	l.Read(func(st *ledger.State, _ store.Position) {
+		if warn := st.SkippedSummary(); warn != "" {
+			w.Header().Set(WarningHeader, warn)
+		}
+	})
 	format := r.URL.Query().Get("format")
 	switch format {
 	case "json":

@@ -261,10 +261,13 @@ func TestImportOverHTTP(t *testing.T) {
 		}
 		// Every record keeps its bytes: the pinki export is the input,
 		// less the record of a type tally does not fold.
-		_, out, _ := g.do("GET", base+"/export?format=pinki", "author", "")
+		_, out, hdr := g.do("GET", base+"/export?format=pinki", "author", "")
 		wantOut := strings.Join([]string{importLines[0], importLines[1], importLines[3]}, "\n") + "\n"
 		if out != wantOut {
 			t.Errorf("pinki export after an import:\n got %s\nwant %s", out, wantOut)
+		}
+		if warn := hdr.Get(WarningHeader); !strings.Contains(warn, `"nudge" ×1 (first at line 3`) {
+			t.Errorf("export after an import of an unknown type: warning %q", warn)
 		}
 		if v, _ := g.verify("main"); !v.Whole || v.Lines != 4 || len(v.Unknown) != 1 || v.Unknown[0].Type != "nudge" {
 			t.Errorf("verify after an import: %+v", v)
