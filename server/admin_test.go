@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -301,4 +302,38 @@ func (r repeatReader) Read(p []byte) (int, error) {
 		n += copy(p[n:], p[:n])
 	}
 	return n, nil
+}
+
+// manyLines is an import of n promise records, more than one buffer of export.
+func manyLines(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, `{"ts":"2026-08-28T20:10:00Z","type":"promise","id":"p%d","promise":"promise number %d, with some words to make the line longer than most","by":"a","to":"b","until":"2026-08-31T12:00:00Z"}`+"\n", i, i)
+	}
+	return b.String()
+}
+
+// An export that meets damage after its first bytes went out ends with the
+// error in its trailer.
+func TestExportDamageAfterTheFirstBytesEndsInATrailer(t *testing.T) {
+	f := adminFixture(t)
+	if code, body, _ := f.do("POST", base+"/import", "boss", manyLines(500), "Content-Type", "application/x-ndjson"); code != 200 {
+		t.Fatalf("import: %d %s", code, body)
+	}
+	damageLine(t, f.logPath(), 490)
+	req, _ := http.NewRequest("GET", f.ts.URL+base+"/export?format=jsonl", nil)
+	req.Header.Set("Authorization", "Bearer "+f.tokens["author"])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	trailer := resp.Trailer.Get(ExportErrorTrailer)
+	if resp.StatusCode != 200 || len(got) < 1<<16 || !strings.Contains(trailer, `"error":"sessions/acme/main/log.jsonl: line 490: `) || !strings.Contains(trailer, `"code":"corrupt"`) {
+		t.Errorf("export of a log damaged at line 490: %d, %d bytes, trailer %q", resp.StatusCode, len(got), trailer)
+	}
+	if bytes.Contains(got, []byte(`"id":"p490"`)) {
+		t.Errorf("the damaged line was exported")
+	}
 }

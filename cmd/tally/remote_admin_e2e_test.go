@@ -6,6 +6,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -160,4 +161,29 @@ func TestRemoteImportMatchesLocal(t *testing.T) {
 		t.Fatalf("import - --json: %v", r)
 	}
 	same(t, "import - --json", r, l)
+}
+
+// A remote export that meets damage after its first bytes went out still
+// exits 1 naming the line, as the local export does.
+func TestRemoteExportOfALongDamagedLog(t *testing.T) {
+	srv := startServer(t, "boss=admin")
+	lines := make([]string, 500)
+	for i := range lines {
+		lines[i] = fmt.Sprintf(`{"ts":"2026-08-28T20:10:00Z","type":"promise","id":"p%d","promise":"promise number %d, with words enough to make the line long","by":"a","to":"b","until":"2026-08-31T12:00:00Z"}`, i+1, i+1)
+	}
+	if r := srv.as(t, "boss", "import", writeFile(t, "long.jsonl", lines)); r.code != 0 {
+		t.Fatalf("import: %v", r)
+	}
+	b := srv.logBytes(t)
+	at := bytes.Index(b, []byte(`"promise number 490,`)) + 3
+	b[at] ^= 0x01
+	if err := os.WriteFile(srv.logPath(), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"jsonl", "pinki"} {
+		r, l := srv.as(t, "boss", "export", "--format", f), srv.local(t, "export", "--format", f)
+		if r.code != 1 || !lineRef(490).MatchString(r.err) || strings.Contains(r.out, `"p490"`) || l.code != 1 || !lineRef(490).MatchString(l.err) {
+			t.Errorf("export --format %s of a log damaged at line 490: want exit 1 naming it\nremote: exit %d, %d bytes out, stderr %s\nlocal: %v", f, r.code, len(r.out), r.err, l)
+		}
+	}
 }
