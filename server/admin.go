@@ -274,8 +274,15 @@ func (s *Server) verifySession(tenant, session, dir string) (ledger.VerifyReport
 	return b.Verify(), b.Log().Path(), nil
 }
 
-// importTypes are the body types an import takes: lines of JSON.
-var importTypes = map[string]bool{"": true, "application/x-ndjson": true, "application/jsonl": true, "text/plain": true, "application/octet-stream": true}
+// importType reports whether an import takes a body of media type ct:
+// lines of JSON, or bytes not described further.
+func importType(ct string) bool {
+	switch ct {
+	case "", "application/x-ndjson", "application/jsonl", "text/plain", "application/octet-stream":
+		return true
+	}
+	return false
+}
 
 func (s *Server) importLog(w http.ResponseWriter, r *http.Request) {
 	p, err := s.authenticate(r)
@@ -291,7 +298,7 @@ func (s *Server) importLog(w http.ResponseWriter, r *http.Request) {
 	if ct != "" {
 		ct, _, _ = mime.ParseMediaType(ct)
 	}
-	if !importTypes[ct] {
+	if !importType(ct) {
 		writeDoc(w, http.StatusUnsupportedMediaType, jsondoc.Error("Content-Type: must be application/x-ndjson or text/plain (one JSON record a line)", "invalid"))
 		return
 	}
