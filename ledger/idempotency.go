@@ -79,6 +79,29 @@ func (l *Ledger) Execute(ctx context.Context, cmd Command, opts WriteOptions, id
 	switch {
 	case cmd.Promise != nil:
 		c := cmd.Promise
+		if d, ok := c.(promise.Declare); idem == nil && (!ok || d.ID != "") {
+			// Everything that does not depend on the state (the checks,
+			// the record, its encoding) is done here, outside the session
+			// lock; only Admit runs under it. (A declaration without an id
+			// is decided whole under the lock, where its id is minted, and
+			// so is an idempotent request, whose key is checked first.)
+			p, err := promise.Prepare(l.cfg.Limits, opts.Actor, l.cfg.Now(), c)
+			if err != nil {
+				l.dmu.Lock()
+				l.stats.Refused++
+				l.dmu.Unlock()
+				return nil, nil, false, err
+			}
+			pend := promisePending(p.Event)
+			req.decide = func(st *State, _ time.Time) ([]pending, []string, error) {
+				warn, err := st.Promises.Admit(&p)
+				if err != nil {
+					return nil, nil, err
+				}
+				return []pending{pend}, warn, nil
+			}
+			break
+		}
 		req.decide = func(st *State, now time.Time) ([]pending, []string, error) {
 			if d, ok := c.(promise.Declare); ok && d.ID == "" {
 				for {

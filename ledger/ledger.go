@@ -42,6 +42,12 @@ type Config struct {
 	CheckpointMin uint64
 	// BatchMax bounds the commands one group commit carries.
 	BatchMax int
+	// CohortWait bounds how long, after an fsync, the syncer waits for the
+	// writers it just acknowledged to come back and be decided, so they
+	// share the next fsync with the batches already waiting instead of
+	// forming a cohort of their own (zero: no wait). It never waits longer
+	// than that fsync took: the fsync it hopes to save.
+	CohortWait time.Duration
 	// LockTimeout bounds the wait for another process's append.
 	LockTimeout time.Duration
 	// Timekeeper is the identity of the watcher: the only one that commits
@@ -80,7 +86,7 @@ func (c Config) expectConfig() expect.Config {
 func DefaultConfig() Config {
 	return Config{
 		Limits: promise.DefaultLimits(), Now: time.Now, Logger: slog.Default(),
-		CheckpointMin: 2048, BatchMax: 1024, LockTimeout: 30 * time.Second,
+		CheckpointMin: 2048, BatchMax: 1024, CohortWait: 500 * time.Microsecond, LockTimeout: 30 * time.Second,
 		Timekeeper: DefaultTimekeeper, LineageMax: expect.DefaultConfig().LineageMax,
 		IdempotencyWindow: 24 * time.Hour,
 	}
@@ -93,6 +99,8 @@ func (c Config) Validate() error {
 		return errors.New("ledger config: Now is nil")
 	case c.Logger == nil:
 		return errors.New("ledger config: Logger is nil")
+	case c.CohortWait < 0:
+		return fmt.Errorf("ledger config: CohortWait %v must not be negative", c.CohortWait)
 	case c.BatchMax < 1:
 		return fmt.Errorf("ledger config: BatchMax %d must be at least 1", c.BatchMax)
 	case c.CheckpointMin < 1:
@@ -144,16 +152,18 @@ type Ledger struct {
 	tx     *store.Tx // held across pipelined batches; nil when no write is under way
 	txHeld time.Time
 
-	dmu       sync.Mutex // guards the fields below
-	durable   store.Position
-	unsynced  []*written // batches written and not yet fsynced, in log order
-	unwritten []*written // batches decided while an fsync ran, in the tx's buffer: the syncer writes them next
-	syncing   bool       // a syncer goroutine runs
-	syncErr   error      // an fsync failed: what follows it fails until the committer cuts the log back
-	failFrom  store.Position
-	failedWs  []*written // batches the failed fsync covered, or written after it: told once the log is cut
-	stats     Stats
-	notify    chan struct{} // closed and replaced at each change of the durable position
+	dmu           sync.Mutex // guards the fields below
+	durable       store.Position
+	unsynced      []*written    // batches written and not yet fsynced, in log order
+	unwritten     []*written    // batches decided while an fsync ran, in the tx's buffer: the syncer writes them next
+	unwrittenReqs int           // the requests in unwritten
+	decided       chan struct{} // a batch joined unwritten
+	syncing       bool          // a syncer goroutine runs
+	syncErr       error         // an fsync failed: what follows it fails until the committer cuts the log back
+	failFrom      store.Position
+	failedWs      []*written // batches the failed fsync covered, or written after it: told once the log is cut
+	stats         Stats
+	notify        chan struct{} // closed and replaced at each change of the durable position
 
 	ids *mrand.ChaCha8 // id minting; used only under mu
 
@@ -231,7 +241,7 @@ func Open(dir string, cfg Config) (*Ledger, error) {
 		lg.Close()
 		return nil, fmt.Errorf("seed id generator: %w", err)
 	}
-	l := &Ledger{cfg: cfg, log: lg, ids: mrand.NewChaCha8(seed), wake: make(chan struct{}, 1), synced: make(chan struct{}, 1)}
+	l := &Ledger{cfg: cfg, log: lg, ids: mrand.NewChaCha8(seed), wake: make(chan struct{}, 1), synced: make(chan struct{}, 1), decided: make(chan struct{}, 1)}
 	l.reads = sync.NewCond(&l.mu)
 	l.syncLog = lg.Sync
 	l.mu.Lock()
@@ -686,11 +696,11 @@ func (l *Ledger) commit(ctx context.Context, batch []*request, own bool) {
 		l.loops.Add(1)
 		go func() {
 			defer l.loops.Done()
-			l.syncLoop()
+			l.syncLoop(false)
 		}()
 		return
 	}
-	l.syncLoop()
+	l.syncLoop(true)
 }
 
 // decideAndWrite decides each request of the batch against the state, folds
@@ -737,7 +747,9 @@ func (l *Ledger) decideAndWrite(batch []*request) (start bool, err error) {
 	l.stats.Refused += uint64(refused)
 	if l.syncing {
 		l.unwritten = append(l.unwritten, w)
+		l.unwrittenReqs += len(batch)
 		l.dmu.Unlock()
+		signal(l.decided)
 		l.pos = to
 		return false, nil
 	}
@@ -763,7 +775,7 @@ func (l *Ledger) writeUnwritten() {
 	l.dmu.Lock()
 	defer l.dmu.Unlock()
 	ws := l.unwritten
-	l.unwritten = nil
+	l.unwritten, l.unwrittenReqs = nil, 0
 	if err != nil {
 		l.stale = true
 		if l.syncErr == nil {
@@ -857,8 +869,21 @@ func (l *Ledger) catchUpLocked() error {
 // syncLoop makes written batches durable, one fsync for all that are
 // waiting, and acknowledges them in order, until none wait. The caller has
 // set l.syncing; syncLoop clears it.
-func (l *Ledger) syncLoop() {
+func (l *Ledger) syncLoop(inline bool) {
+	acked := 0 // requests the last fsync covered: their writers may be back soon
+	var took time.Duration
 	for {
+		if acked > 1 && l.cfg.CohortWait > 0 && !inline {
+			// Let the writers just acknowledged come back and share the
+			// next fsync with those waiting, rather than split the writers
+			// into cohorts that take turns. (Inline, the syncer is a writer
+			// that cannot come back before it returns.)
+			l.dmu.Lock()
+			waiting := l.unwrittenReqs
+			l.dmu.Unlock()
+			l.awaitCohort(waiting+acked, min(l.cfg.CohortWait, took))
+		}
+		acked = 0
 		l.dmu.Lock()
 		if len(l.unsynced) == 0 && len(l.unwritten) > 0 {
 			if l.syncErr == nil {
@@ -868,7 +893,7 @@ func (l *Ledger) syncLoop() {
 			}
 			// After a failed fsync nothing more is written: they fail too.
 			l.failedWs = append(l.failedWs, l.unwritten...)
-			l.unwritten = nil
+			l.unwritten, l.unwrittenReqs = nil, 0
 		}
 		ws := l.unsynced
 		l.unsynced = nil
@@ -913,11 +938,19 @@ func (l *Ledger) syncLoop() {
 		}
 		l.stats.Appended += uint64(appended)
 		durable := l.durable.Seq
+		more := len(l.unwritten) > 0 || len(l.unsynced) > 0
 		l.dmu.Unlock()
-		for _, w := range ws {
-			for _, r := range w.batch {
-				close(r.done)
-			}
+		acked, took = requests, elapsed
+		if more {
+			// The next batches are waiting for their fsync: start it first
+			// and wake these writers meanwhile, on the other core.
+			l.loops.Add(1)
+			go func() {
+				defer l.loops.Done()
+				acknowledge(ws)
+			}()
+		} else {
+			acknowledge(ws)
 		}
 		if records > 0 && l.cfg.Observe != nil {
 			l.cfg.Observe(CommitInfo{Requests: requests, Records: records, Fsync: elapsed})
@@ -925,6 +958,38 @@ func (l *Ledger) syncLoop() {
 		l.reads.Broadcast()
 		if l.checkpointWantedAt(durable, runShare) {
 			l.startCheckpoint()
+		}
+	}
+}
+
+// awaitCohort waits, at most bound, until target requests are decided and
+// waiting to be written.
+func (l *Ledger) awaitCohort(target int, bound time.Duration) {
+	if bound <= 0 {
+		return
+	}
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	for {
+		l.dmu.Lock()
+		n := l.unwrittenReqs
+		l.dmu.Unlock()
+		if n >= target {
+			return
+		}
+		select {
+		case <-l.decided:
+		case <-timer.C:
+			return
+		}
+	}
+}
+
+// acknowledge tells the writers of durable batches that they are.
+func acknowledge(ws []*written) {
+	for _, w := range ws {
+		for _, r := range w.batch {
+			close(r.done)
 		}
 	}
 }

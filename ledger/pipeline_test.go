@@ -331,3 +331,44 @@ func TestPanicAfterAppendingLeavesNoLine(t *testing.T) {
 		t.Fatalf("verify: %+v, want %d lines (errors %v)", rep, want, errs)
 	}
 }
+
+// The syncer waits for the writers it acknowledged only until they are
+// back, and never longer than the fsync it hopes to save, however long
+// CohortWait is: writers that stop coming cost at most that. A lone writer
+// never waits.
+func TestCohortWaitEndsWhenTheWritersAreBack(t *testing.T) {
+	cfg := testConfig(t0)
+	cfg.CohortWait = 10 * time.Second
+	l := open(t, t.TempDir(), cfg)
+	start := time.Now()
+	for i := 0; i < 20; i++ {
+		if _, err := l.Submit(context.Background(), declare(fmt.Sprintf("lone%d", i), "d"), WriteOptions{Actor: "d"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("a lone writer waited: 20 writes took %v", took)
+	}
+	const writers, each = 8, 10
+	start = time.Now()
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				if _, err := l.Submit(context.Background(), declare(fmt.Sprintf("w%d-%d", w, i), "d"), WriteOptions{Actor: "d"}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("%d writes from %d writers took %v", writers*each, writers, took)
+	}
+	if rep := l.Verify(); !rep.Whole() || rep.Lines != 20+writers*each {
+		t.Fatalf("verify: %+v", rep)
+	}
+}

@@ -74,174 +74,218 @@ func (Assess) isCommand()  {}
 
 // Decide checks a command against the rules and the current state, as the
 // acting identity at now, and returns the record to append with any
-// warnings. A refusal is a *rule.Refusal naming the field and the rule.
+// warnings. A refusal is a *rule.Refusal naming the field and the rule. It
+// is Prepare followed by Admit.
 func (s *State) Decide(lim Limits, actor string, now time.Time, cmd Command) (Event, []string, error) {
-	if err := checkParty(lim, "actor", actor); err != nil {
+	p, err := Prepare(lim, actor, now, cmd)
+	if err != nil {
 		return Event{}, nil, err
 	}
-	ts := now.UTC().Truncate(time.Second)
-	switch c := cmd.(type) {
-	case Declare:
-		return s.declare(lim, actor, ts, c)
-	case Amend:
-		return s.amend(lim, actor, ts, c)
-	case Resolve:
-		return s.resolve(lim, actor, ts, c)
-	case Assess:
-		return s.assess(lim, actor, ts, c)
+	warn, err := s.Admit(&p)
+	if err != nil {
+		return Event{}, nil, err
 	}
-	panic("promise: unknown command type")
+	return p.Event, warn, nil
 }
 
-func (s *State) declare(lim Limits, actor string, ts time.Time, c Declare) (Event, []string, error) {
+// Prepared is a command checked against every rule that does not depend on
+// the state, with the record it appends if the state admits it.
+type Prepared struct {
+	Event Event
+	actor string
+}
+
+// Prepare checks cmd, as the acting identity at now, against the rules that
+// do not depend on the state and builds its record. A writer prepares (and
+// encodes) outside the session lock; only Admit runs under it. The rules are
+// checked in the same order as Decide checks them.
+func Prepare(lim Limits, actor string, now time.Time, cmd Command) (Prepared, error) {
+	if err := checkParty(lim, "actor", actor); err != nil {
+		return Prepared{}, err
+	}
+	ts := now.UTC().Truncate(time.Second)
+	var ev Event
+	var err error
+	switch c := cmd.(type) {
+	case Declare:
+		ev, err = prepareDeclare(lim, actor, ts, c)
+	case Amend:
+		ev, err = prepareAmend(lim, actor, ts, c)
+	case Resolve:
+		ev, err = prepareResolve(lim, actor, ts, c)
+	case Assess:
+		ev, err = prepareAssess(lim, actor, ts, c)
+	default:
+		panic("promise: unknown command type")
+	}
+	if err != nil {
+		return Prepared{}, err
+	}
+	return Prepared{Event: ev, actor: actor}, nil
+}
+
+// Admit checks a prepared command against the state: a new id is unused;
+// an amend or resolve finds its promise unresolved and comes from its
+// debtor (a release from its creditor); an assessment finds its promise. It
+// returns the warnings the record carries.
+func (s *State) Admit(p *Prepared) ([]string, error) {
+	ev, actor := &p.Event, p.actor
+	switch ev.Type {
+	case TypePromise:
+		if _, dup := s.Get(ev.ID); dup {
+			return nil, rule.Conflictf("id", "a promise with id "+ev.ID+" already exists")
+		}
+		if ev.On != "" {
+			if _, ok := s.Get(ev.On); !ok {
+				return []string{"on: no promise " + ev.On + " in this ledger yet; " + ev.ID + " stays conditional until it is declared and satisfied"}, nil
+			}
+		}
+	case TypeAmend:
+		q, err := s.open(ev.ID, "amend")
+		if err != nil {
+			return nil, err
+		}
+		if actor != q.By {
+			return nil, rule.Forbiddenf("by", "only the debtor "+q.By+" amends "+q.ID+"; the acting identity is "+actor)
+		}
+	case TypeResolve:
+		q, err := s.open(ev.ID, "resolve")
+		if err != nil {
+			return nil, err
+		}
+		if ev.As == AsReleased {
+			if actor != q.To {
+				return nil, rule.Forbiddenf("by", "only the creditor "+q.To+" releases "+q.ID+"; the acting identity is "+actor)
+			}
+		} else if actor != q.By {
+			return nil, rule.Forbiddenf("by", "only the debtor "+q.By+" resolves "+q.ID+" as "+ev.As+"; the acting identity is "+actor)
+		}
+	case TypeAssess:
+		if _, ok := s.Get(ev.ID); !ok {
+			return nil, rule.NotFoundf("promise", "no promise with id "+ev.ID)
+		}
+	}
+	return nil, nil
+}
+
+func prepareDeclare(lim Limits, actor string, ts time.Time, c Declare) (Event, error) {
 	if err := CheckID(lim, "id", c.ID); err != nil {
-		return Event{}, nil, err
+		return Event{}, err
 	}
 	if strings.TrimSpace(c.Text) == "" {
-		return Event{}, nil, rule.Invalidf("promise", "text must not be empty")
+		return Event{}, rule.Invalidf("promise", "text must not be empty")
 	}
 	if len(c.Text) > lim.TextMax {
-		return Event{}, nil, rule.Invalidf("promise", "text must be at most "+itoa(lim.TextMax)+" bytes")
+		return Event{}, rule.Invalidf("promise", "text must be at most "+itoa(lim.TextMax)+" bytes")
 	}
 	if err := checkParty(lim, "by", c.By); err != nil {
-		return Event{}, nil, err
+		return Event{}, err
 	}
 	if err := checkParty(lim, "to", c.To); err != nil {
-		return Event{}, nil, err
+		return Event{}, err
 	}
 	if c.On != "" {
 		if err := CheckID(lim, "on", c.On); err != nil {
-			return Event{}, nil, err
+			return Event{}, err
 		}
 	}
 	if c.Task != "" {
 		if err := checkParty(lim, "task", c.Task); err != nil {
-			return Event{}, nil, err
+			return Event{}, err
 		}
 	}
 	if c.Until.IsZero() {
-		return Event{}, nil, rule.Invalidf("until", "a deadline is required")
+		return Event{}, rule.Invalidf("until", "a deadline is required")
 	}
 	meta, err := NormalizeMeta(lim, c.Meta)
 	if err != nil {
-		return Event{}, nil, err
+		return Event{}, err
 	}
 	if c.By != actor {
-		return Event{}, nil, rule.Forbiddenf("by", "only the debtor declares its own promise: by is "+c.By+" but the acting identity is "+actor)
-	}
-	if _, dup := s.Get(c.ID); dup {
-		return Event{}, nil, rule.Conflictf("id", "a promise with id "+c.ID+" already exists")
-	}
-	var warn []string
-	if c.On != "" {
-		if _, ok := s.Get(c.On); !ok {
-			warn = append(warn, "on: no promise "+c.On+" in this ledger yet; "+c.ID+" stays conditional until it is declared and satisfied")
-		}
+		return Event{}, rule.Forbiddenf("by", "only the debtor declares its own promise: by is "+c.By+" but the acting identity is "+actor)
 	}
 	return Event{
 		TS: ts, Type: TypePromise, ID: c.ID, Text: c.Text, By: c.By, To: c.To, On: c.On,
 		Until: FormatTime(c.Until), Task: c.Task, Meta: meta,
-	}, warn, nil
+	}, nil
 }
 
-func (s *State) amend(lim Limits, actor string, ts time.Time, c Amend) (Event, []string, error) {
+func prepareAmend(lim Limits, actor string, ts time.Time, c Amend) (Event, error) {
 	if c.Until.IsZero() {
-		return Event{}, nil, rule.Invalidf("until", "a new deadline is required")
+		return Event{}, rule.Invalidf("until", "a new deadline is required")
 	}
 	if len(c.Reason) > lim.TextMax {
-		return Event{}, nil, rule.Invalidf("reason", "must be at most "+itoa(lim.TextMax)+" bytes")
+		return Event{}, rule.Invalidf("reason", "must be at most "+itoa(lim.TextMax)+" bytes")
 	}
 	meta, err := NormalizeMeta(lim, c.Meta)
 	if err != nil {
-		return Event{}, nil, err
+		return Event{}, err
 	}
-	p, err := s.open(c.ID, "amend")
-	if err != nil {
-		return Event{}, nil, err
-	}
-	if actor != p.By {
-		return Event{}, nil, rule.Forbiddenf("by", "only the debtor "+p.By+" amends "+p.ID+"; the acting identity is "+actor)
-	}
-	return Event{TS: ts, Type: TypeAmend, ID: p.ID, By: actor, Until: FormatTime(c.Until), Reason: c.Reason, Meta: meta}, nil, nil
+	return Event{TS: ts, Type: TypeAmend, ID: c.ID, By: actor, Until: FormatTime(c.Until), Reason: c.Reason, Meta: meta}, nil
 }
 
-func (s *State) resolve(lim Limits, actor string, ts time.Time, c Resolve) (Event, []string, error) {
+func prepareResolve(lim Limits, actor string, ts time.Time, c Resolve) (Event, error) {
 	switch c.As {
 	case AsSatisfied:
 		if len(c.Evidence) == 0 {
-			return Event{}, nil, rule.Invalidf("evidence", "a satisfied resolve needs at least one evidence reference")
+			return Event{}, rule.Invalidf("evidence", "a satisfied resolve needs at least one evidence reference")
 		}
 		if len(c.Evidence) > lim.EvidenceMax {
-			return Event{}, nil, rule.Invalidf("evidence", "at most "+itoa(lim.EvidenceMax)+" references")
+			return Event{}, rule.Invalidf("evidence", "at most "+itoa(lim.EvidenceMax)+" references")
 		}
 		for _, ref := range c.Evidence {
 			if strings.TrimSpace(ref) == "" {
-				return Event{}, nil, rule.Invalidf("evidence", "a reference must not be blank")
+				return Event{}, rule.Invalidf("evidence", "a reference must not be blank")
 			}
 			if len(ref) > lim.EvidenceRefMax || hasControl(ref) {
-				return Event{}, nil, rule.Invalidf("evidence", "a reference must be at most "+itoa(lim.EvidenceRefMax)+" bytes without control characters")
+				return Event{}, rule.Invalidf("evidence", "a reference must be at most "+itoa(lim.EvidenceRefMax)+" bytes without control characters")
 			}
 		}
 		if c.Reason != "" {
-			return Event{}, nil, rule.Invalidf("reason", "a satisfied resolve carries evidence, not a reason")
+			return Event{}, rule.Invalidf("reason", "a satisfied resolve carries evidence, not a reason")
 		}
 	case AsCancelled, AsReleased:
 		if len(c.Evidence) > 0 {
-			return Event{}, nil, rule.Invalidf("evidence", "only a satisfied resolve carries evidence")
+			return Event{}, rule.Invalidf("evidence", "only a satisfied resolve carries evidence")
 		}
 		if c.As == AsCancelled && strings.TrimSpace(c.Reason) == "" {
-			return Event{}, nil, rule.Invalidf("reason", "cancelling needs a reason")
+			return Event{}, rule.Invalidf("reason", "cancelling needs a reason")
 		}
 	default:
-		return Event{}, nil, rule.Invalidf("as", "must be satisfied, cancelled or released")
+		return Event{}, rule.Invalidf("as", "must be satisfied, cancelled or released")
 	}
 	if len(c.Reason) > lim.TextMax {
-		return Event{}, nil, rule.Invalidf("reason", "must be at most "+itoa(lim.TextMax)+" bytes")
+		return Event{}, rule.Invalidf("reason", "must be at most "+itoa(lim.TextMax)+" bytes")
 	}
 	meta, err := NormalizeMeta(lim, c.Meta)
 	if err != nil {
-		return Event{}, nil, err
+		return Event{}, err
 	}
-	p, err := s.open(c.ID, "resolve")
-	if err != nil {
-		return Event{}, nil, err
-	}
-	if c.As == AsReleased {
-		if actor != p.To {
-			return Event{}, nil, rule.Forbiddenf("by", "only the creditor "+p.To+" releases "+p.ID+"; the acting identity is "+actor)
-		}
-	} else if actor != p.By {
-		return Event{}, nil, rule.Forbiddenf("by", "only the debtor "+p.By+" resolves "+p.ID+" as "+c.As+"; the acting identity is "+actor)
-	}
-	return Event{TS: ts, Type: TypeResolve, ID: p.ID, As: c.As, By: actor, Evidence: c.Evidence, Reason: c.Reason, Meta: meta}, nil, nil
+	return Event{TS: ts, Type: TypeResolve, ID: c.ID, As: c.As, By: actor, Evidence: c.Evidence, Reason: c.Reason, Meta: meta}, nil
 }
 
-func (s *State) assess(lim Limits, actor string, ts time.Time, c Assess) (Event, []string, error) {
+func prepareAssess(lim Limits, actor string, ts time.Time, c Assess) (Event, error) {
 	if c.State != StateViolated {
-		return Event{}, nil, rule.Invalidf("state", "the only assessment is violated")
+		return Event{}, rule.Invalidf("state", "the only assessment is violated")
 	}
 	observer := c.Observer
 	if observer == "" {
 		observer = actor
 	}
 	if err := checkParty(lim, "observer", observer); err != nil {
-		return Event{}, nil, err
+		return Event{}, err
 	}
 	if len(c.Note) > lim.TextMax {
-		return Event{}, nil, rule.Invalidf("note", "must be at most "+itoa(lim.TextMax)+" bytes")
+		return Event{}, rule.Invalidf("note", "must be at most "+itoa(lim.TextMax)+" bytes")
 	}
 	meta, err := NormalizeMeta(lim, c.Meta)
 	if err != nil {
-		return Event{}, nil, err
+		return Event{}, err
 	}
 	if observer != actor {
-		return Event{}, nil, rule.Forbiddenf("observer", "an observer assesses only as itself: observer is "+observer+" but the acting identity is "+actor)
+		return Event{}, rule.Forbiddenf("observer", "an observer assesses only as itself: observer is "+observer+" but the acting identity is "+actor)
 	}
-	p, ok := s.Get(c.ID)
-	if !ok {
-		return Event{}, nil, rule.NotFoundf("promise", "no promise with id "+c.ID)
-	}
-	return Event{TS: ts, Type: TypeAssess, ID: p.ID, State: c.State, Observer: observer, Note: c.Note, Meta: meta}, nil, nil
+	return Event{TS: ts, Type: TypeAssess, ID: c.ID, State: c.State, Observer: observer, Note: c.Note, Meta: meta}, nil
 }
 
 // open returns an unresolved promise or the refusal for verb.

@@ -262,6 +262,10 @@ func TestDecideRefusals(t *testing.T) {
 		{"assess unknown", "x", Assess{ID: "nope", State: StateViolated}, "promise", rule.NotFound},
 		{"assess other state", "x", Assess{ID: "pnk_0c2b77", State: "kept"}, "state", rule.Invalid},
 	}
+	// The refusals that depend on the state come from Admit; Prepare, which
+	// writers run outside the session lock, must not make them.
+	byState := map[string]bool{"duplicate id": true, "amend unknown": true, "amend by non-debtor": true, "amend resolved": true,
+		"release by debtor": true, "satisfy by creditor": true, "resolve twice": true, "resolve unknown": true, "assess unknown": true}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, _, err := s.Decide(lim, c.actor, now, c.cmd)
@@ -271,6 +275,17 @@ func TestDecideRefusals(t *testing.T) {
 			}
 			if r.Field != c.field || r.Code != c.code {
 				t.Fatalf("refusal %q (code %s), want field %q code %s", r.Error(), r.Code, c.field, c.code)
+			}
+			p, perr := Prepare(lim, c.actor, now, c.cmd)
+			if byState[c.name] {
+				if perr != nil {
+					t.Fatalf("Prepare refused what only the state decides: %v", perr)
+				}
+				if _, aerr := s.Admit(&p); aerr == nil || aerr.Error() != err.Error() {
+					t.Fatalf("Admit: %v, want %v", aerr, err)
+				}
+			} else if perr == nil || perr.Error() != err.Error() {
+				t.Fatalf("Prepare: %v, want %v", perr, err)
 			}
 		})
 	}
