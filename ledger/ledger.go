@@ -157,7 +157,8 @@ type Ledger struct {
 	unsynced      []*written    // batches written and not yet fsynced, in log order
 	unwritten     []*written    // batches decided while an fsync ran, in the tx's buffer: the syncer writes them next
 	unwrittenReqs int           // the requests in unwritten
-	decided       chan struct{} // a batch joined unwritten
+	decided       chan struct{} // unwritten reached cohortTarget
+	cohortTarget  int           // the requests the syncer waits for (0: it does not)
 	syncing       bool          // a syncer goroutine runs
 	syncErr       error         // an fsync failed: what follows it fails until the committer cuts the log back
 	failFrom      store.Position
@@ -553,9 +554,19 @@ func (l *Ledger) submit(ctx context.Context, req *request) ([]Result, error) {
 func (l *Ledger) nudge() { signal(l.wake) }
 
 // holdMax bounds how long the committer keeps the file lock through a
-// stream of batches before it lets the pipeline drain and releases it, so
-// writers in other processes get their turn.
+// stream of batches while a writer in another process waits for it: then it
+// lets the pipeline drain, releases it and gives way.
 const holdMax = 20 * time.Millisecond
+
+// giveWay waits, after the committer released the file lock for a waiting
+// writer, until that writer has it (it stops saying it waits), at most
+// 20 ms: an flock goes to whoever asks first, and the committer would
+// otherwise take it straight back.
+func (l *Ledger) giveWay() {
+	for deadline := time.Now().Add(20 * time.Millisecond); time.Now().Before(deadline) && l.log.Contended(); {
+		time.Sleep(100 * time.Microsecond)
+	}
+}
 
 // commitLoop commits queued requests until the queue is empty.
 func (l *Ledger) commitLoop() { l.commitLoopN(0) }
@@ -637,7 +648,12 @@ func (l *Ledger) commitLoopN(inline int) {
 		l.queue = l.queue[n:]
 		l.qmu.Unlock()
 		if l.tx != nil && time.Since(l.txHeld) > holdMax {
-			l.drainAndRelease()
+			if l.log.Contended() {
+				l.drainAndRelease()
+				l.giveWay()
+			} else {
+				l.txHeld = time.Now()
+			}
 		}
 		inflight = batch
 		l.commit(context.Background(), batch, inline > 0)
@@ -748,8 +764,11 @@ func (l *Ledger) decideAndWrite(batch []*request) (start bool, err error) {
 	if l.syncing {
 		l.unwritten = append(l.unwritten, w)
 		l.unwrittenReqs += len(batch)
+		full := l.cohortTarget > 0 && l.unwrittenReqs >= l.cohortTarget
 		l.dmu.Unlock()
-		signal(l.decided)
+		if full {
+			signal(l.decided) // the syncer's cohort is complete
+		}
 		l.pos = to
 		return false, nil
 	}
@@ -968,20 +987,25 @@ func (l *Ledger) awaitCohort(target int, bound time.Duration) {
 	if bound <= 0 {
 		return
 	}
-	timer := time.NewTimer(bound)
-	defer timer.Stop()
-	for {
-		l.dmu.Lock()
-		n := l.unwrittenReqs
+	l.dmu.Lock()
+	if l.unwrittenReqs >= target {
 		l.dmu.Unlock()
-		if n >= target {
-			return
-		}
-		select {
-		case <-l.decided:
-		case <-timer.C:
-			return
-		}
+		return
+	}
+	l.cohortTarget = target
+	l.dmu.Unlock()
+	timer := time.NewTimer(bound)
+	select {
+	case <-l.decided:
+	case <-timer.C:
+	}
+	timer.Stop()
+	l.dmu.Lock()
+	l.cohortTarget = 0
+	l.dmu.Unlock()
+	select { // a signal that came after the timer: drop it
+	case <-l.decided:
+	default:
 	}
 }
 

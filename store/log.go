@@ -25,6 +25,7 @@ import (
 const (
 	logName        = "log.jsonl"
 	lockName       = "lock"
+	waitName       = "lock.wait" // held shared by writers waiting for lock
 	checkpointName = "checkpoint"
 )
 
@@ -63,6 +64,7 @@ type Log struct {
 	dir    string
 	file   *os.File
 	lock   *os.File
+	wait   *os.File // a shared flock on it says "a writer waits for lock"
 	logger *slog.Logger
 	mu     sync.Mutex // held for the life of a Tx
 }
@@ -94,14 +96,20 @@ func Open(dir string, logger *slog.Logger) (*Log, error) {
 		f.Close()
 		return nil, fmt.Errorf("open log lock: %w", err)
 	}
-	return &Log{dir: dir, file: f, lock: lf, logger: logger}, nil
+	wf, err := os.OpenFile(filepath.Join(dir, waitName), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		f.Close()
+		lf.Close()
+		return nil, fmt.Errorf("open log lock: %w", err)
+	}
+	return &Log{dir: dir, file: f, lock: lf, wait: wf, logger: logger}, nil
 }
 
 // Close releases the log's files.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return errors.Join(l.file.Close(), l.lock.Close())
+	return errors.Join(l.file.Close(), l.lock.Close(), l.wait.Close())
 }
 
 // Dir is the session directory.
@@ -200,15 +208,21 @@ type Tx struct {
 // writers, giving up when ctx ends.
 func (l *Log) Begin(ctx context.Context) (*Tx, error) {
 	l.mu.Lock()
-	if err := flockContext(ctx, l.lock); err != nil {
+	if err := flockContext(ctx, l.lock, l.wait); err != nil {
 		l.mu.Unlock()
 		return nil, fmt.Errorf("lock log: %w", err)
 	}
 	return &Tx{log: l, h: newChainHasher()}, nil
 }
 
-func flockContext(ctx context.Context, f *os.File) error {
-	wait := 20 * time.Microsecond
+func flockContext(ctx context.Context, f, wait *os.File) error {
+	waiting := false
+	defer func() {
+		if waiting {
+			_ = syscall.Flock(int(wait.Fd()), syscall.LOCK_UN)
+		}
+	}()
+	delay := 20 * time.Microsecond
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
@@ -217,15 +231,30 @@ func flockContext(ctx context.Context, f *os.File) error {
 		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
 			return err
 		}
+		if !waiting {
+			// Say so: a writer holding the lock through a stream of
+			// batches lets it go when someone waits (Contended).
+			waiting = syscall.Flock(int(wait.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) == nil
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(wait):
+		case <-time.After(delay):
 		}
-		if wait < 2*time.Millisecond {
-			wait *= 2
+		if delay < time.Millisecond {
+			delay *= 2
 		}
 	}
+}
+
+// Contended reports whether a writer (in any process) waits for the lock
+// this process holds.
+func (l *Log) Contended() bool {
+	if err := syscall.Flock(int(l.wait.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	_ = syscall.Flock(int(l.wait.Fd()), syscall.LOCK_UN)
+	return false
 }
 
 // CatchUp reads, verifies and hands to fn every line after from (what other
