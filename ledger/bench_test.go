@@ -250,12 +250,17 @@ func BenchmarkGroupCommit(b *testing.B) {
 		if round == rounds-1 {
 			n = b.N - (rounds-1)*(b.N/rounds)
 		}
+		// Commands are made before the clock starts: the figure is the
+		// ledger's, not the load generator's.
 		r := rand.New(rand.NewPCG(5, uint64(round)))
-		start := time.Now()
-		for i := 0; i < n; i++ {
-			cmd, actor := benchDeclare(r, seq)
+		cmds, actors := make([]promise.Declare, n), make([]string, n)
+		for i := range cmds {
+			cmds[i], actors[i] = benchDeclare(r, seq)
 			seq++
-			if _, err := l.Submit(ctx, cmd, WriteOptions{Actor: actor}); err != nil {
+		}
+		start := time.Now()
+		for i := range cmds {
+			if _, err := l.Submit(ctx, cmds[i], WriteOptions{Actor: actors[i]}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -263,6 +268,14 @@ func BenchmarkGroupCommit(b *testing.B) {
 		singleOps += n
 
 		per := max(n*factor/writers, 1)
+		wcmds, wactors := make([][]promise.Declare, writers), make([][]string, writers)
+		for w := range wcmds {
+			r := rand.New(rand.NewPCG(uint64(w), uint64(round)))
+			wcmds[w], wactors[w] = make([]promise.Declare, per), make([]string, per)
+			for i := range wcmds[w] {
+				wcmds[w][i], wactors[w][i] = benchDeclare(r, i)
+			}
+		}
 		before := l.Stats()
 		var wg sync.WaitGroup
 		errs := make(chan error, writers)
@@ -271,10 +284,8 @@ func BenchmarkGroupCommit(b *testing.B) {
 			wg.Add(1)
 			go func(w int) {
 				defer wg.Done()
-				r := rand.New(rand.NewPCG(uint64(w), uint64(round)))
-				for i := 0; i < per; i++ {
-					cmd, actor := benchDeclare(r, i)
-					if _, err := l.Submit(ctx, cmd, WriteOptions{Actor: actor}); err != nil {
+				for i := range wcmds[w] {
+					if _, err := l.Submit(ctx, wcmds[w][i], WriteOptions{Actor: wactors[w][i]}); err != nil {
 						errs <- err
 						return
 					}

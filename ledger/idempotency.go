@@ -79,12 +79,19 @@ func (l *Ledger) Execute(ctx context.Context, cmd Command, opts WriteOptions, id
 	switch {
 	case cmd.Promise != nil:
 		c := cmd.Promise
-		if d, ok := c.(promise.Declare); idem == nil && (!ok || d.ID != "") {
+		if idem == nil {
 			// Everything that does not depend on the state (the checks,
 			// the record, its encoding) is done here, outside the session
-			// lock; only Admit runs under it. (A declaration without an id
-			// is decided whole under the lock, where its id is minted, and
-			// so is an idempotent request, whose key is checked first.)
+			// lock; only Admit runs under it. A declaration without an id
+			// gets one here too, and another under the lock in the rare
+			// case it is taken. (An idempotent request is decided whole
+			// under the lock, where its key is checked first.)
+			d, mint := c.(promise.Declare)
+			mint = mint && d.ID == ""
+			if mint {
+				d.ID = l.spread()
+				c = d
+			}
 			p, err := promise.Prepare(l.cfg.Limits, opts.Actor, l.cfg.Now(), c)
 			if err != nil {
 				l.dmu.Lock()
@@ -94,6 +101,13 @@ func (l *Ledger) Execute(ctx context.Context, cmd Command, opts WriteOptions, id
 			}
 			pend := promisePending(p.Event)
 			req.decide = func(st *State, _ time.Time) ([]pending, []string, error) {
+				if _, taken := st.Promises.Get(p.Event.ID); mint && taken {
+					for taken {
+						p.Event.ID = l.mintID()
+						_, taken = st.Promises.Get(p.Event.ID)
+					}
+					pend = promisePending(p.Event)
+				}
 				warn, err := st.Promises.Admit(&p)
 				if err != nil {
 					return nil, nil, err

@@ -146,7 +146,8 @@ type Ledger struct {
 	wake       chan struct{} // a request queued or a sync ended: the committer looks again
 	synced     chan struct{} // the syncer stopped: everything written is durable (or failed)
 
-	syncLog func() error // the log's fsync; tests put faults in its way
+	syncLog func() error  // the log's fsync; tests put faults in its way
+	spread  func() string // mints a promise id outside the lock (spreadID; tests force collisions)
 
 	// Owned by the committer (whoever holds committing).
 	tx     *store.Tx // held across pipelined batches; nil when no write is under way
@@ -245,6 +246,7 @@ func Open(dir string, cfg Config) (*Ledger, error) {
 	l := &Ledger{cfg: cfg, log: lg, ids: mrand.NewChaCha8(seed), wake: make(chan struct{}, 1), synced: make(chan struct{}, 1), decided: make(chan struct{}, 1)}
 	l.reads = sync.NewCond(&l.mu)
 	l.syncLog = lg.Sync
+	l.spread = spreadID
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.load(); err != nil {
@@ -513,6 +515,15 @@ func (l *Ledger) Sweep(ctx context.Context, max int) ([]Result, error) {
 func (l *Ledger) mintID() string {
 	var b [3]byte
 	v := l.ids.Uint64()
+	b[0], b[1], b[2] = byte(v), byte(v>>8), byte(v>>16)
+	return "pnk_" + hex.EncodeToString(b[:])
+}
+
+// spreadID is a promise id in pinki's shape minted without the session
+// lock, from the runtime's generator; the lock's holder checks it is free.
+func spreadID() string {
+	var b [3]byte
+	v := mrand.Uint64()
 	b[0], b[1], b[2] = byte(v), byte(v>>8), byte(v>>16)
 	return "pnk_" + hex.EncodeToString(b[:])
 }

@@ -372,3 +372,27 @@ func TestCohortWaitEndsWhenTheWritersAreBack(t *testing.T) {
 		t.Fatalf("verify: %+v", rep)
 	}
 }
+
+// An id minted outside the lock that turns out taken is minted again under
+// it: the declaration gets a free id, never a refusal.
+func TestMintedIDCollisionIsMintedAgain(t *testing.T) {
+	l := open(t, t.TempDir(), testConfig(t0))
+	if _, err := l.Submit(context.Background(), declare("pnk_aaaaaa", "d"), WriteOptions{Actor: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	l.spread = func() string { return "pnk_aaaaaa" }
+	d := declare("", "d")
+	res, err := l.Submit(context.Background(), d, WriteOptions{Actor: "d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := res.Event.ID; id == "pnk_aaaaaa" || !strings.HasPrefix(id, "pnk_") || len(id) != 10 {
+		t.Fatalf("minted %q", id)
+	}
+	if !strings.Contains(string(res.Line), `"id":"`+res.Event.ID+`"`) {
+		t.Fatalf("the line does not carry the minted id: %s", res.Line)
+	}
+	if rep := l.Verify(); !rep.Whole() || rep.Lines != 2 {
+		t.Fatalf("verify: %+v", rep)
+	}
+}
