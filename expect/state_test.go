@@ -363,7 +363,9 @@ func TestRaiseRefusals(t *testing.T) {
 		{"push authentication without URL", mod(func(r *Raise) { r.ReplyTo = &ReplyTo{URL: "http://a/", PushAuthScheme: "Bearer"} }), rule.Invalid, "replyTo.push.url"},
 		{"push credentials without scheme", mod(func(r *Raise) { r.ReplyTo = &ReplyTo{PushURL: "http://a/", PushAuthCredentials: "c"} }), rule.Invalid, "replyTo.push.authentication.scheme"},
 		{"push scheme not a token", mod(func(r *Raise) { r.ReplyTo = &ReplyTo{PushURL: "http://a/", PushAuthScheme: "Bear er"} }), rule.Invalid, "replyTo.push.authentication.scheme"},
-		{"push credentials padded", mod(func(r *Raise) { r.ReplyTo = &ReplyTo{PushURL: "http://a/", PushAuthScheme: "Bearer", PushAuthCredentials: " c"} }), rule.Invalid, "replyTo.push.authentication.credentials"},
+		{"push credentials padded", mod(func(r *Raise) {
+			r.ReplyTo = &ReplyTo{PushURL: "http://a/", PushAuthScheme: "Bearer", PushAuthCredentials: " c"}
+		}), rule.Invalid, "replyTo.push.authentication.credentials"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { h.refuse(agent, false, now, c.cmd, c.code, c.field) })
