@@ -46,7 +46,8 @@ type Config struct {
 	// writers it just acknowledged to come back and be decided, so they
 	// share the next fsync with the batches already waiting instead of
 	// forming a cohort of their own (zero: no wait). It never waits longer
-	// than that fsync took: the fsync it hopes to save.
+	// than twice the last fsync took: a wait worth about the fsync it saves
+	// (writers over HTTP come back more slowly than in-process ones).
 	CohortWait time.Duration
 	// LockTimeout bounds the wait for another process's append.
 	LockTimeout time.Duration
@@ -86,7 +87,7 @@ func (c Config) expectConfig() expect.Config {
 func DefaultConfig() Config {
 	return Config{
 		Limits: promise.DefaultLimits(), Now: time.Now, Logger: slog.Default(),
-		CheckpointMin: 2048, BatchMax: 1024, CohortWait: 500 * time.Microsecond, LockTimeout: 30 * time.Second,
+		CheckpointMin: 2048, BatchMax: 1024, CohortWait: 2 * time.Millisecond, LockTimeout: 30 * time.Second,
 		Timekeeper: DefaultTimekeeper, LineageMax: expect.DefaultConfig().LineageMax,
 		IdempotencyWindow: 24 * time.Hour,
 	}
@@ -911,7 +912,7 @@ func (l *Ledger) syncLoop(inline bool) {
 			l.dmu.Lock()
 			waiting := l.unwrittenReqs
 			l.dmu.Unlock()
-			l.awaitCohort(waiting+acked, min(l.cfg.CohortWait, took))
+			l.awaitCohort(waiting+acked, min(l.cfg.CohortWait, 2*took))
 		}
 		acked = 0
 		l.dmu.Lock()

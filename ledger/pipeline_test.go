@@ -333,7 +333,7 @@ func TestPanicAfterAppendingLeavesNoLine(t *testing.T) {
 }
 
 // The syncer waits for the writers it acknowledged only until they are
-// back, and never longer than the fsync it hopes to save, however long
+// back, and never longer than twice the fsync it hopes to save, however long
 // CohortWait is: writers that stop coming cost at most that. A lone writer
 // never waits.
 func TestCohortWaitEndsWhenTheWritersAreBack(t *testing.T) {
