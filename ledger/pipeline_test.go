@@ -26,6 +26,22 @@ func fileLines(t *testing.T, l *Ledger) int {
 	return strings.Count(string(b), "\n")
 }
 
+// holdLock takes the session's file lock as another process would, so the
+// writers that come meanwhile queue; the caller releases it (Abort).
+func holdLock(t *testing.T, l *Ledger) *store.Tx {
+	t.Helper()
+	other, err := store.Open(l.Dir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	held, err := other.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return held
+}
+
 // A record is in the file before its fsync; nobody reading this process's
 // state sees it until the fsync has returned and its writer is acknowledged.
 func TestReadersSeeOnlyDurableRecords(t *testing.T) {
@@ -75,15 +91,7 @@ func TestFailedFsyncFailsTheRestOfThePipeline(t *testing.T) {
 	// first batch is one writer and the rest are decided and written while
 	// its fsync is under way: that fsync fails once all of them are in the
 	// file.
-	other, err := store.Open(l.Dir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	held, err := other.Begin(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := holdLock(t, l)
 	const writers = 16
 	var once sync.Once
 	l.syncLog = func() error {
@@ -264,15 +272,7 @@ func TestPanicAfterAppendingLeavesNoLine(t *testing.T) {
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.BatchMax = 1 // one request a batch
 	l := open(t, t.TempDir(), cfg)
-	other, err := store.Open(l.Dir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	held, err := other.Begin(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := holdLock(t, l)
 	gate := make(chan struct{})
 	var once sync.Once
 	l.syncLog = func() error {
