@@ -140,6 +140,7 @@ type Ledger struct {
 	cpSeq   atomic.Uint64  // the last checkpoint's sequence; read without mu by the syncer
 	stale   bool           // st holds records whose commit failed: rebuild before use
 	readers int            // readers waiting for the disk to catch up with st
+	waiting atomic.Int32   // readers, as the syncer sees them without mu: it does not wait for a cohort then
 
 	qmu        sync.Mutex // guards queue, committing
 	queue      []*request
@@ -416,7 +417,10 @@ func (l *Ledger) waitDurableLocked() {
 			break
 		}
 		l.readers++
+		l.waiting.Add(1)
+		signal(l.decided) // a syncer waiting for a cohort: write what there is
 		l.reads.Wait()
+		l.waiting.Add(-1)
 		l.readers--
 	}
 	if l.readers == 0 {
@@ -996,8 +1000,8 @@ func (l *Ledger) syncLoop(inline bool) {
 // awaitCohort waits, at most bound, until target requests are decided and
 // waiting to be written.
 func (l *Ledger) awaitCohort(target int, bound time.Duration) {
-	if bound <= 0 {
-		return
+	if bound <= 0 || l.waiting.Load() > 0 {
+		return // readers wait for the disk, and the committer for them
 	}
 	l.dmu.Lock()
 	if l.unwrittenReqs >= target {
