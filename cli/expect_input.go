@@ -15,6 +15,7 @@ import (
 
 	"tally/expect"
 	"tally/rule"
+	"tally/server"
 )
 
 // writeExpectDoc writes one --json document: schema_version, then the
@@ -109,28 +110,6 @@ type raiseInput struct {
 	afterSet                            bool
 }
 
-// raiseDoc is the JSON document `expect raise -` reads: the draft's fields.
-type raiseDoc struct {
-	ExpectationID string          `json:"expectationId"`
-	Kind          string          `json:"kind"`
-	Subject       *expect.Subject `json:"subject"`
-	Expects       string          `json:"expects"`
-	SatisfiedBy   *struct {
-		FactKey string `json:"factKey"`
-	} `json:"satisfiedBy"`
-	DueAt  string `json:"dueAt"`
-	Grace  string `json:"grace"`
-	Anchor *struct {
-		ExpectationID string `json:"expectationId"`
-		Offset        string `json:"offset"`
-	} `json:"anchor"`
-	After      []string       `json:"after"`
-	Horizon    string         `json:"horizon"`
-	Basis      string         `json:"basis"`
-	Supersedes string         `json:"supersedes"`
-	Origin     *expect.Origin `json:"origin"`
-}
-
 // readRaiseDoc reads one JSON object from in into r; unknown fields are
 // refused by name.
 func readRaiseDoc(in io.Reader, r *raiseInput) error {
@@ -143,7 +122,7 @@ func readRaiseDoc(in io.Reader, r *raiseInput) error {
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	var d raiseDoc
+	var d server.ExpectRaiseBody // the draft's document, as the HTTP API takes it
 	if err := dec.Decode(&d); err != nil {
 		msg := err.Error()
 		if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
