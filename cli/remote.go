@@ -48,12 +48,13 @@ package cli
 // own log and prints its report, exit 0 only when whole, naming a damaged
 // log by its path under the server's ledger directory; `import` sends the
 // file's lines, and the server appends them all or none, for an admin-role
-// token only (an import writes records as the parties they name). An import
-// is not retried by key: the server records no request for it.
+// token only (an import writes records as the parties they name). The CLI
+// sends no key for an import; a client that sends one gets the recorded
+// answer on a retry.
 //
 // Every other verb works on a local ledger directory only (init, demo,
-// serve, token and watch make or run a ledger directory or a server; a2a
-// card|task): with TALLY_URL set they refuse with exit 2, saying why,
+// serve, token and watch make or run a ledger directory or a server): with
+// TALLY_URL set they refuse with exit 2, saying why,
 // instead of quietly using a local ledger.
 
 import (

@@ -39,6 +39,17 @@ func (e *ImportError) Unwrap() error { return e.Err }
 // record's bytes, ts and ids. Every line is checked before anything is
 // written; one bad line refuses the whole import. All lines share one fsync.
 func (l *Ledger) Import(ctx context.Context, lines [][]byte, opts WriteOptions) (ImportReport, error) {
+	rep, _, _, err := l.ImportIdempotent(ctx, lines, opts, nil, nil)
+	return rep, err
+}
+
+// ImportIdempotent is Import made safe to retry. With idem set (its Render
+// is not used), render makes the response from the report, and it is
+// recorded with the records in the same fsync: a retry with the same key
+// and digest gets that response byte for byte and replayed true, appending
+// nothing (the report is then empty); the same key with another digest is
+// an IdempotencyError.
+func (l *Ledger) ImportIdempotent(ctx context.Context, lines [][]byte, opts WriteOptions, idem *Idempotency, render func(ImportReport) []byte) (ImportReport, []byte, bool, error) {
 	recs := make([]pending, 0, len(lines))
 	var rep ImportReport
 	for i, raw := range lines {
@@ -47,21 +58,21 @@ func (l *Ledger) Import(ctx context.Context, lines [][]byte, opts WriteOptions) 
 			continue
 		}
 		if !wire.Valid(line) || !wire.IsObject(bytes.TrimSpace(line)) {
-			return rep, &ImportError{Line: i + 1, Err: errors.New("not a JSON object")}
+			return rep, nil, false, &ImportError{Line: i + 1, Err: errors.New("not a JSON object")}
 		}
 		if hasEnvelope(line) {
 			body, err := store.StripEnvelope(line)
 			if err != nil {
-				return rep, &ImportError{Line: i + 1, Err: fmt.Errorf("member %q is not a tally envelope: %v", promise.EnvelopeKey, err)}
+				return rep, nil, false, &ImportError{Line: i + 1, Err: fmt.Errorf("member %q is not a tally envelope: %v", promise.EnvelopeKey, err)}
 			}
 			line = body
 		}
 		if len(line)+512 > store.LineMax {
-			return rep, &ImportError{Line: i + 1, Err: fmt.Errorf("record over %d bytes", store.LineMax-512)}
+			return rep, nil, false, &ImportError{Line: i + 1, Err: fmt.Errorf("record over %d bytes", store.LineMax-512)}
 		}
 		p, known, err := importRecord(line)
 		if err != nil {
-			return rep, &ImportError{Line: i + 1, Err: err}
+			return rep, nil, false, &ImportError{Line: i + 1, Err: err}
 		}
 		if !known {
 			rep.Unknown++
@@ -70,18 +81,32 @@ func (l *Ledger) Import(ctx context.Context, lines [][]byte, opts WriteOptions) 
 		recs = append(recs, p)
 	}
 	if len(recs) == 0 {
-		return rep, rule.Invalidf("file", "holds no records")
+		return rep, nil, false, rule.Invalidf("file", "holds no records")
 	}
 	req := &request{opts: opts, decide: func(st *State, now time.Time) ([]pending, []string, error) {
 		return recs, nil, nil
 	}}
+	report := func(res []Result) ImportReport {
+		r := rep
+		r.Appended = len(res)
+		if len(res) > 0 {
+			r.FirstSeq, r.LastSeq = res[0].Seq, res[len(res)-1].Seq
+		}
+		return r
+	}
+	if idem != nil {
+		k := *idem
+		k.Render = func(_ *State, res []Result) []byte { return render(report(res)) }
+		req.idem = &k
+	}
 	res, err := l.submit(ctx, req)
 	if err != nil {
-		return rep, err
+		return rep, nil, false, err
 	}
-	rep.Appended = len(res)
-	rep.FirstSeq, rep.LastSeq = res[0].Seq, res[len(res)-1].Seq
-	return rep, nil
+	if req.replayed {
+		return ImportReport{}, req.response, true, nil
+	}
+	return report(res), req.response, false, nil
 }
 
 // importRecord checks one imported record with the decoder of the family

@@ -302,10 +302,9 @@ func (s *Server) importLog(w http.ResponseWriter, r *http.Request) {
 		writeDoc(w, http.StatusUnsupportedMediaType, jsondoc.Error("Content-Type: must be application/x-ndjson or text/plain (one JSON record a line)", "invalid"))
 		return
 	}
-	if r.Header.Get("Idempotency-Key") != "" {
-		// The import path records no request, so a retry would append every
-		// record again; refusing the key says so instead of pretending.
-		s.writeError(w, rule.Invalidf("Idempotency-Key", "an import is not replayed by key: a retried import appends its records again, so look at the log (export) before retrying"))
+	key := r.Header.Get("Idempotency-Key")
+	if len(key) > 256 {
+		s.writeError(w, rule.Invalidf("Idempotency-Key", "at most 256 bytes"))
 		return
 	}
 	l, err := s.session(r.PathValue("tenant"), r.PathValue("session"))
@@ -324,13 +323,42 @@ func (s *Server) importLog(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	rep, err := l.Import(r.Context(), bytes.Split(body, []byte{'\n'}), ledger.WriteOptions{Actor: p.actor})
+	lines := bytes.Split(body, []byte{'\n'})
+	if key == "" {
+		rep, err := l.Import(r.Context(), lines, ledger.WriteOptions{Actor: p.actor})
+		if err != nil {
+			s.writeError(w, ImportRefusal(err))
+			return
+		}
+		writeDoc(w, http.StatusOK, ImportDoc(rep, true))
+		return
+	}
+	// With a key the answer is recorded with the records (one log line), so
+	// a retry gets it byte for byte and appends nothing.
+	idem := &ledger.Idempotency{Principal: p.actor, Key: key, Digest: s.commandDigest(r, body)}
+	_, resp, replayed, err := l.ImportIdempotent(r.Context(), lines, ledger.WriteOptions{Actor: p.actor, RequestID: key}, idem, recordedImportDoc)
 	if err != nil {
 		s.writeError(w, ImportRefusal(err))
 		return
 	}
-	writeDoc(w, http.StatusOK, ImportDoc(rep, true))
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeDoc(w, http.StatusOK, append(resp[:len(resp):len(resp)], '\n'))
 }
+
+// recordedImportDoc is the answer to an import with a key: ImportDoc, with
+// at most importWarningsMax warnings (and a last one counting the rest), so
+// that it fits the log line it is recorded in.
+func recordedImportDoc(rep ledger.ImportReport) []byte {
+	if n := len(rep.Warnings); n > importWarningsMax {
+		rep.Warnings = append(rep.Warnings[:importWarningsMax:importWarningsMax], fmt.Sprintf("and %d more lines of types tally does not fold, kept as they are", n-importWarningsMax))
+	}
+	return ImportDoc(rep, true)
+}
+
+// importWarningsMax bounds the warnings a recorded import answer lists.
+const importWarningsMax = 100
 
 // readImport reads an import's body: into one allocation of its declared
 // length, else growing as it comes (bounded by the route's bodyMax).

@@ -222,7 +222,7 @@ func TestImportOverHTTP(t *testing.T) {
 		{"bad until on line 1", "boss", strings.Replace(body, "2026-08-31T12:00:00Z", "next week", 1), ndjson, 400, `"error":"line 1: until: `},
 		{"no records", "boss", "\n\n", ndjson, 400, "file: holds no records"},
 		{"JSON body", "boss", body, []string{"Content-Type", "application/json"}, 415, "Content-Type"},
-		{"request id", "boss", body, append([]string{"Idempotency-Key", "imp-1"}, ndjson...), 400, "Idempotency-Key"},
+		{"request id too long", "boss", body, append([]string{"Idempotency-Key", strings.Repeat("k", 257)}, ndjson...), 400, "Idempotency-Key"},
 	}
 	for _, c := range cases {
 		code, got, _ := f.do("POST", base+"/import", c.who, c.body, c.hdr...)
@@ -290,6 +290,45 @@ func TestImportOverHTTP(t *testing.T) {
 	code, got, _ := f.do("POST", base+"/import", "boss", body, ndjson...)
 	if code != 200 || !strings.Contains(got, `"first_seq":3,"last_seq":6`) {
 		t.Errorf("import after two declarations: %d %s", code, got)
+	}
+}
+
+// An import with an Idempotency-Key is recorded with its records: a retry
+// gets the answer byte for byte and appends nothing;
+// the key with another body is a conflict; a large number of unknown types
+// is summed up so the answer fits its log line.
+func TestImportIsIdempotentByKey(t *testing.T) {
+	f := adminFixture(t)
+	body := strings.Join(importLines, "\n") + "\n"
+	hdr := []string{"Content-Type", "application/x-ndjson", "Idempotency-Key", "imp-1"}
+	code, first, h := f.do("POST", base+"/import", "boss", body, hdr...)
+	want := `{"schema_version":1,"appended":4,"unknown":1,"first_seq":1,"last_seq":4,"warnings":["line 3: record type \"nudge\" is not one tally folds; kept as is"]}` + "\n"
+	if code != 200 || first != want || h.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("first import: %d %s", code, first)
+	}
+	after := f.logBytes()
+	code, again, h := f.do("POST", base+"/import", "boss", body, hdr...)
+	if code != 200 || again != first || h.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("retry: %d %s (replayed %q)", code, again, h.Get("Idempotent-Replayed"))
+	}
+	if !bytes.Equal(after, f.logBytes()) {
+		t.Fatal("a retried import appended to the log")
+	}
+	code, got, _ := f.do("POST", base+"/import", "boss", strings.Join(importLines[:2], "\n"), hdr...)
+	if code != 409 || !strings.Contains(got, "IdempotencyConflict") || !bytes.Equal(after, f.logBytes()) {
+		t.Fatalf("same key, other body: %d %s", code, got)
+	}
+
+	var many strings.Builder
+	for i := 0; i < 500; i++ {
+		fmt.Fprintf(&many, `{"ts":"2026-09-01T19:00:00Z","type":"nudge%d"}`+"\n", i)
+	}
+	code, got, _ = f.do("POST", base+"/import", "boss", many.String(), "Content-Type", "application/x-ndjson", "Idempotency-Key", "imp-2")
+	if code != 200 || strings.Count(got, "kept as is") != importWarningsMax || !strings.Contains(got, "and 400 more lines") {
+		t.Fatalf("500 unknown types: %d %.400s", code, got)
+	}
+	if code, again, _ := f.do("POST", base+"/import", "boss", many.String(), "Content-Type", "application/x-ndjson", "Idempotency-Key", "imp-2"); code != 200 || again != got {
+		t.Fatalf("retry of the large import: %d", code)
 	}
 }
 
