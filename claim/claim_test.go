@@ -537,3 +537,32 @@ func TestListFilters(t *testing.T) {
 		t.Fatalf("states %v", got)
 	}
 }
+
+// A verdict may carry its evidence: the artifact is published in the same
+// batch, first, and a refused verdict leaves no evidence behind.
+func TestVerdictPublishesItsEvidence(t *testing.T) {
+	l := newLedger(t)
+	slots := []SlotSpec{slot("change", Required, check("behavior", maintainer, Required), check("review", reviewer, Required, Quality))}
+	l.open("C1", slots)
+	l.publish("C1", "A", "change", 1)
+	l.respond("C1", "T1", 1, map[string]string{"change": "A"})
+	pub := &PublishArtifact{Artifact: "EV1", Role: RoleResult, Kind: "log", Content: artifact.HashContent([]byte("log")), Size: 3}
+	// The wrong evaluator: refused, and the evidence with it.
+	l.refuse(maintainer, ReportVerdict{Claim: "C1", Check: "review", Artifact: "A", Result: Pass, Publish: pub}, rule.Forbidden, "actor")
+	if _, ok := l.s.claims["C1"].artifacts["EV1"]; ok {
+		t.Fatal("a refused verdict left its evidence")
+	}
+	l.refuse(maintainer, ReportVerdict{Claim: "C1", Check: "behavior", Artifact: "A", Result: Pass,
+		Publish: &PublishArtifact{Artifact: "EV1", Role: RoleOutput, Kind: "log", Content: pub.Content}}, rule.Invalid, "evidence_artifact.role")
+	l.refuse(maintainer, ReportVerdict{Claim: "C1", Check: "behavior", Artifact: "A", Result: Pass, Evidence: "OTHER", Publish: pub}, rule.Invalid, "evidence")
+	evs := l.do(maintainer, ReportVerdict{Claim: "C1", Check: "behavior", Artifact: "A", Result: Pass, Publish: pub})
+	if len(evs) != 3 || evs[0].Type != TypeArtifact || evs[1].Type != TypeCheckBegin || evs[2].Type != TypeCheckVerdict {
+		t.Fatalf("records %v", evs)
+	}
+	if evs[2].Evidence != "EV1" || evs[2].EvidenceHash != evs[0].Digest {
+		t.Fatalf("the verdict names %s %s, the evidence is %s %s", evs[2].Evidence, evs[2].EvidenceHash, evs[0].Artifact, evs[0].Digest)
+	}
+	if got := l.view("C1").Slots[0].Checks[0].Targets[0].State; got != "passed" {
+		t.Fatalf("behavior on A: %s", got)
+	}
+}

@@ -105,10 +105,14 @@ type BeginCheck struct{ Claim, Check, Artifact, Digest string }
 
 // ReportVerdict records a verdict with its evidence (designated evaluator).
 // If no attempt is running on the target, Decide records its begin first.
+// With Publish set, the evidence is published in the same batch, first:
+// Evidence and EvidenceDigest then name that artifact, and a refused verdict
+// leaves no evidence behind either.
 type ReportVerdict struct {
 	Claim, Check, Artifact, Digest string
 	Result                         Result
 	Evidence, EvidenceDigest, Note string
+	Publish                        *PublishArtifact // the evidence to publish with the verdict (role result)
 }
 
 // Cancel ends the claim (claimant).
@@ -350,6 +354,25 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *rule.
 			return nil, rule.NotFoundf("claim", "no claim "+quote(c.Claim))
 		}
 		var out []Event
+		if c.Publish != nil {
+			p := *c.Publish
+			if p.Claim != "" && p.Claim != c.Claim {
+				return nil, rule.Invalidf("evidence_artifact.claim", "names "+quote(p.Claim)+" but the verdict is on "+quote(c.Claim))
+			}
+			if p.Role != RoleResult {
+				return nil, rule.Invalidf("evidence_artifact.role", "evidence is a result artifact")
+			}
+			if c.Evidence != "" && c.Evidence != p.Artifact {
+				return nil, rule.Invalidf("evidence", "names "+quote(c.Evidence)+" but the evidence published with it is "+quote(p.Artifact))
+			}
+			p.Claim = c.Claim
+			pub, r := s.build(actor, now, p)
+			if r != nil {
+				return nil, r
+			}
+			out = append(out, pub...)
+			c.Evidence, c.EvidenceDigest = p.Artifact, pub[0].Digest
+		}
 		v := Event{Type: TypeCheckVerdict, Claim: c.Claim, Check: c.Check, Artifact: c.Artifact, Digest: digest,
 			Result: string(c.Result), Evidence: c.Evidence, EvidenceHash: s.pin(c.Claim, c.Evidence, c.EvidenceDigest), Note: c.Note}
 		if a := cr.attempts[attemptKey{c.Check, c.Artifact, digest}]; a != nil && a.state == attemptRunning {

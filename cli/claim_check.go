@@ -88,8 +88,9 @@ type checkStore interface {
 	guard(ctx context.Context, v *claim.View, check, art string, onlyIfNew bool) error
 	// materialise writes the target's verified bytes to path.
 	materialise(ctx context.Context, a claim.ArtifactView, path string) error
-	// publish stores r as the actor's result artifact and returns its record.
-	publish(ctx context.Context, name, kind, schema string, r io.Reader) (claim.Event, error)
+	// reportWithEvidence stores r as the actor's result artifact and reports
+	// v citing it, as one ledger write: a refused verdict leaves no evidence.
+	reportWithEvidence(ctx context.Context, v claim.ReportVerdict, name, kind, schema string, r io.Reader) error
 	// submit appends a check record and returns the first line appended.
 	submit(ctx context.Context, cmd claim.Command, step string) ([]byte, error)
 	// print prints every record written and the claim as it stands.
@@ -158,17 +159,15 @@ func (b *localChecks) materialise(ctx context.Context, a claim.ArtifactView, pat
 	return getLocal(ctx, b.objs, "artifact "+a.Artifact, content, path, nil)
 }
 
-func (b *localChecks) publish(ctx context.Context, name, kind, schema string, r io.Reader) (claim.Event, error) {
+func (b *localChecks) reportWithEvidence(ctx context.Context, v claim.ReportVerdict, name, kind, schema string, r io.Reader) error {
 	content, size, err := b.objs.Put(ctx, r)
 	if err != nil {
-		return claim.Event{}, err
+		return err
 	}
-	line, err := b.submit(ctx, claim.PublishArtifact{Claim: b.claim, Artifact: mintEvidenceID(), Role: claim.RoleResult,
-		Kind: kind, Schema: schema, Name: name, Content: content, Size: size}, "evidence")
-	if err != nil {
-		return claim.Event{}, err
-	}
-	return claim.Decode(line)
+	v.Publish = &claim.PublishArtifact{Claim: b.claim, Artifact: b.evidenceID(), Role: claim.RoleResult,
+		Kind: kind, Schema: schema, Name: name, Content: content, Size: size}
+	_, err = b.submit(ctx, v, "")
+	return err
 }
 
 func (b *localChecks) submit(ctx context.Context, cmd claim.Command, _ string) ([]byte, error) {
@@ -232,28 +231,20 @@ func (b *remoteChecks) key(step string) string {
 	return b.requestID + "/" + step
 }
 
-func (b *remoteChecks) publish(ctx context.Context, name, kind, schema string, r io.Reader) (claim.Event, error) {
-	// With a request id the evidence id is derived from it, so a retry
-	// replays the upload instead of storing a second artifact.
-	id := mintEvidenceID()
-	if b.requestID != "" {
-		sum := blake3.Sum256([]byte("tally evidence id\n" + b.who + "\n" + b.claim + "\n" + b.requestID))
-		id = "ev_" + hex.EncodeToString(sum[:4])
+func (b *remoteChecks) reportWithEvidence(ctx context.Context, v claim.ReportVerdict, name, kind, schema string, r io.Reader) error {
+	q := url.Values{"artifact": {v.Artifact}, "result": {string(v.Result)}, "evidence": {evidenceID(b.who, b.claim, b.requestID)},
+		"kind": {kind}, "name": {name}}
+	for k, val := range map[string]string{"digest": v.Digest, "note": v.Note, "schema": schema} {
+		if val != "" {
+			q.Set(k, val)
+		}
 	}
-	q := url.Values{"role": {string(claim.RoleResult)}, "kind": {kind}, "name": {name}}
-	if schema != "" {
-		q.Set("schema", schema)
-	}
-	doc, err := b.rc.putArtifact(ctx, b.claim, id, q, r, b.key("evidence"))
+	doc, err := b.rc.exchange(ctx, "PUT", b.rc.path(q, "claims", b.claim, "checks", v.Check, "report"), r, "application/octet-stream", b.key(""))
 	if err != nil {
-		return claim.Event{}, err
+		return err
 	}
 	b.docs = append(b.docs, doc)
-	line, err := firstLine(doc)
-	if err != nil {
-		return claim.Event{}, err
-	}
-	return claim.Decode(line)
+	return nil
 }
 
 func (b *remoteChecks) submit(ctx context.Context, cmd claim.Command, step string) ([]byte, error) {
@@ -287,6 +278,19 @@ func (b *remoteChecks) print(human func(io.Writer, *claim.View, []ledger.Result)
 
 // mintEvidenceID returns a fresh evidence artifact id: ev_ and 8 hex digits.
 func mintEvidenceID() string { return "ev_" + strings.TrimPrefix(mintArtifactID(), "art_") }
+
+// evidenceID is the id of the evidence a verdict publishes: derived from
+// the request id when there is one, so a retry names the same artifact,
+// else fresh.
+func evidenceID(who, claimID, requestID string) string {
+	if requestID == "" {
+		return mintEvidenceID()
+	}
+	sum := blake3.Sum256([]byte("tally evidence id\n" + who + "\n" + claimID + "\n" + requestID))
+	return "ev_" + hex.EncodeToString(sum[:4])
+}
+
+func (b *localChecks) evidenceID() string { return evidenceID(b.who, b.claim, b.requestID) }
 
 func newCheckBegin(g *global) *cobra.Command {
 	var d checkDoc
@@ -398,20 +402,19 @@ func newCheckReport(g *global) *cobra.Command {
 			if err := evaluatorRefusal(&v, d.Check, b.actor()); err != nil {
 				return err
 			}
+			verdict := claim.ReportVerdict{Claim: d.Claim, Check: d.Check, Artifact: d.Artifact, Digest: d.Digest,
+				Result: claim.Result(d.Result), Evidence: d.Evidence, EvidenceDigest: d.EvidenceDigest, Note: d.Note}
 			if d.EvidenceFile != "" {
 				f, err := os.Open(g.abs(d.EvidenceFile))
 				if err != nil {
 					return usagef("evidence_file: %v", err)
 				}
-				ev, err := b.publish(ctx, filepath.Base(d.EvidenceFile), "evidence", "", f)
+				err = b.reportWithEvidence(ctx, verdict, filepath.Base(d.EvidenceFile), "evidence", "", f)
 				f.Close()
 				if err != nil {
 					return err
 				}
-				d.Evidence, d.EvidenceDigest = ev.Artifact, ev.Digest
-			}
-			if _, err := b.submit(ctx, claim.ReportVerdict{Claim: d.Claim, Check: d.Check, Artifact: d.Artifact, Digest: d.Digest,
-				Result: claim.Result(d.Result), Evidence: d.Evidence, EvidenceDigest: d.EvidenceDigest, Note: d.Note}, ""); err != nil {
+			} else if _, err := b.submit(ctx, verdict, ""); err != nil {
 				return err
 			}
 			return b.print(printCheckRecords)
@@ -565,16 +568,12 @@ func newCheckRun(g *global) *cobra.Command {
 			logb = append(logb, "---\n"...)
 			logb = append(logb, out.Log...)
 			logb = fmt.Appendf(logb, "---\nverdict: %s (%s)\n", out.Result, out.Note)
-			ev, err := b.publish(ctx, d.Check+".log", "validator-log", "text/plain", bytes.NewReader(logb))
-			if err != nil {
-				return err
-			}
 			note := d.Note
 			if note == "" {
 				note = out.Note
 			}
-			if _, err := b.submit(ctx, claim.ReportVerdict{Claim: d.Claim, Check: d.Check, Artifact: d.Artifact, Digest: d.Digest,
-				Result: out.Result, Evidence: ev.Artifact, EvidenceDigest: ev.Digest, Note: note}, ""); err != nil {
+			if err := b.reportWithEvidence(ctx, claim.ReportVerdict{Claim: d.Claim, Check: d.Check, Artifact: d.Artifact, Digest: d.Digest,
+				Result: out.Result, Note: note}, d.Check+".log", "validator-log", "text/plain", bytes.NewReader(logb)); err != nil {
 				return err
 			}
 			return b.print(printCheckRecords)

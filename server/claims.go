@@ -43,6 +43,7 @@ func (s *Server) claimRoutes() []route {
 		{name: "claim.testament.receive", method: "POST", pattern: one + "/testaments/{testament}/receive", summary: "Receive a posted response testament (claimant)", body: "Empty", write: true, handle: s.claimTestamentStep("receive")},
 		{name: "claim.check.begin", method: "POST", pattern: one + "/checks/{check}/begin", summary: "Begin the next attempt of a check on one target (designated evaluator)", body: "ClaimCheck", write: true, handle: s.claimCheck("begin")},
 		{name: "claim.check.report", method: "POST", pattern: one + "/checks/{check}/report", summary: "Report a verdict with evidence (designated evaluator)", body: "ClaimCheck", write: true, handle: s.claimCheck("report")},
+		{name: "claim.check.report_evidence", method: "PUT", pattern: one + "/checks/{check}/report", summary: "Store the body's bytes as the evaluator's evidence and report the verdict citing it, in one write (artifact, digest, result, note, evidence, kind, schema, name in the query)", body: "Bytes", write: true, bodyMax: ArtifactBodyMax, handle: s.claimReportWithEvidence},
 		{name: "claim.artifact.put", method: "PUT", pattern: one + "/artifacts/{artifact}", summary: "Store the body's bytes and publish the artifact (role, slot, generation, kind, schema, name in the query)", body: "Bytes", write: true, bodyMax: ArtifactBodyMax, handle: s.claimArtifactPut},
 		{name: "claim.artifact.get", method: "GET", pattern: one + "/artifacts/{artifact}", summary: "The artifact's bytes, verified against its recorded content digest", handle: s.claimArtifactGet},
 		{name: "claim.artifact.verify", method: "GET", pattern: one + "/artifacts/{artifact}/verify", summary: "Re-hash the artifact's stored copy: its row when intact, else the refusal reading it would give", handle: s.artifactVerifyOne},
@@ -428,6 +429,72 @@ func (s *Server) objects() (*artifact.Store, error) {
 // claimArtifactPut streams the body into the content store, then publishes
 // the artifact with the description in the query. The idempotency digest
 // covers the query and the bytes.
+// claimReportWithEvidence stores the body as the evaluator's result
+// artifact and reports the verdict citing it as one ledger write: a verdict
+// the ledger refuses leaves no evidence recorded (the bytes stay in the
+// content store, unreferenced).
+func (s *Server) claimReportWithEvidence(w http.ResponseWriter, r *http.Request) {
+	p, l, err := s.openSession(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/octet-stream" {
+		writeDoc(w, http.StatusUnsupportedMediaType, jsondoc.Error("Content-Type: must be application/octet-stream", "invalid"))
+		return
+	}
+	q := r.URL.Query()
+	for k := range q {
+		switch k {
+		case "artifact", "digest", "result", "note", "evidence", "kind", "schema", "name":
+		default:
+			s.writeError(w, rule.Invalidf(k, "is not a parameter of a verdict with evidence (artifact, digest, result, note, evidence, kind, schema, name)"))
+			return
+		}
+	}
+	for _, f := range []string{"artifact", "evidence"} {
+		if err := needField(f, q.Get(f)); err != nil {
+			s.writeError(w, err)
+			return
+		}
+	}
+	switch claim.Result(q.Get("result")) {
+	case claim.Pass, claim.Fail, claim.Incomplete, claim.Error:
+	default:
+		s.writeError(w, rule.Invalidf("result", "must be pass, fail, incomplete or error"))
+		return
+	}
+	kind, name := q.Get("kind"), q.Get("name")
+	if kind == "" {
+		kind = "evidence"
+	}
+	if name == "" {
+		name = q.Get("evidence")
+	}
+	id, check := r.PathValue("id"), r.PathValue("check")
+	cmd := claim.ReportVerdict{Claim: id, Check: check, Artifact: q.Get("artifact"), Digest: q.Get("digest"),
+		Result: claim.Result(q.Get("result")), Note: q.Get("note")}
+	// The target's bytes are verified before the evidence is stored.
+	if err := s.guardTarget(r.Context())(l, cmd); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	objs, err := s.objects()
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	content, size, err := objs.Put(r.Context(), r.Body)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	cmd.Publish = &claim.PublishArtifact{Claim: id, Artifact: q.Get("evidence"), Role: claim.RoleResult, Kind: kind,
+		Schema: q.Get("schema"), Name: name, Content: content, Size: size}
+	digestBody := []byte(r.URL.RawQuery + "\n" + content.String())
+	s.execute(w, r, p, l, digestBody, ledger.Command{Claim: cmd}, http.StatusOK, s.renderClaim(id))
+}
+
 func (s *Server) claimArtifactPut(w http.ResponseWriter, r *http.Request) {
 	p, l, err := s.openSession(r)
 	if err != nil {

@@ -458,3 +458,21 @@ func TestE2EClaimTestReport(t *testing.T) {
 	}
 	c.wantState("C1", "ValidationFailed")
 }
+
+// A verdict the core refuses (here: its target named with a digest that is
+// not the artifact's) leaves no evidence behind: the evidence is published
+// in the verdict's own write. And on a claim that has ended, no new attempt
+// begins, with or without evidence.
+func TestE2EClaimRefusedVerdictLeavesNoEvidence(t *testing.T) {
+	c, _ := openC17(t)
+	evidence := c.file("e", "log.txt", "looked at it\n")
+	c.refused(runOpts{}, 1, "conflict", "check", "report", "behavior", "--claim", "C17", "--artifact", "patch-a",
+		"--digest", strings.Repeat("0", 64), "--result", "pass", "--evidence-file", evidence, "--as", maintainer)
+	if arts := c.must("artifact", "ls", "--claim", "C17"); strings.Contains(arts, "ev_") {
+		t.Fatalf("evidence recorded for a refused verdict:\n%s", arts)
+	}
+	c.must("claim", "cancel", "C17", "--reason", "no longer needed", "--as", maintainer)
+	c.refused(runOpts{}, 1, "conflict", "check", "report", "behavior", "--claim", "C17", "--artifact", "patch-a",
+		"--result", "pass", "--evidence-file", evidence, "--as", maintainer)
+	c.refused(runOpts{}, 1, "conflict", "check", "run", "behavior", "--claim", "C17", "--command", "true", "--as", maintainer)
+}

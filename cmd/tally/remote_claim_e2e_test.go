@@ -392,4 +392,13 @@ func TestRemoteCheckRetryReplays(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.err, `"code":"IdempotencyConflict"`) {
 		t.Errorf("the same request id for another verdict: %v", r)
 	}
+	// A verdict the ledger refuses (its target named with a wrong digest)
+	// stores no evidence: the evidence is published in the verdict's write.
+	before := readOrNil(t, srvLog)
+	r = as(maintainer, "check", "report", "review", "--claim", "C17", "--artifact", "patch-a", "--digest", strings.Repeat("0", 64),
+		"--result", "pass", "--evidence-file", "review.md", "--json")
+	if r.code != 1 || !strings.Contains(r.err, `"code":"conflict"`) {
+		t.Errorf("a verdict on a wrong digest: %v", r)
+	}
+	sameBytes(t, "a refused verdict with evidence", srvLog, before)
 }
