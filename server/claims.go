@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"tally/artifact"
@@ -426,31 +429,37 @@ func (s *Server) objects() (*artifact.Store, error) {
 	return artifact.OpenStore(store.ObjectsDir(s.cfg.Root))
 }
 
-// claimArtifactPut streams the body into the content store, then publishes
-// the artifact with the description in the query. The idempotency digest
-// covers the query and the bytes.
+// bytesWrite is the preamble of a route whose body is bytes and whose
+// description is in the query: the session, an octet-stream body, and only
+// the named parameters. It has answered the request when ok is false.
+func (s *Server) bytesWrite(w http.ResponseWriter, r *http.Request, what string, params ...string) (p principal, l *ledger.Ledger, q url.Values, ok bool) {
+	p, l, err := s.openSession(r)
+	if err != nil {
+		s.writeError(w, err)
+		return p, nil, nil, false
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/octet-stream" {
+		writeDoc(w, http.StatusUnsupportedMediaType, jsondoc.Error("Content-Type: must be application/octet-stream", "invalid"))
+		return p, nil, nil, false
+	}
+	q = r.URL.Query()
+	for k := range q {
+		if !slices.Contains(params, k) {
+			s.writeError(w, rule.Invalidf(k, "is not a parameter of "+what+" ("+strings.Join(params, ", ")+")"))
+			return p, nil, nil, false
+		}
+	}
+	return p, l, q, true
+}
+
 // claimReportWithEvidence stores the body as the evaluator's result
 // artifact and reports the verdict citing it as one ledger write: a verdict
 // the ledger refuses leaves no evidence recorded (the bytes stay in the
 // content store, unreferenced).
 func (s *Server) claimReportWithEvidence(w http.ResponseWriter, r *http.Request) {
-	p, l, err := s.openSession(r)
-	if err != nil {
-		s.writeError(w, err)
+	p, l, q, ok := s.bytesWrite(w, r, "a verdict with evidence", "artifact", "digest", "result", "note", "evidence", "kind", "schema", "name")
+	if !ok {
 		return
-	}
-	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/octet-stream" {
-		writeDoc(w, http.StatusUnsupportedMediaType, jsondoc.Error("Content-Type: must be application/octet-stream", "invalid"))
-		return
-	}
-	q := r.URL.Query()
-	for k := range q {
-		switch k {
-		case "artifact", "digest", "result", "note", "evidence", "kind", "schema", "name":
-		default:
-			s.writeError(w, rule.Invalidf(k, "is not a parameter of a verdict with evidence (artifact, digest, result, note, evidence, kind, schema, name)"))
-			return
-		}
 	}
 	for _, f := range []string{"artifact", "evidence"} {
 		if err := needField(f, q.Get(f)); err != nil {
@@ -495,25 +504,15 @@ func (s *Server) claimReportWithEvidence(w http.ResponseWriter, r *http.Request)
 	s.execute(w, r, p, l, digestBody, ledger.Command{Claim: cmd}, http.StatusOK, s.renderClaim(id))
 }
 
+// claimArtifactPut streams the body into the content store, then publishes
+// the artifact with the description in the query. The idempotency digest
+// covers the query and the bytes.
 func (s *Server) claimArtifactPut(w http.ResponseWriter, r *http.Request) {
-	p, l, err := s.openSession(r)
-	if err != nil {
-		s.writeError(w, err)
+	p, l, q, ok := s.bytesWrite(w, r, "an artifact", "role", "slot", "kind", "schema", "name", "generation")
+	if !ok {
 		return
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/octet-stream" {
-		writeDoc(w, http.StatusUnsupportedMediaType, jsondoc.Error("Content-Type: must be application/octet-stream", "invalid"))
-		return
-	}
-	q := r.URL.Query()
-	for k := range q {
-		switch k {
-		case "role", "slot", "kind", "schema", "name", "generation":
-		default:
-			s.writeError(w, rule.Invalidf(k, "is not a parameter of an artifact (role, slot, kind, schema, name, generation)"))
-			return
-		}
-	}
+	var err error
 	var gen uint64
 	if v := q.Get("generation"); v != "" {
 		if gen, err = strconv.ParseUint(v, 10, 64); err != nil {
