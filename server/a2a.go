@@ -394,7 +394,7 @@ func (cfg A2AConfig) AgentCard(base, tenant, session string) *a2a.AgentCard {
 				}),
 			ext(c.ClaimURI, familyClaim, "Claims of work with acceptance requirements (proof of work): create, post, cancel, revoke, supersede, take or adopt the receipt, progress, close/post/receive testaments, begin/report checks, publish and receive artifacts. "+
 				"The record's \"action\" picks the verb (default create); its other members are the HTTP JSON API's body for that verb, \"claim\" defaulting to the message's taskId. The caller's token is the acting identity: the creator is the claimant. "+
-				"artifact.publish takes the bytes as the message's one file part with raw bytes; reading bytes back is the HTTP JSON API's (GET …/claims/{claim}/artifacts/{artifact}). "+
+				"artifact.publish takes the bytes as the message's one file part with raw bytes, and so may check.report its evidence (published in the verdict's own write); reading bytes back is the HTTP JSON API's (GET …/claims/{claim}/artifacts/{artifact}). "+
 				"A claim is a task with the claim's id: Generated, Posted → SUBMITTED; Received … Validating → WORKING; Satisfied → COMPLETED with each slot's witness and the received testament as artifacts; "+
 				"ReceiptFailed or a refused response → REJECTED; Cancelled, Revoked, Superseded → CANCELED; PostFailed, TestamentGenerationFailed, Validation{Incomplete,Failed,Errored}, Expired, DependencyFailed, Deadlocked → FAILED with the reason; overdue stays in the record. CancelTask cancels as the claimant.",
 				nil, map[string]any{

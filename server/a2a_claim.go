@@ -22,7 +22,9 @@ package server
 //	testament.receive  claim, testament
 //	check.begin        claim, check, artifact, digest
 //	check.report       claim, check, artifact, digest, result, evidence,
-//	                   evidence_digest, note
+//	                   evidence_digest, note; with one file part of raw
+//	                   bytes, those bytes are the evidence, published
+//	                   (as evidence, or a fresh id) in the verdict's write
 //	artifact.publish   claim, artifact, role, slot, kind, schema, name,
 //	                   generation; the bytes are the message's one file part
 //	                   with raw bytes
@@ -286,11 +288,32 @@ func (h *a2aHandler) sendClaim(ctx context.Context, c *a2aCall, l *ledger.Ledger
 		return nil, refuseAt(where, err)
 	}
 	content := ""
-	if pa, ok := cmd.(claim.PublishArtifact); ok {
-		if pa, err = h.withFilePart(ctx, msg, pa); err != nil {
+	switch c := cmd.(type) {
+	case claim.PublishArtifact:
+		if c, err = h.withFilePart(ctx, msg, c, act.name); err != nil {
 			return nil, err
 		}
-		cmd, content = pa, pa.Content.String()
+		cmd, content = c, c.Content.String()
+	case claim.ReportVerdict:
+		if rawParts(msg) == 0 {
+			break // the evidence is an artifact published before
+		}
+		if c.EvidenceDigest != "" {
+			return nil, invalidParams(where+".evidence_digest", "is the digest of the bytes the message carries: leave it out")
+		}
+		if err := h.s.guardTarget(ctx)(l, c); err != nil { // before storing evidence about it
+			return nil, a2aError(err)
+		}
+		id := c.Evidence
+		if id == "" {
+			id = "ev_" + ledger.MintID()[4:]
+		}
+		pa, err := h.withFilePart(ctx, msg, claim.PublishArtifact{Claim: c.Claim, Artifact: id, Role: claim.RoleResult, Kind: "evidence"}, act.name)
+		if err != nil {
+			return nil, err
+		}
+		c.Evidence, c.Publish = "", &pa
+		cmd, content = c, pa.Content.String()
 	}
 	// A check's target is verified in the content store first, as over the
 	// HTTP JSON API: the core does no I/O.
@@ -332,17 +355,15 @@ func recordClaim(where string, obj map[string]any, msg *a2a.Message) (string, er
 // without a name takes the part's filename. As with PUT …/artifacts, bytes
 // stored for a command the ledger then refuses stay in the content store
 // (it is content-addressed) and the log gets nothing.
-func (h *a2aHandler) withFilePart(ctx context.Context, msg *a2a.Message, pa claim.PublishArtifact) (claim.PublishArtifact, error) {
+func (h *a2aHandler) withFilePart(ctx context.Context, msg *a2a.Message, pa claim.PublishArtifact, action string) (claim.PublishArtifact, error) {
 	var file *a2a.Part
-	n := 0
 	for _, p := range msg.Parts {
 		if _, ok := p.Content.(a2a.Raw); ok {
 			file = p
-			n++
 		}
 	}
-	if n != 1 {
-		return pa, invalidParams("message.parts", "artifact.publish takes the artifact's bytes as exactly one file part with raw bytes; the message has "+strconv.Itoa(n))
+	if n := rawParts(msg); n != 1 {
+		return pa, invalidParams("message.parts", action+" takes the artifact's bytes as exactly one file part with raw bytes; the message has "+strconv.Itoa(n))
 	}
 	objs, err := h.s.objects()
 	if err != nil {
@@ -359,6 +380,17 @@ func (h *a2aHandler) withFilePart(ctx context.Context, msg *a2a.Message, pa clai
 		pa.Name = pa.Artifact
 	}
 	return pa, nil
+}
+
+// rawParts counts the message's file parts with raw bytes.
+func rawParts(msg *a2a.Message) int {
+	n := 0
+	for _, p := range msg.Parts {
+		if _, ok := p.Content.(a2a.Raw); ok {
+			n++
+		}
+	}
+	return n
 }
 
 // claimAnswer renders a claim write's answer: the claim's task after the

@@ -459,3 +459,33 @@ func TestA2AClaimCheckVerifiesTarget(t *testing.T) {
 		}
 	}
 }
+
+// A verdict may carry its evidence as the message's file part: the evidence
+// is published in the verdict's own write, and a verdict the ledger refuses
+// leaves none.
+func TestA2AClaimVerdictCarriesItsEvidence(t *testing.T) {
+	f := newClaimFixture(t)
+	f.send(t, toDelivered("C30", "complete")...)
+	before := f.logBytes()
+	wrong := step("maintainer", "check.report", "claim", "C30", "check", "behavior", "artifact", "A", "digest", strings.Repeat("0", 64),
+		"result", "pass").withFile("4 of 4 cases")
+	if _, r, _ := f.rpc("maintainer", claimExt, "SendMessage", claimSendParams("v-1", wrong)); r.Error == nil {
+		t.Fatalf("a verdict on a wrong digest: %s", r.raw)
+	}
+	if after := f.logBytes(); len(after) != len(before) {
+		t.Fatalf("a refused verdict appended %d bytes", len(after)-len(before))
+	}
+	task := f.send(t, step("maintainer", "check.report", "claim", "C30", "check", "behavior", "artifact", "A", "result", "pass", "evidence", "E1").withFile("4 of 4 cases"))
+	recs, _ := task.Metadata[claimExt+"/records"].([]any)
+	if len(recs) != 3 {
+		t.Fatalf("records: %v", recs)
+	}
+	pub, verdict := recs[0].(map[string]any), recs[2].(map[string]any)
+	if pub["type"] != "claim.artifact" || pub["artifact"] != "E1" || pub["role"] != "result" || pub["name"] != "fix.patch" ||
+		verdict["type"] != "claim.check.verdict" || verdict["evidence"] != "E1" || verdict["evidence_digest"] != pub["digest"] {
+		t.Fatalf("records: %v", recs)
+	}
+	if task.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("state %s", task.Status.State)
+	}
+}
