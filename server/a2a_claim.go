@@ -20,6 +20,8 @@ package server
 //	                   results, failed, reason
 //	testament.post     claim, testament
 //	testament.receive  claim, testament
+//	deadline.commit    claim (a timekeeper-role token: Expired or Deadlocked)
+//	dependency.commit  claim (DependencyFailed, when it holds)
 //	check.begin        claim, check, artifact, digest
 //	check.report       claim, check, artifact, digest, result, evidence,
 //	                   evidence_digest, note; with one file part of raw
@@ -136,6 +138,9 @@ type (
 		Claim     string `json:"claim"`
 		Testament string `json:"testament"`
 	}
+	claimRefDoc struct {
+		Claim string `json:"claim"`
+	}
 	claimBeginDoc struct {
 		Claim    string `json:"claim"`
 		Check    string `json:"check"`
@@ -221,6 +226,12 @@ var a2aClaimActions = a2aActions[a2aClaimBuild]{
 	}),
 	claimVerb("testament.receive", func(d *claimTestamentRefDoc, _ time.Time) (claim.Command, error) {
 		return claim.ReceiveTestament{Claim: d.Claim, Testament: d.Testament}, nil
+	}),
+	claimVerb("deadline.commit", func(d *claimRefDoc, _ time.Time) (claim.Command, error) {
+		return claim.CommitDeadline{Claim: d.Claim}, nil
+	}),
+	claimVerb("dependency.commit", func(d *claimRefDoc, _ time.Time) (claim.Command, error) {
+		return claim.CommitDependency{Claim: d.Claim}, nil
 	}),
 	claimVerb("check.begin", func(d *claimBeginDoc, _ time.Time) (claim.Command, error) {
 		return claim.BeginCheck{Claim: d.Claim, Check: d.Check, Artifact: d.Artifact, Digest: d.Digest}, nil

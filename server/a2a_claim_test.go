@@ -489,3 +489,22 @@ func TestA2AClaimVerdictCarriesItsEvidence(t *testing.T) {
 		t.Fatalf("state %s", task.Status.State)
 	}
 }
+
+// A timekeeper-role token commits a passed deadline over A2A; anyone else
+// is refused, appending nothing.
+func TestA2AClaimDeadlineByTheTimekeeper(t *testing.T) {
+	f := newClaimFixture(t)
+	f.token("keeper", auth.RoleTimekeeper)
+	f.send(t, claimTerms("C40", "deadline", past))
+	before := f.logBytes()
+	if _, r, _ := f.rpc("maintainer", claimExt, "SendMessage", claimSendParams("d-1", step("maintainer", "deadline.commit", "claim", "C40"))); r.Error == nil || r.Error.Code != -31403 {
+		t.Fatalf("the claimant committed a deadline: %s", r.raw)
+	}
+	if after := f.logBytes(); len(after) != len(before) {
+		t.Fatal("a refused deadline appended to the log")
+	}
+	task := f.send(t, step("keeper", "deadline.commit", "claim", "C40"))
+	if task.Status.State != a2a.TaskStateFailed {
+		t.Fatalf("state %s", task.Status.State)
+	}
+}

@@ -44,6 +44,8 @@ func (s *Server) claimRoutes() []route {
 		{name: "claim.testament.close", method: "POST", pattern: one + "/testaments", summary: "Close the work cycle (holder), the claimant's result testament, or a failed one", body: "ClaimTestament", write: true, handle: s.claimTestamentClose},
 		{name: "claim.testament.post", method: "POST", pattern: one + "/testaments/{testament}/post", summary: "Post a closed testament (its author)", body: "Empty", write: true, handle: s.claimTestamentStep("post")},
 		{name: "claim.testament.receive", method: "POST", pattern: one + "/testaments/{testament}/receive", summary: "Receive a posted response testament (claimant)", body: "Empty", write: true, handle: s.claimTestamentStep("receive")},
+		{name: "claim.deadline", method: "POST", pattern: one + "/deadline", summary: "Commit the claim's passed deadline: Expired, or Deadlocked for a wait-cycle's victim (timekeeper)", body: "Empty", write: true, handle: s.claimFact(true)},
+		{name: "claim.dependency", method: "POST", pattern: one + "/dependency", summary: "Commit the DependencyFailed fact of a claim whose dependency ended unsatisfied (any participant; the fact is checked)", body: "Empty", write: true, handle: s.claimFact(false)},
 		{name: "claim.check.begin", method: "POST", pattern: one + "/checks/{check}/begin", summary: "Begin the next attempt of a check on one target (designated evaluator)", body: "ClaimCheck", write: true, handle: s.claimCheck("begin")},
 		{name: "claim.check.report", method: "POST", pattern: one + "/checks/{check}/report", summary: "Report a verdict with evidence (designated evaluator)", body: "ClaimCheck", write: true, handle: s.claimCheck("report")},
 		{name: "claim.check.report_evidence", method: "PUT", pattern: one + "/checks/{check}/report", summary: "Store the body's bytes as the evaluator's evidence and report the verdict citing it, in one write (artifact, digest, result, note, evidence, kind, schema, name in the query)", body: "Bytes", write: true, bodyMax: ArtifactBodyMax, handle: s.claimReportWithEvidence},
@@ -316,6 +318,27 @@ func (s *Server) claimTestamentClose(w http.ResponseWriter, r *http.Request) {
 		}
 		return nil, rule.Invalidf("role", "must be response or result")
 	})
+}
+
+// claimFact commits a fact the ledger checks: a passed deadline (only the
+// timekeeper-role token, which acts as the ledger's timekeeper) or a failed
+// dependency. The built-in watcher commits both; these routes are for a
+// timekeeper outside the server, and to repair a log that lacks them.
+func (s *Server) claimFact(deadline bool) func(w http.ResponseWriter, r *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.claimWrite(w, r, http.StatusOK, func(body []byte, id string, _ principal) (claim.Command, error) {
+			var d struct {
+				Claim string `json:"claim"`
+			}
+			if err := claimDoc(body, id, &d.Claim, &d); err != nil {
+				return nil, err
+			}
+			if deadline {
+				return claim.CommitDeadline{Claim: id}, nil
+			}
+			return claim.CommitDependency{Claim: id}, nil
+		})
+	}
 }
 
 func (s *Server) claimTestamentStep(verb string) func(w http.ResponseWriter, r *http.Request) {

@@ -283,3 +283,33 @@ func TestArtifactPutTakesLargeFiles(t *testing.T) {
 	}
 	f.want(413, "POST", c+"/C17/progress", "parser", `{"generation":1,"note":"`+big+`"}`)
 }
+
+// A passed deadline is committed over HTTP only by a timekeeper-role token
+// (it acts as the ledger's timekeeper); a dependency fact by anyone, and
+// only when it holds. Refusals append nothing.
+func TestClaimFactRoutes(t *testing.T) {
+	f := newFixture(t)
+	f.token("maintainer", auth.RoleAgent)
+	f.token("keeper", auth.RoleTimekeeper)
+	c := base + "/claims"
+	terms := func(id, extra string) string {
+		return `{"claim":"` + id + `","respondent":"parser","work":"w"` + extra + `,"slots":[{"name":"change","mode":"required","checks":[{"id":"behavior","validator":{"name":"command","version":"1"},"evaluator":"maintainer","mode":"required","phases":["programmatic"],"attempts":1}]}]}`
+	}
+	f.want(201, "POST", c, "maintainer", terms("C1", `,"deadline":"2026-09-01T11:00:00Z"`))
+	f.want(201, "POST", c, "maintainer", terms("C2", `,"depends_on":["C1"]`))
+	before := f.logBytes()
+	f.want(403, "POST", c+"/C1/deadline", "maintainer", ``)
+	f.want(404, "POST", c+"/C1/deadline", "foreign", ``)
+	f.want(409, "POST", c+"/C2/dependency", "maintainer", ``) // C1 has not failed yet
+	f.want(400, "POST", c+"/C1/deadline", "keeper", `{"claim":"C2"}`)
+	if !bytes.Equal(before, f.logBytes()) {
+		t.Fatal("a refused fact appended to the log")
+	}
+	if doc := f.want(200, "POST", c+"/C1/deadline", "keeper", ``); claimState(t, doc) != "Expired" {
+		t.Fatalf("deadline: %s", doc)
+	}
+	// Committing C1's expiry also committed C2's dependency failure.
+	if doc := f.want(200, "GET", c+"/C2", "maintainer", ""); claimState(t, doc) != "DependencyFailed" {
+		t.Fatalf("C2: %s", doc)
+	}
+}
