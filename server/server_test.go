@@ -391,3 +391,39 @@ func FuzzDecodeFields(f *testing.F) {
 		}
 	})
 }
+
+// Every write route of the route table, as a stranger: without a token it
+// is 401, with another tenant's token 404 (a foreign session is not
+// distinguishable from a missing one), and the session's log is unchanged.
+func TestEveryWriteRouteRefusesStrangers(t *testing.T) {
+	f := newFixture(t)
+	if code, body, _ := f.do("POST", base+"/promises", "reviewer", `{"id":"p1","promise":"x","to":"author","until":"2h"}`); code != 201 {
+		t.Fatalf("setup: %d %s", code, body)
+	}
+	before := f.logBytes()
+	fill := strings.NewReplacer("{tenant}", "acme", "{session}", "main", "{id}", "p1", "{check}", "c", "{testament}", "t",
+		"{artifact}", "a", "{task}", "t1")
+	n := 0
+	for _, rt := range f.srv.routes {
+		if !rt.write || !strings.HasPrefix(rt.pattern, sessionPath) {
+			continue
+		}
+		n++
+		path := fill.Replace(rt.pattern)
+		for _, c := range []struct {
+			who  string
+			code int
+		}{{"", 401}, {"foreign", 404}} {
+			code, body, _ := f.do(rt.method, path, c.who, "{}", "Content-Type", "application/json")
+			if code != c.code {
+				t.Errorf("%s %s as %q: want %d, got %d %.200s", rt.method, path, c.who, c.code, code, body)
+			}
+		}
+	}
+	if n < 30 {
+		t.Fatalf("only %d write routes under a session", n)
+	}
+	if !bytes.Equal(before, f.logBytes()) {
+		t.Fatal("a stranger's request changed the log")
+	}
+}
