@@ -122,10 +122,11 @@ func (c Config) Validate() error {
 // Ledger is one open session. It is safe for concurrent use.
 //
 // Writes are pipelined in two stages. The committer decides a batch under mu
-// (against the state with every earlier batch applied), writes its lines and
-// hands the batch to the syncer; while that fsync runs, it decides and
-// writes the next batch. The syncer makes everything written durable with
-// one fsync and only then acknowledges the batches it covered, in order. The
+// (against the state with every earlier batch applied) and hands it to the
+// syncer; while an fsync runs, the batches decided wait in the tx's buffer,
+// and the syncer writes them all right before its next fsync (a write
+// during an fsync slows that fsync down). One fsync makes everything
+// written durable and only then are the batches it covered acknowledged. The
 // state may therefore be ahead of the disk by what awaits an fsync: readers
 // (Read, Position, checkpoints) wait until it is not, so nobody in this
 // process sees a record before it is durable.
@@ -172,12 +173,13 @@ type Ledger struct {
 	ids *mrand.ChaCha8 // id minting; used only under mu
 
 	cpWriters sync.WaitGroup // background checkpoint encodes and writes, joined by Close
-	loops     sync.WaitGroup // the commit loop and the syncer, joined by Close
+	loops     sync.WaitGroup // the commit loop, the syncer and acknowledgers, joined by Close
 	cpWrite   sync.Mutex     // one checkpoint at a time, in order
 	cpBusy    bool           // a checkpoint is being made; guarded by dmu
 }
 
-// written is one batch whose lines are in the file, awaiting fsync.
+// written is one decided batch on its way to the disk: in the tx's buffer
+// (unwritten), then in the file awaiting fsync (unsynced).
 type written struct {
 	batch   []*request
 	from    store.Position // the log before the batch
