@@ -141,6 +141,7 @@ type Ledger struct {
 	cpSeq   atomic.Uint64  // the last checkpoint's sequence; read without mu by the syncer
 	stale   bool           // st holds records whose commit failed: rebuild before use
 	readers int            // readers waiting for the disk to catch up with st
+	cpSize  int            // the last checkpoint's payload size
 	waiting atomic.Int32   // readers, as the syncer sees them without mu: it does not wait for a cohort then
 
 	qmu        sync.Mutex // guards queue, committing
@@ -341,7 +342,15 @@ func (l *Ledger) checkpointDue(share uint64) (store.Position, []byte) {
 	}
 	// Claim it now, so concurrent committers do not encode it twice.
 	l.cpSeq.Store(l.pos.Seq)
-	return l.pos, l.st.appendSnapshot(make([]byte, 0, 256*l.st.Promises.Len()+64))
+	// Size the buffer from the last checkpoint (a large make is zeroed, so
+	// a guess far too big costs as much as the encoding).
+	size := 128*l.st.Promises.Len() + 4096
+	if l.cpSize > 0 {
+		size = l.cpSize + l.cpSize/4 + 4096
+	}
+	payload := l.st.appendSnapshot(make([]byte, 0, size))
+	l.cpSize = len(payload)
+	return l.pos, payload
 }
 
 // Checkpoint thresholds as a share of the lines the last checkpoint covered

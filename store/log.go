@@ -66,6 +66,7 @@ type Log struct {
 	lock   *os.File
 	wait   *os.File // a shared flock on it says "a writer waits for lock"
 	logger *slog.Logger
+	txHash *blake3.Hasher // the chain hasher of the Tx under way (one at a time: mu)
 	mu     sync.Mutex // held for the life of a Tx
 }
 
@@ -102,7 +103,7 @@ func Open(dir string, logger *slog.Logger) (*Log, error) {
 		lf.Close()
 		return nil, fmt.Errorf("open log lock: %w", err)
 	}
-	return &Log{dir: dir, file: f, lock: lf, wait: wf, logger: logger}, nil
+	return &Log{dir: dir, file: f, lock: lf, wait: wf, logger: logger, txHash: newChainHasher()}, nil
 }
 
 // Close releases the log's files.
@@ -212,7 +213,9 @@ func (l *Log) Begin(ctx context.Context) (*Tx, error) {
 		l.mu.Unlock()
 		return nil, fmt.Errorf("lock log: %w", err)
 	}
-	return &Tx{log: l, h: newChainHasher()}, nil
+	// A derive-key hasher costs about 11 KB to make; a Tx holds mu, so the
+	// log's one serves every Tx in turn.
+	return &Tx{log: l, h: l.txHash}, nil
 }
 
 func flockContext(ctx context.Context, f, wait *os.File) error {
