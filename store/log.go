@@ -67,7 +67,7 @@ type Log struct {
 	wait   *os.File // a shared flock on it says "a writer waits for lock"
 	logger *slog.Logger
 	txHash *blake3.Hasher // the chain hasher of the Tx under way (one at a time: mu)
-	mu     sync.Mutex // held for the life of a Tx
+	mu     sync.Mutex     // held for the life of a Tx
 }
 
 // Open opens (creating if need be) the session log in dir.
