@@ -26,14 +26,14 @@ import (
 var t0 = time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
 
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *Server
 	ts     *httptest.Server
 	root   string
 	tokens map[string]string // participant → token
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	root := t.TempDir()
 	if err := store.Init(root); err != nil {
 		t.Fatal(err)
