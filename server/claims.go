@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -14,7 +15,6 @@ import (
 	"tally/claim"
 	"tally/jsondoc"
 	"tally/ledger"
-	"tally/promise"
 	"tally/rule"
 	"tally/store"
 )
@@ -31,23 +31,23 @@ func (s *Server) claimRoutes() []route {
 	c := sessionPath + "/claims"
 	one := c + "/{id}"
 	return []route{
-		{name: "claim.create", method: "POST", pattern: c, summary: "Issue a claim as the authenticated claimant", body: "ClaimCreate", write: true, handle: s.claimCreate},
+		{name: "claim.create", method: "POST", pattern: c, summary: "Issue a claim as the authenticated claimant", body: "ClaimCreate", write: true, handle: s.claimAction(http.StatusCreated, "create")},
 		{name: "claim.list", method: "GET", pattern: c, summary: "List claims (state=S repeatable, open, overdue, claimant, respondent, participant, now)", handle: s.claimList},
 		{name: "claim.show", method: "GET", pattern: one, summary: "One claim: slots, checks, testaments, artifacts, relations (now)", handle: s.claimShow},
-		{name: "claim.post", method: "POST", pattern: one + "/post", summary: "Post a generated claim, or record that posting failed (claimant)", body: "ClaimPost", write: true, handle: s.claimPost},
-		{name: "claim.cancel", method: "POST", pattern: one + "/cancel", summary: "End a claim: Cancelled (claimant)", body: "ClaimEnd", write: true, handle: s.claimEnd("cancel")},
-		{name: "claim.revoke", method: "POST", pattern: one + "/revoke", summary: "Withdraw the work from its holder: Revoked (claimant)", body: "ClaimEnd", write: true, handle: s.claimEnd("revoke")},
-		{name: "claim.supersede", method: "POST", pattern: one + "/supersede", summary: "End a claim in favour of its successor (claimant)", body: "ClaimSupersede", write: true, handle: s.claimSupersede},
-		{name: "claim.receipt", method: "POST", pattern: one + "/receipt", summary: "Acquire the execution receipt, or decline it (respondent)", body: "ClaimReceipt", write: true, handle: s.claimReceipt},
-		{name: "claim.adopt", method: "POST", pattern: one + "/adopt", summary: "Move the receipt to a new holder at the next generation (claimant)", body: "ClaimAdopt", write: true, handle: s.claimAdopt},
-		{name: "claim.progress", method: "POST", pattern: one + "/progress", summary: "Record progress under the receipt (holder)", body: "ClaimProgress", write: true, handle: s.claimProgress},
-		{name: "claim.testament.close", method: "POST", pattern: one + "/testaments", summary: "Close the work cycle (holder), the claimant's result testament, or a failed one", body: "ClaimTestament", write: true, handle: s.claimTestamentClose},
-		{name: "claim.testament.post", method: "POST", pattern: one + "/testaments/{testament}/post", summary: "Post a closed testament (its author)", body: "Empty", write: true, handle: s.claimTestamentStep("post")},
-		{name: "claim.testament.receive", method: "POST", pattern: one + "/testaments/{testament}/receive", summary: "Receive a posted response testament (claimant)", body: "Empty", write: true, handle: s.claimTestamentStep("receive")},
-		{name: "claim.deadline", method: "POST", pattern: one + "/deadline", summary: "Commit the claim's passed deadline: Expired, or Deadlocked for a wait-cycle's victim (timekeeper)", body: "Empty", write: true, handle: s.claimFact(true)},
-		{name: "claim.dependency", method: "POST", pattern: one + "/dependency", summary: "Commit the DependencyFailed fact of a claim whose dependency ended unsatisfied (any participant; the fact is checked)", body: "Empty", write: true, handle: s.claimFact(false)},
-		{name: "claim.check.begin", method: "POST", pattern: one + "/checks/{check}/begin", summary: "Begin the next attempt of a check on one target (designated evaluator)", body: "ClaimCheck", write: true, handle: s.claimCheck("begin")},
-		{name: "claim.check.report", method: "POST", pattern: one + "/checks/{check}/report", summary: "Report a verdict with evidence (designated evaluator)", body: "ClaimCheck", write: true, handle: s.claimCheck("report")},
+		{name: "claim.post", method: "POST", pattern: one + "/post", summary: "Post a generated claim, or record that posting failed (claimant)", body: "ClaimPost", write: true, handle: s.claimAction(http.StatusOK, "post", "claim")},
+		{name: "claim.cancel", method: "POST", pattern: one + "/cancel", summary: "End a claim: Cancelled (claimant)", body: "ClaimEnd", write: true, handle: s.claimAction(http.StatusOK, "cancel", "claim")},
+		{name: "claim.revoke", method: "POST", pattern: one + "/revoke", summary: "Withdraw the work from its holder: Revoked (claimant)", body: "ClaimEnd", write: true, handle: s.claimAction(http.StatusOK, "revoke", "claim")},
+		{name: "claim.supersede", method: "POST", pattern: one + "/supersede", summary: "End a claim in favour of its successor (claimant)", body: "ClaimSupersede", write: true, handle: s.claimAction(http.StatusOK, "supersede", "claim")},
+		{name: "claim.receipt", method: "POST", pattern: one + "/receipt", summary: "Acquire the execution receipt, or decline it (respondent)", body: "ClaimReceipt", write: true, handle: s.claimAction(http.StatusOK, "receipt.acquire", "claim")},
+		{name: "claim.adopt", method: "POST", pattern: one + "/adopt", summary: "Move the receipt to a new holder at the next generation (claimant)", body: "ClaimAdopt", write: true, handle: s.claimAction(http.StatusOK, "receipt.adopt", "claim")},
+		{name: "claim.progress", method: "POST", pattern: one + "/progress", summary: "Record progress under the receipt (holder)", body: "ClaimProgress", write: true, handle: s.claimAction(http.StatusOK, "progress", "claim")},
+		{name: "claim.testament.close", method: "POST", pattern: one + "/testaments", summary: "Close the work cycle (holder), the claimant's result testament, or a failed one", body: "ClaimTestament", write: true, handle: s.claimAction(http.StatusOK, "testament.close", "claim")},
+		{name: "claim.testament.post", method: "POST", pattern: one + "/testaments/{testament}/post", summary: "Post a closed testament (its author)", body: "Empty", write: true, handle: s.claimAction(http.StatusOK, "testament.post", "claim", "testament")},
+		{name: "claim.testament.receive", method: "POST", pattern: one + "/testaments/{testament}/receive", summary: "Receive a posted response testament (claimant)", body: "Empty", write: true, handle: s.claimAction(http.StatusOK, "testament.receive", "claim", "testament")},
+		{name: "claim.deadline", method: "POST", pattern: one + "/deadline", summary: "Commit the claim's passed deadline: Expired, or Deadlocked for a wait-cycle's victim (timekeeper)", body: "Empty", write: true, handle: s.claimAction(http.StatusOK, "deadline.commit", "claim")},
+		{name: "claim.dependency", method: "POST", pattern: one + "/dependency", summary: "Commit the DependencyFailed fact of a claim whose dependency ended unsatisfied (any participant; the fact is checked)", body: "Empty", write: true, handle: s.claimAction(http.StatusOK, "dependency.commit", "claim")},
+		{name: "claim.check.begin", method: "POST", pattern: one + "/checks/{check}/begin", summary: "Begin the next attempt of a check on one target (designated evaluator)", body: "ClaimCheck", write: true, handle: s.claimAction(http.StatusOK, "check.begin", "claim", "check")},
+		{name: "claim.check.report", method: "POST", pattern: one + "/checks/{check}/report", summary: "Report a verdict with evidence (designated evaluator)", body: "ClaimCheck", write: true, handle: s.claimAction(http.StatusOK, "check.report", "claim", "check")},
 		{name: "claim.check.report_evidence", method: "PUT", pattern: one + "/checks/{check}/report", summary: "Store the body's bytes as the evaluator's evidence and report the verdict citing it, in one write (artifact, digest, result, note, evidence, kind, schema, name in the query)", body: "Bytes", write: true, bodyMax: ArtifactBodyMax, handle: s.claimReportWithEvidence},
 		{name: "claim.artifact.put", method: "PUT", pattern: one + "/artifacts/{artifact}", summary: "Store the body's bytes and publish the artifact (role, slot, generation, kind, schema, name in the query)", body: "Bytes", write: true, bodyMax: ArtifactBodyMax, handle: s.claimArtifactPut},
 		{name: "claim.artifact.get", method: "GET", pattern: one + "/artifacts/{artifact}", summary: "The artifact's bytes, verified against its recorded content digest", handle: s.claimArtifactGet},
@@ -55,26 +55,8 @@ func (s *Server) claimRoutes() []route {
 		{name: "artifact.list", method: "GET", pattern: sessionPath + "/artifacts", summary: "Recorded artifacts and whether their bytes are stored (claim, artifact); verify=true re-hashes each copy (ok, missing, damaged)", handle: s.artifactList},
 		{name: "artifact.content", method: "GET", pattern: sessionPath + "/objects/{content}", summary: "Bytes by content digest, served only when an artifact of this session records that content", handle: s.contentGet},
 		{name: "claim.graph", method: "GET", pattern: sessionPath + "/claim-graph", summary: "Every claim's state and every relation between claims (now)", handle: s.claimGraph},
-		{name: "claim.artifact.receive", method: "POST", pattern: one + "/artifacts/{artifact}/receive", summary: "Record that the claimant observed an artifact (claimant)", body: "ClaimArtifactReceive", write: true, handle: s.claimArtifactReceive},
+		{name: "claim.artifact.receive", method: "POST", pattern: one + "/artifacts/{artifact}/receive", summary: "Record that the claimant observed an artifact (claimant)", body: "ClaimArtifactReceive", write: true, handle: s.claimAction(http.StatusOK, "artifact.receive", "claim", "artifact")},
 	}
-}
-
-// claimDoc decodes a claim command's body. An empty body is an empty
-// document. A "claim" member must name the path's claim.
-func claimDoc(body []byte, id string, claimField *string, doc any) error {
-	if len(body) == 0 {
-		body = []byte("{}")
-	}
-	if err := jsondoc.Strict("body", body, doc); err != nil {
-		return err
-	}
-	if claimField != nil {
-		if *claimField != "" && *claimField != id {
-			return rule.Invalidf("claim", "names "+strconv.Quote(*claimField)+" but the path names "+strconv.Quote(id))
-		}
-		*claimField = id
-	}
-	return nil
 }
 
 // renderClaim makes a claim write's response: the records appended and the
@@ -104,14 +86,9 @@ func ClaimWriteDoc(res []ledger.Result, v *claim.View) []byte {
 	return jsondoc.Doc(jsondoc.M("records", recs), jsondoc.M("claim", vb))
 }
 
-// claimWrite is the common shape of a claim write route: authenticate, read
-// the body, build the command, execute it.
-func (s *Server) claimWrite(w http.ResponseWriter, r *http.Request, status int, build func(body []byte, id string, p principal) (claim.Command, error)) {
-	s.claimWriteGuarded(w, r, status, build, nil)
-}
-
-// claimWriteGuarded is claimWrite with a guard run on the built command
-// before it executes, for the I/O the claim core cannot do itself.
+// claimWriteGuarded is the common shape of a claim write route:
+// authenticate, read the body, build the command, run guard on it (for the
+// I/O the claim core cannot do itself), execute it.
 func (s *Server) claimWriteGuarded(w http.ResponseWriter, r *http.Request, status int, build func(body []byte, id string, p principal) (claim.Command, error), guard func(l *ledger.Ledger, cmd claim.Command) error) {
 	p, l, err := s.openSession(r)
 	if err != nil {
@@ -141,6 +118,56 @@ func (s *Server) claimWriteGuarded(w http.ResponseWriter, r *http.Request, statu
 	s.execute(w, r, p, l, body, ledger.Command{Claim: cmd}, status, s.renderClaim(id))
 }
 
+// claimAction is a claim write route that runs the claim action name, the
+// same one an A2A message runs (a2aClaimActions): its document is the body,
+// with the members named in path ("claim" from {id}, and e.g. "check" from
+// {check}) taken from the path, so a body member that names another is
+// refused. Every rule is the claim core's; a check's target is verified in
+// the content store first.
+func (s *Server) claimAction(status int, name string, path ...string) http.HandlerFunc {
+	i := slices.IndexFunc(a2aClaimActions, func(a a2aAction[a2aClaimBuild]) bool { return a.name == name })
+	if i < 0 {
+		panic("server: no claim action " + name)
+	}
+	act := a2aClaimActions[i]
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.claimWriteGuarded(w, r, status, func(body []byte, _ string, _ principal) (claim.Command, error) {
+			if len(path) > 0 {
+				var err error
+				if body, err = withPathMembers(r, body, path); err != nil {
+					return nil, err
+				}
+			}
+			return act.build("body", body, s.cfg.Ledger.Now())
+		}, s.guardTarget(r.Context()))
+	}
+}
+
+// withPathMembers sets the body's members named in path to the path's
+// values ("claim" is the path's {id}), refusing a member that names another.
+func withPathMembers(r *http.Request, body []byte, path []string) ([]byte, error) {
+	doc := map[string]json.RawMessage{}
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := json.Unmarshal(body, &doc); err != nil {
+			return nil, rule.Invalidf("body", "must be one JSON object")
+		}
+	}
+	for _, m := range path {
+		v := r.PathValue(m)
+		if m == "claim" {
+			v = r.PathValue("id")
+		}
+		if raw, ok := doc[m]; ok {
+			var given string
+			if json.Unmarshal(raw, &given) != nil || (given != "" && given != v) {
+				return nil, rule.Invalidf(m, "names "+string(raw)+" but the path names "+strconv.Quote(v))
+			}
+		}
+		doc[m], _ = json.Marshal(v)
+	}
+	return json.Marshal(doc)
+}
+
 func needField(field, v string) error {
 	if v == "" {
 		return rule.Invalidf(field, "required")
@@ -164,120 +191,6 @@ type ClaimCreateBody struct {
 	Slots        []claim.SlotSpec `json:"slots"`
 }
 
-func (s *Server) claimCreate(w http.ResponseWriter, r *http.Request) {
-	s.claimWrite(w, r, http.StatusCreated, func(body []byte, _ string, _ principal) (claim.Command, error) {
-		var d ClaimCreateBody
-		if err := jsondoc.Strict("body", body, &d); err != nil {
-			return nil, err
-		}
-		cmd := claim.Create{Claim: d.Claim, Respondent: d.Respondent, Work: d.Work, Scope: d.Scope,
-			MaxResponses: d.MaxResponses, DependsOn: d.DependsOn, Awaits: d.Awaits, Reviews: d.Reviews,
-			DerivedFrom: d.DerivedFrom, Predecessor: d.Predecessor, Slots: d.Slots}
-		if d.Deadline != "" {
-			t, err := promise.ParseDeadline("deadline", d.Deadline, s.cfg.Ledger.Now())
-			if err != nil {
-				return nil, err
-			}
-			cmd.Deadline = t
-		}
-		return cmd, nil
-	})
-}
-
-func (s *Server) claimPost(w http.ResponseWriter, r *http.Request) {
-	s.claimWrite(w, r, http.StatusOK, func(body []byte, id string, _ principal) (claim.Command, error) {
-		var d struct {
-			Claim  string `json:"claim"`
-			Failed bool   `json:"failed,omitempty"`
-			Reason string `json:"reason,omitempty"`
-		}
-		if err := claimDoc(body, id, &d.Claim, &d); err != nil {
-			return nil, err
-		}
-		if d.Failed {
-			return claim.ReportPostFailure{Claim: id, Reason: d.Reason}, nil
-		}
-		return claim.Post{Claim: id}, nil
-	})
-}
-
-func (s *Server) claimEnd(verb string) func(w http.ResponseWriter, r *http.Request) {
-	return func(w http.ResponseWriter, r *http.Request) {
-		s.claimWrite(w, r, http.StatusOK, func(body []byte, id string, _ principal) (claim.Command, error) {
-			var d struct {
-				Claim  string `json:"claim"`
-				Reason string `json:"reason,omitempty"`
-			}
-			if err := claimDoc(body, id, &d.Claim, &d); err != nil {
-				return nil, err
-			}
-			if verb == "revoke" {
-				return claim.Revoke{Claim: id, Reason: d.Reason}, nil
-			}
-			return claim.Cancel{Claim: id, Reason: d.Reason}, nil
-		})
-	}
-}
-
-func (s *Server) claimSupersede(w http.ResponseWriter, r *http.Request) {
-	s.claimWrite(w, r, http.StatusOK, func(body []byte, id string, _ principal) (claim.Command, error) {
-		var d struct {
-			Claim     string `json:"claim"`
-			Successor string `json:"successor"`
-			Reason    string `json:"reason,omitempty"`
-		}
-		if err := claimDoc(body, id, &d.Claim, &d); err != nil {
-			return nil, err
-		}
-		return claim.Supersede{Claim: id, Successor: d.Successor, Reason: d.Reason}, nil
-	})
-}
-
-func (s *Server) claimReceipt(w http.ResponseWriter, r *http.Request) {
-	s.claimWrite(w, r, http.StatusOK, func(body []byte, id string, _ principal) (claim.Command, error) {
-		var d struct {
-			Claim   string `json:"claim"`
-			Decline bool   `json:"decline,omitempty"`
-			Reason  string `json:"reason,omitempty"`
-		}
-		if err := claimDoc(body, id, &d.Claim, &d); err != nil {
-			return nil, err
-		}
-		if d.Decline {
-			return claim.DeclineReceipt{Claim: id, Reason: d.Reason}, nil
-		}
-		return claim.AcquireReceipt{Claim: id}, nil
-	})
-}
-
-func (s *Server) claimAdopt(w http.ResponseWriter, r *http.Request) {
-	s.claimWrite(w, r, http.StatusOK, func(body []byte, id string, _ principal) (claim.Command, error) {
-		var d struct {
-			Claim  string `json:"claim"`
-			Holder string `json:"holder"`
-			Reason string `json:"reason,omitempty"`
-		}
-		if err := claimDoc(body, id, &d.Claim, &d); err != nil {
-			return nil, err
-		}
-		return claim.Adopt{Claim: id, Holder: d.Holder, Reason: d.Reason}, nil
-	})
-}
-
-func (s *Server) claimProgress(w http.ResponseWriter, r *http.Request) {
-	s.claimWrite(w, r, http.StatusOK, func(body []byte, id string, _ principal) (claim.Command, error) {
-		var d struct {
-			Claim      string `json:"claim"`
-			Generation uint64 `json:"generation"`
-			Note       string `json:"note"`
-		}
-		if err := claimDoc(body, id, &d.Claim, &d); err != nil {
-			return nil, err
-		}
-		return claim.Progress{Claim: id, Generation: d.Generation, Note: d.Note}, nil
-	})
-}
-
 // ClaimTestamentBody is `tally testament close -`'s document.
 type ClaimTestamentBody struct {
 	Claim       string          `json:"claim"`
@@ -292,75 +205,6 @@ type ClaimTestamentBody struct {
 	Results     []claim.Ref     `json:"results,omitempty"`
 	Failed      bool            `json:"failed,omitempty"`
 	Reason      string          `json:"reason,omitempty"`
-}
-
-func (s *Server) claimTestamentClose(w http.ResponseWriter, r *http.Request) {
-	s.claimWrite(w, r, http.StatusOK, func(body []byte, id string, _ principal) (claim.Command, error) {
-		var d ClaimTestamentBody
-		if err := claimDoc(body, id, &d.Claim, &d); err != nil {
-			return nil, err
-		}
-		switch {
-		case d.Failed:
-			return claim.FailTestament{Claim: id, Generation: d.Generation, Reason: d.Reason}, nil
-		case d.Role == claim.TestamentResult:
-			return claim.ResultTestament{Claim: id, Testament: d.Testament, Summary: d.Summary, Confidence: d.Confidence, Results: d.Results}, nil
-		case d.Role == "" || d.Role == claim.TestamentResponse:
-			if d.Outcome == "" {
-				d.Outcome = string(claim.Complete)
-			}
-			if d.Generation == 0 {
-				return nil, rule.Invalidf("generation", "required: the receipt generation you hold")
-			}
-			return claim.CloseTestament{Claim: id, Testament: d.Testament, Generation: d.Generation,
-				Outcome: claim.Outcome(d.Outcome), Summary: d.Summary, Confidence: d.Confidence,
-				Bindings: d.Bindings, Diagnostics: d.Diagnostics}, nil
-		}
-		return nil, rule.Invalidf("role", "must be response or result")
-	})
-}
-
-// claimFact commits a fact the ledger checks: a passed deadline (only the
-// timekeeper-role token, which acts as the ledger's timekeeper) or a failed
-// dependency. The built-in watcher commits both; these routes are for a
-// timekeeper outside the server, and to repair a log that lacks them.
-func (s *Server) claimFact(deadline bool) func(w http.ResponseWriter, r *http.Request) {
-	return func(w http.ResponseWriter, r *http.Request) {
-		s.claimWrite(w, r, http.StatusOK, func(body []byte, id string, _ principal) (claim.Command, error) {
-			var d struct {
-				Claim string `json:"claim"`
-			}
-			if err := claimDoc(body, id, &d.Claim, &d); err != nil {
-				return nil, err
-			}
-			if deadline {
-				return claim.CommitDeadline{Claim: id}, nil
-			}
-			return claim.CommitDependency{Claim: id}, nil
-		})
-	}
-}
-
-func (s *Server) claimTestamentStep(verb string) func(w http.ResponseWriter, r *http.Request) {
-	return func(w http.ResponseWriter, r *http.Request) {
-		s.claimWrite(w, r, http.StatusOK, func(body []byte, id string, _ principal) (claim.Command, error) {
-			var d struct {
-				Claim     string `json:"claim"`
-				Testament string `json:"testament"`
-			}
-			if err := claimDoc(body, id, &d.Claim, &d); err != nil {
-				return nil, err
-			}
-			t := r.PathValue("testament")
-			if d.Testament != "" && d.Testament != t {
-				return nil, rule.Invalidf("testament", "names "+strconv.Quote(d.Testament)+" but the path names "+strconv.Quote(t))
-			}
-			if verb == "receive" {
-				return claim.ReceiveTestament{Claim: id, Testament: t}, nil
-			}
-			return claim.PostTestament{Claim: id, Testament: t}, nil
-		})
-	}
 }
 
 // ClaimCheckBody is `tally check begin -` and `tally check report -`'s
@@ -394,58 +238,6 @@ func (s *Server) guardTarget(ctx context.Context) func(l *ledger.Ledger, cmd cla
 		}
 		return nil
 	}
-}
-
-func (s *Server) claimCheck(verb string) func(w http.ResponseWriter, r *http.Request) {
-	return func(w http.ResponseWriter, r *http.Request) {
-		s.claimWriteGuarded(w, r, http.StatusOK, func(body []byte, id string, _ principal) (claim.Command, error) {
-			var d ClaimCheckBody
-			if err := claimDoc(body, id, &d.Claim, &d); err != nil {
-				return nil, err
-			}
-			check := r.PathValue("check")
-			if d.Check != "" && d.Check != check {
-				return nil, rule.Invalidf("check", "names "+strconv.Quote(d.Check)+" but the path names "+strconv.Quote(check))
-			}
-			if err := needField("artifact", d.Artifact); err != nil {
-				return nil, err
-			}
-			if verb == "begin" {
-				if d.Result != "" || d.Evidence != "" || d.EvidenceDigest != "" || d.Note != "" {
-					return nil, rule.Invalidf("result", "begin takes only artifact and digest")
-				}
-				return claim.BeginCheck{Claim: id, Check: check, Artifact: d.Artifact, Digest: d.Digest}, nil
-			}
-			switch claim.Result(d.Result) {
-			case claim.Pass, claim.Fail, claim.Incomplete, claim.Error:
-			default:
-				return nil, rule.Invalidf("result", "must be pass, fail, incomplete or error")
-			}
-			if err := needField("evidence", d.Evidence); err != nil {
-				return nil, err
-			}
-			return claim.ReportVerdict{Claim: id, Check: check, Artifact: d.Artifact, Digest: d.Digest,
-				Result: claim.Result(d.Result), Evidence: d.Evidence, EvidenceDigest: d.EvidenceDigest, Note: d.Note}, nil
-		}, s.guardTarget(r.Context()))
-	}
-}
-
-func (s *Server) claimArtifactReceive(w http.ResponseWriter, r *http.Request) {
-	s.claimWrite(w, r, http.StatusOK, func(body []byte, id string, _ principal) (claim.Command, error) {
-		var d struct {
-			Claim    string `json:"claim"`
-			Artifact string `json:"artifact"`
-			Digest   string `json:"digest,omitempty"`
-		}
-		if err := claimDoc(body, id, &d.Claim, &d); err != nil {
-			return nil, err
-		}
-		a := r.PathValue("artifact")
-		if d.Artifact != "" && d.Artifact != a {
-			return nil, rule.Invalidf("artifact", "names "+strconv.Quote(d.Artifact)+" but the path names "+strconv.Quote(a))
-		}
-		return claim.ReceiveArtifact{Claim: id, Artifact: a, Digest: d.Digest}, nil
-	})
 }
 
 func (s *Server) objects() (*artifact.Store, error) {

@@ -83,6 +83,27 @@ func TestClaimRoutesLifecycleAndRoles(t *testing.T) {
 	f.want(201, "PUT", c+"/C17/artifacts/E1", "maintainer", "4 of 4 cases")
 	f.want(403, "POST", c+"/C17/checks/behavior/report", "parser", `{"artifact":"patch-a","result":"pass","evidence":"E1"}`)
 	f.want(400, "POST", c+"/C17/checks/behavior/report", "maintainer", `{"artifact":"patch-a","result":"great","evidence":"E1"}`)
+	// The routes run the claim actions A2A runs: the decoder and the core
+	// refuse, naming the field, and nothing is appended.
+	before := f.logBytes()
+	for _, rc := range []struct{ path, body, field string }{
+		{"/C17/checks/behavior/report", `{"result":"pass","evidence":"E1"}`, "artifact"},
+		{"/C17/checks/behavior/report", `{"artifact":"patch-a","result":"pass"}`, "evidence"},
+		{"/C17/checks/behavior/report", `{"artifact":"patch-a","result":"great","evidence":"E1"}`, "result"},
+		{"/C17/checks/behavior/report", `{"check":"review","artifact":"patch-a","result":"pass","evidence":"E1"}`, "check"},
+		{"/C17/checks/behavior/begin", `{"artifact":"patch-a","result":"pass"}`, "result"},
+		{"/C17/testaments", `{"testament":"T9","summary":"s"}`, "generation"},
+		{"/C17/testaments/T1/receive", `{"testament":"T2"}`, "testament"},
+		{"/C17/post", `[1]`, "body"},
+	} {
+		code, got, _ := f.do("POST", c+rc.path, "maintainer", rc.body)
+		if code != 400 || !strings.Contains(got, `"error":"`+rc.field) {
+			t.Errorf("POST %s %s: want 400 naming %s, got %d %s", rc.path, rc.body, rc.field, code, got)
+		}
+	}
+	if !bytes.Equal(before, f.logBytes()) {
+		t.Fatal("a refused claim write appended to the log")
+	}
 	doc = f.want(200, "POST", c+"/C17/checks/behavior/report", "maintainer", `{"artifact":"patch-a","result":"pass","evidence":"E1","note":"4 of 4"}`)
 	if claimState(t, doc) != "Satisfied" {
 		t.Fatalf("after the passing verdict: %s", doc)
