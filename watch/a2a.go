@@ -377,37 +377,8 @@ func (s *A2A) client() *http.Client {
 }
 
 func (s *A2A) retry(ctx context.Context, what string, try func() error) error {
-	attempts := s.Attempts
-	if attempts <= 0 {
-		attempts = 5
-	}
-	backoff, ceiling := s.Backoff, s.BackoffMax
-	if backoff <= 0 {
-		backoff = 500 * time.Millisecond
-	}
-	if ceiling <= 0 {
-		ceiling = 30 * time.Second
-	}
-	sleep := s.Sleep
-	if sleep == nil {
-		sleep = sleepContext
-	}
-	var last error
-	for n := 1; n <= attempts; n++ {
-		if n > 1 {
-			if err := sleep(ctx, backoff); err != nil {
-				return fmt.Errorf("a2a %s: %w (last: %v)", what, err, last)
-			}
-			backoff = min(backoff*2, ceiling)
-		}
-		if last = try(); last == nil {
-			return nil
-		}
-		if errors.Is(last, ErrHostNotAllowed) || ctx.Err() != nil {
-			return fmt.Errorf("a2a %s: %w", what, last)
-		}
-	}
-	return fmt.Errorf("a2a %s: %d attempts: %w", what, attempts, last)
+	return retryBackoff(ctx, "a2a "+what, s.Attempts, s.Backoff, s.BackoffMax, s.Sleep, try,
+		func(err error) bool { return errors.Is(err, ErrHostNotAllowed) })
 }
 
 // sendMessage POSTs a JSON-RPC SendMessage of msg to the agent's endpoint

@@ -116,18 +116,25 @@ func (s *Webhook) Deliver(ctx context.Context, key string, doc []byte) error {
 	if client == nil {
 		client = &http.Client{Timeout: 10 * time.Second}
 	}
-	attempts := s.Attempts
+	return retryBackoff(ctx, "webhook "+s.URL, s.Attempts, s.Backoff, s.BackoffMax, s.Sleep,
+		func() error { return s.post(ctx, client, key, doc) }, nil)
+}
+
+// retryBackoff runs try until it succeeds, at most attempts times (zero:
+// 5), waiting backoff (zero: 500 ms) before each retry, doubled each time up
+// to ceiling (zero: 30 s), with sleep (nil: a timer). An error final
+// reports, or one after ctx ended, is not retried. Errors name what.
+func retryBackoff(ctx context.Context, what string, attempts int, backoff, ceiling time.Duration,
+	sleep func(context.Context, time.Duration) error, try func() error, final func(error) bool) error {
 	if attempts <= 0 {
 		attempts = 5
 	}
-	backoff, ceiling := s.Backoff, s.BackoffMax
 	if backoff <= 0 {
 		backoff = 500 * time.Millisecond
 	}
 	if ceiling <= 0 {
 		ceiling = 30 * time.Second
 	}
-	sleep := s.Sleep
 	if sleep == nil {
 		sleep = sleepContext
 	}
@@ -135,16 +142,18 @@ func (s *Webhook) Deliver(ctx context.Context, key string, doc []byte) error {
 	for n := 1; n <= attempts; n++ {
 		if n > 1 {
 			if err := sleep(ctx, backoff); err != nil {
-				return fmt.Errorf("webhook %s: %w (last: %v)", s.URL, err, last)
+				return fmt.Errorf("%s: %w (last: %v)", what, err, last)
 			}
 			backoff = min(backoff*2, ceiling)
 		}
-		last = s.post(ctx, client, key, doc)
-		if last == nil {
+		if last = try(); last == nil {
 			return nil
 		}
+		if (final != nil && final(last)) || ctx.Err() != nil {
+			return fmt.Errorf("%s: %w", what, last)
+		}
 	}
-	return fmt.Errorf("webhook %s: %d attempts: %w", s.URL, attempts, last)
+	return fmt.Errorf("%s: %d attempts: %w", what, attempts, last)
 }
 
 func (s *Webhook) post(ctx context.Context, client *http.Client, key string, doc []byte) error {
