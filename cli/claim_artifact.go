@@ -33,6 +33,19 @@ func (g *global) objects() (*artifact.Store, error) {
 	return artifact.OpenStore(store.ObjectsDir(root))
 }
 
+// openWithObjects opens the local ledger and its content store.
+func (g *global) openWithObjects() (*ledger.Ledger, *artifact.Store, error) {
+	objs, err := g.objects()
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := g.open()
+	if err != nil {
+		return nil, nil, err
+	}
+	return l, objs, nil
+}
+
 // storeError turns a content store error about one artifact into a refusal
 // (the server refuses with the same words).
 func storeError(what string, err error) error { return server.ArtifactReadError(what, err) }
@@ -118,11 +131,7 @@ func newArtifactPut(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			objs, err := g.objects()
-			if err != nil {
-				return err
-			}
-			l, err := g.open()
+			l, objs, err := g.openWithObjects()
 			if err != nil {
 				return err
 			}
@@ -410,11 +419,7 @@ func newArtifactLs(g *global) *cobra.Command {
 				}
 				return g.printArtifacts(list)
 			}
-			objs, err := g.objects()
-			if err != nil {
-				return err
-			}
-			l, err := g.open()
+			l, objs, err := g.openWithObjects()
 			if err != nil {
 				return err
 			}
@@ -520,11 +525,7 @@ func (g *global) verifyArtifacts(ctx context.Context, claimID, id string) ([]ser
 		}
 		return list, bad, nil
 	}
-	objs, err := g.objects()
-	if err != nil {
-		return nil, 0, err
-	}
-	l, err := g.open()
+	l, objs, err := g.openWithObjects()
 	if err != nil {
 		return nil, 0, err
 	}

@@ -115,11 +115,7 @@ func (g *global) checkStore(c *cobra.Command, claimID, requestID string) (checkS
 	if err != nil {
 		return nil, err
 	}
-	objs, err := g.objects()
-	if err != nil {
-		return nil, err
-	}
-	l, err := g.open()
+	l, objs, err := g.openWithObjects()
 	if err != nil {
 		return nil, err
 	}
@@ -203,16 +199,10 @@ func (b *remoteChecks) view(ctx context.Context) (claim.View, error) {
 	return v, err
 }
 
-// guard asks the server to re-hash its copy of the target; it answers the
-// refusal a local guard gives. The server checks again when the record is
-// appended; asking first keeps a refused report from storing its evidence.
-func (b *remoteChecks) guard(ctx context.Context, v *claim.View, check, art string, onlyIfNew bool) error {
-	if _, ok := server.TargetToVerify(v, check, art, onlyIfNew); !ok {
-		return nil
-	}
-	_, err := b.rc.do(ctx, "GET", b.rc.path(nil, "claims", b.claim, "artifacts", art, "verify"), nil, "")
-	return err
-}
+// guard is the server's: it verifies the target's bytes before it appends
+// a begin or a verdict, and before it stores a verdict's evidence, so asking
+// it first would only hash them twice.
+func (b *remoteChecks) guard(context.Context, *claim.View, string, string, bool) error { return nil }
 
 func (b *remoteChecks) materialise(ctx context.Context, a claim.ArtifactView, path string) error {
 	content, err := artifact.ParseContentDigest(a.Content)
@@ -306,35 +296,23 @@ func newCheckBegin(g *global) *cobra.Command {
 			if err := need("artifact", d.Artifact); err != nil {
 				return err
 			}
-			cmd := claim.BeginCheck{Claim: d.Claim, Check: d.Check, Artifact: d.Artifact, Digest: d.Digest}
-			if rc, err := g.remote(); err != nil || rc != nil {
-				if err != nil {
-					return err
-				}
-				// The server verifies the target's bytes before it appends.
-				return g.claimWriteRemote(c, rc, cmd, d.RequestID, printCheckRecords)
-			}
-			actor, err := g.requireActor("")
+			b, err := g.checkStore(c, d.Claim, d.RequestID)
 			if err != nil {
 				return err
 			}
-			objs, err := g.objects()
+			defer b.close()
+			ctx := c.Context()
+			v, err := b.view(ctx)
 			if err != nil {
 				return err
 			}
-			l, err := g.open()
-			if err != nil {
+			if err := b.guard(ctx, &v, d.Check, d.Artifact, false); err != nil {
 				return err
 			}
-			defer l.Close()
-			if err := server.VerifyTarget(c.Context(), l, objs, d.Claim, d.Check, d.Artifact, false, g.io.Now()); err != nil {
+			if _, err := b.submit(ctx, claim.BeginCheck{Claim: d.Claim, Check: d.Check, Artifact: d.Artifact, Digest: d.Digest}, ""); err != nil {
 				return err
 			}
-			res, err := l.SubmitClaim(c.Context(), cmd, ledger.WriteOptions{Actor: actor, RequestID: d.RequestID})
-			if err != nil {
-				return err
-			}
-			return g.printClaimWrite(l, d.Claim, res, printCheckRecords)
+			return b.print(printCheckRecords)
 		},
 	}
 	d.bindTarget(c)
