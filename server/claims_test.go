@@ -335,3 +335,46 @@ func TestClaimFactRoutes(t *testing.T) {
 		t.Fatalf("C2: %s", doc)
 	}
 }
+
+// A verdict with its evidence as the body: refused by name, with nothing
+// appended, when a parameter is unknown or missing, the result is not one,
+// or the target's digest is wrong; accepted, the evidence and the verdict
+// are one write.
+func TestReportWithEvidenceRoute(t *testing.T) {
+	f := newFixture(t)
+	f.srv.cfg.WatchEvery = 0
+	f.token("maintainer", auth.RoleAgent)
+	f.token("parser", auth.RoleAgent)
+	c := base + "/claims"
+	f.want(201, "POST", c, "maintainer", `{"claim":"C1","respondent":"parser","work":"w","slots":[{"name":"change","mode":"required","checks":[{"id":"behavior","validator":{"name":"command","version":"1"},"evaluator":"maintainer","mode":"required","phases":["programmatic"],"attempts":1}]}]}`)
+	f.want(200, "POST", c+"/C1/post", "maintainer", ``)
+	f.want(200, "POST", c+"/C1/receipt", "parser", `{}`)
+	f.want(201, "PUT", c+"/C1/artifacts/A?slot=change&generation=1&kind=patch", "parser", "diff")
+	f.want(200, "POST", c+"/C1/testaments", "parser", `{"testament":"T1","generation":1,"summary":"s","bindings":[{"slot":"change","artifact":"A","digest":""}]}`)
+	f.want(200, "POST", c+"/C1/testaments/T1/post", "parser", ``)
+	f.want(200, "POST", c+"/C1/testaments/T1/receive", "maintainer", ``)
+	before := f.logBytes()
+	for _, rc := range []struct {
+		who, query string
+		code       int
+		field      string
+	}{
+		{"maintainer", "artifact=A&result=pass&evidence=E1&color=red", 400, "color"},
+		{"maintainer", "artifact=A&result=pass", 400, "evidence"},
+		{"maintainer", "artifact=A&result=great&evidence=E1", 400, "result"},
+		{"maintainer", "artifact=A&digest=" + strings.Repeat("0", 64) + "&result=pass&evidence=E1", 409, "artifact"},
+		{"parser", "artifact=A&result=pass&evidence=E1", 403, "actor"},
+	} {
+		code, got, _ := f.do("PUT", c+"/C1/checks/behavior/report?"+rc.query, rc.who, "4 of 4 cases")
+		if code != rc.code || !strings.Contains(got, `"error":"`+rc.field) {
+			t.Errorf("%s: want %d naming %s, got %d %s", rc.query, rc.code, rc.field, code, got)
+		}
+	}
+	if !bytes.Equal(before, f.logBytes()) {
+		t.Fatal("a refused verdict with evidence appended to the log")
+	}
+	doc := f.want(200, "PUT", c+"/C1/checks/behavior/report?artifact=A&result=pass&evidence=E1", "maintainer", "4 of 4 cases")
+	if claimState(t, doc) != "Satisfied" || strings.Count(doc, `"type":"claim.`) < 3 {
+		t.Fatalf("report with evidence: %s", doc)
+	}
+}
