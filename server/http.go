@@ -265,9 +265,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, p principal, l 
 		return
 	}
 	if declared {
-		if resp = s.renderDeclared(res); resp == nil {
-			l.Read(func(st *ledger.State, _ store.Position) { resp = render(st, res) })
-		}
+		resp = s.renderDeclared(res)
 	}
 	if replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
