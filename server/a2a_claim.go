@@ -298,6 +298,12 @@ func (h *a2aHandler) sendClaim(ctx context.Context, c *a2aCall, l *ledger.Ledger
 	if err != nil {
 		return nil, refuseAt(where, err)
 	}
+	// A check's target is verified in the content store first (before any
+	// evidence about it is stored), as over the HTTP JSON API: the core does
+	// no I/O.
+	if err := h.s.guardTarget(ctx)(l, cmd); err != nil {
+		return nil, a2aError(err)
+	}
 	content := ""
 	switch c := cmd.(type) {
 	case claim.PublishArtifact:
@@ -312,9 +318,6 @@ func (h *a2aHandler) sendClaim(ctx context.Context, c *a2aCall, l *ledger.Ledger
 		if c.EvidenceDigest != "" {
 			return nil, invalidParams(where+".evidence_digest", "is the digest of the bytes the message carries: leave it out")
 		}
-		if err := h.s.guardTarget(ctx)(l, c); err != nil { // before storing evidence about it
-			return nil, a2aError(err)
-		}
 		id := c.Evidence
 		if id == "" {
 			id = "ev_" + ledger.MintID()[4:]
@@ -325,11 +328,6 @@ func (h *a2aHandler) sendClaim(ctx context.Context, c *a2aCall, l *ledger.Ledger
 		}
 		c.Evidence, c.Publish = "", &pa
 		cmd, content = c, pa.Content.String()
-	}
-	// A check's target is verified in the content store first, as over the
-	// HTTP JSON API: the core does no I/O.
-	if err := h.s.guardTarget(ctx)(l, cmd); err != nil {
-		return nil, a2aError(err)
 	}
 	digest := a2aDigest("SendMessage", c.contextID(), uri, act.name, string(body), content)
 	keys := []string{a2aRecordKey(uri, familyClaim)}
