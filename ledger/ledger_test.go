@@ -244,3 +244,55 @@ func TestImportExportPinkiByteIdentical(t *testing.T) {
 		t.Fatal("fake envelope accepted")
 	}
 }
+
+// Checkpoints made while writers go on (the state frozen under the lock,
+// encoded without it) hold exactly the fold of the log up to their line,
+// though amends, resolves and assessments changed those promises meanwhile.
+func TestCheckpointWhileWritingIsTheFoldAtItsLine(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t0)
+	cfg.CheckpointMin = 40
+	l := open(t, dir, cfg)
+	ctx := context.Background()
+	checked := 0
+	for wave := 0; wave < 6; wave++ {
+		var wg sync.WaitGroup
+		for w := 0; w < 8; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				for i := 0; i < 40; i++ {
+					id := fmt.Sprintf("w%d-%d-%d", wave, w, i)
+					l.Submit(ctx, declare(id, "d"), WriteOptions{Actor: "d"})
+					old := fmt.Sprintf("w%d-%d-%d", max(wave-1, 0), w, i)
+					switch i % 3 {
+					case 0:
+						l.Submit(ctx, promise.Amend{ID: old, Until: t0.Add(time.Duration(i+2) * time.Hour)}, WriteOptions{Actor: "d"})
+					case 1:
+						l.Submit(ctx, promise.Assess{ID: old, State: promise.StateViolated}, WriteOptions{Actor: "o"})
+					case 2:
+						l.Submit(ctx, promise.Resolve{ID: old, As: promise.AsSatisfied, Evidence: []string{"e"}}, WriteOptions{Actor: "d"})
+					}
+				}
+			}(w)
+		}
+		wg.Wait()
+		l.cpWriters.Wait()
+		pos, payload, err := l.Log().ReadCheckpoint()
+		if err != nil {
+			continue // none due in this wave
+		}
+		st := newState(cfg)
+		end, _, err := l.Log().ScanUntil(store.Position{}, pos.Offset, st.apply)
+		if err != nil || end.Seq != pos.Seq {
+			t.Fatalf("wave %d: fold to the checkpoint's line %d: at %d, %v", wave, pos.Seq, end.Seq, err)
+		}
+		if want := st.appendSnapshot(nil); !bytes.Equal(payload, want) {
+			t.Fatalf("wave %d: the checkpoint at line %d is not the fold of the log up to it", wave, pos.Seq)
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Fatal("no checkpoint was made while writing")
+	}
+}

@@ -149,29 +149,50 @@ func (s *State) SkippedSummary() string {
 const snapshotTag = "tally ledger state v2"
 
 func (s *State) appendSnapshot(b []byte) []byte {
-	b = appendStr(b, snapshotTag)
-	types := make([]string, 0, len(s.Skipped))
-	for t := range s.Skipped {
-		types = append(types, t)
+	return s.Promises.AppendSnapshot(s.snapshotHead().append(b))
+}
+
+// snapshotHead is what a checkpoint holds besides the promise state, copied
+// so that it can be encoded without the session lock.
+type snapshotHead struct {
+	skipped []namedSkip
+	refolds []lineRef
+}
+
+type namedSkip struct {
+	typ string
+	SkipCount
+}
+
+func (s *State) snapshotHead() snapshotHead {
+	h := snapshotHead{skipped: make([]namedSkip, 0, len(s.Skipped))}
+	for t, c := range s.Skipped {
+		h.skipped = append(h.skipped, namedSkip{t, *c})
 	}
-	sort.Strings(types)
-	b = binary.AppendUvarint(b, uint64(len(types)))
-	for _, t := range types {
-		c := s.Skipped[t]
-		b = appendStr(b, t)
+	sort.Slice(h.skipped, func(i, j int) bool { return h.skipped[i].typ < h.skipped[j].typ })
+	// Refolds only ever grow: the lines up to here never change.
+	h.refolds = s.refolds[:len(s.refolds):len(s.refolds)]
+	return h
+}
+
+func (h snapshotHead) append(b []byte) []byte {
+	b = appendStr(b, snapshotTag)
+	b = binary.AppendUvarint(b, uint64(len(h.skipped)))
+	for _, c := range h.skipped {
+		b = appendStr(b, c.typ)
 		b = binary.AppendUvarint(b, c.Count)
 		b = binary.AppendUvarint(b, c.FirstLine)
 		b = appendStr(b, c.Reason)
 	}
-	b = binary.AppendUvarint(b, uint64(len(s.refolds)))
+	b = binary.AppendUvarint(b, uint64(len(h.refolds)))
 	var prev int64
-	for _, r := range s.refolds {
+	for _, r := range h.refolds {
 		b = binary.AppendUvarint(b, uint64(r.Offset-prev))
 		b = binary.AppendUvarint(b, uint64(r.Size))
 		b = binary.AppendUvarint(b, r.Seq)
 		prev = r.Offset
 	}
-	return s.Promises.AppendSnapshot(b)
+	return b
 }
 
 func appendStr(b []byte, v string) []byte {

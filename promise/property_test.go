@@ -295,3 +295,71 @@ func TestPropertyOverdueIndexMatchesScan(t *testing.T) {
 		}
 	}
 }
+
+// A Frozen view encodes exactly the state at Freeze, however the state goes
+// on changing (declarations, amends, resolves, assessments, other views
+// taken and released meanwhile), and the live state ends as a plain fold.
+func TestPropertyFrozenViewNeverChanges(t *testing.T) {
+	ids := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	for seed := uint64(0); seed < 300; seed++ {
+		r := rand.New(rand.NewPCG(seed, 11))
+		evs := genLog(r, ids, 5+r.IntN(80), true)
+		cut := r.IntN(len(evs))
+		s := foldEvents(evs[:cut])
+		want := s.AppendSnapshot(nil)
+		frozen := s.Freeze()
+		var others []*Frozen
+		for i := cut; i < len(evs); i++ {
+			ev, err := Decode(evs[i].Encode())
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Apply(Meta{Seq: uint64(i + 1)}, &ev)
+			switch r.IntN(6) {
+			case 0:
+				others = append(others, s.Freeze())
+			case 1:
+				if len(others) > 0 {
+					others[0].Release()
+					others = others[1:]
+				}
+			}
+		}
+		if got := frozen.AppendSnapshot(nil); !bytes.Equal(got, want) {
+			t.Fatalf("seed %d: the frozen view changed after %d more records", seed, len(evs)-cut)
+		}
+		frozen.Release()
+		for _, o := range others {
+			o.Release()
+		}
+		if s.frozen != 0 {
+			t.Fatalf("seed %d: %d views still counted after all were released", seed, s.frozen)
+		}
+		if !bytes.Equal(s.AppendSnapshot(nil), foldEvents(evs).AppendSnapshot(nil)) {
+			t.Fatalf("seed %d: copying for frozen views changed the live fold", seed)
+		}
+	}
+}
+
+// Encoding a frozen view while Apply goes on is safe (run with -race).
+func TestFrozenViewEncodesConcurrentlyWithApply(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	ids := make([]string, 200)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("p%d", i)
+	}
+	evs := genLog(r, ids, 4000, true)
+	s := foldEvents(evs[:2000])
+	want := s.AppendSnapshot(nil)
+	frozen := s.Freeze()
+	got := make(chan []byte)
+	go func() { got <- frozen.AppendSnapshot(nil) }()
+	for i := 2000; i < len(evs); i++ {
+		ev, _ := Decode(evs[i].Encode())
+		s.Apply(Meta{Seq: uint64(i + 1)}, &ev)
+	}
+	if !bytes.Equal(<-got, want) {
+		t.Fatal("a view encoded during Apply is not the state at Freeze")
+	}
+	frozen.Release()
+}

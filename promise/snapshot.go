@@ -15,8 +15,46 @@ const snapshotTag = "tally promise fold v2"
 // AppendSnapshot encodes the state for a checkpoint. Identities are written
 // once in a table and referenced by index.
 func (s *State) AppendSnapshot(b []byte) []byte {
+	return appendSnapshot(b, s.order, len(s.names))
+}
+
+// Frozen is the state as it was when Freeze was called, for encoding a
+// snapshot without holding the state's lock: while one is out, Apply copies
+// a promise before it changes it, so nothing a Frozen holds ever changes.
+// Encoding a large state takes long (about a second at a million promises),
+// and writers need not wait for it.
+type Frozen struct {
+	s     *State
+	order []*Promise
+	names int
+}
+
+// Freeze takes a Frozen view of the state. It copies the declaration order
+// (a pointer a promise) and nothing else. Call it, and Release, under the
+// same exclusion as Apply.
+func (s *State) Freeze() *Frozen {
+	s.gen++
+	s.frozen++
+	return &Frozen{s: s, order: append([]*Promise(nil), s.order...), names: len(s.names)}
+}
+
+// Release ends the view: Apply stops copying for it once no view is out.
+func (f *Frozen) Release() {
+	if f.s != nil {
+		f.s.frozen--
+		f.s = nil
+	}
+}
+
+// AppendSnapshot encodes the frozen state, as State.AppendSnapshot encodes
+// the live one. It may run concurrently with Apply on the state.
+func (f *Frozen) AppendSnapshot(b []byte) []byte {
+	return appendSnapshot(b, f.order, f.names)
+}
+
+func appendSnapshot(b []byte, order []*Promise, names int) []byte {
 	b = appendStr(b, snapshotTag)
-	index := make(map[string]uint64, len(s.names))
+	index := make(map[string]uint64, names)
 	var table []string
 	ref := func(v string) uint64 {
 		if v == "" {
@@ -32,7 +70,7 @@ func (s *State) AppendSnapshot(b []byte) []byte {
 	}
 	// First pass fills the table so it can precede the records.
 	var horizons, assessments, evidence, resolved uint64
-	for _, p := range s.order {
+	for _, p := range order {
 		ref(p.By)
 		ref(p.To)
 		horizons += uint64(len(p.Horizons))
@@ -50,12 +88,12 @@ func (s *State) AppendSnapshot(b []byte) []byte {
 	for _, v := range table {
 		b = appendStr(b, v)
 	}
-	b = binary.AppendUvarint(b, uint64(len(s.order)))
+	b = binary.AppendUvarint(b, uint64(len(order)))
 	b = binary.AppendUvarint(b, horizons)
 	b = binary.AppendUvarint(b, assessments)
 	b = binary.AppendUvarint(b, evidence)
 	b = binary.AppendUvarint(b, resolved)
-	for _, p := range s.order {
+	for _, p := range order {
 		b = appendStr(b, p.ID)
 		b = appendStr(b, p.Text)
 		b = binary.AppendUvarint(b, ref(p.By))

@@ -45,6 +45,8 @@ type Promise struct {
 	Horizons                   []int64
 	Resolution                 *Resolution
 	Assessments                []Assessment
+
+	gen uint32 // the state's gen when made or last copied: a Frozen view taken since may hold it
 }
 
 // Until is the current deadline.
@@ -81,6 +83,12 @@ type State struct {
 	overdueQueries int
 	order          []*Promise // declaration order
 	names          map[string]string
+
+	// gen counts Freeze calls, frozen the views still out. While one is
+	// out, a promise made before the last Freeze is copied before it
+	// changes (see writable).
+	gen    uint32
+	frozen int
 }
 
 // NewState returns an empty fold.
@@ -108,6 +116,24 @@ func (s *State) Each(fn func(*Promise) bool) {
 			return
 		}
 	}
+}
+
+// writable returns the promise with the given id ready to be changed in
+// place: a copy put in its place when a Frozen view may hold it.
+func (s *State) writable(id string) (*Promise, bool) {
+	s.ensureIndex()
+	i := s.index.find(s.order, id)
+	if i < 0 {
+		return nil, false
+	}
+	p := s.order[i]
+	if s.frozen > 0 && p.gen != s.gen {
+		c := *p
+		c.gen = s.gen
+		p = &c
+		s.order[i] = p
+	}
+	return p, true
 }
 
 // positionOf is p's place in the declaration order.
@@ -158,7 +184,7 @@ func (s *State) Apply(m Meta, e *Event) {
 		p := &Promise{
 			ID: e.ID, Text: e.Text, By: s.intern(e.By), To: s.intern(e.To),
 			On: e.On, Task: e.Task, Meta: e.Meta, Seq: m.Seq, Declared: at,
-			Horizons: []int64{e.untilNanos()},
+			Horizons: []int64{e.untilNanos()}, gen: s.gen,
 		}
 		s.order = append(s.order, p)
 		s.index.insert(s.order, len(s.order)-1)
@@ -170,6 +196,7 @@ func (s *State) Apply(m Meta, e *Event) {
 		if !ok || p.Resolution != nil {
 			return
 		}
+		p, _ = s.writable(e.ID)
 		p.Horizons = append(p.Horizons, e.untilNanos())
 		if s.deadlines != nil {
 			s.deadlines.Set(s.positionOf(p), p.Until())
@@ -182,11 +209,12 @@ func (s *State) Apply(m Meta, e *Event) {
 		if s.deadlines != nil {
 			s.deadlines.Delete(s.positionOf(p))
 		}
+		p, _ = s.writable(e.ID)
 		p.Resolution = &Resolution{
 			As: e.As, By: s.intern(e.By), Evidence: e.Evidence, Reason: e.Reason, At: at, Seq: m.Seq,
 		}
 	case TypeAssess:
-		p, ok := s.Get(e.ID)
+		p, ok := s.writable(e.ID)
 		if !ok {
 			return
 		}
