@@ -12,10 +12,12 @@ package store
 // system temp dir). Benchmarks only run with -bench.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -147,4 +149,76 @@ func BenchmarkCatchUpEmpty(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkFsyncUnderCPULoad measures what the machine does to an fsync
+// when its CPUs are busy: a raw write+fdatasync loop, of one record's bytes
+// and of a 64-record batch's, alone and then beside one goroutine that keeps
+// a CPU busy, in alternating blocks. A group commit keeps the CPUs busy
+// while its fsync runs (writers coming back, the next batch being decided);
+// a single writer leaves them idle. Where busy CPUs slow an fsync (a virtual
+// disk whose I/O shares the host's cores with the guest's), the ratio of
+// figure 2 of issue 2 falls with it. It reports median fsync times.
+//
+//	go test ./store -run '^$' -bench FsyncUnderCPULoad -benchtime 2000x
+func BenchmarkFsyncUnderCPULoad(b *testing.B) {
+	dir := benchStoreDir(b)
+	f, err := os.OpenFile(filepath.Join(dir, "raw.jsonl"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	const block = 50
+	sizes := map[string]int{"line": 300, "batch": 19000}
+	times := map[string][]time.Duration{}
+	b.ResetTimer()
+	for done := 0; done < b.N; done += block {
+		for _, busy := range []bool{false, true} {
+			for name, size := range sizes {
+				buf := bytes.Repeat([]byte{'x'}, size)
+				stop := make(chan struct{})
+				spun := make(chan struct{})
+				if busy {
+					go func() {
+						defer close(spun)
+						for {
+							select {
+							case <-stop:
+								return
+							default:
+							}
+						}
+					}()
+				}
+				key := name
+				if busy {
+					key += "_busy"
+				}
+				for i := 0; i < block/4; i++ {
+					if _, err := f.Write(buf); err != nil {
+						b.Fatal(err)
+					}
+					start := time.Now()
+					if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+						b.Fatal(err)
+					}
+					times[key] = append(times[key], time.Since(start))
+				}
+				close(stop)
+				if busy {
+					<-spun
+				}
+			}
+		}
+	}
+	b.StopTimer()
+	median := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2].Microseconds())
+	}
+	for key, d := range times {
+		b.ReportMetric(median(d), key+"_p50_µs")
+	}
+	b.ReportMetric(median(times["batch_busy"])/median(times["batch"]), "x_batch_busy")
+	b.ReportMetric(median(times["batch"])/median(times["line"]), "x_batch_vs_line")
 }
