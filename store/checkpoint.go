@@ -8,6 +8,8 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // A checkpoint is a cache of the folded state at some Position, so opening a
@@ -43,12 +45,10 @@ func (l *Log) WriteCheckpoint(pos Position, payload []byte) error {
 	if err != nil {
 		return fmt.Errorf("write checkpoint: %w", err)
 	}
-	for _, part := range [][]byte{head, payload, sum[:]} {
-		if _, err := tmp.Write(part); err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-			return fmt.Errorf("write checkpoint: %w", err)
-		}
+	if err := writeOutChunked(tmp, head, payload, sum[:]); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write checkpoint: %w", err)
 	}
 	// Flush the file here, where it costs only this (background) writer:
 	// left dirty, the file system's next journal commit — the log's next
@@ -186,4 +186,37 @@ func (l *Log) RemoveCheckpoint() error {
 		return nil
 	}
 	return err
+}
+
+// checkpointChunk is how much of a checkpoint is written out at a time.
+const checkpointChunk = 256 << 10
+
+// writeOutChunked writes parts to f and has the kernel write each chunk
+// out to the disk, waiting for it, before the next. A log fsync during a
+// checkpoint then waits for one chunk at most: its journal commit must write
+// out any data of this file still in memory, and a whole checkpoint (tens of
+// megabytes for a large ledger) held every writer for as long as that took.
+// Where the file system cannot do it, the final fsync does it all.
+func writeOutChunked(f *os.File, parts ...[]byte) error {
+	var off, flushed int64
+	flush := func(force bool) {
+		if off-flushed >= checkpointChunk || (force && off > flushed) {
+			_ = unix.SyncFileRange(int(f.Fd()), flushed, off-flushed,
+				unix.SYNC_FILE_RANGE_WAIT_BEFORE|unix.SYNC_FILE_RANGE_WRITE|unix.SYNC_FILE_RANGE_WAIT_AFTER)
+			flushed = off
+		}
+	}
+	for _, part := range parts {
+		for len(part) > 0 {
+			n := min(len(part), checkpointChunk-int(off-flushed))
+			if _, err := f.Write(part[:n]); err != nil {
+				return err
+			}
+			off += int64(n)
+			part = part[n:]
+			flush(false)
+		}
+	}
+	flush(true)
+	return nil
 }

@@ -251,6 +251,29 @@ func TestCheckpointValidation(t *testing.T) {
 	}
 }
 
+// A checkpoint larger than the chunk it is written out in, and one that
+// ends exactly on a chunk, read back whole.
+func TestCheckpointWrittenInChunks(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := Open(dir, nil)
+	defer l.Close()
+	pos := appendN(t, l, Position{}, 3)
+	// The file is a 64-byte head, the payload and a 32-byte trailer.
+	for _, size := range []int{3*checkpointChunk + 12345, checkpointChunk - 64 - 32, 0} {
+		payload := make([]byte, size)
+		for i := range payload {
+			payload[i] = byte(i*7 + i>>11)
+		}
+		if err := l.WriteCheckpoint(pos, payload); err != nil {
+			t.Fatal(err)
+		}
+		got, back, err := l.ReadCheckpoint()
+		if err != nil || got != pos || !bytes.Equal(back, payload) {
+			t.Fatalf("%d bytes: read back %d bytes at %+v, %v", size, len(back), got, err)
+		}
+	}
+}
+
 func TestLogShorterThanVerifiedPosition(t *testing.T) {
 	dir := t.TempDir()
 	l, _ := Open(dir, nil)
