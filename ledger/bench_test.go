@@ -24,6 +24,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"runtime"
 	"strconv"
 	"sync"
@@ -241,6 +242,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 	var singleTime, groupTime time.Duration
 	var singleOps, groupOps int
 	var groupRecords, groupFsyncs uint64
+	var latencies []time.Duration // each 64-way submit's
 	seq := 0
 	b.ResetTimer()
 	// The legs alternate in short rounds, so a noisy minute on the shared
@@ -279,20 +281,27 @@ func BenchmarkGroupCommit(b *testing.B) {
 		before := l.Stats()
 		var wg sync.WaitGroup
 		errs := make(chan error, writers)
+		took := make([][]time.Duration, writers)
 		start = time.Now()
 		for w := 0; w < writers; w++ {
 			wg.Add(1)
 			go func(w int) {
 				defer wg.Done()
+				took[w] = make([]time.Duration, 0, len(wcmds[w]))
 				for i := range wcmds[w] {
+					t := time.Now()
 					if _, err := l.Submit(ctx, wcmds[w][i], WriteOptions{Actor: wactors[w][i]}); err != nil {
 						errs <- err
 						return
 					}
+					took[w] = append(took[w], time.Since(t))
 				}
 			}(w)
 		}
 		wg.Wait()
+		for _, t := range took {
+			latencies = append(latencies, t...)
+		}
 		groupTime += time.Since(start)
 		groupOps += per * writers
 		after := l.Stats()
@@ -309,6 +318,11 @@ func BenchmarkGroupCommit(b *testing.B) {
 	b.ReportMetric(group, "64way_submits/s")
 	b.ReportMetric(float64(groupRecords)/float64(max(groupFsyncs, 1)), "64way_records/fsync")
 	b.ReportMetric(group/single, "x_single")
+	// The tail shows what holds every writer at once (a checkpoint's
+	// encoding did, under the session lock).
+	slices.Sort(latencies)
+	b.ReportMetric(float64(latencies[len(latencies)*999/1000].Microseconds())/1000, "64way_p999_ms")
+	b.ReportMetric(float64(latencies[len(latencies)-1].Microseconds())/1000, "64way_max_ms")
 }
 
 // benchJSONLine has the fields of a log line, for the baseline decoder.
