@@ -142,6 +142,7 @@ type Ledger struct {
 	stale   bool           // st holds records whose commit failed: rebuild before use
 	readers int            // readers waiting for the disk to catch up with st
 	cpSize  int            // the last checkpoint's payload size
+	cpCount int            // and the promises it held
 	waiting atomic.Int32   // readers, as the syncer sees them without mu: it does not wait for a cohort then
 
 	qmu        sync.Mutex // guards queue, committing
@@ -343,18 +344,20 @@ func (l *Ledger) checkpointDue(share uint64) (store.Position, []byte) {
 	// Claim it now, so concurrent committers do not encode it twice.
 	l.cpSeq.Store(l.pos.Seq)
 	payload := l.st.appendSnapshot(make([]byte, 0, l.snapshotSizeLocked()))
-	l.cpSize = len(payload)
+	l.cpSize, l.cpCount = len(payload), l.st.Promises.Len()
 	return l.pos, payload
 }
 
-// snapshotSizeLocked guesses a checkpoint's payload size from the last one
-// (a large make is zeroed, so a guess far too big costs as much as the
-// encoding).
+// snapshotSizeLocked guesses a checkpoint's payload size from the last
+// one's size per promise. A guess too small makes the buffer grow: a second
+// allocation and a copy of the whole payload, which the collector cannot
+// interrupt. Far too big costs as much, as a large make is zeroed.
 func (l *Ledger) snapshotSizeLocked() int {
-	if l.cpSize > 0 {
-		return l.cpSize + l.cpSize/4 + 4096
+	n := l.st.Promises.Len()
+	if l.cpSize > 0 && l.cpCount > 0 {
+		return int(float64(l.cpSize)/float64(l.cpCount)*float64(n)*1.1) + 4096
 	}
-	return 128*l.st.Promises.Len() + 4096
+	return 128*n + 4096
 }
 
 // Checkpoint thresholds as a share of the lines the last checkpoint covered
@@ -1089,13 +1092,13 @@ func (l *Ledger) startCheckpoint() {
 		}
 		l.cpSeq.Store(l.pos.Seq) // claimed: nobody encodes it twice
 		pos, st, head, frozen := l.pos, l.st, l.st.snapshotHead(), l.st.Promises.Freeze()
-		size := l.snapshotSizeLocked()
+		size, count := l.snapshotSizeLocked(), l.st.Promises.Len()
 		l.mu.Unlock()
 		payload := frozen.AppendSnapshot(head.append(make([]byte, 0, size)))
 		l.mu.Lock()
 		frozen.Release()
 		if l.st == st {
-			l.cpSize = len(payload)
+			l.cpSize, l.cpCount = len(payload), count
 		}
 		l.mu.Unlock()
 		l.writeCheckpoint(pos, payload)
