@@ -3,8 +3,10 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -258,8 +260,8 @@ func TestCheckpointWrittenInChunks(t *testing.T) {
 	l, _ := Open(dir, nil)
 	defer l.Close()
 	pos := appendN(t, l, Position{}, 3)
-	// The file is a 64-byte head, the payload and a 32-byte trailer.
-	for _, size := range []int{3*checkpointChunk + 12345, checkpointChunk - 64 - 32, 0} {
+	// The file is a head, the payload and a 32-byte trailer.
+	for _, size := range []int{3*checkpointChunk + 12345, checkpointChunk - checkpointHead - 32, 0} {
 		payload := make([]byte, size)
 		for i := range payload {
 			payload[i] = byte(i*7 + i>>11)
@@ -271,6 +273,67 @@ func TestCheckpointWrittenInChunks(t *testing.T) {
 		if err != nil || got != pos || !bytes.Equal(back, payload) {
 			t.Fatalf("%d bytes: read back %d bytes at %+v, %v", size, len(back), got, err)
 		}
+	}
+}
+
+// A checkpoint streamed in pieces of any size reads back whole; one whose
+// encoder fails leaves the old checkpoint in place; and a version 2 file,
+// whose head also holds the payload's length, is still read.
+func TestCheckpointStreamedAndVersion2(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := Open(dir, nil)
+	defer l.Close()
+	pos := appendN(t, l, Position{}, 4)
+	var want []byte
+	n, err := l.WriteCheckpointFrom(pos, func(emit func([]byte) error) error {
+		for i := 0; i < 300; i++ {
+			piece := bytes.Repeat([]byte{byte(i)}, i*37)
+			want = append(want, piece...)
+			if err := emit(piece); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil || n != int64(len(want)) {
+		t.Fatalf("WriteCheckpointFrom = %d, %v; want %d bytes", n, err, len(want))
+	}
+	if got, back, err := l.ReadCheckpoint(); err != nil || got != pos || !bytes.Equal(back, want) {
+		t.Fatalf("streamed checkpoint read back %d bytes at %+v, %v", len(back), got, err)
+	}
+	if _, err := l.WriteCheckpointFrom(pos, func(emit func([]byte) error) error {
+		emit([]byte("half a state"))
+		return errors.New("encoder failed")
+	}); err == nil {
+		t.Fatal("a failed encoding was reported written")
+	}
+	if _, back, err := l.ReadCheckpoint(); err != nil || !bytes.Equal(back, want) {
+		t.Fatalf("a failed encoding replaced the checkpoint: %v", err)
+	}
+	if tmps, _ := filepath.Glob(filepath.Join(dir, checkpointName+".tmp*")); len(tmps) != 0 {
+		t.Fatalf("temp files left behind: %v", tmps)
+	}
+
+	payload := []byte("a version 2 state")
+	v2 := append([]byte(checkpointMagicV2), make([]byte, 8+8+32+8)...)
+	binary.LittleEndian.PutUint64(v2[8:], uint64(pos.Offset))
+	binary.LittleEndian.PutUint64(v2[16:], pos.Seq)
+	copy(v2[24:], pos.Hash[:])
+	binary.LittleEndian.PutUint64(v2[56:], uint64(len(payload)))
+	v2 = append(v2, payload...)
+	sum := checkpointTrailer(crc32.Checksum(v2, castagnoli), int64(len(v2)), checkpointContextV2)
+	if err := os.WriteFile(filepath.Join(dir, checkpointName), append(v2, sum[:]...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, back, err := l.ReadCheckpoint(); err != nil || got != pos || string(back) != string(payload) {
+		t.Fatalf("version 2 checkpoint: %+v %q %v", got, back, err)
+	}
+	// A version 2 file whose length field disagrees is ignored.
+	binary.LittleEndian.PutUint64(v2[56:], uint64(len(payload)+1))
+	sum = checkpointTrailer(crc32.Checksum(v2, castagnoli), int64(len(v2)), checkpointContextV2)
+	os.WriteFile(filepath.Join(dir, checkpointName), append(v2, sum[:]...), 0o644)
+	if _, _, err := l.ReadCheckpoint(); !errors.Is(err, ErrNoCheckpoint) {
+		t.Fatalf("version 2 checkpoint with a wrong length accepted: %v", err)
 	}
 }
 
