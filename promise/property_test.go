@@ -363,3 +363,41 @@ func TestFrozenViewEncodesConcurrentlyWithApply(t *testing.T) {
 	}
 	frozen.Release()
 }
+
+// A snapshot streamed in chunks of any size is AppendSnapshot's bytes, for
+// the live state and a frozen one; an emit error stops it.
+func TestStreamSnapshotIsAppendSnapshot(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	ids := make([]string, 300)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("s%d", i)
+	}
+	s := foldEvents(genLog(r, ids, 3000, true))
+	want := s.AppendSnapshot([]byte("prefix"))
+	frozen := s.Freeze()
+	defer frozen.Release()
+	for _, chunk := range []int{1, 100, 4096, 1 << 30} {
+		for name, stream := range map[string]func([]byte, int, func([]byte) error) error{"live": s.StreamSnapshot, "frozen": frozen.StreamSnapshot} {
+			var got []byte
+			pieces := 0
+			if err := stream([]byte("prefix"), chunk, func(b []byte) error {
+				got = append(got, b...)
+				pieces++
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%s, chunk %d: streamed bytes differ from AppendSnapshot", name, chunk)
+			}
+			if chunk == 100 && pieces < len(want)/1000 {
+				t.Fatalf("%s: %d pieces for %d bytes in chunks of %d", name, pieces, len(want), chunk)
+			}
+		}
+	}
+	stop := fmt.Errorf("disk full")
+	calls := 0
+	if err := s.StreamSnapshot(nil, 100, func([]byte) error { calls++; return stop }); err != stop || calls != 1 {
+		t.Fatalf("after an emit error: %v, %d calls", err, calls)
+	}
+}

@@ -15,7 +15,16 @@ const snapshotTag = "tally promise fold v2"
 // AppendSnapshot encodes the state for a checkpoint. Identities are written
 // once in a table and referenced by index.
 func (s *State) AppendSnapshot(b []byte) []byte {
-	return appendSnapshot(b, s.order, len(s.names))
+	b, _ = appendSnapshot(b, s.order, len(s.names), nil)
+	return b
+}
+
+// StreamSnapshot encodes the state as AppendSnapshot does, after what b
+// holds, passing it to emit whenever it reaches chunk bytes and at the end,
+// so a large state is never encoded whole in memory. It stops at emit's
+// first error.
+func (s *State) StreamSnapshot(b []byte, chunk int, emit func([]byte) error) error {
+	return streamSnapshot(b, chunk, emit, s.order, len(s.names))
 }
 
 // Frozen is the state as it was when Freeze was called, for encoding a
@@ -49,10 +58,33 @@ func (f *Frozen) Release() {
 // AppendSnapshot encodes the frozen state, as State.AppendSnapshot encodes
 // the live one. It may run concurrently with Apply on the state.
 func (f *Frozen) AppendSnapshot(b []byte) []byte {
-	return appendSnapshot(b, f.order, f.names)
+	b, _ = appendSnapshot(b, f.order, f.names, nil)
+	return b
 }
 
-func appendSnapshot(b []byte, order []*Promise, names int) []byte {
+// StreamSnapshot is State.StreamSnapshot for the frozen state. It may run
+// concurrently with Apply on the state.
+func (f *Frozen) StreamSnapshot(b []byte, chunk int, emit func([]byte) error) error {
+	return streamSnapshot(b, chunk, emit, f.order, f.names)
+}
+
+func streamSnapshot(b []byte, chunk int, emit func([]byte) error, order []*Promise, names int) error {
+	b, err := appendSnapshot(b, order, names, func(b []byte) ([]byte, error) {
+		if len(b) < chunk {
+			return b, nil
+		}
+		return b[:0], emit(b)
+	})
+	if err != nil {
+		return err
+	}
+	return emit(b)
+}
+
+// appendSnapshot encodes a snapshot of order onto b, calling flush (if not
+// nil) between promises with what it holds; flush returns the buffer to go
+// on with.
+func appendSnapshot(b []byte, order []*Promise, names int, flush func([]byte) ([]byte, error)) ([]byte, error) {
 	b = appendStr(b, snapshotTag)
 	index := make(map[string]uint64, names)
 	var table []string
@@ -94,6 +126,12 @@ func appendSnapshot(b []byte, order []*Promise, names int) []byte {
 	b = binary.AppendUvarint(b, evidence)
 	b = binary.AppendUvarint(b, resolved)
 	for _, p := range order {
+		if flush != nil {
+			var err error
+			if b, err = flush(b); err != nil {
+				return nil, err
+			}
+		}
 		b = appendStr(b, p.ID)
 		b = appendStr(b, p.Text)
 		b = binary.AppendUvarint(b, ref(p.By))
@@ -131,7 +169,7 @@ func appendSnapshot(b []byte, order []*Promise, names int) []byte {
 			b = binary.AppendUvarint(b, a.Seq)
 		}
 	}
-	return b
+	return b, nil
 }
 
 func appendStr(b []byte, s string) []byte {
