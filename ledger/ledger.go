@@ -141,8 +141,6 @@ type Ledger struct {
 	cpSeq   atomic.Uint64  // the last checkpoint's sequence; read without mu by the syncer
 	stale   bool           // st holds records whose commit failed: rebuild before use
 	readers int            // readers waiting for the disk to catch up with st
-	cpSize  int            // the last checkpoint's payload size
-	cpCount int            // and the promises it held
 	waiting atomic.Int32   // readers, as the syncer sees them without mu: it does not wait for a cohort then
 
 	qmu        sync.Mutex // guards queue, committing
@@ -333,33 +331,6 @@ func (l *Ledger) refreshLocked() error {
 	return err
 }
 
-// checkpointDue encodes a checkpoint when the log has grown enough since the
-// last one, returning the payload to write (nil if none is due). Called with
-// mu held and nothing awaiting fsync; the file is written by writeCheckpoint
-// without it, so writers are not held up by the disk.
-func (l *Ledger) checkpointDue(share uint64) (store.Position, []byte) {
-	if !l.checkpointWantedAt(l.pos.Seq, share) {
-		return store.Position{}, nil
-	}
-	// Claim it now, so concurrent committers do not encode it twice.
-	l.cpSeq.Store(l.pos.Seq)
-	payload := l.st.appendSnapshot(make([]byte, 0, l.snapshotSizeLocked()))
-	l.cpSize, l.cpCount = len(payload), l.st.Promises.Len()
-	return l.pos, payload
-}
-
-// snapshotSizeLocked guesses a checkpoint's payload size from the last
-// one's size per promise. A guess too small makes the buffer grow: a second
-// allocation and a copy of the whole payload, which the collector cannot
-// interrupt. Far too big costs as much, as a large make is zeroed.
-func (l *Ledger) snapshotSizeLocked() int {
-	n := l.st.Promises.Len()
-	if l.cpSize > 0 && l.cpCount > 0 {
-		return int(float64(l.cpSize)/float64(l.cpCount)*float64(n)*1.1) + 4096
-	}
-	return 128*n + 4096
-}
-
 // Checkpoint thresholds as a share of the lines the last checkpoint covered
 // (see Config.CheckpointMin).
 const (
@@ -376,17 +347,32 @@ func (l *Ledger) checkpointWantedAt(seq, share uint64) bool {
 	return since >= l.cfg.CheckpointMin && since >= cp/share
 }
 
-func (l *Ledger) writeCheckpoint(pos store.Position, payload []byte) {
-	if payload == nil {
-		return
-	}
-	if err := l.log.WriteCheckpoint(pos, payload); err != nil {
-		l.cfg.Logger.Warn("could not write a checkpoint; the next open folds more of the log", "err", err)
-	}
+// snapshotChunk is how much of a checkpoint is encoded before it is
+// written: the state is never encoded whole in memory (a hundred megabytes
+// at a million promises, page-faulted in and collected each time).
+const snapshotChunk = 256 << 10
+
+// writeSnapshot writes a checkpoint at pos of a state: head, then the
+// promise state streamed by promises (State.StreamSnapshot or
+// Frozen.StreamSnapshot).
+func (l *Ledger) writeSnapshot(pos store.Position, head snapshotHead, promises func([]byte, int, func([]byte) error) error) error {
+	_, err := l.log.WriteCheckpointFrom(pos, func(emit func([]byte) error) error {
+		return promises(head.append(make([]byte, 0, snapshotChunk+snapshotChunk/4)), snapshotChunk, emit)
+	})
+	return err
 }
 
+// maybeCheckpointLocked writes a checkpoint, under the lock, if the log has
+// grown by the open rule since the last: at open and close, when nothing
+// else writes.
 func (l *Ledger) maybeCheckpointLocked() {
-	l.writeCheckpoint(l.checkpointDue(openShare))
+	if !l.checkpointWantedAt(l.pos.Seq, openShare) {
+		return
+	}
+	l.cpSeq.Store(l.pos.Seq)
+	if err := l.writeSnapshot(l.pos, l.st.snapshotHead(), l.st.Promises.StreamSnapshot); err != nil {
+		l.cfg.Logger.Warn("could not write a checkpoint; the next open folds more of the log", "err", err)
+	}
 }
 
 // Checkpoint writes a checkpoint at the current position now.
@@ -394,8 +380,7 @@ func (l *Ledger) Checkpoint() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.waitDurableLocked()
-	payload := l.st.appendSnapshot(nil)
-	if err := l.log.WriteCheckpoint(l.pos, payload); err != nil {
+	if err := l.writeSnapshot(l.pos, l.st.snapshotHead(), l.st.Promises.StreamSnapshot); err != nil {
 		return err
 	}
 	l.cpSeq.Store(l.pos.Seq)
@@ -1081,9 +1066,9 @@ func (l *Ledger) startCheckpoint() {
 		}()
 		l.cpWrite.Lock()
 		defer l.cpWrite.Unlock()
-		// The state is frozen under the lock and encoded without it, so
-		// writers go on meanwhile: encoding takes about a microsecond a
-		// promise, a second at a million.
+		// The state is frozen under the lock, then encoded and written
+		// without it, so writers go on meanwhile: encoding takes about a
+		// microsecond a promise, a second at a million.
 		l.mu.Lock()
 		l.waitDurableLocked()
 		if l.stale || !l.checkpointWantedAt(l.pos.Seq, runShare) {
@@ -1091,17 +1076,15 @@ func (l *Ledger) startCheckpoint() {
 			return
 		}
 		l.cpSeq.Store(l.pos.Seq) // claimed: nobody encodes it twice
-		pos, st, head, frozen := l.pos, l.st, l.st.snapshotHead(), l.st.Promises.Freeze()
-		size, count := l.snapshotSizeLocked(), l.st.Promises.Len()
+		pos, head, frozen := l.pos, l.st.snapshotHead(), l.st.Promises.Freeze()
 		l.mu.Unlock()
-		payload := frozen.AppendSnapshot(head.append(make([]byte, 0, size)))
+		err := l.writeSnapshot(pos, head, frozen.StreamSnapshot)
 		l.mu.Lock()
 		frozen.Release()
-		if l.st == st {
-			l.cpSize, l.cpCount = len(payload), count
-		}
 		l.mu.Unlock()
-		l.writeCheckpoint(pos, payload)
+		if err != nil {
+			l.cfg.Logger.Warn("could not write a checkpoint; the next open folds more of the log", "err", err)
+		}
 	}()
 }
 

@@ -277,6 +277,8 @@ func TestCheckpointWhileWritingIsTheFoldAtItsLine(t *testing.T) {
 			}(w)
 		}
 		wg.Wait()
+		// The syncer starts checkpoints: let it stop first, as Close does.
+		l.loops.Wait()
 		l.cpWriters.Wait()
 		pos, payload, err := l.Log().ReadCheckpoint()
 		if err != nil {
