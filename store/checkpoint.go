@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -131,7 +132,7 @@ func (l *Log) ReadCheckpoint() (Position, []byte, error) {
 // concurrently, so a caller can decode the payload meanwhile: verify waits
 // for it and must return nil before anything decoded is trusted.
 func (l *Log) ReadCheckpointAsync() (Position, []byte, func() error, error) {
-	b, err := os.ReadFile(filepath.Join(l.dir, checkpointName))
+	b, err := readWhole(filepath.Join(l.dir, checkpointName))
 	if errors.Is(err, os.ErrNotExist) {
 		return Position{}, nil, nil, ErrNoCheckpoint
 	}
@@ -259,4 +260,30 @@ func (w *checkpointWriter) flush(force bool) {
 			unix.SYNC_FILE_RANGE_WAIT_BEFORE|unix.SYNC_FILE_RANGE_WRITE|unix.SYNC_FILE_RANGE_WAIT_AFTER)
 		w.flushed = w.off
 	}
+}
+
+// readWhole reads a file into fresh memory that the kernel is asked to back
+// with huge pages. A checkpoint is read whole and kept (the state's strings
+// share its bytes): tens of megabytes for a large ledger, and faulting them
+// in 4 KiB at a time cost more than decoding them where page faults are
+// slow (≈ 15 µs each on a virtual machine: 0.27 s for 74 MB). The advice is
+// only that: where it is refused, the read is as before.
+func readWhole(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, fi.Size())
+	if len(b) >= 4<<20 {
+		_ = unix.Madvise(b, unix.MADV_HUGEPAGE)
+	}
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
