@@ -129,11 +129,25 @@ func Prepare(lim Limits, actor string, now time.Time, cmd Command) (Prepared, er
 // debtor (a release from its creditor); an assessment finds its promise. It
 // returns the warnings the record carries.
 func (s *State) Admit(p *Prepared) ([]string, error) {
+	return s.admit(p, nil)
+}
+
+// AdmitFresh is Admit for a declaration whose id was minted rather than
+// chosen: while the id is taken, it gives the declaration another from
+// fresh instead of refusing it.
+func (s *State) AdmitFresh(p *Prepared, fresh func() string) ([]string, error) {
+	return s.admit(p, fresh)
+}
+
+func (s *State) admit(p *Prepared, fresh func() string) ([]string, error) {
 	ev, actor := &p.Event, p.actor
 	switch ev.Type {
 	case TypePromise:
-		if _, dup := s.Get(ev.ID); dup {
-			return nil, rule.Conflictf("id", "a promise with id "+ev.ID+" already exists")
+		for _, dup := s.Get(ev.ID); dup; _, dup = s.Get(ev.ID) {
+			if fresh == nil {
+				return nil, rule.Conflictf("id", "a promise with id "+ev.ID+" already exists")
+			}
+			ev.ID = fresh()
 		}
 		if ev.On != "" {
 			if _, ok := s.Get(ev.On); !ok {

@@ -303,6 +303,30 @@ func TestDecideRefusals(t *testing.T) {
 	})
 }
 
+// AdmitFresh gives a declaration whose id is taken new ones until one is
+// free; Admit refuses it.
+func TestAdmitFreshMintsAgain(t *testing.T) {
+	s := fold(t, antecedentLine, seedLifecycle[0])
+	taken := []string{}
+	s.Each(func(p *Promise) bool { taken = append(taken, p.ID); return len(taken) < 2 })
+	until := ts("2026-09-05T00:00:00Z")
+	p, err := Prepare(DefaultLimits(), "a", ts("2026-09-03T00:00:00Z"), Declare{ID: taken[0], Text: "t", By: "a", To: "b", Until: until})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Admit(&p); err == nil {
+		t.Fatal("Admit accepted a taken id")
+	}
+	ids := append(taken[1:], "pnk_free01")
+	calls := 0
+	if _, err := s.AdmitFresh(&p, func() string { calls++; return ids[calls-1] }); err != nil {
+		t.Fatal(err)
+	}
+	if p.Event.ID != "pnk_free01" || calls != len(ids) {
+		t.Fatalf("id %q after %d mints, want pnk_free01 after %d", p.Event.ID, calls, len(ids))
+	}
+}
+
 func TestDecodeKeepsUnknownAndRefusesMalformed(t *testing.T) {
 	ev, err := Decode([]byte(`{"ts":"2026-08-28T20:14:03Z","type":"promise","id":"a","promise":"x","by":"d","to":"c","until":"2026-09-01T17:00:00Z","provenance":{"via":"x"}}`))
 	if err != nil || ev.ID != "a" {

@@ -178,16 +178,20 @@ func (s *State) Apply(m Meta, e *Event) {
 	switch e.Type {
 	case TypePromise:
 		s.ensureIndex()
-		if s.index.find(s.order, e.ID) >= 0 {
+		// Insert first: the index refuses a second declaration of an id in
+		// the same probe that places a new one.
+		p := &Promise{ID: e.ID}
+		s.order = append(s.order, p)
+		if !s.index.insert(s.order, len(s.order)-1) {
+			s.order[len(s.order)-1] = nil
+			s.order = s.order[:len(s.order)-1]
 			return // first declaration wins
 		}
-		p := &Promise{
+		*p = Promise{
 			ID: e.ID, Text: e.Text, By: s.intern(e.By), To: s.intern(e.To),
 			On: e.On, Task: e.Task, Meta: e.Meta, Seq: m.Seq, Declared: at,
 			Horizons: []int64{e.untilNanos()}, gen: s.gen,
 		}
-		s.order = append(s.order, p)
-		s.index.insert(s.order, len(s.order)-1)
 		if s.deadlines != nil {
 			s.deadlines.Set(int32(len(s.order)-1), p.Until())
 		}
