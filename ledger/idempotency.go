@@ -100,19 +100,23 @@ func (l *Ledger) Execute(ctx context.Context, cmd Command, opts WriteOptions, id
 				return nil, nil, false, err
 			}
 			pend := promisePending(p.Event)
+			pends := []pending{pend}
 			req.decide = func(st *State, _ time.Time) ([]pending, []string, error) {
-				if _, taken := st.Promises.Get(p.Event.ID); mint && taken {
-					for taken {
-						p.Event.ID = l.mintID()
-						_, taken = st.Promises.Get(p.Event.ID)
+				var warn []string
+				var err error
+				if mint {
+					id := p.Event.ID
+					warn, err = st.Promises.AdmitFresh(&p, l.mintID)
+					if p.Event.ID != id { // the minted id was taken: encode the new one
+						pends[0] = promisePending(p.Event)
 					}
-					pend = promisePending(p.Event)
+				} else {
+					warn, err = st.Promises.Admit(&p)
 				}
-				warn, err := st.Promises.Admit(&p)
 				if err != nil {
 					return nil, nil, err
 				}
-				return []pending{pend}, warn, nil
+				return pends, warn, nil
 			}
 			break
 		}
