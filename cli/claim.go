@@ -44,6 +44,18 @@ func (g *global) fromStdin(args []string, doc any) (bool, error) {
 	return true, jsondoc.Strict("stdin", b, doc)
 }
 
+// claimDoc fills a verb's document from stdin when its argument is "-",
+// else takes the claim (or artifact, or check) it names from the argument.
+func (g *global) claimDoc(args []string, doc any, id *string) error {
+	if _, err := g.fromStdin(args, doc); err != nil {
+		return err
+	}
+	if a := oneArg(args); a != "" {
+		*id = a
+	}
+	return nil
+}
+
 // oneArg returns the verb's single positional argument (unless the command
 // came on stdin, where the document names it).
 func oneArg(args []string) string {

@@ -217,11 +217,8 @@ func newClaimPost(g *global) *cobra.Command {
 		Short: "Make a generated claim actionable (claimant), or record that posting failed",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if _, err := g.fromStdin(args, &d); err != nil {
+			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
-			}
-			if id := oneArg(args); id != "" {
-				d.Claim = id
 			}
 			var cmd claim.Command = claim.Post{Claim: d.Claim}
 			if d.Failed {
@@ -248,11 +245,8 @@ func newClaimEnd(g *global, verb string) *cobra.Command {
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if _, err := g.fromStdin(args, &d); err != nil {
+			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
-			}
-			if id := oneArg(args); id != "" {
-				d.Claim = id
 			}
 			var cmd claim.Command = claim.Cancel{Claim: d.Claim, Reason: d.Reason}
 			if verb == "revoke" {
@@ -279,11 +273,8 @@ func newClaimSupersede(g *global) *cobra.Command {
 		Example: `  tally claim create C18 --predecessor C17 ... && tally claim supersede C17 --successor C18 --as maintainer`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if _, err := g.fromStdin(args, &d); err != nil {
+			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
-			}
-			if id := oneArg(args); id != "" {
-				d.Claim = id
 			}
 			return g.claimWrite(c, claim.Supersede{Claim: d.Claim, Successor: d.Successor, Reason: d.Reason}, d.Claim, d.RequestID, nil)
 		},
@@ -306,11 +297,8 @@ func newClaimShow(g *global) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			d.Now = o.now
-			if _, err := g.fromStdin(args, &d); err != nil {
+			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
-			}
-			if id := oneArg(args); id != "" {
-				d.Claim = id
 			}
 			now, err := parseNow(d.Now, g.io.Now)
 			if err != nil {

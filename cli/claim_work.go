@@ -33,11 +33,8 @@ func newReceiptAcquire(g *global) *cobra.Command {
 		Example: `  tally receipt acquire C17 --as parser`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if _, err := g.fromStdin(args, &d); err != nil {
+			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
-			}
-			if id := oneArg(args); id != "" {
-				d.Claim = id
 			}
 			var cmd claim.Command = claim.AcquireReceipt{Claim: d.Claim}
 			if d.Decline {
@@ -71,11 +68,8 @@ func newReceiptAdopt(g *global) *cobra.Command {
 		Example: `  tally receipt adopt C17 --holder parser-2 --reason "parser stopped answering" --as maintainer`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if _, err := g.fromStdin(args, &d); err != nil {
+			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
-			}
-			if id := oneArg(args); id != "" {
-				d.Claim = id
 			}
 			return g.claimWrite(c, claim.Adopt{Claim: d.Claim, Holder: d.Holder, Reason: d.Reason}, d.Claim, d.RequestID, printReceipt)
 		},
@@ -99,11 +93,8 @@ func newProgressCmd(g *global) *cobra.Command {
 		Example: `  tally progress C17 --generation 1 --note "found the faulty branch" --as parser`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if _, err := g.fromStdin(args, &d); err != nil {
+			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
-			}
-			if id := oneArg(args); id != "" {
-				d.Claim = id
 			}
 			if d.Generation == 0 {
 				return usagef("generation: required: the receipt generation you hold (fences writes after an adopt)")
