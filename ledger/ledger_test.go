@@ -289,7 +289,7 @@ func TestCheckpointWhileWritingIsTheFoldAtItsLine(t *testing.T) {
 		if err != nil || end.Seq != pos.Seq {
 			t.Fatalf("wave %d: fold to the checkpoint's line %d: at %d, %v", wave, pos.Seq, end.Seq, err)
 		}
-		if want := st.appendSnapshot(nil); !bytes.Equal(payload, want) {
+		if want := st.Promises.AppendSnapshot(st.snapshotHead().append(nil)); !bytes.Equal(payload, want) {
 			t.Fatalf("wave %d: the checkpoint at line %d is not the fold of the log up to it", wave, pos.Seq)
 		}
 		checked++

@@ -148,10 +148,6 @@ func (s *State) SkippedSummary() string {
 // snapshotTag versions the whole checkpoint payload.
 const snapshotTag = "tally ledger state v2"
 
-func (s *State) appendSnapshot(b []byte) []byte {
-	return s.Promises.AppendSnapshot(s.snapshotHead().append(b))
-}
-
 // snapshotHead is what a checkpoint holds besides the promise state, copied
 // so that it can be encoded without the session lock.
 type snapshotHead struct {
