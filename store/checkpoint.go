@@ -187,6 +187,11 @@ func (l *Log) lineEndsAt(pos Position) error {
 		}
 		return nil
 	}
+	if pos.Offset <= 0 {
+		// Damage: the sum is checked meanwhile, and this must not read
+		// with a size it made up.
+		return errors.New("a line that ends at or before the log's start")
+	}
 	size := int64(4096)
 	for {
 		if size > pos.Offset {

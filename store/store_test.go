@@ -393,3 +393,56 @@ func FuzzScan(f *testing.F) {
 		})
 	})
 }
+
+// FuzzReadCheckpoint feeds arbitrary bytes as a checkpoint file over a log
+// of three lines: reading never panics, and a checkpoint it accepts has a
+// whole sum, a position the log holds and, read again, the same payload.
+func FuzzReadCheckpoint(f *testing.F) {
+	dir := f.TempDir()
+	l, err := Open(dir, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer l.Close()
+	pos := appendN(f, l, Position{}, 3)
+	held := map[Position]bool{{}: true} // the empty log, and the end of each line
+	if _, _, err := l.Scan(Position{}, func(e Entry) error {
+		held[Position{Offset: e.Offset + int64(len(e.Line)) + 1, Seq: e.Env.Seq, Hash: e.Env.Hash}] = true
+		return nil
+	}); err != nil || len(held) != 4 {
+		f.Fatalf("scan: %v, %d positions", err, len(held))
+	}
+	if err := l.WriteCheckpoint(pos, []byte("a state")); err != nil {
+		f.Fatal(err)
+	}
+	good, err := os.ReadFile(filepath.Join(dir, checkpointName))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add(good[:len(good)-1])
+	v2 := append([]byte(checkpointMagicV2), good[len(checkpointMagic):checkpointHead]...)
+	v2 = binary.LittleEndian.AppendUint64(v2, uint64(len("a state")))
+	v2 = append(v2, "a state"...)
+	sum := checkpointTrailer(crc32.Checksum(v2, castagnoli), int64(len(v2)), checkpointContextV2)
+	f.Add(append(v2, sum[:]...))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(dir, checkpointName)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, payload, err := l.ReadCheckpoint()
+		if err != nil {
+			if !errors.Is(err, ErrNoCheckpoint) {
+				t.Fatalf("a bad checkpoint is not ErrNoCheckpoint: %v", err)
+			}
+			return
+		}
+		if !held[got] {
+			t.Fatalf("accepted a checkpoint at %+v, a position the log does not hold", got)
+		}
+		if len(payload) > len(data) {
+			t.Fatalf("payload of %d bytes from a file of %d", len(payload), len(data))
+		}
+	})
+}
