@@ -365,3 +365,23 @@ func BenchmarkBaselineHashCopy64MiB(b *testing.B) {
 		hashCopy(b, src, dst, false)
 	}
 }
+
+// FuzzParseDigest: whatever parses prints back as the same digest, and
+// parses again to it.
+func FuzzParseDigest(f *testing.F) {
+	f.Add(strings.Repeat("ab", 32))
+	f.Add("blake3:" + strings.Repeat("0f", 32))
+	f.Add("")
+	f.Fuzz(func(t *testing.T, s string) {
+		if d, err := ParseDigest(s); err == nil {
+			if again, err := ParseDigest(d.String()); err != nil || again != d {
+				t.Fatalf("%q parsed to %s, which reads back as %s, %v", s, d, again, err)
+			}
+		}
+		if d, err := ParseContentDigest(s); err == nil {
+			if again, err := ParseContentDigest(d.String()); err != nil || again != d {
+				t.Fatalf("%q parsed to %s, which reads back as %s, %v", s, d, again, err)
+			}
+		}
+	})
+}

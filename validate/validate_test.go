@@ -182,3 +182,24 @@ func TestLookup(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// FuzzParseReport reads arbitrary bytes as a test report (evidence comes
+// from whoever ran the tests): it never panics, and what it counts is
+// consistent with the result it gives.
+func FuzzParseReport(f *testing.F) {
+	for _, s := range []string{goJSONFail, goJSONPass, goJSONNone, goJSONBuild, junitFail, junitError, junitPass, junitNone, "", "{}\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ParseReport(data)
+		if err != nil {
+			return
+		}
+		if c.Passed < 0 || c.Failed < 0 || c.Skipped < 0 || len(c.FailedNames) > 20 || len(c.FailedNames) > c.Failed {
+			t.Fatalf("inconsistent counts %+v", c)
+		}
+		if (c.Result() == claim.Pass) != (c.Failed == 0 && c.Passed > 0) {
+			t.Fatalf("result %s for %+v", c.Result(), c)
+		}
+	})
+}
