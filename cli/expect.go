@@ -263,12 +263,8 @@ func newExpectShow(g *global) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				m, err := g.expectGet(c, rc, nil, "expectations", args[0])
-				if err != nil || m == nil {
-					return err
-				}
 				var v expect.View
-				if err := decodeMember(m, "expectation", &v); err != nil {
+				if printed, err := g.expectGet(c, rc, nil, "expectation", &v, "expectations", args[0]); err != nil || printed {
 					return err
 				}
 				printExpectation(g.io.Out, &v)
@@ -363,11 +359,7 @@ func newExpectLs(g *global) *cobra.Command {
 						q.Set(k, v)
 					}
 				}
-				m, err := g.expectGet(c, rc, q, "expectations")
-				if err != nil || m == nil {
-					return err
-				}
-				if err := decodeMember(m, "expectations", &vs); err != nil {
+				if printed, err := g.expectGet(c, rc, q, "expectations", &vs, "expectations"); err != nil || printed {
 					return err
 				}
 			} else {
@@ -634,11 +626,7 @@ func newLapses(g *global) *cobra.Command {
 				if expectation != "" {
 					q.Set("expectation", expectation)
 				}
-				m, err := g.expectGet(c, rc, q, "lapses")
-				if err != nil || m == nil {
-					return err
-				}
-				if err := decodeMember(m, "lapses", &out); err != nil {
+				if printed, err := g.expectGet(c, rc, q, "lapses", &out, "lapses"); err != nil || printed {
 					return err
 				}
 			} else {

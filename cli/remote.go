@@ -779,18 +779,23 @@ func (g *global) expectWriteRemote(c *cobra.Command, rc *client, o expectWrite, 
 	return human(m)
 }
 
-// expectGet reads one expectations document over HTTP: with --json it is
-// printed as is and nil members are returned.
-func (g *global) expectGet(c *cobra.Command, rc *client, q url.Values, segs ...string) (map[string]json.RawMessage, error) {
+// expectGet reads one expectations document over HTTP and decodes its
+// member into v. With --json the document is printed as is instead, and
+// printed reports it: the caller has nothing left to do.
+func (g *global) expectGet(c *cobra.Command, rc *client, q url.Values, member string, v any, segs ...string) (printed bool, err error) {
 	resp, err := rc.do(c.Context(), "GET", rc.path(q, segs...), nil, "")
 	if err != nil {
-		return nil, err
+		return false, err
 	}
 	if g.json {
 		_, err := g.io.Out.Write(resp)
-		return nil, err
+		return true, err
 	}
-	return members(resp)
+	m, err := members(resp)
+	if err != nil {
+		return false, err
+	}
+	return false, decodeMember(m, member, v)
 }
 
 // expectation is one expectation's view over HTTP; false when the server
