@@ -70,7 +70,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"net/url"
 	"strconv"
@@ -374,13 +373,10 @@ func (h *a2aHandler) withFilePart(ctx context.Context, msg *a2a.Message, pa clai
 	if n := rawParts(msg); n != 1 {
 		return pa, invalidParams("message.parts", action+" takes the artifact's bytes as exactly one file part with raw bytes; the message has "+strconv.Itoa(n))
 	}
-	objs, err := h.s.objects()
+	var err error
+	pa.Content, pa.Size, err = h.s.putBytes(ctx, bytes.NewReader(file.Content.(a2a.Raw)))
 	if err != nil {
-		return pa, a2aError(fmt.Errorf("open the content store: %w", err))
-	}
-	pa.Content, pa.Size, err = objs.Put(ctx, bytes.NewReader(file.Content.(a2a.Raw)))
-	if err != nil {
-		return pa, a2aError(fmt.Errorf("store the artifact's bytes: %w", err))
+		return pa, a2aError(err)
 	}
 	if pa.Name == "" {
 		pa.Name = file.Filename

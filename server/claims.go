@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -244,6 +246,20 @@ func (s *Server) objects() (*artifact.Store, error) {
 	return artifact.OpenStore(store.ObjectsDir(s.cfg.Root))
 }
 
+// putBytes streams a request's bytes into the content store: an artifact's
+// over HTTP or A2A, or a verdict's evidence.
+func (s *Server) putBytes(ctx context.Context, body io.Reader) (artifact.ContentDigest, int64, error) {
+	objs, err := s.objects()
+	if err != nil {
+		return artifact.ContentDigest{}, 0, fmt.Errorf("open the content store: %w", err)
+	}
+	content, size, err := objs.Put(ctx, body)
+	if err != nil {
+		return artifact.ContentDigest{}, 0, fmt.Errorf("store the bytes: %w", err)
+	}
+	return content, size, nil
+}
+
 // bytesWrite is the preamble of a route whose body is bytes and whose
 // description is in the query: the session, an octet-stream body, and only
 // the named parameters. It has answered the request when ok is false.
@@ -297,12 +313,7 @@ func (s *Server) claimReportWithEvidence(w http.ResponseWriter, r *http.Request)
 		s.writeError(w, err)
 		return
 	}
-	objs, err := s.objects()
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	content, size, err := objs.Put(r.Context(), r.Body)
+	content, size, err := s.putBytes(r.Context(), r.Body)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -347,12 +358,7 @@ func (s *Server) claimArtifactPut(w http.ResponseWriter, r *http.Request) {
 	if name == "" {
 		name = a
 	}
-	objs, err := s.objects()
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	content, size, err := objs.Put(r.Context(), r.Body)
+	content, size, err := s.putBytes(r.Context(), r.Body)
 	if err != nil {
 		s.writeError(w, err)
 		return
