@@ -101,8 +101,7 @@ func (s *State) Len() int { return len(s.order) }
 
 // Get returns the promise with the given id.
 func (s *State) Get(id string) (*Promise, bool) {
-	s.ensureIndex()
-	i := s.index.find(s.order, id)
+	i := s.lookup(id)
 	if i < 0 {
 		return nil, false
 	}
@@ -118,14 +117,16 @@ func (s *State) Each(fn func(*Promise) bool) {
 	}
 }
 
-// writable returns the promise with the given id ready to be changed in
-// place: a copy put in its place when a Frozen view may hold it.
-func (s *State) writable(id string) (*Promise, bool) {
+// lookup returns the position of the promise with the given id in the
+// declaration order, or -1.
+func (s *State) lookup(id string) int {
 	s.ensureIndex()
-	i := s.index.find(s.order, id)
-	if i < 0 {
-		return nil, false
-	}
+	return s.index.find(s.order, id)
+}
+
+// writable returns the promise at position i ready to be changed in place:
+// a copy put in its place when a Frozen view may hold it.
+func (s *State) writable(i int) *Promise {
 	p := s.order[i]
 	if s.frozen > 0 && p.gen != s.gen {
 		c := *p
@@ -133,13 +134,7 @@ func (s *State) writable(id string) (*Promise, bool) {
 		p = &c
 		s.order[i] = p
 	}
-	return p, true
-}
-
-// positionOf is p's place in the declaration order.
-func (s *State) positionOf(p *Promise) int32 {
-	s.ensureIndex()
-	return int32(s.index.find(s.order, p.ID))
+	return p
 }
 
 // ensureIndex builds the id index from the declaration order if it is stale.
@@ -196,32 +191,32 @@ func (s *State) Apply(m Meta, e *Event) {
 			s.deadlines.Set(int32(len(s.order)-1), p.Until())
 		}
 	case TypeAmend:
-		p, ok := s.Get(e.ID)
-		if !ok || p.Resolution != nil {
+		i := s.lookup(e.ID)
+		if i < 0 || s.order[i].Resolution != nil {
 			return
 		}
-		p, _ = s.writable(e.ID)
+		p := s.writable(i)
 		p.Horizons = append(p.Horizons, e.untilNanos())
 		if s.deadlines != nil {
-			s.deadlines.Set(s.positionOf(p), p.Until())
+			s.deadlines.Set(int32(i), p.Until())
 		}
 	case TypeResolve:
-		p, ok := s.Get(e.ID)
-		if !ok || p.Resolution != nil {
+		i := s.lookup(e.ID)
+		if i < 0 || s.order[i].Resolution != nil {
 			return // first resolve wins
 		}
 		if s.deadlines != nil {
-			s.deadlines.Delete(s.positionOf(p))
+			s.deadlines.Delete(int32(i))
 		}
-		p, _ = s.writable(e.ID)
-		p.Resolution = &Resolution{
+		s.writable(i).Resolution = &Resolution{
 			As: e.As, By: s.intern(e.By), Evidence: e.Evidence, Reason: e.Reason, At: at, Seq: m.Seq,
 		}
 	case TypeAssess:
-		p, ok := s.writable(e.ID)
-		if !ok {
+		i := s.lookup(e.ID)
+		if i < 0 {
 			return
 		}
+		p := s.writable(i)
 		p.Assessments = append(p.Assessments, Assessment{
 			Observer: s.intern(e.Observer), State: e.State, Note: e.Note, Meta: e.Meta, At: at, Seq: m.Seq,
 		})
