@@ -67,6 +67,7 @@ type Log struct {
 	wait   *os.File // a shared flock on it says "a writer waits for lock"
 	logger *slog.Logger
 	txHash *blake3.Hasher // the chain hasher of the Tx under way (one at a time: mu)
+	txBuf  []byte         // the line buffer the last Tx left, for the next (mu)
 	mu     sync.Mutex     // held for the life of a Tx
 }
 
@@ -205,6 +206,9 @@ type Tx struct {
 	done   bool
 }
 
+// txBufKeep bounds the line buffer a Log keeps between transactions.
+const txBufKeep = 4 << 20
+
 // Begin takes the in-process mutex and the OS file lock. It waits for other
 // writers, giving up when ctx ends.
 func (l *Log) Begin(ctx context.Context) (*Tx, error) {
@@ -215,7 +219,7 @@ func (l *Log) Begin(ctx context.Context) (*Tx, error) {
 	}
 	// A derive-key hasher costs about 11 KB to make; a Tx holds mu, so the
 	// log's one serves every Tx in turn.
-	return &Tx{log: l, h: l.txHash}, nil
+	return &Tx{log: l, h: l.txHash, buf: l.txBuf[:0]}, nil
 }
 
 func flockContext(ctx context.Context, f, wait *os.File) error {
@@ -427,6 +431,12 @@ func (tx *Tx) release() {
 		return
 	}
 	tx.done = true
+	// A writer that takes the lock for every batch would otherwise grow a
+	// new buffer each time; one grown past what batches need is let go.
+	if cap(tx.buf) <= txBufKeep {
+		tx.log.txBuf = tx.buf[:0]
+	}
+	tx.buf = nil
 	_ = syscall.Flock(int(tx.log.lock.Fd()), syscall.LOCK_UN)
 	tx.log.mu.Unlock()
 }
