@@ -86,38 +86,24 @@ func (l *Ledger) Execute(ctx context.Context, cmd Command, opts WriteOptions, id
 			// gets one here too, and another under the lock in the rare
 			// case it is taken. (An idempotent request is decided whole
 			// under the lock, where its key is checked first.)
-			d, mint := c.(promise.Declare)
-			mint = mint && d.ID == ""
-			if mint {
-				d.ID = l.spread()
-				c = d
+			pp := &req.prepared
+			var err error
+			if d, ok := c.(promise.Declare); ok {
+				if d.ID == "" {
+					d.ID, pp.mint = l.spread(), true
+				}
+				pp.p, err = promise.PrepareDeclare(l.cfg.Limits, opts.Actor, l.cfg.Now(), d)
+			} else {
+				pp.p, err = promise.Prepare(l.cfg.Limits, opts.Actor, l.cfg.Now(), c)
 			}
-			p, err := promise.Prepare(l.cfg.Limits, opts.Actor, l.cfg.Now(), c)
 			if err != nil {
 				l.dmu.Lock()
 				l.stats.Refused++
 				l.dmu.Unlock()
 				return nil, nil, false, err
 			}
-			pend := promisePending(p.Event)
-			pends := []pending{pend}
-			req.decide = func(st *State, _ time.Time) ([]pending, []string, error) {
-				var warn []string
-				var err error
-				if mint {
-					id := p.Event.ID
-					warn, err = st.Promises.AdmitFresh(&p, l.mintID)
-					if p.Event.ID != id { // the minted id was taken: encode the new one
-						pends[0] = promisePending(p.Event)
-					}
-				} else {
-					warn, err = st.Promises.Admit(&p)
-				}
-				if err != nil {
-					return nil, nil, err
-				}
-				return pends, warn, nil
-			}
+			pp.pend[0] = promisePending(pp.p.Event)
+			req.admit = true
 			break
 		}
 		req.decide = func(st *State, now time.Time) ([]pending, []string, error) {

@@ -456,14 +456,51 @@ type Result struct {
 // request is one queued command. decide runs under the log's lock against
 // the current state; it returns the records to append.
 type request struct {
-	opts     WriteOptions
-	decide   func(st *State, now time.Time) ([]pending, []string, error)
+	opts   WriteOptions
+	decide func(st *State, now time.Time) ([]pending, []string, error)
+	// admit, instead of decide: a promise command prepared (checked and
+	// encoded) outside the lock, with only promise.Admit left to run under
+	// it. It lives in the request so the hot path allocates once.
+	admit    bool
+	prepared preparedPromise
+	result   [1]Result // res of a one-record request
 	idem     *Idempotency
 	res      []Result
 	response []byte // the recorded response of an idempotent request
 	replayed bool   // the response is a retry's: nothing was appended
 	err      error
 	done     chan struct{}
+}
+
+// preparedPromise is a promise command ready for Admit, and its record.
+type preparedPromise struct {
+	p    promise.Prepared
+	pend [1]pending
+	mint bool // its id was minted here: a taken one is minted again, not refused
+}
+
+// decideIn decides r against the state under the lock.
+func (l *Ledger) decideIn(r *request, now time.Time) ([]pending, []string, error) {
+	if !r.admit {
+		return r.decide(l.st, now)
+	}
+	pp := &r.prepared
+	if !pp.mint {
+		warn, err := l.st.Promises.Admit(&pp.p)
+		if err != nil {
+			return nil, nil, err
+		}
+		return pp.pend[:], warn, nil
+	}
+	id := pp.p.Event.ID
+	warn, err := l.st.Promises.AdmitFresh(&pp.p, l.mintID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if pp.p.Event.ID != id { // the minted id was taken: encode the new one
+		pp.pend[0] = promisePending(pp.p.Event)
+	}
+	return pp.pend[:], warn, nil
 }
 
 type pending struct {
@@ -765,7 +802,7 @@ func (l *Ledger) decideAndWrite(batch []*request) (start bool, err error) {
 		if l.checkIdempotency(r, now) {
 			continue
 		}
-		recs, warn, err := r.decide(l.st, now)
+		recs, warn, err := l.decideIn(r, now)
 		if err != nil {
 			r.err = err
 			refused++
@@ -828,7 +865,11 @@ func (l *Ledger) writeUnwritten() {
 // appendLocked appends the records one request decided and folds them into
 // the state. Called with mu held and the tx caught up.
 func (l *Ledger) appendLocked(tx *store.Tx, r *request, recs []pending, warn []string, now time.Time) {
-	r.res = make([]Result, 0, len(recs))
+	if len(recs) == 1 {
+		r.res = r.result[:0]
+	} else {
+		r.res = make([]Result, 0, len(recs))
+	}
 	size := 0
 	for _, p := range recs {
 		size += len(p.body) + 160 // the envelope and the hash

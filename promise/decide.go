@@ -108,7 +108,7 @@ func Prepare(lim Limits, actor string, now time.Time, cmd Command) (Prepared, er
 	var err error
 	switch c := cmd.(type) {
 	case Declare:
-		ev, err = prepareDeclare(lim, actor, ts, c)
+		return PrepareDeclare(lim, actor, now, c)
 	case Amend:
 		ev, err = prepareAmend(lim, actor, ts, c)
 	case Resolve:
@@ -118,6 +118,19 @@ func Prepare(lim Limits, actor string, now time.Time, cmd Command) (Prepared, er
 	default:
 		panic("promise: unknown command type")
 	}
+	if err != nil {
+		return Prepared{}, err
+	}
+	return Prepared{Event: ev, actor: actor}, nil
+}
+
+// PrepareDeclare is Prepare for a declaration, for a caller that holds one
+// as a value (it need not be boxed as a Command).
+func PrepareDeclare(lim Limits, actor string, now time.Time, c Declare) (Prepared, error) {
+	if err := checkParty(lim, "actor", actor); err != nil {
+		return Prepared{}, err
+	}
+	ev, err := prepareDeclare(lim, actor, now.UTC().Truncate(time.Second), c)
 	if err != nil {
 		return Prepared{}, err
 	}
