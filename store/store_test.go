@@ -100,6 +100,54 @@ func TestAppendScanAndChain(t *testing.T) {
 	}
 }
 
+// A log hands the line buffer of one transaction to the next (a writer that
+// locks for every batch would otherwise grow one each time), but never
+// what was in it, and not one grown past txBufKeep.
+func TestTxReusesItsLineBuffer(t *testing.T) {
+	l, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	pos := appendN(t, l, Position{}, 3)
+	tx, err := l.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Abort() // a failed check must not leave the lock held (Close waits for it)
+	if len(tx.Lines()) != 0 || cap(tx.Lines()) == 0 {
+		t.Fatalf("second tx: buffer len %d cap %d, want empty with the first's capacity", len(tx.Lines()), cap(tx.Lines()))
+	}
+	if _, err := tx.CatchUp(pos, func(Entry) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Append(rec(7)); err != nil {
+		t.Fatal(err)
+	}
+	tx.Abort() // appended, never written: the next tx must not write it
+	pos = appendN(t, l, pos, 1)
+	es, end, torn, err := readAll(t, l)
+	if err != nil || torn != nil || len(es) != 4 || end != pos {
+		t.Fatalf("after an aborted tx: %d lines, %+v, torn %v, err %v", len(es), end, torn, err)
+	}
+
+	// A buffer grown past the bound is let go.
+	big, err := l.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	big.Grow(txBufKeep + 1)
+	big.Abort()
+	next, err := l.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Abort()
+	if c := cap(next.Lines()); c > txBufKeep {
+		t.Fatalf("a %d-byte buffer was kept (bound %d)", c, txBufKeep)
+	}
+}
+
 func corruptAt(t *testing.T, path string, f func([]byte) []byte) {
 	b, err := os.ReadFile(path)
 	if err != nil {
