@@ -100,6 +100,9 @@ type Prepared struct {
 // encodes) outside the session lock; only Admit runs under it. The rules are
 // checked in the same order as Decide checks them.
 func Prepare(lim Limits, actor string, now time.Time, cmd Command) (Prepared, error) {
+	if d, ok := cmd.(Declare); ok {
+		return PrepareDeclare(lim, actor, now, d)
+	}
 	if err := checkParty(lim, "actor", actor); err != nil {
 		return Prepared{}, err
 	}
@@ -107,8 +110,6 @@ func Prepare(lim Limits, actor string, now time.Time, cmd Command) (Prepared, er
 	var ev Event
 	var err error
 	switch c := cmd.(type) {
-	case Declare:
-		return PrepareDeclare(lim, actor, now, c)
 	case Amend:
 		ev, err = prepareAmend(lim, actor, ts, c)
 	case Resolve:
