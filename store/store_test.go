@@ -18,6 +18,17 @@ func rec(i int) Record {
 	return Record{Body: []byte(fmt.Sprintf(`{"ts":"2026-09-01T00:00:00Z","type":"note","n":%d}`, i))}
 }
 
+// openLog opens the log in dir for a test and closes it when the test ends.
+func openLog(t testing.TB, dir string) *Log {
+	t.Helper()
+	l, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
 func appendN(t testing.TB, l *Log, from Position, n int) Position {
 	t.Helper()
 	tx, err := l.Begin(context.Background())
@@ -82,11 +93,7 @@ func TestAppendLineWire(t *testing.T) {
 }
 
 func TestAppendScanAndChain(t *testing.T) {
-	l, err := Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openLog(t, t.TempDir())
 	pos := appendN(t, l, Position{}, 3)
 	pos = appendN(t, l, pos, 2)
 	es, end, torn, err := readAll(t, l)
@@ -104,11 +111,7 @@ func TestAppendScanAndChain(t *testing.T) {
 // locks for every batch would otherwise grow one each time), but never
 // what was in it, and not one grown past txBufKeep.
 func TestTxReusesItsLineBuffer(t *testing.T) {
-	l, err := Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openLog(t, t.TempDir())
 	pos := appendN(t, l, Position{}, 3)
 	tx, err := l.Begin(context.Background())
 	if err != nil {
@@ -183,8 +186,7 @@ func TestDamageIsRefusedWithLineNumber(t *testing.T) {
 	for name, damage := range cases {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			l, _ := Open(dir, nil)
-			defer l.Close()
+			l := openLog(t, dir)
 			appendN(t, l, Position{}, 4)
 			corruptAt(t, l.Path(), damage)
 			_, _, _, err := readAll(t, l)
@@ -210,8 +212,7 @@ func TestDamageIsRefusedWithLineNumber(t *testing.T) {
 func TestTornTailIsCutOnNextWrite(t *testing.T) {
 	dir := t.TempDir()
 	var logs bytes.Buffer
-	l, _ := Open(dir, nil)
-	defer l.Close()
+	l := openLog(t, dir)
 	pos := appendN(t, l, Position{}, 3)
 	f, _ := os.OpenFile(l.Path(), os.O_APPEND|os.O_WRONLY, 0)
 	f.Write([]byte(`{"type":"note","n":99,"tally":{"v":1,"se`))
@@ -231,10 +232,7 @@ func TestTornTailIsCutOnNextWrite(t *testing.T) {
 func TestConcurrentTransactionsSerialise(t *testing.T) {
 	dir := t.TempDir()
 	// Two Log values on one directory stand for two processes.
-	a, _ := Open(dir, nil)
-	b, _ := Open(dir, nil)
-	defer a.Close()
-	defer b.Close()
+	a, b := openLog(t, dir), openLog(t, dir)
 	var wg sync.WaitGroup
 	for _, l := range []*Log{a, b, a, b} {
 		wg.Add(1)
@@ -267,8 +265,7 @@ func TestConcurrentTransactionsSerialise(t *testing.T) {
 
 func TestCheckpointValidation(t *testing.T) {
 	dir := t.TempDir()
-	l, _ := Open(dir, nil)
-	defer l.Close()
+	l := openLog(t, dir)
 	pos := appendN(t, l, Position{}, 5)
 	if _, _, err := l.ReadCheckpoint(); !errors.Is(err, ErrNoCheckpoint) {
 		t.Fatalf("no checkpoint yet: %v", err)
@@ -305,8 +302,7 @@ func TestCheckpointValidation(t *testing.T) {
 // ends exactly on a chunk, read back whole.
 func TestCheckpointWrittenInChunks(t *testing.T) {
 	dir := t.TempDir()
-	l, _ := Open(dir, nil)
-	defer l.Close()
+	l := openLog(t, dir)
 	pos := appendN(t, l, Position{}, 3)
 	// The file is a head, the payload and a 32-byte trailer.
 	for _, size := range []int{3*checkpointChunk + 12345, checkpointChunk - checkpointHead - 32, 0} {
@@ -329,8 +325,7 @@ func TestCheckpointWrittenInChunks(t *testing.T) {
 // whose head also holds the payload's length, is still read.
 func TestCheckpointStreamedAndVersion2(t *testing.T) {
 	dir := t.TempDir()
-	l, _ := Open(dir, nil)
-	defer l.Close()
+	l := openLog(t, dir)
 	pos := appendN(t, l, Position{}, 4)
 	var want []byte
 	n, err := l.WriteCheckpointFrom(pos, func(emit func([]byte) error) error {
@@ -387,8 +382,7 @@ func TestCheckpointStreamedAndVersion2(t *testing.T) {
 
 func TestLogShorterThanVerifiedPosition(t *testing.T) {
 	dir := t.TempDir()
-	l, _ := Open(dir, nil)
-	defer l.Close()
+	l := openLog(t, dir)
 	pos := appendN(t, l, Position{}, 3)
 	os.Truncate(l.Path(), pos.Offset-10)
 	tx, _ := l.Begin(context.Background())
@@ -447,11 +441,7 @@ func FuzzScan(f *testing.F) {
 // whole sum, a position the log holds and, read again, the same payload.
 func FuzzReadCheckpoint(f *testing.F) {
 	dir := f.TempDir()
-	l, err := Open(dir, nil)
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer l.Close()
+	l := openLog(f, dir)
 	pos := appendN(f, l, Position{}, 3)
 	held := map[Position]bool{{}: true} // the empty log, and the end of each line
 	if _, _, err := l.Scan(Position{}, func(e Entry) error {
