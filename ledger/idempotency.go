@@ -102,8 +102,7 @@ func (l *Ledger) Execute(ctx context.Context, cmd Command, opts WriteOptions, id
 				l.dmu.Unlock()
 				return nil, nil, false, err
 			}
-			pp.pend[0] = promisePending(pp.p.Event)
-			req.admit = true
+			pp.pend[0] = promisePending(pp.p.Event) // decide stays nil: Admit decides it
 			break
 		}
 		req.decide = func(st *State, now time.Time) ([]pending, []string, error) {

@@ -458,10 +458,9 @@ type Result struct {
 type request struct {
 	opts   WriteOptions
 	decide func(st *State, now time.Time) ([]pending, []string, error)
-	// admit, instead of decide: a promise command prepared (checked and
-	// encoded) outside the lock, with only promise.Admit left to run under
-	// it. It lives in the request so the hot path allocates once.
-	admit    bool
+	// prepared, when decide is nil: a promise command checked and encoded
+	// outside the lock, with only promise.Admit left to run under it. It
+	// lives in the request so the hot path allocates once.
 	prepared preparedPromise
 	result   [1]Result // res of a one-record request
 	idem     *Idempotency
@@ -481,7 +480,7 @@ type preparedPromise struct {
 
 // decideIn decides r against the state under the lock.
 func (l *Ledger) decideIn(r *request, now time.Time) ([]pending, []string, error) {
-	if !r.admit {
+	if r.decide != nil {
 		return r.decide(l.st, now)
 	}
 	pp := &r.prepared
