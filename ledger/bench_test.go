@@ -272,38 +272,14 @@ func BenchmarkGroupCommit(b *testing.B) {
 		singleOps += n
 
 		per := max(n*factor/writers, 1)
-		wcmds, wactors := make([][]promise.Declare, writers), make([][]string, writers)
-		for w := range wcmds {
-			r := rand.New(rand.NewPCG(uint64(w), uint64(round)))
-			wcmds[w], wactors[w] = make([]promise.Declare, per), make([]string, per)
-			for i := range wcmds[w] {
-				wcmds[w][i], wactors[w][i] = benchDeclare(r, i)
-			}
-		}
+		wcmds, wactors := benchWriters(writers, per, uint64(round))
 		before := l.Stats()
-		var wg sync.WaitGroup
-		errs := make(chan error, writers)
-		took := make([][]time.Duration, writers)
-		cpu0 := processCPU()
-		start = time.Now()
-		for w := 0; w < writers; w++ {
-			wg.Add(1)
-			go func(w int) {
-				defer wg.Done()
-				took[w] = make([]time.Duration, 0, len(wcmds[w]))
-				for i := range wcmds[w] {
-					t := time.Now()
-					if _, err := l.Submit(ctx, wcmds[w][i], WriteOptions{Actor: wactors[w][i]}); err != nil {
-						errs <- err
-						return
-					}
-					took[w] = append(took[w], time.Since(t))
-				}
-			}(w)
+		took, elapsed, cpu, err := runWriters(ctx, l, wcmds, wactors)
+		if err != nil {
+			b.Fatal(err)
 		}
-		wg.Wait()
-		groupTime += time.Since(start)
-		groupCPU += processCPU() - cpu0
+		groupTime += elapsed
+		groupCPU += cpu
 		for _, t := range took {
 			latencies = append(latencies, t...)
 		}
@@ -311,10 +287,6 @@ func BenchmarkGroupCommit(b *testing.B) {
 		after := l.Stats()
 		groupRecords += after.Appended - before.Appended
 		groupFsyncs += after.Commits - before.Commits
-		close(errs)
-		if err := <-errs; err != nil {
-			b.Fatal(err)
-		}
 	}
 	b.StopTimer()
 	single, group := float64(singleOps)/singleTime.Seconds(), float64(groupOps)/groupTime.Seconds()
@@ -345,43 +317,61 @@ func BenchmarkGroupCommitNoDisk(b *testing.B) {
 	}
 	defer l.Close()
 	l.syncLog = func() error { return nil }
-	ctx := context.Background()
 	per := max(b.N/writers, 1)
-	wcmds, wactors := make([][]promise.Declare, writers), make([][]string, writers)
-	for w := range wcmds {
-		r := rand.New(rand.NewPCG(uint64(w), 9))
-		wcmds[w], wactors[w] = make([]promise.Declare, per), make([]string, per)
-		for i := range wcmds[w] {
-			wcmds[w][i], wactors[w][i] = benchDeclare(r, i)
-		}
-	}
+	wcmds, wactors := benchWriters(writers, per, 9)
 	b.ResetTimer()
-	cpu0 := processCPU()
-	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for w := 0; w < writers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := range wcmds[w] {
-				if _, err := l.Submit(ctx, wcmds[w][i], WriteOptions{Actor: wactors[w][i]}); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}(w)
-	}
-	wg.Wait()
-	elapsed, cpu := time.Since(start), processCPU()-cpu0
+	_, elapsed, cpu, err := runWriters(context.Background(), l, wcmds, wactors)
 	b.StopTimer()
-	close(errs)
-	if err := <-errs; err != nil {
+	if err != nil {
 		b.Fatal(err)
 	}
 	n := per * writers
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "submits/s")
 	b.ReportMetric(float64(cpu.Nanoseconds())/1000/float64(n), "cpu_us/rec")
+}
+
+// benchWriters makes per declarations for each of writers concurrent
+// writers (and the actor of each), seeded by writer and salt.
+func benchWriters(writers, per int, salt uint64) ([][]promise.Declare, [][]string) {
+	cmds, actors := make([][]promise.Declare, writers), make([][]string, writers)
+	for w := range cmds {
+		r := rand.New(rand.NewPCG(uint64(w), salt))
+		cmds[w], actors[w] = make([]promise.Declare, per), make([]string, per)
+		for i := range cmds[w] {
+			cmds[w][i], actors[w][i] = benchDeclare(r, i)
+		}
+	}
+	return cmds, actors
+}
+
+// runWriters runs one goroutine a writer, each submitting its commands in
+// order, and returns each submit's latency by writer, the leg's wall time
+// and the CPU the process used meanwhile.
+func runWriters(ctx context.Context, l *Ledger, cmds [][]promise.Declare, actors [][]string) (took [][]time.Duration, elapsed, cpu time.Duration, err error) {
+	var wg sync.WaitGroup
+	errs := make(chan error, len(cmds))
+	took = make([][]time.Duration, len(cmds))
+	cpu0 := processCPU()
+	start := time.Now()
+	for w := range cmds {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			took[w] = make([]time.Duration, 0, len(cmds[w]))
+			for i := range cmds[w] {
+				t := time.Now()
+				if _, err := l.Submit(ctx, cmds[w][i], WriteOptions{Actor: actors[w][i]}); err != nil {
+					errs <- err
+					return
+				}
+				took[w] = append(took[w], time.Since(t))
+			}
+		}(w)
+	}
+	wg.Wait()
+	elapsed, cpu = time.Since(start), processCPU()-cpu0
+	close(errs)
+	return took, elapsed, cpu, <-errs
 }
 
 // processCPU is the CPU time (user and system) this process has used.
