@@ -101,7 +101,7 @@ func newA2ATask(g *global) *cobra.Command {
 			"state (owed → WORKING, conditional → SUBMITTED, satisfied → COMPLETED with an evidence artifact,\n" +
 			"cancelled → REJECTED with the reason, released and expired → CANCELED), artifacts and the record\n" +
 			"in metadata under the promise extension URI. An id no promise has is looked up as a claim id:\n" +
-			"the claim's task (its states are mapped as README's \"Claims over A2A\" table says), with the\n" +
+			"the claim's task (its states are mapped as docs/A2A.md's \"Claims over A2A\" table says), with the\n" +
 			"claim's view under the claim extension URI. --json prints the task as JSON.",
 		Example: "  tally a2a task pnk_1a2b3c\n  tally a2a task pnk_1a2b3c --json",
 		Args:    cobra.ExactArgs(1),
