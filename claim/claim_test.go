@@ -85,11 +85,7 @@ func TestParserStory(t *testing.T) {
 
 func TestComplementaryChecksOnTwoArtifactsNeverMakeASlotPass(t *testing.T) {
 	l := newLedger(t)
-	l.open("C1", parserSlots())
-	l.publish("C1", "A", "change", 1)
-	l.publish("C1", "B", "change", 1)
-	l.respond("C1", "T1", 1, map[string]string{"change": "A"})
-	l.respond("C1", "T2", 1, map[string]string{"change": "B"})
+	l.twoCandidates("C1")
 	l.verdict(maintainer, "C1", "behavior", "A", Pass)
 	l.verdict(maintainer, "C1", "review", "B", Pass)
 	if v := l.view("C1"); v.LocalSuccess || v.Slots[0].Witness != nil || v.State.Terminal() {
@@ -564,5 +560,45 @@ func TestVerdictPublishesItsEvidence(t *testing.T) {
 	}
 	if got := l.view("C1").Slots[0].Checks[0].Targets[0].State; got != "passed" {
 		t.Fatalf("behavior on A: %s", got)
+	}
+}
+
+// A check that was running when the claim ended may finish for the audit,
+// but the view of a terminal claim is its acceptance as of the end: a late
+// Pass completing the other candidate never makes the slot read covered.
+func TestLatePassNeverShowsAsWitness(t *testing.T) {
+	l := newLedger(t)
+	l.twoCandidates("C1")
+	l.verdict(maintainer, "C1", "behavior", "B", Pass)
+	l.do(maintainer, BeginCheck{Claim: "C1", Check: "review", Artifact: "B"})
+	l.verdict(maintainer, "C1", "review", "A", Fail)
+	l.expect("C1", ValidationFailed)
+	end := l.view("C1").Terminal.Seq
+
+	ev := l.evidence(maintainer, "C1")
+	l.do(maintainer, ReportVerdict{Claim: "C1", Check: "review", Artifact: "B", Result: Pass, Evidence: ev})
+	l.expect("C1", ValidationFailed)
+	v := l.view("C1")
+	sl := v.Slots[0]
+	if sl.Witness != nil || sl.Status != "blocked" {
+		t.Fatalf("a late pass shows as the witness: status %s, witness %+v", sl.Status, sl.Witness)
+	}
+	if len(sl.Causes) != 1 || sl.Causes[0].Artifact != "A" || sl.Causes[0].Seq > end {
+		t.Fatalf("causes %+v", sl.Causes)
+	}
+	var late *resultRec
+	for _, tg := range sl.Checks[1].Targets {
+		if tg.Artifact == "B" && len(tg.Results) == 1 {
+			late = &tg.Results[0]
+		}
+	}
+	if late == nil || !late.Late || late.Result != Pass || late.Seq <= end {
+		t.Fatalf("the late review of B is not kept for the audit: %+v", sl.Checks[1].Targets)
+	}
+	if len(v.Late) == 0 {
+		t.Fatal("no late records listed")
+	}
+	if got := l.replay(); allViews(got, l.now) != allViews(l.s, l.now) {
+		t.Fatal("replay differs")
 	}
 }

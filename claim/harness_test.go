@@ -184,6 +184,17 @@ func (l *ledger) respondAs(actor, id, testament string, gen uint64, bindings map
 	l.do(maintainer, ReceiveTestament{Claim: id, Testament: testament})
 }
 
+// twoCandidates opens a claim with C17's terms and has the claimant receive
+// two responses: T1 binding patch A to the change slot, T2 binding patch B.
+func (l *ledger) twoCandidates(id string) {
+	l.t.Helper()
+	l.open(id, parserSlots())
+	l.publish(id, "A", "change", 1)
+	l.publish(id, "B", "change", 1)
+	l.respond(id, "T1", 1, map[string]string{"change": "A"})
+	l.respond(id, "T2", 1, map[string]string{"change": "B"})
+}
+
 var evidenceN int
 
 // verdict publishes the evaluator's evidence and reports a result.

@@ -431,7 +431,14 @@ type witness struct {
 // target (artifact id + digest) on which every gating check of the slot
 // passed; a cause is a received response missing the slot, or a gating check
 // concluded Fail, Incomplete or Errored on a target.
-func (c *claimRec) evalSlot(i int) slotEval {
+func (c *claimRec) evalSlot(i int) slotEval { return c.evalSlotAt(i, 0) }
+
+// evalSlotAt is evalSlot as of sequence asOf (0: everything folded): a check
+// that concluded after asOf counts as still running. A terminal claim's view
+// is evaluated as of its end, so a verdict kept for the audit afterwards (a
+// check that was running when the claim ended) never shows as a witness or a
+// cause.
+func (c *claimRec) evalSlotAt(i int, asOf uint64) slotEval {
 	sl := &c.terms.Slots[i]
 	var ev slotEval
 	var seenBuf [4][2]string // targets already considered; a claim has few responses
@@ -459,7 +466,7 @@ func (c *claimRec) evalSlot(i int) slotEval {
 				continue
 			}
 			a := c.attempts[attemptKey{ch.ID, b.Artifact, b.Digest}]
-			if a == nil {
+			if a == nil || (asOf > 0 && a.concluded > asOf) {
 				passed = false
 				continue
 			}

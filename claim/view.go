@@ -231,9 +231,19 @@ func orEmpty[T any](s []T) []T {
 	return s
 }
 
+// asOf is the sequence a view of the claim's acceptance is evaluated at: its
+// end when terminal (later records are audit only), else everything (0).
+func (c *claimRec) asOf() uint64 {
+	if c.end != nil {
+		return c.end.Seq
+	}
+	return 0
+}
+
 func (c *claimRec) slotView(i int) SlotView {
 	sl := &c.terms.Slots[i]
-	ev := c.evalSlot(i)
+	asOf := c.asOf()
+	ev := c.evalSlotAt(i, asOf)
 	sv := SlotView{Name: sl.Name, Mode: sl.Mode, Causes: []CauseView{}, Checks: []CheckView{}}
 	switch {
 	case ev.witness != nil:
@@ -256,7 +266,7 @@ func (c *claimRec) slotView(i int) SlotView {
 			}
 			if a := c.attempts[attemptKey{ch.ID, w.artifact, w.digest}]; a != nil {
 				for _, r := range a.results {
-					if r.Result == Pass {
+					if r.Result == Pass && (asOf == 0 || r.Seq <= asOf) {
 						wv.Results = append(wv.Results, r)
 					}
 				}

@@ -126,6 +126,9 @@ func printClaim(w io.Writer, v *claim.View, now time.Time, color bool) {
 						last += " (" + clip(r.Note, 50) + ")"
 					}
 					last += ", evidence " + r.Evidence
+					if r.Late {
+						last += " (after the claim ended: audit only)"
+					}
 				}
 				fmt.Fprintf(t, "      on %s @%s\t%s\t%s, handler %d, %d result(s)%s\n", a.Artifact, short12(a.Digest), a.State, a.Phase, a.Handler, len(a.Results), last)
 			}
