@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -256,7 +257,47 @@ func newRoot(g *global) *cobra.Command {
 	addClaimCommands(root, g)
 	addExpectCommands(root, g)
 	addA2ACommands(root, g)
+	root.InitDefaultCompletionCmd() // cobra adds it at Execute, after the guard otherwise
+	guardGroups(root)
 	return root
+}
+
+// guardGroups makes every command group (a command with verbs under it and
+// no action of its own) refuse a word that names none of its verbs, so a
+// typo in a script is a usage error rather than help and exit 0. A group
+// given no word still prints its help.
+func guardGroups(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		guardGroups(sub)
+	}
+	if !c.HasSubCommands() || c.Runnable() {
+		return
+	}
+	c.Args = unknownVerb
+	c.SuggestionsMinimumDistance = 2
+	c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+}
+
+// unknownVerb refuses any argument to a command group, naming the closest verbs.
+func unknownVerb(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+	if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += fmt.Sprintf("; did you mean %s?", strings.Join(quoteAll(s), " or "))
+	} else {
+		msg += fmt.Sprintf("; run `%s --help` for its verbs", c.CommandPath())
+	}
+	return usagef("%s", msg)
+}
+
+func quoteAll(s []string) []string {
+	q := make([]string, len(s))
+	for i, v := range s {
+		q[i] = strconv.Quote(v)
+	}
+	return q
 }
 
 func versionLine() string {

@@ -130,7 +130,8 @@ func (g *global) checkRemote(c *cobra.Command) error {
 		return nil
 	}
 	path := c.CommandPath()
-	if strings.HasPrefix(path, "tally completion") {
+	// A command group only prints its help or refuses an unknown verb.
+	if c.HasSubCommands() || strings.HasPrefix(path, "tally completion") {
 		return nil
 	}
 	if !remoteVerbs[path] {

@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func testStreams(out, errb *bytes.Buffer, env map[string]string) Streams {
+	return Streams{In: strings.NewReader(""), Out: out, Err: errb, Getenv: func(k string) string { return env[k] },
+		Cwd: "/nonexistent", Now: func() time.Time { return time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC) }}
+}
+
+// TestUnknownVerbOfEveryGroup: every command group refuses a word that names
+// none of its verbs with exit 2 and the closest verb, locally and with
+// TALLY_URL set, and still prints its help when given no word.
+func TestUnknownVerbOfEveryGroup(t *testing.T) {
+	var groups []*cobra.Command
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.HasSubCommands() {
+			groups = append(groups, c)
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(newRoot(&global{}))
+	if len(groups) < 8 {
+		t.Fatalf("found only %d command groups", len(groups))
+	}
+	for _, grp := range groups {
+		path := strings.Fields(grp.CommandPath())[1:]
+		verb := grp.Commands()[0].Name()
+		typo := verb[:len(verb)-1] + "x" // one letter off a real verb
+		for _, env := range []map[string]string{nil, {"TALLY_URL": "http://127.0.0.1:1"}} {
+			var out, errb bytes.Buffer
+			code := Main(append(append([]string{}, path...), typo), testStreams(&out, &errb, env))
+			msg := errb.String()
+			if code != ExitUsage || out.Len() != 0 || !strings.Contains(msg, `unknown command "`+typo+`" for "`+grp.CommandPath()+`"`) ||
+				!strings.Contains(msg, "did you mean") || !strings.Contains(msg, `"`+verb+`"`) {
+				t.Errorf("%s %s (env %v): exit %d, stdout %q, stderr %q", grp.CommandPath(), typo, env, code, out.String(), msg)
+			}
+			out.Reset()
+			errb.Reset()
+			if code := Main(path, testStreams(&out, &errb, env)); code != ExitOK || !strings.Contains(out.String(), "Usage:") {
+				t.Errorf("%s alone (env %v): exit %d, stdout %q, stderr %q", grp.CommandPath(), env, code, out.String(), errb.String())
+			}
+		}
+	}
+}
