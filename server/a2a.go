@@ -246,22 +246,35 @@ func requestedExtensions(h http.Header) []string {
 }
 
 // a2aServe authenticates a request, activates the requested extensions the
-// server accepts, echoes them in the A2A-Extensions response header (a2a-go
-// does not for JSON-RPC and REST) and hands the request to next.
+// server accepts (a2aContext) and hands the request to next; a refusal is
+// the HTTP JSON API's error document.
 func (s *Server) a2aServe(w http.ResponseWriter, r *http.Request, next http.Handler) {
-	p, err := s.authenticate(r)
+	ctx, err := s.a2aContext(w, r)
 	if err != nil {
 		s.writeError(w, err)
 		return
 	}
-	call := &a2aCall{p: p, tenant: r.PathValue("tenant"), session: r.PathValue("session"), requestID: r.Header.Get("Idempotency-Key")}
-	call.sessionURL = s.baseURL(r) + "/v1/tenants/" + url.PathEscape(call.tenant) + "/sessions/" + url.PathEscape(call.session)
 	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, ":cancel") {
+		call := a2aCallFrom(ctx)
 		if call.cancelMetadata, err = cancelBodyMetadata(r); err != nil {
 			s.writeError(w, err)
 			return
 		}
 	}
+	next.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// a2aContext authenticates a request and returns its context, carrying the
+// call (a2aCallFrom) and a2a-go's call context with the requested
+// extensions the server accepts activated. It echoes them in the
+// A2A-Extensions response header (a2a-go does not for JSON-RPC and REST).
+func (s *Server) a2aContext(w http.ResponseWriter, r *http.Request) (context.Context, error) {
+	p, err := s.authenticate(r)
+	if err != nil {
+		return nil, err
+	}
+	call := &a2aCall{p: p, tenant: r.PathValue("tenant"), session: r.PathValue("session"), requestID: r.Header.Get("Idempotency-Key")}
+	call.sessionURL = s.baseURL(r) + "/v1/tenants/" + url.PathEscape(call.tenant) + "/sessions/" + url.PathEscape(call.session)
 	for _, u := range requestedExtensions(r.Header) {
 		if _, ok := s.a2aFamilyOf(u); ok {
 			call.active = append(call.active, u)
@@ -275,8 +288,8 @@ func (s *Server) a2aServe(w http.ResponseWriter, r *http.Request, next http.Hand
 	for _, u := range call.active {
 		cc.Extensions().Activate(&a2a.AgentExtension{URI: u})
 	}
-	cc.User = &a2asrv.User{Name: p.actor, Authenticated: true}
-	next.ServeHTTP(w, r.WithContext(ctx))
+	cc.User = &a2asrv.User{Name: p.actor, Authenticated: p.actor != ""}
+	return ctx, nil
 }
 
 // cancelBodyMetadata reads the metadata of an HTTP+JSON CancelTask's body
@@ -297,12 +310,6 @@ func cancelBodyMetadata(r *http.Request) (map[string]any, error) {
 		return nil, badRequest{"body: must be a CancelTaskRequest object: " + err.Error()}
 	}
 	return req.Metadata, nil
-}
-
-// a2aJSONRPC returns the JSON-RPC endpoint's handler.
-func (s *Server) a2aJSONRPC() func(http.ResponseWriter, *http.Request) {
-	h := a2asrv.NewJSONRPCHandler(s.a2aRequestHandler())
-	return func(w http.ResponseWriter, r *http.Request) { s.a2aServe(w, r, h) }
 }
 
 // a2aREST returns the HTTP+JSON endpoints' handler: a2a-go's REST handler
@@ -432,8 +439,25 @@ func (s *Server) a2aSessionCard(w http.ResponseWriter, r *http.Request) {
 	s.writeCard(w, r, s.AgentCard(s.baseURL(r), r.PathValue("tenant"), r.PathValue("session")))
 }
 
+// cardDocument is a card as served: the capabilities tally does not offer
+// are declared false rather than left out (a2a-go omits a false one), so a
+// client that reads capabilities.pushNotifications finds the answer. Task
+// push-notification configs are not kept (the four methods answer -32003);
+// lapse deliveries take their push config from the raise instead.
+type cardDocument struct {
+	*a2a.AgentCard
+	Capabilities cardCapabilities `json:"capabilities"`
+}
+
+type cardCapabilities struct {
+	a2a.AgentCapabilities
+	PushNotifications bool `json:"pushNotifications"`
+	Streaming         bool `json:"streaming"`
+}
+
 func (s *Server) writeCard(w http.ResponseWriter, r *http.Request, card *a2a.AgentCard) {
-	b, err := json.Marshal(card)
+	b, err := json.Marshal(cardDocument{AgentCard: card, Capabilities: cardCapabilities{AgentCapabilities: card.Capabilities,
+		PushNotifications: card.Capabilities.PushNotifications, Streaming: card.Capabilities.Streaming}})
 	if err != nil {
 		s.writeError(w, err)
 		return

@@ -24,6 +24,7 @@ type metrics struct {
 	fsync    prometheus.Histogram
 	batch    prometheus.Histogram
 	requests *prometheus.HistogramVec
+	rpcErrs  *prometheus.CounterVec
 	lapses   prometheus.Counter
 	notices  prometheus.Counter
 	handle   http.Handler
@@ -52,9 +53,13 @@ func newMetrics(s *Server) *metrics {
 			Buckets: prometheus.ExponentialBuckets(100e-6, 2, 16),
 		}, []string{"route", "code"}),
 	}
+	// A JSON-RPC error is an HTTP 200 answer: counted here by its code.
+	m.rpcErrs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tally_a2a_jsonrpc_errors_total", Help: "A2A JSON-RPC error responses by JSON-RPC error code.",
+	}, []string{"code"})
 	m.lapses = prometheus.NewCounter(prometheus.CounterOpts{Name: "tally_lapses_total", Help: "Lapses committed by the built-in timekeeper."})
 	m.notices = prometheus.NewCounter(prometheus.CounterOpts{Name: "tally_deliveries_total", Help: "Notices and lapses the built-in timekeeper delivered."})
-	reg.MustRegister(m.appends, m.commits, m.fsync, m.batch, m.requests, m.lapses, m.notices,
+	reg.MustRegister(m.appends, m.commits, m.fsync, m.batch, m.requests, m.rpcErrs, m.lapses, m.notices,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&obligations{s: s})
 	m.handle = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
@@ -79,6 +84,8 @@ func (m *metrics) request(route string, code int, d time.Duration) {
 	}
 	m.requests.WithLabelValues(route, strconv.Itoa(code)).Observe(d.Seconds())
 }
+
+func (m *metrics) rpcError(code int) { m.rpcErrs.WithLabelValues(strconv.Itoa(code)).Inc() }
 
 func (m *metrics) handler(w http.ResponseWriter, r *http.Request) { m.handle.ServeHTTP(w, r) }
 
