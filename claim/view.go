@@ -12,6 +12,7 @@ type View struct {
 	Claim        string          `json:"claim"`
 	State        Status          `json:"state"`
 	Terminal     *Terminal       `json:"terminal,omitempty"` // how and why it ended
+	Why          []Reason        `json:"why"`                // why it is not Satisfied (yet); empty when it is
 	Claimant     string          `json:"claimant"`
 	Respondent   string          `json:"respondent"`
 	Work         string          `json:"work"`
@@ -209,6 +210,7 @@ func (s *State) view(c *claimRec, now time.Time) View {
 		v.Artifacts = append(v.Artifacts, c.artifacts[id].view())
 	}
 	v.Relations = s.relations(c)
+	v.Why = s.why(c)
 	v.ScopeRelease = s.scope(c, map[*claimRec]bool{})
 	v.ScopeReleased = v.ScopeRelease.Released
 	return v

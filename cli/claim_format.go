@@ -95,6 +95,13 @@ func printClaim(w io.Writer, v *claim.View, now time.Time, color bool) {
 	}
 	t.Flush()
 
+	if len(v.Why) > 0 {
+		fmt.Fprintln(w, "\nwhy it is not satisfied")
+		for _, r := range v.Why {
+			fmt.Fprintln(w, "  "+r.Text)
+		}
+	}
+
 	fmt.Fprintln(w, "\nacceptance")
 	t = newTable(w)
 	fmt.Fprintf(t, "  delivery (implicit, required)\t%s\t%s\n", v.Delivery.State, orDash(v.Delivery.Testament))

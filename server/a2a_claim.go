@@ -59,7 +59,8 @@ package server
 //	ValidationFailed, ValidationErrored,
 //	Expired, DependencyFailed, Deadlocked  → TASK_STATE_FAILED
 //
-// Every terminal state carries the ledger's reason in the status message.
+// Every terminal state carries the ledger's reason in the status message;
+// an open claim's says what it waits on (its view's why, one line each).
 // Overdue is not a state: the record says "overdue". Cancelled maps to
 // CANCELED, not REJECTED as a promise's cancellation does, because a claim
 // is cancelled by its claimant, the party that asked for the work (A2A's
@@ -504,6 +505,9 @@ func claimTaskOf(v *claim.View, contextID string, keys []string, sessionURL stri
 	t := recordTask(a2a.TaskID(v.Claim), contextID, keys, rec, a2aClaimState(v), ts)
 	if v.Terminal != nil {
 		statusText(t, v.Claim, string(v.State), v.Terminal.Reason)
+	} else if len(v.Why) > 0 {
+		// An open task says what it waits on, in claim show's words.
+		statusText(t, v.Claim, string(v.State), claim.WhyText(v.Why))
 	}
 	if v.State == claim.Satisfied {
 		t.Artifacts = claimArtifacts(v, sessionURL)

@@ -199,7 +199,13 @@ func TestA2AClaimTaskStates(t *testing.T) {
 					t.Fatalf("a terminal task carries the reason: %+v", task.Status)
 				}
 			default:
-				if task.Status.Message != nil || len(task.Artifacts) != 0 {
+				// An open task says what it waits on, in claim show's words.
+				var why []claim.Reason
+				b, _ := json.Marshal(rec["why"])
+				if err := json.Unmarshal(b, &why); err != nil || len(why) == 0 {
+					t.Fatalf("open claim without why: %v", rec["why"])
+				}
+				if task.Status.Message == nil || task.Status.Message.Parts[0].Text() != claim.WhyText(why) || len(task.Artifacts) != 0 {
 					t.Fatalf("open task: %+v", task)
 				}
 			}
