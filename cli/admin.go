@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -165,12 +166,26 @@ func newExport(g *global) *cobra.Command {
 func newVerify(g *global) *cobra.Command {
 	return &cobra.Command{
 		Use:   "verify",
-		Short: "Check every line of the log and its hash chain; exit 0 only when the log is whole",
-		Args:  cobra.NoArgs,
+		Short: "Check every line of each session's log and its hash chain; exit 0 only when all are whole",
+		Long: "Without --session, verify checks every session of the ledger (over TALLY_URL, every session of the\n" +
+			"token's tenant), one line each; with --session, that one session's log.",
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			rc, err := g.remote()
 			if err != nil {
 				return err
+			}
+			if g.session == "" {
+				var doc []byte
+				if rc != nil {
+					doc, err = rc.verifyAll(c.Context())
+				} else {
+					doc, err = g.verifyAllLocal()
+				}
+				if err != nil {
+					return err
+				}
+				return g.printVerifyAll(doc)
 			}
 			if rc != nil {
 				doc, log, err := rc.verify(c.Context())
@@ -212,13 +227,7 @@ func (g *global) printVerify(doc []byte, log string) error {
 		return fmt.Errorf("verify report: %w", err)
 	}
 	if g.json {
-		if _, err := g.io.Out.Write(doc); err != nil {
-			return err
-		}
-		if !rep.Whole {
-			return silentExit{}
-		}
-		return nil
+		return g.printVerifyDoc(doc, rep.Whole)
 	}
 	for _, u := range rep.Unknown {
 		fmt.Fprintf(g.io.Out, "kept, not folded: %d record(s) of type %q (first at line %d: %s)\n", u.Count, u.Type, u.FirstLine, u.Reason)
@@ -232,6 +241,77 @@ func (g *global) printVerify(doc []byte, log string) error {
 		return fmt.Errorf("%s: not whole", log)
 	}
 	fmt.Fprintf(g.io.Out, "ok: %d line(s), chain whole\n", rep.Lines)
+	return nil
+}
+
+// verifyAllLocal verifies every session of the local ledger.
+func (g *global) verifyAllLocal() ([]byte, error) {
+	root, err := g.ledgerRoot()
+	if err != nil {
+		return nil, err
+	}
+	return server.VerifyAll(root, "", func(_ store.Session, dir string) (ledger.VerifyReport, string, error) {
+		b, err := ledger.OpenBare(dir)
+		if err != nil {
+			return ledger.VerifyReport{}, "", fmt.Errorf("verify: %w", err)
+		}
+		defer b.Close()
+		return b.Verify(), b.Log().Path(), nil
+	})
+}
+
+// printVerifyAll prints a report of every session (server.VerifyAll's
+// document): one line per session, the first bad line of each that is not
+// whole, and exit 1 unless all are.
+func (g *global) printVerifyAll(doc []byte) error {
+	var all struct {
+		Whole    bool `json:"whole"`
+		Sessions []struct {
+			Session string          `json:"session"`
+			Log     string          `json:"log"`
+			Report  json.RawMessage `json:"report"`
+		} `json:"sessions"`
+	}
+	if err := json.Unmarshal(doc, &all); err != nil {
+		return fmt.Errorf("verify report: %w", err)
+	}
+	if g.json {
+		return g.printVerifyDoc(doc, all.Whole)
+	}
+	bad := 0
+	for _, ss := range all.Sessions {
+		var line bytes.Buffer
+		one := *g
+		one.io.Out = &line
+		err := one.printVerify(ss.Report, ss.Log)
+		for _, l := range strings.SplitAfter(line.String(), "\n") {
+			if l != "" {
+				fmt.Fprintf(g.io.Out, "%s: %s", ss.Session, l)
+			}
+		}
+		if err != nil {
+			bad++
+			fmt.Fprintf(g.io.Out, "%s: %s\n", ss.Session, err)
+		}
+	}
+	if len(all.Sessions) == 0 {
+		fmt.Fprintln(g.io.Out, "ok: no sessions yet")
+	}
+	if bad > 0 {
+		return fmt.Errorf("%d of %d session(s) not whole", bad, len(all.Sessions))
+	}
+	return nil
+}
+
+// printVerifyDoc prints a verify document as it is, failing (exit 1)
+// unless what it reports is whole.
+func (g *global) printVerifyDoc(doc []byte, whole bool) error {
+	if _, err := g.io.Out.Write(doc); err != nil {
+		return err
+	}
+	if !whole {
+		return silentExit{}
+	}
 	return nil
 }
 

@@ -253,12 +253,16 @@ func newExpectSupersede(g *global) *cobra.Command {
 }
 
 func newExpectShow(g *global) *cobra.Command {
-	return &cobra.Command{
+	var nowFlag string
+	c := &cobra.Command{
 		Use:     "show ID",
 		Short:   "Show an expectation: state, projected, current and actual times, lapses, lineage",
 		Example: "  tally expect show exp-arrive --json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
+			if _, err := parseNow(nowFlag, g.io.Now); err != nil {
+				return err
+			}
 			if rc, err := g.remote(); err != nil || rc != nil {
 				if err != nil {
 					return err
@@ -288,6 +292,8 @@ func newExpectShow(g *global) *cobra.Command {
 			return nil
 		},
 	}
+	bindExpectNow(c, &nowFlag)
+	return c
 }
 
 func printExpectation(w io.Writer, v *expect.View) {
@@ -329,13 +335,16 @@ func printExpectation(w io.Writer, v *expect.View) {
 
 func newExpectLs(g *global) *cobra.Command {
 	var f expect.Filter
-	var subject string
+	var subject, nowFlag string
 	c := &cobra.Command{
 		Use:     "ls",
 		Short:   "List expectations in the order they were raised",
 		Example: "  tally expect ls --state open --subject shipment:PA-2026-0901",
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
+			if _, err := parseNow(nowFlag, g.io.Now); err != nil {
+				return err
+			}
 			if f.State != "" {
 				if _, ok := expect.ParseLife(f.State); !ok {
 					return usagef("state: %q must be open, satisfied, withdrawn or superseded", f.State)
@@ -385,6 +394,7 @@ func newExpectLs(g *global) *cobra.Command {
 	c.Flags().StringVar(&subject, "subject", "", "only this subject (TYPE:ID)")
 	c.Flags().StringVar(&f.TaskID, "task", "", "only those raised on this origin task")
 	c.Flags().StringVar(&f.ContextID, "context", "", "only those raised in this context")
+	bindExpectNow(c, &nowFlag)
 	return c
 }
 
@@ -600,17 +610,20 @@ func printOutcome(w io.Writer, task string, outcome expect.Outcome, withdrawn []
 }
 
 func newLapses(g *global) *cobra.Command {
-	var since, expectation string
+	var since, expectation, nowFlag string
 	c := &cobra.Command{
 		Use:     "lapses [--since TIME]",
 		Short:   "List the lapses the timekeeper recorded, in log order",
-		Example: "  tally lapses --since 2026-09-11T00:00:00Z --json",
+		Example: "  tally lapses --since 2026-09-11T00:00:00Z --json\n  tally lapses --since 1h          # noticed in the last hour",
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
+			now, err := parseNow(nowFlag, g.io.Now)
+			if err != nil {
+				return err
+			}
 			var t time.Time
 			if since != "" {
-				var err error
-				if t, err = parseExpectTime("since", since, g.io.Now()); err != nil {
+				if t, err = parseSince("since", since, now); err != nil {
 					return err
 				}
 			}
@@ -654,7 +667,16 @@ func newLapses(g *global) *cobra.Command {
 			return t2.Flush()
 		},
 	}
-	c.Flags().StringVar(&since, "since", "", "only lapses noticed at or after this time (RFC 3339)")
+	c.Flags().StringVar(&since, "since", "", "only lapses noticed at or after this time: RFC 3339, or a duration back from --now (1h: the last hour)")
 	c.Flags().StringVar(&expectation, "expectation", "", "only the lapses of this expectation")
+	bindExpectNow(c, &nowFlag)
 	return c
+}
+
+// bindExpectNow gives an expectation read verb --now, as the promise read
+// verbs have it. Expectation views do not depend on the clock (a lapse is
+// a recorded fact, committed by the timekeeper); --now is the clock that
+// relative times such as `lapses --since 1h` count back from.
+func bindExpectNow(c *cobra.Command, now *string) {
+	c.Flags().StringVar(now, "now", "", "read at this RFC 3339 time instead of the clock (relative times count back from it)")
 }

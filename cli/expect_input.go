@@ -72,14 +72,26 @@ func parseExpectDuration(field, v string) (time.Duration, error) {
 
 // parseExpectTime reads an instant: RFC 3339, or a duration from now.
 func parseExpectTime(field, v string, now time.Time) (time.Time, error) {
+	return parseRelTime(field, v, now, 1, "a duration from now (90m, 2h, 3d)")
+}
+
+// parseSince reads a lower bound: RFC 3339, or a duration back from now
+// (--since 1h is the last hour).
+func parseSince(field, v string, now time.Time) (time.Time, error) {
+	return parseRelTime(field, v, now, -1, "a duration back from now (1h: the last hour)")
+}
+
+// parseRelTime reads RFC 3339, or a duration counted from now in the
+// direction sign gives (to the second); forms names the duration's meaning.
+func parseRelTime(field, v string, now time.Time, sign time.Duration, forms string) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 		return t.UTC(), nil
 	}
 	d, err := parseExpectDuration(field, v)
 	if err != nil {
-		return time.Time{}, usagef("%s: %q is neither RFC 3339 (2026-09-01T17:00:00Z) nor a duration from now (90m, 2h, 3d)", field, v)
+		return time.Time{}, usagef("%s: %q is neither RFC 3339 (2026-09-01T17:00:00Z) nor %s", field, v, forms)
 	}
-	return now.Add(d).UTC().Truncate(time.Second), nil
+	return now.Add(sign * d).UTC().Truncate(time.Second), nil
 }
 
 // parseSubject reads TYPE:ID.

@@ -905,6 +905,11 @@ func (rc *client) verify(ctx context.Context) ([]byte, string, error) {
 	return b, resp.Header.Get(server.LogHeader), nil
 }
 
+// verifyAll has the server verify every session of the token's tenant.
+func (rc *client) verifyAll(ctx context.Context) ([]byte, error) {
+	return rc.do(ctx, "GET", rc.g.remoteURL()+"/v1/verify", nil, "")
+}
+
 // importRemote streams FILE (or stdin for "-") to the server's import and
 // prints its report as the local verb does; a refusal reads as the local
 // verb's, "import FILE: line N: …".

@@ -57,6 +57,7 @@ func (s *Server) adminRoutes() []route {
 	return []route{
 		{name: "session.export", method: "GET", pattern: sessionPath + "/export", summary: "The log as the CLI's export prints it: format=jsonl (lines with envelopes), pinki (promise records without envelopes) or json (states at now); acknowledged lines only", handle: s.export},
 		{name: "session.verify", method: "GET", pattern: sessionPath + "/verify", summary: "Check every line of the log and its hash chain: the report `tally verify --json` prints (whole, lines, error, torn, unknown)", handle: s.verify},
+		{name: "verify", method: "GET", pattern: "/v1/verify", summary: "Check every session of the token's tenant (every tenant's in --insecure-dev) as session.verify does: the report `tally verify --json` prints without --session (whole, and each session's name, log and report)", handle: s.verifyAll},
 		{name: "session.import", method: "POST", pattern: sessionPath + "/import", summary: "Append a pinki ledger or tally log lines (body: one JSON record a line, application/x-ndjson or text/plain), keeping each record's ts, ids and parties; admin role only; all or nothing; not idempotent by key", write: true, bodyMax: ImportBodyMax, handle: s.importLog},
 	}
 }
@@ -149,8 +150,10 @@ func ImportRefusal(err error) error {
 }
 
 // logName is a session's log path relative to the ledger directory.
-func (s *Server) logName(path string) string {
-	rel, err := filepath.Rel(s.cfg.Root, path)
+func (s *Server) logName(path string) string { return logName(s.cfg.Root, path) }
+
+func logName(root, path string) string {
+	rel, err := filepath.Rel(root, path)
 	if err != nil {
 		return filepath.Base(path)
 	}
@@ -158,12 +161,63 @@ func (s *Server) logName(path string) string {
 }
 
 // relative names a damaged log by logName instead of its path on the server.
-func (s *Server) relative(err error) error {
+func (s *Server) relative(err error) error { return relative(s.cfg.Root, err) }
+
+func relative(root string, err error) error {
 	var ce *store.CorruptError
 	if !errors.As(err, &ce) {
 		return err
 	}
-	return &store.CorruptError{Path: s.logName(ce.Path), Line: ce.Line, Reason: ce.Reason}
+	return &store.CorruptError{Path: logName(root, ce.Path), Line: ce.Line, Reason: ce.Reason}
+}
+
+// VerifyAll verifies, with verify, every session of the ledger at root
+// that has a log (of tenant, or of every tenant when it is empty) and
+// returns the report `tally verify --json` prints without --session:
+// whole (every session is), and each session's name, its log named
+// relative to root, and its report as VerifyDoc makes it. Local and remote
+// verify print it alike.
+func VerifyAll(root, tenant string, verify func(store.Session, string) (ledger.VerifyReport, string, error)) ([]byte, error) {
+	sessions, err := store.Sessions(root, tenant)
+	if err != nil {
+		return nil, err
+	}
+	whole := true
+	list := []byte{'['}
+	for i, ss := range sessions {
+		dir, err := store.SessionDir(root, ss.Tenant, ss.Name)
+		if err != nil {
+			return nil, err
+		}
+		rep, path, err := verify(ss, dir)
+		if err != nil {
+			return nil, fmt.Errorf("session %s: %w", ss, err)
+		}
+		rep.Err = relative(root, rep.Err)
+		whole = whole && rep.Whole()
+		if i > 0 {
+			list = append(list, ',')
+		}
+		list = fmt.Appendf(list, `{"session":%s,"log":%s,"report":%s}`, jsondoc.S(ss.String()), jsondoc.S(logName(root, path)), bytes.TrimSpace(VerifyDoc(rep)))
+	}
+	list = append(list, ']')
+	return jsondoc.Doc(jsondoc.M("whole", []byte(strconv.FormatBool(whole))), jsondoc.M("sessions", list)), nil
+}
+
+func (s *Server) verifyAll(w http.ResponseWriter, r *http.Request) {
+	p, err := s.authenticate(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	doc, err := VerifyAll(s.cfg.Root, p.tenant, func(ss store.Session, dir string) (ledger.VerifyReport, string, error) {
+		return s.verifySession(ss.Tenant, ss.Name, dir)
+	})
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	writeDoc(w, http.StatusOK, doc)
 }
 
 // countingWriter remembers whether anything reached the response.

@@ -175,8 +175,9 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 
 // principal is who a request acts as.
 type principal struct {
-	actor string
-	role  string
+	actor  string
+	role   string
+	tenant string // the token's tenant; empty in --insecure-dev
 }
 
 // authenticate checks the bearer token against the path's tenant. A token
@@ -206,7 +207,9 @@ func (s *Server) authenticate(r *http.Request) (principal, error) {
 	if tenant != "" && tok.Tenant != tenant {
 		return principal{}, errNotFound
 	}
-	return s.principalOf(tok.Participant, tok.Role), nil
+	p := s.principalOf(tok.Participant, tok.Role)
+	p.tenant = tok.Tenant
+	return p, nil
 }
 
 func (s *Server) principalOf(participant, role string) principal {

@@ -90,3 +90,48 @@ func Find(start string) (string, error) {
 		dir = parent
 	}
 }
+
+// Session names one session of a ledger directory.
+type Session struct{ Tenant, Name string }
+
+func (s Session) String() string { return s.Tenant + "/" + s.Name }
+
+// Sessions lists the sessions of the ledger at root that have a log,
+// ordered by tenant then name; with tenant set, only that tenant's.
+// Directories that are not valid names or hold no log are not sessions.
+func Sessions(root, tenant string) ([]Session, error) {
+	base := filepath.Join(root, "sessions")
+	tenants := []string{tenant}
+	if tenant == "" {
+		ents, err := os.ReadDir(base)
+		if err != nil {
+			return nil, fmt.Errorf("list sessions: %w", err)
+		}
+		tenants = tenants[:0]
+		for _, e := range ents {
+			tenants = append(tenants, e.Name())
+		}
+	}
+	var out []Session
+	for _, t := range tenants {
+		if CheckName("tenant", t) != nil {
+			continue
+		}
+		ents, err := os.ReadDir(filepath.Join(base, t))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list sessions: %w", err)
+		}
+		for _, e := range ents { // os.ReadDir sorts by name
+			if !e.IsDir() || CheckName("session", e.Name()) != nil {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(base, t, e.Name(), logName)); err == nil {
+				out = append(out, Session{Tenant: t, Name: e.Name()})
+			}
+		}
+	}
+	return out, nil
+}

@@ -256,7 +256,7 @@ func TestE2ECrash(t *testing.T) {
 			allResolved[id] = true
 		}
 
-		r := l.run("verify")
+		r := l.run("--session", "default/default", "verify")
 		if r.code != 0 {
 			if r.code != 1 || !strings.Contains(r.err, "incomplete") {
 				t.Fatalf("round %d: verify after a kill: %v", round, r)
@@ -266,7 +266,7 @@ func TestE2ECrash(t *testing.T) {
 			if w.code != 0 || !strings.Contains(strings.ToLower(w.err), "torn") {
 				t.Fatalf("round %d: the write after a torn tail: %v", round, w)
 			}
-			if r := l.run("verify"); r.code != 0 {
+			if r := l.run("--session", "default/default", "verify"); r.code != 0 {
 				t.Fatalf("round %d: verify after cutting the torn tail: %v", round, r)
 			}
 		}

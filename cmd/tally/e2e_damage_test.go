@@ -51,7 +51,7 @@ func TestE2EDamageIsRefusedWithItsLine(t *testing.T) {
 				l.writeLog(joinLines(dam))
 				defer l.writeLog(orig)
 				damaged := l.logBytes()
-				verbs := [][]string{{"verify"}, {"ls"}, {"ls", "--all", "--json"}, {"show", "p1"}, {"owed", "--as", "a"}, {"graph"}, {"export", "--format", "pinki"},
+				verbs := [][]string{{"--session", "default/default", "verify"}, {"ls"}, {"ls", "--all", "--json"}, {"show", "p1"}, {"owed", "--as", "a"}, {"graph"}, {"export", "--format", "pinki"},
 					{"promise", "after damage", "--as", "a", "--to", "b", "--until", "2h"},
 					{"resolve", "p1", "--released", "--as", "b"}}
 				if k != 3 {
@@ -67,7 +67,7 @@ func TestE2EDamageIsRefusedWithItsLine(t *testing.T) {
 					}
 				}
 				if k == 3 {
-					if v := decode(t, l.run("verify", "--json").out); v["whole"] != false || !lineRef(3).MatchString(fmt.Sprint(v["error"])) {
+					if v := decode(t, l.run("--session", "default/default", "verify", "--json").out); v["whole"] != false || !lineRef(3).MatchString(fmt.Sprint(v["error"])) {
 						t.Errorf("verify --json: %v", v)
 					}
 					if r := l.run("ls", "--json"); r.code != 1 || decode(t, r.err)["code"] != "corrupt" {
@@ -112,7 +112,7 @@ func TestE2ESequenceDamage(t *testing.T) {
 			l.writeLog(joinLines(tc.log))
 			defer l.writeLog(orig)
 			before := l.logBytes()
-			for _, args := range [][]string{{"verify"}, {"ls"}, {"promise", "x", "--as", "a", "--to", "b", "--until", "2h"}} {
+			for _, args := range [][]string{{"--session", "default/default", "verify"}, {"ls"}, {"promise", "x", "--as", "a", "--to", "b", "--until", "2h"}} {
 				r := l.run(args...)
 				if r.code != 1 || !lineRef(tc.line).MatchString(r.err) {
 					t.Errorf("want exit 1 naming line %d: %v", tc.line, r)
@@ -141,11 +141,11 @@ func TestE2ETornTail(t *testing.T) {
 			orig := l.logBytes()
 			want := l.must("ls", "--all", "--json", "--now", "2029-01-01T00:00:00Z")
 			l.writeLog(append(slices.Clone(orig), tail...))
-			r := l.run("verify")
+			r := l.run("--session", "default/default", "verify")
 			if r.code != 1 || !strings.Contains(r.err, "incomplete") || !lineRef(6).MatchString(r.err) {
 				t.Errorf("verify on a torn tail: %v", r)
 			}
-			if v := decode(t, l.run("verify", "--json").out); v["whole"] != false || v["torn"] == nil {
+			if v := decode(t, l.run("--session", "default/default", "verify", "--json").out); v["whole"] != false || v["torn"] == nil {
 				t.Errorf("verify --json on a torn tail: %v", v)
 			}
 			// Readers skip it and change nothing.
@@ -318,7 +318,7 @@ func TestE2EDeterminismAndCheckpoints(t *testing.T) {
 	lines := l.logLines()
 	lines[9] = bytes.Replace(slices.Clone(lines[9]), []byte(`"ts":"2026`), []byte(`"ts":"2027`), 1)
 	l.writeLog(joinLines(lines))
-	for _, args := range [][]string{{"verify"}, {"export", "--format", "jsonl"}} {
+	for _, args := range [][]string{{"--session", "default/default", "verify"}, {"export", "--format", "jsonl"}} {
 		if r := l.run(args...); r.code != 1 || !lineRef(10).MatchString(r.err) {
 			t.Errorf("%v on damage before the checkpoint: %v", args, r)
 		}

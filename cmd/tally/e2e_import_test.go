@@ -77,11 +77,11 @@ func TestE2EImportExportPinki(t *testing.T) {
 		}
 	}
 	// verify reports the unknown type and passes; read verbs warn once.
-	r = l.run("verify")
+	r = l.run("--session", "default/default", "verify")
 	if r.code != 0 || !strings.Contains(r.out, `"nudge"`) || !strings.Contains(r.out, "ok: 12 line(s)") {
 		t.Errorf("verify: %v", r)
 	}
-	v := decode(t, l.must("verify", "--json"))
+	v := decode(t, l.must("--session", "default/default", "verify", "--json"))
 	if unk := v["unknown"].([]any); v["whole"] != true || len(unk) != 1 || unk[0].(map[string]any)["type"] != "nudge" {
 		t.Errorf("verify --json: %v", v)
 	}

@@ -283,7 +283,7 @@ func TestE2EEveryVerb(t *testing.T) {
 	if out := l.must("verify"); !strings.Contains(out, "ok: 12 line(s)") {
 		t.Errorf("verify: %s", out)
 	}
-	if v := decode(t, l.must("verify", "--json")); v["whole"] != true {
+	if v := decode(t, l.must("--session", "default/default", "verify", "--json")); v["whole"] != true {
 		t.Errorf("verify --json: %v", v)
 	}
 	for _, args := range [][]string{{"version"}, {"--version"}} {

@@ -76,7 +76,7 @@ func TestRemoteExportAndVerifyMatchLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	local := func(s string) string { return strings.ReplaceAll(s, srv.dir+string(filepath.Separator), "") }
-	for _, args := range [][]string{{"verify"}, {"verify", "--json"}} {
+	for _, args := range [][]string{{"verify"}, {"verify", "--json"}, {"--session", "default/default", "verify"}, {"--session", "default/default", "verify", "--json"}} {
 		r, l := srv.as(t, "author", args...), srv.local(t, args...)
 		l.out, l.err = local(l.out), local(l.err)
 		if r.code != 1 || !lineRef(2).MatchString(r.out+r.err) {
@@ -84,7 +84,7 @@ func TestRemoteExportAndVerifyMatchLocal(t *testing.T) {
 		}
 		same(t, strings.Join(args, " ")+" on a damaged log", r, l)
 	}
-	if r := srv.as(t, "author", "verify"); !strings.Contains(r.err, "tally: sessions/default/default/log.jsonl: line 2: ") || strings.Contains(r.err, srv.dir) {
+	if r := srv.as(t, "author", "--session", "default/default", "verify"); !strings.Contains(r.err, "tally: sessions/default/default/log.jsonl: line 2: ") || strings.Contains(r.err, srv.dir) {
 		t.Errorf("remote verify names the log by the server's path: %v", r)
 	}
 	for _, f := range []string{"jsonl", "pinki"} {

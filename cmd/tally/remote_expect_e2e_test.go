@@ -254,7 +254,10 @@ func TestRemoteExpectRolesAndLapses(t *testing.T) {
 	if out := srv.as(t, "booking", "lapses").out; !strings.Contains(out, "late") || !strings.Contains(out, "overdue") || strings.Count(out, "\n") != 1 {
 		t.Errorf("one overdue lapse of late: %q", out)
 	}
-	if out := srv.as(t, "booking", "lapses", "--since", "1h").out; out != "" {
+	if out := srv.as(t, "booking", "lapses", "--since", "1h").out; !strings.Contains(out, "late") {
+		t.Errorf("the lapse was noticed in the last hour: %q", out)
+	}
+	if out := srv.as(t, "booking", "lapses", "--since", time.Now().Add(time.Hour).UTC().Format(time.RFC3339)).out; out != "" {
 		t.Errorf("no lapse noticed an hour from now: %q", out)
 	}
 
