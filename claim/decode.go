@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"tally/instant"
 	"tally/wire"
 )
 
@@ -199,6 +200,9 @@ func parseTime(field string, raw []byte) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil || !strings.HasSuffix(s, "Z") {
 		return time.Time{}, derr(field, "must be an RFC 3339 UTC time (…Z), got %q", s)
+	}
+	if p := instant.Problem(t); p != "" {
+		return time.Time{}, derr(field, "%s, got %q", p, s)
 	}
 	return t.UTC(), nil
 }

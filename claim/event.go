@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"tally/instant"
 )
 
 // EnvelopeKey is the member the log adds to every line (seq, actor, hash).
@@ -183,4 +185,4 @@ func derr(field, format string, args ...any) error {
 var ErrUnknownType = errors.New("unknown record type")
 
 // FormatTime is the wire form of a time: RFC 3339 in UTC.
-func FormatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+func FormatTime(t time.Time) string { return instant.Format(t) }

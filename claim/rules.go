@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"tally/artifact"
+	"tally/instant"
 	"tally/rule"
 )
 
@@ -259,6 +260,11 @@ func (s *State) validateCreate(m Meta, e *Event) *rule.Refusal {
 	}
 	if m.Actor != e.Claimant {
 		return rule.Forbiddenf("claimant", "must be the acting identity")
+	}
+	if !e.Deadline.IsZero() {
+		if p := instant.Problem(e.Deadline); p != "" {
+			return rule.Invalidf("deadline", p+", got "+FormatTime(e.Deadline))
+		}
 	}
 	if e.Predecessor != "" {
 		p := s.claim(e.Predecessor)

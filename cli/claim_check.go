@@ -12,13 +12,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/zeebo/blake3"
 
 	"tally/artifact"
 	"tally/claim"
+	"tally/instant"
 	"tally/ledger"
 	"tally/rule"
 	"tally/server"
@@ -472,7 +472,7 @@ func newCheckRun(g *global) *cobra.Command {
 			}
 			timeout := validate.DefaultTimeout
 			if d.Timeout != "" {
-				t, err := time.ParseDuration(d.Timeout)
+				t, err := instant.ParseDuration("timeout", d.Timeout)
 				if err != nil || t <= 0 {
 					return usagef("timeout: %q is not a positive duration (90s, 10m)", d.Timeout)
 				}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"tally/expect"
+	"tally/instant"
 	"tally/ledger"
 	"tally/rule"
 	"tally/store"
@@ -463,11 +464,11 @@ func newFact(g *global) *cobra.Command {
 			}
 			cmd := expect.FactCommand{FactKey: args[0], Subject: s}
 			if at != "" {
-				t, err := time.Parse(time.RFC3339Nano, at)
+				t, err := instant.Parse("at", at)
 				if err != nil {
-					return usagef("at: %q is not an RFC 3339 time", at)
+					return err
 				}
-				cmd.At = t.UTC()
+				cmd.At = t
 			}
 			if rc, err := g.remote(); err != nil || rc != nil {
 				if err != nil {

@@ -8,12 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"tally/expect"
+	"tally/instant"
 	"tally/rule"
 	"tally/server"
 )
@@ -40,58 +40,22 @@ func writeExpectDoc(w io.Writer, pairs ...any) error {
 	return err
 }
 
-var expectDays = regexp.MustCompile(`^(\d+)d(.*)$`)
-
-// parseExpectDuration reads a non-negative duration: ISO 8601 (PT6H,
-// P1DT2H) or Go's spelling with optional days (6h, 1h45m, 2d, 1d12h).
+// parseExpectDuration reads a grace or an offset: ISO 8601 (PT6H, P1DT2H)
+// or the short form (6h, 1h45m, 2d, 1w), through the one shared parser.
 func parseExpectDuration(field, v string) (time.Duration, error) {
-	if strings.HasPrefix(v, "P") {
-		d, err := expect.ParseDuration(v)
-		if err != nil {
-			return 0, usagef("%s: %v", field, err)
-		}
-		return d, nil
-	}
-	var days time.Duration
-	if m := expectDays.FindStringSubmatch(v); m != nil {
-		n, err := strconv.Atoi(m[1])
-		if err != nil || n > 100000 {
-			return 0, usagef("%s: %q is not a duration", field, v)
-		}
-		days, v = time.Duration(n)*24*time.Hour, m[2]
-		if v == "" {
-			v = "0s"
-		}
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return 0, usagef("%s: %q is not a duration (PT6H, 6h, 1h45m, 2d)", field, v)
-	}
-	return d + days, nil
+	return instant.ParseDuration(field, v)
 }
 
-// parseExpectTime reads an instant: RFC 3339, or a duration from now.
+// parseExpectTime reads an instant: RFC 3339, or a duration counting
+// forward from now.
 func parseExpectTime(field, v string, now time.Time) (time.Time, error) {
-	return parseRelTime(field, v, now, 1, "a duration from now (90m, 2h, 3d)")
+	return instant.Deadline(field, v, now)
 }
 
 // parseSince reads a lower bound: RFC 3339, or a duration back from now
 // (--since 1h is the last hour).
 func parseSince(field, v string, now time.Time) (time.Time, error) {
-	return parseRelTime(field, v, now, -1, "a duration back from now (1h: the last hour)")
-}
-
-// parseRelTime reads RFC 3339, or a duration counted from now in the
-// direction sign gives (to the second); forms names the duration's meaning.
-func parseRelTime(field, v string, now time.Time, sign time.Duration, forms string) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return t.UTC(), nil
-	}
-	d, err := parseExpectDuration(field, v)
-	if err != nil {
-		return time.Time{}, usagef("%s: %q is neither RFC 3339 (2026-09-01T17:00:00Z) nor %s", field, v, forms)
-	}
-	return now.Add(sign * d).UTC().Truncate(time.Second), nil
+	return instant.Since(field, v, now)
 }
 
 // parseSubject reads TYPE:ID.

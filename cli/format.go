@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"tally/instant"
 	"tally/promise"
 )
 
@@ -34,43 +35,46 @@ func parseNow(v string, clock func() time.Time) (time.Time, error) {
 	if v == "" {
 		return clock().UTC(), nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		return time.Time{}, usagef("now: %q is not an RFC 3339 time", v)
-	}
-	return t.UTC(), nil
+	return instant.Parse("now", v)
 }
 
 // relative describes t against now: "in 2h", "2h ago".
 func relative(t, now time.Time) string {
-	d := t.Sub(now)
-	if d >= 0 {
-		return "in " + short(d)
+	sec, before := instant.RoundSeconds(now, t)
+	if !before {
+		return "in " + short(sec)
 	}
-	return short(-d) + " ago"
+	return short(sec) + " ago"
 }
 
-// short prints a duration in at most two units: 2d3h, 45m, 30s.
-func short(d time.Duration) string {
-	d = d.Round(time.Second)
+// since is how long after from to is, in whole seconds: exact for any two
+// instants, where time.Time.Sub stops at about 292 years.
+func since(from, to time.Time) int64 {
+	sec, before := instant.RoundSeconds(from, to)
+	if before {
+		return -sec
+	}
+	return sec
+}
+
+// short prints a number of seconds in at most two units: 2d3h, 45m, 30s.
+func short(sec int64) string {
+	const minute, hour, day = 60, 3600, 86400
 	switch {
-	case d >= 24*time.Hour:
-		days := d / (24 * time.Hour)
-		h := (d % (24 * time.Hour)) / time.Hour
-		if h == 0 {
-			return fmt.Sprintf("%dd", days)
+	case sec >= day:
+		if h := sec % day / hour; h != 0 {
+			return fmt.Sprintf("%dd%dh", sec/day, h)
 		}
-		return fmt.Sprintf("%dd%dh", days, h)
-	case d >= time.Hour:
-		m := (d % time.Hour) / time.Minute
-		if m == 0 {
-			return fmt.Sprintf("%dh", d/time.Hour)
+		return fmt.Sprintf("%dd", sec/day)
+	case sec >= hour:
+		if m := sec % hour / minute; m != 0 {
+			return fmt.Sprintf("%dh%dm", sec/hour, m)
 		}
-		return fmt.Sprintf("%dh%dm", d/time.Hour, m)
-	case d >= time.Minute:
-		return fmt.Sprintf("%dm", d/time.Minute)
+		return fmt.Sprintf("%dh", sec/hour)
+	case sec >= minute:
+		return fmt.Sprintf("%dm", sec/minute)
 	default:
-		return fmt.Sprintf("%ds", d/time.Second)
+		return fmt.Sprintf("%ds", sec)
 	}
 }
 
@@ -78,7 +82,7 @@ func short(d time.Duration) string {
 func due(v *promise.View, now time.Time) string {
 	switch {
 	case v.Overdue:
-		return "overdue " + short(now.Sub(v.Until))
+		return "overdue " + short(since(v.Until, now))
 	case v.State == promise.Owed:
 		return "due " + relative(v.Until, now)
 	case v.State == promise.Conditional:

@@ -112,7 +112,7 @@ func newShow(g *global) *cobra.Command {
 func printShow(w io.Writer, v *promise.View, now time.Time, color bool) {
 	state := string(v.State)
 	if v.Overdue {
-		state += ", overdue " + short(now.Sub(v.Until))
+		state += ", overdue " + short(since(v.Until, now))
 	}
 	fmt.Fprintf(w, "%s  %s\n", v.ID, paint(color, stateColor(v), state))
 	t := newTable(w)
@@ -141,7 +141,7 @@ func printShow(w io.Writer, v *promise.View, now time.Time, color bool) {
 	left := []string{"THE LEDGER"}
 	if v.ResolvedBy != "" {
 		left = append(left, fmt.Sprintf("%s by %s", v.State, v.ResolvedBy), "at "+promise.FormatTime(v.ResolvedAt))
-		if late := v.ResolvedAt.Sub(v.Until); late > 0 {
+		if late := since(v.Until, v.ResolvedAt); late > 0 {
 			left = append(left, short(late)+" after the deadline")
 		}
 		for _, e := range v.Evidence {

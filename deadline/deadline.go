@@ -6,15 +6,18 @@
 // expectation, the promise watcher by (promise, rung). It does no I/O and
 // never reads a clock: now is always an argument.
 //
-// Due times are stored as Unix nanoseconds to keep an entry small (a key and
-// eight bytes). Times before 1678 or after 2262 saturate to the nearest
-// representable instant; two such times compare equal and fall back to the
-// key ordering.
+// Due times are stored packed (instant.Pack) to keep an entry small (a key
+// and eight bytes): exact for every instant tally accepts (years 1–9999),
+// ordered as the times are. A due time finer than the packed form keeps (a
+// sum computed outside 1680–2253) is rounded up to the microsecond, so it
+// never falls due early; times outside years 0–9999 saturate.
 package deadline
 
 import (
 	"math"
 	"time"
+
+	"tally/instant"
 )
 
 // Index is a min-heap of (due, key) with a position map, so that Set and
@@ -41,7 +44,7 @@ type Index[K comparable] struct {
 
 type entry[K comparable] struct {
 	key K
-	due int64 // Unix nanoseconds, saturated
+	due int64 // instant.PackCeil of the due time
 }
 
 // New returns an empty index. less must be a strict total order on keys; it
@@ -100,7 +103,7 @@ func (x *Index[K]) Len() int { return len(x.items) }
 // when present. O(log n).
 func (x *Index[K]) Set(key K, due time.Time) {
 	x.assertNotVisiting("Set")
-	d := nanos(due)
+	d := instant.PackCeil(due)
 	if i, ok := x.position(key); ok {
 		old := x.items[i].due
 		x.items[i].due = d
@@ -123,7 +126,7 @@ func (x *Index[K]) Get(key K) (time.Time, bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	return fromNanos(x.items[i].due), true
+	return instant.Unpack(x.items[i].due), true
 }
 
 // Delete removes key and reports whether it was present. O(log n).
@@ -156,7 +159,7 @@ func (x *Index[K]) Next() (time.Time, bool) {
 	if len(x.items) == 0 {
 		return time.Time{}, false
 	}
-	return fromNanos(x.items[0].due), true
+	return instant.Unpack(x.items[0].due), true
 }
 
 // Due calls fn for every key whose due time is at or before now, in due
@@ -165,7 +168,7 @@ func (x *Index[K]) Next() (time.Time, bool) {
 // fn must not call Set or Delete on this index (it panics if it does).
 // O(k log k) for k visited keys; O(1) when nothing is due.
 func (x *Index[K]) Due(now time.Time, fn func(key K, due time.Time) bool) {
-	limit := nanos(now)
+	limit := instant.Pack(now) // floored: due ≤ limit only if due ≤ now
 	if len(x.items) == 0 || x.items[0].due > limit {
 		return
 	}
@@ -183,7 +186,7 @@ func (x *Index[K]) Due(now time.Time, fn func(key K, due time.Time) bool) {
 		x.candidateDown(c, 0)
 
 		e := x.items[i]
-		if !fn(e.key, fromNanos(e.due)) {
+		if !fn(e.key, instant.Unpack(e.due)) {
 			break
 		}
 		for _, child := range [2]int{2*i + 1, 2*i + 2} {
@@ -276,21 +279,3 @@ func (x *Index[K]) candidateDown(c []int, i int) {
 		i = m
 	}
 }
-
-var (
-	minTime = time.Unix(0, math.MinInt64)
-	maxTime = time.Unix(0, math.MaxInt64)
-)
-
-// nanos converts t to Unix nanoseconds, saturating outside the int64 range.
-func nanos(t time.Time) int64 {
-	if t.Before(minTime) {
-		return math.MinInt64
-	}
-	if t.After(maxTime) {
-		return math.MaxInt64
-	}
-	return t.UnixNano()
-}
-
-func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }

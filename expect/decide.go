@@ -68,7 +68,7 @@ func (s *State) Decide(actor string, human bool, now time.Time, cmd Command) ([]
 		return nil, rule.Forbiddenf("actor", "a command needs an authenticated actor")
 	}
 	if now.IsZero() || !inRange(now) {
-		return nil, rule.Invalidf("ts", "now must be a time between the years 1679 and 2161")
+		return nil, rule.Invalidf("ts", "now "+timeProblem(now))
 	}
 	now = now.UTC()
 	var out []Event
@@ -235,7 +235,7 @@ func (s *State) decideFact(actor string, now time.Time, c FactCommand) ([]Event,
 		return nil, rule.Invalidf("at", "must not be in the future: a fact is observed, not expected")
 	}
 	if !inRange(at) {
-		return nil, rule.Invalidf("at", "must be between the years 1679 and 2161")
+		return nil, rule.Invalidf("at", timeProblem(at))
 	}
 	return []Event{{TS: now, Type: TypeFact, Fact: &Fact{FactKey: c.FactKey, Subject: c.Subject, At: at, By: actor}}}, nil
 }

@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"tally/instant"
+	"tally/rule"
 	"tally/wire"
 )
 
@@ -437,88 +438,22 @@ func ParseTime(s string) (time.Time, error) {
 
 // FormatTime writes t as stored: RFC 3339 in UTC, fractional seconds only
 // when present.
-func FormatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+func FormatTime(t time.Time) string { return instant.Format(t) }
 
-// durationMax bounds ISO durations so arithmetic on due times cannot
-// overflow: a century is far longer than any grace, offset or extension.
+// durationMax bounds grace and offsets: a century is far longer than any
+// grace, offset or extension.
 const durationMax = 100 * 366 * 24 * time.Hour
 
-// ParseDuration reads an ISO 8601 duration made of days, hours, minutes and
-// seconds ("PT6H", "PT1H45M", "P2DT30S", "PT0.5S"). Years, months and weeks
-// are refused: their length depends on the calendar. Negative durations are
-// refused.
+// ParseDuration reads an ISO 8601 duration, the form stored on the wire
+// (instant.ParseISODuration: weeks, days, hours, minutes and seconds, such
+// as "PT6H", "P1W", "P1DT2H30M", "PT0.5S"). Years and months are refused:
+// their length depends on the calendar. Negative durations are refused.
 func ParseDuration(s string) (time.Duration, error) {
-	fail := func() (time.Duration, error) {
-		return 0, errors.New("must be an ISO 8601 duration such as PT6H or P1DT2H30M")
+	d, err := instant.ParseISODuration("", s)
+	if r, ok := rule.As(err); ok {
+		return 0, errors.New(r.Rule)
 	}
-	if len(s) < 3 || s[0] != 'P' {
-		return fail()
-	}
-	var total time.Duration
-	inTime := false
-	units := 0
-	last := -1 // index of the last unit, enforcing D < H < M < S
-	for i := 1; i < len(s); {
-		if s[i] == 'T' {
-			if inTime || i == len(s)-1 {
-				return fail()
-			}
-			inTime = true
-			i++
-			continue
-		}
-		j := i
-		for j < len(s) && (s[j] >= '0' && s[j] <= '9' || s[j] == '.') {
-			j++
-		}
-		if j == i || j == len(s) {
-			return fail()
-		}
-		num := s[i:j]
-		var unit time.Duration
-		var order int
-		switch {
-		case !inTime && s[j] == 'D':
-			unit, order = 24*time.Hour, 0
-		case inTime && s[j] == 'H':
-			unit, order = time.Hour, 1
-		case inTime && s[j] == 'M':
-			unit, order = time.Minute, 2
-		case inTime && s[j] == 'S':
-			unit, order = time.Second, 3
-		default:
-			return fail()
-		}
-		if order <= last {
-			return fail()
-		}
-		last = order
-		whole, frac, hasFrac := strings.Cut(num, ".")
-		if whole == "" || (hasFrac && (unit != time.Second || frac == "" || len(frac) > 9)) {
-			return fail()
-		}
-		n, err := strconv.ParseInt(whole, 10, 64)
-		if err != nil || n > int64(durationMax/unit) {
-			return fail()
-		}
-		total += time.Duration(n) * unit
-		if hasFrac {
-			f, err := strconv.ParseInt(frac+strings.Repeat("0", 9-len(frac)), 10, 64)
-			if err != nil {
-				return fail()
-			}
-			total += time.Duration(f)
-		}
-		if total > durationMax {
-			return fail()
-		}
-		units++
-		i = j + 1
-	}
-	if units == 0 {
-		return fail()
-	}
-	return total, nil
+	return d, err
 }
 
 // FormatDuration writes d in the one canonical ISO 8601 spelling this
@@ -527,34 +462,7 @@ func FormatDuration(d time.Duration) string {
 	if d < 0 {
 		panic("expect: negative duration")
 	}
-	if d == 0 {
-		return "PT0S"
-	}
-	b := []byte("PT")
-	h := d / time.Hour
-	d -= h * time.Hour
-	m := d / time.Minute
-	d -= m * time.Minute
-	if h > 0 {
-		b = strconv.AppendInt(b, int64(h), 10)
-		b = append(b, 'H')
-	}
-	if m > 0 {
-		b = strconv.AppendInt(b, int64(m), 10)
-		b = append(b, 'M')
-	}
-	if d > 0 {
-		sec := d / time.Second
-		ns := d - sec*time.Second
-		b = strconv.AppendInt(b, int64(sec), 10)
-		if ns > 0 {
-			f := fmt.Sprintf("%09d", int64(ns))
-			b = append(b, '.')
-			b = append(b, strings.TrimRight(f, "0")...)
-		}
-		b = append(b, 'S')
-	}
-	return string(b)
+	return instant.FormatISOSpan(int64(d/time.Second), int64(d%time.Second))
 }
 
 // validID reports whether s is usable as an identifier: 1..IDMax bytes of

@@ -247,6 +247,7 @@ func TestDurations(t *testing.T) {
 		{"P1DT1S", 24*time.Hour + time.Second, "PT24H1S"},
 		{"PT0.25S", 250 * time.Millisecond, "PT0.25S"},
 		{"PT90M", 90 * time.Minute, "PT1H30M"},
+		{"P1W", 7 * 24 * time.Hour, "PT168H"}, // the expectations draft's weeks
 		{"PT0S", 0, "PT0S"},
 	} {
 		d, err := ParseDuration(c.in)
@@ -257,7 +258,7 @@ func TestDurations(t *testing.T) {
 			t.Fatalf("FormatDuration(%v) = %s, want %s", d, got, c.back)
 		}
 	}
-	for _, bad := range []string{"", "P", "PT", "6H", "P1H", "PT1D", "PT1M1H", "P1Y", "P1W", "PT-1H", "PT1.5H", "PT1.S", "PT.5S", "PT99999999999H", "P1DT", "PT1H1H"} {
+	for _, bad := range []string{"", "P", "PT", "6H", "P1H", "PT1D", "PT1M1H", "P1Y", "P1M", "PT-1H", "PT1.5H", "PT1.S", "PT.5S", "PT99999999999H", "P1DT", "PT1H1H"} {
 		if d, err := ParseDuration(bad); err == nil {
 			t.Fatalf("ParseDuration(%q) = %v, want an error", bad, d)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tally/deadline"
+	"tally/instant"
 )
 
 // Meta is what the log knows about every record it hands to Apply.
@@ -305,28 +306,42 @@ func (s *State) subject(x *expectation) Subject {
 	return Subject{Type: s.name(x.subjectType), ID: x.field(tSubjectID)}
 }
 
-// nanos and fromNanos convert between time.Time and the packed form. Zero
-// times stay zero.
+// nanos and fromNanos convert between time.Time and the packed form
+// (instant.Pack). Zero times stay zero.
 func nanos(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
 	}
-	return t.UnixNano()
+	return instant.Pack(t)
 }
 
 func fromNanos(n int64) time.Time {
 	if n == 0 {
 		return time.Time{}
 	}
-	return time.Unix(0, n).UTC()
+	return instant.Unpack(n)
 }
 
-// inRange reports whether t can be packed: the years 1679 to 2161, leaving
-// room for a century of grace or offset, and never the Unix epoch itself,
-// which the packed form reserves for "none".
-func inRange(t time.Time) bool {
-	return t.IsZero() || (t.Year() > 1678 && t.Year() < 2162 && t.UnixNano() != 0)
+// epochRule is why the Unix epoch is refused: the packed form reserves 0,
+// which it packs to, for "none".
+const epochRule = "must not be 1970-01-01T00:00:00Z exactly, which the expectations fold reserves for none"
+
+// timeProblem is the rule t breaks to be packed, or "": every instant tally
+// accepts (instant.Check) except the Unix epoch. The zero time is none.
+func timeProblem(t time.Time) string {
+	switch {
+	case t.IsZero():
+		return ""
+	case instant.Problem(t) != "":
+		return instant.Problem(t)
+	case t.Equal(time.Unix(0, 0)):
+		return epochRule
+	}
+	return ""
 }
+
+// inRange reports whether t can be packed (timeProblem says why not).
+func inRange(t time.Time) bool { return timeProblem(t) == "" }
 
 // LapseID is the deterministic id of a lapse: the same expectation, kind
 // and due time in force give the same id, so a watcher that notices a lapse
@@ -383,10 +398,15 @@ func (s *State) raiseProblem(r *Raise) (code, field, rule string) {
 	switch {
 	case !validID(r.ExpectationID):
 		return "invalid", "expectationId", fmt.Sprintf("must be 1..%d characters without whitespace", IDMax)
-	case !inRange(r.DueAt) || !inRange(r.Horizon):
-		return "invalid", "dueAt", "must be between the years 1679 and 2161"
+	case !inRange(r.DueAt):
+		return "invalid", "dueAt", timeProblem(r.DueAt)
+	case !inRange(r.Horizon):
+		return "invalid", "horizon", timeProblem(r.Horizon)
 	case r.Grace < 0 || r.Grace > durationMax:
 		return "invalid", "grace", "must be a duration between zero and a century"
+	case !r.DueAt.IsZero() && !inRange(r.DueAt.Add(r.Grace)):
+		// The lapse falls due at dueAt + grace: it must be kept exactly too.
+		return "invalid", "grace", "dueAt + grace " + timeProblem(r.DueAt.Add(r.Grace))
 	case !r.Horizon.IsZero() && r.Horizon.Before(r.DueAt):
 		return "invalid", "horizon", "must not be before dueAt"
 	}
@@ -684,7 +704,7 @@ func (s *State) satisfy(x *expectation, at int64) {
 }
 
 func (s *State) reanchor(x *expectation, anchorAt int64) {
-	x.currentDue = anchorAt + x.anchorOffset
+	x.currentDue = instant.Add(anchorAt, time.Duration(x.anchorOffset))
 	x.flags |= flagReanchored
 	x.ext().reanchoredAt = anchorAt
 }
@@ -812,7 +832,7 @@ func (s *State) pending(x *expectation) []candidate {
 	}
 	openAt := func(at int64) bool { return x.life == Open || x.satisfiedAt > at }
 	var out []candidate
-	if at := x.currentDue + x.grace; openAt(at) && !s.recorded(x, LapseOverdue, x.currentDue) {
+	if at := instant.Add(x.currentDue, time.Duration(x.grace)); openAt(at) && !s.recorded(x, LapseOverdue, x.currentDue) {
 		out = append(out, candidate{LapseOverdue, at})
 	}
 	if at := x.skippedAt; at != 0 && openAt(at) && x.flags&flagSkippedRecorded == 0 {

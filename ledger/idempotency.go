@@ -9,6 +9,7 @@ import (
 
 	"tally/claim"
 	"tally/expect"
+	"tally/instant"
 	"tally/promise"
 	"tally/store"
 	"tally/wire"
@@ -57,7 +58,7 @@ type Idempotency struct {
 type requestEntry struct {
 	digest   [32]byte
 	response []byte
-	at       int64 // unix nanoseconds of the first execution
+	at       int64 // the first execution's ts, packed (instant.Pack)
 }
 
 func requestKey(principal, key string) string { return principal + "\x00" + key }
@@ -163,7 +164,7 @@ func (l *Ledger) checkIdempotency(r *request, now time.Time) bool {
 		return false
 	}
 	switch {
-	case now.UnixNano()-e.at > l.cfg.IdempotencyWindow.Nanoseconds():
+	case now.Sub(instant.Unpack(e.at)) > l.cfg.IdempotencyWindow: // Sub saturates where a difference of nanoseconds would wrap
 		r.err = &IdempotencyError{Code: CodeRequestHistoryExpired, Key: r.idem.Key}
 	case e.digest != r.idem.Digest:
 		r.err = &IdempotencyError{Code: CodeIdempotencyConflict, Key: r.idem.Key}
@@ -232,7 +233,7 @@ func (s *State) applyRequest(e store.Entry) error {
 	}
 	k := requestKey(principal, key)
 	if _, dup := s.requests[k]; !dup {
-		s.requests[k] = &requestEntry{digest: digest, response: response, at: at.UnixNano()}
+		s.requests[k] = &requestEntry{digest: digest, response: response, at: instant.Pack(at)}
 	}
 	return nil
 }

@@ -3,12 +3,12 @@ package promise
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"tally/instant"
 	"tally/rule"
 	"tally/wire"
 )
@@ -225,6 +225,9 @@ func prepareDeclare(lim Limits, actor string, ts time.Time, c Declare) (Event, e
 	if c.Until.IsZero() {
 		return Event{}, rule.Invalidf("until", "a deadline is required")
 	}
+	if err := instant.Check("until", c.Until); err != nil {
+		return Event{}, err
+	}
 	meta, err := NormalizeMeta(lim, c.Meta)
 	if err != nil {
 		return Event{}, err
@@ -241,6 +244,9 @@ func prepareDeclare(lim Limits, actor string, ts time.Time, c Declare) (Event, e
 func prepareAmend(lim Limits, actor string, ts time.Time, c Amend) (Event, error) {
 	if c.Until.IsZero() {
 		return Event{}, rule.Invalidf("until", "a new deadline is required")
+	}
+	if err := instant.Check("until", c.Until); err != nil {
+		return Event{}, err
 	}
 	if len(c.Reason) > lim.TextMax {
 		return Event{}, rule.Invalidf("reason", "must be at most "+itoa(lim.TextMax)+" bytes")
@@ -408,46 +414,9 @@ func itoa(n int) string {
 }
 
 // ParseDeadline reads a deadline as the CLI and the server accept it: RFC
-// 3339, or a duration from now such as 90m, 2h, 3d or 1d12h. The result is
+// 3339, or a duration counting forward from now such as 90m, 2h, 3d, 1d12h
+// or PT6H (instant.Deadline, the rule every family shares). The result is
 // UTC; a duration's result is truncated to the second.
 func ParseDeadline(field, v string, now time.Time) (time.Time, error) {
-	if v == "" {
-		return time.Time{}, rule.Invalidf(field, "required (RFC 3339 such as 2026-09-01T17:00:00Z, or a duration from now such as 90m, 2h, 3d)")
-	}
-	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return t.UTC(), nil
-	}
-	if d, ok := parseDuration(v); ok {
-		return now.Add(d).UTC().Truncate(time.Second), nil
-	}
-	return time.Time{}, rule.Invalidf(field, strconv.Quote(v)+" is neither RFC 3339 (2026-09-01T17:00:00Z) nor a duration (90m, 2h, 3d)")
-}
-
-// parseDuration extends time.ParseDuration with a leading day count (3d, 1d12h).
-func parseDuration(v string) (time.Duration, bool) {
-	neg := strings.HasPrefix(v, "-")
-	rest := strings.TrimPrefix(v, "-")
-	var days int64
-	if i := strings.IndexByte(rest, 'd'); i > 0 {
-		n, err := strconv.ParseInt(rest[:i], 10, 64)
-		if err != nil || n > 100000 {
-			return 0, false
-		}
-		days, rest = n, rest[i+1:]
-		if rest == "" {
-			rest = "0s"
-		}
-		if strings.HasPrefix(rest, "-") || strings.HasPrefix(rest, "+") {
-			return 0, false
-		}
-	}
-	d, err := time.ParseDuration(rest)
-	if err != nil || d < 0 {
-		return 0, false
-	}
-	d += time.Duration(days) * 24 * time.Hour
-	if neg {
-		d = -d
-	}
-	return d, true
+	return instant.Deadline(field, v, now)
 }

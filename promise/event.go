@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"tally/instant"
 	"tally/wire"
 )
 
@@ -129,6 +130,9 @@ func Decode(line []byte) (Event, error) {
 			if err != nil {
 				return &DecodeError{Field: "ts", Msg: "must be an RFC 3339 time"}
 			}
+			if p := instant.Problem(t); p != "" {
+				return &DecodeError{Field: "ts", Msg: p}
+			}
 			e.TS = t
 		case fType:
 			e.Type = s
@@ -224,7 +228,10 @@ func (e *Event) wellFormed() error {
 		if err != nil {
 			return &DecodeError{Field: "until", Msg: "must be an RFC 3339 time"}
 		}
-		e.until, e.untilSet = t.UnixNano(), true
+		if p := instant.Problem(t); p != "" {
+			return &DecodeError{Field: "until", Msg: p}
+		}
+		e.until, e.untilSet = instant.Pack(t), true
 	}
 	return nil
 }
@@ -293,7 +300,7 @@ func fieldOf(key []byte) field {
 
 // FormatTime writes t as pinki does: UTC, RFC 3339, fractional seconds only
 // when present.
-func FormatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+func FormatTime(t time.Time) string { return instant.Format(t) }
 
 // Encode writes the record in pinki's exact shape: ts and type first, the
 // family's fields in pinki's order, optional fields only when set, meta last.

@@ -10,7 +10,7 @@ import (
 // snapshotTag names the fold rules a snapshot was taken under. Change it
 // whenever Apply or the Promise layout changes meaning, so an old
 // checkpoint is rebuilt rather than trusted.
-const snapshotTag = "tally promise fold v2"
+const snapshotTag = "tally promise fold v3" // v3: times packed by instant.Pack, exact over years 1–9999
 
 // AppendSnapshot encodes the state for a checkpoint. Identities are written
 // once in a table and referenced by index.

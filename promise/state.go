@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"tally/deadline"
+	"tally/instant"
 )
 
 // Status is a promise's computed state. Printed and stored in checkpoints:
@@ -41,7 +42,7 @@ type Promise struct {
 	ID, Text, By, To, On, Task string
 	Meta                       string // raw JSON object or ""
 	Seq                        uint64 // sequence of the declaration
-	Declared                   int64  // declaration ts, unix nanoseconds
+	Declared                   int64  // declaration ts, packed (instant.Pack)
 	Horizons                   []int64
 	Resolution                 *Resolution
 	Assessments                []Assessment
@@ -50,7 +51,7 @@ type Promise struct {
 }
 
 // Until is the current deadline.
-func (p *Promise) Until() time.Time { return time.Unix(0, p.Horizons[len(p.Horizons)-1]).UTC() }
+func (p *Promise) Until() time.Time { return instant.Unpack(p.Horizons[len(p.Horizons)-1]) }
 
 // Resolution is the first resolve record of a promise.
 type Resolution struct {
@@ -58,7 +59,7 @@ type Resolution struct {
 	By       string
 	Evidence []string
 	Reason   string
-	At       int64 // unix nanoseconds
+	At       int64 // packed (instant.Pack)
 	Seq      uint64
 }
 
@@ -169,7 +170,7 @@ func (s *State) intern(v string) string {
 // resolve after the first resolve, anything about an unknown id) is ignored,
 // exactly as pinki's fold ignores it; the log keeps it regardless.
 func (s *State) Apply(m Meta, e *Event) {
-	at := e.TS.UnixNano()
+	at := instant.Pack(e.TS)
 	switch e.Type {
 	case TypePromise:
 		s.ensureIndex()
@@ -233,7 +234,7 @@ func (e *Event) untilNanos() int64 {
 	if err != nil {
 		panic("promise: unvalidated time reached the fold: " + e.Until)
 	}
-	return t.UnixNano()
+	return instant.Pack(t)
 }
 
 // Status computes a promise's state from the fold (pinki's rules):
@@ -316,5 +317,5 @@ func contains(chain []*Promise, p *Promise) bool {
 // strictly after the current deadline. A conditional promise is never overdue.
 func (s *State) Overdue(p *Promise, now time.Time) bool {
 	// The deadline first: it is one comparison, and most promises are not past it.
-	return now.UnixNano() > p.Horizons[len(p.Horizons)-1] && p.Resolution == nil && s.Status(p) == Owed
+	return instant.Pack(now) > p.Horizons[len(p.Horizons)-1] && p.Resolution == nil && s.Status(p) == Owed
 }

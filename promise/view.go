@@ -4,9 +4,10 @@ import (
 	"slices"
 
 	"strconv"
-	"tally/deadline"
 	"time"
 
+	"tally/deadline"
+	"tally/instant"
 	"tally/wire"
 )
 
@@ -43,19 +44,19 @@ func (s *State) View(p *Promise, now time.Time) View {
 	v := View{
 		ID: p.ID, Promise: p.Text, By: p.By, To: p.To, On: p.On, Task: p.Task,
 		Until: p.Until(), State: s.Status(p), Meta: p.Meta, Seq: p.Seq,
-		Declared: time.Unix(0, p.Declared).UTC(),
+		Declared: instant.Unpack(p.Declared),
 	}
-	v.Overdue = v.State == Owed && now.UnixNano() > p.Horizons[len(p.Horizons)-1]
+	v.Overdue = v.State == Owed && instant.Pack(now) > p.Horizons[len(p.Horizons)-1]
 	v.Horizons = make([]time.Time, len(p.Horizons))
 	for i, h := range p.Horizons {
-		v.Horizons[i] = time.Unix(0, h).UTC()
+		v.Horizons[i] = instant.Unpack(h)
 	}
 	if r := p.Resolution; r != nil {
 		v.Evidence, v.Reason, v.ResolvedBy = r.Evidence, r.Reason, r.By
-		v.ResolvedAt = time.Unix(0, r.At).UTC()
+		v.ResolvedAt = instant.Unpack(r.At)
 	}
 	for _, a := range p.Assessments {
-		v.Assessments = append(v.Assessments, AssessmentView{Observer: a.Observer, State: a.State, Note: a.Note, TS: time.Unix(0, a.At).UTC()})
+		v.Assessments = append(v.Assessments, AssessmentView{Observer: a.Observer, State: a.State, Note: a.Note, TS: instant.Unpack(a.At)})
 	}
 	return v
 }

@@ -12,6 +12,7 @@ import (
 
 	"tally/auth"
 	"tally/expect"
+	"tally/instant"
 	"tally/jsondoc"
 	"tally/ledger"
 	"tally/rule"
@@ -289,11 +290,11 @@ func (s *Server) expectFact(w http.ResponseWriter, r *http.Request) {
 		}
 		cmd := expect.FactCommand{FactKey: d.FactKey, Subject: *d.Subject}
 		if d.At != "" {
-			t, err := time.Parse(time.RFC3339Nano, d.At)
+			t, err := instant.Parse("at", d.At)
 			if err != nil {
-				return nil, nil, rule.Invalidf("at", "must be an RFC 3339 time")
+				return nil, nil, err
 			}
-			cmd.At = t.UTC()
+			cmd.At = t
 		}
 		if err := l.Refresh(); err != nil {
 			return nil, nil, err
@@ -430,12 +431,12 @@ func (s *Server) expectLapses(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var since time.Time
 	if v := q.Get("since"); v != "" {
-		t, err := time.Parse(time.RFC3339Nano, v)
+		t, err := instant.Parse("since", v)
 		if err != nil {
-			s.writeError(w, rule.Invalidf("since", "must be an RFC 3339 time"))
+			s.writeError(w, err)
 			return
 		}
-		since = t.UTC()
+		since = t
 	}
 	var ls []expect.LapseView
 	l.Read(func(st *ledger.State, _ store.Position) { ls = st.Expects.Lapses(since) })

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"tally/instant"
 	"tally/jsondoc"
 	"tally/ledger"
 	"tally/promise"
@@ -201,11 +202,7 @@ func (s *Server) readNow(r *http.Request) (time.Time, error) {
 	if v == "" {
 		return s.cfg.Ledger.Now().UTC(), nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		return t, rule.Invalidf("now", "must be an RFC 3339 time")
-	}
-	return t.UTC(), nil
+	return instant.Parse("now", v)
 }
 
 func (s *Server) listPromises(w http.ResponseWriter, r *http.Request) {

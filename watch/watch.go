@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"tally/expect"
+	"tally/instant"
 	"tally/ledger"
 	"tally/promise"
 	"tally/store"
@@ -460,7 +461,7 @@ func noticeDelivery(rungs []Rung, p *promise.Promise, n pendingNotice, now time.
 	doc, _ := json.Marshal(PromiseNotice{
 		SchemaVersion: SchemaVersion, Kind: KindNotice, Key: n.key, Promise: p.ID, Text: p.Text,
 		Horizon: n.horizon, Rung: n.rung, To: r.To, Recipient: recipient, Debtor: p.By, Creditor: p.To,
-		Deadline: deadline, DueAt: n.dueAt, NoticedAt: now, OverdueBy: expect.FormatDuration(now.Sub(deadline)),
+		Deadline: deadline, DueAt: n.dueAt, NoticedAt: now, OverdueBy: instant.FormatISOSpan(instant.Span(deadline, now)),
 	})
 	return delivery{key: n.key, kind: KindNotice, dueAt: n.dueAt, doc: doc, promise: p.ID}
 }
