@@ -249,3 +249,27 @@ func FuzzParseDuration(f *testing.F) {
 		}
 	})
 }
+
+func TestSince(t *testing.T) {
+	now := mustParse(t, "2026-09-01T17:00:00.5Z")
+	for _, c := range []struct{ v, want string }{
+		{"1h", "2026-09-01T16:00:00Z"}, {"P1D", "2026-08-31T17:00:00Z"}, {"0s", "2026-09-01T17:00:00Z"},
+		{"1000-01-01T00:00:00Z", "1000-01-01T00:00:00Z"},
+	} {
+		got, err := Since("since", c.v, now)
+		if err != nil || Format(got) != c.want {
+			t.Errorf("%s: got %v, %v; want %s", c.v, Format(got), err, c.want)
+		}
+	}
+	for _, c := range []struct{ v, want string }{
+		{"-1h", `since: a duration counts forward`},
+		{"soon", `since: "soon" is neither RFC 3339`},
+	} {
+		if _, err := Since("since", c.v, now); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want %q…", c.v, err, c.want)
+		}
+	}
+	if _, err := Since("since", "106751d", mustParse(t, "0100-01-01T00:00:00Z")); err == nil || !strings.Contains(err.Error(), "before 0001-01-01") {
+		t.Errorf("106751d before year 100: %v", err)
+	}
+}
