@@ -1,6 +1,7 @@
 package claim
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -600,5 +601,51 @@ func TestLatePassNeverShowsAsWitness(t *testing.T) {
 	}
 	if got := l.replay(); allViews(got, l.now) != allViews(l.s, l.now) {
 		t.Fatal("replay differs")
+	}
+}
+
+// A successor that declares no slots inherits its predecessor's; one with
+// nothing to inherit must say it means no requirement; terms left out
+// default in Decide, whichever mode sent them.
+func TestCreateDefaultsAndInheritance(t *testing.T) {
+	l := newLedger(t)
+	evs := l.do(maintainer, Create{Claim: "C17", Respondent: parser, Work: "w", Slots: []SlotSpec{
+		{Name: "change", Checks: []CheckSpec{{ID: "behavior", Validator: Validator{Name: "command"}, Fallbacks: []Validator{{Name: "old"}}}}}}})
+	want := []SlotSpec{{Name: "change", Mode: Required, Checks: []CheckSpec{{ID: "behavior", Validator: Validator{Name: "command", Version: "1"},
+		Evaluator: maintainer, Mode: Required, Phases: []Phase{Programmatic}, Attempts: 1, Fallbacks: []Validator{{Name: "old", Version: "1"}}}}}}
+	if !reflect.DeepEqual(evs[0].Slots, want) {
+		t.Fatalf("defaults:\n got %+v\nwant %+v", evs[0].Slots, want)
+	}
+
+	c18 := Create{Claim: "C18", Respondent: parser, Work: "w", Predecessor: "C17"}
+	if !c18.Inherits() {
+		t.Fatal("a successor without slots does not inherit")
+	}
+	evs = l.do(maintainer, c18)
+	if !reflect.DeepEqual(evs[0].Slots, want) {
+		t.Fatalf("inherited:\n got %+v\nwant %+v", evs[0].Slots, want)
+	}
+	v := l.view("C18")
+	if got := InheritNote(c18, &v); got != "C18 inherits the slots and checks of its predecessor C17: change (behavior)" {
+		t.Fatalf("note %q", got)
+	}
+	own := Create{Claim: "C19", Respondent: parser, Work: "w", Predecessor: "C17", Slots: parserSlots()}
+	if evs := l.do(maintainer, own); own.Inherits() || len(evs[0].Slots[0].Checks) != 2 || InheritNote(own, &v) != "" {
+		t.Fatalf("a successor with its own slots: %+v", evs[0].Slots)
+	}
+
+	l.do(maintainer, Create{Claim: "C20", Respondent: parser, Work: "w"})
+	r := l.refuse(maintainer, Create{Claim: "C21", Respondent: parser, Work: "w", Predecessor: "C20"}, rule.Invalid, "slots")
+	if r.Error() != "slots: successor C21 declares none and its predecessor C20 has none to inherit: declare them, or pass no_checks (--no-checks) if the closing testament is the only requirement" {
+		t.Fatalf("refusal %q", r.Error())
+	}
+	l.refuse(maintainer, Create{Claim: "C21", Respondent: parser, Work: "w", NoChecks: true, Slots: parserSlots()}, rule.Invalid, "no_checks")
+	l.refuse(maintainer, Create{Claim: "C21", Respondent: parser, Work: "w", Predecessor: "C99"}, rule.NotFound, "predecessor")
+	if evs := l.do(maintainer, Create{Claim: "C21", Respondent: parser, Work: "w", Predecessor: "C20", NoChecks: true}); len(evs[0].Slots) != 0 {
+		t.Fatalf("no_checks: %+v", evs[0].Slots)
+	}
+	// no_checks on a successor of a claim with slots: none, on purpose.
+	if evs := l.do(maintainer, Create{Claim: "C22", Respondent: parser, Work: "w", Predecessor: "C17", NoChecks: true}); len(evs[0].Slots) != 0 {
+		t.Fatalf("no_checks with slots to inherit: %+v", evs[0].Slots)
 	}
 }

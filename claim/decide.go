@@ -3,6 +3,8 @@ package claim
 import (
 	"errors"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"tally/artifact"
@@ -13,7 +15,13 @@ import (
 type Command interface{ isCommand() }
 
 // Create issues a claim; the acting identity is its claimant. MaxResponses 0
-// means DefaultMaxResponses; a zero Deadline means none.
+// means DefaultMaxResponses; a zero Deadline means none. The terms default
+// here, for every mode alike: a slot or check without a mode is Required, a
+// check without an evaluator is run by the claimant, without phases it is
+// programmatic, without attempts it has 1, a validator without a version is
+// version 1. A successor (Predecessor set) that declares no slots inherits
+// its predecessor's slots and checks (Inherits); one that would have no
+// requirement at all is refused unless NoChecks says so.
 type Create struct {
 	Claim, Respondent, Work, Scope string
 	MaxResponses                   int
@@ -22,6 +30,28 @@ type Create struct {
 	Reviews, DerivedFrom           []string
 	Predecessor                    string
 	Slots                          []SlotSpec
+	NoChecks                       bool // no slots, on purpose: the closing testament is the only requirement
+}
+
+// Inherits reports whether the claim takes its predecessor's slots and
+// checks: a successor that declares none and does not say NoChecks.
+func (c Create) Inherits() bool { return c.Predecessor != "" && len(c.Slots) == 0 && !c.NoChecks }
+
+// InheritNote is what a write of c says beside its records when c
+// inherited its terms (else ""): the slots and checks now required.
+func InheritNote(c Create, v *View) string {
+	if !c.Inherits() {
+		return ""
+	}
+	var slots []string
+	for _, sl := range v.Slots {
+		ids := make([]string, len(sl.Checks))
+		for i, ch := range sl.Checks {
+			ids[i] = ch.ID
+		}
+		slots = append(slots, sl.Name+" ("+strings.Join(ids, ", ")+")")
+	}
+	return c.Claim + " inherits the slots and checks of its predecessor " + c.Predecessor + ": " + strings.Join(slots, "; ")
 }
 
 // Post makes a generated claim actionable (claimant).
@@ -268,10 +298,14 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *rule.
 		if max == 0 {
 			max = DefaultMaxResponses
 		}
+		slots, r := s.createSlots(actor, c)
+		if r != nil {
+			return nil, r
+		}
 		return one(Event{Type: TypeCreate, Claim: c.Claim, Claimant: actor, Respondent: c.Respondent,
 			Work: c.Work, Scope: c.Scope, MaxResponses: max, Deadline: c.Deadline,
 			DependsOn: c.DependsOn, Awaits: c.Awaits, Reviews: c.Reviews, DerivedFrom: c.DerivedFrom,
-			Predecessor: c.Predecessor, Slots: cloneSlots(c.Slots)})
+			Predecessor: c.Predecessor, Slots: slots})
 	case Post:
 		return one(Event{Type: TypePost, Claim: c.Claim})
 	case ReportPostFailure:
@@ -312,6 +346,13 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *rule.
 			Slot: c.Slot, Kind: c.Kind, Schema: c.Schema, Name: c.Name, Cycle: cycle, Generation: c.Generation,
 			Content: c.Content.String(), Size: c.Size, Digest: d.String()})
 	case ReceiveArtifact:
+		// Nothing to pin the digest to: say what is missing, as validate would.
+		if c.Digest == "" && s.pin(c.Claim, c.Artifact, "") == "" {
+			if s.claim(c.Claim) == nil {
+				return nil, rule.NotFoundf("claim", "no claim "+quote(c.Claim))
+			}
+			return nil, rule.NotFoundf("artifact", "no artifact "+quote(c.Artifact)+" in claim "+c.Claim)
+		}
 		return one(Event{Type: TypeArtifactReceive, Claim: c.Claim, Artifact: c.Artifact, Digest: s.pin(c.Claim, c.Artifact, c.Digest)})
 	case CloseTestament:
 		cr := s.claim(c.Claim)
@@ -460,6 +501,59 @@ func (s *State) nextAttempt(claim, check, art, digest string) (Event, *rule.Refu
 	}
 	return Event{Type: TypeCheckBegin, Claim: claim, Check: check, Artifact: art, Digest: digest,
 		Phase: string(ch.Phases[phase]), Handler: handler, Validator: ch.handler(handler), Attempt: attempt}, nil
+}
+
+// createSlots is the slots a Create records: its own with their defaults,
+// or its predecessor's (see Create).
+func (s *State) createSlots(claimant string, c Create) ([]SlotSpec, *rule.Refusal) {
+	switch {
+	case c.NoChecks && len(c.Slots) > 0:
+		return nil, rule.Invalidf("no_checks", "says the claim declares no slots, but it declares "+strconv.Itoa(len(c.Slots)))
+	case c.Inherits():
+		p := s.claim(c.Predecessor)
+		if p == nil {
+			return nil, nil // validate refuses the unknown predecessor by name
+		}
+		if len(p.terms.Slots) == 0 {
+			return nil, rule.Invalidf("slots", "successor "+c.Claim+" declares none and its predecessor "+p.id+
+				" has none to inherit: declare them, or pass no_checks (--no-checks) if the closing testament is the only requirement")
+		}
+		return cloneSlots(p.terms.Slots), nil
+	}
+	slots := cloneSlots(c.Slots)
+	for i := range slots {
+		sl := &slots[i]
+		if sl.Mode == "" {
+			sl.Mode = Required
+		}
+		for j := range sl.Checks {
+			ch := &sl.Checks[j]
+			if ch.Evaluator == "" {
+				ch.Evaluator = claimant
+			}
+			if ch.Mode == "" {
+				ch.Mode = Required
+			}
+			if len(ch.Phases) == 0 {
+				ch.Phases = []Phase{Programmatic}
+			}
+			if ch.Attempts == 0 {
+				ch.Attempts = 1
+			}
+			defaultVersion(&ch.Validator)
+			for k := range ch.Fallbacks {
+				defaultVersion(&ch.Fallbacks[k])
+			}
+		}
+	}
+	return slots, nil
+}
+
+// defaultVersion makes a validator named without a version version 1.
+func defaultVersion(v *Validator) {
+	if v.Version == "" && v.Name != "" {
+		v.Version = "1"
+	}
 }
 
 func cloneSlots(in []SlotSpec) []SlotSpec {

@@ -551,10 +551,8 @@ func (e *Event) wellFormed() error {
 		if e.Type == TypeCheckBegin {
 			return nil
 		}
-		switch Result(e.Result) {
-		case Pass, Fail, Incomplete, Error:
-		default:
-			return derr("result", "must be pass, fail, incomplete or error")
+		if !Result(e.Result).Valid() {
+			return derr("result", resultRule)
 		}
 		if err := checkID("evidence", e.Evidence); err != nil {
 			return err

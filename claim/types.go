@@ -1,6 +1,10 @@
 package claim
 
-import "time"
+import (
+	"time"
+
+	"tally/rule"
+)
 
 // Status is a claim's state. Stored in views and --json output: do not rename.
 type Status string
@@ -77,6 +81,21 @@ const (
 
 // Result is a verdict. Stored: do not rename.
 type Result string
+
+// resultRule is the refusal of a result that is not one of these.
+const resultRule = "must be pass, fail, incomplete or error"
+
+// Valid reports whether r is one of the four results.
+func (r Result) Valid() bool { return r == Pass || r == Fail || r == Incomplete || r == Error }
+
+// CheckResult refuses a result that is not one of the four, as Decide does:
+// for a caller that must refuse before it stores evidence.
+func CheckResult(r Result) error {
+	if !r.Valid() {
+		return rule.Invalidf("result", resultRule)
+	}
+	return nil
+}
 
 const (
 	Pass       Result = "pass"       // the target meets the requirement (this phase)

@@ -3,7 +3,6 @@ package cli
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"tally/jsondoc"
 	"tally/ledger"
 	"tally/rule"
+	"tally/server"
 	"tally/store"
 )
 
@@ -65,10 +65,11 @@ func oneArg(args []string) string {
 	return ""
 }
 
-// need refuses an empty required field.
+// need refuses an empty required field, with the code the server gives
+// the same document (invalid, exit 2).
 func need(field, v string) error {
 	if strings.TrimSpace(v) == "" {
-		return usagef("%s: required", field)
+		return rule.Invalidf(field, "required")
 	}
 	return nil
 }
@@ -95,35 +96,32 @@ func (g *global) claimWrite(c *cobra.Command, cmd claim.Command, claimID, reques
 	if err != nil {
 		return err
 	}
-	return g.printClaimWrite(l, claimID, res, human)
+	return g.printClaimWrite(l, claimID, cmd, res, human)
 }
 
-func (g *global) printClaimWrite(l *ledger.Ledger, claimID string, res []ledger.Result, human func(w io.Writer, v *claim.View, res []ledger.Result)) error {
+// printClaimWrite prints what the write of cmd appended and the claim
+// afterwards: the server's document with --json (server.ClaimWriteDoc),
+// else as printClaimHuman does.
+func (g *global) printClaimWrite(l *ledger.Ledger, claimID string, cmd claim.Command, res []ledger.Result, human func(w io.Writer, v *claim.View, res []ledger.Result)) error {
 	now := g.io.Now().UTC()
 	var v claim.View
 	l.Read(func(st *ledger.State, _ store.Position) { v, _ = st.Claims.Claim(claimID, now) })
+	notes := server.ClaimNotes(cmd, &v)
 	if g.json {
-		recs := []byte{'['}
-		for i, r := range res {
-			if i > 0 {
-				recs = append(recs, ',')
-			}
-			recs = append(recs, r.Line...)
-		}
-		recs = append(recs, ']')
-		vb, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		return writeJSONDoc(g.io.Out, member("records", recs), member("claim", vb))
+		_, err := g.io.Out.Write(server.ClaimWriteDoc(res, &v, notes...))
+		return err
 	}
-	g.printClaimHuman(&v, res, human)
+	g.printClaimHuman(&v, res, notes, human)
 	return nil
 }
 
 // printClaimHuman prints a claim write for people: the verb's own lines,
-// the dependency failures it caused, and the claim's state.
-func (g *global) printClaimHuman(v *claim.View, res []ledger.Result, human func(w io.Writer, v *claim.View, res []ledger.Result)) {
+// the dependency failures it caused, and the claim's state; the write's
+// notes go to stderr.
+func (g *global) printClaimHuman(v *claim.View, res []ledger.Result, notes []string, human func(w io.Writer, v *claim.View, res []ledger.Result)) {
+	for _, n := range notes {
+		fmt.Fprintln(g.io.Err, "note: "+n)
+	}
 	if human != nil {
 		human(g.io.Out, v, res)
 	}

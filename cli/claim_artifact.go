@@ -55,8 +55,49 @@ func newArtifactCmd(g *global) *cobra.Command {
 		Use:   "artifact",
 		Short: "Content-addressed artifacts: bytes in <ledger>/objects, verified on every read, recorded in a claim",
 	}
-	c.AddCommand(newArtifactPut(g), newArtifactGet(g), newArtifactLs(g), newArtifactVerify(g))
+	c.AddCommand(newArtifactPut(g), newArtifactGet(g), newArtifactLs(g), newArtifactVerify(g), newArtifactReceive(g))
 	return c
+}
+
+// newArtifactReceive records the artifact receipt: the claimant observed
+// one output or diagnostic artifact (pinned by its digest).
+func newArtifactReceive(g *global) *cobra.Command {
+	var d struct {
+		Claim     string `json:"claim"`
+		Artifact  string `json:"artifact"`
+		Digest    string `json:"digest,omitempty"`
+		RequestID string `json:"request_id,omitempty"`
+	}
+	c := &cobra.Command{
+		Use:     "receive CLAIM ARTIFACT [--digest D] | receive -",
+		Short:   "Record that you (the claimant) observed an output or diagnostic artifact: its artifact receipt",
+		Example: `  tally artifact receive C17 diag-1 --as maintainer`,
+		Args:    cobra.RangeArgs(1, 2),
+		RunE: func(c *cobra.Command, args []string) error {
+			stdin, err := g.fromStdin(args, &d)
+			if err != nil {
+				return err
+			}
+			if !stdin {
+				if len(args) != 2 {
+					return usagef("receive takes CLAIM ARTIFACT (or - for a JSON document on stdin)")
+				}
+				d.Claim, d.Artifact = args[0], args[1]
+			}
+			return g.claimWrite(c, claim.ReceiveArtifact{Claim: d.Claim, Artifact: d.Artifact, Digest: d.Digest}, d.Claim, d.RequestID, printArtifactReceipt(d.Artifact))
+		},
+	}
+	c.Flags().StringVar(&d.Digest, "digest", "", "the artifact digest you observed (default: the recorded one)")
+	c.Flags().StringVar(&d.RequestID, "request-id", "", "your id for this request")
+	return c
+}
+
+func printArtifactReceipt(id string) func(w io.Writer, v *claim.View, _ []ledger.Result) {
+	return func(w io.Writer, v *claim.View, _ []ledger.Result) {
+		if a, ok := server.ViewArtifact(v, id); ok {
+			fmt.Fprintf(w, "%s: artifact %s received (digest %s, seq %d)\n", v.Claim, a.Artifact, a.Digest, a.ReceivedSeq)
+		}
+	}
 }
 
 // putDoc is `tally artifact put -`'s document and the put flags.
@@ -146,7 +187,7 @@ func newArtifactPut(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.printClaimWrite(l, d.Claim, res, d.printPut)
+			return g.printClaimWrite(l, d.Claim, cmd, res, d.printPut)
 		},
 	}
 	f := c.Flags()

@@ -176,7 +176,7 @@ func (b *localChecks) submit(ctx context.Context, cmd claim.Command, _ string) (
 }
 
 func (b *localChecks) print(human func(io.Writer, *claim.View, []ledger.Result)) error {
-	return b.g.printClaimWrite(b.l, b.claim, b.res, human)
+	return b.g.printClaimWrite(b.l, b.claim, nil, b.res, human)
 }
 
 // remoteChecks is checkStore through a server, acting as the token's
@@ -355,13 +355,12 @@ func newCheckReport(g *global) *cobra.Command {
 			if err := need("artifact", d.Artifact); err != nil {
 				return err
 			}
-			switch claim.Result(d.Result) {
-			case claim.Pass, claim.Fail, claim.Incomplete, claim.Error:
-			default:
-				return usagef("result: must be pass, fail, incomplete or error")
+			// Refused before any evidence is stored, as the server would.
+			if err := claim.CheckResult(claim.Result(d.Result)); err != nil {
+				return err
 			}
 			if (d.Evidence == "") == (d.EvidenceFile == "") {
-				return usagef("evidence: give exactly one of --evidence ID and --evidence-file FILE")
+				return rule.Invalidf("evidence", "give exactly one of --evidence ID and --evidence-file FILE")
 			}
 			b, err := g.checkStore(c, d.Claim, d.RequestID)
 			if err != nil {

@@ -44,6 +44,7 @@ type createDoc struct {
 	DerivedFrom  []string         `json:"derived_from,omitempty"`
 	Predecessor  string           `json:"predecessor,omitempty"`
 	Slots        []claim.SlotSpec `json:"slots"`
+	NoChecks     bool             `json:"no_checks,omitempty"`
 	RequestID    string           `json:"request_id,omitempty"`
 }
 
@@ -62,7 +63,10 @@ func newClaimCreate(g *global) *cobra.Command {
 			"      phases=programmatic+quality  default programmatic; quality alone is an agentic-only check\n" +
 			"      attempts=N                 runs allowed per handler on an error (default 1)\n" +
 			"      fallbacks=NAME@V+NAME@V    validators tried after the attempts are used up\n\n" +
-			"With - the whole command is one JSON document on stdin, members as in the claim.create record.",
+			"A successor (--predecessor C) declaring no slots inherits C's slots and checks, and says so on stderr;\n" +
+			"one that would have no requirement at all but the closing testament needs --no-checks.\n\n" +
+			"With - the whole command is one JSON document on stdin, members as in the claim.create record\n" +
+			"(and no_checks); every member the flags default defaults the same way.",
 		Example: `  tally claim create C17 --respondent parser --work "reject incomplete Unicode escapes" \
       --check change/behavior:validator=command@1 --check change/review:validator=review@1,phases=quality --as maintainer
   echo '{"claim":"C17","respondent":"parser","work":"…","slots":[…]}' | tally claim create - --as maintainer`,
@@ -74,17 +78,13 @@ func newClaimCreate(g *global) *cobra.Command {
 			}
 			if !stdin {
 				d.Claim = oneArg(args)
-				actor, err := g.requireActor("")
-				if err != nil {
-					return err
-				}
-				if d.Slots, err = parseSlotFlags(slots, checks, actor); err != nil {
+				if d.Slots, err = parseSlotFlags(slots, checks); err != nil {
 					return err
 				}
 			}
 			cmd := claim.Create{Claim: d.Claim, Respondent: d.Respondent, Work: d.Work, Scope: d.Scope,
 				MaxResponses: d.MaxResponses, DependsOn: d.DependsOn, Awaits: d.Awaits, Reviews: d.Reviews,
-				DerivedFrom: d.DerivedFrom, Predecessor: d.Predecessor, Slots: d.Slots}
+				DerivedFrom: d.DerivedFrom, Predecessor: d.Predecessor, Slots: d.Slots, NoChecks: d.NoChecks}
 			if d.Deadline != "" {
 				t, err := parseUntil("deadline", d.Deadline, g.io.Now())
 				if err != nil {
@@ -105,7 +105,8 @@ func newClaimCreate(g *global) *cobra.Command {
 	f.StringSliceVar(&d.Awaits, "awaits", nil, "claims that must end first, however they end (repeatable)")
 	f.StringSliceVar(&d.Reviews, "reviews", nil, "claims this one reviews (non-blocking)")
 	f.StringSliceVar(&d.DerivedFrom, "derived-from", nil, "claims this one derives from (non-blocking)")
-	f.StringVar(&d.Predecessor, "predecessor", "", "the claim this one succeeds (changed terms)")
+	f.StringVar(&d.Predecessor, "predecessor", "", "the claim this one succeeds (changed terms); without slots it inherits the predecessor's")
+	f.BoolVar(&d.NoChecks, "no-checks", false, "declare no slots on purpose: the closing testament is the only requirement")
 	f.StringArrayVar(&slots, "slot", nil, "a slot: NAME or NAME:observe (repeatable)")
 	f.StringArrayVar(&checks, "check", nil, "a check: SLOT/ID:validator=NAME@VERSION,evaluator=WHO,... (repeatable)")
 	f.StringVar(&d.RequestID, "request-id", "", "your id for this request, recorded in the log envelope")
@@ -113,8 +114,9 @@ func newClaimCreate(g *global) *cobra.Command {
 }
 
 // parseSlotFlags builds the slots of --slot and --check flags, in the order
-// they were first named.
-func parseSlotFlags(slots, checks []string, claimant string) ([]claim.SlotSpec, error) {
+// they were first named. What a flag leaves out the claim core defaults
+// (claim.Create), as it does for a document on stdin or over HTTP.
+func parseSlotFlags(slots, checks []string) ([]claim.SlotSpec, error) {
 	var out []claim.SlotSpec
 	idx := map[string]int{}
 	add := func(name string, mode claim.Mode) int {
@@ -133,10 +135,10 @@ func parseSlotFlags(slots, checks []string, claimant string) ([]claim.SlotSpec, 
 		case "observe":
 			m = claim.Observe
 		default:
-			return nil, usagef("slot: %q: mode must be required or observe", s)
+			return nil, rule.Invalidf("slots.mode", "must be required or observe (--slot "+strconv.Quote(s)+")")
 		}
 		if _, dup := idx[name]; dup {
-			return nil, usagef("slot: %q declared twice", name)
+			return nil, rule.Invalidf("slots.name", "declares "+strconv.Quote(name)+" twice")
 		}
 		add(name, m)
 	}
@@ -146,7 +148,7 @@ func parseSlotFlags(slots, checks []string, claimant string) ([]claim.SlotSpec, 
 		if !ok || slotName == "" || id == "" {
 			return nil, usagef("check: %q: must start SLOT/ID:", s)
 		}
-		ch := claim.CheckSpec{ID: id, Evaluator: claimant, Mode: claim.Required, Phases: []claim.Phase{claim.Programmatic}, Attempts: 1}
+		ch := claim.CheckSpec{ID: id}
 		for _, kv := range strings.Split(kvs, ",") {
 			if kv == "" {
 				continue
@@ -191,10 +193,7 @@ func parseSlotFlags(slots, checks []string, claimant string) ([]claim.SlotSpec, 
 }
 
 func parseValidator(v string) claim.Validator {
-	name, version, ok := strings.Cut(v, "@")
-	if !ok || version == "" {
-		version = "1"
-	}
+	name, version, _ := strings.Cut(v, "@")
 	return claim.Validator{Name: name, Version: version}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"tally/claim"
 	"tally/ledger"
+	"tally/rule"
 )
 
 func newReceiptCmd(g *global) *cobra.Command {
@@ -96,9 +97,6 @@ func newProgressCmd(g *global) *cobra.Command {
 			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
 			}
-			if d.Generation == 0 {
-				return usagef("generation: required: the receipt generation you hold (fences writes after an adopt)")
-			}
 			return g.claimWrite(c, claim.Progress{Claim: d.Claim, Generation: d.Generation, Note: d.Note}, d.Claim, d.RequestID, nil)
 		},
 	}
@@ -181,14 +179,11 @@ func newTestamentClose(g *global) *cobra.Command {
 				if d.Outcome == "" {
 					d.Outcome = string(claim.Complete)
 				}
-				if d.Generation == 0 {
-					return usagef("generation: required: the receipt generation you hold")
-				}
 				cmd = claim.CloseTestament{Claim: d.Claim, Testament: d.Testament, Generation: d.Generation,
 					Outcome: claim.Outcome(d.Outcome), Summary: d.Summary, Confidence: d.Confidence,
 					Bindings: d.Bindings, Diagnostics: d.Diagnostics}
 			default:
-				return usagef("role: must be response or result")
+				return rule.Invalidf("role", "must be response or result")
 			}
 			return g.claimWrite(c, cmd, d.Claim, d.RequestID, nil)
 		},

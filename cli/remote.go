@@ -7,7 +7,7 @@ package cli
 //   promise, amend, resolve, assess, show, ls, owed, graph;
 //   export, import, verify;
 //   claim create|post|cancel|revoke|supersede|show|ls|graph, receipt acquire|adopt,
-//   progress, testament close|post|receive, artifact put|get|ls|verify,
+//   progress, testament close|post|receive, artifact put|get|ls|verify|receive,
 //   check begin|report|run;
 //   expect raise|show|ls|withdraw|supersede, fact, task outcome, lapses.
 //
@@ -96,7 +96,7 @@ var remoteVerbs = map[string]bool{
 	"tally receipt acquire": true, "tally receipt adopt": true, "tally progress": true,
 	"tally testament close": true, "tally testament post": true, "tally testament receive": true,
 	"tally claim graph": true, "tally artifact put": true, "tally artifact get": true, "tally artifact ls": true,
-	"tally artifact verify": true, "tally check begin": true, "tally check report": true, "tally check run": true,
+	"tally artifact verify": true, "tally artifact receive": true, "tally check begin": true, "tally check report": true, "tally check run": true,
 	"tally expect raise": true, "tally expect show": true, "tally expect ls": true, "tally expect withdraw": true,
 	"tally expect supersede": true, "tally fact": true, "tally task outcome": true, "tally lapses": true,
 }
@@ -486,6 +486,9 @@ func claimRequest(cmd claim.Command) (segs []string, body any, err error) {
 		if c.Slots == nil {
 			d["slots"] = []claim.SlotSpec{}
 		}
+		if c.NoChecks {
+			d["no_checks"] = true
+		}
 		for k, v := range map[string]string{"scope": c.Scope, "predecessor": c.Predecessor} {
 			if v != "" {
 				d[k] = v
@@ -548,6 +551,8 @@ func claimRequest(cmd claim.Command) (segs []string, body any, err error) {
 		return []string{"claims", c.Claim, "testaments", c.Testament, "post"}, m{}, nil
 	case claim.ReceiveTestament:
 		return []string{"claims", c.Claim, "testaments", c.Testament, "receive"}, m{}, nil
+	case claim.ReceiveArtifact:
+		return []string{"claims", c.Claim, "artifacts", c.Artifact, "receive"}, nonEmpty(m{"digest": c.Digest}), nil
 	case claim.BeginCheck:
 		return []string{"claims", c.Claim, "checks", c.Check, "begin"}, nonEmpty(m{"artifact": c.Artifact, "digest": c.Digest}), nil
 	case claim.ReportVerdict:
@@ -628,6 +633,12 @@ func (g *global) printRemoteWrites(human func(w io.Writer, v *claim.View, res []
 	if err := decodeMember(last, "claim", &v); err != nil {
 		return err
 	}
+	var notes []string
+	if last["notes"] != nil {
+		if err := decodeMember(last, "notes", &notes); err != nil {
+			return err
+		}
+	}
 	res := make([]ledger.Result, len(lines))
 	for i, l := range lines {
 		var t struct {
@@ -636,7 +647,7 @@ func (g *global) printRemoteWrites(human func(w io.Writer, v *claim.View, res []
 		json.Unmarshal(l, &t)
 		res[i] = ledger.Result{Type: t.Type, Line: l}
 	}
-	g.printClaimHuman(&v, res, human)
+	g.printClaimHuman(&v, res, notes, human)
 	return nil
 }
 

@@ -8,7 +8,8 @@ package server
 // plus "action":
 //
 //	create (default)   claim, respondent, work, scope, max_responses, deadline,
-//	                   depends_on, awaits, reviews, derived_from, predecessor, slots
+//	                   depends_on, awaits, reviews, derived_from, predecessor, slots,
+//	                   no_checks
 //	post               claim, failed, reason
 //	cancel, revoke     claim, reason
 //	supersede          claim, successor, reason
@@ -170,7 +171,7 @@ var a2aClaimActions = a2aActions[a2aClaimBuild]{
 	claimVerb("create", func(d *ClaimCreateBody, now time.Time) (claim.Command, error) {
 		cmd := claim.Create{Claim: d.Claim, Respondent: d.Respondent, Work: d.Work, Scope: d.Scope,
 			MaxResponses: d.MaxResponses, DependsOn: d.DependsOn, Awaits: d.Awaits, Reviews: d.Reviews,
-			DerivedFrom: d.DerivedFrom, Predecessor: d.Predecessor, Slots: d.Slots}
+			DerivedFrom: d.DerivedFrom, Predecessor: d.Predecessor, Slots: d.Slots, NoChecks: d.NoChecks}
 		if d.Deadline == "" {
 			return cmd, nil
 		}

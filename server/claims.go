@@ -62,17 +62,30 @@ func (s *Server) claimRoutes() []route {
 }
 
 // renderClaim makes a claim write's response: the records appended and the
-// claim as it stands, the document `tally claim … --json` prints.
-func (s *Server) renderClaim(id string) func(st *ledger.State, res []ledger.Result) []byte {
+// claim as it stands, the document `tally claim … --json` prints, with the
+// notes cmd's write makes (nil: none).
+func (s *Server) renderClaim(id string, cmd claim.Command) func(st *ledger.State, res []ledger.Result) []byte {
 	return func(st *ledger.State, res []ledger.Result) []byte {
 		v, _ := st.Claims.Claim(id, s.cfg.Ledger.Now().UTC())
-		return ClaimWriteDoc(res, &v)
+		return ClaimWriteDoc(res, &v, ClaimNotes(cmd, &v)...)
 	}
 }
 
+// ClaimNotes are what the write of cmd says beside its records, the claim
+// then being v: that a successor inherited its predecessor's terms.
+func ClaimNotes(cmd claim.Command, v *claim.View) []string {
+	if c, ok := cmd.(claim.Create); ok {
+		if n := claim.InheritNote(c, v); n != "" {
+			return []string{n}
+		}
+	}
+	return nil
+}
+
 // ClaimWriteDoc is the document a claim write answers with, on the CLI and
-// over HTTP: {"records":[lines…],"claim":VIEW}.
-func ClaimWriteDoc(res []ledger.Result, v *claim.View) []byte {
+// over HTTP: {"records":[lines…],"claim":VIEW}, and "notes":[…] when the
+// write has something to say beside them.
+func ClaimWriteDoc(res []ledger.Result, v *claim.View, notes ...string) []byte {
 	recs := []byte{'['}
 	for i, r := range res {
 		if i > 0 {
@@ -84,6 +97,10 @@ func ClaimWriteDoc(res []ledger.Result, v *claim.View) []byte {
 	vb, err := json.Marshal(v)
 	if err != nil {
 		vb = []byte("null")
+	}
+	if len(notes) > 0 {
+		nb, _ := json.Marshal(notes)
+		return jsondoc.Doc(jsondoc.M("records", recs), jsondoc.M("claim", vb), jsondoc.M("notes", nb))
 	}
 	return jsondoc.Doc(jsondoc.M("records", recs), jsondoc.M("claim", vb))
 }
@@ -117,7 +134,7 @@ func (s *Server) claimWriteGuarded(w http.ResponseWriter, r *http.Request, statu
 			return
 		}
 	}
-	s.execute(w, r, p, l, body, ledger.Command{Claim: cmd}, status, s.renderClaim(id))
+	s.execute(w, r, p, l, body, ledger.Command{Claim: cmd}, status, s.renderClaim(id, cmd))
 }
 
 // claimAction is a claim write route that runs the claim action name, the
@@ -191,6 +208,7 @@ type ClaimCreateBody struct {
 	DerivedFrom  []string         `json:"derived_from,omitempty"`
 	Predecessor  string           `json:"predecessor,omitempty"`
 	Slots        []claim.SlotSpec `json:"slots"`
+	NoChecks     bool             `json:"no_checks,omitempty"` // no slots on purpose (else a successor without slots inherits its predecessor's)
 }
 
 // ClaimTestamentBody is `tally testament close -`'s document.
@@ -321,7 +339,7 @@ func (s *Server) claimReportWithEvidence(w http.ResponseWriter, r *http.Request)
 	cmd.Publish = &claim.PublishArtifact{Claim: id, Artifact: q.Get("evidence"), Role: claim.RoleResult, Kind: kind,
 		Schema: q.Get("schema"), Name: name, Content: content, Size: size}
 	digestBody := []byte(r.URL.RawQuery + "\n" + content.String())
-	s.execute(w, r, p, l, digestBody, ledger.Command{Claim: cmd}, http.StatusOK, s.renderClaim(id))
+	s.execute(w, r, p, l, digestBody, ledger.Command{Claim: cmd}, http.StatusOK, s.renderClaim(id, nil))
 }
 
 // claimArtifactPut streams the body into the content store, then publishes
@@ -367,7 +385,7 @@ func (s *Server) claimArtifactPut(w http.ResponseWriter, r *http.Request) {
 		Schema: q.Get("schema"), Name: name, Generation: gen, Content: content, Size: size}
 	// The digest binds the request id to the description and the content.
 	digestBody := []byte(r.URL.RawQuery + "\n" + content.String())
-	s.execute(w, r, p, l, digestBody, ledger.Command{Claim: cmd}, http.StatusCreated, s.renderClaim(id))
+	s.execute(w, r, p, l, digestBody, ledger.Command{Claim: cmd}, http.StatusCreated, s.renderClaim(id, nil))
 }
 
 // openReadAt is openRead and the time the read is asked at (now=).

@@ -282,7 +282,9 @@ func TestClaimGraphRoute(t *testing.T) {
 	f.token("maintainer", auth.RoleAgent)
 	c := base + "/claims"
 	f.want(201, "POST", c, "maintainer", `{"claim":"C17","respondent":"parser","work":"w","slots":[]}`)
-	f.want(201, "POST", c, "maintainer", `{"claim":"C18","respondent":"parser","work":"w","slots":[],"depends_on":["C17"],"predecessor":"C17"}`)
+	// A successor with nothing to inherit says it means no requirement.
+	f.want(400, "POST", c, "maintainer", `{"claim":"C18","respondent":"parser","work":"w","slots":[],"depends_on":["C17"],"predecessor":"C17"}`)
+	f.want(201, "POST", c, "maintainer", `{"claim":"C18","respondent":"parser","work":"w","slots":[],"depends_on":["C17"],"predecessor":"C17","no_checks":true}`)
 	got := f.want(200, "GET", base+"/claim-graph", "observer", "")
 	want := `{"schema_version":1,"claims":[{"claim":"C17","state":"Generated"},{"claim":"C18","state":"Generated"}],` +
 		`"edges":[{"from":"C18","to":"C17","relation":"depends_on","holds":false},{"from":"C18","to":"C17","relation":"predecessor","holds":true}]}` + "\n"

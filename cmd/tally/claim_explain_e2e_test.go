@@ -173,3 +173,170 @@ func TestE2EClaimLatePassIsAuditOnly(t *testing.T) {
 		t.Fatalf("why:\n got %q\nwant %q", got, want)
 	}
 }
+
+// A successor without slots inherits its predecessor's slots and checks and
+// says so; one with nothing to inherit needs --no-checks; a document on
+// stdin defaults as the flags do. Both ways alike.
+func TestE2EClaimSuccessorInheritsTerms(t *testing.T) {
+	b := newBothWays(t, maintainer, parser)
+	b.must(maintainer, "claim", "create", "C17", "--respondent", parser, "--work", "fix",
+		"--check", "change/behavior:validator=command", "--check", "change/review:validator=review@2,phases=quality,evaluator=parser")
+	r, l := b.must(maintainer, "claim", "create", "C18", "--predecessor", "C17", "--respondent", parser, "--work", "fix again")
+	note := "note: C18 inherits the slots and checks of its predecessor C17: change (behavior, review)\n"
+	if r.err != note || l.err != note {
+		t.Fatalf("the inheritance is not said on stderr\nremote: %v\nlocal: %v", r, l)
+	}
+	c17, c18 := b.show("C17"), b.show("C18")
+	if !reflect.DeepEqual(slotTerms(c17), slotTerms(c18)) || len(slotTerms(c18)) != 1 {
+		t.Fatalf("C18's slots are not C17's:\n%v\n%v", slotTerms(c18), slotTerms(c17))
+	}
+	r, l = b.must(maintainer, "claim", "create", "C19", "--predecessor", "C17", "--respondent", parser, "--work", "w", "--json")
+	for _, res := range []result{r, l} {
+		if notes := decode(t, res.out)["notes"].([]any); len(notes) != 1 || !strings.Contains(notes[0].(string), "C19 inherits") {
+			t.Fatalf("--json lacks the note: %v", res)
+		}
+	}
+	// Slots given: those, and nothing said.
+	r, l = b.must(maintainer, "claim", "create", "C20", "--predecessor", "C17", "--respondent", parser, "--work", "w", "--check", "docs/proofread:validator=spell")
+	if r.err != "" || l.err != "" || len(slotTerms(b.show("C20"))) != 1 || slotTerms(b.show("C20"))[0]["name"] != "docs" {
+		t.Fatalf("explicit slots: %v %v", r, l)
+	}
+	// Nothing to inherit: refused, unless --no-checks says it is meant.
+	b.must(maintainer, "claim", "create", "C30", "--respondent", parser, "--work", "w")
+	if got := b.refused(maintainer, "", 2, "claim", "create", "C31", "--predecessor", "C30", "--respondent", parser, "--work", "w"); got != "invalid" {
+		t.Fatalf("code %s", got)
+	}
+	b.refused(maintainer, "", 2, "claim", "create", "C31", "--respondent", parser, "--work", "w", "--no-checks", "--check", "a/b:validator=x")
+	b.refused(maintainer, `{"claim":"C31","respondent":"parser","work":"w","predecessor":"C30"}`, 2, "claim", "create", "-")
+	b.must(maintainer, "claim", "create", "C31", "--predecessor", "C30", "--respondent", parser, "--work", "w", "--no-checks")
+
+	// stdin: the defaults of the flags. The same terms as flags, both ways.
+	doc := `{"claim":"C40","respondent":"parser","work":"fix","slots":[{"name":"change","checks":[
+	 {"id":"behavior","validator":{"name":"command"}},
+	 {"id":"review","validator":{"name":"review","version":"2"},"phases":["quality"],"evaluator":"parser"}]}]}`
+	if r, l := b.run(maintainer, doc, "claim", "create", "-"); r.code != 0 || l.code != 0 {
+		t.Fatalf("create - with defaults\nremote: %v\nlocal: %v", r, l)
+	}
+	if got := slotTerms(b.show("C40")); !reflect.DeepEqual(got, slotTerms(c17)) {
+		t.Fatalf("stdin's defaults are not the flags':\n%v\n%v", got, slotTerms(c17))
+	}
+	if r, l := b.run(maintainer, `{"claim":"C41","respondent":"parser","work":"w","predecessor":"C17"}`, "claim", "create", "-"); r.code != 0 || l.code != 0 || r.err != l.err || !strings.Contains(l.err, "C41 inherits") {
+		t.Fatalf("create - of a successor\nremote: %v\nlocal: %v", r, l)
+	}
+}
+
+// slotTerms is a claim view's declared slots and checks, without their
+// evaluation.
+func slotTerms(v map[string]any) []map[string]any {
+	var out []map[string]any
+	for _, s := range v["slots"].([]any) {
+		s := s.(map[string]any)
+		var checks []map[string]any
+		for _, c := range s["checks"].([]any) {
+			c := c.(map[string]any)
+			checks = append(checks, map[string]any{"id": c["id"], "mode": c["mode"], "evaluator": c["evaluator"], "validator": c["validator"],
+				"phases": c["phases"], "attempts": c["attempts"], "fallbacks": c["fallbacks"]})
+		}
+		out = append(out, map[string]any{"name": s["name"], "mode": s["mode"], "checks": checks})
+	}
+	return out
+}
+
+// The artifact receipt has a verb: the claimant records that it observed an
+// artifact; anyone else, a second receipt or an unknown artifact is refused.
+func TestE2EArtifactReceive(t *testing.T) {
+	b := newBothWays(t, maintainer, parser)
+	b.must(maintainer, "claim", "create", "C17", "--respondent", parser, "--work", "fix", "--check", "change/behavior:validator=command")
+	b.must(maintainer, "claim", "post", "C17")
+	b.must(parser, "receipt", "acquire", "C17")
+	b.must(parser, "artifact", "put", "diag.log", "--claim", "C17", "--generation", "1", "--id", "diag-1")
+	if got := b.refused(parser, "", 1, "artifact", "receive", "C17", "diag-1"); got != "forbidden" {
+		t.Fatalf("code %s", got)
+	}
+	b.refused(maintainer, "", 1, "artifact", "receive", "C17", "nope") // not found
+	b.refused(maintainer, "", 1, "artifact", "receive", "C17", "diag-1", "--digest", strings.Repeat("0", 64))
+	b.refused(maintainer, "", 2, "artifact", "receive", "C17")
+	r, l := b.must(maintainer, "artifact", "receive", "C17", "diag-1")
+	if r.out != l.out || !strings.Contains(l.out, "C17: artifact diag-1 received (digest ") {
+		t.Fatalf("receive\nremote: %v\nlocal: %v", r, l)
+	}
+	for _, v := range []map[string]any{decode(t, b.srv.as(t, maintainer, "claim", "show", "C17", "--json").out)["claim"].(map[string]any), b.show("C17")} {
+		for _, a := range v["artifacts"].([]any) {
+			if a := a.(map[string]any); a["artifact"] == "diag-1" && a["state"] != "Received" {
+				t.Fatalf("diag-1 is %v", a["state"])
+			}
+		}
+	}
+	b.refused(maintainer, `{"claim":"C17","artifact":"diag-1"}`, 1, "artifact", "receive", "-")
+}
+
+// The same refused command answers the same exit code and --json error code
+// locally and through the server, and appends nothing either way.
+func TestE2EClaimRefusalCodesMatchRemote(t *testing.T) {
+	b := newBothWays(t, maintainer, parser, "outsider")
+	b.must(maintainer, "claim", "create", "C17", "--respondent", parser, "--work", "fix", "--check", "change/behavior:validator=command")
+	b.must(maintainer, "claim", "post", "C17")
+	b.must(parser, "receipt", "acquire", "C17")
+	b.must(parser, "artifact", "put", "patch-a.txt", "--claim", "C17", "--slot", "change", "--generation", "1", "--id", "patch-a")
+	cases := []struct {
+		who, stdin string
+		exit       int
+		code       string
+		args       []string
+	}{
+		{parser, "", 2, "invalid", []string{"progress", "C17", "--note", "n"}},
+		{parser, `{"claim":"C17","note":"n"}`, 2, "invalid", []string{"progress", "-"}},
+		{parser, "", 2, "invalid", []string{"testament", "close", "C17", "--id", "T1", "--summary", "s", "--bind", "change=patch-a"}},
+		{parser, `{"claim":"C17","testament":"T1","summary":"s"}`, 2, "invalid", []string{"testament", "close", "-"}},
+		{parser, "", 2, "invalid", []string{"artifact", "put", "patch-b.txt", "--claim", "C17", "--slot", "change", "--id", "patch-b"}},
+		{parser, `{"claim":"C17","testament":"T1","generation":1,"summary":"s","role":"bogus"}`, 2, "invalid", []string{"testament", "close", "-"}},
+		{parser, "", 1, "conflict", []string{"progress", "C17", "--generation", "2", "--note", "n"}},
+		{"outsider", "", 1, "forbidden", []string{"progress", "C17", "--generation", "1", "--note", "n"}},
+		{maintainer, "", 1, "not_found", []string{"claim", "post", "C99"}},
+		{maintainer, "", 1, "conflict", []string{"claim", "post", "C17"}},
+		{maintainer, "", 2, "invalid", []string{"claim", "cancel", "C17"}},
+		{maintainer, "", 2, "invalid", []string{"receipt", "adopt", "C17"}},
+		{maintainer, "", 1, "not_found", []string{"claim", "supersede", "C17", "--successor", "C99"}},
+		{maintainer, "", 2, "invalid", []string{"claim", "create", "C18", "--work", "w"}},
+		{maintainer, "", 2, "invalid", []string{"claim", "create", "C18", "--respondent", parser, "--work", "w", "--max-responses", "999"}},
+		{maintainer, "", 2, "invalid", []string{"claim", "create", "C18", "--respondent", parser, "--work", "w", "--deadline", "someday"}},
+		{maintainer, "", 2, "invalid", []string{"claim", "create", "C18", "--respondent", parser, "--work", "w", "--check", "s/c:validator=v,mode=sometimes"}},
+		{maintainer, "", 1, "conflict", []string{"claim", "create", "C17", "--respondent", parser, "--work", "w"}},
+		{maintainer, `{"claim":"C18","respondent":"parser","work":"w","bogus":1}`, 2, "invalid", []string{"claim", "create", "-"}},
+		{maintainer, "", 1, "not_found", []string{"claim", "show", "C99"}},
+		{maintainer, "", 1, "not_found", []string{"artifact", "receive", "C99", "patch-a"}},
+		{maintainer, "", 2, "usage", []string{"testament", "receive", "C17"}},
+		{maintainer, "", 2, "invalid", []string{"check", "report", "behavior", "--claim", "C17", "--artifact", "patch-a", "--result", "great", "--evidence-file", "review.md"}},
+		{maintainer, "", 1, "not_found", []string{"check", "begin", "nocheck", "--claim", "C17", "--artifact", "patch-a"}},
+	}
+	for _, c := range cases {
+		if got := b.refused(c.who, c.stdin, c.exit, c.args...); got != c.code {
+			t.Errorf("%q: code %s, want %s", c.args, got, c.code)
+		}
+	}
+	// And the HTTP JSON API itself answers those documents with the code the
+	// CLI gives, both ways.
+	for _, c := range []struct{ path, body, code string }{
+		{"/claims/C17/progress", `{"note":"n"}`, "invalid"},
+		{"/claims/C17/testaments", `{"testament":"T1","summary":"s"}`, "invalid"},
+		{"/claims/C17/testaments", `{"testament":"T1","generation":1,"summary":"s","role":"bogus"}`, "invalid"},
+		{"/claims/C17/checks/behavior/report", `{"artifact":"patch-a","result":"great","evidence":"e"}`, "invalid"},
+		{"/claims/C99/artifacts/patch-a/receive", `{}`, "not_found"},
+	} {
+		before := readOrNil(t, b.srvLog())
+		req, _ := http.NewRequest("POST", b.srv.url+"/v1/tenants/default/sessions/default"+c.path, strings.NewReader(c.body))
+		req.Header.Set("Authorization", "Bearer "+b.srv.tokens[parser])
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct{ Code string }
+		json.NewDecoder(resp.Body).Decode(&doc)
+		resp.Body.Close()
+		if doc.Code != c.code {
+			t.Errorf("POST %s %s: code %q, want %q", c.path, c.body, doc.Code, c.code)
+		}
+		sameBytes(t, "POST "+c.path, b.srvLog(), before)
+	}
+}
