@@ -24,6 +24,7 @@ type Command interface{ isCommand() }
 // requirement at all is refused unless NoChecks says so.
 type Create struct {
 	Claim, Respondent, Work, Scope string
+	Claimant                       string // defaults to the acting identity; must equal it
 	MaxResponses                   int
 	Deadline                       time.Time
 	DependsOn, Awaits              []string
@@ -294,6 +295,9 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *rule.
 	one := func(e Event) ([]Event, *rule.Refusal) { return []Event{e}, nil }
 	switch c := cmd.(type) {
 	case Create:
+		if c.Claimant != "" && c.Claimant != actor {
+			return nil, rule.Forbiddenf("claimant", "a claim's claimant is the identity that creates it, "+actor+", not "+c.Claimant)
+		}
 		max := c.MaxResponses
 		if max == 0 {
 			max = DefaultMaxResponses

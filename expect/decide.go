@@ -14,7 +14,8 @@ import (
 // LapseCommand.
 type Command interface{ command() }
 
-// RaiseCommand raises a new expectation. By and Human are taken from the
+// RaiseCommand raises a new expectation. By, when given, must be the actor
+// (who raises it), and is the actor when not; Human is taken from the
 // actor; Supersedes must be empty (use SupersedeCommand).
 type RaiseCommand struct{ Raise Raise }
 
@@ -130,6 +131,9 @@ func (s *State) text(field, v string, required bool) *rule.Refusal {
 }
 
 func (s *State) decideRaise(actor string, human bool, now time.Time, r Raise, extend bool) ([]Event, *rule.Refusal) {
+	if r.By != "" && r.By != actor {
+		return nil, rule.Forbiddenf("by", "an expectation is raised by the acting identity "+actor+", not "+r.By)
+	}
 	r.By, r.Human = actor, human
 	r.After = slices.Clone(r.After)
 	if r.Anchor != nil {

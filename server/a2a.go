@@ -6,8 +6,9 @@ package server
 // the path, exactly as for the HTTP JSON API, and the caller's identity is
 // the bearer token's participant):
 //
-//	GET  /.well-known/agent-card.json                               the server's card (interface URLs are templates)
-//	GET  /v1/tenants/{t}/sessions/{s}/a2a/.well-known/agent-card.json  the session's card (concrete URLs)
+//	GET  /.well-known/agent-card.json                               the server's card: the default session's (A2AConfig.DefaultSession)
+//	GET  /v1/tenants/{t}/sessions/{s}/a2a/.well-known/agent-card.json  the session's card
+//	GET  /v1/tenants/{t}/sessions/{s}/.well-known/agent-card.json      the same (a client resolving the card against …/a2a without a trailing slash)
 //	POST /v1/tenants/{t}/sessions/{s}/a2a                           JSON-RPC 2.0 (SendMessage, GetTask, ListTasks, CancelTask)
 //	POST /v1/tenants/{t}/sessions/{s}/a2a/rest/message:send         HTTP+JSON
 //	GET  /v1/tenants/{t}/sessions/{s}/a2a/rest/tasks[/{id}]         HTTP+JSON
@@ -30,6 +31,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -45,6 +47,7 @@ import (
 	"tally/expect"
 	"tally/ledger"
 	"tally/rule"
+	"tally/store"
 	"tally/watch"
 )
 
@@ -65,6 +68,11 @@ type A2AConfig struct {
 	// PublicURL is the base URL the card advertises (scheme://host[:port]);
 	// empty: taken from each card request's Host.
 	PublicURL string
+	// DefaultSession ("TENANT/SESSION", default "default/default") is the
+	// session whose agent the server's own card (/.well-known/agent-card.json)
+	// describes, so that a client given only the server's URL calls real
+	// URLs; every other session has its own card.
+	DefaultSession string
 	// CardMaxAge is the card's Cache-Control max-age (default 5 minutes).
 	CardMaxAge time.Duration
 	// NoLapseDelivery stops the built-in watcher from sending lapses to the
@@ -99,8 +107,29 @@ type A2AConfig struct {
 // Validate reports an A2A configuration that cannot work (an allow-list
 // entry that is not a host pattern), quoting the value.
 func (c A2AConfig) Validate() error {
-	_, err := watch.NewHostPolicy(c.LapseHosts)
+	if _, err := watch.NewHostPolicy(c.LapseHosts); err != nil {
+		return fmt.Errorf("--a2a-lapse-hosts: %w", err)
+	}
+	_, _, err := c.defaultSession()
 	return err
+}
+
+// defaultSession is DefaultSession's tenant and session.
+func (c A2AConfig) defaultSession() (tenant, session string, err error) {
+	if c.DefaultSession == "" {
+		return store.DefaultTenant, store.DefaultSession, nil
+	}
+	tenant, session, ok := strings.Cut(c.DefaultSession, "/")
+	if !ok {
+		return "", "", fmt.Errorf("--a2a-default-session %q: must be TENANT/SESSION", c.DefaultSession)
+	}
+	if err := store.CheckName("tenant", tenant); err != nil {
+		return "", "", fmt.Errorf("--a2a-default-session %q: %w", c.DefaultSession, err)
+	}
+	if err := store.CheckName("session", session); err != nil {
+		return "", "", fmt.Errorf("--a2a-default-session %q: %w", c.DefaultSession, err)
+	}
+	return tenant, session, nil
 }
 
 // lapseSink is the sink that delivers one session's lapses over A2A, on
@@ -351,18 +380,29 @@ func (s *Server) baseURL(r *http.Request) string {
 	return scheme + "://" + r.Host
 }
 
-// AgentCard is the card of one session, or the server's card (with
-// {tenant} and {session} left as templates) when tenant is "".
+// AgentCard is the card of one session, or the server's card (the default
+// session's) when tenant is "". Without tokens (Config.Insecure) it
+// declares no security scheme, and says how identities are named instead.
 func (s *Server) AgentCard(base, tenant, session string) *a2a.AgentCard {
-	return s.cfg.A2A.AgentCard(base, tenant, session)
+	card := s.cfg.A2A.AgentCard(base, tenant, session)
+	if s.cfg.Insecure {
+		card.SecuritySchemes, card.SecurityRequirements = nil, nil
+		card.Description += " This server runs with --insecure-dev and takes no token: reads need no identity; a write acts as the X-Tally-Actor header names, " +
+			"or without it as its record's own party (" + devPartiesText + ")."
+	}
+	return card
 }
 
 // AgentCard is the card a server with this A2A configuration serves at
 // base (see Server.AgentCard): what `tally a2a card` prints offline.
 func (cfg A2AConfig) AgentCard(base, tenant, session string) *a2a.AgentCard {
 	c := cfg.withDefaults()
-	if tenant == "" {
-		tenant, session = "{tenant}", "{session}"
+	root := tenant == ""
+	if root {
+		var err error
+		if tenant, session, err = c.defaultSession(); err != nil {
+			tenant, session = store.DefaultTenant, store.DefaultSession // refused by Validate before serving
+		}
 	}
 	sess := base + "/v1/tenants/" + tenant + "/sessions/" + session
 	events := sess + "/events"
@@ -385,8 +425,9 @@ func (cfg A2AConfig) AgentCard(base, tenant, session string) *a2a.AgentCard {
 	rest := a2a.NewAgentInterface(sess+"/a2a/rest", a2a.TransportProtocolHTTPJSON)
 	desc := "tally: a durable, hash-chained ledger of obligations between agents. " +
 		"Activate a family's extension in the A2A-Extensions header and carry its record in message metadata under the extension URI."
-	if tenant == "{tenant}" {
-		desc += " One agent per tally session: replace {tenant} and {session} in the interface URLs, or read the session's own card at …/a2a/.well-known/agent-card.json."
+	if root {
+		desc += " This card is the agent of session " + tenant + "/" + session + ". Every tally session is an agent of its own: " +
+			base + "/v1/tenants/{tenant}/sessions/{session}/a2a, with its card at …/a2a/.well-known/agent-card.json."
 	}
 	return &a2a.AgentCard{
 		Name:                "tally",

@@ -169,7 +169,7 @@ type (
 // core's; a builder only fills the defaults the HTTP JSON API fills.
 var a2aClaimActions = a2aActions[a2aClaimBuild]{
 	claimVerb("create", func(d *ClaimCreateBody, now time.Time) (claim.Command, error) {
-		cmd := claim.Create{Claim: d.Claim, Respondent: d.Respondent, Work: d.Work, Scope: d.Scope,
+		cmd := claim.Create{Claim: d.Claim, Claimant: d.Claimant, Respondent: d.Respondent, Work: d.Work, Scope: d.Scope,
 			MaxResponses: d.MaxResponses, DependsOn: d.DependsOn, Awaits: d.Awaits, Reviews: d.Reviews,
 			DerivedFrom: d.DerivedFrom, Predecessor: d.Predecessor, Slots: d.Slots, NoChecks: d.NoChecks}
 		if d.Deadline == "" {

@@ -62,7 +62,7 @@ type a2aExpectRecord struct {
 
 var a2aExpectActions = a2aActions[struct{}]{
 	{name: "raise", members: []string{"expectationId", "kind", "subject", "expects", "satisfiedBy", "dueAt", "grace", "anchor",
-		"after", "horizon", "basis", "supersedes", "origin", "replyTo"}},
+		"after", "horizon", "basis", "supersedes", "origin", "replyTo", "by"}},
 	{name: "fact", members: []string{"factKey", "subject", "at"}},
 	{name: "withdraw", members: []string{"expectationId", "reason"}},
 	{name: "outcome", members: []string{"taskId", "outcome"}},

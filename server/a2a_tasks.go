@@ -656,10 +656,14 @@ func (h *a2aHandler) write(ctx context.Context, c *a2aCall, l *ledger.Ledger, cm
 	if len(rid) > 256 {
 		return nil, invalidParams("messageId", "a request id is at most 256 bytes")
 	}
-	opts := ledger.WriteOptions{Actor: c.p.actor, RequestID: rid, Render: render}
+	actor, err := h.s.writeActor(c.p, cmd)
+	if err != nil {
+		return nil, err
+	}
+	opts := ledger.WriteOptions{Actor: actor, RequestID: rid, Render: render}
 	var idem *ledger.Idempotency
 	if rid != "" {
-		idem = &ledger.Idempotency{Principal: c.p.actor, Key: rid, Digest: digest, Render: render}
+		idem = &ledger.Idempotency{Principal: actor, Key: rid, Digest: digest, Render: render}
 	}
 	_, resp, _, err := l.Execute(ctx, cmd, opts, idem)
 	if err != nil {

@@ -197,6 +197,7 @@ func needField(field, v string) error {
 // ClaimCreateBody is `tally claim create -`'s document.
 type ClaimCreateBody struct {
 	Claim        string           `json:"claim"`
+	Claimant     string           `json:"claimant,omitempty"` // the acting identity when given
 	Respondent   string           `json:"respondent"`
 	Work         string           `json:"work"`
 	Scope        string           `json:"scope,omitempty"`

@@ -82,6 +82,7 @@ type ExpectRaiseBody struct {
 	Basis      string         `json:"basis"`
 	Supersedes string         `json:"supersedes"`
 	Origin     *expect.Origin `json:"origin"`
+	By         string         `json:"by,omitempty"` // the raiser: the acting identity when given
 }
 
 func mintExpectationID() string {
@@ -128,7 +129,7 @@ func (d *ExpectRaiseBody) inherit(v expect.View) {
 // raise converts the document to the core's Raise.
 func (d *ExpectRaiseBody) raise() (expect.Raise, error) {
 	r := expect.Raise{ExpectationID: d.ExpectationID, Kind: d.Kind, Expects: d.Expects, After: d.After,
-		Basis: expect.Basis(d.Basis), Supersedes: d.Supersedes}
+		Basis: expect.Basis(d.Basis), Supersedes: d.Supersedes, By: d.By}
 	if r.ExpectationID == "" {
 		r.ExpectationID = mintExpectationID()
 	}

@@ -46,8 +46,9 @@ func (s *Server) routeTable() []route {
 		{name: "promise.resolve", method: "POST", pattern: sessionPath + "/promises/{id}/resolve", summary: "Satisfy, cancel (debtor) or release (creditor)", body: "Resolve", write: true, handle: s.resolve},
 		{name: "promise.assess", method: "POST", pattern: sessionPath + "/promises/{id}/assess", summary: "Record the authenticated observer's judgment", body: "Assess", write: true, handle: s.assess},
 		{name: "events", method: "GET", pattern: sessionPath + "/events", summary: "Server-Sent Events of committed records after a sequence (after=SEQ or Last-Event-ID)", handle: s.events},
-		{name: "a2a.card", method: "GET", pattern: "/.well-known/agent-card.json", summary: "A2A AgentCard of the server (ETag; interface URLs templated by tenant and session)", handle: s.a2aCard},
+		{name: "a2a.card", method: "GET", pattern: "/.well-known/agent-card.json", summary: "A2A AgentCard of the server: the default session's agent (ETag; --a2a-default-session)", handle: s.a2aCard},
 		{name: "a2a.session_card", method: "GET", pattern: sessionPath + "/a2a/.well-known/agent-card.json", summary: "A2A AgentCard of one session (ETag)", handle: s.a2aSessionCard},
+		{name: "a2a.session_card_bare", method: "GET", pattern: sessionPath + "/.well-known/agent-card.json", summary: "A2A AgentCard of one session, where a client resolves it against …/a2a without a trailing slash (ETag)", handle: s.a2aSessionCard},
 		{name: "a2a.jsonrpc", method: "POST", pattern: sessionPath + "/a2a", summary: "A2A v1.0 JSON-RPC: SendMessage, GetTask, ListTasks, CancelTask (A2A-Extensions activates a family)", write: true, handle: s.a2aJSONRPC()},
 		{name: "a2a.send", method: "POST", pattern: sessionPath + "/a2a/rest/message:send", summary: "A2A v1.0 HTTP+JSON SendMessage", write: true, handle: s.a2aREST()},
 		{name: "a2a.tasks", method: "GET", pattern: sessionPath + "/a2a/rest/tasks", summary: "A2A v1.0 HTTP+JSON ListTasks", handle: s.a2aREST()},
@@ -185,10 +186,9 @@ type principal struct {
 func (s *Server) authenticate(r *http.Request) (principal, error) {
 	tenant := r.PathValue("tenant")
 	if s.cfg.Insecure {
+		// No header: anonymous, which reads; a write then acts as its
+		// record's own party (writeActor).
 		actor := r.Header.Get("X-Tally-Actor")
-		if actor == "" {
-			return principal{}, badRequest{"actor: --insecure-dev mode takes the acting identity from the X-Tally-Actor header"}
-		}
 		role := r.Header.Get("X-Tally-Role")
 		if role == "" {
 			role = auth.RoleAgent
@@ -248,6 +248,12 @@ func (s *Server) openRead(r *http.Request) (*ledger.Ledger, error) {
 // execute runs a decoded command for a write route, idempotently when the
 // request carries an Idempotency-Key, and writes the response.
 func (s *Server) execute(w http.ResponseWriter, r *http.Request, p principal, l *ledger.Ledger, body []byte, cmd ledger.Command, status int, render func(st *ledger.State, res []ledger.Result) []byte) {
+	actor, err := s.writeActor(p, cmd)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	p.actor = actor
 	key := r.Header.Get("Idempotency-Key")
 	opts := ledger.WriteOptions{Actor: p.actor, RequestID: key}
 	declared := key == "" && isDeclaration(cmd)
