@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"os/signal"
 	"runtime/debug"
 	"syscall"
@@ -12,11 +15,12 @@ import (
 
 	"tally/auth"
 	"tally/server"
+	"tally/store"
 	"tally/watch"
 )
 
 func newServe(g *global) *cobra.Command {
-	var addr, webhook string
+	var addr, webhook, defaultSession string
 	var insecure bool
 	var lapseHosts []string
 	var watchEvery time.Duration
@@ -36,13 +40,22 @@ func newServe(g *global) *cobra.Command {
 			cfg := server.DefaultConfig()
 			cfg.Addr, cfg.Root, cfg.Insecure = addr, g.abs(root), insecure
 			cfg.Logger = slog.New(slog.NewJSONHandler(g.io.Err, nil))
+			cfg.A2A.DefaultSession, cfg.A2A.LapseHosts = defaultSession, lapseHosts
+			if err := cfg.A2A.Validate(); err != nil {
+				return usagef("%v", err)
+			}
+			// A directory that does not exist yet becomes a ledger, as init
+			// would make it; one that exists and is not a ledger is refused
+			// by server.New.
+			if _, err := os.Stat(cfg.Root); errors.Is(err, fs.ErrNotExist) {
+				if err := store.Init(cfg.Root); err != nil {
+					return err
+				}
+				cfg.Logger.Info("created a ledger", "dir", cfg.Root, "format", store.FormatVersion)
+			}
 			cfg.Ledger.Now = g.io.Now
 			cfg.Ledger.Logger = cfg.Logger
 			cfg.WatchEvery = watchEvery
-			cfg.A2A.LapseHosts = lapseHosts
-			if err := cfg.A2A.Validate(); err != nil {
-				return usagef("--a2a-lapse-hosts: %v", err)
-			}
 			if webhook != "" {
 				cfg.Watch.Sinks = append(cfg.Watch.Sinks, &watch.Webhook{URL: webhook, Attempts: 5, Backoff: 500 * time.Millisecond})
 			}
@@ -67,6 +80,7 @@ func newServe(g *global) *cobra.Command {
 	c.Flags().BoolVar(&insecure, "insecure-dev", false, "serve without authentication (development only; prints a warning)")
 	c.Flags().DurationVar(&watchEvery, "watch-every", 10*time.Second, "how often the built-in timekeeper sweeps each open session (0: off)")
 	c.Flags().StringSliceVar(&lapseHosts, "a2a-lapse-hosts", nil, "hosts lapses may be sent to over A2A (host, host:port or *.domain, comma-separated; default: any host but loopback, link-local and private addresses)")
+	c.Flags().StringVar(&defaultSession, "a2a-default-session", store.DefaultTenant+"/"+store.DefaultSession, "the session (TENANT/SESSION) whose A2A agent the server's own card, /.well-known/agent-card.json, describes")
 	c.Flags().StringVar(&webhook, "webhook", "", "deliver lapses and promise notices by HTTP POST to URL (retried, with Idempotency-Key)")
 	return c
 }

@@ -53,18 +53,25 @@ func startServer(t *testing.T, participants ...string) *server {
 // where it listens; the process is killed when the test ends.
 func (s *server) start(t *testing.T) {
 	t.Helper()
+	s.url, s.proc = serveOn(t, io.Discard, "--dir", s.dir)
+}
+
+// serveOn runs `tally serve --addr 127.0.0.1:0 args…`, its stderr to errw,
+// and returns its URL once it says where it listens; the process is killed
+// when the test ends.
+func serveOn(t *testing.T, errw io.Writer, args ...string) (string, *exec.Cmd) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, tallyBin, "serve", "--dir", s.dir, "--addr", "127.0.0.1:0")
+	cmd := exec.CommandContext(ctx, tallyBin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
 	cmd.Env = baseEnv()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = io.Discard
+	cmd.Stderr = errw
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s.proc = cmd
 	t.Cleanup(func() {
 		cancel()
 		cmd.Wait()
@@ -80,10 +87,12 @@ func (s *server) start(t *testing.T) {
 		io.Copy(io.Discard, out)
 	}()
 	select {
-	case s.url = <-addr:
+	case url := <-addr:
+		return url, cmd
 	case <-time.After(15 * time.Second):
 		t.Fatal("tally serve did not say where it listens within 15s")
 	}
+	return "", nil
 }
 
 // kill9 kills the server with SIGKILL and waits for it to be gone.
