@@ -57,6 +57,7 @@ func (s *Server) routeTable() []route {
 		{name: "whoami", method: "GET", pattern: "/v1/tenants/{tenant}/whoami", summary: "The identity and role the bearer token acts as", handle: s.whoami},
 	}
 	routes = append(routes, s.claimRoutes()...)
+	routes = append(routes, s.consoleRoutes()...)
 	return append(append(routes, s.expectRoutes()...), s.adminRoutes()...)
 }
 

@@ -106,10 +106,12 @@ func str(desc string) map[string]any {
 func (s *Server) OpenAPI() map[string]any {
 	paths := map[string]any{}
 	for _, rt := range s.routes {
-		item, _ := paths[rt.pattern].(map[string]any)
+		// "/{$}" is the mux's "exactly /"; OpenAPI spells it "/".
+		path := strings.TrimSuffix(rt.pattern, "{$}")
+		item, _ := paths[path].(map[string]any)
 		if item == nil {
 			item = map[string]any{}
-			paths[rt.pattern] = item
+			paths[path] = item
 		}
 		op := map[string]any{
 			"operationId": rt.name,

@@ -48,6 +48,8 @@ type Config struct {
 	Watch watch.Config
 	// A2A tunes the A2A binding (extension URIs, card); zero means defaults.
 	A2A A2AConfig
+	// Console bounds the console's reads; zero means defaults.
+	Console ConsoleConfig
 }
 
 // DefaultConfig returns the configuration `tally serve` starts from.

@@ -1,0 +1,482 @@
+package server
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"tally/claim"
+	"tally/expect"
+	"tally/ledger"
+	"tally/promise"
+	"tally/rule"
+	"tally/server/console"
+	"tally/store"
+)
+
+// The console's routes: the page itself (static files embedded in the
+// binary) and the read-only routes it needs that the family routes cannot
+// answer efficiently: a session's counts, one filtered and paged table over
+// every family, a record's history with the state after each record, and
+// the sessions a token may open. Every read goes through the same
+// authentication as the family routes; none of them writes.
+
+// ConsoleConfig bounds the console's reads.
+type ConsoleConfig struct {
+	// PageMax bounds the rows of one obligations page.
+	PageMax int
+	// AttentionMax bounds the items the summary lists as needing attention.
+	AttentionMax int
+}
+
+func (c ConsoleConfig) withDefaults() ConsoleConfig {
+	if c.PageMax <= 0 {
+		c.PageMax = 500
+	}
+	if c.AttentionMax <= 0 {
+		c.AttentionMax = 50
+	}
+	return c
+}
+
+func (s *Server) consoleRoutes() []route {
+	return []route{
+		{name: "console", method: "GET", pattern: "/{$}", summary: "The console: a read-only web page over this API (sign in with a token)", handle: console.Index},
+		{name: "console.config", method: "GET", pattern: "/console/config.json", summary: "What the console needs before sign-in: whether the server runs --insecure-dev (then no token is asked for)", handle: s.consoleConfig},
+		{name: "console.asset", method: "GET", pattern: "/console/{file}", summary: "The console's script, style sheet and icon", handle: console.Asset},
+		{name: "tenant.list", method: "GET", pattern: "/v1/tenants", summary: "The tenants the request may read (its token's; every tenant on disk in --insecure-dev), with the identity and role it acts as", handle: s.tenantList},
+		{name: "session.list", method: "GET", pattern: "/v1/tenants/{tenant}/sessions", summary: "The tenant's sessions that hold a log (read only: opens and creates nothing)", handle: s.sessionList},
+		{name: "session.summary", method: "GET", pattern: sessionPath + "/summary", summary: "Counts by family and state, and the items needing attention first: overdue promises, lapsed expectations, failed or overdue claims (now); seq is where the event stream resumes", handle: s.sessionSummary},
+		{name: "obligation.list", method: "GET", pattern: sessionPath + "/obligations", summary: "Promises, claims and expectations as one table, filtered and paged on the server (family, state, by, to, party, q, attention=true, offset, limit, now)", handle: s.obligationList},
+		{name: "promise.history", method: "GET", pattern: sessionPath + "/promises/{id}/history", summary: "Every record of one promise in log order, with its state after each", handle: s.promiseHistory},
+		{name: "claim.history", method: "GET", pattern: sessionPath + "/claims/{id}/history", summary: "Every record that changed one claim, in log order, with its state after each (a lifecycle to step through)", handle: s.claimHistory},
+	}
+}
+
+func (s *Server) consoleConfig(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	writeDoc(w, http.StatusOK, expectDoc("insecure", s.cfg.Insecure))
+}
+
+func (s *Server) tenantList(w http.ResponseWriter, r *http.Request) {
+	p, err := s.authenticate(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	tenants := []string{}
+	if s.cfg.Insecure {
+		tenants = dirNames(filepath.Join(s.cfg.Root, "sessions"), "")
+	} else if tok, err := s.tokens.Authenticate(strings.TrimSpace(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))); err == nil {
+		tenants = append(tenants, tok.Tenant)
+	}
+	writeDoc(w, http.StatusOK, expectDoc("tenants", tenants, "actor", p.actor, "role", p.role, "insecure", s.cfg.Insecure))
+}
+
+// sessionInfo is one row of session.list.
+type sessionInfo struct {
+	Session string `json:"session"`
+	Bytes   int64  `json:"bytes"`
+}
+
+func (s *Server) sessionList(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.authenticate(r); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	tenant := r.PathValue("tenant")
+	if err := store.CheckName("tenant", tenant); err != nil {
+		s.writeError(w, badRequest{err.Error()})
+		return
+	}
+	dir := filepath.Join(s.cfg.Root, "sessions", tenant)
+	out := []sessionInfo{}
+	for _, name := range dirNames(dir, "log.jsonl") {
+		fi, err := os.Stat(filepath.Join(dir, name, "log.jsonl"))
+		if err != nil {
+			continue
+		}
+		out = append(out, sessionInfo{Session: name, Bytes: fi.Size()})
+	}
+	writeDoc(w, http.StatusOK, expectDoc("tenant", tenant, "sessions", out))
+}
+
+// dirNames lists the valid tenant or session names under dir, sorted; with
+// a file name, only directories that hold that file.
+func dirNames(dir, holding string) []string {
+	names := []string{}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return names
+	}
+	for _, e := range entries {
+		if !e.IsDir() || store.CheckName("name", e.Name()) != nil {
+			continue
+		}
+		if holding != "" {
+			if _, err := os.Stat(filepath.Join(dir, e.Name(), holding)); errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+		}
+		names = append(names, e.Name())
+	}
+	slices.Sort(names)
+	return names
+}
+
+// obligation is one row of the console's table, whatever its family.
+type obligation struct {
+	Family string `json:"family"` // promise | claim | expectation
+	ID     string `json:"id"`
+	Text   string `json:"text"`
+	State  string `json:"state"`
+	// By is who owes it (debtor, respondent, raiser); To is whom it is
+	// owed to (creditor, claimant) or, for an expectation, its subject.
+	By string `json:"by"`
+	To string `json:"to"`
+	// Due is the deadline in force, if any.
+	Due *time.Time `json:"due"`
+	// Attention says why the row comes first: overdue, lapsed or failed.
+	Attention string `json:"attention,omitempty"`
+	Seq       uint64 `json:"seq"`
+}
+
+// claimFailed reports a claim that ended without its work being accepted
+// and without its claimant withdrawing it.
+func claimFailed(st claim.Status) bool {
+	switch st {
+	case claim.Satisfied, claim.Cancelled, claim.Revoked, claim.Superseded:
+		return false
+	}
+	return st.Terminal()
+}
+
+// consoleRows builds every row of the session at now, in log order.
+func consoleRows(st *ledger.State, now time.Time) []obligation {
+	var rows []obligation
+	for _, v := range st.Promises.Select(promise.Filter{State: "all"}, now) {
+		o := obligation{Family: "promise", ID: v.ID, Text: v.Promise, State: string(v.State), By: v.By, To: v.To, Seq: v.Seq}
+		if !v.Until.IsZero() {
+			u := v.Until
+			o.Due = &u
+		}
+		if v.Overdue {
+			o.Attention = "overdue"
+		}
+		rows = append(rows, o)
+	}
+	for _, c := range st.Claims.List(claim.Filter{}, now) {
+		o := obligation{Family: "claim", ID: c.Claim, Text: c.Work, State: string(c.State), By: c.Respondent, To: c.Claimant, Seq: c.CreatedSeq}
+		if t, err := time.Parse(time.RFC3339Nano, c.Deadline); err == nil {
+			o.Due = &t
+		}
+		switch {
+		case claimFailed(c.State):
+			o.Attention = "failed"
+		case c.Overdue:
+			o.Attention = "overdue"
+		}
+		rows = append(rows, o)
+	}
+	for _, x := range st.Expects.List(expect.Filter{}) {
+		text := x.Expects
+		if text == "" {
+			text = x.Kind
+		}
+		due := x.CurrentDue
+		o := obligation{Family: "expectation", ID: x.ExpectationID, Text: text, State: x.State, By: x.By,
+			To: x.Subject.Type + ":" + x.Subject.ID, Due: &due}
+		if len(x.Lapses) > 0 {
+			o.Attention = "lapsed"
+		}
+		rows = append(rows, o)
+	}
+	return rows
+}
+
+// obligationFilter is the query of obligation.list.
+type obligationFilter struct {
+	family, state, by, to, party, q string
+	attention                       bool
+}
+
+func (f obligationFilter) match(o *obligation) bool {
+	switch {
+	case f.family != "" && o.Family != f.family,
+		f.state != "" && o.State != f.state,
+		f.by != "" && o.By != f.by,
+		f.to != "" && o.To != f.to,
+		f.party != "" && o.By != f.party && o.To != f.party,
+		f.attention && o.Attention == "":
+		return false
+	}
+	if f.q != "" {
+		return strings.Contains(strings.ToLower(o.ID), f.q) || strings.Contains(strings.ToLower(o.Text), f.q)
+	}
+	return true
+}
+
+// attentionFirst orders rows needing attention first (overdue promises,
+// then lapsed expectations, then failed or overdue claims, each oldest
+// deadline first), then the rest, newest first within a family.
+func attentionFirst(a, b obligation) int {
+	if (a.Attention != "") != (b.Attention != "") {
+		if a.Attention != "" {
+			return -1
+		}
+		return 1
+	}
+	if c := familyRank(a.Family) - familyRank(b.Family); c != 0 {
+		return c
+	}
+	if a.Attention != "" && a.Due != nil && b.Due != nil && !a.Due.Equal(*b.Due) {
+		return a.Due.Compare(*b.Due)
+	}
+	return cmp.Compare(b.Seq, a.Seq)
+}
+
+func familyRank(f string) int {
+	switch f {
+	case "promise":
+		return 0
+	case "expectation":
+		return 1
+	}
+	return 2
+}
+
+func intParam(r *http.Request, name string, def, max int) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > max {
+		return 0, rule.Invalidf(name, "must be an integer from 0 to "+strconv.Itoa(max))
+	}
+	return n, nil
+}
+
+// openReadNow is openRead and the request's now.
+func (s *Server) openReadNow(r *http.Request) (*ledger.Ledger, time.Time, error) {
+	l, err := s.openRead(r)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	now, err := s.readNow(r)
+	return l, now, err
+}
+
+func (s *Server) obligationList(w http.ResponseWriter, r *http.Request) {
+	l, now, err := s.openReadNow(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	cfg := s.cfg.Console.withDefaults()
+	q := r.URL.Query()
+	f := obligationFilter{family: q.Get("family"), state: q.Get("state"), by: q.Get("by"), to: q.Get("to"),
+		party: q.Get("party"), q: strings.ToLower(q.Get("q")), attention: q.Get("attention") == "true"}
+	if f.family != "" && f.family != "promise" && f.family != "claim" && f.family != "expectation" {
+		s.writeError(w, rule.Invalidf("family", "must be promise, claim or expectation"))
+		return
+	}
+	offset, err := intParam(r, "offset", 0, 1<<30)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	limit, err := intParam(r, "limit", 100, cfg.PageMax)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	var rows []obligation
+	var pos store.Position
+	l.Read(func(st *ledger.State, p store.Position) {
+		pos = p
+		rows = consoleRows(st, now)
+	})
+	kept := rows[:0]
+	for i := range rows {
+		if f.match(&rows[i]) {
+			kept = append(kept, rows[i])
+		}
+	}
+	slices.SortStableFunc(kept, attentionFirst)
+	total := len(kept)
+	page := kept[min(offset, total):min(offset+limit, total)]
+	writeDoc(w, http.StatusOK, expectDoc("now", now, "seq", pos.Seq, "total", total, "offset", offset, "rows", page))
+}
+
+// summaryCounts is one family's counts by state.
+type summaryCounts struct {
+	Total   int            `json:"total"`
+	ByState map[string]int `json:"by_state"`
+	// Attention counts the family's items needing attention: overdue
+	// promises, failed or overdue claims, expectations with a lapse.
+	Attention int            `json:"attention"`
+	Lapses    map[string]int `json:"lapses,omitempty"` // expectations: lapses by kind
+}
+
+func (s *Server) sessionSummary(w http.ResponseWriter, r *http.Request) {
+	l, now, err := s.openReadNow(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	cfg := s.cfg.Console.withDefaults()
+	var rows []obligation
+	var pos store.Position
+	lapses := map[string]int{}
+	l.Read(func(st *ledger.State, p store.Position) {
+		pos = p
+		rows = consoleRows(st, now)
+		for _, x := range st.Expects.List(expect.Filter{}) {
+			for _, lp := range x.Lapses {
+				lapses[string(lp.Lapse)]++
+			}
+		}
+	})
+	fam := map[string]*summaryCounts{}
+	for _, name := range []string{"promise", "claim", "expectation"} {
+		fam[name] = &summaryCounts{ByState: map[string]int{}}
+	}
+	fam["expectation"].Lapses = lapses
+	var attention []obligation
+	for _, o := range rows {
+		c := fam[o.Family]
+		c.Total++
+		c.ByState[o.State]++
+		if o.Attention != "" {
+			c.Attention++
+			attention = append(attention, o)
+		}
+	}
+	slices.SortStableFunc(attention, attentionFirst)
+	attention = attention[:min(len(attention), cfg.AttentionMax)]
+	if attention == nil {
+		attention = []obligation{}
+	}
+	writeDoc(w, http.StatusOK, expectDoc("now", now, "seq", pos.Seq, "promises", fam["promise"], "claims", fam["claim"],
+		"expectations", fam["expectation"], "attention", attention))
+}
+
+// historyStep is one record of a history and the state after it.
+type historyStep struct {
+	Seq    uint64          `json:"seq"`
+	Type   string          `json:"type"`
+	Actor  string          `json:"actor,omitempty"`
+	State  string          `json:"state"`
+	Record json.RawMessage `json:"record"`
+	// Via is set when the record is about another claim and changed this
+	// one's state (a dependency that settled it).
+	Via string `json:"via,omitempty"`
+}
+
+// history folds the session's log afresh, up to what is durable, calling
+// step with each entry of the families wanted after it is applied.
+func history(l *ledger.Ledger, step func(e store.Entry, typ string) error) error {
+	_, _, err := l.Log().ScanUntil(store.Position{}, l.Durable().Offset, func(e store.Entry) error {
+		typ, err := promise.PeekType(e.Line)
+		if err != nil {
+			return nil
+		}
+		return step(e, typ)
+	})
+	return err
+}
+
+func (s *Server) promiseHistory(w http.ResponseWriter, r *http.Request) {
+	l, err := s.openRead(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	id := r.PathValue("id")
+	st := promise.NewState()
+	steps := []historyStep{}
+	err = history(l, func(e store.Entry, typ string) error {
+		if !promise.Known(typ) {
+			return nil
+		}
+		ev, err := promise.Decode(e.Line)
+		if err != nil {
+			return nil // skipped by the fold too
+		}
+		st.Apply(promise.Meta{Seq: e.Env.Seq, Actor: e.Env.Actor}, &ev)
+		if ev.ID != id {
+			return nil
+		}
+		p, _ := st.Get(id)
+		state := ""
+		if p != nil {
+			state = string(st.Status(p))
+		}
+		steps = append(steps, historyStep{Seq: e.Env.Seq, Type: typ, Actor: e.Env.Actor, State: state, Record: slices.Clone(e.Line)})
+		return nil
+	})
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if len(steps) == 0 {
+		s.writeError(w, rule.NotFoundf("promise", "no promise with id "+id))
+		return
+	}
+	writeDoc(w, http.StatusOK, expectDoc("promise", id, "steps", steps))
+}
+
+func (s *Server) claimHistory(w http.ResponseWriter, r *http.Request) {
+	l, err := s.openRead(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	id := r.PathValue("id")
+	st := claim.NewStateConfig(claim.Config{Timekeeper: s.cfg.Ledger.Timekeeper})
+	steps := []historyStep{}
+	last := ""
+	err = history(l, func(e store.Entry, typ string) error {
+		if !claim.Known(typ) {
+			return nil
+		}
+		ev, err := claim.Decode(e.Line)
+		if err != nil {
+			return nil // skipped by the fold too
+		}
+		st.Apply(claim.Meta{Seq: e.Env.Seq, Actor: e.Env.Actor, TS: ev.TS}, ev)
+		v, ok := st.Claim(id, time.Time{})
+		if !ok {
+			return nil
+		}
+		state := string(v.State)
+		if ev.Claim != id && state == last {
+			return nil
+		}
+		h := historyStep{Seq: e.Env.Seq, Type: typ, Actor: e.Env.Actor, State: state, Record: slices.Clone(e.Line)}
+		if ev.Claim != id {
+			h.Via = ev.Claim
+		}
+		steps = append(steps, h)
+		last = state
+		return nil
+	})
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if len(steps) == 0 {
+		s.writeError(w, rule.NotFoundf("claim", "no claim with id "+id))
+		return
+	}
+	writeDoc(w, http.StatusOK, expectDoc("claim", id, "steps", steps))
+}
