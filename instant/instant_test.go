@@ -273,3 +273,30 @@ func TestSince(t *testing.T) {
 		t.Errorf("106751d before year 100: %v", err)
 	}
 }
+
+func TestSpan(t *testing.T) {
+	for _, c := range []struct{ from, to, want string }{
+		{"2026-09-01T17:00:00Z", "2026-09-01T23:00:00Z", "PT6H"},
+		{"2026-09-01T17:00:00Z", "2026-09-01T18:45:00.25Z", "PT1H45M0.25S"},
+		{"2026-09-01T17:00:00.9Z", "2026-09-01T17:00:01.1Z", "PT0.2S"},
+		{"2026-09-01T17:00:00Z", "2026-09-01T17:00:00Z", "PT0S"},
+		// Beyond time.Duration's 292 years, still exact.
+		{"1000-01-01T00:00:00Z", "9999-12-31T00:00:00Z", "PT78892344H"},
+		{"0001-01-01T00:00:00.000001Z", "9999-12-31T23:59:59.999999Z", "PT87649415H59M59.999998S"},
+	} {
+		sec, nsec := Span(mustParse(t, c.from), mustParse(t, c.to))
+		if got := FormatISOSpan(sec, nsec); got != c.want {
+			t.Errorf("%s → %s: %s, want %s", c.from, c.to, got, c.want)
+		}
+	}
+	if sec, before := RoundSeconds(mustParse(t, "9999-12-31T00:00:00Z"), mustParse(t, "1000-01-01T00:00:00.5Z")); !before || sec != 78892344*3600 {
+		t.Errorf("RoundSeconds backwards: %d %v", sec, before)
+	}
+	for _, d := range []time.Duration{0, time.Nanosecond, 90 * time.Minute, 6*time.Hour + 500*time.Millisecond, 1<<63 - 1} {
+		if got, want := FormatISOSpan(int64(d/time.Second), int64(d%time.Second)), d; got == "" || !strings.HasPrefix(got, "PT") {
+			t.Errorf("%v: %q", want, got)
+		} else if back, err := ParseISODuration("d", got); err != nil || back != d {
+			t.Errorf("%v formats as %s, which reads back as %v, %v", d, got, back, err)
+		}
+	}
+}

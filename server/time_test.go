@@ -75,3 +75,27 @@ func TestFarInstantsOverHTTP(t *testing.T) {
 		t.Fatalf("claim 9999: %s", doc)
 	}
 }
+
+// The same through A2A: a year-9999 deadline is owed and not overdue, and
+// a deadline counting backwards is refused with nothing appended.
+func TestFarInstantsOverA2A(t *testing.T) {
+	f := newFixture(t)
+	rec := map[string]any{"id": "never", "promise": "p", "to": "author", "until": "9999-12-31T00:00:00Z"}
+	code, r, _ := f.rpc("reviewer", "urn:tally:ext:promise", "SendMessage", sendParams("m-1", "urn:tally:ext:promise", rec))
+	if code != 200 {
+		t.Fatalf("send: %d %s", code, r.raw)
+	}
+	got := recordOf(t, r.task(t), "urn:tally:ext:promise")
+	if got["until"] != "9999-12-31T00:00:00Z" || got["overdue"] != false || got["state"] != "owed" {
+		t.Fatalf("record: %v", got)
+	}
+	before := f.logBytes()
+	rec = map[string]any{"promise": "p", "to": "author", "until": "-2h"}
+	code, r, _ = f.rpc("reviewer", "urn:tally:ext:promise", "SendMessage", sendParams("m-2", "urn:tally:ext:promise", rec))
+	if (code == 200 && r.Error == nil) || !strings.Contains(r.raw, "until: a duration counts forward") {
+		t.Fatalf("send -2h: %d %s", code, r.raw)
+	}
+	if !bytes.Equal(before, f.logBytes()) {
+		t.Fatal("a refused message appended to the log")
+	}
+}

@@ -48,6 +48,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"tally/expect"
+	"tally/instant"
 )
 
 // PushTokenHeader carries a push-notification config's token.
@@ -287,7 +288,8 @@ func (s *A2A) DeliverNotice(ctx context.Context, n Notice) error {
 	if f.sweeps >= giveUpSweeps || age >= giveUpAge {
 		delete(s.failing, n.Key)
 		s.mu.Unlock()
-		return s.giveUp(n, OutcomeAbandoned, fmt.Sprintf("%d failed sweeps over %s; last: %v", f.sweeps, expect.FormatDuration(age.Round(time.Second)), err))
+		over, _ := instant.RoundSeconds(n.Lapse.LapsedAt, now) // exact where Sub saturates at 292 years
+		return s.giveUp(n, OutcomeAbandoned, fmt.Sprintf("%d failed sweeps over %s; last: %v", f.sweeps, instant.FormatISOSpan(over, 0), err))
 	}
 	wait := backoff
 	for i := 1; i < f.sweeps && wait < backoffMax; i++ {
