@@ -138,7 +138,10 @@ func (g *global) open() (*ledger.Ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := ledger.DefaultConfig()
+	cfg, err := g.ledgerConfig()
+	if err != nil {
+		return nil, err
+	}
 	cfg.Now = g.io.Now
 	cfg.Logger = slog.New(&warnHandler{w: g.io.Err})
 	l, err := ledger.Open(dir, cfg)
@@ -151,6 +154,20 @@ func (g *global) open() (*ledger.Ledger, error) {
 		}
 	})
 	return l, nil
+}
+
+// ledgerConfig is the ledger configuration with the ledger directory's
+// settings (its tally.json) applied.
+func (g *global) ledgerConfig() (ledger.Config, error) {
+	root, err := g.ledgerRoot()
+	if err != nil {
+		return ledger.Config{}, err
+	}
+	st, err := store.ReadSettings(root)
+	if err != nil {
+		return ledger.Config{}, err
+	}
+	return ledger.DefaultConfig().WithSettings(st)
 }
 
 func (g *global) abs(p string) string {

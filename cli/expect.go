@@ -195,7 +195,9 @@ func newExpectSupersede(g *global) *cobra.Command {
 		Use:   "supersede OLD [-]",
 		Short: "Give an open expectation more time: a new expectation that supersedes it (terms not given are inherited)",
 		Long: "Raise a new expectation that supersedes OLD: the only way an expectation gets more time.\n" +
-			"Terms not given are inherited from OLD; the new one must differ from every ancestor.\n" +
+			"Terms not given are inherited from OLD; the new one must differ from every ancestor. A --due\n" +
+			"given drops OLD's anchor (keep one with --anchor); an inherited horizon that has passed is\n" +
+			"refused (pass --horizon).\n" +
 			"Past the ledger's lineage bound only a person (--human; over TALLY_URL a person-role token) may extend.",
 		Example: `  tally expect supersede exp-arrive --id exp-arrive-2 --due 2026-09-12T05:00:00Z --horizon 2026-09-14T05:00:00Z
   tally expect supersede exp-arrive-4 --id exp-arrive-5 --due 2026-09-15T05:00:00Z --human`,
@@ -219,33 +221,22 @@ func newExpectSupersede(g *global) *cobra.Command {
 			if in.id == "" {
 				in.id = mintExpectationID()
 			}
+			// The terms not given are inherited by the expect core, from
+			// the ledger's (or the server's) view of OLD.
+			cmd, err := in.supersede(g.io.Now())
+			if err != nil {
+				return err
+			}
 			if rc, err := g.remote(); err != nil || rc != nil {
 				if err != nil {
 					return err
 				}
-				// The terms not given are inherited from the server's view
-				// of OLD, as below from the local ledger's.
-				v, ok, err := rc.expectation(c.Context(), args[0])
-				if err != nil {
-					return err
-				}
-				if ok {
-					in.inherit(v)
-				}
-				r, err := in.raise(g.io.Now())
-				if err != nil {
-					return err
-				}
-				return g.raiseRemote(c, rc, r, o, "expectations", args[0], "supersede")
+				return g.expectWriteRemote(c, rc, o, func(map[string]json.RawMessage) error {
+					fmt.Fprintln(g.io.Out, cmd.Raise.ExpectationID)
+					return nil
+				}, supersedeBody(cmd), "expectations", args[0], "supersede")
 			}
-			build := func(st *ledger.State) (expect.Command, error) {
-				if v, ok := st.Expects.Expectation(args[0]); ok {
-					in.inherit(v)
-				}
-				r, err := in.raise(g.io.Now())
-				return expect.SupersedeCommand{Raise: r}, err
-			}
-			return g.raiseAndPrint(c, nil, in.id, o, build)
+			return g.raiseAndPrint(c, cmd, in.id, o, nil)
 		},
 	}
 	bindRaise(c, in)

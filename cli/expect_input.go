@@ -135,7 +135,16 @@ func readRaiseDoc(in io.Reader, r *raiseInput) error {
 }
 
 // raise converts the input to the core's Raise at now.
-func (in *raiseInput) raise(now time.Time) (expect.Raise, error) {
+func (in *raiseInput) raise(now time.Time) (expect.Raise, error) { return in.convert(now, false) }
+
+// supersede converts the input to an extension of in.supersedes: the terms
+// it leaves out are the core's to inherit.
+func (in *raiseInput) supersede(now time.Time) (expect.SupersedeCommand, error) {
+	r, err := in.convert(now, true)
+	return expect.SupersedeCommand{Raise: r, GraceGiven: in.grace != ""}, err
+}
+
+func (in *raiseInput) convert(now time.Time, extend bool) (expect.Raise, error) {
 	r := expect.Raise{
 		ExpectationID: in.id, Kind: in.kind, Expects: in.expects, FactKey: in.factKey,
 		After: in.after, Basis: expect.Basis(in.basis), Supersedes: in.supersedes,
@@ -144,19 +153,22 @@ func (in *raiseInput) raise(now time.Time) (expect.Raise, error) {
 	if r.ExpectationID == "" {
 		r.ExpectationID = mintExpectationID()
 	}
-	if in.subject == "" {
+	var err error
+	if in.subject == "" && !extend {
 		return r, usagef("subject: required (--subject TYPE:ID)")
 	}
-	s, err := parseSubject("subject", in.subject)
-	if err != nil {
-		return r, err
+	if in.subject != "" {
+		if r.Subject, err = parseSubject("subject", in.subject); err != nil {
+			return r, err
+		}
 	}
-	r.Subject = s
-	if in.due == "" {
+	if in.due == "" && !extend {
 		return r, usagef("due: required (--due RFC 3339 or a duration from now): there is no open-ended expectation")
 	}
-	if r.DueAt, err = parseExpectTime("due", in.due, now); err != nil {
-		return r, err
+	if in.due != "" {
+		if r.DueAt, err = parseExpectTime("due", in.due, now); err != nil {
+			return r, err
+		}
 	}
 	if in.grace != "" {
 		if r.Grace, err = parseExpectDuration("grace", in.grace); err != nil {
@@ -180,30 +192,4 @@ func (in *raiseInput) raise(now time.Time) (expect.Raise, error) {
 		r.Anchor = &expect.Anchor{ExpectationID: in.anchor[:i], Offset: off}
 	}
 	return r, nil
-}
-
-// inherit fills what the input leaves empty from the expectation it
-// supersedes, so an extension states only what it changes.
-func (in *raiseInput) inherit(v expect.View) {
-	fill := func(dst *string, src string) {
-		if *dst == "" {
-			*dst = src
-		}
-	}
-	fill(&in.kind, v.Kind)
-	fill(&in.subject, v.Subject.Type+":"+v.Subject.ID)
-	fill(&in.expects, v.Expects)
-	fill(&in.factKey, v.SatisfiedBy.FactKey)
-	fill(&in.due, v.ProjectedDue.Format(time.RFC3339Nano))
-	fill(&in.grace, v.Grace)
-	fill(&in.basis, string(v.Basis))
-	if v.Horizon != nil {
-		fill(&in.horizon, v.Horizon.Format(time.RFC3339Nano))
-	}
-	if v.Anchor != nil {
-		fill(&in.anchor, v.Anchor.ExpectationID+":"+v.Anchor.Offset)
-	}
-	if !in.afterSet {
-		in.after = v.After
-	}
 }

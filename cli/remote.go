@@ -810,28 +810,6 @@ func (g *global) expectGet(c *cobra.Command, rc *client, q url.Values, member st
 	return false, decodeMember(m, member, v)
 }
 
-// expectation is one expectation's view over HTTP; false when the server
-// knows no such expectation.
-func (rc *client) expectation(ctx context.Context, id string) (expect.View, bool, error) {
-	var v expect.View
-	resp, err := rc.do(ctx, "GET", rc.path(nil, "expectations", id), nil, "")
-	var re *remoteError
-	if errors.As(err, &re) && re.status == http.StatusNotFound {
-		return v, false, nil
-	}
-	if err != nil {
-		return v, false, err
-	}
-	m, err := members(resp)
-	if err != nil {
-		return v, false, err
-	}
-	if err := json.Unmarshal(m["expectation"], &v); err != nil {
-		return v, false, fmt.Errorf("server response: expectation: %w", err)
-	}
-	return v, true, nil
-}
-
 // decodeMember decodes one member of a response document into v.
 func decodeMember(m map[string]json.RawMessage, name string, v any) error {
 	if err := json.Unmarshal(m[name], v); err != nil {
@@ -867,6 +845,25 @@ func raiseBody(r expect.Raise) map[string]any {
 	}
 	if r.Origin != (expect.Origin{}) {
 		d["origin"] = r.Origin
+	}
+	return d
+}
+
+// supersedeBody is the body of an extension: only the terms given, so the
+// server's core inherits the rest as the local one does.
+func supersedeBody(c expect.SupersedeCommand) map[string]any {
+	d := raiseBody(c.Raise)
+	if c.Raise.Kind == "" {
+		delete(d, "kind")
+	}
+	if c.Raise.Subject == (expect.Subject{}) {
+		delete(d, "subject")
+	}
+	if c.Raise.DueAt.IsZero() {
+		delete(d, "dueAt")
+	}
+	if c.GraceGiven {
+		d["grace"] = expect.FormatDuration(c.Raise.Grace)
 	}
 	return d
 }

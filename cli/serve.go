@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"tally/auth"
+	"tally/ledger"
 	"tally/server"
 	"tally/store"
 	"tally/watch"
@@ -23,7 +24,8 @@ func newServe(g *global) *cobra.Command {
 	var addr, webhook, defaultSession string
 	var insecure bool
 	var lapseHosts []string
-	var watchEvery time.Duration
+	var watchEvery, requestHistory time.Duration
+	var lineageMax int
 	c := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:7420]",
 		Short: "Serve the ledger over HTTP: JSON API, event stream, metrics",
@@ -39,6 +41,28 @@ func newServe(g *global) *cobra.Command {
 			}
 			cfg := server.DefaultConfig()
 			cfg.Addr, cfg.Root, cfg.Insecure = addr, g.abs(root), insecure
+			// The ledger directory's settings, then the flags given.
+			if store.IsLedger(cfg.Root) {
+				st, err := store.ReadSettings(cfg.Root)
+				if err != nil {
+					return err
+				}
+				if cfg.Ledger, err = cfg.Ledger.WithSettings(st); err != nil {
+					return err
+				}
+			}
+			if c.Flags().Changed("lineage-max") {
+				if lineageMax < 1 {
+					return usagef("lineage-max: must be at least 1")
+				}
+				cfg.Ledger.LineageMax = lineageMax
+			}
+			if c.Flags().Changed("request-history") {
+				if requestHistory <= 0 {
+					return usagef("request-history: must be a positive duration such as 24h")
+				}
+				cfg.Ledger.IdempotencyWindow = requestHistory
+			}
 			cfg.Logger = slog.New(slog.NewJSONHandler(g.io.Err, nil))
 			cfg.A2A.DefaultSession, cfg.A2A.LapseHosts = defaultSession, lapseHosts
 			if err := cfg.A2A.Validate(); err != nil {
@@ -82,6 +106,8 @@ func newServe(g *global) *cobra.Command {
 	c.Flags().StringSliceVar(&lapseHosts, "a2a-lapse-hosts", nil, "hosts lapses may be sent to over A2A (host, host:port or *.domain, comma-separated; default: any host but loopback, link-local and private addresses)")
 	c.Flags().StringVar(&defaultSession, "a2a-default-session", store.DefaultTenant+"/"+store.DefaultSession, "the session (TENANT/SESSION) whose A2A agent the server's own card, /.well-known/agent-card.json, describes")
 	c.Flags().StringVar(&webhook, "webhook", "", "deliver lapses and promise notices by HTTP POST to URL (retried, with Idempotency-Key)")
+	c.Flags().IntVar(&lineageMax, "lineage-max", ledger.DefaultConfig().LineageMax, "expectations a lineage may hold before only a person extends it (default: the ledger's lineage_max, else 3)")
+	c.Flags().DurationVar(&requestHistory, "request-history", ledger.DefaultConfig().IdempotencyWindow, "how long a request id's answer is kept; an older retry gets 410 RequestHistoryExpired (default: the ledger's request_history, else 24h)")
 	return c
 }
 

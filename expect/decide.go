@@ -20,9 +20,15 @@ type Command interface{ command() }
 type RaiseCommand struct{ Raise Raise }
 
 // SupersedeCommand raises an expectation that extends Raise.Supersedes: the
-// only way an expectation gets more time. An empty Origin inherits the
-// superseded expectation's origin.
-type SupersedeCommand struct{ Raise Raise }
+// only way an expectation gets more time. The terms Raise leaves empty are
+// inherited from the expectation it extends, by the rule inherit states, so
+// every mode (CLI, REST, A2A) extends alike.
+type SupersedeCommand struct {
+	Raise Raise
+	// GraceGiven says a zero Raise.Grace was stated (no grace is a term
+	// too); otherwise a zero grace is inherited.
+	GraceGiven bool
+}
 
 // FactCommand records that FactKey was observed on Subject at At (zero: now).
 type FactCommand struct {
@@ -80,9 +86,9 @@ func (s *State) Decide(actor string, human bool, now time.Time, cmd Command) ([]
 	case *RaiseCommand:
 		out, err = s.decideRaise(actor, human, now, c.Raise, false)
 	case SupersedeCommand:
-		out, err = s.decideRaise(actor, human, now, c.Raise, true)
+		out, err = s.decideSupersede(actor, human, now, c)
 	case *SupersedeCommand:
-		out, err = s.decideRaise(actor, human, now, c.Raise, true)
+		out, err = s.decideSupersede(actor, human, now, *c)
 	case FactCommand:
 		out, err = s.decideFact(actor, now, c)
 	case *FactCommand:
@@ -126,6 +132,70 @@ func (s *State) text(field, v string, required bool) *rule.Refusal {
 		return rule.Invalidf(field, fmt.Sprintf("must be at most %d bytes", s.cfg.TextMax))
 	case !utf8.ValidString(v):
 		return rule.Invalidf(field, "must be valid UTF-8")
+	}
+	return nil
+}
+
+// decideSupersede fills the extension's terms from the expectation it
+// extends, then decides it as a raise.
+func (s *State) decideSupersede(actor string, human bool, now time.Time, c SupersedeCommand) ([]Event, *rule.Refusal) {
+	if err := s.inherit(&c.Raise, c.GraceGiven, now); err != nil {
+		return nil, err
+	}
+	return s.decideRaise(actor, human, now, c.Raise, true)
+}
+
+// inherit fills the terms r leaves empty from the expectation it extends.
+// Two terms follow the new plan rather than the old one: an anchor is
+// inherited only with the inherited dueAt, because a re-anchored due would
+// replace the dueAt given (an anchor stated is kept); and an inherited
+// horizon that has passed is refused, because the extension would stall at
+// once and give no more time.
+func (s *State) inherit(r *Raise, graceGiven bool, now time.Time) *rule.Refusal {
+	x := s.byID[r.Supersedes]
+	if x == nil {
+		return nil // raiseProblem names it
+	}
+	old := s.raiseOf(x)
+	for _, f := range []struct {
+		dst *string
+		src string
+	}{
+		{&r.Kind, old.Kind}, {&r.Expects, old.Expects}, {&r.FactKey, old.FactKey}, {(*string)(&r.Basis), string(old.Basis)},
+	} {
+		if *f.dst == "" {
+			*f.dst = f.src
+		}
+	}
+	if r.Subject == (Subject{}) {
+		r.Subject = old.Subject
+	}
+	dueGiven := !r.DueAt.IsZero()
+	if !dueGiven {
+		r.DueAt = old.DueAt
+	}
+	if r.Grace == 0 && !graceGiven {
+		r.Grace = old.Grace
+	}
+	if r.Anchor == nil && old.Anchor != nil && !dueGiven {
+		a := *old.Anchor
+		r.Anchor = &a
+	}
+	if r.After == nil {
+		r.After = slices.Clone(old.After)
+	}
+	if r.Horizon.IsZero() && !old.Horizon.IsZero() {
+		if !old.Horizon.After(now) {
+			return rule.Invalidf("horizon", fmt.Sprintf("inherited from %s, %s has passed, so the extension would stall at once: pass a later horizon (--horizon)",
+				x.id(), FormatTime(old.Horizon)))
+		}
+		r.Horizon = old.Horizon
+	}
+	if r.Origin == (Origin{}) {
+		r.Origin = old.Origin
+	}
+	if r.ReplyTo == nil {
+		r.ReplyTo = old.ReplyTo
 	}
 	return nil
 }
@@ -196,13 +266,6 @@ func (s *State) decideRaise(actor string, human bool, now time.Time, r Raise, ex
 	if extend {
 		prev := s.byID[r.Supersedes]
 		if prev != nil {
-			if r.Origin == (Origin{}) {
-				r.Origin = Origin{TaskID: prev.field(tTask), ContextID: prev.field(tContext)}
-			}
-			if r.ReplyTo == nil && prev.extra != nil && prev.extra.replyTo != nil {
-				rt := *prev.extra.replyTo
-				r.ReplyTo = &rt
-			}
 			if actor != s.name(prev.by) && !human {
 				return nil, rule.Forbiddenf("supersedes", "only its raiser or a person may extend "+prev.id())
 			}

@@ -87,7 +87,7 @@ func (sc *script) step() {
 		}
 		actor = v.By
 		sc.ids = append(sc.ids, rs.ExpectationID)
-		cmd = SupersedeCommand{rs}
+		cmd = SupersedeCommand{Raise: rs}
 	case n < 85:
 		cmd = WithdrawCommand{ExpectationID: sc.pick(), Reason: "changed plans"}
 	case n < 90:

@@ -169,7 +169,7 @@ func TestReanchorFollowsTheAnchorsLineage(t *testing.T) {
 	r.Supersedes = depart
 	r.DueAt = mustTime("2026-09-12T03:15:00Z")
 	r.Horizon = mustTime("2026-09-14T05:00:00Z")
-	h.do(agent, false, tRaise.Add(time.Hour), SupersedeCommand{r})
+	h.do(agent, false, tRaise.Add(time.Hour), SupersedeCommand{Raise: r})
 	h.do("carrier-feed", false, mustTime("2026-09-12T04:00:00Z"), fact("shipment.departed:PA-2026-0901", "2026-09-12T04:00:00Z"))
 	if v := h.view(arrive); !v.CurrentDue.Equal(mustTime("2026-09-12T05:45:00Z")) {
 		t.Fatalf("arrival should follow the extended departure: %s", jsonOf(v))
@@ -260,12 +260,12 @@ func TestLineageBoundAndHumanExtension(t *testing.T) {
 	h.do(agent, false, tRaise, RaiseCommand{r})
 	now := mustTime("2026-09-11T10:00:00Z")
 	expectLapses(t, h.commit(now), "e1 overdue 2026-09-11T03:15:00Z 2026-09-11T09:15:00Z")
-	h.do(agent, false, now, SupersedeCommand{extend(r, "e2", "e1", "2026-09-12T03:15:00Z")})
-	h.do(agent, false, now, SupersedeCommand{extend(r, "e3", "e2", "2026-09-13T03:15:00Z")})
+	h.do(agent, false, now, SupersedeCommand{Raise: extend(r, "e2", "e1", "2026-09-12T03:15:00Z")})
+	h.do(agent, false, now, SupersedeCommand{Raise: extend(r, "e3", "e2", "2026-09-13T03:15:00Z")})
 	// Three expectations in the lineage: the bound. An agent may go no further.
-	h.refuse(agent, false, now, SupersedeCommand{extend(r, "e4", "e3", "2026-09-14T03:15:00Z")}, rule.Forbidden, "supersedes")
+	h.refuse(agent, false, now, SupersedeCommand{Raise: extend(r, "e4", "e3", "2026-09-14T03:15:00Z")}, rule.Forbidden, "supersedes")
 	// A person may, and is recorded as one.
-	evs := h.do("ops@example.org", true, now, SupersedeCommand{extend(r, "e4", "e3", "2026-09-14T03:15:00Z")})
+	evs := h.do("ops@example.org", true, now, SupersedeCommand{Raise: extend(r, "e4", "e3", "2026-09-14T03:15:00Z")})
 	if !evs[0].Raise.Human || evs[0].Raise.Origin != r.Origin {
 		t.Fatalf("human extension: %s", evs[0].Encode())
 	}
@@ -287,7 +287,7 @@ func TestLineageBoundIsConfigurable(t *testing.T) {
 	r := departure()
 	r.ExpectationID = "e1"
 	h.do(agent, false, tRaise, RaiseCommand{r})
-	h.refuse(agent, false, tRaise, SupersedeCommand{extend(r, "e2", "e1", "2026-09-12T03:15:00Z")}, rule.Forbidden, "supersedes")
+	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: extend(r, "e2", "e1", "2026-09-12T03:15:00Z")}, rule.Forbidden, "supersedes")
 }
 
 func TestSupersedeRules(t *testing.T) {
@@ -295,33 +295,33 @@ func TestSupersedeRules(t *testing.T) {
 	r := departure()
 	r.ExpectationID = "e1"
 	h.do(agent, false, tRaise, RaiseCommand{r})
-	h.do(agent, false, tRaise, SupersedeCommand{extend(r, "e2", "e1", "2026-09-12T03:15:00Z")})
+	h.do(agent, false, tRaise, SupersedeCommand{Raise: extend(r, "e2", "e1", "2026-09-12T03:15:00Z")})
 
 	// Identical to an ancestor (e1's terms again): refused, even for a person.
 	back := r
 	back.ExpectationID, back.Supersedes = "e3", "e2"
-	h.refuse(agent, false, tRaise, SupersedeCommand{back}, rule.Conflict, "supersedes")
-	h.refuse("ops", true, tRaise, SupersedeCommand{back}, rule.Conflict, "supersedes")
+	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: back}, rule.Conflict, "supersedes")
+	h.refuse("ops", true, tRaise, SupersedeCommand{Raise: back}, rule.Conflict, "supersedes")
 	// Identical to its parent.
 	same := extend(r, "e3", "e2", "2026-09-12T03:15:00Z")
-	h.refuse(agent, false, tRaise, SupersedeCommand{same}, rule.Conflict, "supersedes")
+	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: same}, rule.Conflict, "supersedes")
 	// Changing only the id or the origin is still identical.
 	same.Origin = Origin{TaskID: "task-9"}
-	h.refuse(agent, false, tRaise, SupersedeCommand{same}, rule.Conflict, "supersedes")
+	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: same}, rule.Conflict, "supersedes")
 	// Only the head of a lineage can be extended.
-	h.refuse(agent, false, tRaise, SupersedeCommand{extend(r, "e3", "e1", "2026-09-13T03:15:00Z")}, rule.Conflict, "supersedes")
+	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: extend(r, "e3", "e1", "2026-09-13T03:15:00Z")}, rule.Conflict, "supersedes")
 	// Only by its raiser or a person.
-	h.refuse("someone-else", false, tRaise, SupersedeCommand{extend(r, "e3", "e2", "2026-09-13T03:15:00Z")}, rule.Forbidden, "supersedes")
+	h.refuse("someone-else", false, tRaise, SupersedeCommand{Raise: extend(r, "e3", "e2", "2026-09-13T03:15:00Z")}, rule.Forbidden, "supersedes")
 	// Same subject.
 	moved := extend(r, "e3", "e2", "2026-09-13T03:15:00Z")
 	moved.Subject = Subject{"shipment", "OTHER"}
-	h.refuse(agent, false, tRaise, SupersedeCommand{moved}, rule.Invalid, "subject")
-	h.refuse(agent, false, tRaise, SupersedeCommand{extend(r, "e3", "nope", "2026-09-13T03:15:00Z")}, rule.NotFound, "supersedes")
+	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: moved}, rule.Invalid, "subject")
+	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: extend(r, "e3", "nope", "2026-09-13T03:15:00Z")}, rule.NotFound, "supersedes")
 	h.refuse(agent, false, tRaise, RaiseCommand{extend(r, "e3", "e2", "2026-09-13T03:15:00Z")}, rule.Invalid, "supersedes")
-	h.refuse(agent, false, tRaise, SupersedeCommand{extend(r, "e3", "", "2026-09-13T03:15:00Z")}, rule.Invalid, "supersedes")
+	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: extend(r, "e3", "", "2026-09-13T03:15:00Z")}, rule.Invalid, "supersedes")
 	// A satisfied expectation needs no more time.
 	h.do("feed", false, tRaise, fact(r.FactKey, "2026-09-01T17:00:00Z"))
-	h.refuse(agent, false, tRaise, SupersedeCommand{extend(r, "e3", "e2", "2026-09-13T03:15:00Z")}, rule.Conflict, "supersedes")
+	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: extend(r, "e3", "e2", "2026-09-13T03:15:00Z")}, rule.Conflict, "supersedes")
 }
 
 func TestRaiseRefusals(t *testing.T) {
@@ -587,7 +587,7 @@ func TestReplyToKeptAndInherited(t *testing.T) {
 	ext := r
 	ext.ExpectationID, ext.Supersedes, ext.ReplyTo = "e2", "e1", nil
 	ext.DueAt = ext.DueAt.Add(time.Hour)
-	h.do(agent, false, tRaise, SupersedeCommand{ext})
+	h.do(agent, false, tRaise, SupersedeCommand{Raise: ext})
 	if got, ok := h.s.ReplyTo("e2"); !ok || got != rt {
 		t.Fatalf("extension's ReplyTo = %+v, %v", got, ok)
 	}

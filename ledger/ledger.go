@@ -83,6 +83,24 @@ func (c Config) expectConfig() expect.Config {
 	return ec
 }
 
+// WithSettings applies a ledger directory's settings (store.Settings) to c.
+func (c Config) WithSettings(s store.Settings) (Config, error) {
+	if s.LineageMax < 0 {
+		return c, fmt.Errorf("ledger settings: lineage_max: must be at least 1")
+	}
+	if s.LineageMax > 0 {
+		c.LineageMax = s.LineageMax
+	}
+	if s.RequestHistory != "" {
+		d, err := time.ParseDuration(s.RequestHistory)
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("ledger settings: request_history: %q must be a positive duration such as 24h", s.RequestHistory)
+		}
+		c.IdempotencyWindow = d
+	}
+	return c, nil
+}
+
 // DefaultConfig returns the configuration the CLI and server use.
 func DefaultConfig() Config {
 	return Config{

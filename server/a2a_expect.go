@@ -44,7 +44,6 @@ import (
 	"tally/jsondoc"
 	"tally/ledger"
 	"tally/rule"
-	"tally/store"
 )
 
 // a2aExpectRecord is every member an expect record may carry; which are
@@ -185,23 +184,18 @@ func (h *a2aHandler) expectCommand(c *a2aCall, l *ledger.Ledger, req *a2a.SendMe
 		rt.Extension = uri
 	}
 	if d.Supersedes != "" {
-		if err := l.Refresh(); err != nil {
+		c, err := d.supersede()
+		if err != nil {
 			return nil, nil, err
 		}
-		l.Read(func(st *ledger.State, _ store.Position) {
-			if v, ok := st.Expects.Expectation(d.Supersedes); ok {
-				d.inherit(v)
-			}
-		})
+		c.Raise.ReplyTo = rt
+		return c, renderExpectation(c.Raise.ExpectationID), nil
 	}
 	rz, err := d.raise()
 	if err != nil {
 		return nil, nil, err
 	}
 	rz.ReplyTo = rt
-	if rz.Supersedes != "" {
-		return expect.SupersedeCommand{Raise: rz}, renderExpectation(rz.ExpectationID), nil
-	}
 	return expect.RaiseCommand{Raise: rz}, renderExpectation(rz.ExpectationID), nil
 }
 

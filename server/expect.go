@@ -91,52 +91,28 @@ func mintExpectationID() string {
 	return "exp_" + hex.EncodeToString(b[:])
 }
 
-// inherit fills what the body leaves out from the expectation it extends.
-func (d *ExpectRaiseBody) inherit(v expect.View) {
-	fill := func(dst *string, src string) {
-		if *dst == "" {
-			*dst = src
-		}
-	}
-	fill(&d.Kind, v.Kind)
-	if d.Subject == nil {
-		s := v.Subject
-		d.Subject = &s
-	}
-	fill(&d.Expects, v.Expects)
-	if d.SatisfiedBy == nil {
-		d.SatisfiedBy = &struct {
-			FactKey string `json:"factKey"`
-		}{v.SatisfiedBy.FactKey}
-	}
-	fill(&d.DueAt, expect.FormatTime(v.ProjectedDue))
-	fill(&d.Grace, v.Grace)
-	fill(&d.Basis, string(v.Basis))
-	if v.Horizon != nil {
-		fill(&d.Horizon, expect.FormatTime(*v.Horizon))
-	}
-	if d.Anchor == nil && v.Anchor != nil {
-		d.Anchor = &struct {
-			ExpectationID string `json:"expectationId"`
-			Offset        string `json:"offset"`
-		}{v.Anchor.ExpectationID, v.Anchor.Offset}
-	}
-	if d.After == nil {
-		d.After = v.After
-	}
+// raise converts the document to the core's Raise.
+func (d *ExpectRaiseBody) raise() (expect.Raise, error) { return d.convert(false) }
+
+// supersede converts the document to an extension of d.Supersedes: the
+// terms it leaves out are the core's to inherit.
+func (d *ExpectRaiseBody) supersede() (expect.SupersedeCommand, error) {
+	r, err := d.convert(true)
+	return expect.SupersedeCommand{Raise: r, GraceGiven: d.Grace != ""}, err
 }
 
-// raise converts the document to the core's Raise.
-func (d *ExpectRaiseBody) raise() (expect.Raise, error) {
+func (d *ExpectRaiseBody) convert(extend bool) (expect.Raise, error) {
 	r := expect.Raise{ExpectationID: d.ExpectationID, Kind: d.Kind, Expects: d.Expects, After: d.After,
 		Basis: expect.Basis(d.Basis), Supersedes: d.Supersedes, By: d.By}
 	if r.ExpectationID == "" {
 		r.ExpectationID = mintExpectationID()
 	}
-	if d.Subject == nil {
+	if d.Subject == nil && !extend {
 		return r, rule.Invalidf("subject", "required: {\"type\",\"id\"}")
 	}
-	r.Subject = *d.Subject
+	if d.Subject != nil {
+		r.Subject = *d.Subject
+	}
 	if d.SatisfiedBy != nil {
 		r.FactKey = d.SatisfiedBy.FactKey
 	}
@@ -144,11 +120,13 @@ func (d *ExpectRaiseBody) raise() (expect.Raise, error) {
 		r.Origin = *d.Origin
 	}
 	var err error
-	if d.DueAt == "" {
+	if d.DueAt == "" && !extend {
 		return r, rule.Invalidf("dueAt", "required: there is no open-ended expectation")
 	}
-	if r.DueAt, err = expect.ParseTime(d.DueAt); err != nil {
-		return r, rule.Invalidf("dueAt", err.Error())
+	if d.DueAt != "" {
+		if r.DueAt, err = expect.ParseTime(d.DueAt); err != nil {
+			return r, rule.Invalidf("dueAt", err.Error())
+		}
 	}
 	if d.Grace != "" {
 		if r.Grace, err = expect.ParseDuration(d.Grace); err != nil {
@@ -237,19 +215,11 @@ func (s *Server) expectSupersede(w http.ResponseWriter, r *http.Request) {
 			return nil, nil, rule.Invalidf("supersedes", "names "+strconv.Quote(d.Supersedes)+" but the path names "+strconv.Quote(old))
 		}
 		d.Supersedes = old
-		if err := l.Refresh(); err != nil {
-			return nil, nil, err
-		}
-		l.Read(func(st *ledger.State, _ store.Position) {
-			if v, ok := st.Expects.Expectation(old); ok {
-				d.inherit(v)
-			}
-		})
-		rz, err := d.raise()
+		c, err := d.supersede()
 		if err != nil {
 			return nil, nil, err
 		}
-		return expect.SupersedeCommand{Raise: rz}, renderExpectation(rz.ExpectationID), nil
+		return c, renderExpectation(c.Raise.ExpectationID), nil
 	})
 }
 

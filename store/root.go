@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -134,4 +135,36 @@ func Sessions(root, tenant string) ([]Session, error) {
 		}
 	}
 	return out, nil
+}
+
+// Settings are a ledger directory's own limits, kept in its tally.json
+// beside the format, so every process that opens the ledger (the CLI,
+// tally watch, tally serve) applies the same ones. Zero values mean the
+// defaults.
+type Settings struct {
+	// LineageMax bounds an expectation's lineage: past it only a person
+	// extends.
+	LineageMax int `json:"lineage_max,omitempty"`
+	// RequestHistory is how long a request id's answer is retained, as a
+	// Go duration ("24h"); a retry older than that is refused.
+	RequestHistory string `json:"request_history,omitempty"`
+}
+
+// ReadSettings reads the settings of the ledger at root. Members it does
+// not know are ignored (a later version may add some); a member of the
+// wrong type is refused by name.
+func ReadSettings(root string) (Settings, error) {
+	var s Settings
+	b, err := os.ReadFile(filepath.Join(root, markerName))
+	if err != nil {
+		return s, fmt.Errorf("ledger settings: %w", err)
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return s, fmt.Errorf("ledger settings %s: %s: must be a JSON %s", filepath.Join(root, markerName), te.Field, te.Type.Kind())
+		}
+		return s, fmt.Errorf("ledger settings %s: %w", filepath.Join(root, markerName), err)
+	}
+	return s, nil
 }

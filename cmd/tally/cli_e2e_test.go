@@ -149,3 +149,65 @@ func TestE2ELapsesSinceCountsBack(t *testing.T) {
 		}
 	}
 }
+
+// TestE2ESupersedeAndLineageSetting: `expect supersede --due` gives the new
+// expectation that due even when the old one was anchored; an inherited
+// horizon that has passed is refused naming --horizon, appending nothing;
+// the lineage bound is the ledger's lineage_max setting.
+func TestE2ESupersedeAndLineageSetting(t *testing.T) {
+	l := newLedger(t)
+	marker := filepath.Join(l.dir, "tally.json")
+	if err := os.WriteFile(marker, []byte(`{"format":1,"lineage_max":2}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.mustAs(agent, "expect", "raise", "--id", "dep", "--kind", "k", "--subject", "s:1", "--fact-key", "dep:1", "--due", "1h", "--basis", "observed")
+	l.mustAs(agent, "expect", "raise", "--id", "arr", "--kind", "k", "--subject", "s:1", "--fact-key", "arr:1", "--due", "3h", "--basis", "observed",
+		"--anchor", "dep:1h45m", "--horizon", "2030-01-01T00:00:00Z")
+	l.mustAs("feed", "fact", "dep:1", "--subject", "s:1") // re-anchors arr to now + 1h45m
+	l.mustAs(agent, "expect", "supersede", "arr", "--id", "arr-2", "--due", "2029-01-01T00:00:00Z")
+	v := l.expectation("arr-2")
+	if v["currentDue"] != "2029-01-01T00:00:00Z" || v["anchor"] != nil || v["horizon"] != "2030-01-01T00:00:00Z" {
+		t.Fatalf("supersede --due on an anchored expectation: %v", v)
+	}
+	// The bound (2 here) is reached: an agent is refused, exit 1, nothing appended.
+	before := l.logBytes()
+	r := l.as(agent, "expect", "supersede", "arr-2", "--id", "arr-3", "--due", "2029-06-01T00:00:00Z")
+	if r.code != 1 || !strings.Contains(r.err, "lineage bound 2") || !bytes.Equal(before, l.logBytes()) {
+		t.Fatalf("past lineage_max 2: %v", r)
+	}
+	l.mustAs("ops", "expect", "supersede", "arr-2", "--id", "arr-3", "--due", "2029-06-01T00:00:00Z", "--human")
+
+	// An inherited horizon that has passed: refused, naming --horizon.
+	l.mustAs(agent, "expect", "raise", "--id", "old", "--kind", "k", "--subject", "s:2", "--fact-key", "old:1", "--due", "2026-01-01T00:00:00Z",
+		"--horizon", "2026-01-02T00:00:00Z", "--basis", "observed")
+	before = l.logBytes()
+	r = l.as(agent, "expect", "supersede", "old", "--id", "old-2", "--due", "2d")
+	if r.code == 0 || !strings.Contains(r.err, "horizon") || !strings.Contains(r.err, "--horizon") || !bytes.Equal(before, l.logBytes()) {
+		t.Fatalf("inherited passed horizon: %v", r)
+	}
+	l.mustAs(agent, "expect", "supersede", "old", "--id", "old-2", "--due", "2d", "--horizon", "3d")
+
+	// A setting of the wrong type is refused by name.
+	if err := os.WriteFile(marker, []byte(`{"format":1,"lineage_max":"two"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := l.run("expect", "ls"); r.code != 1 || !strings.Contains(r.err, "lineage_max") {
+		t.Fatalf("bad setting: %v", r)
+	}
+}
+
+// TestRemoteLineageMaxFlag: `tally serve --lineage-max` is the bound the
+// server's expect core applies.
+func TestRemoteLineageMaxFlag(t *testing.T) {
+	srv := startServerWith(t, []string{"--lineage-max", "1"}, "booking")
+	if r := srv.as(t, "booking", "expect", "raise", "--id", "e1", "--kind", "k", "--subject", "s:1", "--fact-key", "f:1", "--due", "1h", "--basis", "observed"); r.code != 0 {
+		t.Fatal(r)
+	}
+	r := srv.as(t, "booking", "expect", "supersede", "e1", "--id", "e2", "--due", "2h")
+	if r.code != 1 || !strings.Contains(r.err, "lineage bound 1") {
+		t.Fatalf("past --lineage-max 1: %v", r)
+	}
+	if r := run(t, runOpts{}, "serve", "--dir", srv.dir, "--lineage-max", "0"); r.code != 2 || !strings.Contains(r.err, "lineage-max") {
+		t.Fatalf("--lineage-max 0: %v", r)
+	}
+}

@@ -23,6 +23,7 @@ type server struct {
 	dir    string
 	tokens map[string]string
 	proc   *exec.Cmd
+	flags  []string // extra `tally serve` flags
 }
 
 // startServer inits a ledger, makes a token per participant (role agent
@@ -30,7 +31,13 @@ type server struct {
 // server is killed when the test ends.
 func startServer(t *testing.T, participants ...string) *server {
 	t.Helper()
-	s := &server{dir: filepath.Join(t.TempDir(), "srv"), tokens: map[string]string{}}
+	return startServerWith(t, nil, participants...)
+}
+
+// startServerWith is startServer with extra `tally serve` flags.
+func startServerWith(t *testing.T, flags []string, participants ...string) *server {
+	t.Helper()
+	s := &server{dir: filepath.Join(t.TempDir(), "srv"), tokens: map[string]string{}, flags: flags}
 	if r := run(t, runOpts{}, "init", "--dir", s.dir); r.code != 0 {
 		t.Fatalf("init: %v", r)
 	}
@@ -53,7 +60,7 @@ func startServer(t *testing.T, participants ...string) *server {
 // where it listens; the process is killed when the test ends.
 func (s *server) start(t *testing.T) {
 	t.Helper()
-	s.url, s.proc = serveOn(t, io.Discard, "--dir", s.dir)
+	s.url, s.proc = serveOn(t, io.Discard, append([]string{"--dir", s.dir}, s.flags...)...)
 }
 
 // serveOn runs `tally serve --addr 127.0.0.1:0 args…`, its stderr to errw,
