@@ -350,14 +350,11 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *rule.
 			Slot: c.Slot, Kind: c.Kind, Schema: c.Schema, Name: c.Name, Cycle: cycle, Generation: c.Generation,
 			Content: c.Content.String(), Size: c.Size, Digest: d.String()})
 	case ReceiveArtifact:
-		// Nothing to pin the digest to: say what is missing, as validate would.
-		if c.Digest == "" && s.pin(c.Claim, c.Artifact, "") == "" {
-			if s.claim(c.Claim) == nil {
-				return nil, rule.NotFoundf("claim", "no claim "+quote(c.Claim))
-			}
-			return nil, rule.NotFoundf("artifact", "no artifact "+quote(c.Artifact)+" in claim "+c.Claim)
+		digest, r := s.pinned("artifact", c.Claim, c.Artifact, c.Digest)
+		if r != nil {
+			return nil, r
 		}
-		return one(Event{Type: TypeArtifactReceive, Claim: c.Claim, Artifact: c.Artifact, Digest: s.pin(c.Claim, c.Artifact, c.Digest)})
+		return one(Event{Type: TypeArtifactReceive, Claim: c.Claim, Artifact: c.Artifact, Digest: digest})
 	case CloseTestament:
 		cr := s.claim(c.Claim)
 		if cr == nil {
@@ -368,15 +365,26 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *rule.
 		}
 		bindings := make([]Binding, len(c.Bindings))
 		for i, b := range c.Bindings {
-			b.Digest = s.pin(c.Claim, b.Artifact, b.Digest)
+			var r *rule.Refusal
+			if b.Digest, r = s.pinned("bindings.artifact", c.Claim, b.Artifact, b.Digest); r != nil {
+				return nil, r
+			}
 			bindings[i] = b
+		}
+		diags, r := s.pinRefs("diagnostics", c.Claim, c.Diagnostics)
+		if r != nil {
+			return nil, r
 		}
 		return one(Event{Type: TypeTestament, Claim: c.Claim, Testament: c.Testament, Role: TestamentResponse,
 			Generation: c.Generation, Cycle: cr.cycles + 1, Outcome: string(c.Outcome), Summary: c.Summary,
-			Confidence: c.Confidence, Bindings: bindings, Diagnostics: s.pinRefs(c.Claim, c.Diagnostics)})
+			Confidence: c.Confidence, Bindings: bindings, Diagnostics: diags})
 	case ResultTestament:
+		results, r := s.pinRefs("results", c.Claim, c.Results)
+		if r != nil {
+			return nil, r
+		}
 		return one(Event{Type: TypeTestament, Claim: c.Claim, Testament: c.Testament, Role: TestamentResult,
-			Summary: c.Summary, Confidence: c.Confidence, Results: s.pinRefs(c.Claim, c.Results)})
+			Summary: c.Summary, Confidence: c.Confidence, Results: results})
 	case FailTestament:
 		if c.Generation == 0 {
 			return nil, rule.Invalidf("generation", "is required: the receipt generation the writer holds")
@@ -393,11 +401,14 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *rule.
 		}
 		return one(e)
 	case ReportVerdict:
-		digest := s.pin(c.Claim, c.Artifact, c.Digest)
-		cr := s.claim(c.Claim)
-		if cr == nil {
-			return nil, rule.NotFoundf("claim", "no claim "+quote(c.Claim))
+		if r := CheckResult(c.Result); r != nil {
+			return nil, r // a malformed verdict before any lookup
 		}
+		digest, r := s.pinned("artifact", c.Claim, c.Artifact, c.Digest)
+		if r != nil {
+			return nil, r
+		}
+		cr := s.claim(c.Claim)
 		var out []Event
 		if c.Publish != nil {
 			p := *c.Publish
@@ -418,8 +429,12 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *rule.
 			out = append(out, pub...)
 			c.Evidence, c.EvidenceDigest = p.Artifact, pub[0].Digest
 		}
+		evidence, r := s.pinned("evidence", c.Claim, c.Evidence, c.EvidenceDigest)
+		if r != nil {
+			return nil, r
+		}
 		v := Event{Type: TypeCheckVerdict, Claim: c.Claim, Check: c.Check, Artifact: c.Artifact, Digest: digest,
-			Result: string(c.Result), Evidence: c.Evidence, EvidenceHash: s.pin(c.Claim, c.Evidence, c.EvidenceDigest), Note: c.Note}
+			Result: string(c.Result), Evidence: c.Evidence, EvidenceHash: evidence, Note: c.Note}
 		if a := cr.attempts[attemptKey{c.Check, c.Artifact, digest}]; a != nil && a.state == attemptRunning {
 			_, ch, _ := cr.check(c.Check)
 			v.Phase, v.Handler, v.Validator, v.Attempt = string(ch.Phases[a.phase]), a.handler, ch.handler(a.handler), a.runningAttempt
@@ -480,12 +495,35 @@ func (s *State) pin(claim, art, digest string) string {
 	return ""
 }
 
-func (s *State) pinRefs(claim string, refs []Ref) []Ref {
+// pinned is pin for a command naming art in field: an artifact with no
+// digest given that the claim does not record is refused by name (there is
+// nothing to pin), as validate would refuse it.
+func (s *State) pinned(field, claim, art, digest string) (string, *rule.Refusal) {
+	if digest != "" {
+		return digest, nil
+	}
+	if s.claim(claim) == nil {
+		return "", rule.NotFoundf("claim", "no claim "+quote(claim))
+	}
+	if art == "" {
+		return "", rule.Invalidf(field, "is required")
+	}
+	if d := s.pin(claim, art, ""); d != "" {
+		return d, nil
+	}
+	return "", rule.NotFoundf(field, "no artifact "+quote(art)+" in claim "+claim)
+}
+
+func (s *State) pinRefs(field, claim string, refs []Ref) ([]Ref, *rule.Refusal) {
 	out := make([]Ref, len(refs))
 	for i, r := range refs {
-		out[i] = Ref{Artifact: r.Artifact, Digest: s.pin(claim, r.Artifact, r.Digest)}
+		d, rf := s.pinned(field, claim, r.Artifact, r.Digest)
+		if rf != nil {
+			return nil, rf
+		}
+		out[i] = Ref{Artifact: r.Artifact, Digest: d}
 	}
-	return out
+	return out, nil
 }
 
 // nextAttempt builds the begin record of the next attempt of a check.
@@ -498,7 +536,10 @@ func (s *State) nextAttempt(claim, check, art, digest string) (Event, *rule.Refu
 	if !ok {
 		return Event{}, rule.NotFoundf("check", "claim "+claim+" declares no check "+quote(check))
 	}
-	digest = s.pin(claim, art, digest)
+	digest, r := s.pinned("artifact", claim, art, digest)
+	if r != nil {
+		return Event{}, r
+	}
 	phase, handler, attempt := 0, 0, 1
 	if a := cr.attempts[attemptKey{check, art, digest}]; a != nil {
 		phase, handler, attempt = a.phase, a.handler, a.used+1

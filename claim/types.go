@@ -90,7 +90,7 @@ func (r Result) Valid() bool { return r == Pass || r == Fail || r == Incomplete 
 
 // CheckResult refuses a result that is not one of the four, as Decide does:
 // for a caller that must refuse before it stores evidence.
-func CheckResult(r Result) error {
+func CheckResult(r Result) *rule.Refusal {
 	if !r.Valid() {
 		return rule.Invalidf("result", resultRule)
 	}

@@ -308,6 +308,10 @@ func TestE2EClaimRefusalCodesMatchRemote(t *testing.T) {
 		{maintainer, "", 2, "usage", []string{"testament", "receive", "C17"}},
 		{maintainer, "", 2, "invalid", []string{"check", "report", "behavior", "--claim", "C17", "--artifact", "patch-a", "--result", "great", "--evidence-file", "review.md"}},
 		{maintainer, "", 1, "not_found", []string{"check", "begin", "nocheck", "--claim", "C17", "--artifact", "patch-a"}},
+		// An artifact the claim does not record is named, not a digest to mend.
+		{maintainer, "", 1, "not_found", []string{"check", "begin", "behavior", "--claim", "C17", "--artifact", "nope"}},
+		{parser, "", 1, "not_found", []string{"testament", "close", "C17", "--id", "T1", "--generation", "1", "--summary", "s", "--bind", "change=nope"}},
+		{maintainer, "", 1, "not_found", []string{"artifact", "receive", "C17", "nope"}},
 	}
 	for _, c := range cases {
 		if got := b.refused(c.who, c.stdin, c.exit, c.args...); got != c.code {
@@ -322,6 +326,7 @@ func TestE2EClaimRefusalCodesMatchRemote(t *testing.T) {
 		{"/claims/C17/testaments", `{"testament":"T1","generation":1,"summary":"s","role":"bogus"}`, "invalid"},
 		{"/claims/C17/checks/behavior/report", `{"artifact":"patch-a","result":"great","evidence":"e"}`, "invalid"},
 		{"/claims/C99/artifacts/patch-a/receive", `{}`, "not_found"},
+		{"/claims/C17/checks/behavior/begin", `{"artifact":"nope"}`, "not_found"},
 	} {
 		before := readOrNil(t, b.srvLog())
 		req, _ := http.NewRequest("POST", b.srv.url+"/v1/tenants/default/sessions/default"+c.path, strings.NewReader(c.body))

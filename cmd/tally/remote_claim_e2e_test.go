@@ -106,7 +106,7 @@ func TestRemoteArtifactAndCheckVerbsMatchLocal(t *testing.T) {
 		{parser, []string{"testament", "post", "C17", "T2"}, "", 0},
 		{maintainer, []string{"testament", "receive", "C17", "T2"}, "", 0},
 		{"outsider", []string{"check", "begin", "behavior", "--claim", "C17", "--artifact", "patch-a"}, "", 1}, // not the evaluator
-		{maintainer, []string{"check", "begin", "behavior", "--claim", "C17", "--artifact", "nope"}, "", 2},    // no digest to pin
+		{maintainer, []string{"check", "begin", "behavior", "--claim", "C17", "--artifact", "nope"}, "", 1},    // no such artifact
 		{maintainer, []string{"check", "begin", "behavior", "--claim", "C17", "--artifact", "patch-a"}, "", 0},
 		{parser, []string{"check", "report", "review", "--claim", "C17", "--artifact", "patch-a", "--result", "pass", "--evidence-file", "review.md", "--json"}, "", 1}, // not the evaluator: no evidence stored either
 		{maintainer, []string{"check", "report", "review", "--claim", "C17", "--artifact", "patch-a", "--result", "great", "--evidence-file", "review.md"}, "", 2},
