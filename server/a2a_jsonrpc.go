@@ -98,6 +98,11 @@ func rpcErrorOf(err error) *rpcError {
 		}
 	}
 	var ae *a2a.Error
+	if e.Code == -32603 && !errors.As(err, &ae) {
+		// The cause (a path, a disk error) is for the server's log, not
+		// for the client.
+		e.Message = "internal error: the server could not answer this request; its log has the cause"
+	}
 	if errors.As(err, &ae) {
 		if len(ae.Details) > 0 {
 			e.Data = append(e.Data, errordetails.NewFromStruct(ae.Details))

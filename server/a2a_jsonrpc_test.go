@@ -1,12 +1,18 @@
 package server
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // errInfo is the ErrorInfo every JSON-RPC error object ends its data with.
@@ -40,11 +46,11 @@ func TestA2AJSONRPCEnvelope(t *testing.T) {
 	promiseSend := `{"jsonrpc":"2.0","id":9,"method":"SendMessage","params":{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"x"}],` +
 		`"metadata":{"urn:tally:ext:promise":{"id":"p1","promise":"hand back a reviewed schema","to":"author","until":"2026-09-01T17:00:00Z"}}}}}`
 	ext := []string{"A2A-Extensions", "urn:tally:ext:promise"}
-	// A session whose directory cannot be made: the server's fault.
-	if err := os.MkdirAll(filepath.Join(f.root, "sessions", "acme"), 0o755); err != nil {
+	// A session whose log is damaged: the server's fault, not the request's.
+	if err := os.MkdirAll(filepath.Join(f.root, "sessions", "acme", "broken"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(f.root, "sessions", "acme", "broken"), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(f.root, "sessions", "acme", "broken", "log.jsonl"), []byte("not a record\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -107,7 +113,8 @@ func TestA2AJSONRPCEnvelope(t *testing.T) {
 			rpcErr("4", -32004, "SubscribeToTask: streaming is not offered (capabilities.streaming is false): poll GetTask, or follow the session's event stream (…/events)", "UNSUPPORTED_OPERATION")},
 		{"unknown task", "", `{"jsonrpc":"2.0","id":5,"method":"GetTask","params":{"id":"nope"}}`, nil, 200,
 			rpcErr("5", -32001, "no task nope in session acme/main", "TASK_NOT_FOUND")},
-		{"internal", "/v1/tenants/acme/sessions/broken/a2a", `{"jsonrpc":"2.0","id":6,"method":"GetTask","params":{"id":"x"}}`, nil, 200, ""},
+		{"internal", "/v1/tenants/acme/sessions/broken/a2a", `{"jsonrpc":"2.0","id":6,"method":"GetTask","params":{"id":"x"}}`, nil, 200,
+			rpcErr("6", -32603, "internal error: the server could not answer this request; its log has the cause", "INTERNAL_ERROR")},
 	}
 	before := string(f.logBytes())
 	for _, c := range cases {
@@ -117,12 +124,6 @@ func TestA2AJSONRPCEnvelope(t *testing.T) {
 				path = a2aBase
 			}
 			code, body, h := f.do("POST", path, "reviewer", c.body, c.hdr...)
-			if c.name == "internal" {
-				if code != 200 || !strings.HasPrefix(body, `{"jsonrpc":"2.0","id":6,"error":{"code":-32603,"message":"internal error: `) {
-					t.Fatalf("%d %s", code, body)
-				}
-				return
-			}
 			if code != c.status || body != c.want || h.Get("Content-Type") != "application/json" {
 				t.Fatalf("got %d %s\nwant %d %s", code, body, c.status, c.want)
 			}
@@ -211,5 +212,28 @@ func TestA2APushConfigUnsupported(t *testing.T) {
 	_, card, _ := f.do("GET", a2aBase+"/.well-known/agent-card.json", "", "")
 	if !strings.Contains(card, `"pushNotifications":false`) {
 		t.Fatalf("card: %s", card)
+	}
+}
+
+// TestA2AJSONRPCBodyIncomplete: a body shorter than its Content-Length is
+// the client's fault: 400 with a JSON-RPC error, not a parse error or 500.
+func TestA2AJSONRPCBodyIncomplete(t *testing.T) {
+	f := newFixture(t)
+	conn, err := net.Dial("tcp", f.ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"jsonrpc":"2.0","id":1,`
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n%s", a2aBase, f.tokens["reviewer"], body)
+	conn.(*net.TCPConn).CloseWrite()
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	if want := rpcErr("null", -32600, "request: the body ended early: unexpected EOF", "INVALID_REQUEST"); resp.StatusCode != 400 || string(got) != want {
+		t.Fatalf("got %d %s\nwant %s", resp.StatusCode, got, want)
 	}
 }
