@@ -53,6 +53,7 @@ func TestA2AJSONRPCEnvelope(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(f.root, "sessions", "acme", "broken", "log.jsonl"), []byte("not a record\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	stateRule := `status: must be one of TASK_STATE_SUBMITTED, TASK_STATE_WORKING, TASK_STATE_COMPLETED, TASK_STATE_FAILED, TASK_STATE_CANCELED, TASK_STATE_REJECTED, TASK_STATE_INPUT_REQUIRED, TASK_STATE_AUTH_REQUIRED (got "DONE")`
 	cases := []struct {
 		name   string
 		path   string
@@ -95,6 +96,10 @@ func TestA2AJSONRPCEnvelope(t *testing.T) {
 			rpcErr("3", -32602, "params.id: must be a string (got number)", "INVALID_PARAMS", invalidDetail("params.id", "must be a string (got number)"))},
 		{"nested member of a wrong type", "", `{"jsonrpc":"2.0","id":3,"method":"SendMessage","params":{"message":{"messageId":4}}}`, nil, 200,
 			rpcErr("3", -32602, "params.message.messageId: must be a string (got number)", "INVALID_PARAMS", invalidDetail("params.message.messageId", "must be a string (got number)"))},
+		{"an unknown task state", "", `{"jsonrpc":"2.0","id":3,"method":"ListTasks","params":{"status":"DONE"}}`, nil, 200,
+			rpcErr("3", -32602, stateRule, "INVALID_PARAMS", invalidDetail("status", stateRule[len("status: "):]))},
+		{"an unknown role", "", `{"jsonrpc":"2.0","id":3,"method":"SendMessage","params":{"message":{"messageId":"m","role":"BOSS","parts":[]}}}`, nil, 200,
+			rpcErr("3", -32602, `message.role: must be ROLE_USER or ROLE_AGENT (got "BOSS")`, "INVALID_PARAMS", invalidDetail("message.role", `must be ROLE_USER or ROLE_AGENT (got "BOSS")`))},
 		{"a required param missing", "", `{"jsonrpc":"2.0","id":3,"method":"GetTask","params":{}}`, nil, 200,
 			rpcErr("3", -32602, "id: is required", "INVALID_PARAMS", invalidDetail("id", "is required"))},
 		{"A2A-Version 9.9", "", promiseSend, append([]string{"A2A-Version", "9.9"}, ext...), 200,
@@ -155,7 +160,7 @@ func TestA2AJSONRPCEnvelope(t *testing.T) {
 	// The errors are counted by code.
 	_, metrics, _ := f.do("GET", "/metrics", "", "")
 	for _, m := range []string{`tally_a2a_jsonrpc_errors_total{code="-32700"} 4`, `tally_a2a_jsonrpc_errors_total{code="-32600"} 11`,
-		`tally_a2a_jsonrpc_errors_total{code="-32601"} 1`, `tally_a2a_jsonrpc_errors_total{code="-32602"} 4`,
+		`tally_a2a_jsonrpc_errors_total{code="-32601"} 1`, `tally_a2a_jsonrpc_errors_total{code="-32602"} 6`,
 		`tally_a2a_jsonrpc_errors_total{code="-32603"} 1`, `tally_a2a_jsonrpc_errors_total{code="-32009"} 2`,
 		`tally_a2a_jsonrpc_errors_total{code="-32004"} 2`, `tally_a2a_jsonrpc_errors_total{code="-32001"} 1`} {
 		if !strings.Contains(metrics, m) {

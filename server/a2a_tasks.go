@@ -141,6 +141,19 @@ func taskIDOf(v *promise.View) a2a.TaskID {
 	return a2a.TaskID(v.ID)
 }
 
+// a2aTaskStates are A2A v1.0's task states, which a ListTasks filter may
+// name.
+var a2aTaskStates = []a2a.TaskState{a2a.TaskStateSubmitted, a2a.TaskStateWorking, a2a.TaskStateCompleted, a2a.TaskStateFailed,
+	a2a.TaskStateCanceled, a2a.TaskStateRejected, a2a.TaskStateInputRequired, a2a.TaskStateAuthRequired}
+
+func a2aStateNames() []string {
+	names := make([]string, len(a2aTaskStates))
+	for i, st := range a2aTaskStates {
+		names[i] = string(st)
+	}
+	return names
+}
+
 // a2aTaskState maps a promise status to a task state (see a2aHandler).
 func a2aTaskState(s promise.Status) a2a.TaskState {
 	switch s {
@@ -262,6 +275,9 @@ func (h *a2aHandler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (
 		size = a2aListDefault
 	case size < 0 || size > a2aListMax:
 		return nil, invalidParams("pageSize", "must be between 1 and "+strconv.Itoa(a2aListMax))
+	}
+	if req.Status != a2a.TaskStateUnspecified && !slices.Contains(a2aTaskStates, req.Status) {
+		return nil, invalidParams("status", "must be one of "+strings.Join(a2aStateNames(), ", ")+" (got "+strconv.Quote(string(req.Status))+")")
 	}
 	off := 0
 	if req.PageToken != "" {
@@ -405,6 +421,9 @@ func (h *a2aHandler) SendMessage(ctx context.Context, req *a2a.SendMessageReques
 	}
 	if msg.ID == "" {
 		return nil, invalidParams("message.messageId", "is required")
+	}
+	if msg.Role != a2a.MessageRoleUser && msg.Role != a2a.MessageRoleAgent {
+		return nil, invalidParams("message.role", "must be ROLE_USER or ROLE_AGENT (got "+strconv.Quote(msg.Role.String())+")")
 	}
 	uri, key, raw, err := h.findRecord(msg.Metadata)
 	if err != nil {
