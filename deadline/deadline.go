@@ -10,7 +10,8 @@
 // and eight bytes): exact for every instant tally accepts (years 1–9999),
 // ordered as the times are. A due time finer than the packed form keeps (a
 // sum computed outside 1680–2253) is rounded up to the microsecond, so it
-// never falls due early; times outside years 0–9999 saturate.
+// never falls due early; times far outside years 1–9999 (beyond about
+// 600 BC or AD 10500) saturate.
 package deadline
 
 import (

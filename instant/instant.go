@@ -84,7 +84,8 @@ func Representable(t time.Time) bool {
 
 // Pack returns the packed form of t: an int64 that orders as t does, equal
 // to t.UnixNano() inside 1680–2253. An instant the form cannot keep is
-// floored to the microsecond; one outside years 0000–9999 saturates. Check
+// floored to the microsecond; one beyond the form's reach (about 600 BC to
+// AD 10500, far outside the accepted range) saturates. Check
 // it first wherever the value must be kept exactly.
 func Pack(t time.Time) int64 {
 	s, ns := t.Unix(), int64(t.Nanosecond())

@@ -33,10 +33,17 @@ func TestPackBounds(t *testing.T) {
 	if p := Pack(year0); p == math.MinInt64 || !Unpack(p).Equal(year0) {
 		t.Fatalf("Pack(year 0) = %d → %v", p, Unpack(p))
 	}
-	if Pack(time.Date(10001, 1, 1, 0, 0, 0, 0, time.UTC)) != math.MaxInt64 && Pack(time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC)) != math.MaxInt64 {
+	// Beyond the accepted range the form still orders, then saturates.
+	for _, y := range []int{10400, -500} {
+		x := time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC)
+		if p := Pack(x); p == math.MaxInt64 || p == math.MinInt64 || !Unpack(p).Equal(x) {
+			t.Fatalf("year %d packs as %d", y, p)
+		}
+	}
+	if Pack(time.Date(10600, 1, 1, 0, 0, 0, 0, time.UTC)) != math.MaxInt64 || Pack(time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC)) != math.MaxInt64 {
 		t.Fatal("far future does not saturate")
 	}
-	if Pack(time.Date(-300000, 1, 1, 0, 0, 0, 0, time.UTC)) != math.MinInt64 {
+	if Pack(time.Date(-700, 1, 1, 0, 0, 0, 0, time.UTC)) != math.MinInt64 || Pack(time.Date(-300000, 1, 1, 0, 0, 0, 0, time.UTC)) != math.MinInt64 {
 		t.Fatal("far past does not saturate")
 	}
 }
