@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -51,15 +50,13 @@ func TestPropertyFarDues(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		nows = append(nows, random())
 	}
-	for _, e := range all[:5] { // at and just after lapse instants
+	nows = append(nows, time.Unix(0, 0).UTC()) // the epoch is an instant like any other
+	for _, e := range all[:5] {                // at and just after lapse instants
 		nows = append(nows, e.lapse, e.lapse.Add(time.Microsecond))
 	}
 	slices.SortFunc(nows, time.Time.Compare)
 	lapsed := map[string]bool{}
 	for _, now := range nows {
-		if now.Equal(time.Unix(0, 0)) {
-			continue
-		}
 		for _, e := range h.commit(now) {
 			l := e.Lapse
 			if l == nil || l.Kind != LapseOverdue {
@@ -92,12 +89,28 @@ func TestFarDueRefusals(t *testing.T) {
 	h.refuse(agent, false, tRaise, raise(mustTime("9999-12-31T23:30:00Z"), time.Hour), rule.Invalid, "grace")
 	h.refuse(agent, false, tRaise, raise(mustTime("9999-01-01T00:00:00.0000001Z"), 0), rule.Invalid, "dueAt")
 	h.refuse(agent, false, tRaise, raise(mustTime("9000-01-01T00:00:00Z"), time.Nanosecond), rule.Invalid, "grace")
-	_, err := h.s.Decide(agent, false, tRaise, raise(mustTime("1970-01-01T00:00:00Z"), 0))
-	if err == nil || !strings.Contains(err.Error(), "dueAt: must not be 1970-01-01T00:00:00Z exactly") {
-		t.Fatalf("epoch: %v", err)
-	}
 	h.do(agent, false, tRaise, raise(mustTime("9999-12-31T22:30:00Z"), time.Hour))
 	if len(h.lines) != 1 {
 		t.Fatalf("refusals appended: %v", h.lines)
+	}
+}
+
+// The Unix epoch is an instant like any other (the packed form once kept it
+// for "none" and refused it): due then, the expectation lapses just after.
+func TestEpochDue(t *testing.T) {
+	h := newHarness(t)
+	epoch := mustTime("1970-01-01T00:00:00Z")
+	h.do(agent, false, tRaise, RaiseCommand{Raise{ExpectationID: "e", Kind: "k", Subject: Subject{"t", "1"}, FactKey: "f",
+		DueAt: epoch.Add(-time.Hour), Grace: time.Hour, Horizon: epoch, Basis: BasisDeclared}})
+	if v := h.view("e"); !v.CurrentDue.Equal(epoch.Add(-time.Hour)) || !v.Horizon.Equal(epoch) {
+		t.Fatalf("view: %+v", v)
+	}
+	if got := lapses(h.commit(epoch)); got != nil {
+		t.Fatalf("lapsed at its own instant: %v", got)
+	}
+	got := lapses(h.commit(epoch.Add(time.Nanosecond)))
+	want := []string{"e overdue 1969-12-31T23:00:00Z 1970-01-01T00:00:00Z", "e stalled 1969-12-31T23:00:00Z 1970-01-01T00:00:00Z"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("lapses %v, want %v", got, want)
 	}
 }

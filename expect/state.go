@@ -306,38 +306,48 @@ func (s *State) subject(x *expectation) Subject {
 	return Subject{Type: s.name(x.subjectType), ID: x.field(tSubjectID)}
 }
 
-// nanos and fromNanos convert between time.Time and the packed form
-// (instant.Pack). Zero times stay zero.
+// nanos and fromNanos convert between time.Time and the packed form: an
+// int64 ordered as the times are, with 0 kept for "none" (the zero time).
+// It is instant.Pack moved up by one from 0 on, so that the Unix epoch,
+// which instant.Pack packs to 0, is an instant like any other.
 func nanos(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
 	}
-	return instant.Pack(t)
+	return shift(instant.Pack(t))
 }
 
 func fromNanos(n int64) time.Time {
 	if n == 0 {
 		return time.Time{}
 	}
-	return instant.Unpack(n)
+	return instant.Unpack(unshift(n))
 }
 
-// epochRule is why the Unix epoch is refused: the packed form reserves 0,
-// which it packs to, for "none".
-const epochRule = "must not be 1970-01-01T00:00:00Z exactly, which the expectations fold reserves for none"
+// addNanos is the packed form of fromNanos(n).Add(d) (instant.Add).
+func addNanos(n int64, d time.Duration) int64 { return shift(instant.Add(unshift(n), d)) }
 
-// timeProblem is the rule t breaks to be packed, or "": every instant tally
-// accepts (instant.Check) except the Unix epoch. The zero time is none.
-func timeProblem(t time.Time) string {
-	switch {
-	case t.IsZero():
-		return ""
-	case instant.Problem(t) != "":
-		return instant.Problem(t)
-	case t.Equal(time.Unix(0, 0)):
-		return epochRule
+func shift(p int64) int64 {
+	if p >= 0 && p < math.MaxInt64 {
+		return p + 1
 	}
-	return ""
+	return p
+}
+
+func unshift(n int64) int64 {
+	if n > 0 && n < math.MaxInt64 {
+		return n - 1
+	}
+	return n
+}
+
+// timeProblem is the rule t breaks to be packed (instant.Problem), or "".
+// The zero time is none.
+func timeProblem(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return instant.Problem(t)
 }
 
 // inRange reports whether t can be packed (timeProblem says why not).
@@ -704,7 +714,7 @@ func (s *State) satisfy(x *expectation, at int64) {
 }
 
 func (s *State) reanchor(x *expectation, anchorAt int64) {
-	x.currentDue = instant.Add(anchorAt, time.Duration(x.anchorOffset))
+	x.currentDue = addNanos(anchorAt, time.Duration(x.anchorOffset))
 	x.flags |= flagReanchored
 	x.ext().reanchoredAt = anchorAt
 }
@@ -832,7 +842,7 @@ func (s *State) pending(x *expectation) []candidate {
 	}
 	openAt := func(at int64) bool { return x.life == Open || x.satisfiedAt > at }
 	var out []candidate
-	if at := instant.Add(x.currentDue, time.Duration(x.grace)); openAt(at) && !s.recorded(x, LapseOverdue, x.currentDue) {
+	if at := addNanos(x.currentDue, time.Duration(x.grace)); openAt(at) && !s.recorded(x, LapseOverdue, x.currentDue) {
 		out = append(out, candidate{LapseOverdue, at})
 	}
 	if at := x.skippedAt; at != 0 && openAt(at) && x.flags&flagSkippedRecorded == 0 {
