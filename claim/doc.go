@@ -44,6 +44,16 @@
 // event can affect (dependents are indexed), so a cycle never satisfies
 // itself and the cost of a verdict does not grow with the ledger.
 //
+// # Explanations
+//
+// A view says why its claim is not Satisfied (View.Why, Reason): how it
+// ended, the delivery it waits on, each Required slot without a witness
+// with every candidate's gating checks (passed, running, missing, failed),
+// and each blocking relation that does not hold, followed down to the claim
+// that lacks something itself or named as a cycle back to the claim. The
+// texts are the ones claim show prints, REST answers and A2A status
+// messages carry. A terminal claim's slots and reasons are as of its end.
+//
 // # Scope release
 //
 // A terminal claim still answers for the work it started: it releases its

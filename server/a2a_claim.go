@@ -39,7 +39,9 @@ package server
 // (only the claimant posts, only the respondent takes the receipt, only the
 // holder writes under it, only the designated evaluator reports) is the
 // claim core's, judged against that identity. The answer is the claim's task
-// after the write, with the records appended under "<key>/records"; a retry
+// after the write, with the records appended under "<key>/records" (and
+// under "<key>/notes" what the write says beside them: that a successor
+// inherited its predecessor's slots and checks); a retry
 // of the same message (same messageId, or Idempotency-Key) is answered with
 // the recorded task and appends nothing.
 //
@@ -332,7 +334,7 @@ func (h *a2aHandler) sendClaim(ctx context.Context, c *a2aCall, l *ledger.Ledger
 	}
 	digest := a2aDigest("SendMessage", c.contextID(), uri, act.name, string(body), content)
 	keys := []string{a2aRecordKey(uri, familyClaim)}
-	resp, err := h.write(ctx, c, l, ledger.Command{Claim: cmd}, c.sendRequestID(msg), digest, h.claimAnswer(c, id, keys))
+	resp, err := h.write(ctx, c, l, ledger.Command{Claim: cmd}, c.sendRequestID(msg), digest, h.claimAnswer(c, id, keys, cmd))
 	if err != nil {
 		return nil, a2aError(err)
 	}
@@ -401,8 +403,9 @@ func rawParts(msg *a2a.Message) int {
 }
 
 // claimAnswer renders a claim write's answer: the claim's task after the
-// write, the records appended under "<key>/records".
-func (h *a2aHandler) claimAnswer(c *a2aCall, id string, keys []string) func(*ledger.State, []ledger.Result) []byte {
+// write, the records appended under "<key>/records", and what the write of
+// cmd says beside them (ClaimNotes) under "<key>/notes".
+func (h *a2aHandler) claimAnswer(c *a2aCall, id string, keys []string, cmd claim.Command) func(*ledger.State, []ledger.Result) []byte {
 	return func(st *ledger.State, res []ledger.Result) []byte {
 		v, ok := st.Claims.Claim(id, h.s.cfg.Ledger.Now().UTC())
 		if !ok {
@@ -413,8 +416,12 @@ func (h *a2aHandler) claimAnswer(c *a2aCall, id string, keys []string) func(*led
 		for i, r := range res {
 			recs[i] = r.Line
 		}
+		notes := ClaimNotes(cmd, &v)
 		for _, k := range keys {
 			t.Metadata[k+"/records"] = recs
+			if len(notes) > 0 {
+				t.Metadata[k+"/notes"] = notes
+			}
 		}
 		b, _ := json.Marshal(t)
 		return b
@@ -430,7 +437,7 @@ func (h *a2aHandler) cancelClaim(ctx context.Context, c *a2aCall, l *ledger.Ledg
 	keys := h.keysOf(c, familyClaim)
 	reason := cancelReason(c.cancelRequestMetadata(req), keys)
 	digest := a2aDigest("CancelTask", c.contextID(), "claim", id, reason)
-	resp, err := h.write(ctx, c, l, ledger.Command{Claim: claim.Cancel{Claim: id, Reason: reason}}, c.requestID, digest, h.claimAnswer(c, id, keys))
+	resp, err := h.write(ctx, c, l, ledger.Command{Claim: claim.Cancel{Claim: id, Reason: reason}}, c.requestID, digest, h.claimAnswer(c, id, keys, nil))
 	if err != nil {
 		if r, ok := rule.As(err); ok && r.Field == "reason" {
 			return nil, invalidParams("reason", r.Rule+": cancelling a claim needs a reason, put it in the request's metadata.reason")

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -512,5 +513,27 @@ func TestA2AClaimDeadlineByTheTimekeeper(t *testing.T) {
 	task := f.send(t, step("keeper", "deadline.commit", "claim", "C40"))
 	if task.Status.State != a2a.TaskStateFailed {
 		t.Fatalf("state %s", task.Status.State)
+	}
+}
+
+// A successor created over A2A without slots inherits its predecessor's, as
+// over HTTP and on the CLI, and its task says so; one with none to inherit
+// is refused and appends nothing.
+func TestA2AClaimSuccessorInherits(t *testing.T) {
+	f := newClaimFixture(t)
+	f.send(t, claimTerms("C17"))
+	task := f.send(t, step("maintainer", "create", "claim", "C18", "respondent", "parser", "work", "again", "predecessor", "C17"))
+	notes, _ := task.Metadata[claimExt+"/notes"].([]any)
+	if len(notes) != 1 || notes[0] != "C18 inherits the slots and checks of its predecessor C17: change (behavior)" {
+		t.Fatalf("notes: %v", task.Metadata)
+	}
+	if slots := recordOf(t, task, claimExt)["slots"].([]any); len(slots) != 1 {
+		t.Fatalf("slots: %v", slots)
+	}
+	f.send(t, step("maintainer", "create", "claim", "C19", "respondent", "parser", "work", "w", "slots", []any{}, "no_checks", true))
+	before := f.logBytes()
+	_, r, _ := f.rpc("maintainer", claimExt, "SendMessage", claimSendParams("m-x", step("maintainer", "create", "claim", "C20", "respondent", "parser", "work", "w", "predecessor", "C19")))
+	if r.Error == nil || !strings.Contains(string(r.raw), "no_checks") || !bytes.Equal(before, f.logBytes()) {
+		t.Fatalf("a successor with nothing to require: %s", r.raw)
 	}
 }
