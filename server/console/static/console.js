@@ -397,7 +397,7 @@
         both,
         h('div', { class: 'two' }, ledger, judged),
         h('section', { class: 'card', 'aria-labelledby': 'h-time' }, h('h2', { id: 'h-time' }, 'Timeline'),
-          timeline(p, hist.steps, doc.now), historyList(hist.steps)),
+          h('div', { class: 'svgwrap' }, timeline(p, hist.steps, doc.now)), historyList(hist.steps)),
       ],
     };
   }
@@ -485,7 +485,7 @@
         const causes = (sl.causes || []).map((x) => x.state + (x.check ? ' (' + x.check + ' on ' + x.artifact + ')' : ''));
         body.push(h('p', {}, 'Slot ', h('code', {}, sl.name), ': ', sl.status, sl.witness ? ' — witness ' + sl.witness.artifact : '', causes.length ? ' — ' + causes.join('; ') : ''));
       }
-      for (const r of c.relations || []) body.push(h('p', {}, r.relation, ' ', r.to || r.from, ': ', r.state || '', r.holds === false ? ' (not yet)' : ''));
+      for (const r of c.relations || []) body.push(h('p', {}, r.relation.replace('_', ' '), ' ', h('code', {}, r.claim), ': ', r.state || '', r.blocking && !r.holds ? ' (blocks acceptance)' : ''));
     }
     return h('section', { class: 'card why', 'aria-labelledby': 'h-why' }, h('h2', { id: 'h-why' }, 'Why it is ', c.state), body);
   }
@@ -587,7 +587,7 @@
     return h('section', { class: 'card', 'aria-labelledby': 'h-chain' }, h('h2', { id: 'h-chain' }, 'Successor chain and relations'),
       h('ol', { class: 'chain' }, order.map((x) => h('li', { 'aria-current': x === c.claim ? 'true' : null },
         x === c.claim ? h('strong', {}, x) : h('a', { href: href('claim', x) }, x), ' ', badge('claim', states[x] || '?')))),
-      rel.length ? h('ul', {}, rel.map((r) => h('li', {}, r.relation, ' ', h('a', { href: href('claim', r.to === c.claim ? r.from : r.to) }, r.to === c.claim ? r.from : r.to),
+      rel.length ? h('ul', {}, rel.map((r) => h('li', {}, r.relation.replace('_', ' '), ' ', h('a', { href: href('claim', r.claim) }, r.claim), ' ', badge('claim', r.state || '?'),
         r.holds === false ? ' (does not hold yet)' : r.holds ? ' (holds)' : ''))) : null);
   }
 
@@ -705,7 +705,7 @@
   }
   function participantGraph(promises) {
     const nodes = new Map(); const edges = new Map();
-    const node = (id) => { if (!nodes.has(id)) nodes.set(id, { id, kind: 'participant', label: short(id), title: id, open: 0, overdue: 0 }); return nodes.get(id); };
+    const node = (id) => { if (!nodes.has(id)) nodes.set(id, { id, kind: 'participant', label: short(id), title: id, open: 0, overdue: 0, owed: 0 }); return nodes.get(id); };
     for (const p of promises) {
       node(p.by); node(p.to);
       const open = p.state === 'owed' || p.state === 'conditional';
@@ -713,11 +713,16 @@
       if (!edges.has(k)) edges.set(k, { from: p.by, to: p.to, kind: 'owes', n: 0, open: 0, overdue: 0 });
       const e = edges.get(k);
       e.n++; if (open) e.open++; if (p.overdue) e.overdue++;
-      if (open) nodes.get(p.by).open++;
+      if (open) { nodes.get(p.by).open++; nodes.get(p.to).owed++; }
       if (p.overdue) nodes.get(p.by).overdue++;
     }
-    for (const n of nodes.values()) n.state = n.overdue ? n.overdue + ' overdue' : n.open + ' open';
-    for (const e of edges.values()) e.label = e.open + ' open' + (e.overdue ? ', ' + e.overdue + ' overdue' : '') + ' / ' + e.n;
+    for (const n of nodes.values()) n.state = 'owes ' + n.open + (n.overdue ? ' (' + n.overdue + ' late)' : '') + ' · owed ' + n.owed;
+    // Counts on the arrows while they stay legible; else in each arrow's title.
+    const few = edges.size <= 40;
+    for (const e of edges.values()) {
+      const count = e.open + ' open' + (e.overdue ? ', ' + e.overdue + ' overdue' : '') + ' of ' + e.n;
+      if (few) e.label = count; else e.detail = count;
+    }
     const list = [...nodes.values()];
     for (const n of list) n.href = href('obligations', undefined, { party: n.id });
     return { nodes: list, edges: [...edges.values()], note: promises.length + ' promises collapsed into ' + list.length + ' participants: each arrow is who owes whom.' };
@@ -841,7 +846,7 @@
       return s('g', { class: 'edge ' + e.kind.replace(/[^a-z_]/g, '') },
         s('path', { d, 'marker-end': 'url(#arrow)' }),
         e.label ? s('text', { x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 4, 'text-anchor': 'middle' }, e.label) : null,
-        s('title', {}, e.from.replace(/^[pcu]:/, '') + ' ' + e.kind + ' ' + e.to.replace(/^[pcu]:/, '') + (e.label ? ' (' + e.label + ')' : '')));
+        s('title', {}, e.from.replace(/^[pc]:/, '') + ' ' + e.kind + ' ' + e.to.replace(/^[pc]:/, '') + (e.label || e.detail ? ' (' + (e.label || e.detail) + ')' : '')));
     });
     const nodeEls = g.nodes.map((nd) => {
       const p = at.get(nd.id);

@@ -1,8 +1,9 @@
 // The console in a real browser: Debian's chromium driven by playwright-core.
 // Environment: BASE (a token-mode server), TOKEN, TENANT, SESSION (the seeded
-// scenario), BULK (a session of 10,000 promises), INSECURE_BASE (the same
-// ledger served --insecure-dev), OUT (where screenshots go), TALLY_BIN and
-// TALLY_DIR (to declare a promise through the CLI while the page is open).
+// scenario), BULK (a session of 10,000 promises), OUT (where screenshots go),
+// TALLY_BIN and TALLY_DIR (to declare promises through the CLI while the page
+// is open, and to serve the same directory again: stopped and restarted for
+// the reconnect, and --insecure-dev).
 // Prints one "screenshot PATH" line per image and one "metric NAME VALUE"
 // line per measurement; exits non-zero on the first failed check.
 import { chromium } from 'playwright-core';
@@ -25,9 +26,9 @@ function freePort() {
 }
 // serve starts `tally serve` on the ledger directory and resolves once it
 // says where it listens.
-function serve(port) {
+function serve(port, extra = []) {
   return new Promise((res, rej) => {
-    const p = spawn(env.TALLY_BIN, ['serve', '--dir', env.TALLY_DIR, '--addr', '127.0.0.1:' + port, '--watch-every', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(env.TALLY_BIN, ['serve', '--dir', env.TALLY_DIR, '--addr', '127.0.0.1:' + port, '--watch-every', '0', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     const timer = setTimeout(() => { p.kill('SIGKILL'); rej(new Error('tally serve did not start: ' + out)); }, 15000);
     const seen = (d) => { out += d; if (out.includes('http://127.0.0.1:' + port)) { clearTimeout(timer); res(p); } };
@@ -165,6 +166,12 @@ try {
       }
     }
 
+    // A dependency cycle, by name.
+    await go(page, hash('claim', 'M1'));
+    await page.locator('h1', { hasText: 'Claim M1' }).waitFor();
+    const why = await text(page, '.why');
+    check(why.includes('M2') && why.includes('cycle'), 'M1 does not name its dependency cycle: ' + why);
+
     // Expectations: the arrival's projected and current due differ.
     await go(page, hash('expectations'));
     const arrival = page.locator('tr[data-expectation="exp-01J8Q0ARRIVE"]');
@@ -235,14 +242,20 @@ try {
   }
 
   // --insecure-dev: no token asked for.
-  if (env.INSECURE_BASE) {
+  {
+    const port = await freePort();
+    const srv = await serve(port, ['--insecure-dev']);
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const page = await context.newPage();
     watch(page, 'insecure');
-    await page.goto(env.INSECURE_BASE + '/');
+    await page.goto('http://127.0.0.1:' + port + '/');
     await page.locator(`a[href="#/${T}/${S}/overview"]`).waitFor();
     check(await page.locator('#token').count() === 0, 'insecure-dev asked for a token');
+    await page.click(`a[href="#/${T}/${S}/overview"]`);
+    await page.locator('[data-count="promises.total"]', { hasText: String(6 + declared) }).waitFor();
+    await page.locator('#live.on').waitFor();
     await context.close();
+    await stop(srv);
   }
 
   // First paint of a session of 10,000 promises, measured in the browser:
@@ -255,7 +268,11 @@ try {
     watch(page, 'bulk');
     const bulk = `#/${T}/${env.BULK}`;
     const runs = [];
-    for (let i = 0; i < 3; i++) {
+    // Run 0 is cold: the server opens the session (folding its log) and
+    // the browser has not yet compiled the page's script. Runs 1–3 are
+    // what a person opening the page sees; their median must be under a
+    // second.
+    for (let i = 0; i < 4; i++) {
       await page.goto('about:blank');
       await page.goto(BASE + '/' + bulk + '/overview');
       await page.locator('[data-count="promises.total"]', { hasText: '10000' }).waitFor();
@@ -273,10 +290,22 @@ try {
     const table = Date.now() - t0;
     await page.locator('#live.on').waitFor();
     await shot(page, 'bulk-obligations', SIZES[0]);
-    const worst = Math.max(...runs.map((r) => r.overview));
-    for (const r of runs) console.log(`metric overview_ms ${r.overview.toFixed(0)} fcp_ms ${r.fcp.toFixed(0)}`);
+    // The graph of a large session starts collapsed by participant (31
+    // seats here), and one node's neighbourhood can be focused.
+    await page.evaluate((x) => { location.hash = x; }, bulk + '/graph');
+    await page.locator('[data-node]').first().waitFor();
+    const nodes = await page.locator('[data-node]').count();
+    check(nodes === 31, `the collapsed graph of 10,000 promises has ${nodes} nodes, want 31 participants`);
+    check(/\d+ open.* of \d+/.test(await page.locator('.edge').first().textContent()), 'the collapsed edges do not count what is owed');
+    check((await page.locator('[data-node="https://example.org/agents/r0"]').textContent()).includes('owes'), 'a participant does not say what it owes');
+    await shot(page, 'bulk-graph', SIZES[0]);
+    await page.evaluate((x) => { location.hash = x; }, bulk + '/graph?mode=obligations&focus=b-00042&depth=1');
+    await page.locator('[data-node="p:b-00042"]').waitFor();
+    check(await page.locator('[data-node]').count() === 1, 'the focused neighbourhood is not one node');
+    runs.forEach((r, i) => console.log(`metric overview_ms ${r.overview.toFixed(0)} fcp_ms ${r.fcp.toFixed(0)}${i === 0 ? ' (cold)' : ''}`));
     console.log(`metric obligations_first_page_ms ${table}`);
-    check(worst < 1000, `the overview of 10,000 promises took ${worst.toFixed(0)} ms to draw`);
+    const warm = runs.slice(1).map((r) => r.overview).sort((x, y) => x - y);
+    check(warm[1] < 1000, `the overview of 10,000 promises took ${warm[1].toFixed(0)} ms (median) to draw`);
     check(table < 1000, `the first page of 10,000 obligations took ${table} ms`);
     await context.close();
   }
