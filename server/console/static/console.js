@@ -193,7 +193,13 @@
         setView('Error', errorBox(err));
       }
     };
-    refresh = () => draw(false);
+    // A live redraw waits while someone is typing in a field of the view,
+    // so it never takes their input away.
+    refresh = () => {
+      const a = document.activeElement;
+      if (a && main().contains(a) && /^(INPUT|SELECT|TEXTAREA)$/.test(a.tagName)) { changed(1000); return; }
+      draw(false);
+    };
     await draw(true);
     if (view === 'overview') performance.mark('tally:overview');
   }
@@ -920,9 +926,9 @@
     })();
   }
   let pending = 0;
-  function changed() {
+  function changed(wait = 250) {
     clearTimeout(pending);
-    pending = setTimeout(() => { if (refresh) refresh(); }, 250);
+    pending = setTimeout(() => { if (refresh) refresh(); }, wait);
   }
 
   // ---- start

@@ -117,6 +117,10 @@ try {
     check(await page.locator('main img').count() === 0, 'ledger text became an element');
     check(await page.locator('tr.attn[data-id="desk/ship-92"]').count() === 1, 'the overdue row is not highlighted');
     await shot(page, 'obligations', size);
+    // Every control has a label.
+    const unlabelled = await page.evaluate(() => [...document.querySelectorAll('main input, main select, main button')]
+      .filter((e) => !(e.labels && e.labels.length) && !e.textContent.trim() && !e.getAttribute('aria-label')).map((e) => e.outerHTML));
+    check(unlabelled.length === 0, 'controls without a label: ' + unlabelled.join(' '));
     await page.fill('#f-q', 'ship-9');
     await page.locator('[data-total="3"]').first().waitFor();
     check(page.url().includes('q=ship-9'), 'the text filter is not in the address');
@@ -192,6 +196,14 @@ try {
     check(await page.locator('.edge.on').count() >= 2, 'antecedent edges are missing');
     check(await page.locator('.node.cycle').count() >= 2, 'the promise cycle is not marked');
     await shot(page, 'graph', size);
+    if (size.name === 'phone') {
+      // From the keyboard: a node is a link.
+      await page.locator('[data-node="p:desk/ship-91"]').focus();
+      await page.keyboard.press('Enter');
+      await page.locator('[data-record="ledger"]').waitFor();
+      await go(page, hash('graph'));
+      await page.locator('[data-node="c:C18"]').waitFor();
+    }
     await page.click('[data-node="c:C18"]');
     await page.locator('h1', { hasText: 'Claim C18' }).waitFor(); // clicking a node opens it
 
