@@ -262,3 +262,37 @@ func (a *acceptanceLedger) round(b *testing.B, prefix string, k int) (time.Durat
 	}
 	return d, ms.NumGC - before
 }
+
+// BenchmarkClaimView times one claim's view (what claim show and every
+// write's answer compute): the seed's C17 with two candidates and one check
+// passed on each, alone and with a DependsOn target that waits on it.
+func BenchmarkClaimView(b *testing.B) {
+	for _, deps := range []bool{false, true} {
+		name := "alone"
+		if deps {
+			name = "cycle"
+		}
+		b.Run(name, func(b *testing.B) {
+			l := newLedger(b)
+			l.open("C17", parserSlots(), func(c *Create) {
+				if deps {
+					c.DependsOn = []string{"C2"}
+				}
+			})
+			l.open("C2", parserSlots(), func(c *Create) { c.DependsOn = []string{"C17"} })
+			for _, a := range []string{"A", "B"} {
+				l.publish("C17", a, "change", 1)
+				l.respond("C17", "T"+a, 1, map[string]string{"change": a})
+			}
+			l.verdict(maintainer, "C17", "behavior", "A", Pass)
+			l.verdict(maintainer, "C17", "review", "B", Pass)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, ok := l.s.Claim("C17", t0); !ok {
+					b.Fatal("no C17")
+				}
+			}
+		})
+	}
+}
