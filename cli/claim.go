@@ -92,11 +92,17 @@ func (g *global) claimWrite(c *cobra.Command, cmd claim.Command, claimID, reques
 		return err
 	}
 	defer l.Close()
-	res, err := l.SubmitClaim(c.Context(), cmd, ledger.WriteOptions{Actor: actor, RequestID: requestID})
-	if err != nil {
-		return err
+	_, err = g.write(c, l, ledger.Command{Claim: cmd}, actor, requestID, nil, claimAnswer(claimID, cmd, human))
+	return err
+}
+
+// claimAnswer prints what the write of cmd appended and the claim
+// afterwards, as printClaimWrite does.
+func claimAnswer(claimID string, cmd claim.Command, human func(w io.Writer, v *claim.View, res []ledger.Result)) answerFunc {
+	return func(g *global, st *ledger.State, res []ledger.Result) error {
+		v, _ := st.Claims.Claim(claimID, g.io.Now().UTC())
+		return g.printClaimView(&v, cmd, res, human)
 	}
-	return g.printClaimWrite(l, claimID, cmd, res, human)
 }
 
 // printClaimWrite prints what the write of cmd appended and the claim
@@ -106,12 +112,16 @@ func (g *global) printClaimWrite(l *ledger.Ledger, claimID string, cmd claim.Com
 	now := g.io.Now().UTC()
 	var v claim.View
 	l.Read(func(st *ledger.State, _ store.Position) { v, _ = st.Claims.Claim(claimID, now) })
-	notes := server.ClaimNotes(cmd, &v)
+	return g.printClaimView(&v, cmd, res, human)
+}
+
+func (g *global) printClaimView(v *claim.View, cmd claim.Command, res []ledger.Result, human func(w io.Writer, v *claim.View, res []ledger.Result)) error {
+	notes := server.ClaimNotes(cmd, v)
 	if g.json {
-		_, err := g.io.Out.Write(server.ClaimWriteDoc(res, &v, notes...))
+		_, err := g.io.Out.Write(server.ClaimWriteDoc(res, v, notes...))
 		return err
 	}
-	g.printClaimHuman(&v, res, notes, human)
+	g.printClaimHuman(v, res, notes, human)
 	return nil
 }
 

@@ -183,11 +183,8 @@ func newArtifactPut(g *global) *cobra.Command {
 			}
 			cmd := claim.PublishArtifact{Claim: d.Claim, Artifact: d.Artifact, Role: claim.Role(d.Role), Slot: d.Slot,
 				Kind: d.Kind, Schema: d.Schema, Name: d.Name, Generation: d.Generation, Content: content, Size: size}
-			res, err := l.SubmitClaim(c.Context(), cmd, ledger.WriteOptions{Actor: actor, RequestID: d.RequestID})
-			if err != nil {
-				return err
-			}
-			return g.printClaimWrite(l, d.Claim, cmd, res, d.printPut)
+			_, err = g.write(c, l, ledger.Command{Claim: cmd}, actor, d.RequestID, []byte(content.String()), claimAnswer(d.Claim, cmd, d.printPut))
+			return err
 		},
 	}
 	f := c.Flags()

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -119,18 +120,20 @@ func (g *global) checkStore(c *cobra.Command, claimID, requestID string) (checkS
 	if err != nil {
 		return nil, err
 	}
-	return &localChecks{g: g, l: l, objs: objs, who: actor, claim: claimID, requestID: requestID}, nil
+	return &localChecks{g: g, c: c, l: l, objs: objs, who: actor, claim: claimID, requestID: requestID}, nil
 }
 
 // localChecks is checkStore on the local ledger and content store.
 type localChecks struct {
 	g         *global
+	c         *cobra.Command
 	l         *ledger.Ledger
 	objs      *artifact.Store
 	who       string
 	claim     string
 	requestID string
 	res       []ledger.Result
+	answered  bool // the last write printed the verb's answer
 }
 
 func (b *localChecks) actor() string { return b.who }
@@ -166,16 +169,40 @@ func (b *localChecks) reportWithEvidence(ctx context.Context, v claim.ReportVerd
 	return err
 }
 
-func (b *localChecks) submit(ctx context.Context, cmd claim.Command, _ string) ([]byte, error) {
-	res, err := b.l.SubmitClaim(ctx, cmd, ledger.WriteOptions{Actor: b.who, RequestID: b.requestID})
+func (b *localChecks) submit(ctx context.Context, cmd claim.Command, step string) ([]byte, error) {
+	var res []ledger.Result
+	var err error
+	if b.requestID == "" {
+		res, err = b.l.SubmitClaim(ctx, cmd, ledger.WriteOptions{Actor: b.who, RequestID: b.requestID})
+	} else {
+		// Each step is idempotent under its own key, as over HTTP; the
+		// verb's last write (step "") records and prints the answer for
+		// all of them, so a retry prints it again.
+		answer := func(*global, *ledger.State, []ledger.Result) error { return nil }
+		if step == "" {
+			answer = func(g *global, st *ledger.State, res []ledger.Result) error {
+				v, _ := st.Claims.Claim(b.claim, g.io.Now().UTC())
+				return g.printClaimView(&v, nil, append(slices.Clone(b.res), res...), printCheckRecords)
+			}
+			b.answered = true
+		}
+		res, err = b.g.write(b.c, b.l, ledger.Command{Claim: cmd}, b.who, stepKey(b.requestID, step), nil, answer)
+	}
 	if err != nil {
+		b.answered = false
 		return nil, err
 	}
 	b.res = append(b.res, res...)
+	if len(res) == 0 { // a retry: the records were appended before
+		return nil, nil
+	}
 	return res[0].Line, nil
 }
 
 func (b *localChecks) print(human func(io.Writer, *claim.View, []ledger.Result)) error {
+	if b.answered {
+		return nil
+	}
 	return b.g.printClaimWrite(b.l, b.claim, nil, b.res, human)
 }
 
@@ -212,13 +239,16 @@ func (b *remoteChecks) materialise(ctx context.Context, a claim.ArtifactView, pa
 	return b.g.fetchContent(ctx, b.rc, b.rc.path(nil, "claims", b.claim, "artifacts", a.Artifact), "artifact "+a.Artifact, content, path)
 }
 
-// key is the Idempotency-Key of one step of the verb: the request id
-// itself for the verdict, KEY/step for the others.
-func (b *remoteChecks) key(step string) string {
-	if b.requestID == "" || step == "" {
-		return b.requestID
+// key is the Idempotency-Key of one step of the verb.
+func (b *remoteChecks) key(step string) string { return stepKey(b.requestID, step) }
+
+// stepKey is the request id of one step of a check verb: the request id
+// itself for the verdict, ID/step for the others.
+func stepKey(requestID, step string) string {
+	if requestID == "" || step == "" {
+		return requestID
 	}
-	return b.requestID + "/" + step
+	return requestID + "/" + step
 }
 
 func (b *remoteChecks) reportWithEvidence(ctx context.Context, v claim.ReportVerdict, name, kind, schema string, r io.Reader) error {

@@ -109,7 +109,7 @@ func newClaimCreate(g *global) *cobra.Command {
 	f.BoolVar(&d.NoChecks, "no-checks", false, "declare no slots on purpose: the closing testament is the only requirement")
 	f.StringArrayVar(&slots, "slot", nil, "a slot: NAME or NAME:observe (repeatable)")
 	f.StringArrayVar(&checks, "check", nil, "a check: SLOT/ID:validator=NAME@VERSION,evaluator=WHO,... (repeatable)")
-	f.StringVar(&d.RequestID, "request-id", "", "your id for this request, recorded in the log envelope")
+	f.StringVar(&d.RequestID, "request-id", "", "your id for this request: an exact retry prints the first answer and appends nothing")
 	return c
 }
 

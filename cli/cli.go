@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/zeebo/blake3"
 
 	"tally/jsondoc"
 	"tally/ledger"
@@ -74,6 +75,7 @@ type global struct {
 	session string
 	json    bool
 	as      string
+	stdin   *stdinDigest // what was read from stdin, for request ids
 }
 
 func (g *global) color() bool { return g.io.Terminal && g.io.Getenv("NO_COLOR") == "" }
@@ -180,9 +182,13 @@ func (g *global) abs(p string) string {
 // Main runs tally with args and returns its exit code.
 func Main(args []string, io Streams) ExitCode {
 	g := &global{io: io}
+	if io.In != nil {
+		g.stdin = &stdinDigest{r: io.In, h: blake3.New()}
+		g.io.In = g.stdin
+	}
 	root := newRoot(g)
 	root.SetArgs(args)
-	root.SetIn(io.In)
+	root.SetIn(g.io.In)
 	root.SetOut(io.Out)
 	root.SetErr(io.Err)
 	err := root.ExecuteContext(context.Background())
@@ -208,6 +214,7 @@ func (g *global) fail(err error) ExitCode {
 	}
 	code, exit := "error", ExitError
 	var ue usageError
+	var ie *ledger.IdempotencyError
 	if r, ok := rule.As(err); ok {
 		code = string(r.Code)
 		if r.Usage() {
@@ -215,6 +222,8 @@ func (g *global) fail(err error) ExitCode {
 		}
 	} else if errors.As(err, &ue) || isFlagError(err) {
 		code, exit = "usage", ExitUsage
+	} else if errors.As(err, &ie) {
+		code = ie.Code
 	} else {
 		var ce *store.CorruptError
 		if errors.As(err, &ce) {

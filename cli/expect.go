@@ -38,42 +38,32 @@ type expectWrite struct {
 
 func (o *expectWrite) bind(c *cobra.Command) {
 	c.Flags().BoolVar(&o.human, "human", false, "the acting identity is a person (may extend past the lineage bound, withdraw others' expectations); over TALLY_URL the token's role must be person")
-	c.Flags().StringVar(&o.requestID, "request-id", "", "your id for this request, recorded in the log envelope")
+	c.Flags().StringVar(&o.requestID, "request-id", "", "your id for this request: an exact retry prints the first answer and appends nothing")
 }
 
-// submitExpect opens the ledger, submits cmd and returns the results with the
-// ledger still open for reading the outcome; the caller closes it.
-// build, when set, completes the command from the state just before it is
-// submitted (the core decides it again under the log's lock).
-func (g *global) submitExpect(c *cobra.Command, cmd expect.Command, o expectWrite, build func(*ledger.State) (expect.Command, error)) (*ledger.Ledger, []ledger.Result, error) {
+// submitExpect opens the ledger, submits cmd and prints answer from the
+// state the write left (see g.write). build, when set, completes the
+// command from the state just before it is submitted (the core decides it
+// again under the log's lock).
+func (g *global) submitExpect(c *cobra.Command, cmd expect.Command, o expectWrite, build func(*ledger.State) (expect.Command, error), answer answerFunc) error {
 	actor, err := g.requireActor("")
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	l, err := g.open()
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
+	defer l.Close()
 	if build != nil {
 		var berr error
 		l.Read(func(st *ledger.State, _ store.Position) { cmd, berr = build(st) })
 		if berr != nil {
-			l.Close()
-			return nil, nil, berr
+			return berr
 		}
 	}
-	res, err := l.SubmitExpect(c.Context(), cmd, o.human, ledger.WriteOptions{Actor: actor, RequestID: o.requestID})
-	if err != nil {
-		l.Close()
-		return nil, nil, err
-	}
-	return l, res, nil
-}
-
-func expectationOf(l *ledger.Ledger, id string) expect.View {
-	var v expect.View
-	l.Read(func(st *ledger.State, _ store.Position) { v, _ = st.Expects.Expectation(id) })
-	return v
+	_, err = g.write(c, l, ledger.Command{Expect: cmd, Human: o.human}, actor, o.requestID, nil, answer)
+	return err
 }
 
 func firstSeq(res []ledger.Result) uint64 {
@@ -166,17 +156,14 @@ func overrideChanged(c *cobra.Command, doc, flags *raiseInput) {
 }
 
 func (g *global) raiseAndPrint(c *cobra.Command, cmd expect.Command, id string, o expectWrite, build func(*ledger.State) (expect.Command, error)) error {
-	l, res, err := g.submitExpect(c, cmd, o, build)
-	if err != nil {
-		return err
-	}
-	defer l.Close()
-	v := expectationOf(l, id)
-	if g.json {
-		return writeExpectDoc(g.io.Out, "seq", firstSeq(res), "expectation", v)
-	}
-	fmt.Fprintln(g.io.Out, id)
-	return nil
+	return g.submitExpect(c, cmd, o, build, func(g *global, st *ledger.State, res []ledger.Result) error {
+		if g.json {
+			v, _ := st.Expects.Expectation(id)
+			return writeExpectDoc(g.io.Out, "seq", firstSeq(res), "expectation", v)
+		}
+		fmt.Fprintln(g.io.Out, id)
+		return nil
+	})
 }
 
 // raiseRemote raises or extends r over HTTP and prints what raiseAndPrint
@@ -412,16 +399,14 @@ func newExpectWithdraw(g *global) *cobra.Command {
 					return nil
 				}, body, "expectations", args[0], "withdraw")
 			}
-			l, res, err := g.submitExpect(c, expect.WithdrawCommand{ExpectationID: args[0], Reason: reason}, o, nil)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			if g.json {
-				return writeExpectDoc(g.io.Out, "seq", firstSeq(res), "expectation", expectationOf(l, args[0]))
-			}
-			fmt.Fprintf(g.io.Out, "%s: withdrawn\n", args[0])
-			return nil
+			return g.submitExpect(c, expect.WithdrawCommand{ExpectationID: args[0], Reason: reason}, o, nil, func(g *global, st *ledger.State, res []ledger.Result) error {
+				if g.json {
+					v, _ := st.Expects.Expectation(args[0])
+					return writeExpectDoc(g.io.Out, "seq", firstSeq(res), "expectation", v)
+				}
+				fmt.Fprintf(g.io.Out, "%s: withdrawn\n", args[0])
+				return nil
+			})
 		},
 	}
 	c.Flags().StringVar(&reason, "reason", "", "why")
@@ -491,28 +476,23 @@ func newFact(g *global) *cobra.Command {
 				}
 				return cmd, nil
 			}
-			l, res, err := g.submitExpect(c, cmd, o, build)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			satisfied := []string{}
-			var fv factView
-			l.Read(func(st *ledger.State, _ store.Position) {
+			return g.submitExpect(c, cmd, o, build, func(g *global, st *ledger.State, res []ledger.Result) error {
+				satisfied := []string{}
 				for _, id := range open {
 					if v, ok := st.Expects.Expectation(id); ok && v.State == "satisfied" {
 						satisfied = append(satisfied, id)
 					}
 				}
+				var fv factView
+				if ev, err := expect.Decode(res[0].Line); err == nil && ev.Fact != nil {
+					fv = factView{FactKey: ev.Fact.FactKey, Subject: ev.Fact.Subject, At: ev.Fact.At, By: ev.Fact.By}
+				}
+				if g.json {
+					return writeExpectDoc(g.io.Out, "seq", firstSeq(res), "fact", fv, "satisfied", satisfied)
+				}
+				printFact(g.io.Out, fv, satisfied)
+				return nil
 			})
-			if ev, err := expect.Decode(res[0].Line); err == nil && ev.Fact != nil {
-				fv = factView{FactKey: ev.Fact.FactKey, Subject: ev.Fact.Subject, At: ev.Fact.At, By: ev.Fact.By}
-			}
-			if g.json {
-				return writeExpectDoc(g.io.Out, "seq", firstSeq(res), "fact", fv, "satisfied", satisfied)
-			}
-			printFact(g.io.Out, fv, satisfied)
-			return nil
 		},
 	}
 	c.Flags().StringVar(&subject, "subject", "", "the subject observed, as TYPE:ID")
@@ -565,25 +545,22 @@ func newTaskOutcome(g *global) *cobra.Command {
 					return nil
 				}, map[string]string{"outcome": string(outcome)}, "tasks", args[0], "outcome")
 			}
-			l, res, err := g.submitExpect(c, expect.TaskOutcomeCommand{TaskID: args[0], Outcome: outcome}, o, nil)
-			if err != nil {
-				return err
-			}
-			l.Close()
-			withdrawn := []string{}
-			for _, r := range res {
-				if r.Type != expect.TypeWithdraw {
-					continue
+			return g.submitExpect(c, expect.TaskOutcomeCommand{TaskID: args[0], Outcome: outcome}, o, nil, func(g *global, _ *ledger.State, res []ledger.Result) error {
+				withdrawn := []string{}
+				for _, r := range res {
+					if r.Type != expect.TypeWithdraw {
+						continue
+					}
+					if ev, err := expect.Decode(r.Line); err == nil && ev.Withdraw != nil {
+						withdrawn = append(withdrawn, ev.Withdraw.ExpectationID)
+					}
 				}
-				if ev, err := expect.Decode(r.Line); err == nil && ev.Withdraw != nil {
-					withdrawn = append(withdrawn, ev.Withdraw.ExpectationID)
+				if g.json {
+					return writeExpectDoc(g.io.Out, "seq", firstSeq(res), "task", map[string]string{"taskId": args[0], "outcome": string(outcome)}, "withdrawn", withdrawn)
 				}
-			}
-			if g.json {
-				return writeExpectDoc(g.io.Out, "seq", firstSeq(res), "task", map[string]string{"taskId": args[0], "outcome": string(outcome)}, "withdrawn", withdrawn)
-			}
-			printOutcome(g.io.Out, args[0], outcome, withdrawn)
-			return nil
+				printOutcome(g.io.Out, args[0], outcome, withdrawn)
+				return nil
+			})
 		},
 	}
 	c.Flags().BoolVar(&completed, "completed", false, "the task completed")

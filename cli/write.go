@@ -12,7 +12,6 @@ import (
 	"tally/ledger"
 	"tally/promise"
 	"tally/rule"
-	"tally/store"
 	"tally/wire"
 )
 
@@ -24,7 +23,7 @@ type writeOptions struct {
 
 func (o *writeOptions) bind(c *cobra.Command) {
 	c.Flags().StringVar(&o.meta, "meta", "", "a JSON object of your own (at most 8 KiB), kept and never read by tally")
-	c.Flags().StringVar(&o.requestID, "request-id", "", "your id for this request, recorded in the log envelope")
+	c.Flags().StringVar(&o.requestID, "request-id", "", "your id for this request: an exact retry prints the first answer and appends nothing")
 }
 
 // requireActor returns the acting identity or a usage error naming how to set it.
@@ -58,25 +57,21 @@ func (g *global) submit(c *cobra.Command, cmd promise.Command, actor string, o w
 		return err
 	}
 	defer l.Close()
-	res, err := l.Submit(c.Context(), cmd, ledger.WriteOptions{Actor: actor, RequestID: o.requestID})
-	if err != nil {
-		return err
-	}
-	var view promise.View
-	now := g.io.Now().UTC()
-	l.Read(func(st *ledger.State, _ store.Position) {
+	_, err = g.write(c, l, ledger.Command{Promise: cmd}, actor, o.requestID, nil, func(g *global, st *ledger.State, rs []ledger.Result) error {
+		res := rs[0]
 		p, _ := st.Promises.Get(res.Event.ID)
-		view = st.Promises.View(p, now)
+		view := st.Promises.View(p, g.io.Now().UTC())
+		if g.json {
+			_, err := g.io.Out.Write(jsondoc.PromiseWrite(res.Seq, &view, res.Warnings))
+			return err
+		}
+		for _, w := range res.Warnings {
+			fmt.Fprintln(g.io.Err, "warning: "+w)
+		}
+		human(g.io.Out, res, &view)
+		return nil
 	})
-	if g.json {
-		_, err := g.io.Out.Write(jsondoc.PromiseWrite(res.Seq, &view, res.Warnings))
-		return err
-	}
-	for _, w := range res.Warnings {
-		fmt.Fprintln(g.io.Err, "warning: "+w)
-	}
-	human(g.io.Out, res, &view)
-	return nil
+	return err
 }
 
 type promiseOptions struct {
