@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 )
@@ -76,5 +78,60 @@ func TestE2EFarDeadlines(t *testing.T) {
 	l.must("expect", "raise", "--as", "a", "--id", "e2", "--kind", "k", "--subject", "t:1", "--fact-key", "g", "--basis", "declared", "--due", "9999-12-01T00:00:00Z", "--grace", "P1W")
 	if doc := l.must("expect", "show", "e2", "--json"); !strings.Contains(doc, `"currentDue":"9999-12-01T00:00:00Z"`) || !strings.Contains(doc, `"grace":"PT168H"`) {
 		t.Fatalf("expect show e2: %s", doc)
+	}
+}
+
+// A checkpoint of far instants reads back identically: an import of 2,500
+// promises with deadlines and times across years 0001–9999 leaves a
+// checkpoint, and every read gives the same bytes with it, without it, and
+// with it rebuilt.
+func TestE2EFarInstantsCheckpoint(t *testing.T) {
+	l := newLedger(t)
+	years := []int{1, 999, 1677, 1680, 2026, 2253, 2262, 2263, 5000, 9999}
+	var lines []string
+	for i := 0; i < 2500; i++ {
+		y := years[i%len(years)]
+		until := fmt.Sprintf("%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", y, 1+i%12, 1+i%28, i%24, i%60, (i*7)%60, 1+i*37%999999) // never the zero instant, which is refused
+		ts := fmt.Sprintf("%04d-06-01T00:00:%02dZ", years[(i+3)%len(years)], i%60)
+		lines = append(lines, fmt.Sprintf(`{"ts":"%s","type":"promise","id":"f-%d","promise":"t","by":"d","to":"c","until":"%s"}`, ts, i, until))
+		if i%3 == 0 {
+			lines = append(lines, fmt.Sprintf(`{"ts":"%s","type":"amend","promise":"f-%d","by":"d","until":"9999-12-31T23:59:59.999999Z"}`, ts, i))
+		}
+	}
+	l.must("import", writeFile(t, "far.jsonl", lines))
+	if _, err := os.Stat(l.cpPath()); err != nil {
+		t.Fatalf("no checkpoint after the import: %v", err)
+	}
+	verbs := [][]string{
+		{"ls", "--all", "--json", "--now", "2026-09-01T00:00:00Z"},
+		{"ls", "--overdue", "--json", "--now", "2263-01-01T00:00:00Z"},
+		{"show", "f-7", "--json", "--now", "0500-01-01T00:00:00Z"},
+		{"export"},
+	}
+	outputs := func() []string {
+		var out []string
+		for _, v := range verbs {
+			out = append(out, l.must(v...))
+		}
+		return out
+	}
+	want := outputs()
+	if !strings.Contains(want[0], `"id":"f-9","promise":"t","by":"d","to":"c","on":null,"task":null,"until":"9999-12-31T23:59:59.999999Z","horizons":["9999-10-10T09:09:03.000334Z","9999-12-31T23:59:59.999999Z"]`) {
+		t.Fatalf("ls --all lacks f-9 as imported: %.2000s", want[0])
+	}
+	for i, line := range strings.Split(strings.TrimSuffix(want[3], "\n"), "\n") {
+		if !strings.HasPrefix(line, lines[i][:len(lines[i])-1]+`,"tally":`) {
+			t.Fatalf("export line %d: %s, imported %s", i+1, line, lines[i])
+		}
+	}
+	if err := os.Remove(l.cpPath()); err != nil {
+		t.Fatal(err)
+	}
+	for stage, got := range map[string][]string{"without the checkpoint": outputs(), "with it rebuilt": outputs()} {
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("%s: %v differs", stage, verbs[i])
+			}
+		}
 	}
 }
