@@ -18,18 +18,42 @@ type Batch struct {
 	b       *pebble.Batch
 	pending map[*Storage]*groupState
 	order   []*Storage // groups in first-touch order, so Commit is deterministic
+	termOps map[*Storage][]termOp
+}
+
+// termOp is a change to a group's in-memory terms, replayed at Commit.
+type termOp struct {
+	kind  byte // 'a' append at index, 'c' compact through index, 'r' reset to index
+	index uint64
+	terms []uint64
+}
+
+func replayTerms(terms []uint64, base uint64, ops []termOp) []uint64 {
+	for _, op := range ops {
+		switch op.kind {
+		case 'a':
+			terms = append(terms[:op.index-base-1], op.terms...)
+		case 'c':
+			terms = append([]uint64(nil), terms[op.index-base:]...)
+			base = op.index
+		case 'r':
+			terms, base = nil, op.index
+		}
+	}
+	return terms
 }
 
 // NewBatch starts a batch.
 func (d *DB) NewBatch() *Batch {
-	return &Batch{db: d, b: d.pdb.NewIndexedBatch(), pending: make(map[*Storage]*groupState)}
+	return &Batch{db: d, b: d.pdb.NewIndexedBatch(), pending: make(map[*Storage]*groupState), termOps: make(map[*Storage][]termOp)}
 }
 
 func (b *Batch) state(s *Storage) *groupState {
 	if st, ok := b.pending[s]; ok {
 		return st
 	}
-	c := s.snapshotState().clone()
+	c := s.snapshotState()
+	c.terms = nil // changed only through termOps
 	b.pending[s] = &c
 	b.order = append(b.order, s)
 	return &c
@@ -72,7 +96,9 @@ func (b *Batch) Append(s *Storage, ents []*pb.Entry) error {
 			return fmt.Errorf("raftlog: group %d truncate suffix: %w", s.group, err)
 		}
 	}
+	op := termOp{kind: 'a', index: start, terms: make([]uint64, 0, len(ents))}
 	for _, e := range ents {
+		op.terms = append(op.terms, e.GetTerm())
 		data, err := proto.Marshal(e)
 		if err != nil {
 			return fmt.Errorf("raftlog: group %d entry %d: %w", s.group, e.GetIndex(), err)
@@ -85,6 +111,7 @@ func (b *Batch) Append(s *Storage, ents []*pb.Entry) error {
 		}
 	}
 	st.last = lastNew
+	b.termOps[s] = append(b.termOps[s], op)
 	return nil
 }
 
@@ -162,6 +189,7 @@ func (b *Batch) ApplySnapshot(s *Storage, snap *pb.Snapshot) error {
 		return err
 	}
 	st.last = md.GetIndex()
+	b.termOps[s] = append(b.termOps[s], termOp{kind: 'r', index: md.GetIndex()})
 	return b.SetConfState(s, md.GetIndex(), md.GetConfState())
 }
 
@@ -201,6 +229,7 @@ func (b *Batch) Compact(s *Storage, i uint64) error {
 	if err := b.b.DeleteRange(entryKey(s.group, 0), entryKey(s.group, i+1), nil); err != nil {
 		return fmt.Errorf("raftlog: group %d compact: %w", s.group, err)
 	}
+	b.termOps[s] = append(b.termOps[s], termOp{kind: 'c', index: i})
 	return b.setTrunc(s, st, i, term)
 }
 
@@ -224,16 +253,24 @@ func (b *Batch) termPending(s *Storage, st *groupState, i uint64) (uint64, error
 // Commit writes the batch with one fsync, then publishes the new state of
 // every group it touched. On error the store is failed (see ErrFailed) and
 // no group's state moves.
-func (b *Batch) Commit() error {
+func (b *Batch) Commit() error { return b.commit(true) }
+
+// CommitNoSync commits without fsync and publishes the state as if it were
+// durable. Raft forbids this (a crash loses what peers were told); it exists
+// only so a test can break that rule on purpose.
+func (b *Batch) CommitNoSync() error { return b.commit(false) }
+
+func (b *Batch) commit(sync bool) error {
 	if b.b.Empty() {
 		return b.Close()
 	}
-	if err := b.db.Commit(b.b, true); err != nil {
+	if err := b.db.Commit(b.b, sync); err != nil {
 		return err
 	}
 	for _, s := range b.order {
 		st := b.pending[s]
 		s.mu.Lock()
+		st.terms = replayTerms(s.st.terms, s.st.truncIndex, b.termOps[s])
 		s.st = *st
 		s.mu.Unlock()
 	}

@@ -142,7 +142,22 @@ func (d *DB) Pebble() *pebble.DB { return d.pdb }
 
 // Commit commits a pebble batch, turning pebble's fatal commit errors into a
 // failed store and an error.
-func (d *DB) Commit(b *pebble.Batch, sync bool) (err error) {
+func (d *DB) Commit(b *pebble.Batch, sync bool) error {
+	opt := pebble.NoSync
+	if sync {
+		opt = pebble.Sync
+	}
+	return d.guard("commit", func() error { return b.Commit(opt) })
+}
+
+// SyncWAL makes every write committed so far durable.
+func (d *DB) SyncWAL() error {
+	return d.guard("sync", func() error { return d.pdb.LogData(nil, pebble.Sync) })
+}
+
+// guard runs a write, failing the store if it errs or pebble reports it
+// fatal.
+func (d *DB) guard(what string, f func() error) (err error) {
 	d.mu.Lock()
 	failed := d.failed
 	d.mu.Unlock()
@@ -155,7 +170,7 @@ func (d *DB) Commit(b *pebble.Batch, sync bool) (err error) {
 			if !ok {
 				panic(r)
 			}
-			err = fmt.Errorf("raftlog: commit: %s: %w", fp.msg, ErrFailed)
+			err = fmt.Errorf("raftlog: %s: %s: %w", what, fp.msg, ErrFailed)
 		}
 		if err != nil {
 			d.mu.Lock()
@@ -165,12 +180,8 @@ func (d *DB) Commit(b *pebble.Batch, sync bool) (err error) {
 			d.mu.Unlock()
 		}
 	}()
-	opt := pebble.NoSync
-	if sync {
-		opt = pebble.Sync
-	}
-	if err := b.Commit(opt); err != nil {
-		return fmt.Errorf("raftlog: commit: %w", err)
+	if err := f(); err != nil {
+		return fmt.Errorf("raftlog: %s: %w: %w", what, err, ErrFailed)
 	}
 	return nil
 }
@@ -185,9 +196,11 @@ type groupState struct {
 	truncTerm  uint64
 	last       uint64
 	snap       *pb.SnapshotMetadata
+	// terms[k] is the term of entry truncIndex+1+k: raft asks for terms far
+	// more often than for entries, so they stay in memory (8 bytes an
+	// entry, bounded by compaction). Only Commit changes it, under mu.
+	terms []uint64
 }
-
-func (s groupState) clone() groupState { return s }
 
 // Storage is one group's raft.Storage.
 type Storage struct {
@@ -242,12 +255,18 @@ func (d *DB) Group(id uint64) (*Storage, error) {
 		}
 	}
 	st.last = st.truncIndex
-	it, err := d.pdb.NewIter(&pebble.IterOptions{LowerBound: entryKey(id, 0), UpperBound: groupKey(id, kindEntry+1)})
+	it, err := d.pdb.NewIter(&pebble.IterOptions{LowerBound: entryKey(id, st.truncIndex+1), UpperBound: groupKey(id, kindEntry+1)})
 	if err != nil {
 		return nil, fmt.Errorf("raftlog: group %d: %w", id, err)
 	}
-	if it.Last() {
-		st.last = binary.BigEndian.Uint64(it.Key()[groupKeyLen:])
+	for ok := it.First(); ok; ok = it.Next() {
+		idx := binary.BigEndian.Uint64(it.Key()[groupKeyLen:])
+		if idx != st.last+1 || len(it.Value()) < 8 {
+			_ = it.Close()
+			return nil, fmt.Errorf("raftlog: group %d: entry %d missing or short in the log", id, st.last+1)
+		}
+		st.terms = append(st.terms, binary.BigEndian.Uint64(it.Value()[:8]))
+		st.last = idx
 	}
 	if err := it.Close(); err != nil {
 		return nil, fmt.Errorf("raftlog: group %d: %w", id, err)
@@ -368,7 +387,9 @@ func (s *Storage) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 
 // Term returns the term of entry i.
 func (s *Storage) Term(i uint64) (uint64, error) {
-	st := s.snapshotState()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := &s.st
 	if i < st.truncIndex {
 		return 0, raft.ErrCompacted
 	}
@@ -378,18 +399,7 @@ func (s *Storage) Term(i uint64) (uint64, error) {
 	if i > st.last {
 		return 0, raft.ErrUnavailable
 	}
-	return s.db.termOf(s.group, i)
-}
-
-func (d *DB) termOf(group, i uint64) (uint64, error) {
-	v, ok, err := d.get(entryKey(group, i))
-	if err != nil {
-		return 0, fmt.Errorf("raftlog: group %d term %d: %w", group, i, err)
-	}
-	if !ok || len(v) < 8 {
-		return 0, fmt.Errorf("raftlog: group %d: entry %d missing: %w", group, i, raft.ErrUnavailable)
-	}
-	return binary.BigEndian.Uint64(v[:8]), nil
+	return st.terms[i-st.truncIndex-1], nil
 }
 
 // LastIndex is the index of the last entry in the log.

@@ -2,6 +2,7 @@ package raftlog
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -389,3 +390,7 @@ func TestInitialStateRoundTrip(t *testing.T) {
 		t.Fatalf("initial state %v %v %v", ghs, gcs, err)
 	}
 }
+
+// The simulator's -seed flag is accepted here too, so that
+// `go test ./cluster/... -run Sim -seed N` works across the packages.
+var _ = flag.Uint64("seed", 0, "simulator seed (used by cluster/sim)")
