@@ -1,0 +1,88 @@
+package model
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"tally/cluster/node"
+	"tally/cluster/raftlog"
+)
+
+var _ = flag.Uint64("seed", 0, "simulator seed (used by cluster/sim)")
+
+func open(t *testing.T) (*raftlog.DB, *SM) {
+	t.Helper()
+	db, err := raftlog.Open("/m", raftlog.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, New(db)
+}
+
+func cmd(session string, client, req uint64, v string) []byte {
+	b, _ := json.Marshal(Command{Session: session, Client: client, Req: req, Value: v})
+	return b
+}
+
+func TestApplyChainsDedupsAndRefuses(t *testing.T) {
+	_, sm := open(t)
+	res, err := sm.Apply(2, []node.Entry{
+		{Index: 1, Kind: node.KindEmpty},
+		{Index: 2, Kind: node.KindCommand, Data: cmd("a", 1, 1, "x")},
+		{Index: 3, Kind: node.KindCommand, Data: cmd("a", 2, 1, "y")},
+		{Index: 4, Kind: node.KindCommand, Data: cmd("a", 1, 1, "x")}, // retry
+		{Index: 5, Kind: node.KindCommand, Data: []byte("{")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r [5]Result
+	for i := 1; i < 5; i++ {
+		json.Unmarshal(res[i], &r[i])
+	}
+	if r[1].Seq != 1 || r[2].Seq != 2 || !r[3].Dup || r[3].Seq != 1 || r[4].Err == "" {
+		t.Fatalf("results %+v", r)
+	}
+	recs, _ := sm.Log(2, "a")
+	if len(recs) != 2 || !bytes.Equal(recs[1].Hash, ChainHash(recs[0].Hash, 2, "y")) {
+		t.Fatalf("log %+v", recs)
+	}
+	if a, _ := sm.Applied(2); a != 5 {
+		t.Fatalf("applied %d", a)
+	}
+	if _, err := sm.Apply(2, []node.Entry{{Index: 5, Kind: node.KindEmpty}}); err == nil {
+		t.Fatal("an index already applied was accepted")
+	}
+}
+
+func TestSnapshotRestore(t *testing.T) {
+	_, a := open(t)
+	_, b := open(t)
+	a.Apply(3, []node.Entry{{Index: 7, Kind: node.KindCommand, Data: cmd("s", 1, 1, "v1")}, {Index: 8, Kind: node.KindCommand, Data: cmd("s", 1, 2, "v2")}})
+	b.Apply(3, []node.Entry{{Index: 1, Kind: node.KindCommand, Data: cmd("old", 9, 1, "stale")}})
+	var buf bytes.Buffer
+	idx, err := a.Snapshot(3, &buf)
+	if err != nil || idx != 8 {
+		t.Fatalf("snapshot: %d %v", idx, err)
+	}
+	if err := b.Restore(3, idx, &buf); err != nil {
+		t.Fatal(err)
+	}
+	ra, _ := a.Log(3, "s")
+	rb, _ := b.Log(3, "s")
+	old, _ := b.Log(3, "old")
+	if len(rb) != 2 || !bytes.Equal(ra[1].Hash, rb[1].Hash) || len(old) != 0 {
+		t.Fatalf("restored %+v, stale %+v", rb, old)
+	}
+	if ap, _ := b.Applied(3); ap != 8 {
+		t.Fatalf("applied after restore %d", ap)
+	}
+	if err := b.Restore(3, 9, bytes.NewReader([]byte{0xff, 0xff, 0xff})); err == nil {
+		t.Fatal("a corrupt snapshot stream was accepted")
+	}
+}

@@ -1,0 +1,69 @@
+package node
+
+import (
+	"io"
+	"time"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+)
+
+// EntryKind says what a committed entry carries.
+type EntryKind uint8
+
+const (
+	// KindCommand is a client command proposed through Propose.
+	KindCommand EntryKind = iota + 1
+	// KindEmpty is raft's own entry (a new leader's no-op or a
+	// configuration change): it carries no command but still advances the
+	// applied index.
+	KindEmpty
+)
+
+// Entry is one committed entry handed to the state machine.
+type Entry struct {
+	Index uint64
+	Kind  EntryKind
+	Data  []byte // the command as proposed; nil for KindEmpty
+}
+
+// StateMachine is what a node replicates. The node calls it from its loop
+// only, never concurrently.
+//
+// Contracts:
+//   - Apply is deterministic: the same entries from the same state give the
+//     same results and state on every replica. A command the state machine
+//     refuses is a result (for example an encoded error), not an error:
+//     Apply's error means the state machine cannot go on (its disk failed),
+//     and the node then stops.
+//   - When Apply returns, its effects and the index of its last entry are
+//     durable together, so that after a restart Applied says exactly what
+//     was applied and nothing is applied twice. The node never hands an
+//     entry at or below Applied again (after a restart raft replays from the
+//     saved configuration's index, which may be older; the node filters).
+//   - Snapshot writes the group's state as of Applied, streamed; Restore
+//     replaces the group's state with one, durably, with Applied = index.
+type StateMachine interface {
+	Applied(group uint64) (uint64, error)
+	Apply(group uint64, ents []Entry) (results [][]byte, err error)
+	Snapshot(group uint64, w io.Writer) (index uint64, err error)
+	Restore(group uint64, index uint64, r io.Reader) error
+}
+
+// Envelope is one raft message of one group.
+type Envelope struct {
+	Group uint64
+	Msg   *pb.Message
+}
+
+// Transport carries messages between nodes. Send must not block: a
+// transport whose queue to a peer is full drops the batch, and raft's
+// retries recover. Messages to one peer in one call are one batch.
+type Transport interface {
+	Send(to uint64, batch []Envelope)
+}
+
+// Clock is the node's source of time, for deadlines only: raft's time is
+// the ticks the driver gives it.
+type Clock interface {
+	Now() time.Time
+}

@@ -1,0 +1,714 @@
+// Package node is a cluster node's engine: it hosts several raft groups (the
+// meta group and the data groups), each a raft.RawNode over one shared
+// raftlog store, and drives them all from one loop with one tick. Its clock,
+// transport and disk (the file system under the raftlog store) are
+// injected, so the same code runs in production and in the simulator.
+//
+// One iteration of the loop (Process) follows the order raft's README gives:
+// collect every group's Ready; write all their entries, HardStates and
+// snapshots in one synced batch; send the messages; apply the committed
+// entries through the StateMachine (ApplyConfChange for configuration
+// changes); Advance. A node whose disk fails stops: it sends nothing, votes
+// for nobody and refuses every request until it is restarted.
+package node
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"tally/cluster/raftlog"
+)
+
+var (
+	// ErrFailed: the node's disk failed; it serves nothing until restarted.
+	ErrFailed = errors.New("node: stopped after a disk failure")
+	// ErrTimeout: no outcome within ProposalTimeout. A proposal that timed
+	// out may still commit; retry it under the same request id.
+	ErrTimeout = errors.New("node: timed out waiting for the group")
+	// ErrBusy: MaxPending requests already wait at this node.
+	ErrBusy = errors.New("node: too many pending requests")
+	// ErrTooLarge: the command exceeds MaxEntrySize.
+	ErrTooLarge = errors.New("node: command exceeds the maximum entry size")
+	// ErrUnknownGroup: this node does not host the group.
+	ErrUnknownGroup = errors.New("node: group not hosted here")
+)
+
+// headerLen is the proposer's id and the proposal's id, prefixed to every
+// command so the proposer can find its waiter when the entry applies.
+const headerLen = 1 + 8 + 8
+
+const headerVersion = 1
+
+// ProposeResult is a proposal's outcome.
+type ProposeResult struct {
+	Index  uint64 // the entry's index, if applied
+	Result []byte // the state machine's result
+	Err    error
+}
+
+// ReadResult is a linearizable read's outcome: the state machine has applied
+// at least Index, which the group's leader confirmed with a quorum, so the
+// caller may read the state machine now, within the same loop iteration.
+type ReadResult struct {
+	Index uint64
+	Err   error
+}
+
+type proposal struct {
+	id       uint64
+	group    uint64
+	data     []byte
+	deadline time.Time
+	done     func(ProposeResult)
+}
+
+type read struct {
+	id        uint64
+	group     uint64
+	deadline  time.Time
+	done      func(ReadResult)
+	index     uint64
+	haveIndex bool
+}
+
+type group struct {
+	id          uint64
+	rn          *raft.RawNode
+	store       *raftlog.Storage
+	applied     uint64 // last entry handed through the loop (raft's applied)
+	appliedTerm uint64
+	smApplied   uint64 // the state machine's durable applied index
+	conf        *pb.ConfState
+	confDirty   bool // conf changed since last written
+	leader      uint64
+	term        uint64
+	state       raft.StateType
+}
+
+// Node is one cluster node. Its methods must be called from one goroutine,
+// the loop's (the simulator's single goroutine, or Run's).
+type Node struct {
+	cfg   Config
+	db    *raftlog.DB
+	sm    StateMachine
+	tr    Transport
+	clock Clock
+	log   *slog.Logger
+
+	groups []*group
+	byID   map[uint64]*group
+
+	nextID    uint64
+	proposals map[uint64]*proposal
+	queue     []*proposal // not yet accepted by raft (no leader yet, dropped)
+	reads     map[uint64]*read
+	readQueue []*read
+
+	failed error
+	// unsynced is set when TestingSendBeforePersist committed a batch
+	// without fsync; the next iteration syncs it.
+	unsynced bool
+	ticks    uint64
+}
+
+// Peers gives each group's initial voters, for a group with no state yet.
+type Peers func(group uint64) []uint64
+
+// New starts a node over an open store. A group with no saved state starts
+// with the voters peers gives it; a group with saved state resumes.
+func New(cfg Config, db *raftlog.DB, sm StateMachine, tr Transport, clock Clock, peers Peers, log *slog.Logger) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	n := &Node{
+		cfg: cfg, db: db, sm: sm, tr: tr, clock: clock, log: log,
+		byID:      make(map[uint64]*group),
+		proposals: make(map[uint64]*proposal),
+		reads:     make(map[uint64]*read),
+		// Ids start at the clock so a restarted node never reuses one its
+		// previous run may have left in the log.
+		nextID: uint64(clock.Now().UnixNano()),
+	}
+	gids := slices.Clone(cfg.Groups)
+	slices.Sort(gids)
+	for _, gid := range gids {
+		g, err := n.openGroup(gid, peers)
+		if err != nil {
+			return nil, fmt.Errorf("node %d: group %d: %w", cfg.ID, gid, err)
+		}
+		n.groups = append(n.groups, g)
+		n.byID[gid] = g
+	}
+	return n, nil
+}
+
+func (n *Node) openGroup(gid uint64, peers Peers) (*group, error) {
+	st, err := n.db.Group(gid)
+	if err != nil {
+		return nil, err
+	}
+	g := &group{id: gid, store: st}
+	hs, cs, err := st.InitialState()
+	if err != nil {
+		return nil, err
+	}
+	last, _ := st.LastIndex()
+	first, _ := st.FirstIndex()
+	if raft.IsEmptyHardState(hs) && last == 0 && len(cs.GetVoters()) == 0 {
+		cs = &pb.ConfState{Voters: slices.Clone(peers(gid))}
+		if len(cs.Voters) == 0 {
+			return nil, errors.New("no saved state and no initial voters")
+		}
+		b := n.db.NewBatch()
+		if err := b.SetConfState(st, 0, cs); err != nil {
+			return nil, err
+		}
+		if err := b.Commit(); err != nil {
+			return nil, err
+		}
+	}
+	g.conf = proto.Clone(cs).(*pb.ConfState)
+	smApplied, err := n.sm.Applied(gid)
+	if err != nil {
+		return nil, fmt.Errorf("state machine applied index: %w", err)
+	}
+	g.smApplied = smApplied
+	// Raft re-delivers every entry after applied: the configuration is
+	// saved as of ConfIndex, so conf changes after it must apply again; the
+	// state machine skips what it already holds.
+	applied := min(smApplied, st.ConfIndex(), hs.GetCommit())
+	if applied < first-1 {
+		return nil, fmt.Errorf("applied index %d is below the log's start %d: state machine or configuration lost", applied, first-1)
+	}
+	g.applied = applied
+	if applied > 0 {
+		if g.appliedTerm, err = st.Term(applied); err != nil {
+			return nil, fmt.Errorf("term of applied index %d: %w", applied, err)
+		}
+	}
+	rc := &raft.Config{
+		ID:                        n.cfg.ID,
+		ElectionTick:              n.cfg.ElectionTicks,
+		HeartbeatTick:             n.cfg.HeartbeatTicks,
+		Storage:                   &groupStorage{Storage: st, n: n, g: g},
+		Applied:                   applied,
+		MaxSizePerMsg:             n.cfg.MaxMsgSize,
+		MaxInflightMsgs:           n.cfg.MaxInflightMsgs,
+		MaxUncommittedEntriesSize: n.cfg.MaxUncommittedBytes,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		ReadOnlyOption:            raft.ReadOnlySafe,
+		StepDownOnRemoval:         true,
+		Logger:                    raftLogger{l: n.log.With("node", n.cfg.ID, "group", gid)},
+	}
+	rn, err := raft.NewRawNode(rc)
+	if err != nil {
+		return nil, err
+	}
+	g.rn = rn
+	return g, nil
+}
+
+// groupStorage answers raft's snapshot requests with the state machine's
+// state as of the group's applied index. Raft asks while stepping messages,
+// which happens between loop iterations, so the state cannot move between
+// the snapshot being taken and the message carrying it being sent.
+type groupStorage struct {
+	*raftlog.Storage
+	n *Node
+	g *group
+}
+
+func (s *groupStorage) Snapshot() (*pb.Snapshot, error) {
+	var buf bytes.Buffer
+	idx, err := s.n.sm.Snapshot(s.g.id, &buf)
+	if err != nil {
+		return nil, fmt.Errorf("node: snapshot group %d: %w", s.g.id, err)
+	}
+	if idx != s.g.applied {
+		// The state machine is not where the loop is (a restart replay in
+		// progress); raft retries later.
+		return nil, raft.ErrSnapshotTemporarilyUnavailable
+	}
+	return &pb.Snapshot{
+		Data: buf.Bytes(),
+		Metadata: &pb.SnapshotMetadata{
+			Index:     new(idx),
+			Term:      new(s.g.appliedTerm),
+			ConfState: pb.EnsureConfState(proto.Clone(s.g.conf).(*pb.ConfState)),
+		},
+	}, nil
+}
+
+// Failed reports the error that stopped the node, or nil.
+func (n *Node) Failed() error { return n.failed }
+
+// ID is the node's id.
+func (n *Node) ID() uint64 { return n.cfg.ID }
+
+// Tick advances every group's logical clock by one tick.
+func (n *Node) Tick() {
+	if n.failed != nil {
+		return
+	}
+	n.ticks++
+	if n.unsynced && n.ticks%4 == 0 {
+		// The broken ordering's deferred fsync, as a disk written behind
+		// the loop would make it.
+		if err := n.db.SyncWAL(); err != nil {
+			n.fail(err)
+			return
+		}
+		n.unsynced = false
+	}
+	for _, g := range n.groups {
+		g.rn.Tick()
+	}
+}
+
+// Deliver steps an inbound message into its group. Messages for unknown
+// groups, and everything after a failure, are dropped.
+func (n *Node) Deliver(env Envelope) {
+	if n.failed != nil {
+		return
+	}
+	g, ok := n.byID[env.Group]
+	if !ok || env.Msg == nil {
+		return
+	}
+	// Errors here are messages raft ignores (stale, from unknown peers).
+	_ = g.rn.Step(env.Msg)
+}
+
+// Propose submits a command to a group; done is called from the loop with
+// its outcome.
+func (n *Node) Propose(gid uint64, cmd []byte, done func(ProposeResult)) {
+	if err := n.admit(gid); err != nil {
+		done(ProposeResult{Err: err})
+		return
+	}
+	if len(cmd) > n.cfg.MaxEntrySize {
+		done(ProposeResult{Err: fmt.Errorf("%w: %d bytes, limit %d (MaxEntrySize)", ErrTooLarge, len(cmd), n.cfg.MaxEntrySize)})
+		return
+	}
+	n.nextID++
+	p := &proposal{id: n.nextID, group: gid, deadline: n.clock.Now().Add(n.cfg.ProposalTimeout), done: done}
+	p.data = make([]byte, headerLen, headerLen+len(cmd))
+	p.data[0] = headerVersion
+	binary.BigEndian.PutUint64(p.data[1:9], n.cfg.ID)
+	binary.BigEndian.PutUint64(p.data[9:17], p.id)
+	p.data = append(p.data, cmd...)
+	n.proposals[p.id] = p
+	n.queue = append(n.queue, p)
+}
+
+// ReadIndex starts a linearizable read of a group; done is called from the
+// loop once this replica has applied the confirmed read index.
+func (n *Node) ReadIndex(gid uint64, done func(ReadResult)) {
+	if err := n.admit(gid); err != nil {
+		done(ReadResult{Err: err})
+		return
+	}
+	n.nextID++
+	r := &read{id: n.nextID, group: gid, deadline: n.clock.Now().Add(n.cfg.ProposalTimeout), done: done}
+	n.reads[r.id] = r
+	n.readQueue = append(n.readQueue, r)
+}
+
+func (n *Node) admit(gid uint64) error {
+	if n.failed != nil {
+		return ErrFailed
+	}
+	if _, ok := n.byID[gid]; !ok {
+		return fmt.Errorf("%w: %d", ErrUnknownGroup, gid)
+	}
+	if len(n.proposals)+len(n.reads) >= n.cfg.MaxPending {
+		return fmt.Errorf("%w (MaxPending %d)", ErrBusy, n.cfg.MaxPending)
+	}
+	return nil
+}
+
+// TransferLeader asks a group's leader (if this node) to hand leadership to
+// another voter.
+func (n *Node) TransferLeader(gid, to uint64) {
+	if g, ok := n.byID[gid]; ok && n.failed == nil {
+		g.rn.TransferLeader(to)
+	}
+}
+
+// Campaign makes this node campaign in a group now.
+func (n *Node) Campaign(gid uint64) {
+	if g, ok := n.byID[gid]; ok && n.failed == nil {
+		_ = g.rn.Campaign()
+	}
+}
+
+// GroupStatus is one group's state at this node.
+type GroupStatus struct {
+	Group   uint64
+	Leader  uint64
+	Term    uint64
+	Commit  uint64
+	Applied uint64
+	State   raft.StateType
+	Voters  []uint64
+}
+
+// Status reports every group, in group order.
+func (n *Node) Status() []GroupStatus {
+	out := make([]GroupStatus, 0, len(n.groups))
+	for _, g := range n.groups {
+		bs := g.rn.BasicStatus()
+		out = append(out, GroupStatus{
+			Group: g.id, Leader: bs.Lead, Term: bs.HardState.GetTerm(), Commit: bs.HardState.GetCommit(),
+			Applied: g.applied, State: bs.RaftState, Voters: slices.Clone(g.conf.GetVoters()),
+		})
+	}
+	return out
+}
+
+// GroupTerm names a group and a term.
+type GroupTerm struct{ Group, Term uint64 }
+
+// Leading lists the groups this node leads, with the term of each.
+func (n *Node) Leading() []GroupTerm {
+	var out []GroupTerm
+	for _, g := range n.groups {
+		if g.state == raft.StateLeader {
+			out = append(out, GroupTerm{Group: g.id, Term: g.rn.BasicStatus().HardState.GetTerm()})
+		}
+	}
+	return out
+}
+
+// Pending counts proposals and reads waiting at this node.
+func (n *Node) Pending() int { return len(n.proposals) + len(n.reads) }
+
+func (n *Node) fail(err error) {
+	if n.failed != nil {
+		return
+	}
+	n.failed = fmt.Errorf("%w: %w", ErrFailed, err)
+	n.log.Error("node stopped", "node", n.cfg.ID, "err", err)
+	for _, id := range sortedKeys(n.proposals) {
+		n.proposals[id].done(ProposeResult{Err: n.failed})
+	}
+	for _, id := range sortedKeys(n.reads) {
+		n.reads[id].done(ReadResult{Err: n.failed})
+	}
+	n.proposals, n.reads, n.queue, n.readQueue = map[uint64]*proposal{}, map[uint64]*read{}, nil, nil
+}
+
+func sortedKeys[V any](m map[uint64]V) []uint64 {
+	ks := make([]uint64, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// Process runs one iteration of the loop. It reports whether there was
+// anything to do, so a driver can call it again until there is not.
+func (n *Node) Process() bool {
+	if n.failed != nil {
+		return false
+	}
+	n.submit()
+	n.expire()
+
+	type ready struct {
+		g  *group
+		rd raft.Ready
+	}
+	var rds []ready
+	for _, g := range n.groups {
+		if g.rn.HasReady() {
+			rds = append(rds, ready{g, g.rn.Ready()})
+		}
+	}
+	compact := n.compactions()
+	if len(rds) == 0 && len(compact) == 0 && !n.anyConfDirty() {
+		n.finishReads()
+		return false
+	}
+
+	// 1. Install snapshots into the state machine first: a crash after it
+	// leaves the state machine ahead of the log, which replay tolerates;
+	// the other order could lose the snapshot's entries.
+	for _, r := range rds {
+		if raft.IsEmptySnap(r.rd.Snapshot) {
+			continue
+		}
+		md := r.rd.Snapshot.GetMetadata()
+		if err := n.sm.Restore(r.g.id, md.GetIndex(), bytes.NewReader(r.rd.Snapshot.GetData())); err != nil {
+			n.fail(fmt.Errorf("restore snapshot of group %d: %w", r.g.id, err))
+			return false
+		}
+	}
+
+	// 2. Persist every group's entries, HardState and snapshot in one batch.
+	b := n.db.NewBatch()
+	for _, r := range rds {
+		var err error
+		if !raft.IsEmptySnap(r.rd.Snapshot) {
+			err = b.ApplySnapshot(r.g.store, r.rd.Snapshot)
+		}
+		if err == nil {
+			err = b.Append(r.g.store, r.rd.Entries)
+		}
+		if err == nil && r.rd.HardState != nil {
+			err = b.SetHardState(r.g.store, r.rd.HardState)
+		}
+		if err != nil {
+			b.Close()
+			n.fail(fmt.Errorf("persist group %d: %w", r.g.id, err))
+			return false
+		}
+	}
+	for _, g := range n.groups {
+		if g.confDirty {
+			if err := b.SetConfState(g.store, g.applied, g.conf); err != nil {
+				n.fail(err)
+				return false
+			}
+		}
+	}
+	for _, c := range compact {
+		// The configuration is saved as of applied in the same batch, so a
+		// restart never needs entries at or before the compaction point.
+		if err := b.SetConfState(c.g.store, c.g.applied, c.g.conf); err != nil {
+			n.fail(err)
+			return false
+		}
+		if err := b.Compact(c.g.store, c.to); err != nil {
+			n.fail(fmt.Errorf("compact group %d: %w", c.g.id, err))
+			return false
+		}
+	}
+	var err error
+	if n.cfg.TestingSendBeforePersist {
+		err = b.CommitNoSync()
+		n.unsynced = true
+	} else {
+		err = b.Commit()
+	}
+	if err != nil {
+		n.fail(err)
+		return false
+	}
+	for _, g := range n.groups {
+		g.confDirty = false
+	}
+
+	// 3. Send, batched per peer, in group order.
+	var peers []uint64
+	out := map[uint64][]Envelope{}
+	for _, r := range rds {
+		for _, m := range r.rd.Messages {
+			to := m.GetTo()
+			if _, ok := out[to]; !ok {
+				peers = append(peers, to)
+			}
+			out[to] = append(out[to], Envelope{Group: r.g.id, Msg: m})
+		}
+	}
+	for _, to := range peers {
+		n.tr.Send(to, out[to])
+	}
+	for _, r := range rds {
+		for _, m := range r.rd.Messages {
+			if m.GetType() == pb.MessageType_MsgSnap {
+				r.g.rn.ReportSnapshot(m.GetTo(), raft.SnapshotFinish)
+			}
+		}
+	}
+
+	// 4. Apply, then 5. Advance.
+	for _, r := range rds {
+		g := r.g
+		if r.rd.SoftState != nil {
+			g.leader, g.state = r.rd.SoftState.Lead, r.rd.SoftState.RaftState
+		}
+		if !raft.IsEmptySnap(r.rd.Snapshot) {
+			md := r.rd.Snapshot.GetMetadata()
+			g.applied, g.appliedTerm, g.smApplied = md.GetIndex(), md.GetTerm(), md.GetIndex()
+			g.conf = proto.Clone(md.GetConfState()).(*pb.ConfState)
+		}
+		if err := n.apply(g, r.rd.CommittedEntries); err != nil {
+			n.fail(err)
+			return false
+		}
+		for _, rs := range r.rd.ReadStates {
+			if len(rs.RequestCtx) != 8 {
+				continue
+			}
+			if rd, ok := n.reads[binary.BigEndian.Uint64(rs.RequestCtx)]; ok {
+				rd.index, rd.haveIndex = rs.Index, true
+			}
+		}
+		g.rn.Advance(r.rd)
+	}
+	n.finishReads()
+	return true
+}
+
+// submit hands queued proposals and reads to raft; those raft drops (no
+// leader known yet) stay queued until their deadline.
+func (n *Node) submit() {
+	keep := n.queue[:0]
+	for _, p := range n.queue {
+		if _, live := n.proposals[p.id]; !live {
+			continue
+		}
+		if err := n.byID[p.group].rn.Propose(p.data); err != nil {
+			keep = append(keep, p)
+		}
+	}
+	clear(n.queue[len(keep):])
+	n.queue = keep
+	for _, r := range n.readQueue {
+		if _, live := n.reads[r.id]; live {
+			n.byID[r.group].rn.ReadIndex(binary.BigEndian.AppendUint64(nil, r.id))
+		}
+	}
+	n.readQueue = nil
+}
+
+func (n *Node) expire() {
+	now := n.clock.Now()
+	for _, id := range sortedKeys(n.proposals) {
+		if p := n.proposals[id]; !now.Before(p.deadline) {
+			delete(n.proposals, id)
+			p.done(ProposeResult{Err: ErrTimeout})
+		}
+	}
+	for _, id := range sortedKeys(n.reads) {
+		if r := n.reads[id]; !now.Before(r.deadline) {
+			delete(n.reads, id)
+			r.done(ReadResult{Err: ErrTimeout})
+		}
+	}
+}
+
+func (n *Node) finishReads() {
+	for _, id := range sortedKeys(n.reads) {
+		r := n.reads[id]
+		if r.haveIndex && n.byID[r.group].applied >= r.index {
+			delete(n.reads, id)
+			r.done(ReadResult{Index: r.index})
+		}
+	}
+}
+
+func (n *Node) anyConfDirty() bool {
+	for _, g := range n.groups {
+		if g.confDirty {
+			return true
+		}
+	}
+	return false
+}
+
+type compaction struct {
+	g  *group
+	to uint64
+}
+
+func (n *Node) compactions() []compaction {
+	var out []compaction
+	for _, g := range n.groups {
+		first, _ := g.store.FirstIndex()
+		if g.applied >= first-1+n.cfg.CompactAfter && g.smApplied >= g.applied {
+			out = append(out, compaction{g: g, to: g.applied - n.cfg.CompactKeep})
+		}
+	}
+	return out
+}
+
+func (n *Node) apply(g *group, ents []*pb.Entry) error {
+	if len(ents) == 0 {
+		return nil
+	}
+	batch := make([]Entry, 0, len(ents))
+	var mine []*proposal
+	for _, e := range ents {
+		switch e.GetType() {
+		case pb.EntryType_EntryConfChange:
+			var cc pb.ConfChange
+			if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
+				return fmt.Errorf("group %d entry %d: conf change: %w", g.id, e.GetIndex(), err)
+			}
+			g.conf = g.rn.ApplyConfChange(&cc)
+			g.confDirty = true
+		case pb.EntryType_EntryConfChangeV2:
+			var cc pb.ConfChangeV2
+			if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
+				return fmt.Errorf("group %d entry %d: conf change: %w", g.id, e.GetIndex(), err)
+			}
+			g.conf = g.rn.ApplyConfChange(&cc)
+			g.confDirty = true
+		}
+		if e.GetIndex() <= g.smApplied {
+			continue // applied before a restart
+		}
+		ent := Entry{Index: e.GetIndex(), Kind: KindEmpty}
+		var p *proposal
+		if d := e.GetData(); e.GetType() == pb.EntryType_EntryNormal && len(d) >= headerLen && d[0] == headerVersion {
+			ent.Kind, ent.Data = KindCommand, d[headerLen:]
+			if binary.BigEndian.Uint64(d[1:9]) == n.cfg.ID {
+				p = n.proposals[binary.BigEndian.Uint64(d[9:17])]
+			}
+		}
+		batch = append(batch, ent)
+		mine = append(mine, p)
+	}
+	last := ents[len(ents)-1]
+	if len(batch) > 0 {
+		results, err := n.sm.Apply(g.id, batch)
+		if err != nil {
+			return fmt.Errorf("apply group %d: %w", g.id, err)
+		}
+		if len(results) != len(batch) {
+			return fmt.Errorf("apply group %d: %d results for %d entries", g.id, len(results), len(batch))
+		}
+		g.smApplied = batch[len(batch)-1].Index
+		for i, p := range mine {
+			if p != nil {
+				delete(n.proposals, p.id)
+				p.done(ProposeResult{Index: batch[i].Index, Result: results[i]})
+			}
+		}
+	}
+	g.applied, g.appliedTerm = last.GetIndex(), last.GetTerm()
+	return nil
+}
+
+// raftLogger sends raft's logging to slog; raft's Panic and Fatal are its
+// invariant violations and stay panics.
+type raftLogger struct{ l *slog.Logger }
+
+func (r raftLogger) Debug(v ...any)                   { r.l.Debug(fmt.Sprint(v...)) }
+func (r raftLogger) Debugf(format string, v ...any)   { r.l.Debug(fmt.Sprintf(format, v...)) }
+func (r raftLogger) Info(v ...any)                    { r.l.Debug(fmt.Sprint(v...)) }
+func (r raftLogger) Infof(format string, v ...any)    { r.l.Debug(fmt.Sprintf(format, v...)) }
+func (r raftLogger) Warning(v ...any)                 { r.l.Warn(fmt.Sprint(v...)) }
+func (r raftLogger) Warningf(format string, v ...any) { r.l.Warn(fmt.Sprintf(format, v...)) }
+func (r raftLogger) Error(v ...any)                   { r.l.Error(fmt.Sprint(v...)) }
+func (r raftLogger) Errorf(format string, v ...any)   { r.l.Error(fmt.Sprintf(format, v...)) }
+func (r raftLogger) Fatal(v ...any)                   { panic(fmt.Sprint(v...)) }
+func (r raftLogger) Fatalf(format string, v ...any)   { panic(fmt.Sprintf(format, v...)) }
+func (r raftLogger) Panic(v ...any)                   { panic(fmt.Sprint(v...)) }
+func (r raftLogger) Panicf(format string, v ...any)   { panic(fmt.Sprintf(format, v...)) }

@@ -1,0 +1,369 @@
+package node_test
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"tally/cluster/model"
+	"tally/cluster/node"
+	"tally/cluster/raftlog"
+)
+
+// The simulator's -seed flag is accepted here too, so that
+// `go test ./cluster/... -run Sim -seed N` works across the packages.
+var _ = flag.Uint64("seed", 0, "simulator seed (used by cluster/sim)")
+
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) Now() time.Time { return c.t }
+
+// net is a lossless in-order network between test nodes, with cut links.
+type net struct {
+	queue []struct {
+		to  uint64
+		env node.Envelope
+	}
+	cut map[uint64]bool // node id -> isolated
+}
+
+type tr struct {
+	n    *net
+	from uint64
+}
+
+func (t tr) Send(to uint64, batch []node.Envelope) {
+	if t.n.cut[t.from] || t.n.cut[to] {
+		return
+	}
+	for _, e := range batch {
+		t.n.queue = append(t.n.queue, struct {
+			to  uint64
+			env node.Envelope
+		}{to, e})
+	}
+}
+
+type member struct {
+	id  uint64
+	fs  vfs.FS
+	db  *raftlog.DB
+	sm  *model.SM
+	n   *node.Node
+	ffs *raftlog.FaultFS
+}
+
+type cluster struct {
+	t       *testing.T
+	clock   *fakeClock
+	net     *net
+	members map[uint64]*member
+	ids     []uint64
+	cfg     node.Config
+}
+
+func testConfig() node.Config {
+	cfg := node.DefaultConfig(1)
+	cfg.Groups = []uint64{node.MetaGroup, 2}
+	cfg.TickInterval = 10 * time.Millisecond
+	cfg.ProposalTimeout = time.Second
+	cfg.CompactAfter, cfg.CompactKeep = 20, 5
+	return cfg
+}
+
+func newCluster(t *testing.T, size int) *cluster {
+	c := &cluster{t: t, clock: &fakeClock{t: time.Unix(1000, 0)}, net: &net{cut: map[uint64]bool{}}, members: map[uint64]*member{}, cfg: testConfig()}
+	for i := 1; i <= size; i++ {
+		c.ids = append(c.ids, uint64(i))
+	}
+	for _, id := range c.ids {
+		ffs := raftlog.NewFaultFS(vfs.NewMem())
+		c.members[id] = &member{id: id, fs: ffs, ffs: ffs}
+		c.start(id)
+	}
+	t.Cleanup(func() {
+		for _, m := range c.members {
+			if m.db != nil && m.db.Failed() == nil {
+				m.db.Close()
+			}
+		}
+	})
+	return c
+}
+
+func (c *cluster) start(id uint64) {
+	m := c.members[id]
+	db, err := raftlog.Open("/d", raftlog.Options{FS: m.fs})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cfg := c.cfg
+	cfg.ID = id
+	m.db, m.sm = db, model.New(db)
+	m.n, err = node.New(cfg, db, m.sm, tr{c.net, id}, c.clock, func(uint64) []uint64 { return c.ids }, nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *cluster) restart(id uint64) {
+	m := c.members[id]
+	if err := m.db.Close(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.start(id)
+}
+
+// step ticks every node once and delivers everything in flight.
+func (c *cluster) step() {
+	c.clock.t = c.clock.t.Add(c.cfg.TickInterval)
+	for _, id := range c.ids {
+		c.members[id].n.Tick()
+		c.members[id].n.Process()
+	}
+	for len(c.net.queue) > 0 {
+		q := c.net.queue
+		c.net.queue = nil
+		for _, m := range q {
+			if c.net.cut[m.to] {
+				continue
+			}
+			c.members[m.to].n.Deliver(m.env)
+		}
+		for _, id := range c.ids {
+			for c.members[id].n.Process() {
+			}
+		}
+	}
+}
+
+func (c *cluster) leader(g uint64) *member {
+	for i := 0; i < 500; i++ {
+		for _, id := range c.ids {
+			for _, gt := range c.members[id].n.Leading() {
+				if gt.Group == g && !c.net.cut[id] {
+					return c.members[id]
+				}
+			}
+		}
+		c.step()
+	}
+	c.t.Fatalf("no leader for group %d", g)
+	return nil
+}
+
+func (c *cluster) propose(m *member, g uint64, cmd model.Command) node.ProposeResult {
+	data, _ := json.Marshal(cmd)
+	var res *node.ProposeResult
+	m.n.Propose(g, data, func(r node.ProposeResult) { res = &r })
+	for i := 0; res == nil && i < 500; i++ {
+		c.step()
+	}
+	if res == nil {
+		c.t.Fatal("proposal never answered")
+	}
+	return *res
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := node.DefaultConfig(1).Validate(); err != nil {
+		t.Fatalf("default config: %v", err)
+	}
+	cases := map[string]func(*node.Config){
+		"ID must not be 0":          func(c *node.Config) { c.ID = 0 },
+		"ElectionTicks must exceed": func(c *node.Config) { c.ElectionTicks = 1 },
+		"MaxEntrySize":              func(c *node.Config) { c.MaxEntrySize = 0 },
+		"MaxMsgSize":                func(c *node.Config) { c.MaxMsgSize = 1 },
+		"listed twice":              func(c *node.Config) { c.Groups = []uint64{1, 1} },
+		"MaxPending":                func(c *node.Config) { c.MaxPending = 0 },
+		"CompactAfter":              func(c *node.Config) { c.CompactKeep = c.CompactAfter },
+	}
+	for want, f := range cases {
+		c := node.DefaultConfig(1)
+		f(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v", want, err)
+		}
+	}
+}
+
+// TestProposeReadRestartExactlyOnce: a three-node group commits appends,
+// answers a linearizable read, and after every node restarts nothing is
+// applied twice.
+func TestProposeReadRestartExactlyOnce(t *testing.T) {
+	c := newCluster(t, 3)
+	const g = 2
+	for i := 1; i <= 30; i++ {
+		l := c.leader(g)
+		// A client per append, so the model's request dedup cannot hide a
+		// replayed entry.
+		res := c.propose(l, g, model.Command{Session: "s", Client: uint64(i), Req: 1, Value: fmt.Sprint("v", i)})
+		if res.Err != nil {
+			t.Fatalf("append %d: %v", i, res.Err)
+		}
+		var r model.Result
+		if err := json.Unmarshal(res.Result, &r); err != nil || r.Seq != uint64(i) {
+			t.Fatalf("append %d: result %s %v", i, res.Result, err)
+		}
+	}
+	// A retry of the last request returns its recorded outcome.
+	res := c.propose(c.leader(g), g, model.Command{Session: "s", Client: 30, Req: 1, Value: "v30"})
+	var r model.Result
+	if json.Unmarshal(res.Result, &r); !r.Dup || r.Seq != 30 {
+		t.Fatalf("retry: %s", res.Result)
+	}
+	// Read through a follower: it waits for its own apply.
+	var follower *member
+	for _, id := range c.ids {
+		if c.members[id] != c.leader(g) {
+			follower = c.members[id]
+		}
+	}
+	var rr *node.ReadResult
+	follower.n.ReadIndex(g, func(x node.ReadResult) { rr = &x })
+	for i := 0; rr == nil && i < 100; i++ {
+		c.step()
+	}
+	if rr == nil || rr.Err != nil {
+		t.Fatalf("read: %+v", rr)
+	}
+	if recs, _ := follower.sm.Log(g, "s"); len(recs) != 30 {
+		t.Fatalf("follower holds %d records after a read, want 30", len(recs))
+	}
+	for _, id := range c.ids {
+		c.restart(id)
+	}
+	c.propose(c.leader(g), g, model.Command{Session: "s", Client: 31, Req: 1, Value: "v31"})
+	for i := 0; i < 20; i++ {
+		c.step()
+	}
+	for _, id := range c.ids {
+		recs, err := c.members[id].sm.Log(g, "s")
+		if err != nil || len(recs) != 31 {
+			t.Fatalf("node %d holds %d records after restart, want 31 (%v)", id, len(recs), err)
+		}
+		first, _ := mustGroup(t, c.members[id].db, g).FirstIndex()
+		if first <= 1 {
+			t.Errorf("node %d: log never compacted (first index %d)", id, first)
+		}
+	}
+}
+
+func mustGroup(t *testing.T, db *raftlog.DB, g uint64) *raftlog.Storage {
+	s, err := db.Group(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestLaggingReplicaInstallsSnapshot: a replica cut off while the others
+// commit and compact past it catches up by snapshot.
+func TestLaggingReplicaInstallsSnapshot(t *testing.T) {
+	c := newCluster(t, 3)
+	const g = 2
+	c.leader(g)
+	c.net.cut[3] = true
+	for i := 1; i <= 60; i++ {
+		l := c.leader(g)
+		if res := c.propose(l, g, model.Command{Session: "s", Client: 1, Req: uint64(i), Value: fmt.Sprint("v", i)}); res.Err != nil {
+			t.Fatalf("append %d: %v", i, res.Err)
+		}
+	}
+	l := c.leader(g)
+	if first, _ := mustGroup(t, l.db, g).FirstIndex(); first < 30 {
+		t.Fatalf("leader's log not compacted past the cut replica (first %d)", first)
+	}
+	delete(c.net.cut, 3)
+	for i := 0; i < 200; i++ {
+		c.step()
+	}
+	want, _ := l.sm.Log(g, "s")
+	got, _ := c.members[3].sm.Log(g, "s")
+	if len(got) != 60 || string(got[59].Hash) != string(want[59].Hash) {
+		t.Fatalf("lagging replica holds %d records, want 60 with the same chain", len(got))
+	}
+	if first, _ := mustGroup(t, c.members[3].db, g).FirstIndex(); first < 30 {
+		t.Fatalf("lagging replica did not install a snapshot (first index %d)", first)
+	}
+}
+
+// TestDiskFailureStopsServingAndVoting: after an fsync fails the node
+// answers every request with ErrFailed and sends nothing, votes included.
+func TestDiskFailureStopsServingAndVoting(t *testing.T) {
+	c := newCluster(t, 3)
+	const g = 2
+	l := c.leader(g)
+	var victim *member
+	for _, id := range c.ids {
+		if c.members[id] != l {
+			victim = c.members[id]
+			break
+		}
+	}
+	victim.ffs.FailSyncs(true)
+	c.propose(l, g, model.Command{Session: "s", Client: 1, Req: 1, Value: "v"})
+	for i := 0; i < 10 && victim.n.Failed() == nil; i++ {
+		c.step()
+	}
+	if !errors.Is(victim.n.Failed(), node.ErrFailed) {
+		t.Fatalf("node did not stop: %v", victim.n.Failed())
+	}
+	var res node.ProposeResult
+	victim.n.Propose(g, []byte("{}"), func(r node.ProposeResult) { res = r })
+	if !errors.Is(res.Err, node.ErrFailed) {
+		t.Fatalf("failed node accepted a proposal: %v", res.Err)
+	}
+	// Isolate the leader so the others campaign; the failed node must not
+	// answer (no vote) and must send nothing at all.
+	c.net.cut[l.id] = true
+	before := len(c.net.queue)
+	for i := 0; i < 100; i++ {
+		victim.n.Tick()
+		victim.n.Process()
+	}
+	if len(c.net.queue) != before {
+		t.Fatal("failed node sent messages")
+	}
+	for i := 0; i < 100; i++ {
+		c.step()
+	}
+	for _, gt := range append(c.members[1].n.Leading(), append(c.members[2].n.Leading(), c.members[3].n.Leading()...)...) {
+		if gt.Group == g {
+			t.Fatalf("a group of one live voter out of three elected a leader (term %d)", gt.Term)
+		}
+	}
+}
+
+func TestProposalLimits(t *testing.T) {
+	c := newCluster(t, 1)
+	m := c.members[1]
+	var res node.ProposeResult
+	m.n.Propose(2, make([]byte, c.cfg.MaxEntrySize+1), func(r node.ProposeResult) { res = r })
+	if !errors.Is(res.Err, node.ErrTooLarge) {
+		t.Fatalf("oversized command: %v", res.Err)
+	}
+	m.n.Propose(99, []byte("x"), func(r node.ProposeResult) { res = r })
+	if !errors.Is(res.Err, node.ErrUnknownGroup) {
+		t.Fatalf("unknown group: %v", res.Err)
+	}
+	// Without a leader (no tick yet, so no election) a proposal waits,
+	// then times out.
+	answered := false
+	m.n.Propose(2, []byte("{}"), func(r node.ProposeResult) { res, answered = r, true })
+	m.n.Process()
+	if answered {
+		t.Fatalf("proposal answered with no leader: %+v", res)
+	}
+	c.clock.t = c.clock.t.Add(2 * c.cfg.ProposalTimeout)
+	m.n.Process()
+	if !answered || !errors.Is(res.Err, node.ErrTimeout) {
+		t.Fatalf("timed-out proposal: answered %v, %v", answered, res.Err)
+	}
+}
