@@ -423,8 +423,9 @@ func subjectField(field string, dst *Subject) func(json.RawMessage) error {
 	}
 }
 
-// ParseTime reads an RFC 3339 UTC time ("2026-09-01T17:00:00Z"). Offsets
-// other than Z are refused so that every stored time has one spelling.
+// ParseTime reads an RFC 3339 UTC time ("2026-09-01T17:00:00Z") that tally
+// keeps exactly (instant.Problem). Offsets other than Z are refused so that
+// every stored time has one spelling.
 func ParseTime(s string) (time.Time, error) {
 	if !strings.HasSuffix(s, "Z") {
 		return time.Time{}, errors.New("must be an RFC 3339 UTC time ending in Z")
@@ -432,6 +433,12 @@ func ParseTime(s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return time.Time{}, errors.New("must be an RFC 3339 UTC time ending in Z")
+	}
+	// The zero instant would read as "none" (a fact at it as now, a
+	// horizon at it as no horizon): refused with the rest of what tally
+	// cannot keep.
+	if p := instant.Problem(t); p != "" {
+		return time.Time{}, errors.New(p)
 	}
 	return t, nil
 }

@@ -49,6 +49,8 @@ func TestFarInstantsOverHTTP(t *testing.T) {
 		{p, `{"promise":"p","to":"author","until":"300000d"}`, `until: longer than 106751d`},
 		{p + "/never/amend", `{"until":"P1Y"}`, `until: \"P1Y\" is neither RFC 3339`},
 		{base + "/expectations", `{"expectationId":"e1","kind":"k","subject":{"type":"t","id":"1"},"satisfiedBy":{"factKey":"f"},"dueAt":"9999-12-31T23:30:00Z","grace":"PT1H","basis":"declared"}`, `grace: dueAt + grace must be after`},
+		{base + "/expectations", `{"expectationId":"e1","kind":"k","subject":{"type":"t","id":"1"},"satisfiedBy":{"factKey":"f"},"dueAt":"2026-09-02T00:00:00Z","horizon":"0001-01-01T00:00:00Z","basis":"declared"}`, `horizon: must be after 0001-01-01T00:00:00Z`},
+		{base + "/facts", `{"factKey":"f","subject":{"type":"t","id":"1"},"at":"0001-01-01T00:00:00Z"}`, `at: must be after 0001-01-01T00:00:00Z`},
 		{base + "/claims", `{"claim":"C1","respondent":"parser","work":"w","deadline":"0001-01-01T00:00:00Z","slots":[]}`, `deadline: must be after 0001-01-01T00:00:00Z`},
 	} {
 		who := "reviewer"
