@@ -237,6 +237,15 @@ func TestConsoleClaimHistory(t *testing.T) {
 func TestConsoleRoutesInOpenAPI(t *testing.T) {
 	f := newFixture(t)
 	doc := f.want(200, "GET", "/v1/openapi.json", "", "")
+	var api struct {
+		Paths map[string]map[string]struct {
+			Security []any `json:"security"`
+		} `json:"paths"`
+	}
+	decodeJSON(t, doc, &api)
+	if len(api.Paths["/v1/tenants"]["get"].Security) == 0 || len(api.Paths["/"]["get"].Security) != 0 {
+		t.Fatalf("security: the tenant list needs a token, the page does not: %+v %+v", api.Paths["/v1/tenants"], api.Paths["/"])
+	}
 	for _, p := range []string{`"/v1/tenants/{tenant}/sessions"`, `"/v1/tenants/{tenant}/sessions/{session}/summary"`,
 		`"/v1/tenants/{tenant}/sessions/{session}/obligations"`, `"/v1/tenants/{tenant}/sessions/{session}/claims/{id}/history"`,
 		`"/v1/tenants/{tenant}/sessions/{session}/promises/{id}/history"`, `"operationId": "console"`} {

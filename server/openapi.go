@@ -136,7 +136,7 @@ func (s *Server) OpenAPI() map[string]any {
 		} else if rt.body != "" {
 			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/" + rt.body}}}}
 		}
-		if strings.HasPrefix(rt.pattern, "/v1/tenants/") {
+		if strings.HasPrefix(rt.pattern, "/v1/tenants") {
 			op["security"] = []any{map[string]any{"bearer": []any{}}}
 		}
 		item[strings.ToLower(rt.method)] = op
