@@ -45,13 +45,19 @@ const (
 	a2aListMax     = 100
 )
 
-// call returns the request's call and its session's ledger.
+// call returns the request's call and its session's ledger, which a read
+// never creates.
 func (h *a2aHandler) call(ctx context.Context) (*a2aCall, *ledger.Ledger, error) {
+	return h.callFor(ctx, false)
+}
+
+// callFor is call, creating the session if create is set (a write).
+func (h *a2aHandler) callFor(ctx context.Context, create bool) (*a2aCall, *ledger.Ledger, error) {
 	c := a2aCallFrom(ctx)
 	if c == nil {
 		return nil, nil, a2a.ErrUnauthenticated
 	}
-	l, err := h.s.session(c.tenant, c.session)
+	l, err := h.s.sessionIn(ctx, c.tenant, c.session, create)
 	if err != nil {
 		return nil, nil, a2aError(err)
 	}
@@ -87,7 +93,7 @@ func a2aError(err error) error {
 	if r, ok := rule.As(err); ok {
 		sentinel := a2a.ErrInvalidParams
 		switch r.Code {
-		case rule.NotFound:
+		case rule.NotFound, CodeNoSuchSession:
 			sentinel = a2a.ErrTaskNotFound
 		case rule.Forbidden:
 			sentinel = a2a.ErrUnauthorized
@@ -411,7 +417,7 @@ func cancelReason(meta map[string]any, keys []string) string {
 // metadata under an activated extension URI: a promise's here, an
 // expectation's in sendExpect, a claim's in sendClaim.
 func (h *a2aHandler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
-	c, l, err := h.call(ctx)
+	c, l, err := h.callFor(ctx, true)
 	if err != nil {
 		return nil, err
 	}

@@ -303,7 +303,7 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, badRequest{err.Error()})
 		return
 	}
-	rep, path, err := s.verifySession(r.PathValue("tenant"), r.PathValue("session"), dir)
+	rep, path, err := s.verifySession(r, dir)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -316,9 +316,13 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
 // verifySession verifies the session's log through its open ledger, or,
 // when no ledger opens (a log too damaged to fold), on the bare file, as
 // the local verb does. It returns the log's path.
-func (s *Server) verifySession(tenant, session, dir string) (ledger.VerifyReport, string, error) {
-	if l, err := s.session(tenant, session); err == nil {
+func (s *Server) verifySession(r *http.Request, dir string) (ledger.VerifyReport, string, error) {
+	l, err := s.sessionIn(r.Context(), r.PathValue("tenant"), r.PathValue("session"), false)
+	if err == nil {
 		return l.Verify(), l.Log().Path(), nil
+	}
+	if rf, ok := rule.As(err); ok && rf.Code == CodeNoSuchSession {
+		return ledger.VerifyReport{}, "", err
 	}
 	b, err := ledger.OpenBare(dir)
 	if err != nil {
@@ -361,7 +365,7 @@ func (s *Server) importLog(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, rule.Invalidf("Idempotency-Key", "at most 256 bytes"))
 		return
 	}
-	l, err := s.session(r.PathValue("tenant"), r.PathValue("session"))
+	l, err := s.sessionIn(r.Context(), r.PathValue("tenant"), r.PathValue("session"), true)
 	if err != nil {
 		s.writeError(w, err)
 		return

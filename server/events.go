@@ -17,7 +17,7 @@ import (
 // after=) resumes with no gap and no duplicate. The data is the log line as
 // written (envelope included), so a client can verify the chain itself.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	_, l, err := s.openSession(r)
+	_, l, err := s.openSessionFor(r, false)
 	if err != nil {
 		s.writeError(w, err)
 		return

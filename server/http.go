@@ -91,6 +91,9 @@ func (s *Server) instrument(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
+		ctx, release := s.withSessionHolds(r.Context())
+		r = r.WithContext(ctx)
+		defer release() // after the handler and its panic's answer
 		defer func() {
 			if p := recover(); p != nil {
 				s.cfg.Logger.Error("panic serving request", "route", rt.name, "panic", fmt.Sprint(p))
@@ -147,6 +150,10 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 			status = http.StatusConflict
 		case rule.Forbidden:
 			status = http.StatusForbidden
+		case CodeNoSuchSession:
+			status = http.StatusNotFound
+		case CodeSessionQuotaExceeded:
+			status = http.StatusTooManyRequests
 		}
 	} else {
 		switch {
@@ -158,6 +165,8 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 		case errors.Is(err, auth.ErrUnauthenticated):
 			code, status = "unauthenticated", http.StatusUnauthorized
 			w.Header().Set("WWW-Authenticate", `Bearer realm="tally"`)
+		case errors.Is(err, errShuttingDown):
+			code, status = "unavailable", http.StatusServiceUnavailable
 		case errors.Is(err, errNotFound):
 			code, status = "not_found", http.StatusNotFound
 		case errors.As(err, &br):
@@ -222,21 +231,28 @@ func (s *Server) principalOf(participant, role string) principal {
 	return principal{actor: participant, role: role}
 }
 
-// openSession authenticates and opens the path's session.
+// openSession authenticates and opens the path's session for a write,
+// creating it if it has no log (removed again if the write is refused).
 func (s *Server) openSession(r *http.Request) (principal, *ledger.Ledger, error) {
+	return s.openSessionFor(r, true)
+}
+
+// openSessionFor authenticates and opens the path's session, held until
+// the request ends; one without a log is created only when create is set.
+func (s *Server) openSessionFor(r *http.Request, create bool) (principal, *ledger.Ledger, error) {
 	p, err := s.authenticate(r)
 	if err != nil {
 		return p, nil, err
 	}
-	l, err := s.session(r.PathValue("tenant"), r.PathValue("session"))
+	l, err := s.sessionIn(r.Context(), r.PathValue("tenant"), r.PathValue("session"), create)
 	return p, l, err
 }
 
-// openRead authenticates, opens the path's session and folds what other
-// processes appended to it, so every read route answers from the log as it
-// stands.
+// openRead authenticates, opens the path's session (never creating it)
+// and folds what other processes appended to it, so every read route
+// answers from the log as it stands.
 func (s *Server) openRead(r *http.Request) (*ledger.Ledger, error) {
-	_, l, err := s.openSession(r)
+	_, l, err := s.openSessionFor(r, false)
 	if err != nil {
 		return nil, err
 	}

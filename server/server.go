@@ -36,8 +36,14 @@ type Config struct {
 	BodyMax int64
 	// ShutdownTimeout bounds the wait for in-flight requests at shutdown.
 	ShutdownTimeout time.Duration
-	// SessionsMax bounds the sessions open at once.
-	SessionsMax int
+	// SessionsOpen bounds the sessions kept open (each holds four files
+	// and a timekeeper): past it the least recently used idle ones are
+	// closed, and reopened on their next request. Sessions in use are never
+	// closed, so the bound is exceeded while more than it are in use.
+	SessionsOpen int
+	// TenantSessionsMax bounds the sessions of one tenant on disk: a write
+	// that would create one more is refused (SessionQuotaExceeded).
+	TenantSessionsMax int
 	// StreamPoll is how often an event stream looks for lines appended by
 	// other processes writing the same directory.
 	StreamPoll time.Duration
@@ -56,7 +62,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Addr: "127.0.0.1:7420", Logger: slog.Default(), Ledger: ledger.DefaultConfig(),
-		BodyMax: 1 << 20, ShutdownTimeout: 30 * time.Second, SessionsMax: 4096, StreamPoll: time.Second,
+		BodyMax: 1 << 20, ShutdownTimeout: 30 * time.Second, SessionsOpen: 1024, TenantSessionsMax: 10000, StreamPoll: time.Second,
 		WatchEvery: 10 * time.Second, Watch: watch.DefaultConfig(),
 	}
 }
@@ -68,8 +74,10 @@ func (c Config) Validate() error {
 		return errors.New("server config: Root is empty")
 	case c.BodyMax < 1024:
 		return fmt.Errorf("server config: BodyMax %d must be at least 1024", c.BodyMax)
-	case c.SessionsMax < 1:
-		return fmt.Errorf("server config: SessionsMax %d must be at least 1", c.SessionsMax)
+	case c.SessionsOpen < 1:
+		return fmt.Errorf("server config: SessionsOpen %d must be at least 1", c.SessionsOpen)
+	case c.TenantSessionsMax < 1:
+		return fmt.Errorf("server config: TenantSessionsMax %d must be at least 1", c.TenantSessionsMax)
 	case c.Logger == nil:
 		return errors.New("server config: Logger is nil")
 	}
@@ -86,8 +94,8 @@ type Server struct {
 
 	watchers *watchers
 
-	mu       sync.Mutex
-	sessions map[string]*ledger.Ledger
+	mu       sync.Mutex // guards closed and the session cache
+	sessions *sessionCache
 	closed   bool
 
 	// digesters keeps request-digest hashers for reuse: making one (the key
@@ -107,7 +115,11 @@ func New(cfg Config) (*Server, error) {
 	if !store.IsLedger(cfg.Root) {
 		return nil, fmt.Errorf("%s is not a tally ledger: run `tally init --dir %s` first", cfg.Root, cfg.Root)
 	}
-	s := &Server{cfg: cfg, tokens: auth.Open(cfg.Root), sessions: map[string]*ledger.Ledger{}, watchers: newWatchers()}
+	sessions, err := loadSessions(cfg.Root)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, tokens: auth.Open(cfg.Root), sessions: sessions, watchers: newWatchers()}
 	s.metrics = newMetrics(s)
 	observe := cfg.Ledger.Observe
 	s.cfg.Ledger.Observe = func(ci ledger.CommitInfo) {
@@ -170,60 +182,5 @@ func (s *Server) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.watchers.stop()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var errs []error
-	for k, l := range s.sessions {
-		errs = append(errs, l.Close())
-		delete(s.sessions, k)
-	}
-	return errors.Join(errs...)
-}
-
-// session opens (once) the ledger of tenant/session.
-func (s *Server) session(tenant, session string) (*ledger.Ledger, error) {
-	// An open session answers without checking its names again: only valid
-	// names, which hold no slash, are ever keys, so a hit is that session.
-	s.mu.Lock()
-	if l, ok := s.sessions[tenant+"/"+session]; ok && !s.closed {
-		s.mu.Unlock()
-		return l, nil
-	}
-	s.mu.Unlock()
-	dir, err := store.SessionDir(s.cfg.Root, tenant, session)
-	if err != nil {
-		return nil, badRequest{err.Error()}
-	}
-	key := tenant + "/" + session
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, errors.New("server is shutting down")
-	}
-	if l, ok := s.sessions[key]; ok {
-		return l, nil
-	}
-	if len(s.sessions) >= s.cfg.SessionsMax {
-		return nil, fmt.Errorf("sessions: at most %d open at once", s.cfg.SessionsMax)
-	}
-	l, err := ledger.Open(dir, s.cfg.Ledger)
-	if err != nil {
-		return nil, err
-	}
-	s.sessions[key] = l
-	s.startWatcher(key, l)
-	return l, nil
-}
-
-// eachSession visits the open sessions (for metrics).
-func (s *Server) eachSession(fn func(key string, l *ledger.Ledger)) {
-	s.mu.Lock()
-	ls := make(map[string]*ledger.Ledger, len(s.sessions))
-	for k, l := range s.sessions {
-		ls[k] = l
-	}
-	s.mu.Unlock()
-	for k, l := range ls {
-		fn(k, l)
-	}
+	return s.closeSessions()
 }

@@ -33,7 +33,7 @@ type fixture struct {
 	tokens map[string]string // participant → token
 }
 
-func newFixture(t testing.TB) *fixture {
+func newFixture(t testing.TB, tune ...func(*Config)) *fixture {
 	root := t.TempDir()
 	if err := store.Init(root); err != nil {
 		t.Fatal(err)
@@ -43,6 +43,9 @@ func newFixture(t testing.TB) *fixture {
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.Ledger.Now = func() time.Time { return t0 }
 	cfg.StreamPoll = 50 * time.Millisecond
+	for _, fn := range tune {
+		fn(&cfg)
+	}
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +169,7 @@ func TestRolesComeFromTheToken(t *testing.T) {
 func TestRevocationIsImmediate(t *testing.T) {
 	f := newFixture(t)
 	toks, _ := f.srv.tokens.List()
-	if code, _, _ := f.do("GET", base+"/promises", "author", ""); code != 200 {
+	if code, _, _ := f.do("GET", "/v1/tenants/acme/whoami", "author", ""); code != 200 {
 		t.Fatal("token refused before revocation")
 	}
 	for _, tk := range toks {

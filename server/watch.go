@@ -28,10 +28,12 @@ func newWatchers() *watchers {
 	return &watchers{ctx: ctx, cancel: cancel, last: map[string]time.Time{}}
 }
 
-// start runs a watcher for a newly opened session, if the server keeps time.
-func (s *Server) startWatcher(key string, l *ledger.Ledger) {
+// startWatcher runs a watcher for a newly opened session, if the server
+// keeps time, and returns the func that stops it (letting a sweep in
+// progress finish) before the session is closed; nil if none runs.
+func (s *Server) startWatcher(key string, l *ledger.Ledger) func() {
 	if s.cfg.WatchEvery <= 0 {
-		return
+		return nil
 	}
 	cfg := s.cfg.Watch
 	if cfg.Logger == nil {
@@ -45,17 +47,20 @@ func (s *Server) startWatcher(key string, l *ledger.Ledger) {
 	w, err := watch.New(l, cfg)
 	if err != nil {
 		s.cfg.Logger.Error("cannot start the watcher for a session", "session", key, "err", err)
-		return
+		return nil
 	}
 	if lapses != nil {
 		lapses.Journal = w.Journal() // lapses given up are journaled so
 	}
 	ws := s.watchers
+	ctx, cancel := context.WithCancel(ws.ctx)
+	done := make(chan struct{})
 	ws.wg.Add(1)
 	go func() {
 		defer ws.wg.Done()
+		defer close(done)
 		defer w.Close()
-		_ = w.Run(ws.ctx, s.cfg.WatchEvery, func(r watch.Report, err error) {
+		_ = w.Run(ctx, s.cfg.WatchEvery, func(r watch.Report, err error) {
 			if err != nil {
 				s.cfg.Logger.Warn("watcher sweep failed", "session", key, "err", err)
 				return
@@ -66,6 +71,13 @@ func (s *Server) startWatcher(key string, l *ledger.Ledger) {
 			s.metrics.sweep(r)
 		})
 	}()
+	return func() {
+		cancel()
+		<-done
+		ws.mu.Lock()
+		delete(ws.last, key) // a closed session has no lag
+		ws.mu.Unlock()
+	}
 }
 
 // stop ends every watcher, letting a sweep in progress finish.

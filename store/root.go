@@ -48,6 +48,17 @@ func SessionDir(root, tenant, session string) (string, error) {
 	return filepath.Join(root, "sessions", tenant, session), nil
 }
 
+// LogPath is the path of the log of the session in dir.
+func LogPath(dir string) string { return filepath.Join(dir, logName) }
+
+// HasLog reports whether the session in dir holds a log with something in
+// it: a session exists from its first record (an empty log is what a read
+// opened and never wrote).
+func HasLog(dir string) bool {
+	fi, err := os.Stat(LogPath(dir))
+	return err == nil && fi.Size() > 0
+}
+
 // Init makes dir a ledger directory. It is idempotent.
 func Init(dir string) error {
 	if err := os.MkdirAll(filepath.Join(dir, "sessions"), 0o755); err != nil {

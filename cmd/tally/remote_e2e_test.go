@@ -235,6 +235,14 @@ func TestRemoteCLIMatchesLocal(t *testing.T) {
 func TestRemoteCLIRefusals(t *testing.T) {
 	srv := startServer(t, "reviewer")
 	env := []string{"TALLY_URL=" + srv.url, "TALLY_TOKEN=" + srv.tokens["reviewer"]}
+	// A session exists from its first write; a read of one that does not is
+	// refused (NoSuchSession).
+	if r := run(t, runOpts{env: env}, "ls"); r.code != 1 || !strings.Contains(r.err, "no session") {
+		t.Errorf("ls of a session not yet written: %v", r)
+	}
+	if r := run(t, runOpts{env: env}, "promise", "first", "--to", "a", "--until", "2030-01-01T00:00:00Z"); r.code != 0 {
+		t.Fatalf("first write: %v", r)
+	}
 	cases := []struct {
 		env  []string
 		args []string
