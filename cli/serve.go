@@ -26,6 +26,7 @@ func newServe(g *global) *cobra.Command {
 	var lapseHosts []string
 	var watchEvery, requestHistory time.Duration
 	var lineageMax int
+	var sessionsOpen, tenantSessions int
 	c := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:7420]",
 		Short: "Serve the ledger over HTTP: JSON API, event stream, metrics",
@@ -80,6 +81,10 @@ func newServe(g *global) *cobra.Command {
 			cfg.Ledger.Now = g.io.Now
 			cfg.Ledger.Logger = cfg.Logger
 			cfg.WatchEvery = watchEvery
+			if sessionsOpen < 1 || tenantSessions < 1 {
+				return usagef("sessions-open, tenant-sessions: must be at least 1")
+			}
+			cfg.SessionsOpen, cfg.TenantSessionsMax = sessionsOpen, tenantSessions
 			if webhook != "" {
 				cfg.Watch.Sinks = append(cfg.Watch.Sinks, &watch.Webhook{URL: webhook, Attempts: 5, Backoff: 500 * time.Millisecond})
 			}
@@ -105,6 +110,8 @@ func newServe(g *global) *cobra.Command {
 	c.Flags().DurationVar(&watchEvery, "watch-every", 10*time.Second, "how often the built-in timekeeper sweeps each open session (0: off)")
 	c.Flags().StringSliceVar(&lapseHosts, "a2a-lapse-hosts", nil, "hosts lapses may be sent to over A2A (host, host:port or *.domain, comma-separated; default: any host but loopback, link-local and private addresses)")
 	c.Flags().StringVar(&defaultSession, "a2a-default-session", store.DefaultTenant+"/"+store.DefaultSession, "the session (TENANT/SESSION) whose A2A agent the server's own card, /.well-known/agent-card.json, describes")
+	c.Flags().IntVar(&sessionsOpen, "sessions-open", server.DefaultConfig().SessionsOpen, "sessions kept open at once; past it the least recently used idle ones are closed and reopened on demand")
+	c.Flags().IntVar(&tenantSessions, "tenant-sessions", server.DefaultConfig().TenantSessionsMax, "sessions one tenant may hold; a write that would create one more is refused (429 SessionQuotaExceeded)")
 	c.Flags().StringVar(&webhook, "webhook", "", "deliver lapses and promise notices by HTTP POST to URL (retried, with Idempotency-Key)")
 	c.Flags().IntVar(&lineageMax, "lineage-max", ledger.DefaultConfig().LineageMax, "expectations a lineage may hold before only a person extends it (default: the ledger's lineage_max, else 3)")
 	c.Flags().DurationVar(&requestHistory, "request-history", ledger.DefaultConfig().IdempotencyWindow, "how long a request id's answer is kept; an older retry gets 410 RequestHistoryExpired (default: the ledger's request_history, else 24h)")

@@ -46,6 +46,8 @@ func TestA2AJSONRPCEnvelope(t *testing.T) {
 	promiseSend := `{"jsonrpc":"2.0","id":9,"method":"SendMessage","params":{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"x"}],` +
 		`"metadata":{"urn:tally:ext:promise":{"id":"p1","promise":"hand back a reviewed schema","to":"author","until":"2026-09-01T17:00:00Z"}}}}}`
 	ext := []string{"A2A-Extensions", "urn:tally:ext:promise"}
+	// The session exists (reads of one that does not are NoSuchSession).
+	f.want(201, "POST", base+"/promises", "reviewer", `{"id":"setup","promise":"p","to":"author","until":"2026-09-02T12:00:00Z"}`, "Content-Type", "application/json")
 	// A session whose log is damaged: the server's fault, not the request's.
 	if err := os.MkdirAll(filepath.Join(f.root, "sessions", "acme", "broken"), 0o755); err != nil {
 		t.Fatal(err)

@@ -18,11 +18,13 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -211,7 +213,7 @@ func (s *Server) verifyAll(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	doc, err := VerifyAll(s.cfg.Root, p.tenant, func(ss store.Session, dir string) (ledger.VerifyReport, string, error) {
-		return s.verifySession(ss.Tenant, ss.Name, dir)
+		return s.verifySession(r.Context(), ss.Tenant, ss.Name, dir)
 	})
 	if err != nil {
 		s.writeError(w, err)
@@ -303,7 +305,7 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, badRequest{err.Error()})
 		return
 	}
-	rep, path, err := s.verifySession(r, dir)
+	rep, path, err := s.verifySession(r.Context(), r.PathValue("tenant"), r.PathValue("session"), dir)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -316,13 +318,17 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
 // verifySession verifies the session's log through its open ledger, or,
 // when no ledger opens (a log too damaged to fold), on the bare file, as
 // the local verb does. It returns the log's path.
-func (s *Server) verifySession(r *http.Request, dir string) (ledger.VerifyReport, string, error) {
-	l, err := s.sessionIn(r.Context(), r.PathValue("tenant"), r.PathValue("session"), false)
+// A session with no log is NoSuchSession; one with an empty log is
+// verified bare. Each session is released once verified, so verifying
+// every session keeps the open bound.
+func (s *Server) verifySession(ctx context.Context, tenant, session, dir string) (ledger.VerifyReport, string, error) {
+	e, err := s.acquire(ctx, tenant, session, false)
 	if err == nil {
-		return l.Verify(), l.Log().Path(), nil
+		defer s.release(e)
+		return e.l.Verify(), e.l.Log().Path(), nil
 	}
-	if rf, ok := rule.As(err); ok && rf.Code == CodeNoSuchSession {
-		return ledger.VerifyReport{}, "", err
+	if _, serr := os.Stat(store.LogPath(dir)); serr != nil {
+		return ledger.VerifyReport{}, "", err // no log: nothing to verify, nothing made
 	}
 	b, err := ledger.OpenBare(dir)
 	if err != nil {

@@ -61,30 +61,15 @@ type sessionCache struct {
 // loadSessions counts the sessions on disk under root, for the quota.
 func loadSessions(root string) (*sessionCache, error) {
 	c := &sessionCache{open: map[string]*sessionEntry{}, idle: list.New(), onDisk: map[string]struct{}{}, perTenant: map[string]int{}}
-	base := filepath.Join(root, "sessions")
-	tenants, err := os.ReadDir(base)
-	if errors.Is(err, os.ErrNotExist) {
-		return c, nil
-	}
+	ss, err := store.Sessions(root, "")
 	if err != nil {
 		return nil, fmt.Errorf("count sessions: %w", err)
 	}
-	for _, t := range tenants {
-		if !t.IsDir() || store.CheckName("tenant", t.Name()) != nil {
-			continue
-		}
-		ss, err := os.ReadDir(filepath.Join(base, t.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("count sessions: %w", err)
-		}
-		for _, se := range ss {
-			if !se.IsDir() || store.CheckName("session", se.Name()) != nil {
-				continue
-			}
-			if store.HasLog(filepath.Join(base, t.Name(), se.Name())) {
-				c.onDisk[t.Name()+"/"+se.Name()] = struct{}{}
-				c.perTenant[t.Name()]++
-			}
+	for _, se := range ss {
+		dir, err := store.SessionDir(root, se.Tenant, se.Name)
+		if err == nil && store.HasLog(dir) {
+			c.onDisk[se.String()] = struct{}{}
+			c.perTenant[se.Tenant]++
 		}
 	}
 	return c, nil
@@ -228,7 +213,6 @@ func (s *Server) acquire(ctx context.Context, tenant, session string, create boo
 		return e, nil
 	}
 }
-
 
 // openEntry opens an entry's ledger and starts its timekeeper.
 func (s *Server) openEntry(e *sessionEntry) (*ledger.Ledger, func(), error) {
