@@ -846,8 +846,11 @@
       const a = at.get(e.from), b = at.get(e.to);
       if (!a || !b) return null;
       const x1 = a.x, y1 = a.y + nodeH / 2, x2 = b.x + nodeW, y2 = b.y + nodeH / 2;
-      const back = x2 > x1; // an edge within a cycle's layer or pointing right
-      const d = back ? `M${a.x + nodeW / 2} ${a.y} C ${a.x + nodeW / 2} ${a.y - 40}, ${b.x + nodeW / 2} ${b.y - 40}, ${b.x + nodeW / 2} ${b.y}` :
+      // An edge within one layer (a cycle's members share one) bows out to
+      // the right of the column; the rest run leftwards to what they wait on.
+      const same = a.x === b.x;
+      const bow = 50 + Math.abs(y2 - y1) / 6;
+      const d = same ? `M${a.x + nodeW} ${y1} C ${a.x + nodeW + bow} ${y1}, ${b.x + nodeW + bow} ${y2}, ${b.x + nodeW} ${y2}` :
         `M${x1} ${y1} C ${x1 - 40} ${y1}, ${x2 + 40} ${y2}, ${x2} ${y2}`;
       return s('g', { class: 'edge ' + e.kind.replace(/[^a-z_]/g, '') },
         s('path', { d, 'marker-end': 'url(#arrow)' }),

@@ -49,11 +49,16 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu'] });
 const problems = [];
+let expectRefusal = false; // a 401 is the point of the step
 let declared = 0; // promises this script declared through the CLI so far
 // watch records console errors, uncaught exceptions, dialogs (an injected
 // alert would open one), failed requests and error responses.
 function watch(page, label) {
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(`${label}: console error: ${m.text()}`); });
+  page.on('console', (m) => {
+    if (m.type() !== 'error') return;
+    if (expectRefusal && m.text().includes('status of 401')) return; // the browser's own note of the wrong token's answer
+    problems.push(`${label}: console error: ${m.text()}`);
+  });
   page.on('pageerror', (e) => problems.push(`${label}: page error: ${e.message}`));
   page.on('dialog', (d) => { problems.push(`${label}: a dialog opened: ${d.message()}`); d.dismiss(); });
   page.on('requestfailed', (r) => {
@@ -61,7 +66,10 @@ function watch(page, label) {
     if (r.url().includes('/events') && r.failure() && r.failure().errorText === 'net::ERR_ABORTED') return;
     problems.push(`${label}: request failed: ${r.url()} ${r.failure() && r.failure().errorText}`);
   });
-  page.on('response', (r) => { if (r.status() >= 400) problems.push(`${label}: ${r.status()} for ${r.url()}`); });
+  page.on('response', (r) => {
+    if (r.status() === 401 && expectRefusal) return; // the wrong token below
+    if (r.status() >= 400) problems.push(`${label}: ${r.status()} for ${r.url()}`);
+  });
 }
 async function shot(page, view, size) {
   const file = path.join(OUT, `${view}-${size.name}.png`);
@@ -83,7 +91,15 @@ try {
     // Sign in: the page asks for a token and keeps it out of the URL.
     await page.goto(BASE + '/');
     await page.locator('#token').waitFor();
+    check(!(await page.locator('#tabs').isVisible()), 'the views are offered before sign-in');
     await shot(page, 'signin', size);
+    // A refused token says so and is forgotten.
+    expectRefusal = true;
+    await page.fill('#token', 'tally_not_a_token');
+    await page.click('form.signin button[type=submit]');
+    await page.locator('.signin .error', { hasText: 'refused' }).waitFor();
+    check(await page.evaluate(() => sessionStorage.getItem('tally.console.token')) === null, 'a refused token was kept');
+    expectRefusal = false;
     await page.fill('#token', TOKEN);
     await page.click('form.signin button[type=submit]');
     await page.locator(`a[href="#/${T}/${S}/overview"]`).waitFor();
