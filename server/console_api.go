@@ -3,8 +3,6 @@ package server
 import (
 	"cmp"
 	"encoding/json"
-	"errors"
-	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -73,10 +71,19 @@ func (s *Server) tenantList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tenants := []string{}
-	if s.cfg.Insecure {
-		tenants = dirNames(filepath.Join(s.cfg.Root, "sessions"), "")
-	} else if tok, err := s.tokens.Authenticate(strings.TrimSpace(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))); err == nil {
-		tenants = append(tenants, tok.Tenant)
+	if p.tenant != "" {
+		tenants = append(tenants, p.tenant)
+	} else if s.cfg.Insecure {
+		ss, err := store.Sessions(s.cfg.Root, "")
+		if err != nil {
+			s.writeError(w, err)
+			return
+		}
+		for _, x := range ss {
+			if !slices.Contains(tenants, x.Tenant) {
+				tenants = append(tenants, x.Tenant)
+			}
+		}
 	}
 	writeDoc(w, http.StatusOK, expectDoc("tenants", tenants, "actor", p.actor, "role", p.role, "insecure", s.cfg.Insecure))
 }
@@ -97,39 +104,24 @@ func (s *Server) sessionList(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, badRequest{err.Error()})
 		return
 	}
-	dir := filepath.Join(s.cfg.Root, "sessions", tenant)
+	ss, err := store.Sessions(s.cfg.Root, tenant)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
 	out := []sessionInfo{}
-	for _, name := range dirNames(dir, "log.jsonl") {
-		fi, err := os.Stat(filepath.Join(dir, name, "log.jsonl"))
+	for _, x := range ss {
+		dir, err := store.SessionDir(s.cfg.Root, x.Tenant, x.Name)
 		if err != nil {
 			continue
 		}
-		out = append(out, sessionInfo{Session: name, Bytes: fi.Size()})
-	}
-	writeDoc(w, http.StatusOK, expectDoc("tenant", tenant, "sessions", out))
-}
-
-// dirNames lists the valid tenant or session names under dir, sorted; with
-// a file name, only directories that hold that file.
-func dirNames(dir, holding string) []string {
-	names := []string{}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return names
-	}
-	for _, e := range entries {
-		if !e.IsDir() || store.CheckName("name", e.Name()) != nil {
+		fi, err := os.Stat(filepath.Join(dir, "log.jsonl"))
+		if err != nil {
 			continue
 		}
-		if holding != "" {
-			if _, err := os.Stat(filepath.Join(dir, e.Name(), holding)); errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-		}
-		names = append(names, e.Name())
+		out = append(out, sessionInfo{Session: x.Name, Bytes: fi.Size()})
 	}
-	slices.Sort(names)
-	return names
+	writeDoc(w, http.StatusOK, expectDoc("tenant", tenant, "sessions", out))
 }
 
 // obligation is one row of the console's table, whatever its family.
@@ -265,18 +257,8 @@ func intParam(r *http.Request, name string, def, max int) (int, error) {
 	return n, nil
 }
 
-// openReadNow is openRead and the request's now.
-func (s *Server) openReadNow(r *http.Request) (*ledger.Ledger, time.Time, error) {
-	l, err := s.openRead(r)
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	now, err := s.readNow(r)
-	return l, now, err
-}
-
 func (s *Server) obligationList(w http.ResponseWriter, r *http.Request) {
-	l, now, err := s.openReadNow(r)
+	l, now, err := s.openReadAt(r)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -328,7 +310,7 @@ type summaryCounts struct {
 }
 
 func (s *Server) sessionSummary(w http.ResponseWriter, r *http.Request) {
-	l, now, err := s.openReadNow(r)
+	l, now, err := s.openReadAt(r)
 	if err != nil {
 		s.writeError(w, err)
 		return
