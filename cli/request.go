@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -53,10 +52,16 @@ func (d *stdinDigest) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// notAsked are the flags that do not change what a request asks: the
-// output mode, the request id itself, and where and as whom it runs (the
-// id is kept per acting identity).
-var notAsked = []string{"json", "request-id", "dir", "session", "as"}
+// asks reports whether a flag changes what a request asks: the output
+// mode, the request id itself, and where and as whom it runs (an id is kept
+// per acting identity) do not.
+func asks(flag string) bool {
+	switch flag {
+	case "json", "request-id", "dir", "session", "as":
+		return false
+	}
+	return true
+}
 
 // requestDigest binds a request id to what the command line asked: the
 // verb, its arguments, the flags given, the bytes read from stdin, and
@@ -68,7 +73,7 @@ func (g *global) requestDigest(c *cobra.Command, extra []byte) [32]byte {
 		fmt.Fprintf(h, "arg %d:%s\n", len(a), a)
 	}
 	c.Flags().Visit(func(f *pflag.Flag) { // in name order
-		if !slices.Contains(notAsked, f.Name) {
+		if asks(f.Name) {
 			v := f.Value.String()
 			fmt.Fprintf(h, "flag %s %d:%s\n", f.Name, len(v), v)
 		}
