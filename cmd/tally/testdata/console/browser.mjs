@@ -72,6 +72,8 @@ function watch(page, label) {
   });
 }
 async function shot(page, view, size) {
+  const low = await lowContrast(page);
+  if (low.length) problems.push(`${view} (${size.name}): low contrast: ${low.slice(0, 5).join('; ')}`);
   const file = path.join(OUT, `${view}-${size.name}.png`);
   await page.screenshot({ path: file, fullPage: false });
   console.log('screenshot ' + file);
@@ -79,6 +81,29 @@ async function shot(page, view, size) {
 const hash = (view, id, q) => `#/${encodeURIComponent(T)}/${encodeURIComponent(S)}/${view}` + (id ? '/' + encodeURIComponent(id) : '') + (q ? '?' + q : '');
 async function go(page, h) {
   await page.evaluate((x) => { location.hash = x; }, h);
+}
+// lowContrast lists text whose colour against its background is below WCAG
+// AA (4.5:1, or 3:1 for large or bold large text) in the page's HTML.
+async function lowContrast(page) {
+  return page.evaluate(() => {
+    const rgb = (c) => { const m = c.match(/[\d.]+/g).map(Number); return { r: m[0], g: m[1], b: m[2], a: m.length > 3 ? m[3] : 1 }; };
+    const lum = ({ r, g, b }) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; }; return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
+    const bgOf = (el) => { for (let e = el; e; e = e.parentElement) { const c = rgb(getComputedStyle(e).backgroundColor); if (c.a > 0.5) return c; } return { r: 255, g: 255, b: 255, a: 1 }; };
+    const bad = [];
+    for (const el of document.querySelectorAll('body *')) {
+      if (el.closest('svg') || !el.checkVisibility()) continue;
+      const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+      if (!own) continue;
+      const st = getComputedStyle(el);
+      const fg = rgb(st.color), bg = bgOf(el);
+      const [hi, lo] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+      const ratio = (hi + 0.05) / (lo + 0.05);
+      const size = parseFloat(st.fontSize), bold = Number(st.fontWeight) >= 700;
+      const need = size >= 24 || (bold && size >= 18.66) ? 3 : 4.5;
+      if (ratio < need) bad.push(`${el.tagName.toLowerCase()}.${el.className} "${el.textContent.trim().slice(0, 30)}" ${ratio.toFixed(2)}:1`);
+    }
+    return bad;
+  });
 }
 async function text(page, sel) { return (await page.locator(sel).first().textContent()).trim(); }
 
