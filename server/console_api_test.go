@@ -2,12 +2,16 @@ package server
 
 import (
 	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"tally/server/console"
+	"tally/store"
 )
 
 func decodeJSON(t *testing.T, body string, v any) {
@@ -252,5 +256,38 @@ func TestConsoleRoutesInOpenAPI(t *testing.T) {
 		if !strings.Contains(doc, p) {
 			t.Fatalf("openapi has no %s", p)
 		}
+	}
+}
+
+// TestConsoleInsecureTenants: in --insecure-dev the console asks for no
+// token and sees every tenant with a session on disk.
+func TestConsoleInsecureTenants(t *testing.T) {
+	root := t.TempDir()
+	if err := store.Init(root); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Root, cfg.Insecure = root, true
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { ts.Close(); s.Close() })
+	f := &fixture{t: t, srv: s, ts: ts, root: root}
+	for _, tenant := range []string{"beta", "acme"} {
+		f.want(201, "POST", "/v1/tenants/"+tenant+"/sessions/main/promises", "", `{"promise":"p","to":"author","until":"2h"}`, "X-Tally-Actor", "reviewer")
+	}
+	var cfgDoc struct{ Insecure bool }
+	decodeJSON(t, f.want(200, "GET", "/console/config.json", "", ""), &cfgDoc)
+	var ts2 struct {
+		Tenants  []string
+		Actor    string
+		Insecure bool
+	}
+	decodeJSON(t, f.want(200, "GET", "/v1/tenants", "", "", "X-Tally-Actor", "console"), &ts2)
+	if !cfgDoc.Insecure || !ts2.Insecure || strings.Join(ts2.Tenants, ",") != "acme,beta" || ts2.Actor != "console" {
+		t.Fatalf("insecure: config %+v, tenants %+v", cfgDoc, ts2)
 	}
 }
