@@ -1,0 +1,723 @@
+// Package sim is a deterministic simulator for the cluster engine. One seed
+// runs several real nodes (cluster/node over cluster/raftlog on an in-memory
+// pebble file system, with the cluster/model state machine) in one
+// goroutine, with a virtual clock, a simulated network and injected faults:
+// message loss, delay, duplication and reordering; partitions, including
+// one-way ones; crashes that lose every unsynced write, and restarts; failed
+// disk writes; leader transfers. It checks, during the run and at its end,
+// that no term has two leaders, that replicas' session logs never diverge,
+// that every acknowledged append is present exactly once on every replica
+// with identical hash chains, and that the clients' history is linearizable
+// (porcupine, against a model of append-only logs).
+//
+// A run depends only on its seed, provided the process's cryptographic
+// randomness is seeded too (raft draws its election timeouts from it; see
+// testing/cryptotest.SetGlobalRandom).
+package sim
+
+import (
+	"bytes"
+	"container/heap"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"tally/cluster/model"
+	"tally/cluster/node"
+	"tally/cluster/raftlog"
+)
+
+// Options shape one run.
+type Options struct {
+	Seed     uint64
+	Nodes    int           // 3 or 5
+	Groups   int           // data groups, besides the meta group
+	Clients  int           // concurrent clients
+	Sessions int           // sessions, spread over the data groups
+	Chaos    time.Duration // virtual time with faults
+	Quiesce  time.Duration // virtual time after, healed, for catch-up
+	// SendBeforePersist breaks raft's ordering rule in every node, to show
+	// the checks catch it.
+	SendBeforePersist bool
+}
+
+// DefaultOptions is the run the test suite uses per seed.
+func DefaultOptions(seed uint64) Options {
+	return Options{Seed: seed, Nodes: 3, Groups: 2, Clients: 4, Sessions: 4, Chaos: 3 * time.Second, Quiesce: 4 * time.Second}
+}
+
+// Stats describe a finished run.
+type Stats struct {
+	Virtual    time.Duration
+	Ops        int // completed client operations
+	Appends    int
+	Reads      int
+	Crashes    int
+	DiskFaults int
+	Partitions int
+	Transfers  int
+	Messages   int
+	Snapshots  int
+	Trace      uint64 // a hash of the run's events, equal for equal runs
+}
+
+type event struct {
+	at  int64
+	seq uint64
+	fn  func()
+}
+
+type eventQueue []*event
+
+func (q eventQueue) Len() int { return len(q) }
+func (q eventQueue) Less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return q[i].seq < q[j].seq
+}
+func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *eventQueue) Push(x any)   { *q = append(*q, x.(*event)) }
+func (q *eventQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+type clock struct{ now *int64 }
+
+func (c clock) Now() time.Time { return time.Unix(0, *c.now) }
+
+type simNode struct {
+	id    uint64
+	mem   *vfs.MemFS
+	ffs   *raftlog.FaultFS
+	db    *raftlog.DB
+	sm    *model.SM
+	n     *node.Node
+	up    bool
+	epoch int // bumps on every restart, so stale events for a node are ignored
+}
+
+// World is one run.
+type World struct {
+	opt    Options
+	rng    *rand.Rand
+	now    int64
+	seq    uint64
+	queue  eventQueue
+	nodes  []*simNode
+	cfg    node.Config
+	groups []uint64
+
+	// network
+	lossPct, dupPct int
+	blocked         map[[2]uint64]bool
+
+	clients []*client
+	history []porcupine.Operation
+	acked   []ackedAppend
+
+	leaders map[[2]uint64]uint64 // (group, term) -> leader
+	stats   Stats
+	trace   uint64
+	err     error
+}
+
+type ackedAppend struct {
+	session string
+	value   string
+	seq     uint64
+}
+
+type opInput struct {
+	Read    bool
+	Session string
+	Value   string
+}
+
+type opOutput struct {
+	Seq    uint64
+	Values []string
+}
+
+type client struct {
+	id      int
+	req     uint64
+	n       int // ops started
+	busy    bool
+	attempt int // never reset, so a late answer to an earlier op is ignored
+	op      opInput
+	call    int64
+}
+
+const tick = 20 * time.Millisecond
+
+// Run executes one seed and returns its stats and the first violation found.
+func Run(opt Options) (Stats, error) {
+	w := &World{
+		opt:     opt,
+		rng:     rand.New(rand.NewPCG(opt.Seed, 0x7a11)),
+		blocked: map[[2]uint64]bool{},
+		leaders: map[[2]uint64]uint64{},
+	}
+	defer w.closeAll()
+	w.cfg = node.DefaultConfig(1)
+	w.groups = []uint64{node.MetaGroup}
+	for g := 0; g < opt.Groups; g++ {
+		w.groups = append(w.groups, node.MetaGroup+1+uint64(g))
+	}
+	w.cfg.Groups = w.groups
+	w.cfg.TickInterval = tick
+	w.cfg.ProposalTimeout = time.Second
+	w.cfg.CompactAfter, w.cfg.CompactKeep = 24, 4
+	w.cfg.MaxEntrySize, w.cfg.MaxMsgSize = 4<<10, 64<<10
+	w.cfg.TestingSendBeforePersist = opt.SendBeforePersist
+	w.lossPct, w.dupPct = w.rng.IntN(8), w.rng.IntN(5)
+	for i := 1; i <= opt.Nodes; i++ {
+		sn := &simNode{id: uint64(i), mem: vfs.NewCrashableMem()}
+		w.nodes = append(w.nodes, sn)
+		if err := w.start(sn); err != nil {
+			return w.stats, err
+		}
+	}
+	for _, sn := range w.nodes {
+		w.scheduleTick(sn, int64(w.rng.IntN(int(tick))))
+	}
+	for i := 0; i < opt.Clients; i++ {
+		c := &client{id: i}
+		w.clients = append(w.clients, c)
+		w.after(time.Duration(w.rng.IntN(50))*time.Millisecond, func() { w.clientStep(c) })
+	}
+	chaosEnd := int64(opt.Chaos)
+	w.after(200*time.Millisecond, func() { w.chaos(chaosEnd) })
+	w.at(chaosEnd, w.heal)
+	end := chaosEnd + int64(opt.Quiesce)
+	for w.queue.Len() > 0 && w.err == nil {
+		e := heap.Pop(&w.queue).(*event)
+		if e.at > end {
+			break
+		}
+		w.now = e.at
+		w.dispatch(e.fn)
+	}
+	w.stats.Virtual = time.Duration(w.now)
+	w.stats.Trace = w.trace
+	if w.err != nil {
+		return w.stats, w.err
+	}
+	return w.stats, w.finalChecks()
+}
+
+// dispatch runs one event. Raft panics when it finds its own invariants
+// broken (a log that lost committed entries, say): that is a violation the
+// run reports, not a crash of the test.
+func (w *World) dispatch(fn func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			w.fail("raft invariant violated: %v", r)
+		}
+	}()
+	fn()
+}
+
+func (w *World) fail(format string, args ...any) {
+	if w.err == nil {
+		w.err = fmt.Errorf("seed %d at %v: %s", w.opt.Seed, time.Duration(w.now), fmt.Sprintf(format, args...))
+	}
+}
+
+func (w *World) mix(vals ...uint64) {
+	for _, v := range vals {
+		w.trace = (w.trace ^ v) * 1099511628211
+	}
+}
+
+func (w *World) at(t int64, fn func()) {
+	w.seq++
+	heap.Push(&w.queue, &event{at: t, seq: w.seq, fn: fn})
+}
+
+func (w *World) after(d time.Duration, fn func()) { w.at(w.now+int64(d), fn) }
+
+func (w *World) start(sn *simNode) error {
+	sn.ffs = raftlog.NewFaultFS(sn.mem)
+	db, err := raftlog.Open("/data", raftlog.Options{FS: sn.ffs, MemTableSize: 256 << 10})
+	if err != nil {
+		return fmt.Errorf("seed %d: node %d: %w", w.opt.Seed, sn.id, err)
+	}
+	sn.db, sn.sm = db, model.New(db)
+	cfg := w.cfg
+	cfg.ID = sn.id
+	voters := make([]uint64, 0, len(w.nodes))
+	for i := range w.opt.Nodes {
+		voters = append(voters, uint64(i+1))
+	}
+	n, err := node.New(cfg, db, sn.sm, &transport{w: w, from: sn.id}, clock{&w.now}, func(uint64) []uint64 { return voters }, nil)
+	if err != nil {
+		return fmt.Errorf("seed %d: node %d: %w", w.opt.Seed, sn.id, err)
+	}
+	sn.n, sn.up = n, true
+	sn.epoch++
+	return nil
+}
+
+// crash drops the node and every write it had not synced.
+func (w *World) crash(sn *simNode) {
+	if !sn.up {
+		return
+	}
+	w.stats.Crashes++
+	w.mix(1, sn.id)
+	sn.up = false
+	sn.epoch++
+	crashed := sn.mem.CrashClone(vfs.CrashCloneCfg{})
+	if sn.db.Failed() == nil {
+		_ = sn.db.Close()
+	} // a failed store is abandoned: pebble cannot close it
+	sn.mem, sn.db, sn.n = crashed, nil, nil
+}
+
+func (w *World) restart(sn *simNode) {
+	if sn.up {
+		return
+	}
+	w.mix(2, sn.id)
+	if err := w.start(sn); err != nil {
+		w.fail("restart: %v", err)
+		return
+	}
+	w.scheduleTick(sn, 0)
+}
+
+func (w *World) closeAll() {
+	for _, sn := range w.nodes {
+		if sn.up && sn.db != nil && sn.db.Failed() == nil {
+			_ = sn.db.Close()
+		}
+	}
+}
+
+func (w *World) scheduleTick(sn *simNode, delay int64) {
+	epoch := sn.epoch
+	w.at(w.now+delay, func() {
+		if !sn.up || sn.epoch != epoch {
+			return
+		}
+		sn.n.Tick()
+		w.process(sn)
+		w.scheduleTick(sn, int64(tick))
+	})
+}
+
+func (w *World) process(sn *simNode) {
+	for i := 0; i < 16 && sn.up && sn.n.Process(); i++ {
+	}
+	if !sn.up {
+		return
+	}
+	if sn.n.Failed() != nil {
+		// A failed node stops; the simulator restarts it later, as an
+		// operator would after replacing the disk.
+		w.crash(sn)
+		w.after(time.Duration(200+w.rng.IntN(800))*time.Millisecond, func() { w.restart(sn) })
+		return
+	}
+	for _, gt := range sn.n.Leading() {
+		k := [2]uint64{gt.Group, gt.Term}
+		if other, ok := w.leaders[k]; ok && other != sn.id {
+			w.fail("group %d term %d has two leaders: %d and %d", gt.Group, gt.Term, other, sn.id)
+		}
+		w.leaders[k] = sn.id
+	}
+}
+
+type transport struct {
+	w    *World
+	from uint64
+}
+
+func (t *transport) Send(to uint64, batch []node.Envelope) {
+	w := t.w
+	if w.blocked[[2]uint64{t.from, to}] || int(to) > len(w.nodes) || to == 0 {
+		return
+	}
+	if w.rng.IntN(100) < w.lossPct {
+		return
+	}
+	// Copy, as a wire would: the receiver must not share the sender's
+	// messages.
+	cp := make([]node.Envelope, len(batch))
+	for i, e := range batch {
+		cp[i] = node.Envelope{Group: e.Group, Msg: proto.Clone(e.Msg).(*pb.Message)}
+		if e.Msg.GetType() == pb.MessageType_MsgSnap {
+			w.stats.Snapshots++
+		}
+	}
+	w.stats.Messages += len(cp)
+	if w.now < int64(w.opt.Chaos) && w.rng.IntN(1000) < 2 {
+		// Crash at the worst moment: right after sending, before anything
+		// else happens at the sender. Whatever the messages promised must
+		// already be on its disk.
+		sender := w.nodes[t.from-1]
+		epoch := sender.epoch
+		w.after(0, func() {
+			if sender.epoch == epoch {
+				w.crash(sender)
+				w.after(time.Duration(100+w.rng.IntN(400))*time.Millisecond, func() { w.restart(sender) })
+			}
+		})
+	}
+	copies := 1
+	if w.rng.IntN(100) < w.dupPct {
+		copies = 2
+	}
+	sn := w.nodes[to-1]
+	for range copies {
+		delay := time.Duration(1+w.rng.IntN(15)) * time.Millisecond
+		epoch := sn.epoch
+		w.after(delay, func() {
+			if !sn.up || sn.epoch != epoch || w.blocked[[2]uint64{t.from, to}] {
+				return
+			}
+			for _, e := range cp {
+				sn.n.Deliver(e)
+			}
+			w.process(sn)
+		})
+	}
+}
+
+func (w *World) upNodes() []*simNode {
+	var out []*simNode
+	for _, sn := range w.nodes {
+		if sn.up {
+			out = append(out, sn)
+		}
+	}
+	return out
+}
+
+// chaos injects one fault and schedules the next.
+func (w *World) chaos(end int64) {
+	if w.now >= end {
+		return
+	}
+	pick := w.nodes[w.rng.IntN(len(w.nodes))]
+	other := w.nodes[w.rng.IntN(len(w.nodes))]
+	down := len(w.nodes) - len(w.upNodes())
+	switch r := w.rng.IntN(100); {
+	case r < 15: // isolate a node both ways
+		w.stats.Partitions++
+		w.mix(3, pick.id)
+		for _, o := range w.nodes {
+			w.blocked[[2]uint64{pick.id, o.id}] = true
+			w.blocked[[2]uint64{o.id, pick.id}] = true
+		}
+	case r < 25: // cut one direction only
+		if pick != other {
+			w.stats.Partitions++
+			w.mix(4, pick.id, other.id)
+			w.blocked[[2]uint64{pick.id, other.id}] = true
+		}
+	case r < 45: // heal the network
+		w.mix(5)
+		clear(w.blocked)
+	case r < 48: // power loss: every node crashes at once
+		for _, sn := range w.nodes {
+			w.crash(sn)
+			sn := sn
+			w.after(time.Duration(50+w.rng.IntN(300))*time.Millisecond, func() { w.restart(sn) })
+		}
+	case r < 60: // crash, restart later
+		if down < (len(w.nodes)-1)/2 || w.rng.IntN(4) == 0 {
+			w.crash(pick)
+			w.after(time.Duration(100+w.rng.IntN(900))*time.Millisecond, func() { w.restart(pick) })
+		}
+	case r < 68: // the disk fails under the next commit
+		if pick.up {
+			w.stats.DiskFaults++
+			w.mix(6, pick.id)
+			if w.rng.IntN(2) == 0 {
+				pick.ffs.FailSyncs(true)
+			} else {
+				pick.ffs.FailWrites(true)
+			}
+		}
+	case r < 80: // move a group's leadership mid-stream
+		g := w.groups[w.rng.IntN(len(w.groups))]
+		for _, sn := range w.upNodes() {
+			for _, gt := range sn.n.Leading() {
+				if gt.Group == g && other.id != sn.id {
+					w.stats.Transfers++
+					w.mix(7, g, other.id)
+					sn.n.TransferLeader(g, other.id)
+				}
+			}
+		}
+	case r < 90:
+		w.lossPct, w.dupPct = w.rng.IntN(15), w.rng.IntN(8)
+	default:
+		w.checkPrefixes()
+	}
+	w.after(time.Duration(50+w.rng.IntN(250))*time.Millisecond, func() { w.chaos(end) })
+}
+
+// heal ends the faults: the network is whole and every node up.
+func (w *World) heal() {
+	w.mix(8)
+	clear(w.blocked)
+	w.lossPct, w.dupPct = 0, 0
+	for _, sn := range w.nodes {
+		if !sn.up {
+			w.restart(sn)
+		}
+	}
+}
+
+func (w *World) groupOf(session string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(session))
+	return node.MetaGroup + 1 + h.Sum64()%uint64(w.opt.Groups)
+}
+
+func (w *World) clientStep(c *client) {
+	if c.busy {
+		return
+	}
+	c.busy = true
+	c.n++
+	session := fmt.Sprintf("s%d", w.rng.IntN(w.opt.Sessions))
+	if w.rng.IntN(10) < 7 {
+		c.req++
+		c.op = opInput{Session: session, Value: fmt.Sprintf("c%d-%d", c.id, c.n)}
+	} else {
+		c.op = opInput{Read: true, Session: session}
+	}
+	c.call = w.now
+	w.attempt(c)
+}
+
+// attempt sends the client's current operation to some live node; on an
+// error or no answer it retries elsewhere under the same request id.
+func (w *World) attempt(c *client) {
+	if w.err != nil {
+		return
+	}
+	c.attempt++
+	a := c.attempt
+	retry := func() {
+		if c.attempt == a && c.busy {
+			w.after(time.Duration(20+w.rng.IntN(80))*time.Millisecond, func() {
+				if c.attempt == a && c.busy {
+					w.attempt(c)
+				}
+			})
+		}
+	}
+	ups := w.upNodes()
+	if len(ups) == 0 {
+		retry()
+		return
+	}
+	sn := ups[w.rng.IntN(len(ups))]
+	g := w.groupOf(c.op.Session)
+	// The client gives up on this attempt if no answer comes (the node may
+	// crash and never answer).
+	w.after(1500*time.Millisecond, retry)
+	if c.op.Read {
+		sn.n.ReadIndex(g, func(r node.ReadResult) {
+			if c.attempt != a || !c.busy {
+				return
+			}
+			if r.Err != nil {
+				retry()
+				return
+			}
+			recs, err := sn.sm.Log(g, c.op.Session)
+			if err != nil {
+				w.fail("read log: %v", err)
+				return
+			}
+			vals := []string{}
+			for _, rec := range recs {
+				vals = append(vals, rec.Value)
+			}
+			w.stats.Reads++
+			w.complete(c, opOutput{Values: vals})
+		})
+		return
+	}
+	cmd, _ := json.Marshal(model.Command{Session: c.op.Session, Client: uint64(c.id), Req: c.req, Value: c.op.Value})
+	sn.n.Propose(g, cmd, func(r node.ProposeResult) {
+		if c.attempt != a || !c.busy {
+			return
+		}
+		if r.Err != nil {
+			retry()
+			return
+		}
+		var res model.Result
+		if err := json.Unmarshal(r.Result, &res); err != nil || res.Err != "" {
+			w.fail("append refused: %v %q", err, res.Err)
+			return
+		}
+		w.stats.Appends++
+		w.acked = append(w.acked, ackedAppend{session: c.op.Session, value: c.op.Value, seq: res.Seq})
+		w.complete(c, opOutput{Seq: res.Seq})
+	})
+}
+
+func (w *World) complete(c *client, out opOutput) {
+	w.stats.Ops++
+	w.mix(9, uint64(c.id), out.Seq, uint64(len(out.Values)))
+	w.history = append(w.history, porcupine.Operation{ClientId: c.id, Input: c.op, Call: c.call, Output: out, Return: w.now})
+	c.busy = false
+	if w.now < int64(w.opt.Chaos)+int64(w.opt.Quiesce)/2 {
+		w.after(time.Duration(w.rng.IntN(30))*time.Millisecond, func() { w.clientStep(c) })
+	}
+}
+
+// checkPrefixes requires that, for every session, each live replica's log
+// is a prefix of the longest one: replicas may lag, never disagree.
+func (w *World) checkPrefixes() {
+	for s := 0; s < w.opt.Sessions; s++ {
+		session := fmt.Sprintf("s%d", s)
+		g := w.groupOf(session)
+		var longest []model.Record
+		var from uint64
+		for _, sn := range w.upNodes() {
+			recs, err := sn.sm.Log(g, session)
+			if err != nil {
+				w.fail("read log: %v", err)
+				return
+			}
+			short, long := recs, longest
+			if len(short) > len(long) {
+				short, long = long, short
+			}
+			for i := range short {
+				if !bytes.Equal(short[i].Hash, long[i].Hash) {
+					w.fail("session %s diverges at seq %d between node %d and node %d", session, i+1, from, sn.id)
+					return
+				}
+			}
+			if len(recs) > len(longest) {
+				longest, from = recs, sn.id
+			}
+		}
+	}
+}
+
+func (w *World) finalChecks() error {
+	for _, c := range w.clients {
+		if c.busy {
+			return fmt.Errorf("seed %d: client %d's operation %+v never completed after the faults healed", w.opt.Seed, c.id, c.op)
+		}
+	}
+	logs := map[string][]model.Record{}
+	for s := 0; s < w.opt.Sessions; s++ {
+		session := fmt.Sprintf("s%d", s)
+		g := w.groupOf(session)
+		for _, sn := range w.nodes {
+			if !sn.up {
+				return fmt.Errorf("seed %d: node %d is down at the end", w.opt.Seed, sn.id)
+			}
+			recs, err := sn.sm.Log(g, session)
+			if err != nil {
+				return err
+			}
+			if err := verifyChain(recs); err != nil {
+				return fmt.Errorf("seed %d: node %d session %s: %w", w.opt.Seed, sn.id, session, err)
+			}
+			ref, ok := logs[session]
+			if !ok {
+				logs[session] = recs
+				continue
+			}
+			if len(ref) != len(recs) || (len(ref) > 0 && !bytes.Equal(ref[len(ref)-1].Hash, recs[len(recs)-1].Hash)) {
+				return fmt.Errorf("seed %d: session %s: node %d holds %d records, node 1 holds %d, or their chains differ", w.opt.Seed, session, sn.id, len(recs), len(ref))
+			}
+		}
+	}
+	for _, a := range w.acked {
+		recs := logs[a.session]
+		count := 0
+		for _, r := range recs {
+			if r.Value == a.value {
+				count++
+			}
+		}
+		if count != 1 {
+			return fmt.Errorf("seed %d: acknowledged append %q to %s is present %d times", w.opt.Seed, a.value, a.session, count)
+		}
+		if a.seq == 0 || a.seq > uint64(len(recs)) || recs[a.seq-1].Value != a.value {
+			return fmt.Errorf("seed %d: acknowledged append %q to %s was told seq %d but is elsewhere", w.opt.Seed, a.value, a.session, a.seq)
+		}
+	}
+	if res := porcupine.CheckOperationsTimeout(logModel, w.history, 10*time.Second); res != porcupine.Ok {
+		return fmt.Errorf("seed %d: the client history is not linearizable (porcupine: %v)", w.opt.Seed, res)
+	}
+	return nil
+}
+
+func verifyChain(recs []model.Record) error {
+	prev := make([]byte, 32)
+	for i, r := range recs {
+		if r.Seq != uint64(i+1) {
+			return fmt.Errorf("record %d has seq %d", i+1, r.Seq)
+		}
+		want := model.ChainHash(prev, r.Seq, r.Value)
+		if !bytes.Equal(want, r.Hash) {
+			return fmt.Errorf("record %d breaks the hash chain", r.Seq)
+		}
+		prev = r.Hash
+	}
+	return nil
+}
+
+// logModel: each session is an append-only list; an append returns its
+// position, a read returns the whole list.
+var logModel = porcupine.Model{
+	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+		by := map[string][]porcupine.Operation{}
+		var keys []string
+		for _, op := range history {
+			s := op.Input.(opInput).Session
+			if _, ok := by[s]; !ok {
+				keys = append(keys, s)
+			}
+			by[s] = append(by[s], op)
+		}
+		slices.Sort(keys)
+		out := make([][]porcupine.Operation, 0, len(keys))
+		for _, k := range keys {
+			out = append(out, by[k])
+		}
+		return out
+	},
+	Init: func() any { return []string(nil) },
+	Step: func(state, input, output any) (bool, any) {
+		st := state.([]string)
+		in, out := input.(opInput), output.(opOutput)
+		if in.Read {
+			return slices.Equal(st, out.Values), st
+		}
+		if out.Seq != uint64(len(st))+1 {
+			return false, st
+		}
+		next := make([]string, len(st), len(st)+1)
+		copy(next, st)
+		return true, append(next, in.Value)
+	},
+	Equal: func(a, b any) bool { return slices.Equal(a.([]string), b.([]string)) },
+}
