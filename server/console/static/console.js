@@ -178,19 +178,23 @@
     const views = { overview, obligations, promise: promiseView, claim: claimView, graph: graphView, expectations };
     const fn = views[view];
     if (!fn) return setView('Not found', errorBox(new Error('no view ' + view)));
+    let drawn = 0; // the latest draw wins, whichever answer comes back first
     const draw = async (first) => {
+      const mine = ++drawn;
+      const t0 = performance.now();
       try {
         const nodes = await fn(id, query, first);
-        if (my !== renderSeq || !nodes) return;
+        if (my !== renderSeq || mine !== drawn || !nodes) return;
         const focus = document.activeElement && document.activeElement.id;
         setView(nodes.title, ...nodes.body);
         if (focus && document.getElementById(focus)) document.getElementById(focus).focus();
         if (first && nodes.after) nodes.after();
-        if (!first && nodes.after) nodes.after();
       } catch (err) {
-        if (my !== renderSeq) return;
+        if (my !== renderSeq || mine !== drawn) return;
         if (err.status === 401) return signOut('Your token was refused: ' + err.message);
         setView('Error', errorBox(err));
+      } finally {
+        drawCost = performance.now() - t0;
       }
     };
     // A live redraw waits while someone is typing in a field of the view,
@@ -470,6 +474,7 @@
         stepper(c.claim, hist.steps),
         matrix(c),
         testaments(c),
+        artifacts(c),
         chain(c, graph),
       ],
     };
@@ -579,6 +584,19 @@
             h('td', { 'data-label': 'Author' }, t.author), h('td', { 'data-label': 'Outcome' }, t.outcome || '—'), h('td', { 'data-label': 'Summary', class: 'text' }, t.summary || ''),
             h('td', { 'data-label': 'Confidence' }, t.confidence !== undefined ? String(t.confidence) : '—'),
             h('td', { 'data-label': 'Evidence' }, (t.bindings || []).map((b, i) => [i ? ', ' : '', b.slot + ' → ', h('code', {}, b.artifact), ' ', h('code', { class: 'digest' }, String(b.digest).slice(0, 12))]))))))));
+  }
+  function artifacts(c) {
+    const list = c.artifacts || [];
+    return h('section', { class: 'card', 'aria-labelledby': 'h-art' }, h('h2', { id: 'h-art' }, 'Artifacts'),
+      list.length === 0 ? h('p', {}, 'No artifact yet.') :
+        h('div', { class: 'tablewrap' }, h('table', { class: 'rows' }, h('caption', { class: 'sr' }, 'Artifacts of ' + c.claim),
+          h('thead', {}, h('tr', {}, ['Artifact', 'Role', 'Slot', 'Kind', 'Name', 'Producer', 'Size', 'Digest'].map((x) => h('th', { scope: 'col' }, x)))),
+          h('tbody', {}, list.map((a) => h('tr', {},
+            h('td', { 'data-label': 'Artifact' }, h('code', {}, a.artifact)), h('td', { 'data-label': 'Role' }, a.role),
+            h('td', { 'data-label': 'Slot' }, a.slot || '—'), h('td', { 'data-label': 'Kind' }, a.kind || '—'),
+            h('td', { 'data-label': 'Name' }, a.name || '—'), h('td', { 'data-label': 'Producer' }, a.producer || ''),
+            h('td', { 'data-label': 'Size' }, a.size !== undefined ? kb(a.size) : '—'),
+            h('td', { 'data-label': 'Digest' }, h('code', { class: 'digest', title: a.digest }, String(a.digest || '').slice(0, 12)))))))));
   }
   function chain(c, graph) {
     // The successor chain through predecessor edges, oldest first.
@@ -929,9 +947,12 @@
     })();
   }
   let pending = 0;
+  let drawCost = 0; // how long the last draw took: a costly view redraws less often
+  // changed schedules one redraw; records arriving meanwhile join it, so a
+  // steady stream of writes redraws at a bounded rate instead of never.
   function changed(wait = 250) {
-    clearTimeout(pending);
-    pending = setTimeout(() => { if (refresh) refresh(); }, wait);
+    if (pending) return;
+    pending = setTimeout(() => { pending = 0; if (refresh) refresh(); }, Math.max(wait, Math.min(4 * drawCost, 5000)));
   }
 
   // ---- start
