@@ -1,6 +1,7 @@
 package claim
 
 import (
+	"cmp"
 	"reflect"
 	"strings"
 	"testing"
@@ -647,5 +648,34 @@ func TestCreateDefaultsAndInheritance(t *testing.T) {
 	// no_checks on a successor of a claim with slots: none, on purpose.
 	if evs := l.do(maintainer, Create{Claim: "C22", Respondent: parser, Work: "w", Predecessor: "C17", NoChecks: true}); len(evs[0].Slots) != 0 {
 		t.Fatalf("no_checks with slots to inherit: %+v", evs[0].Slots)
+	}
+}
+
+// TestDescriptionDefaults checks that an artifact's role and kind, and a
+// response testament's outcome, default in decide for every mode alike:
+// the CLI, a REST body and an A2A record leave them out the same way.
+func TestDescriptionDefaults(t *testing.T) {
+	l := newLedger(t)
+	l.open("C1", parserSlots())
+	content := artifact.HashContent([]byte("x"))
+	for _, tc := range []struct {
+		actor string
+		cmd   PublishArtifact
+		role  Role
+	}{
+		{parser, PublishArtifact{Claim: "C1", Artifact: "out", Slot: "change", Generation: 1, Content: content, Size: 1}, RoleOutput},
+		{parser, PublishArtifact{Claim: "C1", Artifact: "diag", Generation: 1, Content: content, Size: 1}, RoleDiagnostic},
+		{maintainer, PublishArtifact{Claim: "C1", Artifact: "ev", Content: content, Size: 1}, RoleResult},
+		{parser, PublishArtifact{Claim: "C1", Artifact: "given", Role: RoleDiagnostic, Kind: "patch", Generation: 1, Content: content, Size: 1}, RoleDiagnostic},
+	} {
+		evs := l.do(tc.actor, tc.cmd)
+		kind := cmp.Or(tc.cmd.Kind, "file")
+		if len(evs) != 1 || evs[0].Role != string(tc.role) || evs[0].Kind != kind {
+			t.Errorf("%s: role %q kind %q, want %q %q", tc.cmd.Artifact, evs[0].Role, evs[0].Kind, tc.role, kind)
+		}
+	}
+	evs := l.do(parser, CloseTestament{Claim: "C1", Testament: "T1", Generation: 1, Summary: "done", Bindings: []Binding{{Slot: "change", Artifact: "out"}}})
+	if evs[0].Outcome != string(Complete) {
+		t.Errorf("outcome %q, want complete", evs[0].Outcome)
 	}
 }

@@ -1,6 +1,7 @@
 package claim
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"strconv"
@@ -82,7 +83,10 @@ type Progress struct {
 // PublishArtifact records an artifact whose bytes the caller has stored.
 // Output and diagnostic artifacts belong to the holder's open work cycle
 // (Generation required); result artifacts are an evaluator's or the
-// claimant's evidence. The digest is computed here.
+// claimant's evidence. The digest is computed here. The description
+// defaults here, for every mode alike: without a role an artifact for a slot
+// is an output, one under a receipt generation a diagnostic, else a result;
+// without a kind it is a "file".
 type PublishArtifact struct {
 	Claim, Artifact          string
 	Role                     Role
@@ -92,12 +96,28 @@ type PublishArtifact struct {
 	Size                     int64
 }
 
+// DefaultRole is role, else the role an artifact's description implies: an
+// output for a slot, a diagnostic under a receipt generation, else a result
+// (an evaluator's or the claimant's evidence).
+func DefaultRole(role Role, slot string, generation uint64) Role {
+	switch {
+	case role != "":
+		return role
+	case slot != "":
+		return RoleOutput
+	case generation > 0:
+		return RoleDiagnostic
+	}
+	return RoleResult
+}
+
 // ReceiveArtifact records the claimant's receipt of one artifact. An empty
 // Digest pins the artifact's recorded digest.
 type ReceiveArtifact struct{ Claim, Artifact, Digest string }
 
 // CloseTestament closes the open work cycle with the holder's account.
-// Bindings and diagnostics with an empty digest pin the recorded one.
+// Bindings and diagnostics with an empty digest pin the recorded one; an
+// empty Outcome is Complete.
 type CloseTestament struct {
 	Claim, Testament string
 	Generation       uint64
@@ -330,6 +350,7 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *rule.
 		}
 		return one(Event{Type: TypeProgress, Claim: c.Claim, Generation: c.Generation, Note: c.Note})
 	case PublishArtifact:
+		c.Role, c.Kind = DefaultRole(c.Role, c.Slot, c.Generation), cmp.Or(c.Kind, "file")
 		cr := s.claim(c.Claim)
 		if cr == nil {
 			return nil, rule.NotFoundf("claim", "no claim "+quote(c.Claim))
@@ -356,6 +377,7 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *rule.
 		}
 		return one(Event{Type: TypeArtifactReceive, Claim: c.Claim, Artifact: c.Artifact, Digest: digest})
 	case CloseTestament:
+		c.Outcome = cmp.Or(c.Outcome, Complete)
 		cr := s.claim(c.Claim)
 		if cr == nil {
 			return nil, rule.NotFoundf("claim", "no claim "+quote(c.Claim))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tally/api"
 	"tally/artifact"
 	"tally/claim"
 	"tally/ledger"
@@ -63,9 +64,7 @@ func newArtifactCmd(g *global) *cobra.Command {
 // one output or diagnostic artifact (pinned by its digest).
 func newArtifactReceive(g *global) *cobra.Command {
 	var d struct {
-		Claim     string `json:"claim"`
-		Artifact  string `json:"artifact"`
-		Digest    string `json:"digest,omitempty"`
+		api.ClaimArtifactRef
 		RequestID string `json:"request_id,omitempty"`
 	}
 	c := &cobra.Command{
@@ -84,7 +83,7 @@ func newArtifactReceive(g *global) *cobra.Command {
 				}
 				d.Claim, d.Artifact = args[0], args[1]
 			}
-			return g.claimWrite(c, claim.ReceiveArtifact{Claim: d.Claim, Artifact: d.Artifact, Digest: d.Digest}, d.Claim, d.RequestID, printArtifactReceipt(d.Artifact))
+			return g.claimWrite(c, d.Command(), d.Claim, d.RequestID, printArtifactReceipt(d.Artifact))
 		},
 	}
 	c.Flags().StringVar(&d.Digest, "digest", "", "the artifact digest you observed (default: the recorded one)")
@@ -100,32 +99,13 @@ func printArtifactReceipt(id string) func(w io.Writer, v *claim.View, _ []ledger
 	}
 }
 
-// putDoc is `tally artifact put -`'s document and the put flags.
+// putDoc is `tally artifact put -`'s document (the artifact's description,
+// api.ClaimPublish, the file whose bytes it has, and request_id) and the put
+// flags.
 type putDoc struct {
-	File       string `json:"file"`
-	Claim      string `json:"claim"`
-	Artifact   string `json:"artifact,omitempty"`
-	Role       string `json:"role,omitempty"`
-	Slot       string `json:"slot,omitempty"`
-	Kind       string `json:"kind,omitempty"`
-	Schema     string `json:"schema,omitempty"`
-	Name       string `json:"name,omitempty"`
-	Generation uint64 `json:"generation,omitempty"`
-	RequestID  string `json:"request_id,omitempty"`
-}
-
-// defaultRole is output for a slot, diagnostic under a receipt generation,
-// else result (an evaluator's or the claimant's evidence).
-func (d *putDoc) defaultRole() {
-	switch {
-	case d.Role != "":
-	case d.Slot != "":
-		d.Role = string(claim.RoleOutput)
-	case d.Generation > 0:
-		d.Role = string(claim.RoleDiagnostic)
-	default:
-		d.Role = string(claim.RoleResult)
-	}
+	api.ClaimPublish
+	File      string `json:"file"`
+	RequestID string `json:"request_id,omitempty"`
 }
 
 func newArtifactPut(g *global) *cobra.Command {
@@ -152,15 +132,11 @@ func newArtifactPut(g *global) *cobra.Command {
 			if err := need("claim", d.Claim); err != nil {
 				return err
 			}
-			d.defaultRole()
 			if d.Artifact == "" {
 				d.Artifact = mintArtifactID()
 			}
 			if d.Name == "" {
 				d.Name = filepath.Base(d.File)
-			}
-			if d.Kind == "" {
-				d.Kind = "file"
 			}
 			if rc, err := g.remote(); err != nil || rc != nil {
 				if err != nil {
@@ -181,8 +157,8 @@ func newArtifactPut(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cmd := claim.PublishArtifact{Claim: d.Claim, Artifact: d.Artifact, Role: claim.Role(d.Role), Slot: d.Slot,
-				Kind: d.Kind, Schema: d.Schema, Name: d.Name, Generation: d.Generation, Content: content, Size: size}
+			cmd := d.Command()
+			cmd.Content, cmd.Size = content, size
 			_, err = g.write(c, l, ledger.Command{Claim: cmd}, actor, d.RequestID, []byte(content.String()), claimAnswer(d.Claim, cmd, d.printPut))
 			return err
 		},

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/zeebo/blake3"
 
+	"tally/api"
 	"tally/artifact"
 	"tally/claim"
 	"tally/instant"
@@ -36,19 +37,13 @@ func newCheckCmd(g *global) *cobra.Command {
 }
 
 // checkDoc is the document of check begin, report and run.
+// It is api.ClaimCheck and what only a local run can do.
 type checkDoc struct {
-	Check          string `json:"check"`
-	Claim          string `json:"claim"`
-	Artifact       string `json:"artifact,omitempty"`
-	Digest         string `json:"digest,omitempty"`
-	Result         string `json:"result,omitempty"`
-	Evidence       string `json:"evidence,omitempty"`
-	EvidenceDigest string `json:"evidence_digest,omitempty"`
-	EvidenceFile   string `json:"evidence_file,omitempty"`
-	Note           string `json:"note,omitempty"`
-	Command        string `json:"command,omitempty"`
-	Timeout        string `json:"timeout,omitempty"`
-	RequestID      string `json:"request_id,omitempty"`
+	api.ClaimCheck
+	EvidenceFile string `json:"evidence_file,omitempty"`
+	Command      string `json:"command,omitempty"`
+	Timeout      string `json:"timeout,omitempty"`
+	RequestID    string `json:"request_id,omitempty"`
 }
 
 func (d *checkDoc) load(g *global, args []string) error {
@@ -409,8 +404,7 @@ func newCheckReport(g *global) *cobra.Command {
 			if err := evaluatorRefusal(&v, d.Check, b.actor()); err != nil {
 				return err
 			}
-			verdict := claim.ReportVerdict{Claim: d.Claim, Check: d.Check, Artifact: d.Artifact, Digest: d.Digest,
-				Result: claim.Result(d.Result), Evidence: d.Evidence, EvidenceDigest: d.EvidenceDigest, Note: d.Note}
+			verdict := d.Report()
 			if d.EvidenceFile != "" {
 				f, err := os.Open(g.abs(d.EvidenceFile))
 				if err != nil {

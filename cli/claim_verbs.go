@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tally/api"
 	"tally/claim"
 	"tally/ledger"
 	"tally/rule"
@@ -30,22 +31,11 @@ func newClaimCmd(g *global) *cobra.Command {
 	return c
 }
 
-// createDoc is `tally claim create -`'s document and the create flags.
+// createDoc is `tally claim create -`'s document (api.ClaimCreate, and
+// request_id) and the create flags.
 type createDoc struct {
-	Claim        string           `json:"claim"`
-	Respondent   string           `json:"respondent"`
-	Work         string           `json:"work"`
-	Scope        string           `json:"scope,omitempty"`
-	MaxResponses int              `json:"max_responses,omitempty"`
-	Deadline     string           `json:"deadline,omitempty"`
-	DependsOn    []string         `json:"depends_on,omitempty"`
-	Awaits       []string         `json:"awaits,omitempty"`
-	Reviews      []string         `json:"reviews,omitempty"`
-	DerivedFrom  []string         `json:"derived_from,omitempty"`
-	Predecessor  string           `json:"predecessor,omitempty"`
-	Slots        []claim.SlotSpec `json:"slots"`
-	NoChecks     bool             `json:"no_checks,omitempty"`
-	RequestID    string           `json:"request_id,omitempty"`
+	api.ClaimCreate
+	RequestID string `json:"request_id,omitempty"`
 }
 
 func newClaimCreate(g *global) *cobra.Command {
@@ -82,15 +72,9 @@ func newClaimCreate(g *global) *cobra.Command {
 					return err
 				}
 			}
-			cmd := claim.Create{Claim: d.Claim, Respondent: d.Respondent, Work: d.Work, Scope: d.Scope,
-				MaxResponses: d.MaxResponses, DependsOn: d.DependsOn, Awaits: d.Awaits, Reviews: d.Reviews,
-				DerivedFrom: d.DerivedFrom, Predecessor: d.Predecessor, Slots: d.Slots, NoChecks: d.NoChecks}
-			if d.Deadline != "" {
-				t, err := parseUntil("deadline", d.Deadline, g.io.Now())
-				if err != nil {
-					return err
-				}
-				cmd.Deadline = t
+			cmd, err := d.Command(g.io.Now())
+			if err != nil {
+				return err
 			}
 			return g.claimWrite(c, cmd, d.Claim, d.RequestID, nil)
 		},
@@ -197,18 +181,9 @@ func parseValidator(v string) claim.Validator {
 	return claim.Validator{Name: name, Version: version}
 }
 
-// idDoc is the document of the verbs that name only a claim (and a reason).
-type idDoc struct {
-	Claim     string `json:"claim"`
-	Reason    string `json:"reason,omitempty"`
-	RequestID string `json:"request_id,omitempty"`
-}
-
 func newClaimPost(g *global) *cobra.Command {
 	var d struct {
-		Claim     string `json:"claim"`
-		Failed    bool   `json:"failed,omitempty"`
-		Reason    string `json:"reason,omitempty"`
+		api.ClaimPost
 		RequestID string `json:"request_id,omitempty"`
 	}
 	c := &cobra.Command{
@@ -219,11 +194,7 @@ func newClaimPost(g *global) *cobra.Command {
 			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
 			}
-			var cmd claim.Command = claim.Post{Claim: d.Claim}
-			if d.Failed {
-				cmd = claim.ReportPostFailure{Claim: d.Claim, Reason: d.Reason}
-			}
-			return g.claimWrite(c, cmd, d.Claim, d.RequestID, nil)
+			return g.claimWrite(c, d.Command(), d.Claim, d.RequestID, nil)
 		},
 	}
 	c.Flags().BoolVar(&d.Failed, "failed", false, "posting failed: PostFailed (needs --reason)")
@@ -234,7 +205,10 @@ func newClaimPost(g *global) *cobra.Command {
 
 // newClaimEnd is cancel or revoke: the claimant ends the claim with a reason.
 func newClaimEnd(g *global, verb string) *cobra.Command {
-	var d idDoc
+	var d struct {
+		api.ClaimEnd
+		RequestID string `json:"request_id,omitempty"`
+	}
 	short := map[string]string{
 		"cancel": "End a claim: Cancelled (claimant; fences running checks)",
 		"revoke": "Withdraw the work from its receipt holder: Revoked (claimant; fences running checks)",
@@ -247,9 +221,9 @@ func newClaimEnd(g *global, verb string) *cobra.Command {
 			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
 			}
-			var cmd claim.Command = claim.Cancel{Claim: d.Claim, Reason: d.Reason}
+			cmd := d.Cancel()
 			if verb == "revoke" {
-				cmd = claim.Revoke{Claim: d.Claim, Reason: d.Reason}
+				cmd = d.Revoke()
 			}
 			return g.claimWrite(c, cmd, d.Claim, d.RequestID, nil)
 		},
@@ -261,9 +235,7 @@ func newClaimEnd(g *global, verb string) *cobra.Command {
 
 func newClaimSupersede(g *global) *cobra.Command {
 	var d struct {
-		Claim     string `json:"claim"`
-		Successor string `json:"successor"`
-		Reason    string `json:"reason,omitempty"`
+		api.ClaimSupersede
 		RequestID string `json:"request_id,omitempty"`
 	}
 	c := &cobra.Command{
@@ -275,7 +247,7 @@ func newClaimSupersede(g *global) *cobra.Command {
 			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
 			}
-			return g.claimWrite(c, claim.Supersede{Claim: d.Claim, Successor: d.Successor, Reason: d.Reason}, d.Claim, d.RequestID, nil)
+			return g.claimWrite(c, d.Command(), d.Claim, d.RequestID, nil)
 		},
 	}
 	c.Flags().StringVar(&d.Successor, "successor", "", "the successor claim (must name this one as predecessor)")

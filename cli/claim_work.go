@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tally/api"
 	"tally/claim"
 	"tally/ledger"
-	"tally/rule"
 )
 
 func newReceiptCmd(g *global) *cobra.Command {
@@ -23,9 +23,7 @@ func newReceiptCmd(g *global) *cobra.Command {
 
 func newReceiptAcquire(g *global) *cobra.Command {
 	var d struct {
-		Claim     string `json:"claim"`
-		Decline   bool   `json:"decline,omitempty"`
-		Reason    string `json:"reason,omitempty"`
+		api.ClaimReceipt
 		RequestID string `json:"request_id,omitempty"`
 	}
 	c := &cobra.Command{
@@ -37,11 +35,7 @@ func newReceiptAcquire(g *global) *cobra.Command {
 			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
 			}
-			var cmd claim.Command = claim.AcquireReceipt{Claim: d.Claim}
-			if d.Decline {
-				cmd = claim.DeclineReceipt{Claim: d.Claim, Reason: d.Reason}
-			}
-			return g.claimWrite(c, cmd, d.Claim, d.RequestID, printReceipt)
+			return g.claimWrite(c, d.Command(), d.Claim, d.RequestID, printReceipt)
 		},
 	}
 	c.Flags().BoolVar(&d.Decline, "decline", false, "the respondent cannot take the work: ReceiptFailed (needs --reason)")
@@ -58,9 +52,7 @@ func printReceipt(w io.Writer, v *claim.View, _ []ledger.Result) {
 
 func newReceiptAdopt(g *global) *cobra.Command {
 	var d struct {
-		Claim     string `json:"claim"`
-		Holder    string `json:"holder"`
-		Reason    string `json:"reason,omitempty"`
+		api.ClaimAdopt
 		RequestID string `json:"request_id,omitempty"`
 	}
 	c := &cobra.Command{
@@ -72,7 +64,7 @@ func newReceiptAdopt(g *global) *cobra.Command {
 			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
 			}
-			return g.claimWrite(c, claim.Adopt{Claim: d.Claim, Holder: d.Holder, Reason: d.Reason}, d.Claim, d.RequestID, printReceipt)
+			return g.claimWrite(c, d.Command(), d.Claim, d.RequestID, printReceipt)
 		},
 	}
 	c.Flags().StringVar(&d.Holder, "holder", "", "the new receipt holder")
@@ -83,10 +75,8 @@ func newReceiptAdopt(g *global) *cobra.Command {
 
 func newProgressCmd(g *global) *cobra.Command {
 	var d struct {
-		Claim      string `json:"claim"`
-		Generation uint64 `json:"generation"`
-		Note       string `json:"note"`
-		RequestID  string `json:"request_id,omitempty"`
+		api.ClaimProgress
+		RequestID string `json:"request_id,omitempty"`
 	}
 	c := &cobra.Command{
 		Use:     "progress CLAIM --generation N --note TEXT | progress -",
@@ -97,7 +87,7 @@ func newProgressCmd(g *global) *cobra.Command {
 			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
 			}
-			return g.claimWrite(c, claim.Progress{Claim: d.Claim, Generation: d.Generation, Note: d.Note}, d.Claim, d.RequestID, nil)
+			return g.claimWrite(c, d.Command(), d.Claim, d.RequestID, nil)
 		},
 	}
 	c.Flags().Uint64Var(&d.Generation, "generation", 0, "the receipt generation you hold")
@@ -115,21 +105,11 @@ func newTestamentCmd(g *global) *cobra.Command {
 	return c
 }
 
-// closeDoc is `tally testament close -`'s document.
+// closeDoc is `tally testament close -`'s document (api.ClaimTestament,
+// and request_id).
 type closeDoc struct {
-	Claim       string          `json:"claim"`
-	Testament   string          `json:"testament"`
-	Role        string          `json:"role,omitempty"` // response (default) | result
-	Generation  uint64          `json:"generation,omitempty"`
-	Outcome     string          `json:"outcome,omitempty"`
-	Summary     string          `json:"summary,omitempty"`
-	Confidence  *float64        `json:"confidence,omitempty"`
-	Bindings    []claim.Binding `json:"bindings,omitempty"`
-	Diagnostics []claim.Ref     `json:"diagnostics,omitempty"`
-	Results     []claim.Ref     `json:"results,omitempty"`
-	Failed      bool            `json:"failed,omitempty"`
-	Reason      string          `json:"reason,omitempty"`
-	RequestID   string          `json:"request_id,omitempty"`
+	api.ClaimTestament
+	RequestID string `json:"request_id,omitempty"`
 }
 
 func newTestamentClose(g *global) *cobra.Command {
@@ -169,21 +149,9 @@ func newTestamentClose(g *global) *cobra.Command {
 				d.Diagnostics = refs(diags)
 				d.Results = refs(results)
 			}
-			var cmd claim.Command
-			switch {
-			case d.Failed:
-				cmd = claim.FailTestament{Claim: d.Claim, Generation: d.Generation, Reason: d.Reason}
-			case d.Role == claim.TestamentResult:
-				cmd = claim.ResultTestament{Claim: d.Claim, Testament: d.Testament, Summary: d.Summary, Confidence: d.Confidence, Results: d.Results}
-			case d.Role == "" || d.Role == claim.TestamentResponse:
-				if d.Outcome == "" {
-					d.Outcome = string(claim.Complete)
-				}
-				cmd = claim.CloseTestament{Claim: d.Claim, Testament: d.Testament, Generation: d.Generation,
-					Outcome: claim.Outcome(d.Outcome), Summary: d.Summary, Confidence: d.Confidence,
-					Bindings: d.Bindings, Diagnostics: d.Diagnostics}
-			default:
-				return rule.Invalidf("role", "must be response or result")
+			cmd, err := d.Command()
+			if err != nil {
+				return err
 			}
 			return g.claimWrite(c, cmd, d.Claim, d.RequestID, nil)
 		},
@@ -216,8 +184,7 @@ func refs(list []string) []claim.Ref {
 // newTestamentStep is post or receive: CLAIM TESTAMENT.
 func newTestamentStep(g *global, verb string) *cobra.Command {
 	var d struct {
-		Claim     string `json:"claim"`
-		Testament string `json:"testament"`
+		api.ClaimTestamentRef
 		RequestID string `json:"request_id,omitempty"`
 	}
 	short := map[string]string{
@@ -239,9 +206,9 @@ func newTestamentStep(g *global, verb string) *cobra.Command {
 				}
 				d.Claim, d.Testament = args[0], args[1]
 			}
-			var cmd claim.Command = claim.PostTestament{Claim: d.Claim, Testament: d.Testament}
+			cmd := d.Post()
 			if verb == "receive" {
-				cmd = claim.ReceiveTestament{Claim: d.Claim, Testament: d.Testament}
+				cmd = d.Receive()
 			}
 			return g.claimWrite(c, cmd, d.Claim, d.RequestID, nil)
 		},

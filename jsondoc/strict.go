@@ -72,7 +72,14 @@ func Fields(doc any) []string {
 		return out
 	}
 	for i := 0; i < t.NumField(); i++ {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" && f.Anonymous {
+			// An embedded document's members are its container's, as
+			// encoding/json decodes them.
+			out = append(out, Fields(reflect.New(f.Type).Interface())...)
+			continue
+		}
 		if name != "" && name != "-" {
 			out = append(out, name)
 		}

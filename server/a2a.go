@@ -446,7 +446,7 @@ func (cfg A2AConfig) AgentCard(base, tenant, session string) *a2a.AgentCard {
 				"A claim is a task with the claim's id: Generated, Posted → SUBMITTED; Received … Validating → WORKING; Satisfied → COMPLETED with each slot's witness and the received testament as artifacts; "+
 				"ReceiptFailed or a refused response → REJECTED; Cancelled, Revoked, Superseded → CANCELED; PostFailed, TestamentGenerationFailed, Validation{Incomplete,Failed,Errored}, Expired, DependencyFailed, Deadlocked → FAILED with the reason; overdue stays in the record. CancelTask cancels as the claimant.",
 				nil, map[string]any{
-					"actions":      a2aClaimActionNames(),
+					"actions":      a2aClaimActions.Names(),
 					"artifactURLs": sess + "/claims/{claim}/artifacts/{artifact}",
 				}),
 			ext(c.ExpectURI, familyExpect, "Expectations, facts and lapses; the server's watcher keeps time. Raise with the draft's expectation document (origin: the message's task and context; replyTo: where lapses go), record facts, withdraw, or report an origin task's outcome. Each lapse goes back to the raising agent as a new message in the origin context, referencing the origin task, its messageId the lapse id. CancelTask on an origin task withdraws its expectations.",

@@ -82,206 +82,20 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"tally/api"
 	"tally/claim"
-	"tally/jsondoc"
 	"tally/ledger"
-	"tally/promise"
 	"tally/rule"
 )
 
-// a2aClaimBuild makes a claim command of one action's record (without its
-// "action" member); now reads a relative deadline.
-type a2aClaimBuild func(where string, body []byte, now time.Time) (claim.Command, error)
-
-// claimVerb is an action whose record is the document D, decoded by
-// jsondoc.Strict (its members are D's), made a command by build.
-func claimVerb[D any](name string, build func(d *D, now time.Time) (claim.Command, error)) a2aAction[a2aClaimBuild] {
-	var zero D
-	return a2aAction[a2aClaimBuild]{name: name, members: jsondoc.Fields(&zero), build: func(where string, body []byte, now time.Time) (claim.Command, error) {
-		var d D
-		if err := jsondoc.Strict(where, body, &d); err != nil {
-			return nil, err
-		}
-		return build(&d, now)
-	}}
-}
-
-// The documents of the verbs whose HTTP JSON API body has no named type.
-type (
-	claimPostDoc struct {
-		Claim  string `json:"claim"`
-		Failed bool   `json:"failed,omitempty"`
-		Reason string `json:"reason,omitempty"`
-	}
-	claimEndDoc struct {
-		Claim  string `json:"claim"`
-		Reason string `json:"reason,omitempty"`
-	}
-	claimSupersedeDoc struct {
-		Claim     string `json:"claim"`
-		Successor string `json:"successor"`
-		Reason    string `json:"reason,omitempty"`
-	}
-	claimAcquireDoc struct {
-		Claim   string `json:"claim"`
-		Decline bool   `json:"decline,omitempty"`
-		Reason  string `json:"reason,omitempty"`
-	}
-	claimAdoptDoc struct {
-		Claim  string `json:"claim"`
-		Holder string `json:"holder"`
-		Reason string `json:"reason,omitempty"`
-	}
-	claimProgressDoc struct {
-		Claim      string `json:"claim"`
-		Generation uint64 `json:"generation"`
-		Note       string `json:"note"`
-	}
-	claimTestamentRefDoc struct {
-		Claim     string `json:"claim"`
-		Testament string `json:"testament"`
-	}
-	claimRefDoc struct {
-		Claim string `json:"claim"`
-	}
-	claimBeginDoc struct {
-		Claim    string `json:"claim"`
-		Check    string `json:"check"`
-		Artifact string `json:"artifact"`
-		Digest   string `json:"digest,omitempty"`
-	}
-	claimArtifactRefDoc struct {
-		Claim    string `json:"claim"`
-		Artifact string `json:"artifact"`
-		Digest   string `json:"digest,omitempty"`
-	}
-	claimPublishDoc struct {
-		Claim      string `json:"claim"`
-		Artifact   string `json:"artifact"`
-		Role       string `json:"role,omitempty"`
-		Slot       string `json:"slot,omitempty"`
-		Kind       string `json:"kind,omitempty"`
-		Schema     string `json:"schema,omitempty"`
-		Name       string `json:"name,omitempty"`
-		Generation uint64 `json:"generation,omitempty"`
-	}
-)
-
-// a2aClaimActions are the claim verbs over A2A. The rules are the claim
-// core's; a builder only fills the defaults the HTTP JSON API fills.
-var a2aClaimActions = a2aActions[a2aClaimBuild]{
-	claimVerb("create", func(d *ClaimCreateBody, now time.Time) (claim.Command, error) {
-		cmd := claim.Create{Claim: d.Claim, Claimant: d.Claimant, Respondent: d.Respondent, Work: d.Work, Scope: d.Scope,
-			MaxResponses: d.MaxResponses, DependsOn: d.DependsOn, Awaits: d.Awaits, Reviews: d.Reviews,
-			DerivedFrom: d.DerivedFrom, Predecessor: d.Predecessor, Slots: d.Slots, NoChecks: d.NoChecks}
-		if d.Deadline == "" {
-			return cmd, nil
-		}
-		t, err := promise.ParseDeadline("deadline", d.Deadline, now)
-		cmd.Deadline = t
-		return cmd, err
-	}),
-	claimVerb("post", func(d *claimPostDoc, _ time.Time) (claim.Command, error) {
-		if d.Failed {
-			return claim.ReportPostFailure{Claim: d.Claim, Reason: d.Reason}, nil
-		}
-		return claim.Post{Claim: d.Claim}, nil
-	}),
-	claimVerb("cancel", func(d *claimEndDoc, _ time.Time) (claim.Command, error) {
-		return claim.Cancel{Claim: d.Claim, Reason: d.Reason}, nil
-	}),
-	claimVerb("revoke", func(d *claimEndDoc, _ time.Time) (claim.Command, error) {
-		return claim.Revoke{Claim: d.Claim, Reason: d.Reason}, nil
-	}),
-	claimVerb("supersede", func(d *claimSupersedeDoc, _ time.Time) (claim.Command, error) {
-		return claim.Supersede{Claim: d.Claim, Successor: d.Successor, Reason: d.Reason}, nil
-	}),
-	claimVerb("receipt.acquire", func(d *claimAcquireDoc, _ time.Time) (claim.Command, error) {
-		if d.Decline {
-			return claim.DeclineReceipt{Claim: d.Claim, Reason: d.Reason}, nil
-		}
-		return claim.AcquireReceipt{Claim: d.Claim}, nil
-	}),
-	claimVerb("receipt.adopt", func(d *claimAdoptDoc, _ time.Time) (claim.Command, error) {
-		return claim.Adopt{Claim: d.Claim, Holder: d.Holder, Reason: d.Reason}, nil
-	}),
-	claimVerb("progress", func(d *claimProgressDoc, _ time.Time) (claim.Command, error) {
-		return claim.Progress{Claim: d.Claim, Generation: d.Generation, Note: d.Note}, nil
-	}),
-	claimVerb("testament.close", func(d *ClaimTestamentBody, _ time.Time) (claim.Command, error) {
-		switch {
-		case d.Failed:
-			return claim.FailTestament{Claim: d.Claim, Generation: d.Generation, Reason: d.Reason}, nil
-		case d.Role == claim.TestamentResult:
-			return claim.ResultTestament{Claim: d.Claim, Testament: d.Testament, Summary: d.Summary, Confidence: d.Confidence, Results: d.Results}, nil
-		case d.Role != "" && d.Role != claim.TestamentResponse:
-			return nil, rule.Invalidf("role", "must be response or result")
-		}
-		outcome := claim.Outcome(d.Outcome)
-		if outcome == "" {
-			outcome = claim.Complete
-		}
-		return claim.CloseTestament{Claim: d.Claim, Testament: d.Testament, Generation: d.Generation, Outcome: outcome,
-			Summary: d.Summary, Confidence: d.Confidence, Bindings: d.Bindings, Diagnostics: d.Diagnostics}, nil
-	}),
-	claimVerb("testament.post", func(d *claimTestamentRefDoc, _ time.Time) (claim.Command, error) {
-		return claim.PostTestament{Claim: d.Claim, Testament: d.Testament}, nil
-	}),
-	claimVerb("testament.receive", func(d *claimTestamentRefDoc, _ time.Time) (claim.Command, error) {
-		return claim.ReceiveTestament{Claim: d.Claim, Testament: d.Testament}, nil
-	}),
-	claimVerb("deadline.commit", func(d *claimRefDoc, _ time.Time) (claim.Command, error) {
-		return claim.CommitDeadline{Claim: d.Claim}, nil
-	}),
-	claimVerb("dependency.commit", func(d *claimRefDoc, _ time.Time) (claim.Command, error) {
-		return claim.CommitDependency{Claim: d.Claim}, nil
-	}),
-	claimVerb("check.begin", func(d *claimBeginDoc, _ time.Time) (claim.Command, error) {
-		return claim.BeginCheck{Claim: d.Claim, Check: d.Check, Artifact: d.Artifact, Digest: d.Digest}, nil
-	}),
-	claimVerb("check.report", func(d *ClaimCheckBody, _ time.Time) (claim.Command, error) {
-		return claim.ReportVerdict{Claim: d.Claim, Check: d.Check, Artifact: d.Artifact, Digest: d.Digest,
-			Result: claim.Result(d.Result), Evidence: d.Evidence, EvidenceDigest: d.EvidenceDigest, Note: d.Note}, nil
-	}),
-	claimVerb("artifact.publish", func(d *claimPublishDoc, _ time.Time) (claim.Command, error) {
-		// The role and kind default as for PUT …/artifacts/{artifact}; the
-		// bytes are added by sendClaim (withFilePart).
-		role := claim.Role(d.Role)
-		switch {
-		case role != "":
-		case d.Slot != "":
-			role = claim.RoleOutput
-		case d.Generation > 0:
-			role = claim.RoleDiagnostic
-		default:
-			role = claim.RoleResult
-		}
-		kind := d.Kind
-		if kind == "" {
-			kind = "file"
-		}
-		return claim.PublishArtifact{Claim: d.Claim, Artifact: d.Artifact, Role: role, Slot: d.Slot, Kind: kind,
-			Schema: d.Schema, Name: d.Name, Generation: d.Generation}, nil
-	}),
-	claimVerb("artifact.receive", func(d *claimArtifactRefDoc, _ time.Time) (claim.Command, error) {
-		return claim.ReceiveArtifact{Claim: d.Claim, Artifact: d.Artifact, Digest: d.Digest}, nil
-	}),
-}
-
-// a2aClaimActionNames lists the claim actions, the default first (for the
-// agent card).
-func a2aClaimActionNames() []string {
-	names := make([]string, len(a2aClaimActions))
-	for i, a := range a2aClaimActions {
-		names[i] = a.name
-	}
-	return names
-}
+// a2aClaimActions are the claim verbs over A2A and REST (api.ClaimActions):
+// every rule and default is the claim core's.
+var a2aClaimActions = api.ClaimActions()
 
 // sendClaim executes one claim record of a SendMessage.
 func (h *a2aHandler) sendClaim(ctx context.Context, c *a2aCall, l *ledger.Ledger, req *a2a.SendMessageRequest, uri, key string, raw any) (a2a.SendMessageResult, error) {
 	msg := req.Message
-	rec, err := a2aClaimActions.read(key, raw, "a claim record")
+	rec, err := readRecord(a2aClaimActions, key, raw, "a claim record")
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +111,7 @@ func (h *a2aHandler) sendClaim(ctx context.Context, c *a2aCall, l *ledger.Ledger
 	if err != nil {
 		return nil, invalidParams(where, "must be a JSON object")
 	}
-	cmd, err := act.build(where, body, h.s.cfg.Ledger.Now())
+	cmd, err := act.Build(where, body, h.s.cfg.Ledger.Now())
 	if err != nil {
 		return nil, refuseAt(where, err)
 	}
@@ -310,7 +124,7 @@ func (h *a2aHandler) sendClaim(ctx context.Context, c *a2aCall, l *ledger.Ledger
 	content := ""
 	switch c := cmd.(type) {
 	case claim.PublishArtifact:
-		if c, err = h.withFilePart(ctx, msg, c, act.name); err != nil {
+		if c, err = h.withFilePart(ctx, msg, c, act.Name); err != nil {
 			return nil, err
 		}
 		cmd, content = c, c.Content.String()
@@ -325,14 +139,14 @@ func (h *a2aHandler) sendClaim(ctx context.Context, c *a2aCall, l *ledger.Ledger
 		if id == "" {
 			id = "ev_" + ledger.MintID()[4:]
 		}
-		pa, err := h.withFilePart(ctx, msg, claim.PublishArtifact{Claim: c.Claim, Artifact: id, Role: claim.RoleResult, Kind: "evidence"}, act.name)
+		pa, err := h.withFilePart(ctx, msg, claim.PublishArtifact{Claim: c.Claim, Artifact: id, Role: claim.RoleResult, Kind: "evidence"}, act.Name)
 		if err != nil {
 			return nil, err
 		}
 		c.Evidence, c.Publish = "", &pa
 		cmd, content = c, pa.Content.String()
 	}
-	digest := a2aDigest("SendMessage", c.contextID(), uri, act.name, string(body), content)
+	digest := a2aDigest("SendMessage", c.contextID(), uri, act.Name, string(body), content)
 	keys := []string{a2aRecordKey(uri, familyClaim)}
 	resp, err := h.write(ctx, c, l, ledger.Command{Claim: cmd}, c.sendRequestID(msg), digest, h.claimAnswer(c, id, keys, cmd))
 	if err != nil {

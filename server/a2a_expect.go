@@ -39,6 +39,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"tally/api"
 	"tally/auth"
 	"tally/expect"
 	"tally/jsondoc"
@@ -59,22 +60,22 @@ type a2aExpectRecord struct {
 	Outcome string          `json:"outcome"`
 }
 
-var a2aExpectActions = a2aActions[struct{}]{
-	{name: "raise", members: []string{"expectationId", "kind", "subject", "expects", "satisfiedBy", "dueAt", "grace", "anchor",
+var a2aExpectActions = api.Actions[struct{}]{
+	{Name: "raise", Members: []string{"expectationId", "kind", "subject", "expects", "satisfiedBy", "dueAt", "grace", "anchor",
 		"after", "horizon", "basis", "supersedes", "origin", "replyTo", "by"}},
-	{name: "fact", members: []string{"factKey", "subject", "at"}},
-	{name: "withdraw", members: []string{"expectationId", "reason"}},
-	{name: "outcome", members: []string{"taskId", "outcome"}},
+	{Name: "fact", Members: []string{"factKey", "subject", "at"}},
+	{Name: "withdraw", Members: []string{"expectationId", "reason"}},
+	{Name: "outcome", Members: []string{"taskId", "outcome"}},
 }
 
 // sendExpect executes one expect record of a SendMessage.
 func (h *a2aHandler) sendExpect(ctx context.Context, c *a2aCall, l *ledger.Ledger, req *a2a.SendMessageRequest, uri, key string, raw any) (a2a.SendMessageResult, error) {
 	msg := req.Message
-	rec, err := a2aExpectActions.read(key, raw, "an expectation record")
+	rec, err := readRecord(a2aExpectActions, key, raw, "an expectation record")
 	if err != nil {
 		return nil, err
 	}
-	where, obj, action := rec.where, rec.obj, rec.action.name
+	where, obj, action := rec.where, rec.obj, rec.action.Name
 	body, _ := json.Marshal(obj)
 	var d a2aExpectRecord
 	if err := jsondoc.Strict(where, body, &d); err != nil {

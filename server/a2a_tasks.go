@@ -16,6 +16,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/zeebo/blake3"
 
+	"tally/api"
 	"tally/claim"
 	"tally/ledger"
 	"tally/promise"
@@ -485,33 +486,21 @@ func (h *a2aHandler) findRecord(meta map[string]any) (uri, key string, raw any, 
 	return uri, key, raw, nil
 }
 
-// a2aAction is one action of a family's records: its name, the members
-// its record may carry besides "action", and what the family needs to
-// build its command (B; struct{} where the family decodes the record
-// itself).
-type a2aAction[B any] struct {
-	name    string
-	members []string
-	build   B
-}
-
-// a2aActions are a family's actions, the default (a record without
-// "action") first.
-type a2aActions[B any] []a2aAction[B]
-
-// a2aRecord is a family's record read from a message's metadata.
-type a2aRecord[B any] struct {
+// a2aRecord is a family's record read from a message's metadata: which
+// of the family's api actions it names (C: the family's command; struct{}
+// where the family decodes the record itself).
+type a2aRecord[C any] struct {
 	where  string // metadata["<key>"], naming the record in refusals
 	obj    map[string]any
-	action a2aAction[B]
+	action api.Action[C]
 }
 
 // read reads the record under key: a JSON object (what it is names it in
 // the refusal) naming one of the actions (the default when it names none).
 // An unknown action, or a member the action does not take, is refused by
 // name.
-func (as a2aActions[B]) read(key string, raw any, what string) (a2aRecord[B], error) {
-	rec := a2aRecord[B]{where: "metadata[\"" + key + "\"]", action: as[0]}
+func readRecord[C any](as api.Actions[C], key string, raw any, what string) (a2aRecord[C], error) {
+	rec := a2aRecord[C]{where: "metadata[\"" + key + "\"]", action: as[0]}
 	obj, ok := raw.(map[string]any)
 	if !ok {
 		return rec, invalidParams(rec.where, "must be a JSON object ("+what+")")
@@ -519,19 +508,15 @@ func (as a2aActions[B]) read(key string, raw any, what string) (a2aRecord[B], er
 	rec.obj = obj
 	if a, ok := obj["action"]; ok {
 		name, _ := a.(string)
-		i := slices.IndexFunc(as, func(x a2aAction[B]) bool { return x.name == name })
-		if i < 0 {
-			names := make([]string, len(as))
-			for j, x := range as {
-				names[j] = x.name
-			}
-			return rec, invalidParams(rec.where+".action", "must be one of "+strings.Join(names, ", "))
+		act, ok := as.Find(name)
+		if !ok {
+			return rec, invalidParams(rec.where+".action", "must be one of "+strings.Join(as.Names(), ", "))
 		}
-		rec.action = as[i]
+		rec.action = act
 	}
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
-		if k != "action" && !slices.Contains(rec.action.members, k) {
-			return rec, invalidParams(rec.where+"."+k, "is not a member of a "+rec.action.name+" record (members: "+strings.Join(rec.action.members, ", ")+")")
+		if k != "action" && !slices.Contains(rec.action.Members, k) {
+			return rec, invalidParams(rec.where+"."+k, "is not a member of a "+rec.action.Name+" record (members: "+strings.Join(rec.action.Members, ", ")+")")
 		}
 	}
 	return rec, nil
@@ -547,11 +532,11 @@ func (c *a2aCall) sendRequestID(msg *a2a.Message) string {
 	return "a2a:" + msg.ID
 }
 
-var a2aPromiseActions = a2aActions[struct{}]{
-	{name: "declare", members: []string{"id", "promise", "by", "to", "on", "until", "task", "meta"}},
-	{name: "amend", members: []string{"id", "until", "reason", "meta"}},
-	{name: "resolve", members: []string{"id", "as", "evidence", "reason", "meta"}},
-	{name: "assess", members: []string{"id", "state", "observer", "note", "meta"}},
+var a2aPromiseActions = api.Actions[struct{}]{
+	{Name: "declare", Members: []string{"id", "promise", "by", "to", "on", "until", "task", "meta"}},
+	{Name: "amend", Members: []string{"id", "until", "reason", "meta"}},
+	{Name: "resolve", Members: []string{"id", "as", "evidence", "reason", "meta"}},
+	{Name: "assess", Members: []string{"id", "state", "observer", "note", "meta"}},
 }
 
 // promiseCommand decodes a promise record (pinki's shape, plus an optional
@@ -559,16 +544,16 @@ var a2aPromiseActions = a2aActions[struct{}]{
 // The acting identity is always the caller's; the returned id is the
 // promise the command is about ("" for a declaration that mints its id).
 func (h *a2aHandler) promiseCommand(c *a2aCall, l *ledger.Ledger, msg *a2a.Message, key string, raw any) (promise.Command, string, error) {
-	rec, err := a2aPromiseActions.read(key, raw, "a promise record")
+	rec, err := readRecord(a2aPromiseActions, key, raw, "a promise record")
 	if err != nil {
 		return nil, "", err
 	}
-	where, action := rec.where, rec.action.name
+	where, action := rec.where, rec.action.Name
 	body, err := json.Marshal(rec.obj)
 	if err != nil {
 		return nil, "", invalidParams(where, "must be a JSON object")
 	}
-	f, err := decodeFields(body, append([]string{"action"}, rec.action.members...)...)
+	f, err := decodeFields(body, append([]string{"action"}, rec.action.Members...)...)
 	if err != nil {
 		if r, ok := rule.As(err); ok {
 			return nil, "", a2a.NewError(a2a.ErrInvalidParams, where+"."+r.Error()).WithDetails(map[string]any{"code": string(r.Code), "field": r.Field, "rule": r.Rule})

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -144,11 +145,10 @@ func (s *Server) claimWriteGuarded(w http.ResponseWriter, r *http.Request, statu
 // refused. Every rule is the claim core's; a check's target is verified in
 // the content store first.
 func (s *Server) claimAction(status int, name string, path ...string) http.HandlerFunc {
-	i := slices.IndexFunc(a2aClaimActions, func(a a2aAction[a2aClaimBuild]) bool { return a.name == name })
-	if i < 0 {
+	act, ok := a2aClaimActions.Find(name)
+	if !ok {
 		panic("server: no claim action " + name)
 	}
-	act := a2aClaimActions[i]
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.claimWriteGuarded(w, r, status, func(body []byte, _ string, _ principal) (claim.Command, error) {
 			if len(path) > 0 {
@@ -157,7 +157,7 @@ func (s *Server) claimAction(status int, name string, path ...string) http.Handl
 					return nil, err
 				}
 			}
-			return act.build("body", body, s.cfg.Ledger.Now())
+			return act.Build("body", body, s.cfg.Ledger.Now())
 		}, s.guardTarget(r.Context()))
 	}
 }
@@ -192,54 +192,6 @@ func needField(field, v string) error {
 		return rule.Invalidf(field, "required")
 	}
 	return nil
-}
-
-// ClaimCreateBody is `tally claim create -`'s document.
-type ClaimCreateBody struct {
-	Claim        string           `json:"claim"`
-	Claimant     string           `json:"claimant,omitempty"` // the acting identity when given
-	Respondent   string           `json:"respondent"`
-	Work         string           `json:"work"`
-	Scope        string           `json:"scope,omitempty"`
-	MaxResponses int              `json:"max_responses,omitempty"`
-	Deadline     string           `json:"deadline,omitempty"`
-	DependsOn    []string         `json:"depends_on,omitempty"`
-	Awaits       []string         `json:"awaits,omitempty"`
-	Reviews      []string         `json:"reviews,omitempty"`
-	DerivedFrom  []string         `json:"derived_from,omitempty"`
-	Predecessor  string           `json:"predecessor,omitempty"`
-	Slots        []claim.SlotSpec `json:"slots"`
-	NoChecks     bool             `json:"no_checks,omitempty"` // no slots on purpose (else a successor without slots inherits its predecessor's)
-}
-
-// ClaimTestamentBody is `tally testament close -`'s document.
-type ClaimTestamentBody struct {
-	Claim       string          `json:"claim"`
-	Testament   string          `json:"testament"`
-	Role        string          `json:"role,omitempty"` // response (default) | result
-	Generation  uint64          `json:"generation,omitempty"`
-	Outcome     string          `json:"outcome,omitempty"`
-	Summary     string          `json:"summary,omitempty"`
-	Confidence  *float64        `json:"confidence,omitempty"`
-	Bindings    []claim.Binding `json:"bindings,omitempty"`
-	Diagnostics []claim.Ref     `json:"diagnostics,omitempty"`
-	Results     []claim.Ref     `json:"results,omitempty"`
-	Failed      bool            `json:"failed,omitempty"`
-	Reason      string          `json:"reason,omitempty"`
-}
-
-// ClaimCheckBody is `tally check begin -` and `tally check report -`'s
-// document, without what only a local run can do (evidence_file, command,
-// timeout): evidence over HTTP is an artifact PUT first.
-type ClaimCheckBody struct {
-	Check          string `json:"check"`
-	Claim          string `json:"claim"`
-	Artifact       string `json:"artifact,omitempty"`
-	Digest         string `json:"digest,omitempty"`
-	Result         string `json:"result,omitempty"`
-	Evidence       string `json:"evidence,omitempty"`
-	EvidenceDigest string `json:"evidence_digest,omitempty"`
-	Note           string `json:"note,omitempty"`
 }
 
 // guardTarget verifies the bytes of a check's target before a record that
@@ -359,30 +311,15 @@ func (s *Server) claimArtifactPut(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	role, slot := q.Get("role"), q.Get("slot")
-	switch {
-	case role != "":
-	case slot != "":
-		role = string(claim.RoleOutput)
-	case gen > 0:
-		role = string(claim.RoleDiagnostic)
-	default:
-		role = string(claim.RoleResult)
-	}
-	kind, name := q.Get("kind"), q.Get("name")
-	if kind == "" {
-		kind = "file"
-	}
+	// The role and kind default in the claim core; the name is the id.
 	id, a := r.PathValue("id"), r.PathValue("artifact")
-	if name == "" {
-		name = a
-	}
+	name := cmp.Or(q.Get("name"), a)
 	content, size, err := s.putBytes(r.Context(), r.Body)
 	if err != nil {
 		s.writeError(w, err)
 		return
 	}
-	cmd := claim.PublishArtifact{Claim: id, Artifact: a, Role: claim.Role(role), Slot: slot, Kind: kind,
+	cmd := claim.PublishArtifact{Claim: id, Artifact: a, Role: claim.Role(q.Get("role")), Slot: q.Get("slot"), Kind: q.Get("kind"),
 		Schema: q.Get("schema"), Name: name, Generation: gen, Content: content, Size: size}
 	// The digest binds the request id to the description and the content.
 	digestBody := []byte(r.URL.RawQuery + "\n" + content.String())

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"tally/api"
 )
 
 var pathParam = regexp.MustCompile(`\{([a-z]+)\}`)
@@ -27,9 +29,9 @@ var schemas = map[string]any{
 func init() {
 	reason := str("why")
 	for name, sc := range map[string]any{
-		"ClaimCreate":          schemaOf(reflect.TypeOf(ClaimCreateBody{})),
-		"ClaimTestament":       schemaOf(reflect.TypeOf(ClaimTestamentBody{})),
-		"ClaimCheck":           schemaOf(reflect.TypeOf(ClaimCheckBody{})),
+		"ClaimCreate":          schemaOf(reflect.TypeOf(api.ClaimCreate{})),
+		"ClaimTestament":       schemaOf(reflect.TypeOf(api.ClaimTestament{})),
+		"ClaimCheck":           schemaOf(reflect.TypeOf(api.ClaimCheck{})),
 		"ExpectRaise":          schemaOf(reflect.TypeOf(ExpectRaiseBody{})),
 		"ClaimPost":            obj(nil, map[string]any{"claim": str("the path's claim"), "failed": boolean(), "reason": reason}),
 		"ClaimEnd":             obj([]string{"reason"}, map[string]any{"claim": str("the path's claim"), "reason": reason}),
