@@ -91,6 +91,9 @@ type checkStore interface {
 	submit(ctx context.Context, cmd claim.Command, step string) ([]byte, error)
 	// print prints every record written and the claim as it stands.
 	print(human func(io.Writer, *claim.View, []ledger.Result)) error
+	// replay prints the recorded answer of a retried request id and
+	// reports whether it did, so a retry runs nothing again.
+	replay() (bool, error)
 	close()
 }
 
@@ -194,6 +197,18 @@ func (b *localChecks) submit(ctx context.Context, cmd claim.Command, step string
 	return res[0].Line, nil
 }
 
+func (b *localChecks) replay() (bool, error) {
+	if b.requestID == "" {
+		return false, nil
+	}
+	resp, ok, err := b.l.Recorded(&ledger.Idempotency{Principal: b.who, Key: b.requestID, Digest: b.g.requestDigest(b.c, nil)})
+	if err != nil || !ok {
+		return false, err
+	}
+	b.answered = true
+	return true, b.g.printRecorded(resp)
+}
+
 func (b *localChecks) print(human func(io.Writer, *claim.View, []ledger.Result)) error {
 	if b.answered {
 		return nil
@@ -286,6 +301,9 @@ func firstLine(doc []byte) ([]byte, error) {
 	}
 	return recs[0], nil
 }
+
+// replay is the server's: each step's key is answered there.
+func (b *remoteChecks) replay() (bool, error) { return false, nil }
 
 func (b *remoteChecks) print(human func(io.Writer, *claim.View, []ledger.Result)) error {
 	return b.g.printRemoteWrites(human, b.docs...)
@@ -506,6 +524,11 @@ func newCheckRun(g *global) *cobra.Command {
 				return err
 			}
 			defer b.close()
+			// A retry of a run already recorded prints its answer and runs
+			// the validator no more.
+			if done, err := b.replay(); err != nil || done {
+				return err
+			}
 			ctx := c.Context()
 			v, err := b.view(ctx)
 			if err != nil {

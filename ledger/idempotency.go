@@ -159,19 +159,37 @@ func (l *Ledger) checkIdempotency(r *request, now time.Time) bool {
 	if r.idem == nil {
 		return false
 	}
-	e, ok := l.st.requests[requestKey(r.idem.Principal, r.idem.Key)]
-	if !ok {
-		return false
-	}
+	var ok bool
+	r.response, ok, r.err = l.st.recorded(r.idem, now, l.cfg.IdempotencyWindow)
+	r.replayed = ok && r.err == nil
+	return ok
+}
+
+// Recorded looks a request up without executing anything: the response
+// recorded for idem's key and digest, or the refusal a retry would get,
+// and whether the key is recorded at all. A caller whose request has side
+// effects outside the ledger (running a validator) asks first, so a retry
+// repeats none of them.
+func (l *Ledger) Recorded(idem *Idempotency) (response []byte, ok bool, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.waitDurableLocked()
+	return l.st.recorded(idem, l.cfg.Now(), l.cfg.IdempotencyWindow)
+}
+
+// recorded is the one rule for a request id already used: older than
+// window, expired; another digest, a conflict; else the recorded response.
+func (s *State) recorded(idem *Idempotency, now time.Time, window time.Duration) ([]byte, bool, error) {
+	e, ok := s.requests[requestKey(idem.Principal, idem.Key)]
 	switch {
-	case now.Sub(instant.Unpack(e.at)) > l.cfg.IdempotencyWindow: // Sub saturates where a difference of nanoseconds would wrap
-		r.err = &IdempotencyError{Code: CodeRequestHistoryExpired, Key: r.idem.Key}
-	case e.digest != r.idem.Digest:
-		r.err = &IdempotencyError{Code: CodeIdempotencyConflict, Key: r.idem.Key}
-	default:
-		r.response, r.replayed = e.response, true
+	case !ok:
+		return nil, false, nil
+	case now.Sub(instant.Unpack(e.at)) > window: // Sub saturates where a difference of nanoseconds would wrap
+		return nil, true, &IdempotencyError{Code: CodeRequestHistoryExpired, Key: idem.Key}
+	case e.digest != idem.Digest:
+		return nil, true, &IdempotencyError{Code: CodeIdempotencyConflict, Key: idem.Key}
 	}
-	return true
+	return e.response, true, nil
 }
 
 // requestRecord encodes the tally.request record for an executed request.

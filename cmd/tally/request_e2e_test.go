@@ -26,6 +26,7 @@ func TestE2ERequestIDEveryWriteVerb(t *testing.T) {
 		}
 	}
 	const past = "2026-01-01T00:00:00Z"
+	runs := filepath.Join(work, "runs") // a line per run of the validator
 	steps := []struct {
 		name      string
 		args, alt []string // alt: the same request id with another command
@@ -49,7 +50,7 @@ func TestE2ERequestIDEveryWriteVerb(t *testing.T) {
 		{name: "testament post", args: []string{"testament", "post", "C1", "T1", "--as", "p"}, alt: []string{"testament", "post", "C1", "T2", "--as", "p"}},
 		{name: "testament receive", args: []string{"testament", "receive", "C1", "T1", "--as", "m"}, alt: []string{"testament", "receive", "C1", "T2", "--as", "m"}},
 		{name: "artifact receive", args: []string{"artifact", "receive", "C1", "pa", "--as", "m"}, alt: []string{"artifact", "receive", "C1", "pb", "--as", "m"}},
-		{name: "check run", args: []string{"check", "run", "behavior", "--claim", "C1", "--artifact", "pa", "--command", "grep -q fixed patch.txt", "--as", "ci"},
+		{name: "check run", args: []string{"check", "run", "behavior", "--claim", "C1", "--artifact", "pa", "--command", "echo run >> " + runs + " && grep -q fixed patch.txt", "--as", "ci"},
 			alt: []string{"check", "run", "behavior", "--claim", "C1", "--artifact", "pa", "--command", "true", "--as", "ci"}},
 		{name: "check begin", args: []string{"check", "begin", "review", "--claim", "C1", "--artifact", "pa", "--as", "m"}, alt: []string{"check", "begin", "review", "--claim", "C1", "--artifact", "pb", "--as", "m"}},
 		{name: "check report", args: []string{"check", "report", "review", "--claim", "C1", "--artifact", "pa", "--result", "pass", "--evidence-file", filepath.Join(work, "review.md"), "--as", "m"},
@@ -104,6 +105,10 @@ func TestE2ERequestIDEveryWriteVerb(t *testing.T) {
 		if r.code != 1 || decode(t, r.err)["code"] != "IdempotencyConflict" || !bytes.Equal(log, l.logBytes()) {
 			t.Fatalf("%s: the id with another command: want exit 1 IdempotencyConflict and nothing appended: %v", s.name, r)
 		}
+	}
+	// A retried check run printed its answer without running the validator again.
+	if b, err := os.ReadFile(runs); err != nil || string(b) != "run\n" {
+		t.Fatalf("the validator ran %q times", b)
 	}
 	// A retry's answer is the first one, not the state now: p1 is
 	// satisfied, its declaration's retry still prints the first answer.
