@@ -47,7 +47,7 @@ func (c ConsoleConfig) withDefaults() ConsoleConfig {
 
 func (s *Server) consoleRoutes() []route {
 	return []route{
-		{name: "console", method: "GET", pattern: "/{$}", summary: "The console: a read-only web page over this API (sign in with a token)", handle: console.Index},
+		{name: "console", method: "GET", pattern: "/{$}", summary: "The console: a web page over this API (sign in with a token)", handle: console.Index},
 		{name: "console.config", method: "GET", pattern: "/console/config.json", summary: "What the console needs before sign-in: whether the server runs --insecure-dev (then no token is asked for)", handle: s.consoleConfig},
 		{name: "console.asset", method: "GET", pattern: "/console/{file}", summary: "The console's script, style sheet and icon", handle: console.Asset},
 		{name: "tenant.list", method: "GET", pattern: "/v1/tenants", summary: "The tenants the request may read (its token's; every tenant on disk in --insecure-dev), with the identity and role it acts as", handle: s.tenantList},

@@ -1,7 +1,7 @@
 // Package console is the tally console: one hand-written web page (HTML, a
 // style sheet and a script, embedded in the binary, no build step) that
 // reads a session through the server's public REST API and its event
-// stream. It holds no state and no secret: the token a person pastes stays
+// stream, and acts on a promise only through that API. It holds no state and no secret: the token a person pastes stays
 // in the browser's sessionStorage and travels only as a bearer header.
 package console
 

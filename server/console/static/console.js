@@ -105,7 +105,7 @@
   }
 
   // ---- API
-  const auth = { token: sessionStorage.getItem(TOKEN_KEY) || '', insecure: false, actor: 'console' };
+  const auth = { token: sessionStorage.getItem(TOKEN_KEY) || '', insecure: false, actor: 'console', who: '' };
   function headers(extra) {
     const hd = Object.assign({ Accept: 'application/json' }, extra || {});
     if (auth.token) hd.Authorization = 'Bearer ' + auth.token;
@@ -122,6 +122,21 @@
     if (!r.ok) throw new APIError(r.status, (body && body.error) || r.status + ' ' + r.statusText, body && body.code);
     if (body && body.now) serverSkew = new Date(body.now).getTime() - Date.now();
     return body;
+  }
+  // requestID is a fresh Idempotency-Key, so a retried click records once.
+  function requestID() {
+    const b = new Uint8Array(12);
+    crypto.getRandomValues(b);
+    return 'console-' + [...b].map((x) => x.toString(16).padStart(2, '0')).join('');
+  }
+  // post is a write through the same API; a refusal's text is the error.
+  async function post(path, body) {
+    const r = await fetch(path, { method: 'POST', cache: 'no-store', body: JSON.stringify(body),
+      headers: headers({ 'Content-Type': 'application/json', 'Idempotency-Key': requestID() }) });
+    let doc = null;
+    try { doc = await r.json(); } catch { /* not JSON */ }
+    if (!r.ok) throw new APIError(r.status, (doc && doc.error) || r.status + ' ' + r.statusText, doc && doc.code);
+    return doc;
   }
   const enc = encodeURIComponent;
   let ctx = null; // {tenant, session, base}
@@ -167,6 +182,10 @@
     if (!ctx || ctx.tenant !== tenant || ctx.session !== session) {
       ctx = { tenant, session, base: '/v1/tenants/' + enc(tenant) + '/sessions/' + enc(session) };
       startStream();
+    }
+    if (!auth.who) {
+      try { auth.who = (await api('/v1/tenants')).actor; } catch { /* the view's own request reports it */ }
+      if (my !== renderSeq) return;
     }
     $('#where').textContent = tenant + ' / ' + session;
     const tabs = $('#tabs');
@@ -222,6 +241,7 @@
     if (!auth.token && !auth.insecure) return setView('Sign in', signInForm());
     try {
       const who = await api('/v1/tenants');
+      auth.who = who.actor;
       $('#signout').hidden = !auth.token;
       const lists = [];
       for (const t of who.tenants) {
@@ -406,10 +426,39 @@
           ' · declared ', timeEl(p.declared)),
         both,
         h('div', { class: 'two' }, ledger, judged),
+        promiseActions(p),
         h('section', { class: 'card', 'aria-labelledby': 'h-time' }, h('h2', { id: 'h-time' }, 'Timeline'),
           h('div', { class: 'svgwrap' }, timeline(p, hist.steps, doc.now)), historyList(hist.steps)),
       ],
     };
+  }
+
+  // promiseActions offers what a participant may do to an open promise: a
+  // creditor releases it, anyone records a judgment as itself. The server
+  // decides; a refusal is shown in its own words.
+  function promiseActions(p) {
+    if (p.state !== 'owed' && p.state !== 'conditional') return null;
+    const out = h('p', { id: 'act-out', role: 'status', 'aria-live': 'polite' });
+    const note = h('input', { id: 'act-note', name: 'note', placeholder: 'why (optional)' });
+    const act = async (label, path, body) => {
+      out.className = ''; out.textContent = label + '…';
+      try {
+        await post(sp('/promises/' + enc(p.id) + path), body);
+        out.textContent = label + ': recorded.';
+        changed(0);
+      } catch (err) {
+        out.className = 'error';
+        out.textContent = 'Refused: ' + err.message;
+      }
+    };
+    return h('section', { class: 'card actions', 'aria-labelledby': 'h-act' },
+      h('h2', { id: 'h-act' }, 'Act as ', h('code', {}, auth.who || 'yourself')),
+      h('p', { class: 'muted' }, 'Only the creditor may release a promise; any participant may record its own judgment beside it. The ledger checks.'),
+      h('div', { class: 'filters' },
+        h('div', { class: 'field' }, h('label', { for: 'act-note' }, 'Note or reason'), note),
+        h('button', { type: 'button', id: 'act-release', onclick: () => act('Release', '/resolve', { as: 'released', reason: note.value || undefined }) }, 'Release (creditor)'),
+        h('button', { type: 'button', id: 'act-assess', onclick: () => act('Judgment', '/assess', { state: 'violated', note: note.value || undefined }) }, 'Judge it violated')),
+      out);
   }
 
   // timeline draws the promise's records and deadlines on one axis, with now.
