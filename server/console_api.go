@@ -151,10 +151,17 @@ func claimFailed(st claim.Status) bool {
 	return st.Terminal()
 }
 
-// consoleRows builds every row of the session at now, in log order.
-func consoleRows(st *ledger.State, now time.Time) []obligation {
+// consoleRows builds the rows of the session at now that f may select, in
+// log order: a family f leaves out is not built, and a debtor or creditor
+// filter narrows the promises and claims before their views are made.
+func consoleRows(st *ledger.State, now time.Time, f obligationFilter) []obligation {
 	var rows []obligation
-	for _, v := range st.Promises.Select(promise.Filter{State: "all"}, now) {
+	want := func(family string) bool { return f.family == "" || f.family == family }
+	var promises []promise.View
+	if want("promise") {
+		promises = st.Promises.Select(promise.Filter{State: "all", By: f.by, To: f.to}, now)
+	}
+	for _, v := range promises {
 		o := obligation{Family: "promise", ID: v.ID, Text: v.Promise, State: string(v.State), By: v.By, To: v.To, Seq: v.Seq}
 		if !v.Until.IsZero() {
 			u := v.Until
@@ -165,7 +172,11 @@ func consoleRows(st *ledger.State, now time.Time) []obligation {
 		}
 		rows = append(rows, o)
 	}
-	for _, c := range st.Claims.List(claim.Filter{}, now) {
+	var claims []claim.Summary
+	if want("claim") {
+		claims = st.Claims.List(claim.Filter{Respondent: f.by, Claimant: f.to}, now)
+	}
+	for _, c := range claims {
 		o := obligation{Family: "claim", ID: c.Claim, Text: c.Work, State: string(c.State), By: c.Respondent, To: c.Claimant, Seq: c.CreatedSeq}
 		if t, err := time.Parse(time.RFC3339Nano, c.Deadline); err == nil {
 			o.Due = &t
@@ -178,7 +189,11 @@ func consoleRows(st *ledger.State, now time.Time) []obligation {
 		}
 		rows = append(rows, o)
 	}
-	for _, x := range st.Expects.List(expect.Filter{}) {
+	var expects []expect.View
+	if want("expectation") {
+		expects = st.Expects.List(expect.Filter{})
+	}
+	for _, x := range expects {
 		text := x.Expects
 		if text == "" {
 			text = x.Kind
@@ -285,7 +300,7 @@ func (s *Server) obligationList(w http.ResponseWriter, r *http.Request) {
 	var pos store.Position
 	l.Read(func(st *ledger.State, p store.Position) {
 		pos = p
-		rows = consoleRows(st, now)
+		rows = consoleRows(st, now, f)
 	})
 	kept := rows[:0]
 	for i := range rows {
@@ -321,7 +336,7 @@ func (s *Server) sessionSummary(w http.ResponseWriter, r *http.Request) {
 	lapses := map[string]int{}
 	l.Read(func(st *ledger.State, p store.Position) {
 		pos = p
-		rows = consoleRows(st, now)
+		rows = consoleRows(st, now, obligationFilter{})
 		for _, x := range st.Expects.List(expect.Filter{}) {
 			for _, lp := range x.Lapses {
 				lapses[string(lp.Lapse)]++
