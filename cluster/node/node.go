@@ -14,6 +14,7 @@ package node
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -712,3 +713,28 @@ func (r raftLogger) Fatal(v ...any)                   { panic(fmt.Sprint(v...)) 
 func (r raftLogger) Fatalf(format string, v ...any)   { panic(fmt.Sprintf(format, v...)) }
 func (r raftLogger) Panic(v ...any)                   { panic(fmt.Sprint(v...)) }
 func (r raftLogger) Panicf(format string, v ...any)   { panic(fmt.Sprintf(format, v...)) }
+
+// Run drives the node from the calling goroutine until ctx ends: a tick
+// every TickInterval, each batch from inbox stepped in, each call run on
+// the node (the way other goroutines Propose or ReadIndex: their callbacks
+// run here too), and the loop processed after each until it is idle.
+func (n *Node) Run(ctx context.Context, inbox <-chan []Envelope, calls <-chan func(*Node)) error {
+	t := time.NewTicker(n.cfg.TickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			n.Tick()
+		case batch := <-inbox:
+			for _, e := range batch {
+				n.Deliver(e)
+			}
+		case call := <-calls:
+			call(n)
+		}
+		for n.Process() {
+		}
+	}
+}
