@@ -283,6 +283,7 @@ func newRoot(g *global) *cobra.Command {
 	addClaimCommands(root, g)
 	addExpectCommands(root, g)
 	addA2ACommands(root, g)
+	addPrimeCommands(root, g)
 	root.InitDefaultCompletionCmd() // cobra adds it at Execute, after the guard otherwise
 	guardGroups(root)
 	return root

@@ -237,13 +237,22 @@ func btoi(b bool) int {
 
 func newOwed(g *global) *cobra.Command {
 	var o readOptions
+	var format string
 	c := &cobra.Command{
-		Use:   "owed [--as WHO]",
+		Use:   "owed [--as WHO] [--format text|prime]",
 		Short: "What a seat owes, overdue first: paste it into a fresh session of that seat",
 		Example: `  tally owed --as reviewer
-  TALLY_ACTOR=reviewer tally owed --json`,
+  TALLY_ACTOR=reviewer tally owed --json
+  tally owed --format prime      # the same as tally prime`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
+			switch format {
+			case "prime":
+				return g.runPrime(c.Context(), primeOptions{now: o.now, maxTokens: primeTokensDefault})
+			case "text":
+			default:
+				return usagef("format: must be text or prime")
+			}
 			who, err := g.requireActor("")
 			if err != nil {
 				return err
@@ -252,27 +261,7 @@ func newOwed(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			// Overdue first (most overdue first), then owed by deadline,
-			// then conditional; declaration order breaks ties.
-			rank := func(v *promise.View) int {
-				switch {
-				case v.Overdue:
-					return 0
-				case v.State == promise.Owed:
-					return 1
-				}
-				return 2
-			}
-			sort.SliceStable(vs, func(i, j int) bool {
-				ri, rj := rank(&vs[i]), rank(&vs[j])
-				if ri != rj {
-					return ri < rj
-				}
-				if !vs[i].Until.Equal(vs[j].Until) {
-					return vs[i].Until.Before(vs[j].Until)
-				}
-				return vs[i].Seq < vs[j].Seq
-			})
+			sortOwed(vs)
 			if g.json {
 				return writeJSONDoc(g.io.Out, member("as", jsonString(who)), member("now", jsonString(promise.FormatTime(now))), member("owed", viewArray(vs)))
 			}
@@ -295,8 +284,33 @@ func newOwed(g *global) *cobra.Command {
 			return nil
 		},
 	}
+	c.Flags().StringVar(&format, "format", "text", "text, or prime: the start-of-session context tally prime prints")
 	o.bind(c)
 	return c
+}
+
+// sortOwed orders what a seat owes: overdue first (most overdue first),
+// then owed by deadline, then conditional; declaration order breaks ties.
+func sortOwed(vs []promise.View) {
+	rank := func(v *promise.View) int {
+		switch {
+		case v.Overdue:
+			return 0
+		case v.State == promise.Owed:
+			return 1
+		}
+		return 2
+	}
+	sort.SliceStable(vs, func(i, j int) bool {
+		ri, rj := rank(&vs[i]), rank(&vs[j])
+		if ri != rj {
+			return ri < rj
+		}
+		if !vs[i].Until.Equal(vs[j].Until) {
+			return vs[i].Until.Before(vs[j].Until)
+		}
+		return vs[i].Seq < vs[j].Seq
+	})
 }
 
 func viewArray(vs []promise.View) []byte { return jsondoc.ViewArray(vs) }

@@ -99,6 +99,7 @@ var remoteVerbs = map[string]bool{
 	"tally artifact verify": true, "tally artifact receive": true, "tally check begin": true, "tally check report": true, "tally check run": true,
 	"tally expect raise": true, "tally expect show": true, "tally expect ls": true, "tally expect withdraw": true,
 	"tally expect supersede": true, "tally fact": true, "tally task outcome": true, "tally lapses": true,
+	"tally prime": true,
 }
 
 // localOnly says why a verb that makes or runs a ledger directory or a
