@@ -24,6 +24,10 @@ func Decode(where string, b []byte, doc any) error {
 // included), sorted.
 func Members(doc any) []string { return jsondoc.Fields(doc) }
 
+// Declared lists a document's members in the order the document declares
+// them.
+func Declared(doc any) []string { return jsondoc.Declared(doc) }
+
 // Action is one verb of a family as a document names it: the "action" of
 // an A2A record, and the REST route that runs the same verb. Members are the
 // members its document may carry; Build decodes a document strictly and

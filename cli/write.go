@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
-	"tally/jsondoc"
 
 	"github.com/spf13/cobra"
 
+	"tally/api"
+	"tally/jsondoc"
 	"tally/ledger"
 	"tally/promise"
 	"tally/rule"
@@ -104,15 +106,11 @@ func newPromise(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			by := o.by
-			if by == "" {
-				by = actor
-			}
-			until, err := parseUntil("until", o.until, g.io.Now())
+			d := api.PromiseDeclare{ID: o.id, Promise: text, By: o.by, To: o.to, On: o.on, Until: o.until, Task: o.task, Meta: o.meta}
+			cmd, err := d.Command(g.io.Now())
 			if err != nil {
 				return err
 			}
-			cmd := promise.Declare{ID: o.id, Text: text, By: by, To: o.to, On: o.on, Task: o.task, Until: until, Meta: o.meta}
 			return g.submit(c, cmd, actor, o.writeOptions, func(w io.Writer, res ledger.Result, v *promise.View) {
 				fmt.Fprintln(w, res.Event.ID)
 			})
@@ -141,6 +139,7 @@ func (o *promiseOptions) fromStdin(in io.Reader) error {
 	if !wire.Valid(b) || !wire.IsObject(b) {
 		return rule.Invalidf("stdin", "must be one JSON object")
 	}
+	members := api.Declared(&api.PromiseDeclare{})
 	seen := map[string]bool{}
 	return wire.Object(b, func(key, v []byte) error {
 		k := string(key)
@@ -148,18 +147,17 @@ func (o *promiseOptions) fromStdin(in io.Reader) error {
 			return rule.Invalidf(k, "appears twice")
 		}
 		seen[k] = true
-		switch k {
-		case "":
+		switch {
+		case k == "":
 			return rule.Invalidf("stdin", "has a member with an empty name")
-		case "id", "promise", "by", "to", "on", "until", "task":
-		case "meta":
+		case k == "meta":
 			if !wire.IsObject(v) {
 				return rule.Invalidf("meta", "must be a JSON object")
 			}
 			o.meta = string(v)
 			return nil
-		default:
-			return rule.Invalidf(k, "is not a field of a promise (id, promise, by, to, on, until, task, meta)")
+		case !slices.Contains(members, k):
+			return rule.Invalidf(k, "is not a field of a promise ("+strings.Join(members, ", ")+")")
 		}
 		s, err := wire.String(v)
 		if err != nil {
@@ -198,11 +196,12 @@ func newAmend(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			t, err := parseUntil("until", until, g.io.Now())
+			d := api.PromiseAmend{ID: args[0], Until: until, Reason: reason, Meta: o.meta}
+			cmd, err := d.Command(g.io.Now())
 			if err != nil {
 				return err
 			}
-			return g.submit(c, promise.Amend{ID: args[0], Until: t, Reason: reason, Meta: o.meta}, actor, o, func(w io.Writer, res ledger.Result, v *promise.View) {
+			return g.submit(c, cmd, actor, o, func(w io.Writer, res ledger.Result, v *promise.View) {
 				prev := v.Horizons[len(v.Horizons)-2]
 				fmt.Fprintf(w, "%s: deadline %s (was %s; horizon %d)\n", v.ID, promise.FormatTime(v.Until), promise.FormatTime(prev), len(v.Horizons))
 			})
@@ -249,7 +248,8 @@ func newResolve(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.submit(c, promise.Resolve{ID: args[0], As: as, Evidence: evidence, Reason: reason, Meta: o.meta}, actor, o, func(w io.Writer, res ledger.Result, v *promise.View) {
+			d := api.PromiseResolve{ID: args[0], As: as, Evidence: evidence, Reason: reason, Meta: o.meta}
+			return g.submit(c, d.Command(), actor, o, func(w io.Writer, res ledger.Result, v *promise.View) {
 				fmt.Fprintf(w, "%s: %s by %s\n", v.ID, as, actor)
 			})
 		},
@@ -281,7 +281,8 @@ func newAssess(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.submit(c, promise.Assess{ID: args[0], State: promise.StateViolated, Observer: observer, Note: note, Meta: o.meta}, actor, o, func(w io.Writer, res ledger.Result, v *promise.View) {
+			d := api.PromiseAssess{ID: args[0], State: promise.StateViolated, Observer: observer, Note: note, Meta: o.meta}
+			return g.submit(c, d.Command(), actor, o, func(w io.Writer, res ledger.Result, v *promise.View) {
 				fmt.Fprintf(w, "%s: assessed violated by %s (state stays %s)\n", v.ID, res.Event.Observer, v.State)
 			})
 		},

@@ -63,6 +63,14 @@ func jsonKind(k string) string {
 
 // Fields lists a document's member names from its json tags, sorted.
 func Fields(doc any) []string {
+	out := Declared(doc)
+	sort.Strings(out)
+	return out
+}
+
+// Declared lists a document's member names from its json tags in the order
+// its fields are declared.
+func Declared(doc any) []string {
 	t := reflect.TypeOf(doc)
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -77,13 +85,12 @@ func Fields(doc any) []string {
 		if name == "" && f.Anonymous {
 			// An embedded document's members are its container's, as
 			// encoding/json decodes them.
-			out = append(out, Fields(reflect.New(f.Type).Interface())...)
+			out = append(out, Declared(reflect.New(f.Type).Interface())...)
 			continue
 		}
 		if name != "" && name != "-" {
 			out = append(out, name)
 		}
 	}
-	sort.Strings(out)
 	return out
 }

@@ -34,6 +34,7 @@ type Command interface{ isCommand() }
 
 // Declare makes a promise. ID must be set: the caller mints one when the
 // user supplied none (minting needs randomness, which this package avoids).
+// By defaults to the acting identity, for every mode alike.
 type Declare struct {
 	ID, Text, By, To, On, Task string
 	Until                      time.Time
@@ -61,7 +62,7 @@ type Resolve struct {
 // Assess records an observer's judgment beside a promise.
 type Assess struct {
 	ID       string
-	State    string
+	State    string // defaults to StateViolated, the only assessment
 	Observer string // defaults to the acting identity; must equal it
 	Note     string
 	Meta     string
@@ -130,6 +131,9 @@ func Prepare(lim Limits, actor string, now time.Time, cmd Command) (Prepared, er
 func PrepareDeclare(lim Limits, actor string, now time.Time, c Declare) (Prepared, error) {
 	if err := checkParty(lim, "actor", actor); err != nil {
 		return Prepared{}, err
+	}
+	if c.By == "" {
+		c.By = actor
 	}
 	ev, err := prepareDeclare(lim, actor, now.UTC().Truncate(time.Second), c)
 	if err != nil {
@@ -299,6 +303,9 @@ func prepareResolve(lim Limits, actor string, ts time.Time, c Resolve) (Event, e
 }
 
 func prepareAssess(lim Limits, actor string, ts time.Time, c Assess) (Event, error) {
+	if c.State == "" {
+		c.State = StateViolated
+	}
 	if c.State != StateViolated {
 		return Event{}, rule.Invalidf("state", "the only assessment is violated")
 	}

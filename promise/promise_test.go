@@ -376,3 +376,19 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		t.Fatal("truncated snapshot accepted")
 	}
 }
+
+// TestDecideDefaults checks the defaults every mode gets from the core: a
+// declaration without by is the acting identity's own, an assessment
+// without a state is violated (and without an observer, the actor's).
+func TestDecideDefaults(t *testing.T) {
+	s := fold(t, antecedentLine, seedLifecycle[0], seedLifecycle[3])
+	now := ts("2026-09-03T00:00:00Z")
+	ev, _, err := s.Decide(DefaultLimits(), "a", now, Declare{ID: "n1", Text: "t", To: "b", Until: ts("2026-09-05T00:00:00Z")})
+	if err != nil || ev.By != "a" {
+		t.Fatalf("declare without by: by %q, %v", ev.By, err)
+	}
+	ev, _, err = s.Decide(DefaultLimits(), "…/author", now, Assess{ID: "pnk_0c2b77"})
+	if err != nil || ev.State != StateViolated || ev.Observer != "…/author" {
+		t.Fatalf("assess without state: state %q observer %q, %v", ev.State, ev.Observer, err)
+	}
+}

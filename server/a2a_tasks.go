@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -532,11 +533,13 @@ func (c *a2aCall) sendRequestID(msg *a2a.Message) string {
 	return "a2a:" + msg.ID
 }
 
+// a2aPromiseActions are the promise records' actions, their members api's
+// promise documents' (decoded by decodeFields).
 var a2aPromiseActions = api.Actions[struct{}]{
-	{Name: "declare", Members: []string{"id", "promise", "by", "to", "on", "until", "task", "meta"}},
-	{Name: "amend", Members: []string{"id", "until", "reason", "meta"}},
-	{Name: "resolve", Members: []string{"id", "as", "evidence", "reason", "meta"}},
-	{Name: "assess", Members: []string{"id", "state", "observer", "note", "meta"}},
+	{Name: "declare", Members: api.Declared(&api.PromiseDeclare{})},
+	{Name: "amend", Members: api.Declared(&api.PromiseAmend{})},
+	{Name: "resolve", Members: api.Declared(&api.PromiseResolve{})},
+	{Name: "assess", Members: api.Declared(&api.PromiseAssess{})},
 }
 
 // promiseCommand decodes a promise record (pinki's shape, plus an optional
@@ -584,36 +587,26 @@ func (h *a2aHandler) promiseCommand(c *a2aCall, l *ledger.Ledger, msg *a2a.Messa
 			return nil, "", a2a.NewError(a2a.ErrTaskNotFound, "no task "+string(msg.TaskID)+" in session "+c.contextID())
 		}
 	}
+	var cmd promise.Command
 	switch action {
 	case "declare":
-		until, err := promise.ParseDeadline("until", f.str["until"], now)
-		if err != nil {
-			return nil, "", refuse(err)
-		}
-		by := f.str["by"]
-		if by == "" {
-			by = c.p.actor
-		}
-		task := f.str["task"]
-		if task == "" {
-			task = string(msg.TaskID)
-		}
-		return promise.Declare{ID: id, Text: f.str["promise"], By: by, To: f.str["to"], On: f.str["on"], Task: task, Until: until, Meta: f.meta}, id, nil
+		d := f.declare()
+		d.Task = cmp.Or(d.Task, string(msg.TaskID)) // the message's task, when it names none
+		cmd, err = d.Command(now)
 	case "amend":
-		until, err := promise.ParseDeadline("until", f.str["until"], now)
-		if err != nil {
-			return nil, "", refuse(err)
-		}
-		return promise.Amend{ID: id, Until: until, Reason: f.str["reason"], Meta: f.meta}, id, nil
+		d := f.amend(id)
+		cmd, err = d.Command(now)
 	case "resolve":
-		return promise.Resolve{ID: id, As: f.str["as"], Evidence: f.evidence, Reason: f.str["reason"], Meta: f.meta}, id, nil
+		d := f.resolve(id)
+		cmd = d.Command()
 	default:
-		state := f.str["state"]
-		if state == "" {
-			state = promise.StateViolated
-		}
-		return promise.Assess{ID: id, State: state, Observer: f.str["observer"], Note: f.str["note"], Meta: f.meta}, id, nil
+		d := f.assess(id)
+		cmd = d.Command()
 	}
+	if err != nil {
+		return nil, "", refuse(err)
+	}
+	return cmd, id, nil
 }
 
 // a2aDigest binds a request id to what an A2A call asked.

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -93,7 +94,7 @@ func stubDeclare(s *Server) func(cmd promise.Command, p principal) []byte {
 		if d.On != "" {
 			state = promise.Conditional
 		}
-		v := promise.View{ID: d.ID, Promise: d.Text, By: d.By, To: d.To, On: d.On, Task: d.Task, Until: d.Until,
+		v := promise.View{ID: d.ID, Promise: d.Text, By: cmp.Or(d.By, p.actor), To: d.To, On: d.On, Task: d.Task, Until: d.Until,
 			Horizons: []time.Time{d.Until}, State: state, Declared: s.cfg.Ledger.Now().UTC(), Meta: d.Meta, Seq: seq.Add(1)}
 		return jsondoc.PromiseWrite(v.Seq, &v, nil)
 	}

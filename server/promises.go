@@ -1,10 +1,12 @@
 package server
 
 import (
+	"cmp"
 	"net/http"
 	"slices"
 	"time"
 
+	"tally/api"
 	"tally/instant"
 	"tally/jsondoc"
 	"tally/ledger"
@@ -152,48 +154,63 @@ func (s *Server) promiseWrite(w http.ResponseWriter, r *http.Request, status int
 	s.execute(w, r, p, l, body, ledger.Command{Promise: cmd}, status, s.renderPromise(id))
 }
 
+// The promise routes' bodies are api's promise documents without "id" (the
+// path names the promise), decoded by decodeFields.
+
 func (s *Server) declare(w http.ResponseWriter, r *http.Request) {
-	s.promiseWrite(w, r, http.StatusCreated, []string{"id", "promise", "by", "to", "on", "until", "task", "meta"},
-		func(p principal, f fields, _ string) (promise.Command, error) {
-			until, err := promise.ParseDeadline("until", f.str["until"], s.cfg.Ledger.Now())
-			if err != nil {
-				return nil, err
-			}
-			by := f.str["by"]
-			if by == "" {
-				by = p.actor
-			}
-			return promise.Declare{ID: f.str["id"], Text: f.str["promise"], By: by, To: f.str["to"], On: f.str["on"], Task: f.str["task"], Until: until, Meta: f.meta}, nil
+	s.promiseWrite(w, r, http.StatusCreated, a2aPromiseActions[0].Members,
+		func(_ principal, f fields, _ string) (promise.Command, error) {
+			d := f.declare()
+			return d.Command(s.cfg.Ledger.Now())
 		})
 }
 
 func (s *Server) amend(w http.ResponseWriter, r *http.Request) {
-	s.promiseWrite(w, r, http.StatusOK, []string{"until", "reason", "meta"},
+	s.promiseWrite(w, r, http.StatusOK, pathMembers(a2aPromiseActions[1]),
 		func(_ principal, f fields, id string) (promise.Command, error) {
-			until, err := promise.ParseDeadline("until", f.str["until"], s.cfg.Ledger.Now())
-			if err != nil {
-				return nil, err
-			}
-			return promise.Amend{ID: id, Until: until, Reason: f.str["reason"], Meta: f.meta}, nil
+			d := f.amend(id)
+			return d.Command(s.cfg.Ledger.Now())
 		})
 }
 
 func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
-	s.promiseWrite(w, r, http.StatusOK, []string{"as", "evidence", "reason", "meta"},
+	s.promiseWrite(w, r, http.StatusOK, pathMembers(a2aPromiseActions[2]),
 		func(_ principal, f fields, id string) (promise.Command, error) {
-			return promise.Resolve{ID: id, As: f.str["as"], Evidence: f.evidence, Reason: f.str["reason"], Meta: f.meta}, nil
+			d := f.resolve(id)
+			return d.Command(), nil
 		})
 }
 
 func (s *Server) assess(w http.ResponseWriter, r *http.Request) {
-	s.promiseWrite(w, r, http.StatusOK, []string{"state", "observer", "note", "meta"},
+	s.promiseWrite(w, r, http.StatusOK, pathMembers(a2aPromiseActions[3]),
 		func(_ principal, f fields, id string) (promise.Command, error) {
-			state := f.str["state"]
-			if state == "" {
-				state = promise.StateViolated
-			}
-			return promise.Assess{ID: id, State: state, Observer: f.str["observer"], Note: f.str["note"], Meta: f.meta}, nil
+			d := f.assess(id)
+			return d.Command(), nil
 		})
+}
+
+// pathMembers are an action's members but "id", which a route's path names.
+func pathMembers[C any](a api.Action[C]) []string {
+	return slices.DeleteFunc(slices.Clone(a.Members), func(m string) bool { return m == "id" })
+}
+
+// The promise documents of decoded fields; id, when given, names the
+// promise (the path's).
+func (f fields) declare() api.PromiseDeclare {
+	return api.PromiseDeclare{ID: f.str["id"], Promise: f.str["promise"], By: f.str["by"], To: f.str["to"], On: f.str["on"],
+		Until: f.str["until"], Task: f.str["task"], Meta: f.meta}
+}
+
+func (f fields) amend(id string) api.PromiseAmend {
+	return api.PromiseAmend{ID: cmp.Or(id, f.str["id"]), Until: f.str["until"], Reason: f.str["reason"], Meta: f.meta}
+}
+
+func (f fields) resolve(id string) api.PromiseResolve {
+	return api.PromiseResolve{ID: cmp.Or(id, f.str["id"]), As: f.str["as"], Evidence: f.evidence, Reason: f.str["reason"], Meta: f.meta}
+}
+
+func (f fields) assess(id string) api.PromiseAssess {
+	return api.PromiseAssess{ID: cmp.Or(id, f.str["id"]), State: f.str["state"], Observer: f.str["observer"], Note: f.str["note"], Meta: f.meta}
 }
 
 // readNow reads the now query parameter (RFC 3339), else the clock.
