@@ -27,6 +27,7 @@ func newServe(g *global) *cobra.Command {
 	var watchEvery, requestHistory time.Duration
 	var lineageMax int
 	var sessionsOpen, tenantSessions int
+	var headerTimeout, bodyTimeout, idleTimeout time.Duration
 	c := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:7420]",
 		Short: "Serve the ledger over HTTP: JSON API, event stream, metrics",
@@ -85,6 +86,10 @@ func newServe(g *global) *cobra.Command {
 				return usagef("sessions-open, tenant-sessions: must be at least 1")
 			}
 			cfg.SessionsOpen, cfg.TenantSessionsMax = sessionsOpen, tenantSessions
+			if headerTimeout <= 0 || bodyTimeout <= 0 || idleTimeout <= 0 {
+				return usagef("read-header-timeout, body-timeout, idle-timeout: must be positive durations such as 10s")
+			}
+			cfg.ReadHeaderTimeout, cfg.BodyTimeout, cfg.IdleTimeout = headerTimeout, bodyTimeout, idleTimeout
 			if webhook != "" {
 				cfg.Watch.Sinks = append(cfg.Watch.Sinks, &watch.Webhook{URL: webhook, Attempts: 5, Backoff: 500 * time.Millisecond})
 			}
@@ -112,6 +117,9 @@ func newServe(g *global) *cobra.Command {
 	c.Flags().StringVar(&defaultSession, "a2a-default-session", store.DefaultTenant+"/"+store.DefaultSession, "the session (TENANT/SESSION) whose A2A agent the server's own card, /.well-known/agent-card.json, describes")
 	c.Flags().IntVar(&sessionsOpen, "sessions-open", server.DefaultConfig().SessionsOpen, "sessions kept open at once; past it the least recently used idle ones are closed and reopened on demand")
 	c.Flags().IntVar(&tenantSessions, "tenant-sessions", server.DefaultConfig().TenantSessionsMax, "sessions one tenant may hold; a write that would create one more is refused (429 SessionQuotaExceeded)")
+	c.Flags().DurationVar(&headerTimeout, "read-header-timeout", server.DefaultConfig().ReadHeaderTimeout, "how long a client may take to send a request's headers")
+	c.Flags().DurationVar(&bodyTimeout, "body-timeout", server.DefaultConfig().BodyTimeout, "how long a client may take to send a request's body; past it: 400 BodyIncomplete")
+	c.Flags().DurationVar(&idleTimeout, "idle-timeout", server.DefaultConfig().IdleTimeout, "how long a kept-alive connection may wait for its next request")
 	c.Flags().StringVar(&webhook, "webhook", "", "deliver lapses and promise notices by HTTP POST to URL (retried, with Idempotency-Key)")
 	c.Flags().IntVar(&lineageMax, "lineage-max", ledger.DefaultConfig().LineageMax, "expectations a lineage may hold before only a person extends it (default: the ledger's lineage_max, else 3)")
 	c.Flags().DurationVar(&requestHistory, "request-history", ledger.DefaultConfig().IdempotencyWindow, "how long a request id's answer is kept; an older retry gets 410 RequestHistoryExpired (default: the ledger's request_history, else 24h)")

@@ -279,6 +279,9 @@ func requestedExtensions(h http.Header) []string {
 // the HTTP JSON API's error document.
 func (s *Server) a2aServe(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	ctx, err := s.a2aContext(w, r)
+	if err == nil {
+		err = bodyTypeRefusal(r) // a2a-go would call it a parse error
+	}
 	if err != nil {
 		s.writeError(w, err)
 		return

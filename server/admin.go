@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -338,15 +337,9 @@ func (s *Server) verifySession(ctx context.Context, tenant, session, dir string)
 	return b.Verify(), b.Log().Path(), nil
 }
 
-// importType reports whether an import takes a body of media type ct:
-// lines of JSON, or bytes not described further.
-func importType(ct string) bool {
-	switch ct {
-	case "", "application/x-ndjson", "application/jsonl", "text/plain", "application/octet-stream":
-		return true
-	}
-	return false
-}
+// importTypes are the media types an import takes: lines of JSON, or
+// bytes not described further.
+var importTypes = []string{"application/x-ndjson", "application/jsonl", "text/plain", mediaBytes}
 
 func (s *Server) importLog(w http.ResponseWriter, r *http.Request) {
 	p, err := s.authenticate(r)
@@ -358,12 +351,8 @@ func (s *Server) importLog(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, rule.Forbiddenf("role", "only an admin-role token imports: an import appends records as the parties they name, and this token acts as "+p.actor+" with role "+p.role))
 		return
 	}
-	ct := r.Header.Get("Content-Type")
-	if ct != "" {
-		ct, _, _ = mime.ParseMediaType(ct)
-	}
-	if !importType(ct) {
-		writeDoc(w, http.StatusUnsupportedMediaType, jsondoc.Error("Content-Type: must be application/x-ndjson or text/plain (one JSON record a line)", "invalid"))
+	if err := requireContentType(r, importTypes...); err != nil {
+		s.writeError(w, err)
 		return
 	}
 	key := r.Header.Get("Idempotency-Key")

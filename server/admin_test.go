@@ -243,6 +243,7 @@ func TestImportOverHTTP(t *testing.T) {
 			req.ContentLength = ImportBodyMax + 1
 		}
 		req.Header.Set("Authorization", "Bearer "+f.tokens["boss"])
+		req.Header.Set("Content-Type", "application/x-ndjson")
 		rec := httptest.NewRecorder()
 		f.srv.Handler().ServeHTTP(rec, req)
 		if rec.Code != 413 || !strings.Contains(rec.Body.String(), "at most") {

@@ -232,16 +232,12 @@ func (s *Server) putBytes(ctx context.Context, body io.Reader) (artifact.Content
 }
 
 // bytesWrite is the preamble of a route whose body is bytes and whose
-// description is in the query: the session, an octet-stream body, and only
-// the named parameters. It has answered the request when ok is false.
+// description is in the query: the session (the route's media type, octet-
+// stream, is checked before) and only the named parameters. It has answered the request when ok is false.
 func (s *Server) bytesWrite(w http.ResponseWriter, r *http.Request, what string, params ...string) (p principal, l *ledger.Ledger, q url.Values, ok bool) {
 	p, l, err := s.openSession(r)
 	if err != nil {
 		s.writeError(w, err)
-		return p, nil, nil, false
-	}
-	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/octet-stream" {
-		writeDoc(w, http.StatusUnsupportedMediaType, jsondoc.Error("Content-Type: must be application/octet-stream", "invalid"))
 		return p, nil, nil, false
 	}
 	q = r.URL.Query()

@@ -28,7 +28,10 @@ type route struct {
 	body    string // request schema name, or ""
 	write   bool
 	bodyMax int64 // bounds the body of a write; 0 means Config.BodyMax
-	handle  func(w http.ResponseWriter, r *http.Request)
+	// media is the body's media type, checked before the handler runs;
+	// "" derives it from body (Bytes: octet-stream, another schema: JSON).
+	media  string
+	handle func(w http.ResponseWriter, r *http.Request)
 }
 
 const sessionPath = "/v1/tenants/{tenant}/sessions/{session}"
@@ -50,10 +53,10 @@ func (s *Server) routeTable() []route {
 		{name: "a2a.session_card", method: "GET", pattern: sessionPath + "/a2a/.well-known/agent-card.json", summary: "A2A AgentCard of one session (ETag)", handle: s.a2aSessionCard},
 		{name: "a2a.session_card_bare", method: "GET", pattern: sessionPath + "/.well-known/agent-card.json", summary: "A2A AgentCard of one session, where a client resolves it against …/a2a without a trailing slash (ETag)", handle: s.a2aSessionCard},
 		{name: "a2a.jsonrpc", method: "POST", pattern: sessionPath + "/a2a", summary: "A2A v1.0 JSON-RPC: SendMessage, GetTask, ListTasks, CancelTask (A2A-Extensions activates a family)", write: true, handle: s.a2aJSONRPC()},
-		{name: "a2a.send", method: "POST", pattern: sessionPath + "/a2a/rest/message:send", summary: "A2A v1.0 HTTP+JSON SendMessage", write: true, handle: s.a2aREST()},
+		{name: "a2a.send", method: "POST", pattern: sessionPath + "/a2a/rest/message:send", summary: "A2A v1.0 HTTP+JSON SendMessage", write: true, media: mediaJSON, handle: s.a2aREST()},
 		{name: "a2a.tasks", method: "GET", pattern: sessionPath + "/a2a/rest/tasks", summary: "A2A v1.0 HTTP+JSON ListTasks", handle: s.a2aREST()},
 		{name: "a2a.task", method: "GET", pattern: sessionPath + "/a2a/rest/tasks/{id}", summary: "A2A v1.0 HTTP+JSON GetTask", handle: s.a2aREST()},
-		{name: "a2a.cancel", method: "POST", pattern: sessionPath + "/a2a/rest/tasks/{id}", summary: "A2A v1.0 HTTP+JSON CancelTask ({id}:cancel)", write: true, handle: s.a2aREST()},
+		{name: "a2a.cancel", method: "POST", pattern: sessionPath + "/a2a/rest/tasks/{id}", summary: "A2A v1.0 HTTP+JSON CancelTask ({id}:cancel)", write: true, media: mediaJSON, handle: s.a2aREST()},
 		{name: "whoami", method: "GET", pattern: "/v1/tenants/{tenant}/whoami", summary: "The identity and role the bearer token acts as", handle: s.whoami},
 	}
 	routes = append(routes, s.claimRoutes()...)
@@ -112,7 +115,7 @@ func (s *Server) instrument(rt route) http.Handler {
 			if rt.bodyMax > 0 {
 				limit = rt.bodyMax
 			}
-			r.Body = http.MaxBytesReader(rec, r.Body, limit)
+			r.Body = s.checkedBody(w, r, rt.mediaType(), http.MaxBytesReader(rec, r.Body, limit))
 		}
 		rt.handle(rec, r)
 	})
@@ -138,6 +141,8 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 	var ce *store.CorruptError
 	var br badRequest
 	var mbe *http.MaxBytesError
+	var bi *bodyIncomplete
+	var mte *mediaTypeError
 	code, status := "error", http.StatusInternalServerError
 	if r, ok := rule.As(err); ok {
 		code = string(r.Code)
@@ -174,6 +179,11 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 		case errors.As(err, &mbe):
 			code, status = "invalid", http.StatusRequestEntityTooLarge
 			err = fmt.Errorf("body: at most %d bytes", mbe.Limit)
+		case errors.As(err, &bi):
+			code, status, err = CodeBodyIncomplete, http.StatusBadRequest, bi.describe()
+			w.Header().Set("Connection", "close") // the rest of the body is not waited for
+		case errors.As(err, &mte):
+			code, status, err = CodeUnsupportedMediaType, http.StatusUnsupportedMediaType, mte
 		case errors.As(err, &ce):
 			code = "corrupt"
 		}

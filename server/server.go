@@ -34,6 +34,12 @@ type Config struct {
 	Ledger   ledger.Config
 	// BodyMax bounds a request body.
 	BodyMax int64
+	// ReadHeaderTimeout bounds the time a client may take to send a
+	// request's headers; BodyTimeout, its body (from the end of the
+	// headers); IdleTimeout, the wait for the next request on a kept-alive
+	// connection. A slow client cannot hold a handler or a connection
+	// longer.
+	ReadHeaderTimeout, BodyTimeout, IdleTimeout time.Duration
 	// ShutdownTimeout bounds the wait for in-flight requests at shutdown.
 	ShutdownTimeout time.Duration
 	// SessionsOpen bounds the sessions kept open (each holds four files
@@ -62,7 +68,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Addr: "127.0.0.1:7420", Logger: slog.Default(), Ledger: ledger.DefaultConfig(),
-		BodyMax: 1 << 20, ShutdownTimeout: 30 * time.Second, SessionsOpen: 1024, TenantSessionsMax: 10000, StreamPoll: time.Second,
+		BodyMax: 1 << 20, ReadHeaderTimeout: 10 * time.Second, BodyTimeout: time.Minute, IdleTimeout: 2 * time.Minute, ShutdownTimeout: 30 * time.Second, SessionsOpen: 1024, TenantSessionsMax: 10000, StreamPoll: time.Second,
 		WatchEvery: 10 * time.Second, Watch: watch.DefaultConfig(),
 	}
 }
@@ -74,6 +80,8 @@ func (c Config) Validate() error {
 		return errors.New("server config: Root is empty")
 	case c.BodyMax < 1024:
 		return fmt.Errorf("server config: BodyMax %d must be at least 1024", c.BodyMax)
+	case c.ReadHeaderTimeout <= 0 || c.BodyTimeout <= 0 || c.IdleTimeout <= 0:
+		return fmt.Errorf("server config: ReadHeaderTimeout %v, BodyTimeout %v and IdleTimeout %v must be positive", c.ReadHeaderTimeout, c.BodyTimeout, c.IdleTimeout)
 	case c.SessionsOpen < 1:
 		return fmt.Errorf("server config: SessionsOpen %d must be at least 1", c.SessionsOpen)
 	case c.TenantSessionsMax < 1:
@@ -153,7 +161,7 @@ func (s *Server) Serve(ctx context.Context, ready func(addr string)) error {
 	if s.cfg.Insecure {
 		s.cfg.Logger.Warn("serving WITHOUT authentication (--insecure-dev): any client may act as any identity")
 	}
-	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: s.cfg.ReadHeaderTimeout, IdleTimeout: s.cfg.IdleTimeout, BaseContext: func(net.Listener) context.Context { return ctx }}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	s.cfg.Logger.Info("tally serving", "addr", ln.Addr().String(), "dir", s.cfg.Root)

@@ -70,6 +70,9 @@ func (f *fixture) do(method, path, who, body string, hdr ...string) (int, string
 	if who != "" {
 		req.Header.Set("Authorization", "Bearer "+f.tokens[who])
 	}
+	if body != "" { // the route's media type (PUT routes take bytes), unless hdr says otherwise
+		req.Header.Set("Content-Type", map[bool]string{true: "application/octet-stream", false: "application/json"}[method == "PUT"])
+	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
