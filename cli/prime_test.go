@@ -383,3 +383,67 @@ func TestPrimeNextCommandsRun(t *testing.T) {
 		t.Errorf("after:\n%s", after)
 	}
 }
+
+// TestPrimeClaimSteps: the steps of a claim wait on each party in turn:
+// the claimant posts, the respondent acquires the receipt, publishes,
+// closes and posts its testament, the claimant receives it, and each
+// evaluator checks the candidate.
+func TestPrimeClaimSteps(t *testing.T) {
+	p := newPrimeLedger(t)
+	const now = "2026-09-01T12:00:00Z"
+	p.at("2026-08-30T09:00:00Z")
+	p.must("maintainer", "claim", "create", "C30", "--respondent", "parser", "--work", "fix the lexer",
+		"--check", "change/behavior:validator=command@1", "--check", "log/read:validator=review@1,evaluator=reviewer,phases=quality")
+	step := func(name string, seats ...string) {
+		t.Helper()
+		var all strings.Builder
+		for _, s := range seats {
+			all.WriteString(p.must(s, "prime", "--now", now))
+		}
+		golden(t, "claim-"+name+".txt", all.String())
+	}
+	step("1-generated", "maintainer", "parser")
+	p.must("maintainer", "claim", "post", "C30")
+	step("2-posted", "maintainer", "parser")
+	p.must("parser", "receipt", "acquire", "C30")
+	step("3-received", "parser")
+	p.must("parser", "artifact", "put", p.file("fix.patch", "+fixed\n"), "--claim", "C30", "--slot", "change", "--generation", "1", "--id", "fix-1")
+	p.must("parser", "artifact", "put", p.file("test.log", "ok\n"), "--claim", "C30", "--slot", "log", "--generation", "1", "--id", "log-1")
+	p.must("parser", "testament", "close", "C30", "--id", "T1", "--generation", "1", "--outcome", "complete", "--summary", "fixed",
+		"--bind", "change=fix-1", "--bind", "log=log-1")
+	step("4-closed", "parser", "maintainer")
+	p.must("parser", "testament", "post", "C30", "T1")
+	step("5-posted", "parser", "maintainer")
+	p.must("maintainer", "testament", "receive", "C30", "T1")
+	step("6-checks", "maintainer", "reviewer", "parser")
+}
+
+// TestPrimeClaimsExamined: prime reads at most primeClaimsMax of a seat's
+// open claims, the most pressing first, and counts the rest as not
+// examined, pointing at the full list.
+func TestPrimeClaimsExamined(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a claim per examined slot")
+	}
+	p := newPrimeLedger(t)
+	n := primeClaimsMax + 2
+	for i := 0; i < n; i++ {
+		id := "C" + strconv.Itoa(100+i)
+		args := []string{"claim", "create", id, "--respondent", "reviewer", "--work", "task " + id, "--no-checks"}
+		if i == n-1 {
+			args = append(args, "--deadline", "2026-09-01T00:00:00Z") // the most pressing, created last
+		}
+		p.must("maintainer", args...)
+		p.must("maintainer", "claim", "post", id)
+	}
+	got := p.must("reviewer", "prime", "--now", "2026-09-02T00:00:00Z", "--max-tokens", "100000")
+	if !strings.Contains(got, "… and 2 more open claim(s) it takes part in, not examined: tally claim ls --open --participant reviewer\n") {
+		t.Errorf("no count of the claims not examined:\n%s", got)
+	}
+	if !strings.Contains(got, "- C"+strconv.Itoa(100+n-1)+" as respondent (Posted, overdue 1d)") || strings.Contains(got, "- C"+strconv.Itoa(100+n-2)+" ") {
+		t.Errorf("the overdue claim should be examined first, and the last two created without a deadline not at all:\n%s", got)
+	}
+	if c := strings.Count(got, "\n- C"); c != primeClaimsMax {
+		t.Errorf("%d claim steps, want %d", c, primeClaimsMax)
+	}
+}
