@@ -41,6 +41,15 @@ var (
 	ErrTooLarge = errors.New("node: command exceeds the maximum entry size")
 	// ErrUnknownGroup: this node does not host the group.
 	ErrUnknownGroup = errors.New("node: group not hosted here")
+	// ErrNotLeader: membership changes are proposed at the group's leader.
+	ErrNotLeader = errors.New("node: not the group's leader")
+	// ErrConfChangePending: one membership change at a time per group.
+	ErrConfChangePending = errors.New("node: a membership change of the group is still pending")
+	// ErrLastVoter: the change would leave the group without a voter.
+	ErrLastVoter = errors.New("node: the change would remove the group's last voter")
+	// ErrWouldLoseQuorum: the voters after the change that this leader
+	// has heard from recently are not a majority of them.
+	ErrWouldLoseQuorum = errors.New("node: the change would leave too few reachable voters for a quorum")
 )
 
 // headerLen is the proposer's id and the proposal's id, prefixed to every
@@ -70,6 +79,21 @@ type proposal struct {
 	data     []byte
 	deadline time.Time
 	done     func(ProposeResult)
+}
+
+// ConfResult is a membership change's outcome: the group's configuration
+// once it applied.
+type ConfResult struct {
+	Index uint64
+	Conf  *pb.ConfState
+	Err   error
+}
+
+type confProposal struct {
+	id       uint64
+	group    uint64
+	deadline time.Time
+	done     func(ConfResult)
 }
 
 type read struct {
@@ -113,6 +137,7 @@ type Node struct {
 	queue     []*proposal // not yet accepted by raft (no leader yet, dropped)
 	reads     map[uint64]*read
 	readQueue []*read
+	confs     map[uint64]*confProposal
 
 	failed error
 	// unsynced is set when TestingSendBeforePersist committed a batch
@@ -138,6 +163,7 @@ func New(cfg Config, db *raftlog.DB, sm StateMachine, tr Transport, clock Clock,
 		byID:      make(map[uint64]*group),
 		proposals: make(map[uint64]*proposal),
 		reads:     make(map[uint64]*read),
+		confs:     make(map[uint64]*confProposal),
 		// Ids start at the clock so a restarted node never reuses one its
 		// previous run may have left in the log.
 		nextID: uint64(clock.Now().UnixNano()),
@@ -167,11 +193,10 @@ func (n *Node) openGroup(gid uint64, peers Peers) (*group, error) {
 	}
 	last, _ := st.LastIndex()
 	first, _ := st.FirstIndex()
-	if raft.IsEmptyHardState(hs) && last == 0 && len(cs.GetVoters()) == 0 {
+	// A group with no state starts with the voters given; with none given
+	// the node is joining and waits for the leader to add it.
+	if raft.IsEmptyHardState(hs) && last == 0 && len(cs.GetVoters()) == 0 && len(peers(gid)) > 0 {
 		cs = &pb.ConfState{Voters: slices.Clone(peers(gid))}
-		if len(cs.Voters) == 0 {
-			return nil, errors.New("no saved state and no initial voters")
-		}
 		b := n.db.NewBatch()
 		if err := b.SetConfState(st, 0, cs); err != nil {
 			return nil, err
@@ -306,13 +331,85 @@ func (n *Node) Propose(gid uint64, cmd []byte, done func(ProposeResult)) {
 	}
 	n.nextID++
 	p := &proposal{id: n.nextID, group: gid, deadline: n.clock.Now().Add(n.cfg.ProposalTimeout), done: done}
-	p.data = make([]byte, headerLen, headerLen+len(cmd))
-	p.data[0] = headerVersion
-	binary.BigEndian.PutUint64(p.data[1:9], n.cfg.ID)
-	binary.BigEndian.PutUint64(p.data[9:17], p.id)
-	p.data = append(p.data, cmd...)
+	p.data = append(n.header(p.id), cmd...)
 	n.proposals[p.id] = p
 	n.queue = append(n.queue, p)
+}
+
+func (n *Node) header(id uint64) []byte {
+	h := make([]byte, headerLen)
+	h[0] = headerVersion
+	binary.BigEndian.PutUint64(h[1:9], n.cfg.ID)
+	binary.BigEndian.PutUint64(h[9:17], id)
+	return h
+}
+
+// mine returns the proposal id in a header this node wrote.
+func (n *Node) mine(d []byte) (uint64, bool) {
+	if len(d) < headerLen || d[0] != headerVersion || binary.BigEndian.Uint64(d[1:9]) != n.cfg.ID {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(d[9:17]), true
+}
+
+// ProposeConfChange proposes a membership change of one group at its
+// leader: add a learner, promote it to voter, remove a node. It refuses a
+// change while another of this group is pending here, one that would
+// remove the last voter, and one that would leave fewer recently heard-from
+// voters than a quorum. done is called from the loop once the change
+// applied, or with the refusal.
+func (n *Node) ProposeConfChange(gid uint64, cc *pb.ConfChangeV2, done func(ConfResult)) {
+	if err := n.admit(gid); err != nil {
+		done(ConfResult{Err: err})
+		return
+	}
+	g := n.byID[gid]
+	st := g.rn.Status()
+	if st.RaftState != raft.StateLeader {
+		done(ConfResult{Err: fmt.Errorf("%w: group %d's leader is node %d", ErrNotLeader, gid, st.Lead)})
+		return
+	}
+	for _, c := range n.confs {
+		if c.group == gid {
+			done(ConfResult{Err: ErrConfChangePending})
+			return
+		}
+	}
+	voters := map[uint64]bool{}
+	for _, v := range g.conf.GetVoters() {
+		voters[v] = true
+	}
+	for _, ch := range cc.GetChanges() {
+		switch ch.GetType() {
+		case pb.ConfChangeType_ConfChangeAddNode:
+			voters[ch.GetNodeId()] = true
+		case pb.ConfChangeType_ConfChangeRemoveNode, pb.ConfChangeType_ConfChangeAddLearnerNode:
+			delete(voters, ch.GetNodeId())
+		}
+	}
+	if len(voters) == 0 {
+		done(ConfResult{Err: ErrLastVoter})
+		return
+	}
+	reachable := 0
+	for v := range voters {
+		if pr, ok := st.Progress[v]; v == n.cfg.ID || (ok && pr.RecentActive) {
+			reachable++
+		}
+	}
+	if reachable <= len(voters)/2 {
+		done(ConfResult{Err: fmt.Errorf("%w: %d of %d", ErrWouldLoseQuorum, reachable, len(voters))})
+		return
+	}
+	n.nextID++
+	c := &confProposal{id: n.nextID, group: gid, deadline: n.clock.Now().Add(n.cfg.ProposalTimeout), done: done}
+	cc = proto.Clone(cc).(*pb.ConfChangeV2)
+	cc.Context = n.header(c.id)
+	if err := g.rn.ProposeConfChange(cc); err != nil {
+		done(ConfResult{Err: fmt.Errorf("propose conf change: %w", err)})
+		return
+	}
+	n.confs[c.id] = c
 }
 
 // ReadIndex starts a linearizable read of a group; done is called from the
@@ -335,7 +432,7 @@ func (n *Node) admit(gid uint64) error {
 	if _, ok := n.byID[gid]; !ok {
 		return fmt.Errorf("%w: %d", ErrUnknownGroup, gid)
 	}
-	if len(n.proposals)+len(n.reads) >= n.cfg.MaxPending {
+	if len(n.proposals)+len(n.reads)+len(n.confs) >= n.cfg.MaxPending {
 		return fmt.Errorf("%w (MaxPending %d)", ErrBusy, n.cfg.MaxPending)
 	}
 	return nil
@@ -358,13 +455,14 @@ func (n *Node) Campaign(gid uint64) {
 
 // GroupStatus is one group's state at this node.
 type GroupStatus struct {
-	Group   uint64
-	Leader  uint64
-	Term    uint64
-	Commit  uint64
-	Applied uint64
-	State   raft.StateType
-	Voters  []uint64
+	Group    uint64
+	Leader   uint64
+	Term     uint64
+	Commit   uint64
+	Applied  uint64
+	State    raft.StateType
+	Voters   []uint64
+	Learners []uint64
 }
 
 // Status reports every group, in group order.
@@ -375,6 +473,7 @@ func (n *Node) Status() []GroupStatus {
 		out = append(out, GroupStatus{
 			Group: g.id, Leader: bs.Lead, Term: bs.HardState.GetTerm(), Commit: bs.HardState.GetCommit(),
 			Applied: g.applied, State: bs.RaftState, Voters: slices.Clone(g.conf.GetVoters()),
+			Learners: slices.Clone(g.conf.GetLearners()),
 		})
 	}
 	return out
@@ -394,8 +493,8 @@ func (n *Node) Leading() []GroupTerm {
 	return out
 }
 
-// Pending counts proposals and reads waiting at this node.
-func (n *Node) Pending() int { return len(n.proposals) + len(n.reads) }
+// Pending counts proposals, reads and membership changes waiting here.
+func (n *Node) Pending() int { return len(n.proposals) + len(n.reads) + len(n.confs) }
 
 func (n *Node) fail(err error) {
 	if n.failed != nil {
@@ -409,7 +508,11 @@ func (n *Node) fail(err error) {
 	for _, id := range sortedKeys(n.reads) {
 		n.reads[id].done(ReadResult{Err: n.failed})
 	}
+	for _, id := range sortedKeys(n.confs) {
+		n.confs[id].done(ConfResult{Err: n.failed})
+	}
 	n.proposals, n.reads, n.queue, n.readQueue = map[uint64]*proposal{}, map[uint64]*read{}, nil, nil
+	n.confs = map[uint64]*confProposal{}
 }
 
 func sortedKeys[V any](m map[uint64]V) []uint64 {
@@ -602,6 +705,14 @@ func (n *Node) expire() {
 			r.done(ReadResult{Err: ErrTimeout})
 		}
 	}
+	for _, id := range sortedKeys(n.confs) {
+		if c := n.confs[id]; !now.Before(c.deadline) {
+			// Raft turns a change it refuses (another one pending that this
+			// node did not know of) into an empty entry: it ends here.
+			delete(n.confs, id)
+			c.done(ConfResult{Err: ErrTimeout})
+		}
+	}
 }
 
 func (n *Node) finishReads() {
@@ -661,6 +772,12 @@ func (n *Node) apply(g *group, ents []*pb.Entry) error {
 			}
 			g.conf = g.rn.ApplyConfChange(&cc)
 			g.confDirty = true
+			if id, ok := n.mine(cc.GetContext()); ok {
+				if c := n.confs[id]; c != nil {
+					delete(n.confs, id)
+					c.done(ConfResult{Index: e.GetIndex(), Conf: proto.Clone(g.conf).(*pb.ConfState)})
+				}
+			}
 		}
 		if e.GetIndex() <= g.smApplied {
 			continue // applied before a restart
@@ -669,8 +786,8 @@ func (n *Node) apply(g *group, ents []*pb.Entry) error {
 		var p *proposal
 		if d := e.GetData(); e.GetType() == pb.EntryType_EntryNormal && len(d) >= headerLen && d[0] == headerVersion {
 			ent.Kind, ent.Data = KindCommand, d[headerLen:]
-			if binary.BigEndian.Uint64(d[1:9]) == n.cfg.ID {
-				p = n.proposals[binary.BigEndian.Uint64(d[9:17])]
+			if id, ok := n.mine(d); ok {
+				p = n.proposals[id]
 			}
 		}
 		batch = append(batch, ent)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	pb "go.etcd.io/raft/v3/raftpb"
 
 	"tally/cluster/model"
 	"tally/cluster/node"
@@ -98,6 +99,19 @@ func newCluster(t *testing.T, size int) *cluster {
 }
 
 func (c *cluster) start(id uint64) {
+	c.startWith(id, func(uint64) []uint64 { return c.ids })
+}
+
+// join adds a node that hosts the groups but is in none of their
+// configurations yet.
+func (c *cluster) join(id uint64) *member {
+	c.members[id] = &member{id: id, fs: vfs.NewMem()}
+	c.startWith(id, func(uint64) []uint64 { return nil })
+	c.ids = append(c.ids, id)
+	return c.members[id]
+}
+
+func (c *cluster) startWith(id uint64, peers node.Peers) {
 	m := c.members[id]
 	db, err := raftlog.Open("/d", raftlog.Options{FS: m.fs})
 	if err != nil {
@@ -106,7 +120,7 @@ func (c *cluster) start(id uint64) {
 	cfg := c.cfg
 	cfg.ID = id
 	m.db, m.sm = db, model.New(db)
-	m.n, err = node.New(cfg, db, m.sm, tr{c.net, id}, c.clock, func(uint64) []uint64 { return c.ids }, nil)
+	m.n, err = node.New(cfg, db, m.sm, tr{c.net, id}, c.clock, peers, nil)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -365,5 +379,122 @@ func TestProposalLimits(t *testing.T) {
 	m.n.Process()
 	if !answered || !errors.Is(res.Err, node.ErrTimeout) {
 		t.Fatalf("timed-out proposal: answered %v, %v", answered, res.Err)
+	}
+}
+
+func change(typ pb.ConfChangeType, id uint64) *pb.ConfChangeV2 {
+	return &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{{Type: typ.Enum(), NodeId: new(id)}}}
+}
+
+func (c *cluster) confChange(m *member, g uint64, cc *pb.ConfChangeV2) node.ConfResult {
+	var res *node.ConfResult
+	m.n.ProposeConfChange(g, cc, func(r node.ConfResult) { res = &r })
+	for i := 0; res == nil && i < 500; i++ {
+		c.step()
+	}
+	if res == nil {
+		c.t.Fatal("conf change never answered")
+	}
+	return *res
+}
+
+// TestMembership: a node joins as a learner, catches up (by snapshot, the
+// log having been compacted), is promoted, and an old voter is removed;
+// the refusals name their reason and change nothing.
+func TestMembership(t *testing.T) {
+	c := newCluster(t, 3)
+	const g = 2
+	for i := 1; i <= 40; i++ {
+		if r := c.propose(c.leader(g), g, model.Command{Session: "s", Client: uint64(i), Req: 1, Value: fmt.Sprint("v", i)}); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	l := c.leader(g)
+	for _, id := range c.ids {
+		if m := c.members[id]; m != l {
+			if r := c.confChange(m, g, change(pb.ConfChangeType_ConfChangeAddLearnerNode, 4)); !errors.Is(r.Err, node.ErrNotLeader) {
+				t.Fatalf("change at a follower: %v", r.Err)
+			}
+			break
+		}
+	}
+	j := c.join(4)
+	r := c.confChange(l, g, change(pb.ConfChangeType_ConfChangeAddLearnerNode, 4))
+	if r.Err != nil || len(r.Conf.GetLearners()) != 1 {
+		t.Fatalf("add learner: %+v", r)
+	}
+	for i := 0; i < 100; i++ {
+		c.step()
+	}
+	if recs, _ := j.sm.Log(g, "s"); len(recs) != 40 {
+		t.Fatalf("learner holds %d records, want 40", len(recs))
+	}
+	var pending node.ConfResult
+	l.n.ProposeConfChange(g, change(pb.ConfChangeType_ConfChangeAddNode, 4), func(r node.ConfResult) { pending = r })
+	if r := c.confChange(l, g, change(pb.ConfChangeType_ConfChangeRemoveNode, 3)); !errors.Is(r.Err, node.ErrConfChangePending) {
+		t.Fatalf("second change while one is pending: %v", r.Err)
+	}
+	for i := 0; i < 20; i++ {
+		c.step()
+	}
+	if pending.Err != nil || len(pending.Conf.GetVoters()) != 4 {
+		t.Fatalf("promote: %+v", pending)
+	}
+	l = c.leader(g)
+	victim := uint64(1)
+	if l.id == 1 {
+		victim = 2
+	}
+	if r := c.confChange(l, g, change(pb.ConfChangeType_ConfChangeRemoveNode, victim)); r.Err != nil || len(r.Conf.GetVoters()) != 3 {
+		t.Fatalf("remove a voter: %+v", r)
+	}
+	if r := c.propose(c.leader(g), g, model.Command{Session: "s", Client: 99, Req: 1, Value: "after"}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+}
+
+func TestRemovingTheLastVoterIsRefused(t *testing.T) {
+	c := newCluster(t, 1)
+	l := c.leader(2)
+	if r := c.confChange(l, 2, change(pb.ConfChangeType_ConfChangeRemoveNode, 1)); !errors.Is(r.Err, node.ErrLastVoter) {
+		t.Fatalf("remove the last voter: %v", r.Err)
+	}
+	if st := l.n.Status(); len(st[1].Voters) != 1 {
+		t.Fatalf("voters after a refused removal: %v", st[1].Voters)
+	}
+}
+
+// TestChangeThatWouldLoseQuorumIsRefused: five voters, two cut off; the
+// leader still has a quorum, but removing a reachable voter would leave two
+// reachable of four.
+func TestChangeThatWouldLoseQuorumIsRefused(t *testing.T) {
+	c := newCluster(t, 5)
+	const g = 2
+	l := c.leader(g)
+	var reachable []uint64
+	cut := 0
+	for _, id := range c.ids {
+		if id == l.id {
+			continue
+		}
+		if cut < 2 {
+			c.net.cut[id] = true
+			cut++
+		} else {
+			reachable = append(reachable, id)
+		}
+	}
+	for i := 0; i < 3*c.cfg.ElectionTicks; i++ {
+		c.step()
+	}
+	if len(l.n.Leading()) == 0 {
+		t.Fatal("the leader lost its quorum of 3 of 5")
+	}
+	r := c.confChange(l, g, change(pb.ConfChangeType_ConfChangeRemoveNode, reachable[0]))
+	if !errors.Is(r.Err, node.ErrWouldLoseQuorum) {
+		t.Fatalf("removal leaving 2 reachable of 4: %v", r.Err)
+	}
+	if st := l.n.Status(); len(st[1].Voters) != 5 {
+		t.Fatalf("voters after the refusal: %v", st[1].Voters)
 	}
 }
