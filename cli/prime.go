@@ -107,8 +107,15 @@ func (g *global) runPrime(ctx context.Context, o primeOptions) error {
 	if err != nil {
 		return err
 	}
-	if seat == "" {
-		if seat, err = g.requireActor(""); err != nil {
+	switch {
+	case seat != "":
+	case rc != nil:
+		// Over TALLY_URL the seat is the token's identity, as the server says.
+		if seat, err = rc.identity(ctx); err != nil {
+			return err
+		}
+	default:
+		if seat = g.actor(); seat == "" {
 			return usagef("seat: required: pass --seat WHO or --as WHO, or set TALLY_ACTOR")
 		}
 	}

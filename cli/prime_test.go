@@ -447,3 +447,14 @@ func TestPrimeClaimsExamined(t *testing.T) {
 		t.Errorf("%d claim steps, want %d", c, primeClaimsMax)
 	}
 }
+
+// TestPrimeRemoteIdentityFailure: over TALLY_URL without --seat the seat is
+// the token's identity; a server that cannot be asked is an operational
+// failure (exit 1) naming the server, not a missing flag.
+func TestPrimeRemoteIdentityFailure(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := Main([]string{"prime"}, testStreams(&out, &errb, map[string]string{"TALLY_URL": "http://127.0.0.1:1"}))
+	if code != ExitError || out.Len() != 0 || !strings.Contains(errb.String(), "server http://127.0.0.1:1") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+}
