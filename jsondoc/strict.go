@@ -23,6 +23,9 @@ func Strict(where string, b []byte, doc any) error {
 	if len(b) == 0 || b[0] != '{' {
 		return rule.Invalidf(where, "must be one JSON object")
 	}
+	if err := CheckSyntax(where, b); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(doc); err != nil {

@@ -39,6 +39,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/errordetails"
+
+	"tally/jsondoc"
 )
 
 // A2AVersion is the A2A protocol version tally speaks.
@@ -397,17 +399,13 @@ func invalidUTF8At(b []byte) int {
 // and column where the decoder stopped (the offending byte, or the last
 // one when the input ended early).
 func syntaxWhere(body []byte, err error) string {
-	var se *json.SyntaxError
 	if len(bytes.TrimSpace(body)) == 0 {
 		return "empty body: send a JSON-RPC request object"
 	}
-	if !errors.As(err, &se) {
-		return "invalid JSON: " + err.Error()
+	if msg, ok := jsondoc.SyntaxWhere(body, err); ok {
+		return msg
 	}
-	pos := min(max(int(se.Offset)-1, 0), len(body))
-	line := bytes.Count(body[:pos], []byte("\n")) + 1
-	col := pos - bytes.LastIndexByte(body[:pos], '\n')
-	return fmt.Sprintf("invalid JSON at byte offset %d (line %d, column %d): %s", pos, line, col, se.Error())
+	return "invalid JSON: " + err.Error()
 }
 
 func compactJSON(b json.RawMessage) json.RawMessage {

@@ -195,3 +195,27 @@ func TestASlowClientCannotHoldTheServer(t *testing.T) {
 	closedWithin("headers that stop", "GET /healthz HTTP/1.1\r\nHost: x\r\n")
 	closedWithin("an idle connection", "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
 }
+
+func TestJSONRefusalsSayWhere(t *testing.T) {
+	f := newFixture(t)
+	f.want(201, "POST", base+"/promises", "reviewer", declareBody)
+	before := f.logBytes()
+	deep := `{"promise":"p","to":"author","until":"2h","meta":{"a":` + strings.Repeat("[", 70) + strings.Repeat("]", 70) + `}}`
+	cases := []struct{ path, body, want string }{
+		{base + "/promises", "{\"promise\":\"p\",\n \"to\": }", "body: invalid JSON at byte offset 23 (line 2, column 8): unexpected character"},
+		{base + "/promises", `{"promise":"p"`, "body: invalid JSON at byte offset 14 (line 1, column 15): unterminated object"},
+		{base + "/promises", deep, "nesting deeper than 64 levels (the limit)"},
+		{base + "/expectations", "{\"subject\":\n\n  {\"type\" \"task\"}}", "body: invalid JSON at byte offset 23 (line 3, column 11): expected ':'"},
+		{base + "/expectations", `{"subject":` + strings.Repeat("[", 70) + strings.Repeat("]", 70) + `}`, "nesting deeper than 64 levels (the limit)"},
+		{base + "/claims", `{"claim":"C1",}`, "body: invalid JSON at byte offset 14 (line 1, column 15): expected a member name"},
+	}
+	for _, c := range cases {
+		code, body, _ := f.do("POST", c.path, "reviewer", c.body)
+		if code != 400 || !strings.Contains(body, c.want) {
+			t.Errorf("POST %s %q: %d %s\nwant %s", c.path, c.body, code, body, c.want)
+		}
+	}
+	if !bytes.Equal(before, f.logBytes()) {
+		t.Fatal("a refused body was appended")
+	}
+}

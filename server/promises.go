@@ -30,8 +30,8 @@ func decodeFields(body []byte, allowed ...string) (fields, error) {
 		panic("decodeFields: at most 64 allowed members")
 	}
 	f := fields{str: make(map[string]string, len(allowed))}
-	if !wire.Valid(body) {
-		return f, rule.Invalidf("body", "must be one JSON object")
+	if err := jsondoc.CheckSyntax("body", body); err != nil {
+		return f, err
 	}
 	var seen uint64 // bit i: allowed[i] was a member
 	err := wire.Object(body, func(key, v []byte) error {

@@ -87,11 +87,24 @@ func Object(line []byte, fn func(key, value []byte) error) error {
 }
 
 // Valid reports whether b is exactly one JSON value (surrounding whitespace allowed).
-func Valid(b []byte) bool {
+func Valid(b []byte) bool { return Check(b) == nil }
+
+// Check is Valid with the reason: nil, or a *SyntaxError locating the
+// first byte at fault.
+func Check(b []byte) error {
 	i := skipSpace(b, 0)
 	end, err := scanValue(b, i, 0)
-	return err == nil && skipSpace(b, end) == len(b)
+	if err != nil {
+		return err
+	}
+	if end = skipSpace(b, end); end != len(b) {
+		return errAt(end, "data after the value")
+	}
+	return nil
 }
+
+// errTooDeep names the nesting limit.
+var errTooDeep = fmt.Sprintf("nesting deeper than %d levels (the limit)", MaxDepth)
 
 func skipSpace(b []byte, i int) int {
 	for i < len(b) {
@@ -115,7 +128,7 @@ func scanValue(b []byte, i, depth int) (int, error) {
 		return scanString(b, i)
 	case c == '{':
 		if depth >= MaxDepth {
-			return i, errAt(i, "nesting too deep")
+			return i, errAt(i, errTooDeep)
 		}
 		i = skipSpace(b, i+1)
 		if i < len(b) && b[i] == '}' {
@@ -151,7 +164,7 @@ func scanValue(b []byte, i, depth int) (int, error) {
 		}
 	case c == '[':
 		if depth >= MaxDepth {
-			return i, errAt(i, "nesting too deep")
+			return i, errAt(i, errTooDeep)
 		}
 		i = skipSpace(b, i+1)
 		if i < len(b) && b[i] == ']' {
