@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tally/api"
 	"tally/claim"
-	"tally/jsondoc"
 	"tally/ledger"
 	"tally/rule"
 	"tally/server"
@@ -41,7 +41,7 @@ func (g *global) fromStdin(args []string, doc any) (bool, error) {
 	if err != nil {
 		return true, fmt.Errorf("read stdin: %w", err)
 	}
-	return true, jsondoc.Strict("stdin", b, doc)
+	return true, api.Decode("stdin", b, doc)
 }
 
 // claimDoc fills a verb's document from stdin when its argument is "-",

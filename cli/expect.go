@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tally/api"
 	"tally/expect"
 	"tally/instant"
 	"tally/ledger"
@@ -206,7 +207,7 @@ func newExpectSupersede(g *global) *cobra.Command {
 			}
 			in.supersedes = args[0]
 			if in.id == "" {
-				in.id = mintExpectationID()
+				in.id = api.MintExpectationID()
 			}
 			// The terms not given are inherited by the expect core, from
 			// the ledger's (or the server's) view of OLD.

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,10 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"tally/api"
 	"tally/expect"
 	"tally/instant"
 	"tally/rule"
-	"tally/server"
 )
 
 // writeExpectDoc writes one --json document: schema_version, then the
@@ -67,15 +65,6 @@ func parseSubject(field, v string) (expect.Subject, error) {
 	return expect.Subject{Type: t, ID: id}, nil
 }
 
-// mintExpectationID returns a fresh expectation id: exp_ and 12 hex digits.
-func mintExpectationID() string {
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("cli: no randomness: " + err.Error())
-	}
-	return "exp_" + hex.EncodeToString(b[:])
-}
-
 // raiseInput is an expectation as the CLI takes it (flags or one JSON
 // document), before its times and durations are read.
 type raiseInput struct {
@@ -98,7 +87,7 @@ func readRaiseDoc(in io.Reader, r *raiseInput) error {
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	var d server.ExpectRaiseBody // the draft's document, as the HTTP API takes it
+	var d api.ExpectRaise // the draft's document, as the HTTP API takes it
 	if err := dec.Decode(&d); err != nil {
 		msg := err.Error()
 		if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
@@ -151,7 +140,7 @@ func (in *raiseInput) convert(now time.Time, extend bool) (expect.Raise, error) 
 		Origin: expect.Origin{TaskID: in.task, ContextID: in.context},
 	}
 	if r.ExpectationID == "" {
-		r.ExpectationID = mintExpectationID()
+		r.ExpectationID = api.MintExpectationID()
 	}
 	var err error
 	if in.subject == "" && !extend {

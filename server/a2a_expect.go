@@ -42,7 +42,6 @@ import (
 	"tally/api"
 	"tally/auth"
 	"tally/expect"
-	"tally/jsondoc"
 	"tally/ledger"
 	"tally/rule"
 )
@@ -50,7 +49,7 @@ import (
 // a2aExpectRecord is every member an expect record may carry; which are
 // allowed depends on its action (a2aExpectActions).
 type a2aExpectRecord struct {
-	ExpectRaiseBody
+	api.ExpectRaise
 	Action  string          `json:"action"`
 	ReplyTo json.RawMessage `json:"replyTo"`
 	FactKey string          `json:"factKey"`
@@ -63,7 +62,7 @@ type a2aExpectRecord struct {
 var a2aExpectActions = api.Actions[struct{}]{
 	{Name: "raise", Members: []string{"expectationId", "kind", "subject", "expects", "satisfiedBy", "dueAt", "grace", "anchor",
 		"after", "horizon", "basis", "supersedes", "origin", "replyTo", "by"}},
-	{Name: "fact", Members: []string{"factKey", "subject", "at"}},
+	{Name: "fact", Members: api.Declared(&api.ExpectFact{})},
 	{Name: "withdraw", Members: []string{"expectationId", "reason"}},
 	{Name: "outcome", Members: []string{"taskId", "outcome"}},
 }
@@ -78,7 +77,7 @@ func (h *a2aHandler) sendExpect(ctx context.Context, c *a2aCall, l *ledger.Ledge
 	where, obj, action := rec.where, rec.obj, rec.action.Name
 	body, _ := json.Marshal(obj)
 	var d a2aExpectRecord
-	if err := jsondoc.Strict(where, body, &d); err != nil {
+	if err := api.Decode(where, body, &d); err != nil {
 		return nil, refuseAt(where, err)
 	}
 	cmd, render, err := h.expectCommand(c, l, req, uri, &d)
@@ -132,16 +131,10 @@ func (h *a2aHandler) expectCommand(c *a2aCall, l *ledger.Ledger, req *a2a.SendMe
 	msg := req.Message
 	switch d.Action {
 	case "fact":
-		if d.Subject == nil {
-			return nil, nil, rule.Invalidf("subject", "required: {\"type\",\"id\"}")
-		}
-		fc := expect.FactCommand{FactKey: d.FactKey, Subject: *d.Subject}
-		if d.At != "" {
-			at, err := expect.ParseTime(d.At)
-			if err != nil {
-				return nil, nil, rule.Invalidf("at", err.Error())
-			}
-			fc.At = at
+		fd := api.ExpectFact{FactKey: d.FactKey, Subject: d.Subject, At: d.At}
+		fc, err := fd.Command(api.ParseUTC)
+		if err != nil {
+			return nil, nil, err
 		}
 		return fc, func(_ *ledger.State, res []ledger.Result) []byte {
 			at := fc.At
@@ -153,7 +146,8 @@ func (h *a2aHandler) expectCommand(c *a2aCall, l *ledger.Ledger, req *a2a.SendMe
 			return expectDoc("seq", seqOf(res), "fact", map[string]any{"factKey": fc.FactKey, "subject": fc.Subject, "at": expect.FormatTime(at)})
 		}, nil
 	case "withdraw":
-		return expect.WithdrawCommand{ExpectationID: d.ExpectationID, Reason: d.Reason}, renderExpectation(d.ExpectationID), nil
+		wd := api.ExpectWithdraw{Reason: d.Reason}
+		return wd.Command(d.ExpectationID), renderExpectation(d.ExpectationID), nil
 	case "outcome":
 		task := d.TaskID
 		if task == "" {
@@ -162,13 +156,15 @@ func (h *a2aHandler) expectCommand(c *a2aCall, l *ledger.Ledger, req *a2a.SendMe
 		if task == "" {
 			return nil, nil, rule.Invalidf("taskId", "names the origin task (or send the message in it: message.taskId)")
 		}
-		out := expect.Outcome(d.Outcome)
-		switch out {
+		od := api.ExpectTaskOutcome{Outcome: d.Outcome}
+		oc := od.Command(task)
+		switch oc.Outcome {
 		case expect.OutcomeCompleted, expect.OutcomeCancelled, expect.OutcomeFailed:
 		default:
+			// Refused here, not by the core, to name the record's member.
 			return nil, nil, rule.Invalidf("outcome", "must be completed, cancelled or failed")
 		}
-		return expect.TaskOutcomeCommand{TaskID: task, Outcome: out}, renderOutcome(task, out), nil
+		return oc, renderOutcome(task, oc.Outcome), nil
 	}
 	// raise or supersede
 	if d.Origin == nil && msg.TaskID != "" {
@@ -185,14 +181,14 @@ func (h *a2aHandler) expectCommand(c *a2aCall, l *ledger.Ledger, req *a2a.SendMe
 		rt.Extension = uri
 	}
 	if d.Supersedes != "" {
-		c, err := d.supersede()
+		c, err := d.Supersede()
 		if err != nil {
 			return nil, nil, err
 		}
 		c.Raise.ReplyTo = rt
 		return c, renderExpectation(c.Raise.ExpectationID), nil
 	}
-	rz, err := d.raise()
+	rz, err := d.Raise()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -244,7 +240,7 @@ func replyToOf(record json.RawMessage, meta any, cfg *a2a.SendMessageConfig) (*e
 					Auth  *a2a.PushAuthInfo `json:"authentication"`
 				} `json:"push"`
 			}
-			if err := jsondoc.Strict(field, raw, &d); err != nil {
+			if err := api.Decode(field, raw, &d); err != nil {
 				return nil, field, err
 			}
 			rt = &expect.ReplyTo{URL: d.URL}

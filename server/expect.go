@@ -2,14 +2,13 @@ package server
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"tally/api"
 	"tally/auth"
 	"tally/expect"
 	"tally/instant"
@@ -62,92 +61,6 @@ func expectDoc(pairs ...any) []byte {
 	return b.Bytes()
 }
 
-// ExpectRaiseBody is the draft's expectation document.
-type ExpectRaiseBody struct {
-	ExpectationID string          `json:"expectationId"`
-	Kind          string          `json:"kind"`
-	Subject       *expect.Subject `json:"subject"`
-	Expects       string          `json:"expects"`
-	SatisfiedBy   *struct {
-		FactKey string `json:"factKey"`
-	} `json:"satisfiedBy"`
-	DueAt  string `json:"dueAt"`
-	Grace  string `json:"grace"`
-	Anchor *struct {
-		ExpectationID string `json:"expectationId"`
-		Offset        string `json:"offset"`
-	} `json:"anchor"`
-	After      []string       `json:"after"`
-	Horizon    string         `json:"horizon"`
-	Basis      string         `json:"basis"`
-	Supersedes string         `json:"supersedes"`
-	Origin     *expect.Origin `json:"origin"`
-	By         string         `json:"by,omitempty"` // the raiser: the acting identity when given
-}
-
-func mintExpectationID() string {
-	var b [6]byte
-	rand.Read(b[:])
-	return "exp_" + hex.EncodeToString(b[:])
-}
-
-// raise converts the document to the core's Raise.
-func (d *ExpectRaiseBody) raise() (expect.Raise, error) { return d.convert(false) }
-
-// supersede converts the document to an extension of d.Supersedes: the
-// terms it leaves out are the core's to inherit.
-func (d *ExpectRaiseBody) supersede() (expect.SupersedeCommand, error) {
-	r, err := d.convert(true)
-	return expect.SupersedeCommand{Raise: r, GraceGiven: d.Grace != ""}, err
-}
-
-func (d *ExpectRaiseBody) convert(extend bool) (expect.Raise, error) {
-	r := expect.Raise{ExpectationID: d.ExpectationID, Kind: d.Kind, Expects: d.Expects, After: d.After,
-		Basis: expect.Basis(d.Basis), Supersedes: d.Supersedes, By: d.By}
-	if r.ExpectationID == "" {
-		r.ExpectationID = mintExpectationID()
-	}
-	if d.Subject == nil && !extend {
-		return r, rule.Invalidf("subject", "required: {\"type\",\"id\"}")
-	}
-	if d.Subject != nil {
-		r.Subject = *d.Subject
-	}
-	if d.SatisfiedBy != nil {
-		r.FactKey = d.SatisfiedBy.FactKey
-	}
-	if d.Origin != nil {
-		r.Origin = *d.Origin
-	}
-	var err error
-	if d.DueAt == "" && !extend {
-		return r, rule.Invalidf("dueAt", "required: there is no open-ended expectation")
-	}
-	if d.DueAt != "" {
-		if r.DueAt, err = expect.ParseTime(d.DueAt); err != nil {
-			return r, rule.Invalidf("dueAt", err.Error())
-		}
-	}
-	if d.Grace != "" {
-		if r.Grace, err = expect.ParseDuration(d.Grace); err != nil {
-			return r, rule.Invalidf("grace", err.Error())
-		}
-	}
-	if d.Horizon != "" {
-		if r.Horizon, err = expect.ParseTime(d.Horizon); err != nil {
-			return r, rule.Invalidf("horizon", err.Error())
-		}
-	}
-	if d.Anchor != nil {
-		off, err := expect.ParseDuration(d.Anchor.Offset)
-		if err != nil {
-			return r, rule.Invalidf("anchor.offset", err.Error())
-		}
-		r.Anchor = &expect.Anchor{ExpectationID: d.Anchor.ExpectationID, Offset: off}
-	}
-	return r, nil
-}
-
 // expectWrite authenticates, reads the body, builds the command against the
 // session and executes it.
 func (s *Server) expectWrite(w http.ResponseWriter, r *http.Request, status int, build func(body []byte, l *ledger.Ledger) (expect.Command, func(*ledger.State, []ledger.Result) []byte, error)) {
@@ -186,14 +99,14 @@ func renderExpectation(id string) func(*ledger.State, []ledger.Result) []byte {
 
 func (s *Server) expectRaise(w http.ResponseWriter, r *http.Request) {
 	s.expectWrite(w, r, http.StatusCreated, func(body []byte, _ *ledger.Ledger) (expect.Command, func(*ledger.State, []ledger.Result) []byte, error) {
-		var d ExpectRaiseBody
-		if err := jsondoc.Strict("body", body, &d); err != nil {
+		var d api.ExpectRaise
+		if err := api.Decode("body", body, &d); err != nil {
 			return nil, nil, err
 		}
 		if d.Supersedes != "" {
 			return nil, nil, rule.Invalidf("supersedes", "extend an expectation with POST …/expectations/{id}/supersede")
 		}
-		rz, err := d.raise()
+		rz, err := d.Raise()
 		if err != nil {
 			return nil, nil, err
 		}
@@ -203,11 +116,11 @@ func (s *Server) expectRaise(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) expectSupersede(w http.ResponseWriter, r *http.Request) {
 	s.expectWrite(w, r, http.StatusCreated, func(body []byte, l *ledger.Ledger) (expect.Command, func(*ledger.State, []ledger.Result) []byte, error) {
-		var d ExpectRaiseBody
+		var d api.ExpectRaise
 		if len(bytes.TrimSpace(body)) == 0 {
 			body = []byte("{}")
 		}
-		if err := jsondoc.Strict("body", body, &d); err != nil {
+		if err := api.Decode("body", body, &d); err != nil {
 			return nil, nil, err
 		}
 		old := r.PathValue("id")
@@ -215,7 +128,7 @@ func (s *Server) expectSupersede(w http.ResponseWriter, r *http.Request) {
 			return nil, nil, rule.Invalidf("supersedes", "names "+strconv.Quote(d.Supersedes)+" but the path names "+strconv.Quote(old))
 		}
 		d.Supersedes = old
-		c, err := d.supersede()
+		c, err := d.Supersede()
 		if err != nil {
 			return nil, nil, err
 		}
@@ -225,16 +138,14 @@ func (s *Server) expectSupersede(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) expectWithdraw(w http.ResponseWriter, r *http.Request) {
 	s.expectWrite(w, r, http.StatusOK, func(body []byte, _ *ledger.Ledger) (expect.Command, func(*ledger.State, []ledger.Result) []byte, error) {
-		var d struct {
-			Reason string `json:"reason"`
-		}
+		var d api.ExpectWithdraw
 		if len(bytes.TrimSpace(body)) > 0 {
-			if err := jsondoc.Strict("body", body, &d); err != nil {
+			if err := api.Decode("body", body, &d); err != nil {
 				return nil, nil, err
 			}
 		}
 		id := r.PathValue("id")
-		return expect.WithdrawCommand{ExpectationID: id, Reason: d.Reason}, renderExpectation(id), nil
+		return d.Command(id), renderExpectation(id), nil
 	})
 }
 
@@ -248,24 +159,13 @@ type factView struct {
 
 func (s *Server) expectFact(w http.ResponseWriter, r *http.Request) {
 	s.expectWrite(w, r, http.StatusCreated, func(body []byte, l *ledger.Ledger) (expect.Command, func(*ledger.State, []ledger.Result) []byte, error) {
-		var d struct {
-			FactKey string          `json:"factKey"`
-			Subject *expect.Subject `json:"subject"`
-			At      string          `json:"at"`
-		}
-		if err := jsondoc.Strict("body", body, &d); err != nil {
+		var d api.ExpectFact
+		if err := api.Decode("body", body, &d); err != nil {
 			return nil, nil, err
 		}
-		if d.Subject == nil {
-			return nil, nil, rule.Invalidf("subject", "required: {\"type\",\"id\"}")
-		}
-		cmd := expect.FactCommand{FactKey: d.FactKey, Subject: *d.Subject}
-		if d.At != "" {
-			t, err := instant.Parse("at", d.At)
-			if err != nil {
-				return nil, nil, err
-			}
-			cmd.At = t
+		cmd, err := d.Command(api.ParseInstant)
+		if err != nil {
+			return nil, nil, err
 		}
 		if err := l.Refresh(); err != nil {
 			return nil, nil, err
@@ -299,16 +199,9 @@ func (s *Server) expectFact(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) expectTaskOutcome(w http.ResponseWriter, r *http.Request) {
 	s.expectWrite(w, r, http.StatusOK, func(body []byte, _ *ledger.Ledger) (expect.Command, func(*ledger.State, []ledger.Result) []byte, error) {
-		var d struct {
-			Outcome string `json:"outcome"`
-		}
-		if err := jsondoc.Strict("body", body, &d); err != nil {
+		var d api.ExpectTaskOutcome
+		if err := api.Decode("body", body, &d); err != nil {
 			return nil, nil, err
-		}
-		switch expect.Outcome(d.Outcome) {
-		case expect.OutcomeCompleted, expect.OutcomeCancelled, expect.OutcomeFailed:
-		default:
-			return nil, nil, rule.Invalidf("outcome", "must be completed, cancelled or failed")
 		}
 		task := r.PathValue("task")
 		render := func(_ *ledger.State, res []ledger.Result) []byte {
@@ -323,27 +216,19 @@ func (s *Server) expectTaskOutcome(w http.ResponseWriter, r *http.Request) {
 			}
 			return expectDoc("seq", seqOf(res), "task", map[string]string{"taskId": task, "outcome": d.Outcome}, "withdrawn", withdrawn)
 		}
-		return expect.TaskOutcomeCommand{TaskID: task, Outcome: expect.Outcome(d.Outcome)}, render, nil
+		return d.Command(task), render, nil
 	})
 }
 
 func (s *Server) expectLapse(w http.ResponseWriter, r *http.Request) {
 	s.expectWrite(w, r, http.StatusCreated, func(body []byte, _ *ledger.Ledger) (expect.Command, func(*ledger.State, []ledger.Result) []byte, error) {
-		var d struct {
-			ExpectationID string `json:"expectationId"`
-			Lapse         string `json:"lapse"`
-			DueAt         string `json:"dueAt"`
-		}
-		if err := jsondoc.Strict("body", body, &d); err != nil {
+		var d api.ExpectLapse
+		if err := api.Decode("body", body, &d); err != nil {
 			return nil, nil, err
 		}
-		cmd := expect.LapseCommand{ExpectationID: d.ExpectationID, Kind: expect.LapseKind(d.Lapse)}
-		if d.DueAt != "" {
-			t, err := expect.ParseTime(d.DueAt)
-			if err != nil {
-				return nil, nil, rule.Invalidf("dueAt", err.Error())
-			}
-			cmd.DueAt = t
+		cmd, err := d.Command()
+		if err != nil {
+			return nil, nil, err
 		}
 		return cmd, renderExpectation(d.ExpectationID), nil
 	})

@@ -32,7 +32,7 @@ func init() {
 		"ClaimCreate":          schemaOf(reflect.TypeOf(api.ClaimCreate{})),
 		"ClaimTestament":       schemaOf(reflect.TypeOf(api.ClaimTestament{})),
 		"ClaimCheck":           schemaOf(reflect.TypeOf(api.ClaimCheck{})),
-		"ExpectRaise":          schemaOf(reflect.TypeOf(ExpectRaiseBody{})),
+		"ExpectRaise":          schemaOf(reflect.TypeOf(api.ExpectRaise{})),
 		"ClaimPost":            obj(nil, map[string]any{"claim": str("the path's claim"), "failed": boolean(), "reason": reason}),
 		"ClaimEnd":             obj([]string{"reason"}, map[string]any{"claim": str("the path's claim"), "reason": reason}),
 		"ClaimSupersede":       obj([]string{"successor"}, map[string]any{"claim": str("the path's claim"), "successor": str("names this claim as predecessor"), "reason": reason}),

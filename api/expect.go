@@ -1,0 +1,186 @@
+package api
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+
+	"tally/expect"
+	"tally/instant"
+	"tally/rule"
+)
+
+// The expectation family's documents, in the draft's names (camelCase):
+// what `tally expect raise -` reads on stdin, the bodies of the
+// expectation routes and an A2A expect record (with "action"). Times are
+// RFC 3339 UTC, durations ISO 8601.
+
+// ExpectRaise is the document of an expectation raised, or of an extension
+// of the one it supersedes (whose terms it leaves out are inherited, in the
+// expect core).
+type ExpectRaise struct {
+	ExpectationID string          `json:"expectationId"`
+	Kind          string          `json:"kind"`
+	Subject       *expect.Subject `json:"subject"`
+	Expects       string          `json:"expects"`
+	SatisfiedBy   *struct {
+		FactKey string `json:"factKey"`
+	} `json:"satisfiedBy"`
+	DueAt  string `json:"dueAt"`
+	Grace  string `json:"grace"`
+	Anchor *struct {
+		ExpectationID string `json:"expectationId"`
+		Offset        string `json:"offset"`
+	} `json:"anchor"`
+	After      []string       `json:"after"`
+	Horizon    string         `json:"horizon"`
+	Basis      string         `json:"basis"`
+	Supersedes string         `json:"supersedes"`
+	Origin     *expect.Origin `json:"origin"`
+	By         string         `json:"by,omitempty"` // the raiser: the acting identity when given
+}
+
+// MintExpectationID returns a fresh expectation id: exp_ and 12 hex digits,
+// for a document that names none.
+func MintExpectationID() string {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("api: no randomness: " + err.Error())
+	}
+	return "exp_" + hex.EncodeToString(b[:])
+}
+
+// Raise is the raise command of the document (an id minted when it names
+// none).
+func (d *ExpectRaise) Raise() (expect.Raise, error) { return d.convert(false) }
+
+// Supersede is the extension of d.Supersedes: the terms it leaves out are
+// the core's to inherit.
+func (d *ExpectRaise) Supersede() (expect.SupersedeCommand, error) {
+	r, err := d.convert(true)
+	return expect.SupersedeCommand{Raise: r, GraceGiven: d.Grace != ""}, err
+}
+
+func (d *ExpectRaise) convert(extend bool) (expect.Raise, error) {
+	r := expect.Raise{ExpectationID: d.ExpectationID, Kind: d.Kind, Expects: d.Expects, After: d.After,
+		Basis: expect.Basis(d.Basis), Supersedes: d.Supersedes, By: d.By}
+	if r.ExpectationID == "" {
+		r.ExpectationID = MintExpectationID()
+	}
+	if d.Subject == nil && !extend {
+		return r, rule.Invalidf("subject", "required: {\"type\",\"id\"}")
+	}
+	if d.Subject != nil {
+		r.Subject = *d.Subject
+	}
+	if d.SatisfiedBy != nil {
+		r.FactKey = d.SatisfiedBy.FactKey
+	}
+	if d.Origin != nil {
+		r.Origin = *d.Origin
+	}
+	var err error
+	if d.DueAt == "" && !extend {
+		return r, rule.Invalidf("dueAt", "required: there is no open-ended expectation")
+	}
+	if d.DueAt != "" {
+		if r.DueAt, err = expect.ParseTime(d.DueAt); err != nil {
+			return r, rule.Invalidf("dueAt", err.Error())
+		}
+	}
+	if d.Grace != "" {
+		if r.Grace, err = expect.ParseDuration(d.Grace); err != nil {
+			return r, rule.Invalidf("grace", err.Error())
+		}
+	}
+	if d.Horizon != "" {
+		if r.Horizon, err = expect.ParseTime(d.Horizon); err != nil {
+			return r, rule.Invalidf("horizon", err.Error())
+		}
+	}
+	if d.Anchor != nil {
+		off, err := expect.ParseDuration(d.Anchor.Offset)
+		if err != nil {
+			return r, rule.Invalidf("anchor.offset", err.Error())
+		}
+		r.Anchor = &expect.Anchor{ExpectationID: d.Anchor.ExpectationID, Offset: off}
+	}
+	return r, nil
+}
+
+// ExpectFact is the document of an observed fact; at defaults to now (in
+// the expect core).
+type ExpectFact struct {
+	FactKey string          `json:"factKey"`
+	Subject *expect.Subject `json:"subject"`
+	At      string          `json:"at"`
+}
+
+// Command is the fact, its time read by parse (the REST API takes any RFC
+// 3339 time, an A2A record one in UTC).
+func (d *ExpectFact) Command(parse func(field, v string) (time.Time, error)) (expect.FactCommand, error) {
+	if d.Subject == nil {
+		return expect.FactCommand{}, rule.Invalidf("subject", "required: {\"type\",\"id\"}")
+	}
+	cmd := expect.FactCommand{FactKey: d.FactKey, Subject: *d.Subject}
+	if d.At != "" {
+		t, err := parse("at", d.At)
+		if err != nil {
+			return cmd, err
+		}
+		cmd.At = t
+	}
+	return cmd, nil
+}
+
+// ParseInstant reads any RFC 3339 time (the REST API's fact time).
+func ParseInstant(field, v string) (time.Time, error) { return instant.Parse(field, v) }
+
+// ParseUTC reads an RFC 3339 UTC time ending in Z (an A2A record's).
+func ParseUTC(field, v string) (time.Time, error) {
+	t, err := expect.ParseTime(v)
+	if err != nil {
+		return t, rule.Invalidf(field, err.Error())
+	}
+	return t, nil
+}
+
+// ExpectWithdraw is the document of a withdrawal of the expectation id
+// names (the route's path, an A2A record's expectationId).
+type ExpectWithdraw struct {
+	Reason string `json:"reason"`
+}
+
+func (d *ExpectWithdraw) Command(id string) expect.WithdrawCommand {
+	return expect.WithdrawCommand{ExpectationID: id, Reason: d.Reason}
+}
+
+// ExpectTaskOutcome is the document of the outcome of the origin task
+// task names (the route's path, an A2A record's taskId or its message's
+// task). The outcome's values are the expect core's rule.
+type ExpectTaskOutcome struct {
+	Outcome string `json:"outcome"`
+}
+
+func (d *ExpectTaskOutcome) Command(task string) expect.TaskOutcomeCommand {
+	return expect.TaskOutcomeCommand{TaskID: task, Outcome: expect.Outcome(d.Outcome)}
+}
+
+// ExpectLapse is the document of a lapse the timekeeper commits.
+type ExpectLapse struct {
+	ExpectationID string `json:"expectationId"`
+	Lapse         string `json:"lapse"`
+	DueAt         string `json:"dueAt"`
+}
+
+func (d *ExpectLapse) Command() (expect.LapseCommand, error) {
+	cmd := expect.LapseCommand{ExpectationID: d.ExpectationID, Kind: expect.LapseKind(d.Lapse)}
+	if d.DueAt != "" {
+		t, err := expect.ParseTime(d.DueAt)
+		if err != nil {
+			return cmd, rule.Invalidf("dueAt", err.Error())
+		}
+		cmd.DueAt = t
+	}
+	return cmd, nil
+}
