@@ -41,6 +41,12 @@ var (
 	ErrTooLarge = errors.New("node: command exceeds the maximum entry size")
 	// ErrUnknownGroup: this node does not host the group.
 	ErrUnknownGroup = errors.New("node: group not hosted here")
+	// ErrNotMember: this node hosts the group but is not (or no longer) in
+	// its configuration, so it cannot serve it. Retry at another node.
+	ErrNotMember = errors.New("node: not a member of the group")
+	// ErrNoLeader: the group has no leader known here; a read cannot be
+	// confirmed. Retry shortly.
+	ErrNoLeader = errors.New("node: the group has no known leader")
 	// ErrNotLeader: membership changes are proposed at the group's leader.
 	ErrNotLeader = errors.New("node: not the group's leader")
 	// ErrConfChangePending: one membership change at a time per group.
@@ -194,16 +200,28 @@ func (n *Node) openGroup(gid uint64, peers Peers) (*group, error) {
 	last, _ := st.LastIndex()
 	first, _ := st.FirstIndex()
 	// A group with no state starts with the voters given; with none given
-	// the node is joining and waits for the leader to add it.
+	// the node is joining and waits for the leader to add it. The voters
+	// start from a snapshot at index 1 (raft's advice) rather than from
+	// conf-change entries, so a node added later receives that snapshot and
+	// with it the configuration.
 	if raft.IsEmptyHardState(hs) && last == 0 && len(cs.GetVoters()) == 0 && len(peers(gid)) > 0 {
 		cs = &pb.ConfState{Voters: slices.Clone(peers(gid))}
+		if err := n.sm.Restore(gid, 1, bytes.NewReader(nil)); err != nil {
+			return nil, fmt.Errorf("bootstrap state machine: %w", err)
+		}
 		b := n.db.NewBatch()
-		if err := b.SetConfState(st, 0, cs); err != nil {
+		snap := &pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: new(uint64(1)), Term: new(uint64(1)), ConfState: cs}}
+		if err := b.ApplySnapshot(st, snap); err != nil {
+			return nil, err
+		}
+		if err := b.SetHardState(st, &pb.HardState{Term: new(uint64(1)), Commit: new(uint64(1))}); err != nil {
 			return nil, err
 		}
 		if err := b.Commit(); err != nil {
 			return nil, err
 		}
+		hs = st.HardState()
+		first, _ = st.FirstIndex()
 	}
 	g.conf = proto.Clone(cs).(*pb.ConfState)
 	smApplied, err := n.sm.Applied(gid)
@@ -429,8 +447,12 @@ func (n *Node) admit(gid uint64) error {
 	if n.failed != nil {
 		return ErrFailed
 	}
-	if _, ok := n.byID[gid]; !ok {
+	g, ok := n.byID[gid]
+	if !ok {
 		return fmt.Errorf("%w: %d", ErrUnknownGroup, gid)
+	}
+	if !slices.Contains(g.conf.GetVoters(), n.cfg.ID) && !slices.Contains(g.conf.GetLearners(), n.cfg.ID) {
+		return fmt.Errorf("%w: group %d, node %d", ErrNotMember, gid, n.cfg.ID)
 	}
 	if len(n.proposals)+len(n.reads)+len(n.confs) >= n.cfg.MaxPending {
 		return fmt.Errorf("%w (MaxPending %d)", ErrBusy, n.cfg.MaxPending)
@@ -684,9 +706,17 @@ func (n *Node) submit() {
 	clear(n.queue[len(keep):])
 	n.queue = keep
 	for _, r := range n.readQueue {
-		if _, live := n.reads[r.id]; live {
-			n.byID[r.group].rn.ReadIndex(binary.BigEndian.AppendUint64(nil, r.id))
+		if _, live := n.reads[r.id]; !live {
+			continue
 		}
+		g := n.byID[r.group]
+		if g.leader == 0 {
+			// Raft drops a read it cannot forward, without a word.
+			delete(n.reads, r.id)
+			r.done(ReadResult{Err: fmt.Errorf("%w: group %d", ErrNoLeader, r.group)})
+			continue
+		}
+		g.rn.ReadIndex(binary.BigEndian.AppendUint64(nil, r.id))
 	}
 	n.readQueue = nil
 }

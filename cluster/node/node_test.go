@@ -367,6 +367,13 @@ func TestProposalLimits(t *testing.T) {
 	if !errors.Is(res.Err, node.ErrUnknownGroup) {
 		t.Fatalf("unknown group: %v", res.Err)
 	}
+	// Without a leader a read fails at once (raft would drop it silently).
+	var rr *node.ReadResult
+	m.n.ReadIndex(2, func(r node.ReadResult) { rr = &r })
+	m.n.Process()
+	if rr == nil || !errors.Is(rr.Err, node.ErrNoLeader) {
+		t.Fatalf("read with no leader: %+v", rr)
+	}
 	// Without a leader (no tick yet, so no election) a proposal waits,
 	// then times out.
 	answered := false
@@ -419,6 +426,11 @@ func TestMembership(t *testing.T) {
 		}
 	}
 	j := c.join(4)
+	var early node.ProposeResult
+	j.n.Propose(g, []byte("{}"), func(r node.ProposeResult) { early = r })
+	if !errors.Is(early.Err, node.ErrNotMember) {
+		t.Fatalf("proposal at a node outside the group: %v", early.Err)
+	}
 	r := c.confChange(l, g, change(pb.ConfChangeType_ConfChangeAddLearnerNode, 4))
 	if r.Err != nil || len(r.Conf.GetLearners()) != 1 {
 		t.Fatalf("add learner: %+v", r)

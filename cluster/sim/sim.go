@@ -27,6 +27,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
@@ -39,6 +40,7 @@ import (
 type Options struct {
 	Seed     uint64
 	Nodes    int           // 3 or 5
+	Voters   int           // initial voters of every group (the rest join later); 0 means all
 	Groups   int           // data groups, besides the meta group
 	Clients  int           // concurrent clients
 	Sessions int           // sessions, spread over the data groups
@@ -64,6 +66,7 @@ type Stats struct {
 	DiskFaults int
 	Partitions int
 	Transfers  int
+	Membership int // membership changes applied
 	Messages   int
 	Snapshots  int
 	Trace      uint64 // a hash of the run's events, equal for equal runs
@@ -128,6 +131,7 @@ type World struct {
 	acked   []ackedAppend
 
 	leaders map[[2]uint64]uint64 // (group, term) -> leader
+	removed map[[2]uint64]bool   // (group, node) removed: never added again
 	stats   Stats
 	trace   uint64
 	err     error
@@ -164,11 +168,21 @@ const tick = 20 * time.Millisecond
 
 // Run executes one seed and returns its stats and the first violation found.
 func Run(opt Options) (Stats, error) {
+	w, err := runWorld(opt)
+	return w.stats, err
+}
+
+func runWorld(opt Options) (*World, error) {
 	w := &World{
 		opt:     opt,
 		rng:     rand.New(rand.NewPCG(opt.Seed, 0x7a11)),
 		blocked: map[[2]uint64]bool{},
 		leaders: map[[2]uint64]uint64{},
+		removed: map[[2]uint64]bool{},
+	}
+	if opt.Voters == 0 || opt.Voters > opt.Nodes {
+		opt.Voters = opt.Nodes
+		w.opt.Voters = opt.Nodes
 	}
 	defer w.closeAll()
 	w.cfg = node.DefaultConfig(1)
@@ -187,7 +201,7 @@ func Run(opt Options) (Stats, error) {
 		sn := &simNode{id: uint64(i), mem: vfs.NewCrashableMem()}
 		w.nodes = append(w.nodes, sn)
 		if err := w.start(sn); err != nil {
-			return w.stats, err
+			return w, err
 		}
 	}
 	for _, sn := range w.nodes {
@@ -213,9 +227,9 @@ func Run(opt Options) (Stats, error) {
 	w.stats.Virtual = time.Duration(w.now)
 	w.stats.Trace = w.trace
 	if w.err != nil {
-		return w.stats, w.err
+		return w, w.err
 	}
-	return w.stats, w.finalChecks()
+	return w, w.finalChecks()
 }
 
 // dispatch runs one event. Raft panics when it finds its own invariants
@@ -258,9 +272,11 @@ func (w *World) start(sn *simNode) error {
 	sn.db, sn.sm = db, model.New(db)
 	cfg := w.cfg
 	cfg.ID = sn.id
-	voters := make([]uint64, 0, len(w.nodes))
-	for i := range w.opt.Nodes {
-		voters = append(voters, uint64(i+1))
+	var voters []uint64 // none for a node that joins later
+	if int(sn.id) <= w.opt.Voters {
+		for i := range w.opt.Voters {
+			voters = append(voters, uint64(i+1))
+		}
 	}
 	n, err := node.New(cfg, db, sn.sm, &transport{w: w, from: sn.id}, clock{&w.now}, func(uint64) []uint64 { return voters }, nil)
 	if err != nil {
@@ -464,12 +480,62 @@ func (w *World) chaos(end int64) {
 				}
 			}
 		}
-	case r < 90:
+	case r < 86:
 		w.lossPct, w.dupPct = w.rng.IntN(15), w.rng.IntN(8)
+	case r < 92:
+		w.changeMembership()
 	default:
 		w.checkPrefixes()
 	}
 	w.after(time.Duration(50+w.rng.IntN(250))*time.Millisecond, func() { w.chaos(end) })
+}
+
+// changeMembership moves one group one step: a node not in it joins as a
+// learner, a learner is promoted, or (above the initial size) a voter other
+// than the leader is removed, for good.
+func (w *World) changeMembership() {
+	g := w.groups[w.rng.IntN(len(w.groups))]
+	for _, sn := range w.upNodes() {
+		if !slices.ContainsFunc(sn.n.Leading(), func(gt node.GroupTerm) bool { return gt.Group == g }) {
+			continue
+		}
+		st := sn.n.Status()[slices.Index(w.groups, g)]
+		in := map[uint64]bool{}
+		for _, id := range append(slices.Clone(st.Voters), st.Learners...) {
+			in[id] = true
+		}
+		var cc *pb.ConfChangeSingle
+		for _, o := range w.nodes {
+			if !in[o.id] && !w.removed[[2]uint64{g, o.id}] {
+				cc = &pb.ConfChangeSingle{Type: pb.ConfChangeType_ConfChangeAddLearnerNode.Enum(), NodeId: new(o.id)}
+				break
+			}
+		}
+		if cc == nil && len(st.Learners) > 0 {
+			cc = &pb.ConfChangeSingle{Type: pb.ConfChangeType_ConfChangeAddNode.Enum(), NodeId: new(st.Learners[0])}
+		}
+		if cc == nil && len(st.Voters) > w.opt.Voters {
+			v := st.Voters[w.rng.IntN(len(st.Voters))]
+			if v != sn.id {
+				cc = &pb.ConfChangeSingle{Type: pb.ConfChangeType_ConfChangeRemoveNode.Enum(), NodeId: new(v)}
+			}
+		}
+		if cc == nil {
+			return
+		}
+		w.mix(10, g, uint64(cc.GetType()), cc.GetNodeId())
+		change := cc
+		sn.n.ProposeConfChange(g, &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{cc}}, func(r node.ConfResult) {
+			if r.Err != nil {
+				return
+			}
+			w.stats.Membership++
+			if change.GetType() == pb.ConfChangeType_ConfChangeRemoveNode {
+				w.removed[[2]uint64{g, change.GetNodeId()}] = true
+			}
+		})
+		return
+	}
 }
 
 // heal ends the faults: the network is whole and every node up.
@@ -624,14 +690,31 @@ func (w *World) finalChecks() error {
 			return fmt.Errorf("seed %d: client %d's operation %+v never completed after the faults healed", w.opt.Seed, c.id, c.op)
 		}
 	}
+	for _, sn := range w.nodes {
+		if !sn.up {
+			return fmt.Errorf("seed %d: node %d is down at the end", w.opt.Seed, sn.id)
+		}
+	}
+	// Each group's replicas are the members of its final configuration,
+	// as its leader has it.
+	members := map[uint64][]*simNode{}
+	for i, g := range w.groups {
+		for _, sn := range w.nodes {
+			if st := sn.n.Status()[i]; st.State == raft.StateLeader {
+				for _, id := range append(slices.Clone(st.Voters), st.Learners...) {
+					members[g] = append(members[g], w.nodes[id-1])
+				}
+			}
+		}
+		if len(members[g]) == 0 {
+			return fmt.Errorf("seed %d: group %d has no leader after the faults healed", w.opt.Seed, g)
+		}
+	}
 	logs := map[string][]model.Record{}
 	for s := 0; s < w.opt.Sessions; s++ {
 		session := fmt.Sprintf("s%d", s)
 		g := w.groupOf(session)
-		for _, sn := range w.nodes {
-			if !sn.up {
-				return fmt.Errorf("seed %d: node %d is down at the end", w.opt.Seed, sn.id)
-			}
+		for _, sn := range members[g] {
 			recs, err := sn.sm.Log(g, session)
 			if err != nil {
 				return err
@@ -645,7 +728,7 @@ func (w *World) finalChecks() error {
 				continue
 			}
 			if len(ref) != len(recs) || (len(ref) > 0 && !bytes.Equal(ref[len(ref)-1].Hash, recs[len(recs)-1].Hash)) {
-				return fmt.Errorf("seed %d: session %s: node %d holds %d records, node 1 holds %d, or their chains differ", w.opt.Seed, session, sn.id, len(recs), len(ref))
+				return fmt.Errorf("seed %d: session %s: node %d holds %d records, node %d holds %d, or their chains differ", w.opt.Seed, session, sn.id, len(recs), members[g][0].id, len(ref))
 			}
 		}
 	}

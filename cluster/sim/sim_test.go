@@ -27,12 +27,25 @@ func seeds(t *testing.T) (first uint64, n int) {
 	return 1, 200
 }
 
+// optionsFor is the suite's run for a seed: every fourth has five nodes
+// with three voters per group at first, the others joining as learners,
+// being promoted, and voters being removed mid-stream.
+func optionsFor(seed uint64) Options {
+	opt := DefaultOptions(seed)
+	if seed%4 == 0 {
+		opt.Nodes, opt.Voters = 5, 3
+	}
+	return opt
+}
+
 // runSeed runs one seed with the process's cryptographic randomness (where
 // raft draws its election timeouts) seeded from it, so the run replays.
 func runSeed(t *testing.T, opt Options) (Stats, error) {
-	cryptotest.SetGlobalRandom(t, opt.Seed)
+	cryptoSeed(t, opt.Seed)
 	return Run(opt)
 }
+
+func cryptoSeed(t *testing.T, seed uint64) { cryptotest.SetGlobalRandom(t, seed) }
 
 // TestSim runs the simulator over many seeds; a failure names the seed,
 // which replays with -seed N.
@@ -41,11 +54,7 @@ func TestSim(t *testing.T) {
 	var total Stats
 	start := time.Now()
 	for seed := first; seed < first+uint64(n); seed++ {
-		opt := DefaultOptions(seed)
-		if seed%4 == 0 {
-			opt.Nodes = 5
-		}
-		st, err := runSeed(t, opt)
+		st, err := runSeed(t, optionsFor(seed))
 		if err != nil {
 			t.Fatalf("%v\nreplay: go test ./cluster/sim -run 'TestSim$' -seed %d -v", err, seed)
 		}
@@ -55,14 +64,15 @@ func TestSim(t *testing.T) {
 		total.DiskFaults += st.DiskFaults
 		total.Partitions += st.Partitions
 		total.Transfers += st.Transfers
+		total.Membership += st.Membership
 		total.Snapshots += st.Snapshots
 		if n == 1 {
 			t.Logf("seed %d: %+v", seed, st)
 		}
 	}
 	wall := time.Since(start)
-	t.Logf("%d seeds in %v: %v simulated (%.0fx), %d ops, %d crashes, %d disk faults, %d partitions, %d transfers, %d snapshots sent",
-		n, wall.Round(time.Millisecond), total.Virtual, total.Virtual.Seconds()/wall.Seconds(), total.Ops, total.Crashes, total.DiskFaults, total.Partitions, total.Transfers, total.Snapshots)
+	t.Logf("%d seeds in %v: %v simulated (%.0fx), %d ops, %d crashes, %d disk faults, %d partitions, %d transfers, %d membership changes, %d snapshots sent",
+		n, wall.Round(time.Millisecond), total.Virtual, total.Virtual.Seconds()/wall.Seconds(), total.Ops, total.Crashes, total.DiskFaults, total.Partitions, total.Transfers, total.Membership, total.Snapshots)
 }
 
 // TestSimReplaysExactly: the same seed gives the same run.
@@ -105,7 +115,7 @@ func BenchmarkSim(b *testing.B) {
 	cpu0 := cpuTime()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
-		st, err := Run(DefaultOptions(uint64(i + 1)))
+		st, err := Run(optionsFor(uint64(i + 1)))
 		if err != nil {
 			b.Fatal(err)
 		}
