@@ -10,6 +10,9 @@ import (
 type Config struct {
 	// ID is this node's id, the same in every group it belongs to; never 0.
 	ID uint64
+	// ClusterID names the cluster; the store is claimed for (ClusterID, ID)
+	// and refuses to serve as another.
+	ClusterID string
 	// Groups lists the groups this node hosts: the meta group (MetaGroup)
 	// and the data groups.
 	Groups []uint64

@@ -164,6 +164,9 @@ func New(cfg Config, db *raftlog.DB, sm StateMachine, tr Transport, clock Clock,
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if err := db.Claim(cfg.ClusterID, cfg.ID); err != nil {
+		return nil, fmt.Errorf("node %d: %w", cfg.ID, err)
+	}
 	n := &Node{
 		cfg: cfg, db: db, sm: sm, tr: tr, clock: clock, log: log,
 		byID:      make(map[uint64]*group),

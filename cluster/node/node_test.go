@@ -510,3 +510,14 @@ func TestChangeThatWouldLoseQuorumIsRefused(t *testing.T) {
 		t.Fatalf("voters after the refusal: %v", st[1].Voters)
 	}
 }
+
+func TestRestartOnAnotherNodesDirectoryIsRefused(t *testing.T) {
+	c := newCluster(t, 1)
+	m := c.members[1]
+	cfg := c.cfg
+	cfg.ID = 7
+	_, err := node.New(cfg, m.db, m.sm, tr{c.net, 7}, c.clock, func(uint64) []uint64 { return []uint64{7} }, nil)
+	if !errors.Is(err, raftlog.ErrIdentity) {
+		t.Fatalf("node 7 on node 1's store: %v", err)
+	}
+}

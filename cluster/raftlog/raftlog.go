@@ -135,6 +135,43 @@ func (d *DB) Failed() error {
 	return d.failed
 }
 
+// identityKey holds the cluster and node this store belongs to.
+var identityKey = []byte{prefixRaft, 0, 'i'}
+
+// ErrIdentity is returned when a store belongs to another node or cluster.
+var ErrIdentity = errors.New("raftlog: the data directory belongs to another node or cluster")
+
+// Claim records which cluster and node own the store the first time, and
+// refuses ever after to be opened as another: a node restarted on another
+// node's data directory would otherwise vote and acknowledge as that node.
+func (d *DB) Claim(cluster string, node uint64) error {
+	want := binary.BigEndian.AppendUint64(nil, node)
+	want = append(want, cluster...)
+	got, ok, err := d.get(identityKey)
+	if err != nil {
+		return fmt.Errorf("raftlog: read identity: %w", err)
+	}
+	if ok {
+		if string(got) != string(want) || len(got) < 8 {
+			gotNode := uint64(0)
+			if len(got) >= 8 {
+				gotNode = binary.BigEndian.Uint64(got[:8])
+			}
+			return fmt.Errorf("%w: it is node %d of cluster %q, not node %d of cluster %q", ErrIdentity, gotNode, got[min(8, len(got)):], node, cluster)
+		}
+		return nil
+	}
+	b := d.pdb.NewBatch()
+	if err := b.Set(identityKey, want, nil); err != nil {
+		b.Close()
+		return err
+	}
+	if err := d.Commit(b, true); err != nil {
+		return err
+	}
+	return b.Close()
+}
+
 // Pebble returns the underlying database for a state machine that keeps its
 // own state beside the raft log (keys must not start with 'r'). Write to it
 // with Commit so that a disk error fails this store the same way.

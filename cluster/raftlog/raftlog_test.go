@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -394,3 +395,26 @@ func TestInitialStateRoundTrip(t *testing.T) {
 // The simulator's -seed flag is accepted here too, so that
 // `go test ./cluster/... -run Sim -seed N` works across the packages.
 var _ = flag.Uint64("seed", 0, "simulator seed (used by cluster/sim)")
+
+func TestClaimRefusesAnotherNodesDirectory(t *testing.T) {
+	fs := vfs.NewMem()
+	db := openMem(t, fs)
+	if err := db.Claim("c1", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Claim("c1", 2); err != nil {
+		t.Fatalf("the same node again: %v", err)
+	}
+	db.Close()
+	db = openMem(t, fs)
+	defer db.Close()
+	for _, c := range []struct {
+		cluster string
+		node    uint64
+	}{{"c1", 3}, {"c2", 2}} {
+		err := db.Claim(c.cluster, c.node)
+		if !errors.Is(err, ErrIdentity) || !strings.Contains(err.Error(), `node 2 of cluster "c1"`) {
+			t.Fatalf("claim as node %d of %s: %v", c.node, c.cluster, err)
+		}
+	}
+}
