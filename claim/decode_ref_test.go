@@ -128,7 +128,7 @@ func decodeJSON(line []byte) (Event, error) {
 			return e, derr(m.name, "is required on %s", e.Type)
 		}
 	}
-	if err := e.wellFormed(); err != nil {
+	if err := e.wellFormed(false); err != nil {
 		return e, err
 	}
 	e.raw = line

@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"tally/artifact"
+	"tally/rule"
 )
 
 // jsonValue encodes v without HTML escaping and without a trailing newline.
@@ -227,9 +228,15 @@ func (e *Event) normalize() {
 	}
 }
 
+// form checks a record's fields. fresh adds the rules a record being
+// decided now must meet and one already in a log need not (it was
+// accepted before them, and must still fold): rule.IdentifierFault and
+// rule.TextFault.
+type form struct{ fresh bool }
+
 // checkID validates an identifier: non-empty, bounded, no whitespace or
-// control characters.
-func checkID(field, id string) error {
+// control characters (and, fresh, nothing rule.IdentifierFault refuses).
+func (ck form) checkID(field, id string) error {
 	if id == "" {
 		return derr(field, "must not be empty")
 	}
@@ -241,15 +248,21 @@ func checkID(field, id string) error {
 			return derr(field, "must not contain whitespace or control characters")
 		}
 	}
+	if f := rule.IdentifierFault(id); ck.fresh && f != "" {
+		return derr(field, "%s", f)
+	}
 	return nil
 }
 
-func checkText(field, s string, required bool) error {
+func (ck form) checkText(field, s string, required bool) error {
 	if required && strings.TrimSpace(s) == "" {
 		return derr(field, "must not be blank")
 	}
 	if len(s) > MaxTextLength {
 		return derr(field, "must be at most %d bytes", MaxTextLength)
+	}
+	if f := rule.TextFault(s); ck.fresh && f != "" {
+		return derr(field, "%s", f)
 	}
 	return nil
 }
@@ -261,13 +274,13 @@ func checkDigest(field, s string) error {
 	return nil
 }
 
-func checkIDs(field string, ids []string) error {
+func (ck form) checkIDs(field string, ids []string) error {
 	if len(ids) > MaxRelations {
 		return derr(field, "must list at most %d claims", MaxRelations)
 	}
 	seen := make(map[string]bool, len(ids))
 	for _, id := range ids {
-		if err := checkID(field, id); err != nil {
+		if err := ck.checkID(field, id); err != nil {
 			return err
 		}
 		if seen[id] {
@@ -278,13 +291,13 @@ func checkIDs(field string, ids []string) error {
 	return nil
 }
 
-func checkRefs(field string, refs []Ref) error {
+func (ck form) checkRefs(field string, refs []Ref) error {
 	if len(refs) > MaxRefs {
 		return derr(field, "must list at most %d artifacts", MaxRefs)
 	}
 	seen := make(map[string]bool, len(refs))
 	for _, r := range refs {
-		if err := checkID(field+".artifact", r.Artifact); err != nil {
+		if err := ck.checkID(field+".artifact", r.Artifact); err != nil {
 			return err
 		}
 		if err := checkDigest(field+".digest", r.Digest); err != nil {
@@ -298,14 +311,14 @@ func checkRefs(field string, refs []Ref) error {
 	return nil
 }
 
-func checkValidator(field string, v Validator) error {
+func (ck form) checkValidator(field string, v Validator) error {
 	// The field names are built on error only: Decide checks a validator
 	// on every check record.
-	if err := checkID(field, v.Name); err != nil {
+	if err := ck.checkID(field, v.Name); err != nil {
 		err.(*DecodeError).Field = field + ".name"
 		return err
 	}
-	if err := checkID(field, v.Version); err != nil {
+	if err := ck.checkID(field, v.Version); err != nil {
 		err.(*DecodeError).Field = field + ".version"
 		return err
 	}
@@ -316,14 +329,14 @@ func validMode(m Mode) bool { return m == Required || m == Observe }
 
 // checkSlots validates declared slots and checks (names unique, check ids
 // unique across the claim, phases ordered, attempts bounded).
-func checkSlots(slots []SlotSpec) error {
+func (ck form) checkSlots(slots []SlotSpec) error {
 	if len(slots) > MaxSlots {
 		return derr("slots", "must declare at most %d slots", MaxSlots)
 	}
 	slotNames := map[string]bool{}
 	checkIDs := map[string]bool{DeliveryCheck: true}
 	for _, sl := range slots {
-		if err := checkID("slots.name", sl.Name); err != nil {
+		if err := ck.checkID("slots.name", sl.Name); err != nil {
 			return err
 		}
 		if slotNames[sl.Name] {
@@ -337,17 +350,17 @@ func checkSlots(slots []SlotSpec) error {
 			return derr("slots.checks", "must declare at most %d checks per slot", MaxChecksPerSlot)
 		}
 		for _, c := range sl.Checks {
-			if err := checkID("checks.id", c.ID); err != nil {
+			if err := ck.checkID("checks.id", c.ID); err != nil {
 				return err
 			}
 			if checkIDs[c.ID] {
 				return derr("checks.id", "%q is declared twice or reserved", c.ID)
 			}
 			checkIDs[c.ID] = true
-			if err := checkValidator("checks.validator", c.Validator); err != nil {
+			if err := ck.checkValidator("checks.validator", c.Validator); err != nil {
 				return err
 			}
-			if err := checkID("checks.evaluator", c.Evaluator); err != nil {
+			if err := ck.checkID("checks.evaluator", c.Evaluator); err != nil {
 				return err
 			}
 			if !validMode(c.Mode) {
@@ -366,7 +379,7 @@ func checkSlots(slots []SlotSpec) error {
 				return derr("checks.fallbacks", "must list at most %d validators", MaxFallbacks)
 			}
 			for _, f := range c.Fallbacks {
-				if err := checkValidator("checks.fallbacks", f); err != nil {
+				if err := ck.checkValidator("checks.fallbacks", f); err != nil {
 					return err
 				}
 			}
@@ -378,22 +391,23 @@ func checkSlots(slots []SlotSpec) error {
 // wellFormed checks a record on its own (no state): identifiers,
 // enumerations, digests, bounds. Decode and Decide both call it, so a record
 // the core writes always decodes.
-func (e *Event) wellFormed() error {
+func (e *Event) wellFormed(fresh bool) error {
+	ck := form{fresh: fresh}
 	e.normalize()
-	if err := checkID("claim", e.Claim); err != nil {
+	if err := ck.checkID("claim", e.Claim); err != nil {
 		return err
 	}
 	switch e.Type {
 	case TypeCreate:
 		for _, f := range []struct{ n, v string }{{"claimant", e.Claimant}, {"respondent", e.Respondent}} {
-			if err := checkID(f.n, f.v); err != nil {
+			if err := ck.checkID(f.n, f.v); err != nil {
 				return err
 			}
 		}
-		if err := checkText("work", e.Work, true); err != nil {
+		if err := ck.checkText("work", e.Work, true); err != nil {
 			return err
 		}
-		if err := checkText("scope", e.Scope, false); err != nil {
+		if err := ck.checkText("scope", e.Scope, false); err != nil {
 			return err
 		}
 		if e.MaxResponses < 1 || e.MaxResponses > MaxResponsesLimit {
@@ -403,47 +417,47 @@ func (e *Event) wellFormed() error {
 			n   string
 			ids []string
 		}{{"depends_on", e.DependsOn}, {"awaits", e.Awaits}, {"reviews", e.Reviews}, {"derived_from", e.DerivedFrom}} {
-			if err := checkIDs(r.n, r.ids); err != nil {
+			if err := ck.checkIDs(r.n, r.ids); err != nil {
 				return err
 			}
 		}
 		if e.Predecessor != "" {
-			if err := checkID("predecessor", e.Predecessor); err != nil {
+			if err := ck.checkID("predecessor", e.Predecessor); err != nil {
 				return err
 			}
 			if e.Predecessor == e.Claim {
 				return derr("predecessor", "must name another claim")
 			}
 		}
-		return checkSlots(e.Slots)
+		return ck.checkSlots(e.Slots)
 	case TypePostFailed, TypeReceiptFailed, TypeCancel, TypeRevoke, TypeTestamentFailed:
-		return checkText("reason", e.Reason, true)
+		return ck.checkText("reason", e.Reason, true)
 	case TypeReceipt, TypeAdopt:
-		if err := checkID("holder", e.Holder); err != nil {
+		if err := ck.checkID("holder", e.Holder); err != nil {
 			return err
 		}
 		if e.Generation < 1 {
 			return derr("generation", "must be at least 1")
 		}
-		return checkText("reason", e.Reason, false)
+		return ck.checkText("reason", e.Reason, false)
 	case TypeProgress:
 		if e.Generation < 1 {
 			return derr("generation", "must be at least 1")
 		}
-		return checkText("note", e.Note, true)
+		return ck.checkText("note", e.Note, true)
 	case TypeArtifact:
-		if err := checkID("artifact", e.Artifact); err != nil {
+		if err := ck.checkID("artifact", e.Artifact); err != nil {
 			return err
 		}
-		if err := checkID("kind", e.Kind); err != nil {
+		if err := ck.checkID("kind", e.Kind); err != nil {
 			return err
 		}
 		if e.Schema != "" {
-			if err := checkID("schema", e.Schema); err != nil {
+			if err := ck.checkID("schema", e.Schema); err != nil {
 				return err
 			}
 		}
-		if err := checkText("name", e.Name, false); err != nil {
+		if err := ck.checkText("name", e.Name, false); err != nil {
 			return err
 		}
 		if _, err := artifact.ParseContentDigest(e.Content); err != nil {
@@ -454,7 +468,7 @@ func (e *Event) wellFormed() error {
 		}
 		switch Role(e.Role) {
 		case RoleOutput:
-			if err := checkID("slot", e.Slot); err != nil {
+			if err := ck.checkID("slot", e.Slot); err != nil {
 				return err
 			}
 		case RoleDiagnostic, RoleResult:
@@ -473,15 +487,15 @@ func (e *Event) wellFormed() error {
 		}
 		return nil
 	case TypeArtifactReceive:
-		if err := checkID("artifact", e.Artifact); err != nil {
+		if err := ck.checkID("artifact", e.Artifact); err != nil {
 			return err
 		}
 		return checkDigest("digest", e.Digest)
 	case TypeTestament:
-		if err := checkID("testament", e.Testament); err != nil {
+		if err := ck.checkID("testament", e.Testament); err != nil {
 			return err
 		}
-		if err := checkText("summary", e.Summary, true); err != nil {
+		if err := ck.checkText("summary", e.Summary, true); err != nil {
 			return err
 		}
 		switch e.Role {
@@ -502,14 +516,14 @@ func (e *Event) wellFormed() error {
 			}
 			slots := map[string]bool{}
 			for _, b := range e.Bindings {
-				if err := checkID("bindings.slot", b.Slot); err != nil {
+				if err := ck.checkID("bindings.slot", b.Slot); err != nil {
 					return err
 				}
 				if slots[b.Slot] {
 					return derr("bindings", "binds slot %q twice", b.Slot)
 				}
 				slots[b.Slot] = true
-				if err := checkID("bindings.artifact", b.Artifact); err != nil {
+				if err := ck.checkID("bindings.artifact", b.Artifact); err != nil {
 					return err
 				}
 				if err := checkDigest("bindings.digest", b.Digest); err != nil {
@@ -519,21 +533,21 @@ func (e *Event) wellFormed() error {
 			if len(e.Results) != 0 {
 				return derr("results", "belong to a result testament")
 			}
-			return checkRefs("diagnostics", e.Diagnostics)
+			return ck.checkRefs("diagnostics", e.Diagnostics)
 		case TestamentResult:
 			if e.Generation != 0 || e.Cycle != 0 || e.Outcome != "" || len(e.Bindings) != 0 || len(e.Diagnostics) != 0 {
 				return derr("role", "a result testament carries only a summary, confidence and results")
 			}
-			return checkRefs("results", e.Results)
+			return ck.checkRefs("results", e.Results)
 		}
 		return derr("role", "must be response or result")
 	case TypeTestamentPost, TypeTestamentReceive:
-		return checkID("testament", e.Testament)
+		return ck.checkID("testament", e.Testament)
 	case TypeCheckBegin, TypeCheckVerdict:
-		if err := checkID("check", e.Check); err != nil {
+		if err := ck.checkID("check", e.Check); err != nil {
 			return err
 		}
-		if err := checkID("artifact", e.Artifact); err != nil {
+		if err := ck.checkID("artifact", e.Artifact); err != nil {
 			return err
 		}
 		if err := checkDigest("digest", e.Digest); err != nil {
@@ -542,7 +556,7 @@ func (e *Event) wellFormed() error {
 		if p := Phase(e.Phase); p != Programmatic && p != Quality {
 			return derr("phase", "must be programmatic or quality")
 		}
-		if err := checkValidator("validator", e.Validator); err != nil {
+		if err := ck.checkValidator("validator", e.Validator); err != nil {
 			return err
 		}
 		if e.Attempt < 1 {
@@ -554,35 +568,35 @@ func (e *Event) wellFormed() error {
 		if !Result(e.Result).Valid() {
 			return derr("result", resultRule)
 		}
-		if err := checkID("evidence", e.Evidence); err != nil {
+		if err := ck.checkID("evidence", e.Evidence); err != nil {
 			return err
 		}
 		if err := checkDigest("evidence_digest", e.EvidenceHash); err != nil {
 			return err
 		}
-		return checkText("note", e.Note, false)
+		return ck.checkText("note", e.Note, false)
 	case TypeSupersede:
-		if err := checkID("successor", e.Successor); err != nil {
+		if err := ck.checkID("successor", e.Successor); err != nil {
 			return err
 		}
 		if e.Successor == e.Claim {
 			return derr("successor", "must name another claim")
 		}
-		return checkText("reason", e.Reason, false)
+		return ck.checkText("reason", e.Reason, false)
 	case TypeDeadline:
 		if e.Deadline.IsZero() {
 			return derr("deadline", "is required")
 		}
 	case TypeDependency:
-		if err := checkID("on", e.On); err != nil {
+		if err := ck.checkID("on", e.On); err != nil {
 			return err
 		}
-		return checkID("origin", e.Origin)
+		return ck.checkID("origin", e.Origin)
 	case TypeDeadlock:
 		if len(e.Members) == 0 {
 			return derr("members", "must list the wait-cycle")
 		}
-		if err := checkIDs("members", e.Members); err != nil {
+		if err := ck.checkIDs("members", e.Members); err != nil {
 			return err
 		}
 		for i := 1; i < len(e.Members); i++ {

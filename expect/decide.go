@@ -132,6 +132,19 @@ func (s *State) text(field, v string, required bool) *rule.Refusal {
 		return rule.Invalidf(field, fmt.Sprintf("must be at most %d bytes", s.cfg.TextMax))
 	case !utf8.ValidString(v):
 		return rule.Invalidf(field, "must be valid UTF-8")
+	case rule.TextFault(v) != "":
+		return rule.Invalidf(field, rule.TextFault(v))
+	}
+	return nil
+}
+
+// identifiers refuses what rule.IdentifierFault finds in the named
+// identifiers of a command (only at decide: old records still fold).
+func identifiers(ids ...string) *rule.Refusal {
+	for i := 0; i+1 < len(ids); i += 2 {
+		if f := rule.IdentifierFault(ids[i+1]); f != "" {
+			return rule.Invalidf(ids[i], f)
+		}
 	}
 	return nil
 }
@@ -263,6 +276,15 @@ func (s *State) decideRaise(actor string, human bool, now time.Time, r Raise, ex
 	if r.Anchor != nil && !validID(r.Anchor.ExpectationID) {
 		return nil, rule.Invalidf("anchor.expectationId", "required with anchor")
 	}
+	if err := identifiers("expectationId", r.ExpectationID, "kind", r.Kind, "subject.type", r.Subject.Type, "subject.id", r.Subject.ID,
+		"satisfiedBy.factKey", r.FactKey, "supersedes", r.Supersedes, "origin.taskId", r.Origin.TaskID, "origin.contextId", r.Origin.ContextID); err != nil {
+		return nil, err
+	}
+	for _, id := range r.After {
+		if err := identifiers("after", id); err != nil {
+			return nil, err
+		}
+	}
 	if extend {
 		prev := s.byID[r.Supersedes]
 		if prev != nil {
@@ -293,6 +315,9 @@ func (s *State) decideFact(actor string, now time.Time, c FactCommand) ([]Event,
 		if err := s.text(f.name, f.value, true); err != nil {
 			return nil, err
 		}
+	}
+	if err := identifiers("factKey", c.FactKey, "subject.type", c.Subject.Type, "subject.id", c.Subject.ID); err != nil {
+		return nil, err
 	}
 	at := c.At.UTC()
 	if c.At.IsZero() {
@@ -329,6 +354,8 @@ func (s *State) decideTaskOutcome(actor string, now time.Time, c TaskOutcomeComm
 	switch {
 	case !validID(c.TaskID):
 		return nil, rule.Invalidf("taskId", fmt.Sprintf("must be 1..%d characters without whitespace", IDMax))
+	case identifiers("taskId", c.TaskID) != nil:
+		return nil, identifiers("taskId", c.TaskID)
 	case !c.Outcome.valid():
 		return nil, rule.Invalidf("outcome", "must be completed, cancelled or failed")
 	}

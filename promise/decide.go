@@ -210,6 +210,9 @@ func prepareDeclare(lim Limits, actor string, ts time.Time, c Declare) (Event, e
 	if len(c.Text) > lim.TextMax {
 		return Event{}, rule.Invalidf("promise", "text must be at most "+itoa(lim.TextMax)+" bytes")
 	}
+	if err := rule.CheckText("promise", c.Text); err != nil {
+		return Event{}, err
+	}
 	if err := checkParty(lim, "by", c.By); err != nil {
 		return Event{}, err
 	}
@@ -255,6 +258,9 @@ func prepareAmend(lim Limits, actor string, ts time.Time, c Amend) (Event, error
 	if len(c.Reason) > lim.TextMax {
 		return Event{}, rule.Invalidf("reason", "must be at most "+itoa(lim.TextMax)+" bytes")
 	}
+	if err := rule.CheckText("reason", c.Reason); err != nil {
+		return Event{}, err
+	}
 	meta, err := NormalizeMeta(lim, c.Meta)
 	if err != nil {
 		return Event{}, err
@@ -275,8 +281,11 @@ func prepareResolve(lim Limits, actor string, ts time.Time, c Resolve) (Event, e
 			if strings.TrimSpace(ref) == "" {
 				return Event{}, rule.Invalidf("evidence", "a reference must not be blank")
 			}
-			if len(ref) > lim.EvidenceRefMax || hasControl(ref) {
-				return Event{}, rule.Invalidf("evidence", "a reference must be at most "+itoa(lim.EvidenceRefMax)+" bytes without control characters")
+			if len(ref) > lim.EvidenceRefMax {
+				return Event{}, rule.Invalidf("evidence", "a reference must be at most "+itoa(lim.EvidenceRefMax)+" bytes")
+			}
+			if err := rule.CheckIdentifier("evidence", ref); err != nil {
+				return Event{}, err
 			}
 		}
 		if c.Reason != "" {
@@ -294,6 +303,9 @@ func prepareResolve(lim Limits, actor string, ts time.Time, c Resolve) (Event, e
 	}
 	if len(c.Reason) > lim.TextMax {
 		return Event{}, rule.Invalidf("reason", "must be at most "+itoa(lim.TextMax)+" bytes")
+	}
+	if err := rule.CheckText("reason", c.Reason); err != nil {
+		return Event{}, err
 	}
 	meta, err := NormalizeMeta(lim, c.Meta)
 	if err != nil {
@@ -319,6 +331,9 @@ func prepareAssess(lim Limits, actor string, ts time.Time, c Assess) (Event, err
 	if len(c.Note) > lim.TextMax {
 		return Event{}, rule.Invalidf("note", "must be at most "+itoa(lim.TextMax)+" bytes")
 	}
+	if err := rule.CheckText("note", c.Note); err != nil {
+		return Event{}, err
+	}
 	meta, err := NormalizeMeta(lim, c.Meta)
 	if err != nil {
 		return Event{}, err
@@ -341,8 +356,8 @@ func (s *State) open(id, verb string) (*Promise, error) {
 	return p, nil
 }
 
-// CheckID enforces pinki's id rule: 1–128 characters, no whitespace or
-// control characters.
+// CheckID enforces pinki's id rule: 1–128 characters, no whitespace, and
+// nothing rule.IdentifierFault refuses (controls, bidirectional overrides).
 func CheckID(lim Limits, field, id string) error {
 	if id == "" {
 		return rule.Invalidf(field, "must not be empty")
@@ -354,11 +369,11 @@ func CheckID(lim Limits, field, id string) error {
 		return rule.Invalidf(field, "must be at most "+itoa(lim.IDMax)+" characters")
 	}
 	for _, r := range id {
-		if unicode.IsSpace(r) || unicode.IsControl(r) {
-			return rule.Invalidf(field, "must not contain whitespace or control characters")
+		if unicode.IsSpace(r) {
+			return rule.Invalidf(field, "must not contain whitespace")
 		}
 	}
-	return nil
+	return rule.CheckIdentifier(field, id)
 }
 
 func checkParty(lim Limits, field, v string) error {
