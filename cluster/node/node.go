@@ -569,6 +569,13 @@ func (n *Node) Process() bool {
 		}
 	}
 	compact := n.compactions()
+	for i, c := range compact {
+		for _, r := range rds {
+			if r.g == c.g && !raft.IsEmptySnap(r.rd.Snapshot) {
+				compact[i].snapshot = true
+			}
+		}
+	}
 	if len(rds) == 0 && len(compact) == 0 && !n.anyConfDirty() {
 		n.finishReads()
 		return false
@@ -589,7 +596,33 @@ func (n *Node) Process() bool {
 	}
 
 	// 2. Persist every group's entries, HardState and snapshot in one batch.
+	// The configuration and compaction records of the last iteration go
+	// first, so that a snapshot installed now (which saves its own
+	// configuration) overrides them.
 	b := n.db.NewBatch()
+	for _, g := range n.groups {
+		if g.confDirty {
+			if err := b.SetConfState(g.store, g.applied, g.conf); err != nil {
+				n.fail(err)
+				return false
+			}
+		}
+	}
+	for _, c := range compact {
+		if c.snapshot {
+			continue // the snapshot replaces the log anyway
+		}
+		// The configuration is saved as of applied in the same batch, so a
+		// restart never needs entries at or before the compaction point.
+		if err := b.SetConfState(c.g.store, c.g.applied, c.g.conf); err != nil {
+			n.fail(err)
+			return false
+		}
+		if err := b.Compact(c.g.store, c.to); err != nil {
+			n.fail(fmt.Errorf("compact group %d: %w", c.g.id, err))
+			return false
+		}
+	}
 	for _, r := range rds {
 		var err error
 		if !raft.IsEmptySnap(r.rd.Snapshot) {
@@ -604,26 +637,6 @@ func (n *Node) Process() bool {
 		if err != nil {
 			b.Close()
 			n.fail(fmt.Errorf("persist group %d: %w", r.g.id, err))
-			return false
-		}
-	}
-	for _, g := range n.groups {
-		if g.confDirty {
-			if err := b.SetConfState(g.store, g.applied, g.conf); err != nil {
-				n.fail(err)
-				return false
-			}
-		}
-	}
-	for _, c := range compact {
-		// The configuration is saved as of applied in the same batch, so a
-		// restart never needs entries at or before the compaction point.
-		if err := b.SetConfState(c.g.store, c.g.applied, c.g.conf); err != nil {
-			n.fail(err)
-			return false
-		}
-		if err := b.Compact(c.g.store, c.to); err != nil {
-			n.fail(fmt.Errorf("compact group %d: %w", c.g.id, err))
 			return false
 		}
 	}
@@ -768,8 +781,9 @@ func (n *Node) anyConfDirty() bool {
 }
 
 type compaction struct {
-	g  *group
-	to uint64
+	g        *group
+	to       uint64
+	snapshot bool // the group installs a snapshot in this iteration
 }
 
 func (n *Node) compactions() []compaction {
