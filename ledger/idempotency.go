@@ -98,9 +98,7 @@ func (l *Ledger) Execute(ctx context.Context, cmd Command, opts WriteOptions, id
 				pp.p, err = promise.Prepare(l.cfg.Limits, opts.Actor, l.cfg.Now(), c)
 			}
 			if err != nil {
-				l.dmu.Lock()
-				l.stats.Refused++
-				l.dmu.Unlock()
+				l.pipe.CountRefused(1)
 				return nil, nil, false, err
 			}
 			pp.pend[0] = promisePending(pp.p.Event) // decide stays nil: Admit decides it
@@ -171,10 +169,10 @@ func (l *Ledger) checkIdempotency(r *request, now time.Time) bool {
 // effects outside the ledger (running a validator) asks first, so a retry
 // repeats none of them.
 func (l *Ledger) Recorded(idem *Idempotency) (response []byte, ok bool, err error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.waitDurableLocked()
-	return l.st.recorded(idem, l.cfg.Now(), l.cfg.IdempotencyWindow)
+	l.pipe.Read(func(store.Position) {
+		response, ok, err = l.st.recorded(idem, l.cfg.Now(), l.cfg.IdempotencyWindow)
+	})
+	return response, ok, err
 }
 
 // recorded is the one rule for a request id already used: older than

@@ -278,8 +278,7 @@ func TestCheckpointWhileWritingIsTheFoldAtItsLine(t *testing.T) {
 		}
 		wg.Wait()
 		// The syncer starts checkpoints: let it stop first, as Close does.
-		l.loops.Wait()
-		l.cpWriters.Wait()
+		l.pipe.Wait()
 		pos, payload, err := l.Log().ReadCheckpoint()
 		if err != nil {
 			continue // none due in this wave

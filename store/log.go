@@ -1,7 +1,8 @@
 // Package store is tally's durable log: one append-only file of JSON lines
 // per session, each line hash-chained to the one before, appended under an
-// OS file lock and acknowledged only after fsync. It knows nothing of what
-// the records mean; the ledger folds them.
+// OS file lock and acknowledged only after fsync, with group commit
+// (Pipeline), checkpoints and recovery. It knows nothing of what the records
+// mean: a Machine (the ledger's folded state) decides and folds them.
 package store
 
 import (
