@@ -28,7 +28,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"mime"
 	"net/http"
 	"reflect"
 	"slices"
@@ -172,11 +171,8 @@ func (s *Server) a2aJSONRPC() func(http.ResponseWriter, *http.Request) {
 // readRPCRequest reads and checks the envelope. A refusal found once the
 // id is known comes with the request, so that the answer carries the id.
 func readRPCRequest(r *http.Request) (*rpcRequest, *rpcRefusal) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			return nil, refuseRequest(http.StatusUnsupportedMediaType, a2a.ErrInvalidRequest,
-				"Content-Type: must be application/json (got "+strconv.Quote(ct)+")")
-		}
+	if err := requireContentType(r, mediaJSON); err != nil {
+		return nil, refuseRequest(http.StatusUnsupportedMediaType, a2a.ErrInvalidRequest, err.Error())
 	}
 	body, err := readBody(r)
 	if err != nil {
