@@ -6,27 +6,7 @@
 // defaults every binding shares are the family core's decide.
 package api
 
-import (
-	"time"
-
-	"tally/jsondoc"
-)
-
-// Decode decodes b, which must be one JSON object, into doc (a pointer to a
-// document): a member the document does not have, or one of the wrong type,
-// is refused by name; where names the input in other refusals ("stdin",
-// "body", metadata["…"]).
-func Decode(where string, b []byte, doc any) error {
-	return jsondoc.Strict(where, b, doc)
-}
-
-// Members lists a document's members (its json names, embedded documents'
-// included), sorted.
-func Members(doc any) []string { return jsondoc.Fields(doc) }
-
-// Declared lists a document's members in the order the document declares
-// them.
-func Declared(doc any) []string { return jsondoc.Declared(doc) }
+import "time"
 
 // Action is one verb of a family as a document names it: the "action" of
 // an A2A record, and the REST route that runs the same verb. Members are the

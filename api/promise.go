@@ -22,7 +22,7 @@ type PromiseDeclare struct {
 	On      string `json:"on,omitempty"`
 	Until   string `json:"until"`
 	Task    string `json:"task,omitempty"`
-	Meta    string `json:"meta,omitempty"`
+	Meta    Object `json:"meta,omitempty"`
 }
 
 // Command is the declaration; a relative deadline counts from now.
@@ -31,7 +31,7 @@ func (d *PromiseDeclare) Command(now time.Time) (promise.Declare, error) {
 	if err != nil {
 		return promise.Declare{}, err
 	}
-	return promise.Declare{ID: d.ID, Text: d.Promise, By: d.By, To: d.To, On: d.On, Task: d.Task, Until: until, Meta: d.Meta}, nil
+	return promise.Declare{ID: d.ID, Text: d.Promise, By: d.By, To: d.To, On: d.On, Task: d.Task, Until: until, Meta: string(d.Meta)}, nil
 }
 
 // PromiseAmend is the document of an amendment: the new deadline.
@@ -39,7 +39,7 @@ type PromiseAmend struct {
 	ID     string `json:"id,omitempty"`
 	Until  string `json:"until"`
 	Reason string `json:"reason,omitempty"`
-	Meta   string `json:"meta,omitempty"`
+	Meta   Object `json:"meta,omitempty"`
 }
 
 func (d *PromiseAmend) Command(now time.Time) (promise.Command, error) {
@@ -47,7 +47,7 @@ func (d *PromiseAmend) Command(now time.Time) (promise.Command, error) {
 	if err != nil {
 		return nil, err
 	}
-	return promise.Amend{ID: d.ID, Until: until, Reason: d.Reason, Meta: d.Meta}, nil
+	return promise.Amend{ID: d.ID, Until: until, Reason: d.Reason, Meta: string(d.Meta)}, nil
 }
 
 // PromiseResolve is the document of a resolution: satisfied (with
@@ -57,11 +57,11 @@ type PromiseResolve struct {
 	As       string   `json:"as"`
 	Evidence []string `json:"evidence,omitempty"`
 	Reason   string   `json:"reason,omitempty"`
-	Meta     string   `json:"meta,omitempty"`
+	Meta     Object   `json:"meta,omitempty"`
 }
 
 func (d *PromiseResolve) Command() promise.Command {
-	return promise.Resolve{ID: d.ID, As: d.As, Evidence: d.Evidence, Reason: d.Reason, Meta: d.Meta}
+	return promise.Resolve{ID: d.ID, As: d.As, Evidence: d.Evidence, Reason: d.Reason, Meta: string(d.Meta)}
 }
 
 // PromiseAssess is the document of an assessment; state defaults to
@@ -71,9 +71,9 @@ type PromiseAssess struct {
 	State    string `json:"state,omitempty"`
 	Observer string `json:"observer,omitempty"`
 	Note     string `json:"note,omitempty"`
-	Meta     string `json:"meta,omitempty"`
+	Meta     Object `json:"meta,omitempty"`
 }
 
 func (d *PromiseAssess) Command() promise.Command {
-	return promise.Assess{ID: d.ID, State: d.State, Observer: d.Observer, Note: d.Note, Meta: d.Meta}
+	return promise.Assess{ID: d.ID, State: d.State, Observer: d.Observer, Note: d.Note, Meta: string(d.Meta)}
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -13,7 +12,6 @@ import (
 	"tally/api"
 	"tally/expect"
 	"tally/instant"
-	"tally/rule"
 )
 
 // writeExpectDoc writes one --json document: schema_version, then the
@@ -75,8 +73,7 @@ type raiseInput struct {
 	afterSet                            bool
 }
 
-// readRaiseDoc reads one JSON object from in into r; unknown fields are
-// refused by name.
+// readRaiseDoc reads one api.ExpectRaise from in into r.
 func readRaiseDoc(in io.Reader, r *raiseInput) error {
 	b, err := io.ReadAll(io.LimitReader(in, 1<<20))
 	if err != nil {
@@ -85,23 +82,9 @@ func readRaiseDoc(in io.Reader, r *raiseInput) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return usagef("stdin: give one JSON expectation")
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var d api.ExpectRaise // the draft's document, as the HTTP API takes it
-	if err := dec.Decode(&d); err != nil {
-		msg := err.Error()
-		if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-			name = strings.Trim(name, `"`)
-			return rule.Invalidf(name, "is not a field of an expectation (expectationId, kind, subject, expects, satisfiedBy, dueAt, grace, anchor, after, horizon, basis, supersedes, origin)")
-		}
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return rule.Invalidf(te.Field, "has the wrong JSON type")
-		}
-		return rule.Invalidf("stdin", "must be one JSON object: "+msg)
-	}
-	if dec.More() {
-		return rule.Invalidf("stdin", "must be one JSON object, not several")
+	if err := api.Decode("stdin", b, &d); err != nil {
+		return err
 	}
 	r.id, r.kind, r.expects, r.due, r.grace = d.ExpectationID, d.Kind, d.Expects, d.DueAt, d.Grace
 	r.horizon, r.basis, r.supersedes = d.Horizon, d.Basis, d.Supersedes

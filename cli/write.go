@@ -1,11 +1,11 @@
 package cli
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -13,8 +13,6 @@ import (
 	"tally/jsondoc"
 	"tally/ledger"
 	"tally/promise"
-	"tally/rule"
-	"tally/wire"
 )
 
 // writeOptions are the flags every write verb shares.
@@ -106,7 +104,7 @@ func newPromise(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			d := api.PromiseDeclare{ID: o.id, Promise: text, By: o.by, To: o.to, On: o.on, Until: o.until, Task: o.task, Meta: o.meta}
+			d := api.PromiseDeclare{ID: o.id, Promise: text, By: o.by, To: o.to, On: o.on, Until: o.until, Task: o.task, Meta: api.Object(o.meta)}
 			cmd, err := d.Command(g.io.Now())
 			if err != nil {
 				return err
@@ -127,60 +125,29 @@ func newPromise(g *global) *cobra.Command {
 	return c
 }
 
+// fromStdin reads the declaration from one api.PromiseDeclare on stdin.
 func (o *promiseOptions) fromStdin(in io.Reader) error {
 	b, err := io.ReadAll(io.LimitReader(in, 1<<20))
 	if err != nil {
 		return fmt.Errorf("read stdin: %w", err)
 	}
-	b = []byte(strings.TrimSpace(string(b)))
-	if len(b) == 0 {
+	if len(bytes.TrimSpace(b)) == 0 {
 		return usagef("promise: give TEXT or one JSON record on stdin")
 	}
-	if !wire.Valid(b) || !wire.IsObject(b) {
-		return rule.Invalidf("stdin", "must be one JSON object")
+	var d api.PromiseDeclare
+	if err := api.Decode("stdin", b, &d); err != nil {
+		return err
 	}
-	members := api.Declared(&api.PromiseDeclare{})
-	seen := map[string]bool{}
-	return wire.Object(b, func(key, v []byte) error {
-		k := string(key)
-		if seen[k] {
-			return rule.Invalidf(k, "appears twice")
-		}
-		seen[k] = true
-		switch {
-		case k == "":
-			return rule.Invalidf("stdin", "has a member with an empty name")
-		case k == "meta":
-			if !wire.IsObject(v) {
-				return rule.Invalidf("meta", "must be a JSON object")
-			}
-			o.meta = string(v)
-			return nil
-		case !slices.Contains(members, k):
-			return rule.Invalidf(k, "is not a field of a promise ("+strings.Join(members, ", ")+")")
-		}
-		s, err := wire.String(v)
-		if err != nil {
-			return rule.Invalidf(k, "must be a string")
-		}
-		switch k {
-		case "promise":
-			o.textFromStdin = s
-		case "by":
-			o.by = s
-		case "to":
-			o.to = s
-		case "until":
-			o.until = s
-		case "on":
-			o.on = s
-		case "task":
-			o.task = s
-		case "id":
-			o.id = s
-		}
-		return nil
-	})
+	// The members given override the flags.
+	o.textFromStdin = d.Promise
+	for _, m := range []struct {
+		flag *string
+		doc  string
+	}{{&o.id, d.ID}, {&o.by, d.By}, {&o.to, d.To}, {&o.on, d.On},
+		{&o.until, d.Until}, {&o.task, d.Task}, {&o.meta, string(d.Meta)}} {
+		*m.flag = cmp.Or(m.doc, *m.flag)
+	}
+	return nil
 }
 
 func newAmend(g *global) *cobra.Command {
@@ -196,7 +163,7 @@ func newAmend(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			d := api.PromiseAmend{ID: args[0], Until: until, Reason: reason, Meta: o.meta}
+			d := api.PromiseAmend{ID: args[0], Until: until, Reason: reason, Meta: api.Object(o.meta)}
 			cmd, err := d.Command(g.io.Now())
 			if err != nil {
 				return err
@@ -248,7 +215,7 @@ func newResolve(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			d := api.PromiseResolve{ID: args[0], As: as, Evidence: evidence, Reason: reason, Meta: o.meta}
+			d := api.PromiseResolve{ID: args[0], As: as, Evidence: evidence, Reason: reason, Meta: api.Object(o.meta)}
 			return g.submit(c, d.Command(), actor, o, func(w io.Writer, res ledger.Result, v *promise.View) {
 				fmt.Fprintf(w, "%s: %s by %s\n", v.ID, as, actor)
 			})
@@ -281,7 +248,7 @@ func newAssess(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			d := api.PromiseAssess{ID: args[0], State: promise.StateViolated, Observer: observer, Note: note, Meta: o.meta}
+			d := api.PromiseAssess{ID: args[0], State: promise.StateViolated, Observer: observer, Note: note, Meta: api.Object(o.meta)}
 			return g.submit(c, d.Command(), actor, o, func(w io.Writer, res ledger.Result, v *promise.View) {
 				fmt.Fprintf(w, "%s: assessed violated by %s (state stays %s)\n", v.ID, res.Event.Observer, v.State)
 			})

@@ -534,7 +534,7 @@ func (c *a2aCall) sendRequestID(msg *a2a.Message) string {
 }
 
 // a2aPromiseActions are the promise records' actions, their members api's
-// promise documents' (decoded by decodeFields).
+// promise documents'.
 var a2aPromiseActions = api.Actions[struct{}]{
 	{Name: "declare", Members: api.Declared(&api.PromiseDeclare{})},
 	{Name: "amend", Members: api.Declared(&api.PromiseAmend{})},
@@ -552,26 +552,40 @@ func (h *a2aHandler) promiseCommand(c *a2aCall, l *ledger.Ledger, msg *a2a.Messa
 		return nil, "", err
 	}
 	where, action := rec.where, rec.action.Name
-	body, err := json.Marshal(rec.obj)
-	if err != nil {
-		return nil, "", invalidParams(where, "must be a JSON object")
-	}
-	f, err := decodeFields(body, append([]string{"action"}, rec.action.Members...)...)
-	if err != nil {
-		if r, ok := rule.As(err); ok {
-			return nil, "", a2a.NewError(a2a.ErrInvalidParams, where+"."+r.Error()).WithDetails(map[string]any{"code": string(r.Code), "field": r.Field, "rule": r.Rule})
-		}
-		return nil, "", a2aError(err)
-	}
 	refuse := func(err error) error {
 		if r, ok := rule.As(err); ok {
 			return a2a.NewError(a2a.ErrInvalidParams, where+"."+r.Error()).WithDetails(map[string]any{"code": string(r.Code), "field": r.Field, "rule": r.Rule})
 		}
 		return a2aError(err)
 	}
-	now := h.s.cfg.Ledger.Now()
-	id := f.str["id"]
-	if action != "declare" && id == "" {
+	obj := maps.Clone(rec.obj)
+	delete(obj, "action")
+	body, err := json.Marshal(obj)
+	if err != nil {
+		return nil, "", invalidParams(where, "must be a JSON object")
+	}
+	var (
+		declare api.PromiseDeclare
+		amend   api.PromiseAmend
+		resolve api.PromiseResolve
+		assess  api.PromiseAssess
+		doc     any
+		id      *string // the document's promise id
+	)
+	switch action {
+	case "declare":
+		doc, id = &declare, &declare.ID
+	case "amend":
+		doc, id = &amend, &amend.ID
+	case "resolve":
+		doc, id = &resolve, &resolve.ID
+	default:
+		doc, id = &assess, &assess.ID
+	}
+	if err := api.Decode(where, body, doc); err != nil {
+		return nil, "", refuse(err)
+	}
+	if action != "declare" && *id == "" {
 		if msg.TaskID == "" {
 			return nil, "", invalidParams(where+".id", "names the promise to "+action+" (or send the message in its task: message.taskId)")
 		}
@@ -580,33 +594,30 @@ func (h *a2aHandler) promiseCommand(c *a2aCall, l *ledger.Ledger, msg *a2a.Messa
 		}
 		l.Read(func(st *ledger.State, _ store.Position) {
 			if p, ok := findByTask(st, string(msg.TaskID)); ok {
-				id = p.ID
+				*id = p.ID
 			}
 		})
-		if id == "" {
+		if *id == "" {
 			return nil, "", a2a.NewError(a2a.ErrTaskNotFound, "no task "+string(msg.TaskID)+" in session "+c.contextID())
 		}
 	}
+	now := h.s.cfg.Ledger.Now()
 	var cmd promise.Command
 	switch action {
 	case "declare":
-		d := f.declare()
-		d.Task = cmp.Or(d.Task, string(msg.TaskID)) // the message's task, when it names none
-		cmd, err = d.Command(now)
+		declare.Task = cmp.Or(declare.Task, string(msg.TaskID)) // the message's task, when it names none
+		cmd, err = declare.Command(now)
 	case "amend":
-		d := f.amend(id)
-		cmd, err = d.Command(now)
+		cmd, err = amend.Command(now)
 	case "resolve":
-		d := f.resolve(id)
-		cmd = d.Command()
+		cmd = resolve.Command()
 	default:
-		d := f.assess(id)
-		cmd = d.Command()
+		cmd = assess.Command()
 	}
 	if err != nil {
 		return nil, "", refuse(err)
 	}
-	return cmd, id, nil
+	return cmd, *id, nil
 }
 
 // a2aDigest binds a request id to what an A2A call asked.

@@ -1,9 +1,8 @@
 package server
 
 import (
-	"cmp"
 	"net/http"
-	"slices"
+	"strconv"
 	"time"
 
 	"tally/api"
@@ -13,69 +12,7 @@ import (
 	"tally/promise"
 	"tally/rule"
 	"tally/store"
-	"tally/wire"
 )
-
-// fields decodes a request body that must be one JSON object whose members
-// are all in allowed; strings land in str, "meta" (an object) in meta and
-// "evidence" (an array of strings) in list.
-type fields struct {
-	str      map[string]string
-	meta     string
-	evidence []string
-}
-
-func decodeFields(body []byte, allowed ...string) (fields, error) {
-	if len(allowed) > 64 {
-		panic("decodeFields: at most 64 allowed members")
-	}
-	f := fields{str: make(map[string]string, len(allowed))}
-	if err := jsondoc.CheckSyntax("body", body); err != nil {
-		return f, err
-	}
-	var seen uint64 // bit i: allowed[i] was a member
-	err := wire.Object(body, func(key, v []byte) error {
-		if len(key) == 0 {
-			return rule.Invalidf("body", "has a member with an empty name")
-		}
-		i := slices.Index(allowed, string(key))
-		if i < 0 {
-			return rule.Invalidf(string(key), "is not a member of this request")
-		}
-		k := allowed[i]
-		if seen&(1<<i) != 0 {
-			return rule.Invalidf(k, "appears twice")
-		}
-		seen |= 1 << i
-		switch k {
-		case "meta":
-			if !wire.IsObject(v) {
-				return rule.Invalidf("meta", "must be a JSON object")
-			}
-			f.meta = string(v)
-		case "evidence":
-			list, err := wire.Strings(v)
-			if err != nil {
-				return rule.Invalidf("evidence", "must be an array of strings")
-			}
-			f.evidence = list
-		default:
-			sv, err := wire.String(v)
-			if err != nil {
-				return rule.Invalidf(k, "must be a string")
-			}
-			f.str[k] = sv
-		}
-		return nil
-	})
-	if err != nil {
-		if _, isRule := rule.As(err); isRule {
-			return f, err
-		}
-		return f, rule.Invalidf("body", "must be one JSON object")
-	}
-	return f, nil
-}
 
 // renderPromise makes the write response: the record's sequence and the
 // promise as it stands, at the time of the write.
@@ -119,10 +56,11 @@ func (s *Server) renderDeclared(res []ledger.Result) []byte {
 }
 
 // promiseWrite is the shape of every promise write route: authenticate,
-// open the session, decode the body's allowed members, build the command,
-// and execute it (idempotently when the request carries a key).
-func (s *Server) promiseWrite(w http.ResponseWriter, r *http.Request, status int, allowed []string,
-	build func(p principal, f fields, id string) (promise.Command, error)) {
+// open the session, build the command of the body (an api promise
+// document) and the path's promise id, and execute it (idempotently when
+// the request carries a key).
+func (s *Server) promiseWrite(w http.ResponseWriter, r *http.Request, status int,
+	build func(body []byte, id string) (promise.Command, error)) {
 	p, l, err := s.openSession(r)
 	if err != nil {
 		s.writeError(w, err)
@@ -133,13 +71,8 @@ func (s *Server) promiseWrite(w http.ResponseWriter, r *http.Request, status int
 		s.writeError(w, err)
 		return
 	}
-	f, err := decodeFields(body, allowed...)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
 	id := r.PathValue("id")
-	cmd, err := build(p, f, id)
+	cmd, err := build(body, id)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -154,63 +87,60 @@ func (s *Server) promiseWrite(w http.ResponseWriter, r *http.Request, status int
 	s.execute(w, r, p, l, body, ledger.Command{Promise: cmd}, status, s.renderPromise(id))
 }
 
-// The promise routes' bodies are api's promise documents without "id" (the
-// path names the promise), decoded by decodeFields.
+// The promise routes' bodies are api's promise documents; the path names
+// the promise, so a body's id, if given, must name the same.
 
 func (s *Server) declare(w http.ResponseWriter, r *http.Request) {
-	s.promiseWrite(w, r, http.StatusCreated, a2aPromiseActions[0].Members,
-		func(_ principal, f fields, _ string) (promise.Command, error) {
-			d := f.declare()
-			return d.Command(s.cfg.Ledger.Now())
-		})
+	s.promiseWrite(w, r, http.StatusCreated, func(body []byte, _ string) (promise.Command, error) {
+		var d api.PromiseDeclare
+		if err := api.Decode("body", body, &d); err != nil {
+			return nil, err
+		}
+		return d.Command(s.cfg.Ledger.Now())
+	})
 }
 
 func (s *Server) amend(w http.ResponseWriter, r *http.Request) {
-	s.promiseWrite(w, r, http.StatusOK, pathMembers(a2aPromiseActions[1]),
-		func(_ principal, f fields, id string) (promise.Command, error) {
-			d := f.amend(id)
-			return d.Command(s.cfg.Ledger.Now())
-		})
+	s.promiseWrite(w, r, http.StatusOK, func(body []byte, id string) (promise.Command, error) {
+		var d api.PromiseAmend
+		if err := decodeAt("body", body, &d, &d.ID, id); err != nil {
+			return nil, err
+		}
+		return d.Command(s.cfg.Ledger.Now())
+	})
 }
 
 func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
-	s.promiseWrite(w, r, http.StatusOK, pathMembers(a2aPromiseActions[2]),
-		func(_ principal, f fields, id string) (promise.Command, error) {
-			d := f.resolve(id)
-			return d.Command(), nil
-		})
+	s.promiseWrite(w, r, http.StatusOK, func(body []byte, id string) (promise.Command, error) {
+		var d api.PromiseResolve
+		if err := decodeAt("body", body, &d, &d.ID, id); err != nil {
+			return nil, err
+		}
+		return d.Command(), nil
+	})
 }
 
 func (s *Server) assess(w http.ResponseWriter, r *http.Request) {
-	s.promiseWrite(w, r, http.StatusOK, pathMembers(a2aPromiseActions[3]),
-		func(_ principal, f fields, id string) (promise.Command, error) {
-			d := f.assess(id)
-			return d.Command(), nil
-		})
+	s.promiseWrite(w, r, http.StatusOK, func(body []byte, id string) (promise.Command, error) {
+		var d api.PromiseAssess
+		if err := decodeAt("body", body, &d, &d.ID, id); err != nil {
+			return nil, err
+		}
+		return d.Command(), nil
+	})
 }
 
-// pathMembers are an action's members but "id", which a route's path names.
-func pathMembers[C any](a api.Action[C]) []string {
-	return slices.DeleteFunc(slices.Clone(a.Members), func(m string) bool { return m == "id" })
-}
-
-// The promise documents of decoded fields; id, when given, names the
-// promise (the path's).
-func (f fields) declare() api.PromiseDeclare {
-	return api.PromiseDeclare{ID: f.str["id"], Promise: f.str["promise"], By: f.str["by"], To: f.str["to"], On: f.str["on"],
-		Until: f.str["until"], Task: f.str["task"], Meta: f.meta}
-}
-
-func (f fields) amend(id string) api.PromiseAmend {
-	return api.PromiseAmend{ID: cmp.Or(id, f.str["id"]), Until: f.str["until"], Reason: f.str["reason"], Meta: f.meta}
-}
-
-func (f fields) resolve(id string) api.PromiseResolve {
-	return api.PromiseResolve{ID: cmp.Or(id, f.str["id"]), As: f.str["as"], Evidence: f.evidence, Reason: f.str["reason"], Meta: f.meta}
-}
-
-func (f fields) assess(id string) api.PromiseAssess {
-	return api.PromiseAssess{ID: cmp.Or(id, f.str["id"]), State: f.str["state"], Observer: f.str["observer"], Note: f.str["note"], Meta: f.meta}
+// decodeAt decodes a promise document about the promise id names: its own
+// id (*docID), when given, must be the same.
+func decodeAt(where string, body []byte, doc any, docID *string, id string) error {
+	if err := api.Decode(where, body, doc); err != nil {
+		return err
+	}
+	if *docID != "" && *docID != id {
+		return rule.Invalidf("id", "names "+strconv.Quote(*docID)+" but the path names "+strconv.Quote(id))
+	}
+	*docID = id
+	return nil
 }
 
 // readNow reads the now query parameter (RFC 3339), else the clock.

@@ -19,7 +19,6 @@ import (
 
 	"tally/expect"
 	"tally/ledger"
-	"tally/rule"
 	"tally/store"
 )
 
@@ -380,24 +379,6 @@ func TestBuiltInWatcher(t *testing.T) {
 	t.Fatal("the built-in watcher committed no lapse")
 }
 
-// FuzzDecodeFields feeds arbitrary request bodies to the strict body
-// decoder: no panic, and every refusal names a field.
-func FuzzDecodeFields(f *testing.F) {
-	f.Add([]byte(`{"promise":"x","to":"b","until":"2h","meta":{"a":1}}`))
-	f.Add([]byte(`{"as":"satisfied","evidence":["e"]}`))
-	f.Add([]byte(`{"promise":1}`))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		_, err := decodeFields(body, "id", "promise", "by", "to", "on", "until", "task", "meta", "evidence")
-		if err == nil {
-			return
-		}
-		r, ok := rule.As(err)
-		if !ok || r.Field == "" {
-			t.Fatalf("refusal without a field: %v", err)
-		}
-	})
-}
-
 // Every write route of the route table, as a stranger: without a token it
 // is 401, with another tenant's token 404 (a foreign session is not
 // distinguishable from a missing one), and the session's log is unchanged.
@@ -431,5 +412,30 @@ func TestEveryWriteRouteRefusesStrangers(t *testing.T) {
 	}
 	if !bytes.Equal(before, f.logBytes()) {
 		t.Fatal("a stranger's request changed the log")
+	}
+}
+
+// TestBodiesRefuseDuplicateMembers: every family's body goes through the
+// one api decoder, so a member given twice is refused by name (a claim or
+// expectation body used to keep the last) and nothing is appended.
+func TestBodiesRefuseDuplicateMembers(t *testing.T) {
+	f := newFixture(t)
+	if code, body, _ := f.do("POST", base+"/promises", "reviewer", `{"id":"p1","promise":"x","to":"author","until":"2h"}`); code != 201 {
+		t.Fatalf("setup: %d %s", code, body)
+	}
+	before := f.logBytes()
+	for _, c := range []struct{ path, body, want string }{
+		{base + "/promises", `{"promise":"x","to":"author","to":"other","until":"2h"}`, `"error":"to: appears twice"`},
+		{base + "/claims", `{"claim":"C1","respondent":"author","respondent":"other","work":"w","slots":[]}`, `"error":"respondent: appears twice"`},
+		{base + "/expectations", `{"subject":{"type":"s","id":"1","id":"2"},"dueAt":"2026-12-02T00:00:00Z"}`, `"error":"subject.id: appears twice"`},
+		{base + "/promises/p1/amend", `{"until":"3h","Until":"4h"}`, `"error":"Until: is not a field of this command (id, meta, reason, until)"`},
+	} {
+		code, body, _ := f.do("POST", c.path, "reviewer", c.body)
+		if code != 400 || !strings.Contains(body, c.want) {
+			t.Errorf("%s %s: %d %s, want 400 %s", c.path, c.body, code, body, c.want)
+		}
+	}
+	if !bytes.Equal(f.logBytes(), before) {
+		t.Fatal("a refused body was appended")
 	}
 }

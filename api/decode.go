@@ -1,0 +1,191 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"reflect"
+	"sort"
+	"strings"
+
+	"tally/jsondoc"
+	"tally/rule"
+	"tally/wire"
+)
+
+// Decode decodes b, which must be one JSON object and nothing after it,
+// into doc (a pointer to a document): the one strict decoder of every
+// request document, on stdin, in a REST body and in an A2A record. A member
+// doc does not have is refused by name (names are exact: "Claim" is not
+// "claim"), listing the members it has; a member given twice, or a member
+// with an empty name, is refused; a member of the wrong type is refused by
+// name; a JSON syntax error says where it is (byte offset, line, column).
+// where names the input in the other refusals ("stdin", "body").
+//
+// Duplicates are refused among the object's own members and those of the
+// objects it holds directly (subject, anchor, meta); inside arrays the last
+// of two members wins, as encoding/json has it.
+func Decode(where string, b []byte, doc any) error {
+	b = bytes.Trim(b, " \t\r\n") // JSON's whitespace, not Unicode's
+	if len(b) == 0 || b[0] != '{' {
+		return rule.Invalidf(where, "must be one JSON object")
+	}
+	if err := jsondoc.CheckSyntax(where, b); err != nil {
+		return err
+	}
+	types := memberTypes(reflect.TypeOf(doc))
+	err := eachMember(b, where, "", func(name string, v []byte) error {
+		t, ok := types[name]
+		switch {
+		case !ok:
+			return rule.Invalidf(name, "is not a field of this command ("+strings.Join(Members(doc), ", ")+")")
+		case t == objectType && !wire.IsObject(v):
+			return rule.Invalidf(name, "must be a JSON object")
+		case wire.IsObject(v):
+			return eachMember(v, name, name+".", func(string, []byte) error { return nil })
+		}
+		return nil
+	})
+	if err != nil {
+		if _, ok := rule.As(err); ok {
+			return err
+		}
+		return rule.Invalidf(where, "must be one JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(doc); err != nil {
+		return decodeError(where, err, doc)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return rule.Invalidf(where, "must be one JSON object and nothing after it")
+	}
+	return nil
+}
+
+// eachMember calls fn with each member of the object b (already checked
+// as JSON) by its unescaped name, refusing an empty name (as the field
+// owner) or one given twice (as prefix and the name).
+func eachMember(b []byte, owner, prefix string, fn func(name string, v []byte) error) error {
+	var seen []string // a document has few members: a slice beats a map
+	return wire.Object(b, func(key, v []byte) error {
+		name, err := wire.String(append(append([]byte{'"'}, key...), '"'))
+		if err != nil {
+			return err
+		}
+		switch {
+		case name == "":
+			return rule.Invalidf(owner, "has a member with an empty name")
+		case contains(seen, name):
+			return rule.Invalidf(prefix+name, "appears twice")
+		}
+		seen = append(seen, name)
+		return fn(name, v)
+	})
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Object is a JSON object of the caller's own (a promise's meta), kept
+// byte for byte as given; Decode refuses any other value.
+type Object string
+
+var objectType = reflect.TypeOf(Object(""))
+
+// UnmarshalJSON keeps the object's bytes.
+func (o *Object) UnmarshalJSON(b []byte) error {
+	*o = Object(b)
+	return nil
+}
+
+// MarshalJSON writes the object as it was given.
+func (o Object) MarshalJSON() ([]byte, error) {
+	if o == "" {
+		return []byte("null"), nil
+	}
+	return []byte(o), nil
+}
+
+func decodeError(where string, err error, doc any) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, `json: unknown field "`); ok {
+		name = strings.TrimSuffix(name, `"`)
+		if name == "" { // inside an array, where the walk does not reach
+			return rule.Invalidf(where, "has a member with an empty name")
+		}
+		return rule.Invalidf(name, "is not a field of this command ("+strings.Join(Members(doc), ", ")+")")
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return rule.Invalidf(te.Field, "must be "+jsonKind(te.Type.Kind().String())+", not "+te.Value)
+	}
+	return rule.Invalidf(where, "not a JSON object: "+strings.TrimPrefix(msg, "json: "))
+}
+
+func jsonKind(k string) string {
+	switch {
+	case k == "string":
+		return "a string"
+	case k == "slice":
+		return "an array"
+	case k == "struct" || k == "map":
+		return "an object"
+	case k == "bool":
+		return "true or false"
+	}
+	return "a number"
+}
+
+// Members lists a document's members (its json names, embedded documents'
+// included), sorted.
+func Members(doc any) []string {
+	out := Declared(doc)
+	sort.Strings(out)
+	return out
+}
+
+// Declared lists a document's members in the order the document declares
+// them.
+func Declared(doc any) []string {
+	var out []string
+	eachField(reflect.TypeOf(doc), func(name string, _ reflect.Type) { out = append(out, name) })
+	return out
+}
+
+// memberTypes maps a document's members to their Go types.
+func memberTypes(t reflect.Type) map[string]reflect.Type {
+	m := map[string]reflect.Type{}
+	eachField(t, func(name string, ft reflect.Type) { m[name] = ft })
+	return m
+}
+
+// eachField calls fn with each json member of the struct t (through
+// pointers), an embedded document's members as its container's, as
+// encoding/json decodes them.
+func eachField(t reflect.Type, fn func(name string, t reflect.Type)) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" && f.Anonymous {
+			eachField(f.Type, fn)
+			continue
+		}
+		if name != "" && name != "-" {
+			fn(name, f.Type)
+		}
+	}
+}
