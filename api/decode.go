@@ -6,8 +6,10 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"tally/jsondoc"
 	"tally/rule"
@@ -34,15 +36,48 @@ func Decode(where string, b []byte, doc any) error {
 	if err := jsondoc.CheckSyntax(where, b); err != nil {
 		return err
 	}
-	types := memberTypes(reflect.TypeOf(doc))
+	rv := reflect.ValueOf(doc)
+	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
+		panic("api: Decode wants a pointer to a document")
+	}
+	rv = rv.Elem()
+	fields := fieldsOf(rv.Type())
+	// The members of the common types (strings, lists of strings, objects
+	// of the caller's own) are set here as they are walked; a document with
+	// any other, or a value not of its member's type, is decoded (again) by
+	// encoding/json, which gives the refusal its words.
+	slow := false
 	err := eachMember(b, where, "", func(name string, v []byte) error {
-		t, ok := types[name]
+		f, ok := fields.value(rv, name)
 		switch {
 		case !ok:
 			return rule.Invalidf(name, "is not a field of this command ("+strings.Join(Members(doc), ", ")+")")
-		case t == objectType && !wire.IsObject(v):
-			return rule.Invalidf(name, "must be a JSON object")
-		case wire.IsObject(v):
+		case f.Type() == objectType:
+			if !wire.IsObject(v) {
+				return rule.Invalidf(name, "must be a JSON object")
+			}
+			f.SetString(string(v))
+		case wire.IsNull(v): // as encoding/json: the member stays unset
+			return nil
+		case slow:
+		case f.Type() == stringType:
+			str, err := wire.String(v)
+			if err != nil {
+				slow = true
+				break
+			}
+			f.SetString(str)
+		case f.Type() == stringsType:
+			list, err := wire.Strings(v)
+			if err != nil {
+				slow = true
+				break
+			}
+			f.Set(reflect.ValueOf(list))
+		default:
+			slow = true
+		}
+		if wire.IsObject(v) {
 			return eachMember(v, name, name+".", func(string, []byte) error { return nil })
 		}
 		return nil
@@ -52,6 +87,9 @@ func Decode(where string, b []byte, doc any) error {
 			return err
 		}
 		return rule.Invalidf(where, "must be one JSON object")
+	}
+	if !slow {
+		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -64,15 +102,60 @@ func Decode(where string, b []byte, doc any) error {
 	return nil
 }
 
+var (
+	stringType  = reflect.TypeOf("")
+	stringsType = reflect.TypeOf([]string(nil))
+)
+
+// field is one member of a document: its json name, where it is in the
+// struct (through embedded documents) and its type.
+type field struct {
+	name  string
+	index []int
+	typ   reflect.Type
+}
+
+type fields []field
+
+func (fs fields) value(v reflect.Value, name string) (reflect.Value, bool) {
+	for i := range fs {
+		if fs[i].name == name {
+			return v.FieldByIndex(fs[i].index), true
+		}
+	}
+	return reflect.Value{}, false
+}
+
+// fieldCache holds each document type's fields, facts of the type that
+// never change once read, as encoding/json caches its own: reading them
+// anew costs an allocation per struct field on every request.
+var fieldCache sync.Map // reflect.Type → fields
+
+func fieldsOf(t reflect.Type) fields {
+	if fs, ok := fieldCache.Load(t); ok {
+		return fs.(fields)
+	}
+	var fs fields
+	eachField(t, nil, func(name string, index []int, ft reflect.Type) {
+		fs = append(fs, field{name: name, index: index, typ: ft})
+	})
+	fieldCache.Store(t, fs)
+	return fs
+}
+
 // eachMember calls fn with each member of the object b (already checked
 // as JSON) by its unescaped name, refusing an empty name (as the field
 // owner) or one given twice (as prefix and the name).
 func eachMember(b []byte, owner, prefix string, fn func(name string, v []byte) error) error {
-	var seen []string // a document has few members: a slice beats a map
+	var buf [16]string
+	seen := buf[:0] // a document has few members: a slice beats a map
 	return wire.Object(b, func(key, v []byte) error {
-		name, err := wire.String(append(append([]byte{'"'}, key...), '"'))
-		if err != nil {
-			return err
+		name := string(key)
+		if bytes.IndexByte(key, '\\') >= 0 {
+			var err error
+			if name, err = wire.String(append(append([]byte{'"'}, key...), '"')); err != nil {
+				return err
+			}
 		}
 		switch {
 		case name == "":
@@ -156,21 +239,16 @@ func Members(doc any) []string {
 // them.
 func Declared(doc any) []string {
 	var out []string
-	eachField(reflect.TypeOf(doc), func(name string, _ reflect.Type) { out = append(out, name) })
+	for _, f := range fieldsOf(reflect.TypeOf(doc)) {
+		out = append(out, f.name)
+	}
 	return out
 }
 
-// memberTypes maps a document's members to their Go types.
-func memberTypes(t reflect.Type) map[string]reflect.Type {
-	m := map[string]reflect.Type{}
-	eachField(t, func(name string, ft reflect.Type) { m[name] = ft })
-	return m
-}
-
 // eachField calls fn with each json member of the struct t (through
-// pointers), an embedded document's members as its container's, as
-// encoding/json decodes them.
-func eachField(t reflect.Type, fn func(name string, t reflect.Type)) {
+// pointers) and its index path below index, an embedded document's members
+// as its container's, as encoding/json decodes them.
+func eachField(t reflect.Type, index []int, fn func(name string, index []int, t reflect.Type)) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -179,13 +257,14 @@ func eachField(t reflect.Type, fn func(name string, t reflect.Type)) {
 	}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
+		at := append(slices.Clone(index), i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name == "" && f.Anonymous {
-			eachField(f.Type, fn)
+			eachField(f.Type, at, fn)
 			continue
 		}
 		if name != "" && name != "-" {
-			fn(name, f.Type)
+			fn(name, at, f.Type)
 		}
 	}
 }
