@@ -163,7 +163,7 @@ func (g *global) a2aTask(ctx context.Context, id string) (*a2a.Task, error) {
 	defer l.Close()
 	var t *a2a.Task
 	var found bool
-	l.Read(func(st *ledger.State, _ store.Position) {
+	l.Read(func(st *ledger.State) {
 		t, found = server.PromiseTask(server.A2AConfig{}, st, id, l.Now(), tenant+"/"+session)
 		if !found {
 			t, found = server.ClaimTask(server.A2AConfig{}, st, id, l.Now(), tenant+"/"+session)

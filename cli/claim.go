@@ -16,7 +16,6 @@ import (
 	"tally/ledger"
 	"tally/rule"
 	"tally/server"
-	"tally/store"
 )
 
 // addClaimCommands adds the claims family's verbs: claim, receipt, progress,
@@ -111,7 +110,7 @@ func claimAnswer(claimID string, cmd claim.Command, human func(w io.Writer, v *c
 func (g *global) printClaimWrite(l *ledger.Ledger, claimID string, cmd claim.Command, res []ledger.Result, human func(w io.Writer, v *claim.View, res []ledger.Result)) error {
 	now := g.io.Now().UTC()
 	var v claim.View
-	l.Read(func(st *ledger.State, _ store.Position) { v, _ = st.Claims.Claim(claimID, now) })
+	v, _ = l.Claim(claimID, now)
 	return g.printClaimView(&v, cmd, res, human)
 }
 
@@ -149,7 +148,7 @@ func (g *global) printClaimHuman(v *claim.View, res []ledger.Result, notes []str
 func (g *global) claimView(l *ledger.Ledger, id string, now time.Time) (claim.View, error) {
 	var v claim.View
 	var ok bool
-	l.Read(func(st *ledger.State, _ store.Position) { v, ok = st.Claims.Claim(id, now) })
+	v, ok = l.Claim(id, now)
 	if !ok {
 		return v, rule.NotFoundf("claim", "no claim "+strconv.Quote(id))
 	}

@@ -376,7 +376,7 @@ func writeVerified(path string, r io.Reader) error {
 func (g *global) claimArtifacts(l *ledger.Ledger, claimID string) ([]server.StoredArtifact, error) {
 	var out []server.StoredArtifact
 	var err error
-	l.Read(func(st *ledger.State, _ store.Position) {
+	l.Read(func(st *ledger.State) {
 		out, err = server.ArtifactRows(st, claimID, g.io.Now().UTC())
 	})
 	return out, err

@@ -14,7 +14,6 @@ import (
 	"tally/ledger"
 	"tally/rule"
 	"tally/server"
-	"tally/store"
 )
 
 func newClaimCmd(g *global) *cobra.Command {
@@ -366,7 +365,7 @@ func newClaimLs(g *global) *cobra.Command {
 					return err
 				}
 				defer l.Close()
-				l.Read(func(st *ledger.State, _ store.Position) { list = st.Claims.List(f, now) })
+				list = l.Claims(f, now)
 			}
 			if g.json {
 				b, err := json.Marshal(list)
@@ -436,7 +435,7 @@ func newClaimGraph(g *global) *cobra.Command {
 			defer l.Close()
 			var edges []claim.Edge
 			var nodes []claim.Summary
-			l.Read(func(st *ledger.State, _ store.Position) {
+			l.Read(func(st *ledger.State) {
 				edges = st.Claims.Graph()
 				nodes = st.Claims.List(claim.Filter{}, g.io.Now().UTC())
 			})

@@ -150,11 +150,9 @@ func (g *global) open() (*ledger.Ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.Read(func(st *ledger.State, _ store.Position) {
-		if w := st.SkippedSummary(); w != "" {
-			fmt.Fprintln(g.io.Err, "warning: "+w)
-		}
-	})
+	if w := l.SkippedSummary(); w != "" {
+		fmt.Fprintln(g.io.Err, "warning: "+w)
+	}
 	return l, nil
 }
 

@@ -16,7 +16,6 @@ import (
 	"tally/instant"
 	"tally/ledger"
 	"tally/rule"
-	"tally/store"
 )
 
 // addExpectCommands adds the expectations family's verbs and the watcher.
@@ -58,7 +57,7 @@ func (g *global) submitExpect(c *cobra.Command, cmd expect.Command, o expectWrit
 	defer l.Close()
 	if build != nil {
 		var berr error
-		l.Read(func(st *ledger.State, _ store.Position) { cmd, berr = build(st) })
+		l.Read(func(st *ledger.State) { cmd, berr = build(st) })
 		if berr != nil {
 			return berr
 		}
@@ -261,7 +260,7 @@ func newExpectShow(g *global) *cobra.Command {
 			defer l.Close()
 			var v expect.View
 			var ok bool
-			l.Read(func(st *ledger.State, _ store.Position) { v, ok = st.Expects.Expectation(args[0]) })
+			v, ok = l.Expectation(args[0])
 			if !ok {
 				return rule.NotFoundf("expectationId", "names no expectation in this ledger: "+args[0])
 			}
@@ -357,7 +356,7 @@ func newExpectLs(g *global) *cobra.Command {
 					return err
 				}
 				defer l.Close()
-				l.Read(func(st *ledger.State, _ store.Position) { vs = st.Expects.List(f) })
+				vs = l.Expectations(f)
 				if g.json {
 					return writeExpectDoc(g.io.Out, "expectations", vs)
 				}
@@ -619,7 +618,7 @@ func newLapses(g *global) *cobra.Command {
 				}
 				defer l.Close()
 				var ls []expect.LapseView
-				l.Read(func(st *ledger.State, _ store.Position) { ls = st.Expects.Lapses(t) })
+				ls = l.Lapses(t)
 				for _, x := range ls {
 					if expectation == "" || x.ExpectationID == expectation {
 						out = append(out, x)

@@ -31,7 +31,6 @@ import (
 	"tally/jsondoc"
 	"tally/ledger"
 	"tally/promise"
-	"tally/store"
 )
 
 // Limits of prime.
@@ -145,7 +144,7 @@ func (g *global) primeLocal(seat string, now time.Time) (primeData, error) {
 		return d, err
 	}
 	defer l.Close()
-	l.Read(func(st *ledger.State, _ store.Position) {
+	l.Read(func(st *ledger.State) {
 		d.owes = st.Promises.Select(promise.Filter{State: "open", By: seat}, now)
 		d.owedLate = st.Promises.Select(promise.Filter{State: "overdue", To: seat}, now)
 		list := st.Claims.List(claim.Filter{Open: true, Participant: seat}, now)

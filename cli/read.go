@@ -11,10 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"tally/ledger"
 	"tally/promise"
 	"tally/rule"
-	"tally/store"
 )
 
 // readOptions are the flags every read verb shares.
@@ -43,7 +41,7 @@ func (g *global) views(o readOptions, f promise.Filter) ([]promise.View, time.Ti
 	}
 	defer l.Close()
 	var out []promise.View
-	l.Read(func(st *ledger.State, _ store.Position) { out = st.Promises.Select(f, now) })
+	out = l.Promises(f, now)
 	return out, now, nil
 }
 
@@ -65,13 +63,7 @@ func (g *global) view(o readOptions, id string) (promise.View, time.Time, bool, 
 		return promise.View{}, now, false, err
 	}
 	defer l.Close()
-	var v promise.View
-	found := false
-	l.Read(func(st *ledger.State, _ store.Position) {
-		if p, ok := st.Promises.Get(id); ok {
-			v, found = st.Promises.View(p, now), true
-		}
-	})
+	v, found := l.Promise(id, now)
 	return v, now, found, nil
 }
 

@@ -20,7 +20,6 @@ import (
 
 	"tally/ledger"
 	"tally/rule"
-	"tally/store"
 )
 
 // requestIDMax bounds a request id, as the server bounds Idempotency-Key.
@@ -97,7 +96,7 @@ func (g *global) write(c *cobra.Command, l *ledger.Ledger, cmd ledger.Command, a
 		if err != nil {
 			return nil, err
 		}
-		l.Read(func(st *ledger.State, _ store.Position) { err = answer(g, st, res) })
+		l.Read(func(st *ledger.State) { err = answer(g, st, res) })
 		return res, err
 	}
 	if len(requestID) > requestIDMax {

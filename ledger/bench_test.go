@@ -511,7 +511,7 @@ func BenchmarkMemoryPerPromise(b *testing.B) {
 			}
 			secs = time.Since(start).Seconds()
 			open := 0
-			l.Read(func(st *State, _ store.Position) {
+			l.Read(func(st *State) {
 				st.Promises.Each(func(p *promise.Promise) bool {
 					if st.Promises.Status(p).Open() {
 						open++

@@ -27,7 +27,7 @@ func claimCreate(id string) claim.Create {
 
 func familyViews(t *testing.T, l *Ledger, now time.Time) string {
 	var out string
-	l.Read(func(st *State, _ store.Position) {
+	l.Read(func(st *State) {
 		c, ok := st.Claims.Claim("C1", now)
 		e, ok2 := st.Expects.Expectation("arrive")
 		if !ok || !ok2 {
@@ -142,7 +142,7 @@ func FuzzReadSnapshot(f *testing.F) {
 		FactKey: "shipment.arrived", DueAt: t0.Add(time.Hour), Basis: "declared"}
 	l.SubmitExpect(ctx, expect.RaiseCommand{Raise: raise}, false, WriteOptions{Actor: "agent"})
 	var seed []byte
-	l.Read(func(st *State, _ store.Position) {
+	l.Read(func(st *State) {
 		seed = st.Promises.AppendSnapshot(st.snapshotHead().append(nil))
 	})
 	f.Add(seed)

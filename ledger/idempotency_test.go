@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"tally/promise"
-	"tally/store"
 )
 
 func render(st *State, res []Result) []byte {
@@ -63,11 +62,11 @@ func TestIdempotentRetries(t *testing.T) {
 	// Past the retained history: refused, never executed again.
 	clock = t0.Add(25 * time.Hour)
 	n := 0
-	l2.Read(func(st *State, _ store.Position) { n = st.Promises.Len() })
+	l2.Read(func(st *State) { n = st.Promises.Len() })
 	if _, _, _, err := l2.Execute(ctx, cmd, WriteOptions{Actor: "d"}, idem("k1", 1)); !errors.As(err, &ie) || ie.Code != CodeRequestHistoryExpired {
 		t.Fatalf("expired: %v", err)
 	}
-	l2.Read(func(st *State, _ store.Position) {
+	l2.Read(func(st *State) {
 		if st.Promises.Len() != n {
 			t.Fatal("an expired request was executed")
 		}

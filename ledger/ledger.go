@@ -192,13 +192,6 @@ func (l *Ledger) Refresh() error { return l.pipe.Refresh() }
 // Checkpoint writes a checkpoint at the current position now.
 func (l *Ledger) Checkpoint() error { return l.pipe.Checkpoint() }
 
-// Read calls fn with the current state and position: everything durable,
-// nothing that is not. fn must not keep references past its return or
-// modify the state.
-func (l *Ledger) Read(fn func(st *State, pos store.Position)) {
-	l.pipe.Read(func(pos store.Position) { fn(l.st, pos) })
-}
-
 // Position is the end of what has been folded and is durable.
 func (l *Ledger) Position() store.Position { return l.pipe.Position() }
 

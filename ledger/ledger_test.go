@@ -39,7 +39,7 @@ func declare(id, by string) promise.Declare {
 
 func allViews(l *Ledger, now time.Time) string {
 	var b bytes.Buffer
-	l.Read(func(st *State, _ store.Position) {
+	l.Read(func(st *State) {
 		st.Promises.Each(func(p *promise.Promise) bool {
 			v := st.Promises.View(p, now)
 			b.Write(v.AppendJSON(nil))
@@ -193,7 +193,7 @@ func TestRefreshSeesOtherWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 	found := false
-	b.Read(func(st *State, _ store.Position) { _, found = st.Promises.Get("x") })
+	b.Read(func(st *State) { _, found = st.Promises.Get("x") })
 	if !found {
 		t.Fatal("reader did not see the other writer's record")
 	}
@@ -216,7 +216,7 @@ func TestImportExportPinkiByteIdentical(t *testing.T) {
 	}
 	var out bytes.Buffer
 	var skipped int
-	l.Read(func(st *State, _ store.Position) { skipped = int(st.Skipped["escalate"].Count) })
+	l.Read(func(st *State) { skipped = int(st.Skipped["escalate"].Count) })
 	if skipped != 1 {
 		t.Fatal("unknown type not counted")
 	}

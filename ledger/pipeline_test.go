@@ -197,8 +197,8 @@ func TestBusyWriterLetsOtherProcessesIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pa, pb store.Position
-	a.Read(func(_ *State, p store.Position) { pa = p })
-	b.Read(func(_ *State, p store.Position) { pb = p })
+	a.ReadAt(func(_ *State, p store.Position) { pa = p })
+	b.ReadAt(func(_ *State, p store.Position) { pb = p })
 	if pa != pb {
 		t.Fatalf("positions differ: %+v vs %+v", pa, pb)
 	}

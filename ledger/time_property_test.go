@@ -122,7 +122,7 @@ func TestPropertyFarInstantsRoundTrip(t *testing.T) {
 		}
 		// Deadlines themselves: overdue is strictly after.
 		nows = append(nows, until[ids[0]][len(until[ids[0]])-1], until[ids[1]][len(until[ids[1]])-1].Add(time.Microsecond))
-		l.Read(func(st *State, _ store.Position) {
+		l.Read(func(st *State) {
 			for _, now := range nows {
 				var want []string
 				for _, id := range ids {

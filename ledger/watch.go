@@ -6,7 +6,6 @@ import (
 
 	"tally/claim"
 	"tally/rule"
-	"tally/store"
 )
 
 // What the watcher (package watch) needs from a ledger beyond Sweep.
@@ -38,7 +37,7 @@ func DueClaimDeadlines(st *State, now time.Time, max int) []string {
 func (l *Ledger) SweepClaims(ctx context.Context, max int) ([]Result, error) {
 	var ids []string
 	now := l.Now()
-	l.Read(func(st *State, _ store.Position) { ids = DueClaimDeadlines(st, now, max) })
+	l.Read(func(st *State) { ids = DueClaimDeadlines(st, now, max) })
 	var out []Result
 	for _, id := range ids {
 		res, err := l.SubmitClaim(ctx, claim.CommitDeadline{Claim: id}, WriteOptions{Actor: l.cfg.Timekeeper})

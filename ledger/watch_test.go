@@ -12,7 +12,6 @@ import (
 	"tally/claim"
 	"tally/expect"
 	"tally/rule"
-	"tally/store"
 )
 
 // settable is a ledger clock a test moves.
@@ -32,7 +31,7 @@ func clockConfig(c *settable) Config {
 
 func claimState(l *Ledger, id string, now time.Time) claim.Status {
 	var st claim.Status
-	l.Read(func(s *State, _ store.Position) {
+	l.Read(func(s *State) {
 		if v, ok := s.Claims.Claim(id, now); ok {
 			st = v.State
 		}

@@ -177,7 +177,7 @@ func (tf *timedFixture) lapses() int {
 	}
 	n := 0
 	l.Refresh()
-	l.Read(func(st *ledger.State, _ store.Position) { n = len(st.Expects.Lapses(time.Time{})) })
+	l.Read(func(st *ledger.State) { n = len(st.Expects.Lapses(time.Time{})) })
 	return n
 }
 
@@ -353,7 +353,7 @@ func TestA2AExpectationPushConfigFromRequest(t *testing.T) {
 	}
 	id, _ := view["expectationId"].(string)
 	var got expect.ReplyTo
-	l.Read(func(st *ledger.State, _ store.Position) { got, _ = st.Expects.ReplyTo(id) })
+	l.Read(func(st *ledger.State) { got, _ = st.Expects.ReplyTo(id) })
 	if got.PushAuthScheme != "Bearer" || got.PushAuthCredentials != "cred" || got.PushToken != "tok" {
 		t.Fatalf("kept for the watcher: %+v", got)
 	}

@@ -22,7 +22,6 @@ import (
 	"tally/ledger"
 	"tally/promise"
 	"tally/rule"
-	"tally/store"
 )
 
 // a2aHandler answers A2A requests from the ledger of the request's session.
@@ -253,7 +252,7 @@ func (h *a2aHandler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a
 	}
 	now := h.s.cfg.Ledger.Now()
 	var t *a2a.Task
-	l.Read(func(st *ledger.State, _ store.Position) {
+	l.Read(func(st *ledger.State) {
 		if p, ok := findByTask(st, string(req.ID)); ok {
 			v := st.Promises.View(p, now)
 			t = taskOf(&v, c.contextID(), h.keysOf(c, familyPromise))
@@ -315,7 +314,7 @@ func (h *a2aHandler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (
 		all = append(all, t)
 	}
 	promiseKeys, claimKeys := h.keysOf(c, familyPromise), h.keysOf(c, familyClaim)
-	l.Read(func(st *ledger.State, _ store.Position) {
+	l.Read(func(st *ledger.State) {
 		st.Promises.Each(func(p *promise.Promise) bool {
 			v := st.Promises.View(p, now)
 			keep(taskOf(&v, c.contextID(), promiseKeys))
@@ -357,7 +356,7 @@ func (h *a2aHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest)
 	}
 	var family a2aFamily
 	var id, as, resolved string
-	l.Read(func(st *ledger.State, _ store.Position) {
+	l.Read(func(st *ledger.State) {
 		if p, ok := findByTask(st, string(req.ID)); ok {
 			family, id, as = familyPromise, p.ID, promise.AsCancelled
 			if c.p.actor == p.To && c.p.actor != p.By {
@@ -592,7 +591,7 @@ func (h *a2aHandler) promiseCommand(c *a2aCall, l *ledger.Ledger, msg *a2a.Messa
 		if err := l.Refresh(); err != nil {
 			return nil, "", a2aError(err)
 		}
-		l.Read(func(st *ledger.State, _ store.Position) {
+		l.Read(func(st *ledger.State) {
 			if p, ok := findByTask(st, string(msg.TaskID)); ok {
 				*id = p.ID
 			}

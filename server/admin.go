@@ -239,11 +239,9 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	l.Read(func(st *ledger.State, _ store.Position) {
-		if warn := st.SkippedSummary(); warn != "" {
-			w.Header().Set(WarningHeader, warn)
-		}
-	})
+	if warn := l.SkippedSummary(); warn != "" {
+		w.Header().Set(WarningHeader, warn)
+	}
 	format := r.URL.Query().Get("format")
 	switch format {
 	case "json":
@@ -252,10 +250,7 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, err)
 			return
 		}
-		var vs []promise.View
-		l.Read(func(st *ledger.State, _ store.Position) {
-			vs = st.Promises.Select(promise.Filter{State: "all"}, now)
-		})
+		vs := l.Promises(promise.Filter{State: "all"}, now)
 		writeDoc(w, http.StatusOK, jsondoc.PromiseList(now, "promises", vs))
 		return
 	case "", "jsonl", "pinki":

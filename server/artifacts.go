@@ -22,7 +22,6 @@ import (
 	"tally/jsondoc"
 	"tally/ledger"
 	"tally/rule"
-	"tally/store"
 )
 
 // CodeDamaged is the error code of a stored copy whose bytes no longer
@@ -212,7 +211,7 @@ func TargetToVerify(v *claim.View, check, art string, onlyIfNew bool) (claim.Art
 func VerifyTarget(ctx context.Context, l *ledger.Ledger, objs *artifact.Store, claimID, check, art string, onlyIfNew bool, now time.Time) error {
 	var v claim.View
 	var known bool
-	l.Read(func(st *ledger.State, _ store.Position) { v, known = st.Claims.Claim(claimID, now) })
+	v, known = l.Claim(claimID, now)
 	if !known {
 		return nil
 	}
@@ -299,7 +298,7 @@ func (s *Server) artifactList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var rows []StoredArtifact
-	l.Read(func(st *ledger.State, _ store.Position) {
+	l.Read(func(st *ledger.State) {
 		rows, err = ArtifactRows(st, claimID, s.cfg.Ledger.Now().UTC())
 	})
 	if err == nil && id != "" {
@@ -345,7 +344,7 @@ func (s *Server) lookupArtifact(r *http.Request) (claim.ArtifactView, *artifact.
 	id, a := r.PathValue("id"), r.PathValue("artifact")
 	var av claim.ArtifactView
 	var known, ok bool
-	l.Read(func(st *ledger.State, _ store.Position) {
+	l.Read(func(st *ledger.State) {
 		_, known = st.Claims.Claim(id, s.cfg.Ledger.Now().UTC())
 		av, ok = st.Claims.Artifact(id, a)
 	})
@@ -404,7 +403,7 @@ func (s *Server) contentGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var rows []StoredArtifact
-	l.Read(func(st *ledger.State, _ store.Position) { rows, err = ArtifactRows(st, "", s.cfg.Ledger.Now().UTC()) })
+	l.Read(func(st *ledger.State) { rows, err = ArtifactRows(st, "", s.cfg.Ledger.Now().UTC()) })
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -453,7 +452,7 @@ func (s *Server) claimGraph(w http.ResponseWriter, r *http.Request) {
 	}
 	var edges []claim.Edge
 	var nodes []claim.Summary
-	l.Read(func(st *ledger.State, _ store.Position) {
+	l.Read(func(st *ledger.State) {
 		edges = st.Claims.Graph()
 		nodes = st.Claims.List(claim.Filter{}, now)
 	})

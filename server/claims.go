@@ -354,7 +354,7 @@ func (s *Server) claimList(w http.ResponseWriter, r *http.Request) {
 		f.States = append(f.States, claim.Status(st))
 	}
 	var list []claim.Summary
-	l.Read(func(st *ledger.State, _ store.Position) { list = st.Claims.List(f, now) })
+	list = l.Claims(f, now)
 	b, err := json.Marshal(list)
 	if err != nil {
 		s.writeError(w, err)
@@ -372,7 +372,7 @@ func (s *Server) claimShow(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	var v claim.View
 	var ok bool
-	l.Read(func(st *ledger.State, _ store.Position) { v, ok = st.Claims.Claim(id, now) })
+	v, ok = l.Claim(id, now)
 	if !ok {
 		s.writeError(w, rule.NotFoundf("claim", "no claim "+strconv.Quote(id)))
 		return

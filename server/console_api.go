@@ -298,7 +298,7 @@ func (s *Server) obligationList(w http.ResponseWriter, r *http.Request) {
 	}
 	var rows []obligation
 	var pos store.Position
-	l.Read(func(st *ledger.State, p store.Position) {
+	l.ReadAt(func(st *ledger.State, p store.Position) {
 		pos = p
 		rows = consoleRows(st, now, f)
 	})
@@ -334,7 +334,7 @@ func (s *Server) sessionSummary(w http.ResponseWriter, r *http.Request) {
 	var rows []obligation
 	var pos store.Position
 	lapses := map[string]int{}
-	l.Read(func(st *ledger.State, p store.Position) {
+	l.ReadAt(func(st *ledger.State, p store.Position) {
 		pos = p
 		rows = consoleRows(st, now, obligationFilter{})
 		for _, x := range st.Expects.List(expect.Filter{}) {

@@ -15,7 +15,6 @@ import (
 	"tally/jsondoc"
 	"tally/ledger"
 	"tally/rule"
-	"tally/store"
 )
 
 // The expectations family over HTTP. A raise body is the draft's document,
@@ -171,7 +170,7 @@ func (s *Server) expectFact(w http.ResponseWriter, r *http.Request) {
 			return nil, nil, err
 		}
 		var open []string
-		l.Read(func(st *ledger.State, _ store.Position) {
+		l.Read(func(st *ledger.State) {
 			for _, v := range st.Expects.List(expect.Filter{State: "open"}) {
 				if v.SatisfiedBy.FactKey == d.FactKey {
 					open = append(open, v.ExpectationID)
@@ -257,7 +256,7 @@ func (s *Server) expectList(w http.ResponseWriter, r *http.Request) {
 		f.Subject = expect.Subject{Type: t, ID: id}
 	}
 	var vs []expect.View
-	l.Read(func(st *ledger.State, _ store.Position) { vs = st.Expects.List(f) })
+	vs = l.Expectations(f)
 	writeDoc(w, http.StatusOK, expectDoc("expectations", vs))
 }
 
@@ -270,7 +269,7 @@ func (s *Server) expectShow(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	var v expect.View
 	var ok bool
-	l.Read(func(st *ledger.State, _ store.Position) { v, ok = st.Expects.Expectation(id) })
+	v, ok = l.Expectation(id)
 	if !ok {
 		s.writeError(w, rule.NotFoundf("expectationId", "names no expectation in this ledger: "+id))
 		return
@@ -295,7 +294,7 @@ func (s *Server) expectLapses(w http.ResponseWriter, r *http.Request) {
 		since = t
 	}
 	var ls []expect.LapseView
-	l.Read(func(st *ledger.State, _ store.Position) { ls = st.Expects.Lapses(since) })
+	ls = l.Lapses(since)
 	out := []expect.LapseView{}
 	for _, x := range ls {
 		if e := q.Get("expectation"); e == "" || x.ExpectationID == e {

@@ -14,7 +14,6 @@ import (
 
 	"tally/ledger"
 	"tally/promise"
-	"tally/store"
 )
 
 // TestLoad256Clients is the bounded load generator: 256 concurrent clients
@@ -47,7 +46,7 @@ func TestLoad256Clients(t *testing.T) {
 		t.Fatalf("verify: %+v, want %d lines", rep, writes)
 	}
 	var ids []string
-	l.Read(func(st *ledger.State, _ store.Position) {
+	l.Read(func(st *ledger.State) {
 		st.Promises.Each(func(p *promise.Promise) bool {
 			ids = append(ids, p.ID)
 			return true
@@ -76,7 +75,7 @@ func TestDeclarationAnsweredFromItsRecord(t *testing.T) {
 		}
 		got := f.srv.renderDeclared(res)
 		var want []byte
-		l.Read(func(st *ledger.State, _ store.Position) { want = f.srv.renderPromise(d.ID)(st, res) })
+		l.Read(func(st *ledger.State) { want = f.srv.renderPromise(d.ID)(st, res) })
 		if got == nil || !bytes.Equal(got, want) {
 			t.Fatalf("from the record:\n%s\nfrom the state:\n%s", got, want)
 		}

@@ -13,7 +13,6 @@ import (
 	"tally/expect"
 	"tally/ledger"
 	"tally/promise"
-	"tally/store"
 	"tally/watch"
 )
 
@@ -109,7 +108,7 @@ func (o *obligations) Collect(ch chan<- prometheus.Metric) {
 	counts := map[[2]string]int{}
 	overdue := 0
 	o.s.eachSession(func(_ string, l *ledger.Ledger) {
-		l.Read(func(st *ledger.State, _ store.Position) {
+		l.Read(func(st *ledger.State) {
 			st.Promises.Each(func(p *promise.Promise) bool {
 				counts[[2]string{"promise", string(st.Promises.Status(p))}]++
 				if st.Promises.Overdue(p, now) {

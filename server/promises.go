@@ -11,7 +11,6 @@ import (
 	"tally/ledger"
 	"tally/promise"
 	"tally/rule"
-	"tally/store"
 )
 
 // renderPromise makes the write response: the record's sequence and the
@@ -173,7 +172,7 @@ func (s *Server) listPromises(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var vs []promise.View
-	l.Read(func(st *ledger.State, _ store.Position) {
+	l.Read(func(st *ledger.State) {
 		vs = st.Promises.Select(promise.Filter{State: state, By: by, To: to}, now)
 	})
 	writeDoc(w, http.StatusOK, jsondoc.PromiseList(now, "promises", vs))
@@ -192,7 +191,7 @@ func (s *Server) showPromise(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	var doc []byte
-	l.Read(func(st *ledger.State, _ store.Position) {
+	l.Read(func(st *ledger.State) {
 		if p, ok := st.Promises.Get(id); ok {
 			v := st.Promises.View(p, now)
 			doc = jsondoc.PromiseShow(now, &v)

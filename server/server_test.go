@@ -365,10 +365,10 @@ func TestBuiltInWatcher(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		n := 0
-		l.Read(func(st *ledger.State, _ store.Position) { n = len(st.Expects.Lapses(time.Time{})) })
+		l.Read(func(st *ledger.State) { n = len(st.Expects.Lapses(time.Time{})) })
 		if n == 1 {
 			time.Sleep(100 * time.Millisecond) // more sweeps must not add another
-			l.Read(func(st *ledger.State, _ store.Position) { n = len(st.Expects.Lapses(time.Time{})) })
+			l.Read(func(st *ledger.State) { n = len(st.Expects.Lapses(time.Time{})) })
 			if n != 1 {
 				t.Fatalf("%d lapses after more sweeps", n)
 			}

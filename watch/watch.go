@@ -145,7 +145,7 @@ func New(l *ledger.Ledger, cfg Config) (*Watcher, error) {
 		j.Close()
 		return nil, err
 	}
-	l.Read(func(st *ledger.State, pos store.Position) {
+	l.ReadAt(func(st *ledger.State, pos store.Position) {
 		w.cursor = pos
 		for _, lv := range st.Expects.Lapses(time.Time{}) {
 			if !j.Sent(lv.LapseID) {
@@ -176,7 +176,7 @@ func (w *Watcher) Sweep(ctx context.Context) (Report, error) {
 	// 1. Expectations: withdrawals and lapses, exactly once in the ledger.
 	for round := 0; round < w.cfg.SweepRounds; round++ {
 		due := false
-		w.l.Read(func(st *ledger.State, _ store.Position) {
+		w.l.Read(func(st *ledger.State) {
 			next, ok := st.Expects.NextDue()
 			due = st.Expects.PendingWithdrawals() > 0 || ok && now.After(next)
 		})
@@ -213,7 +213,7 @@ func (w *Watcher) Sweep(ctx context.Context) (Report, error) {
 	}
 	// 4. Promises: the notices due, from the ladder index.
 	var notices []delivery
-	w.l.Read(func(st *ledger.State, _ store.Position) {
+	w.l.Read(func(st *ledger.State) {
 		for id := range touched {
 			w.ladders.track(st.Promises, w.j.Sent, id)
 		}
@@ -265,7 +265,7 @@ func (w *Watcher) follow() (map[string]struct{}, error) {
 		return nil, err
 	}
 	if len(lapses) > 0 {
-		w.l.Read(func(st *ledger.State, _ store.Position) {
+		w.l.Read(func(st *ledger.State) {
 			for _, ev := range lapses {
 				lv := expect.LapseView{
 					LapseID: ev.Lapse.LapseID, ExpectationID: ev.Lapse.ExpectationID, Lapse: ev.Lapse.Kind,
@@ -331,7 +331,7 @@ func (w *Watcher) deliver(ctx context.Context, notices []delivery, rep *Report) 
 		rep.Delivered++
 	}
 	// Move each notified promise to its next undelivered rung.
-	w.l.Read(func(st *ledger.State, _ store.Position) {
+	w.l.Read(func(st *ledger.State) {
 		for id := range promises {
 			w.ladders.trackOne(st.Promises, w.j.Sent, id)
 		}
