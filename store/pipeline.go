@@ -504,16 +504,24 @@ func (p *Pipeline) Position() Position {
 // wait is at most one fsync. After a failed fsync it waits for the
 // committer to cut the log back; the state is then stale and rebuilt by the
 // next Refresh or write.
+//
+// The syncer moves durability under dmu, not mu, so a reader counts itself
+// in waiting before it looks: a syncer that moves durability after the look
+// then sees the count and broadcasts under mu (wakeReaders), which it cannot
+// take until this reader is inside Wait. Without that, an fsync ending
+// between the look and the Wait was never heard, and the reader waited, and
+// the committer for the reader, for ever.
 func (p *Pipeline) waitDurableLocked() {
 	for {
+		p.waiting.Add(1)
 		p.dmu.Lock()
 		done := p.durable.Seq >= p.pos.Seq && p.syncErr == nil
 		p.dmu.Unlock()
 		if done {
+			p.waiting.Add(-1)
 			break
 		}
 		p.readers++
-		p.waiting.Add(1)
 		signal(p.decided) // a syncer waiting for a cohort: write what there is
 		p.reads.Wait()
 		p.waiting.Add(-1)
@@ -856,7 +864,7 @@ func (p *Pipeline) syncLoop(inline bool) {
 		if len(ws) == 0 {
 			p.syncing = false
 			p.dmu.Unlock()
-			p.reads.Broadcast()
+			p.wakeReaders()
 			signal(p.synced)
 			signal(p.wake)
 			return
@@ -909,11 +917,25 @@ func (p *Pipeline) syncLoop(inline bool) {
 		if records > 0 && p.cfg.Observe != nil {
 			p.cfg.Observe(CommitInfo{Requests: requests, Records: records, Fsync: elapsed})
 		}
-		p.reads.Broadcast()
+		p.wakeReaders()
 		if p.checkpointWantedAt(durable, runShare) {
 			p.startCheckpoint()
 		}
 	}
+}
+
+// wakeReaders wakes the readers waiting for durability, which the syncer
+// has just moved under dmu. Readers count themselves in waiting before they
+// look at it (see waitDurableLocked), so with none counted nobody can be
+// between the look and the Wait, and the syncer skips mu; otherwise it
+// broadcasts under mu, which a reader holds from its look until Wait.
+func (p *Pipeline) wakeReaders() {
+	if p.waiting.Load() == 0 {
+		return
+	}
+	p.mu.Lock()
+	p.reads.Broadcast()
+	p.mu.Unlock()
 }
 
 // awaitCohort waits, at most bound, until target requests are decided and
