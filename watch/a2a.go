@@ -247,8 +247,12 @@ func (s *A2A) DeliverNotice(ctx context.Context, n Notice) error {
 	if left <= 0 {
 		return fmt.Errorf("%w: the sweep budget of %v is spent", ErrDeferred, budget)
 	}
-	rctx, cancel := context.WithTimeout(ctx, left)
+	// The clock starts before the deadline is set, so a request cut off by
+	// it counts at least the whole of left as spent: started after, took
+	// could fall short of left by the time between them, leaving a sliver of
+	// budget that let one more request reach a dead agent.
 	start := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, left)
 	err := s.send(rctx, n)
 	cancel()
 	took := time.Since(start)
