@@ -78,6 +78,7 @@ func TestFamiliesShareTheLogAndCheckpoint(t *testing.T) {
 		l.Submit(ctx, declare(fmt.Sprintf("p%d", i), "d"), WriteOptions{Actor: "d"})
 	}
 	want := familyViews(t, l, clock)
+	l.pipe.Wait() // the checkpoint is written in the background
 	if _, _, err := l.Log().ReadCheckpoint(); err != nil {
 		t.Fatalf("no checkpoint: %v", err)
 	}
