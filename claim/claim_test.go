@@ -9,6 +9,7 @@ import (
 
 	"tally/artifact"
 	"tally/rule"
+	"tally/vocab"
 )
 
 // The seed's parser story: tests pass on patch A, review passes on patch B:
@@ -507,13 +508,13 @@ func TestControlTransitions(t *testing.T) {
 func TestDeadlineOnlyFromTimekeeperFact(t *testing.T) {
 	l := newLedger(t)
 	l.open("C1", parserSlots(), func(c *Create) { c.Deadline = t0.Add(time.Hour) })
-	l.refuse(DefaultTimekeeper, CommitDeadline{Claim: "C1"}, rule.Conflict, "deadline")
+	l.refuse(vocab.DefaultTimekeeper, CommitDeadline{Claim: "C1"}, rule.Conflict, "deadline")
 	l.now = t0.Add(2 * time.Hour)
 	if !l.view("C1").Overdue || l.state("C1") != Received {
 		t.Fatal("a passed deadline changed state by itself")
 	}
 	l.refuse(maintainer, CommitDeadline{Claim: "C1"}, rule.Forbidden, "actor")
-	l.do(DefaultTimekeeper, CommitDeadline{Claim: "C1"})
+	l.do(vocab.DefaultTimekeeper, CommitDeadline{Claim: "C1"})
 	l.expect("C1", Expired)
 	if len(l.s.List(Filter{Overdue: true}, l.now)) != 0 {
 		t.Fatal("an expired claim is still listed overdue")

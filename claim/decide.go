@@ -227,7 +227,7 @@ func (s *State) Decide(actor string, now time.Time, cmd Command) ([]Event, error
 	for i := range events {
 		events[i].TS = now
 		if err := events[i].wellFormed(true); err != nil {
-			var de *DecodeError
+			var de *rule.DecodeError
 			if errors.As(err, &de) {
 				return nil, rule.Invalidf(de.Field, de.Msg)
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"tally/instant"
+	"tally/rule"
 	"tally/wire"
 )
 
@@ -48,7 +49,7 @@ type rawMember struct{ key, val []byte }
 // member. It is strict about the members it knows (types, required members,
 // enumerations, digests, no duplicates, nothing after the object) and keeps
 // every member it does not know in Extra, in order. A line of another type
-// returns the type and an error wrapping ErrUnknownType.
+// returns the type and an error wrapping rule.ErrUnknownType.
 //
 // It reads the line in one validating pass of the reflection-free wire
 // scanner and converts only the members of the record's type. Nested terms
@@ -79,7 +80,7 @@ func Decode(line []byte) (Event, error) {
 		return nil
 	})
 	if err != nil {
-		var de *DecodeError
+		var de *rule.DecodeError
 		if errors.As(err, &de) {
 			return e, err
 		}
@@ -115,7 +116,7 @@ func Decode(line []byte) (Event, error) {
 		d, e.Type = decoders[s], s
 	}
 	if d == nil {
-		return e, fmt.Errorf("%q: %w", e.Type, ErrUnknownType)
+		return e, fmt.Errorf("%q: %w", e.Type, rule.ErrUnknownType)
 	}
 	e.Type = d.name
 

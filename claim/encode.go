@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"tally/artifact"
+	"tally/instant"
 	"tally/rule"
 )
 
@@ -31,7 +32,7 @@ func jsonValue(v any) []byte {
 func (e Event) Encode() []byte {
 	b := make([]byte, 0, 256)
 	b = append(b, `{"ts":`...)
-	b = append(b, jsonValue(FormatTime(e.TS))...)
+	b = append(b, jsonValue(instant.Format(e.TS))...)
 	b = append(b, `,"type":`...)
 	b = append(b, jsonValue(e.Type)...)
 	for _, m := range schemas[e.Type] {
@@ -78,7 +79,7 @@ func (e *Event) member(name string) ([]byte, bool) {
 	case "max_responses":
 		return num(int64(e.MaxResponses))
 	case "deadline":
-		return jsonValue(FormatTime(e.Deadline)), e.Deadline.IsZero()
+		return jsonValue(instant.Format(e.Deadline)), e.Deadline.IsZero()
 	case "depends_on":
 		return strs(e.DependsOn)
 	case "awaits":
@@ -315,11 +316,11 @@ func (ck form) checkValidator(field string, v Validator) error {
 	// The field names are built on error only: Decide checks a validator
 	// on every check record.
 	if err := ck.checkID(field, v.Name); err != nil {
-		err.(*DecodeError).Field = field + ".name"
+		err.(*rule.DecodeError).Field = field + ".name"
 		return err
 	}
 	if err := ck.checkID(field, v.Version); err != nil {
-		err.(*DecodeError).Field = field + ".version"
+		err.(*rule.DecodeError).Field = field + ".version"
 		return err
 	}
 	return nil

@@ -2,12 +2,11 @@ package claim
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
 
-	"tally/instant"
+	"tally/rule"
 )
 
 // EnvelopeKey is the member the log adds to every line (seq, actor, hash).
@@ -163,26 +162,6 @@ func Types() []string {
 	return out
 }
 
-// DecodeError says why a line is not a well-formed claim record.
-type DecodeError struct {
-	Field string
-	Msg   string
-}
-
-func (e *DecodeError) Error() string {
-	if e.Field == "" {
-		return e.Msg
-	}
-	return e.Field + ": " + e.Msg
-}
-
 func derr(field, format string, args ...any) error {
-	return &DecodeError{Field: field, Msg: fmt.Sprintf(format, args...)}
+	return &rule.DecodeError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
-
-// ErrUnknownType is returned (wrapped) by Decode for a well-formed line whose
-// type this family does not define. The log keeps such a line verbatim.
-var ErrUnknownType = errors.New("unknown record type")
-
-// FormatTime is the wire form of a time: RFC 3339 in UTC.
-func FormatTime(t time.Time) string { return instant.Format(t) }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tally/rule"
+	"tally/vocab"
 )
 
 // Claim deadlines across years 1–9999 keep their value and order in the
@@ -39,7 +40,7 @@ func TestFarDeadlines(t *testing.T) {
 		}
 	}
 	// The timekeeper cannot commit the year-9999 deadline in 2026.
-	l.refuse(DefaultTimekeeper, CommitDeadline{Claim: "C9999"}, rule.Conflict, "deadline")
+	l.refuse(vocab.DefaultTimekeeper, CommitDeadline{Claim: "C9999"}, rule.Conflict, "deadline")
 
 	// What the packed form cannot keep is refused, naming the field.
 	r := l.refuse(maintainer, Create{Claim: "Cfine", Respondent: parser, Work: "w", Slots: parserSlots(),

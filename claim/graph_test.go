@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tally/rule"
+	"tally/vocab"
 )
 
 // done drives a claim without slots to local success: its testament received.
@@ -109,7 +110,7 @@ func TestDeadlockVictimIsLowestCreationSequence(t *testing.T) {
 	l.done("X")
 	l.done("Y")
 	l.now = t0.Add(2 * time.Hour)
-	evs := l.do(DefaultTimekeeper, CommitDeadline{Claim: "X"})
+	evs := l.do(vocab.DefaultTimekeeper, CommitDeadline{Claim: "X"})
 	if evs[0].Type != TypeDeadlock || evs[0].Claim != "Y" || fmt.Sprint(evs[0].Members) != "[X Y]" {
 		t.Fatalf("deadlock batch %v", evs)
 	}

@@ -151,7 +151,7 @@ func (s *State) validate(m Meta, e *Event) *rule.Refusal {
 			return rule.Conflictf("claim", "has no deadline")
 		}
 		if !e.Deadline.Equal(c.terms.Deadline) {
-			return rule.Conflictf("deadline", "must be the claim's deadline "+FormatTime(c.terms.Deadline))
+			return rule.Conflictf("deadline", "must be the claim's deadline "+instant.Format(c.terms.Deadline))
 		}
 		if m.TS.Before(c.terms.Deadline) {
 			return rule.Conflictf("deadline", "has not passed")
@@ -263,7 +263,7 @@ func (s *State) validateCreate(m Meta, e *Event) *rule.Refusal {
 	}
 	if !e.Deadline.IsZero() {
 		if p := instant.Problem(e.Deadline); p != "" {
-			return rule.Invalidf("deadline", p+", got "+FormatTime(e.Deadline))
+			return rule.Invalidf("deadline", p+", got "+instant.Format(e.Deadline))
 		}
 	}
 	if e.Predecessor != "" {

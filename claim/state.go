@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"tally/deadline"
+	"tally/instant"
+	"tally/vocab"
 )
 
 // Config holds the identities the fold trusts by role.
@@ -14,11 +16,8 @@ type Config struct {
 	Timekeeper string
 }
 
-// DefaultTimekeeper is the timekeeper identity of DefaultConfig.
-const DefaultTimekeeper = "tally/timekeeper"
-
 // DefaultConfig returns the configuration NewState uses.
-func DefaultConfig() Config { return Config{Timekeeper: DefaultTimekeeper} }
+func DefaultConfig() Config { return Config{Timekeeper: vocab.DefaultTimekeeper} }
 
 // Terminal says how and why a claim ended.
 type Terminal struct {
@@ -570,7 +569,7 @@ func (c *claimRec) apply(m Meta, e *Event) effect {
 	ts := m.TS.UTC() // times in views are recorded data, always UTC
 	var eff effect
 	end := func(t *Terminal) {
-		t.Seq, t.TS, t.Actor = m.Seq, FormatTime(ts), m.Actor
+		t.Seq, t.TS, t.Actor = m.Seq, instant.Format(ts), m.Actor
 		c.end = t
 		eff.ended = true
 	}
@@ -690,7 +689,7 @@ func (c *claimRec) apply(m Meta, e *Event) effect {
 		}
 		end(&Terminal{State: Superseded, Reason: reason, Successor: e.Successor})
 	case TypeDeadline:
-		end(&Terminal{State: Expired, Reason: "deadline " + FormatTime(e.Deadline) + " passed"})
+		end(&Terminal{State: Expired, Reason: "deadline " + instant.Format(e.Deadline) + " passed"})
 	case TypeDependency:
 		end(&Terminal{State: DependencyFailed, On: e.On, Origin: e.Origin,
 			Reason: "depends on " + e.On + ", which cannot be satisfied (origin " + e.Origin + ")"})
@@ -805,7 +804,7 @@ func (s *State) settle(m Meta, start []string) {
 		if c == nil || c.end != nil || !c.localOK || !s.depsOK(c) {
 			continue
 		}
-		c.end = &Terminal{State: Satisfied, Seq: m.Seq, TS: FormatTime(m.TS), Reason: satisfiedReason(c)}
+		c.end = &Terminal{State: Satisfied, Seq: m.Seq, TS: instant.Format(m.TS), Reason: satisfiedReason(c)}
 		s.untrackDeadline(c)
 		work = append(work, s.dependents[id]...)
 	}

@@ -3,6 +3,8 @@ package claim
 import (
 	"sort"
 	"time"
+
+	"tally/instant"
 )
 
 // View is one claim as `tally claim show --json` prints it. Every list is in
@@ -173,13 +175,13 @@ func (s *State) view(c *claimRec, now time.Time) View {
 	v := View{
 		Claim: c.id, State: c.status(), Terminal: c.end, Claimant: t.Claimant, Respondent: t.Respondent,
 		Work: t.Work, Scope: t.Scope, MaxResponses: t.MaxResponses, Predecessor: t.Predecessor,
-		Successors: append([]string{}, c.successors...), CreatedSeq: c.seq, Created: FormatTime(c.created),
+		Successors: append([]string{}, c.successors...), CreatedSeq: c.seq, Created: instant.Format(c.created),
 		Adoptions: append([]adoptionRec{}, c.adoptions...), Cycles: c.cycles, LocalSuccess: c.localOK,
 		Progress: append([]progressRec{}, c.progress...), Late: append([]lateRec{}, c.late...),
 		Slots: []SlotView{}, Testaments: []TestamentView{}, Artifacts: []ArtifactView{}, Relations: []EdgeView{},
 	}
 	if !t.Deadline.IsZero() {
-		v.Deadline = FormatTime(t.Deadline)
+		v.Deadline = instant.Format(t.Deadline)
 		v.Overdue = c.end == nil && !now.IsZero() && now.After(t.Deadline)
 	}
 	if c.receipt.generation > 0 {
@@ -336,7 +338,7 @@ func (s *State) List(f Filter, now time.Time) []Summary {
 		sm := Summary{Claim: c.id, State: st, Claimant: c.terms.Claimant, Respondent: c.terms.Respondent,
 			Holder: c.receipt.holder, Work: c.terms.Work, Overdue: overdue, CreatedSeq: c.seq}
 		if !c.terms.Deadline.IsZero() {
-			sm.Deadline = FormatTime(c.terms.Deadline)
+			sm.Deadline = instant.Format(c.terms.Deadline)
 		}
 		if c.end != nil {
 			sm.Reason = c.end.Reason

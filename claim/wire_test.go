@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"tally/rule"
+	"tally/vocab"
 )
 
 func exampleLines(t testing.TB) []string {
@@ -108,7 +111,7 @@ func TestDecodeRefusals(t *testing.T) {
 	}
 	for line, field := range bad {
 		_, err := Decode([]byte(line))
-		var de *DecodeError
+		var de *rule.DecodeError
 		if !errors.As(err, &de) {
 			t.Errorf("%s: %v", line, err)
 			continue
@@ -118,7 +121,7 @@ func TestDecodeRefusals(t *testing.T) {
 		}
 	}
 	_, err := Decode([]byte(`{"ts":"2026-09-01T17:00:00Z","type":"promise","id":"p1"}`))
-	if !errors.Is(err, ErrUnknownType) {
+	if !errors.Is(err, rule.ErrUnknownType) {
 		t.Fatalf("unknown type: %v", err)
 	}
 }
@@ -128,7 +131,7 @@ func TestDecodeRefusals(t *testing.T) {
 func randomSession(t testing.TB, seed int64, steps int) *ledger {
 	rng := rand.New(rand.NewSource(seed))
 	l := newLedger(t)
-	actors := []string{maintainer, parser, reviewer, "rescuer", DefaultTimekeeper}
+	actors := []string{maintainer, parser, reviewer, "rescuer", vocab.DefaultTimekeeper}
 	claims := []string{"C1", "C2", "C3", "C4"}
 	arts := []string{"A", "B", "D"}
 	checks := []string{"behavior", "review", "bench"}
@@ -224,7 +227,7 @@ func randomSession(t testing.TB, seed int64, steps int) *ledger {
 			if rng.Intn(4) != 0 {
 				continue
 			}
-			actor, cmd = DefaultTimekeeper, CommitDeadline{Claim: c}
+			actor, cmd = vocab.DefaultTimekeeper, CommitDeadline{Claim: c}
 		case 15:
 			actor, cmd = holder, Progress{Claim: c, Generation: gen, Note: "n"}
 		}

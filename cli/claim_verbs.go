@@ -11,6 +11,7 @@ import (
 
 	"tally/api"
 	"tally/claim"
+	"tally/instant"
 	"tally/ledger"
 	"tally/rule"
 	"tally/server"
@@ -303,7 +304,7 @@ func newClaimShow(g *global) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return writeJSONDoc(g.io.Out, member("now", jsonString(claim.FormatTime(now))), member("claim", b))
+				return writeJSONDoc(g.io.Out, member("now", jsonString(instant.Format(now))), member("claim", b))
 			}
 			printClaim(g.io.Out, &v, now, g.color())
 			return nil
@@ -372,7 +373,7 @@ func newClaimLs(g *global) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return writeJSONDoc(g.io.Out, member("now", jsonString(claim.FormatTime(now))), member("claims", b))
+				return writeJSONDoc(g.io.Out, member("now", jsonString(instant.Format(now))), member("claims", b))
 			}
 			if len(list) == 0 {
 				fmt.Fprintln(g.io.Out, "no claims")

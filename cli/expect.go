@@ -281,34 +281,34 @@ func printExpectation(w io.Writer, v *expect.View) {
 		fmt.Fprintf(w, "  expects:    %s\n", v.Expects)
 	}
 	fmt.Fprintf(w, "  satisfied by fact %s\n", v.SatisfiedBy.FactKey)
-	fmt.Fprintf(w, "  raised by:  %s at %s\n", v.By, expect.FormatTime(v.RaisedAt))
-	fmt.Fprintf(w, "  projected:  %s\n", expect.FormatTime(v.ProjectedDue))
-	fmt.Fprintf(w, "  current:    %s", expect.FormatTime(v.CurrentDue))
+	fmt.Fprintf(w, "  raised by:  %s at %s\n", v.By, instant.Format(v.RaisedAt))
+	fmt.Fprintf(w, "  projected:  %s\n", instant.Format(v.ProjectedDue))
+	fmt.Fprintf(w, "  current:    %s", instant.Format(v.CurrentDue))
 	if v.ReanchoredAt != nil {
-		fmt.Fprintf(w, " (re-anchored on %s at %s)", v.Anchor.ExpectationID, expect.FormatTime(*v.ReanchoredAt))
+		fmt.Fprintf(w, " (re-anchored on %s at %s)", v.Anchor.ExpectationID, instant.Format(*v.ReanchoredAt))
 	}
 	fmt.Fprintln(w)
 	if v.ActualAt != nil {
-		fmt.Fprintf(w, "  actual:     %s\n", expect.FormatTime(*v.ActualAt))
+		fmt.Fprintf(w, "  actual:     %s\n", instant.Format(*v.ActualAt))
 	}
 	if v.Grace != "" {
 		fmt.Fprintf(w, "  grace:      %s\n", v.Grace)
 	}
 	if v.Horizon != nil {
-		fmt.Fprintf(w, "  horizon:    %s\n", expect.FormatTime(*v.Horizon))
+		fmt.Fprintf(w, "  horizon:    %s\n", instant.Format(*v.Horizon))
 	}
 	if v.Origin != nil {
 		fmt.Fprintf(w, "  origin:     task %s %s\n", v.Origin.TaskID, v.Origin.ContextID)
 	}
 	if v.Withdrawn != nil {
-		fmt.Fprintf(w, "  withdrawn:  by %s at %s: %s\n", v.Withdrawn.By, expect.FormatTime(v.Withdrawn.At), v.Withdrawn.Reason)
+		fmt.Fprintf(w, "  withdrawn:  by %s at %s: %s\n", v.Withdrawn.By, instant.Format(v.Withdrawn.At), v.Withdrawn.Reason)
 	}
 	if len(v.Lineage) > 1 {
 		fmt.Fprintf(w, "  lineage:    %s\n", strings.Join(v.Lineage, " → "))
 	}
 	for _, l := range v.Lapses {
 		fmt.Fprintf(w, "  lapse:      %s %s (due %s, lapsed %s, noticed %s)\n", l.LapseID, l.Lapse,
-			expect.FormatTime(l.DueAt), expect.FormatTime(l.LapsedAt), expect.FormatTime(l.NoticedAt))
+			instant.Format(l.DueAt), instant.Format(l.LapsedAt), instant.Format(l.NoticedAt))
 	}
 }
 
@@ -363,7 +363,7 @@ func newExpectLs(g *global) *cobra.Command {
 			}
 			t := tabwriter.NewWriter(g.io.Out, 0, 4, 2, ' ', 0)
 			for _, v := range vs {
-				fmt.Fprintf(t, "%s\t%s\t%s\t%s\tdue %s\t%d lapse(s)\n", v.ExpectationID, v.State, v.Kind, v.Subject, expect.FormatTime(v.CurrentDue), len(v.Lapses))
+				fmt.Fprintf(t, "%s\t%s\t%s\t%s\tdue %s\t%d lapse(s)\n", v.ExpectationID, v.State, v.Kind, v.Subject, instant.Format(v.CurrentDue), len(v.Lapses))
 			}
 			return t.Flush()
 		},
@@ -452,7 +452,7 @@ func newFact(g *global) *cobra.Command {
 				}
 				body := map[string]any{"factKey": cmd.FactKey, "subject": cmd.Subject}
 				if !cmd.At.IsZero() {
-					body["at"] = expect.FormatTime(cmd.At)
+					body["at"] = instant.Format(cmd.At)
 				}
 				return g.expectWriteRemote(c, rc, o, func(m map[string]json.RawMessage) error {
 					var fv factView
@@ -502,7 +502,7 @@ func newFact(g *global) *cobra.Command {
 }
 
 func printFact(w io.Writer, fv factView, satisfied []string) {
-	fmt.Fprintf(w, "fact %s on %s at %s", fv.FactKey, fv.Subject, expect.FormatTime(fv.At))
+	fmt.Fprintf(w, "fact %s on %s at %s", fv.FactKey, fv.Subject, instant.Format(fv.At))
 	if len(satisfied) > 0 {
 		fmt.Fprintf(w, ": satisfied %s", strings.Join(satisfied, ", "))
 	}
@@ -603,7 +603,7 @@ func newLapses(g *global) *cobra.Command {
 				}
 				q := url.Values{}
 				if !t.IsZero() {
-					q.Set("since", expect.FormatTime(t))
+					q.Set("since", instant.Format(t))
 				}
 				if expectation != "" {
 					q.Set("expectation", expectation)
@@ -631,7 +631,7 @@ func newLapses(g *global) *cobra.Command {
 			t2 := tabwriter.NewWriter(g.io.Out, 0, 4, 2, ' ', 0)
 			for _, x := range out {
 				fmt.Fprintf(t2, "%s\t%s\t%s\tdue %s\tlapsed %s\tnoticed %s\n", x.LapseID, x.ExpectationID, x.Lapse,
-					expect.FormatTime(x.DueAt), expect.FormatTime(x.LapsedAt), expect.FormatTime(x.NoticedAt))
+					instant.Format(x.DueAt), instant.Format(x.LapsedAt), instant.Format(x.NoticedAt))
 			}
 			return t2.Flush()
 		},

@@ -28,6 +28,7 @@ import (
 
 	"tally/claim"
 	"tally/expect"
+	"tally/instant"
 	"tally/jsondoc"
 	"tally/ledger"
 	"tally/promise"
@@ -302,7 +303,7 @@ func buildPrime(seat string, now time.Time, d primeData) *primeDoc {
 			it.tier = tierConditional
 		}
 		if v.State == promise.Owed {
-			it.Due = promise.FormatTime(v.Until)
+			it.Due = instant.Format(v.Until)
 			it.Next = []string{"tally resolve " + id + " --satisfied --evidence REF"}
 			it.Or = []string{"tally amend " + id + " --until WHEN --reason TEXT"}
 		} else {
@@ -324,7 +325,7 @@ func buildPrime(seat string, now time.Time, d primeData) *primeDoc {
 			continue // a promise to itself is already among what it owes
 		}
 		id := shellWord(v.ID)
-		p.add(primeItem{section: primeOwedLate, tier: tierOwedLate, ID: v.ID, State: string(v.State), Overdue: true, Due: promise.FormatTime(v.Until),
+		p.add(primeItem{section: primeOwedLate, tier: tierOwedLate, ID: v.ID, State: string(v.State), Overdue: true, Due: instant.Format(v.Until),
 			When: due(v, now), Party: v.By, What: v.Promise,
 			Next: []string{"tally assess " + id + " --violated --note TEXT"}, Or: []string{"tally resolve " + id + " --released --reason TEXT"}})
 	}
@@ -341,7 +342,7 @@ func buildPrime(seat string, now time.Time, d primeData) *primeDoc {
 		}
 		id := shellWord(v.ExpectationID)
 		p.add(primeItem{section: primeLapsed, tier: tierLapsed, ID: v.ExpectationID, State: v.State, Overdue: true,
-			Due: expect.FormatTime(v.CurrentDue), When: lapsedWhen(v.Lapses, now),
+			Due: instant.Format(v.CurrentDue), When: lapsedWhen(v.Lapses, now),
 			What: v.Kind + " on " + v.Subject.String(),
 			Next: []string{"tally expect supersede " + id + " --id NEW --due WHEN"},
 			Or:   []string{"tally expect withdraw " + id + " --reason TEXT", "tally fact " + shellWord(v.SatisfiedBy.FactKey) + " --subject " + shellWord(v.Subject.String()) + " --at WHEN"}})
@@ -497,7 +498,7 @@ func (p *primeDoc) itemSize(i int) int {
 func (p *primeDoc) text(keep []bool) string {
 	var b strings.Builder
 	seat := p.seat
-	fmt.Fprintf(&b, "# tally prime: %s, as of %s\n", seat, promise.FormatTime(p.now))
+	fmt.Fprintf(&b, "# tally prime: %s, as of %s\n", seat, instant.Format(p.now))
 	sec := p.sections
 	if sec[primeOwes].total+sec[primeOwedLate].total+sec[primeClaims].total+sec[primeClaims].extra+sec[primeLapsed].total == 0 {
 		fmt.Fprintf(&b, "%s owes nothing open, nothing owed to it is late, no claim waits on it, and no expectation it raised has lapsed.\n", seat)
@@ -610,7 +611,7 @@ func (p *primeDoc) json(keep []bool, maxTokens int) []byte {
 		Unread  int         `json:"not_examined,omitempty"` // claims beyond the ones prime reads
 		More    string      `json:"more"`
 	}
-	ms := []jsondoc.Member{member("seat", jsonString(p.seat)), member("now", jsonString(promise.FormatTime(p.now))),
+	ms := []jsondoc.Member{member("seat", jsonString(p.seat)), member("now", jsonString(instant.Format(p.now))),
 		member("max_tokens", []byte(strconv.Itoa(maxTokens)))}
 	for _, name := range primeSectionOrder {
 		s := p.sections[name]

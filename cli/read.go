@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"tally/instant"
 	"tally/jsondoc"
 	"time"
 
@@ -116,14 +117,14 @@ func printShow(w io.Writer, v *promise.View, now time.Time, color bool) {
 	if v.Task != "" {
 		fmt.Fprintf(t, "  task\t%s\n", v.Task)
 	}
-	fmt.Fprintf(t, "  declared\t%s\n", promise.FormatTime(v.Declared))
+	fmt.Fprintf(t, "  declared\t%s\n", instant.Format(v.Declared))
 	for i, h := range v.Horizons {
 		label := "  horizon " + fmt.Sprint(i+1)
 		cur := ""
 		if i == len(v.Horizons)-1 {
 			cur = "  (current, " + relative(h, now) + ")"
 		}
-		fmt.Fprintf(t, "%s\t%s%s\n", label, promise.FormatTime(h), cur)
+		fmt.Fprintf(t, "%s\t%s%s\n", label, instant.Format(h), cur)
 	}
 	if v.Meta != "" {
 		fmt.Fprintf(t, "  meta\t%s\n", v.Meta)
@@ -132,7 +133,7 @@ func printShow(w io.Writer, v *promise.View, now time.Time, color bool) {
 
 	left := []string{"THE LEDGER"}
 	if v.ResolvedBy != "" {
-		left = append(left, fmt.Sprintf("%s by %s", v.State, v.ResolvedBy), "at "+promise.FormatTime(v.ResolvedAt))
+		left = append(left, fmt.Sprintf("%s by %s", v.State, v.ResolvedBy), "at "+instant.Format(v.ResolvedAt))
 		if late := since(v.Until, v.ResolvedAt); late > 0 {
 			left = append(left, short(late)+" after the deadline")
 		}
@@ -150,7 +151,7 @@ func printShow(w io.Writer, v *promise.View, now time.Time, color bool) {
 		right = append(right, "(no assessments)")
 	}
 	for _, a := range v.Assessments {
-		right = append(right, fmt.Sprintf("%s by %s", a.State, a.Observer), "at "+promise.FormatTime(a.TS))
+		right = append(right, fmt.Sprintf("%s by %s", a.State, a.Observer), "at "+instant.Format(a.TS))
 		if a.Note != "" {
 			right = append(right, fmt.Sprintf("%q", a.Note))
 		}
@@ -255,7 +256,7 @@ func newOwed(g *global) *cobra.Command {
 			}
 			sortOwed(vs)
 			if g.json {
-				return writeJSONDoc(g.io.Out, member("as", jsonString(who)), member("now", jsonString(promise.FormatTime(now))), member("owed", viewArray(vs)))
+				return writeJSONDoc(g.io.Out, member("as", jsonString(who)), member("now", jsonString(instant.Format(now))), member("owed", viewArray(vs)))
 			}
 			nOver := 0
 			for i := range vs {
@@ -264,13 +265,13 @@ func newOwed(g *global) *cobra.Command {
 				}
 			}
 			if len(vs) == 0 {
-				fmt.Fprintf(g.io.Out, "%s owes nothing open (as of %s).\n", who, promise.FormatTime(now))
+				fmt.Fprintf(g.io.Out, "%s owes nothing open (as of %s).\n", who, instant.Format(now))
 				return nil
 			}
-			fmt.Fprintf(g.io.Out, "%s owes %d open promise(s), %d overdue, as of %s:\n", who, len(vs), nOver, promise.FormatTime(now))
+			fmt.Fprintf(g.io.Out, "%s owes %d open promise(s), %d overdue, as of %s:\n", who, len(vs), nOver, instant.Format(now))
 			for i := range vs {
 				v := &vs[i]
-				fmt.Fprintf(g.io.Out, "- [%s] %s to %s: %s (until %s)\n", due(v, now), v.ID, v.To, clip(v.Promise, 100), promise.FormatTime(v.Until))
+				fmt.Fprintf(g.io.Out, "- [%s] %s to %s: %s (until %s)\n", due(v, now), v.ID, v.To, clip(v.Promise, 100), instant.Format(v.Until))
 			}
 			fmt.Fprintln(g.io.Out, "Resolve with: tally resolve ID --satisfied --evidence REF | --cancelled --reason TEXT; move a deadline with: tally amend ID --until WHEN")
 			return nil
@@ -397,7 +398,7 @@ func writeGraph(w io.Writer, format string, vs []promise.View, now time.Time) er
 			ps = fmt.Appendf(ps, `{"by":%s,"to":%s,"open":%d,"overdue":%d,"total":%d}`, jsonString(k.by), jsonString(k.to), pc.open, pc.overdue, pc.total)
 		}
 		ps = append(ps, ']')
-		return writeJSONDoc(w, member("now", jsonString(promise.FormatTime(now))), member("promises", nodes), member("edges", edges), member("parties", ps))
+		return writeJSONDoc(w, member("now", jsonString(instant.Format(now))), member("promises", nodes), member("edges", edges), member("parties", ps))
 	case "dot":
 		fmt.Fprintln(w, "digraph promises {\n  rankdir=LR;\n  node [shape=box];")
 		for i := range vs {

@@ -77,6 +77,7 @@ import (
 	"tally/auth"
 	"tally/claim"
 	"tally/expect"
+	"tally/instant"
 	"tally/jsondoc"
 	"tally/ledger"
 	"tally/promise"
@@ -368,13 +369,13 @@ func promiseRequest(cmd promise.Command) (segs []string, body []byte, err error)
 		set("on", c.On)
 		set("task", c.Task)
 		if !c.Until.IsZero() {
-			d["until"] = promise.FormatTime(c.Until)
+			d["until"] = instant.Format(c.Until)
 		}
 		meta = json.RawMessage(c.Meta)
 	case promise.Amend:
 		segs = []string{"promises", c.ID, "amend"}
 		if !c.Until.IsZero() {
-			d["until"] = promise.FormatTime(c.Until)
+			d["until"] = instant.Format(c.Until)
 		}
 		set("reason", c.Reason)
 		meta = json.RawMessage(c.Meta)
@@ -444,7 +445,7 @@ func (g *global) submitRemote(c *cobra.Command, rc *client, cmd promise.Command,
 
 // viewsRemote is views over HTTP.
 func (rc *client) views(ctx context.Context, f promise.Filter, now time.Time) ([]promise.View, error) {
-	q := url.Values{"now": {promise.FormatTime(now)}}
+	q := url.Values{"now": {instant.Format(now)}}
 	if f.State != "" {
 		q.Set("state", f.State)
 	}
@@ -467,7 +468,7 @@ func (rc *client) views(ctx context.Context, f promise.Filter, now time.Time) ([
 
 // view is one promise over HTTP; a missing one is the server's refusal.
 func (rc *client) view(ctx context.Context, id string, now time.Time) (promise.View, error) {
-	b, err := rc.do(ctx, "GET", rc.path(url.Values{"now": {promise.FormatTime(now)}}, "promises", id), nil, "")
+	b, err := rc.do(ctx, "GET", rc.path(url.Values{"now": {instant.Format(now)}}, "promises", id), nil, "")
 	if err != nil {
 		return promise.View{}, err
 	}
@@ -504,7 +505,7 @@ func claimRequest(cmd claim.Command) (segs []string, body any, err error) {
 			d["max_responses"] = c.MaxResponses
 		}
 		if !c.Deadline.IsZero() {
-			d["deadline"] = claim.FormatTime(c.Deadline)
+			d["deadline"] = instant.Format(c.Deadline)
 		}
 		return []string{"claims"}, d, nil
 	case claim.Post:
@@ -712,7 +713,7 @@ func (g *global) fetchContent(ctx context.Context, rc *client, u, what string, w
 // claimRemote reads one claim over HTTP: the document and its view.
 func (rc *client) claim(ctx context.Context, id string, now time.Time) ([]byte, claim.View, error) {
 	var v claim.View
-	b, err := rc.do(ctx, "GET", rc.path(url.Values{"now": {claim.FormatTime(now)}}, "claims", id), nil, "")
+	b, err := rc.do(ctx, "GET", rc.path(url.Values{"now": {instant.Format(now)}}, "claims", id), nil, "")
 	if err != nil {
 		return nil, v, err
 	}
@@ -728,7 +729,7 @@ func (rc *client) claim(ctx context.Context, id string, now time.Time) ([]byte, 
 
 // claims lists claims over HTTP: the document and its rows.
 func (rc *client) claims(ctx context.Context, f claim.Filter, now time.Time) ([]byte, []claim.Summary, error) {
-	q := url.Values{"now": {claim.FormatTime(now)}}
+	q := url.Values{"now": {instant.Format(now)}}
 	for _, s := range f.States {
 		q.Add("state", string(s))
 	}
@@ -822,7 +823,7 @@ func decodeMember(m map[string]json.RawMessage, name string, v any) error {
 // raiseBody is r as the draft's expectation document the server reads:
 // times RFC 3339 UTC, durations ISO 8601, absent terms left out.
 func raiseBody(r expect.Raise) map[string]any {
-	d := map[string]any{"expectationId": r.ExpectationID, "kind": r.Kind, "subject": r.Subject, "dueAt": expect.FormatTime(r.DueAt)}
+	d := map[string]any{"expectationId": r.ExpectationID, "kind": r.Kind, "subject": r.Subject, "dueAt": instant.Format(r.DueAt)}
 	if r.Expects != "" {
 		d["expects"] = r.Expects
 	}
@@ -839,7 +840,7 @@ func raiseBody(r expect.Raise) map[string]any {
 		d["after"] = r.After
 	}
 	if !r.Horizon.IsZero() {
-		d["horizon"] = expect.FormatTime(r.Horizon)
+		d["horizon"] = instant.Format(r.Horizon)
 	}
 	if r.Basis != "" {
 		d["basis"] = string(r.Basis)
@@ -880,7 +881,7 @@ func (g *global) exportRemote(ctx context.Context, rc *client, format string, o 
 		if err != nil {
 			return err
 		}
-		q.Set("now", promise.FormatTime(now))
+		q.Set("now", instant.Format(now))
 	}
 	resp, done, err := rc.send(ctx, "GET", rc.path(q, "export"), nil, "", "")
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"tally/api"
+	"tally/instant"
 	"tally/jsondoc"
 	"tally/ledger"
 	"tally/promise"
@@ -170,7 +171,7 @@ func newAmend(g *global) *cobra.Command {
 			}
 			return g.submit(c, cmd, actor, o, func(w io.Writer, res ledger.Result, v *promise.View) {
 				prev := v.Horizons[len(v.Horizons)-2]
-				fmt.Fprintf(w, "%s: deadline %s (was %s; horizon %d)\n", v.ID, promise.FormatTime(v.Until), promise.FormatTime(prev), len(v.Horizons))
+				fmt.Fprintf(w, "%s: deadline %s (was %s; horizon %d)\n", v.ID, instant.Format(v.Until), instant.Format(prev), len(v.Horizons))
 			})
 		},
 	}

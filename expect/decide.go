@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"tally/instant"
 	"tally/rule"
 )
 
@@ -200,7 +201,7 @@ func (s *State) inherit(r *Raise, graceGiven bool, now time.Time) *rule.Refusal 
 	if r.Horizon.IsZero() && !old.Horizon.IsZero() {
 		if !old.Horizon.After(now) {
 			return rule.Invalidf("horizon", fmt.Sprintf("inherited from %s, %s has passed, so the extension would stall at once: pass a later horizon (--horizon)",
-				x.id(), FormatTime(old.Horizon)))
+				x.id(), instant.Format(old.Horizon)))
 		}
 		r.Horizon = old.Horizon
 	}
@@ -416,7 +417,7 @@ func (s *State) decideLapse(actor string, now time.Time, c LapseCommand) ([]Even
 		return nil, nil // recorded already: recording it again is a no-op
 	}
 	if nanos(due) != x.currentDue {
-		return nil, rule.Conflictf("dueAt", "is not the due time in force ("+FormatTime(fromNanos(x.currentDue))+")")
+		return nil, rule.Conflictf("dueAt", "is not the due time in force ("+instant.Format(fromNanos(x.currentDue))+")")
 	}
 	for _, c2 := range s.pending(x) {
 		if c2.kind != c.Kind || c2.lapsedAt >= nanos(now) {
@@ -427,7 +428,7 @@ func (s *State) decideLapse(actor string, now time.Time, c LapseCommand) ([]Even
 		}
 		return []Event{s.lapseEvent(x, c2, now)}, nil
 	}
-	return nil, rule.Conflictf("lapse", "no "+string(c.Kind)+" lapse of "+x.id()+" is due at "+FormatTime(now))
+	return nil, rule.Conflictf("lapse", "no "+string(c.Kind)+" lapse of "+x.id()+" is due at "+instant.Format(now))
 }
 
 func (s *State) lapseEvent(x *expectation, c candidate, now time.Time) Event {

@@ -276,24 +276,11 @@ func Known(typ string) bool {
 	return false
 }
 
-// ErrUnknownType is returned (wrapped) by Decode for a well-formed JSON line
-// whose type this family does not define.
-var ErrUnknownType = errors.New("unknown record type")
-
-// DecodeError says why a line is not a well-formed record of this family.
-type DecodeError struct {
-	Field string
-	Msg   string
+// bad is this family's decode error: a rule.DecodeError, said after
+// "decode: " as expectation records always have been.
+func bad(field, msg string) error {
+	return fmt.Errorf("decode: %w", &rule.DecodeError{Field: field, Msg: msg})
 }
-
-func (e *DecodeError) Error() string {
-	if e.Field == "" {
-		return "decode: " + e.Msg
-	}
-	return "decode: " + e.Field + ": " + e.Msg
-}
-
-func bad(field, msg string) error { return &DecodeError{Field: field, Msg: msg} }
 
 // member is one raw top-level member of a line.
 type member struct {
@@ -443,10 +430,6 @@ func ParseTime(s string) (time.Time, error) {
 	return t, nil
 }
 
-// FormatTime writes t as stored: RFC 3339 in UTC, fractional seconds only
-// when present.
-func FormatTime(t time.Time) string { return instant.Format(t) }
-
 // durationMax bounds grace and offsets: a century is far longer than any
 // grace, offset or extension.
 const durationMax = 100 * 366 * 24 * time.Hour
@@ -503,7 +486,7 @@ func idField(field string, dst *string) func(json.RawMessage) error {
 // envelope). Members it knows are validated and typed; members it does not
 // know are kept in Extra; the envelope member is skipped. A well-formed line
 // of another type returns an Event holding only TS and Type, with an error
-// wrapping ErrUnknownType, so the caller can keep the line and report it.
+// wrapping rule.ErrUnknownType, so the caller can keep the line and report it.
 func Decode(line []byte) (Event, error) {
 	ms, err := members(line, "")
 	if err != nil {
@@ -529,7 +512,7 @@ func Decode(line []byte) (Event, error) {
 		return Event{}, bad("type", "missing")
 	}
 	if !Known(e.Type) {
-		return Event{TS: e.TS, Type: e.Type}, fmt.Errorf("%w %q", ErrUnknownType, e.Type)
+		return Event{TS: e.TS, Type: e.Type}, fmt.Errorf("%w %q", rule.ErrUnknownType, e.Type)
 	}
 	if !tsSeen {
 		return Event{}, bad("ts", "missing")
@@ -798,7 +781,7 @@ func (e *Event) wellFormed() error {
 			return bad("outcome", "must be completed, cancelled or failed")
 		}
 	default:
-		return fmt.Errorf("%w %q", ErrUnknownType, e.Type)
+		return fmt.Errorf("%w %q", rule.ErrUnknownType, e.Type)
 	}
 	return nil
 }
@@ -809,7 +792,7 @@ func (e *Event) wellFormed() error {
 func (e Event) Encode() []byte {
 	b := make([]byte, 0, 256)
 	b = append(b, `{"ts":`...)
-	b = appendString(b, FormatTime(e.TS))
+	b = appendString(b, instant.Format(e.TS))
 	b = append(b, `,"type":`...)
 	b = appendString(b, e.Type)
 	switch {
@@ -823,7 +806,7 @@ func (e Event) Encode() []byte {
 		b = append(b, `,"satisfiedBy":{"factKey":`...)
 		b = appendString(b, r.FactKey)
 		b = append(b, '}')
-		b = appendMember(b, "dueAt", FormatTime(r.DueAt))
+		b = appendMember(b, "dueAt", instant.Format(r.DueAt))
 		if r.Grace != 0 {
 			b = appendMember(b, "grace", FormatDuration(r.Grace))
 		}
@@ -845,7 +828,7 @@ func (e Event) Encode() []byte {
 			b = append(b, ']')
 		}
 		if !r.Horizon.IsZero() {
-			b = appendMember(b, "horizon", FormatTime(r.Horizon))
+			b = appendMember(b, "horizon", instant.Format(r.Horizon))
 		}
 		b = appendMember(b, "basis", string(r.Basis))
 		b = appendOptional(b, "supersedes", r.Supersedes)
@@ -909,15 +892,15 @@ func (e Event) Encode() []byte {
 		if at.IsZero() {
 			at = e.TS
 		}
-		b = appendMember(b, "at", FormatTime(at))
+		b = appendMember(b, "at", instant.Format(at))
 		b = appendOptional(b, "by", f.By)
 	case e.Lapse != nil:
 		l := e.Lapse
 		b = appendMember(b, "lapseId", l.LapseID)
 		b = appendMember(b, "expectationId", l.ExpectationID)
 		b = appendMember(b, "lapse", string(l.Kind))
-		b = appendMember(b, "dueAt", FormatTime(l.DueAt))
-		b = appendMember(b, "lapsedAt", FormatTime(l.LapsedAt))
+		b = appendMember(b, "dueAt", instant.Format(l.DueAt))
+		b = appendMember(b, "lapsedAt", instant.Format(l.LapsedAt))
 		b = appendMember(b, "by", l.By)
 	case e.TaskOutcome != nil:
 		o := e.TaskOutcome

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"tally/rule"
 )
 
 func mustTime(s string) time.Time {
@@ -217,9 +219,9 @@ func TestDecodeRefuses(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Decode([]byte(c.line))
-			var de *DecodeError
+			var de *rule.DecodeError
 			if !errors.As(err, &de) {
-				t.Fatalf("Decode(%s) = %v, want a DecodeError", c.line, err)
+				t.Fatalf("Decode(%s) = %v, want a rule.DecodeError", c.line, err)
 			}
 			if de.Field != c.field {
 				t.Fatalf("Decode(%s) field = %q (%v), want %q", c.line, de.Field, err, c.field)
@@ -230,7 +232,7 @@ func TestDecodeRefuses(t *testing.T) {
 
 func TestDecodeUnknownType(t *testing.T) {
 	e, err := Decode([]byte(`{"ts":"2026-09-01T17:00:00Z","type":"promise","id":"pnk_1"}`))
-	if !errors.Is(err, ErrUnknownType) || e.Type != "promise" || !e.TS.Equal(mustTime("2026-09-01T17:00:00Z")) {
+	if !errors.Is(err, rule.ErrUnknownType) || e.Type != "promise" || !e.TS.Equal(mustTime("2026-09-01T17:00:00Z")) {
 		t.Fatalf("Decode = %+v, %v", e, err)
 	}
 }
@@ -292,4 +294,20 @@ func FuzzDecode(f *testing.F) {
 		s.Apply(Meta{Seq: 1, Actor: "a", TS: e.TS}, e)
 		s.Sweep(e.TS.Add(1000*time.Hour), 0)
 	})
+}
+
+// TestDecodeErrorWords pins the words of a decode error, which reach import
+// and verify reports: the family's "decode: " prefix, then the member and
+// the rule, through the shared rule.DecodeError.
+func TestDecodeErrorWords(t *testing.T) {
+	for _, c := range []struct{ line, want string }{
+		{`{"ts":"2026-09-01T17:00:00Z","type":"expect.withdraw","by":"a"}`, "decode: expectationId: missing"},
+		{`{"ts":"2026-09-01T17:00:00Z","type":"expect.withdraw","expectationId":"e","by":"a","by":"b"}`, "decode: by: appears twice"},
+		{`[1]`, "decode: must be an object"},
+	} {
+		_, err := Decode([]byte(c.line))
+		if err == nil || err.Error() != c.want {
+			t.Errorf("Decode(%s) = %v, want %q", c.line, err, c.want)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"tally/instant"
 	"tally/rule"
 )
 
@@ -102,7 +103,7 @@ func lapses(evs []Event) []string {
 	var out []string
 	for _, e := range evs {
 		if e.Lapse != nil {
-			out = append(out, e.Lapse.ExpectationID+" "+string(e.Lapse.Kind)+" "+FormatTime(e.Lapse.DueAt)+" "+FormatTime(e.Lapse.LapsedAt))
+			out = append(out, e.Lapse.ExpectationID+" "+string(e.Lapse.Kind)+" "+instant.Format(e.Lapse.DueAt)+" "+instant.Format(e.Lapse.LapsedAt))
 		} else if e.Withdraw != nil {
 			out = append(out, e.Withdraw.ExpectationID+" withdrawn by "+e.Withdraw.By)
 		}

@@ -359,7 +359,7 @@ func inRange(t time.Time) bool { return timeProblem(t) == "" }
 func LapseID(expectationID string, kind LapseKind, due time.Time) string {
 	h := sha256.New()
 	var n [binary.MaxVarintLen64]byte
-	for _, f := range []string{"tally/expect/lapse/v1", expectationID, string(kind), FormatTime(due)} {
+	for _, f := range []string{"tally/expect/lapse/v1", expectationID, string(kind), instant.Format(due)} {
 		h.Write(n[:binary.PutUvarint(n[:], uint64(len(f)))])
 		h.Write([]byte(f))
 	}

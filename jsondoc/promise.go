@@ -3,6 +3,7 @@ package jsondoc
 import (
 	"time"
 
+	"tally/instant"
 	"tally/promise"
 	"tally/wire"
 )
@@ -19,12 +20,12 @@ func PromiseWrite(seq uint64, v *promise.View, warnings []string) []byte {
 
 // PromiseShow is the document of one promise at now.
 func PromiseShow(now time.Time, v *promise.View) []byte {
-	return Doc(M("now", S(promise.FormatTime(now))), M("promise", v.AppendJSON(nil)))
+	return Doc(M("now", S(instant.Format(now))), M("promise", v.AppendJSON(nil)))
 }
 
 // PromiseList is the document of a list of promises at now, under name.
 func PromiseList(now time.Time, name string, vs []promise.View) []byte {
-	return Doc(M("now", S(promise.FormatTime(now))), M(name, ViewArray(vs)))
+	return Doc(M("now", S(instant.Format(now))), M(name, ViewArray(vs)))
 }
 
 // ViewArray encodes views as a JSON array.

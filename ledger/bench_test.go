@@ -33,6 +33,7 @@ import (
 	"testing"
 	"time"
 
+	"tally/instant"
 	"tally/promise"
 	"tally/store"
 )
@@ -91,7 +92,7 @@ func benchEvents(n int, mix bool, fn func(promise.Event)) (promises int) {
 			e := promise.Event{TS: ts, Type: promise.TypePromise, ID: id,
 				Text: fmt.Sprintf("hand back a reviewed schema for ticket %d", i),
 				By:   benchParty(r, "agent"), To: benchParty(r, "author"),
-				Until: promise.FormatTime(ts.Add(time.Duration(24+r.IntN(24*30)) * time.Hour))}
+				Until: instant.Format(ts.Add(time.Duration(24+r.IntN(24*30)) * time.Hour))}
 			if len(ids) > 0 && r.IntN(10) == 0 {
 				e.On = ids[r.IntN(len(ids))]
 			}
@@ -105,7 +106,7 @@ func benchEvents(n int, mix bool, fn func(promise.Event)) (promises int) {
 			fn(e)
 		case k < 85:
 			fn(promise.Event{TS: ts, Type: promise.TypeAmend, ID: ids[r.IntN(len(ids))], By: benchParty(r, "agent"),
-				Until: promise.FormatTime(ts.Add(72 * time.Hour)), Reason: "blocked on review"})
+				Until: instant.Format(ts.Add(72 * time.Hour)), Reason: "blocked on review"})
 		case k < 95:
 			fn(promise.Event{TS: ts, Type: promise.TypeResolve, ID: ids[r.IntN(len(ids))], As: promise.AsSatisfied,
 				By: benchParty(r, "agent"), Evidence: []string{fmt.Sprintf("commit:%08x", r.Uint32())}})

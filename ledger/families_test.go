@@ -11,6 +11,7 @@ import (
 
 	"tally/claim"
 	"tally/expect"
+	"tally/instant"
 	"tally/promise"
 	"tally/store"
 )
@@ -173,7 +174,7 @@ func FuzzApply(f *testing.F) {
 	f.Add([]byte(`{"ts":"2026-09-01T00:00:00Z","type":"someday","x":1}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		st := newState(cfg)
-		seed := promisePending(promise.Event{TS: t0, Type: promise.TypePromise, ID: "p1", Text: "t", By: "d", To: "c", Until: promise.FormatTime(t0.Add(time.Hour))})
+		seed := promisePending(promise.Event{TS: t0, Type: promise.TypePromise, ID: "p1", Text: "t", By: "d", To: "c", Until: instant.Format(t0.Add(time.Hour))})
 		if err := st.apply(store.Entry{Line: seed.body, Env: store.Envelope{Seq: 1}}); err != nil {
 			t.Fatal(err)
 		}

@@ -194,7 +194,7 @@ func (s *State) recorded(idem *Idempotency, now time.Time, window time.Duration)
 func requestRecord(now time.Time, idem *Idempotency, n int, response []byte) []byte {
 	b := make([]byte, 0, 128+len(response))
 	b = append(b, `{"ts":`...)
-	b = wire.AppendString(b, promise.FormatTime(now.UTC().Truncate(time.Second)))
+	b = wire.AppendString(b, instant.Format(now.UTC().Truncate(time.Second)))
 	b = append(b, `,"type":"`+TypeRequest+`","principal":`...)
 	b = wire.AppendString(b, idem.Principal)
 	b = append(b, `,"key":`...)

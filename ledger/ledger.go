@@ -20,6 +20,7 @@ import (
 	"tally/expect"
 	"tally/promise"
 	"tally/store"
+	"tally/vocab"
 	"tally/wire"
 )
 
@@ -51,9 +52,6 @@ type CommitInfo = store.CommitInfo
 
 // Stats counts what the ledger has done since it was opened.
 type Stats = store.Stats
-
-// DefaultTimekeeper is the watcher's identity unless configured otherwise.
-const DefaultTimekeeper = "tally/timekeeper"
 
 func (c Config) expectConfig() expect.Config {
 	ec := expect.DefaultConfig()
@@ -87,7 +85,7 @@ func DefaultConfig() Config {
 	return Config{
 		Limits: promise.DefaultLimits(), Now: time.Now, Logger: slog.Default(),
 		CommitConfig: store.DefaultCommitConfig(),
-		Timekeeper:   DefaultTimekeeper, LineageMax: expect.DefaultConfig().LineageMax,
+		Timekeeper:   vocab.DefaultTimekeeper, LineageMax: expect.DefaultConfig().LineageMax,
 		IdempotencyWindow: 24 * time.Hour,
 	}
 }

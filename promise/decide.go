@@ -244,7 +244,7 @@ func prepareDeclare(lim Limits, actor string, ts time.Time, c Declare) (Event, e
 	}
 	return Event{
 		TS: ts, Type: TypePromise, ID: c.ID, Text: c.Text, By: c.By, To: c.To, On: c.On,
-		Until: FormatTime(c.Until), Task: c.Task, Meta: meta,
+		Until: instant.Format(c.Until), Task: c.Task, Meta: meta,
 	}, nil
 }
 
@@ -265,7 +265,7 @@ func prepareAmend(lim Limits, actor string, ts time.Time, c Amend) (Event, error
 	if err != nil {
 		return Event{}, err
 	}
-	return Event{TS: ts, Type: TypeAmend, ID: c.ID, By: actor, Until: FormatTime(c.Until), Reason: c.Reason, Meta: meta}, nil
+	return Event{TS: ts, Type: TypeAmend, ID: c.ID, By: actor, Until: instant.Format(c.Until), Reason: c.Reason, Meta: meta}, nil
 }
 
 func prepareResolve(lim Limits, actor string, ts time.Time, c Resolve) (Event, error) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"tally/instant"
+	"tally/rule"
 	"tally/wire"
 )
 
@@ -72,27 +73,10 @@ func Known(typ string) bool {
 	return false
 }
 
-// DecodeError says why a line is not a well-formed promise record.
-type DecodeError struct {
-	Field string
-	Msg   string
-}
-
-func (e *DecodeError) Error() string {
-	if e.Field == "" {
-		return e.Msg
-	}
-	return e.Field + ": " + e.Msg
-}
-
-// ErrUnknownType is returned (wrapped) by Decode for a well-formed line
-// whose type this family does not define.
-var ErrUnknownType = errors.New("unknown record type")
-
 // Decode reads one log line (a JSON object, with or without tally's
 // envelope). It validates the whole line; members it does not know are left
 // in the line, which the log keeps verbatim. A line of a type this package
-// does not define returns the type and an error wrapping ErrUnknownType.
+// does not define returns the type and an error wrapping rule.ErrUnknownType.
 func Decode(line []byte) (Event, error) {
 	var e Event
 	var seen uint32
@@ -102,36 +86,36 @@ func Decode(line []byte) (Event, error) {
 			return nil
 		}
 		if seen&(1<<f) != 0 {
-			return &DecodeError{Field: fieldNames[f], Msg: "appears twice"}
+			return &rule.DecodeError{Field: fieldNames[f], Msg: "appears twice"}
 		}
 		seen |= 1 << f
 		if f == fEvidence {
 			ev, err := wire.Strings(v)
 			if err != nil {
-				return &DecodeError{Field: "evidence", Msg: "must be an array of strings"}
+				return &rule.DecodeError{Field: "evidence", Msg: "must be an array of strings"}
 			}
 			e.Evidence = ev
 			return nil
 		}
 		if f == fMeta {
 			if !wire.IsObject(v) {
-				return &DecodeError{Field: "meta", Msg: "must be an object"}
+				return &rule.DecodeError{Field: "meta", Msg: "must be an object"}
 			}
 			e.Meta = string(v)
 			return nil
 		}
 		s, err := wire.String(v)
 		if err != nil {
-			return &DecodeError{Field: fieldNames[f], Msg: "must be a string"}
+			return &rule.DecodeError{Field: fieldNames[f], Msg: "must be a string"}
 		}
 		switch f {
 		case fTS:
 			t, err := parseTime(s)
 			if err != nil {
-				return &DecodeError{Field: "ts", Msg: "must be an RFC 3339 time"}
+				return &rule.DecodeError{Field: "ts", Msg: "must be an RFC 3339 time"}
 			}
 			if p := instant.Problem(t); p != "" {
-				return &DecodeError{Field: "ts", Msg: p}
+				return &rule.DecodeError{Field: "ts", Msg: p}
 			}
 			e.TS = t
 		case fType:
@@ -167,10 +151,10 @@ func Decode(line []byte) (Event, error) {
 		return Event{}, err
 	}
 	if seen&(1<<fType) == 0 {
-		return Event{}, &DecodeError{Field: "type", Msg: "missing"}
+		return Event{}, &rule.DecodeError{Field: "type", Msg: "missing"}
 	}
 	if !Known(e.Type) {
-		return Event{Type: e.Type}, fmt.Errorf("%w %q", ErrUnknownType, e.Type)
+		return Event{Type: e.Type}, fmt.Errorf("%w %q", rule.ErrUnknownType, e.Type)
 	}
 	if e.Type != TypePromise {
 		e.ID, e.Text = e.Text, ""
@@ -187,12 +171,12 @@ func Decode(line []byte) (Event, error) {
 func (e *Event) wellFormed() error {
 	need := func(field, v string) error {
 		if v == "" {
-			return &DecodeError{Field: field, Msg: "missing"}
+			return &rule.DecodeError{Field: field, Msg: "missing"}
 		}
 		return nil
 	}
 	if e.TS.IsZero() {
-		return &DecodeError{Field: "ts", Msg: "missing"}
+		return &rule.DecodeError{Field: "ts", Msg: "missing"}
 	}
 	switch e.Type {
 	case TypePromise:
@@ -216,7 +200,7 @@ func (e *Event) wellFormed() error {
 		switch e.As {
 		case AsSatisfied, AsCancelled, AsReleased:
 		default:
-			return &DecodeError{Field: "as", Msg: "must be satisfied, cancelled or released"}
+			return &rule.DecodeError{Field: "as", Msg: "must be satisfied, cancelled or released"}
 		}
 	case TypeAssess:
 		if err := need("promise", e.ID); err != nil {
@@ -226,10 +210,10 @@ func (e *Event) wellFormed() error {
 	if e.Until != "" {
 		t, err := parseTime(e.Until)
 		if err != nil {
-			return &DecodeError{Field: "until", Msg: "must be an RFC 3339 time"}
+			return &rule.DecodeError{Field: "until", Msg: "must be an RFC 3339 time"}
 		}
 		if p := instant.Problem(t); p != "" {
-			return &DecodeError{Field: "until", Msg: p}
+			return &rule.DecodeError{Field: "until", Msg: p}
 		}
 		e.until, e.untilSet = instant.Pack(t), true
 	}
@@ -298,16 +282,12 @@ func fieldOf(key []byte) field {
 	return fNone
 }
 
-// FormatTime writes t as pinki does: UTC, RFC 3339, fractional seconds only
-// when present.
-func FormatTime(t time.Time) string { return instant.Format(t) }
-
 // Encode writes the record in pinki's exact shape: ts and type first, the
 // family's fields in pinki's order, optional fields only when set, meta last.
 func (e *Event) Encode() []byte {
 	b := make([]byte, 0, 256)
 	b = append(b, `{"ts":`...)
-	b = wire.AppendString(b, FormatTime(e.TS))
+	b = wire.AppendString(b, instant.Format(e.TS))
 	b = append(b, `,"type":`...)
 	b = wire.AppendString(b, e.Type)
 	str := func(name, v string) {

@@ -333,7 +333,7 @@ func TestDecodeKeepsUnknownAndRefusesMalformed(t *testing.T) {
 		t.Fatalf("unknown field: %v", err)
 	}
 	_, err = Decode([]byte(`{"ts":"2026-08-28T20:14:03Z","type":"escalate","promise":"a"}`))
-	if !errors.Is(err, ErrUnknownType) {
+	if !errors.Is(err, rule.ErrUnknownType) {
 		t.Fatalf("unknown type: %v", err)
 	}
 	for _, bad := range []string{
@@ -343,7 +343,7 @@ func TestDecodeKeepsUnknownAndRefusesMalformed(t *testing.T) {
 		`{"type":"promise","id":"a","promise":"x","by":"d","to":"c","until":"2026-09-01T17:00:00Z"}`,
 		`{"ts":"2026-08-28T20:14:03Z","type":"promise","id":"a","promise":"x","by":"d","to":"c","until":"2026-09-01T17:00:00Z"`,
 	} {
-		if _, err := Decode([]byte(bad)); err == nil || errors.Is(err, ErrUnknownType) {
+		if _, err := Decode([]byte(bad)); err == nil || errors.Is(err, rule.ErrUnknownType) {
 			t.Errorf("accepted %s: %v", bad, err)
 		}
 	}
@@ -390,5 +390,14 @@ func TestDecideDefaults(t *testing.T) {
 	ev, _, err = s.Decide(DefaultLimits(), "…/author", now, Assess{ID: "pnk_0c2b77"})
 	if err != nil || ev.State != StateViolated || ev.Observer != "…/author" {
 		t.Fatalf("assess without state: state %q observer %q, %v", ev.State, ev.Observer, err)
+	}
+}
+
+// TestDecodeErrorWords pins the words of a decode error, which reach import
+// and verify reports: the member and the rule, through rule.DecodeError.
+func TestDecodeErrorWords(t *testing.T) {
+	_, err := Decode([]byte(`{"ts":"2026-08-28T20:14:03Z","promise":"a"}`))
+	if err == nil || err.Error() != "type: missing" {
+		t.Fatalf("Decode = %v, want %q", err, "type: missing")
 	}
 }

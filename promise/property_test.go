@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"tally/instant"
 )
 
 // genLog makes a random but well-formed log over a few ids, with antecedent
@@ -17,7 +19,7 @@ func genLog(r *rand.Rand, ids []string, n int, withOn bool) []Event {
 	for i := 0; i < n; i++ {
 		id := ids[r.IntN(len(ids))]
 		at := base.Add(time.Duration(i) * time.Minute)
-		until := FormatTime(base.Add(time.Duration(r.IntN(48)) * time.Hour))
+		until := instant.Format(base.Add(time.Duration(r.IntN(48)) * time.Hour))
 		var meta string
 		if r.IntN(3) == 0 {
 			meta = fmt.Sprintf(`{"n":%d}`, r.IntN(100))

@@ -77,13 +77,13 @@ func (v *View) AppendJSON(b []byte) []byte {
 	b = append(b, `,"task":`...)
 	b = appendOptString(b, v.Task)
 	b = append(b, `,"until":`...)
-	b = wire.AppendString(b, FormatTime(v.Until))
+	b = wire.AppendString(b, instant.Format(v.Until))
 	b = append(b, `,"horizons":[`...)
 	for i, h := range v.Horizons {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = wire.AppendString(b, FormatTime(h))
+		b = wire.AppendString(b, instant.Format(h))
 	}
 	b = append(b, `],"state":`...)
 	b = wire.AppendString(b, string(v.State))
@@ -103,7 +103,7 @@ func (v *View) AppendJSON(b []byte) []byte {
 	if v.ResolvedAt.IsZero() || v.ResolvedBy == "" {
 		b = append(b, "null"...)
 	} else {
-		b = wire.AppendString(b, FormatTime(v.ResolvedAt))
+		b = wire.AppendString(b, instant.Format(v.ResolvedAt))
 	}
 	b = append(b, `,"assessments":[`...)
 	for i, a := range v.Assessments {
@@ -117,11 +117,11 @@ func (v *View) AppendJSON(b []byte) []byte {
 		b = append(b, `,"note":`...)
 		b = appendOptString(b, a.Note)
 		b = append(b, `,"ts":`...)
-		b = wire.AppendString(b, FormatTime(a.TS))
+		b = wire.AppendString(b, instant.Format(a.TS))
 		b = append(b, '}')
 	}
 	b = append(b, `],"declared":`...)
-	b = wire.AppendString(b, FormatTime(v.Declared))
+	b = wire.AppendString(b, instant.Format(v.Declared))
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendUint(b, v.Seq, 10)
 	b = append(b, `,"meta":`...)

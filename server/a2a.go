@@ -48,16 +48,8 @@ import (
 	"tally/ledger"
 	"tally/rule"
 	"tally/store"
+	"tally/vocab"
 	"tally/watch"
-)
-
-// Extension URIs tally accepts besides its own (configurable) ones.
-const (
-	// PinkiPromiseURI is pinki's promise extension; its records ride in
-	// metadata["<URI>/promise"].
-	PinkiPromiseURI = "https://github.com/azigler/pinki/ext/promise/v0"
-	// ExpectationsDraftURI is the A2A expectations proposal's extension.
-	ExpectationsDraftURI = "https://rsaxb.com/a2a/expectations/v1"
 )
 
 // A2AConfig tunes the A2A binding. Empty fields take the defaults.
@@ -168,13 +160,13 @@ func (s *Server) checkReplyTo(field string, rt *expect.ReplyTo) error {
 
 func (c A2AConfig) withDefaults() A2AConfig {
 	if c.PromiseURI == "" {
-		c.PromiseURI = "urn:tally:ext:promise"
+		c.PromiseURI = vocab.PromiseURI
 	}
 	if c.ClaimURI == "" {
-		c.ClaimURI = "urn:tally:ext:claim"
+		c.ClaimURI = vocab.ClaimURI
 	}
 	if c.ExpectURI == "" {
-		c.ExpectURI = "urn:tally:ext:expect"
+		c.ExpectURI = vocab.ExpectURI
 	}
 	if c.CardMaxAge <= 0 {
 		c.CardMaxAge = 5 * time.Minute
@@ -201,9 +193,9 @@ func (s *Server) a2aURIs() []struct {
 		uri    string
 		family a2aFamily
 	}{
-		{c.PromiseURI, familyPromise}, {PinkiPromiseURI, familyPromise},
+		{c.PromiseURI, familyPromise}, {vocab.PinkiPromiseURI, familyPromise},
 		{c.ClaimURI, familyClaim},
-		{c.ExpectURI, familyExpect}, {ExpectationsDraftURI, familyExpect},
+		{c.ExpectURI, familyExpect}, {vocab.ExpectationsDraftURI, familyExpect},
 	}
 }
 
@@ -236,7 +228,7 @@ func a2aRecordKeys(uri string, f a2aFamily) []string {
 // a2aRecordKey is the key tally writes a record under: pinki's form for
 // pinki's URI, the URI itself otherwise.
 func a2aRecordKey(uri string, f a2aFamily) string {
-	if uri == PinkiPromiseURI {
+	if uri == vocab.PinkiPromiseURI {
 		return uri + "/" + string(f)
 	}
 	return uri
@@ -439,7 +431,7 @@ func (cfg A2AConfig) AgentCard(base, tenant, session string) *a2a.AgentCard {
 		SupportedInterfaces: []*a2a.AgentInterface{jsonrpc, rest},
 		Capabilities: a2a.AgentCapabilities{Extensions: []a2a.AgentExtension{
 			ext(c.PromiseURI, familyPromise, "Promises: declare, amend, resolve (satisfied, cancelled, released) and assess. Tasks map satisfied → COMPLETED, cancelled → REJECTED, released → CANCELED; overdue and violated stay in the record.",
-				[]string{PinkiPromiseURI}, map[string]any{
+				[]string{vocab.PinkiPromiseURI}, map[string]any{
 					"actions":       []string{"declare", "amend", "resolve", "assess"},
 					"assessmentsAt": events,
 				}),
@@ -453,7 +445,7 @@ func (cfg A2AConfig) AgentCard(base, tenant, session string) *a2a.AgentCard {
 					"artifactURLs": sess + "/claims/{claim}/artifacts/{artifact}",
 				}),
 			ext(c.ExpectURI, familyExpect, "Expectations, facts and lapses; the server's watcher keeps time. Raise with the draft's expectation document (origin: the message's task and context; replyTo: where lapses go), record facts, withdraw, or report an origin task's outcome. Each lapse goes back to the raising agent as a new message in the origin context, referencing the origin task, its messageId the lapse id. CancelTask on an origin task withdraws its expectations.",
-				[]string{ExpectationsDraftURI}, map[string]any{
+				[]string{vocab.ExpectationsDraftURI}, map[string]any{
 					"actions":       []string{"raise", "fact", "withdraw", "outcome"},
 					"lapseDelivery": !c.NoLapseDelivery,
 				}),

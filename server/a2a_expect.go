@@ -42,6 +42,7 @@ import (
 	"tally/api"
 	"tally/auth"
 	"tally/expect"
+	"tally/instant"
 	"tally/ledger"
 	"tally/rule"
 )
@@ -143,7 +144,7 @@ func (h *a2aHandler) expectCommand(c *a2aCall, l *ledger.Ledger, req *a2a.SendMe
 					at = ev.Fact.At
 				}
 			}
-			return expectDoc("seq", seqOf(res), "fact", map[string]any{"factKey": fc.FactKey, "subject": fc.Subject, "at": expect.FormatTime(at)})
+			return expectDoc("seq", seqOf(res), "fact", map[string]any{"factKey": fc.FactKey, "subject": fc.Subject, "at": instant.Format(at)})
 		}, nil
 	case "withdraw":
 		wd := api.ExpectWithdraw{Reason: d.Reason}

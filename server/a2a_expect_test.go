@@ -13,8 +13,10 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"tally/expect"
+	"tally/instant"
 	"tally/ledger"
 	"tally/store"
+	"tally/vocab"
 )
 
 // raisingAgent is the agent that raised expectations: a JSON-RPC endpoint
@@ -192,24 +194,24 @@ func TestA2AExpectationLapseDelivery(t *testing.T) {
 	due := t0.Add(time.Hour)
 	rec := map[string]any{
 		"expectationId": "exp-review", "kind": "doc.review", "subject": map[string]any{"type": "doc", "id": "d1"},
-		"satisfiedBy": map[string]any{"factKey": "doc.reviewed:d1"}, "dueAt": expect.FormatTime(due), "grace": "PT10M",
+		"satisfiedBy": map[string]any{"factKey": "doc.reviewed:d1"}, "dueAt": instant.Format(due), "grace": "PT10M",
 		"basis": "declared", "replyTo": agent.srv.URL + "/rpc",
 	}
-	params := expectSend("m-raise-1", "task-7", "ctx-3", ExpectationsDraftURI, rec)
-	code, r, echoed := tf.rpc("author", ExpectationsDraftURI, "SendMessage", params)
-	if code != 200 || echoed != ExpectationsDraftURI {
+	params := expectSend("m-raise-1", "task-7", "ctx-3", vocab.ExpectationsDraftURI, rec)
+	code, r, echoed := tf.rpc("author", vocab.ExpectationsDraftURI, "SendMessage", params)
+	if code != 200 || echoed != vocab.ExpectationsDraftURI {
 		t.Fatalf("%d %q %s", code, echoed, r.raw)
 	}
-	view, _ := replyDoc(t, r, ExpectationsDraftURI)["expectation"].(map[string]any)
+	view, _ := replyDoc(t, r, vocab.ExpectationsDraftURI)["expectation"].(map[string]any)
 	origin, _ := view["origin"].(map[string]any)
 	replyTo, _ := view["replyTo"].(map[string]any)
 	if view["by"] != "author" || origin["taskId"] != "task-7" || origin["contextId"] != "ctx-3" ||
-		replyTo["url"] != agent.srv.URL+"/rpc" || replyTo["extension"] != ExpectationsDraftURI {
+		replyTo["url"] != agent.srv.URL+"/rpc" || replyTo["extension"] != vocab.ExpectationsDraftURI {
 		t.Fatalf("view %v", view)
 	}
 	// A retried SendMessage is the same answer and raises nothing more.
 	before := tf.logBytes()
-	if _, r2, _ := tf.rpc("author", ExpectationsDraftURI, "SendMessage", params); r2.raw != r.raw {
+	if _, r2, _ := tf.rpc("author", vocab.ExpectationsDraftURI, "SendMessage", params); r2.raw != r.raw {
 		t.Fatalf("retry answered differently:\n%s\n%s", r.raw, r2.raw)
 	}
 	if string(before) != string(tf.logBytes()) {
@@ -234,10 +236,10 @@ func TestA2AExpectationLapseDelivery(t *testing.T) {
 	wantID := expect.LapseID("exp-review", expect.LapseOverdue, due)
 	for _, c := range calls {
 		m := c.msg
-		if m.ID != wantID || m.ContextID != "ctx-3" || len(m.ReferenceTasks) != 1 || m.ReferenceTasks[0] != "task-7" || c.exts != ExpectationsDraftURI {
+		if m.ID != wantID || m.ContextID != "ctx-3" || len(m.ReferenceTasks) != 1 || m.ReferenceTasks[0] != "task-7" || c.exts != vocab.ExpectationsDraftURI {
 			t.Fatalf("message %+v (A2A-Extensions %q)", m, c.exts)
 		}
-		doc, _ := m.Metadata[ExpectationsDraftURI].(map[string]any)
+		doc, _ := m.Metadata[vocab.ExpectationsDraftURI].(map[string]any)
 		lapse, _ := doc["lapse"].(map[string]any)
 		if lapse["lapseId"] != wantID || lapse["lapse"] != "overdue" {
 			t.Fatalf("record %v", m.Metadata)
@@ -265,7 +267,7 @@ func TestA2ACancelTaskWithdrawsOriginExpectations(t *testing.T) {
 	raise := func(msgID, id, task string) {
 		rec := map[string]any{
 			"expectationId": id, "kind": "doc.review", "subject": map[string]any{"type": "doc", "id": id},
-			"satisfiedBy": map[string]any{"factKey": "done:" + id}, "dueAt": expect.FormatTime(due), "basis": "declared",
+			"satisfiedBy": map[string]any{"factKey": "done:" + id}, "dueAt": instant.Format(due), "basis": "declared",
 		}
 		p := expectSend(msgID, task, "ctx-9", "urn:tally:ext:expect", rec)
 		p["message"].(map[string]any)["metadata"].(map[string]any)["replyTo"] = agent.srv.URL + "/rpc"
@@ -332,7 +334,7 @@ func TestA2AExpectationPushConfigFromRequest(t *testing.T) {
 	tf := newTimedFixture(t)
 	rec := map[string]any{
 		"kind": "doc.review", "subject": map[string]any{"type": "doc", "id": "d1"},
-		"satisfiedBy": map[string]any{"factKey": "k"}, "dueAt": expect.FormatTime(t0.Add(time.Hour)), "basis": "declared",
+		"satisfiedBy": map[string]any{"factKey": "k"}, "dueAt": instant.Format(t0.Add(time.Hour)), "basis": "declared",
 	}
 	p := expectSend("m1", "task-1", "", "urn:tally:ext:expect", rec)
 	p["configuration"] = map[string]any{"taskPushNotificationConfig": map[string]any{"taskId": "task-1", "url": "http://127.0.0.1:9/push", "token": "tok",

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"tally/expect"
+	"tally/instant"
+	"tally/vocab"
 	"tally/watch"
 )
 
@@ -18,10 +20,10 @@ func (tf *timedFixture) raiseReplyTo(id string, due time.Time, replyTo any) rpcR
 	tf.t.Helper()
 	rec := map[string]any{
 		"expectationId": id, "kind": "doc.review", "subject": map[string]any{"type": "doc", "id": id},
-		"satisfiedBy": map[string]any{"factKey": "done:" + id}, "dueAt": expect.FormatTime(due), "basis": "declared",
+		"satisfiedBy": map[string]any{"factKey": "done:" + id}, "dueAt": instant.Format(due), "basis": "declared",
 		"replyTo": replyTo,
 	}
-	_, r, _ := tf.rpc("author", ExpectationsDraftURI, "SendMessage", expectSend("m-"+id, "task-1", "ctx-1", ExpectationsDraftURI, rec))
+	_, r, _ := tf.rpc("author", vocab.ExpectationsDraftURI, "SendMessage", expectSend("m-"+id, "task-1", "ctx-1", vocab.ExpectationsDraftURI, rec))
 	return r
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"tally/artifact"
 	"tally/claim"
+	"tally/instant"
 	"tally/jsondoc"
 	"tally/ledger"
 	"tally/rule"
@@ -360,7 +361,7 @@ func (s *Server) claimList(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	writeDoc(w, http.StatusOK, jsondoc.Doc(jsondoc.M("now", jsondoc.S(claim.FormatTime(now))), jsondoc.M("claims", b)))
+	writeDoc(w, http.StatusOK, jsondoc.Doc(jsondoc.M("now", jsondoc.S(instant.Format(now))), jsondoc.M("claims", b)))
 }
 
 func (s *Server) claimShow(w http.ResponseWriter, r *http.Request) {
@@ -382,5 +383,5 @@ func (s *Server) claimShow(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	writeDoc(w, http.StatusOK, jsondoc.Doc(jsondoc.M("now", jsondoc.S(claim.FormatTime(now))), jsondoc.M("claim", b)))
+	writeDoc(w, http.StatusOK, jsondoc.Doc(jsondoc.M("now", jsondoc.S(instant.Format(now))), jsondoc.M("claim", b)))
 }

@@ -49,6 +49,7 @@ import (
 
 	"tally/expect"
 	"tally/instant"
+	"tally/vocab"
 )
 
 // PushTokenHeader carries a push-notification config's token.
@@ -233,7 +234,7 @@ func (s *A2A) DeliverNotice(ctx context.Context, n Notice) error {
 	}
 	if f != nil && now.Before(f.next) {
 		s.mu.Unlock()
-		return fmt.Errorf("%w: after %d failed sweeps, tried again from %s", ErrDeferred, f.sweeps, expect.FormatTime(f.next))
+		return fmt.Errorf("%w: after %d failed sweeps, tried again from %s", ErrDeferred, f.sweeps, instant.Format(f.next))
 	}
 	if s.Journal != nil { // one budget per sweep: the watcher locks the journal once per sweep
 		if e := s.Journal.Epoch(); e != s.epoch {
@@ -347,7 +348,7 @@ func (s *A2A) uri(rt *expect.ReplyTo) string {
 	if s.ExtensionURI != "" {
 		return s.ExtensionURI
 	}
-	return "urn:tally:ext:expect"
+	return vocab.ExpectURI
 }
 
 // LapseMessage is the A2A message a lapse is delivered as (see the package
@@ -356,7 +357,7 @@ func (s *A2A) uri(rt *expect.ReplyTo) string {
 func LapseMessage(n Notice, uri string) *a2a.Message {
 	lv := n.Lapse
 	text := fmt.Sprintf("expectation %s lapsed: %s (due %s, lapsed at %s)",
-		lv.ExpectationID, lv.Lapse, expect.FormatTime(lv.DueAt), expect.FormatTime(lv.LapsedAt))
+		lv.ExpectationID, lv.Lapse, instant.Format(lv.DueAt), instant.Format(lv.LapsedAt))
 	msg := &a2a.Message{
 		ID:         lv.LapseID,
 		Role:       a2a.MessageRoleUser,
@@ -365,7 +366,7 @@ func LapseMessage(n Notice, uri string) *a2a.Message {
 	}
 	if e := n.Expectation; e != nil {
 		text = fmt.Sprintf("expectation %s (%s on %s) lapsed: %s (due %s, lapsed at %s)",
-			lv.ExpectationID, e.Kind, e.Subject, lv.Lapse, expect.FormatTime(lv.DueAt), expect.FormatTime(lv.LapsedAt))
+			lv.ExpectationID, e.Kind, e.Subject, lv.Lapse, instant.Format(lv.DueAt), instant.Format(lv.LapsedAt))
 		if o := e.Origin; o != nil {
 			msg.ContextID = o.ContextID
 			if o.TaskID != "" {

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"tally/expect"
+	"tally/instant"
 )
 
 // asIn runs the CLI against the server with who's token and stdin.
@@ -68,7 +68,7 @@ func TestRemoteExpectMatchesLocal(t *testing.T) {
 	norm := clockStamps(start)
 	// Due times far ahead, so the server's built-in timekeeper records no
 	// lapse while the test runs; the departure is observed an hour ago.
-	factAt := expect.FormatTime(start.Add(-time.Hour).Truncate(time.Second))
+	factAt := instant.Format(start.Add(-time.Hour).Truncate(time.Second))
 	const sub = "shipment:PA-2030-0901"
 	doc := `{"expectationId":"exp-doc","kind":"shipment.customs","subject":{"type":"shipment","id":"PA-2030-0901"},
 "satisfiedBy":{"factKey":"shipment.cleared:PA-2030-0901"},"dueAt":"2030-09-12T00:00:00Z","grace":"PT1H","basis":"contract"}`
@@ -189,7 +189,7 @@ func TestRemoteExpectMatchesLocal(t *testing.T) {
 func TestRemoteExpectRolesAndLapses(t *testing.T) {
 	srv := startServer(t, "booking", "ops-lead=person", "tk=timekeeper")
 	env := []string{"TALLY_URL=" + srv.url, "TALLY_TOKEN=" + srv.tokens["booking"]}
-	due := expect.FormatTime(time.Now().UTC().Add(-2 * time.Hour).Truncate(time.Second))
+	due := instant.Format(time.Now().UTC().Add(-2 * time.Hour).Truncate(time.Second))
 	if r := srv.as(t, "booking", "expect", "raise", "--id", "late", "--kind", "k", "--subject", "doc:late", "--fact-key", "done:late", "--due", due, "--basis", "declared"); r.code != 0 {
 		t.Fatal(r)
 	}
