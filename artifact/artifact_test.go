@@ -13,20 +13,22 @@ import (
 	"time"
 
 	"github.com/zeebo/blake3"
+
+	"tally/digest"
 )
 
 func TestDigestWireForm(t *testing.T) {
-	d := HashContent([]byte("hello"))
+	d := digest.HashContent([]byte("hello"))
 	s := d.String()
 	if len(s) != 64 || strings.ToLower(s) != s {
 		t.Fatalf("wire form %q", s)
 	}
-	back, err := ParseContentDigest(s)
+	back, err := digest.ParseContentDigest(s)
 	if err != nil || back != d {
 		t.Fatalf("round trip: %v %v", back, err)
 	}
 	for _, bad := range []string{"", "00", strings.ToUpper(s), s + "0", strings.Repeat("g", 64)} {
-		if _, err := ParseContentDigest(bad); err == nil {
+		if _, err := digest.ParseContentDigest(bad); err == nil {
 			t.Errorf("ParseContentDigest(%q) accepted", bad)
 		}
 	}
@@ -37,12 +39,12 @@ func TestDigestWireForm(t *testing.T) {
 func TestDomainSeparation(t *testing.T) {
 	b := []byte("same bytes")
 	plain := blake3.Sum256(b)
-	if HashContent(b) == ContentDigest(plain) {
+	if digest.HashContent(b) == digest.ContentDigest(plain) {
 		t.Fatal("content digest equals plain blake3")
 	}
-	seen := map[Digest]Family{}
-	for _, f := range []Family{FamilyContent, FamilyArtifact, FamilyTestament, FamilyClaim} {
-		d := DigestFields(f, b)
+	seen := map[digest.Digest]digest.Family{}
+	for _, f := range []digest.Family{digest.FamilyContent, digest.FamilyArtifact, digest.FamilyTestament, digest.FamilyClaim} {
+		d := digest.DigestFields(f, b)
 		if g, ok := seen[d]; ok {
 			t.Fatalf("families %q and %q collide", f, g)
 		}
@@ -52,60 +54,60 @@ func TestDomainSeparation(t *testing.T) {
 
 // ab|c must differ from a|bc: fields are length-prefixed.
 func TestLengthPrefixedFields(t *testing.T) {
-	a := DigestFields(FamilyTestament, []byte("ab"), []byte("c"))
-	b := DigestFields(FamilyTestament, []byte("a"), []byte("bc"))
+	a := digest.DigestFields(digest.FamilyTestament, []byte("ab"), []byte("c"))
+	b := digest.DigestFields(digest.FamilyTestament, []byte("a"), []byte("bc"))
 	if a == b {
 		t.Fatal("ab|c == a|bc")
 	}
-	c := DigestFields(FamilyTestament, []byte("abc"))
+	c := digest.DigestFields(digest.FamilyTestament, []byte("abc"))
 	if a == c {
 		t.Fatal("ab|c == abc")
 	}
-	base := Description{Kind: "ab", Schema: "c", Producer: "p", Claim: "C1", Cycle: 1, Role: "output", Slot: "s", Size: 3, Content: HashContent([]byte("xyz"))}
+	base := digest.Description{Kind: "ab", Schema: "c", Producer: "p", Claim: "C1", Cycle: 1, Role: "output", Slot: "s", Size: 3, Content: digest.HashContent([]byte("xyz"))}
 	shifted := base
 	shifted.Kind, shifted.Schema = "a", "bc"
-	if ArtifactDigest(base) == ArtifactDigest(shifted) {
+	if digest.ArtifactDigest(base) == digest.ArtifactDigest(shifted) {
 		t.Fatal("kind/schema boundary not separated")
 	}
 }
 
 // Every description field is covered; the artifact id is not part of it.
 func TestArtifactDigestCoversDescription(t *testing.T) {
-	base := Description{Kind: "patch", Schema: "text/x-diff", Producer: "parser", Claim: "C17", Cycle: 1, Role: "output", Slot: "change", Size: 5, Content: HashContent([]byte("patch"))}
-	d0 := ArtifactDigest(base)
-	if ArtifactDigest(base) != d0 {
+	base := digest.Description{Kind: "patch", Schema: "text/x-diff", Producer: "parser", Claim: "C17", Cycle: 1, Role: "output", Slot: "change", Size: 5, Content: digest.HashContent([]byte("patch"))}
+	d0 := digest.ArtifactDigest(base)
+	if digest.ArtifactDigest(base) != d0 {
 		t.Fatal("not deterministic")
 	}
-	mutations := []func(*Description){
-		func(d *Description) { d.Kind = "patch2" },
-		func(d *Description) { d.Schema = "x" },
-		func(d *Description) { d.Producer = "other" },
-		func(d *Description) { d.Claim = "C18" },
-		func(d *Description) { d.Cycle = 2 },
-		func(d *Description) { d.Role = "diagnostic" },
-		func(d *Description) { d.Slot = "other" },
-		func(d *Description) { d.Size = 6 },
-		func(d *Description) { d.Content = HashContent([]byte("patcH")) },
+	mutations := []func(*digest.Description){
+		func(d *digest.Description) { d.Kind = "patch2" },
+		func(d *digest.Description) { d.Schema = "x" },
+		func(d *digest.Description) { d.Producer = "other" },
+		func(d *digest.Description) { d.Claim = "C18" },
+		func(d *digest.Description) { d.Cycle = 2 },
+		func(d *digest.Description) { d.Role = "diagnostic" },
+		func(d *digest.Description) { d.Slot = "other" },
+		func(d *digest.Description) { d.Size = 6 },
+		func(d *digest.Description) { d.Content = digest.HashContent([]byte("patcH")) },
 	}
 	for i, m := range mutations {
 		d := base
 		m(&d)
-		if ArtifactDigest(d) == d0 {
+		if digest.ArtifactDigest(d) == d0 {
 			t.Errorf("mutation %d not covered by the digest", i)
 		}
 	}
-	if ArtifactDigest(base) == Digest(base.Content) {
+	if digest.ArtifactDigest(base) == digest.Digest(base.Content) {
 		t.Fatal("artifact digest equals content digest")
 	}
 }
 
 func TestDescriptionValidate(t *testing.T) {
-	ok := Description{Kind: "k", Producer: "p", Claim: "c", Content: HashContent(nil)}
+	ok := digest.Description{Kind: "k", Producer: "p", Claim: "c", Content: digest.HashContent(nil)}
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	bad := ok
-	bad.Content = ContentDigest{}
+	bad.Content = digest.ContentDigest{}
 	if bad.Validate() == nil {
 		t.Fatal("zero content accepted")
 	}
@@ -128,7 +130,7 @@ func TestStorePutGet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != int64(len(content)) || d != HashContent(content) {
+	if n != int64(len(content)) || d != digest.HashContent(content) {
 		t.Fatalf("put: size %d digest %s", n, d)
 	}
 	h := d.String()
@@ -165,7 +167,7 @@ func TestStoreEmptyContent(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
 	d, n, err := s.Put(ctx, bytes.NewReader(nil))
-	if err != nil || n != 0 || d != HashContent(nil) {
+	if err != nil || n != 0 || d != digest.HashContent(nil) {
 		t.Fatalf("empty put: %v %d", err, n)
 	}
 	if b, err := s.Get(ctx, d); err != nil || len(b) != 0 {
@@ -176,7 +178,7 @@ func TestStoreEmptyContent(t *testing.T) {
 func TestStoreNotFound(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
-	d := HashContent([]byte("absent"))
+	d := digest.HashContent([]byte("absent"))
 	if _, err := s.Get(ctx, d); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("get: %v", err)
 	}
@@ -215,7 +217,7 @@ func TestStoreDigestMismatchOnReadRefused(t *testing.T) {
 	}
 	var de *DamagedError
 	errors.As(s.Verify(ctx, d), &de)
-	if de.Want != d || de.Got != HashContent(damaged) {
+	if de.Want != d || de.Got != digest.HashContent(damaged) {
 		t.Fatalf("damaged error: %+v", de)
 	}
 	// A new put of the right bytes repairs the copy.
@@ -373,13 +375,13 @@ func FuzzParseDigest(f *testing.F) {
 	f.Add("blake3:" + strings.Repeat("0f", 32))
 	f.Add("")
 	f.Fuzz(func(t *testing.T, s string) {
-		if d, err := ParseDigest(s); err == nil {
-			if again, err := ParseDigest(d.String()); err != nil || again != d {
+		if d, err := digest.ParseDigest(s); err == nil {
+			if again, err := digest.ParseDigest(d.String()); err != nil || again != d {
 				t.Fatalf("%q parsed to %s, which reads back as %s, %v", s, d, again, err)
 			}
 		}
-		if d, err := ParseContentDigest(s); err == nil {
-			if again, err := ParseContentDigest(d.String()); err != nil || again != d {
+		if d, err := digest.ParseContentDigest(s); err == nil {
+			if again, err := digest.ParseContentDigest(d.String()); err != nil || again != d {
 				t.Fatalf("%q parsed to %s, which reads back as %s, %v", s, d, again, err)
 			}
 		}

@@ -1,3 +1,6 @@
+// Package artifact is the content-addressed store of evidence bytes under a
+// ledger directory's objects/ folder, named by their content digest (package
+// digest holds the digests themselves, which do no I/O).
 package artifact
 
 import (
@@ -11,6 +14,8 @@ import (
 	"path/filepath"
 
 	"github.com/zeebo/blake3"
+
+	"tally/digest"
 )
 
 // ErrNotFound is returned for a content digest the store does not hold.
@@ -19,8 +24,8 @@ var ErrNotFound = errors.New("artifact content not found")
 // DamagedError reports a stored copy whose bytes no longer match its digest.
 // The bytes of a damaged copy are never returned.
 type DamagedError struct {
-	Want ContentDigest
-	Got  ContentDigest
+	Want digest.ContentDigest
+	Got  digest.ContentDigest
 	Path string
 }
 
@@ -64,7 +69,7 @@ func OpenStore(dir string) (*Store, error) {
 func (s *Store) Dir() string { return s.dir }
 
 // Path is where the object with digest d lives (whether or not it exists).
-func (s *Store) Path(d ContentDigest) string {
+func (s *Store) Path(d digest.ContentDigest) string {
 	h := d.String()
 	return filepath.Join(s.dir, h[:2], h[2:])
 }
@@ -87,10 +92,10 @@ func (c ctxReader) Read(p []byte) (int, error) {
 // the fan-out directory is fsynced too, so a returned digest is durable. A put
 // of content already held (and intact) leaves the existing copy; a damaged
 // existing copy is replaced by the new, verified bytes.
-func (s *Store) Put(ctx context.Context, r io.Reader) (ContentDigest, int64, error) {
+func (s *Store) Put(ctx context.Context, r io.Reader) (digest.ContentDigest, int64, error) {
 	tmp, err := os.CreateTemp(filepath.Join(s.dir, "tmp"), "put-*")
 	if err != nil {
-		return ContentDigest{}, 0, fmt.Errorf("put artifact: %w", err)
+		return digest.ContentDigest{}, 0, fmt.Errorf("put artifact: %w", err)
 	}
 	tmpName := tmp.Name()
 	committed := false
@@ -103,13 +108,13 @@ func (s *Store) Put(ctx context.Context, r io.Reader) (ContentDigest, int64, err
 
 	d, size, err := s.copyHashing(ctx, tmp, r)
 	if err != nil {
-		return ContentDigest{}, 0, fmt.Errorf("put artifact: %w", err)
+		return digest.ContentDigest{}, 0, fmt.Errorf("put artifact: %w", err)
 	}
 	if err := tmp.Sync(); err != nil {
-		return ContentDigest{}, 0, fmt.Errorf("put artifact: sync: %w", err)
+		return digest.ContentDigest{}, 0, fmt.Errorf("put artifact: sync: %w", err)
 	}
 	if err := tmp.Close(); err != nil {
-		return ContentDigest{}, 0, fmt.Errorf("put artifact: close: %w", err)
+		return digest.ContentDigest{}, 0, fmt.Errorf("put artifact: close: %w", err)
 	}
 
 	final := s.Path(d)
@@ -122,17 +127,17 @@ func (s *Store) Put(ctx context.Context, r io.Reader) (ContentDigest, int64, err
 	}
 	fan := filepath.Dir(final)
 	if err := os.MkdirAll(fan, 0o755); err != nil {
-		return ContentDigest{}, 0, fmt.Errorf("put artifact: %w", err)
+		return digest.ContentDigest{}, 0, fmt.Errorf("put artifact: %w", err)
 	}
 	if err := os.Rename(tmpName, final); err != nil {
-		return ContentDigest{}, 0, fmt.Errorf("put artifact: %w", err)
+		return digest.ContentDigest{}, 0, fmt.Errorf("put artifact: %w", err)
 	}
 	committed = true
 	if err := syncDir(fan); err != nil {
-		return ContentDigest{}, 0, fmt.Errorf("put artifact: %w", err)
+		return digest.ContentDigest{}, 0, fmt.Errorf("put artifact: %w", err)
 	}
 	if err := syncDir(s.dir); err != nil {
-		return ContentDigest{}, 0, fmt.Errorf("put artifact: %w", err)
+		return digest.ContentDigest{}, 0, fmt.Errorf("put artifact: %w", err)
 	}
 	return d, size, nil
 }
@@ -147,20 +152,20 @@ const (
 )
 
 // copyHashing streams r into f and returns the content digest and size.
-func (s *Store) copyHashing(ctx context.Context, f *os.File, r io.Reader) (ContentDigest, int64, error) {
+func (s *Store) copyHashing(ctx context.Context, f *os.File, r io.Reader) (digest.ContentDigest, int64, error) {
 	free := make(chan []byte, pipelineBuffers)
 	for i := 0; i < pipelineBuffers; i++ {
 		free <- make([]byte, copyBufferSize)
 	}
 	toHash := make(chan []byte, pipelineBuffers)
-	done := make(chan ContentDigest, 1)
+	done := make(chan digest.ContentDigest, 1)
 	go func() {
-		h := NewContentHasher()
+		h := digest.NewContentHasher()
 		for chunk := range toHash {
 			_, _ = h.Write(chunk)
 			free <- chunk[:cap(chunk)]
 		}
-		done <- ContentSum(h)
+		done <- digest.ContentSum(h)
 	}()
 
 	var size, hinted int64
@@ -195,13 +200,13 @@ func (s *Store) copyHashing(ctx context.Context, f *os.File, r io.Reader) (Conte
 	close(toHash)
 	d := <-done
 	if failure != nil {
-		return ContentDigest{}, 0, failure
+		return digest.ContentDigest{}, 0, failure
 	}
 	return d, size, nil
 }
 
 // PutBytes is Put for content already in memory.
-func (s *Store) PutBytes(ctx context.Context, b []byte) (ContentDigest, error) {
+func (s *Store) PutBytes(ctx context.Context, b []byte) (digest.ContentDigest, error) {
 	d, _, err := s.Put(ctx, bytes.NewReader(b))
 	return d, err
 }
@@ -219,33 +224,33 @@ func syncDir(dir string) error {
 }
 
 // Has reports whether an object file exists for d (without verifying it).
-func (s *Store) Has(d ContentDigest) bool {
+func (s *Store) Has(d digest.ContentDigest) bool {
 	_, err := os.Stat(s.Path(d))
 	return err == nil
 }
 
 // hashFile streams the object for d through the content hasher and returns
 // its digest and size.
-func (s *Store) hashFile(ctx context.Context, d ContentDigest) (ContentDigest, int64, error) {
+func (s *Store) hashFile(ctx context.Context, d digest.ContentDigest) (digest.ContentDigest, int64, error) {
 	f, err := os.Open(s.Path(d))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return ContentDigest{}, 0, fmt.Errorf("%s: %w", d, ErrNotFound)
+			return digest.ContentDigest{}, 0, fmt.Errorf("%s: %w", d, ErrNotFound)
 		}
-		return ContentDigest{}, 0, err
+		return digest.ContentDigest{}, 0, err
 	}
 	defer f.Close()
-	h := NewContentHasher()
+	h := digest.NewContentHasher()
 	n, err := io.CopyBuffer(h, ctxReader{ctx: ctx, r: f}, make([]byte, copyBufferSize))
 	if err != nil {
-		return ContentDigest{}, 0, err
+		return digest.ContentDigest{}, 0, err
 	}
-	return ContentSum(h), n, nil
+	return digest.ContentSum(h), n, nil
 }
 
 // Verify re-hashes the stored copy of d: nil if intact, ErrNotFound if
 // absent, a *DamagedError if its bytes no longer match.
-func (s *Store) Verify(ctx context.Context, d ContentDigest) error {
+func (s *Store) Verify(ctx context.Context, d digest.ContentDigest) error {
 	got, _, err := s.hashFile(ctx, d)
 	if err != nil {
 		return fmt.Errorf("verify artifact: %w", err)
@@ -258,7 +263,7 @@ func (s *Store) Verify(ctx context.Context, d ContentDigest) error {
 
 // Get returns the bytes of d after verifying them. A damaged copy is an
 // error, never bytes. Use Open for large objects.
-func (s *Store) Get(ctx context.Context, d ContentDigest) ([]byte, error) {
+func (s *Store) Get(ctx context.Context, d digest.ContentDigest) ([]byte, error) {
 	b, err := os.ReadFile(s.Path(d))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -269,7 +274,7 @@ func (s *Store) Get(ctx context.Context, d ContentDigest) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if got := HashContent(b); got != d {
+	if got := digest.HashContent(b); got != d {
 		return nil, &DamagedError{Want: d, Got: got, Path: s.Path(d)}
 	}
 	return b, nil
@@ -279,7 +284,7 @@ func (s *Store) Get(ctx context.Context, d ContentDigest) ([]byte, error) {
 // The reader hashes again as it is read and returns a *DamagedError instead
 // of io.EOF if the bytes changed between the check and the read, so a caller
 // that reads to EOF without error has read exactly the content d names.
-func (s *Store) Open(ctx context.Context, d ContentDigest) (io.ReadCloser, error) {
+func (s *Store) Open(ctx context.Context, d digest.ContentDigest) (io.ReadCloser, error) {
 	if err := s.Verify(ctx, d); err != nil {
 		if IsDamaged(err) {
 			return nil, err
@@ -290,13 +295,13 @@ func (s *Store) Open(ctx context.Context, d ContentDigest) (io.ReadCloser, error
 	if err != nil {
 		return nil, fmt.Errorf("open artifact: %w", err)
 	}
-	return &verifyingReader{f: f, h: NewContentHasher(), want: d, path: s.Path(d)}, nil
+	return &verifyingReader{f: f, h: digest.NewContentHasher(), want: d, path: s.Path(d)}, nil
 }
 
 type verifyingReader struct {
 	f    *os.File
 	h    *blake3.Hasher
-	want ContentDigest
+	want digest.ContentDigest
 	path string
 	err  error
 }
@@ -310,7 +315,7 @@ func (v *verifyingReader) Read(p []byte) (int, error) {
 		_, _ = v.h.Write(p[:n])
 	}
 	if err == io.EOF {
-		if got := ContentSum(v.h); got != v.want {
+		if got := digest.ContentSum(v.h); got != v.want {
 			v.err = &DamagedError{Want: v.want, Got: got, Path: v.path}
 			return n, v.err
 		}

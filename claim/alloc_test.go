@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"tally/artifact"
+	"tally/digest"
 )
 
 // The verdict that makes a claim with no dependents Satisfied allocates only
@@ -22,11 +22,11 @@ func TestVerdictAllocations(t *testing.T) {
 		l.do(maintainer, Create{Claim: id, Respondent: parser, Work: "w", Slots: slots})
 		l.do(maintainer, Post{Claim: id})
 		l.do(parser, AcquireReceipt{Claim: id})
-		l.do(parser, PublishArtifact{Claim: id, Artifact: "A", Role: RoleOutput, Slot: "change", Kind: "patch", Generation: 1, Content: artifact.HashContent([]byte(id))})
+		l.do(parser, PublishArtifact{Claim: id, Artifact: "A", Role: RoleOutput, Slot: "change", Kind: "patch", Generation: 1, Content: digest.HashContent([]byte(id))})
 		l.do(parser, CloseTestament{Claim: id, Testament: "T1", Generation: 1, Outcome: Complete, Summary: "s", Bindings: []Binding{{Slot: "change", Artifact: "A"}}})
 		l.do(parser, PostTestament{Claim: id, Testament: "T1"})
 		l.do(maintainer, ReceiveTestament{Claim: id, Testament: "T1"})
-		l.do(maintainer, PublishArtifact{Claim: id, Artifact: "E", Role: RoleResult, Kind: "log", Content: artifact.HashContent([]byte("e"))})
+		l.do(maintainer, PublishArtifact{Claim: id, Artifact: "E", Role: RoleResult, Kind: "log", Content: digest.HashContent([]byte("e"))})
 		l.do(maintainer, BeginCheck{Claim: id, Check: "tests", Artifact: "A"})
 	}
 	k := 0

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"tally/artifact"
+	"tally/digest"
 )
 
 type metaEvent struct {
@@ -38,7 +38,7 @@ func genClaims(n int) []metaEvent {
 		}
 		slots = append(slots, slot(fmt.Sprintf("slot%d", s), Required, checks...))
 	}
-	content := artifact.HashContent([]byte("bytes"))
+	content := digest.HashContent([]byte("bytes"))
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("C%d", i)
 		add(maintainer, Event{Type: TypeCreate, Claim: id, Claimant: maintainer, Respondent: parser, Work: "w", MaxResponses: 4, Slots: slots})
@@ -47,11 +47,11 @@ func genClaims(n int) []metaEvent {
 		var bindings []Binding
 		for s := 0; s < 5; s++ {
 			name := slots[s].Name
-			d := artifact.ArtifactDigest(artifact.Description{Kind: "patch", Producer: parser, Claim: id, Cycle: 1, Role: "output", Slot: name, Size: 5, Content: content}).String()
+			d := digest.ArtifactDigest(digest.Description{Kind: "patch", Producer: parser, Claim: id, Cycle: 1, Role: "output", Slot: name, Size: 5, Content: content}).String()
 			add(parser, Event{Type: TypeArtifact, Claim: id, Artifact: name, Role: "output", Slot: name, Kind: "patch", Cycle: 1, Generation: 1, Content: content.String(), Size: 5, Digest: d})
 			bindings = append(bindings, Binding{Slot: name, Artifact: name, Digest: d})
 		}
-		ed := artifact.ArtifactDigest(artifact.Description{Kind: "log", Producer: maintainer, Claim: id, Role: "result", Size: 5, Content: content}).String()
+		ed := digest.ArtifactDigest(digest.Description{Kind: "log", Producer: maintainer, Claim: id, Role: "result", Size: 5, Content: content}).String()
 		add(maintainer, Event{Type: TypeArtifact, Claim: id, Artifact: "E", Role: "result", Kind: "log", Content: content.String(), Size: 5, Digest: ed})
 		add(parser, Event{Type: TypeTestament, Claim: id, Testament: "T1", Role: TestamentResponse, Generation: 1, Cycle: 1, Outcome: "complete", Summary: "s", Bindings: bindings})
 		add(parser, Event{Type: TypeTestamentPost, Claim: id, Testament: "T1"})
@@ -228,11 +228,11 @@ func (a *acceptanceLedger) round(b *testing.B, prefix string, k int) (time.Durat
 		a.apply(b, maintainer, Create{Claim: id, Respondent: parser, Work: "w", Slots: a.slots})
 		a.apply(b, maintainer, Post{Claim: id})
 		a.apply(b, parser, AcquireReceipt{Claim: id})
-		a.apply(b, parser, PublishArtifact{Claim: id, Artifact: "A", Role: RoleOutput, Slot: "change", Kind: "patch", Generation: 1, Content: artifact.HashContent([]byte(id))})
+		a.apply(b, parser, PublishArtifact{Claim: id, Artifact: "A", Role: RoleOutput, Slot: "change", Kind: "patch", Generation: 1, Content: digest.HashContent([]byte(id))})
 		a.apply(b, parser, CloseTestament{Claim: id, Testament: "T1", Generation: 1, Outcome: Complete, Summary: "s", Bindings: []Binding{{Slot: "change", Artifact: "A"}}})
 		a.apply(b, parser, PostTestament{Claim: id, Testament: "T1"})
 		a.apply(b, maintainer, ReceiveTestament{Claim: id, Testament: "T1"})
-		a.apply(b, maintainer, PublishArtifact{Claim: id, Artifact: "E", Role: RoleResult, Kind: "log", Content: artifact.HashContent([]byte("e"))})
+		a.apply(b, maintainer, PublishArtifact{Claim: id, Artifact: "E", Role: RoleResult, Kind: "log", Content: digest.HashContent([]byte("e"))})
 		a.apply(b, maintainer, BeginCheck{Claim: id, Check: "tests", Artifact: "A"})
 		ids[i] = id
 		verdicts[i] = ReportVerdict{Claim: id, Check: "tests", Artifact: "A", Result: Pass, Evidence: "E"}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"tally/artifact"
+	"tally/digest"
 	"tally/rule"
 	"tally/vocab"
 )
@@ -49,7 +49,7 @@ func TestParserStory(t *testing.T) {
 
 	// More work on C17 is refused: the failure is committed.
 	l.refuse(parser, PublishArtifact{Claim: "C17", Artifact: "patch-c", Role: RoleOutput, Slot: "change", Kind: "patch",
-		Generation: 1, Content: artifact.HashContent([]byte("c"))}, rule.Conflict, "claim")
+		Generation: 1, Content: digest.HashContent([]byte("c"))}, rule.Conflict, "claim")
 
 	// The successor.
 	l.open("C18", parserSlots(), func(c *Create) { c.Predecessor = "C17" })
@@ -108,7 +108,7 @@ func TestComplementaryChecksOnTwoArtifactsNeverMakeASlotPass(t *testing.T) {
 func TestChecksAccumulateOnlyOnSameIDAndDigest(t *testing.T) {
 	l := newLedger(t)
 	l.open("C1", parserSlots())
-	content := artifact.HashContent([]byte("same bytes"))
+	content := digest.HashContent([]byte("same bytes"))
 	for _, id := range []string{"A1", "A2"} {
 		l.do(parser, PublishArtifact{Claim: "C1", Artifact: id, Role: RoleOutput, Slot: "change", Kind: "patch", Generation: 1, Content: content, Size: 10})
 	}
@@ -279,7 +279,7 @@ func TestStaleReceiptGenerationRefused(t *testing.T) {
 	l.refuse(parser, Progress{Claim: "C1", Generation: 1, Note: "still here"}, rule.Conflict, "generation")
 	l.refuse(parser, Progress{Claim: "C1", Generation: 2, Note: "still here"}, rule.Forbidden, "actor")
 	l.refuse(parser, PublishArtifact{Claim: "C1", Artifact: "A", Role: RoleOutput, Slot: "change", Kind: "patch",
-		Generation: 1, Content: artifact.HashContent([]byte("a"))}, rule.Conflict, "generation")
+		Generation: 1, Content: digest.HashContent([]byte("a"))}, rule.Conflict, "generation")
 	l.do("rescuer", Progress{Claim: "C1", Generation: 2, Note: "took over"})
 	// A stale write appended by another tool is ignored by the fold.
 	l.append(parser, Event{TS: l.now, Type: TypeProgress, Claim: "C1", Generation: 1, Note: "late"})
@@ -328,13 +328,13 @@ func TestWrongEvaluatorRefused(t *testing.T) {
 		t.Fatal("forged verdict applied")
 	}
 	// Participants who are not evaluators cannot publish result artifacts.
-	l.refuse(parser, PublishArtifact{Claim: "C1", Artifact: "X", Role: RoleResult, Kind: "log", Content: artifact.HashContent([]byte("x"))}, rule.Forbidden, "actor")
+	l.refuse(parser, PublishArtifact{Claim: "C1", Artifact: "X", Role: RoleResult, Kind: "log", Content: digest.HashContent([]byte("x"))}, rule.Forbidden, "actor")
 }
 
 func TestArtifactDigestMustMatchDescription(t *testing.T) {
 	l := newLedger(t)
 	l.open("C1", parserSlots())
-	evs, err := l.s.Decide(parser, l.now, PublishArtifact{Claim: "C1", Artifact: "A", Role: RoleOutput, Slot: "change", Kind: "patch", Generation: 1, Content: artifact.HashContent([]byte("a")), Size: 1})
+	evs, err := l.s.Decide(parser, l.now, PublishArtifact{Claim: "C1", Artifact: "A", Role: RoleOutput, Slot: "change", Kind: "patch", Generation: 1, Content: digest.HashContent([]byte("a")), Size: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,7 +545,7 @@ func TestVerdictPublishesItsEvidence(t *testing.T) {
 	l.open("C1", slots)
 	l.publish("C1", "A", "change", 1)
 	l.respond("C1", "T1", 1, map[string]string{"change": "A"})
-	pub := &PublishArtifact{Artifact: "EV1", Role: RoleResult, Kind: "log", Content: artifact.HashContent([]byte("log")), Size: 3}
+	pub := &PublishArtifact{Artifact: "EV1", Role: RoleResult, Kind: "log", Content: digest.HashContent([]byte("log")), Size: 3}
 	// The wrong evaluator: refused, and the evidence with it.
 	l.refuse(maintainer, ReportVerdict{Claim: "C1", Check: "review", Artifact: "A", Result: Pass, Publish: pub}, rule.Forbidden, "actor")
 	if _, ok := l.s.claims["C1"].artifacts["EV1"]; ok {
@@ -658,7 +658,7 @@ func TestCreateDefaultsAndInheritance(t *testing.T) {
 func TestDescriptionDefaults(t *testing.T) {
 	l := newLedger(t)
 	l.open("C1", parserSlots())
-	content := artifact.HashContent([]byte("x"))
+	content := digest.HashContent([]byte("x"))
 	for _, tc := range []struct {
 		actor string
 		cmd   PublishArtifact

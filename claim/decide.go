@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"tally/artifact"
+	"tally/digest"
 	"tally/rule"
 )
 
@@ -92,7 +92,7 @@ type PublishArtifact struct {
 	Role                     Role
 	Slot, Kind, Schema, Name string
 	Generation               uint64
-	Content                  artifact.ContentDigest
+	Content                  digest.ContentDigest
 	Size                     int64
 }
 
@@ -365,7 +365,7 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *rule.
 		if c.Content.IsZero() {
 			return nil, rule.Invalidf("content", "is required")
 		}
-		d := artifact.ArtifactDigest(artifact.Description{Kind: c.Kind, Schema: c.Schema, Producer: actor,
+		d := digest.ArtifactDigest(digest.Description{Kind: c.Kind, Schema: c.Schema, Producer: actor,
 			Claim: c.Claim, Cycle: cycle, Role: string(c.Role), Slot: c.Slot, Size: c.Size, Content: c.Content})
 		return one(Event{Type: TypeArtifact, Claim: c.Claim, Artifact: c.Artifact, Role: string(c.Role),
 			Slot: c.Slot, Kind: c.Kind, Schema: c.Schema, Name: c.Name, Cycle: cycle, Generation: c.Generation,

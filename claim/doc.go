@@ -111,7 +111,7 @@
 //
 //	{"ts":"2026-09-01T17:00:00Z","type":"claim.progress","claim":"C17","generation":1,"note":"found the faulty branch"}
 //
-// claim.artifact — an artifact is published. output and diagnostic: by the holder in the open work cycle; result: an evaluator's or the claimant's evidence (no generation, no cycle; ends at Generated). digest = artifact.ArtifactDigest over kind, schema, producer (the acting identity), claim, cycle, role, slot, size and content; the artifact id and name are outside it.
+// claim.artifact — an artifact is published. output and diagnostic: by the holder in the open work cycle; result: an evaluator's or the claimant's evidence (no generation, no cycle; ends at Generated). digest = digest.ArtifactDigest over kind, schema, producer (the acting identity), claim, cycle, role, slot, size and content; the artifact id and name are outside it.
 //
 //	{"ts":"2026-09-01T17:00:00Z","type":"claim.artifact","claim":"C17","artifact":"A","role":"output","slot":"change","kind":"patch","schema":"text/x-diff","name":"fix.patch","cycle":1,"generation":1,"content":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","size":812,"digest":"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}
 //

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode"
 
-	"tally/artifact"
+	"tally/digest"
 	"tally/instant"
 	"tally/rule"
 )
@@ -269,7 +269,7 @@ func (ck form) checkText(field, s string, required bool) error {
 }
 
 func checkDigest(field, s string) error {
-	if _, err := artifact.ParseDigest(s); err != nil {
+	if _, err := digest.ParseDigest(s); err != nil {
 		return derr(field, "must be 64 lowercase hex digits")
 	}
 	return nil
@@ -461,7 +461,7 @@ func (e *Event) wellFormed(fresh bool) error {
 		if err := ck.checkText("name", e.Name, false); err != nil {
 			return err
 		}
-		if _, err := artifact.ParseContentDigest(e.Content); err != nil {
+		if _, err := digest.ParseContentDigest(e.Content); err != nil {
 			return derr("content", "must be 64 lowercase hex digits")
 		}
 		if err := checkDigest("digest", e.Digest); err != nil {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"tally/artifact"
+	"tally/digest"
 	"tally/rule"
 )
 
@@ -155,7 +155,7 @@ func (l *ledger) publishAs(actor, id, art, slotName string, gen uint64) {
 		role = RoleDiagnostic
 	}
 	l.do(actor, PublishArtifact{Claim: id, Artifact: art, Role: role, Slot: slotName, Kind: "patch", Schema: "text/x-diff",
-		Generation: gen, Content: artifact.HashContent([]byte(id + "/" + art)), Size: int64(len(art))})
+		Generation: gen, Content: digest.HashContent([]byte(id + "/" + art)), Size: int64(len(art))})
 }
 
 // respond closes, posts and (as the claimant) receives a complete testament.
@@ -202,7 +202,7 @@ func (l *ledger) verdict(evaluator, id, chk, art string, res Result) []Event {
 	l.t.Helper()
 	evidenceN++
 	ev := fmt.Sprintf("E%d", evidenceN)
-	l.do(evaluator, PublishArtifact{Claim: id, Artifact: ev, Role: RoleResult, Kind: "log", Content: artifact.HashContent([]byte(ev)), Size: 1})
+	l.do(evaluator, PublishArtifact{Claim: id, Artifact: ev, Role: RoleResult, Kind: "log", Content: digest.HashContent([]byte(ev)), Size: 1})
 	return l.do(evaluator, ReportVerdict{Claim: id, Check: chk, Artifact: art, Result: res, Evidence: ev})
 }
 
@@ -210,7 +210,7 @@ func (l *ledger) evidence(evaluator, id string) string {
 	l.t.Helper()
 	evidenceN++
 	ev := fmt.Sprintf("E%d", evidenceN)
-	l.do(evaluator, PublishArtifact{Claim: id, Artifact: ev, Role: RoleResult, Kind: "log", Content: artifact.HashContent([]byte(ev)), Size: 1})
+	l.do(evaluator, PublishArtifact{Claim: id, Artifact: ev, Role: RoleResult, Kind: "log", Content: digest.HashContent([]byte(ev)), Size: 1})
 	return ev
 }
 

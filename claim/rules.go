@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strconv"
 
-	"tally/artifact"
+	"tally/digest"
 	"tally/instant"
 	"tally/rule"
 )
@@ -282,8 +282,8 @@ func (s *State) validateArtifact(m Meta, c *claimRec, e *Event) *rule.Refusal {
 	if _, dup := c.artifacts[e.Artifact]; dup {
 		return rule.Conflictf("artifact", "artifact "+strconv.Quote(e.Artifact)+" already exists in claim "+c.id)
 	}
-	content, _ := artifact.ParseContentDigest(e.Content)
-	want := artifact.ArtifactDigest(artifact.Description{Kind: e.Kind, Schema: e.Schema, Producer: m.Actor,
+	content, _ := digest.ParseContentDigest(e.Content)
+	want := digest.ArtifactDigest(digest.Description{Kind: e.Kind, Schema: e.Schema, Producer: m.Actor,
 		Claim: c.id, Cycle: e.Cycle, Role: e.Role, Slot: e.Slot, Size: e.Size, Content: content})
 	if want.String() != e.Digest {
 		return rule.Invalidf("digest", "does not match the artifact's description and content (want "+want.String()+")")

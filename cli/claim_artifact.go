@@ -15,6 +15,7 @@ import (
 	"tally/api"
 	"tally/artifact"
 	"tally/claim"
+	"tally/digest"
 	"tally/ledger"
 	"tally/server"
 	"tally/store"
@@ -217,10 +218,10 @@ func (g *global) artifactPutRemote(c *cobra.Command, rc *client, d *putDoc) erro
 }
 
 // putFile streams a file into the store and checks the stored copy's size.
-func putFile(ctx context.Context, objs *artifact.Store, path string) (artifact.ContentDigest, int64, error) {
+func putFile(ctx context.Context, objs *artifact.Store, path string) (digest.ContentDigest, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return artifact.ContentDigest{}, 0, usagef("file: %v", err)
+		return digest.ContentDigest{}, 0, usagef("file: %v", err)
 	}
 	defer f.Close()
 	d, n, err := objs.Put(ctx, f)
@@ -302,7 +303,7 @@ func newArtifactGet(g *global) *cobra.Command {
 
 // getLocal copies the verified bytes of content to path (atomically), or
 // to out when path is "".
-func getLocal(ctx context.Context, objs *artifact.Store, what string, content artifact.ContentDigest, path string, out io.Writer) error {
+func getLocal(ctx context.Context, objs *artifact.Store, what string, content digest.ContentDigest, path string, out io.Writer) error {
 	rc, err := objs.Open(ctx, content)
 	if err != nil {
 		return storeError(what, err)
@@ -319,9 +320,9 @@ func getLocal(ctx context.Context, objs *artifact.Store, what string, content ar
 // resolveContent finds the content digest an argument names: an artifact of
 // a claim (in the local ledger or the server's), or (without --claim) a
 // content digest itself.
-func (g *global) resolveContent(ctx context.Context, rc *client, claimID, id string) (string, artifact.ContentDigest, *claim.ArtifactView, error) {
+func (g *global) resolveContent(ctx context.Context, rc *client, claimID, id string) (string, digest.ContentDigest, *claim.ArtifactView, error) {
 	if claimID == "" {
-		d, err := artifact.ParseContentDigest(id)
+		d, err := digest.ParseContentDigest(id)
 		if err != nil {
 			return "", d, nil, usagef("claim: required unless the argument is a content digest (64 hex digits)")
 		}
@@ -331,23 +332,23 @@ func (g *global) resolveContent(ctx context.Context, rc *client, claimID, id str
 	if rc != nil {
 		var err error
 		if _, v, err = rc.claim(ctx, claimID, g.io.Now()); err != nil {
-			return "", artifact.ContentDigest{}, nil, err
+			return "", digest.ContentDigest{}, nil, err
 		}
 	} else {
 		l, err := g.open()
 		if err != nil {
-			return "", artifact.ContentDigest{}, nil, err
+			return "", digest.ContentDigest{}, nil, err
 		}
 		defer l.Close()
 		if v, err = g.claimView(l, claimID, g.io.Now()); err != nil {
-			return "", artifact.ContentDigest{}, nil, err
+			return "", digest.ContentDigest{}, nil, err
 		}
 	}
 	a, ok := server.ViewArtifact(&v, id)
 	if !ok {
-		return "", artifact.ContentDigest{}, nil, server.UnknownArtifact(claimID, id)
+		return "", digest.ContentDigest{}, nil, server.UnknownArtifact(claimID, id)
 	}
-	d, err := artifact.ParseContentDigest(a.Content)
+	d, err := digest.ParseContentDigest(a.Content)
 	return "artifact " + id, d, &a, err
 }
 

@@ -20,6 +20,7 @@ import (
 	"tally/api"
 	"tally/artifact"
 	"tally/claim"
+	"tally/digest"
 	"tally/instant"
 	"tally/ledger"
 	"tally/rule"
@@ -149,7 +150,7 @@ func (b *localChecks) guard(ctx context.Context, v *claim.View, check, art strin
 }
 
 func (b *localChecks) materialise(ctx context.Context, a claim.ArtifactView, path string) error {
-	content, err := artifact.ParseContentDigest(a.Content)
+	content, err := digest.ParseContentDigest(a.Content)
 	if err != nil {
 		return fmt.Errorf("artifact %s: %w", a.Artifact, err)
 	}
@@ -242,7 +243,7 @@ func (b *remoteChecks) view(ctx context.Context) (claim.View, error) {
 func (b *remoteChecks) guard(context.Context, *claim.View, string, string, bool) error { return nil }
 
 func (b *remoteChecks) materialise(ctx context.Context, a claim.ArtifactView, path string) error {
-	content, err := artifact.ParseContentDigest(a.Content)
+	content, err := digest.ParseContentDigest(a.Content)
 	if err != nil {
 		return fmt.Errorf("artifact %s: %w", a.Artifact, err)
 	}

@@ -73,9 +73,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/zeebo/blake3"
 
-	"tally/artifact"
 	"tally/auth"
 	"tally/claim"
+	"tally/digest"
 	"tally/expect"
 	"tally/instant"
 	"tally/jsondoc"
@@ -665,7 +665,7 @@ func (rc *client) putArtifact(ctx context.Context, claimID, art string, q url.Va
 type digestReader struct {
 	r    io.Reader
 	h    *blake3.Hasher
-	want artifact.ContentDigest
+	want digest.ContentDigest
 	what string
 }
 
@@ -673,7 +673,7 @@ func (d *digestReader) Read(p []byte) (int, error) {
 	n, err := d.r.Read(p)
 	d.h.Write(p[:n])
 	if err == io.EOF {
-		if got := artifact.ContentSum(d.h); got != d.want {
+		if got := digest.ContentSum(d.h); got != d.want {
 			return n, rule.New(server.CodeDamaged, "artifact", fmt.Sprintf("the bytes of %s the server sent are not its content (content %s, received %s); nothing was written", d.what, d.want, got))
 		}
 	}
@@ -684,13 +684,13 @@ func (d *digestReader) Read(p []byte) (int, error) {
 // digest want, and writes them to path, atomically; with path "" to
 // stdout, but only once the whole download has checked out. A mismatch
 // writes nothing.
-func (g *global) fetchContent(ctx context.Context, rc *client, u, what string, want artifact.ContentDigest, path string) error {
+func (g *global) fetchContent(ctx context.Context, rc *client, u, what string, want digest.ContentDigest, path string) error {
 	resp, done, err := rc.send(ctx, "GET", u, nil, "", "")
 	if err != nil {
 		return err
 	}
 	defer done()
-	r := &digestReader{r: resp.Body, h: artifact.NewContentHasher(), want: want, what: what}
+	r := &digestReader{r: resp.Body, h: digest.NewContentHasher(), want: want, what: what}
 	if path != "" {
 		return writeVerified(path, r)
 	}

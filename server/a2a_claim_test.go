@@ -11,9 +11,9 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
-	"tally/artifact"
 	"tally/auth"
 	"tally/claim"
+	"tally/digest"
 	"tally/ledger"
 )
 
@@ -435,7 +435,7 @@ func TestA2AClaimCheckVerifiesTarget(t *testing.T) {
 	f := newClaimFixture(t)
 	task := f.send(t, toDelivered("C17", "complete")...)
 	content, _ := recordOf(t, task, claimExt)["artifacts"].([]any)[0].(map[string]any)["content"].(string)
-	cd, err := artifact.ParseContentDigest(content)
+	cd, err := digest.ParseContentDigest(content)
 	if err != nil {
 		t.Fatal(err)
 	}

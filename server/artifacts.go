@@ -19,6 +19,7 @@ import (
 
 	"tally/artifact"
 	"tally/claim"
+	"tally/digest"
 	"tally/jsondoc"
 	"tally/ledger"
 	"tally/rule"
@@ -106,7 +107,7 @@ func SelectArtifact(rows []StoredArtifact, claimID, id string) ([]StoredArtifact
 func MarkPresent(objs *artifact.Store, rows []StoredArtifact) {
 	for i := range rows {
 		rows[i].Stored = "missing"
-		if cd, err := artifact.ParseContentDigest(rows[i].Content); err == nil && objs.Has(cd) {
+		if cd, err := digest.ParseContentDigest(rows[i].Content); err == nil && objs.Has(cd) {
 			rows[i].Stored = "present"
 		}
 	}
@@ -122,7 +123,7 @@ func VerifyRows(ctx context.Context, objs *artifact.Store, rows []StoredArtifact
 		st, ok := seen[rows[i].Content]
 		if !ok {
 			st = "ok"
-			cd, err := artifact.ParseContentDigest(rows[i].Content)
+			cd, err := digest.ParseContentDigest(rows[i].Content)
 			if err == nil {
 				err = objs.Verify(ctx, cd)
 			}
@@ -224,7 +225,7 @@ func VerifyTarget(ctx context.Context, l *ledger.Ledger, objs *artifact.Store, c
 
 // VerifyStored re-hashes a recorded artifact's stored copy.
 func VerifyStored(ctx context.Context, objs *artifact.Store, a claim.ArtifactView) error {
-	d, err := artifact.ParseContentDigest(a.Content)
+	d, err := digest.ParseContentDigest(a.Content)
 	if err != nil {
 		return fmt.Errorf("artifact %s: %w", a.Artifact, err)
 	}
@@ -398,7 +399,7 @@ func (s *Server) contentGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := r.PathValue("content")
-	if _, err := artifact.ParseContentDigest(c); err != nil {
+	if _, err := digest.ParseContentDigest(c); err != nil {
 		s.writeError(w, rule.Invalidf("content", "must be a content digest (64 hex digits)"))
 		return
 	}
@@ -421,7 +422,7 @@ func (s *Server) contentGet(w http.ResponseWriter, r *http.Request) {
 // first byte is sent and hashed again as it is read; the client checks the
 // digest of what it receives too.
 func (s *Server) serveContent(w http.ResponseWriter, r *http.Request, objs *artifact.Store, what string, av claim.ArtifactView) {
-	cd, err := artifact.ParseContentDigest(av.Content)
+	cd, err := digest.ParseContentDigest(av.Content)
 	if err != nil {
 		s.writeError(w, fmt.Errorf("%s: %w", what, err))
 		return

@@ -16,6 +16,7 @@ import (
 
 	"tally/artifact"
 	"tally/claim"
+	"tally/digest"
 	"tally/instant"
 	"tally/jsondoc"
 	"tally/ledger"
@@ -220,14 +221,14 @@ func (s *Server) objects() (*artifact.Store, error) {
 
 // putBytes streams a request's bytes into the content store: an artifact's
 // over HTTP or A2A, or a verdict's evidence.
-func (s *Server) putBytes(ctx context.Context, body io.Reader) (artifact.ContentDigest, int64, error) {
+func (s *Server) putBytes(ctx context.Context, body io.Reader) (digest.ContentDigest, int64, error) {
 	objs, err := s.objects()
 	if err != nil {
-		return artifact.ContentDigest{}, 0, fmt.Errorf("open the content store: %w", err)
+		return digest.ContentDigest{}, 0, fmt.Errorf("open the content store: %w", err)
 	}
 	content, size, err := objs.Put(ctx, body)
 	if err != nil {
-		return artifact.ContentDigest{}, 0, fmt.Errorf("store the bytes: %w", err)
+		return digest.ContentDigest{}, 0, fmt.Errorf("store the bytes: %w", err)
 	}
 	return content, size, nil
 }

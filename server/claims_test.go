@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"tally/artifact"
 	"tally/auth"
+	"tally/digest"
 )
 
 // token adds a token of role for who in tenant acme.
@@ -239,7 +239,7 @@ func TestArtifactListVerifyAndContentRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cd, _ := artifact.ParseContentDigest(content)
+	cd, _ := digest.ParseContentDigest(content)
 	if err := os.WriteFile(objs.Path(cd), []byte("diff --git a B"), 0o644); err != nil {
 		t.Fatal(err)
 	}

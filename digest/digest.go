@@ -1,6 +1,6 @@
-// Package artifact holds the content identity of evidence: domain-separated
-// BLAKE3 digests (pure functions) and a content-addressed store of the bytes
-// under a ledger directory's objects/ folder.
+// Package digest holds the content identity of evidence: domain-separated
+// BLAKE3 digests, pure functions that do no I/O (the content-addressed store
+// of the bytes is package artifact), so the claim core can import them.
 //
 // Two digests name an artifact:
 //
@@ -14,7 +14,7 @@
 // artifact's own id is deliberately outside both digests: two artifacts with
 // the same description and bytes have the same digest, and the id is what
 // tells them apart.
-package artifact
+package digest
 
 import (
 	"encoding/binary"
