@@ -1,0 +1,64 @@
+// Package service is tally's one seam: every verb of the three families and
+// of the log, as a typed method. The CLI, the REST and A2A bindings, MCP and
+// the cluster call a Service; Local runs it on this machine's ledger
+// directory, the client package runs it through a server's REST API, and a
+// cluster node will be a third implementation.
+//
+// A method takes the caller's Call and an api document (the same document
+// REST reads as a body and the CLI reads on stdin) and returns a typed result
+// carrying the response document byte for byte: what REST answers and what
+// --json prints. A refusal is an error the bindings map the same way: a
+// rule error (field, rule, code), a ledger.IdempotencyError, or, from the
+// client, a *Refusal holding the server's error document.
+package service
+
+import (
+	"context"
+	"time"
+
+	"tally/ledger"
+)
+
+// Call is who asks, in which session, and under which request id.
+type Call struct {
+	Tenant, Session string
+	// Actor is the acting identity. Local trusts it (the binding has
+	// authenticated it); the client sends it only to a server run with
+	// --insecure-dev and otherwise acts as its token's identity.
+	Actor string
+	// Person says the actor is a person (the expectation family's
+	// lineage bound), as a person-role token does.
+	Person bool
+	// RequestID makes a write idempotent: a retry with the same id and
+	// the same document returns the recorded response and appends nothing.
+	RequestID string
+	// Now is the instant a read's views are computed at; zero means the
+	// service's clock.
+	Now time.Time
+}
+
+// Doc is a response document, byte for byte, and whether it was replayed
+// from a request id's record rather than executed.
+type Doc struct {
+	JSON     []byte
+	Replayed bool
+}
+
+// Service is every verb tally has. Each family's methods are declared in
+// its own file.
+type Service interface {
+	Promises
+	Claims
+	Expectations
+	Logs
+}
+
+// Sessions opens the ledger of a session for Local. Its implementation
+// decides how long the ledger stays open: the server holds it for the
+// request (ctx) and caches it; the CLI holds it for the process.
+type Sessions interface {
+	// Open returns the ledger of tenant/session. A session without a log is
+	// created only when create is set (a write); otherwise Open refuses
+	// with store's NoSuchSession error and touches nothing.
+	Open(ctx context.Context, tenant, session string, create bool) (*ledger.Ledger, error)
+}
