@@ -44,6 +44,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/zeebo/blake3"
 
+	"tally/a2atask"
 	"tally/expect"
 	"tally/ledger"
 	"tally/rule"
@@ -159,79 +160,17 @@ func (s *Server) checkReplyTo(field string, rt *expect.ReplyTo) error {
 }
 
 func (c A2AConfig) withDefaults() A2AConfig {
-	if c.PromiseURI == "" {
-		c.PromiseURI = vocab.PromiseURI
-	}
-	if c.ClaimURI == "" {
-		c.ClaimURI = vocab.ClaimURI
-	}
-	if c.ExpectURI == "" {
-		c.ExpectURI = vocab.ExpectURI
-	}
+	u := c.uris()
+	c.PromiseURI, c.ClaimURI, c.ExpectURI = u.Promise, u.Claim, u.Expect
 	if c.CardMaxAge <= 0 {
 		c.CardMaxAge = 5 * time.Minute
 	}
 	return c
 }
 
-// a2aFamily is what an accepted extension URI carries.
-type a2aFamily string
-
-const (
-	familyPromise a2aFamily = "promise"
-	familyClaim   a2aFamily = "claim"
-	familyExpect  a2aFamily = "expect"
-)
-
-// a2aURIs lists every accepted URI with its family, tally's own first.
-func (s *Server) a2aURIs() []struct {
-	uri    string
-	family a2aFamily
-} {
-	c := s.cfg.A2A.withDefaults()
-	return []struct {
-		uri    string
-		family a2aFamily
-	}{
-		{c.PromiseURI, familyPromise}, {vocab.PinkiPromiseURI, familyPromise},
-		{c.ClaimURI, familyClaim},
-		{c.ExpectURI, familyExpect}, {vocab.ExpectationsDraftURI, familyExpect},
-	}
-}
-
-// uriOf is tally's own extension URI of a family.
-func (c A2AConfig) uriOf(f a2aFamily) string {
-	switch f {
-	case familyClaim:
-		return c.ClaimURI
-	case familyExpect:
-		return c.ExpectURI
-	}
-	return c.PromiseURI
-}
-
-func (s *Server) a2aFamilyOf(uri string) (a2aFamily, bool) {
-	for _, u := range s.a2aURIs() {
-		if u.uri == uri {
-			return u.family, true
-		}
-	}
-	return "", false
-}
-
-// a2aRecordKeys are the metadata keys a record under uri may use: the URI
-// itself, or pinki's "<URI>/<family>" form.
-func a2aRecordKeys(uri string, f a2aFamily) []string {
-	return []string{uri, uri + "/" + string(f)}
-}
-
-// a2aRecordKey is the key tally writes a record under: pinki's form for
-// pinki's URI, the URI itself otherwise.
-func a2aRecordKey(uri string, f a2aFamily) string {
-	if uri == vocab.PinkiPromiseURI {
-		return uri + "/" + string(f)
-	}
-	return uri
+// uris are the extension URIs this configuration names, defaults filled.
+func (c A2AConfig) uris() a2atask.URIs {
+	return a2atask.URIs{Promise: c.PromiseURI, Claim: c.ClaimURI, Expect: c.ExpectURI}.WithDefaults()
 }
 
 // a2aCall is what the transport wrapper learned about a request.
@@ -300,7 +239,7 @@ func (s *Server) a2aContext(w http.ResponseWriter, r *http.Request) (context.Con
 	call := &a2aCall{p: p, tenant: r.PathValue("tenant"), session: r.PathValue("session"), requestID: r.Header.Get("Idempotency-Key")}
 	call.sessionURL = s.baseURL(r) + "/v1/tenants/" + url.PathEscape(call.tenant) + "/sessions/" + url.PathEscape(call.session)
 	for _, u := range requestedExtensions(r.Header) {
-		if _, ok := s.a2aFamilyOf(u); ok {
+		if _, ok := s.cfg.A2A.uris().FamilyOf(u); ok {
 			call.active = append(call.active, u)
 		}
 	}
@@ -401,11 +340,11 @@ func (cfg A2AConfig) AgentCard(base, tenant, session string) *a2a.AgentCard {
 	}
 	sess := base + "/v1/tenants/" + tenant + "/sessions/" + session
 	events := sess + "/events"
-	ext := func(uri string, f a2aFamily, desc string, aliases []string, extra map[string]any) a2a.AgentExtension {
+	ext := func(uri string, f a2atask.Family, desc string, aliases []string, extra map[string]any) a2a.AgentExtension {
 		params := map[string]any{
 			"family":      string(f),
 			"keepsTime":   true,
-			"metadataKey": a2aRecordKey(uri, f),
+			"metadataKey": a2atask.RecordKey(uri, f),
 			"events":      events,
 		}
 		if len(aliases) > 0 {
@@ -430,23 +369,23 @@ func (cfg A2AConfig) AgentCard(base, tenant, session string) *a2a.AgentCard {
 		Version:             "1",
 		SupportedInterfaces: []*a2a.AgentInterface{jsonrpc, rest},
 		Capabilities: a2a.AgentCapabilities{Extensions: []a2a.AgentExtension{
-			ext(c.PromiseURI, familyPromise, "Promises: declare, amend, resolve (satisfied, cancelled, released) and assess. Tasks map satisfied → COMPLETED, cancelled → REJECTED, released → CANCELED; overdue and violated stay in the record.",
+			ext(c.PromiseURI, a2atask.FamilyPromise, "Promises: declare, amend, resolve (satisfied, cancelled, released) and assess. Tasks map satisfied → COMPLETED, cancelled → REJECTED, released → CANCELED; overdue and violated stay in the record.",
 				[]string{vocab.PinkiPromiseURI}, map[string]any{
-					"actions":       []string{"declare", "amend", "resolve", "assess"},
+					"actions":       a2atask.PromiseActions().Names(),
 					"assessmentsAt": events,
 				}),
-			ext(c.ClaimURI, familyClaim, "Claims of work with acceptance requirements (proof of work): create, post, cancel, revoke, supersede, take or adopt the receipt, progress, close/post/receive testaments, begin/report checks, publish and receive artifacts. "+
+			ext(c.ClaimURI, a2atask.FamilyClaim, "Claims of work with acceptance requirements (proof of work): create, post, cancel, revoke, supersede, take or adopt the receipt, progress, close/post/receive testaments, begin/report checks, publish and receive artifacts. "+
 				"The record's \"action\" picks the verb (default create); its other members are the HTTP JSON API's body for that verb, \"claim\" defaulting to the message's taskId. The caller's token is the acting identity: the creator is the claimant. "+
 				"artifact.publish takes the bytes as the message's one file part with raw bytes, and so may check.report its evidence (published in the verdict's own write); reading bytes back is the HTTP JSON API's (GET …/claims/{claim}/artifacts/{artifact}). "+
 				"A claim is a task with the claim's id: Generated, Posted → SUBMITTED; Received … Validating → WORKING; Satisfied → COMPLETED with each slot's witness and the received testament as artifacts; "+
 				"ReceiptFailed or a refused response → REJECTED; Cancelled, Revoked, Superseded → CANCELED; PostFailed, TestamentGenerationFailed, Validation{Incomplete,Failed,Errored}, Expired, DependencyFailed, Deadlocked → FAILED with the reason; overdue stays in the record. CancelTask cancels as the claimant.",
 				nil, map[string]any{
-					"actions":      a2aClaimActions.Names(),
+					"actions":      a2atask.ClaimActions().Names(),
 					"artifactURLs": sess + "/claims/{claim}/artifacts/{artifact}",
 				}),
-			ext(c.ExpectURI, familyExpect, "Expectations, facts and lapses; the server's watcher keeps time. Raise with the draft's expectation document (origin: the message's task and context; replyTo: where lapses go), record facts, withdraw, or report an origin task's outcome. Each lapse goes back to the raising agent as a new message in the origin context, referencing the origin task, its messageId the lapse id. CancelTask on an origin task withdraws its expectations.",
+			ext(c.ExpectURI, a2atask.FamilyExpect, "Expectations, facts and lapses; the server's watcher keeps time. Raise with the draft's expectation document (origin: the message's task and context; replyTo: where lapses go), record facts, withdraw, or report an origin task's outcome. Each lapse goes back to the raising agent as a new message in the origin context, referencing the origin task, its messageId the lapse id. CancelTask on an origin task withdraws its expectations.",
 				[]string{vocab.ExpectationsDraftURI}, map[string]any{
-					"actions":       []string{"raise", "fact", "withdraw", "outcome"},
+					"actions":       a2atask.ExpectActions().Names(),
 					"lapseDelivery": !c.NoLapseDelivery,
 				}),
 		}},

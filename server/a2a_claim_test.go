@@ -11,6 +11,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"tally/a2atask"
 	"tally/auth"
 	"tally/claim"
 	"tally/digest"
@@ -177,8 +178,8 @@ func TestA2AClaimTaskStates(t *testing.T) {
 			if rec["state"] != string(c.claim) || task.Status.State != c.task || task.ID != "C" || task.ContextID != "acme/main" || echo != claimExt {
 				t.Fatalf("claim %v, task %s %s in %s (echo %q); want %s → %s", rec["state"], task.ID, task.Status.State, task.ContextID, echo, c.claim, c.task)
 			}
-			if got := a2aClaimState(&claim.View{State: c.claim}); c.claim != claim.ValidationIncomplete && got != c.task {
-				t.Fatalf("a2aClaimState(%s) = %s", c.claim, got)
+			if got := a2atask.ClaimState(&claim.View{State: c.claim}); c.claim != claim.ValidationIncomplete && got != c.task {
+				t.Fatalf("a2atask.ClaimState(%s) = %s", c.claim, got)
 			}
 			switch {
 			case c.claim == claim.Satisfied:
@@ -211,31 +212,6 @@ func TestA2AClaimTaskStates(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// Every claim state maps, and only the named ones leave FAILED.
-func TestA2AClaimStateTable(t *testing.T) {
-	want := map[claim.Status]a2a.TaskState{
-		claim.Generated: a2a.TaskStateSubmitted, claim.Posted: a2a.TaskStateSubmitted,
-		claim.Received: a2a.TaskStateWorking, claim.Progressed: a2a.TaskStateWorking, claim.TestamentGenerated: a2a.TaskStateWorking,
-		claim.TestamentAcknowledged: a2a.TaskStateWorking, claim.Validating: a2a.TaskStateWorking,
-		claim.Satisfied:     a2a.TaskStateCompleted,
-		claim.ReceiptFailed: a2a.TaskStateRejected,
-		claim.Cancelled:     a2a.TaskStateCanceled, claim.Revoked: a2a.TaskStateCanceled, claim.Superseded: a2a.TaskStateCanceled,
-		claim.PostFailed: a2a.TaskStateFailed, claim.TestamentGenerationFailed: a2a.TaskStateFailed, claim.ValidationIncomplete: a2a.TaskStateFailed,
-		claim.ValidationFailed: a2a.TaskStateFailed, claim.ValidationErrored: a2a.TaskStateFailed, claim.Expired: a2a.TaskStateFailed,
-		claim.DependencyFailed: a2a.TaskStateFailed, claim.Deadlocked: a2a.TaskStateFailed,
-	}
-	for s, state := range want {
-		if got := a2aClaimState(&claim.View{State: s}); got != state {
-			t.Errorf("%s → %s, want %s", s, got, state)
-		}
-	}
-	refused := &claim.View{State: claim.ValidationIncomplete, Terminal: &claim.Terminal{State: claim.ValidationIncomplete, Testament: "T1"},
-		Testaments: []claim.TestamentView{{Testament: "T1", Outcome: string(claim.Refused)}}}
-	if got := a2aClaimState(refused); got != a2a.TaskStateRejected {
-		t.Errorf("a refused response → %s, want REJECTED", got)
 	}
 }
 

@@ -39,6 +39,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"tally/a2atask"
 	"tally/api"
 	"tally/auth"
 	"tally/expect"
@@ -47,37 +48,16 @@ import (
 	"tally/rule"
 )
 
-// a2aExpectRecord is every member an expect record may carry; which are
-// allowed depends on its action (a2aExpectActions).
-type a2aExpectRecord struct {
-	api.ExpectRaise
-	Action  string          `json:"action"`
-	ReplyTo json.RawMessage `json:"replyTo"`
-	FactKey string          `json:"factKey"`
-	At      string          `json:"at"`
-	Reason  string          `json:"reason"`
-	TaskID  string          `json:"taskId"`
-	Outcome string          `json:"outcome"`
-}
-
-var a2aExpectActions = api.Actions[struct{}]{
-	{Name: "raise", Members: []string{"expectationId", "kind", "subject", "expects", "satisfiedBy", "dueAt", "grace", "anchor",
-		"after", "horizon", "basis", "supersedes", "origin", "replyTo", "by"}},
-	{Name: "fact", Members: api.Declared(&api.ExpectFact{})},
-	{Name: "withdraw", Members: []string{"expectationId", "reason"}},
-	{Name: "outcome", Members: []string{"taskId", "outcome"}},
-}
-
 // sendExpect executes one expect record of a SendMessage.
 func (h *a2aHandler) sendExpect(ctx context.Context, c *a2aCall, l *ledger.Ledger, req *a2a.SendMessageRequest, uri, key string, raw any) (a2a.SendMessageResult, error) {
 	msg := req.Message
-	rec, err := readRecord(a2aExpectActions, key, raw, "an expectation record")
+	rec, err := a2atask.ReadRecord(a2atask.ExpectActions(), key, raw, "an expectation record")
 	if err != nil {
 		return nil, err
 	}
-	where, obj, action := rec.where, rec.obj, rec.action.Name
+	where, obj, action := rec.Where, rec.Obj, rec.Action.Name
 	body, _ := json.Marshal(obj)
-	var d a2aExpectRecord
+	var d a2atask.ExpectRecord
 	if err := api.Decode(where, body, &d); err != nil {
 		return nil, refuseAt(where, err)
 	}
@@ -96,14 +76,7 @@ func (h *a2aHandler) sendExpect(ctx context.Context, c *a2aCall, l *ledger.Ledge
 	reply := func(st *ledger.State, res []ledger.Result) []byte {
 		doc := bytes.TrimSpace(render(st, res))
 		sum := a2aDigest("reply", rid)
-		m := &a2a.Message{
-			ID: "tally-" + hex.EncodeToString(sum[:12]), Role: a2a.MessageRoleAgent, ContextID: msg.ContextID,
-			Extensions: []string{uri}, Metadata: map[string]any{key: json.RawMessage(doc)},
-			Parts: a2a.ContentParts{a2a.NewTextPart(action + " recorded")},
-		}
-		if msg.TaskID != "" {
-			m.ReferenceTasks = []a2a.TaskID{msg.TaskID}
-		}
+		m := a2atask.ExpectReply("tally-"+hex.EncodeToString(sum[:12]), msg.ContextID, msg.TaskID, uri, key, action, doc)
 		b, _ := json.Marshal(m)
 		return b
 	}
@@ -128,7 +101,7 @@ func refuseAt(where string, err error) error {
 
 // expectCommand builds the command of an expect record and the document
 // its answer carries.
-func (h *a2aHandler) expectCommand(c *a2aCall, l *ledger.Ledger, req *a2a.SendMessageRequest, uri string, d *a2aExpectRecord) (expect.Command, func(*ledger.State, []ledger.Result) []byte, error) {
+func (h *a2aHandler) expectCommand(c *a2aCall, l *ledger.Ledger, req *a2a.SendMessageRequest, uri string, d *a2atask.ExpectRecord) (expect.Command, func(*ledger.State, []ledger.Result) []byte, error) {
 	msg := req.Message
 	switch d.Action {
 	case "fact":
@@ -171,7 +144,7 @@ func (h *a2aHandler) expectCommand(c *a2aCall, l *ledger.Ledger, req *a2a.SendMe
 	if d.Origin == nil && msg.TaskID != "" {
 		d.Origin = &expect.Origin{TaskID: string(msg.TaskID), ContextID: msg.ContextID}
 	}
-	rt, field, err := replyToOf(d.ReplyTo, msg.Metadata["replyTo"], req.Config)
+	rt, field, err := a2atask.ReplyTo(d.ReplyTo, msg.Metadata["replyTo"], req.Config)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -212,108 +185,12 @@ func renderOutcome(task string, out expect.Outcome) func(*ledger.State, []ledger
 	}
 }
 
-// replyToOf reads where lapses go: the record's replyTo, else the message
-// metadata's "replyTo" (each a URL string or {"url","push":{"url","token",
-// "authentication":{"scheme","credentials"}}}), with the request's
-// push-notification config (its token and authentication too) when the
-// record gives none.
-func replyToOf(record json.RawMessage, meta any, cfg *a2a.SendMessageConfig) (*expect.ReplyTo, string, error) {
-	field := "replyTo"
-	raw := record
-	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
-		raw = nil
-		if meta != nil {
-			raw, _ = json.Marshal(meta)
-			field = "message.metadata.replyTo"
-		}
-	}
-	var rt *expect.ReplyTo
-	if raw != nil {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			rt = &expect.ReplyTo{URL: s}
-		} else {
-			var d struct {
-				URL  string `json:"url"`
-				Push *struct {
-					URL   string            `json:"url"`
-					Token string            `json:"token"`
-					Auth  *a2a.PushAuthInfo `json:"authentication"`
-				} `json:"push"`
-			}
-			if err := api.Decode(field, raw, &d); err != nil {
-				return nil, field, err
-			}
-			rt = &expect.ReplyTo{URL: d.URL}
-			if d.Push != nil {
-				rt.PushURL, rt.PushToken = d.Push.URL, d.Push.Token
-				if d.Push.Auth != nil {
-					rt.PushAuthScheme, rt.PushAuthCredentials = d.Push.Auth.Scheme, d.Push.Auth.Credentials
-				}
-			}
-		}
-	}
-	if cfg != nil && cfg.PushConfig != nil && cfg.PushConfig.URL != "" && (rt == nil || rt.PushURL == "") {
-		if rt == nil {
-			rt = &expect.ReplyTo{}
-		}
-		rt.PushURL, rt.PushToken = cfg.PushConfig.URL, cfg.PushConfig.Token
-		if a := cfg.PushConfig.Auth; a != nil {
-			rt.PushAuthScheme, rt.PushAuthCredentials = a.Scheme, a.Credentials
-		}
-	}
-	return rt, field, nil
-}
-
-// isOrigin reports whether task is the origin of expectations (or has a
-// recorded outcome).
-func isOrigin(st *ledger.State, task string) bool {
-	if _, ok := st.Expects.TaskOutcome(task); ok {
-		return true
-	}
-	return len(st.Expects.List(expect.Filter{TaskID: task})) > 0
-}
-
-// originTask is the task view of an origin task: its state from its
-// recorded outcome (none: WORKING), the expectations raised on it in
-// metadata {"taskId","outcome"?,"expectations":[views]}.
-func originTask(st *ledger.State, task, contextID string, keys []string) *a2a.Task {
-	views := st.Expects.List(expect.Filter{TaskID: task})
-	ctx := contextID
-	for _, v := range views {
-		if v.Origin != nil && v.Origin.ContextID != "" {
-			ctx = v.Origin.ContextID
-			break
-		}
-	}
-	state := a2a.TaskStateWorking
-	out, ended := st.Expects.TaskOutcome(task)
-	switch out {
-	case expect.OutcomeCancelled:
-		state = a2a.TaskStateCanceled
-	case expect.OutcomeFailed:
-		state = a2a.TaskStateFailed
-	case expect.OutcomeCompleted:
-		state = a2a.TaskStateCompleted
-	}
-	doc := map[string]any{"taskId": task, "expectations": views}
-	if ended {
-		doc["outcome"] = string(out)
-	}
-	rec, _ := json.Marshal(doc)
-	t := &a2a.Task{ID: a2a.TaskID(task), ContextID: ctx, Status: a2a.TaskStatus{State: state}, Metadata: map[string]any{}}
-	for _, k := range keys {
-		t.Metadata[k] = json.RawMessage(rec)
-	}
-	return t
-}
-
 // cancelOrigin records an origin task's outcome cancelled, withdrawing the
 // expectations raised on it, and returns the task.
 func (h *a2aHandler) cancelOrigin(ctx context.Context, c *a2aCall, l *ledger.Ledger, task string) (*a2a.Task, error) {
-	keys := h.keysOf(c, familyExpect)
+	keys := h.keysOf(c, a2atask.FamilyExpect)
 	render := func(st *ledger.State, _ []ledger.Result) []byte {
-		b, _ := json.Marshal(originTask(st, task, c.contextID(), keys))
+		b, _ := json.Marshal(a2atask.OriginTask(st.Expects, task, c.contextID(), keys))
 		return b
 	}
 	cmd := ledger.Command{Expect: expect.TaskOutcomeCommand{TaskID: task, Outcome: expect.OutcomeCancelled}, Human: c.p.role == auth.RolePerson}

@@ -39,6 +39,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/errordetails"
 
+	"tally/a2atask"
 	"tally/jsondoc"
 )
 
@@ -326,9 +327,9 @@ func decodeParams(params json.RawMessage, v any) error {
 		if te.Field != "" {
 			field += "." + te.Field
 		}
-		return invalidParams(field, "must be "+jsonKind(te.Type)+" (got "+te.Value+")")
+		return a2atask.InvalidParams(field, "must be "+jsonKind(te.Type)+" (got "+te.Value+")")
 	}
-	return invalidParams("params", err.Error())
+	return a2atask.InvalidParams("params", err.Error())
 }
 
 // jsonKind names the JSON type a Go type decodes from.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/zeebo/blake3"
 
+	"tally/a2atask"
 	"tally/api"
 	"tally/claim"
 	"tally/ledger"
@@ -24,18 +24,9 @@ import (
 	"tally/rule"
 )
 
-// a2aHandler answers A2A requests from the ledger of the request's session.
-//
-// Task states of a promise's task (a claim's are in a2a_claim.go):
-//
-//	owed        → TASK_STATE_WORKING   (overdue is not a state: see the record's "overdue")
-//	conditional → TASK_STATE_SUBMITTED (accepted, waiting on its antecedent)
-//	satisfied   → TASK_STATE_COMPLETED, one artifact "evidence" with a part per reference
-//	cancelled   → TASK_STATE_REJECTED, the reason in the status message
-//	released    → TASK_STATE_CANCELED (the reason, if any, in the status message)
-//	expired     → TASK_STATE_CANCELED, the status message names the antecedent
-//
-// Assessments (violated) stay in the record and never change the state.
+// a2aHandler answers A2A requests from the ledger of the request's session;
+// how a record is a task (its state, status message, artifacts and
+// metadata) is package a2atask's.
 type a2aHandler struct{ s *Server }
 
 var _ a2asrv.RequestHandler = (*a2aHandler)(nil)
@@ -68,18 +59,9 @@ func (h *a2aHandler) callFor(ctx context.Context, create bool) (*a2aCall, *ledge
 func (c *a2aCall) contextID() string { return c.tenant + "/" + c.session }
 
 // keysOf are the metadata keys a task or answer carries a family's record
-// under: one per activated URI of the family, else tally's own URI of it.
-func (h *a2aHandler) keysOf(c *a2aCall, fam a2aFamily) []string {
-	var keys []string
-	for _, u := range c.active {
-		if f, _ := h.s.a2aFamilyOf(u); f == fam {
-			keys = append(keys, a2aRecordKey(u, f))
-		}
-	}
-	if len(keys) == 0 {
-		keys = []string{h.s.cfg.A2A.withDefaults().uriOf(fam)}
-	}
-	return keys
+// under (a2atask.URIs.Keys).
+func (h *a2aHandler) keysOf(c *a2aCall, fam a2atask.Family) []string {
+	return h.s.cfg.A2A.uris().Keys(c.active, fam)
 }
 
 // a2aError maps a ledger error to an A2A error naming the field and rule.
@@ -117,124 +99,21 @@ func a2aError(err error) error {
 	return fmt.Errorf("%w: %v", a2a.ErrInternalError, err)
 }
 
-func invalidParams(field, msg string) error {
-	return a2a.NewError(a2a.ErrInvalidParams, field+": "+msg).WithDetails(map[string]any{"code": string(rule.Invalid), "field": field, "rule": msg})
-}
-
-// findByTask returns the promise whose task id is id: the first declared
-// with that task field, else the one with that id and no task field.
-func findByTask(st *ledger.State, id string) (*promise.Promise, bool) {
-	var found *promise.Promise
-	st.Promises.Each(func(p *promise.Promise) bool {
-		if p.Task == id {
-			found = p
-			return false
-		}
-		return true
-	})
-	if found != nil {
-		return found, true
-	}
-	if p, ok := st.Promises.Get(id); ok {
-		return p, true
-	}
-	return nil, false
-}
-
-func taskIDOf(v *promise.View) a2a.TaskID {
-	if v.Task != "" {
-		return a2a.TaskID(v.Task)
-	}
-	return a2a.TaskID(v.ID)
-}
-
-// a2aTaskStates are A2A v1.0's task states, which a ListTasks filter may
-// name.
-var a2aTaskStates = []a2a.TaskState{a2a.TaskStateSubmitted, a2a.TaskStateWorking, a2a.TaskStateCompleted, a2a.TaskStateFailed,
-	a2a.TaskStateCanceled, a2a.TaskStateRejected, a2a.TaskStateInputRequired, a2a.TaskStateAuthRequired}
-
-func a2aStateNames() []string {
-	names := make([]string, len(a2aTaskStates))
-	for i, st := range a2aTaskStates {
-		names[i] = string(st)
-	}
-	return names
-}
-
-// a2aTaskState maps a promise status to a task state (see a2aHandler).
-func a2aTaskState(s promise.Status) a2a.TaskState {
-	switch s {
-	case promise.Satisfied:
-		return a2a.TaskStateCompleted
-	case promise.Cancelled:
-		return a2a.TaskStateRejected
-	case promise.Released, promise.Expired:
-		return a2a.TaskStateCanceled
-	case promise.Conditional:
-		return a2a.TaskStateSubmitted
-	}
-	return a2a.TaskStateWorking
-}
-
-// taskOf is the A2A task of a promise view.
-func taskOf(v *promise.View, contextID string, keys []string) *a2a.Task {
-	ts := v.Declared
-	if !v.ResolvedAt.IsZero() {
-		ts = v.ResolvedAt
-	}
-	t := recordTask(taskIDOf(v), contextID, keys, json.RawMessage(v.AppendJSON(nil)), a2aTaskState(v.State), ts)
-	switch v.State {
-	case promise.Satisfied:
-		parts := make(a2a.ContentParts, 0, len(v.Evidence))
-		for _, ref := range v.Evidence {
-			parts = append(parts, a2a.NewTextPart(ref))
-		}
-		t.Artifacts = []*a2a.Artifact{{ID: a2a.ArtifactID("evidence-" + v.ID), Name: "evidence",
-			Description: "the evidence references the debtor resolved " + v.ID + " with", Parts: parts}}
-	case promise.Cancelled:
-		statusText(t, v.ID, string(v.State), v.Reason)
-	case promise.Released:
-		if v.Reason != "" {
-			statusText(t, v.ID, string(v.State), v.Reason)
-		}
-	case promise.Expired:
-		statusText(t, v.ID, string(v.State), "antecedent "+v.On+" can no longer be satisfied")
-	}
-	return t
-}
-
-// recordTask is the task of one ledger record: in state since ts, the
-// record under each of keys.
-func recordTask(id a2a.TaskID, contextID string, keys []string, rec json.RawMessage, state a2a.TaskState, ts time.Time) *a2a.Task {
-	t := &a2a.Task{ID: id, ContextID: contextID, Metadata: map[string]any{}, Status: a2a.TaskStatus{State: state, Timestamp: &ts}}
-	for _, k := range keys {
-		t.Metadata[k] = rec
-	}
-	return t
-}
-
-// statusText puts text in a task's status message, whose id is derived
-// from the record and its state so that every read gives the same message.
-func statusText(t *a2a.Task, record, state, text string) {
-	t.Status.Message = &a2a.Message{ID: "tally-status-" + record + "-" + state, Role: a2a.MessageRoleAgent,
-		TaskID: t.ID, ContextID: t.ContextID, Parts: a2a.ContentParts{a2a.NewTextPart(text)}}
-}
-
 // PromiseTask is the A2A task GetTask answers for id in st at now: the
 // promise whose task field is id, else the promise with that id; its record
 // rides in metadata under each of keys (none given: cfg's promise URI).
 // contextID is the session's ("tenant/session"). The bool is false when no
 // promise has that task id. This is the mapping `tally a2a task` prints.
 func PromiseTask(cfg A2AConfig, st *ledger.State, id string, now time.Time, contextID string, keys ...string) (*a2a.Task, bool) {
-	p, ok := findByTask(st, id)
+	p, ok := a2atask.FindPromise(st.Promises, id)
 	if !ok {
 		return nil, false
 	}
 	if len(keys) == 0 {
-		keys = []string{cfg.withDefaults().PromiseURI}
+		keys = []string{cfg.uris().Promise}
 	}
 	v := st.Promises.View(p, now)
-	return taskOf(&v, contextID, keys), true
+	return a2atask.PromiseTask(&v, contextID, keys), true
 }
 
 // GetTask returns the task of a promise, of a claim, or of an origin of
@@ -245,7 +124,7 @@ func (h *a2aHandler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a
 		return nil, err
 	}
 	if req.ID == "" {
-		return nil, invalidParams("id", "is required")
+		return nil, a2atask.InvalidParams("id", "is required")
 	}
 	if err := l.Refresh(); err != nil {
 		return nil, a2aError(err)
@@ -253,13 +132,13 @@ func (h *a2aHandler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a
 	now := h.s.cfg.Ledger.Now()
 	var t *a2a.Task
 	l.Read(func(st *ledger.State) {
-		if p, ok := findByTask(st, string(req.ID)); ok {
+		if p, ok := a2atask.FindPromise(st.Promises, string(req.ID)); ok {
 			v := st.Promises.View(p, now)
-			t = taskOf(&v, c.contextID(), h.keysOf(c, familyPromise))
+			t = a2atask.PromiseTask(&v, c.contextID(), h.keysOf(c, a2atask.FamilyPromise))
 		} else if v, ok := st.Claims.Claim(string(req.ID), now.UTC()); ok {
-			t = claimTaskOf(&v, c.contextID(), h.keysOf(c, familyClaim), c.sessionURL)
-		} else if isOrigin(st, string(req.ID)) {
-			t = originTask(st, string(req.ID), c.contextID(), h.keysOf(c, familyExpect))
+			t = a2atask.ClaimTask(&v, c.contextID(), h.keysOf(c, a2atask.FamilyClaim), c.sessionURL)
+		} else if a2atask.IsOrigin(st.Expects, string(req.ID)) {
+			t = a2atask.OriginTask(st.Expects, string(req.ID), c.contextID(), h.keysOf(c, a2atask.FamilyExpect))
 		}
 	})
 	if t == nil {
@@ -281,15 +160,15 @@ func (h *a2aHandler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (
 	case size == 0:
 		size = a2aListDefault
 	case size < 0 || size > a2aListMax:
-		return nil, invalidParams("pageSize", "must be between 1 and "+strconv.Itoa(a2aListMax))
+		return nil, a2atask.InvalidParams("pageSize", "must be between 1 and "+strconv.Itoa(a2aListMax))
 	}
-	if req.Status != a2a.TaskStateUnspecified && !slices.Contains(a2aTaskStates, req.Status) {
-		return nil, invalidParams("status", "must be one of "+strings.Join(a2aStateNames(), ", ")+" (got "+strconv.Quote(string(req.Status))+")")
+	if req.Status != a2a.TaskStateUnspecified && !slices.Contains(a2atask.States(), req.Status) {
+		return nil, a2atask.InvalidParams("status", "must be one of "+strings.Join(a2atask.StateNames(), ", ")+" (got "+strconv.Quote(string(req.Status))+")")
 	}
 	off := 0
 	if req.PageToken != "" {
 		if off, err = strconv.Atoi(req.PageToken); err != nil || off < 0 {
-			return nil, invalidParams("pageToken", "is not a token this server issued")
+			return nil, a2atask.InvalidParams("pageToken", "is not a token this server issued")
 		}
 	}
 	if err := l.Refresh(); err != nil {
@@ -313,16 +192,16 @@ func (h *a2aHandler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (
 		}
 		all = append(all, t)
 	}
-	promiseKeys, claimKeys := h.keysOf(c, familyPromise), h.keysOf(c, familyClaim)
+	promiseKeys, claimKeys := h.keysOf(c, a2atask.FamilyPromise), h.keysOf(c, a2atask.FamilyClaim)
 	l.Read(func(st *ledger.State) {
 		st.Promises.Each(func(p *promise.Promise) bool {
 			v := st.Promises.View(p, now)
-			keep(taskOf(&v, c.contextID(), promiseKeys))
+			keep(a2atask.PromiseTask(&v, c.contextID(), promiseKeys))
 			return true
 		})
 		for _, sm := range st.Claims.List(claim.Filter{}, now.UTC()) {
 			if v, ok := st.Claims.Claim(sm.Claim, now.UTC()); ok {
-				keep(claimTaskOf(&v, c.contextID(), claimKeys, c.sessionURL))
+				keep(a2atask.ClaimTask(&v, c.contextID(), claimKeys, c.sessionURL))
 			}
 		}
 	})
@@ -349,16 +228,16 @@ func (h *a2aHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest)
 		return nil, err
 	}
 	if req.ID == "" {
-		return nil, invalidParams("id", "is required")
+		return nil, a2atask.InvalidParams("id", "is required")
 	}
 	if err := l.Refresh(); err != nil {
 		return nil, a2aError(err)
 	}
-	var family a2aFamily
+	var family a2atask.Family
 	var id, as, resolved string
 	l.Read(func(st *ledger.State) {
-		if p, ok := findByTask(st, string(req.ID)); ok {
-			family, id, as = familyPromise, p.ID, promise.AsCancelled
+		if p, ok := a2atask.FindPromise(st.Promises, string(req.ID)); ok {
+			family, id, as = a2atask.FamilyPromise, p.ID, promise.AsCancelled
 			if c.p.actor == p.To && c.p.actor != p.By {
 				as = promise.AsReleased
 			}
@@ -366,27 +245,27 @@ func (h *a2aHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest)
 				resolved = p.Resolution.As
 			}
 		} else if _, ok := st.Claims.Claim(string(req.ID), time.Time{}); ok {
-			family = familyClaim
-		} else if isOrigin(st, string(req.ID)) {
-			family = familyExpect
+			family = a2atask.FamilyClaim
+		} else if a2atask.IsOrigin(st.Expects, string(req.ID)) {
+			family = a2atask.FamilyExpect
 		}
 	})
-	reason := cancelReason(c.cancelRequestMetadata(req), h.keysOf(c, familyPromise))
+	reason := a2atask.CancelReason(c.cancelRequestMetadata(req), h.keysOf(c, a2atask.FamilyPromise))
 	switch {
-	case family == familyClaim:
+	case family == a2atask.FamilyClaim:
 		return h.cancelClaim(ctx, c, l, req)
-	case family == familyExpect:
+	case family == a2atask.FamilyExpect:
 		return h.cancelOrigin(ctx, c, l, string(req.ID))
 	case family == "":
 		return nil, a2a.NewError(a2a.ErrTaskNotFound, "no task "+string(req.ID)+" in session "+c.contextID())
 	case resolved != "":
 		return nil, a2a.NewError(a2a.ErrTaskNotCancelable, "promise "+id+" is already resolved as "+resolved)
 	case as == promise.AsCancelled && strings.TrimSpace(reason) == "":
-		return nil, invalidParams("reason", "cancelling a promise needs a reason: put it in the request's metadata.reason")
+		return nil, a2atask.InvalidParams("reason", "cancelling a promise needs a reason: put it in the request's metadata.reason")
 	}
 	cmd := promise.Resolve{ID: id, As: as, Reason: reason}
 	digest := a2aDigest("CancelTask", c.contextID(), id, as, reason)
-	return h.execute(ctx, c, l, ledger.Command{Promise: cmd}, c.requestID, digest, id, h.keysOf(c, familyPromise))
+	return h.execute(ctx, c, l, ledger.Command{Promise: cmd}, c.requestID, digest, id, h.keysOf(c, a2atask.FamilyPromise))
 }
 
 // cancelRequestMetadata is a CancelTask's metadata, from the JSON-RPC
@@ -396,22 +275,6 @@ func (c *a2aCall) cancelRequestMetadata(req *a2a.CancelTaskRequest) map[string]a
 		return req.Metadata
 	}
 	return c.cancelMetadata
-}
-
-// cancelReason is a CancelTask's reason: the request's metadata "reason",
-// else the "reason" of a record under one of the family's keys.
-func cancelReason(meta map[string]any, keys []string) string {
-	if r, ok := meta["reason"].(string); ok && r != "" {
-		return r
-	}
-	for _, k := range keys {
-		if m, ok := meta[k].(map[string]any); ok {
-			if r, ok := m["reason"].(string); ok {
-				return r
-			}
-		}
-	}
-	return ""
 }
 
 // SendMessage carries one record (or action on one) in the message's
@@ -424,27 +287,27 @@ func (h *a2aHandler) SendMessage(ctx context.Context, req *a2a.SendMessageReques
 	}
 	msg := req.Message
 	if msg == nil {
-		return nil, invalidParams("message", "is required")
+		return nil, a2atask.InvalidParams("message", "is required")
 	}
 	if msg.ID == "" {
-		return nil, invalidParams("message.messageId", "is required")
+		return nil, a2atask.InvalidParams("message.messageId", "is required")
 	}
 	if msg.Role != a2a.MessageRoleUser && msg.Role != a2a.MessageRoleAgent {
-		return nil, invalidParams("message.role", "must be ROLE_USER or ROLE_AGENT (got "+strconv.Quote(msg.Role.String())+")")
+		return nil, a2atask.InvalidParams("message.role", "must be ROLE_USER or ROLE_AGENT (got "+strconv.Quote(msg.Role.String())+")")
 	}
-	uri, key, raw, err := h.findRecord(msg.Metadata)
+	uri, key, raw, err := h.s.cfg.A2A.uris().FindRecord(msg.Metadata)
 	if err != nil {
 		return nil, err
 	}
-	if !containsStr(c.active, uri) {
+	if !slices.Contains(c.active, uri) {
 		return nil, a2a.NewError(a2a.ErrExtensionSupportRequired,
 			"A2A-Extensions: the record in metadata[\""+key+"\"] needs "+uri+" activated in the A2A-Extensions request header").
 			WithDetails(map[string]any{"code": string(rule.Invalid), "field": "A2A-Extensions", "rule": "activate " + uri})
 	}
-	switch fam, _ := h.s.a2aFamilyOf(uri); fam {
-	case familyExpect:
+	switch fam, _ := h.s.cfg.A2A.uris().FamilyOf(uri); fam {
+	case a2atask.FamilyExpect:
 		return h.sendExpect(ctx, c, l, req, uri, key, raw)
-	case familyClaim:
+	case a2atask.FamilyClaim:
 		return h.sendClaim(ctx, c, l, req, uri, key, raw)
 	}
 	cmd, id, err := h.promiseCommand(c, l, msg, key, raw)
@@ -454,72 +317,7 @@ func (h *a2aHandler) SendMessage(ctx context.Context, req *a2a.SendMessageReques
 	rid := c.sendRequestID(msg)
 	canon, _ := json.Marshal(raw)
 	digest := a2aDigest("SendMessage", c.contextID(), uri, string(msg.TaskID), string(canon))
-	return h.execute(ctx, c, l, ledger.Command{Promise: cmd}, rid, digest, id, []string{a2aRecordKey(uri, familyPromise)})
-}
-
-func containsStr(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-// findRecord finds the one tally record in a message's metadata.
-func (h *a2aHandler) findRecord(meta map[string]any) (uri, key string, raw any, err error) {
-	for _, u := range h.s.a2aURIs() {
-		for _, k := range a2aRecordKeys(u.uri, u.family) {
-			v, ok := meta[k]
-			if !ok {
-				continue
-			}
-			if key != "" {
-				return "", "", nil, invalidParams("message.metadata", "carries two tally records (\""+key+"\" and \""+k+"\"); send one per message")
-			}
-			uri, key, raw = u.uri, k, v
-		}
-	}
-	if key == "" {
-		return "", "", nil, invalidParams("message.metadata", "carries no tally record: put one under metadata[\""+h.s.cfg.A2A.withDefaults().PromiseURI+"\"] (or another extension URI of the agent card) and activate that URI in the A2A-Extensions header")
-	}
-	return uri, key, raw, nil
-}
-
-// a2aRecord is a family's record read from a message's metadata: which
-// of the family's api actions it names (C: the family's command; struct{}
-// where the family decodes the record itself).
-type a2aRecord[C any] struct {
-	where  string // metadata["<key>"], naming the record in refusals
-	obj    map[string]any
-	action api.Action[C]
-}
-
-// read reads the record under key: a JSON object (what it is names it in
-// the refusal) naming one of the actions (the default when it names none).
-// An unknown action, or a member the action does not take, is refused by
-// name.
-func readRecord[C any](as api.Actions[C], key string, raw any, what string) (a2aRecord[C], error) {
-	rec := a2aRecord[C]{where: "metadata[\"" + key + "\"]", action: as[0]}
-	obj, ok := raw.(map[string]any)
-	if !ok {
-		return rec, invalidParams(rec.where, "must be a JSON object ("+what+")")
-	}
-	rec.obj = obj
-	if a, ok := obj["action"]; ok {
-		name, _ := a.(string)
-		act, ok := as.Find(name)
-		if !ok {
-			return rec, invalidParams(rec.where+".action", "must be one of "+strings.Join(as.Names(), ", "))
-		}
-		rec.action = act
-	}
-	for _, k := range slices.Sorted(maps.Keys(obj)) {
-		if k != "action" && !slices.Contains(rec.action.Members, k) {
-			return rec, invalidParams(rec.where+"."+k, "is not a member of a "+rec.action.Name+" record (members: "+strings.Join(rec.action.Members, ", ")+")")
-		}
-	}
-	return rec, nil
+	return h.execute(ctx, c, l, ledger.Command{Promise: cmd}, rid, digest, id, []string{a2atask.RecordKey(uri, a2atask.FamilyPromise)})
 }
 
 // sendRequestID is the request id of a SendMessage: the Idempotency-Key
@@ -532,36 +330,25 @@ func (c *a2aCall) sendRequestID(msg *a2a.Message) string {
 	return "a2a:" + msg.ID
 }
 
-// a2aPromiseActions are the promise records' actions, their members api's
-// promise documents'.
-var a2aPromiseActions = api.Actions[struct{}]{
-	{Name: "declare", Members: api.Declared(&api.PromiseDeclare{})},
-	{Name: "amend", Members: api.Declared(&api.PromiseAmend{})},
-	{Name: "resolve", Members: api.Declared(&api.PromiseResolve{})},
-	{Name: "assess", Members: api.Declared(&api.PromiseAssess{})},
-}
-
 // promiseCommand decodes a promise record (pinki's shape, plus an optional
 // "action": declare (default), amend, resolve or assess) into a command.
 // The acting identity is always the caller's; the returned id is the
 // promise the command is about ("" for a declaration that mints its id).
 func (h *a2aHandler) promiseCommand(c *a2aCall, l *ledger.Ledger, msg *a2a.Message, key string, raw any) (promise.Command, string, error) {
-	rec, err := readRecord(a2aPromiseActions, key, raw, "a promise record")
+	rec, err := a2atask.ReadRecord(a2atask.PromiseActions(), key, raw, "a promise record")
 	if err != nil {
 		return nil, "", err
 	}
-	where, action := rec.where, rec.action.Name
+	where, action := rec.Where, rec.Action.Name
 	refuse := func(err error) error {
 		if r, ok := rule.As(err); ok {
 			return a2a.NewError(a2a.ErrInvalidParams, where+"."+r.Error()).WithDetails(map[string]any{"code": string(r.Code), "field": r.Field, "rule": r.Rule})
 		}
 		return a2aError(err)
 	}
-	obj := maps.Clone(rec.obj)
-	delete(obj, "action")
-	body, err := json.Marshal(obj)
+	body, err := rec.Body(nil)
 	if err != nil {
-		return nil, "", invalidParams(where, "must be a JSON object")
+		return nil, "", err
 	}
 	var (
 		declare api.PromiseDeclare
@@ -586,13 +373,13 @@ func (h *a2aHandler) promiseCommand(c *a2aCall, l *ledger.Ledger, msg *a2a.Messa
 	}
 	if action != "declare" && *id == "" {
 		if msg.TaskID == "" {
-			return nil, "", invalidParams(where+".id", "names the promise to "+action+" (or send the message in its task: message.taskId)")
+			return nil, "", a2atask.InvalidParams(where+".id", "names the promise to "+action+" (or send the message in its task: message.taskId)")
 		}
 		if err := l.Refresh(); err != nil {
 			return nil, "", a2aError(err)
 		}
 		l.Read(func(st *ledger.State) {
-			if p, ok := findByTask(st, string(msg.TaskID)); ok {
+			if p, ok := a2atask.FindPromise(st.Promises, string(msg.TaskID)); ok {
 				*id = p.ID
 			}
 		})
@@ -644,11 +431,9 @@ func (h *a2aHandler) execute(ctx context.Context, c *a2aCall, l *ledger.Ledger, 
 			return []byte("{}")
 		}
 		v := st.Promises.View(p, h.s.cfg.Ledger.Now())
-		t := taskOf(&v, c.contextID(), keys)
-		if len(res) > 0 && len(res[0].Warnings) > 0 {
-			for _, k := range keys {
-				t.Metadata[k+"/warnings"] = res[0].Warnings
-			}
+		t := a2atask.PromiseTask(&v, c.contextID(), keys)
+		if len(res) > 0 {
+			a2atask.WithWarnings(t, keys, res[0].Warnings)
 		}
 		b, _ := json.Marshal(t)
 		return b
@@ -667,7 +452,7 @@ func (h *a2aHandler) execute(ctx context.Context, c *a2aCall, l *ledger.Ledger, 
 // is, for the caller to map.
 func (h *a2aHandler) write(ctx context.Context, c *a2aCall, l *ledger.Ledger, cmd ledger.Command, rid string, digest [32]byte, render func(*ledger.State, []ledger.Result) []byte) ([]byte, error) {
 	if len(rid) > 256 {
-		return nil, invalidParams("messageId", "a request id is at most 256 bytes")
+		return nil, a2atask.InvalidParams("messageId", "a request id is at most 256 bytes")
 	}
 	actor, err := h.s.writeActor(c.p, cmd)
 	if err != nil {

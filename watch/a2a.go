@@ -47,6 +47,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"tally/a2atask"
 	"tally/expect"
 	"tally/instant"
 	"tally/vocab"
@@ -314,7 +315,7 @@ func (s *A2A) DeliverNotice(ctx context.Context, n Notice) error {
 // send makes one delivery: SendMessage, then the push, each when given.
 func (s *A2A) send(ctx context.Context, n Notice) error {
 	rt := n.ReplyTo
-	msg := LapseMessage(n, s.uri(rt))
+	msg := lapseMessage(n, s.uri(rt))
 	if rt.URL != "" {
 		if err := s.retry(ctx, "SendMessage "+rt.URL, func() error { return s.sendMessage(ctx, rt, msg) }); err != nil {
 			return err
@@ -351,31 +352,14 @@ func (s *A2A) uri(rt *expect.ReplyTo) string {
 	return vocab.ExpectURI
 }
 
-// LapseMessage is the A2A message a lapse is delivered as (see the package
-// comment of this file): messageId the lapse id, the origin's contextId,
-// referenceTaskIds the origin task, the notice document in metadata[uri].
-func LapseMessage(n Notice, uri string) *a2a.Message {
-	lv := n.Lapse
-	text := fmt.Sprintf("expectation %s lapsed: %s (due %s, lapsed at %s)",
-		lv.ExpectationID, lv.Lapse, instant.Format(lv.DueAt), instant.Format(lv.LapsedAt))
-	msg := &a2a.Message{
-		ID:         lv.LapseID,
-		Role:       a2a.MessageRoleUser,
-		Extensions: []string{uri},
-		Metadata:   map[string]any{uri: json.RawMessage(n.Doc)},
+// lapseMessage is the A2A message a lapse is delivered as (see the comment
+// at the top of this file; the mapping is a2atask's).
+func lapseMessage(n Notice, uri string) *a2a.Message {
+	var e *a2atask.LapsedExpectation
+	if b := n.Expectation; b != nil {
+		e = &a2atask.LapsedExpectation{Kind: b.Kind, Subject: b.Subject, Origin: b.Origin}
 	}
-	if e := n.Expectation; e != nil {
-		text = fmt.Sprintf("expectation %s (%s on %s) lapsed: %s (due %s, lapsed at %s)",
-			lv.ExpectationID, e.Kind, e.Subject, lv.Lapse, instant.Format(lv.DueAt), instant.Format(lv.LapsedAt))
-		if o := e.Origin; o != nil {
-			msg.ContextID = o.ContextID
-			if o.TaskID != "" {
-				msg.ReferenceTasks = []a2a.TaskID{a2a.TaskID(o.TaskID)}
-			}
-		}
-	}
-	msg.Parts = a2a.ContentParts{a2a.NewTextPart(text)}
-	return msg
+	return a2atask.LapseMessage(n.Lapse, e, n.Doc, uri)
 }
 
 func (s *A2A) client() *http.Client {
