@@ -21,7 +21,6 @@ import (
 	"tally/ledger"
 	"tally/rule"
 	"tally/server"
-	"tally/store"
 )
 
 // defaultCardBase is where `tally serve` listens by default: the base URL an
@@ -75,7 +74,7 @@ func newA2ACard(g *global) *cobra.Command {
 				}
 				return printA2A(g.io.Out, &card)
 			}
-			tenant, session, err := g.a2aSession()
+			tenant, session, err := g.target()
 			if err != nil {
 				return err
 			}
@@ -120,20 +119,6 @@ func newA2ATask(g *global) *cobra.Command {
 	return c
 }
 
-// a2aSession is the session the verbs are about: --session, else the
-// default one.
-func (g *global) a2aSession() (tenant, session string, err error) {
-	tenant, session = store.DefaultTenant, store.DefaultSession
-	if g.session != "" {
-		t, s, ok := strings.Cut(g.session, "/")
-		if !ok {
-			return "", "", usagef("session: must be TENANT/SESSION")
-		}
-		tenant, session = t, s
-	}
-	return tenant, session, nil
-}
-
 // a2aTask is the task of id: from the server's REST GetTask with TALLY_URL
 // set, else from the local ledger with the server's mapping.
 func (g *global) a2aTask(ctx context.Context, id string) (*a2a.Task, error) {
@@ -152,7 +137,7 @@ func (g *global) a2aTask(ctx context.Context, id string) (*a2a.Task, error) {
 		}
 		return &t, nil
 	}
-	tenant, session, err := g.a2aSession()
+	tenant, session, err := g.target()
 	if err != nil {
 		return nil, err
 	}

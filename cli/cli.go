@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,9 +18,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/zeebo/blake3"
 
+	restclient "tally/client"
 	"tally/jsondoc"
 	"tally/ledger"
 	"tally/rule"
+	"tally/service"
 	"tally/store"
 )
 
@@ -76,6 +78,12 @@ type global struct {
 	json    bool
 	as      string
 	stdin   *stdinDigest // what was read from stdin, for request ids
+
+	// The Service the verbs call (service.go), made on first use.
+	svc      cliService
+	rest     *restclient.Client // the client, with TALLY_URL
+	sessions *cliSessions       // the sessions Local opened, without it
+	whoami   restclient.Identity
 }
 
 func (g *global) color() bool { return g.io.Terminal && g.io.Getenv("NO_COLOR") == "" }
@@ -119,13 +127,9 @@ func (g *global) sessionDir() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	tenant, session := store.DefaultTenant, store.DefaultSession
-	if g.session != "" {
-		t, s, ok := strings.Cut(g.session, "/")
-		if !ok {
-			return "", usagef("session: must be TENANT/SESSION")
-		}
-		tenant, session = t, s
+	tenant, session, err := g.target()
+	if err != nil {
+		return "", err
 	}
 	dir, err := store.SessionDir(root, tenant, session)
 	if err != nil {
@@ -140,20 +144,7 @@ func (g *global) open() (*ledger.Ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := g.ledgerConfig()
-	if err != nil {
-		return nil, err
-	}
-	cfg.Now = g.io.Now
-	cfg.Logger = slog.New(&warnHandler{w: g.io.Err})
-	l, err := ledger.Open(dir, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if w := l.SkippedSummary(); w != "" {
-		fmt.Fprintln(g.io.Err, "warning: "+w)
-	}
-	return l, nil
+	return g.openDir(dir)
 }
 
 // ledgerConfig is the ledger configuration with the ledger directory's
@@ -190,50 +181,50 @@ func Main(args []string, io Streams) ExitCode {
 	root.SetOut(io.Out)
 	root.SetErr(io.Err)
 	err := root.ExecuteContext(context.Background())
+	if g.sessions != nil {
+		if cerr := g.sessions.close(); err == nil {
+			err = cerr
+		}
+	}
 	if err == nil {
 		return ExitOK
 	}
 	return g.fail(err)
 }
 
-// fail prints err (as JSON in --json mode) and maps it to an exit code.
+// fail prints err (its error document in --json mode) and maps it to an
+// exit code: 2 for a usage error or a refusal of the request itself (HTTP
+// 400, 413, 415), 1 otherwise. The document and the message are the ones a
+// server answers with (service.Refuse), so a verb prints the same locally
+// and over TALLY_URL.
 func (g *global) fail(err error) ExitCode {
 	if _, ok := err.(silentExit); ok {
 		return ExitError
 	}
-	var re *remoteError
-	if errors.As(err, &re) {
-		if g.json {
-			g.io.Err.Write(re.doc)
-		} else {
-			fmt.Fprintln(g.io.Err, "tally: "+re.msg)
-		}
-		return re.exit()
-	}
-	code, exit := "error", ExitError
-	var ue usageError
-	var ie *ledger.IdempotencyError
-	if r, ok := rule.As(err); ok {
-		code = string(r.Code)
-		if r.Usage() {
-			exit = ExitUsage
-		}
-	} else if errors.As(err, &ue) || isFlagError(err) {
-		code, exit = "usage", ExitUsage
-	} else if errors.As(err, &ie) {
-		code = ie.Code
-	} else {
-		var ce *store.CorruptError
-		if errors.As(err, &ce) {
-			code = "corrupt"
-		}
-	}
+	ref := refusal(err)
 	if g.json {
-		writeJSONError(g.io.Err, err.Error(), code)
+		g.io.Err.Write(ref.Document)
 	} else {
-		fmt.Fprintln(g.io.Err, "tally: "+err.Error())
+		fmt.Fprintln(g.io.Err, "tally: "+ref.Message)
 	}
-	return exit
+	if ref.Usage() {
+		return ExitUsage
+	}
+	return ExitError
+}
+
+// refusal maps err to its refusal: a server's as it answered, the CLI's
+// usage errors as code "usage" (400), the rest as service.Refuse does.
+func refusal(err error) *service.Refusal {
+	var ref *service.Refusal
+	if errors.As(err, &ref) {
+		return ref
+	}
+	var ue usageError
+	if _, isRule := rule.As(err); !isRule && (errors.As(err, &ue) || isFlagError(err)) {
+		return service.NewRefusal(http.StatusBadRequest, "usage", err.Error())
+	}
+	return service.Refuse(err)
 }
 
 // isFlagError recognises cobra's and pflag's parse errors, which carry no type.

@@ -58,7 +58,6 @@ package cli
 // instead of quietly using a local ledger.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -75,6 +74,7 @@ import (
 
 	"tally/auth"
 	"tally/claim"
+	restclient "tally/client"
 	"tally/digest"
 	"tally/expect"
 	"tally/instant"
@@ -83,7 +83,7 @@ import (
 	"tally/promise"
 	"tally/rule"
 	"tally/server"
-	"tally/store"
+	"tally/service"
 )
 
 // remoteVerbs are the command paths that run against TALLY_URL.
@@ -149,195 +149,93 @@ func (g *global) checkRemote(c *cobra.Command) error {
 	return nil
 }
 
-// remoteError is a refusal or failure the server answered with.
-type remoteError struct {
-	status int
-	msg    string
-	code   string
-	doc    []byte // the server's error document, as is
-}
-
-func (e *remoteError) Error() string { return e.msg }
-
-// exit maps the HTTP status to tally's exit codes.
-func (e *remoteError) exit() ExitCode {
-	switch e.status {
-	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType:
-		return ExitUsage
-	}
-	return ExitError
-}
-
-// client talks to one session of a tally server.
+// client is one session of the server, for the verbs not yet on the
+// Service: requests go through the client package's transport.
 type client struct {
-	g       *global
-	base    string // …/v1/tenants/T/sessions/S
-	tenant  string
-	http    *http.Client
-	whoami  string
-	role    string      // the identity's role, as whoami answers it
-	header  http.Header // sent with every request (the role under --insecure-dev)
-	timeout time.Duration
+	g      *global
+	rest   *restclient.Client
+	base   string // …/v1/tenants/T/sessions/S
+	tenant string
+	// session is the session's name; person sends the person role
+	// (--insecure-dev) with every request.
+	session      string
+	person       bool
+	whoami, role string // the acting identity and its role, once asked
 }
 
 // remote returns the client when TALLY_URL is set, else nil.
 func (g *global) remote() (*client, error) {
-	u := g.remoteURL()
-	if u == "" {
+	if g.remoteURL() == "" {
 		return nil, nil
 	}
-	if _, err := url.ParseRequestURI(u); err != nil {
-		return nil, usagef("TALLY_URL: %q is not a URL", u)
+	if _, err := g.service(); err != nil {
+		return nil, err
 	}
-	tenant, session := store.DefaultTenant, store.DefaultSession
-	if g.session != "" {
-		t, s, ok := strings.Cut(g.session, "/")
-		if !ok {
-			return nil, usagef("session: must be TENANT/SESSION")
-		}
-		tenant, session = t, s
-	}
-	if err := store.CheckName("tenant", tenant); err != nil {
-		return nil, usageError{err}
-	}
-	if err := store.CheckName("session", session); err != nil {
-		return nil, usageError{err}
-	}
-	return &client{g: g, tenant: tenant, base: u + "/v1/tenants/" + url.PathEscape(tenant) + "/sessions/" + url.PathEscape(session),
-		http: &http.Client{}, timeout: 60 * time.Second}, nil
-}
-
-// do sends one request with a JSON body (or none) and returns the body of a
-// 2xx answer, or the server's refusal as a *remoteError.
-func (rc *client) do(ctx context.Context, method, u string, body []byte, requestID string) ([]byte, error) {
-	var rd io.Reader
-	contentType := ""
-	if body != nil {
-		rd, contentType = bytes.NewReader(body), "application/json"
-	}
-	return rc.exchange(ctx, method, u, rd, contentType, requestID)
-}
-
-// exchange sends one request and returns the whole body of a 2xx answer,
-// or the server's refusal as a *remoteError.
-func (rc *client) exchange(ctx context.Context, method, u string, body io.Reader, contentType, requestID string) ([]byte, error) {
-	resp, done, err := rc.send(ctx, method, u, body, contentType, requestID)
+	c, err := g.call("", "", time.Time{})
 	if err != nil {
 		return nil, err
 	}
-	defer done()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-	if err != nil {
-		return nil, fmt.Errorf("server %s: %w", rc.g.remoteURL(), err)
-	}
-	return b, nil
+	return &client{g: g, rest: g.rest, tenant: c.Tenant, session: c.Session, base: g.rest.SessionURL(c.Tenant, c.Session, nil)}, nil
+}
+
+// callFor is the Call of one request with key as its request id.
+func (rc *client) callFor(key string) service.Call {
+	return service.Call{Tenant: rc.tenant, Session: rc.session, Actor: rc.g.actor(), Person: rc.person, RequestID: key}
+}
+
+// do sends one request with a JSON body (or none) and returns the body of a
+// 2xx answer, or the server's refusal.
+func (rc *client) do(ctx context.Context, method, u string, body []byte, requestID string) ([]byte, error) {
+	doc, err := rc.rest.Do(ctx, rc.callFor(requestID), method, u, body)
+	return doc.JSON, err
+}
+
+// exchange sends one request and returns the whole body of a 2xx answer,
+// or the server's refusal.
+func (rc *client) exchange(ctx context.Context, method, u string, body io.Reader, contentType, requestID string) ([]byte, error) {
+	doc, err := rc.rest.Exchange(ctx, rc.callFor(requestID), method, u, body, contentType)
+	return doc.JSON, err
 }
 
 // send sends one request and returns a 2xx response whose body the caller
-// reads, within the request's time bound, and then calls done; any other
-// answer is the server's refusal as a *remoteError.
+// reads and then calls done; any other answer is the server's refusal.
 func (rc *client) send(ctx context.Context, method, u string, body io.Reader, contentType, requestID string) (*http.Response, func(), error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx, cancel := context.WithTimeout(ctx, rc.timeout)
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
-	if err != nil {
-		cancel()
-		return nil, nil, err
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	if tok := rc.g.io.Getenv("TALLY_TOKEN"); tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	if a := rc.g.actor(); a != "" {
-		req.Header.Set("X-Tally-Actor", a) // read only by a server run with --insecure-dev
-	}
-	if requestID != "" {
-		req.Header.Set("Idempotency-Key", requestID)
-	}
-	for k, vs := range rc.header {
-		req.Header[k] = vs
-	}
-	resp, err := rc.http.Do(req)
-	if err != nil {
-		cancel()
-		return nil, nil, fmt.Errorf("server %s: %w", rc.g.remoteURL(), unwrapURLError(err))
-	}
-	done := func() { resp.Body.Close(); cancel() }
-	if resp.StatusCode/100 == 2 {
-		return resp, done, nil
-	}
-	defer done()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return nil, nil, fmt.Errorf("server %s: %w", rc.g.remoteURL(), err)
-	}
-	return nil, nil, newRemoteError(resp.StatusCode, resp.Status, b)
-}
-
-// newRemoteError reads the server's error document b, answered with status.
-func newRemoteError(status int, statusText string, b []byte) *remoteError {
-	re := &remoteError{status: status, doc: b, msg: fmt.Sprintf("server answered %s", statusText), code: "error"}
-	var d struct {
-		Error string `json:"error"`
-		Code  string `json:"code"`
-	}
-	if json.Unmarshal(b, &d) == nil && d.Error != "" {
-		re.msg, re.code = d.Error, d.Code
-	} else {
-		re.doc = jsondoc.Error(re.msg, re.code)
-	}
-	return re
-}
-
-func unwrapURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
+	return rc.rest.Send(ctx, rc.callFor(requestID), method, u, body, contentType)
 }
 
 // path is the session URL of a path built from segments, each escaped.
 func (rc *client) path(query url.Values, segs ...string) string {
-	var b strings.Builder
-	b.WriteString(rc.base)
-	for _, s := range segs {
-		b.WriteByte('/')
-		b.WriteString(url.PathEscape(s))
-	}
-	if len(query) > 0 {
-		b.WriteByte('?')
-		b.WriteString(query.Encode())
-	}
-	return b.String()
+	return rc.rest.SessionURL(rc.tenant, rc.session, query, segs...)
 }
 
 // identity is the acting identity: the token's, as the server sees it.
 func (rc *client) identity(ctx context.Context) (string, error) {
-	if rc.whoami != "" {
-		return rc.whoami, nil
+	if rc.person {
+		// The role is part of what whoami answers under --insecure-dev.
+		c, err := rc.g.call(rc.g.actor(), "", time.Time{})
+		if err != nil {
+			return "", err
+		}
+		c.Person = true
+		id, err := rc.rest.Whoami(ctx, c)
+		if err != nil {
+			return "", err
+		}
+		if a := rc.g.actor(); a != "" && a != id.Actor && rc.g.io.Getenv("TALLY_TOKEN") != "" {
+			return "", usagef("actor: %q is not the token's identity %q (over TALLY_URL you act as the token's identity)", a, id.Actor)
+		}
+		rc.whoami, rc.role = id.Actor, id.Role
+		return id.Actor, nil
 	}
-	u := strings.TrimSuffix(rc.base, rc.base[strings.Index(rc.base, "/sessions/"):]) + "/whoami"
-	b, err := rc.do(ctx, "GET", u, nil, "")
+	id, err := rc.g.identity(ctx)
 	if err != nil {
 		return "", err
 	}
-	var d struct {
-		Actor string `json:"actor"`
-		Role  string `json:"role"`
-	}
-	if err := json.Unmarshal(b, &d); err != nil || d.Actor == "" {
-		return "", fmt.Errorf("server %s: whoami: no identity in %q", rc.g.remoteURL(), b)
-	}
-	if a := rc.g.actor(); a != "" && a != d.Actor && rc.g.io.Getenv("TALLY_TOKEN") != "" {
-		return "", usagef("actor: %q is not the token's identity %q (over TALLY_URL you act as the token's identity)", a, d.Actor)
-	}
-	rc.whoami, rc.role = d.Actor, d.Role
-	return d.Actor, nil
+	rc.whoami, rc.role = id.Actor, id.Role
+	return id.Actor, nil
 }
 
 // members decodes the top-level members of a response document.
@@ -766,7 +664,7 @@ func (g *global) expectWriteRemote(c *cobra.Command, rc *client, o expectWrite, 
 	ctx := c.Context()
 	if o.human && g.io.Getenv("TALLY_TOKEN") == "" {
 		// --insecure-dev: the acting identity and its role come with the request.
-		rc.header = http.Header{"X-Tally-Role": {auth.RolePerson}}
+		rc.person = true
 	}
 	if _, err := rc.identity(ctx); err != nil {
 		return err
@@ -895,7 +793,7 @@ func (g *global) exportRemote(ctx context.Context, rc *client, format string, o 
 		return fmt.Errorf("server %s: export: %w", g.remoteURL(), err)
 	}
 	if t := resp.Trailer.Get(server.ExportErrorTrailer); t != "" {
-		return newRemoteError(http.StatusInternalServerError, "500 Internal Server Error", []byte(t))
+		return service.ReadRefusal(http.StatusInternalServerError, "500 Internal Server Error", []byte(t))
 	}
 	return nil
 }
@@ -937,10 +835,9 @@ func (g *global) importRemote(ctx context.Context, rc *client, name string) erro
 		return err
 	}
 	b, err := rc.exchange(ctx, "POST", rc.path(nil, "import"), in, "application/x-ndjson", "")
-	var re *remoteError
-	if errors.As(err, &re) {
-		re.msg = fmt.Sprintf("import %s: %s", name, re.msg)
-		re.doc = jsondoc.Error(re.msg, re.code)
+	var ref *service.Refusal
+	if errors.As(err, &ref) {
+		err = service.NewRefusal(ref.Status, ref.Code, fmt.Sprintf("import %s: %s", name, ref.Message))
 	}
 	if err != nil {
 		return err

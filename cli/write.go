@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"fmt"
 	"io"
 
@@ -25,24 +24,6 @@ type writeOptions struct {
 func (o *writeOptions) bind(c *cobra.Command) {
 	c.Flags().StringVar(&o.meta, "meta", "", "a JSON object of your own (at most 8 KiB), kept and never read by tally")
 	c.Flags().StringVar(&o.requestID, "request-id", "", "your id for this request: an exact retry prints the first answer and appends nothing")
-}
-
-// requireActor returns the acting identity or a usage error naming how to set it.
-func (g *global) requireActor(fallback string) (string, error) {
-	if rc, err := g.remote(); err != nil || rc != nil {
-		if err != nil {
-			return "", err
-		}
-		// Over TALLY_URL the server says who the token acts as.
-		return rc.identity(context.Background())
-	}
-	if a := g.actor(); a != "" {
-		return a, nil
-	}
-	if fallback != "" {
-		return fallback, nil
-	}
-	return "", usagef("actor: required: pass --as WHO or set TALLY_ACTOR")
 }
 
 // submit runs one promise command and prints its outcome.

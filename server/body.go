@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"tally/service"
 )
 
 // Error codes of malformed request bodies (HTTP problem bodies; do not
@@ -98,6 +100,14 @@ func (e *bodyIncomplete) describe() error {
 }
 
 func (e *bodyIncomplete) Unwrap() error { return e.err }
+
+func (e *bodyIncomplete) Refusal() *service.Refusal {
+	return service.NewRefusal(http.StatusBadRequest, CodeBodyIncomplete, e.describe().Error())
+}
+
+func (e *mediaTypeError) Refusal() *service.Refusal {
+	return service.NewRefusal(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, e.Error())
+}
 
 // checkedBody is the body of a route that takes one: its first read
 // checks the media type (so a request is authenticated before its body is

@@ -15,6 +15,7 @@ import (
 	"tally/jsondoc"
 	"tally/ledger"
 	"tally/rule"
+	"tally/service"
 	"tally/store"
 )
 
@@ -128,70 +129,42 @@ func writeDoc(w http.ResponseWriter, code int, doc []byte) {
 }
 
 // errNotFound hides whether a foreign tenant's session exists.
-var errNotFound = errors.New("not found")
+var errNotFound = statusError{http.StatusNotFound, "not_found", "not found"}
+
+// statusError is one of the server's own refusals with its status.
+type statusError struct {
+	status     int
+	code, text string
+}
+
+func (e statusError) Error() string { return e.text }
+
+func (e statusError) Refusal() *service.Refusal { return service.NewRefusal(e.status, e.code, e.text) }
 
 // badRequest is a malformed request that is not a rule's refusal.
 type badRequest struct{ msg string }
 
 func (b badRequest) Error() string { return b.msg }
 
-// writeError maps an error to its status and problem document.
+func (b badRequest) Refusal() *service.Refusal {
+	return service.NewRefusal(http.StatusBadRequest, "invalid", b.msg)
+}
+
+// writeError answers err with its status and error document, the one
+// mapping (service.Refuse) the CLI prints too.
 func (s *Server) writeError(w http.ResponseWriter, err error) {
-	var ie *ledger.IdempotencyError
-	var ce *store.CorruptError
-	var br badRequest
-	var mbe *http.MaxBytesError
 	var bi *bodyIncomplete
-	var mte *mediaTypeError
-	code, status := "error", http.StatusInternalServerError
-	if r, ok := rule.As(err); ok {
-		code = string(r.Code)
-		switch r.Code {
-		case rule.Invalid:
-			status = http.StatusBadRequest
-		case rule.NotFound:
-			status = http.StatusNotFound
-		case rule.Conflict:
-			status = http.StatusConflict
-		case rule.Forbidden:
-			status = http.StatusForbidden
-		case CodeNoSuchSession:
-			status = http.StatusNotFound
-		case CodeSessionQuotaExceeded:
-			status = http.StatusTooManyRequests
-		}
-	} else {
-		switch {
-		case errors.As(err, &ie):
-			code, status = ie.Code, http.StatusConflict
-			if ie.Code == ledger.CodeRequestHistoryExpired {
-				status = http.StatusGone
-			}
-		case errors.Is(err, auth.ErrUnauthenticated):
-			code, status = "unauthenticated", http.StatusUnauthorized
-			w.Header().Set("WWW-Authenticate", `Bearer realm="tally"`)
-		case errors.Is(err, errShuttingDown):
-			code, status = "unavailable", http.StatusServiceUnavailable
-		case errors.Is(err, errNotFound):
-			code, status = "not_found", http.StatusNotFound
-		case errors.As(err, &br):
-			code, status = "invalid", http.StatusBadRequest
-		case errors.As(err, &mbe):
-			code, status = "invalid", http.StatusRequestEntityTooLarge
-			err = fmt.Errorf("body: at most %d bytes", mbe.Limit)
-		case errors.As(err, &bi):
-			code, status, err = CodeBodyIncomplete, http.StatusBadRequest, bi.describe()
-			w.Header().Set("Connection", "close") // the rest of the body is not waited for
-		case errors.As(err, &mte):
-			code, status, err = CodeUnsupportedMediaType, http.StatusUnsupportedMediaType, mte
-		case errors.As(err, &ce):
-			code = "corrupt"
-		}
+	switch {
+	case errors.Is(err, auth.ErrUnauthenticated):
+		w.Header().Set("WWW-Authenticate", `Bearer realm="tally"`)
+	case errors.As(err, &bi):
+		w.Header().Set("Connection", "close") // the rest of the body is not waited for
 	}
-	if status == http.StatusInternalServerError {
+	ref := service.Refuse(err)
+	if ref.Status == http.StatusInternalServerError {
 		s.cfg.Logger.Error("request failed", "err", err)
 	}
-	writeDoc(w, status, jsondoc.Error(err.Error(), code))
+	writeDoc(w, ref.Status, ref.Document)
 }
 
 // principal is who a request acts as.
@@ -282,11 +255,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, p principal, l 
 	}
 	p.actor = actor
 	key := r.Header.Get("Idempotency-Key")
-	opts := ledger.WriteOptions{Actor: p.actor, RequestID: key}
-	declared := key == "" && isDeclaration(cmd)
-	if !declared {
-		opts.Render = render // rendered by the committer as the write is decided
-	}
+	opts := ledger.WriteOptions{Actor: p.actor, RequestID: key, Render: render}
 	var idem *ledger.Idempotency
 	if key != "" {
 		if len(key) > 256 {
@@ -295,13 +264,10 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, p principal, l 
 		}
 		idem = &ledger.Idempotency{Principal: p.actor, Key: key, Digest: s.commandDigest(r, body), Render: render}
 	}
-	res, resp, replayed, err := l.Execute(r.Context(), cmd, opts, idem)
+	_, resp, replayed, err := l.Execute(r.Context(), cmd, opts, idem)
 	if err != nil {
 		s.writeError(w, err)
 		return
-	}
-	if declared {
-		resp = s.renderDeclared(res)
 	}
 	if replayed {
 		w.Header().Set("Idempotent-Replayed", "true")

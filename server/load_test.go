@@ -1,14 +1,10 @@
 package server
 
 import (
-	"bytes"
-	"context"
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/zeebo/blake3"
 
@@ -53,46 +49,6 @@ func TestLoad256Clients(t *testing.T) {
 		})
 	})
 	checkOnce(t, "on disk", ids, r.acked)
-}
-
-// A declaration is answered from its own record (renderDeclared) instead of
-// the state read again under the session lock: the two answers are the
-// same document, with or without minted id, task, meta and warnings.
-func TestDeclarationAnsweredFromItsRecord(t *testing.T) {
-	f := newFixture(t)
-	l, err := f.srv.session("acme", "main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []promise.Declare{
-		{ID: "r1", Text: "x", By: "reviewer", To: "author", Until: t0.Add(time.Hour)},
-		{Text: "minted", By: "reviewer", To: "author", Task: "task-9", Until: t0.Add(-time.Hour), Meta: `{"rung":0}`},
-		{ID: "r3", Text: "to self", By: "reviewer", To: "reviewer", Until: t0.Add(time.Hour)},
-	} {
-		res, _, _, err := l.Execute(context.Background(), ledger.Command{Promise: d}, ledger.WriteOptions{Actor: "reviewer"}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := f.srv.renderDeclared(res)
-		var want []byte
-		l.Read(func(st *ledger.State) { want = f.srv.renderPromise(d.ID)(st, res) })
-		if got == nil || !bytes.Equal(got, want) {
-			t.Fatalf("from the record:\n%s\nfrom the state:\n%s", got, want)
-		}
-	}
-	// A declaration on an antecedent, and every other write, reads the state.
-	on := promise.Declare{ID: "r4", Text: "after", By: "reviewer", To: "author", On: "r1", Until: t0.Add(time.Hour)}
-	res, _, _, err := l.Execute(context.Background(), ledger.Command{Promise: on}, ledger.WriteOptions{Actor: "reviewer"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := f.srv.renderDeclared(res); got != nil {
-		t.Fatalf("a conditional declaration answered from its record: %s", got)
-	}
-	code, body, _ := f.do("POST", base+"/promises/r4/amend", "reviewer", `{"until":"3h"}`)
-	if code != 200 || !strings.Contains(body, `"state":"conditional"`) {
-		t.Fatalf("amend: %d %s", code, body)
-	}
 }
 
 // The request digest is the same from a reused hasher as from a fresh one.

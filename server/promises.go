@@ -6,61 +6,36 @@ import (
 	"time"
 
 	"tally/api"
+	"tally/auth"
 	"tally/instant"
 	"tally/jsondoc"
 	"tally/ledger"
 	"tally/promise"
 	"tally/rule"
+	"tally/service"
 )
 
-// renderPromise makes the write response: the record's sequence and the
-// promise as it stands, at the time of the write.
-func (s *Server) renderPromise(id string) func(st *ledger.State, res []ledger.Result) []byte {
-	return func(st *ledger.State, res []ledger.Result) []byte {
-		p, ok := st.Promises.Get(id)
-		if !ok && len(res) > 0 {
-			p, ok = st.Promises.Get(res[0].Event.ID)
-		}
-		if !ok || len(res) == 0 {
-			return jsondoc.Doc()
-		}
-		v := st.Promises.View(p, s.cfg.Ledger.Now())
-		return jsondoc.PromiseWrite(res[0].Seq, &v, res[0].Warnings)
+// promiseCall is the Call of a promise write: the session of the path,
+// the acting identity (under --insecure-dev without one, the party the
+// document names: party), and the request's Idempotency-Key.
+func (s *Server) promiseCall(r *http.Request, p principal, party ledger.Command) (service.Call, error) {
+	actor, err := s.writeActor(p, party)
+	if err != nil {
+		return service.Call{}, err
 	}
-}
-
-// isDeclaration reports whether cmd declares a promise without an
-// antecedent: its response depends on nothing but its own record.
-func isDeclaration(cmd ledger.Command) bool {
-	d, ok := cmd.Promise.(promise.Declare)
-	return ok && d.On == ""
-}
-
-// renderDeclared answers a declaration without an antecedent from its own
-// record, outside the session lock (the view at the time of the write
-// depends on nothing else in the state), so the committer does not spend
-// its serial time rendering the commonest write.
-func (s *Server) renderDeclared(res []ledger.Result) []byte {
-	if len(res) != 1 || res[0].Event.Type != promise.TypePromise || res[0].Event.On != "" {
-		return nil
+	key := r.Header.Get("Idempotency-Key")
+	if len(key) > service.RequestIDMax {
+		return service.Call{}, rule.Invalidf("Idempotency-Key", "at most 256 bytes")
 	}
-	st := promise.NewState()
-	st.Apply(promise.Meta{Seq: res[0].Seq}, &res[0].Event)
-	p, ok := st.Get(res[0].Event.ID)
-	if !ok {
-		return nil
-	}
-	v := st.View(p, s.cfg.Ledger.Now())
-	return jsondoc.PromiseWrite(res[0].Seq, &v, res[0].Warnings)
+	return service.Call{Tenant: r.PathValue("tenant"), Session: r.PathValue("session"), Actor: actor, Person: p.role == auth.RolePerson, RequestID: key}, nil
 }
 
 // promiseWrite is the shape of every promise write route: authenticate,
-// open the session, build the command of the body (an api promise
-// document) and the path's promise id, and execute it (idempotently when
-// the request carries a key).
+// read the body, and run it (an api promise document about the path's
+// promise) through the service.
 func (s *Server) promiseWrite(w http.ResponseWriter, r *http.Request, status int,
-	build func(body []byte, id string) (promise.Command, error)) {
-	p, l, err := s.openSession(r)
+	run func(p principal, body []byte, id string) (service.PromiseWritten, error)) {
+	p, err := s.authenticate(r)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -70,62 +45,80 @@ func (s *Server) promiseWrite(w http.ResponseWriter, r *http.Request, status int
 		s.writeError(w, err)
 		return
 	}
-	id := r.PathValue("id")
-	cmd, err := build(body, id)
+	res, err := run(p, body, r.PathValue("id"))
 	if err != nil {
 		s.writeError(w, err)
 		return
 	}
-	if d, ok := cmd.(promise.Declare); ok {
-		id = d.ID
+	if res.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
 	}
-	if s.stubWrite != nil {
-		writeDoc(w, status, s.stubWrite(cmd, p))
-		return
-	}
-	s.execute(w, r, p, l, body, ledger.Command{Promise: cmd}, status, s.renderPromise(id))
+	writeDoc(w, status, res.JSON)
 }
 
 // The promise routes' bodies are api's promise documents; the path names
 // the promise, so a body's id, if given, must name the same.
 
 func (s *Server) declare(w http.ResponseWriter, r *http.Request) {
-	s.promiseWrite(w, r, http.StatusCreated, func(body []byte, _ string) (promise.Command, error) {
+	s.promiseWrite(w, r, http.StatusCreated, func(p principal, body []byte, _ string) (service.PromiseWritten, error) {
 		var d api.PromiseDeclare
 		if err := api.Decode("body", body, &d); err != nil {
-			return nil, err
+			return service.PromiseWritten{}, err
 		}
-		return d.Command(s.cfg.Ledger.Now())
+		if s.stubWrite != nil {
+			cmd, err := d.Command(s.cfg.Ledger.Now())
+			if err != nil {
+				return service.PromiseWritten{}, err
+			}
+			return service.PromiseWritten{Doc: service.Doc{JSON: s.stubWrite(cmd, p)}}, nil
+		}
+		c, err := s.promiseCall(r, p, ledger.Command{Promise: promise.Declare{By: d.By}})
+		if err != nil {
+			return service.PromiseWritten{}, err
+		}
+		return s.local.DeclarePromise(r.Context(), c, d)
 	})
 }
 
 func (s *Server) amend(w http.ResponseWriter, r *http.Request) {
-	s.promiseWrite(w, r, http.StatusOK, func(body []byte, id string) (promise.Command, error) {
+	s.promiseWrite(w, r, http.StatusOK, func(p principal, body []byte, id string) (service.PromiseWritten, error) {
 		var d api.PromiseAmend
 		if err := decodeAt("body", body, &d, &d.ID, id); err != nil {
-			return nil, err
+			return service.PromiseWritten{}, err
 		}
-		return d.Command(s.cfg.Ledger.Now())
+		c, err := s.promiseCall(r, p, ledger.Command{})
+		if err != nil {
+			return service.PromiseWritten{}, err
+		}
+		return s.local.AmendPromise(r.Context(), c, d)
 	})
 }
 
 func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
-	s.promiseWrite(w, r, http.StatusOK, func(body []byte, id string) (promise.Command, error) {
+	s.promiseWrite(w, r, http.StatusOK, func(p principal, body []byte, id string) (service.PromiseWritten, error) {
 		var d api.PromiseResolve
 		if err := decodeAt("body", body, &d, &d.ID, id); err != nil {
-			return nil, err
+			return service.PromiseWritten{}, err
 		}
-		return d.Command(), nil
+		c, err := s.promiseCall(r, p, ledger.Command{})
+		if err != nil {
+			return service.PromiseWritten{}, err
+		}
+		return s.local.ResolvePromise(r.Context(), c, d)
 	})
 }
 
 func (s *Server) assess(w http.ResponseWriter, r *http.Request) {
-	s.promiseWrite(w, r, http.StatusOK, func(body []byte, id string) (promise.Command, error) {
+	s.promiseWrite(w, r, http.StatusOK, func(p principal, body []byte, id string) (service.PromiseWritten, error) {
 		var d api.PromiseAssess
 		if err := decodeAt("body", body, &d, &d.ID, id); err != nil {
-			return nil, err
+			return service.PromiseWritten{}, err
 		}
-		return d.Command(), nil
+		c, err := s.promiseCall(r, p, ledger.Command{Promise: promise.Assess{Observer: d.Observer}})
+		if err != nil {
+			return service.PromiseWritten{}, err
+		}
+		return s.local.AssessPromise(r.Context(), c, d)
 	})
 }
 
@@ -151,57 +144,46 @@ func (s *Server) readNow(r *http.Request) (time.Time, error) {
 	return instant.Parse("now", v)
 }
 
-func (s *Server) listPromises(w http.ResponseWriter, r *http.Request) {
-	l, err := s.openRead(r)
-	if err != nil {
-		s.writeError(w, err)
-		return
+// readCall is the Call of a read route: the path's session, at the now
+// query parameter (else the clock).
+func (s *Server) readCall(r *http.Request) (service.Call, error) {
+	if _, err := s.authenticate(r); err != nil {
+		return service.Call{}, err
 	}
 	now, err := s.readNow(r)
+	if err != nil {
+		return service.Call{}, err
+	}
+	return service.Call{Tenant: r.PathValue("tenant"), Session: r.PathValue("session"), Now: now}, nil
+}
+
+func (s *Server) listPromises(w http.ResponseWriter, r *http.Request) {
+	c, err := s.readCall(r)
 	if err != nil {
 		s.writeError(w, err)
 		return
 	}
 	q := r.URL.Query()
-	state, by, to := q.Get("state"), q.Get("by"), q.Get("to")
-	if state == "" {
-		state = "open"
-	}
-	if state != "open" && state != "overdue" && state != "all" {
-		s.writeError(w, rule.Invalidf("state", "must be open, overdue or all"))
+	res, err := s.local.ListPromises(r.Context(), c, promise.Filter{State: q.Get("state"), By: q.Get("by"), To: q.Get("to")})
+	if err != nil {
+		s.writeError(w, err)
 		return
 	}
-	var vs []promise.View
-	l.Read(func(st *ledger.State) {
-		vs = st.Promises.Select(promise.Filter{State: state, By: by, To: to}, now)
-	})
-	writeDoc(w, http.StatusOK, jsondoc.PromiseList(now, "promises", vs))
+	writeDoc(w, http.StatusOK, res.JSON)
 }
 
 func (s *Server) showPromise(w http.ResponseWriter, r *http.Request) {
-	l, err := s.openRead(r)
+	c, err := s.readCall(r)
 	if err != nil {
 		s.writeError(w, err)
 		return
 	}
-	now, err := s.readNow(r)
+	res, err := s.local.Promise(r.Context(), c, r.PathValue("id"))
 	if err != nil {
 		s.writeError(w, err)
 		return
 	}
-	id := r.PathValue("id")
-	var doc []byte
-	l.Read(func(st *ledger.State) {
-		if p, ok := st.Promises.Get(id); ok {
-			v := st.Promises.View(p, now)
-			doc = jsondoc.PromiseShow(now, &v)
-		}
-	})
-	if doc == nil {
-		s.writeError(w, rule.NotFoundf("promise", "no promise with id "+id))
-		return
-	}
-	writeDoc(w, http.StatusOK, doc)
+	writeDoc(w, http.StatusOK, res.JSON)
 }
 
 // whoami answers with the identity the request acts as: what the CLI, as a

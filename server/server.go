@@ -19,6 +19,7 @@ import (
 	"tally/auth"
 	"tally/ledger"
 	"tally/promise"
+	"tally/service"
 	"tally/store"
 	"tally/watch"
 )
@@ -110,6 +111,10 @@ type Server struct {
 	// derivation and the hasher's buffers) allocates about 11 KB.
 	digesters sync.Pool
 
+	// local is the Service the REST and A2A bindings run verbs through,
+	// on the sessions of the cache.
+	local *service.Local
+
 	// stubWrite, set only by tests, answers a promise write in place of the
 	// ledger: the write benchmark's baseline, the server's own cost.
 	stubWrite func(cmd promise.Command, p principal) []byte
@@ -129,6 +134,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, tokens: auth.Open(cfg.Root), sessions: sessions, watchers: newWatchers()}
 	s.metrics = newMetrics(s)
+	s.local = service.NewLocal(serverSessions{s}, service.LocalConfig{
+		Now: func() time.Time { return s.cfg.Ledger.Now() }, Timekeeper: cfg.Ledger.Timekeeper})
 	observe := cfg.Ledger.Observe
 	s.cfg.Ledger.Observe = func(ci ledger.CommitInfo) {
 		s.metrics.commit(ci)

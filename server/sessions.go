@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
 
 	"tally/ledger"
 	"tally/rule"
+	"tally/service"
 	"tally/store"
 )
 
@@ -18,10 +20,10 @@ import (
 const (
 	// CodeNoSuchSession: a read named a session that has no log. Reads
 	// never create sessions; the first accepted write does.
-	CodeNoSuchSession rule.Code = "NoSuchSession"
+	CodeNoSuchSession = service.CodeNoSuchSession
 	// CodeSessionQuotaExceeded: a write would create a session beyond the
 	// tenant's quota (Config.TenantSessionsMax).
-	CodeSessionQuotaExceeded rule.Code = "SessionQuotaExceeded"
+	CodeSessionQuotaExceeded = service.CodeSessionQuotaExceeded
 )
 
 // sessionEntry is one session in the cache of open sessions.
@@ -99,7 +101,7 @@ func (s *Server) withSessionHolds(ctx context.Context) (context.Context, func())
 }
 
 // errShuttingDown refuses a session to a request that arrives during Close.
-var errShuttingDown = errors.New("server is shutting down")
+var errShuttingDown = statusError{http.StatusServiceUnavailable, "unavailable", "server is shutting down"}
 
 // sessionIn returns the ledger of tenant/session for the request of ctx,
 // held open until that request ends. A session without a log is created
@@ -119,6 +121,14 @@ func (s *Server) sessionIn(ctx context.Context, tenant, session string, create b
 	h.entries = append(h.entries, e)
 	h.mu.Unlock()
 	return e.l, nil
+}
+
+// serverSessions are the cache's sessions as the service opens them: each
+// held for the request of its ctx.
+type serverSessions struct{ s *Server }
+
+func (ss serverSessions) Open(ctx context.Context, tenant, session string, create bool) (*ledger.Ledger, error) {
+	return ss.s.sessionIn(ctx, tenant, session, create)
 }
 
 // session opens tenant/session (creating it) and keeps it open for the

@@ -2,9 +2,12 @@ package service
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"tally/api"
+	"tally/jsondoc"
 	"tally/promise"
 )
 
@@ -45,4 +48,63 @@ type PromiseList struct {
 	Doc
 	Now      time.Time
 	Promises []promise.View
+}
+
+// The promise methods' names, what a request id is bound to with the
+// document.
+const (
+	MethodDeclarePromise = "DeclarePromise"
+	MethodAmendPromise   = "AmendPromise"
+	MethodResolvePromise = "ResolvePromise"
+	MethodAssessPromise  = "AssessPromise"
+)
+
+// ReadPromiseWritten reads a promise write's response document (a replayed
+// one, or a server's answer) into its result.
+func ReadPromiseWritten(doc Doc) (PromiseWritten, error) {
+	var m struct {
+		Seq      uint64          `json:"seq"`
+		Promise  json.RawMessage `json:"promise"`
+		Warnings []string        `json:"warnings"`
+	}
+	if err := json.Unmarshal(doc.JSON, &m); err != nil {
+		return PromiseWritten{}, fmt.Errorf("promise write response: %w", err)
+	}
+	v, err := jsondoc.DecodeView(m.Promise)
+	if err != nil {
+		return PromiseWritten{}, fmt.Errorf("promise write response: %w", err)
+	}
+	return PromiseWritten{Doc: doc, Seq: m.Seq, Promise: v, Warnings: m.Warnings}, nil
+}
+
+// ReadPromiseShown reads the document of one promise.
+func ReadPromiseShown(doc Doc) (PromiseShown, error) {
+	var m struct {
+		Now     time.Time       `json:"now"`
+		Promise json.RawMessage `json:"promise"`
+	}
+	if err := json.Unmarshal(doc.JSON, &m); err != nil {
+		return PromiseShown{}, fmt.Errorf("promise response: %w", err)
+	}
+	v, err := jsondoc.DecodeView(m.Promise)
+	if err != nil {
+		return PromiseShown{}, fmt.Errorf("promise response: %w", err)
+	}
+	return PromiseShown{Doc: doc, Now: m.Now.UTC(), Promise: v}, nil
+}
+
+// ReadPromiseList reads the document of a list of promises.
+func ReadPromiseList(doc Doc) (PromiseList, error) {
+	var m struct {
+		Now      time.Time       `json:"now"`
+		Promises json.RawMessage `json:"promises"`
+	}
+	if err := json.Unmarshal(doc.JSON, &m); err != nil {
+		return PromiseList{}, fmt.Errorf("promises response: %w", err)
+	}
+	vs, err := jsondoc.DecodeViews(m.Promises)
+	if err != nil {
+		return PromiseList{}, fmt.Errorf("promises response: %w", err)
+	}
+	return PromiseList{Doc: doc, Now: m.Now.UTC(), Promises: vs}, nil
 }

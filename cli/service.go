@@ -1,0 +1,186 @@
+package cli
+
+// The CLI's one Service: Local on the ledger directory, or with TALLY_URL
+// the client of `tally serve`. Every verb of the seam calls it, the same
+// way in both cases.
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	restclient "tally/client"
+	"tally/ledger"
+	"tally/service"
+	"tally/store"
+)
+
+// cliService is what the CLI runs verbs on.
+type cliService interface {
+	service.Service
+}
+
+var (
+	_ cliService = (*service.Local)(nil)
+	_ cliService = (*restclient.Client)(nil)
+)
+
+// service returns the process's Service, made on first use: nothing is
+// opened until a verb calls it.
+func (g *global) service() (cliService, error) {
+	if g.svc != nil {
+		return g.svc, nil
+	}
+	if u := g.remoteURL(); u != "" {
+		c, err := restclient.New(restclient.Config{URL: u, Token: g.io.Getenv("TALLY_TOKEN")})
+		if err != nil {
+			return nil, usageError{err}
+		}
+		g.rest, g.svc = c, c
+		return c, nil
+	}
+	g.sessions = &cliSessions{g: g, open: map[string]*ledger.Ledger{}}
+	cfg := service.LocalConfig{Now: g.io.Now, Timekeeper: ledger.DefaultConfig().Timekeeper}
+	if lc, err := g.ledgerConfig(); err == nil {
+		cfg.Timekeeper = lc.Timekeeper
+	}
+	g.svc = service.NewLocal(g.sessions, cfg)
+	return g.svc, nil
+}
+
+// target is the session --session names (default default/default).
+func (g *global) target() (tenant, session string, err error) {
+	tenant, session = store.DefaultTenant, store.DefaultSession
+	if g.session != "" {
+		t, s, ok := strings.Cut(g.session, "/")
+		if !ok {
+			return "", "", usagef("session: must be TENANT/SESSION")
+		}
+		tenant, session = t, s
+	}
+	return tenant, session, nil
+}
+
+// call is the Call of a verb acting as actor, with --request-id requestID,
+// reading at now (zero: the service's clock).
+func (g *global) call(actor, requestID string, now time.Time) (service.Call, error) {
+	tenant, session, err := g.target()
+	if err != nil {
+		return service.Call{}, err
+	}
+	if g.remoteURL() != "" {
+		if err := restclient.CheckSession(tenant, session); err != nil {
+			return service.Call{}, usageError{err}
+		}
+	}
+	if len(requestID) > service.RequestIDMax {
+		return service.Call{}, usagef("request-id: at most %d bytes", service.RequestIDMax)
+	}
+	return service.Call{Tenant: tenant, Session: session, Actor: actor, RequestID: requestID, Now: now}, nil
+}
+
+// requireActor returns the acting identity or a usage error naming how to
+// set it: --as or TALLY_ACTOR, else fallback (the party a record names);
+// over TALLY_URL the identity the server says the token acts as.
+func (g *global) requireActor(fallback string) (string, error) {
+	if g.remoteURL() != "" {
+		id, err := g.identity(context.Background())
+		return id.Actor, err
+	}
+	if a := g.actor(); a != "" {
+		return a, nil
+	}
+	if fallback != "" {
+		return fallback, nil
+	}
+	return "", usagef("actor: required: pass --as WHO or set TALLY_ACTOR")
+}
+
+// identity is who the CLI acts as over TALLY_URL, asked of the server
+// once: --as or TALLY_ACTOR, when given with a token, must name the
+// token's identity.
+func (g *global) identity(ctx context.Context) (restclient.Identity, error) {
+	if g.whoami.Actor != "" {
+		return g.whoami, nil
+	}
+	if _, err := g.service(); err != nil {
+		return restclient.Identity{}, err
+	}
+	c, err := g.call(g.actor(), "", time.Time{})
+	if err != nil {
+		return restclient.Identity{}, err
+	}
+	id, err := g.rest.Whoami(ctx, c)
+	if err != nil {
+		return restclient.Identity{}, err
+	}
+	if a := g.actor(); a != "" && a != id.Actor && g.io.Getenv("TALLY_TOKEN") != "" {
+		return restclient.Identity{}, usagef("actor: %q is not the token's identity %q (over TALLY_URL you act as the token's identity)", a, id.Actor)
+	}
+	g.whoami = id
+	return id, nil
+}
+
+// cliSessions are the sessions of the one ledger directory a process
+// works on, each opened once and held until the process ends.
+type cliSessions struct {
+	g    *global
+	open map[string]*ledger.Ledger
+}
+
+// Open opens tenant/session of the ledger directory, warning once about
+// records it skips. The CLI creates a session's log on its first write,
+// as ledger.Open does, read or write alike.
+func (s *cliSessions) Open(_ context.Context, tenant, session string, _ bool) (*ledger.Ledger, error) {
+	key := tenant + "/" + session
+	if l, ok := s.open[key]; ok {
+		return l, nil
+	}
+	root, err := s.g.ledgerRoot()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := store.SessionDir(root, tenant, session)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	l, err := s.g.openDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.open[key] = l
+	return l, nil
+}
+
+// close closes every session opened.
+func (s *cliSessions) close() error {
+	var first error
+	for k, l := range s.open {
+		if err := l.Close(); err != nil && first == nil {
+			first = fmt.Errorf("close session %s: %w", k, err)
+		}
+		delete(s.open, k)
+	}
+	return first
+}
+
+// openDir opens the ledger of a session directory with the directory's
+// settings and the CLI's clock, warning once about records it skips.
+func (g *global) openDir(dir string) (*ledger.Ledger, error) {
+	cfg, err := g.ledgerConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Now = g.io.Now
+	cfg.Logger = slog.New(&warnHandler{w: g.io.Err})
+	l, err := ledger.Open(dir, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if w := l.SkippedSummary(); w != "" {
+		fmt.Fprintln(g.io.Err, "warning: "+w)
+	}
+	return l, nil
+}

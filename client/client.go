@@ -1,0 +1,209 @@
+// Package client is the Service over a tally server's REST API: each
+// method sends the api document to its route and reads the response
+// document back, so a caller prints what it would print on a local ledger.
+// A refusal the server answers with comes back as a *service.Refusal
+// holding the server's error document as is.
+//
+// The Call of a method names the session (the URL path), the acting
+// identity (sent as X-Tally-Actor, which only a server run with
+// --insecure-dev reads; otherwise the bearer token's identity acts), the
+// person role (sent as X-Tally-Role without a token) and the request id
+// (Idempotency-Key).
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"tally/auth"
+	"tally/instant"
+	"tally/service"
+	"tally/store"
+)
+
+// Config is where the server is and how to reach it.
+type Config struct {
+	// URL is the server's base URL (TALLY_URL), without a trailing slash.
+	URL string
+	// Token is the bearer token (TALLY_TOKEN); "" against a server run
+	// with --insecure-dev.
+	Token string
+	// HTTP is the HTTP client; nil means one of the client's own.
+	HTTP *http.Client
+	// Timeout bounds one request, its body included; 0 means 60s.
+	Timeout time.Duration
+}
+
+// Client talks to one tally server.
+type Client struct {
+	url     string
+	token   string
+	http    *http.Client
+	timeout time.Duration
+}
+
+// New returns the client of cfg.URL, which must be a URL.
+func New(cfg Config) (*Client, error) {
+	u := strings.TrimRight(strings.TrimSpace(cfg.URL), "/")
+	if _, err := url.ParseRequestURI(u); err != nil {
+		return nil, fmt.Errorf("TALLY_URL: %q is not a URL", u)
+	}
+	if cfg.HTTP == nil {
+		cfg.HTTP = &http.Client{}
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 60 * time.Second
+	}
+	return &Client{url: u, token: cfg.Token, http: cfg.HTTP, timeout: cfg.Timeout}, nil
+}
+
+// URL is the server's base URL.
+func (c *Client) URL() string { return c.url }
+
+// SessionURL is the URL of a path under the session tenant/session, each
+// segment escaped, with the query q.
+func (c *Client) SessionURL(tenant, session string, q url.Values, segs ...string) string {
+	var b strings.Builder
+	b.WriteString(c.url + "/v1/tenants/" + url.PathEscape(tenant) + "/sessions/" + url.PathEscape(session))
+	for _, s := range segs {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(s))
+	}
+	if len(q) > 0 {
+		b.WriteByte('?')
+		b.WriteString(q.Encode())
+	}
+	return b.String()
+}
+
+// Send sends one request as call and returns a 2xx response whose body the
+// caller reads, within the request's time bound, and then calls done; any
+// other answer is the server's refusal as a *service.Refusal.
+func (c *Client) Send(ctx context.Context, call service.Call, method, u string, body io.Reader, contentType string) (*http.Response, func(), error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	} else if call.Person {
+		// --insecure-dev: the role comes with the request.
+		req.Header.Set("X-Tally-Role", auth.RolePerson)
+	}
+	if call.Actor != "" {
+		req.Header.Set("X-Tally-Actor", call.Actor) // read only by a server run with --insecure-dev
+	}
+	if call.RequestID != "" {
+		req.Header.Set("Idempotency-Key", call.RequestID)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		cancel()
+		return nil, nil, fmt.Errorf("server %s: %w", c.url, unwrapURLError(err))
+	}
+	done := func() { resp.Body.Close(); cancel() }
+	if resp.StatusCode/100 == 2 {
+		return resp, done, nil
+	}
+	defer done()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, nil, fmt.Errorf("server %s: %w", c.url, err)
+	}
+	return nil, nil, service.ReadRefusal(resp.StatusCode, resp.Status, b)
+}
+
+// Exchange sends one request as call and returns the whole body of a 2xx
+// answer as a Doc (Replayed when the server says so), or the server's
+// refusal.
+func (c *Client) Exchange(ctx context.Context, call service.Call, method, u string, body io.Reader, contentType string) (service.Doc, error) {
+	resp, done, err := c.Send(ctx, call, method, u, body, contentType)
+	if err != nil {
+		return service.Doc{}, err
+	}
+	defer done()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return service.Doc{}, fmt.Errorf("server %s: %w", c.url, err)
+	}
+	return service.Doc{JSON: b, Replayed: resp.Header.Get("Idempotent-Replayed") == "true"}, nil
+}
+
+// Do is Exchange with a JSON body, or none when body is nil.
+func (c *Client) Do(ctx context.Context, call service.Call, method, u string, body []byte) (service.Doc, error) {
+	var rd io.Reader
+	contentType := ""
+	if body != nil {
+		rd, contentType = bytes.NewReader(body), "application/json"
+	}
+	return c.Exchange(ctx, call, method, u, rd, contentType)
+}
+
+// post sends doc, encoded, to the session path segs.
+func (c *Client) post(ctx context.Context, call service.Call, doc any, segs ...string) (service.Doc, error) {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return service.Doc{}, fmt.Errorf("encode %s request: %w", strings.Join(segs, "/"), err)
+	}
+	return c.Do(ctx, call, "POST", c.SessionURL(call.Tenant, call.Session, nil, segs...), b)
+}
+
+// get reads the session path segs with the query q, at call.Now if given.
+func (c *Client) get(ctx context.Context, call service.Call, q url.Values, segs ...string) (service.Doc, error) {
+	if !call.Now.IsZero() {
+		if q == nil {
+			q = url.Values{}
+		}
+		q.Set("now", instant.Format(call.Now))
+	}
+	return c.Do(ctx, call, "GET", c.SessionURL(call.Tenant, call.Session, q, segs...), nil)
+}
+
+// Identity is who a request acts as, as the server sees it.
+type Identity struct {
+	Tenant, Actor, Role string
+}
+
+// Whoami asks the server who call acts as in call.Tenant: the token's
+// identity (or, under --insecure-dev, call.Actor).
+func (c *Client) Whoami(ctx context.Context, call service.Call) (Identity, error) {
+	doc, err := c.Do(ctx, call, "GET", c.url+"/v1/tenants/"+url.PathEscape(call.Tenant)+"/whoami", nil)
+	if err != nil {
+		return Identity{}, err
+	}
+	var d Identity
+	if err := json.Unmarshal(doc.JSON, &d); err != nil || d.Actor == "" {
+		return Identity{}, fmt.Errorf("server %s: whoami: no identity in %q", c.url, doc.JSON)
+	}
+	return d, nil
+}
+
+// CheckSession refuses a tenant or session name the server would not
+// have, before anything is sent.
+func CheckSession(tenant, session string) error {
+	if err := store.CheckName("tenant", tenant); err != nil {
+		return err
+	}
+	return store.CheckName("session", session)
+}
+
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}

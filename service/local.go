@@ -1,0 +1,150 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/zeebo/blake3"
+
+	"tally/ledger"
+	"tally/rule"
+)
+
+// RequestIDMax bounds a request id (the CLI's --request-id, the REST
+// Idempotency-Key).
+const RequestIDMax = 256
+
+// LocalConfig is what Local needs besides its sessions.
+type LocalConfig struct {
+	// Now is the clock: a write's time, the time its response's views are
+	// computed at, and a read's when its Call gives none. Nil means
+	// time.Now. It should be the ledgers' own clock (ledger.Config.Now).
+	Now func() time.Time
+	// Timekeeper is the identity the ledgers' timekeeper acts as
+	// (ledger.Config.Timekeeper).
+	Timekeeper string
+}
+
+// Local is the Service on this machine's ledgers, opened through its
+// Sessions: the CLI's ledger directory, or the server's session cache.
+type Local struct {
+	sessions   Sessions
+	now        func() time.Time
+	timekeeper string
+	// digesters keeps request-digest hashers for reuse: deriving the key
+	// costs more than hashing a document.
+	digesters sync.Pool
+}
+
+// NewLocal is the Service on the ledgers sessions opens.
+func NewLocal(sessions Sessions, cfg LocalConfig) *Local {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Local{sessions: sessions, now: cfg.Now, timekeeper: cfg.Timekeeper}
+}
+
+// Now is Local's clock.
+func (s *Local) Now() time.Time { return s.now() }
+
+// at is the instant a read of c computes its views at: c.Now, else the clock.
+func (s *Local) at(c Call) time.Time {
+	if !c.Now.IsZero() {
+		return c.Now.UTC()
+	}
+	return s.now().UTC()
+}
+
+// write is one write a method runs through execute.
+type write struct {
+	// method and doc are what a request id is bound to: the method's name
+	// and the api document as the caller gave it.
+	method string
+	doc    any
+	cmd    ledger.Command
+	// render makes the response document from the state the write left,
+	// under the session lock, as the write is decided.
+	render func(st *ledger.State, res []ledger.Result) []byte
+	// direct, when set, makes the response from the records alone, outside
+	// the session lock: for a write without a request id whose answer
+	// depends on nothing else (a declaration without an antecedent), so the
+	// committer does not spend its serial time on the commonest write. A
+	// nil answer falls back to nothing rendered.
+	direct func(res []ledger.Result) []byte
+}
+
+// execute runs w in c's session (creating it), idempotently when c names a
+// request id: the first execution's response document is recorded in the
+// same fsync as its records, and a retry with the same id and the same
+// document gets it back, byte for byte, with Replayed set, appending nothing.
+func (s *Local) execute(ctx context.Context, c Call, w write) (Doc, []ledger.Result, error) {
+	if len(c.RequestID) > RequestIDMax {
+		return Doc{}, nil, rule.Invalidf("request_id", fmt.Sprintf("at most %d bytes", RequestIDMax))
+	}
+	l, err := s.sessions.Open(ctx, c.Tenant, c.Session, true)
+	if err != nil {
+		return Doc{}, nil, err
+	}
+	opts := ledger.WriteOptions{Actor: c.Actor, RequestID: c.RequestID}
+	direct := c.RequestID == "" && w.direct != nil
+	if !direct {
+		opts.Render = w.render
+	}
+	var idem *ledger.Idempotency
+	if c.RequestID != "" {
+		digest, err := s.digest(w.method, w.doc)
+		if err != nil {
+			return Doc{}, nil, err
+		}
+		idem = &ledger.Idempotency{Principal: c.Actor, Key: c.RequestID, Digest: digest, Render: w.render}
+	}
+	res, resp, replayed, err := l.Execute(ctx, w.cmd, opts, idem)
+	if err != nil {
+		return Doc{}, nil, err
+	}
+	if direct {
+		resp = w.direct(res)
+	}
+	if len(resp) > 0 && resp[len(resp)-1] != '\n' {
+		resp = append(resp[:len(resp):len(resp)], '\n')
+	}
+	return Doc{JSON: resp, Replayed: replayed}, res, nil
+}
+
+// digest binds a request id to what it asked: the method's name and the
+// api document, canonical (encoding/json of the document's type: members
+// in declaration order, meta compacted), so a retry through any binding
+// (CLI, REST, a client) matches the first execution.
+func (s *Local) digest(method string, doc any) ([32]byte, error) {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return [32]byte{}, fmt.Errorf("request digest: %s: %w", method, err)
+	}
+	h, ok := s.digesters.Get().(*blake3.Hasher)
+	if !ok {
+		h = blake3.NewDeriveKey("tally 2026-12 service request digest v1")
+	}
+	defer s.digesters.Put(h)
+	h.Reset()
+	fmt.Fprintf(h, "%s\n%d\n", method, len(b))
+	h.Write(b)
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum, nil
+}
+
+// read opens c's session for a read (never creating it) with what other
+// processes appended to its log folded.
+func (s *Local) read(ctx context.Context, c Call) (*ledger.Ledger, error) {
+	l, err := s.sessions.Open(ctx, c.Tenant, c.Session, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.Refresh(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}

@@ -1,0 +1,130 @@
+package service
+
+import (
+	"context"
+
+	"tally/api"
+	"tally/jsondoc"
+	"tally/ledger"
+	"tally/promise"
+	"tally/rule"
+)
+
+var _ Promises = (*Local)(nil)
+
+// DeclarePromise declares d as c.Actor.
+func (s *Local) DeclarePromise(ctx context.Context, c Call, d api.PromiseDeclare) (PromiseWritten, error) {
+	cmd, err := d.Command(s.now())
+	if err != nil {
+		return PromiseWritten{}, err
+	}
+	var out PromiseWritten
+	w := write{method: MethodDeclarePromise, doc: d, cmd: ledger.Command{Promise: cmd}, render: s.renderPromise(cmd.ID, &out)}
+	if cmd.On == "" {
+		w.direct = func(res []ledger.Result) []byte { return s.renderDeclared(res, &out) }
+	}
+	return s.promiseWrite(ctx, c, w, &out)
+}
+
+// AmendPromise moves a deadline.
+func (s *Local) AmendPromise(ctx context.Context, c Call, d api.PromiseAmend) (PromiseWritten, error) {
+	cmd, err := d.Command(s.now())
+	if err != nil {
+		return PromiseWritten{}, err
+	}
+	var out PromiseWritten
+	return s.promiseWrite(ctx, c, write{method: MethodAmendPromise, doc: d, cmd: ledger.Command{Promise: cmd}, render: s.renderPromise(d.ID, &out)}, &out)
+}
+
+// ResolvePromise satisfies, cancels or releases.
+func (s *Local) ResolvePromise(ctx context.Context, c Call, d api.PromiseResolve) (PromiseWritten, error) {
+	var out PromiseWritten
+	return s.promiseWrite(ctx, c, write{method: MethodResolvePromise, doc: d, cmd: ledger.Command{Promise: d.Command()}, render: s.renderPromise(d.ID, &out)}, &out)
+}
+
+// AssessPromise records a judgment.
+func (s *Local) AssessPromise(ctx context.Context, c Call, d api.PromiseAssess) (PromiseWritten, error) {
+	var out PromiseWritten
+	return s.promiseWrite(ctx, c, write{method: MethodAssessPromise, doc: d, cmd: ledger.Command{Promise: d.Command()}, render: s.renderPromise(d.ID, &out)}, &out)
+}
+
+// promiseWrite executes w, whose render or direct fills out; a replay's
+// result is read from its recorded document.
+func (s *Local) promiseWrite(ctx context.Context, c Call, w write, out *PromiseWritten) (PromiseWritten, error) {
+	doc, _, err := s.execute(ctx, c, w)
+	if err != nil {
+		return PromiseWritten{}, err
+	}
+	if doc.Replayed {
+		return ReadPromiseWritten(doc)
+	}
+	out.Doc = doc
+	return *out, nil
+}
+
+// renderPromise makes a write's response, filling out: the record's
+// sequence and the promise as it stands, at the time of the write.
+func (s *Local) renderPromise(id string, out *PromiseWritten) func(st *ledger.State, res []ledger.Result) []byte {
+	return func(st *ledger.State, res []ledger.Result) []byte {
+		p, ok := st.Promises.Get(id)
+		if !ok && len(res) > 0 {
+			p, ok = st.Promises.Get(res[0].Event.ID)
+		}
+		if !ok || len(res) == 0 {
+			return jsondoc.Doc()
+		}
+		v := st.Promises.View(p, s.now())
+		*out = PromiseWritten{Seq: res[0].Seq, Promise: v, Warnings: res[0].Warnings}
+		return jsondoc.PromiseWrite(res[0].Seq, &v, res[0].Warnings)
+	}
+}
+
+// renderDeclared answers a declaration without an antecedent from its own
+// record, outside the session lock: the view at the time of the write
+// depends on nothing else in the state.
+func (s *Local) renderDeclared(res []ledger.Result, out *PromiseWritten) []byte {
+	if len(res) != 1 || res[0].Event.Type != promise.TypePromise || res[0].Event.On != "" {
+		return nil
+	}
+	st := promise.NewState()
+	st.Apply(promise.Meta{Seq: res[0].Seq}, &res[0].Event)
+	p, ok := st.Get(res[0].Event.ID)
+	if !ok {
+		return nil
+	}
+	v := st.View(p, s.now())
+	*out = PromiseWritten{Seq: res[0].Seq, Promise: v, Warnings: res[0].Warnings}
+	return jsondoc.PromiseWrite(res[0].Seq, &v, res[0].Warnings)
+}
+
+// Promise is one promise at c.Now.
+func (s *Local) Promise(ctx context.Context, c Call, id string) (PromiseShown, error) {
+	l, err := s.read(ctx, c)
+	if err != nil {
+		return PromiseShown{}, err
+	}
+	now := s.at(c)
+	v, ok := l.Promise(id, now)
+	if !ok {
+		return PromiseShown{}, rule.NotFoundf("promise", "no promise with id "+id)
+	}
+	return PromiseShown{Doc: Doc{JSON: jsondoc.PromiseShow(now, &v)}, Now: now, Promise: v}, nil
+}
+
+// ListPromises is the promises f selects at c.Now; its state defaults to
+// open.
+func (s *Local) ListPromises(ctx context.Context, c Call, f promise.Filter) (PromiseList, error) {
+	if f.State == "" {
+		f.State = "open"
+	}
+	if f.State != "open" && f.State != "overdue" && f.State != "all" {
+		return PromiseList{}, rule.Invalidf("state", "must be open, overdue or all")
+	}
+	l, err := s.read(ctx, c)
+	if err != nil {
+		return PromiseList{}, err
+	}
+	now := s.at(c)
+	vs := l.Promises(f, now)
+	return PromiseList{Doc: Doc{JSON: jsondoc.PromiseList(now, "promises", vs)}, Now: now, Promises: vs}, nil
+}
