@@ -29,7 +29,6 @@ package watch
 // them without sending anything.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -317,12 +316,12 @@ func (s *A2A) send(ctx context.Context, n Notice) error {
 	rt := n.ReplyTo
 	msg := lapseMessage(n, s.uri(rt))
 	if rt.URL != "" {
-		if err := s.retry(ctx, "SendMessage "+rt.URL, func() error { return s.sendMessage(ctx, rt, msg) }); err != nil {
+		if err := s.sendMessage(ctx, rt, msg); err != nil {
 			return err
 		}
 	}
 	if rt.PushURL != "" {
-		if err := s.retry(ctx, "push "+rt.PushURL, func() error { return s.push(ctx, rt, msg) }); err != nil {
+		if err := s.push(ctx, rt, msg); err != nil {
 			return err
 		}
 	}
@@ -367,20 +366,28 @@ func (s *A2A) client() *http.Client {
 	return s.client_
 }
 
-func (s *A2A) retry(ctx context.Context, what string, try func() error) error {
-	return retryBackoff(ctx, "a2a "+what, s.Attempts, s.Backoff, s.BackoffMax, s.Sleep, try,
-		func(err error) bool { return errors.Is(err, ErrHostNotAllowed) })
+// poster is how this sink POSTs: on its client, with its attempts and
+// backoff; a host the policy refuses is not tried again.
+func (s *A2A) poster() poster {
+	return poster{client: s.client(), attempts: s.Attempts, backoff: s.Backoff, ceiling: s.BackoffMax, sleep: s.Sleep,
+		final: func(err error) bool { return errors.Is(err, ErrHostNotAllowed) }}
+}
+
+// a2aHeader is what every request of a delivery under the extension uri
+// carries.
+func a2aHeader(uri string) http.Header {
+	h := http.Header{}
+	h.Set(a2a.SvcParamVersion, string(a2a.Version))
+	h.Set(a2a.SvcParamExtensions, uri)
+	return h
 }
 
 // sendMessage POSTs a JSON-RPC SendMessage of msg to the agent's endpoint
-// (its card's JSON-RPC interface when the URL is a card's). The JSON-RPC id
-// is the message id, so a retried request is byte for byte the same. (a2a-go's
-// client transport would pull in a module this one does not otherwise need.)
+// (its card's JSON-RPC interface when the URL is a card's), retried. The
+// JSON-RPC id is the message id, so a retried request is byte for byte the
+// same. (a2a-go's client transport would pull in a module this one does
+// not otherwise need.)
 func (s *A2A) sendMessage(ctx context.Context, rt *expect.ReplyTo, msg *a2a.Message) error {
-	endpoint, err := s.endpoint(ctx, rt.URL)
-	if err != nil {
-		return err
-	}
 	body, err := json.Marshal(struct {
 		JSONRPC string                  `json:"jsonrpc"`
 		ID      string                  `json:"id"`
@@ -390,20 +397,21 @@ func (s *A2A) sendMessage(ctx context.Context, rt *expect.ReplyTo, msg *a2a.Mess
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(a2a.SvcParamVersion, string(a2a.Version))
-	req.Header.Set(a2a.SvcParamExtensions, msg.Extensions[0])
-	resp, err := s.client().Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
+	p := s.poster()
+	return p.retry(ctx, "a2a SendMessage "+rt.URL, func() error {
+		endpoint, err := s.endpoint(ctx, rt.URL)
+		if err != nil {
+			return err
+		}
+		return p.once(ctx, endpoint, a2aHeader(msg.Extensions[0]), body, rpcAnswer)
+	})
+}
+
+// rpcAnswer accepts a JSON-RPC answer with a result; an error object, or
+// anything else, is the agent's failure.
+func rpcAnswer(resp *http.Response) error {
 	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		drain(resp)
 		return fmt.Errorf("answered %s", resp.Status)
 	}
 	var answer struct {
@@ -482,35 +490,20 @@ func (s *A2A) endpoint(ctx context.Context, u string) (string, error) {
 
 // push POSTs msg in A2A's push-notification shape ({"message":{…}}) to the
 // push URL with the config's token and its authentication, if any
-// ("Authorization: scheme credentials").
+// ("Authorization: scheme credentials"), retried.
 func (s *A2A) push(ctx context.Context, rt *expect.ReplyTo, msg *a2a.Message) error {
 	body, err := json.Marshal(a2a.StreamResponse{Event: msg})
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rt.PushURL, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(a2a.SvcParamVersion, string(a2a.Version))
-	req.Header.Set(a2a.SvcParamExtensions, msg.Extensions[0])
+	hdr := a2aHeader(msg.Extensions[0])
 	if rt.PushToken != "" {
-		req.Header.Set(PushTokenHeader, rt.PushToken)
+		hdr.Set(PushTokenHeader, rt.PushToken)
 	}
 	if rt.PushAuthScheme != "" {
-		req.Header.Set("Authorization", strings.TrimSpace(rt.PushAuthScheme+" "+rt.PushAuthCredentials))
+		hdr.Set("Authorization", strings.TrimSpace(rt.PushAuthScheme+" "+rt.PushAuthCredentials))
 	}
-	resp, err := s.client().Do(req)
-	if err != nil {
-		return err
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("answered %s", resp.Status)
-	}
-	return nil
+	return s.poster().post(ctx, "a2a push "+rt.PushURL, rt.PushURL, hdr, body, nil)
 }
 
 // Lapse targets. A raise names where its lapses go, so without a bound any
