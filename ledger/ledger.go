@@ -45,6 +45,10 @@ type Config struct {
 	// IdempotencyWindow is how long a request id's response is retained; a
 	// retry older than that is refused (RequestHistoryExpired), never run again.
 	IdempotencyWindow time.Duration
+	// MintID, if set, mints the promise ids a declaration without one gets,
+	// in place of the ledger's own generator: a cluster replica mints the
+	// ids its proposer fixed, so every replica writes the same record.
+	MintID func() string
 }
 
 // CommitInfo describes one group commit.
@@ -156,6 +160,9 @@ func Open(dir string, cfg Config) (*Ledger, error) {
 	l := &Ledger{cfg: cfg, log: lg, ids: mrand.NewChaCha8(seed)}
 	l.syncLog = lg.Sync
 	l.spread = spreadID
+	if cfg.MintID != nil {
+		l.spread = cfg.MintID
+	}
 	l.pipe, err = store.NewPipeline(cfg.CommitConfig, hookedLog{lg, l}, machine{l}, cfg.Logger)
 	if err != nil {
 		lg.Close()
@@ -319,6 +326,9 @@ func (l *Ledger) Sweep(ctx context.Context, max int) ([]Result, error) {
 // Uniqueness is checked under the log's lock; the ids need to be spread, not
 // secret, so a seeded generator serves (one system call per ledger, not per id).
 func (l *Ledger) mintID() string {
+	if l.cfg.MintID != nil {
+		return l.cfg.MintID()
+	}
 	var b [3]byte
 	v := l.ids.Uint64()
 	b[0], b[1], b[2] = byte(v), byte(v>>8), byte(v>>16)
