@@ -504,6 +504,25 @@ func (n *Node) Status() []GroupStatus {
 	return out
 }
 
+// Progress reports, for a group this node leads, the group's commit index
+// and how far each member's log matches the leader's (learners included);
+// ok is false if this node does not lead the group.
+func (n *Node) Progress(gid uint64) (commit uint64, match map[uint64]uint64, ok bool) {
+	g, found := n.byID[gid]
+	if !found || n.failed != nil {
+		return 0, nil, false
+	}
+	st := g.rn.Status()
+	if st.RaftState != raft.StateLeader {
+		return 0, nil, false
+	}
+	match = make(map[uint64]uint64, len(st.Progress))
+	for id, pr := range st.Progress {
+		match[id] = pr.Match
+	}
+	return st.HardState.GetCommit(), match, true
+}
+
 // GroupTerm names a group and a term.
 type GroupTerm struct{ Group, Term uint64 }
 

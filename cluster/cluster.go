@@ -1,0 +1,351 @@
+// Package cluster is tally's clustered Service: a node hosting the meta
+// group and the data groups on raft (cluster/node), over one raft store
+// (cluster/raftlog) and one transport (cluster/transport), whose replicated
+// state machine (cluster/replica) runs every command on this node's own
+// session ledgers. A write is proposed as a command fixed by this node (the
+// instant, the ids' seed), committed by a quorum, applied here like
+// everywhere, and answered with what this replica's Service returned; raft
+// forwards a follower's proposal to the leader. A read waits for a
+// quorum-confirmed read index (ReadIndex) and then reads this replica.
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"tally/cluster/node"
+	"tally/cluster/raftlog"
+	"tally/cluster/replica"
+	"tally/cluster/transport"
+	"tally/ledger"
+	"tally/service"
+)
+
+// Config configures a node.
+type Config struct {
+	NodeID uint64
+	// RaftAddr is where the node listens for its peers (and what they are
+	// told); Addr is its HTTP address (the API, and where joins go).
+	RaftAddr, Addr string
+	Zone           string
+	// Data is the node's directory: raft/ (the raft store), ledger/ (its
+	// replicas' session logs, a ledger directory) and cluster.json.
+	Data string
+	// Secret is the join secret every node is given.
+	Secret string
+	// Bootstrap makes a new cluster with this node as its first member;
+	// Join names a member's Addr to join through. Neither is needed to
+	// restart a node that has its data.
+	Bootstrap bool
+	Join      string
+	// Groups is the number of data groups (fixed at bootstrap).
+	Groups int
+	// Tick is raft's tick; elections take 10 ticks.
+	Tick time.Duration
+	// Ledger configures the replicas' session ledgers.
+	Ledger ledger.Config
+	// Local makes the Service over the replica's sessions; clock is the
+	// instant of the command being applied (service.LocalConfig.Now).
+	Local  func(sessions service.Sessions, clock func() time.Time) service.Service
+	Logger *slog.Logger
+}
+
+// DefaultGroups is the data groups a new cluster gets.
+const DefaultGroups = 8
+
+// Validate names what is missing or out of range.
+func (c Config) Validate() error {
+	switch {
+	case c.NodeID == 0:
+		return errors.New("node-id: required, not 0")
+	case c.RaftAddr == "" || c.Addr == "":
+		return errors.New("raft-addr, addr: required")
+	case c.Data == "":
+		return errors.New("data: required")
+	case len(c.Secret) < 16:
+		return errors.New("join-secret: at least 16 characters")
+	case c.Bootstrap && c.Join != "":
+		return errors.New("bootstrap, join: give one, not both")
+	case c.Groups < 1 || c.Groups > 1024:
+		return fmt.Errorf("groups: %d: must be 1 to 1024", c.Groups)
+	case c.Tick <= 0:
+		return errors.New("tick: must be positive")
+	case c.Local == nil:
+		return errors.New("cluster config: Local is nil")
+	}
+	return nil
+}
+
+// Node is a running cluster node.
+type Node struct {
+	cfg   Config
+	id    identity
+	log   *slog.Logger
+	db    *raftlog.DB
+	sm    *replica.SM
+	tr    *transport.TCP
+	nd    *node.Node
+	calls chan func(*node.Node)
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	done   chan error // the loop's end
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+// Start opens (or creates, bootstrapping or joining) the node's data and
+// runs it until Close.
+func Start(ctx context.Context, cfg Config) (*Node, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	id, fresh, err := establish(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &Node{cfg: cfg, id: id, log: cfg.Logger.With("node", cfg.NodeID), calls: make(chan func(*node.Node), 256), done: make(chan error, 1)}
+	c.cfg.Groups = id.Groups
+	if err := c.open(fresh); err != nil {
+		c.closeStores()
+		return nil, err
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.wg.Add(2)
+	go func() {
+		defer c.wg.Done()
+		c.done <- c.nd.Run(c.ctx, c.tr.Inbox(), c.calls)
+	}()
+	go func() { defer c.wg.Done(); c.reconcile(c.ctx) }()
+	if fresh && cfg.Bootstrap {
+		c.wg.Add(1)
+		go func() { defer c.wg.Done(); c.announce(c.ctx) }()
+	}
+	return c, nil
+}
+
+func (c *Node) open(fresh bool) error {
+	var err error
+	if c.db, err = raftlog.Open(filepath.Join(c.cfg.Data, "raft"), raftlog.Options{Logger: c.log}); err != nil {
+		return err
+	}
+	tc := transport.DefaultConfig()
+	tc.NodeID, tc.ClusterID, tc.Secret, tc.Listen = c.cfg.NodeID, c.id.ClusterID, []byte(c.cfg.Secret), c.cfg.RaftAddr
+	if c.tr, err = transport.Listen(tc, c.log); err != nil {
+		return err
+	}
+	for _, m := range c.id.Members {
+		c.tr.AddPeer(m.ID, m.RaftAddr)
+	}
+	local := c.cfg.Local
+	rc := replica.Config{
+		Root: filepath.Join(c.cfg.Data, "ledger"), DB: c.db, Ledger: c.cfg.Ledger, Groups: c.cfg.Groups,
+		Methods: methods(), Logger: c.log,
+		OnMembers: func(ms []replica.Member) {
+			for _, m := range ms {
+				c.tr.AddPeer(m.ID, m.RaftAddr)
+			}
+		},
+	}
+	var sm *replica.SM
+	rc.Service = func(s service.Sessions) service.Service { return local(s, func() time.Time { return sm.Now() }) }
+	if sm, err = replica.New(rc); err != nil {
+		return err
+	}
+	c.sm = sm
+	for _, m := range sm.Members() {
+		c.tr.AddPeer(m.ID, m.RaftAddr)
+	}
+	nc := node.DefaultConfig(c.cfg.NodeID)
+	nc.ClusterID = c.id.ClusterID
+	nc.Groups = groupIDs(c.cfg.Groups)
+	nc.TickInterval = c.cfg.Tick
+	peers := func(uint64) []uint64 { return nil } // joining: the leader adds us
+	if fresh && c.cfg.Bootstrap {
+		peers = func(uint64) []uint64 { return []uint64{c.cfg.NodeID} }
+	}
+	c.nd, err = node.New(nc, c.db, sm, c.tr, wallClock{}, peers, c.log)
+	return err
+}
+
+func groupIDs(groups int) []uint64 {
+	ids := []uint64{node.MetaGroup}
+	for g := 0; g < groups; g++ {
+		ids = append(ids, node.MetaGroup+1+uint64(g))
+	}
+	return ids
+}
+
+// Close stops the node: the loop, the transport, the stores.
+func (c *Node) Close() error {
+	c.cancel()
+	c.wg.Wait()
+	return c.closeStores()
+}
+
+func (c *Node) closeStores() error {
+	var errs []error
+	if c.tr != nil {
+		errs = append(errs, c.tr.Close())
+	}
+	if c.sm != nil {
+		errs = append(errs, c.sm.Close())
+	}
+	if c.db != nil {
+		errs = append(errs, c.db.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// ID is the node's id; ClusterID the cluster's.
+func (c *Node) ID() uint64        { return c.cfg.NodeID }
+func (c *Node) ClusterID() string { return c.id.ClusterID }
+
+// Replica is the node's state machine (its ledger directory, its members).
+func (c *Node) Replica() *replica.SM { return c.sm }
+
+// do runs f on the node's loop and waits for it to have run.
+func (c *Node) do(ctx context.Context, f func(*node.Node)) error {
+	ran := make(chan struct{})
+	select {
+	case c.calls <- func(n *node.Node) { f(n); close(ran) }:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.ctx.Done():
+		return ErrStopped
+	}
+	select {
+	case <-ran:
+		return nil
+	case <-c.ctx.Done():
+		return ErrStopped
+	}
+}
+
+// ErrStopped: the node is shutting down.
+var ErrStopped = errors.New("cluster: node stopped")
+
+// propose commits data in a group and returns what applying it did here.
+func (c *Node) propose(ctx context.Context, group uint64, data []byte) (replica.Outcome, error) {
+	type res struct {
+		r node.ProposeResult
+		o replica.Outcome
+	}
+	ch := make(chan res, 1)
+	err := c.do(ctx, func(n *node.Node) {
+		n.Propose(group, data, func(r node.ProposeResult) {
+			var o replica.Outcome
+			if r.Err == nil {
+				o, _ = c.sm.Take(group, r.Index)
+			}
+			ch <- res{r, o}
+		})
+	})
+	if err != nil {
+		return replica.Outcome{}, err
+	}
+	select {
+	case r := <-ch:
+		if r.r.Err != nil {
+			return replica.Outcome{}, c.unavailable(group, r.r.Err)
+		}
+		return r.o, nil
+	case <-ctx.Done():
+		return replica.Outcome{}, fmt.Errorf("cluster: waiting for group %d: %w (the write may still commit: retry it with the same request id)", group, ctx.Err())
+	case <-c.ctx.Done():
+		return replica.Outcome{}, ErrStopped
+	}
+}
+
+// readIndex waits until this replica has applied everything the group's
+// leader had committed when the read began, confirmed by a quorum.
+func (c *Node) readIndex(ctx context.Context, group uint64) error {
+	ch := make(chan node.ReadResult, 1)
+	if err := c.do(ctx, func(n *node.Node) { n.ReadIndex(group, func(r node.ReadResult) { ch <- r }) }); err != nil {
+		return err
+	}
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return c.unavailable(group, r.Err)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.ctx.Done():
+		return ErrStopped
+	}
+}
+
+// Unavailable is a retryable refusal: the group cannot take the request at
+// this node now (no leader known, a timeout, this node not a member). It
+// names the group's leader when this node knows one, so a client can go
+// there.
+type Unavailable struct {
+	Group      uint64
+	Leader     uint64
+	LeaderAddr string
+	Err        error
+}
+
+func (e *Unavailable) Error() string {
+	s := fmt.Sprintf("group %d unavailable at this node: %v", e.Group, e.Err)
+	if e.LeaderAddr != "" {
+		s += fmt.Sprintf("; its leader is node %d at %s", e.Leader, e.LeaderAddr)
+	}
+	if errors.Is(e.Err, node.ErrTimeout) {
+		s += "; the write may still commit: retry it with the same request id"
+	}
+	return s
+}
+
+func (e *Unavailable) Unwrap() error { return e.Err }
+
+func (c *Node) unavailable(group uint64, err error) error {
+	u := &Unavailable{Group: group, Err: err}
+	for _, g := range c.lastStatus() {
+		if g.Group == group && g.Leader != 0 {
+			u.Leader = g.Leader
+			if m, ok := c.sm.Member(g.Leader); ok {
+				u.LeaderAddr = m.Addr
+			}
+		}
+	}
+	return u
+}
+
+// lastStatus is the groups' status from the loop, or nothing if the loop
+// does not answer at once.
+func (c *Node) lastStatus() []node.GroupStatus {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var st []node.GroupStatus
+	_ = c.do(ctx, func(n *node.Node) { st = n.Status() })
+	return st
+}
+
+// seed is a fresh seed for a command's ids.
+func seed() uint64 {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("cluster: no randomness: " + err.Error())
+	}
+	return binary.LittleEndian.Uint64(b[:])
+}

@@ -1,0 +1,246 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"tally/api"
+	"tally/jsondoc"
+	"tally/ledger"
+	"tally/promise"
+	"tally/service"
+	"tally/store"
+)
+
+// testLocal stands in for service.Local in the engine's tests.
+type testLocal struct {
+	sessions service.Sessions
+	now      func() time.Time
+}
+
+func (t testLocal) DeclarePromise(ctx context.Context, c service.Call, d api.PromiseDeclare) (service.PromiseWritten, error) {
+	cmd, err := d.Command(t.now())
+	if err != nil {
+		return service.PromiseWritten{}, err
+	}
+	l, err := t.sessions.Open(ctx, c.Tenant, c.Session, true)
+	if err != nil {
+		return service.PromiseWritten{}, err
+	}
+	res, err := l.Submit(ctx, cmd, ledger.WriteOptions{Actor: c.Actor, RequestID: c.RequestID})
+	if err != nil {
+		return service.PromiseWritten{}, err
+	}
+	return service.PromiseWritten{Seq: res.Seq, Doc: service.Doc{JSON: jsondoc.Doc()}, Promise: promise.View{ID: res.Event.ID}}, nil
+}
+func (testLocal) AmendPromise(context.Context, service.Call, api.PromiseAmend) (service.PromiseWritten, error) {
+	return service.PromiseWritten{}, nil
+}
+func (testLocal) ResolvePromise(context.Context, service.Call, api.PromiseResolve) (service.PromiseWritten, error) {
+	return service.PromiseWritten{}, nil
+}
+func (testLocal) AssessPromise(context.Context, service.Call, api.PromiseAssess) (service.PromiseWritten, error) {
+	return service.PromiseWritten{}, nil
+}
+func (testLocal) Promise(context.Context, service.Call, string) (service.PromiseShown, error) {
+	return service.PromiseShown{}, nil
+}
+func (t testLocal) ListPromises(ctx context.Context, c service.Call, f promise.Filter) (service.PromiseList, error) {
+	l, err := t.sessions.Open(ctx, c.Tenant, c.Session, false)
+	if err != nil {
+		return service.PromiseList{}, err
+	}
+	var out service.PromiseList
+	l.Read(func(st *ledger.State) {
+		st.Promises.Each(func(p *promise.Promise) bool {
+			out.Promises = append(out.Promises, st.Promises.View(p, c.Now))
+			return true
+		})
+	})
+	return out, nil
+}
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+type testNode struct {
+	*Node
+	cfg Config
+	hs  *http.Server
+}
+
+func startNode(t *testing.T, cfg Config) *testNode {
+	t.Helper()
+	n, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("start node %d: %v", cfg.NodeID, err)
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: n.Handler()}
+	go hs.Serve(ln)
+	return &testNode{Node: n, cfg: cfg, hs: hs}
+}
+
+func (tn *testNode) stop(t *testing.T) {
+	tn.hs.Close()
+	if err := tn.Close(); err != nil {
+		t.Errorf("close node %d: %v", tn.cfg.NodeID, err)
+	}
+}
+
+func nodeConfig(t *testing.T, dir string, id uint64) Config {
+	cfg := Config{NodeID: id, RaftAddr: freeAddr(t), Addr: freeAddr(t), Data: filepath.Join(dir, fmt.Sprint(id)),
+		Secret: "a join secret of some length", Groups: 4, Tick: 20 * time.Millisecond, Ledger: ledger.DefaultConfig(),
+		Local: func(s service.Sessions, now func() time.Time) service.Service { return testLocal{s, now} }}
+	cfg.Ledger.Logger = slog.New(slog.DiscardHandler)
+	return cfg
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func allVoters(n *Node, want int) bool {
+	st, err := n.Status(context.Background())
+	if err != nil {
+		return false
+	}
+	for _, g := range st.Groups {
+		if len(g.Voters) != want || len(g.Learners) != 0 {
+			return false
+		}
+	}
+	return len(st.Groups) > 0
+}
+
+func chainHeads(t *testing.T, n *Node) map[string]store.Position {
+	out := map[string]store.Position{}
+	ss, err := store.Sessions(n.Replica().Root(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, se := range ss {
+		l, err := n.Replica().Open(context.Background(), se.Tenant, se.Name, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Refresh(); err != nil {
+			t.Fatal(err)
+		}
+		out[se.String()] = l.Position()
+	}
+	return out
+}
+
+func TestThreeNodesReplicateIdenticalChains(t *testing.T) {
+	dir := t.TempDir()
+	c1 := nodeConfig(t, dir, 1)
+	c1.Bootstrap = true
+	n1 := startNode(t, c1)
+	defer n1.stop(t)
+	var nodes = []*testNode{n1}
+	for id := uint64(2); id <= 3; id++ {
+		c := nodeConfig(t, dir, id)
+		c.Join = c1.Addr
+		n := startNode(t, c)
+		defer n.stop(t)
+		nodes = append(nodes, n)
+	}
+	waitFor(t, "three voters in every group", 20*time.Second, func() bool { return allVoters(n1.Node, 3) })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var ids []string
+	for w := 0; w < 6; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			n := nodes[w%3]
+			for i := 0; i < 10; i++ {
+				call := service.Call{Tenant: "acme", Session: fmt.Sprintf("s%d", i%4), Actor: "alice"}
+				res, err := n.DeclarePromise(ctx, call, api.PromiseDeclare{Promise: "ship", To: "bob", Until: "2h"})
+				if err != nil {
+					t.Errorf("node %d write: %v", n.ID(), err)
+					return
+				}
+				mu.Lock()
+				ids = append(ids, res.Promise.ID)
+				mu.Unlock()
+			}
+		}(w)
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	// A refusal is the ledger's, the same through any node.
+	_, err := nodes[2].DeclarePromise(ctx, service.Call{Tenant: "acme", Session: "s0", Actor: "alice"}, api.PromiseDeclare{ID: ids[0], Promise: "again", To: "bob", Until: "2h"})
+	if err == nil {
+		t.Fatalf("declaring %s twice was accepted", ids[0])
+	}
+	// Every node reads every write.
+	for _, n := range nodes {
+		total := 0
+		for s := 0; s < 4; s++ {
+			list, err := n.ListPromises(ctx, service.Call{Tenant: "acme", Session: fmt.Sprintf("s%d", s), Actor: "alice"}, promise.Filter{})
+			if err != nil {
+				t.Fatalf("node %d read: %v", n.ID(), err)
+			}
+			total += len(list.Promises)
+		}
+		if total != 60 {
+			t.Errorf("node %d reads %d promises, want 60", n.ID(), total)
+		}
+	}
+	heads := chainHeads(t, n1.Node)
+	if len(heads) != 4 {
+		t.Fatalf("node 1 holds %d sessions, want 4", len(heads))
+	}
+	for _, n := range nodes[1:] {
+		if got := chainHeads(t, n.Node); !equalHeads(got, heads) {
+			t.Errorf("node %d chains %v differ from node 1's %v", n.ID(), got, heads)
+		}
+	}
+	slices.Sort(ids)
+	if len(slices.Compact(ids)) != 60 {
+		t.Errorf("minted ids collide")
+	}
+}
+
+func equalHeads(a, b map[string]store.Position) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}

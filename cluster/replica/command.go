@@ -1,0 +1,63 @@
+package replica
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Command is one committed entry of a data group: a Service method called
+// by an actor in a session, with everything a replica could otherwise only
+// guess fixed by the proposer: the instant the records are stamped with and
+// the seed the ids a command mints are drawn from. Stored in the raft log:
+// do not rename the members.
+type Command struct {
+	Method    string          `json:"m"`
+	Tenant    string          `json:"t"`
+	Session   string          `json:"s"`
+	Actor     string          `json:"a,omitempty"`
+	Person    bool            `json:"p,omitempty"`
+	RequestID string          `json:"r,omitempty"`
+	TS        int64           `json:"ts"` // Unix nanoseconds, the proposer's clock
+	Seed      uint64          `json:"seed,omitempty"`
+	Doc       json.RawMessage `json:"d,omitempty"` // the method's api document
+}
+
+// Encode is the entry's bytes.
+func (c Command) Encode() ([]byte, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode command %s: %w", c.Method, err)
+	}
+	return b, nil
+}
+
+// DecodeCommand reads an entry written by Encode.
+func DecodeCommand(b []byte) (Command, error) {
+	var c Command
+	if err := json.Unmarshal(b, &c); err != nil {
+		return Command{}, fmt.Errorf("decode command: %w", err)
+	}
+	return c, nil
+}
+
+// MetaCommand is one committed entry of the meta group. Stored in the raft
+// log: do not rename the members.
+type MetaCommand struct {
+	Op     string  `json:"op"` // "member.add", "member.remove"
+	Member *Member `json:"member,omitempty"`
+	ID     uint64  `json:"id,omitempty"`
+}
+
+// Meta operations.
+const (
+	OpMemberAdd    = "member.add"
+	OpMemberRemove = "member.remove"
+)
+
+// Member is one node of the cluster as the meta group records it.
+type Member struct {
+	ID       uint64 `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	Addr     string `json:"addr"`
+	Zone     string `json:"zone,omitempty"`
+}

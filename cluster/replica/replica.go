@@ -1,0 +1,490 @@
+// Package replica is a cluster node's state machine (node.StateMachine).
+// A data group's committed entries are tally commands (Command): every
+// replica runs each one with the same Service code on its own session
+// ledgers, at the instant and with the ids its proposer fixed, so each
+// replica writes its sessions' logs in the local hash-chained format, byte
+// for byte the same everywhere (`tally verify` passes on every node and the
+// chain hashes match), and a refusal is decided the same everywhere. The
+// meta group's entries keep the membership.
+//
+// Exactly once: before a batch of a data group runs, the position of every
+// session it touches is made durable with the batch's range (the intent);
+// after it, the applied index. A crash in between leaves the intent: on
+// restart each session is cut back to its recorded position and the batch
+// runs again, which writes the same bytes, since it is deterministic.
+package replica
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"log/slog"
+	"maps"
+	mrand "math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"tally/cluster/node"
+	"tally/cluster/raftlog"
+	"tally/ledger"
+	"tally/rule"
+	"tally/service"
+	"tally/store"
+)
+
+// Method runs one command's verb on this replica through the Service: the
+// same code on every replica. Its value is the typed result the proposer
+// hands back to its caller; its error a refusal (or, wrapping an I/O
+// error, a failure that stops the node).
+type Method func(ctx context.Context, svc service.Service, c service.Call, doc []byte) (any, error)
+
+// Config configures a replica.
+type Config struct {
+	// Root is the replica's ledger directory (store.Init): its sessions'
+	// logs, in the local format.
+	Root string
+	// DB is the node's raft store; the replica keeps its applied indexes
+	// and the meta group's state beside the raft log.
+	DB *raftlog.DB
+	// Ledger configures each session's ledger; Now and MintID are the
+	// replica's (the proposer's instant and ids).
+	Ledger ledger.Config
+	// Groups is the number of data groups (ids MetaGroup+1 …).
+	Groups int
+	// Methods are the commands by name.
+	Methods map[string]Method
+	// Service makes the Service that runs commands over the replica's
+	// sessions (service.Local over them).
+	Service func(service.Sessions) service.Service
+	// OnMembers is told the membership after the meta group changes it,
+	// from the node's loop.
+	OnMembers func([]Member)
+	Logger    *slog.Logger
+}
+
+// Outcome is what a command did on this replica: the method's value or its
+// refusal.
+type Outcome struct {
+	Value any
+	Err   error
+}
+
+// SM is the replica. Apply, Applied, Snapshot and Restore are called from
+// the node's loop; Open (reads) from any goroutine.
+type SM struct {
+	cfg Config
+	svc service.Service
+	log *slog.Logger
+
+	mu       sync.Mutex
+	ledgers  map[string]*ledger.Ledger // open sessions by tenant/session
+	members  []Member
+	outcomes map[uint64]map[uint64]Outcome // group → index → outcome of its last batch
+
+	now    atomic.Int64 // the instant of the command being applied
+	mintMu sync.Mutex
+	ids    *mrand.ChaCha8 // the command's ids, from its seed
+}
+
+var _ node.StateMachine = (*SM)(nil)
+
+// New opens a replica over cfg.Root (created if need be).
+func New(cfg Config) (*SM, error) {
+	if cfg.DB == nil || cfg.Root == "" || cfg.Groups < 1 || cfg.Service == nil {
+		return nil, errors.New("replica config: DB, Root, Groups and Service are required")
+	}
+	if err := store.Init(cfg.Root); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := &SM{cfg: cfg, log: cfg.Logger, ledgers: map[string]*ledger.Ledger{}, outcomes: map[uint64]map[uint64]Outcome{},
+		ids: mrand.NewChaCha8([32]byte{})}
+	m.cfg.Ledger.Now = m.Now
+	m.cfg.Ledger.MintID = m.mintID
+	if err := m.cfg.Ledger.Validate(); err != nil {
+		return nil, err
+	}
+	m.svc = cfg.Service(m)
+	var err error
+	if m.members, err = m.loadMembers(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Now is the instant of the command being applied (the last one, between
+// commands): the clock of the replica's ledgers and of its Service, so a
+// command's records and its response are stamped with its proposer's
+// instant on every replica.
+func (m *SM) Now() time.Time { return time.Unix(0, m.now.Load()).UTC() }
+
+// Root is the replica's ledger directory.
+func (m *SM) Root() string { return m.cfg.Root }
+
+// Service is the Service over this replica's sessions, for reads.
+func (m *SM) Service() service.Service { return m.svc }
+
+// Close closes every open session.
+func (m *SM) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var errs []error
+	for k, l := range m.ledgers {
+		errs = append(errs, l.Close())
+		delete(m.ledgers, k)
+	}
+	return errors.Join(errs...)
+}
+
+// GroupOf is the data group holding a session: the default placement, by
+// hash of tenant/session over the data groups. (Recorded placements, when
+// sessions move, will override it here.)
+func GroupOf(groups int, tenant, session string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(tenant))
+	h.Write([]byte{'/'})
+	h.Write([]byte(session))
+	return node.MetaGroup + 1 + h.Sum64()%uint64(groups)
+}
+
+// GroupOf is the data group holding a session.
+func (m *SM) GroupOf(tenant, session string) uint64 { return GroupOf(m.cfg.Groups, tenant, session) }
+
+func (m *SM) mintID() string {
+	m.mintMu.Lock()
+	v := m.ids.Uint64()
+	m.mintMu.Unlock()
+	b := [3]byte{byte(v), byte(v >> 8), byte(v >> 16)}
+	return "pnk_" + hex.EncodeToString(b[:])
+}
+
+// codeNoSuchSession is the refusal of a read of a session with no log, as
+// the server gives it.
+const codeNoSuchSession rule.Code = "NoSuchSession"
+
+// Open is service.Sessions over the replica's ledger directory.
+func (m *SM) Open(ctx context.Context, tenant, session string, create bool) (*ledger.Ledger, error) {
+	dir, err := store.SessionDir(m.cfg.Root, tenant, session)
+	if err != nil {
+		return nil, err
+	}
+	key := tenant + "/" + session
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l, ok := m.ledgers[key]; ok {
+		return l, nil
+	}
+	if !create && !store.HasLog(dir) {
+		return nil, rule.New(codeNoSuchSession, "session", "no session "+key+": reads never create one; its first accepted write does")
+	}
+	l, err := ledger.Open(dir, m.cfg.Ledger)
+	if err != nil {
+		return nil, fmt.Errorf("open session %s: %w", key, err)
+	}
+	m.ledgers[key] = l
+	return l, nil
+}
+
+// closeSession closes a session's ledger if open. Called with mu held.
+func (m *SM) closeSession(key string) error {
+	l, ok := m.ledgers[key]
+	if !ok {
+		return nil
+	}
+	delete(m.ledgers, key)
+	return l.Close()
+}
+
+// Keys beside the raft log, under prefix 'T': per group the applied index
+// (with the last instant applied), the intent of the batch under way, and
+// the meta group's membership.
+const prefix = 'T'
+
+func gkey(group uint64, kind byte) []byte {
+	k := binary.BigEndian.AppendUint64([]byte{prefix}, group)
+	return append(k, kind)
+}
+
+const (
+	kindApplied   = 'a'
+	kindIntent    = 'i'
+	kindRestoring = 'r'
+	kindMembers   = 'm'
+)
+
+// applied is a group's durable progress: its last applied index and the
+// latest instant a command of it was applied at (the floor of the next).
+type applied struct {
+	Index uint64 `json:"index"`
+	TS    int64  `json:"ts"`
+}
+
+// intent is a batch under way: its range and where each session it
+// touches stood before it.
+type intent struct {
+	First, Last uint64
+	Sessions    map[string]store.Position
+}
+
+func (m *SM) get(key []byte, v any) (bool, error) {
+	b, closer, err := m.cfg.DB.Pebble().Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer closer.Close()
+	if err := json.Unmarshal(b, v); err != nil {
+		return false, fmt.Errorf("replica: key %x: %w", key, err)
+	}
+	return true, nil
+}
+
+func setJSON(b *pebble.Batch, key []byte, v any) error {
+	enc, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return b.Set(key, enc, nil)
+}
+
+func (m *SM) commit(f func(b *pebble.Batch) error, sync bool) error {
+	b := m.cfg.DB.Pebble().NewBatch()
+	defer b.Close()
+	if err := f(b); err != nil {
+		return err
+	}
+	return m.cfg.DB.Commit(b, sync)
+}
+
+func (m *SM) progress(group uint64) (applied, error) {
+	var a applied
+	_, err := m.get(gkey(group, kindApplied), &a)
+	return a, err
+}
+
+// Applied is the group's durable applied index, after finishing the
+// recovery of a batch a crash interrupted.
+func (m *SM) Applied(group uint64) (uint64, error) {
+	var restoring applied
+	if ok, err := m.get(gkey(group, kindRestoring), &restoring); err != nil || ok {
+		if err == nil {
+			err = fmt.Errorf("replica: group %d: a snapshot install (index %d) was interrupted: the node's data is partial; remove its data directory and join it again", group, restoring.Index)
+		}
+		return 0, err
+	}
+	a, err := m.progress(group)
+	if err != nil {
+		return 0, err
+	}
+	var in intent
+	ok, err := m.get(gkey(group, kindIntent), &in)
+	if err != nil || !ok || in.Last <= a.Index {
+		return a.Index, err
+	}
+	if err := m.cutBack(in); err != nil {
+		return 0, fmt.Errorf("replica: group %d: recover batch %d–%d: %w", group, in.First, in.Last, err)
+	}
+	m.log.Info("replica: recovered an interrupted batch", "group", group, "first", in.First, "last", in.Last, "sessions", len(in.Sessions))
+	return a.Index, nil
+}
+
+// cutBack returns each session of an interrupted batch to where it stood
+// before the batch; its checkpoint, which may be past that, goes too.
+func (m *SM) cutBack(in intent) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, key := range slices.Sorted(maps.Keys(in.Sessions)) {
+		pos := in.Sessions[key]
+		if err := m.closeSession(key); err != nil {
+			return err
+		}
+		t, s, _ := strings.Cut(key, "/")
+		dir, err := store.SessionDir(m.cfg.Root, t, s)
+		if err != nil {
+			return err
+		}
+		fi, err := os.Stat(store.LogPath(dir))
+		if errors.Is(err, fs.ErrNotExist) || (err == nil && fi.Size() <= pos.Offset) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		lg, err := store.Open(dir, m.log)
+		if err != nil {
+			return err
+		}
+		err = func() error {
+			tx, err := lg.Begin(context.Background())
+			if err != nil {
+				return err
+			}
+			defer tx.Abort()
+			if _, err := tx.CatchUp(pos, func(store.Entry) error { return nil }); err != nil {
+				return fmt.Errorf("session %s past line %d: %w", key, pos.Seq, err)
+			}
+			if err := tx.Cut(pos); err != nil {
+				return err
+			}
+			if err := lg.Sync(); err != nil {
+				return err
+			}
+			return lg.RemoveCheckpoint()
+		}()
+		if cerr := lg.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Apply runs a batch of one group's entries.
+func (m *SM) Apply(group uint64, ents []node.Entry) ([][]byte, error) {
+	if group == node.MetaGroup {
+		return m.applyMeta(ents)
+	}
+	a, err := m.progress(group)
+	if err != nil {
+		return nil, err
+	}
+	cmds := make([]*Command, len(ents))
+	in := intent{First: ents[0].Index, Last: ents[len(ents)-1].Index, Sessions: map[string]store.Position{}}
+	for i, e := range ents {
+		if e.Kind != node.KindCommand {
+			continue
+		}
+		c, err := DecodeCommand(e.Data)
+		if err != nil {
+			continue // refused below, the same everywhere
+		}
+		cmds[i] = &c
+		key := c.Tenant + "/" + c.Session
+		if _, seen := in.Sessions[key]; seen {
+			continue
+		}
+		pos, err := m.position(c.Tenant, c.Session)
+		if err != nil {
+			return nil, err
+		}
+		in.Sessions[key] = pos
+	}
+	if len(in.Sessions) > 0 {
+		if err := m.commit(func(b *pebble.Batch) error { return setJSON(b, gkey(group, kindIntent), in) }, true); err != nil {
+			return nil, fmt.Errorf("replica: group %d: record intent: %w", group, err)
+		}
+	}
+	outs := make(map[uint64]Outcome, len(ents))
+	results := make([][]byte, len(ents))
+	for i, e := range ents {
+		if e.Kind != node.KindCommand {
+			continue
+		}
+		var out Outcome
+		if c := cmds[i]; c == nil {
+			out.Err = rule.Invalidf("command", "entry is not a tally command")
+		} else {
+			a.TS = max(a.TS, c.TS) // an instant never goes back within a group
+			out = m.run(*c, a.TS)
+			if out.Err != nil && Operational(out.Err) {
+				return nil, fmt.Errorf("replica: group %d entry %d (%s %s/%s): %w", group, e.Index, c.Method, c.Tenant, c.Session, out.Err)
+			}
+		}
+		outs[e.Index] = out
+	}
+	a.Index = ents[len(ents)-1].Index
+	// Not synced: the next intent's synced write carries it to the disk,
+	// and if a crash loses it the intent is replayed to the same bytes.
+	err = m.commit(func(b *pebble.Batch) error {
+		if err := setJSON(b, gkey(group, kindApplied), a); err != nil {
+			return err
+		}
+		return b.Delete(gkey(group, kindIntent), nil)
+	}, false)
+	if err != nil {
+		return nil, fmt.Errorf("replica: group %d: record applied index %d: %w", group, a.Index, err)
+	}
+	m.mu.Lock()
+	m.outcomes[group] = outs
+	m.mu.Unlock()
+	return results, nil
+}
+
+// position is where a session's log ends now.
+func (m *SM) position(tenant, session string) (store.Position, error) {
+	dir, err := store.SessionDir(m.cfg.Root, tenant, session)
+	if err != nil {
+		return store.Position{}, nil // the command is refused for its names
+	}
+	m.mu.Lock()
+	l, ok := m.ledgers[tenant+"/"+session]
+	m.mu.Unlock()
+	if !ok {
+		if !store.HasLog(dir) {
+			return store.Position{}, nil
+		}
+		if l, err = m.Open(context.Background(), tenant, session, false); err != nil {
+			return store.Position{}, err
+		}
+	}
+	return l.Position(), nil
+}
+
+// run applies one command at instant ts.
+func (m *SM) run(c Command, ts int64) Outcome {
+	meth, ok := m.cfg.Methods[c.Method]
+	if !ok {
+		return Outcome{Err: rule.Invalidf("method", fmt.Sprintf("%q is not a command this node knows", c.Method))}
+	}
+	m.now.Store(ts)
+	var seed [32]byte
+	binary.LittleEndian.PutUint64(seed[:], c.Seed)
+	m.mintMu.Lock()
+	m.ids = mrand.NewChaCha8(seed)
+	m.mintMu.Unlock()
+	call := service.Call{Tenant: c.Tenant, Session: c.Session, Actor: c.Actor, Person: c.Person, RequestID: c.RequestID, Now: time.Unix(0, ts).UTC()}
+	v, err := meth(context.Background(), m.svc, call, c.Doc)
+	return Outcome{Value: v, Err: err}
+}
+
+// Take hands over the outcome of a group's entry applied in its last
+// batch, once; the node's loop calls it right after the batch.
+func (m *SM) Take(group, index uint64) (Outcome, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o, ok := m.outcomes[group][index]
+	if ok {
+		delete(m.outcomes[group], index)
+	}
+	return o, ok
+}
+
+// Operational reports an error that is the replica's own failure (its disk,
+// its files) rather than a refusal decided from the log: the node stops
+// instead of recording a different outcome than the other replicas.
+func Operational(err error) bool {
+	var pe *fs.PathError
+	var le *os.LinkError
+	var errno syscall.Errno
+	var ce *store.CorruptError
+	return errors.As(err, &pe) || errors.As(err, &le) || errors.As(err, &errno) || errors.As(err, &ce) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}

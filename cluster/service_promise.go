@@ -1,0 +1,62 @@
+package cluster
+
+import (
+	"context"
+
+	"tally/api"
+	"tally/cluster/replica"
+	"tally/promise"
+	"tally/service"
+)
+
+var _ service.Promises = (*Node)(nil)
+
+func promiseMethods() map[string]replica.Method {
+	return map[string]replica.Method{
+		methodDeclarePromise: method(service.Service.DeclarePromise),
+		methodAmendPromise:   method(service.Service.AmendPromise),
+		methodResolvePromise: method(service.Service.ResolvePromise),
+		methodAssessPromise:  method(service.Service.AssessPromise),
+	}
+}
+
+const (
+	methodDeclarePromise = "DeclarePromise"
+	methodAmendPromise   = "AmendPromise"
+	methodResolvePromise = "ResolvePromise"
+	methodAssessPromise  = "AssessPromise"
+)
+
+// DeclarePromise declares d as c.Actor in the session's group.
+func (c *Node) DeclarePromise(ctx context.Context, call service.Call, d api.PromiseDeclare) (service.PromiseWritten, error) {
+	return write[api.PromiseDeclare, service.PromiseWritten](ctx, c, methodDeclarePromise, call, d)
+}
+
+// AmendPromise moves a deadline.
+func (c *Node) AmendPromise(ctx context.Context, call service.Call, d api.PromiseAmend) (service.PromiseWritten, error) {
+	return write[api.PromiseAmend, service.PromiseWritten](ctx, c, methodAmendPromise, call, d)
+}
+
+// ResolvePromise satisfies, cancels or releases.
+func (c *Node) ResolvePromise(ctx context.Context, call service.Call, d api.PromiseResolve) (service.PromiseWritten, error) {
+	return write[api.PromiseResolve, service.PromiseWritten](ctx, c, methodResolvePromise, call, d)
+}
+
+// AssessPromise records a judgment.
+func (c *Node) AssessPromise(ctx context.Context, call service.Call, d api.PromiseAssess) (service.PromiseWritten, error) {
+	return write[api.PromiseAssess, service.PromiseWritten](ctx, c, methodAssessPromise, call, d)
+}
+
+// Promise is one promise, read linearizably.
+func (c *Node) Promise(ctx context.Context, call service.Call, id string) (service.PromiseShown, error) {
+	return read(ctx, c, call, func(s service.Service, call service.Call) (service.PromiseShown, error) {
+		return s.Promise(ctx, call, id)
+	})
+}
+
+// ListPromises is the promises f selects, read linearizably.
+func (c *Node) ListPromises(ctx context.Context, call service.Call, f promise.Filter) (service.PromiseList, error) {
+	return read(ctx, c, call, func(s service.Service, call service.Call) (service.PromiseList, error) {
+		return s.ListPromises(ctx, call, f)
+	})
+}

@@ -1,0 +1,179 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"go.etcd.io/raft/v3"
+
+	"tally/cluster/node"
+	"tally/cluster/replica"
+)
+
+// GroupStatus is one group as this node sees it.
+type GroupStatus struct {
+	Group    uint64   `json:"group"`
+	Kind     string   `json:"kind"` // "meta" or "data"
+	Leader   uint64   `json:"leader"`
+	Term     uint64   `json:"term"`
+	Commit   uint64   `json:"commit"`
+	Applied  uint64   `json:"applied"`
+	Role     string   `json:"role"` // this node's: leader, follower, candidate, pre-candidate
+	Voters   []uint64 `json:"voters"`
+	Learners []uint64 `json:"learners"`
+}
+
+// Status is the node and the cluster as this node sees it.
+type Status struct {
+	ClusterID string           `json:"cluster_id"`
+	NodeID    uint64           `json:"node_id"`
+	Failed    string           `json:"failed,omitempty"` // why the node stopped serving
+	Members   []replica.Member `json:"members"`
+	Groups    []GroupStatus    `json:"groups"`
+	// Tolerates is the failures every group survives, by node and by zone,
+	// counted from its voters' placement.
+	Tolerates Tolerance `json:"tolerates"`
+}
+
+// Tolerance is how many nodes, and whole zones, can fail with every group
+// keeping a quorum.
+type Tolerance struct {
+	Voters  int    `json:"voters"`
+	Nodes   int    `json:"nodes"`
+	Zones   int    `json:"zones"`
+	ZoneSet int    `json:"zone_count"`
+	Summary string `json:"summary"`
+}
+
+// Status reports the node, from its loop.
+func (c *Node) Status(ctx context.Context) (Status, error) {
+	var st []node.GroupStatus
+	var failed error
+	if err := c.do(ctx, func(n *node.Node) { st, failed = n.Status(), n.Failed() }); err != nil {
+		return Status{}, err
+	}
+	out := Status{ClusterID: c.id.ClusterID, NodeID: c.cfg.NodeID, Members: c.sm.Members()}
+	if failed != nil {
+		out.Failed = failed.Error()
+	}
+	for _, g := range st {
+		kind := "data"
+		if g.Group == node.MetaGroup {
+			kind = "meta"
+		}
+		out.Groups = append(out.Groups, GroupStatus{Group: g.Group, Kind: kind, Leader: g.Leader, Term: g.Term, Commit: g.Commit,
+			Applied: g.Applied, Role: role(g.State), Voters: nonNil(g.Voters), Learners: nonNil(g.Learners)})
+	}
+	out.Tolerates = tolerance(out.Groups, out.Members)
+	return out, nil
+}
+
+func nonNil(v []uint64) []uint64 {
+	if v == nil {
+		return []uint64{}
+	}
+	return v
+}
+
+func role(s raft.StateType) string {
+	switch s {
+	case raft.StateLeader:
+		return "leader"
+	case raft.StateCandidate:
+		return "candidate"
+	case raft.StatePreCandidate:
+		return "pre-candidate"
+	}
+	return "follower"
+}
+
+// tolerance is the weakest group's: a group of v voters keeps a quorum
+// through (v-1)/2 lost nodes, and through the loss of the largest zones
+// while the voters left are a majority. It never promises more than the
+// weakest group allows.
+func tolerance(groups []GroupStatus, members []replica.Member) Tolerance {
+	zoneOf := map[uint64]string{}
+	for _, m := range members {
+		zoneOf[m.ID] = m.Zone
+	}
+	t := Tolerance{Voters: -1, Nodes: -1, Zones: -1}
+	for _, g := range groups {
+		v := len(g.Voters)
+		nodes := (v - 1) / 2
+		perZone := map[string]int{}
+		for _, id := range g.Voters {
+			perZone[zoneOf[id]]++
+		}
+		counts := make([]int, 0, len(perZone))
+		for _, n := range perZone {
+			counts = append(counts, n)
+		}
+		slices.Sort(counts)
+		slices.Reverse(counts)
+		zones, lost := 0, 0
+		for _, n := range counts {
+			if v-(lost+n) <= v/2 {
+				break
+			}
+			lost += n
+			zones++
+		}
+		if t.Voters < 0 || v < t.Voters {
+			t.Voters, t.ZoneSet = v, len(perZone)
+		}
+		if t.Nodes < 0 || nodes < t.Nodes {
+			t.Nodes = nodes
+		}
+		if t.Zones < 0 || zones < t.Zones {
+			t.Zones = zones
+		}
+	}
+	t.Voters, t.Nodes, t.Zones = max(t.Voters, 0), max(t.Nodes, 0), max(t.Zones, 0)
+	t.Summary = fmt.Sprintf("%d voters on %d nodes in %d zones: tolerates %d node%s, %d zone%s",
+		t.Voters, t.Voters, t.ZoneSet, t.Nodes, plural(t.Nodes), t.Zones, plural(t.Zones))
+	return t
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// Status routes.
+const (
+	StatusPath = "/v1/cluster/status"
+)
+
+// Handler serves the cluster's own routes: status and join.
+func (c *Node) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+StatusPath, func(w http.ResponseWriter, r *http.Request) {
+		st, err := c.Status(r.Context())
+		if err != nil {
+			writeErr(w, http.StatusServiceUnavailable, "Unavailable", err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, st)
+	})
+	mux.HandleFunc("POST "+JoinPath, c.handleJoin)
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"encode answer","code":"internal"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+func writeErr(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg, "code": code})
+}
