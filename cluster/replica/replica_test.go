@@ -1,0 +1,164 @@
+package replica
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"tally/cluster/node"
+	"tally/cluster/raftlog"
+	"tally/ledger"
+	"tally/promise"
+	"tally/service"
+)
+
+// declare is a test method: the promise of the document's text, declared
+// through the replica's own sessions.
+func declare(sm **SM, failOn string) Method {
+	return func(ctx context.Context, _ service.Service, c service.Call, doc []byte) (any, error) {
+		var text string
+		if err := json.Unmarshal(doc, &text); err != nil {
+			return nil, err
+		}
+		if text == failOn {
+			return nil, &fs.PathError{Op: "write", Path: "log.jsonl", Err: fs.ErrPermission}
+		}
+		l, err := (*sm).Open(ctx, c.Tenant, c.Session, true)
+		if err != nil {
+			return nil, err
+		}
+		res, err := l.Submit(ctx, promise.Declare{Text: text, By: c.Actor, To: "bob", Until: c.Now.Add(time.Hour)}, ledger.WriteOptions{Actor: c.Actor})
+		if err != nil {
+			return nil, err
+		}
+		return res.Event.ID, nil
+	}
+}
+
+func openReplica(t *testing.T, dir, failOn string) (*SM, *raftlog.DB) {
+	t.Helper()
+	db, err := raftlog.Open(filepath.Join(dir, "raft"), raftlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sm *SM
+	cfg := Config{Root: filepath.Join(dir, "ledger"), DB: db, Ledger: ledger.DefaultConfig(), Groups: 1,
+		Methods: map[string]Method{"declare": declare(&sm, failOn)},
+		Service: func(service.Sessions) service.Service { return nil }}
+	cfg.Ledger.Logger = slog.New(slog.DiscardHandler)
+	if sm, err = New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	return sm, db
+}
+
+func entry(t *testing.T, index uint64, text string) node.Entry {
+	doc, _ := json.Marshal(text)
+	b, err := Command{Method: "declare", Tenant: "acme", Session: "s", Actor: "alice", TS: int64(index) * 1e9, Seed: index, Doc: doc}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return node.Entry{Index: index, Kind: node.KindCommand, Data: b}
+}
+
+func head(t *testing.T, sm *SM) (uint64, [32]byte) {
+	l, err := sm.Open(context.Background(), "acme", "s", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := l.Position()
+	return p.Seq, p.Hash
+}
+
+// A batch cut short by a failure (a crash between the session's fsync and
+// the applied index) runs again after the restart and leaves each session
+// as one uninterrupted run would have: no record twice, the same chain.
+func TestInterruptedBatchReplaysToTheSameChain(t *testing.T) {
+	group := node.MetaGroup + 1
+	ref, refDB := openReplica(t, t.TempDir(), "")
+	defer refDB.Close()
+	defer ref.Close()
+	all := []node.Entry{entry(t, 2, "a"), entry(t, 3, "b"), entry(t, 4, "c"), entry(t, 5, "d")}
+	if _, err := ref.Apply(group, all); err != nil {
+		t.Fatal(err)
+	}
+	wantSeq, wantHash := head(t, ref)
+
+	dir := t.TempDir()
+	sm, db := openReplica(t, dir, "d")
+	if _, err := sm.Apply(group, all[:2]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sm.Apply(group, all[2:]); err == nil {
+		t.Fatal("the failing method did not fail the batch")
+	}
+	if seq, _ := head(t, sm); seq != 3 {
+		t.Fatalf("before the restart the session holds %d records, want 3 (c applied, d not)", seq)
+	}
+	sm.Close()
+	db.Close()
+
+	sm, db = openReplica(t, dir, "")
+	defer db.Close()
+	defer sm.Close()
+	applied, err := sm.Applied(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if applied != 3 {
+		t.Fatalf("applied %d after the restart, want 3", applied)
+	}
+	if _, err := sm.Apply(group, all[2:]); err != nil {
+		t.Fatal(err)
+	}
+	if seq, hash := head(t, sm); seq != wantSeq || hash != wantHash {
+		t.Fatalf("after the replay: seq %d hash %x, want %d %x", seq, hash[:4], wantSeq, wantHash[:4])
+	}
+}
+
+// A snapshot of a group, restored on another replica, gives it the same
+// sessions, chains and applied index.
+func TestSnapshotRestoresTheSameChains(t *testing.T) {
+	group := node.MetaGroup + 1
+	src, srcDB := openReplica(t, t.TempDir(), "")
+	defer srcDB.Close()
+	defer src.Close()
+	if _, err := src.Apply(group, []node.Entry{entry(t, 2, "a"), entry(t, 3, "b")}); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	idx, err := src.Snapshot(group, &buf)
+	if err != nil || idx != 3 {
+		t.Fatalf("snapshot at %d: %v", idx, err)
+	}
+	dst, dstDB := openReplica(t, t.TempDir(), "")
+	defer dstDB.Close()
+	defer dst.Close()
+	if err := dst.Restore(group, idx, &buf); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := dst.Applied(group); a != 3 {
+		t.Fatalf("restored applied %d, want 3", a)
+	}
+	s1, h1 := head(t, src)
+	s2, h2 := head(t, dst)
+	if s1 != s2 || h1 != h2 {
+		t.Fatalf("restored head %d %x, source %d %x", s2, h2[:4], s1, h1[:4])
+	}
+	// Both go on identically.
+	for _, sm := range []*SM{src, dst} {
+		if _, err := sm.Apply(group, []node.Entry{entry(t, 4, "c")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s1, h1 = head(t, src)
+	s2, h2 = head(t, dst)
+	if s1 != s2 || h1 != h2 {
+		t.Fatalf("after one more entry: %d %x vs %d %x", s2, h2[:4], s1, h1[:4])
+	}
+}
