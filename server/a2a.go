@@ -20,22 +20,19 @@ package server
 // claim's is its id. GetTask and CancelTask look an id up as a promise's
 // task, then a claim, then the origin task of expectations.
 //
-// The transports are a2a-go's (NewJSONRPCHandler, NewRESTHandler); the
-// request handler behind them is tally's own (a2aHandler), not a2a-go's
-// executor: the executor model mints task ids and keeps tasks in its own
+// The HTTP+JSON transport is a2a-go's (NewRESTHandler), the JSON-RPC
+// envelope tally's own (a2a_jsonrpc.go); both run behind the same
+// middleware (a2a_middleware.go). The request handler behind them is
+// tally's own (a2aHandler), not a2a-go's executor: the executor model mints task ids and keeps tasks in its own
 // store, whereas here a task is a view of a ledger record and its id is the
 // record's.
 
 import (
-	"bytes"
-	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -173,112 +170,13 @@ func (c A2AConfig) uris() a2atask.URIs {
 	return a2atask.URIs{Promise: c.PromiseURI, Claim: c.ClaimURI, Expect: c.ExpectURI}.WithDefaults()
 }
 
-// a2aCall is what the transport wrapper learned about a request.
-type a2aCall struct {
-	p               principal
-	tenant, session string
-	active          []string // requested URIs this server accepts, in request order
-	requestID       string   // the Idempotency-Key header
-	sessionURL      string   // the session's HTTP JSON API, where artifact bytes are read
-	// cancelMetadata is the metadata of an HTTP+JSON CancelTask's body,
-	// which a2a-go's REST handler does not pass on (the cancel reason).
-	cancelMetadata map[string]any
-}
-
-type a2aCallKey struct{}
-
-func a2aCallFrom(ctx context.Context) *a2aCall {
-	c, _ := ctx.Value(a2aCallKey{}).(*a2aCall)
-	return c
-}
-
-// requestedExtensions parses the A2A-Extensions header(s): a comma list.
-func requestedExtensions(h http.Header) []string {
-	var out []string
-	for _, v := range h.Values(a2a.SvcParamExtensions) {
-		for _, u := range strings.Split(v, ",") {
-			if u = strings.TrimSpace(u); u != "" && !slices.Contains(out, u) {
-				out = append(out, u)
-			}
-		}
-	}
-	return out
-}
-
-// a2aServe authenticates a request, activates the requested extensions the
-// server accepts (a2aContext) and hands the request to next; a refusal is
-// the HTTP JSON API's error document.
-func (s *Server) a2aServe(w http.ResponseWriter, r *http.Request, next http.Handler) {
-	ctx, err := s.a2aContext(w, r)
-	if err == nil {
-		err = bodyTypeRefusal(r) // a2a-go would call it a parse error
-	}
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, ":cancel") {
-		call := a2aCallFrom(ctx)
-		if call.cancelMetadata, err = cancelBodyMetadata(r); err != nil {
-			s.writeError(w, err)
-			return
-		}
-	}
-	next.ServeHTTP(w, r.WithContext(ctx))
-}
-
-// a2aContext authenticates a request and returns its context, carrying the
-// call (a2aCallFrom) and a2a-go's call context with the requested
-// extensions the server accepts activated. It echoes them in the
-// A2A-Extensions response header (a2a-go does not for JSON-RPC and REST).
-func (s *Server) a2aContext(w http.ResponseWriter, r *http.Request) (context.Context, error) {
-	p, err := s.authenticate(r)
-	if err != nil {
-		return nil, err
-	}
-	call := &a2aCall{p: p, tenant: r.PathValue("tenant"), session: r.PathValue("session"), requestID: r.Header.Get("Idempotency-Key")}
-	call.sessionURL = s.baseURL(r) + "/v1/tenants/" + url.PathEscape(call.tenant) + "/sessions/" + url.PathEscape(call.session)
-	for _, u := range requestedExtensions(r.Header) {
-		if _, ok := s.cfg.A2A.uris().FamilyOf(u); ok {
-			call.active = append(call.active, u)
-		}
-	}
-	if len(call.active) > 0 {
-		w.Header().Set(a2a.SvcParamExtensions, strings.Join(call.active, ", "))
-	}
-	ctx := context.WithValue(r.Context(), a2aCallKey{}, call)
-	ctx, cc := a2asrv.NewCallContext(ctx, a2asrv.NewServiceParams(r.Header))
-	for _, u := range call.active {
-		cc.Extensions().Activate(&a2a.AgentExtension{URI: u})
-	}
-	cc.User = &a2asrv.User{Name: p.actor, Authenticated: p.actor != ""}
-	return ctx, nil
-}
-
-// cancelBodyMetadata reads the metadata of an HTTP+JSON CancelTask's body
-// ({"metadata":{…}}, or no body) and puts the body back for a2a-go.
-func cancelBodyMetadata(r *http.Request) (map[string]any, error) {
-	b, err := readBody(r)
-	if err != nil {
-		return nil, err
-	}
-	r.Body = io.NopCloser(bytes.NewReader(b))
-	if len(bytes.TrimSpace(b)) == 0 {
-		return nil, nil
-	}
-	var req struct {
-		Metadata map[string]any `json:"metadata"`
-	}
-	if err := json.Unmarshal(b, &req); err != nil {
-		return nil, badRequest{"body: must be a CancelTaskRequest object: " + err.Error()}
-	}
-	return req.Metadata, nil
-}
-
 // a2aREST returns the HTTP+JSON endpoints' handler: a2a-go's REST handler
-// under the session's …/a2a/rest prefix.
+// under the session's …/a2a/rest prefix, behind the A2A middleware (a
+// CancelTask's body read for its metadata, which a2a-go does not pass on).
 func (s *Server) a2aREST() func(http.ResponseWriter, *http.Request) {
 	h := a2asrv.NewRESTHandler(s.a2aRequestHandler())
+	other := s.a2aAuthenticated(s.a2aJSONBody(s.writeError, false, h))
+	cancel := s.a2aAuthenticated(s.a2aJSONBody(s.writeError, true, s.a2aCancelMetadata(h)))
 	return func(w http.ResponseWriter, r *http.Request) {
 		esc := r.URL.EscapedPath()
 		i := strings.Index(esc, "/a2a/rest/")
@@ -294,7 +192,11 @@ func (s *Server) a2aREST() func(http.ResponseWriter, *http.Request) {
 		}
 		r2 := r.Clone(r.Context())
 		r2.URL.Path, r2.URL.RawPath = unesc, rest
-		s.a2aServe(w, r2, h)
+		if r2.Method == http.MethodPost && strings.HasSuffix(r2.URL.Path, ":cancel") {
+			cancel.ServeHTTP(w, r2)
+			return
+		}
+		other.ServeHTTP(w, r2)
 	}
 }
 

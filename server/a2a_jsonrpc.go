@@ -139,16 +139,12 @@ type rpcRequest struct {
 
 var nullID = json.RawMessage("null")
 
-// a2aJSONRPC returns the JSON-RPC endpoint's handler.
+// a2aJSONRPC returns the JSON-RPC endpoint's handler, behind the A2A
+// middleware (which reads the body, refusing in the envelope).
 func (s *Server) a2aJSONRPC() func(http.ResponseWriter, *http.Request) {
 	h := s.a2aRequestHandler()
-	return func(w http.ResponseWriter, r *http.Request) {
-		ctx, err := s.a2aContext(w, r)
-		if err != nil {
-			s.writeError(w, err) // authentication: HTTP 401 with WWW-Authenticate
-			return
-		}
-		req, ref := readRPCRequest(r)
+	serve := func(w http.ResponseWriter, r *http.Request) {
+		req, ref := readRPCRequest(a2aCallFrom(r.Context()).body, r.Header)
 		if ref != nil {
 			id := nullID
 			if req != nil && req.id != nil {
@@ -157,7 +153,7 @@ func (s *Server) a2aJSONRPC() func(http.ResponseWriter, *http.Request) {
 			s.writeRPC(w, ref.status, id, nil, ref.err)
 			return
 		}
-		result, err := s.callRPC(ctx, h, req)
+		result, err := s.callRPC(r.Context(), h, req)
 		if req.id == nil {
 			if err != nil {
 				s.metrics.rpcError(rpcErrorOf(err).Code)
@@ -167,23 +163,13 @@ func (s *Server) a2aJSONRPC() func(http.ResponseWriter, *http.Request) {
 		}
 		s.writeRPC(w, http.StatusOK, req.id, result, err)
 	}
+	return s.a2aAuthenticated(s.a2aJSONBody(s.rpcRefuse, true, http.HandlerFunc(serve))).ServeHTTP
 }
 
-// readRPCRequest reads and checks the envelope. A refusal found once the
-// id is known comes with the request, so that the answer carries the id.
-func readRPCRequest(r *http.Request) (*rpcRequest, *rpcRefusal) {
-	if err := requireContentType(r, mediaJSON); err != nil {
-		return nil, refuseRequest(http.StatusUnsupportedMediaType, a2a.ErrInvalidRequest, err.Error())
-	}
-	body, err := readBody(r)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, refuseRequest(http.StatusRequestEntityTooLarge, a2a.ErrInvalidRequest,
-				"request: at most "+strconv.FormatInt(mbe.Limit, 10)+" bytes")
-		}
-		return nil, refuseRequest(http.StatusBadRequest, a2a.ErrInvalidRequest, "request: the body ended early: "+err.Error())
-	}
+// readRPCRequest checks the envelope of a request's body (hdr its
+// headers). A refusal found once the id is known comes with the request,
+// so that the answer carries the id.
+func readRPCRequest(body []byte, hdr http.Header) (*rpcRequest, *rpcRefusal) {
 	if !utf8.Valid(body) {
 		return nil, refuseRequest(http.StatusOK, a2a.ErrParseError,
 			"request: invalid UTF-8 at byte offset "+strconv.Itoa(invalidUTF8At(body)))
@@ -238,7 +224,7 @@ func readRPCRequest(r *http.Request) (*rpcRequest, *rpcRefusal) {
 		}
 		req.params = p
 	}
-	if v := r.Header.Get(a2a.SvcParamVersion); !a2aVersionOK(v) {
+	if v := hdr.Get(a2a.SvcParamVersion); !a2aVersionOK(v) {
 		return req, &rpcRefusal{status: http.StatusOK, err: a2a.NewError(a2a.ErrVersionNotSupported,
 			"A2A-Version: this server speaks A2A "+A2AVersion+", not "+strconv.Quote(v)).
 			WithDetails(map[string]any{"field": a2a.SvcParamVersion, "supportedVersions": []any{A2AVersion}})}

@@ -166,13 +166,3 @@ func (b *checkedBodyReader) lift() {
 }
 
 func (b *checkedBodyReader) Close() error { return b.body.Close() }
-
-// bodyTypeRefusal is the refusal of r's body for its media type, for a
-// handler that hands the body to code which would report it otherwise
-// (a2a-go answers a failed read as a parse error).
-func bodyTypeRefusal(r *http.Request) error {
-	if b, ok := r.Body.(*checkedBodyReader); ok {
-		return b.typeErr
-	}
-	return nil
-}
