@@ -56,6 +56,22 @@ func (h *a2aHandler) callFor(ctx context.Context, create bool) (*a2aCall, *ledge
 	return c, l, nil
 }
 
+// taskCall is call for a request about the task id (required), with the
+// session's ledger caught up with what other processes appended.
+func (h *a2aHandler) taskCall(ctx context.Context, id a2a.TaskID) (*a2aCall, *ledger.Ledger, error) {
+	c, l, err := h.call(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if id == "" {
+		return nil, nil, a2atask.InvalidParams("id", "is required")
+	}
+	if err := l.Refresh(); err != nil {
+		return nil, nil, a2aError(err)
+	}
+	return c, l, nil
+}
+
 func (c *a2aCall) contextID() string { return c.tenant + "/" + c.session }
 
 // keysOf are the metadata keys a task or answer carries a family's record
@@ -119,15 +135,9 @@ func PromiseTask(cfg A2AConfig, st *ledger.State, id string, now time.Time, cont
 // GetTask returns the task of a promise, of a claim, or of an origin of
 // expectations (originTask), looked up in that order.
 func (h *a2aHandler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task, error) {
-	c, l, err := h.call(ctx)
+	c, l, err := h.taskCall(ctx, req.ID)
 	if err != nil {
 		return nil, err
-	}
-	if req.ID == "" {
-		return nil, a2atask.InvalidParams("id", "is required")
-	}
-	if err := l.Refresh(); err != nil {
-		return nil, a2aError(err)
 	}
 	now := h.s.cfg.Ledger.Now()
 	var t *a2a.Task
@@ -223,15 +233,9 @@ func (h *a2aHandler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (
 // (cancelClaim). A task that is no promise's or claim's but the origin of
 // expectations gets the outcome cancelled, withdrawing them (cancelOrigin).
 func (h *a2aHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
-	c, l, err := h.call(ctx)
+	c, l, err := h.taskCall(ctx, req.ID)
 	if err != nil {
 		return nil, err
-	}
-	if req.ID == "" {
-		return nil, a2atask.InvalidParams("id", "is required")
-	}
-	if err := l.Refresh(); err != nil {
-		return nil, a2aError(err)
 	}
 	var family a2atask.Family
 	var id, as, resolved string
