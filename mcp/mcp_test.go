@@ -1,0 +1,259 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"tally/ledger"
+	"tally/mcp"
+	"tally/rule"
+	"tally/service"
+	"tally/store"
+)
+
+// t0 is the seed's declaration time: every write happens then.
+var t0 = time.Date(2026, 8, 28, 20, 14, 3, 0, time.UTC)
+
+// dirSessions opens the sessions of one ledger directory, as the CLI does:
+// a session without a log is created only by a write.
+type dirSessions struct {
+	root string
+	cfg  ledger.Config
+	mu   sync.Mutex
+	open map[string]*ledger.Ledger
+}
+
+func (d *dirSessions) Open(_ context.Context, tenant, session string, create bool) (*ledger.Ledger, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	key := tenant + "/" + session
+	if l, ok := d.open[key]; ok {
+		return l, nil
+	}
+	dir, err := store.SessionDir(d.root, tenant, session)
+	if err != nil {
+		return nil, err
+	}
+	if !create && !store.HasLog(dir) {
+		return nil, rule.New("NoSuchSession", "session", "no session "+key)
+	}
+	l, err := ledger.Open(dir, d.cfg)
+	if err != nil {
+		return nil, err
+	}
+	d.open[key] = l
+	return l, nil
+}
+
+func (d *dirSessions) close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, l := range d.open {
+		l.Close()
+	}
+}
+
+// fixture is one ledger directory and its Service, which MCP servers of
+// several identities share.
+type fixture struct {
+	t        *testing.T
+	sessions *dirSessions
+	svc      service.Service
+	changes  func(ctx context.Context, tenant, session string) (<-chan struct{}, error)
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	root := t.TempDir()
+	if err := store.Init(root); err != nil {
+		t.Fatal(err)
+	}
+	cfg := ledger.DefaultConfig()
+	cfg.Now = func() time.Time { return t0 }
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	ds := &dirSessions{root: root, cfg: cfg, open: map[string]*ledger.Ledger{}}
+	t.Cleanup(ds.close)
+	return &fixture{t: t, sessions: ds, svc: service.NewLocal(ds, service.LocalConfig{Now: cfg.Now, Timekeeper: cfg.Timekeeper})}
+}
+
+// server is an MCP server acting as who.
+func (f *fixture) server(who mcp.Who) *mcp.Server {
+	f.t.Helper()
+	cfg := mcp.DefaultConfig()
+	cfg.Service = f.svc
+	cfg.Identify = func(context.Context, *sdk.RequestExtra) (mcp.Who, error) { return who, nil }
+	cfg.Now = func() time.Time { return t0.Add(4 * 24 * time.Hour) }
+	cfg.Changes = f.changes
+	s, err := mcp.New(cfg)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(s.Close)
+	return s
+}
+
+// client connects to a server acting as actor through the in-memory
+// transport.
+func (f *fixture) client(actor string) *sdk.ClientSession {
+	return f.connect(f.server(mcp.Who{Actor: actor}), nil)
+}
+
+func (f *fixture) connect(s *mcp.Server, opts *sdk.ClientOptions) *sdk.ClientSession {
+	f.t.Helper()
+	ct, st := sdk.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := s.MCP().Connect(ctx, st, nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "0"}, opts).Connect(ctx, ct, nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { cs.Close(); ss.Wait() })
+	return cs
+}
+
+// logSize is the default session's log, in bytes: what a refusal must
+// leave as it was.
+func (f *fixture) logSize(tenant, session string) int64 {
+	dir, err := store.SessionDir(f.sessions.root, tenant, session)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	fi, err := os.Stat(store.LogPath(dir))
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// call calls a tool, failing the test on a protocol error.
+func call(t *testing.T, cs *sdk.ClientSession, name string, args any) *sdk.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return res
+}
+
+// ok calls a tool that must succeed and returns its structured content.
+func ok(t *testing.T, cs *sdk.ClientSession, name string, args any) map[string]any {
+	t.Helper()
+	res := call(t, cs, name, args)
+	if res.IsError {
+		t.Fatalf("%s %v: refused: %s", name, args, text(res))
+	}
+	m, isMap := res.StructuredContent.(map[string]any)
+	if !isMap {
+		t.Fatalf("%s: structured content %T", name, res.StructuredContent)
+	}
+	if got := text(res); !jsonEqual(t, got, m) {
+		t.Fatalf("%s: text %s is not the structured content %v", name, got, m)
+	}
+	return m
+}
+
+// refusal calls a tool that must be refused and returns its error document.
+func refusal(t *testing.T, cs *sdk.ClientSession, name string, args any) (msg, code string) {
+	t.Helper()
+	res := call(t, cs, name, args)
+	if !res.IsError {
+		t.Fatalf("%s %v: not refused: %s", name, args, text(res))
+	}
+	if res.StructuredContent != nil {
+		t.Fatalf("%s: a refusal carries structured content %v", name, res.StructuredContent)
+	}
+	var doc struct {
+		SchemaVersion int    `json:"schema_version"`
+		Error         string `json:"error"`
+		Code          string `json:"code"`
+	}
+	if err := json.Unmarshal([]byte(text(res)), &doc); err != nil || doc.SchemaVersion != 1 || doc.Code == "" {
+		t.Fatalf("%s: the tool error is not an error document: %q (%v)", name, text(res), err)
+	}
+	return doc.Error, doc.Code
+}
+
+func text(res *sdk.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func jsonEqual(t *testing.T, s string, v any) bool {
+	t.Helper()
+	var a any
+	if err := json.Unmarshal([]byte(s), &a); err != nil {
+		t.Fatalf("not JSON: %q", s)
+	}
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(v)
+	return string(x) == string(y)
+}
+
+// tools lists the server's tools by name.
+func tools(t *testing.T, cs *sdk.ClientSession) map[string]*sdk.Tool {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*sdk.Tool{}
+	for _, tl := range res.Tools {
+		out[tl.Name] = tl
+	}
+	return out
+}
+
+// conform checks structured content against the tool's output schema, as
+// a client that validates does.
+func conform(t *testing.T, tl *sdk.Tool, content any) {
+	t.Helper()
+	b, _ := json.Marshal(tl.OutputSchema)
+	var s jsonschema.Schema
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.Validate(content); err != nil {
+		t.Fatalf("%s: structured content does not conform to its output schema: %v", tl.Name, err)
+	}
+}
+
+func str(m map[string]any, path ...string) string {
+	var v any = m
+	for _, p := range path {
+		mm, _ := v.(map[string]any)
+		v = mm[p]
+	}
+	switch x := v.(type) {
+	case string:
+		return x
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(v)
+}

@@ -1,0 +1,41 @@
+package mcp
+
+import (
+	"tally/promise"
+	"tally/service"
+)
+
+// promiseRef names one promise: what the REST path /promises/{id} names.
+type promiseRef struct {
+	ID string `json:"id"`
+}
+
+// promiseQuery selects promises: the REST list route's query.
+type promiseQuery struct {
+	State string `json:"state,omitempty" jsonschema:"open (the default), overdue or all"`
+	By    string `json:"by,omitempty" jsonschema:"the debtor"`
+	To    string `json:"to,omitempty" jsonschema:"the creditor"`
+}
+
+func promiseTools() []tool {
+	return []tool{
+		write("tally_promise_declare", "Declare a promise",
+			"Declare a promise you (the caller) owe `to` until a deadline (RFC 3339 or a duration such as 2h). Refused when the id is taken or `on` names no promise.",
+			appends, service.Service.DeclarePromise),
+		write("tally_promise_amend", "Move a promise's deadline",
+			"Move an open promise's deadline. Only the debtor may amend; a resolved promise cannot be.",
+			appends, service.Service.AmendPromise).needs("id", "until"),
+		write("tally_promise_resolve", "Resolve a promise",
+			"End a promise for good: as satisfied (with evidence) or cancelled (with a reason) by the debtor, or released by the creditor. Refused for anyone else, or once resolved.",
+			destructive, service.Service.ResolvePromise).needs("id", "as"),
+		write("tally_promise_assess", "Assess a promise",
+			"Record your judgment of a promise (violated by default) beside it; it never changes the promise's state. Refused when the id names no promise.",
+			appends, service.Service.AssessPromise).needs("id"),
+		read("tally_promise_show", "Show a promise",
+			"One promise with its state, deadlines (horizons) and assessments. Refused (not_found) when the id names no promise.",
+			func(d *promiseRef) string { return d.ID }, service.Service.Promise),
+		read("tally_promise_list", "List promises",
+			"Promises by state (open, overdue, all), debtor and creditor, in declaration order.",
+			func(d *promiseQuery) promise.Filter { return promise.Filter{State: d.State, By: d.By, To: d.To} }, service.Service.ListPromises),
+	}
+}

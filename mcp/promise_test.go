@@ -1,0 +1,211 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// declareShip is the seed's declaration, as the reviewer's tool call.
+var declareShip = map[string]any{
+	"id": "desk/ship-91", "promise": "hand back a reviewed schema", "to": "author",
+	"until": "2026-09-01T17:00:00Z", "meta": map[string]any{"rung": 0},
+}
+
+// Every tool is listed with its schemas and the annotations its effect
+// calls for; the input schema is the api document plus the call's context.
+func TestToolsListed(t *testing.T) {
+	f := newFixture(t)
+	ts := tools(t, f.client("reviewer"))
+	for name, want := range map[string]struct {
+		readOnly, destructive bool
+		required              []string
+		members               []string
+	}{
+		"tally_promise_declare": {false, false, []string{"promise", "to", "until"}, []string{"id", "by", "on", "task", "meta", "session", "request_id"}},
+		"tally_promise_amend":   {false, false, []string{"id", "until"}, []string{"reason", "meta", "session", "request_id"}},
+		"tally_promise_resolve": {false, true, []string{"id", "as"}, []string{"evidence", "reason", "meta", "session", "request_id"}},
+		"tally_promise_assess":  {false, false, []string{"id"}, []string{"state", "observer", "note", "meta", "session", "request_id"}},
+		"tally_promise_show":    {true, false, []string{"id"}, []string{"session", "now"}},
+		"tally_promise_list":    {true, false, nil, []string{"state", "by", "to", "session", "now"}},
+	} {
+		tl, found := ts[name]
+		if !found {
+			t.Errorf("%s: not listed", name)
+			continue
+		}
+		if tl.Description == "" || tl.OutputSchema == nil {
+			t.Errorf("%s: no description or no output schema", name)
+		}
+		a := tl.Annotations
+		if a == nil || a.ReadOnlyHint != want.readOnly || !want.readOnly && (a.DestructiveHint == nil || *a.DestructiveHint != want.destructive) {
+			t.Errorf("%s: annotations %+v", name, a)
+		}
+		in, _ := json.Marshal(tl.InputSchema)
+		var s struct {
+			Type                 string                     `json:"type"`
+			Required             []string                   `json:"required"`
+			Properties           map[string]json.RawMessage `json:"properties"`
+			AdditionalProperties json.RawMessage            `json:"additionalProperties"`
+		}
+		if err := json.Unmarshal(in, &s); err != nil || s.Type != "object" || string(s.AdditionalProperties) != "false" {
+			t.Errorf("%s: input schema %s", name, in)
+		}
+		if strings.Join(s.Required, ",") != strings.Join(want.required, ",") {
+			t.Errorf("%s: required %v, want %v", name, s.Required, want.required)
+		}
+		for _, m := range append(want.required, want.members...) {
+			if _, ok := s.Properties[m]; !ok {
+				t.Errorf("%s: no member %q in %s", name, m, in)
+			}
+		}
+		if len(s.Properties) != len(want.required)+len(want.members) {
+			t.Errorf("%s: members %s", name, in)
+		}
+	}
+	if len(ts) < 6 {
+		t.Errorf("%d tools", len(ts))
+	}
+}
+
+// The seed's promise lifecycle through tool calls: declared by the
+// reviewer, amended, assessed violated by the author, satisfied with
+// evidence; each answer is its document, conforming to its output schema.
+func TestPromiseLifecycle(t *testing.T) {
+	f := newFixture(t)
+	reviewer, author := f.client("reviewer"), f.client("author")
+	ts := tools(t, reviewer)
+
+	d := ok(t, reviewer, "tally_promise_declare", declareShip)
+	conform(t, ts["tally_promise_declare"], d)
+	if str(d, "promise", "id") != "desk/ship-91" || str(d, "promise", "by") != "reviewer" || str(d, "promise", "state") != "owed" || str(d, "seq") != "1" {
+		t.Fatalf("declared: %v", d)
+	}
+	a := ok(t, reviewer, "tally_promise_amend", map[string]any{"id": "desk/ship-91", "until": "2026-09-01T18:00:00Z", "reason": "nudge 1", "meta": map[string]any{"rung": 1}})
+	conform(t, ts["tally_promise_amend"], a)
+	if str(a, "promise", "until") != "2026-09-01T18:00:00Z" {
+		t.Fatalf("amended: %v", a)
+	}
+	as := ok(t, author, "tally_promise_assess", map[string]any{"id": "desk/ship-91", "note": "deadline passed, nothing delivered"})
+	conform(t, ts["tally_promise_assess"], as)
+	if !strings.Contains(text2(as), `"observer":"author","state":"violated"`) {
+		t.Fatalf("assessed: %v", as)
+	}
+	list := ok(t, author, "tally_promise_list", map[string]any{"state": "overdue", "to": "author", "now": "2026-09-01T18:40:00Z"})
+	conform(t, ts["tally_promise_list"], list)
+	if ps, _ := list["promises"].([]any); len(ps) != 1 {
+		t.Fatalf("overdue to author: %v", list)
+	}
+	r := ok(t, reviewer, "tally_promise_resolve", map[string]any{"id": "desk/ship-91", "as": "satisfied", "evidence": []string{"https://example.org/reviews/91"}, "request_id": "resolve-91"})
+	conform(t, ts["tally_promise_resolve"], r)
+	if str(r, "promise", "state") != "satisfied" {
+		t.Fatalf("resolved: %v", r)
+	}
+	size := f.logSize("default", "default")
+	// A retry with the same request id is the recorded answer, appending nothing.
+	again := call(t, reviewer, "tally_promise_resolve", map[string]any{"id": "desk/ship-91", "as": "satisfied", "evidence": []string{"https://example.org/reviews/91"}, "request_id": "resolve-91"})
+	if again.IsError || !jsonEqual(t, text(again), r) || again.Meta["tally/replayed"] != true || f.logSize("default", "default") != size {
+		t.Fatalf("replay: %s %v", text(again), again.Meta)
+	}
+	show := ok(t, author, "tally_promise_show", map[string]any{"id": "desk/ship-91", "now": "2026-09-02T10:00:00Z"})
+	conform(t, ts["tally_promise_show"], show)
+	if str(show, "now") != "2026-09-02T10:00:00Z" || str(show, "promise", "state") != "satisfied" || str(show, "promise", "resolved_by") != "reviewer" {
+		t.Fatalf("shown: %v", show)
+	}
+}
+
+func text2(m map[string]any) string {
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// Each refusal of the promise family is a tool error carrying the error
+// document (the rule's field and words, its code), and appends nothing.
+func TestPromiseRefusals(t *testing.T) {
+	f := newFixture(t)
+	reviewer, author, stranger := f.client("reviewer"), f.client("author"), f.client("stranger")
+	ok(t, reviewer, "tally_promise_declare", declareShip)
+	ok(t, reviewer, "tally_promise_declare", map[string]any{"id": "r2", "promise": "x", "to": "author", "until": "2h", "request_id": "k1"})
+	size := f.logSize("default", "default")
+	for _, c := range []struct {
+		who  *sdk.ClientSession
+		tool string
+		args map[string]any
+		code string
+		says string
+	}{
+		{stranger, "tally_promise_amend", map[string]any{"id": "desk/ship-91", "until": "3h"}, "forbidden", "debtor"},
+		{author, "tally_promise_resolve", map[string]any{"id": "desk/ship-91", "as": "satisfied", "evidence": []string{"x"}}, "forbidden", ""},
+		{stranger, "tally_promise_resolve", map[string]any{"id": "desk/ship-91", "as": "released"}, "forbidden", "creditor"},
+		{reviewer, "tally_promise_resolve", map[string]any{"id": "desk/ship-91", "as": "satisfied"}, "invalid", "evidence"},
+		{reviewer, "tally_promise_resolve", map[string]any{"id": "desk/ship-91", "as": "cancelled"}, "invalid", "reason"},
+		{reviewer, "tally_promise_resolve", map[string]any{"id": "desk/ship-91", "as": "done"}, "invalid", "as"},
+		{reviewer, "tally_promise_declare", declareShip, "conflict", "id"},
+		{reviewer, "tally_promise_declare", map[string]any{"promise": "x", "to": "author", "until": "yesterday"}, "invalid", "until"},
+		{reviewer, "tally_promise_declare", map[string]any{"promise": "x", "by": "author", "to": "reviewer", "until": "2h"}, "forbidden", "by"},
+		{reviewer, "tally_promise_amend", map[string]any{"id": "nope", "until": "2h"}, "not_found", "nope"},
+		{reviewer, "tally_promise_assess", map[string]any{"id": "nope"}, "not_found", ""},
+		{author, "tally_promise_show", map[string]any{"id": "nope"}, "not_found", ""},
+		{reviewer, "tally_promise_declare", map[string]any{"id": "r3", "promise": "y", "to": "author", "until": "2h", "request_id": "k1"}, "IdempotencyConflict", "request id"},
+		{reviewer, "tally_promise_list", map[string]any{"session": "no-such"}, "NoSuchSession", "session"},
+	} {
+		msg, code := refusal(t, c.who, c.tool, c.args)
+		// A rule's refusal says "FIELD: RULE"; an idempotency refusal is the ledger's.
+		if code != c.code || !strings.Contains(msg, c.says) || code != "IdempotencyConflict" && !strings.Contains(msg, ": ") {
+			t.Errorf("%s %v: %q (%s), want code %s naming %q", c.tool, c.args, msg, code, c.code, c.says)
+		}
+		if got := f.logSize("default", "default"); got != size {
+			t.Fatalf("%s %v: the log grew from %d to %d bytes", c.tool, c.args, size, got)
+		}
+	}
+}
+
+// The resources read a seat's open promises and a session's, and the
+// prompt lists what the seat owes, overdue first, with the ids to act.
+func TestResourcesAndPrompt(t *testing.T) {
+	f := newFixture(t)
+	reviewer := f.client("reviewer")
+	ok(t, reviewer, "tally_promise_declare", declareShip)
+	ok(t, reviewer, "tally_promise_declare", map[string]any{"id": "later", "promise": "write the notes", "to": "author", "until": "2026-12-01T00:00:00Z"})
+	ok(t, f.client("author"), "tally_promise_declare", map[string]any{"id": "a1", "promise": "send the draft", "to": "reviewer", "until": "2026-08-30T00:00:00Z"})
+	ctx := context.Background()
+	for uri, want := range map[string][]string{
+		"tally://owed/reviewer":                   {"desk/ship-91", "later"},
+		"tally://sessions/default/owed/author":    {"a1"},
+		"tally://sessions/default/open":           {"desk/ship-91", "later", "a1"},
+		"tally://sessions/default%2Fdefault/open": {"desk/ship-91", "later", "a1"},
+	} {
+		res, err := reviewer.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
+		if err != nil {
+			t.Fatalf("%s: %v", uri, err)
+		}
+		var doc struct {
+			Promises []struct{ ID string } `json:"promises"`
+		}
+		if err := json.Unmarshal([]byte(res.Contents[0].Text), &doc); err != nil {
+			t.Fatalf("%s: %v", uri, err)
+		}
+		var ids []string
+		for _, p := range doc.Promises {
+			ids = append(ids, p.ID)
+		}
+		if strings.Join(ids, " ") != strings.Join(want, " ") {
+			t.Errorf("%s: %v, want %v", uri, ids, want)
+		}
+	}
+	if _, err := reviewer.ReadResource(ctx, &sdk.ReadResourceParams{URI: "tally://nothing/here"}); err == nil {
+		t.Error("an unknown resource was read")
+	}
+	p, err := reviewer.GetPrompt(ctx, &sdk.GetPromptParams{Name: "resume_seat"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := p.Messages[0].Content.(*sdk.TextContent).Text
+	ship, later, late := strings.Index(body, "id desk/ship-91"), strings.Index(body, "id later"), strings.Index(body, "id a1, by author, overdue")
+	if ship < 0 || later < ship || late < later || !strings.Contains(body, "OVERDUE since 2026-09-01T17:00:00Z") || !strings.Contains(body, "tally_promise_resolve") {
+		t.Fatalf("prompt:\n%s", body)
+	}
+}

@@ -1,0 +1,119 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"tally/instant"
+	"tally/promise"
+	"tally/service"
+)
+
+// promptResume is the prompt a host offers when a session of a seat
+// starts: what the seat owes, overdue first, and what is owed to it late,
+// each with the id and the tool to act.
+const promptResume = "resume_seat"
+
+// promptItemsMax bounds the promises the prompt lists in each part; the
+// rest are counted, with the tool that lists them.
+const promptItemsMax = 50
+
+func (s *Server) addPrompts() {
+	s.mcp.AddPrompt(&sdk.Prompt{Name: promptResume, Title: "Resume this seat",
+		Description: "What the seat owes (overdue first) and what is owed to it late, with the ids and the tools to act.",
+		Arguments: []*sdk.PromptArgument{
+			{Name: "seat", Description: "the seat (default: the identity this server acts as)"},
+			{Name: argSession, Description: "TENANT/SESSION, or SESSION in the caller's tenant (default: the server's)"},
+		}}, s.resume)
+}
+
+func (s *Server) resume(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+	who, err := s.cfg.Identify(ctx, req.Extra)
+	if err != nil {
+		return nil, err
+	}
+	seat := req.Params.Arguments["seat"]
+	if seat == "" {
+		seat = who.Actor
+	}
+	if seat == "" {
+		return nil, fmt.Errorf("seat: required: this server acts as no identity")
+	}
+	tenant, session, err := s.where(who, req.Params.Arguments[argSession])
+	if err != nil {
+		return nil, err
+	}
+	if s.cfg.Hold != nil {
+		var release func()
+		ctx, release = s.cfg.Hold(ctx)
+		defer release()
+	}
+	now := s.cfg.Now().UTC()
+	c := service.Call{Tenant: tenant, Session: session, Actor: who.Actor, Person: who.Person, Now: now}
+	owes, err := s.cfg.Service.ListPromises(ctx, c, promise.Filter{State: "open", By: seat})
+	if err != nil && !noSession(err) {
+		return nil, fmt.Errorf("%s", strings.TrimSpace(string(errorDocument(err))))
+	}
+	late, err := s.cfg.Service.ListPromises(ctx, c, promise.Filter{State: "overdue", To: seat})
+	if err != nil && !noSession(err) {
+		return nil, fmt.Errorf("%s", strings.TrimSpace(string(errorDocument(err))))
+	}
+	text := resumeText(seat, tenant+"/"+session, now, owes.Promises, late.Promises)
+	return &sdk.GetPromptResult{Description: "Resume " + seat,
+		Messages: []*sdk.PromptMessage{{Role: "user", Content: &sdk.TextContent{Text: text}}}}, nil
+}
+
+// resumeText lists what seat owes, overdue first (most overdue first), then
+// by deadline, then what is owed to it late, oldest first.
+func resumeText(seat, where string, now time.Time, owes, late []promise.View) string {
+	sort.SliceStable(owes, func(i, j int) bool {
+		if owes[i].Overdue != owes[j].Overdue {
+			return owes[i].Overdue
+		}
+		return owes[i].Until.Before(owes[j].Until)
+	})
+	sort.SliceStable(late, func(i, j int) bool { return late[i].Until.Before(late[j].Until) })
+	var b strings.Builder
+	fmt.Fprintf(&b, "You are resuming the seat %s in session %s, as of %s. The ledger holds what it agreed to; act on it with the tally tools.\n", seat, where, instant.Format(now))
+	overdue := 0
+	for _, v := range owes {
+		if v.Overdue {
+			overdue++
+		}
+	}
+	fmt.Fprintf(&b, "\n## What %s owes: %d open, %d overdue\n", seat, len(owes), overdue)
+	for i, v := range owes {
+		if i == promptItemsMax {
+			fmt.Fprintf(&b, "… and %d more: tally_promise_list {\"by\":%q}\n", len(owes)-i, seat)
+			break
+		}
+		when := "due " + instant.Format(v.Until)
+		switch {
+		case v.State == promise.Conditional:
+			when = "conditional on " + v.On
+		case v.Overdue:
+			when = "OVERDUE since " + instant.Format(v.Until)
+		}
+		fmt.Fprintf(&b, "- id %s, to %s, %s: %s\n", v.ID, v.To, when, v.Promise)
+	}
+	if len(owes) > 0 {
+		b.WriteString("Act: tally_promise_resolve {\"id\":ID,\"as\":\"satisfied\",\"evidence\":[REF]} when done, {\"id\":ID,\"as\":\"cancelled\",\"reason\":TEXT} when it will not be; tally_promise_amend {\"id\":ID,\"until\":WHEN} to move a deadline.\n")
+	}
+	fmt.Fprintf(&b, "\n## Owed to %s, late: %d\n", seat, len(late))
+	for i, v := range late {
+		if i == promptItemsMax {
+			fmt.Fprintf(&b, "… and %d more: tally_promise_list {\"state\":\"overdue\",\"to\":%q}\n", len(late)-i, seat)
+			break
+		}
+		fmt.Fprintf(&b, "- id %s, by %s, overdue since %s: %s\n", v.ID, v.By, instant.Format(v.Until), v.Promise)
+	}
+	if len(late) > 0 {
+		b.WriteString("Act: tally_promise_resolve {\"id\":ID,\"as\":\"released\"} to let one go; tally_promise_assess {\"id\":ID,\"note\":TEXT} to record it as violated.\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,216 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"tally/promise"
+	"tally/rule"
+	"tally/service"
+)
+
+// The resources: a seat's open obligations and a session's, read as the
+// caller, in the caller's tenant. A subscribed one sends
+// notifications/resources/updated when a commit changes what it reads
+// (where the binding gives Changes: `tally serve`).
+const (
+	owedTemplate        = "tally://owed/{seat}"
+	sessionOwedTemplate = "tally://sessions/{session}/owed/{seat}"
+	sessionOpenTemplate = "tally://sessions/{session}/open"
+)
+
+// resource is what a resource URI names.
+type resource struct {
+	session string // "" is the default session
+	seat    string // "" is every open obligation of the session
+}
+
+// parseResource reads a tally:// URI.
+func parseResource(uri string) (resource, error) {
+	rest, ok := strings.CutPrefix(uri, "tally://")
+	if !ok {
+		return resource{}, sdk.ResourceNotFoundError(uri)
+	}
+	parts := strings.Split(rest, "/")
+	for i, p := range parts {
+		u, err := url.PathUnescape(p)
+		if err != nil || u == "" {
+			return resource{}, sdk.ResourceNotFoundError(uri)
+		}
+		parts[i] = u
+	}
+	switch {
+	case len(parts) == 2 && parts[0] == "owed":
+		return resource{seat: parts[1]}, nil
+	case len(parts) == 4 && parts[0] == "sessions" && parts[2] == "owed":
+		return resource{session: parts[1], seat: parts[3]}, nil
+	case len(parts) == 3 && parts[0] == "sessions" && parts[2] == "open":
+		return resource{session: parts[1]}, nil
+	}
+	return resource{}, sdk.ResourceNotFoundError(uri)
+}
+
+func (s *Server) addResources() {
+	s.mcp.AddResourceTemplate(&sdk.ResourceTemplate{Name: "owed", Title: "What a seat owes", URITemplate: owedTemplate, MIMEType: "application/json",
+		Description: "The open promises the seat owes in the default session, as tally_promise_list answers them."}, s.readResource)
+	s.mcp.AddResourceTemplate(&sdk.ResourceTemplate{Name: "session_owed", Title: "What a seat owes in a session", URITemplate: sessionOwedTemplate, MIMEType: "application/json",
+		Description: "The open promises the seat owes in the session (of the caller's tenant)."}, s.readResource)
+	s.mcp.AddResourceTemplate(&sdk.ResourceTemplate{Name: "session_open", Title: "A session's open obligations", URITemplate: sessionOpenTemplate, MIMEType: "application/json",
+		Description: "Every open promise of the session (of the caller's tenant)."}, s.readResource)
+}
+
+func (s *Server) readResource(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	uri := req.Params.URI
+	r, err := parseResource(uri)
+	if err != nil {
+		return nil, err
+	}
+	who, err := s.cfg.Identify(ctx, req.Extra)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := s.render(ctx, who, r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s", uri, strings.TrimSpace(string(errorDocument(err))))
+	}
+	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(doc)}}}, nil
+}
+
+// render is the document a resource reads, at the server's clock.
+func (s *Server) render(ctx context.Context, who Who, r resource) ([]byte, error) {
+	tenant, session, err := s.where(who, r.session)
+	if err != nil {
+		return nil, err
+	}
+	if s.cfg.Hold != nil {
+		var release func()
+		ctx, release = s.cfg.Hold(ctx)
+		defer release()
+	}
+	c := service.Call{Tenant: tenant, Session: session, Actor: who.Actor, Person: who.Person, Now: s.cfg.Now().UTC()}
+	l, err := s.cfg.Service.ListPromises(ctx, c, promise.Filter{State: "open", By: r.seat})
+	if err != nil {
+		return nil, err
+	}
+	return l.JSON, nil
+}
+
+// subscriptions are the resources subscribed to on this server, each
+// watched through Config.Changes while any MCP session holds it.
+type subscriptions struct {
+	s      *Server
+	mu     sync.Mutex
+	byURI  map[string]*watch // guarded by mu
+	closed bool              // guarded by mu
+}
+
+// watch is one subscribed resource: how many sessions hold it, and the
+// document it read last, so an update is sent only when that changes.
+type watch struct {
+	holders int
+	stop    context.CancelFunc
+}
+
+func newSubscriptions(s *Server) *subscriptions {
+	return &subscriptions{s: s, byURI: map[string]*watch{}}
+}
+
+func (ss *subscriptions) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
+	uri := req.Params.URI
+	r, err := parseResource(uri)
+	if err != nil {
+		return err
+	}
+	who, err := ss.s.cfg.Identify(ctx, req.Extra)
+	if err != nil {
+		return err
+	}
+	tenant, session, err := ss.s.where(who, r.session)
+	if err != nil {
+		return fmt.Errorf("%s: %w", uri, err)
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.closed {
+		return fmt.Errorf("%s: the server is closing", uri)
+	}
+	if w, ok := ss.byURI[uri]; ok {
+		w.holders++
+		return nil
+	}
+	if len(ss.byURI) >= ss.s.cfg.SubscriptionsMax {
+		return rule.Invalidf("uri", fmt.Sprintf("at most %d resources are subscribed to at once", ss.s.cfg.SubscriptionsMax))
+	}
+	w := &watch{holders: 1}
+	ss.byURI[uri] = w
+	if ss.s.cfg.Changes == nil {
+		return nil // read on demand; nothing here announces a change
+	}
+	wctx, stop := context.WithCancel(context.Background())
+	w.stop = stop
+	changes, err := ss.s.cfg.Changes(wctx, tenant, session)
+	if err != nil {
+		stop()
+		delete(ss.byURI, uri)
+		return fmt.Errorf("%s: %w", uri, err)
+	}
+	last, _ := ss.s.render(wctx, who, r)
+	go ss.follow(wctx, uri, who, r, changes, last)
+	return nil
+}
+
+// follow sends an update for uri each time a change makes it read
+// otherwise, until its watch stops.
+func (ss *subscriptions) follow(ctx context.Context, uri string, who Who, r resource, changes <-chan struct{}, last []byte) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-changes:
+			if !ok {
+				return
+			}
+		}
+		doc, err := ss.s.render(ctx, who, r)
+		if err != nil || string(doc) == string(last) {
+			continue
+		}
+		last = doc
+		if err := ss.s.mcp.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
+			ss.s.cfg.Logger.Warn("resource update not sent", "uri", uri, "err", err)
+		}
+	}
+}
+
+func (ss *subscriptions) unsubscribe(_ context.Context, req *sdk.UnsubscribeRequest) error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	w, ok := ss.byURI[req.Params.URI]
+	if !ok {
+		return nil
+	}
+	if w.holders--; w.holders == 0 {
+		if w.stop != nil {
+			w.stop()
+		}
+		delete(ss.byURI, req.Params.URI)
+	}
+	return nil
+}
+
+func (ss *subscriptions) close() {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.closed = true
+	for uri, w := range ss.byURI {
+		if w.stop != nil {
+			w.stop()
+		}
+		delete(ss.byURI, uri)
+	}
+}
