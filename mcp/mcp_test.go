@@ -67,13 +67,13 @@ func (d *dirSessions) close() {
 // fixture is one ledger directory and its Service, which MCP servers of
 // several identities share.
 type fixture struct {
-	t        *testing.T
+	t        testing.TB
 	sessions *dirSessions
 	svc      service.Service
 	changes  func(ctx context.Context, tenant, session string) (<-chan struct{}, error)
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	root := t.TempDir()
 	if err := store.Init(root); err != nil {

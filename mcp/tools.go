@@ -54,7 +54,7 @@ const (
 )
 
 // requestIDMax bounds a request id, as REST bounds Idempotency-Key.
-const requestIDMax = 256
+const requestIDMax = service.RequestIDMax
 
 // write is a write method whose document is D.
 func write[D, R any](name, title, description string, e effect, m func(service.Service, context.Context, service.Call, D) (R, error)) tool {

@@ -1,0 +1,121 @@
+package cli
+
+// tally mcp: the ledger's verbs as MCP tools over stdio, for an agent host
+// that launches it. Locally it acts as TALLY_ACTOR (or --as) on the ledger
+// directory; with TALLY_URL it acts as the token's identity through the
+// server, the same Service every verb uses.
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"tally/auth"
+	"tally/ledger"
+	"tally/mcp"
+	"tally/service"
+)
+
+func addMCPCommands(root *cobra.Command, g *global) { root.AddCommand(newMCP(g)) }
+
+func newMCP(g *global) *cobra.Command {
+	return &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the ledger's verbs as MCP tools over stdio, for an agent host to launch",
+		Long: `tally mcp speaks the Model Context Protocol on stdin and stdout: each verb is a tool
+(tally_promise_declare, tally_promise_amend, …) whose arguments are the verb's document plus
+"session" and "request_id"; what a seat owes is the resource tally://owed/{seat}; the prompt
+resume_seat lists what the seat owes, overdue first. A refused call is a tool error whose text
+is the error document --json prints; nothing is recorded for it.
+
+Locally the tools act as $TALLY_ACTOR (or --as) on the ledger directory (--dir, $TALLY_DIR,
+or the nearest .tally/); with TALLY_URL and TALLY_TOKEN they act as the token's identity
+through that server. --session sets the session a call that names none acts in.
+Logs go to stderr. It stops when stdin closes. See docs/AGENTS.md for a host's configuration.`,
+		Example: `  TALLY_ACTOR=reviewer tally mcp
+  TALLY_URL=http://127.0.0.1:7420 TALLY_TOKEN=… tally mcp`,
+		Args: cobra.NoArgs,
+		// It runs with TALLY_URL too (through the client), which the root's
+		// guard refuses for a verb it does not know to be remote.
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			if g.remoteURL() != "" && g.dir != "" {
+				return usagef("dir: --dir names a local ledger but TALLY_URL is set; give one of them")
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, _ []string) error { return g.runMCP(c.Context()) },
+	}
+}
+
+func (g *global) runMCP(ctx context.Context) error {
+	svc, err := g.service()
+	if err != nil {
+		return err
+	}
+	tenant, session, err := g.target()
+	if err != nil {
+		return err
+	}
+	who := mcp.Who{Actor: g.actor()}
+	if g.remoteURL() != "" {
+		id, err := g.identity(ctx)
+		if err != nil {
+			return err
+		}
+		who = mcp.Who{Tenant: id.Tenant, Actor: id.Actor, Person: id.Role == auth.RolePerson}
+	} else {
+		if who.Actor == "" {
+			return usagef("actor: required: set TALLY_ACTOR (or pass --as) to the identity the tools act as")
+		}
+		if _, err := g.ledgerRoot(); err != nil {
+			return err
+		}
+		// Tool calls run concurrently (so their appends share fsyncs), and
+		// the CLI's sessions are made for one verb at a time: the same
+		// Local, over them opened one at a time.
+		cfg := service.LocalConfig{Now: g.io.Now, Timekeeper: ledger.DefaultConfig().Timekeeper}
+		if lc, err := g.ledgerConfig(); err == nil {
+			cfg.Timekeeper = lc.Timekeeper
+		}
+		svc = service.NewLocal(&lockedSessions{inner: g.sessions}, cfg)
+	}
+	cfg := mcp.DefaultConfig()
+	cfg.Service = svc
+	cfg.Identify = func(context.Context, *sdk.RequestExtra) (mcp.Who, error) { return who, nil }
+	cfg.Tenant, cfg.Session = tenant, session
+	cfg.Now = g.io.Now
+	cfg.Version = Version
+	cfg.Logger = slog.New(slog.NewTextHandler(g.io.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, err := mcp.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	err = srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(g.io.In), Writer: nopWriteCloser{g.io.Out}})
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, context.Canceled) {
+		return nil // the host closed stdin: the session is over
+	}
+	return err
+}
+
+// lockedSessions opens one session at a time.
+type lockedSessions struct {
+	mu    sync.Mutex
+	inner service.Sessions
+}
+
+func (s *lockedSessions) Open(ctx context.Context, tenant, session string, create bool) (*ledger.Ledger, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inner.Open(ctx, tenant, session, create)
+}
+
+// nopWriteCloser leaves stdout open when the session ends.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

@@ -1,0 +1,217 @@
+package mcp_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The TypeScript SDK the interop test drives tally with, pinned.
+const mcpTSPackage = "@modelcontextprotocol/sdk@1.32.2"
+
+// The tools the interop test expects, with their schemas.
+var interopTools = []string{
+	"tally_promise_declare", "tally_promise_amend", "tally_promise_resolve", "tally_promise_assess",
+	"tally_promise_show", "tally_promise_list",
+}
+
+// mcpTS finds node and the TypeScript SDK: taken from TALLY_MCP_TS_DIR (a
+// directory whose node_modules holds it, as .ci/run installs it) or
+// installed with npm into a temporary directory. Without node, npm or the
+// network it skips with the reason, except under CI, where it fails.
+func mcpTS(t *testing.T) (node, dir string) {
+	t.Helper()
+	skip := func(format string, args ...any) {
+		t.Helper()
+		if os.Getenv("CI") != "" && !testing.Short() {
+			t.Fatalf(format+" (CI must run this test, not skip it)", args...)
+		}
+		t.Skipf(format, args...)
+	}
+	if testing.Short() {
+		t.Skip("interop with " + mcpTSPackage + ": skipped in -short mode")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		skip("interop with %s: node is not installed", mcpTSPackage)
+	}
+	dir = os.Getenv("TALLY_MCP_TS_DIR")
+	if dir == "" {
+		npm, err := exec.LookPath("npm")
+		if err != nil {
+			skip("interop with %s: npm is not installed", mcpTSPackage)
+		}
+		dir = t.TempDir()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		if out, err := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--no-save", "--prefix", dir, mcpTSPackage).CombinedOutput(); err != nil {
+			skip("interop with %s: npm install failed (no network?): %v\n%s", mcpTSPackage, err, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		skip("interop with %s: not installed in %s", mcpTSPackage, dir)
+	}
+	return node, dir
+}
+
+// tallyBinary builds the tally binary into a temporary directory.
+func tallyBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "tally")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "tally/cmd/tally").CombinedOutput(); err != nil {
+		t.Fatalf("build tally: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// tally runs the binary and returns its stdout.
+func tally(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = cleanEnv()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tally %v: %v", args, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// cleanEnv is the environment without the variables that choose a ledger
+// or a server, so the test's own are the only ones.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TALLY_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// runTS runs testdata/mcp-ts/<script> under node beside the SDK's
+// node_modules, with env added; it fails the test when the script does.
+func runTS(t *testing.T, node, dir, script string, env ...string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "mcp-ts", script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "tally-"+script)
+	if err := os.WriteFile(run, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(run) })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, run)
+	cmd.Env = append(cleanEnv(), env...)
+	out, err := cmd.CombinedOutput()
+	t.Logf("node %s:\n%s", script, out)
+	if err != nil {
+		t.Fatalf("%s: %v", script, err)
+	}
+}
+
+// TestInteropTypeScript drives tally with the official TypeScript SDK:
+// over stdio it launches `tally mcp` as each seat; over streamable HTTP
+// it talks to `tally serve` with tokens, one of another tenant.
+func TestInteropTypeScript(t *testing.T) {
+	node, dir := mcpTS(t)
+	bin := tallyBinary(t)
+	expect := "EXPECT_TOOLS=" + strings.Join(interopTools, ",")
+
+	t.Run("stdio", func(t *testing.T) {
+		ledgerDir := filepath.Join(t.TempDir(), "ledger")
+		tally(t, bin, "init", "--dir", ledgerDir)
+		logPath := filepath.Join(ledgerDir, "sessions", "default", "default", "log.jsonl")
+		runTS(t, node, dir, "interop.mjs", "MODE=stdio", "TALLY_BIN="+bin, "TALLY_DIR="+ledgerDir, "LOG_PATH="+logPath, expect)
+		checkLog(t, logPath, "desk/ship-91-stdio")
+	})
+
+	// Over streamable HTTP at /mcp, and as `tally mcp` with TALLY_URL (the
+	// client): both act as the token's identity in its tenant.
+	for _, mode := range []string{"http", "client"} {
+		t.Run(mode, func(t *testing.T) {
+			ledgerDir := filepath.Join(t.TempDir(), "ledger")
+			tally(t, bin, "init", "--dir", ledgerDir)
+			logPath := filepath.Join(ledgerDir, "sessions", "default", "default", "log.jsonl")
+			env := []string{"MODE=" + mode, "TALLY_BIN=" + bin, "LOG_PATH=" + logPath, expect}
+			for _, tok := range []struct{ tenant, who string }{{"default", "reviewer"}, {"default", "author"}, {"default", "stranger"}, {"globex", "foreign"}} {
+				secret := tally(t, bin, "token", "create", "--dir", ledgerDir, "--tenant", tok.tenant, "--participant", tok.who)
+				env = append(env, "TOKEN_"+strings.ToUpper(tok.who)+"="+secret)
+			}
+			url := serve(t, bin, ledgerDir)
+			runTS(t, node, dir, "interop.mjs", append(env, "MCP_URL="+url+"/mcp", "TALLY_URL="+url)...)
+			checkLog(t, logPath, "desk/ship-91-"+mode)
+			if _, err := os.Stat(filepath.Join(ledgerDir, "sessions", "globex", "default", "log.jsonl")); err == nil {
+				t.Error("the foreign tenant's calls created a log")
+			}
+		})
+	}
+}
+
+// checkLog checks the promise's lifecycle is in the log once, and verified.
+func checkLog(t *testing.T, path, id string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := string(b)
+	for _, typ := range []string{"promise", "amend", "assess", "resolve"} {
+		field := "promise"
+		if typ == "promise" {
+			field = "id"
+		}
+		if n := strings.Count(log, `"type":"`+typ+`","`+field+`":"`+id+`"`); n != 1 {
+			t.Errorf("%s %s recorded %d times:\n%s", typ, id, n, log)
+		}
+	}
+}
+
+// serve runs `tally serve` on a free loopback port until the test ends and
+// returns its URL.
+func serve(t *testing.T, bin, dir string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "serve", "--dir", dir, "--addr", "127.0.0.1:0")
+	cmd.Env = cleanEnv()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		cmd.Wait()
+	})
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if m := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+)`).FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+		io.Copy(io.Discard, out)
+	}()
+	select {
+	case u := <-addr:
+		return u
+	case <-time.After(15 * time.Second):
+		t.Fatal("tally serve did not say where it listens within 15s")
+	}
+	return ""
+}
