@@ -273,6 +273,7 @@ func newRoot(g *global) *cobra.Command {
 	addExpectCommands(root, g)
 	addA2ACommands(root, g)
 	addPrimeCommands(root, g)
+	addMCPCommands(root, g)
 	root.InitDefaultCompletionCmd() // cobra adds it at Execute, after the guard otherwise
 	guardGroups(root)
 	return root

@@ -62,6 +62,7 @@ func (s *Server) routeTable() []route {
 	}
 	routes = append(routes, s.claimRoutes()...)
 	routes = append(routes, s.consoleRoutes()...)
+	routes = append(routes, s.mcpRoutes()...)
 	return append(append(routes, s.expectRoutes()...), s.adminRoutes()...)
 }
 
