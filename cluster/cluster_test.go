@@ -13,60 +13,11 @@ import (
 	"time"
 
 	"tally/api"
-	"tally/jsondoc"
 	"tally/ledger"
 	"tally/promise"
 	"tally/service"
 	"tally/store"
 )
-
-// testLocal stands in for service.Local in the engine's tests.
-type testLocal struct {
-	sessions service.Sessions
-	now      func() time.Time
-}
-
-func (t testLocal) DeclarePromise(ctx context.Context, c service.Call, d api.PromiseDeclare) (service.PromiseWritten, error) {
-	cmd, err := d.Command(t.now())
-	if err != nil {
-		return service.PromiseWritten{}, err
-	}
-	l, err := t.sessions.Open(ctx, c.Tenant, c.Session, true)
-	if err != nil {
-		return service.PromiseWritten{}, err
-	}
-	res, err := l.Submit(ctx, cmd, ledger.WriteOptions{Actor: c.Actor, RequestID: c.RequestID})
-	if err != nil {
-		return service.PromiseWritten{}, err
-	}
-	return service.PromiseWritten{Seq: res.Seq, Doc: service.Doc{JSON: jsondoc.Doc()}, Promise: promise.View{ID: res.Event.ID}}, nil
-}
-func (testLocal) AmendPromise(context.Context, service.Call, api.PromiseAmend) (service.PromiseWritten, error) {
-	return service.PromiseWritten{}, nil
-}
-func (testLocal) ResolvePromise(context.Context, service.Call, api.PromiseResolve) (service.PromiseWritten, error) {
-	return service.PromiseWritten{}, nil
-}
-func (testLocal) AssessPromise(context.Context, service.Call, api.PromiseAssess) (service.PromiseWritten, error) {
-	return service.PromiseWritten{}, nil
-}
-func (testLocal) Promise(context.Context, service.Call, string) (service.PromiseShown, error) {
-	return service.PromiseShown{}, nil
-}
-func (t testLocal) ListPromises(ctx context.Context, c service.Call, f promise.Filter) (service.PromiseList, error) {
-	l, err := t.sessions.Open(ctx, c.Tenant, c.Session, false)
-	if err != nil {
-		return service.PromiseList{}, err
-	}
-	var out service.PromiseList
-	l.Read(func(st *ledger.State) {
-		st.Promises.Each(func(p *promise.Promise) bool {
-			out.Promises = append(out.Promises, st.Promises.View(p, c.Now))
-			return true
-		})
-	})
-	return out, nil
-}
 
 func freeAddr(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -108,7 +59,9 @@ func (tn *testNode) stop(t *testing.T) {
 func nodeConfig(t *testing.T, dir string, id uint64) Config {
 	cfg := Config{NodeID: id, RaftAddr: freeAddr(t), Addr: freeAddr(t), Data: filepath.Join(dir, fmt.Sprint(id)),
 		Secret: "a join secret of some length", Groups: 4, Tick: 20 * time.Millisecond, Ledger: ledger.DefaultConfig(),
-		Local: func(s service.Sessions, now func() time.Time) service.Service { return testLocal{s, now} }}
+		Local: func(s service.Sessions, now func() time.Time) service.Service {
+			return service.NewLocal(s, service.LocalConfig{Now: now, Timekeeper: ledger.DefaultConfig().Timekeeper})
+		}}
 	cfg.Ledger.Logger = slog.New(slog.DiscardHandler)
 	return cfg
 }
@@ -204,6 +157,21 @@ func TestThreeNodesReplicateIdenticalChains(t *testing.T) {
 	if err == nil {
 		t.Fatalf("declaring %s twice was accepted", ids[0])
 	}
+	// A retry through another node returns the recorded outcome, byte for
+	// byte, and appends nothing.
+	rc := service.Call{Tenant: "acme", Session: "s1", Actor: "alice", RequestID: "req-1"}
+	doc := api.PromiseDeclare{Promise: "once", To: "bob", Until: "2h"}
+	first, err := nodes[0].DeclarePromise(ctx, rc, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := nodes[2].DeclarePromise(ctx, rc, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Replayed || string(again.JSON) != string(first.JSON) || again.Promise.ID != first.Promise.ID {
+		t.Fatalf("retry through node 3: replayed %v, %s; first %s", again.Replayed, again.JSON, first.JSON)
+	}
 	// Every node reads every write.
 	for _, n := range nodes {
 		total := 0
@@ -214,8 +182,8 @@ func TestThreeNodesReplicateIdenticalChains(t *testing.T) {
 			}
 			total += len(list.Promises)
 		}
-		if total != 60 {
-			t.Errorf("node %d reads %d promises, want 60", n.ID(), total)
+		if total != 61 {
+			t.Errorf("node %d reads %d promises, want 61", n.ID(), total)
 		}
 	}
 	heads := chainHeads(t, n1.Node)

@@ -13,38 +13,31 @@ var _ service.Promises = (*Node)(nil)
 
 func promiseMethods() map[string]replica.Method {
 	return map[string]replica.Method{
-		methodDeclarePromise: method(service.Service.DeclarePromise),
-		methodAmendPromise:   method(service.Service.AmendPromise),
-		methodResolvePromise: method(service.Service.ResolvePromise),
-		methodAssessPromise:  method(service.Service.AssessPromise),
+		service.MethodDeclarePromise: method(service.Service.DeclarePromise),
+		service.MethodAmendPromise:   method(service.Service.AmendPromise),
+		service.MethodResolvePromise: method(service.Service.ResolvePromise),
+		service.MethodAssessPromise:  method(service.Service.AssessPromise),
 	}
 }
 
-const (
-	methodDeclarePromise = "DeclarePromise"
-	methodAmendPromise   = "AmendPromise"
-	methodResolvePromise = "ResolvePromise"
-	methodAssessPromise  = "AssessPromise"
-)
-
 // DeclarePromise declares d as c.Actor in the session's group.
 func (c *Node) DeclarePromise(ctx context.Context, call service.Call, d api.PromiseDeclare) (service.PromiseWritten, error) {
-	return write[api.PromiseDeclare, service.PromiseWritten](ctx, c, methodDeclarePromise, call, d)
+	return write[api.PromiseDeclare, service.PromiseWritten](ctx, c, service.MethodDeclarePromise, call, d)
 }
 
 // AmendPromise moves a deadline.
 func (c *Node) AmendPromise(ctx context.Context, call service.Call, d api.PromiseAmend) (service.PromiseWritten, error) {
-	return write[api.PromiseAmend, service.PromiseWritten](ctx, c, methodAmendPromise, call, d)
+	return write[api.PromiseAmend, service.PromiseWritten](ctx, c, service.MethodAmendPromise, call, d)
 }
 
 // ResolvePromise satisfies, cancels or releases.
 func (c *Node) ResolvePromise(ctx context.Context, call service.Call, d api.PromiseResolve) (service.PromiseWritten, error) {
-	return write[api.PromiseResolve, service.PromiseWritten](ctx, c, methodResolvePromise, call, d)
+	return write[api.PromiseResolve, service.PromiseWritten](ctx, c, service.MethodResolvePromise, call, d)
 }
 
 // AssessPromise records a judgment.
 func (c *Node) AssessPromise(ctx context.Context, call service.Call, d api.PromiseAssess) (service.PromiseWritten, error) {
-	return write[api.PromiseAssess, service.PromiseWritten](ctx, c, methodAssessPromise, call, d)
+	return write[api.PromiseAssess, service.PromiseWritten](ctx, c, service.MethodAssessPromise, call, d)
 }
 
 // Promise is one promise, read linearizably.

@@ -172,10 +172,6 @@ func (m *SM) mintID() string {
 	return "pnk_" + hex.EncodeToString(b[:])
 }
 
-// codeNoSuchSession is the refusal of a read of a session with no log, as
-// the server gives it.
-const codeNoSuchSession rule.Code = "NoSuchSession"
-
 // Open is service.Sessions over the replica's ledger directory.
 func (m *SM) Open(ctx context.Context, tenant, session string, create bool) (*ledger.Ledger, error) {
 	dir, err := store.SessionDir(m.cfg.Root, tenant, session)
@@ -189,7 +185,7 @@ func (m *SM) Open(ctx context.Context, tenant, session string, create bool) (*le
 		return l, nil
 	}
 	if !create && !store.HasLog(dir) {
-		return nil, rule.New(codeNoSuchSession, "session", "no session "+key+": reads never create one; its first accepted write does")
+		return nil, rule.New(service.CodeNoSuchSession, "session", "no session "+key+": reads never create one; its first accepted write does")
 	}
 	l, err := ledger.Open(dir, m.cfg.Ledger)
 	if err != nil {
