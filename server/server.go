@@ -113,7 +113,7 @@ type Server struct {
 
 	// local is the Service the REST and A2A bindings run verbs through,
 	// on the sessions of the cache.
-	local *service.Local
+	local service.Service
 
 	// stubWrite, set only by tests, answers a promise write in place of the
 	// ledger: the write benchmark's baseline, the server's own cost.

@@ -1,0 +1,47 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+
+	"tally/jsondoc"
+	"tally/service"
+)
+
+// clusterRoutes are the routes a cluster node serves: those that run
+// through the Service (so a write is replicated) and those that only read
+// this node's files (its replicas' logs, as the event stream does). The
+// others still write a ledger directly and are refused until they too go
+// through the Service.
+var clusterRoutes = map[string]bool{
+	"health": true, "ready": true, "metrics": true, "openapi": true, "whoami": true, "events": true,
+	"promise.declare": true, "promise.list": true, "promise.show": true,
+	"promise.amend": true, "promise.resolve": true, "promise.assess": true,
+}
+
+// CodeNotInCluster refuses a route a cluster node does not serve yet.
+const CodeNotInCluster = "NotInCluster"
+
+// NewCluster is the server of a cluster node: cfg.Root is the node's
+// replica ledger directory, svc the node's Service, and the routes under
+// /v1/cluster/ are the node's own (status, join), served by cluster.
+func NewCluster(cfg Config, svc service.Service, cluster http.Handler) (*Server, error) {
+	cfg.WatchEvery = 0 // a group's timekeeper runs on its leader, through the Service
+	s, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.local = svc
+	s.mux = http.NewServeMux()
+	for _, r := range s.routes {
+		if !clusterRoutes[r.name] {
+			name := r.name
+			r.handle = func(w http.ResponseWriter, _ *http.Request) {
+				writeDoc(w, http.StatusNotImplemented, jsondoc.Error(fmt.Sprintf("%s is not served by a cluster node yet", name), CodeNotInCluster))
+			}
+		}
+		s.mux.Handle(r.method+" "+r.pattern, s.instrument(r))
+	}
+	s.mux.Handle("/v1/cluster/", cluster)
+	return s, nil
+}
