@@ -28,6 +28,7 @@ func newServe(g *global) *cobra.Command {
 	var lineageMax int
 	var sessionsOpen, tenantSessions int
 	var headerTimeout, bodyTimeout, idleTimeout time.Duration
+	var cf clusterFlags
 	c := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:7420]",
 		Short: "Serve the ledger over HTTP: JSON API, event stream, metrics",
@@ -37,6 +38,9 @@ func newServe(g *global) *cobra.Command {
 		Example: "  tally serve --dir /var/lib/tally --addr 127.0.0.1:7420",
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
+			if err := cf.prepare(g); err != nil {
+				return err
+			}
 			root, err := g.root()
 			if err != nil {
 				return err
@@ -99,6 +103,9 @@ func newServe(g *global) *cobra.Command {
 			if g.io.Getenv("GOGC") == "" {
 				debug.SetGCPercent(100) // long-lived: the default trade-off
 			}
+			if cf.on {
+				return g.serveCluster(c, cfg, &cf)
+			}
 			s, err := server.New(cfg)
 			if err != nil {
 				return err
@@ -122,6 +129,7 @@ func newServe(g *global) *cobra.Command {
 	c.Flags().DurationVar(&idleTimeout, "idle-timeout", server.DefaultConfig().IdleTimeout, "how long a kept-alive connection may wait for its next request")
 	c.Flags().StringVar(&webhook, "webhook", "", "deliver lapses and promise notices by HTTP POST to URL (retried, with Idempotency-Key)")
 	c.Flags().IntVar(&lineageMax, "lineage-max", ledger.DefaultConfig().LineageMax, "expectations a lineage may hold before only a person extends it (default: the ledger's lineage_max, else 3)")
+	cf.register(c)
 	c.Flags().DurationVar(&requestHistory, "request-history", ledger.DefaultConfig().IdempotencyWindow, "how long a request id's answer is kept; an older retry gets 410 RequestHistoryExpired (default: the ledger's request_history, else 24h)")
 	return c
 }

@@ -13,9 +13,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -348,4 +350,23 @@ func seed() uint64 {
 		panic("cluster: no randomness: " + err.Error())
 	}
 	return binary.LittleEndian.Uint64(b[:])
+}
+
+// CodeUnavailable is the refusal code of a request a node cannot serve now
+// (HTTP 503): retry, here or at the leader the document names.
+const CodeUnavailable = "Unavailable"
+
+// Refusal is the retryable answer every binding gives (service.Refuser):
+// 503, with the group's leader, when known, as "leader" (its node id) and
+// "leader_addr" (its HTTP address).
+func (e *Unavailable) Refusal() *service.Refusal {
+	doc := struct {
+		Error      string `json:"error"`
+		Code       string `json:"code"`
+		Group      uint64 `json:"group"`
+		Leader     uint64 `json:"leader,omitempty"`
+		LeaderAddr string `json:"leader_addr,omitempty"`
+	}{e.Error(), CodeUnavailable, e.Group, e.Leader, e.LeaderAddr}
+	b, _ := json.Marshal(doc)
+	return &service.Refusal{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: e.Error(), Document: append(b, '\n')}
 }

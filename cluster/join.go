@@ -220,3 +220,17 @@ func (c *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
 	a.MAC = mac(c.cfg.Secret, "joined", a.ClusterID, a.Groups, a.Members)
 	writeJSON(w, http.StatusOK, a)
 }
+
+// ReadIdentity reads the identity of the node whose data directory is
+// data: its cluster and node id.
+func ReadIdentity(data string) (cluster string, err error) {
+	b, err := os.ReadFile(filepath.Join(data, identityName))
+	if err != nil {
+		return "", err
+	}
+	var id identity
+	if err := json.Unmarshal(b, &id); err != nil {
+		return "", fmt.Errorf("%s: %w", filepath.Join(data, identityName), err)
+	}
+	return id.ClusterID, nil
+}

@@ -1,0 +1,100 @@
+package cli
+
+// tally serve --cluster: the server over a cluster node's Service instead
+// of a ledger directory.
+
+import (
+	"errors"
+	"fmt"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"tally/cluster"
+	"tally/server"
+	"tally/service"
+)
+
+// clusterFlags are serve's cluster flags.
+type clusterFlags struct {
+	on, bootstrap        bool
+	nodeID               uint64
+	raftAddr, zone, data string
+	secret, join         string
+	groups               int
+	tick                 time.Duration
+}
+
+func (f *clusterFlags) register(c *cobra.Command) {
+	fl := c.Flags()
+	fl.BoolVar(&f.on, "cluster", false, "run as a node of a cluster: sessions replicated by raft groups (needs --node-id, --raft-addr, --data, --join-secret and --bootstrap or --join)")
+	fl.Uint64Var(&f.nodeID, "node-id", 0, "with --cluster: this node's id, unique in the cluster, not 0")
+	fl.StringVar(&f.raftAddr, "raft-addr", "", "with --cluster: HOST:PORT the node's peers reach it on")
+	fl.StringVar(&f.data, "data", "", "with --cluster: the node's data directory (its raft store and its replicas' ledger)")
+	fl.StringVar(&f.zone, "zone", "", "with --cluster: the node's failure zone (rack, availability zone)")
+	fl.StringVar(&f.secret, "join-secret", "", "with --cluster: the secret every node of the cluster is given (at least 16 characters)")
+	fl.BoolVar(&f.bootstrap, "bootstrap", false, "with --cluster: make a new cluster with this node as its first member")
+	fl.StringVar(&f.join, "join", "", "with --cluster: join the cluster through a member's --addr")
+	fl.IntVar(&f.groups, "groups", cluster.DefaultGroups, "with --cluster --bootstrap: the cluster's data groups")
+	fl.DurationVar(&f.tick, "raft-tick", 100*time.Millisecond, "with --cluster: raft's tick (an election takes 10)")
+}
+
+// prepare checks the cluster flags and points the server at the node's
+// replica ledger directory.
+func (f *clusterFlags) prepare(g *global) error {
+	if !f.on {
+		if f.nodeID != 0 || f.raftAddr != "" || f.data != "" || f.secret != "" || f.bootstrap || f.join != "" {
+			return usagef("cluster: --node-id, --raft-addr, --data, --join-secret, --bootstrap and --join need --cluster")
+		}
+		return nil
+	}
+	if g.dir != "" {
+		return usagef("dir: a cluster node keeps its ledger under --data; drop --dir")
+	}
+	if f.data == "" {
+		return usagef("data: --cluster needs --data DIR")
+	}
+	if !f.bootstrap && f.join == "" && !isNode(f.data) {
+		return usagef("bootstrap, join: a new node needs --bootstrap (the first) or --join ADDR (the others)")
+	}
+	g.dir = filepath.Join(g.abs(f.data), "ledger")
+	return nil
+}
+
+func isNode(data string) bool {
+	_, err := cluster.ReadIdentity(data)
+	return err == nil
+}
+
+// serveCluster starts the node (bootstrapping or joining it when its data
+// is new) and serves the API through it.
+func (g *global) serveCluster(c *cobra.Command, cfg server.Config, f *clusterFlags) error {
+	ctx, stop := signal.NotifyContext(c.Context(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	timekeeper := cfg.Ledger.Timekeeper
+	cc := cluster.Config{
+		NodeID: f.nodeID, RaftAddr: f.raftAddr, Addr: cfg.Addr, Zone: f.zone, Data: g.abs(f.data), Secret: f.secret,
+		Bootstrap: f.bootstrap, Join: f.join, Groups: f.groups, Tick: f.tick, Ledger: cfg.Ledger, Logger: cfg.Logger,
+		Local: func(s service.Sessions, now func() time.Time) service.Service {
+			return service.NewLocal(s, service.LocalConfig{Now: now, Timekeeper: timekeeper})
+		},
+	}
+	if err := cc.Validate(); err != nil {
+		return usageError{err}
+	}
+	n, err := cluster.Start(ctx, cc)
+	if err != nil {
+		return err
+	}
+	s, err := server.NewCluster(cfg, n, n.Handler())
+	if err != nil {
+		return errors.Join(err, n.Close())
+	}
+	err = s.Serve(ctx, func(a string) {
+		fmt.Fprintf(g.io.Out, "tally node %d of cluster %s serving on http://%s (raft %s, data %s)\n", n.ID(), n.ClusterID(), a, f.raftAddr, cc.Data)
+	})
+	return errors.Join(err, n.Close())
+}
