@@ -28,11 +28,12 @@ type GroupStatus struct {
 
 // Status is the node and the cluster as this node sees it.
 type Status struct {
-	ClusterID string           `json:"cluster_id"`
-	NodeID    uint64           `json:"node_id"`
-	Failed    string           `json:"failed,omitempty"` // why the node stopped serving
-	Members   []replica.Member `json:"members"`
-	Groups    []GroupStatus    `json:"groups"`
+	SchemaVersion int              `json:"schema_version"`
+	ClusterID     string           `json:"cluster_id"`
+	NodeID        uint64           `json:"node_id"`
+	Failed        string           `json:"failed,omitempty"` // why the node stopped serving
+	Members       []replica.Member `json:"members"`
+	Groups        []GroupStatus    `json:"groups"`
 	// Tolerates is the failures every group survives, by node and by zone,
 	// counted from its voters' placement.
 	Tolerates Tolerance `json:"tolerates"`
@@ -55,7 +56,7 @@ func (c *Node) Status(ctx context.Context) (Status, error) {
 	if err := c.do(ctx, func(n *node.Node) { st, failed = n.Status(), n.Failed() }); err != nil {
 		return Status{}, err
 	}
-	out := Status{ClusterID: c.id.ClusterID, NodeID: c.cfg.NodeID, Members: c.sm.Members()}
+	out := Status{SchemaVersion: 1, ClusterID: c.id.ClusterID, NodeID: c.cfg.NodeID, Members: c.sm.Members()}
 	if failed != nil {
 		out.Failed = failed.Error()
 	}
@@ -132,8 +133,8 @@ func tolerance(groups []GroupStatus, members []replica.Member) Tolerance {
 		}
 	}
 	t.Voters, t.Nodes, t.Zones = max(t.Voters, 0), max(t.Nodes, 0), max(t.Zones, 0)
-	t.Summary = fmt.Sprintf("%d voters on %d nodes in %d zones: tolerates %d node%s, %d zone%s",
-		t.Voters, t.Voters, t.ZoneSet, t.Nodes, plural(t.Nodes), t.Zones, plural(t.Zones))
+	t.Summary = fmt.Sprintf("%d voter%s on %d node%s in %d zone%s: tolerates %d node%s, %d zone%s",
+		t.Voters, plural(t.Voters), t.Voters, plural(t.Voters), t.ZoneSet, plural(t.ZoneSet), t.Nodes, plural(t.Nodes), t.Zones, plural(t.Zones))
 	return t
 }
 
