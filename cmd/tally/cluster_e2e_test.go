@@ -1,0 +1,381 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"tally/cluster"
+	"tally/cluster/replica"
+	"tally/store"
+)
+
+// cnode is one `tally serve --cluster` process under test.
+type cnode struct {
+	id               uint64
+	raft, addr, data string
+	joinArgs         []string
+	cmd              *exec.Cmd
+	exited           chan struct{}
+	mu               sync.Mutex
+	stderr           bytes.Buffer
+}
+
+func (n *cnode) url() string { return "http://" + n.addr }
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+const clusterSecret = "e2e-join-secret-0123456789"
+
+func newCNode(t *testing.T, dir string, id uint64, join ...string) *cnode {
+	return &cnode{id: id, raft: freePort(t), addr: freePort(t), data: filepath.Join(dir, fmt.Sprintf("n%d", id)), joinArgs: join}
+}
+
+func (n *cnode) Write(p []byte) (int, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stderr.Len() < 1<<20 {
+		n.stderr.Write(p)
+	}
+	return len(p), nil
+}
+
+// start runs the node and waits until it serves; it is stopped when the
+// test ends.
+func (n *cnode) start(t *testing.T) {
+	t.Helper()
+	args := []string{"serve", "--cluster", "--insecure-dev", "--node-id", fmt.Sprint(n.id), "--raft-addr", n.raft,
+		"--addr", n.addr, "--data", n.data, "--join-secret", clusterSecret}
+	cmd := exec.Command(tallyBin, append(args, n.joinArgs...)...)
+	cmd.Env = baseEnv()
+	cmd.Stderr = n
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	n.cmd, n.exited = cmd, make(chan struct{})
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "serving on") {
+				ready <- true
+			}
+		}
+		ready <- false
+	}()
+	go func() { cmd.Wait(); close(n.exited) }()
+	t.Cleanup(func() { n.stop() })
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatalf("node %d exited before serving: %s", n.id, n.log())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("node %d did not serve within 30s: %s", n.id, n.log())
+	}
+}
+
+func (n *cnode) log() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.stderr.String()
+}
+
+// stop ends the node with SIGTERM, then SIGKILL if it lingers.
+func (n *cnode) stop() {
+	if n.cmd == nil {
+		return
+	}
+	select {
+	case <-n.exited:
+		return
+	default:
+	}
+	n.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-n.exited:
+	case <-time.After(5 * time.Second):
+		n.cmd.Process.Kill()
+		<-n.exited
+	}
+}
+
+func (n *cnode) kill9() {
+	n.cmd.Process.Kill()
+	<-n.exited
+}
+
+var httpc = &http.Client{Timeout: 3 * time.Second}
+
+// declare posts a declaration under an idempotency key; ok is false when no
+// answer came.
+func declare(addr, session, key, body string) (code int, resp string, ok bool) {
+	req, err := http.NewRequest("POST", "http://"+addr+"/v1/tenants/acme/sessions/"+session+"/promises", strings.NewReader(body))
+	if err != nil {
+		return 0, err.Error(), false
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Tally-Actor", "alice")
+	req.Header.Set("Idempotency-Key", key)
+	res, err := httpc.Do(req)
+	if err != nil {
+		return 0, err.Error(), false
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	return res.StatusCode, string(b), err == nil
+}
+
+func clusterStatus(addr string) (cluster.Status, error) {
+	res, err := httpc.Get("http://" + addr + cluster.StatusPath)
+	if err != nil {
+		return cluster.Status{}, err
+	}
+	defer res.Body.Close()
+	var st cluster.Status
+	return st, json.NewDecoder(res.Body).Decode(&st)
+}
+
+// settled reports whether every group has a leader and three voters.
+func settled(st cluster.Status) bool {
+	for _, g := range st.Groups {
+		if g.Leader == 0 || len(g.Voters) != 3 || len(g.Learners) != 0 {
+			return false
+		}
+	}
+	return len(st.Groups) > 0
+}
+
+func waitUntil(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out after %v waiting for %s", d, what)
+}
+
+// Three nodes, writes through every one; the leader of the loaded group
+// killed with SIGKILL under load: a new leader takes over, writes resume,
+// and after the killed node restarts and catches up every acknowledged
+// write is on every node exactly once, the logs byte-identical and whole.
+func TestClusterKillLeaderUnderLoad(t *testing.T) {
+	dir := t.TempDir()
+	n1 := newCNode(t, dir, 1, "--bootstrap")
+	n1.start(t)
+	nodes := []*cnode{n1}
+	for id := uint64(2); id <= 3; id++ {
+		n := newCNode(t, dir, id, "--join", n1.addr)
+		n.start(t)
+		nodes = append(nodes, n)
+	}
+	waitUntil(t, "three voters and a leader in every group", 30*time.Second, func() bool {
+		st, err := clusterStatus(n1.addr)
+		return err == nil && settled(st)
+	})
+
+	// Writes through every node, one session each and one shared.
+	for i := 0; i < 12; i++ {
+		n := nodes[i%3]
+		session := []string{"s1", "s2", "shared"}[i%3]
+		code, resp, _ := declare(n.addr, session, fmt.Sprintf("warm-%d", i), fmt.Sprintf(`{"promise":"warm %d","to":"bob","until":"2h"}`, i))
+		if code != 201 {
+			t.Fatalf("write %d through node %d: %d %s", i, n.id, code, resp)
+		}
+	}
+
+	// Load on one session; kill its group's leader while it runs.
+	const session, workers, each = "load", 6, 25
+	st, err := clusterStatus(n1.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := replica.GroupOf(cluster.DefaultGroups, "acme", session)
+	var leader *cnode
+	for _, g := range st.Groups {
+		if g.Group == group {
+			leader = nodes[g.Leader-1]
+		}
+	}
+	var (
+		mu        sync.Mutex
+		acked     []string
+		killedAt  time.Time
+		firstAck  time.Duration
+		failovers int
+	)
+	deadline := time.Now().Add(40 * time.Second)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for j := 0; j < each; j++ {
+				text := fmt.Sprintf("load w%d-%d", w, j)
+				body := fmt.Sprintf(`{"promise":%q,"to":"bob","until":"2h"}`, text)
+				key := fmt.Sprintf("load-%d-%d", w, j)
+				// Retry under the same key, through the next node, until answered.
+				for try := w; ; try++ {
+					if time.Now().After(deadline) {
+						t.Errorf("worker %d: %s unanswered by the deadline", w, key)
+						return
+					}
+					n := nodes[try%3]
+					code, resp, ok := declare(n.addr, session, key, body)
+					if ok && code == 201 {
+						mu.Lock()
+						acked = append(acked, text)
+						if !killedAt.IsZero() && firstAck == 0 {
+							firstAck = time.Since(killedAt)
+						}
+						mu.Unlock()
+						break
+					}
+					if ok && code != 503 {
+						t.Errorf("worker %d: %s through node %d: %d %s", w, key, n.id, code, resp)
+						return
+					}
+					mu.Lock()
+					failovers++
+					mu.Unlock()
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		}(w)
+	}
+	time.Sleep(500 * time.Millisecond)
+	mu.Lock()
+	before := len(acked)
+	killedAt = time.Now()
+	mu.Unlock()
+	leader.kill9()
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	t.Logf("killed node %d (leader of group %d) after %d acknowledged writes; first write acknowledged %v after the kill; %d retries", leader.id, group, before, firstAck, failovers)
+	if len(acked) != workers*each {
+		t.Fatalf("%d writes acknowledged, want %d", len(acked), workers*each)
+	}
+	live := nodes[leader.id%3]
+	st, err = clusterStatus(live.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range st.Groups {
+		if g.Group == group && (g.Leader == 0 || g.Leader == leader.id) {
+			t.Fatalf("group %d's leader is %d after node %d was killed", group, g.Leader, leader.id)
+		}
+	}
+
+	// The killed node restarts on its data and catches up.
+	leader.joinArgs = nil
+	leader.start(t)
+	waitUntil(t, "every node applying every group's commit", 30*time.Second, func() bool {
+		var commits map[uint64]uint64
+		for i, n := range nodes {
+			st, err := clusterStatus(n.addr)
+			if err != nil || !settled(st) {
+				return false
+			}
+			cur := map[uint64]uint64{}
+			for _, g := range st.Groups {
+				if g.Applied != g.Commit {
+					return false
+				}
+				cur[g.Group] = g.Applied
+			}
+			if i == 0 {
+				commits = cur
+				continue
+			}
+			for g, a := range cur {
+				if commits[g] != a {
+					return false
+				}
+			}
+		}
+		return true
+	})
+
+	// Every node: the same bytes in every session's log, a whole chain,
+	// and each acknowledged write exactly once.
+	var want map[string][32]byte
+	for i, n := range nodes {
+		root := filepath.Join(n.data, "ledger")
+		if r := run(t, runOpts{}, "verify", "--dir", root); r.code != 0 {
+			t.Fatalf("verify on node %d: %v", n.id, r)
+		}
+		sums := map[string][32]byte{}
+		ss, err := store.Sessions(root, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, se := range ss {
+			sd, _ := store.SessionDir(root, se.Tenant, se.Name)
+			b, err := os.ReadFile(store.LogPath(sd))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sums[se.String()] = sha256.Sum256(b)
+			if se.Name == session {
+				declared := map[string]int{}
+				for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+					var rec struct{ Type, Promise string }
+					if err := json.Unmarshal(line, &rec); err != nil {
+						t.Fatalf("node %d: %s: %v", n.id, se, err)
+					}
+					if rec.Type == "promise" {
+						declared[rec.Promise]++
+					}
+				}
+				for _, text := range acked {
+					if c := declared[text]; c != 1 {
+						t.Errorf("node %d holds %q %d times", n.id, text, c)
+					}
+				}
+				if len(declared) != len(acked) {
+					t.Errorf("node %d declares %d promises in %s, %d acknowledged", n.id, len(declared), se, len(acked))
+				}
+			}
+		}
+		if len(sums) != 4 {
+			t.Errorf("node %d holds %d sessions, want 4", n.id, len(sums))
+		}
+		if i == 0 {
+			want = sums
+			continue
+		}
+		for k, v := range want {
+			if sums[k] != v {
+				t.Errorf("node %d's log of %s differs from node 1's", n.id, k)
+			}
+		}
+	}
+}
