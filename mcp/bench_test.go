@@ -77,7 +77,8 @@ func quantiles(ds []time.Duration) (median, p99 time.Duration) {
 }
 
 // BenchmarkMCPDeclare: each iteration is one declaration by each of the
-// three ways, interleaved, so the machine's minute is the same for all.
+// three ways and one read over stdio, interleaved, so the machine's minute
+// is the same for all.
 func BenchmarkMCPDeclare(b *testing.B) {
 	f := newFixture(b)
 	cs := f.stdioClient(f.server(mcp.Who{Actor: "reviewer"}))
@@ -88,7 +89,10 @@ func BenchmarkMCPDeclare(b *testing.B) {
 	}
 	defer raw.Close()
 	line := []byte(`{"ts":"2026-08-28T20:14:03Z","type":"promise","id":"bench-000000","promise":"hand back a reviewed schema","by":"reviewer","to":"author","until":"2026-09-01T17:00:00Z"}` + "\n")
-	var viaMCP, viaService, viaFsync []time.Duration
+	if res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "tally_promise_declare", Arguments: declareShip}); err != nil || res.IsError {
+		b.Fatalf("declare: %v %v", err, res)
+	}
+	var viaMCP, readMCP, viaService, viaFsync []time.Duration
 	c := service.Call{Tenant: "default", Session: "direct", Actor: "reviewer"}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -112,12 +116,18 @@ func BenchmarkMCPDeclare(b *testing.B) {
 			b.Fatal(err)
 		}
 		viaFsync = append(viaFsync, time.Since(start))
+		// A read over stdio: the protocol's own cost, with no fsync.
+		start = time.Now()
+		if res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "tally_promise_show", Arguments: map[string]any{"id": "desk/ship-91"}}); err != nil || res.IsError {
+			b.Fatalf("show over stdio: %v %v", err, res)
+		}
+		readMCP = append(readMCP, time.Since(start))
 	}
 	b.StopTimer()
 	for _, m := range []struct {
 		name string
 		ds   []time.Duration
-	}{{"mcp_stdio", viaMCP}, {"service", viaService}, {"fsync", viaFsync}} {
+	}{{"mcp_stdio", viaMCP}, {"service", viaService}, {"fsync", viaFsync}, {"mcp_show", readMCP}} {
 		med, p99 := quantiles(m.ds)
 		b.ReportMetric(float64(med.Microseconds()), m.name+"_median_µs")
 		b.ReportMetric(float64(p99.Microseconds()), m.name+"_p99_µs")
