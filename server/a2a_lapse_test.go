@@ -38,6 +38,19 @@ func (tf *timedFixture) outcome(key string) (sent bool, outcome string) {
 	return j.Sent(key), j.Outcome(key)
 }
 
+// failedSweeps reads the session's watch journal afresh: how many sweeps
+// failed to deliver key so far.
+func (tf *timedFixture) failedSweeps(key string) int {
+	tf.t.Helper()
+	j, err := watch.OpenJournal(watch.JournalDir(filepath.Join(tf.root, "sessions", "acme", "main")))
+	if err != nil {
+		tf.t.Fatal(err)
+	}
+	defer j.Close()
+	r, _ := j.Retry(key)
+	return r.Sweeps
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -127,7 +140,11 @@ func TestA2AUnreachableAgentAbandonedByServer(t *testing.T) {
 	}
 	key := string(expect.LapseID("exp-1", expect.LapseOverdue, due))
 	tf.set(due.Add(time.Minute))
-	time.Sleep(100 * time.Millisecond) // one failed sweep, then deferred by the backoff
+	// One failed sweep (journaled), then deferred by the backoff. Waited
+	// for, not slept: a loaded machine may not sweep within a fixed pause,
+	// and a first failure at the later clock below would be backed off
+	// past it.
+	waitFor(t, "the first failed sweep", func() bool { return tf.failedSweeps(key) == 1 })
 	if sent, _ := tf.outcome(key); sent {
 		t.Fatal("given up within the backoff")
 	}
