@@ -1,8 +1,9 @@
 // Package a2atask maps tally's records and views to A2A v1.0 objects: the
 // families' extension URIs and the metadata keys a record rides under, the
 // task state each family's states map to, a task's status message and
-// artifacts, the actions a record may name, and the message a lapse goes
-// back to its raising agent as. It does no I/O. The server's A2A binding
+// artifacts, the actions a record may name, the message a lapse goes back
+// to its raising agent as, and the agent card that says all this to a
+// client. It does no I/O. The server's A2A binding
 // and the watcher's A2A sink both build their wire objects here, so the
 // two cannot drift apart.
 package a2atask
