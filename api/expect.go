@@ -18,26 +18,78 @@ import (
 // ExpectRaise is the document of an expectation raised, or of an extension
 // of the one it supersedes (whose terms it leaves out are inherited, in the
 // expect core).
+//
+// Encoded, a document leaves out the terms it does not give; after is
+// always written, null when not given, because an empty list is a term (an
+// extension that follows no step) and a missing one is inherited.
 type ExpectRaise struct {
-	ExpectationID string          `json:"expectationId"`
-	Kind          string          `json:"kind"`
-	Subject       *expect.Subject `json:"subject"`
-	Expects       string          `json:"expects"`
-	SatisfiedBy   *struct {
-		FactKey string `json:"factKey"`
-	} `json:"satisfiedBy"`
-	DueAt  string `json:"dueAt"`
-	Grace  string `json:"grace"`
-	Anchor *struct {
-		ExpectationID string `json:"expectationId"`
-		Offset        string `json:"offset"`
-	} `json:"anchor"`
-	After      []string       `json:"after"`
-	Horizon    string         `json:"horizon"`
-	Basis      string         `json:"basis"`
-	Supersedes string         `json:"supersedes"`
-	Origin     *expect.Origin `json:"origin"`
-	By         string         `json:"by,omitempty"` // the raiser: the acting identity when given
+	ExpectationID string          `json:"expectationId,omitempty"`
+	Kind          string          `json:"kind,omitempty"`
+	Subject       *expect.Subject `json:"subject,omitempty"`
+	Expects       string          `json:"expects,omitempty"`
+	SatisfiedBy   *FactKeyRef     `json:"satisfiedBy,omitempty"`
+	DueAt         string          `json:"dueAt,omitempty"`
+	Grace         string          `json:"grace,omitempty"`
+	Anchor        *AnchorRef      `json:"anchor,omitempty"`
+	After         []string        `json:"after"`
+	Horizon       string          `json:"horizon,omitempty"`
+	Basis         string          `json:"basis,omitempty"`
+	Supersedes    string          `json:"supersedes,omitempty"`
+	Origin        *expect.Origin  `json:"origin,omitempty"`
+	By            string          `json:"by,omitempty"` // the raiser: the acting identity when given
+
+	// RelativeTo, when set, lets dueAt and horizon also be a duration from
+	// it (2h, PT6H), as the CLI's flags give them: the document keeps what
+	// was asked, so a retry under the same request id asks the same, and
+	// is read at RelativeTo (the client's clock). Zero, they must be RFC
+	// 3339 UTC instants, as a REST body and an A2A record give them.
+	RelativeTo time.Time `json:"-"`
+}
+
+// FactKeyRef is a raise's "satisfiedBy": the exact fact key.
+type FactKeyRef struct {
+	FactKey string `json:"factKey"`
+}
+
+// AnchorRef is a raise's "anchor": ID and an ISO 8601 offset.
+type AnchorRef struct {
+	ExpectationID string `json:"expectationId"`
+	Offset        string `json:"offset"`
+}
+
+// Absolute is d with its relative times read at d.RelativeTo, as a REST
+// body takes it.
+func (d ExpectRaise) Absolute() (ExpectRaise, error) {
+	if d.RelativeTo.IsZero() {
+		return d, nil
+	}
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"dueAt", &d.DueAt}, {"horizon", &d.Horizon}} {
+		if *f.v == "" {
+			continue
+		}
+		t, err := d.instant(f.name, *f.v)
+		if err != nil {
+			return d, err
+		}
+		*f.v = instant.Format(t)
+	}
+	d.RelativeTo = time.Time{}
+	return d, nil
+}
+
+// instant reads the time v of member field.
+func (d *ExpectRaise) instant(field, v string) (time.Time, error) {
+	if !d.RelativeTo.IsZero() {
+		return instant.Deadline(field, v, d.RelativeTo)
+	}
+	t, err := expect.ParseTime(v)
+	if err != nil {
+		return t, rule.Invalidf(field, err.Error())
+	}
+	return t, nil
 }
 
 // MintExpectationID returns a fresh expectation id: exp_ and 12 hex digits,
@@ -84,8 +136,8 @@ func (d *ExpectRaise) convert(extend bool) (expect.Raise, error) {
 		return r, rule.Invalidf("dueAt", "required: there is no open-ended expectation")
 	}
 	if d.DueAt != "" {
-		if r.DueAt, err = expect.ParseTime(d.DueAt); err != nil {
-			return r, rule.Invalidf("dueAt", err.Error())
+		if r.DueAt, err = d.instant("dueAt", d.DueAt); err != nil {
+			return r, err
 		}
 	}
 	if d.Grace != "" {
@@ -94,8 +146,8 @@ func (d *ExpectRaise) convert(extend bool) (expect.Raise, error) {
 		}
 	}
 	if d.Horizon != "" {
-		if r.Horizon, err = expect.ParseTime(d.Horizon); err != nil {
-			return r, rule.Invalidf("horizon", err.Error())
+		if r.Horizon, err = d.instant("horizon", d.Horizon); err != nil {
+			return r, err
 		}
 	}
 	if d.Anchor != nil {
@@ -113,7 +165,7 @@ func (d *ExpectRaise) convert(extend bool) (expect.Raise, error) {
 type ExpectFact struct {
 	FactKey string          `json:"factKey"`
 	Subject *expect.Subject `json:"subject"`
-	At      string          `json:"at"`
+	At      string          `json:"at,omitempty"`
 }
 
 // Command is the fact, its time read by parse (the REST API takes any RFC
@@ -148,7 +200,7 @@ func ParseUTC(field, v string) (time.Time, error) {
 // ExpectWithdraw is the document of a withdrawal of the expectation id
 // names (the route's path, an A2A record's expectationId).
 type ExpectWithdraw struct {
-	Reason string `json:"reason"`
+	Reason string `json:"reason,omitempty"`
 }
 
 func (d *ExpectWithdraw) Command(id string) expect.WithdrawCommand {
@@ -170,7 +222,7 @@ func (d *ExpectTaskOutcome) Command(task string) expect.TaskOutcomeCommand {
 type ExpectLapse struct {
 	ExpectationID string `json:"expectationId"`
 	Lapse         string `json:"lapse"`
-	DueAt         string `json:"dueAt"`
+	DueAt         string `json:"dueAt,omitempty"`
 }
 
 func (d *ExpectLapse) Command() (expect.LapseCommand, error) {

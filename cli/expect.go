@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -12,10 +10,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"tally/api"
+	"tally/auth"
 	"tally/expect"
 	"tally/instant"
-	"tally/ledger"
-	"tally/rule"
+	"tally/service"
 )
 
 // addExpectCommands adds the expectations family's verbs and the watcher.
@@ -41,36 +39,50 @@ func (o *expectWrite) bind(c *cobra.Command) {
 	c.Flags().StringVar(&o.requestID, "request-id", "", "your id for this request: an exact retry prints the first answer and appends nothing")
 }
 
-// submitExpect opens the ledger, submits cmd and prints answer from the
-// state the write left (see g.write). build, when set, completes the
-// command from the state just before it is submitted (the core decides it
-// again under the log's lock).
-func (g *global) submitExpect(c *cobra.Command, cmd expect.Command, o expectWrite, build func(*ledger.State) (expect.Command, error), answer answerFunc) error {
+// expectService is the service and the call an expectation write runs
+// with: the acting identity, a person when --human, and the request id.
+// Over TALLY_URL a person is a person-role token, so --human with another
+// token is refused rather than quietly ignored (against a server run with
+// --insecure-dev the role is sent with the request).
+func (g *global) expectService(c *cobra.Command, o expectWrite) (cliService, service.Call, error) {
+	svc, err := g.service()
+	if err != nil {
+		return nil, service.Call{}, err
+	}
 	actor, err := g.requireActor("")
 	if err != nil {
-		return err
+		return nil, service.Call{}, err
 	}
-	l, err := g.open()
-	if err != nil {
-		return err
-	}
-	defer l.Close()
-	if build != nil {
-		var berr error
-		l.Read(func(st *ledger.State) { cmd, berr = build(st) })
-		if berr != nil {
-			return berr
+	if o.human && g.rest != nil && g.io.Getenv("TALLY_TOKEN") != "" {
+		if id, err := g.identity(c.Context()); err != nil {
+			return nil, service.Call{}, err
+		} else if id.Role != auth.RolePerson {
+			return nil, service.Call{}, usagef("human: over TALLY_URL a person is a token with role person, and this token acts as %s with role %s; use a person-role token (tally token create --role person) or leave out --human", id.Actor, id.Role)
 		}
 	}
-	_, err = g.write(c, l, ledger.Command{Expect: cmd, Human: o.human}, actor, o.requestID, nil, answer)
-	return err
+	call, err := g.call(actor, o.requestID, time.Time{})
+	call.Person = o.human
+	return svc, call, err
 }
 
-func firstSeq(res []ledger.Result) uint64 {
-	if len(res) == 0 {
-		return 0
+// expectRead is the service and the call an expectation read runs with.
+func (g *global) expectRead() (cliService, service.Call, error) {
+	svc, err := g.service()
+	if err != nil {
+		return nil, service.Call{}, err
 	}
-	return res[0].Seq
+	call, err := g.call(g.actor(), "", time.Time{})
+	return svc, call, err
+}
+
+// printExpect prints a verb's answer: its document with --json, else what
+// human prints.
+func (g *global) printExpect(doc service.Doc, human func(w io.Writer) error) error {
+	if g.json {
+		_, err := g.io.Out.Write(doc.JSON)
+		return err
+	}
+	return human(g.io.Out)
 }
 
 // bindRaise binds the flags that state an expectation.
@@ -119,17 +131,19 @@ func newExpectRaise(g *global) *cobra.Command {
 			if in.supersedes != "" {
 				return usagef("supersedes: extend an expectation with `tally expect supersede`")
 			}
-			r, err := in.raise(g.io.Now())
+			d, err := in.doc(g.io.Now(), false)
 			if err != nil {
 				return err
 			}
-			if rc, err := g.remote(); err != nil || rc != nil {
-				if err != nil {
-					return err
-				}
-				return g.raiseRemote(c, rc, r, o, "expectations")
+			svc, call, err := g.expectService(c, o)
+			if err != nil {
+				return err
 			}
-			return g.raiseAndPrint(c, expect.RaiseCommand{Raise: r}, r.ExpectationID, o, nil)
+			w, err := svc.RaiseExpectation(c.Context(), call, d)
+			if err != nil {
+				return err
+			}
+			return g.printExpect(w.Doc, func(out io.Writer) error { return printLine(out, w.Expectation.ExpectationID) })
 		},
 	}
 	bindRaise(c, in)
@@ -153,26 +167,6 @@ func overrideChanged(c *cobra.Command, doc, flags *raiseInput) {
 	if f.Changed("after") {
 		doc.after, doc.afterSet = flags.after, true
 	}
-}
-
-func (g *global) raiseAndPrint(c *cobra.Command, cmd expect.Command, id string, o expectWrite, build func(*ledger.State) (expect.Command, error)) error {
-	return g.submitExpect(c, cmd, o, build, func(g *global, st *ledger.State, res []ledger.Result) error {
-		if g.json {
-			v, _ := st.Expects.Expectation(id)
-			return writeExpectDoc(g.io.Out, "seq", firstSeq(res), "expectation", v)
-		}
-		fmt.Fprintln(g.io.Out, id)
-		return nil
-	})
-}
-
-// raiseRemote raises or extends r over HTTP and prints what raiseAndPrint
-// prints.
-func (g *global) raiseRemote(c *cobra.Command, rc *client, r expect.Raise, o expectWrite, segs ...string) error {
-	return g.expectWriteRemote(c, rc, o, func(map[string]json.RawMessage) error {
-		fmt.Fprintln(g.io.Out, r.ExpectationID)
-		return nil
-	}, raiseBody(r), segs...)
 }
 
 func newExpectSupersede(g *global) *cobra.Command {
@@ -204,26 +198,22 @@ func newExpectSupersede(g *global) *cobra.Command {
 			if in.supersedes != "" && in.supersedes != args[0] {
 				return usagef("supersedes: %q differs from OLD %q", in.supersedes, args[0])
 			}
-			in.supersedes = args[0]
-			if in.id == "" {
-				in.id = api.MintExpectationID()
-			}
 			// The terms not given are inherited by the expect core, from
-			// the ledger's (or the server's) view of OLD.
-			cmd, err := in.supersede(g.io.Now())
+			// its view of OLD.
+			d, err := in.doc(g.io.Now(), true)
 			if err != nil {
 				return err
 			}
-			if rc, err := g.remote(); err != nil || rc != nil {
-				if err != nil {
-					return err
-				}
-				return g.expectWriteRemote(c, rc, o, func(map[string]json.RawMessage) error {
-					fmt.Fprintln(g.io.Out, cmd.Raise.ExpectationID)
-					return nil
-				}, supersedeBody(cmd), "expectations", args[0], "supersede")
+			d.Supersedes = ""
+			svc, call, err := g.expectService(c, o)
+			if err != nil {
+				return err
 			}
-			return g.raiseAndPrint(c, cmd, in.id, o, nil)
+			w, err := svc.SupersedeExpectation(c.Context(), call, args[0], d)
+			if err != nil {
+				return err
+			}
+			return g.printExpect(w.Doc, func(out io.Writer) error { return printLine(out, w.Expectation.ExpectationID) })
 		},
 	}
 	bindRaise(c, in)
@@ -242,40 +232,28 @@ func newExpectShow(g *global) *cobra.Command {
 			if _, err := parseNow(nowFlag, g.io.Now); err != nil {
 				return err
 			}
-			if rc, err := g.remote(); err != nil || rc != nil {
-				if err != nil {
-					return err
-				}
-				var v expect.View
-				if printed, err := g.expectGet(c, rc, nil, "expectation", &v, "expectations", args[0]); err != nil || printed {
-					return err
-				}
-				printExpectation(g.io.Out, &v)
-				return nil
-			}
-			l, err := g.open()
+			svc, call, err := g.expectRead()
 			if err != nil {
 				return err
 			}
-			defer l.Close()
-			var v expect.View
-			var ok bool
-			v, ok = l.Expectation(args[0])
-			if !ok {
-				return rule.NotFoundf("expectationId", "names no expectation in this ledger: "+args[0])
+			v, err := svc.Expectation(c.Context(), call, args[0])
+			if err != nil {
+				return err
 			}
-			if g.json {
-				return writeExpectDoc(g.io.Out, "expectation", v)
-			}
-			printExpectation(g.io.Out, &v)
-			return nil
+			return g.printExpect(v.Doc, func(out io.Writer) error { return printExpectation(out, &v.Expectation) })
 		},
 	}
 	bindExpectNow(c, &nowFlag)
 	return c
 }
 
-func printExpectation(w io.Writer, v *expect.View) {
+// printLine prints s and a newline.
+func printLine(w io.Writer, s string) error {
+	_, err := fmt.Fprintln(w, s)
+	return err
+}
+
+func printExpectation(w io.Writer, v *expect.View) error {
 	fmt.Fprintf(w, "%s  %s  (%s on %s, basis %s)\n", v.ExpectationID, v.State, v.Kind, v.Subject, v.Basis)
 	if v.Expects != "" {
 		fmt.Fprintf(w, "  expects:    %s\n", v.Expects)
@@ -310,6 +288,7 @@ func printExpectation(w io.Writer, v *expect.View) {
 		fmt.Fprintf(w, "  lapse:      %s %s (due %s, lapsed %s, noticed %s)\n", l.LapseID, l.Lapse,
 			instant.Format(l.DueAt), instant.Format(l.LapsedAt), instant.Format(l.NoticedAt))
 	}
+	return nil
 }
 
 func newExpectLs(g *global) *cobra.Command {
@@ -336,36 +315,21 @@ func newExpectLs(g *global) *cobra.Command {
 				}
 				f.Subject = s
 			}
-			var vs []expect.View
-			if rc, err := g.remote(); err != nil || rc != nil {
-				if err != nil {
-					return err
-				}
-				q := url.Values{}
-				for k, v := range map[string]string{"state": f.State, "kind": f.Kind, "subject": subject, "task": f.TaskID, "context": f.ContextID} {
-					if v != "" {
-						q.Set(k, v)
-					}
-				}
-				if printed, err := g.expectGet(c, rc, q, "expectations", &vs, "expectations"); err != nil || printed {
-					return err
-				}
-			} else {
-				l, err := g.open()
-				if err != nil {
-					return err
-				}
-				defer l.Close()
-				vs = l.Expectations(f)
-				if g.json {
-					return writeExpectDoc(g.io.Out, "expectations", vs)
-				}
+			svc, call, err := g.expectRead()
+			if err != nil {
+				return err
 			}
-			t := tabwriter.NewWriter(g.io.Out, 0, 4, 2, ' ', 0)
-			for _, v := range vs {
-				fmt.Fprintf(t, "%s\t%s\t%s\t%s\tdue %s\t%d lapse(s)\n", v.ExpectationID, v.State, v.Kind, v.Subject, instant.Format(v.CurrentDue), len(v.Lapses))
+			vs, err := svc.ListExpectations(c.Context(), call, f)
+			if err != nil {
+				return err
 			}
-			return t.Flush()
+			return g.printExpect(vs.Doc, func(out io.Writer) error {
+				t := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+				for _, v := range vs.Expectations {
+					fmt.Fprintf(t, "%s\t%s\t%s\t%s\tdue %s\t%d lapse(s)\n", v.ExpectationID, v.State, v.Kind, v.Subject, instant.Format(v.CurrentDue), len(v.Lapses))
+				}
+				return t.Flush()
+			})
 		},
 	}
 	c.Flags().StringVar(&f.State, "state", "", "only open, satisfied, withdrawn or superseded")
@@ -386,40 +350,20 @@ func newExpectWithdraw(g *global) *cobra.Command {
 		Example: `  tally expect withdraw exp-arrive --reason "shipment rerouted"`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if rc, err := g.remote(); err != nil || rc != nil {
-				if err != nil {
-					return err
-				}
-				body := map[string]string{}
-				if reason != "" {
-					body["reason"] = reason
-				}
-				return g.expectWriteRemote(c, rc, o, func(map[string]json.RawMessage) error {
-					fmt.Fprintf(g.io.Out, "%s: withdrawn\n", args[0])
-					return nil
-				}, body, "expectations", args[0], "withdraw")
+			svc, call, err := g.expectService(c, o)
+			if err != nil {
+				return err
 			}
-			return g.submitExpect(c, expect.WithdrawCommand{ExpectationID: args[0], Reason: reason}, o, nil, func(g *global, st *ledger.State, res []ledger.Result) error {
-				if g.json {
-					v, _ := st.Expects.Expectation(args[0])
-					return writeExpectDoc(g.io.Out, "seq", firstSeq(res), "expectation", v)
-				}
-				fmt.Fprintf(g.io.Out, "%s: withdrawn\n", args[0])
-				return nil
-			})
+			w, err := svc.WithdrawExpectation(c.Context(), call, args[0], api.ExpectWithdraw{Reason: reason})
+			if err != nil {
+				return err
+			}
+			return g.printExpect(w.Doc, func(out io.Writer) error { return printLine(out, args[0]+": withdrawn") })
 		},
 	}
 	c.Flags().StringVar(&reason, "reason", "", "why")
 	o.bind(c)
 	return c
-}
-
-// factView is a fact as the fact verb prints it.
-type factView struct {
-	FactKey string         `json:"factKey"`
-	Subject expect.Subject `json:"subject"`
-	At      time.Time      `json:"at"`
-	By      string         `json:"by"`
 }
 
 func newFact(g *global) *cobra.Command {
@@ -438,61 +382,20 @@ func newFact(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cmd := expect.FactCommand{FactKey: args[0], Subject: s}
 			if at != "" {
-				t, err := instant.Parse("at", at)
-				if err != nil {
+				if _, err := instant.Parse("at", at); err != nil {
 					return err
 				}
-				cmd.At = t
 			}
-			if rc, err := g.remote(); err != nil || rc != nil {
-				if err != nil {
-					return err
-				}
-				body := map[string]any{"factKey": cmd.FactKey, "subject": cmd.Subject}
-				if !cmd.At.IsZero() {
-					body["at"] = instant.Format(cmd.At)
-				}
-				return g.expectWriteRemote(c, rc, o, func(m map[string]json.RawMessage) error {
-					var fv factView
-					var satisfied []string
-					if err := decodeMember(m, "fact", &fv); err != nil {
-						return err
-					}
-					if err := decodeMember(m, "satisfied", &satisfied); err != nil {
-						return err
-					}
-					printFact(g.io.Out, fv, satisfied)
-					return nil
-				}, body, "facts")
+			svc, call, err := g.expectService(c, o)
+			if err != nil {
+				return err
 			}
-			var open []string
-			build := func(st *ledger.State) (expect.Command, error) {
-				for _, v := range st.Expects.List(expect.Filter{State: "open"}) {
-					if v.SatisfiedBy.FactKey == args[0] {
-						open = append(open, v.ExpectationID)
-					}
-				}
-				return cmd, nil
+			f, err := svc.RecordFact(c.Context(), call, api.ExpectFact{FactKey: args[0], Subject: &s, At: at})
+			if err != nil {
+				return err
 			}
-			return g.submitExpect(c, cmd, o, build, func(g *global, st *ledger.State, res []ledger.Result) error {
-				satisfied := []string{}
-				for _, id := range open {
-					if v, ok := st.Expects.Expectation(id); ok && v.State == "satisfied" {
-						satisfied = append(satisfied, id)
-					}
-				}
-				var fv factView
-				if ev, err := expect.Decode(res[0].Line); err == nil && ev.Fact != nil {
-					fv = factView{FactKey: ev.Fact.FactKey, Subject: ev.Fact.Subject, At: ev.Fact.At, By: ev.Fact.By}
-				}
-				if g.json {
-					return writeExpectDoc(g.io.Out, "seq", firstSeq(res), "fact", fv, "satisfied", satisfied)
-				}
-				printFact(g.io.Out, fv, satisfied)
-				return nil
-			})
+			return g.printExpect(f.Doc, func(out io.Writer) error { return printFact(out, f.Fact, f.Satisfied) })
 		},
 	}
 	c.Flags().StringVar(&subject, "subject", "", "the subject observed, as TYPE:ID")
@@ -501,12 +404,13 @@ func newFact(g *global) *cobra.Command {
 	return c
 }
 
-func printFact(w io.Writer, fv factView, satisfied []string) {
+func printFact(w io.Writer, fv service.Fact, satisfied []string) error {
 	fmt.Fprintf(w, "fact %s on %s at %s", fv.FactKey, fv.Subject, instant.Format(fv.At))
 	if len(satisfied) > 0 {
 		fmt.Fprintf(w, ": satisfied %s", strings.Join(satisfied, ", "))
 	}
-	fmt.Fprintln(w)
+	_, err := fmt.Fprintln(w)
+	return err
 }
 
 func newTaskOutcome(g *global) *cobra.Command {
@@ -532,35 +436,15 @@ func newTaskOutcome(g *global) *cobra.Command {
 			if n != 1 {
 				return usagef("outcome: give exactly one of --completed, --cancelled, --failed")
 			}
-			if rc, err := g.remote(); err != nil || rc != nil {
-				if err != nil {
-					return err
-				}
-				return g.expectWriteRemote(c, rc, o, func(m map[string]json.RawMessage) error {
-					var withdrawn []string
-					if err := decodeMember(m, "withdrawn", &withdrawn); err != nil {
-						return err
-					}
-					printOutcome(g.io.Out, args[0], outcome, withdrawn)
-					return nil
-				}, map[string]string{"outcome": string(outcome)}, "tasks", args[0], "outcome")
+			svc, call, err := g.expectService(c, o)
+			if err != nil {
+				return err
 			}
-			return g.submitExpect(c, expect.TaskOutcomeCommand{TaskID: args[0], Outcome: outcome}, o, nil, func(g *global, _ *ledger.State, res []ledger.Result) error {
-				withdrawn := []string{}
-				for _, r := range res {
-					if r.Type != expect.TypeWithdraw {
-						continue
-					}
-					if ev, err := expect.Decode(r.Line); err == nil && ev.Withdraw != nil {
-						withdrawn = append(withdrawn, ev.Withdraw.ExpectationID)
-					}
-				}
-				if g.json {
-					return writeExpectDoc(g.io.Out, "seq", firstSeq(res), "task", map[string]string{"taskId": args[0], "outcome": string(outcome)}, "withdrawn", withdrawn)
-				}
-				printOutcome(g.io.Out, args[0], outcome, withdrawn)
-				return nil
-			})
+			r, err := svc.RecordTaskOutcome(c.Context(), call, args[0], api.ExpectTaskOutcome{Outcome: string(outcome)})
+			if err != nil {
+				return err
+			}
+			return g.printExpect(r.Doc, func(out io.Writer) error { return printOutcome(out, args[0], outcome, r.Withdrawn) })
 		},
 	}
 	c.Flags().BoolVar(&completed, "completed", false, "the task completed")
@@ -570,12 +454,13 @@ func newTaskOutcome(g *global) *cobra.Command {
 	return c
 }
 
-func printOutcome(w io.Writer, task string, outcome expect.Outcome, withdrawn []string) {
+func printOutcome(w io.Writer, task string, outcome expect.Outcome, withdrawn []string) error {
 	fmt.Fprintf(w, "task %s %s", task, outcome)
 	if len(withdrawn) > 0 {
 		fmt.Fprintf(w, ": withdrew %s", strings.Join(withdrawn, ", "))
 	}
-	fmt.Fprintln(w)
+	_, err := fmt.Fprintln(w)
+	return err
 }
 
 func newLapses(g *global) *cobra.Command {
@@ -596,44 +481,22 @@ func newLapses(g *global) *cobra.Command {
 					return err
 				}
 			}
-			out := []expect.LapseView{}
-			if rc, err := g.remote(); err != nil || rc != nil {
-				if err != nil {
-					return err
-				}
-				q := url.Values{}
-				if !t.IsZero() {
-					q.Set("since", instant.Format(t))
-				}
-				if expectation != "" {
-					q.Set("expectation", expectation)
-				}
-				if printed, err := g.expectGet(c, rc, q, "lapses", &out, "lapses"); err != nil || printed {
-					return err
-				}
-			} else {
-				l, err := g.open()
-				if err != nil {
-					return err
-				}
-				defer l.Close()
-				var ls []expect.LapseView
-				ls = l.Lapses(t)
-				for _, x := range ls {
-					if expectation == "" || x.ExpectationID == expectation {
-						out = append(out, x)
-					}
-				}
-				if g.json {
-					return writeExpectDoc(g.io.Out, "lapses", out)
-				}
+			svc, call, err := g.expectRead()
+			if err != nil {
+				return err
 			}
-			t2 := tabwriter.NewWriter(g.io.Out, 0, 4, 2, ' ', 0)
-			for _, x := range out {
-				fmt.Fprintf(t2, "%s\t%s\t%s\tdue %s\tlapsed %s\tnoticed %s\n", x.LapseID, x.ExpectationID, x.Lapse,
-					instant.Format(x.DueAt), instant.Format(x.LapsedAt), instant.Format(x.NoticedAt))
+			ls, err := svc.Lapses(c.Context(), call, service.LapseFilter{Since: t, ExpectationID: expectation})
+			if err != nil {
+				return err
 			}
-			return t2.Flush()
+			return g.printExpect(ls.Doc, func(out io.Writer) error {
+				t := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+				for _, x := range ls.Lapses {
+					fmt.Fprintf(t, "%s\t%s\t%s\tdue %s\tlapsed %s\tnoticed %s\n", x.LapseID, x.ExpectationID, x.Lapse,
+						instant.Format(x.DueAt), instant.Format(x.LapsedAt), instant.Format(x.NoticedAt))
+				}
+				return t.Flush()
+			})
 		},
 	}
 	c.Flags().StringVar(&since, "since", "", "only lapses noticed at or after this time: RFC 3339, or a duration back from --now (1h: the last hour)")

@@ -106,62 +106,63 @@ func readRaiseDoc(in io.Reader, r *raiseInput) error {
 	return nil
 }
 
-// raise converts the input to the core's Raise at now.
-func (in *raiseInput) raise(now time.Time) (expect.Raise, error) { return in.convert(now, false) }
-
-// supersede converts the input to an extension of in.supersedes: the terms
-// it leaves out are the core's to inherit.
-func (in *raiseInput) supersede(now time.Time) (expect.SupersedeCommand, error) {
-	r, err := in.convert(now, true)
-	return expect.SupersedeCommand{Raise: r, GraceGiven: in.grace != ""}, err
-}
-
-func (in *raiseInput) convert(now time.Time, extend bool) (expect.Raise, error) {
-	r := expect.Raise{
-		ExpectationID: in.id, Kind: in.kind, Expects: in.expects, FactKey: in.factKey,
-		After: in.after, Basis: expect.Basis(in.basis), Supersedes: in.supersedes,
-		Origin: expect.Origin{TaskID: in.task, ContextID: in.context},
+// doc converts the input to the document it asks for, its flags checked
+// here in the CLI's words: a time as given (a duration from now stays one,
+// read at now, so a retry under the same request id asks the same), a
+// duration in ISO 8601. An extension (supersede) leaves out the terms it
+// is not given, for the expect core to inherit; an id not given is minted
+// by the service.
+func (in *raiseInput) doc(now time.Time, extend bool) (api.ExpectRaise, error) {
+	d := api.ExpectRaise{
+		ExpectationID: in.id, Kind: in.kind, Expects: in.expects, After: in.after, Basis: in.basis,
+		DueAt: in.due, Horizon: in.horizon, RelativeTo: now,
 	}
-	if r.ExpectationID == "" {
-		r.ExpectationID = api.MintExpectationID()
+	if in.factKey != "" {
+		d.SatisfiedBy = &api.FactKeyRef{FactKey: in.factKey}
 	}
-	var err error
+	if in.task != "" || in.context != "" {
+		d.Origin = &expect.Origin{TaskID: in.task, ContextID: in.context}
+	}
 	if in.subject == "" && !extend {
-		return r, usagef("subject: required (--subject TYPE:ID)")
+		return d, usagef("subject: required (--subject TYPE:ID)")
 	}
 	if in.subject != "" {
-		if r.Subject, err = parseSubject("subject", in.subject); err != nil {
-			return r, err
+		s, err := parseSubject("subject", in.subject)
+		if err != nil {
+			return d, err
 		}
+		d.Subject = &s
 	}
 	if in.due == "" && !extend {
-		return r, usagef("due: required (--due RFC 3339 or a duration from now): there is no open-ended expectation")
+		return d, usagef("due: required (--due RFC 3339 or a duration from now): there is no open-ended expectation")
 	}
 	if in.due != "" {
-		if r.DueAt, err = parseExpectTime("due", in.due, now); err != nil {
-			return r, err
+		if _, err := parseExpectTime("due", in.due, now); err != nil {
+			return d, err
 		}
 	}
 	if in.grace != "" {
-		if r.Grace, err = parseExpectDuration("grace", in.grace); err != nil {
-			return r, err
+		g, err := parseExpectDuration("grace", in.grace)
+		if err != nil {
+			return d, err
 		}
+		d.Grace = expect.FormatDuration(g)
 	}
 	if in.horizon != "" {
-		if r.Horizon, err = parseExpectTime("horizon", in.horizon, now); err != nil {
-			return r, err
+		if _, err := parseExpectTime("horizon", in.horizon, now); err != nil {
+			return d, err
 		}
 	}
 	if in.anchor != "" {
 		i := strings.LastIndex(in.anchor, ":")
 		if i <= 0 || i == len(in.anchor)-1 {
-			return r, usagef("anchor: %q must be ID:OFFSET (exp-depart:1h45m)", in.anchor)
+			return d, usagef("anchor: %q must be ID:OFFSET (exp-depart:1h45m)", in.anchor)
 		}
 		off, err := parseExpectDuration("anchor", in.anchor[i+1:])
 		if err != nil {
-			return r, err
+			return d, err
 		}
-		r.Anchor = &expect.Anchor{ExpectationID: in.anchor[:i], Offset: off}
+		d.Anchor = &api.AnchorRef{ExpectationID: in.anchor[:i], Offset: expect.FormatDuration(off)}
 	}
-	return r, nil
+	return d, nil
 }

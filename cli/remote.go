@@ -72,11 +72,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/zeebo/blake3"
 
-	"tally/auth"
 	"tally/claim"
 	restclient "tally/client"
 	"tally/digest"
-	"tally/expect"
 	"tally/instant"
 	"tally/jsondoc"
 	"tally/ledger"
@@ -657,115 +655,12 @@ func (rc *client) claims(ctx context.Context, f claim.Filter, now time.Time) ([]
 	return b, list, nil
 }
 
-// expectWriteRemote runs one expectation write over HTTP as the token's
-// identity: body goes to the session path segs; with --json the server's
-// document is printed as is, else human prints from its members.
-func (g *global) expectWriteRemote(c *cobra.Command, rc *client, o expectWrite, human func(m map[string]json.RawMessage) error, body any, segs ...string) error {
-	ctx := c.Context()
-	if o.human && g.io.Getenv("TALLY_TOKEN") == "" {
-		// --insecure-dev: the acting identity and its role come with the request.
-		rc.person = true
-	}
-	if _, err := rc.identity(ctx); err != nil {
-		return err
-	}
-	if o.human && rc.role != auth.RolePerson {
-		return usagef("human: over TALLY_URL a person is a token with role person, and this token acts as %s with role %s; use a person-role token (tally token create --role person) or leave out --human", rc.whoami, rc.role)
-	}
-	b, err := json.Marshal(body)
-	if err != nil {
-		return err
-	}
-	resp, err := rc.do(ctx, "POST", rc.path(nil, segs...), b, o.requestID)
-	if err != nil {
-		return err
-	}
-	if g.json {
-		_, err := g.io.Out.Write(resp)
-		return err
-	}
-	m, err := members(resp)
-	if err != nil {
-		return err
-	}
-	return human(m)
-}
-
-// expectGet reads one expectations document over HTTP and decodes its
-// member into v. With --json the document is printed as is instead, and
-// printed reports it: the caller has nothing left to do.
-func (g *global) expectGet(c *cobra.Command, rc *client, q url.Values, member string, v any, segs ...string) (printed bool, err error) {
-	resp, err := rc.do(c.Context(), "GET", rc.path(q, segs...), nil, "")
-	if err != nil {
-		return false, err
-	}
-	if g.json {
-		_, err := g.io.Out.Write(resp)
-		return true, err
-	}
-	m, err := members(resp)
-	if err != nil {
-		return false, err
-	}
-	return false, decodeMember(m, member, v)
-}
-
 // decodeMember decodes one member of a response document into v.
 func decodeMember(m map[string]json.RawMessage, name string, v any) error {
 	if err := json.Unmarshal(m[name], v); err != nil {
 		return fmt.Errorf("server response: %s: %w", name, err)
 	}
 	return nil
-}
-
-// raiseBody is r as the draft's expectation document the server reads:
-// times RFC 3339 UTC, durations ISO 8601, absent terms left out.
-func raiseBody(r expect.Raise) map[string]any {
-	d := map[string]any{"expectationId": r.ExpectationID, "kind": r.Kind, "subject": r.Subject, "dueAt": instant.Format(r.DueAt)}
-	if r.Expects != "" {
-		d["expects"] = r.Expects
-	}
-	if r.FactKey != "" {
-		d["satisfiedBy"] = map[string]string{"factKey": r.FactKey}
-	}
-	if r.Grace != 0 {
-		d["grace"] = expect.FormatDuration(r.Grace)
-	}
-	if r.Anchor != nil {
-		d["anchor"] = map[string]string{"expectationId": r.Anchor.ExpectationID, "offset": expect.FormatDuration(r.Anchor.Offset)}
-	}
-	if r.After != nil {
-		d["after"] = r.After
-	}
-	if !r.Horizon.IsZero() {
-		d["horizon"] = instant.Format(r.Horizon)
-	}
-	if r.Basis != "" {
-		d["basis"] = string(r.Basis)
-	}
-	if r.Origin != (expect.Origin{}) {
-		d["origin"] = r.Origin
-	}
-	return d
-}
-
-// supersedeBody is the body of an extension: only the terms given, so the
-// server's core inherits the rest as the local one does.
-func supersedeBody(c expect.SupersedeCommand) map[string]any {
-	d := raiseBody(c.Raise)
-	if c.Raise.Kind == "" {
-		delete(d, "kind")
-	}
-	if c.Raise.Subject == (expect.Subject{}) {
-		delete(d, "subject")
-	}
-	if c.Raise.DueAt.IsZero() {
-		delete(d, "dueAt")
-	}
-	if c.GraceGiven {
-		d["grace"] = expect.FormatDuration(c.Raise.Grace)
-	}
-	return d
 }
 
 // exportRemote streams the server's export of the session to stdout: the

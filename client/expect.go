@@ -1,0 +1,102 @@
+package client
+
+import (
+	"context"
+	"net/url"
+
+	"tally/api"
+	"tally/expect"
+	"tally/instant"
+	"tally/service"
+)
+
+var _ service.Expectations = (*Client)(nil)
+
+// RaiseExpectation posts d, its relative times read at d.RelativeTo, to
+// the session's expectations.
+func (c *Client) RaiseExpectation(ctx context.Context, call service.Call, d api.ExpectRaise) (service.ExpectationWritten, error) {
+	d, err := d.Absolute()
+	if err != nil {
+		return service.ExpectationWritten{}, err
+	}
+	return expectationWritten(c.post(ctx, call, d, "expectations"))
+}
+
+// SupersedeExpectation posts d to old's supersede route.
+func (c *Client) SupersedeExpectation(ctx context.Context, call service.Call, old string, d api.ExpectRaise) (service.ExpectationWritten, error) {
+	d, err := d.Absolute()
+	if err != nil {
+		return service.ExpectationWritten{}, err
+	}
+	return expectationWritten(c.post(ctx, call, d, "expectations", old, "supersede"))
+}
+
+// WithdrawExpectation posts d to id's withdraw route.
+func (c *Client) WithdrawExpectation(ctx context.Context, call service.Call, id string, d api.ExpectWithdraw) (service.ExpectationWritten, error) {
+	return expectationWritten(c.post(ctx, call, d, "expectations", id, "withdraw"))
+}
+
+// CommitLapse posts d to the session's lapses.
+func (c *Client) CommitLapse(ctx context.Context, call service.Call, d api.ExpectLapse) (service.ExpectationWritten, error) {
+	return expectationWritten(c.post(ctx, call, d, "lapses"))
+}
+
+func expectationWritten(doc service.Doc, err error) (service.ExpectationWritten, error) {
+	return answer(service.ReadExpectationWritten, doc, err)
+}
+
+// answer is the result read from a response document, or the request's
+// error.
+func answer[T any](read func(service.Doc) (T, error), doc service.Doc, err error) (T, error) {
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return read(doc)
+}
+
+// RecordFact posts d to the session's facts.
+func (c *Client) RecordFact(ctx context.Context, call service.Call, d api.ExpectFact) (service.FactRecorded, error) {
+	doc, err := c.post(ctx, call, d, "facts")
+	return answer(service.ReadFactRecorded, doc, err)
+}
+
+// RecordTaskOutcome posts d to task's outcome route.
+func (c *Client) RecordTaskOutcome(ctx context.Context, call service.Call, task string, d api.ExpectTaskOutcome) (service.TaskOutcomeRecorded, error) {
+	doc, err := c.post(ctx, call, d, "tasks", task, "outcome")
+	return answer(service.ReadTaskOutcomeRecorded, doc, err)
+}
+
+// Expectation reads one expectation.
+func (c *Client) Expectation(ctx context.Context, call service.Call, id string) (service.ExpectationShown, error) {
+	doc, err := c.get(ctx, call, nil, "expectations", id)
+	return answer(service.ReadExpectationShown, doc, err)
+}
+
+// ListExpectations reads the expectations f selects.
+func (c *Client) ListExpectations(ctx context.Context, call service.Call, f expect.Filter) (service.ExpectationList, error) {
+	q := url.Values{}
+	if f.Subject != (expect.Subject{}) {
+		q.Set("subject", f.Subject.String())
+	}
+	for k, v := range map[string]string{"state": f.State, "kind": f.Kind, "task": f.TaskID, "context": f.ContextID} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	doc, err := c.get(ctx, call, q, "expectations")
+	return answer(service.ReadExpectationList, doc, err)
+}
+
+// Lapses reads the recorded lapses f selects.
+func (c *Client) Lapses(ctx context.Context, call service.Call, f service.LapseFilter) (service.LapseList, error) {
+	q := url.Values{}
+	if !f.Since.IsZero() {
+		q.Set("since", instant.Format(f.Since))
+	}
+	if f.ExpectationID != "" {
+		q.Set("expectation", f.ExpectationID)
+	}
+	doc, err := c.get(ctx, call, q, "lapses")
+	return answer(service.ReadLapseList, doc, err)
+}

@@ -1,0 +1,226 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+
+	"tally/api"
+	"tally/expect"
+	"tally/jsondoc"
+	"tally/ledger"
+	"tally/rule"
+)
+
+// The expectation family on the local ledger. Each write decodes its
+// command from the api document, runs it through the idempotent write,
+// and renders its response document under the session lock, as the write
+// is folded; the typed result is read from what the render saw, or, for a
+// replayed request, from the recorded document.
+
+// expectMember encodes one member of an expectation document with
+// encoding/json, as every expectation document always has.
+func expectMember(name string, v any) jsondoc.Member {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte("null")
+	}
+	return jsondoc.M(name, b)
+}
+
+// onPath is what a request id is bound to for a document about what a
+// route's path names (the expectation withdrawn, the task).
+type onPath struct {
+	Path string `json:"path"`
+	Doc  any    `json:"doc"`
+}
+
+func firstSeq(res []ledger.Result) uint64 {
+	if len(res) == 0 {
+		return 0
+	}
+	return res[0].Seq
+}
+
+// expectWrite runs cmd as c's actor (a person when c.Person) through
+// execute; render fills *out as it renders, and a replay's result is read
+// from its recorded document instead.
+func expectWrite[T any, P interface {
+	*T
+	setDoc(Doc)
+}](ctx context.Context, s *Local, c Call, method string, doc any, cmd expect.Command, render func(*ledger.State, []ledger.Result) []byte, out *T) (T, error) {
+	d, _, err := s.execute(ctx, c, write{method: method, doc: doc, cmd: ledger.Command{Expect: cmd, Human: c.Person}, render: render})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	if d.Replayed {
+		return readExpectDoc[T, P](method, d)
+	}
+	P(out).setDoc(d)
+	return *out, nil
+}
+
+// renderExpectation renders {"seq","expectation"} for the expectation id
+// and keeps what it rendered in w.
+func renderExpectation(id string, w *ExpectationWritten) func(*ledger.State, []ledger.Result) []byte {
+	return func(st *ledger.State, res []ledger.Result) []byte {
+		w.Seq = firstSeq(res)
+		w.Expectation, _ = st.Expects.Expectation(id)
+		return ExpectationDoc(w.Seq, &w.Expectation)
+	}
+}
+
+// ExpectationDoc is the document of an expectation write: its first
+// record's sequence and the expectation as the write left it.
+func ExpectationDoc(seq uint64, v *expect.View) []byte {
+	return jsondoc.Doc(jsondoc.M("seq", jsondoc.U(seq)), expectMember("expectation", v))
+}
+
+var _ Expectations = (*Local)(nil)
+
+// RaiseExpectation raises d as c.Actor.
+func (s *Local) RaiseExpectation(ctx context.Context, c Call, d api.ExpectRaise) (ExpectationWritten, error) {
+	var w ExpectationWritten
+	r, err := d.Raise()
+	if err != nil {
+		return w, err
+	}
+	return expectWrite(ctx, s, c, MethodRaiseExpectation, d, expect.RaiseCommand{Raise: r}, renderExpectation(r.ExpectationID, &w), &w)
+}
+
+// SupersedeExpectation extends old with d.
+func (s *Local) SupersedeExpectation(ctx context.Context, c Call, old string, d api.ExpectRaise) (ExpectationWritten, error) {
+	var w ExpectationWritten
+	if d.Supersedes != "" && d.Supersedes != old {
+		return w, rule.Invalidf("supersedes", "names "+strconv.Quote(d.Supersedes)+" but the path names "+strconv.Quote(old))
+	}
+	d.Supersedes = old
+	cmd, err := d.Supersede()
+	if err != nil {
+		return w, err
+	}
+	return expectWrite(ctx, s, c, MethodSupersedeExpectation, d, cmd, renderExpectation(cmd.Raise.ExpectationID, &w), &w)
+}
+
+// WithdrawExpectation withdraws id.
+func (s *Local) WithdrawExpectation(ctx context.Context, c Call, id string, d api.ExpectWithdraw) (ExpectationWritten, error) {
+	var w ExpectationWritten
+	return expectWrite(ctx, s, c, MethodWithdrawExpectation, onPath{id, d}, d.Command(id), renderExpectation(id, &w), &w)
+}
+
+// CommitLapse commits a lapse as the timekeeper.
+func (s *Local) CommitLapse(ctx context.Context, c Call, d api.ExpectLapse) (ExpectationWritten, error) {
+	var w ExpectationWritten
+	cmd, err := d.Command()
+	if err != nil {
+		return w, err
+	}
+	return expectWrite(ctx, s, c, MethodCommitLapse, d, cmd, renderExpectation(d.ExpectationID, &w), &w)
+}
+
+// RecordFact records d as observed by c.Actor.
+func (s *Local) RecordFact(ctx context.Context, c Call, d api.ExpectFact) (FactRecorded, error) {
+	var f FactRecorded
+	cmd, err := d.Command(api.ParseInstant)
+	if err != nil {
+		return f, err
+	}
+	l, err := s.sessions.Open(ctx, c.Tenant, c.Session, true)
+	if err != nil {
+		return f, err
+	}
+	if err := l.Refresh(); err != nil {
+		return f, err
+	}
+	// The expectations the fact satisfies are those open with its key
+	// just before it.
+	var open []string
+	l.Read(func(st *ledger.State) {
+		for _, v := range st.Expects.List(expect.Filter{State: "open"}) {
+			if v.SatisfiedBy.FactKey == d.FactKey {
+				open = append(open, v.ExpectationID)
+			}
+		}
+	})
+	render := func(st *ledger.State, res []ledger.Result) []byte {
+		f.Seq = firstSeq(res)
+		f.Satisfied = []string{}
+		for _, id := range open {
+			if v, ok := st.Expects.Expectation(id); ok && v.State == "satisfied" {
+				f.Satisfied = append(f.Satisfied, id)
+			}
+		}
+		if len(res) > 0 {
+			if ev, err := expect.Decode(res[0].Line); err == nil && ev.Fact != nil {
+				f.Fact = Fact{FactKey: ev.Fact.FactKey, Subject: ev.Fact.Subject, At: ev.Fact.At, By: ev.Fact.By}
+			}
+		}
+		return jsondoc.Doc(jsondoc.M("seq", jsondoc.U(f.Seq)), expectMember("fact", f.Fact), expectMember("satisfied", f.Satisfied))
+	}
+	return expectWrite(ctx, s, c, MethodRecordFact, d, cmd, render, &f)
+}
+
+// RecordTaskOutcome records task's outcome.
+func (s *Local) RecordTaskOutcome(ctx context.Context, c Call, task string, d api.ExpectTaskOutcome) (TaskOutcomeRecorded, error) {
+	var o TaskOutcomeRecorded
+	render := func(_ *ledger.State, res []ledger.Result) []byte {
+		o.Seq, o.Task, o.Withdrawn = firstSeq(res), TaskOutcome{TaskID: task, Outcome: d.Outcome}, []string{}
+		for _, x := range res {
+			if x.Type != expect.TypeWithdraw {
+				continue
+			}
+			if ev, err := expect.Decode(x.Line); err == nil && ev.Withdraw != nil {
+				o.Withdrawn = append(o.Withdrawn, ev.Withdraw.ExpectationID)
+			}
+		}
+		return jsondoc.Doc(jsondoc.M("seq", jsondoc.U(o.Seq)), expectMember("task", o.Task), expectMember("withdrawn", o.Withdrawn))
+	}
+	return expectWrite(ctx, s, c, MethodRecordTaskOutcome, onPath{task, d}, d.Command(task), render, &o)
+}
+
+func (s *Local) Expectation(ctx context.Context, c Call, id string) (ExpectationShown, error) {
+	var v ExpectationShown
+	l, err := s.read(ctx, c)
+	if err != nil {
+		return v, err
+	}
+	var ok bool
+	if v.Expectation, ok = l.Expectation(id); !ok {
+		return v, rule.NotFoundf("expectationId", "names no expectation in this ledger: "+id)
+	}
+	v.JSON = jsondoc.Doc(expectMember("expectation", &v.Expectation))
+	return v, nil
+}
+
+func (s *Local) ListExpectations(ctx context.Context, c Call, f expect.Filter) (ExpectationList, error) {
+	var vs ExpectationList
+	if f.State != "" {
+		if _, ok := expect.ParseLife(f.State); !ok {
+			return vs, rule.Invalidf("state", "must be open, satisfied, withdrawn or superseded")
+		}
+	}
+	l, err := s.read(ctx, c)
+	if err != nil {
+		return vs, err
+	}
+	vs.Expectations = l.Expectations(f)
+	vs.JSON = jsondoc.Doc(expectMember("expectations", vs.Expectations))
+	return vs, nil
+}
+
+func (s *Local) Lapses(ctx context.Context, c Call, f LapseFilter) (LapseList, error) {
+	var ls LapseList
+	l, err := s.read(ctx, c)
+	if err != nil {
+		return ls, err
+	}
+	ls.Lapses = []expect.LapseView{}
+	for _, x := range l.Lapses(f.Since) {
+		if f.ExpectationID == "" || x.ExpectationID == f.ExpectationID {
+			ls.Lapses = append(ls.Lapses, x)
+		}
+	}
+	ls.JSON = jsondoc.Doc(expectMember("lapses", ls.Lapses))
+	return ls, nil
+}
