@@ -195,14 +195,14 @@ func (s *Local) Expectation(ctx context.Context, c Call, id string) (Expectation
 
 func (s *Local) ListExpectations(ctx context.Context, c Call, f expect.Filter) (ExpectationList, error) {
 	var vs ExpectationList
+	l, err := s.read(ctx, c)
+	if err != nil {
+		return vs, err
+	}
 	if f.State != "" {
 		if _, ok := expect.ParseLife(f.State); !ok {
 			return vs, rule.Invalidf("state", "must be open, satisfied, withdrawn or superseded")
 		}
-	}
-	l, err := s.read(ctx, c)
-	if err != nil {
-		return vs, err
 	}
 	vs.Expectations = l.Expectations(f)
 	vs.JSON = jsondoc.Doc(expectMember("expectations", vs.Expectations))
