@@ -76,5 +76,8 @@ func methods() map[string]replica.Method {
 	for k, v := range promiseMethods() {
 		m[k] = v
 	}
+	for k, v := range expectMethods() {
+		m[k] = v
+	}
 	return m
 }

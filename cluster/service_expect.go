@@ -1,0 +1,96 @@
+package cluster
+
+import (
+	"context"
+
+	"tally/api"
+	"tally/cluster/replica"
+	"tally/expect"
+	"tally/service"
+)
+
+var _ service.Expectations = (*Node)(nil)
+
+// onPath is the command document of a write whose route's path names what
+// it is about (the expectation extended or withdrawn, the task).
+type onPath[D any] struct {
+	Path string `json:"path"`
+	Doc  D      `json:"doc"`
+}
+
+func expectMethods() map[string]replica.Method {
+	return map[string]replica.Method{
+		service.MethodRaiseExpectation: method(service.Service.RaiseExpectation),
+		service.MethodSupersedeExpectation: method(func(s service.Service, ctx context.Context, c service.Call, d onPath[api.ExpectRaise]) (service.ExpectationWritten, error) {
+			return s.SupersedeExpectation(ctx, c, d.Path, d.Doc)
+		}),
+		service.MethodRecordFact: method(service.Service.RecordFact),
+		service.MethodWithdrawExpectation: method(func(s service.Service, ctx context.Context, c service.Call, d onPath[api.ExpectWithdraw]) (service.ExpectationWritten, error) {
+			return s.WithdrawExpectation(ctx, c, d.Path, d.Doc)
+		}),
+		service.MethodRecordTaskOutcome: method(func(s service.Service, ctx context.Context, c service.Call, d onPath[api.ExpectTaskOutcome]) (service.TaskOutcomeRecorded, error) {
+			return s.RecordTaskOutcome(ctx, c, d.Path, d.Doc)
+		}),
+		service.MethodCommitLapse: method(service.Service.CommitLapse),
+	}
+}
+
+// RaiseExpectation raises d in the session's group; its relative times
+// are read here, at the proposer, so every replica raises the same.
+func (c *Node) RaiseExpectation(ctx context.Context, call service.Call, d api.ExpectRaise) (service.ExpectationWritten, error) {
+	d, err := d.Absolute()
+	if err != nil {
+		return service.ExpectationWritten{}, err
+	}
+	return write[api.ExpectRaise, service.ExpectationWritten](ctx, c, service.MethodRaiseExpectation, call, d)
+}
+
+// SupersedeExpectation extends old with d.
+func (c *Node) SupersedeExpectation(ctx context.Context, call service.Call, old string, d api.ExpectRaise) (service.ExpectationWritten, error) {
+	d, err := d.Absolute()
+	if err != nil {
+		return service.ExpectationWritten{}, err
+	}
+	return write[onPath[api.ExpectRaise], service.ExpectationWritten](ctx, c, service.MethodSupersedeExpectation, call, onPath[api.ExpectRaise]{old, d})
+}
+
+// RecordFact records d as observed by call.Actor.
+func (c *Node) RecordFact(ctx context.Context, call service.Call, d api.ExpectFact) (service.FactRecorded, error) {
+	return write[api.ExpectFact, service.FactRecorded](ctx, c, service.MethodRecordFact, call, d)
+}
+
+// WithdrawExpectation withdraws id.
+func (c *Node) WithdrawExpectation(ctx context.Context, call service.Call, id string, d api.ExpectWithdraw) (service.ExpectationWritten, error) {
+	return write[onPath[api.ExpectWithdraw], service.ExpectationWritten](ctx, c, service.MethodWithdrawExpectation, call, onPath[api.ExpectWithdraw]{id, d})
+}
+
+// RecordTaskOutcome records task's outcome.
+func (c *Node) RecordTaskOutcome(ctx context.Context, call service.Call, task string, d api.ExpectTaskOutcome) (service.TaskOutcomeRecorded, error) {
+	return write[onPath[api.ExpectTaskOutcome], service.TaskOutcomeRecorded](ctx, c, service.MethodRecordTaskOutcome, call, onPath[api.ExpectTaskOutcome]{task, d})
+}
+
+// CommitLapse commits a lapse as the timekeeper.
+func (c *Node) CommitLapse(ctx context.Context, call service.Call, d api.ExpectLapse) (service.ExpectationWritten, error) {
+	return write[api.ExpectLapse, service.ExpectationWritten](ctx, c, service.MethodCommitLapse, call, d)
+}
+
+// Expectation is one expectation, read linearizably.
+func (c *Node) Expectation(ctx context.Context, call service.Call, id string) (service.ExpectationShown, error) {
+	return read(ctx, c, call, func(s service.Service, call service.Call) (service.ExpectationShown, error) {
+		return s.Expectation(ctx, call, id)
+	})
+}
+
+// ListExpectations is the expectations f selects, read linearizably.
+func (c *Node) ListExpectations(ctx context.Context, call service.Call, f expect.Filter) (service.ExpectationList, error) {
+	return read(ctx, c, call, func(s service.Service, call service.Call) (service.ExpectationList, error) {
+		return s.ListExpectations(ctx, call, f)
+	})
+}
+
+// Lapses is the recorded lapses f selects, read linearizably.
+func (c *Node) Lapses(ctx context.Context, call service.Call, f service.LapseFilter) (service.LapseList, error) {
+	return read(ctx, c, call, func(s service.Service, call service.Call) (service.LapseList, error) {
+		return s.Lapses(ctx, call, f)
+	})
+}
