@@ -20,6 +20,8 @@ const mcpTSPackage = "@modelcontextprotocol/sdk@1.32.2"
 var interopTools = []string{
 	"tally_promise_declare", "tally_promise_amend", "tally_promise_resolve", "tally_promise_assess",
 	"tally_promise_show", "tally_promise_list",
+	"tally_expect_raise", "tally_expect_supersede", "tally_expect_fact", "tally_expect_withdraw",
+	"tally_expect_show", "tally_expect_list", "tally_expect_lapses",
 }
 
 // mcpTS finds node and the TypeScript SDK: taken from TALLY_MCP_TS_DIR (a

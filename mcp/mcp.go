@@ -48,6 +48,10 @@ type Config struct {
 	// Changes, when set, signals each commit to tenant/session until ctx
 	// ends: what makes a subscribed resource send updates.
 	Changes func(ctx context.Context, tenant, session string) (<-chan struct{}, error)
+	// ReadPaths lets the tools that take bytes read them from a file the
+	// caller names: for tally mcp over stdio, whose caller is on the same
+	// machine; never over HTTP.
+	ReadPaths bool
 	// SubscriptionsMax bounds the resources one MCP session may subscribe to.
 	SubscriptionsMax int
 	// Now is the clock of the views a resource and the prompt show.
@@ -105,7 +109,7 @@ func New(cfg Config) (*Server, error) {
 		SubscribeHandler:   s.subs.subscribe,
 		UnsubscribeHandler: s.subs.unsubscribe,
 	})
-	for _, t := range tools() {
+	for _, t := range tools(cfg.ReadPaths) {
 		if err := s.addTool(t); err != nil {
 			return nil, err
 		}

@@ -71,6 +71,8 @@ type fixture struct {
 	sessions *dirSessions
 	svc      service.Service
 	changes  func(ctx context.Context, tenant, session string) (<-chan struct{}, error)
+	// readPaths lets the servers made after it is set read files.
+	readPaths bool
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -95,6 +97,7 @@ func (f *fixture) server(who mcp.Who) *mcp.Server {
 	cfg.Identify = func(context.Context, *sdk.RequestExtra) (mcp.Who, error) { return who, nil }
 	cfg.Now = func() time.Time { return t0.Add(4 * 24 * time.Hour) }
 	cfg.Changes = f.changes
+	cfg.ReadPaths = f.readPaths
 	s, err := mcp.New(cfg)
 	if err != nil {
 		f.t.Fatal(err)

@@ -33,9 +33,9 @@ func promiseTools() []tool {
 			appends, service.Service.AssessPromise).needs("id"),
 		read("tally_promise_show", "Show a promise",
 			"One promise with its state, deadlines (horizons) and assessments. Refused (not_found) when the id names no promise.",
-			func(d *promiseRef) string { return d.ID }, service.Service.Promise),
+			plain(func(d *promiseRef) string { return d.ID }), service.Service.Promise),
 		read("tally_promise_list", "List promises",
 			"Promises by state (open, overdue, all), debtor and creditor, in declaration order.",
-			func(d *promiseQuery) promise.Filter { return promise.Filter{State: d.State, By: d.By, To: d.To} }, service.Service.ListPromises),
+			plain(func(d *promiseQuery) promise.Filter { return promise.Filter{State: d.State, By: d.By, To: d.To} }), service.Service.ListPromises),
 	}
 }

@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -68,6 +69,25 @@ func TestToolsListed(t *testing.T) {
 	}
 	if len(ts) < 6 {
 		t.Errorf("%d tools", len(ts))
+	}
+	// Every tool, of every family: named tally_<family>_<verb>, described,
+	// read-only when it reads, destructive when it ends something for good.
+	name := regexp.MustCompile(`^tally_(promise|claim|expect|ledger)_[a-z_]+$`)
+	for n, tl := range ts {
+		verb := n[strings.LastIndex(n, "_")+1:]
+		readOnly := map[string]bool{"show": true, "list": true, "lapses": true, "graph": true, "verify": true, "export": true}[verb]
+		ends := map[string]bool{"resolve": true, "cancel": true, "revoke": true, "withdraw": true}[verb] || n == "tally_claim_supersede"
+		a := tl.Annotations
+		switch {
+		case !name.MatchString(n) || tl.Description == "" || len(tl.Description) > 300:
+			t.Errorf("%s: name or description %q", n, tl.Description)
+		case a == nil || a.ReadOnlyHint != readOnly:
+			t.Errorf("%s: readOnlyHint %v", n, a)
+		case !readOnly && (a.DestructiveHint == nil || *a.DestructiveHint != ends):
+			t.Errorf("%s: destructiveHint %v", n, a.DestructiveHint)
+		case tl.OutputSchema == nil && n != "tally_ledger_export":
+			t.Errorf("%s: no output schema", n)
+		}
 	}
 }
 

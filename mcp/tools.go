@@ -41,8 +41,19 @@ type tool struct {
 	// required overrides the members the document's tags make required,
 	// where the document leaves one to a REST path (a promise's id).
 	required []string
-	result   reflect.Type
-	run      func(ctx context.Context, svc service.Service, c service.Call, body []byte) (any, error)
+	// extra are arguments beside the document and the Call: what REST
+	// carries in the path (an expectation's id) or as the body (an
+	// artifact's bytes). Each is a string.
+	extra  []extra
+	result reflect.Type
+	run    func(ctx context.Context, svc service.Service, c service.Call, body []byte, given map[string]string) (any, error)
+}
+
+// extra is one argument beside the document.
+type extra struct {
+	name     string
+	schema   *jsonschema.Schema
+	required bool
 }
 
 // The call's context: members every tool takes beside its document,
@@ -60,7 +71,7 @@ const requestIDMax = service.RequestIDMax
 func write[D, R any](name, title, description string, e effect, m func(service.Service, context.Context, service.Call, D) (R, error)) tool {
 	return tool{name: name, title: title, description: description, effect: e,
 		doc: reflect.TypeFor[D](), result: reflect.TypeFor[R](),
-		run: func(ctx context.Context, svc service.Service, c service.Call, body []byte) (any, error) {
+		run: func(ctx context.Context, svc service.Service, c service.Call, body []byte, _ map[string]string) (any, error) {
 			var d D
 			if err := api.Decode("arguments", body, &d); err != nil {
 				return nil, err
@@ -69,17 +80,66 @@ func write[D, R any](name, title, description string, e effect, m func(service.S
 		}}
 }
 
-// read is a read method whose arguments D become what it takes by arg.
-func read[D, A, R any](name, title, description string, arg func(*D) A, m func(service.Service, context.Context, service.Call, A) (R, error)) tool {
-	return tool{name: name, title: title, description: description, effect: reads,
-		doc: reflect.TypeFor[D](), result: reflect.TypeFor[R](),
-		run: func(ctx context.Context, svc service.Service, c service.Call, body []byte) (any, error) {
+// writeAt is a write method that takes, besides its document D, the id of
+// what it writes to, which REST names in the path: here the argument id.
+func writeAt[D, R any](name, title, description string, e effect, id extra, m func(service.Service, context.Context, service.Call, string, D) (R, error)) tool {
+	id.required = true
+	return tool{name: name, title: title, description: description, effect: e,
+		doc: reflect.TypeFor[D](), result: reflect.TypeFor[R](), extra: []extra{id},
+		run: func(ctx context.Context, svc service.Service, c service.Call, body []byte, given map[string]string) (any, error) {
 			var d D
 			if err := api.Decode("arguments", body, &d); err != nil {
 				return nil, err
 			}
-			return m(svc, ctx, c, arg(&d))
+			return m(svc, ctx, c, given[id.name], d)
 		}}
+}
+
+// read is a read method whose arguments D become what it takes by arg.
+func read[D, A, R any](name, title, description string, arg func(*D) (A, error), m func(service.Service, context.Context, service.Call, A) (R, error)) tool {
+	return tool{name: name, title: title, description: description, effect: reads,
+		doc: reflect.TypeFor[D](), result: reflect.TypeFor[R](),
+		run: func(ctx context.Context, svc service.Service, c service.Call, body []byte, _ map[string]string) (any, error) {
+			var d D
+			if err := api.Decode("arguments", body, &d); err != nil {
+				return nil, err
+			}
+			a, err := arg(&d)
+			if err != nil {
+				return nil, err
+			}
+			return m(svc, ctx, c, a)
+		}}
+}
+
+// plain is a read's argument that needs no reading.
+func plain[D, A any](f func(*D) A) func(*D) (A, error) {
+	return func(d *D) (A, error) { return f(d), nil }
+}
+
+// takes reports whether name is an argument of t beside its document.
+func (t tool) takes(name string) bool {
+	switch name {
+	case argSession:
+		return true
+	case argRequestID:
+		return t.effect != reads
+	case argNow:
+		return t.effect == reads
+	}
+	for _, x := range t.extra {
+		if x.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// textOnly marks a tool whose answer is text, not a document: it has no
+// output schema.
+func textOnly(t tool) tool {
+	t.result = nil
+	return t
 }
 
 // needs sets the members a tool requires.
@@ -88,9 +148,10 @@ func (t tool) needs(members ...string) tool {
 	return t
 }
 
-// tools is every tool, family by family.
-func tools() []tool {
-	return slices.Concat(promiseTools())
+// tools is every tool, family by family; readPaths offers the arguments
+// that name a file for the server to read.
+func tools(readPaths bool) []tool {
+	return slices.Concat(promiseTools(), expectTools())
 }
 
 // schemaOptions maps tally's own JSON types to their schemas.
@@ -116,21 +177,52 @@ func (t tool) inputSchema() (*jsonschema.Schema, error) {
 		ctx[argRequestID] = &jsonschema.Schema{Type: "string", MaxLength: jsonschema.Ptr(requestIDMax),
 			Description: "makes the write idempotent: a retry with the same id and arguments returns the recorded answer"}
 	}
-	for _, name := range []string{argSession, argRequestID, argNow} {
-		c, ok := ctx[name]
-		if !ok {
-			continue
-		}
-		if _, clash := s.Properties[name]; clash {
-			return nil, fmt.Errorf("tool %s: the document has a member %q, which the call's context takes", t.name, name)
-		}
-		s.Properties[name] = c
-		s.PropertyOrder = append(s.PropertyOrder, name)
-	}
 	if t.required != nil {
 		s.Required = t.required
 	}
+	// Inside the document, what is required is the family core's to say
+	// (a check's mode and attempts have defaults there): nested objects
+	// keep their members' types and stay closed, and require nothing.
+	for _, p := range s.Properties {
+		loosen(p)
+	}
+	add := func(name string, c *jsonschema.Schema) error {
+		if _, clash := s.Properties[name]; clash {
+			return fmt.Errorf("tool %s: the document has a member %q, which the tool takes beside it", t.name, name)
+		}
+		s.Properties[name] = c
+		s.PropertyOrder = append(s.PropertyOrder, name)
+		return nil
+	}
+	for _, x := range t.extra {
+		if err := add(x.name, x.schema); err != nil {
+			return nil, err
+		}
+		if x.required {
+			s.Required = append(s.Required, x.name)
+		}
+	}
+	for _, name := range []string{argSession, argRequestID, argNow} {
+		if c, ok := ctx[name]; ok {
+			if err := add(name, c); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return s, nil
+}
+
+// loosen drops the required members of s and of every schema inside it.
+func loosen(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	s.Required = nil
+	for _, p := range s.Properties {
+		loosen(p)
+	}
+	loosen(s.Items)
+	loosen(s.AdditionalProperties)
 }
 
 // outputSchema is the schema of the result's document: schema_version and
@@ -144,9 +236,15 @@ func (t tool) outputSchema() *jsonschema.Schema {
 		if !f.IsExported() || f.Type == reflect.TypeFor[service.Doc]() {
 			continue
 		}
-		name := snake(f.Name)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
+			name = snake(f.Name)
+		}
 		s.Properties[name] = kindSchema(f.Type)
-		s.Required = append(s.Required, name)
+		// A list may be left out of a document when it is empty.
+		if k := f.Type.Kind(); k != reflect.Slice && k != reflect.Pointer {
+			s.Required = append(s.Required, name)
+		}
 		s.PropertyOrder = append(s.PropertyOrder, name)
 	}
 	return s
@@ -208,8 +306,11 @@ func (s *Server) addTool(t tool) error {
 		// calls that give none.
 		ann.IdempotentHint = false
 	}
-	s.mcp.AddTool(&sdk.Tool{Name: t.name, Title: t.title, Description: t.description, Annotations: ann,
-		InputSchema: in, OutputSchema: t.outputSchema()}, s.handler(t, in, resolved))
+	st := &sdk.Tool{Name: t.name, Title: t.title, Description: t.description, Annotations: ann, InputSchema: in}
+	if t.result != nil {
+		st.OutputSchema = t.outputSchema()
+	}
+	s.mcp.AddTool(st, s.handler(t, in, resolved))
 	return nil
 }
 
@@ -232,7 +333,7 @@ func (s *Server) handler(t tool, in *jsonschema.Schema, resolved *jsonschema.Res
 		if _, ok := inst.(map[string]any); !ok {
 			return refused(rule.Invalidf("arguments", "must be one JSON object")), nil
 		}
-		body, given, err := split(raw)
+		body, given, err := split(raw, t.takes)
 		if err != nil {
 			return refused(err), nil
 		}
@@ -248,7 +349,7 @@ func (s *Server) handler(t tool, in *jsonschema.Schema, resolved *jsonschema.Res
 			ctx, release = s.cfg.Hold(ctx)
 			defer release()
 		}
-		res, err := t.run(ctx, s.cfg.Service, c, body)
+		res, err := t.run(ctx, s.cfg.Service, c, body, given)
 		if err != nil {
 			return refused(err), nil
 		}
@@ -259,12 +360,11 @@ func (s *Server) handler(t tool, in *jsonschema.Schema, resolved *jsonschema.Res
 // split takes the call's context members out of the arguments, keeping
 // the document's members as they were given (a member given twice stays
 // twice, for the decoder to refuse).
-func split(raw []byte) (body []byte, given map[string]string, err error) {
+func split(raw []byte, taken func(name string) bool) (body []byte, given map[string]string, err error) {
 	body = append(make([]byte, 0, len(raw)), '{')
 	given = map[string]string{}
 	err = wire.Object(raw, func(key, v []byte) error {
-		switch name := string(key); name {
-		case argSession, argRequestID, argNow:
+		if name := string(key); taken(name) {
 			str, err := wire.String(v)
 			if err != nil {
 				return rule.Invalidf(name, "must be a string")
@@ -332,6 +432,9 @@ func (s *Server) call(ctx context.Context, req *sdk.CallToolRequest, given map[s
 // answer is a result as a tool answers it: its document as the structured
 // content, and as text for a host that shows only text.
 func answer(res any) *sdk.CallToolResult {
+	if t, ok := res.(interface{ toolText() string }); ok {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: t.toolText()}}}
+	}
 	d := docOf(res)
 	r := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(d.JSON)}}, StructuredContent: json.RawMessage(d.JSON)}
 	if d.Replayed {
