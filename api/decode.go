@@ -189,10 +189,15 @@ func (o *Object) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// MarshalJSON writes the object as it was given.
+// MarshalJSON writes the object as it was given. A value that is not
+// JSON is written as a string, which the receiver's rule refuses as not an
+// object, as it refuses the value itself (a client sends what it was given).
 func (o Object) MarshalJSON() ([]byte, error) {
 	if o == "" {
 		return []byte("null"), nil
+	}
+	if !json.Valid([]byte(o)) {
+		return json.Marshal(string(o))
 	}
 	return []byte(o), nil
 }

@@ -8,12 +8,13 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"tally/ledger"
-	"tally/promise"
-	"tally/server"
+	"tally/rule"
+	"tally/service"
 	"tally/store"
 )
 
@@ -66,14 +67,8 @@ func newImport(g *global) *cobra.Command {
 		Example: "  tally import .pinki/ledger.jsonl\n  cat ledger.jsonl | tally import -",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			rc, err := g.remote()
-			if err != nil {
-				return err
-			}
-			if rc != nil {
-				return g.importRemote(c.Context(), rc, args[0])
-			}
 			var data []byte
+			var err error
 			if args[0] == "-" {
 				data, err = readAll(g.io.In)
 			} else {
@@ -82,25 +77,45 @@ func newImport(g *global) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("import: %w", err)
 			}
-			actor := g.actor()
-			l, err := g.open()
+			svc, err := g.service()
 			if err != nil {
 				return err
 			}
-			defer l.Close()
-			rep, err := l.Import(c.Context(), bytes.Split(data, []byte{'\n'}), ledger.WriteOptions{Actor: actor})
+			actor, err := g.optionalActor(c.Context())
 			if err != nil {
-				return fmt.Errorf("import %s: %w", args[0], server.ImportRefusal(err))
+				return err
 			}
-			return g.printImport(rep)
+			call, err := g.call(actor, "", time.Time{})
+			if err != nil {
+				return err
+			}
+			res, err := svc.Import(c.Context(), call, data)
+			if err != nil {
+				return prefixed("import "+args[0], err)
+			}
+			return g.printImport(res.Report)
 		},
 	}
 }
 
-// printImport prints what an import appended, locally or through a server.
+// prefixed says what was refused before a refusal's message (a server's
+// keeps its status and code); a failure to open the ledger is its own.
+func prefixed(what string, err error) error {
+	var ref *service.Refusal
+	var ie *ledger.ImportError
+	if errors.As(err, &ref) {
+		return service.NewRefusal(ref.Status, ref.Code, what+": "+ref.Message)
+	}
+	if _, ok := rule.As(err); ok || errors.As(err, &ie) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return err
+}
+
+// printImport prints what an import appended.
 func (g *global) printImport(rep ledger.ImportReport) error {
 	if g.json {
-		_, err := g.io.Out.Write(server.ImportDoc(rep, false))
+		_, err := g.io.Out.Write(service.ImportDoc(rep, false))
 		return err
 	}
 	for _, w := range rep.Warnings {
@@ -129,31 +144,24 @@ func newExport(g *global) *cobra.Command {
 			if format != "jsonl" && format != "json" && format != "pinki" {
 				return usagef("format: must be jsonl, json or pinki")
 			}
-			rc, err := g.remote()
+			now, err := parseNow(o.now, g.io.Now)
 			if err != nil {
 				return err
 			}
-			if rc != nil {
-				return g.exportRemote(c.Context(), rc, format, o)
-			}
-			if format == "json" {
-				vs, now, err := g.views(o, promise.Filter{State: "all"})
-				if err != nil {
-					return err
-				}
-				return writeViewList(g.io.Out, "promises", vs, now)
-			}
-			l, err := g.open()
+			svc, err := g.service()
 			if err != nil {
 				return err
 			}
-			defer l.Close()
-			torn, err := server.ExportLines(g.io.Out, format == "pinki", l.Lines)
+			call, err := g.call("", "", now)
 			if err != nil {
 				return err
 			}
-			if torn != nil {
-				fmt.Fprintf(g.io.Err, "warning: the log ends in an incomplete line (%d bytes), not exported\n", torn.Size)
+			res, err := svc.Export(c.Context(), call, format, g.io.Out, g.warnOnce)
+			if err != nil {
+				return err
+			}
+			if res.Torn != nil {
+				fmt.Fprintf(g.io.Err, "warning: the log ends in an incomplete line (%d bytes), not exported\n", res.Torn.Size)
 			}
 			return nil
 		},
@@ -171,35 +179,27 @@ func newVerify(g *global) *cobra.Command {
 			"token's tenant), one line each; with --session, that one session's log.",
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			rc, err := g.remote()
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
+			call, err := g.call("", "", time.Time{})
 			if err != nil {
 				return err
 			}
 			if g.session == "" {
-				var doc []byte
-				if rc != nil {
-					doc, err = rc.verifyAll(c.Context())
-				} else {
-					doc, err = g.verifyAllLocal()
-				}
+				call.Tenant, call.Session = "", ""
+				res, err := svc.VerifyAll(c.Context(), call)
 				if err != nil {
 					return err
 				}
-				return g.printVerifyAll(doc)
+				return g.printVerifyAll(res.JSON)
 			}
-			if rc != nil {
-				doc, log, err := rc.verify(c.Context())
-				if err != nil {
-					return err
-				}
-				return g.printVerify(doc, log)
-			}
-			l, err := g.openForVerify()
+			res, err := svc.Verify(c.Context(), call)
 			if err != nil {
 				return err
 			}
-			defer l.Close()
-			return g.printVerify(server.VerifyDoc(l.Verify()), l.Log().Path())
+			return g.printVerify(res.JSON, res.Log)
 		},
 	}
 }
@@ -244,23 +244,7 @@ func (g *global) printVerify(doc []byte, log string) error {
 	return nil
 }
 
-// verifyAllLocal verifies every session of the local ledger.
-func (g *global) verifyAllLocal() ([]byte, error) {
-	root, err := g.ledgerRoot()
-	if err != nil {
-		return nil, err
-	}
-	return server.VerifyAll(root, "", func(_ store.Session, dir string) (ledger.VerifyReport, string, error) {
-		b, err := ledger.OpenBare(dir)
-		if err != nil {
-			return ledger.VerifyReport{}, "", fmt.Errorf("verify: %w", err)
-		}
-		defer b.Close()
-		return b.Verify(), b.Log().Path(), nil
-	})
-}
-
-// printVerifyAll prints a report of every session (server.VerifyAll's
+// printVerifyAll prints a report of every session (Service.VerifyAll's
 // document): one line per session, the first bad line of each that is not
 // whole, and exit 1 unless all are.
 func (g *global) printVerifyAll(doc []byte) error {
@@ -319,13 +303,3 @@ func (g *global) printVerifyDoc(doc []byte, whole bool) error {
 type silentExit struct{}
 
 func (silentExit) Error() string { return "" }
-
-// openForVerify opens the session's log without folding it, so verify can
-// report damage that would stop a normal open.
-func (g *global) openForVerify() (*ledger.Bare, error) {
-	dir, err := g.sessionDir()
-	if err != nil {
-		return nil, err
-	}
-	return ledger.OpenBare(dir)
-}

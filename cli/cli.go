@@ -84,6 +84,7 @@ type global struct {
 	rest     *restclient.Client // the client, with TALLY_URL
 	sessions *cliSessions       // the sessions Local opened, without it
 	whoami   restclient.Identity
+	warned   map[string]bool // the warnings printed (warnOnce)
 }
 
 func (g *global) color() bool { return g.io.Terminal && g.io.Getenv("NO_COLOR") == "" }

@@ -119,10 +119,13 @@ func (g *global) runPrime(ctx context.Context, o primeOptions) error {
 			return usagef("seat: required: pass --seat WHO or --as WHO, or set TALLY_ACTOR")
 		}
 	}
+	if d, err = g.primePromises(ctx, seat, now); err != nil {
+		return err
+	}
 	if rc != nil {
-		d, err = rc.primeData(ctx, seat, now)
+		err = rc.primeData(ctx, seat, now, &d)
 	} else {
-		d, err = g.primeLocal(seat, now)
+		err = g.primeLocal(ctx, seat, now, &d)
 	}
 	if err != nil {
 		return err
@@ -137,17 +140,42 @@ func (g *global) runPrime(ctx context.Context, o primeOptions) error {
 	return err
 }
 
-// primeLocal reads prime's data from the local ledger, in one snapshot.
-func (g *global) primeLocal(seat string, now time.Time) (primeData, error) {
+// primePromises reads the promises prime shows through the Service: what
+// the seat owes, and what is owed to it late.
+func (g *global) primePromises(ctx context.Context, seat string, now time.Time) (primeData, error) {
 	var d primeData
-	l, err := g.open()
+	svc, err := g.service()
 	if err != nil {
 		return d, err
 	}
-	defer l.Close()
+	call, err := g.call("", "", now)
+	if err != nil {
+		return d, err
+	}
+	owes, err := svc.ListPromises(ctx, call, promise.Filter{State: "open", By: seat})
+	if err != nil {
+		return d, err
+	}
+	late, err := svc.ListPromises(ctx, call, promise.Filter{State: "overdue", To: seat})
+	if err != nil {
+		return d, err
+	}
+	d.owes, d.owedLate = owes.Promises, late.Promises
+	return d, nil
+}
+
+// primeLocal reads prime's claims and expectations from the session the
+// Service opened, in one snapshot.
+func (g *global) primeLocal(ctx context.Context, seat string, now time.Time, d *primeData) error {
+	call, err := g.call("", "", now)
+	if err != nil {
+		return err
+	}
+	l, err := g.sessions.Open(ctx, call.Tenant, call.Session, false)
+	if err != nil {
+		return err
+	}
 	l.Read(func(st *ledger.State) {
-		d.owes = st.Promises.Select(promise.Filter{State: "open", By: seat}, now)
-		d.owedLate = st.Promises.Select(promise.Filter{State: "overdue", To: seat}, now)
 		list := st.Claims.List(claim.Filter{Open: true, Participant: seat}, now)
 		sortClaimSummaries(list)
 		for i, s := range list {
@@ -161,22 +189,15 @@ func (g *global) primeLocal(seat string, now time.Time) (primeData, error) {
 		}
 		d.expects = st.Expects.List(expect.Filter{State: "open"})
 	})
-	return d, nil
+	return nil
 }
 
-// primeData reads prime's data through the server's read routes.
-func (rc *client) primeData(ctx context.Context, seat string, now time.Time) (primeData, error) {
-	var d primeData
-	var err error
-	if d.owes, err = rc.views(ctx, promise.Filter{State: "open", By: seat}, now); err != nil {
-		return d, err
-	}
-	if d.owedLate, err = rc.views(ctx, promise.Filter{State: "overdue", To: seat}, now); err != nil {
-		return d, err
-	}
+// primeData reads prime's claims and expectations through the server's
+// read routes.
+func (rc *client) primeData(ctx context.Context, seat string, now time.Time, d *primeData) error {
 	_, list, err := rc.claims(ctx, claim.Filter{Open: true, Participant: seat}, now)
 	if err != nil {
-		return d, err
+		return err
 	}
 	sortClaimSummaries(list)
 	for i, s := range list {
@@ -186,20 +207,19 @@ func (rc *client) primeData(ctx context.Context, seat string, now time.Time) (pr
 		}
 		_, v, err := rc.claim(ctx, s.Claim, now)
 		if err != nil {
-			return d, err
+			return err
 		}
 		d.claims = append(d.claims, v)
 	}
 	b, err := rc.do(ctx, "GET", rc.path(url.Values{"state": {"open"}}, "expectations"), nil, "")
 	if err != nil {
-		return d, err
+		return err
 	}
 	m, err := members(b)
 	if err != nil {
-		return d, err
+		return err
 	}
-	err = decodeMember(m, "expectations", &d.expects)
-	return d, err
+	return decodeMember(m, "expectations", &d.expects)
 }
 
 // sortClaimSummaries puts the claims most pressing first: overdue, then by

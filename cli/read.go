@@ -6,14 +6,14 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"tally/instant"
-	"tally/jsondoc"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"tally/instant"
+	"tally/jsondoc"
 	"tally/promise"
-	"tally/rule"
+	"tally/service"
 )
 
 // readOptions are the flags every read verb shares.
@@ -23,54 +23,27 @@ func (o *readOptions) bind(c *cobra.Command) {
 	c.Flags().StringVar(&o.now, "now", "", "evaluate views at this RFC 3339 time instead of the clock (output is then byte-for-byte reproducible)")
 }
 
-// views opens the ledger and computes the views fn selects at now.
-func (g *global) views(o readOptions, f promise.Filter) ([]promise.View, time.Time, error) {
-	now, err := parseNow(o.now, g.io.Now)
+// promises lists the promises f selects at --now (else the clock).
+func (g *global) promises(ctx context.Context, o readOptions, f promise.Filter) (service.PromiseList, error) {
+	svc, call, err := g.reader(o)
 	if err != nil {
-		return nil, now, err
+		return service.PromiseList{}, err
 	}
-	if rc, err := g.remote(); err != nil || rc != nil {
-		if err != nil {
-			return nil, now, err
-		}
-		vs, err := rc.views(context.Background(), f, now)
-		return vs, now, err
-	}
-	l, err := g.open()
-	if err != nil {
-		return nil, now, err
-	}
-	defer l.Close()
-	var out []promise.View
-	out = l.Promises(f, now)
-	return out, now, nil
+	return svc.ListPromises(ctx, call, f)
 }
 
-// view opens the ledger and returns one promise's view at now.
-func (g *global) view(o readOptions, id string) (promise.View, time.Time, bool, error) {
+// reader is the Service and the Call of a read at --now.
+func (g *global) reader(o readOptions) (cliService, service.Call, error) {
 	now, err := parseNow(o.now, g.io.Now)
 	if err != nil {
-		return promise.View{}, now, false, err
+		return nil, service.Call{}, err
 	}
-	if rc, err := g.remote(); err != nil || rc != nil {
-		if err != nil {
-			return promise.View{}, now, false, err
-		}
-		v, err := rc.view(context.Background(), id, now)
-		return v, now, err == nil, err
-	}
-	l, err := g.open()
+	svc, err := g.service()
 	if err != nil {
-		return promise.View{}, now, false, err
+		return nil, service.Call{}, err
 	}
-	defer l.Close()
-	v, found := l.Promise(id, now)
-	return v, now, found, nil
-}
-
-func writeViewList(w io.Writer, name string, vs []promise.View, now time.Time) error {
-	_, err := w.Write(jsondoc.PromiseList(now, name, vs))
-	return err
+	call, err := g.call("", "", now)
+	return svc, call, err
 }
 
 func newShow(g *global) *cobra.Command {
@@ -81,18 +54,19 @@ func newShow(g *global) *cobra.Command {
 		Example: `  tally show desk/ship-91 --now 2026-09-02T10:00:00Z`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			v, now, found, err := g.view(o, args[0])
+			svc, call, err := g.reader(o)
 			if err != nil {
 				return err
 			}
-			if !found {
-				return rule.NotFoundf("promise", "no promise with id "+args[0])
-			}
-			if g.json {
-				_, err := g.io.Out.Write(jsondoc.PromiseShow(now, &v))
+			res, err := svc.Promise(c.Context(), call, args[0])
+			if err != nil {
 				return err
 			}
-			printShow(g.io.Out, &v, now, g.color())
+			if g.json {
+				_, err := g.io.Out.Write(res.JSON)
+				return err
+			}
+			printShow(g.io.Out, &res.Promise, res.Now, g.color())
 			return nil
 		},
 	}
@@ -191,13 +165,15 @@ func newLs(g *global) *cobra.Command {
 			} else if overdue {
 				state = "overdue"
 			}
-			vs, now, err := g.views(o, promise.Filter{State: state, By: by, To: to})
+			res, err := g.promises(c.Context(), o, promise.Filter{State: state, By: by, To: to})
 			if err != nil {
 				return err
 			}
 			if g.json {
-				return writeViewList(g.io.Out, "promises", vs, now)
+				_, err := g.io.Out.Write(res.JSON)
+				return err
 			}
+			vs, now := res.Promises, res.Now
 			if len(vs) == 0 {
 				fmt.Fprintln(g.io.Out, "no promises")
 				return nil
@@ -250,10 +226,11 @@ func newOwed(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			vs, now, err := g.views(o, promise.Filter{State: "open", By: who})
+			res, err := g.promises(c.Context(), o, promise.Filter{State: "open", By: who})
 			if err != nil {
 				return err
 			}
+			vs, now := res.Promises, res.Now
 			sortOwed(vs)
 			if g.json {
 				return writeJSONDoc(g.io.Out, member("as", jsonString(who)), member("now", jsonString(instant.Format(now))), member("owed", viewArray(vs)))
@@ -324,11 +301,11 @@ func newGraph(g *global) *cobra.Command {
 			if format != "text" && format != "dot" && format != "json" {
 				return usagef("format: must be text, dot or json")
 			}
-			vs, now, err := g.views(o, promise.Filter{State: "all"})
+			res, err := g.promises(c.Context(), o, promise.Filter{State: "all"})
 			if err != nil {
 				return err
 			}
-			return writeGraph(g.io.Out, format, vs, now)
+			return writeGraph(g.io.Out, format, res.Promises, res.Now)
 		},
 	}
 	c.Flags().StringVar(&format, "format", "text", "text, dot or json")

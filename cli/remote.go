@@ -60,7 +60,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -76,9 +75,7 @@ import (
 	restclient "tally/client"
 	"tally/digest"
 	"tally/instant"
-	"tally/jsondoc"
 	"tally/ledger"
-	"tally/promise"
 	"tally/rule"
 	"tally/server"
 	"tally/service"
@@ -243,136 +240,6 @@ func members(b []byte) (map[string]json.RawMessage, error) {
 		return nil, fmt.Errorf("server response is not a JSON document: %w", err)
 	}
 	return m, nil
-}
-
-// promiseRequest maps a promise command to its route and body.
-func promiseRequest(cmd promise.Command) (segs []string, body []byte, err error) {
-	var meta json.RawMessage
-	type doc map[string]any
-	d := doc{}
-	set := func(k, v string) {
-		if v != "" {
-			d[k] = v
-		}
-	}
-	switch c := cmd.(type) {
-	case promise.Declare:
-		segs = []string{"promises"}
-		set("id", c.ID)
-		set("promise", c.Text)
-		set("by", c.By)
-		set("to", c.To)
-		set("on", c.On)
-		set("task", c.Task)
-		if !c.Until.IsZero() {
-			d["until"] = instant.Format(c.Until)
-		}
-		meta = json.RawMessage(c.Meta)
-	case promise.Amend:
-		segs = []string{"promises", c.ID, "amend"}
-		if !c.Until.IsZero() {
-			d["until"] = instant.Format(c.Until)
-		}
-		set("reason", c.Reason)
-		meta = json.RawMessage(c.Meta)
-	case promise.Resolve:
-		segs = []string{"promises", c.ID, "resolve"}
-		set("as", c.As)
-		if len(c.Evidence) > 0 {
-			d["evidence"] = c.Evidence
-		}
-		set("reason", c.Reason)
-		meta = json.RawMessage(c.Meta)
-	case promise.Assess:
-		segs = []string{"promises", c.ID, "assess"}
-		set("state", c.State)
-		set("observer", c.Observer)
-		set("note", c.Note)
-		meta = json.RawMessage(c.Meta)
-	default:
-		return nil, nil, usagef("this promise verb is not available over TALLY_URL")
-	}
-	if len(meta) > 0 {
-		if !json.Valid(meta) {
-			return nil, nil, usagef("meta: must be a JSON object")
-		}
-		d["meta"] = meta
-	}
-	body, err = json.Marshal(d)
-	return segs, body, err
-}
-
-// submitRemote is submit over HTTP.
-func (g *global) submitRemote(c *cobra.Command, rc *client, cmd promise.Command, actor string, o writeOptions, human func(io.Writer, ledger.Result, *promise.View)) error {
-	segs, body, err := promiseRequest(cmd)
-	if err != nil {
-		return err
-	}
-	b, err := rc.do(c.Context(), "POST", rc.path(nil, segs...), body, o.requestID)
-	if err != nil {
-		return err
-	}
-	if g.json {
-		_, err := g.io.Out.Write(b)
-		return err
-	}
-	m, err := members(b)
-	if err != nil {
-		return err
-	}
-	v, err := jsondoc.DecodeView(m["promise"])
-	if err != nil {
-		return err
-	}
-	var seq uint64
-	var warnings []string
-	json.Unmarshal(m["seq"], &seq)
-	json.Unmarshal(m["warnings"], &warnings)
-	for _, w := range warnings {
-		fmt.Fprintln(g.io.Err, "warning: "+w)
-	}
-	observer := actor
-	if a, ok := cmd.(promise.Assess); ok && a.Observer != "" {
-		observer = a.Observer
-	}
-	human(g.io.Out, ledger.Result{Seq: seq, Event: promise.Event{ID: v.ID, Observer: observer}, Warnings: warnings}, &v)
-	return nil
-}
-
-// viewsRemote is views over HTTP.
-func (rc *client) views(ctx context.Context, f promise.Filter, now time.Time) ([]promise.View, error) {
-	q := url.Values{"now": {instant.Format(now)}}
-	if f.State != "" {
-		q.Set("state", f.State)
-	}
-	if f.By != "" {
-		q.Set("by", f.By)
-	}
-	if f.To != "" {
-		q.Set("to", f.To)
-	}
-	b, err := rc.do(ctx, "GET", rc.path(q, "promises"), nil, "")
-	if err != nil {
-		return nil, err
-	}
-	m, err := members(b)
-	if err != nil {
-		return nil, err
-	}
-	return jsondoc.DecodeViews(m["promises"])
-}
-
-// view is one promise over HTTP; a missing one is the server's refusal.
-func (rc *client) view(ctx context.Context, id string, now time.Time) (promise.View, error) {
-	b, err := rc.do(ctx, "GET", rc.path(url.Values{"now": {instant.Format(now)}}, "promises", id), nil, "")
-	if err != nil {
-		return promise.View{}, err
-	}
-	m, err := members(b)
-	if err != nil {
-		return promise.View{}, err
-	}
-	return jsondoc.DecodeView(m["promise"])
 }
 
 // claimRequest maps a claim command to its route and body.
@@ -661,91 +528,4 @@ func decodeMember(m map[string]json.RawMessage, name string, v any) error {
 		return fmt.Errorf("server response: %s: %w", name, err)
 	}
 	return nil
-}
-
-// exportRemote streams the server's export of the session to stdout: the
-// bytes the local verb prints, with its warning about records kept but not
-// folded. A failure the server met after its first bytes arrives in a
-// trailer.
-func (g *global) exportRemote(ctx context.Context, rc *client, format string, o readOptions) error {
-	q := url.Values{"format": {format}}
-	if format == "json" {
-		now, err := parseNow(o.now, g.io.Now)
-		if err != nil {
-			return err
-		}
-		q.Set("now", instant.Format(now))
-	}
-	resp, done, err := rc.send(ctx, "GET", rc.path(q, "export"), nil, "", "")
-	if err != nil {
-		return err
-	}
-	defer done()
-	if warn := resp.Header.Get(server.WarningHeader); warn != "" {
-		fmt.Fprintln(g.io.Err, "warning: "+warn)
-	}
-	if _, err := io.Copy(g.io.Out, resp.Body); err != nil {
-		return fmt.Errorf("server %s: export: %w", g.remoteURL(), err)
-	}
-	if t := resp.Trailer.Get(server.ExportErrorTrailer); t != "" {
-		return service.ReadRefusal(http.StatusInternalServerError, "500 Internal Server Error", []byte(t))
-	}
-	return nil
-}
-
-// verify has the server verify the session's log: its report document and
-// the log's name as the server gives it.
-func (rc *client) verify(ctx context.Context) ([]byte, string, error) {
-	resp, done, err := rc.send(ctx, "GET", rc.path(nil, "verify"), nil, "", "")
-	if err != nil {
-		return nil, "", err
-	}
-	defer done()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return nil, "", fmt.Errorf("server %s: verify: %w", rc.g.remoteURL(), err)
-	}
-	return b, resp.Header.Get(server.LogHeader), nil
-}
-
-// verifyAll has the server verify every session of the token's tenant.
-func (rc *client) verifyAll(ctx context.Context) ([]byte, error) {
-	return rc.do(ctx, "GET", rc.g.remoteURL()+"/v1/verify", nil, "")
-}
-
-// importRemote streams FILE (or stdin for "-") to the server's import and
-// prints its report as the local verb does; a refusal reads as the local
-// verb's, "import FILE: line N: …".
-func (g *global) importRemote(ctx context.Context, rc *client, name string) error {
-	in := g.io.In
-	if name != "-" {
-		f, err := os.Open(g.abs(name))
-		if err != nil {
-			return fmt.Errorf("import: %w", err)
-		}
-		defer f.Close()
-		in = f
-	}
-	if _, err := rc.identity(ctx); err != nil {
-		return err
-	}
-	b, err := rc.exchange(ctx, "POST", rc.path(nil, "import"), in, "application/x-ndjson", "")
-	var ref *service.Refusal
-	if errors.As(err, &ref) {
-		err = service.NewRefusal(ref.Status, ref.Code, fmt.Sprintf("import %s: %s", name, ref.Message))
-	}
-	if err != nil {
-		return err
-	}
-	m, err := members(b)
-	if err != nil {
-		return err
-	}
-	var rep ledger.ImportReport
-	for k, v := range map[string]any{"appended": &rep.Appended, "unknown": &rep.Unknown, "first_seq": &rep.FirstSeq, "last_seq": &rep.LastSeq, "warnings": &rep.Warnings} {
-		if err := decodeMember(m, k, v); err != nil {
-			return err
-		}
-	}
-	return g.printImport(rep)
 }

@@ -20,6 +20,7 @@ import (
 // cliService is what the CLI runs verbs on.
 type cliService interface {
 	service.Service
+	service.Logs
 }
 
 var (
@@ -42,7 +43,7 @@ func (g *global) service() (cliService, error) {
 		return c, nil
 	}
 	g.sessions = &cliSessions{g: g, open: map[string]*ledger.Ledger{}}
-	cfg := service.LocalConfig{Now: g.io.Now, Timekeeper: ledger.DefaultConfig().Timekeeper}
+	cfg := service.LocalConfig{Now: g.io.Now, Timekeeper: ledger.DefaultConfig().Timekeeper, Root: g.ledgerRoot}
 	if lc, err := g.ledgerConfig(); err == nil {
 		cfg.Timekeeper = lc.Timekeeper
 	}
@@ -70,10 +71,8 @@ func (g *global) call(actor, requestID string, now time.Time) (service.Call, err
 	if err != nil {
 		return service.Call{}, err
 	}
-	if g.remoteURL() != "" {
-		if err := restclient.CheckSession(tenant, session); err != nil {
-			return service.Call{}, usageError{err}
-		}
+	if err := restclient.CheckSession(tenant, session); err != nil {
+		return service.Call{}, usageError{err}
 	}
 	if len(requestID) > service.RequestIDMax {
 		return service.Call{}, usagef("request-id: at most %d bytes", service.RequestIDMax)
@@ -96,6 +95,28 @@ func (g *global) requireActor(fallback string) (string, error) {
 		return fallback, nil
 	}
 	return "", usagef("actor: required: pass --as WHO or set TALLY_ACTOR")
+}
+
+// optionalActor is the acting identity where a verb needs none: --as or
+// TALLY_ACTOR, possibly none, and over TALLY_URL the token's identity.
+func (g *global) optionalActor(ctx context.Context) (string, error) {
+	if g.remoteURL() != "" {
+		id, err := g.identity(ctx)
+		return id.Actor, err
+	}
+	return g.actor(), nil
+}
+
+// warnOnce prints a warning on stderr, once per process: opening a
+// session and exporting it both report the records it skips.
+func (g *global) warnOnce(msg string) {
+	if g.warned == nil {
+		g.warned = map[string]bool{}
+	}
+	if !g.warned[msg] {
+		g.warned[msg] = true
+		fmt.Fprintln(g.io.Err, "warning: "+msg)
+	}
 }
 
 // identity is who the CLI acts as over TALLY_URL, asked of the server
@@ -180,7 +201,7 @@ func (g *global) openDir(dir string) (*ledger.Ledger, error) {
 		return nil, err
 	}
 	if w := l.SkippedSummary(); w != "" {
-		fmt.Fprintln(g.io.Err, "warning: "+w)
+		g.warnOnce(w)
 	}
 	return l, nil
 }

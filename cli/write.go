@@ -3,16 +3,17 @@ package cli
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"tally/api"
 	"tally/instant"
-	"tally/jsondoc"
-	"tally/ledger"
 	"tally/promise"
+	"tally/service"
 )
 
 // writeOptions are the flags every write verb shares.
@@ -26,34 +27,34 @@ func (o *writeOptions) bind(c *cobra.Command) {
 	c.Flags().StringVar(&o.requestID, "request-id", "", "your id for this request: an exact retry prints the first answer and appends nothing")
 }
 
-// submit runs one promise command and prints its outcome.
-func (g *global) submit(c *cobra.Command, cmd promise.Command, actor string, o writeOptions, human func(io.Writer, ledger.Result, *promise.View)) error {
-	if rc, err := g.remote(); err != nil || rc != nil {
-		if err != nil {
-			return err
-		}
-		return g.submitRemote(c, rc, cmd, actor, o, human)
-	}
-	l, err := g.open()
+// promiseWrite runs one promise write through the Service as actor and
+// prints its outcome: the response document with --json, else human's
+// lines, with the write's warnings on stderr. A retry under the same
+// --request-id prints the same, from the recorded document.
+func (g *global) promiseWrite(c *cobra.Command, actor string, o writeOptions,
+	run func(ctx context.Context, svc cliService, call service.Call) (service.PromiseWritten, error),
+	human func(w io.Writer, res *service.PromiseWritten)) error {
+	svc, err := g.service()
 	if err != nil {
 		return err
 	}
-	defer l.Close()
-	_, err = g.write(c, l, ledger.Command{Promise: cmd}, actor, o.requestID, nil, func(g *global, st *ledger.State, rs []ledger.Result) error {
-		res := rs[0]
-		p, _ := st.Promises.Get(res.Event.ID)
-		view := st.Promises.View(p, g.io.Now().UTC())
-		if g.json {
-			_, err := g.io.Out.Write(jsondoc.PromiseWrite(res.Seq, &view, res.Warnings))
-			return err
-		}
-		for _, w := range res.Warnings {
-			fmt.Fprintln(g.io.Err, "warning: "+w)
-		}
-		human(g.io.Out, res, &view)
-		return nil
-	})
-	return err
+	call, err := g.call(actor, o.requestID, time.Time{})
+	if err != nil {
+		return err
+	}
+	res, err := run(c.Context(), svc, call)
+	if err != nil {
+		return err
+	}
+	if g.json {
+		_, err := g.io.Out.Write(res.JSON)
+		return err
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintln(g.io.Err, "warning: "+w)
+	}
+	human(g.io.Out, &res)
+	return nil
 }
 
 type promiseOptions struct {
@@ -87,12 +88,10 @@ func newPromise(g *global) *cobra.Command {
 				return err
 			}
 			d := api.PromiseDeclare{ID: o.id, Promise: text, By: o.by, To: o.to, On: o.on, Until: o.until, Task: o.task, Meta: api.Object(o.meta)}
-			cmd, err := d.Command(g.io.Now())
-			if err != nil {
-				return err
-			}
-			return g.submit(c, cmd, actor, o.writeOptions, func(w io.Writer, res ledger.Result, v *promise.View) {
-				fmt.Fprintln(w, res.Event.ID)
+			return g.promiseWrite(c, actor, o.writeOptions, func(ctx context.Context, svc cliService, call service.Call) (service.PromiseWritten, error) {
+				return svc.DeclarePromise(ctx, call, d)
+			}, func(w io.Writer, res *service.PromiseWritten) {
+				fmt.Fprintln(w, res.Promise.ID)
 			})
 		},
 	}
@@ -146,11 +145,10 @@ func newAmend(g *global) *cobra.Command {
 				return err
 			}
 			d := api.PromiseAmend{ID: args[0], Until: until, Reason: reason, Meta: api.Object(o.meta)}
-			cmd, err := d.Command(g.io.Now())
-			if err != nil {
-				return err
-			}
-			return g.submit(c, cmd, actor, o, func(w io.Writer, res ledger.Result, v *promise.View) {
+			return g.promiseWrite(c, actor, o, func(ctx context.Context, svc cliService, call service.Call) (service.PromiseWritten, error) {
+				return svc.AmendPromise(ctx, call, d)
+			}, func(w io.Writer, res *service.PromiseWritten) {
+				v := &res.Promise
 				prev := v.Horizons[len(v.Horizons)-2]
 				fmt.Fprintf(w, "%s: deadline %s (was %s; horizon %d)\n", v.ID, instant.Format(v.Until), instant.Format(prev), len(v.Horizons))
 			})
@@ -198,8 +196,10 @@ func newResolve(g *global) *cobra.Command {
 				return err
 			}
 			d := api.PromiseResolve{ID: args[0], As: as, Evidence: evidence, Reason: reason, Meta: api.Object(o.meta)}
-			return g.submit(c, d.Command(), actor, o, func(w io.Writer, res ledger.Result, v *promise.View) {
-				fmt.Fprintf(w, "%s: %s by %s\n", v.ID, as, actor)
+			return g.promiseWrite(c, actor, o, func(ctx context.Context, svc cliService, call service.Call) (service.PromiseWritten, error) {
+				return svc.ResolvePromise(ctx, call, d)
+			}, func(w io.Writer, res *service.PromiseWritten) {
+				fmt.Fprintf(w, "%s: %s by %s\n", res.Promise.ID, as, actor)
 			})
 		},
 	}
@@ -231,8 +231,11 @@ func newAssess(g *global) *cobra.Command {
 				return err
 			}
 			d := api.PromiseAssess{ID: args[0], State: promise.StateViolated, Observer: observer, Note: note, Meta: api.Object(o.meta)}
-			return g.submit(c, d.Command(), actor, o, func(w io.Writer, res ledger.Result, v *promise.View) {
-				fmt.Fprintf(w, "%s: assessed violated by %s (state stays %s)\n", v.ID, res.Event.Observer, v.State)
+			return g.promiseWrite(c, actor, o, func(ctx context.Context, svc cliService, call service.Call) (service.PromiseWritten, error) {
+				return svc.AssessPromise(ctx, call, d)
+			}, func(w io.Writer, res *service.PromiseWritten) {
+				// The observer defaults to, and may only be, the acting identity.
+				fmt.Fprintf(w, "%s: assessed violated by %s (state stays %s)\n", res.Promise.ID, cmp.Or(observer, actor), res.Promise.State)
 			})
 		},
 	}

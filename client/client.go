@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"tally/api"
 	"tally/auth"
 	"tally/instant"
 	"tally/service"
@@ -139,7 +140,7 @@ func (c *Client) Exchange(ctx context.Context, call service.Call, method, u stri
 	if err != nil {
 		return service.Doc{}, fmt.Errorf("server %s: %w", c.url, err)
 	}
-	return service.Doc{JSON: b, Replayed: resp.Header.Get("Idempotent-Replayed") == "true"}, nil
+	return service.Doc{JSON: b, Replayed: resp.Header.Get(api.ReplayedHeader) == "true"}, nil
 }
 
 // Do is Exchange with a JSON body, or none when body is nil.

@@ -16,24 +16,15 @@ package server
 // session's file is damaged, not where the server keeps it.
 
 import (
-	"bufio"
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
-	"sort"
-	"strconv"
 
+	"tally/api"
 	"tally/auth"
-	"tally/jsondoc"
-	"tally/ledger"
-	"tally/promise"
 	"tally/rule"
-	"tally/store"
+	"tally/service"
 )
 
 // ImportBodyMax bounds the body of an import. An import is read whole and
@@ -41,18 +32,13 @@ import (
 // memory; other writes are bounded by Config.BodyMax.
 const ImportBodyMax = 64 << 20
 
-// ExportErrorTrailer carries the error document of an export that failed
-// after its first bytes were sent, when the status can no longer say so.
-const ExportErrorTrailer = "Tally-Error"
-
-// LogHeader names the verified log, relative to the server's ledger
-// directory, in a verify answer: the client's message for a torn tail
-// names it as the local verb names its file.
-const LogHeader = "Tally-Log"
-
-// WarningHeader carries, on an export, the warning a local read prints on
-// opening the ledger: the records it keeps but does not fold.
-const WarningHeader = "Tally-Warning"
+// The headers of the log routes (api's, named here too for the server's
+// callers).
+const (
+	ExportErrorTrailer = api.ExportErrorTrailer
+	LogHeader          = api.LogHeader
+	WarningHeader      = api.WarningHeader
+)
 
 func (s *Server) adminRoutes() []route {
 	return []route{
@@ -63,162 +49,18 @@ func (s *Server) adminRoutes() []route {
 	}
 }
 
-// ExportLines writes the lines scan yields as `tally export` prints them:
-// each log line (jsonl), or each promise record without its envelope
-// (pinki). It returns the torn tail scan reports. On an error what is
-// still buffered is dropped, so a caller that has sent nothing yet can
-// still refuse cleanly.
-func ExportLines(w io.Writer, pinki bool, scan func(fn func(store.Entry) error) (store.Position, *store.Torn, error)) (*store.Torn, error) {
-	bw := bufio.NewWriterSize(w, 1<<16)
-	_, torn, err := scan(func(e store.Entry) error {
-		if !pinki {
-			bw.Write(e.Line)
-			return bw.WriteByte('\n')
-		}
-		typ, _ := promise.PeekType(e.Line)
-		if !promise.Known(typ) {
-			return nil
-		}
-		bw.Write(store.Body(e.Line))
-		return bw.WriteByte('\n')
-	})
-	if err != nil {
-		return torn, err
-	}
-	return torn, bw.Flush()
-}
-
-// VerifyDoc is a verify report as `tally verify --json` prints it.
-func VerifyDoc(rep ledger.VerifyReport) []byte {
-	types := make([]string, 0, len(rep.Skipped))
-	for t := range rep.Skipped {
-		types = append(types, t)
-	}
-	sort.Strings(types)
-	unk := []byte{'['}
-	for i, t := range types {
-		if i > 0 {
-			unk = append(unk, ',')
-		}
-		sk := rep.Skipped[t]
-		unk = fmt.Appendf(unk, `{"type":%s,"count":%d,"first_line":%d,"reason":%s}`, jsondoc.S(t), sk.Count, sk.FirstLine, jsondoc.S(sk.Reason))
-	}
-	unk = append(unk, ']')
-	errv := []byte("null")
-	if rep.Err != nil {
-		errv = jsondoc.S(rep.Err.Error())
-	}
-	torn := []byte("null")
-	if rep.Torn != nil {
-		torn = fmt.Appendf(nil, `{"offset":%d,"bytes":%d}`, rep.Torn.Offset, rep.Torn.Size)
-	}
-	return jsondoc.Doc(jsondoc.M("whole", []byte(strconv.FormatBool(rep.Whole()))), jsondoc.M("lines", []byte(strconv.FormatUint(rep.Lines, 10))),
-		jsondoc.M("error", errv), jsondoc.M("torn", torn), jsondoc.M("unknown", unk))
-}
-
-// ImportDoc is an import's report as `tally import --json` prints it; with
-// warnings also the warnings the text form prints (the server's answer).
-func ImportDoc(rep ledger.ImportReport, warnings bool) []byte {
-	ms := []jsondoc.Member{
-		jsondoc.M("appended", []byte(strconv.Itoa(rep.Appended))), jsondoc.M("unknown", []byte(strconv.Itoa(rep.Unknown))),
-		jsondoc.M("first_seq", []byte(strconv.FormatUint(rep.FirstSeq, 10))), jsondoc.M("last_seq", []byte(strconv.FormatUint(rep.LastSeq, 10))),
-	}
-	if warnings {
-		list := []byte{'['}
-		for i, w := range rep.Warnings {
-			if i > 0 {
-				list = append(list, ',')
-			}
-			list = append(list, jsondoc.S(w)...)
-		}
-		ms = append(ms, jsondoc.M("warnings", append(list, ']')))
-	}
-	return jsondoc.Doc(ms...)
-}
-
-// ImportRefusal makes a refused import line a refusal of the input (the
-// line is the field at fault), so a bad line is a usage error both ways:
-// HTTP 400 from the server, exit 2 from a local import.
-func ImportRefusal(err error) error {
-	var ie *ledger.ImportError
-	if !errors.As(err, &ie) {
-		return err
-	}
-	if _, ok := rule.As(err); ok {
-		return err
-	}
-	return rule.Invalidf("line "+strconv.Itoa(ie.Line), ie.Err.Error())
-}
-
-// logName is a session's log path relative to the ledger directory.
-func (s *Server) logName(path string) string { return logName(s.cfg.Root, path) }
-
-func logName(root, path string) string {
-	rel, err := filepath.Rel(root, path)
-	if err != nil {
-		return filepath.Base(path)
-	}
-	return filepath.ToSlash(rel)
-}
-
-// relative names a damaged log by logName instead of its path on the server.
-func (s *Server) relative(err error) error { return relative(s.cfg.Root, err) }
-
-func relative(root string, err error) error {
-	var ce *store.CorruptError
-	if !errors.As(err, &ce) {
-		return err
-	}
-	return &store.CorruptError{Path: logName(root, ce.Path), Line: ce.Line, Reason: ce.Reason}
-}
-
-// VerifyAll verifies, with verify, every session of the ledger at root
-// that has a log (of tenant, or of every tenant when it is empty) and
-// returns the report `tally verify --json` prints without --session:
-// whole (every session is), and each session's name, its log named
-// relative to root, and its report as VerifyDoc makes it. Local and remote
-// verify print it alike.
-func VerifyAll(root, tenant string, verify func(store.Session, string) (ledger.VerifyReport, string, error)) ([]byte, error) {
-	sessions, err := store.Sessions(root, tenant)
-	if err != nil {
-		return nil, err
-	}
-	whole := true
-	list := []byte{'['}
-	for i, ss := range sessions {
-		dir, err := store.SessionDir(root, ss.Tenant, ss.Name)
-		if err != nil {
-			return nil, err
-		}
-		rep, path, err := verify(ss, dir)
-		if err != nil {
-			return nil, fmt.Errorf("session %s: %w", ss, err)
-		}
-		rep.Err = relative(root, rep.Err)
-		whole = whole && rep.Whole()
-		if i > 0 {
-			list = append(list, ',')
-		}
-		list = fmt.Appendf(list, `{"session":%s,"log":%s,"report":%s}`, jsondoc.S(ss.String()), jsondoc.S(logName(root, path)), bytes.TrimSpace(VerifyDoc(rep)))
-	}
-	list = append(list, ']')
-	return jsondoc.Doc(jsondoc.M("whole", []byte(strconv.FormatBool(whole))), jsondoc.M("sessions", list)), nil
-}
-
 func (s *Server) verifyAll(w http.ResponseWriter, r *http.Request) {
 	p, err := s.authenticate(r)
 	if err != nil {
 		s.writeError(w, err)
 		return
 	}
-	doc, err := VerifyAll(s.cfg.Root, p.tenant, func(ss store.Session, dir string) (ledger.VerifyReport, string, error) {
-		return s.verifySession(r.Context(), ss.Tenant, ss.Name, dir)
-	})
+	res, err := s.logs.VerifyAll(r.Context(), service.Call{Tenant: p.tenant})
 	if err != nil {
 		s.writeError(w, err)
 		return
 	}
-	writeDoc(w, http.StatusOK, doc)
+	writeDoc(w, http.StatusOK, res.JSON)
 }
 
 // countingWriter remembers whether anything reached the response.
@@ -234,59 +76,31 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 }
 
 func (s *Server) export(w http.ResponseWriter, r *http.Request) {
-	l, err := s.openRead(r)
+	c, err := s.readCall(r)
 	if err != nil {
 		s.writeError(w, err)
 		return
 	}
-	if warn := l.SkippedSummary(); warn != "" {
-		w.Header().Set(WarningHeader, warn)
-	}
 	format := r.URL.Query().Get("format")
-	switch format {
-	case "json":
-		now, err := s.readNow(r)
-		if err != nil {
-			s.writeError(w, err)
-			return
-		}
-		vs := l.Promises(promise.Filter{State: "all"}, now)
-		writeDoc(w, http.StatusOK, jsondoc.PromiseList(now, "promises", vs))
-		return
-	case "", "jsonl", "pinki":
-	default:
-		s.writeError(w, rule.Invalidf("format", "must be jsonl, json or pinki"))
-		return
+	if format == "json" {
+		w.Header().Set("Content-Type", "application/json")
+	} else {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.Header().Set("Trailer", ExportErrorTrailer)
 	}
-	// Only acknowledged lines, as the event stream sends: a line still
-	// being written is not the ledger's yet.
-	end := l.Durable().Offset
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.Header().Set("Trailer", ExportErrorTrailer)
 	cw := &countingWriter{w: w}
-	_, err = ExportLines(cw, format == "pinki", func(fn func(store.Entry) error) (store.Position, *store.Torn, error) {
-		return l.Log().ScanUntil(store.Position{}, end, fn)
-	})
+	_, err = s.logs.Export(r.Context(), c, format, cw, func(warn string) { w.Header().Set(WarningHeader, warn) })
 	if err == nil {
 		return
 	}
-	err = s.relative(err)
 	if cw.n == 0 {
 		w.Header().Del("Trailer")
+		w.Header().Del("Content-Type")
 		s.writeError(w, err)
 		return
 	}
 	s.cfg.Logger.Error("export failed after its first bytes", "err", err)
-	w.Header().Set(ExportErrorTrailer, string(bytes.TrimSpace(jsondoc.Error(err.Error(), errorCode(err)))))
-}
-
-// errorCode is the problem code of a failure that ends a stream.
-func errorCode(err error) string {
-	var ce *store.CorruptError
-	if errors.As(err, &ce) {
-		return "corrupt"
-	}
-	return "error"
+	w.Header().Set(ExportErrorTrailer, string(bytes.TrimSpace(service.Refuse(err).Document)))
 }
 
 func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
@@ -294,42 +108,13 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	dir, err := store.SessionDir(s.cfg.Root, r.PathValue("tenant"), r.PathValue("session"))
-	if err != nil {
-		s.writeError(w, badRequest{err.Error()})
-		return
-	}
-	rep, path, err := s.verifySession(r.Context(), r.PathValue("tenant"), r.PathValue("session"), dir)
+	res, err := s.logs.Verify(r.Context(), service.Call{Tenant: r.PathValue("tenant"), Session: r.PathValue("session")})
 	if err != nil {
 		s.writeError(w, err)
 		return
 	}
-	rep.Err = s.relative(rep.Err)
-	w.Header().Set(LogHeader, s.logName(path))
-	writeDoc(w, http.StatusOK, VerifyDoc(rep))
-}
-
-// verifySession verifies the session's log through its open ledger, or,
-// when no ledger opens (a log too damaged to fold), on the bare file, as
-// the local verb does. It returns the log's path.
-// A session with no log is NoSuchSession; one with an empty log is
-// verified bare. Each session is released once verified, so verifying
-// every session keeps the open bound.
-func (s *Server) verifySession(ctx context.Context, tenant, session, dir string) (ledger.VerifyReport, string, error) {
-	e, err := s.acquire(ctx, tenant, session, false)
-	if err == nil {
-		defer s.release(e)
-		return e.l.Verify(), e.l.Log().Path(), nil
-	}
-	if _, serr := os.Stat(store.LogPath(dir)); serr != nil {
-		return ledger.VerifyReport{}, "", err // no log: nothing to verify, nothing made
-	}
-	b, err := ledger.OpenBare(dir)
-	if err != nil {
-		return ledger.VerifyReport{}, "", fmt.Errorf("verify: %w", err)
-	}
-	defer b.Close()
-	return b.Verify(), b.Log().Path(), nil
+	w.Header().Set(LogHeader, res.Log)
+	writeDoc(w, http.StatusOK, res.JSON)
 }
 
 // importTypes are the media types an import takes: lines of JSON, or
@@ -351,13 +136,8 @@ func (s *Server) importLog(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := r.Header.Get("Idempotency-Key")
-	if len(key) > 256 {
+	if len(key) > service.RequestIDMax {
 		s.writeError(w, rule.Invalidf("Idempotency-Key", "at most 256 bytes"))
-		return
-	}
-	l, err := s.sessionIn(r.Context(), r.PathValue("tenant"), r.PathValue("session"), true)
-	if err != nil {
-		s.writeError(w, err)
 		return
 	}
 	if r.ContentLength > ImportBodyMax {
@@ -371,42 +151,17 @@ func (s *Server) importLog(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	lines := bytes.Split(body, []byte{'\n'})
-	if key == "" {
-		rep, err := l.Import(r.Context(), lines, ledger.WriteOptions{Actor: p.actor})
-		if err != nil {
-			s.writeError(w, ImportRefusal(err))
-			return
-		}
-		writeDoc(w, http.StatusOK, ImportDoc(rep, true))
-		return
-	}
-	// With a key the answer is recorded with the records (one log line), so
-	// a retry gets it byte for byte and appends nothing.
-	idem := &ledger.Idempotency{Principal: p.actor, Key: key, Digest: s.commandDigest(r, body)}
-	_, resp, replayed, err := l.ImportIdempotent(r.Context(), lines, ledger.WriteOptions{Actor: p.actor, RequestID: key}, idem, recordedImportDoc)
+	c := service.Call{Tenant: r.PathValue("tenant"), Session: r.PathValue("session"), Actor: p.actor, RequestID: key}
+	res, err := s.logs.Import(r.Context(), c, body)
 	if err != nil {
-		s.writeError(w, ImportRefusal(err))
+		s.writeError(w, err)
 		return
 	}
-	if replayed {
-		w.Header().Set("Idempotent-Replayed", "true")
+	if res.Replayed {
+		w.Header().Set(api.ReplayedHeader, "true")
 	}
-	writeDoc(w, http.StatusOK, append(resp[:len(resp):len(resp)], '\n'))
+	writeDoc(w, http.StatusOK, res.JSON)
 }
-
-// recordedImportDoc is the answer to an import with a key: ImportDoc, with
-// at most importWarningsMax warnings (and a last one counting the rest), so
-// that it fits the log line it is recorded in.
-func recordedImportDoc(rep ledger.ImportReport) []byte {
-	if n := len(rep.Warnings); n > importWarningsMax {
-		rep.Warnings = append(rep.Warnings[:importWarningsMax:importWarningsMax], fmt.Sprintf("and %d more lines of types tally does not fold, kept as they are", n-importWarningsMax))
-	}
-	return ImportDoc(rep, true)
-}
-
-// importWarningsMax bounds the warnings a recorded import answer lists.
-const importWarningsMax = 100
 
 // readImport reads an import's body: into one allocation of its declared
 // length, else growing as it comes (bounded by the route's bodyMax).

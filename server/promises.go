@@ -70,6 +70,11 @@ func (s *Server) declare(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return service.PromiseWritten{}, err
 			}
+			// The session is opened as a write would, so the baseline
+			// counts the cache.
+			if _, err := s.sessionIn(r.Context(), r.PathValue("tenant"), r.PathValue("session"), true); err != nil {
+				return service.PromiseWritten{}, err
+			}
 			return service.PromiseWritten{Doc: service.Doc{JSON: s.stubWrite(cmd, p)}}, nil
 		}
 		c, err := s.promiseCall(r, p, ledger.Command{Promise: promise.Declare{By: d.By}})

@@ -131,6 +131,19 @@ func (ss serverSessions) Open(ctx context.Context, tenant, session string, creat
 	return ss.s.sessionIn(ctx, tenant, session, create)
 }
 
+// Visit holds tenant/session (never creating it) while fn runs on its
+// ledger, and releases it at once: a verify of every session keeps the
+// open bound.
+func (ss serverSessions) Visit(ctx context.Context, tenant, session string, fn func(*ledger.Ledger)) error {
+	e, err := ss.s.acquire(ctx, tenant, session, false)
+	if err != nil {
+		return err
+	}
+	defer ss.s.release(e)
+	fn(e.l)
+	return nil
+}
+
 // session opens tenant/session (creating it) and keeps it open for the
 // server's life: for tests and tools that hold a ledger outside a request.
 func (s *Server) session(tenant, session string) (*ledger.Ledger, error) {

@@ -26,14 +26,23 @@ type LocalConfig struct {
 	// Timekeeper is the identity the ledgers' timekeeper acts as
 	// (ledger.Config.Timekeeper).
 	Timekeeper string
+	// Root finds the ledger directory the sessions are in, when a verb
+	// needs it (the CLI finds it lazily); nil means none.
+	Root func() (string, error)
+	// RelativeLogs names logs relative to the ledger directory in answers
+	// (a server: a client learns which session's file is damaged, not where
+	// the server keeps it).
+	RelativeLogs bool
 }
 
 // Local is the Service on this machine's ledgers, opened through its
 // Sessions: the CLI's ledger directory, or the server's session cache.
 type Local struct {
-	sessions   Sessions
-	now        func() time.Time
-	timekeeper string
+	sessions     Sessions
+	now          func() time.Time
+	timekeeper   string
+	rootOf       func() (string, error)
+	relativeLogs bool
 	// digesters keeps request-digest hashers for reuse: deriving the key
 	// costs more than hashing a document.
 	digesters sync.Pool
@@ -44,7 +53,7 @@ func NewLocal(sessions Sessions, cfg LocalConfig) *Local {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Local{sessions: sessions, now: cfg.Now, timekeeper: cfg.Timekeeper}
+	return &Local{sessions: sessions, now: cfg.Now, timekeeper: cfg.Timekeeper, rootOf: cfg.Root, relativeLogs: cfg.RelativeLogs}
 }
 
 // Now is Local's clock.
@@ -116,12 +125,16 @@ func (s *Local) execute(ctx context.Context, c Call, w write) (Doc, []ledger.Res
 
 // digest binds a request id to what it asked: the method's name and the
 // api document, canonical (encoding/json of the document's type: members
-// in declaration order, meta compacted), so a retry through any binding
-// (CLI, REST, a client) matches the first execution.
+// in declaration order, meta compacted; an import's lines as they are), so
+// a retry through any binding (CLI, REST, a client) matches the first
+// execution.
 func (s *Local) digest(method string, doc any) ([32]byte, error) {
-	b, err := json.Marshal(doc)
-	if err != nil {
-		return [32]byte{}, fmt.Errorf("request digest: %s: %w", method, err)
+	b, ok := doc.([]byte) // lines as given (an import)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(doc); err != nil {
+			return [32]byte{}, fmt.Errorf("request digest: %s: %w", method, err)
+		}
 	}
 	h, ok := s.digesters.Get().(*blake3.Hasher)
 	if !ok {

@@ -50,7 +50,9 @@ type Service interface {
 	Promises
 	Claims
 	Expectations
-	Logs
+	// Logs joins here once every implementation has its methods (the
+	// cluster's engine tests stand in for Local without them); until then
+	// a caller of the log verbs asks for Service and Logs both.
 }
 
 // Sessions opens the ledger of a session for Local. Its implementation
