@@ -97,7 +97,10 @@ func (g *global) runMCP(ctx context.Context) error {
 	}
 	defer srv.Close()
 	err = srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(g.io.In), Writer: nopWriteCloser{g.io.Out}})
-	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, context.Canceled) {
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errors.New("stdin: closed in the middle of a message, which was not run")
+	case err == nil || errors.Is(err, io.EOF) || errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, context.Canceled):
 		return nil // the host closed stdin: the session is over
 	}
 	return err

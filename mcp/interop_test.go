@@ -3,12 +3,14 @@ package mcp_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -63,16 +65,40 @@ func mcpTS(t *testing.T) (node, dir string) {
 	return node, dir
 }
 
-// tallyBinary builds the tally binary into a temporary directory.
+// built is the tally binary the tests of this package run, built once.
+var built struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+// TestMain removes the binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// tallyBinary builds the tally binary (once for the package's tests).
 func tallyBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "tally")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "tally/cmd/tally").CombinedOutput(); err != nil {
-		t.Fatalf("build tally: %v\n%s", err, out)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "tally-mcp-bin-"); built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "tally")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if out, err := exec.CommandContext(ctx, "go", "build", "-o", built.bin, "tally/cmd/tally").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("build tally: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return bin
+	return built.bin
 }
 
 // tally runs the binary and returns its stdout.
@@ -147,7 +173,7 @@ func TestInteropTypeScript(t *testing.T) {
 			tally(t, bin, "init", "--dir", ledgerDir)
 			logPath := filepath.Join(ledgerDir, "sessions", "default", "default", "log.jsonl")
 			env := []string{"MODE=" + mode, "TALLY_BIN=" + bin, "LOG_PATH=" + logPath, expect}
-			for _, tok := range []struct{ tenant, who string }{{"default", "reviewer"}, {"default", "author"}, {"default", "stranger"}, {"globex", "foreign"}} {
+			for _, tok := range []struct{ tenant, who string }{{"default", "reviewer"}, {"default", "author"}, {"default", "stranger"}, {"default", "maintainer"}, {"default", "parser"}, {"globex", "foreign"}} {
 				secret := tally(t, bin, "token", "create", "--dir", ledgerDir, "--tenant", tok.tenant, "--participant", tok.who)
 				env = append(env, "TOKEN_"+strings.ToUpper(tok.who)+"="+secret)
 			}
@@ -216,4 +242,62 @@ func serve(t *testing.T, bin, dir string) string {
 		t.Fatal("tally serve did not say where it listens within 15s")
 	}
 	return ""
+}
+
+// `tally mcp` whose stdin closes in the middle of a call's line exits 1
+// at once saying so, having appended nothing; one without an actor refuses to start
+// (exit 2), naming how to set it.
+func TestBinaryStdinClosedMidCall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := tallyBinary(t)
+	dir := filepath.Join(t.TempDir(), "ledger")
+	tally(t, bin, "init", "--dir", dir)
+
+	cmd := exec.Command(bin, "mcp")
+	cmd.Env = append(cleanEnv(), "TALLY_DIR="+dir)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil || cmd.ProcessState.ExitCode() != 2 || !strings.Contains(stderr.String(), "actor: required") {
+		t.Fatalf("without an actor: %v %q", err, stderr.String())
+	}
+
+	cmd = exec.Command(bin, "mcp")
+	cmd.Env = append(cleanEnv(), "TALLY_DIR="+dir, "TALLY_ACTOR=reviewer")
+	stderr.Reset()
+	cmd.Stderr = &stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`+"\n")
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() || !strings.Contains(sc.Text(), `"serverInfo"`) {
+		t.Fatalf("initialize: %q", sc.Text())
+	}
+	io.WriteString(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	io.WriteString(in, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tally_promise_declare","arguments":{"promise":"half`)
+	in.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil || cmd.ProcessState.ExitCode() != 1 || !strings.Contains(stderr.String(), "stdin: closed in the middle of a message, which was not run") {
+			t.Fatalf("tally mcp exited: %v %q", err, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("tally mcp did not exit when stdin closed")
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "sessions", "default", "default", "log.jsonl")); len(b) != 0 {
+		t.Fatalf("a half-read call appended: %s", b)
+	}
 }

@@ -129,6 +129,53 @@ check(d.promise.state === "satisfied" && d.promise.resolved_by === "reviewer", "
 d = await ok(author, "tally_promise_list", { state: "all", to: "author" });
 check(d.promises.some((p) => p.id === id), "listed", d);
 
+// The seed's claims C17 and C18 (CLAIMS=1): C17's patch fails review,
+// its successor passes both checks on one patch.
+if (env.CLAIMS === "1") {
+  const maintainer = await connect("maintainer");
+  const parser = await connect("parser");
+  const b64 = (s) => Buffer.from(s).toString("base64");
+  const C = (n) => n + "-" + mode;
+  const c17 = {
+    claim: C("C17"), respondent: "parser", work: "reject incomplete Unicode escapes", scope: "string parser and its regression tests",
+    slots: [{ name: "change", mode: "required", checks: [
+      { id: "behavior", validator: { name: "command", version: "1" }, evaluator: "maintainer", mode: "required", phases: ["programmatic"], attempts: 2 },
+      { id: "review", validator: { name: "review", version: "1" }, evaluator: "maintainer", mode: "required", phases: ["quality"], attempts: 1 }] }],
+  };
+  const deliver = async (claim, testament, artifact, patch) => {
+    await ok(parser, "tally_claim_artifact_publish", { claim, artifact, slot: "change", generation: 1, kind: "patch", schema: "text/x-diff", content_base64: b64(patch) });
+    await ok(parser, "tally_claim_testament_close", { claim, testament, generation: 1, outcome: "complete", summary: "length check before decoding", confidence: 0.9, bindings: [{ slot: "change", artifact }] });
+    await ok(parser, "tally_claim_testament_post", { claim, testament });
+    await ok(maintainer, "tally_claim_testament_receive", { claim, testament });
+  };
+  const verdict = async (claim, check, artifact, result, evidence) => {
+    await ok(maintainer, "tally_claim_check_begin", { claim, check, artifact });
+    return ok(maintainer, "tally_claim_check_report", { claim, check, artifact, result, evidence: claim + "-" + check + "-log", evidence_base64: b64(evidence) });
+  };
+  let c = await ok(maintainer, "tally_claim_create", c17);
+  check(c.claim.state === "Generated", "C17 generated", c);
+  await ok(maintainer, "tally_claim_post", { claim: C("C17") });
+  await ok(parser, "tally_claim_receipt_acquire", { claim: C("C17") });
+  await deliver(C("C17"), "T1", "patch-a", "+\tif len(s) < 6 { return errIncomplete }\n");
+  // A verdict by a non-evaluator: a tool error naming the rule, nothing recorded.
+  await refused(parser, "tally_claim_check_report", { claim: C("C17"), check: "review", artifact: "patch-a", result: "pass", evidence: "forged", evidence_base64: b64("fine") }, "forbidden", "evaluator");
+  await refused(stranger, "tally_claim_cancel", { claim: C("C17"), reason: "mine now" }, "forbidden", "");
+  await verdict(C("C17"), "behavior", "patch-a", "pass", "go test ./parser: ok\n");
+  c = await verdict(C("C17"), "review", "patch-a", "fail", "patch A: unchecked read after the escape\n");
+  check(c.claim.state === "ValidationFailed", "C17 failed its review", c.claim.state);
+  c = await ok(stranger, "tally_claim_show", { claim: C("C17") });
+  check(c.claim.why !== undefined && c.claim.why !== null, "C17 says why it is not satisfied", c.claim);
+  await ok(maintainer, "tally_claim_create", { claim: C("C18"), respondent: "parser", work: "reject incomplete Unicode escapes (bounds checked)", predecessor: C("C17") });
+  await ok(maintainer, "tally_claim_post", { claim: C("C18") });
+  await ok(parser, "tally_claim_receipt_acquire", { claim: C("C18") });
+  await deliver(C("C18"), "T2", "patch-b", "+\tif len(s) < i+6 { return errIncomplete }\n");
+  await verdict(C("C18"), "behavior", "patch-b", "pass", "go test ./parser: ok\n");
+  c = await verdict(C("C18"), "review", "patch-b", "pass", "patch B: bounds checked before every read\n");
+  check(c.claim.state === "Satisfied", "C18 satisfied", c.claim.state);
+  await maintainer.close();
+  await parser.close();
+}
+
 // The resource and the prompt.
 const owed = await reviewer.readResource({ uri: "tally://owed/reviewer" });
 check(JSON.parse(owed.contents[0].text).schema_version === 1, "tally://owed/reviewer reads a document");
