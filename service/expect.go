@@ -1,6 +1,7 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -33,7 +34,8 @@ type Expectations interface {
 	// failed withdraw its open expectations.
 	RecordTaskOutcome(ctx context.Context, c Call, task string, d api.ExpectTaskOutcome) (TaskOutcomeRecorded, error)
 	// CommitLapse commits a lapse as the timekeeper (only it may); one
-	// already recorded appends nothing.
+	// already recorded appends nothing and answers an empty document (the
+	// zero result), as the REST route always has.
 	CommitLapse(ctx context.Context, c Call, d api.ExpectLapse) (ExpectationWritten, error)
 	// Expectation is one expectation; a missing one is a NotFound refusal.
 	Expectation(ctx context.Context, c Call, id string) (ExpectationShown, error)
@@ -44,8 +46,8 @@ type Expectations interface {
 }
 
 // ExpectationWritten is the outcome of a raise, an extension, a withdrawal
-// or a lapse: the first record's sequence (0 when nothing was appended)
-// and the expectation as the write left it.
+// or a lapse: the first record's sequence and the expectation as the write
+// left it.
 type ExpectationWritten struct {
 	Doc
 	Seq         uint64      `json:"seq"`
@@ -128,6 +130,12 @@ func readExpectDoc[T any, P interface {
 	setDoc(Doc)
 }](what string, doc Doc) (T, error) {
 	var out T
+	if len(bytes.TrimSpace(doc.JSON)) == 0 {
+		// A write that appended nothing and rendered nothing (a lapse
+		// recorded already) answers an empty document: the zero result.
+		P(&out).setDoc(doc)
+		return out, nil
+	}
 	if err := json.Unmarshal(doc.JSON, &out); err != nil {
 		return out, fmt.Errorf("%s response: %w", what, err)
 	}
