@@ -76,9 +76,9 @@ func (g *global) runMCP(ctx context.Context) error {
 			return err
 		}
 		// Tool calls run concurrently (so their appends share fsyncs), and
-		// the CLI's sessions are made for one verb at a time: the same
-		// Local, over them opened one at a time.
-		cfg := service.LocalConfig{Now: g.io.Now, Timekeeper: ledger.DefaultConfig().Timekeeper}
+		// the CLI's sessions are made for one verb at a time: a Local
+		// configured as g.service's, over them opened one at a time.
+		cfg := service.LocalConfig{Now: g.io.Now, Timekeeper: ledger.DefaultConfig().Timekeeper, Root: g.ledgerRoot}
 		if lc, err := g.ledgerConfig(); err == nil {
 			cfg.Timekeeper = lc.Timekeeper
 		}

@@ -24,6 +24,7 @@ var interopTools = []string{
 	"tally_promise_show", "tally_promise_list",
 	"tally_expect_raise", "tally_expect_supersede", "tally_expect_fact", "tally_expect_withdraw",
 	"tally_expect_show", "tally_expect_list", "tally_expect_lapses",
+	"tally_ledger_verify",
 }
 
 // mcpTS finds node and the TypeScript SDK: taken from TALLY_MCP_TS_DIR (a

@@ -109,7 +109,7 @@ func New(cfg Config) (*Server, error) {
 		SubscribeHandler:   s.subs.subscribe,
 		UnsubscribeHandler: s.subs.unsubscribe,
 	})
-	for _, t := range tools(cfg.ReadPaths) {
+	for _, t := range tools(cfg.Service, cfg.ReadPaths) {
 		if err := s.addTool(t); err != nil {
 			return nil, err
 		}

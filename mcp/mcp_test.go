@@ -86,7 +86,8 @@ func newFixture(t testing.TB) *fixture {
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	ds := &dirSessions{root: root, cfg: cfg, open: map[string]*ledger.Ledger{}}
 	t.Cleanup(ds.close)
-	return &fixture{t: t, sessions: ds, svc: service.NewLocal(ds, service.LocalConfig{Now: cfg.Now, Timekeeper: cfg.Timekeeper})}
+	return &fixture{t: t, sessions: ds, svc: service.NewLocal(ds, service.LocalConfig{Now: cfg.Now, Timekeeper: cfg.Timekeeper,
+		Root: func() (string, error) { return root, nil }})}
 }
 
 // server is an MCP server acting as who.

@@ -148,10 +148,10 @@ func (t tool) needs(members ...string) tool {
 	return t
 }
 
-// tools is every tool, family by family; readPaths offers the arguments
-// that name a file for the server to read.
-func tools(readPaths bool) []tool {
-	return slices.Concat(promiseTools(), expectTools())
+// tools is every tool of svc, family by family; readPaths offers the
+// arguments that name a file for the server to read.
+func tools(svc service.Service, readPaths bool) []tool {
+	return slices.Concat(promiseTools(), expectTools(), logTools(svc))
 }
 
 // schemaOptions maps tally's own JSON types to their schemas.
@@ -227,7 +227,8 @@ func loosen(s *jsonschema.Schema) {
 
 // outputSchema is the schema of the result's document: schema_version and
 // one member for each of the result's fields besides its Doc, named as the
-// document names them (snake_case), with the field's JSON kind.
+// document names them (its json tag, else snake_case), with the field's
+// JSON kind. The document may hold more.
 func (t tool) outputSchema() *jsonschema.Schema {
 	s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"schema_version": {Type: "integer"}},
 		Required: []string{"schema_version"}, PropertyOrder: []string{"schema_version"}}
@@ -237,12 +238,15 @@ func (t tool) outputSchema() *jsonschema.Schema {
 			continue
 		}
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "" {
+		tagged := name != ""
+		if !tagged {
 			name = snake(f.Name)
 		}
 		s.Properties[name] = kindSchema(f.Type)
-		// A list may be left out of a document when it is empty.
-		if k := f.Type.Kind(); k != reflect.Slice && k != reflect.Pointer {
+		// A member is promised only where the result is read from its
+		// document by that name (a json tag); a list may be left out of a
+		// document when it is empty.
+		if k := f.Type.Kind(); tagged && k != reflect.Slice && k != reflect.Pointer {
 			s.Required = append(s.Required, name)
 		}
 		s.PropertyOrder = append(s.PropertyOrder, name)

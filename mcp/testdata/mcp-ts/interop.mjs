@@ -176,6 +176,12 @@ if (env.CLAIMS === "1") {
   await parser.close();
 }
 
+// The ledger: verified whole, exported as text.
+const verified = await ok(author, "tally_ledger_verify", {});
+check(verified.whole === true && verified.lines > 0, "the log verifies whole", verified);
+const exported = await author.callTool({ name: "tally_ledger_export", arguments: { format: "jsonl" } });
+check(!exported.isError && exported.content[0].text.includes('"id":"' + id + '"'), "the log exports as text", exported);
+
 // The resource and the prompt.
 const owed = await reviewer.readResource({ uri: "tally://owed/reviewer" });
 check(JSON.parse(owed.contents[0].text).schema_version === 1, "tally://owed/reviewer reads a document");

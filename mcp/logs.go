@@ -1,0 +1,81 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"tally/rule"
+	"tally/service"
+)
+
+// exportQuery is an export's arguments: the CLI's --format.
+type exportQuery struct {
+	Format string `json:"format,omitempty" jsonschema:"jsonl (the verified log, the default), json (the promises' states) or pinki (pinki's own lines)"`
+}
+
+// verifyQuery is a verify's arguments: none but the call's.
+type verifyQuery struct{}
+
+// exported is an export's bytes: a tool's text, with no document (and so
+// no output schema).
+type exported struct{ text string }
+
+func (e exported) toolText() string { return e.text }
+
+// exportMax bounds what an export answers with: a tool's answer is held
+// whole in a host's context, a log is not.
+const exportMax = 4 << 20
+
+// logTools are the tools of a Service that works on logs as a whole (not
+// every one does yet: service.Logs).
+func logTools(svc service.Service) []tool {
+	if _, ok := svc.(service.Logs); !ok {
+		return nil
+	}
+	return []tool{
+		read("tally_ledger_verify", "Verify the log",
+			"Check every line of the session's log and its hash chain: whole, or the first damaged line.",
+			plain(func(*verifyQuery) struct{} { return struct{}{} }),
+			func(svc service.Service, ctx context.Context, c service.Call, _ struct{}) (service.Verified, error) {
+				return svc.(service.Logs).Verify(ctx, c)
+			}),
+		textOnly(read("tally_ledger_export", "Export the log",
+			fmt.Sprintf("The session's log as text: jsonl (each verified line, the default), json (the promises' states) or pinki (pinki's own lines). At most %d MiB; past it, use tally export.", exportMax>>20),
+			plain(func(d *exportQuery) string { return d.Format }), export)),
+	}
+}
+
+// export runs Export into a bounded buffer.
+func export(svc service.Service, ctx context.Context, c service.Call, format string) (exported, error) {
+	if format == "" {
+		format = "jsonl"
+	}
+	w := &limitWriter{left: exportMax}
+	if _, err := svc.(service.Logs).Export(ctx, c, format, w, nil); err != nil {
+		if w.over {
+			return exported{}, rule.Invalidf("format", fmt.Sprintf("the export is over %d bytes: use tally export", exportMax))
+		}
+		return exported{}, err
+	}
+	return exported{text: w.b.String()}, nil
+}
+
+// limitWriter holds at most left bytes, failing the write past them.
+type limitWriter struct {
+	b    bytes.Buffer
+	left int
+	over bool
+}
+
+var errExportOver = errors.New("export over its bound")
+
+func (w *limitWriter) Write(p []byte) (int, error) {
+	if len(p) > w.left {
+		w.over = true
+		return 0, errExportOver
+	}
+	w.left -= len(p)
+	return w.b.Write(p)
+}
