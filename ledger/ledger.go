@@ -49,6 +49,12 @@ type Config struct {
 	// in place of the ledger's own generator: a cluster replica mints the
 	// ids its proposer fixed, so every replica writes the same record.
 	MintID func() string
+	// SyncByCaller leaves the fsync of each write to the caller (Sync): a
+	// write is settled once written. A cluster replica syncs its sessions
+	// once per batch it applies: a quorum's raft logs, not the session log,
+	// made the write durable, and a replica cuts an unsynced tail back and
+	// applies it again after a crash.
+	SyncByCaller bool
 }
 
 // CommitInfo describes one group commit.
@@ -159,6 +165,9 @@ func Open(dir string, cfg Config) (*Ledger, error) {
 	}
 	l := &Ledger{cfg: cfg, log: lg, ids: mrand.NewChaCha8(seed)}
 	l.syncLog = lg.Sync
+	if cfg.SyncByCaller {
+		l.syncLog = func() error { return nil }
+	}
 	l.spread = spreadID
 	if cfg.MintID != nil {
 		l.spread = cfg.MintID
@@ -186,6 +195,10 @@ func (l *Ledger) Close() error {
 	l.pipe.Close()
 	return l.log.Close()
 }
+
+// Sync makes every write settled so far durable: with SyncByCaller, the
+// caller's fsync.
+func (l *Ledger) Sync() error { return l.log.Sync() }
 
 // Log is the underlying store.
 func (l *Ledger) Log() *store.Log { return l.log }

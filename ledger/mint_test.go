@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -38,5 +39,28 @@ func TestMintIDFixesMintedIDs(t *testing.T) {
 	}
 	if a, b := logs[0].Position(), logs[1].Position(); a != b {
 		t.Fatalf("positions differ: %+v vs %+v", a, b)
+	}
+}
+
+// With SyncByCaller a write settles without waiting for an fsync; Sync
+// makes it durable, and it reads back.
+func TestSyncByCallerLeavesTheFsyncToSync(t *testing.T) {
+	cfg := testConfig(t0)
+	cfg.SyncByCaller = true
+	dir := t.TempDir()
+	l, err := Open(dir, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Submit(context.Background(), declare("p1", "debtor"), WriteOptions{Actor: "debtor"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	l = open(t, dir, testConfig(t0))
+	if got := allViews(l, t0); !strings.Contains(got, `"id":"p1"`) {
+		t.Fatalf("after Sync and reopen: %s", got)
 	}
 }
