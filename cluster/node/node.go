@@ -44,6 +44,10 @@ var (
 	// ErrNotMember: this node hosts the group but is not (or no longer) in
 	// its configuration, so it cannot serve it. Retry at another node.
 	ErrNotMember = errors.New("node: not a member of the group")
+	// ErrLeaderChanged: the group's leader changed while a proposal handed
+	// to the old one waited. It may still commit: retry it under the same
+	// request id.
+	ErrLeaderChanged = errors.New("node: the group's leader changed while the proposal waited")
 	// ErrNoLeader: the group has no leader known here; a read cannot be
 	// confirmed. Retry shortly.
 	ErrNoLeader = errors.New("node: the group has no known leader")
@@ -85,6 +89,8 @@ type proposal struct {
 	data     []byte
 	deadline time.Time
 	done     func(ProposeResult)
+	handed   bool   // raft took it
+	lead     uint64 // the leader this loop knew of when raft took it
 }
 
 // ConfResult is a membership change's outcome: the group's configuration
@@ -701,6 +707,9 @@ func (n *Node) Process() bool {
 	for _, r := range rds {
 		g := r.g
 		if r.rd.SoftState != nil {
+			if lead := r.rd.SoftState.Lead; lead != g.leader {
+				n.leaderChanged(g, lead)
+			}
 			g.leader, g.state = r.rd.SoftState.Lead, r.rd.SoftState.RaftState
 		}
 		if !raft.IsEmptySnap(r.rd.Snapshot) {
@@ -726,6 +735,19 @@ func (n *Node) Process() bool {
 	return true
 }
 
+// leaderChanged fails the proposals of g handed to another leader than
+// lead: the old leader may have dropped them, and waiting out their
+// deadline would hold their clients through the whole failover.
+func (n *Node) leaderChanged(g *group, lead uint64) {
+	for _, id := range sortedKeys(n.proposals) {
+		p := n.proposals[id]
+		if p.group == g.id && p.handed && p.lead != lead {
+			delete(n.proposals, id)
+			p.done(ProposeResult{Err: ErrLeaderChanged})
+		}
+	}
+}
+
 // submit hands queued proposals and reads to raft; those raft drops (no
 // leader known yet) stay queued until their deadline.
 func (n *Node) submit() {
@@ -734,9 +756,12 @@ func (n *Node) submit() {
 		if _, live := n.proposals[p.id]; !live {
 			continue
 		}
-		if err := n.byID[p.group].rn.Propose(p.data); err != nil {
+		g := n.byID[p.group]
+		if err := g.rn.Propose(p.data); err != nil {
 			keep = append(keep, p)
+			continue
 		}
+		p.handed, p.lead = true, g.leader
 	}
 	clear(n.queue[len(keep):])
 	n.queue = keep
@@ -900,7 +925,10 @@ func (r raftLogger) Panicf(format string, v ...any)   { panic(fmt.Sprintf(format
 // Run drives the node from the calling goroutine until ctx ends: a tick
 // every TickInterval, each batch from inbox stepped in, each call run on
 // the node (the way other goroutines Propose or ReadIndex: their callbacks
-// run here too), and the loop processed after each until it is idle.
+// run here too), and the loop processed until it is idle. What is waiting
+// is taken in together (up to runDrain events) before the loop processes
+// it, so concurrent proposals share one Ready, one synced batch and one
+// apply.
 func (n *Node) Run(ctx context.Context, inbox <-chan []Envelope, calls <-chan func(*Node)) error {
 	t := time.NewTicker(n.cfg.TickInterval)
 	defer t.Stop()
@@ -911,13 +939,31 @@ func (n *Node) Run(ctx context.Context, inbox <-chan []Envelope, calls <-chan fu
 		case <-t.C:
 			n.Tick()
 		case batch := <-inbox:
-			for _, e := range batch {
-				n.Deliver(e)
-			}
+			n.deliverAll(batch)
 		case call := <-calls:
 			call(n)
 		}
+	drain:
+		for i := 0; i < runDrain; i++ {
+			select {
+			case batch := <-inbox:
+				n.deliverAll(batch)
+			case call := <-calls:
+				call(n)
+			default:
+				break drain
+			}
+		}
 		for n.Process() {
 		}
+	}
+}
+
+// runDrain bounds the events Run takes in before it processes them.
+const runDrain = 1024
+
+func (n *Node) deliverAll(batch []Envelope) {
+	for _, e := range batch {
+		n.Deliver(e)
 	}
 }

@@ -521,3 +521,33 @@ func TestRestartOnAnotherNodesDirectoryIsRefused(t *testing.T) {
 		t.Fatalf("node 7 on node 1's store: %v", err)
 	}
 }
+
+// A proposal a follower handed to a leader that then died fails as soon as
+// another leader is elected, not at its deadline: its client retries it
+// (under its request id) through the failover instead of waiting it out.
+func TestProposalHandedToADeadLeaderFailsAtTheLeaderChange(t *testing.T) {
+	c := newCluster(t, 3)
+	const g = 2
+	old := c.leader(g)
+	var follower *member
+	for _, id := range c.ids {
+		if id != old.id {
+			follower = c.members[id]
+			break
+		}
+	}
+	c.net.cut[old.id] = true // its messages go nowhere from now on
+	data, _ := json.Marshal(model.Command{Session: "s", Client: 1, Req: 1, Value: "v"})
+	var res *node.ProposeResult
+	start := c.clock.t
+	follower.n.Propose(g, data, func(r node.ProposeResult) { res = &r })
+	for i := 0; res == nil && i < 500; i++ {
+		c.step()
+	}
+	if res == nil || !errors.Is(res.Err, node.ErrLeaderChanged) {
+		t.Fatalf("proposal through node %d to the cut leader %d: %+v, want ErrLeaderChanged", follower.id, old.id, res)
+	}
+	if waited := c.clock.t.Sub(start); waited >= c.cfg.ProposalTimeout {
+		t.Fatalf("failed after %v, not before the %v deadline", waited, c.cfg.ProposalTimeout)
+	}
+}

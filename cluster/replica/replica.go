@@ -115,6 +115,7 @@ func New(cfg Config) (*SM, error) {
 		ids: mrand.NewChaCha8([32]byte{})}
 	m.cfg.Ledger.Now = m.Now
 	m.cfg.Ledger.MintID = m.mintID
+	m.cfg.Ledger.SyncByCaller = true // once per batch, in Apply
 	if err := m.cfg.Ledger.Validate(); err != nil {
 		return nil, err
 	}
@@ -315,34 +316,32 @@ func (m *SM) cutBack(in intent) error {
 		if err != nil {
 			return err
 		}
+		size := int64(0)
 		fi, err := os.Stat(store.LogPath(dir))
-		if errors.Is(err, fs.ErrNotExist) || (err == nil && fi.Size() <= pos.Offset) {
-			continue
-		}
-		if err != nil {
+		if err == nil {
+			size = fi.Size()
+		} else if !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
+		if size < pos.Offset {
+			return fmt.Errorf("session %s: its log is %d bytes, short of the %d it held durably before the batch", key, size, pos.Offset)
+		}
+		if size == pos.Offset {
+			continue
+		}
+		// What follows pos is the interrupted batch's, written without
+		// fsync and perhaps torn: cut it whole, unread.
 		lg, err := store.Open(dir, m.log)
 		if err != nil {
 			return err
 		}
-		err = func() error {
-			tx, err := lg.Begin(context.Background())
-			if err != nil {
-				return err
-			}
-			defer tx.Abort()
-			if _, err := tx.CatchUp(pos, func(store.Entry) error { return nil }); err != nil {
-				return fmt.Errorf("session %s past line %d: %w", key, pos.Seq, err)
-			}
-			if err := tx.Cut(pos); err != nil {
-				return err
-			}
-			if err := lg.Sync(); err != nil {
-				return err
-			}
-			return lg.RemoveCheckpoint()
-		}()
+		err = os.Truncate(store.LogPath(dir), pos.Offset)
+		if err == nil {
+			err = lg.Sync()
+		}
+		if err == nil {
+			err = lg.RemoveCheckpoint()
+		}
 		if cerr := lg.Close(); err == nil {
 			err = cerr
 		}
@@ -406,6 +405,9 @@ func (m *SM) Apply(group uint64, ents []node.Entry) ([][]byte, error) {
 		}
 		outs[e.Index] = out
 	}
+	if err := m.syncSessions(in.Sessions); err != nil {
+		return nil, fmt.Errorf("replica: group %d: %w", group, err)
+	}
 	a.Index = ents[len(ents)-1].Index
 	// Not synced: the next intent's synced write carries it to the disk,
 	// and if a crash loses it the intent is replayed to the same bytes.
@@ -422,6 +424,23 @@ func (m *SM) Apply(group uint64, ents []node.Entry) ([][]byte, error) {
 	m.outcomes[group] = outs
 	m.mu.Unlock()
 	return results, nil
+}
+
+// syncSessions makes the batch's writes to its sessions durable, before
+// its applied index is recorded.
+func (m *SM) syncSessions(sessions map[string]store.Position) error {
+	for key := range sessions {
+		m.mu.Lock()
+		l, ok := m.ledgers[key]
+		m.mu.Unlock()
+		if !ok {
+			continue // refused before it opened anything
+		}
+		if err := l.Sync(); err != nil {
+			return fmt.Errorf("sync session %s: %w", key, err)
+		}
+	}
+	return nil
 }
 
 // position is where a session's log ends now.
