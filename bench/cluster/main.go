@@ -1,0 +1,332 @@
+// Command cluster measures tally's cluster on this machine: durable write
+// throughput of a 3-node cluster against the single-node server with the
+// same clients, in alternating rounds, and failover time (leader killed
+// with SIGKILL → the first write acknowledged that was sent after the
+// kill). Every node runs as a real `tally serve` process on 127.0.0.1.
+//
+//	go build -o /tmp/tally ./cmd/tally
+//	go run ./bench/cluster -tally /tmp/tally -clients 64 -duration 10s -rounds 3 -failovers 10
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"tally/cluster"
+	"tally/cluster/replica"
+)
+
+func main() {
+	bin := flag.String("tally", "tally", "the tally binary")
+	clients := flag.Int("clients", 64, "concurrent clients")
+	duration := flag.Duration("duration", 10*time.Second, "length of one throughput leg")
+	rounds := flag.Int("rounds", 3, "throughput rounds (each: single node, then 3 nodes)")
+	failovers := flag.Int("failovers", 10, "leader kills to time")
+	flag.Parse()
+	if err := run(*bin, *clients, *duration, *rounds, *failovers); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type proc struct {
+	id               uint64
+	args             []string
+	addr, raft, data string
+	cmd              *exec.Cmd
+	exited           chan struct{}
+}
+
+func freePort() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func (p *proc) start(bin string) error {
+	cmd := exec.Command(bin, p.args...)
+	cmd.Stderr = io.Discard
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	p.cmd, p.exited = cmd, make(chan struct{})
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "serving") {
+				ready <- true
+			}
+		}
+		ready <- false
+	}()
+	go func() { cmd.Wait(); close(p.exited) }()
+	select {
+	case ok := <-ready:
+		if ok {
+			return nil
+		}
+		return fmt.Errorf("%v exited before serving", p.args)
+	case <-time.After(30 * time.Second):
+		p.kill()
+		return fmt.Errorf("%v did not serve in 30s", p.args)
+	}
+}
+
+func (p *proc) kill() {
+	if p.cmd != nil {
+		p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+func (p *proc) stop() {
+	if p.cmd == nil {
+		return
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(5 * time.Second):
+		p.kill()
+	}
+}
+
+const secret = "bench-join-secret-0123456789"
+
+func clusterNode(dir string, id uint64, extra ...string) *proc {
+	p := &proc{id: id, addr: freePort(), raft: freePort(), data: filepath.Join(dir, fmt.Sprintf("n%d", id))}
+	p.args = append([]string{"serve", "--cluster", "--insecure-dev", "--node-id", fmt.Sprint(id), "--raft-addr", p.raft,
+		"--addr", p.addr, "--data", p.data, "--join-secret", secret}, extra...)
+	return p
+}
+
+func startCluster(bin, dir string) ([]*proc, error) {
+	n1 := clusterNode(dir, 1, "--bootstrap")
+	if err := n1.start(bin); err != nil {
+		return nil, err
+	}
+	nodes := []*proc{n1}
+	for id := uint64(2); id <= 3; id++ {
+		n := clusterNode(dir, id, "--join", n1.addr)
+		if err := n.start(bin); err != nil {
+			stopAll(nodes)
+			return nil, err
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes, waitSettled(nodes, 30*time.Second)
+}
+
+func stopAll(ps []*proc) {
+	for _, p := range ps {
+		p.stop()
+	}
+}
+
+var client = &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+
+func status(addr string) (cluster.Status, error) {
+	res, err := client.Get("http://" + addr + cluster.StatusPath)
+	if err != nil {
+		return cluster.Status{}, err
+	}
+	defer res.Body.Close()
+	var st cluster.Status
+	return st, json.NewDecoder(res.Body).Decode(&st)
+}
+
+// waitSettled waits until every live node sees a leader and every member a
+// voter in every group, and has applied all it has committed.
+func waitSettled(nodes []*proc, d time.Duration) error {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		ok := true
+		for _, n := range nodes {
+			st, err := status(n.addr)
+			if err != nil {
+				ok = false
+				break
+			}
+			for _, g := range st.Groups {
+				if g.Leader == 0 || len(g.Voters) != len(nodes) || g.Applied != g.Commit {
+					ok = false
+				}
+			}
+		}
+		if ok {
+			return nil
+		}
+	}
+	return errors.New("the cluster did not settle")
+}
+
+var seq atomic.Uint64
+
+// declare writes one promise in acme/main; it reports whether it was
+// acknowledged (201).
+func declare(addr string) bool {
+	body := fmt.Sprintf(`{"promise":"bench %d","to":"bob","until":"2h"}`, seq.Add(1))
+	req, _ := http.NewRequest("POST", "http://"+addr+"/v1/tenants/acme/sessions/main/promises", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Tally-Actor", "alice")
+	res, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.StatusCode == http.StatusCreated
+}
+
+// load runs clients writing through addrs (client i through addrs[i%n])
+// for d and returns the acknowledged writes per second.
+func load(addrs []string, clients int, d time.Duration) float64 {
+	var acked atomic.Int64
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := 0; i < clients; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if declare(addrs[i%len(addrs)]) {
+					acked.Add(1)
+				}
+			}
+		}(i)
+	}
+	wg.Wait()
+	return float64(acked.Load()) / time.Since(start).Seconds()
+}
+
+func run(bin string, clients int, d time.Duration, rounds, failovers int) error {
+	dir, err := os.MkdirTemp("", "tally-bench-cluster-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	fmt.Printf("throughput: %d clients, %v a leg, one session (acme/main), every write durable\n", clients, d)
+	fmt.Println("round  single node /s  3 nodes /s  ratio")
+	for r := 1; r <= rounds; r++ {
+		single := &proc{addr: freePort()}
+		sdir := filepath.Join(dir, fmt.Sprintf("single%d", r))
+		single.args = []string{"serve", "--insecure-dev", "--dir", sdir, "--addr", single.addr, "--watch-every", "0"}
+		if err := single.start(bin); err != nil {
+			return err
+		}
+		one := load([]string{single.addr}, clients, d)
+		single.stop()
+		nodes, err := startCluster(bin, filepath.Join(dir, fmt.Sprintf("cluster%d", r)))
+		if err != nil {
+			return err
+		}
+		var addrs []string
+		for _, n := range nodes {
+			addrs = append(addrs, n.addr)
+		}
+		three := load(addrs, clients, d)
+		stopAll(nodes)
+		fmt.Printf("%5d  %13.0f  %10.0f  %5.2f\n", r, one, three, three/one)
+	}
+	if failovers == 0 {
+		return nil
+	}
+	nodes, err := startCluster(bin, filepath.Join(dir, "failover"))
+	if err != nil {
+		return err
+	}
+	defer stopAll(nodes)
+	group := replica.GroupOf(cluster.DefaultGroups, "acme", "main")
+	var times []time.Duration
+	for i := 0; i < failovers; i++ {
+		st, err := status(nodes[0].addr)
+		if err != nil {
+			return err
+		}
+		var leader *proc
+		for _, g := range st.Groups {
+			if g.Group == group && g.Leader != 0 {
+				leader = nodes[g.Leader-1]
+			}
+		}
+		if leader == nil {
+			return fmt.Errorf("failover %d: group %d has no leader", i, group)
+		}
+		var others []string
+		for _, n := range nodes {
+			if n != leader {
+				others = append(others, n.addr)
+			}
+		}
+		// Writers through the other nodes; time the first write sent
+		// after the kill that is acknowledged.
+		killed := time.Now()
+		leader.kill()
+		first := make(chan time.Duration, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		var wg sync.WaitGroup
+		for c := 0; c < 8; c++ {
+			wg.Add(1)
+			go func(c int) {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					if declare(others[c%len(others)]) {
+						select {
+						case first <- time.Since(killed):
+						default:
+						}
+						cancel()
+					}
+				}
+			}(c)
+		}
+		wg.Wait()
+		cancel()
+		select {
+		case t := <-first:
+			times = append(times, t)
+			fmt.Printf("failover %2d: node %d killed; first acknowledged write after %v\n", i+1, leader.id, t.Round(time.Millisecond))
+		default:
+			return fmt.Errorf("failover %d: no write acknowledged in 30s", i+1)
+		}
+		leader.args = slices.DeleteFunc(slices.Clone(leader.args), func(a string) bool { return a == "--bootstrap" })
+		if j := slices.Index(leader.args, "--join"); j >= 0 {
+			leader.args = slices.Delete(leader.args, j, j+2)
+		}
+		if err := leader.start(bin); err != nil {
+			return err
+		}
+		if err := waitSettled(nodes, 30*time.Second); err != nil {
+			return fmt.Errorf("after failover %d: %w", i+1, err)
+		}
+	}
+	slices.Sort(times)
+	fmt.Printf("failover median of %d: %v (min %v, max %v)\n", len(times), times[len(times)/2].Round(time.Millisecond),
+		times[0].Round(time.Millisecond), times[len(times)-1].Round(time.Millisecond))
+	return nil
+}
