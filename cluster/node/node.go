@@ -90,7 +90,7 @@ type proposal struct {
 	deadline time.Time
 	done     func(ProposeResult)
 	handed   bool   // raft took it
-	lead     uint64 // the leader this loop knew of when raft took it
+	lead     uint64 // the leader raft knew of when it took it
 }
 
 // ConfResult is a membership change's outcome: the group's configuration
@@ -761,7 +761,9 @@ func (n *Node) submit() {
 			keep = append(keep, p)
 			continue
 		}
-		p.handed, p.lead = true, g.leader
+		// Raft's own leader: it may know one the loop hears of only in the
+		// next Ready.
+		p.handed, p.lead = true, g.rn.BasicStatus().Lead
 	}
 	clear(n.queue[len(keep):])
 	n.queue = keep
