@@ -216,6 +216,12 @@ func TestResourcesAndPrompt(t *testing.T) {
 			t.Errorf("%s: %v, want %v", uri, ids, want)
 		}
 	}
+	// A session's open obligations: a document a family.
+	ok(t, reviewer, "tally_expect_raise", raiseShip("exp_ship"))
+	open, err := reviewer.ReadResource(ctx, &sdk.ReadResourceParams{URI: "tally://sessions/default/open"})
+	if err != nil || len(open.Contents) != 2 || !strings.Contains(open.Contents[0].Text, `"promises":[`) || !strings.Contains(open.Contents[1].Text, `"expectationId":"exp_ship"`) {
+		t.Fatalf("open obligations: %v %+v", err, open)
+	}
 	if _, err := reviewer.ReadResource(ctx, &sdk.ReadResourceParams{URI: "tally://nothing/here"}); err == nil {
 		t.Error("an unknown resource was read")
 	}

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"tally/expect"
 	"tally/promise"
 	"tally/rule"
 	"tally/service"
@@ -57,11 +59,11 @@ func parseResource(uri string) (resource, error) {
 
 func (s *Server) addResources() {
 	s.mcp.AddResourceTemplate(&sdk.ResourceTemplate{Name: "owed", Title: "What a seat owes", URITemplate: owedTemplate, MIMEType: "application/json",
-		Description: "The open promises the seat owes in the default session, as tally_promise_list answers them."}, s.readResource)
+		Description: "What the seat owes in the default session: its open promises, as tally_promise_list answers them."}, s.readResource)
 	s.mcp.AddResourceTemplate(&sdk.ResourceTemplate{Name: "session_owed", Title: "What a seat owes in a session", URITemplate: sessionOwedTemplate, MIMEType: "application/json",
-		Description: "The open promises the seat owes in the session (of the caller's tenant)."}, s.readResource)
+		Description: "What the seat owes in the session (of the caller's tenant): its open promises."}, s.readResource)
 	s.mcp.AddResourceTemplate(&sdk.ResourceTemplate{Name: "session_open", Title: "A session's open obligations", URITemplate: sessionOpenTemplate, MIMEType: "application/json",
-		Description: "Every open promise of the session (of the caller's tenant)."}, s.readResource)
+		Description: "The session's open obligations (of the caller's tenant), one document a family: its open promises (as tally_promise_list answers), then its open expectations (as tally_expect_list answers)."}, s.readResource)
 }
 
 func (s *Server) readResource(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
@@ -74,15 +76,20 @@ func (s *Server) readResource(ctx context.Context, req *sdk.ReadResourceRequest)
 	if err != nil {
 		return nil, err
 	}
-	doc, err := s.render(ctx, who, r)
+	docs, err := s.render(ctx, who, r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s", uri, strings.TrimSpace(string(errorDocument(err))))
 	}
-	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(doc)}}}, nil
+	res := &sdk.ReadResourceResult{}
+	for _, d := range docs {
+		res.Contents = append(res.Contents, &sdk.ResourceContents{URI: uri, MIMEType: "application/json", Text: string(d)})
+	}
+	return res, nil
 }
 
-// render is the document a resource reads, at the server's clock.
-func (s *Server) render(ctx context.Context, who Who, r resource) ([]byte, error) {
+// render is the documents a resource reads, at the server's clock: the
+// list documents of the tools, so a resource says nothing a tool does not.
+func (s *Server) render(ctx context.Context, who Who, r resource) ([][]byte, error) {
 	tenant, session, err := s.where(who, r.session)
 	if err != nil {
 		return nil, err
@@ -93,11 +100,18 @@ func (s *Server) render(ctx context.Context, who Who, r resource) ([]byte, error
 		defer release()
 	}
 	c := service.Call{Tenant: tenant, Session: session, Actor: who.Actor, Person: who.Person, Now: s.cfg.Now().UTC()}
-	l, err := s.cfg.Service.ListPromises(ctx, c, promise.Filter{State: "open", By: r.seat})
+	ps, err := s.cfg.Service.ListPromises(ctx, c, promise.Filter{State: "open", By: r.seat})
 	if err != nil {
 		return nil, err
 	}
-	return l.JSON, nil
+	if r.seat != "" {
+		return [][]byte{ps.JSON}, nil
+	}
+	xs, err := s.cfg.Service.ListExpectations(ctx, c, expect.Filter{State: "open"})
+	if err != nil {
+		return nil, err
+	}
+	return [][]byte{ps.JSON, xs.JSON}, nil
 }
 
 // subscriptions are the resources subscribed to on this server, each
@@ -109,8 +123,9 @@ type subscriptions struct {
 	closed bool              // guarded by mu
 }
 
-// watch is one subscribed resource: how many sessions hold it, and the
-// document it read last, so an update is sent only when that changes.
+// watch is one subscribed resource: how many sessions hold it, and how to
+// stop following it (follow keeps what it read last, so an update is sent
+// only when that changes).
 type watch struct {
 	holders int
 	stop    context.CancelFunc
@@ -160,7 +175,7 @@ func (ss *subscriptions) subscribe(ctx context.Context, req *sdk.SubscribeReques
 		return fmt.Errorf("%s: %w", uri, err)
 	}
 	last, _ := ss.s.render(wctx, who, r)
-	go ss.follow(wctx, uri, who, r, changes, last)
+	go ss.follow(wctx, uri, who, r, changes, bytes.Join(last, nil))
 	return nil
 }
 
@@ -176,8 +191,9 @@ func (ss *subscriptions) follow(ctx context.Context, uri string, who Who, r reso
 				return
 			}
 		}
-		doc, err := ss.s.render(ctx, who, r)
-		if err != nil || string(doc) == string(last) {
+		docs, err := ss.s.render(ctx, who, r)
+		doc := bytes.Join(docs, nil)
+		if err != nil || bytes.Equal(doc, last) {
 			continue
 		}
 		last = doc
