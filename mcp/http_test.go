@@ -130,6 +130,22 @@ func TestStreamableHTTP(t *testing.T) {
 	if _, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "0"}, nil).Connect(ctx, bare, nil); err == nil {
 		t.Fatal("connected without a token")
 	}
+	// Behind a reverse proxy on the same host the Host is the proxy's: a
+	// request with a token is served all the same.
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`
+	preq, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(init))
+	preq.Host = "tally.example.org"
+	preq.Header.Set("Authorization", "Bearer "+tokens["author"])
+	preq.Header.Set("Content-Type", "application/json")
+	preq.Header.Set("Accept", "application/json, text/event-stream")
+	presp, err := http.DefaultClient.Do(preq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	presp.Body.Close()
+	if presp.StatusCode != http.StatusOK {
+		t.Fatalf("initialize through a proxy's Host: %d", presp.StatusCode)
+	}
 	// A session is bound to its token: another token cannot continue it.
 	req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`))
 	req.Header.Set("Authorization", "Bearer "+tokens["foreign"])

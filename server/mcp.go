@@ -62,7 +62,12 @@ func (s *Server) newMCPHandler() http.Handler {
 			return nil // the SDK answers 400
 		}
 		return srv.MCP()
-	}, &sdk.StreamableHTTPOptions{Logger: s.cfg.Logger, MaxRequestBodyBytes: s.cfg.BodyMax, SessionTimeout: s.cfg.IdleTimeout * 5})
+	}, &sdk.StreamableHTTPOptions{Logger: s.cfg.Logger, MaxRequestBodyBytes: s.cfg.BodyMax, SessionTimeout: s.cfg.IdleTimeout * 5,
+		// The SDK refuses a loopback connection whose Host is not loopback,
+		// against DNS rebinding of an open local server. A bearer token is
+		// what a rebinding page cannot send, and a reverse proxy on the
+		// same host forwards its own Host: only --insecure-dev keeps it.
+		DisableLocalhostProtection: !s.cfg.Insecure})
 	if s.cfg.Insecure {
 		return stream
 	}
