@@ -3,9 +3,9 @@ package cli
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
@@ -13,9 +13,8 @@ import (
 
 	"tally/api"
 	"tally/claim"
-	"tally/ledger"
 	"tally/rule"
-	"tally/server"
+	"tally/service"
 )
 
 // addClaimCommands adds the claims family's verbs: claim, receipt, progress,
@@ -73,68 +72,92 @@ func need(field, v string) error {
 	return nil
 }
 
-// claimWrite runs one claim command as the acting identity and prints the
-// records it appended and the claim's state afterwards.
-func (g *global) claimWrite(c *cobra.Command, cmd claim.Command, claimID, requestID string, human func(w io.Writer, v *claim.View, res []ledger.Result)) error {
-	if rc, err := g.remote(); err != nil || rc != nil {
-		if err != nil {
-			return err
-		}
-		return g.claimWriteRemote(c, rc, cmd, requestID, human)
+// claimHuman prints a claim verb's own lines for people, from the claim as
+// the write left it and the records it appended.
+type claimHuman func(w io.Writer, v *claim.View, recs []service.ClaimRecord)
+
+// claimWriter is the Service and the Call a claim write runs with: as the
+// acting identity (over TALLY_URL the token's), under requestID.
+func (g *global) claimWriter(requestID string) (cliService, service.Call, error) {
+	svc, err := g.service()
+	if err != nil {
+		return nil, service.Call{}, err
 	}
 	actor, err := g.requireActor("")
 	if err != nil {
-		return err
+		return nil, service.Call{}, err
 	}
-	l, err := g.open()
+	c, err := g.call(actor, requestID, time.Time{})
+	return svc, c, err
+}
+
+// claimReader is the Service and the Call a claim read runs with, at now
+// (zero: the service's clock).
+func (g *global) claimReader(now time.Time) (cliService, service.Call, error) {
+	svc, err := g.service()
+	if err != nil {
+		return nil, service.Call{}, err
+	}
+	c, err := g.call(g.actor(), "", now)
+	return svc, c, err
+}
+
+// claimWrite runs one claim write through the Service and prints what it
+// appended and the claim as it left it.
+func (g *global) claimWrite(c *cobra.Command, requestID string, run func(svc cliService, call service.Call) (service.ClaimWritten, error), human claimHuman) error {
+	svc, call, err := g.claimWriter(requestID)
 	if err != nil {
 		return err
 	}
-	defer l.Close()
-	_, err = g.write(c, l, ledger.Command{Claim: cmd}, actor, requestID, nil, claimAnswer(claimID, cmd, human))
-	return err
-}
-
-// claimAnswer prints what the write of cmd appended and the claim
-// afterwards, as printClaimWrite does.
-func claimAnswer(claimID string, cmd claim.Command, human func(w io.Writer, v *claim.View, res []ledger.Result)) answerFunc {
-	return func(g *global, st *ledger.State, res []ledger.Result) error {
-		v, _ := st.Claims.Claim(claimID, g.io.Now().UTC())
-		return g.printClaimView(&v, cmd, res, human)
-	}
-}
-
-// printClaimWrite prints what the write of cmd appended and the claim
-// afterwards: the server's document with --json (server.ClaimWriteDoc),
-// else as printClaimHuman does.
-func (g *global) printClaimWrite(l *ledger.Ledger, claimID string, cmd claim.Command, res []ledger.Result, human func(w io.Writer, v *claim.View, res []ledger.Result)) error {
-	now := g.io.Now().UTC()
-	var v claim.View
-	v, _ = l.Claim(claimID, now)
-	return g.printClaimView(&v, cmd, res, human)
-}
-
-func (g *global) printClaimView(v *claim.View, cmd claim.Command, res []ledger.Result, human func(w io.Writer, v *claim.View, res []ledger.Result)) error {
-	notes := server.ClaimNotes(cmd, v)
-	if g.json {
-		_, err := g.io.Out.Write(server.ClaimWriteDoc(res, v, notes...))
+	w, err := run(svc, call)
+	if err != nil {
 		return err
 	}
-	g.printClaimHuman(v, res, notes, human)
+	return g.printClaimWrites(human, w)
+}
+
+// printClaimWrites prints the answers of one or more claim writes of one
+// verb: with --json one answer's document as is, or several's records in
+// order with the claim as the last left it; else for people.
+func (g *global) printClaimWrites(human claimHuman, ws ...service.ClaimWritten) error {
+	last := ws[len(ws)-1]
+	if g.json && len(ws) == 1 {
+		_, err := g.io.Out.Write(last.JSON)
+		return err
+	}
+	var recs []service.ClaimRecord
+	for _, w := range ws {
+		recs = append(recs, w.Records...)
+	}
+	if g.json {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(last.JSON, &m); err != nil {
+			return fmt.Errorf("claim write document: %w", err)
+		}
+		lines := []byte{'['}
+		for i, r := range recs {
+			if i > 0 {
+				lines = append(lines, ',')
+			}
+			lines = append(lines, r.Line...)
+		}
+		return writeJSONDoc(g.io.Out, member("records", append(lines, ']')), member("claim", m["claim"]))
+	}
+	g.printClaimHuman(&last.Claim, recs, last.Notes, human)
 	return nil
 }
 
 // printClaimHuman prints a claim write for people: the verb's own lines,
 // the dependency failures it caused, and the claim's state; the write's
 // notes go to stderr.
-func (g *global) printClaimHuman(v *claim.View, res []ledger.Result, notes []string, human func(w io.Writer, v *claim.View, res []ledger.Result)) {
+func (g *global) printClaimHuman(v *claim.View, recs []service.ClaimRecord, notes []string, human claimHuman) {
 	for _, n := range notes {
 		fmt.Fprintln(g.io.Err, "note: "+n)
 	}
 	if human != nil {
-		human(g.io.Out, v, res)
+		human(g.io.Out, v, recs)
 	}
-	for _, r := range res {
+	for _, r := range recs {
 		if r.Type == claim.TypeDependency {
 			if e, err := claim.Decode(r.Line); err == nil {
 				fmt.Fprintf(g.io.Out, "%s: DependencyFailed (depends on %s)\n", e.Claim, e.On)
@@ -142,17 +165,6 @@ func (g *global) printClaimHuman(v *claim.View, res []ledger.Result, notes []str
 		}
 	}
 	fmt.Fprintf(g.io.Out, "%s: %s\n", v.Claim, paint(g.color(), claimColor(v.State, v.Overdue), string(v.State)))
-}
-
-// claimView reads one claim's view, or refuses when there is none.
-func (g *global) claimView(l *ledger.Ledger, id string, now time.Time) (claim.View, error) {
-	var v claim.View
-	var ok bool
-	v, ok = l.Claim(id, now)
-	if !ok {
-		return v, rule.NotFoundf("claim", "no claim "+strconv.Quote(id))
-	}
-	return v, nil
 }
 
 // mintArtifactID returns a fresh artifact id: art_ and 8 hex digits.

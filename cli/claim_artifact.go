@@ -5,52 +5,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"tally/api"
-	"tally/artifact"
 	"tally/claim"
 	"tally/digest"
-	"tally/ledger"
-	"tally/server"
-	"tally/store"
+	"tally/service"
 )
 
 // CodeDamaged is the --json error code of a stored copy whose bytes no
 // longer match its digest.
-const CodeDamaged = server.CodeDamaged
-
-// objects opens the content store of the ledger in use: <ledger>/objects,
-// shared by every session of the ledger.
-func (g *global) objects() (*artifact.Store, error) {
-	root, err := g.ledgerRoot()
-	if err != nil {
-		return nil, err
-	}
-	return artifact.OpenStore(store.ObjectsDir(root))
-}
-
-// openWithObjects opens the local ledger and its content store.
-func (g *global) openWithObjects() (*ledger.Ledger, *artifact.Store, error) {
-	objs, err := g.objects()
-	if err != nil {
-		return nil, nil, err
-	}
-	l, err := g.open()
-	if err != nil {
-		return nil, nil, err
-	}
-	return l, objs, nil
-}
-
-// storeError turns a content store error about one artifact into a refusal
-// (the server refuses with the same words).
-func storeError(what string, err error) error { return server.ArtifactReadError(what, err) }
+const CodeDamaged = service.CodeDamaged
 
 func newArtifactCmd(g *global) *cobra.Command {
 	c := &cobra.Command{
@@ -84,7 +53,9 @@ func newArtifactReceive(g *global) *cobra.Command {
 				}
 				d.Claim, d.Artifact = args[0], args[1]
 			}
-			return g.claimWrite(c, d.Command(), d.Claim, d.RequestID, printArtifactReceipt(d.Artifact))
+			return g.claimWrite(c, d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
+				return svc.ReceiveArtifact(c.Context(), call, d.ClaimArtifactRef)
+			}, printArtifactReceipt(d.Artifact))
 		},
 	}
 	c.Flags().StringVar(&d.Digest, "digest", "", "the artifact digest you observed (default: the recorded one)")
@@ -92,9 +63,9 @@ func newArtifactReceive(g *global) *cobra.Command {
 	return c
 }
 
-func printArtifactReceipt(id string) func(w io.Writer, v *claim.View, _ []ledger.Result) {
-	return func(w io.Writer, v *claim.View, _ []ledger.Result) {
-		if a, ok := server.ViewArtifact(v, id); ok {
+func printArtifactReceipt(id string) claimHuman {
+	return func(w io.Writer, v *claim.View, _ []service.ClaimRecord) {
+		if a, ok := v.FindArtifact(id); ok {
 			fmt.Fprintf(w, "%s: artifact %s received (digest %s, seq %d)\n", v.Claim, a.Artifact, a.Digest, a.ReceivedSeq)
 		}
 	}
@@ -139,29 +110,14 @@ func newArtifactPut(g *global) *cobra.Command {
 			if d.Name == "" {
 				d.Name = filepath.Base(d.File)
 			}
-			if rc, err := g.remote(); err != nil || rc != nil {
+			return g.claimWrite(c, d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
+				f, err := os.Open(g.abs(d.File))
 				if err != nil {
-					return err
+					return service.ClaimWritten{}, usagef("file: %v", err)
 				}
-				return g.artifactPutRemote(c, rc, &d)
-			}
-			actor, err := g.requireActor("")
-			if err != nil {
-				return err
-			}
-			l, objs, err := g.openWithObjects()
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			content, size, err := putFile(c.Context(), objs, g.abs(d.File))
-			if err != nil {
-				return err
-			}
-			cmd := d.Command()
-			cmd.Content, cmd.Size = content, size
-			_, err = g.write(c, l, ledger.Command{Claim: cmd}, actor, d.RequestID, []byte(content.String()), claimAnswer(d.Claim, cmd, d.printPut))
-			return err
+				defer f.Close()
+				return svc.PublishArtifact(c.Context(), call, d.ClaimPublish, f)
+			}, d.printPut)
 		},
 	}
 	f := c.Flags()
@@ -178,62 +134,10 @@ func newArtifactPut(g *global) *cobra.Command {
 }
 
 // printPut prints the artifact put recorded.
-func (d *putDoc) printPut(w io.Writer, v *claim.View, _ []ledger.Result) {
-	if a, ok := server.ViewArtifact(v, d.Artifact); ok {
+func (d *putDoc) printPut(w io.Writer, v *claim.View, _ []service.ClaimRecord) {
+	if a, ok := v.FindArtifact(d.Artifact); ok {
 		fmt.Fprintf(w, "%s: %s %d bytes, digest %s (content %s)\n", a.Artifact, a.Role, a.Size, a.Digest, a.Content)
 	}
-}
-
-// query is the put's description as the server's PUT route reads it.
-func (d *putDoc) query() url.Values {
-	q := url.Values{"role": {d.Role}, "kind": {d.Kind}, "name": {d.Name}}
-	if d.Slot != "" {
-		q.Set("slot", d.Slot)
-	}
-	if d.Schema != "" {
-		q.Set("schema", d.Schema)
-	}
-	if d.Generation > 0 {
-		q.Set("generation", strconv.FormatUint(d.Generation, 10))
-	}
-	return q
-}
-
-// artifactPutRemote streams the file to the server's content store, which
-// records the artifact as the token's identity.
-func (g *global) artifactPutRemote(c *cobra.Command, rc *client, d *putDoc) error {
-	if _, err := rc.identity(c.Context()); err != nil {
-		return err
-	}
-	f, err := os.Open(g.abs(d.File))
-	if err != nil {
-		return usagef("file: %v", err)
-	}
-	defer f.Close()
-	b, err := rc.putArtifact(c.Context(), d.Claim, d.Artifact, d.query(), f, d.RequestID)
-	if err != nil {
-		return err
-	}
-	return g.printRemoteWrites(d.printPut, b)
-}
-
-// putFile streams a file into the store and checks the stored copy's size.
-func putFile(ctx context.Context, objs *artifact.Store, path string) (digest.ContentDigest, int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return digest.ContentDigest{}, 0, usagef("file: %v", err)
-	}
-	defer f.Close()
-	d, n, err := objs.Put(ctx, f)
-	if err != nil {
-		return d, n, err
-	}
-	// Put hashed the bytes as it wrote them; make sure the copy in place is
-	// the one it wrote (a concurrent writer of other bytes cannot land there).
-	if fi, err := os.Stat(objs.Path(d)); err != nil || fi.Size() != n {
-		return d, n, fmt.Errorf("artifact store: the stored copy of %s is not %d bytes", d, n)
-	}
-	return d, n, nil
 }
 
 func newArtifactGet(g *global) *cobra.Command {
@@ -259,41 +163,42 @@ func newArtifactGet(g *global) *cobra.Command {
 			if g.json && d.Output == "" {
 				return usagef("output: --json prints a description; give -o FILE for the bytes")
 			}
-			rc, err := g.remote()
-			if err != nil {
-				return err
-			}
-			var objs *artifact.Store
-			if rc == nil {
-				if objs, err = g.objects(); err != nil {
-					return err
+			var content digest.ContentDigest
+			if d.Claim == "" {
+				if content, err = digest.ParseContentDigest(d.Artifact); err != nil {
+					return usagef("claim: required unless the argument is a content digest (64 hex digits)")
 				}
 			}
-			what, content, art, err := g.resolveContent(c.Context(), rc, d.Claim, d.Artifact)
+			svc, call, err := g.claimReader(g.io.Now())
 			if err != nil {
 				return err
 			}
+			var ac service.ArtifactContent
+			if d.Claim == "" {
+				ac, err = svc.Content(c.Context(), call, content)
+			} else {
+				ac, err = svc.Artifact(c.Context(), call, d.Claim, d.Artifact)
+			}
+			if err != nil {
+				return err
+			}
+			defer ac.Body.Close()
 			path := ""
 			if d.Output != "" {
 				path = g.abs(d.Output)
 			}
-			if rc != nil {
-				u := rc.path(nil, "objects", content.String())
-				if art != nil {
-					u = rc.path(nil, "claims", d.Claim, "artifacts", art.Artifact)
-				}
-				err = g.fetchContent(c.Context(), rc, u, what, content, path)
-			} else {
-				err = getLocal(c.Context(), objs, what, content, path, g.io.Out)
-			}
-			if err != nil || !g.json {
+			if err := g.copyContent(ac, path); err != nil || !g.json {
 				return err
+			}
+			art := ac.Artifact
+			if d.Claim == "" {
+				art = nil // asked by content, not by an artifact
 			}
 			b, err := json.Marshal(art)
 			if err != nil {
 				return err
 			}
-			return writeJSONDoc(g.io.Out, member("path", jsonString(path)), member("content", jsonString(content.String())), member("artifact", b))
+			return writeJSONDoc(g.io.Out, member("path", jsonString(path)), member("content", jsonString(ac.Content.String())), member("artifact", b))
 		},
 	}
 	c.Flags().StringVar(&claimID, "claim", "", "the claim the artifact belongs to (not needed for a content digest)")
@@ -301,60 +206,38 @@ func newArtifactGet(g *global) *cobra.Command {
 	return c
 }
 
-// getLocal copies the verified bytes of content to path (atomically), or
-// to out when path is "".
-func getLocal(ctx context.Context, objs *artifact.Store, what string, content digest.ContentDigest, path string, out io.Writer) error {
-	rc, err := objs.Open(ctx, content)
+// copyContent writes the bytes to path, atomically, or with path "" to
+// stdout: at once when the whole content was verified before the first
+// byte, else only once all of it has checked out. Bytes that do not check
+// out write nothing.
+func (g *global) copyContent(ac service.ArtifactContent, path string) error {
+	if path != "" {
+		return writeVerified(path, ac.Body)
+	}
+	if ac.Checked {
+		_, err := io.Copy(g.io.Out, ac.Body)
+		return err
+	}
+	tmp, err := os.CreateTemp("", "tally-get-*")
 	if err != nil {
-		return storeError(what, err)
+		return fmt.Errorf("download %s: %w", ac.Content, err)
 	}
-	defer rc.Close()
-	if path == "" {
-		_, err = io.Copy(out, rc)
-	} else {
-		err = writeVerified(path, rc)
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	if _, err := io.Copy(tmp, ac.Body); err != nil {
+		return err
 	}
-	return storeError(what, err)
-}
-
-// resolveContent finds the content digest an argument names: an artifact of
-// a claim (in the local ledger or the server's), or (without --claim) a
-// content digest itself.
-func (g *global) resolveContent(ctx context.Context, rc *client, claimID, id string) (string, digest.ContentDigest, *claim.ArtifactView, error) {
-	if claimID == "" {
-		d, err := digest.ParseContentDigest(id)
-		if err != nil {
-			return "", d, nil, usagef("claim: required unless the argument is a content digest (64 hex digits)")
-		}
-		return "content " + id, d, nil, nil
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("download %s: %w", ac.Content, err)
 	}
-	var v claim.View
-	if rc != nil {
-		var err error
-		if _, v, err = rc.claim(ctx, claimID, g.io.Now()); err != nil {
-			return "", digest.ContentDigest{}, nil, err
-		}
-	} else {
-		l, err := g.open()
-		if err != nil {
-			return "", digest.ContentDigest{}, nil, err
-		}
-		defer l.Close()
-		if v, err = g.claimView(l, claimID, g.io.Now()); err != nil {
-			return "", digest.ContentDigest{}, nil, err
-		}
-	}
-	a, ok := server.ViewArtifact(&v, id)
-	if !ok {
-		return "", digest.ContentDigest{}, nil, server.UnknownArtifact(claimID, id)
-	}
-	d, err := digest.ParseContentDigest(a.Content)
-	return "artifact " + id, d, &a, err
+	_, err = io.Copy(g.io.Out, tmp)
+	return err
 }
 
 // writeVerified copies r to path through a temporary file renamed into
-// place only when r ended without error (the store's reader reports a
-// damaged copy instead of EOF), so a damaged copy leaves nothing behind.
+// place only when r ended without error (a verifying reader reports bytes
+// that are not their content instead of EOF), so a damaged copy leaves
+// nothing behind.
 func writeVerified(path string, r io.Reader) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tally-*")
 	if err != nil {
@@ -373,41 +256,6 @@ func writeVerified(path string, r io.Reader) error {
 	return err
 }
 
-// claimArtifacts lists the artifacts of one claim, or of every claim.
-func (g *global) claimArtifacts(l *ledger.Ledger, claimID string) ([]server.StoredArtifact, error) {
-	var out []server.StoredArtifact
-	var err error
-	l.Read(func(st *ledger.State) {
-		out, err = server.ArtifactRows(st, claimID, g.io.Now().UTC())
-	})
-	return out, err
-}
-
-// artifacts lists artifacts through the server: stored present or
-// missing, or with verify the server's re-hash of its own copies.
-func (rc *client) artifacts(ctx context.Context, claimID, id string, verify bool) ([]server.StoredArtifact, error) {
-	q := url.Values{}
-	if claimID != "" {
-		q.Set("claim", claimID)
-	}
-	if id != "" {
-		q.Set("artifact", id)
-	}
-	if verify {
-		q.Set("verify", "true")
-	}
-	b, err := rc.do(ctx, "GET", rc.path(q, "artifacts"), nil, "")
-	if err != nil {
-		return nil, err
-	}
-	m, err := members(b)
-	if err != nil {
-		return nil, err
-	}
-	var rows []server.StoredArtifact
-	return rows, decodeMember(m, "artifacts", &rows)
-}
-
 func newArtifactLs(g *global) *cobra.Command {
 	var claimID string
 	c := &cobra.Command{
@@ -424,26 +272,10 @@ func newArtifactLs(g *global) *cobra.Command {
 			} else if len(args) == 1 && !stdin {
 				return usagef("ls takes no argument; use --claim C")
 			}
-			if rc, err := g.remote(); err != nil || rc != nil {
-				if err != nil {
-					return err
-				}
-				list, err := rc.artifacts(c.Context(), d.Claim, "", false)
-				if err != nil {
-					return err
-				}
-				return g.printArtifacts(list)
-			}
-			l, objs, err := g.openWithObjects()
+			list, err := g.listArtifacts(c.Context(), service.ArtifactQuery{Claim: d.Claim})
 			if err != nil {
 				return err
 			}
-			defer l.Close()
-			list, err := g.claimArtifacts(l, d.Claim)
-			if err != nil {
-				return err
-			}
-			server.MarkPresent(objs, list)
 			return g.printArtifacts(list)
 		},
 	}
@@ -451,22 +283,29 @@ func newArtifactLs(g *global) *cobra.Command {
 	return c
 }
 
-func (g *global) printArtifacts(list []server.StoredArtifact) error {
+// listArtifacts lists artifacts and the custody of their bytes. Through a
+// server it is the server that checks (and, verifying, re-hashes) its own
+// copies: custody is the server's, and nothing is downloaded.
+func (g *global) listArtifacts(ctx context.Context, q service.ArtifactQuery) (service.ArtifactList, error) {
+	svc, call, err := g.claimReader(time.Time{})
+	if err != nil {
+		return service.ArtifactList{}, err
+	}
+	return svc.ListArtifacts(ctx, call, q)
+}
+
+func (g *global) printArtifacts(list service.ArtifactList) error {
 	if g.json {
-		doc, err := server.ArtifactsDoc(list)
-		if err != nil {
-			return err
-		}
-		_, err = g.io.Out.Write(doc)
+		_, err := g.io.Out.Write(list.JSON)
 		return err
 	}
-	if len(list) == 0 {
+	if len(list.Artifacts) == 0 {
 		fmt.Fprintln(g.io.Out, "no artifacts")
 		return nil
 	}
 	t := newTable(g.io.Out)
 	fmt.Fprintln(t, "CLAIM\tARTIFACT\tROLE\tSLOT\tKIND\tSIZE\tDIGEST\tPRODUCER\tSTORED")
-	for _, a := range list {
+	for _, a := range list.Artifacts {
 		stored := a.Stored
 		if stored != "present" && stored != "ok" {
 			stored = paint(g.color(), ansiRed, stored)
@@ -498,12 +337,18 @@ func newArtifactVerify(g *global) *cobra.Command {
 			if d.Artifact != "" && d.Claim == "" {
 				return usagef("claim: required with an artifact id")
 			}
-			list, bad, err := g.verifyArtifacts(c.Context(), d.Claim, d.Artifact)
+			list, err := g.listArtifacts(c.Context(), service.ArtifactQuery{Claim: d.Claim, Artifact: d.Artifact, Verify: true})
 			if err != nil {
 				return err
 			}
 			if err := g.printArtifacts(list); err != nil {
 				return err
+			}
+			bad := 0
+			for _, a := range list.Artifacts {
+				if a.Stored != "ok" {
+					bad++
+				}
 			}
 			if bad > 0 {
 				if !g.json {
@@ -516,42 +361,4 @@ func newArtifactVerify(g *global) *cobra.Command {
 	}
 	c.Flags().StringVar(&claimID, "claim", "", "only this claim's artifacts")
 	return c
-}
-
-// verifyArtifacts re-hashes the stored copies of one artifact, of a claim's
-// or of all, and returns the rows and how many are missing or damaged.
-// Through a server it is the server that re-hashes its own copies: custody
-// is the server's, and nothing is downloaded.
-func (g *global) verifyArtifacts(ctx context.Context, claimID, id string) ([]server.StoredArtifact, int, error) {
-	rc, err := g.remote()
-	if err != nil {
-		return nil, 0, err
-	}
-	if rc != nil {
-		list, err := rc.artifacts(ctx, claimID, id, true)
-		if err != nil {
-			return nil, 0, err
-		}
-		bad := 0
-		for _, a := range list {
-			if a.Stored != "ok" {
-				bad++
-			}
-		}
-		return list, bad, nil
-	}
-	l, objs, err := g.openWithObjects()
-	if err != nil {
-		return nil, 0, err
-	}
-	defer l.Close()
-	list, err := g.claimArtifacts(l, claimID)
-	if err == nil && id != "" {
-		list, err = server.SelectArtifact(list, claimID, id)
-	}
-	if err != nil {
-		return nil, 0, err
-	}
-	bad, err := server.VerifyRows(ctx, objs, list)
-	return list, bad, err
 }

@@ -4,27 +4,23 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/zeebo/blake3"
 
 	"tally/api"
-	"tally/artifact"
 	"tally/claim"
-	"tally/digest"
 	"tally/instant"
 	"tally/ledger"
 	"tally/rule"
-	"tally/server"
+	"tally/service"
 	"tally/validate"
 )
 
@@ -68,191 +64,6 @@ func (d *checkDoc) bindTarget(c *cobra.Command) {
 	c.Flags().StringVar(&d.RequestID, "request-id", "", "your id for this request")
 }
 
-// attemptOn returns the check's attempt on a target as the view shows it.
-func attemptOn(v *claim.View, check, art string) (*claim.CheckView, *claim.AttemptView) {
-	return server.AttemptOn(v, check, art)
-}
-
-// checkStore is where check report and check run read the claim and write
-// their records: the local ledger, or a server (TALLY_URL). One flow runs
-// on either, so both print the same and refuse in the same order.
-type checkStore interface {
-	actor() string
-	// view is the claim as it stands; an unknown claim is refused.
-	view(ctx context.Context) (claim.View, error)
-	// guard verifies the target's stored bytes before evidence about it is
-	// stored or an attempt on it begins (see server.TargetToVerify).
-	guard(ctx context.Context, v *claim.View, check, art string, onlyIfNew bool) error
-	// materialise writes the target's verified bytes to path.
-	materialise(ctx context.Context, a claim.ArtifactView, path string) error
-	// reportWithEvidence stores r as the actor's result artifact and reports
-	// v citing it, as one ledger write: a refused verdict leaves no evidence.
-	reportWithEvidence(ctx context.Context, v claim.ReportVerdict, name, kind, schema string, r io.Reader) error
-	// submit appends a check record and returns the first line appended.
-	submit(ctx context.Context, cmd claim.Command, step string) ([]byte, error)
-	// print prints every record written and the claim as it stands.
-	print(human func(io.Writer, *claim.View, []ledger.Result)) error
-	// replay prints the recorded answer of a retried request id and
-	// reports whether it did, so a retry runs nothing again.
-	replay() (bool, error)
-	close()
-}
-
-// checkStore opens the store the check verbs use for claimID.
-func (g *global) checkStore(c *cobra.Command, claimID, requestID string) (checkStore, error) {
-	rc, err := g.remote()
-	if err != nil {
-		return nil, err
-	}
-	if rc != nil {
-		actor, err := rc.identity(c.Context())
-		if err != nil {
-			return nil, err
-		}
-		return &remoteChecks{g: g, rc: rc, who: actor, claim: claimID, requestID: requestID}, nil
-	}
-	actor, err := g.requireActor("")
-	if err != nil {
-		return nil, err
-	}
-	l, objs, err := g.openWithObjects()
-	if err != nil {
-		return nil, err
-	}
-	return &localChecks{g: g, c: c, l: l, objs: objs, who: actor, claim: claimID, requestID: requestID}, nil
-}
-
-// localChecks is checkStore on the local ledger and content store.
-type localChecks struct {
-	g         *global
-	c         *cobra.Command
-	l         *ledger.Ledger
-	objs      *artifact.Store
-	who       string
-	claim     string
-	requestID string
-	res       []ledger.Result
-	answered  bool // the last write printed the verb's answer
-}
-
-func (b *localChecks) actor() string { return b.who }
-func (b *localChecks) close()        { b.l.Close() }
-
-func (b *localChecks) view(context.Context) (claim.View, error) {
-	return b.g.claimView(b.l, b.claim, b.g.io.Now())
-}
-
-func (b *localChecks) guard(ctx context.Context, v *claim.View, check, art string, onlyIfNew bool) error {
-	if a, ok := server.TargetToVerify(v, check, art, onlyIfNew); ok {
-		return server.VerifyStored(ctx, b.objs, a)
-	}
-	return nil
-}
-
-func (b *localChecks) materialise(ctx context.Context, a claim.ArtifactView, path string) error {
-	content, err := digest.ParseContentDigest(a.Content)
-	if err != nil {
-		return fmt.Errorf("artifact %s: %w", a.Artifact, err)
-	}
-	return getLocal(ctx, b.objs, "artifact "+a.Artifact, content, path, nil)
-}
-
-func (b *localChecks) reportWithEvidence(ctx context.Context, v claim.ReportVerdict, name, kind, schema string, r io.Reader) error {
-	content, size, err := b.objs.Put(ctx, r)
-	if err != nil {
-		return err
-	}
-	v.Publish = &claim.PublishArtifact{Claim: b.claim, Artifact: b.evidenceID(), Role: claim.RoleResult,
-		Kind: kind, Schema: schema, Name: name, Content: content, Size: size}
-	_, err = b.submit(ctx, v, "")
-	return err
-}
-
-func (b *localChecks) submit(ctx context.Context, cmd claim.Command, step string) ([]byte, error) {
-	var res []ledger.Result
-	var err error
-	if b.requestID == "" {
-		res, err = b.l.SubmitClaim(ctx, cmd, ledger.WriteOptions{Actor: b.who, RequestID: b.requestID})
-	} else {
-		// Each step is idempotent under its own key, as over HTTP; the
-		// verb's last write (step "") records and prints the answer for
-		// all of them, so a retry prints it again.
-		answer := func(*global, *ledger.State, []ledger.Result) error { return nil }
-		if step == "" {
-			answer = func(g *global, st *ledger.State, res []ledger.Result) error {
-				v, _ := st.Claims.Claim(b.claim, g.io.Now().UTC())
-				return g.printClaimView(&v, nil, append(slices.Clone(b.res), res...), printCheckRecords)
-			}
-			b.answered = true
-		}
-		res, err = b.g.write(b.c, b.l, ledger.Command{Claim: cmd}, b.who, stepKey(b.requestID, step), nil, answer)
-	}
-	if err != nil {
-		b.answered = false
-		return nil, err
-	}
-	b.res = append(b.res, res...)
-	if len(res) == 0 { // a retry: the records were appended before
-		return nil, nil
-	}
-	return res[0].Line, nil
-}
-
-func (b *localChecks) replay() (bool, error) {
-	if b.requestID == "" {
-		return false, nil
-	}
-	resp, ok, err := b.l.Recorded(&ledger.Idempotency{Principal: b.who, Key: b.requestID, Digest: b.g.requestDigest(b.c, nil)})
-	if err != nil || !ok {
-		return false, err
-	}
-	b.answered = true
-	return true, b.g.printRecorded(resp)
-}
-
-func (b *localChecks) print(human func(io.Writer, *claim.View, []ledger.Result)) error {
-	if b.answered {
-		return nil
-	}
-	return b.g.printClaimWrite(b.l, b.claim, nil, b.res, human)
-}
-
-// remoteChecks is checkStore through a server, acting as the token's
-// identity. Each write is one request; the requests' answers are printed
-// as one, as the local ledger prints its records.
-type remoteChecks struct {
-	g         *global
-	rc        *client
-	who       string
-	claim     string
-	requestID string
-	docs      [][]byte
-}
-
-func (b *remoteChecks) actor() string { return b.who }
-func (b *remoteChecks) close()        {}
-
-func (b *remoteChecks) view(ctx context.Context) (claim.View, error) {
-	_, v, err := b.rc.claim(ctx, b.claim, b.g.io.Now())
-	return v, err
-}
-
-// guard is the server's: it verifies the target's bytes before it appends
-// a begin or a verdict, and before it stores a verdict's evidence, so asking
-// it first would only hash them twice.
-func (b *remoteChecks) guard(context.Context, *claim.View, string, string, bool) error { return nil }
-
-func (b *remoteChecks) materialise(ctx context.Context, a claim.ArtifactView, path string) error {
-	content, err := digest.ParseContentDigest(a.Content)
-	if err != nil {
-		return fmt.Errorf("artifact %s: %w", a.Artifact, err)
-	}
-	return b.g.fetchContent(ctx, b.rc, b.rc.path(nil, "claims", b.claim, "artifacts", a.Artifact), "artifact "+a.Artifact, content, path)
-}
-
-// key is the Idempotency-Key of one step of the verb.
-func (b *remoteChecks) key(step string) string { return stepKey(b.requestID, step) }
-
 // stepKey is the request id of one step of a check verb: the request id
 // itself for the verdict, ID/step for the others.
 func stepKey(requestID, step string) string {
@@ -260,54 +71,6 @@ func stepKey(requestID, step string) string {
 		return requestID
 	}
 	return requestID + "/" + step
-}
-
-func (b *remoteChecks) reportWithEvidence(ctx context.Context, v claim.ReportVerdict, name, kind, schema string, r io.Reader) error {
-	q := url.Values{"artifact": {v.Artifact}, "result": {string(v.Result)}, "evidence": {evidenceID(b.who, b.claim, b.requestID)},
-		"kind": {kind}, "name": {name}}
-	for k, val := range map[string]string{"digest": v.Digest, "note": v.Note, "schema": schema} {
-		if val != "" {
-			q.Set(k, val)
-		}
-	}
-	doc, err := b.rc.exchange(ctx, "PUT", b.rc.path(q, "claims", b.claim, "checks", v.Check, "report"), r, "application/octet-stream", b.key(""))
-	if err != nil {
-		return err
-	}
-	b.docs = append(b.docs, doc)
-	return nil
-}
-
-func (b *remoteChecks) submit(ctx context.Context, cmd claim.Command, step string) ([]byte, error) {
-	doc, err := b.rc.postClaim(ctx, cmd, b.key(step))
-	if err != nil {
-		return nil, err
-	}
-	b.docs = append(b.docs, doc)
-	return firstLine(doc)
-}
-
-// firstLine is the first record of a claim write document.
-func firstLine(doc []byte) ([]byte, error) {
-	m, err := members(doc)
-	if err != nil {
-		return nil, err
-	}
-	var recs []json.RawMessage
-	if err := decodeMember(m, "records", &recs); err != nil {
-		return nil, err
-	}
-	if len(recs) == 0 {
-		return nil, fmt.Errorf("server response: no record appended")
-	}
-	return recs[0], nil
-}
-
-// replay is the server's: each step's key is answered there.
-func (b *remoteChecks) replay() (bool, error) { return false, nil }
-
-func (b *remoteChecks) print(human func(io.Writer, *claim.View, []ledger.Result)) error {
-	return b.g.printRemoteWrites(human, b.docs...)
 }
 
 // mintEvidenceID returns a fresh evidence artifact id: ev_ and 8 hex digits.
@@ -324,8 +87,6 @@ func evidenceID(who, claimID, requestID string) string {
 	return "ev_" + hex.EncodeToString(sum[:4])
 }
 
-func (b *localChecks) evidenceID() string { return evidenceID(b.who, b.claim, b.requestID) }
-
 func newCheckBegin(g *global) *cobra.Command {
 	var d checkDoc
 	c := &cobra.Command{
@@ -340,30 +101,17 @@ func newCheckBegin(g *global) *cobra.Command {
 			if err := need("artifact", d.Artifact); err != nil {
 				return err
 			}
-			b, err := g.checkStore(c, d.Claim, d.RequestID)
-			if err != nil {
-				return err
-			}
-			defer b.close()
-			ctx := c.Context()
-			v, err := b.view(ctx)
-			if err != nil {
-				return err
-			}
-			if err := b.guard(ctx, &v, d.Check, d.Artifact, false); err != nil {
-				return err
-			}
-			if _, err := b.submit(ctx, claim.BeginCheck{Claim: d.Claim, Check: d.Check, Artifact: d.Artifact, Digest: d.Digest}, ""); err != nil {
-				return err
-			}
-			return b.print(printCheckRecords)
+			// The service verifies the target's stored bytes first.
+			return g.claimWrite(c, d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
+				return svc.BeginCheck(c.Context(), call, d.begin())
+			}, printCheckRecords)
 		},
 	}
 	d.bindTarget(c)
 	return c
 }
 
-func printCheckRecords(w io.Writer, _ *claim.View, res []ledger.Result) {
+func printCheckRecords(w io.Writer, _ *claim.View, res []service.ClaimRecord) {
 	for _, r := range res {
 		e, err := claim.Decode(r.Line)
 		if err != nil {
@@ -406,38 +154,32 @@ func newCheckReport(g *global) *cobra.Command {
 			if (d.Evidence == "") == (d.EvidenceFile == "") {
 				return rule.Invalidf("evidence", "give exactly one of --evidence ID and --evidence-file FILE")
 			}
-			b, err := g.checkStore(c, d.Claim, d.RequestID)
-			if err != nil {
-				return err
-			}
-			defer b.close()
+			// A report the ledger would refuse is refused before any
+			// evidence is stored.
 			ctx := c.Context()
-			v, err := b.view(ctx)
+			svc, call, _, err := g.evaluatorWriter(ctx, &d)
 			if err != nil {
 				return err
 			}
-			if err := b.guard(ctx, &v, d.Check, d.Artifact, true); err != nil {
-				return err
-			}
-			// Refuse a report the ledger would refuse before storing evidence.
-			if err := evaluatorRefusal(&v, d.Check, b.actor()); err != nil {
-				return err
-			}
-			verdict := d.Report()
+			var w service.ClaimWritten
 			if d.EvidenceFile != "" {
 				f, err := os.Open(g.abs(d.EvidenceFile))
 				if err != nil {
 					return usagef("evidence_file: %v", err)
 				}
-				err = b.reportWithEvidence(ctx, verdict, filepath.Base(d.EvidenceFile), "evidence", "", f)
-				f.Close()
+				defer f.Close()
+				// The service verifies the target's bytes before it stores
+				// the evidence, and publishes it in the verdict's write.
+				r := d.ClaimCheck
+				r.Evidence = evidenceID(call.Actor, d.Claim, d.RequestID)
+				w, err = svc.ReportCheck(ctx, call, r, &service.Evidence{Name: filepath.Base(d.EvidenceFile), Kind: "evidence", Body: f})
 				if err != nil {
 					return err
 				}
-			} else if _, err := b.submit(ctx, verdict, ""); err != nil {
+			} else if w, err = svc.ReportCheck(ctx, call, d.ClaimCheck, nil); err != nil {
 				return err
 			}
-			return b.print(printCheckRecords)
+			return g.printClaimWrites(printCheckRecords, w)
 		},
 	}
 	d.bindTarget(c)
@@ -450,12 +192,37 @@ func newCheckReport(g *global) *cobra.Command {
 	return c
 }
 
+// evaluatorWriter is the Service and the Call a check verb writes with,
+// and the claim as it stands, once the acting identity is known to be the
+// check's designated evaluator (evaluatorRefusal).
+func (g *global) evaluatorWriter(ctx context.Context, d *checkDoc) (cliService, service.Call, *claim.View, error) {
+	svc, call, err := g.claimWriter(d.RequestID)
+	if err != nil {
+		return nil, call, nil, err
+	}
+	shown, err := svc.Claim(ctx, g.asRead(call), d.Claim)
+	if err != nil {
+		return nil, call, nil, err
+	}
+	if err := evaluatorRefusal(&shown.Claim, d.Check, call.Actor); err != nil {
+		return nil, call, nil, err
+	}
+	return svc, call, &shown.Claim, nil
+}
+
+// asRead is the Call of a read a write verb makes first: the claim as it
+// stands now, under no request id.
+func (g *global) asRead(c service.Call) service.Call {
+	c.RequestID, c.Now = "", g.io.Now()
+	return c
+}
+
 // evaluatorRefusal refuses early (before anything is stored or run) an
 // actor who is not the check's designated evaluator. The ledger checks it
 // again under its lock. An ended claim is not refused here: the core still
 // takes evidence and some verdicts after the end, for audit.
 func evaluatorRefusal(v *claim.View, check, actor string) error {
-	ch, _ := attemptOn(v, check, "")
+	ch, _ := v.AttemptOn(check, "")
 	if ch == nil {
 		return rule.NotFoundf("check", "claim "+v.Claim+" declares no check "+strconv.Quote(check))
 	}
@@ -485,7 +252,7 @@ func defaultTarget(v *claim.View, check string) string {
 			if b.Slot != slot {
 				continue
 			}
-			if _, at := attemptOn(v, check, b.Artifact); at == nil || at.State == "running" || at.State == "pending" {
+			if _, at := v.AttemptOn(check, b.Artifact); at == nil || at.State == "running" || at.State == "pending" {
 				return b.Artifact
 			}
 		}
@@ -520,88 +287,7 @@ func newCheckRun(g *global) *cobra.Command {
 				}
 				timeout = t
 			}
-			b, err := g.checkStore(c, d.Claim, d.RequestID)
-			if err != nil {
-				return err
-			}
-			defer b.close()
-			// A retry of a run already recorded prints its answer and runs
-			// the validator no more.
-			if done, err := b.replay(); err != nil || done {
-				return err
-			}
-			ctx := c.Context()
-			v, err := b.view(ctx)
-			if err != nil {
-				return err
-			}
-			if err := evaluatorRefusal(&v, d.Check, b.actor()); err != nil {
-				return err
-			}
-			if d.Artifact == "" {
-				if d.Artifact = defaultTarget(&v, d.Check); d.Artifact == "" {
-					return usagef("artifact: no received target left for check %s; pass --artifact", d.Check)
-				}
-			}
-			// Which validator runs: the current handler of the attempt on the
-			// target (or the primary one for a first attempt).
-			ch, at := attemptOn(&v, d.Check, d.Artifact)
-			val := ch.Validator
-			if at != nil {
-				val = at.Validator
-			}
-			runner, ok := validate.Lookup(val.Name)
-			if !ok {
-				return usagef("validator: check %s names %q, which this tally cannot run (it runs %s); report its verdict with `tally check report`", d.Check, val.Name, strings.Join(validate.Names(), ", "))
-			}
-			if runner.Name() == "command" && strings.TrimSpace(d.Command) == "" {
-				return usagef("command: required: check %s runs the command validator (exit 0 → pass)", d.Check)
-			}
-			a, ok := server.ViewArtifact(&v, d.Artifact)
-			if !ok {
-				return server.UnknownArtifact(d.Claim, d.Artifact)
-			}
-			// Materialise (verifying the bytes) before anything is appended.
-			dir, err := os.MkdirTemp("", "tally-check-*")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(dir)
-			name := filepath.Base(a.Name)
-			if name == "" || name == "." || name == "/" || strings.HasPrefix(name, ".") {
-				name = a.Artifact
-			}
-			path := filepath.Join(dir, name)
-			if err := b.materialise(ctx, a, path); err != nil {
-				return err
-			}
-			if at == nil || at.State != "running" {
-				line, err := b.submit(ctx, claim.BeginCheck{Claim: d.Claim, Check: d.Check, Artifact: d.Artifact, Digest: d.Digest}, "begin")
-				if err != nil {
-					return err
-				}
-				if e, err := claim.Decode(line); err == nil {
-					val = e.Validator
-				}
-			}
-			out := runner.Run(ctx, validate.Input{Dir: dir, Path: path, Command: d.Command, Timeout: timeout})
-			logb := fmt.Appendf(nil, "tally check run: claim %s, check %s, artifact %s (digest %s), validator %s@%s (tally's %s@%s)\n",
-				d.Claim, d.Check, a.Artifact, a.Digest, val.Name, val.Version, runner.Name(), runner.Version())
-			if d.Command != "" {
-				logb = fmt.Appendf(logb, "command: %s\n", d.Command)
-			}
-			logb = append(logb, "---\n"...)
-			logb = append(logb, out.Log...)
-			logb = fmt.Appendf(logb, "---\nverdict: %s (%s)\n", out.Result, out.Note)
-			note := d.Note
-			if note == "" {
-				note = out.Note
-			}
-			if err := b.reportWithEvidence(ctx, claim.ReportVerdict{Claim: d.Claim, Check: d.Check, Artifact: d.Artifact, Digest: d.Digest,
-				Result: out.Result, Note: note}, d.Check+".log", "validator-log", "text/plain", bytes.NewReader(logb)); err != nil {
-				return err
-			}
-			return b.print(printCheckRecords)
+			return g.checkRun(c, &d, timeout)
 		},
 	}
 	d.bindTarget(c)
@@ -610,4 +296,188 @@ func newCheckRun(g *global) *cobra.Command {
 	f.StringVar(&d.Timeout, "timeout", "", "bound on the validator's command (default 10m)")
 	f.StringVar(&d.Note, "note", "", "one line on the verdict (default: the validator's)")
 	return c
+}
+
+// begin is the document of the begin the check verbs write.
+func (d *checkDoc) begin() api.ClaimBegin {
+	return api.ClaimBegin{Claim: d.Claim, Check: d.Check, Artifact: d.Artifact, Digest: d.Digest}
+}
+
+// checkRun is check run: the validator runs here, on this machine, and
+// the begin (request id KEY/begin) and the verdict with the validator's
+// log as evidence (KEY) are written through the service, so a retry
+// replays each step.
+func (g *global) checkRun(c *cobra.Command, d *checkDoc, timeout time.Duration) error {
+	ctx := c.Context()
+	svc, call, v, err := g.evaluatorWriter(ctx, d)
+	if err != nil {
+		return err
+	}
+	// A retry of a run already recorded replays it: the validator runs no
+	// more.
+	evidence := evidenceID(call.Actor, d.Claim, d.RequestID)
+	recorded, done := runRecorded(v, d.Check, evidence, d.RequestID)
+	if done {
+		d.Artifact = recorded.target
+	}
+	if d.Artifact == "" {
+		if d.Artifact = defaultTarget(v, d.Check); d.Artifact == "" {
+			return usagef("artifact: no received target left for check %s; pass --artifact", d.Check)
+		}
+	}
+	// Which validator runs: the current handler of the attempt on the
+	// target (or the primary one for a first attempt).
+	ch, at := v.AttemptOn(d.Check, d.Artifact)
+	val := ch.Validator
+	if at != nil {
+		val = at.Validator
+	}
+	runner, ok := validate.Lookup(val.Name)
+	if !ok {
+		return usagef("validator: check %s names %q, which this tally cannot run (it runs %s); report its verdict with `tally check report`", d.Check, val.Name, strings.Join(validate.Names(), ", "))
+	}
+	if runner.Name() == "command" && strings.TrimSpace(d.Command) == "" {
+		return usagef("command: required: check %s runs the command validator (exit 0 → pass)", d.Check)
+	}
+	a, ok := v.FindArtifact(d.Artifact)
+	if !ok {
+		return claim.UnknownArtifact(d.Claim, d.Artifact)
+	}
+	step := func(name string) service.Call {
+		s := call
+		s.RequestID = stepKey(d.RequestID, name)
+		return s
+	}
+	var ws []service.ClaimWritten
+	begin := func() error {
+		if at != nil && at.State == "running" {
+			return nil
+		}
+		w, err := svc.BeginCheck(ctx, step("begin"), d.begin())
+		if err != nil {
+			return err
+		}
+		if len(w.Records) > 0 {
+			if e, err := claim.Decode(w.Records[0].Line); err == nil {
+				val = e.Validator
+			}
+		}
+		ws = append(ws, w)
+		return nil
+	}
+	report := func(result claim.Result, note string, log io.Reader) error {
+		r := api.ClaimCheck{Claim: d.Claim, Check: d.Check, Artifact: d.Artifact, Digest: d.Digest, Result: string(result), Note: note, Evidence: evidence}
+		w, err := svc.ReportCheck(ctx, step(""), r, &service.Evidence{Name: d.Check + ".log", Kind: "validator-log", Schema: "text/plain", Body: log})
+		if err != nil {
+			return err
+		}
+		ws = append(ws, w)
+		return g.printClaimWrites(printCheckRecords, ws...)
+	}
+	if done {
+		head := runHeader(d, a, val, runner)
+		log, err := g.recordedLog(ctx, svc, call, d.Claim, evidence, head)
+		if err != nil {
+			return err
+		}
+		defer log.Close()
+		if err := begin(); err != nil {
+			return err
+		}
+		return report(recorded.result.Result, recorded.result.Note, log)
+	}
+
+	// Materialise (verifying the bytes) before anything is appended.
+	dir, err := os.MkdirTemp("", "tally-check-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	name := filepath.Base(a.Name)
+	if name == "" || name == "." || name == "/" || strings.HasPrefix(name, ".") {
+		name = a.Artifact
+	}
+	path := filepath.Join(dir, name)
+	content, err := svc.Artifact(ctx, g.asRead(call), d.Claim, a.Artifact)
+	if err != nil {
+		return err
+	}
+	err = writeVerified(path, content.Body)
+	content.Body.Close()
+	if err != nil {
+		return err
+	}
+	if err := begin(); err != nil {
+		return err
+	}
+	out := runner.Run(ctx, validate.Input{Dir: dir, Path: path, Command: d.Command, Timeout: timeout})
+	logb := runHeader(d, a, val, runner)
+	logb = append(logb, out.Log...)
+	logb = fmt.Appendf(logb, "---\nverdict: %s (%s)\n", out.Result, out.Note)
+	note := d.Note
+	if note == "" {
+		note = out.Note
+	}
+	return report(out.Result, note, bytes.NewReader(logb))
+}
+
+// runHeader is what a run's log says before the validator's output: what
+// ran on what. A retry with the same request id must say the same.
+func runHeader(d *checkDoc, a claim.ArtifactView, val claim.Validator, runner validate.Validator) []byte {
+	b := fmt.Appendf(nil, "tally check run: claim %s, check %s, artifact %s (digest %s), validator %s@%s (tally's %s@%s)\n",
+		d.Claim, d.Check, a.Artifact, a.Digest, val.Name, val.Version, runner.Name(), runner.Version())
+	if d.Command != "" {
+		b = fmt.Appendf(b, "command: %s\n", d.Command)
+	}
+	return append(b, "---\n"...)
+}
+
+// recordedRun is what the view records of a run under a request id: the
+// verdict citing the evidence the id names, and its target.
+type recordedRun struct {
+	target string
+	result claim.AttemptResult
+}
+
+// runRecorded finds the verdict of check citing evidence (the id a run
+// under requestID publishes its log as).
+func runRecorded(v *claim.View, check, evidence, requestID string) (recordedRun, bool) {
+	if requestID == "" {
+		return recordedRun{}, false
+	}
+	ch, _ := v.AttemptOn(check, "")
+	if ch == nil {
+		return recordedRun{}, false
+	}
+	for _, t := range ch.Targets {
+		for _, r := range t.Results {
+			if r.Evidence == evidence {
+				return recordedRun{target: t.Artifact, result: r}, true
+			}
+		}
+	}
+	return recordedRun{}, false
+}
+
+// recordedLog opens the log a recorded run published as its evidence, to
+// send again, after checking that it records a run of the same command on
+// the same target (head): else the request id was used for another run.
+func (g *global) recordedLog(ctx context.Context, svc cliService, call service.Call, claimID, evidence string, head []byte) (io.ReadCloser, error) {
+	ac, err := svc.Artifact(ctx, g.asRead(call), claimID, evidence)
+	if err != nil {
+		return nil, err
+	}
+	got := make([]byte, len(head))
+	_, err = io.ReadFull(ac.Body, got)
+	if err == nil && !bytes.Equal(got, head) || err == io.EOF || err == io.ErrUnexpectedEOF {
+		err = &ledger.IdempotencyError{Code: ledger.CodeIdempotencyConflict, Key: call.RequestID}
+	}
+	if err != nil {
+		ac.Body.Close()
+		return nil, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(got), ac.Body), ac.Body}, nil
 }

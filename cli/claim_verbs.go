@@ -1,20 +1,18 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"tally/api"
 	"tally/claim"
-	"tally/instant"
-	"tally/ledger"
 	"tally/rule"
-	"tally/server"
+	"tally/service"
 )
 
 func newClaimCmd(g *global) *cobra.Command {
@@ -72,11 +70,9 @@ func newClaimCreate(g *global) *cobra.Command {
 					return err
 				}
 			}
-			cmd, err := d.Command(g.io.Now())
-			if err != nil {
-				return err
-			}
-			return g.claimWrite(c, cmd, d.Claim, d.RequestID, nil)
+			return g.claimWrite(c, d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
+				return svc.CreateClaim(c.Context(), call, d.ClaimCreate)
+			}, nil)
 		},
 	}
 	f := c.Flags()
@@ -194,7 +190,9 @@ func newClaimPost(g *global) *cobra.Command {
 			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
 			}
-			return g.claimWrite(c, d.Command(), d.Claim, d.RequestID, nil)
+			return g.claimWrite(c, d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
+				return svc.PostClaim(c.Context(), call, d.ClaimPost)
+			}, nil)
 		},
 	}
 	c.Flags().BoolVar(&d.Failed, "failed", false, "posting failed: PostFailed (needs --reason)")
@@ -221,11 +219,12 @@ func newClaimEnd(g *global, verb string) *cobra.Command {
 			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
 			}
-			cmd := d.Cancel()
-			if verb == "revoke" {
-				cmd = d.Revoke()
-			}
-			return g.claimWrite(c, cmd, d.Claim, d.RequestID, nil)
+			return g.claimWrite(c, d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
+				if verb == "revoke" {
+					return svc.RevokeClaim(c.Context(), call, d.ClaimEnd)
+				}
+				return svc.CancelClaim(c.Context(), call, d.ClaimEnd)
+			}, nil)
 		},
 	}
 	c.Flags().StringVar(&d.Reason, "reason", "", "why (required)")
@@ -247,7 +246,9 @@ func newClaimSupersede(g *global) *cobra.Command {
 			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
 			}
-			return g.claimWrite(c, d.Command(), d.Claim, d.RequestID, nil)
+			return g.claimWrite(c, d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
+				return svc.SupersedeClaim(c.Context(), call, d.ClaimSupersede)
+			}, nil)
 		},
 	}
 	c.Flags().StringVar(&d.Successor, "successor", "", "the successor claim (must name this one as predecessor)")
@@ -275,38 +276,19 @@ func newClaimShow(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if rc, err := g.remote(); err != nil || rc != nil {
-				if err != nil {
-					return err
-				}
-				doc, v, err := rc.claim(c.Context(), d.Claim, now)
-				if err != nil {
-					return err
-				}
-				if g.json {
-					_, err := g.io.Out.Write(doc)
-					return err
-				}
-				printClaim(g.io.Out, &v, now, g.color())
-				return nil
-			}
-			l, err := g.open()
+			svc, call, err := g.claimReader(now)
 			if err != nil {
 				return err
 			}
-			defer l.Close()
-			v, err := g.claimView(l, d.Claim, now)
+			shown, err := svc.Claim(c.Context(), call, d.Claim)
 			if err != nil {
 				return err
 			}
 			if g.json {
-				b, err := json.Marshal(v)
-				if err != nil {
-					return err
-				}
-				return writeJSONDoc(g.io.Out, member("now", jsonString(instant.Format(now))), member("claim", b))
+				_, err := g.io.Out.Write(shown.JSON)
+				return err
 			}
-			printClaim(g.io.Out, &v, now, g.color())
+			printClaim(g.io.Out, &shown.Claim, now, g.color())
 			return nil
 		},
 	}
@@ -346,35 +328,19 @@ func newClaimLs(g *global) *cobra.Command {
 			for _, s := range d.States {
 				f.States = append(f.States, claim.Status(s))
 			}
-			var list []claim.Summary
-			if rc, err := g.remote(); err != nil || rc != nil {
-				if err != nil {
-					return err
-				}
-				doc, rows, err := rc.claims(c.Context(), f, now)
-				if err != nil {
-					return err
-				}
-				if g.json {
-					_, err := g.io.Out.Write(doc)
-					return err
-				}
-				list = rows
-			} else {
-				l, err := g.open()
-				if err != nil {
-					return err
-				}
-				defer l.Close()
-				list = l.Claims(f, now)
+			svc, call, err := g.claimReader(now)
+			if err != nil {
+				return err
+			}
+			res, err := svc.ListClaims(c.Context(), call, f)
+			if err != nil {
+				return err
 			}
 			if g.json {
-				b, err := json.Marshal(list)
-				if err != nil {
-					return err
-				}
-				return writeJSONDoc(g.io.Out, member("now", jsonString(instant.Format(now))), member("claims", b))
+				_, err := g.io.Out.Write(res.JSON)
+				return err
 			}
+			list := res.Claims
 			if len(list) == 0 {
 				fmt.Fprintln(g.io.Out, "no claims")
 				return nil
@@ -423,65 +389,27 @@ func newClaimGraph(g *global) *cobra.Command {
 			if d.Format != "text" && d.Format != "dot" && d.Format != "json" {
 				return usagef("format: must be text, dot or json")
 			}
-			if rc, err := g.remote(); err != nil || rc != nil {
-				if err != nil {
-					return err
-				}
-				return g.claimGraphRemote(c, rc, d.Format)
-			}
-			l, err := g.open()
+			svc, call, err := g.claimReader(time.Time{})
 			if err != nil {
 				return err
 			}
-			defer l.Close()
-			var edges []claim.Edge
-			var nodes []claim.Summary
-			l.Read(func(st *ledger.State) {
-				edges = st.Claims.Graph()
-				nodes = st.Claims.List(claim.Filter{}, g.io.Now().UTC())
-			})
-			return writeClaimGraph(g.io.Out, d.Format, nodes, edges)
+			graph, err := svc.ClaimGraph(c.Context(), call)
+			if err != nil {
+				return err
+			}
+			if d.Format == "json" {
+				_, err := g.io.Out.Write(graph.JSON)
+				return err
+			}
+			return writeClaimGraph(g.io.Out, d.Format, graph.Claims, graph.Edges)
 		},
 	}
 	c.Flags().StringVar(&format, "format", "text", "text, dot or json")
 	return c
 }
 
-// claimGraphRemote reads the graph from the server: its document is what
-// --format json prints; text and dot are drawn from it here.
-func (g *global) claimGraphRemote(c *cobra.Command, rc *client, format string) error {
-	b, err := rc.do(c.Context(), "GET", rc.path(nil, "claim-graph"), nil, "")
-	if err != nil {
-		return err
-	}
-	if format == "json" {
-		_, err := g.io.Out.Write(b)
-		return err
-	}
-	m, err := members(b)
-	if err != nil {
-		return err
-	}
-	var nodes []claim.Summary
-	var edges []claim.Edge
-	if err := decodeMember(m, "claims", &nodes); err != nil {
-		return err
-	}
-	if err := decodeMember(m, "edges", &edges); err != nil {
-		return err
-	}
-	return writeClaimGraph(g.io.Out, format, nodes, edges)
-}
-
 func writeClaimGraph(w io.Writer, format string, nodes []claim.Summary, edges []claim.Edge) error {
 	switch format {
-	case "json":
-		doc, err := server.ClaimGraphDoc(nodes, edges)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(doc)
-		return err
 	case "dot":
 		fmt.Fprintln(w, "digraph claims {\n  rankdir=LR;\n  node [shape=box];")
 		for _, n := range nodes {
@@ -515,9 +443,4 @@ func writeClaimGraph(w io.Writer, format string, nodes []claim.Summary, edges []
 		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\n", e.From, e.Relation, e.To, orDash(string(state[e.To])), holds)
 	}
 	return t.Flush()
-}
-
-// refuseUnknownClaim is the refusal for a verb naming no known claim.
-func refuseUnknownClaim(id string) error {
-	return rule.NotFoundf("claim", "no claim "+strconv.Quote(id))
 }

@@ -9,7 +9,7 @@ import (
 
 	"tally/api"
 	"tally/claim"
-	"tally/ledger"
+	"tally/service"
 )
 
 func newReceiptCmd(g *global) *cobra.Command {
@@ -35,7 +35,9 @@ func newReceiptAcquire(g *global) *cobra.Command {
 			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
 			}
-			return g.claimWrite(c, d.Command(), d.Claim, d.RequestID, printReceipt)
+			return g.claimWrite(c, d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
+				return svc.AcquireReceipt(c.Context(), call, d.ClaimReceipt)
+			}, printReceipt)
 		},
 	}
 	c.Flags().BoolVar(&d.Decline, "decline", false, "the respondent cannot take the work: ReceiptFailed (needs --reason)")
@@ -44,7 +46,7 @@ func newReceiptAcquire(g *global) *cobra.Command {
 	return c
 }
 
-func printReceipt(w io.Writer, v *claim.View, _ []ledger.Result) {
+func printReceipt(w io.Writer, v *claim.View, _ []service.ClaimRecord) {
 	if v.Receipt != nil {
 		fmt.Fprintf(w, "%s: receipt held by %s, generation %d (pass --generation %d with your writes)\n", v.Claim, v.Receipt.Holder, v.Receipt.Generation, v.Receipt.Generation)
 	}
@@ -64,7 +66,9 @@ func newReceiptAdopt(g *global) *cobra.Command {
 			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
 			}
-			return g.claimWrite(c, d.Command(), d.Claim, d.RequestID, printReceipt)
+			return g.claimWrite(c, d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
+				return svc.AdoptReceipt(c.Context(), call, d.ClaimAdopt)
+			}, printReceipt)
 		},
 	}
 	c.Flags().StringVar(&d.Holder, "holder", "", "the new receipt holder")
@@ -87,7 +91,9 @@ func newProgressCmd(g *global) *cobra.Command {
 			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
 			}
-			return g.claimWrite(c, d.Command(), d.Claim, d.RequestID, nil)
+			return g.claimWrite(c, d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
+				return svc.RecordProgress(c.Context(), call, d.ClaimProgress)
+			}, nil)
 		},
 	}
 	c.Flags().Uint64Var(&d.Generation, "generation", 0, "the receipt generation you hold")
@@ -149,11 +155,9 @@ func newTestamentClose(g *global) *cobra.Command {
 				d.Diagnostics = refs(diags)
 				d.Results = refs(results)
 			}
-			cmd, err := d.Command()
-			if err != nil {
-				return err
-			}
-			return g.claimWrite(c, cmd, d.Claim, d.RequestID, nil)
+			return g.claimWrite(c, d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
+				return svc.CloseTestament(c.Context(), call, d.ClaimTestament)
+			}, nil)
 		},
 	}
 	f := c.Flags()
@@ -206,11 +210,12 @@ func newTestamentStep(g *global, verb string) *cobra.Command {
 				}
 				d.Claim, d.Testament = args[0], args[1]
 			}
-			cmd := d.Post()
-			if verb == "receive" {
-				cmd = d.Receive()
-			}
-			return g.claimWrite(c, cmd, d.Claim, d.RequestID, nil)
+			return g.claimWrite(c, d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
+				if verb == "receive" {
+					return svc.ReceiveTestament(c.Context(), call, d.ClaimTestamentRef)
+				}
+				return svc.PostTestament(c.Context(), call, d.ClaimTestamentRef)
+			}, nil)
 		},
 	}
 	c.Flags().StringVar(&d.RequestID, "request-id", "", "your id for this request")

@@ -195,21 +195,24 @@ func (g *global) primeLocal(ctx context.Context, seat string, now time.Time, d *
 // primeData reads prime's claims and expectations through the server's
 // read routes.
 func (rc *client) primeData(ctx context.Context, seat string, now time.Time, d *primeData) error {
-	_, list, err := rc.claims(ctx, claim.Filter{Open: true, Participant: seat}, now)
+	call := rc.callFor("")
+	call.Now = now
+	claims, err := rc.rest.ListClaims(ctx, call, claim.Filter{Open: true, Participant: seat})
 	if err != nil {
 		return err
 	}
+	list := claims.Claims
 	sortClaimSummaries(list)
 	for i, s := range list {
 		if i == primeClaimsMax {
 			d.claimsMore = len(list) - i
 			break
 		}
-		_, v, err := rc.claim(ctx, s.Claim, now)
+		shown, err := rc.rest.Claim(ctx, call, s.Claim)
 		if err != nil {
 			return err
 		}
-		d.claims = append(d.claims, v)
+		d.claims = append(d.claims, shown.Claim)
 	}
 	b, err := rc.do(ctx, "GET", rc.path(url.Values{"state": {"open"}}, "expectations"), nil, "")
 	if err != nil {

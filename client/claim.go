@@ -1,0 +1,288 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/zeebo/blake3"
+
+	"tally/api"
+	"tally/claim"
+	"tally/digest"
+	"tally/rule"
+	"tally/service"
+)
+
+// The claims family over REST: a write posts its api document to the
+// verb's route under claims/{id}, whose path names the claim (and the
+// testament, check or artifact), and reads back {"records":[…],"claim":…};
+// an artifact's and a verdict's bytes stream as the body of a PUT, their
+// description in the query. Bytes read back are checked against the
+// recorded content digest as they arrive.
+
+var _ service.Claims = (*Client)(nil)
+
+// claimPost posts d to the session path segs and reads the write's answer.
+// A path member left empty is refused here, as the core would refuse it:
+// there is no route to send it to.
+func (c *Client) claimPost(ctx context.Context, call service.Call, d any, segs ...string) (service.ClaimWritten, error) {
+	if err := pathNamed(segs); err != nil {
+		return service.ClaimWritten{}, err
+	}
+	doc, err := c.post(ctx, call, d, segs...)
+	if err != nil {
+		return service.ClaimWritten{}, err
+	}
+	return service.ReadClaimWritten(doc)
+}
+
+// pathNamed refuses an empty member of a claim route's path: segs
+// alternate a collection and the member it names.
+func pathNamed(segs []string) error {
+	names := map[string]string{"claims": "claim", "testaments": "testament", "checks": "check", "artifacts": "artifact"}
+	for i := 0; i+1 < len(segs); i += 2 {
+		if segs[i+1] == "" {
+			return rule.Invalidf(names[segs[i]], "required")
+		}
+	}
+	return nil
+}
+
+func (c *Client) CreateClaim(ctx context.Context, call service.Call, d api.ClaimCreate) (service.ClaimWritten, error) {
+	if d.Slots == nil {
+		d.Slots = []claim.SlotSpec{}
+	}
+	return c.claimPost(ctx, call, d, "claims")
+}
+
+func (c *Client) PostClaim(ctx context.Context, call service.Call, d api.ClaimPost) (service.ClaimWritten, error) {
+	return c.claimPost(ctx, call, d, "claims", d.Claim, "post")
+}
+
+func (c *Client) CancelClaim(ctx context.Context, call service.Call, d api.ClaimEnd) (service.ClaimWritten, error) {
+	return c.claimPost(ctx, call, d, "claims", d.Claim, "cancel")
+}
+
+func (c *Client) RevokeClaim(ctx context.Context, call service.Call, d api.ClaimEnd) (service.ClaimWritten, error) {
+	return c.claimPost(ctx, call, d, "claims", d.Claim, "revoke")
+}
+
+func (c *Client) SupersedeClaim(ctx context.Context, call service.Call, d api.ClaimSupersede) (service.ClaimWritten, error) {
+	return c.claimPost(ctx, call, d, "claims", d.Claim, "supersede")
+}
+
+func (c *Client) AcquireReceipt(ctx context.Context, call service.Call, d api.ClaimReceipt) (service.ClaimWritten, error) {
+	return c.claimPost(ctx, call, d, "claims", d.Claim, "receipt")
+}
+
+func (c *Client) AdoptReceipt(ctx context.Context, call service.Call, d api.ClaimAdopt) (service.ClaimWritten, error) {
+	return c.claimPost(ctx, call, d, "claims", d.Claim, "adopt")
+}
+
+func (c *Client) RecordProgress(ctx context.Context, call service.Call, d api.ClaimProgress) (service.ClaimWritten, error) {
+	return c.claimPost(ctx, call, d, "claims", d.Claim, "progress")
+}
+
+func (c *Client) CloseTestament(ctx context.Context, call service.Call, d api.ClaimTestament) (service.ClaimWritten, error) {
+	return c.claimPost(ctx, call, d, "claims", d.Claim, "testaments")
+}
+
+func (c *Client) PostTestament(ctx context.Context, call service.Call, d api.ClaimTestamentRef) (service.ClaimWritten, error) {
+	return c.claimPost(ctx, call, d, "claims", d.Claim, "testaments", d.Testament, "post")
+}
+
+func (c *Client) ReceiveTestament(ctx context.Context, call service.Call, d api.ClaimTestamentRef) (service.ClaimWritten, error) {
+	return c.claimPost(ctx, call, d, "claims", d.Claim, "testaments", d.Testament, "receive")
+}
+
+func (c *Client) CommitDeadline(ctx context.Context, call service.Call, d api.ClaimRef) (service.ClaimWritten, error) {
+	return c.claimPost(ctx, call, d, "claims", d.Claim, "deadline")
+}
+
+func (c *Client) CommitDependency(ctx context.Context, call service.Call, d api.ClaimRef) (service.ClaimWritten, error) {
+	return c.claimPost(ctx, call, d, "claims", d.Claim, "dependency")
+}
+
+func (c *Client) BeginCheck(ctx context.Context, call service.Call, d api.ClaimBegin) (service.ClaimWritten, error) {
+	return c.claimPost(ctx, call, d, "claims", d.Claim, "checks", d.Check, "begin")
+}
+
+// ReportCheck posts the verdict; with ev it streams ev's bytes as the body
+// of the verdict's PUT, which stores them and reports in one write.
+func (c *Client) ReportCheck(ctx context.Context, call service.Call, d api.ClaimCheck, ev *service.Evidence) (service.ClaimWritten, error) {
+	if ev == nil {
+		return c.claimPost(ctx, call, d, "claims", d.Claim, "checks", d.Check, "report")
+	}
+	q := query(map[string]string{"artifact": d.Artifact, "digest": d.Digest, "result": d.Result, "note": d.Note,
+		"evidence": d.Evidence, "kind": ev.Kind, "schema": ev.Schema, "name": ev.Name})
+	return c.claimPut(ctx, call, q, ev.Body, "claims", d.Claim, "checks", d.Check, "report")
+}
+
+// PublishArtifact streams body as the artifact's bytes, its description in
+// the query.
+func (c *Client) PublishArtifact(ctx context.Context, call service.Call, d api.ClaimPublish, body io.Reader) (service.ClaimWritten, error) {
+	q := query(map[string]string{"role": d.Role, "slot": d.Slot, "kind": d.Kind, "schema": d.Schema, "name": d.Name})
+	if d.Generation > 0 {
+		q.Set("generation", strconv.FormatUint(d.Generation, 10))
+	}
+	return c.claimPut(ctx, call, q, body, "claims", d.Claim, "artifacts", d.Artifact)
+}
+
+func (c *Client) ReceiveArtifact(ctx context.Context, call service.Call, d api.ClaimArtifactRef) (service.ClaimWritten, error) {
+	return c.claimPost(ctx, call, d, "claims", d.Claim, "artifacts", d.Artifact, "receive")
+}
+
+// claimPut streams body to the session path segs with the query q.
+func (c *Client) claimPut(ctx context.Context, call service.Call, q url.Values, body io.Reader, segs ...string) (service.ClaimWritten, error) {
+	if err := pathNamed(segs); err != nil {
+		return service.ClaimWritten{}, err
+	}
+	doc, err := c.Exchange(ctx, call, "PUT", c.SessionURL(call.Tenant, call.Session, q, segs...), body, "application/octet-stream")
+	if err != nil {
+		return service.ClaimWritten{}, err
+	}
+	return service.ReadClaimWritten(doc)
+}
+
+// query is the members of m that are not empty, as a query.
+func query(m map[string]string) url.Values {
+	q := url.Values{}
+	for k, v := range m {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	return q
+}
+
+func (c *Client) Claim(ctx context.Context, call service.Call, id string) (service.ClaimShown, error) {
+	if id == "" {
+		return service.ClaimShown{}, claim.UnknownClaim(id)
+	}
+	doc, err := c.get(ctx, call, nil, "claims", id)
+	if err != nil {
+		return service.ClaimShown{}, err
+	}
+	return service.ReadClaimShown(doc)
+}
+
+func (c *Client) ListClaims(ctx context.Context, call service.Call, f claim.Filter) (service.ClaimList, error) {
+	q := query(map[string]string{"claimant": f.Claimant, "respondent": f.Respondent, "participant": f.Participant})
+	for _, s := range f.States {
+		q.Add("state", string(s))
+	}
+	if f.Open {
+		q.Set("open", "true")
+	}
+	if f.Overdue {
+		q.Set("overdue", "true")
+	}
+	doc, err := c.get(ctx, call, q, "claims")
+	if err != nil {
+		return service.ClaimList{}, err
+	}
+	return service.ReadClaimList(doc)
+}
+
+func (c *Client) ClaimGraph(ctx context.Context, call service.Call) (service.ClaimGraph, error) {
+	doc, err := c.get(ctx, call, nil, "claim-graph")
+	if err != nil {
+		return service.ClaimGraph{}, err
+	}
+	return service.ReadClaimGraph(doc)
+}
+
+func (c *Client) ListArtifacts(ctx context.Context, call service.Call, aq service.ArtifactQuery) (service.ArtifactList, error) {
+	q := query(map[string]string{"claim": aq.Claim, "artifact": aq.Artifact})
+	if aq.Verify {
+		q.Set("verify", "true")
+	}
+	call.Now = time.Time{} // the listing takes no now
+	doc, err := c.get(ctx, call, q, "artifacts")
+	if err != nil {
+		return service.ArtifactList{}, err
+	}
+	return service.ReadArtifactList(doc)
+}
+
+func (c *Client) VerifyArtifact(ctx context.Context, call service.Call, claimID, id string) (service.ArtifactList, error) {
+	if err := pathNamed([]string{"claims", claimID, "artifacts", id}); err != nil {
+		return service.ArtifactList{}, err
+	}
+	doc, err := c.get(ctx, call, nil, "claims", claimID, "artifacts", id, "verify")
+	if err != nil {
+		return service.ArtifactList{}, err
+	}
+	return service.ReadArtifactList(doc)
+}
+
+// Artifact reads the claim (the artifact's record) and then its bytes,
+// checked against the recorded content as they arrive.
+func (c *Client) Artifact(ctx context.Context, call service.Call, claimID, id string) (service.ArtifactContent, error) {
+	shown, err := c.Claim(ctx, call, claimID)
+	if err != nil {
+		return service.ArtifactContent{}, err
+	}
+	a, ok := shown.Claim.FindArtifact(id)
+	if !ok {
+		return service.ArtifactContent{}, claim.UnknownArtifact(claimID, id)
+	}
+	content, err := digest.ParseContentDigest(a.Content)
+	if err != nil {
+		return service.ArtifactContent{}, fmt.Errorf("artifact %s: %w", a.Artifact, err)
+	}
+	body, err := c.fetch(ctx, call, "artifact "+id, content, "claims", claimID, "artifacts", id)
+	if err != nil {
+		return service.ArtifactContent{}, err
+	}
+	return service.ArtifactContent{Artifact: &a, Content: content, Body: body}, nil
+}
+
+// Content reads bytes by content digest, checked as they arrive; the
+// artifact is known by what the answer's headers say of it.
+func (c *Client) Content(ctx context.Context, call service.Call, content digest.ContentDigest) (service.ArtifactContent, error) {
+	resp, done, err := c.Send(ctx, call, "GET", c.SessionURL(call.Tenant, call.Session, nil, "objects", content.String()), nil, "")
+	if err != nil {
+		return service.ArtifactContent{}, err
+	}
+	a := &claim.ArtifactView{Digest: resp.Header.Get("X-Tally-Digest"), Content: content.String(), Size: resp.ContentLength}
+	body := &checkedBody{r: resp.Body, done: done, h: digest.NewContentHasher(), want: content, what: "content " + content.String()}
+	return service.ArtifactContent{Artifact: a, Content: content, Body: body}, nil
+}
+
+// fetch opens the bytes at the session path segs, checked against want.
+func (c *Client) fetch(ctx context.Context, call service.Call, what string, want digest.ContentDigest, segs ...string) (io.ReadCloser, error) {
+	resp, done, err := c.Send(ctx, call, "GET", c.SessionURL(call.Tenant, call.Session, nil, segs...), nil, "")
+	if err != nil {
+		return nil, err
+	}
+	return &checkedBody{r: resp.Body, done: done, h: digest.NewContentHasher(), want: want, what: what}, nil
+}
+
+// checkedBody hashes what it reads and, at the end, answers a refusal
+// (code damaged) instead of io.EOF when the bytes are not the content want
+// names, so a copy made through it is kept only when it is exact.
+type checkedBody struct {
+	r    io.Reader
+	done func()
+	h    *blake3.Hasher
+	want digest.ContentDigest
+	what string
+}
+
+func (b *checkedBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.h.Write(p[:n])
+	if err == io.EOF {
+		if got := digest.ContentSum(b.h); got != b.want {
+			return n, rule.New(service.CodeDamaged, "artifact", fmt.Sprintf("the bytes of %s the server sent are not its content (content %s, received %s); nothing was written", b.what, b.want, got))
+		}
+	}
+	return n, err
+}
+
+func (b *checkedBody) Close() error { b.done(); return nil }

@@ -1,0 +1,290 @@
+package service
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"tally/api"
+	"tally/claim"
+	"tally/instant"
+	"tally/jsondoc"
+	"tally/ledger"
+	"tally/rule"
+)
+
+// The claims family on this machine's ledgers. A write's request id is
+// bound to the method and its api document as given; the documents of the
+// writes that carry bytes (an artifact, a verdict's evidence) bind the
+// content digest of those bytes too, so the same id with other bytes is a
+// conflict.
+
+var _ Claims = (*Local)(nil)
+
+// claimWrite runs cmd, the command of the api document doc given to
+// method, and answers with the records it appended and claim id as the
+// write left it.
+func (s *Local) claimWrite(ctx context.Context, c Call, method string, doc any, id string, cmd claim.Command) (ClaimWritten, error) {
+	var out ClaimWritten
+	rendered := false
+	render := func(st *ledger.State, res []ledger.Result) []byte {
+		v, _ := st.Claims.Claim(id, s.now().UTC())
+		out.Claim, out.Notes, rendered = v, ClaimNotes(cmd, &v), true
+		return ClaimWriteDoc(res, &v, out.Notes...)
+	}
+	d, res, err := s.execute(ctx, c, write{method: method, doc: doc, cmd: ledger.Command{Claim: cmd}, render: render})
+	if err != nil {
+		return ClaimWritten{}, err
+	}
+	if !rendered { // a replay: the recorded document is the answer
+		return ReadClaimWritten(d)
+	}
+	out.Doc = d
+	for _, r := range res {
+		out.Records = append(out.Records, ClaimRecord{Type: r.Type, Line: r.Line})
+	}
+	return out, nil
+}
+
+// ClaimNotes are what the write of cmd says beside its records, the claim
+// then being v: that a successor inherited its predecessor's terms.
+func ClaimNotes(cmd claim.Command, v *claim.View) []string {
+	if c, ok := cmd.(claim.Create); ok {
+		if n := claim.InheritNote(c, v); n != "" {
+			return []string{n}
+		}
+	}
+	return nil
+}
+
+// ClaimWriteDoc is the document a claim write answers with:
+// {"records":[lines…],"claim":VIEW}, and "notes":[…] when the write has
+// something to say beside them.
+func ClaimWriteDoc(res []ledger.Result, v *claim.View, notes ...string) []byte {
+	recs := []byte{'['}
+	for i, r := range res {
+		if i > 0 {
+			recs = append(recs, ',')
+		}
+		recs = append(recs, r.Line...)
+	}
+	recs = append(recs, ']')
+	vb, err := json.Marshal(v)
+	if err != nil {
+		vb = []byte("null")
+	}
+	if len(notes) > 0 {
+		nb, _ := json.Marshal(notes)
+		return jsondoc.Doc(jsondoc.M("records", recs), jsondoc.M("claim", vb), jsondoc.M("notes", nb))
+	}
+	return jsondoc.Doc(jsondoc.M("records", recs), jsondoc.M("claim", vb))
+}
+
+func (s *Local) CreateClaim(ctx context.Context, c Call, d api.ClaimCreate) (ClaimWritten, error) {
+	cmd, err := d.Command(s.now())
+	if err != nil {
+		return ClaimWritten{}, err
+	}
+	// No slots given and an empty list of them ask the same.
+	doc := d
+	if doc.Slots == nil {
+		doc.Slots = []claim.SlotSpec{}
+	}
+	return s.claimWrite(ctx, c, MethodCreateClaim, doc, d.Claim, cmd)
+}
+
+func (s *Local) PostClaim(ctx context.Context, c Call, d api.ClaimPost) (ClaimWritten, error) {
+	return s.claimWrite(ctx, c, MethodPostClaim, d, d.Claim, d.Command())
+}
+
+func (s *Local) CancelClaim(ctx context.Context, c Call, d api.ClaimEnd) (ClaimWritten, error) {
+	return s.claimWrite(ctx, c, MethodCancelClaim, d, d.Claim, d.Cancel())
+}
+
+func (s *Local) RevokeClaim(ctx context.Context, c Call, d api.ClaimEnd) (ClaimWritten, error) {
+	return s.claimWrite(ctx, c, MethodRevokeClaim, d, d.Claim, d.Revoke())
+}
+
+func (s *Local) SupersedeClaim(ctx context.Context, c Call, d api.ClaimSupersede) (ClaimWritten, error) {
+	return s.claimWrite(ctx, c, MethodSupersedeClaim, d, d.Claim, d.Command())
+}
+
+func (s *Local) AcquireReceipt(ctx context.Context, c Call, d api.ClaimReceipt) (ClaimWritten, error) {
+	return s.claimWrite(ctx, c, MethodAcquireReceipt, d, d.Claim, d.Command())
+}
+
+func (s *Local) AdoptReceipt(ctx context.Context, c Call, d api.ClaimAdopt) (ClaimWritten, error) {
+	return s.claimWrite(ctx, c, MethodAdoptReceipt, d, d.Claim, d.Command())
+}
+
+func (s *Local) RecordProgress(ctx context.Context, c Call, d api.ClaimProgress) (ClaimWritten, error) {
+	return s.claimWrite(ctx, c, MethodRecordProgress, d, d.Claim, d.Command())
+}
+
+func (s *Local) CloseTestament(ctx context.Context, c Call, d api.ClaimTestament) (ClaimWritten, error) {
+	cmd, err := d.Command()
+	if err != nil {
+		return ClaimWritten{}, err
+	}
+	return s.claimWrite(ctx, c, MethodCloseTestament, d, d.Claim, cmd)
+}
+
+func (s *Local) PostTestament(ctx context.Context, c Call, d api.ClaimTestamentRef) (ClaimWritten, error) {
+	return s.claimWrite(ctx, c, MethodPostTestament, d, d.Claim, d.Post())
+}
+
+func (s *Local) ReceiveTestament(ctx context.Context, c Call, d api.ClaimTestamentRef) (ClaimWritten, error) {
+	return s.claimWrite(ctx, c, MethodReceiveTestament, d, d.Claim, d.Receive())
+}
+
+func (s *Local) CommitDeadline(ctx context.Context, c Call, d api.ClaimRef) (ClaimWritten, error) {
+	return s.claimWrite(ctx, c, MethodCommitDeadline, d, d.Claim, claim.CommitDeadline{Claim: d.Claim})
+}
+
+func (s *Local) CommitDependency(ctx context.Context, c Call, d api.ClaimRef) (ClaimWritten, error) {
+	return s.claimWrite(ctx, c, MethodCommitDependency, d, d.Claim, claim.CommitDependency{Claim: d.Claim})
+}
+
+func (s *Local) BeginCheck(ctx context.Context, c Call, d api.ClaimBegin) (ClaimWritten, error) {
+	if err := s.GuardTarget(ctx, c, d.Command()); err != nil {
+		return ClaimWritten{}, err
+	}
+	return s.claimWrite(ctx, c, MethodBeginCheck, d, d.Claim, d.Command())
+}
+
+// evidenceDoc is what a request id of a verdict with evidence is bound
+// to: the verdict's document, the evidence's description as given, and
+// the content of its bytes.
+type evidenceDoc struct {
+	api.ClaimCheck
+	Name    string `json:"name,omitempty"`
+	Kind    string `json:"kind,omitempty"`
+	Schema  string `json:"schema,omitempty"`
+	Content string `json:"content"`
+}
+
+func (s *Local) ReportCheck(ctx context.Context, c Call, d api.ClaimCheck, ev *Evidence) (ClaimWritten, error) {
+	cmd := d.Report()
+	if ev == nil {
+		if err := s.GuardTarget(ctx, c, cmd); err != nil {
+			return ClaimWritten{}, err
+		}
+		return s.claimWrite(ctx, c, MethodReportCheck, d, d.Claim, cmd)
+	}
+	for _, f := range [][2]string{{"artifact", d.Artifact}, {"evidence", d.Evidence}} {
+		if f[1] == "" {
+			return ClaimWritten{}, rule.Invalidf(f[0], "required")
+		}
+	}
+	// The target's bytes are verified before the evidence is stored.
+	if err := s.GuardTarget(ctx, c, cmd); err != nil {
+		return ClaimWritten{}, err
+	}
+	content, size, err := s.putBytes(ctx, ev.Body)
+	if err != nil {
+		return ClaimWritten{}, err
+	}
+	cmd.Evidence = ""
+	cmd.Publish = &claim.PublishArtifact{Claim: d.Claim, Artifact: d.Evidence, Role: claim.RoleResult,
+		Kind: cmp.Or(ev.Kind, "evidence"), Schema: ev.Schema, Name: cmp.Or(ev.Name, d.Evidence), Content: content, Size: size}
+	doc := evidenceDoc{ClaimCheck: d, Name: ev.Name, Kind: ev.Kind, Schema: ev.Schema, Content: content.String()}
+	return s.claimWrite(ctx, c, MethodReportCheck, doc, d.Claim, cmd)
+}
+
+// publishDoc is what a request id of an artifact's publication is bound
+// to: its description as given and the content of its bytes.
+type publishDoc struct {
+	api.ClaimPublish
+	Content string `json:"content"`
+}
+
+func (s *Local) PublishArtifact(ctx context.Context, c Call, d api.ClaimPublish, body io.Reader) (ClaimWritten, error) {
+	content, size, err := s.putBytes(ctx, body)
+	if err != nil {
+		return ClaimWritten{}, err
+	}
+	cmd := d.Command()
+	// The role and kind default in the claim core; the name is the id.
+	cmd.Name = cmp.Or(cmd.Name, d.Artifact)
+	cmd.Content, cmd.Size = content, size
+	return s.claimWrite(ctx, c, MethodPublishArtifact, publishDoc{ClaimPublish: d, Content: content.String()}, d.Claim, cmd)
+}
+
+func (s *Local) ReceiveArtifact(ctx context.Context, c Call, d api.ClaimArtifactRef) (ClaimWritten, error) {
+	return s.claimWrite(ctx, c, MethodReceiveArtifact, d, d.Claim, d.Command())
+}
+
+func (s *Local) Claim(ctx context.Context, c Call, id string) (ClaimShown, error) {
+	l, err := s.read(ctx, c)
+	if err != nil {
+		return ClaimShown{}, err
+	}
+	now := s.at(c)
+	v, ok := l.Claim(id, now)
+	if !ok {
+		return ClaimShown{}, claim.UnknownClaim(id)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ClaimShown{}, fmt.Errorf("claim %s: %w", id, err)
+	}
+	doc := jsondoc.Doc(jsondoc.M("now", jsondoc.S(instant.Format(now))), jsondoc.M("claim", b))
+	return ClaimShown{Doc: Doc{JSON: doc}, Now: now, Claim: v}, nil
+}
+
+func (s *Local) ListClaims(ctx context.Context, c Call, f claim.Filter) (ClaimList, error) {
+	l, err := s.read(ctx, c)
+	if err != nil {
+		return ClaimList{}, err
+	}
+	now := s.at(c)
+	list := l.Claims(f, now)
+	b, err := json.Marshal(list)
+	if err != nil {
+		return ClaimList{}, fmt.Errorf("claims: %w", err)
+	}
+	doc := jsondoc.Doc(jsondoc.M("now", jsondoc.S(instant.Format(now))), jsondoc.M("claims", b))
+	return ClaimList{Doc: Doc{JSON: doc}, Now: now, Claims: list}, nil
+}
+
+func (s *Local) ClaimGraph(ctx context.Context, c Call) (ClaimGraph, error) {
+	l, err := s.read(ctx, c)
+	if err != nil {
+		return ClaimGraph{}, err
+	}
+	now := s.at(c)
+	var g ClaimGraph
+	l.Read(func(st *ledger.State) {
+		g.Edges = st.Claims.Graph()
+		g.Claims = st.Claims.List(claim.Filter{}, now)
+	})
+	g.JSON, err = ClaimGraphDoc(g.Claims, g.Edges)
+	return g, err
+}
+
+// ClaimGraphDoc is the claim graph's document: every claim with its state,
+// and every relation between claims.
+func ClaimGraphDoc(nodes []claim.Summary, edges []claim.Edge) ([]byte, error) {
+	type node struct {
+		Claim string       `json:"claim"`
+		State claim.Status `json:"state"`
+	}
+	ns := make([]node, len(nodes))
+	for i, n := range nodes {
+		ns[i] = node{n.Claim, n.State}
+	}
+	if edges == nil {
+		edges = []claim.Edge{}
+	}
+	nb, err := json.Marshal(ns)
+	if err != nil {
+		return nil, fmt.Errorf("claim graph: %w", err)
+	}
+	eb, err := json.Marshal(edges)
+	if err != nil {
+		return nil, fmt.Errorf("claim graph: %w", err)
+	}
+	return jsondoc.Doc(jsondoc.M("claims", nb), jsondoc.M("edges", eb)), nil
+}
