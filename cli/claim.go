@@ -104,7 +104,7 @@ func (g *global) claimReader(now time.Time) (cliService, service.Call, error) {
 
 // claimWrite runs one claim write through the Service and prints what it
 // appended and the claim as it left it.
-func (g *global) claimWrite(c *cobra.Command, requestID string, run func(svc cliService, call service.Call) (service.ClaimWritten, error), human claimHuman) error {
+func (g *global) claimWrite(requestID string, run func(svc cliService, call service.Call) (service.ClaimWritten, error), human claimHuman) error {
 	svc, call, err := g.claimWriter(requestID)
 	if err != nil {
 		return err

@@ -53,7 +53,7 @@ func newArtifactReceive(g *global) *cobra.Command {
 				}
 				d.Claim, d.Artifact = args[0], args[1]
 			}
-			return g.claimWrite(c, d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
+			return g.claimWrite(d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
 				return svc.ReceiveArtifact(c.Context(), call, d.ClaimArtifactRef)
 			}, printArtifactReceipt(d.Artifact))
 		},
@@ -110,7 +110,7 @@ func newArtifactPut(g *global) *cobra.Command {
 			if d.Name == "" {
 				d.Name = filepath.Base(d.File)
 			}
-			return g.claimWrite(c, d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
+			return g.claimWrite(d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
 				f, err := os.Open(g.abs(d.File))
 				if err != nil {
 					return service.ClaimWritten{}, usagef("file: %v", err)

@@ -102,7 +102,7 @@ func newCheckBegin(g *global) *cobra.Command {
 				return err
 			}
 			// The service verifies the target's stored bytes first.
-			return g.claimWrite(c, d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
+			return g.claimWrite(d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
 				return svc.BeginCheck(c.Context(), call, d.begin())
 			}, printCheckRecords)
 		},

@@ -70,7 +70,7 @@ func newClaimCreate(g *global) *cobra.Command {
 					return err
 				}
 			}
-			return g.claimWrite(c, d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
+			return g.claimWrite(d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
 				return svc.CreateClaim(c.Context(), call, d.ClaimCreate)
 			}, nil)
 		},
@@ -190,7 +190,7 @@ func newClaimPost(g *global) *cobra.Command {
 			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
 			}
-			return g.claimWrite(c, d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
+			return g.claimWrite(d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
 				return svc.PostClaim(c.Context(), call, d.ClaimPost)
 			}, nil)
 		},
@@ -219,7 +219,7 @@ func newClaimEnd(g *global, verb string) *cobra.Command {
 			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
 			}
-			return g.claimWrite(c, d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
+			return g.claimWrite(d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
 				if verb == "revoke" {
 					return svc.RevokeClaim(c.Context(), call, d.ClaimEnd)
 				}
@@ -246,7 +246,7 @@ func newClaimSupersede(g *global) *cobra.Command {
 			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
 			}
-			return g.claimWrite(c, d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
+			return g.claimWrite(d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
 				return svc.SupersedeClaim(c.Context(), call, d.ClaimSupersede)
 			}, nil)
 		},

@@ -35,7 +35,7 @@ func newReceiptAcquire(g *global) *cobra.Command {
 			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
 			}
-			return g.claimWrite(c, d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
+			return g.claimWrite(d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
 				return svc.AcquireReceipt(c.Context(), call, d.ClaimReceipt)
 			}, printReceipt)
 		},
@@ -66,7 +66,7 @@ func newReceiptAdopt(g *global) *cobra.Command {
 			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
 			}
-			return g.claimWrite(c, d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
+			return g.claimWrite(d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
 				return svc.AdoptReceipt(c.Context(), call, d.ClaimAdopt)
 			}, printReceipt)
 		},
@@ -91,7 +91,7 @@ func newProgressCmd(g *global) *cobra.Command {
 			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
 				return err
 			}
-			return g.claimWrite(c, d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
+			return g.claimWrite(d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
 				return svc.RecordProgress(c.Context(), call, d.ClaimProgress)
 			}, nil)
 		},
@@ -155,7 +155,7 @@ func newTestamentClose(g *global) *cobra.Command {
 				d.Diagnostics = refs(diags)
 				d.Results = refs(results)
 			}
-			return g.claimWrite(c, d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
+			return g.claimWrite(d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
 				return svc.CloseTestament(c.Context(), call, d.ClaimTestament)
 			}, nil)
 		},
@@ -210,7 +210,7 @@ func newTestamentStep(g *global, verb string) *cobra.Command {
 				}
 				d.Claim, d.Testament = args[0], args[1]
 			}
-			return g.claimWrite(c, d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
+			return g.claimWrite(d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
 				if verb == "receive" {
 					return svc.ReceiveTestament(c.Context(), call, d.ClaimTestamentRef)
 				}
