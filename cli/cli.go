@@ -81,10 +81,10 @@ type global struct {
 
 	// The Service the verbs call (service.go), made on first use.
 	svc      cliService
-	rest     *restclient.Client // the client, with TALLY_URL
-	sessions *cliSessions       // the sessions Local opened, without it
-	whoami   restclient.Identity
-	warned   map[string]bool // the warnings printed (warnOnce)
+	rest     *restclient.Client   // the client, with TALLY_URL
+	sessions *cliSessions         // the sessions Local opened, without it
+	whoami   *restclient.Identity // once asked
+	warned   map[string]bool      // the warnings printed (warnOnce)
 }
 
 func (g *global) color() bool { return g.io.Terminal && g.io.Getenv("NO_COLOR") == "" }

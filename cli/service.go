@@ -85,8 +85,12 @@ func (g *global) call(actor, requestID string, now time.Time) (service.Call, err
 // over TALLY_URL the identity the server says the token acts as.
 func (g *global) requireActor(fallback string) (string, error) {
 	if g.remoteURL() != "" {
-		id, err := g.identity(context.Background())
-		return id.Actor, err
+		id, err := g.whoamiAs(context.Background())
+		if err != nil || id.Actor != "" {
+			return id.Actor, err
+		}
+		// --insecure-dev and no identity given: the rule is the local one,
+		// and the server acts as the party the record names.
 	}
 	if a := g.actor(); a != "" {
 		return a, nil
@@ -123,8 +127,18 @@ func (g *global) warnOnce(msg string) {
 // once: --as or TALLY_ACTOR, when given with a token, must name the
 // token's identity.
 func (g *global) identity(ctx context.Context) (restclient.Identity, error) {
-	if g.whoami.Actor != "" {
-		return g.whoami, nil
+	id, err := g.whoamiAs(ctx)
+	if err == nil && id.Actor == "" {
+		return id, fmt.Errorf("server %s: whoami: no identity: pass --as WHO or set TALLY_ACTOR (a server run with --insecure-dev acts as the identity a request names)", g.remoteURL())
+	}
+	return id, err
+}
+
+// whoamiAs asks the server who the CLI acts as, once; under --insecure-dev
+// without --as or TALLY_ACTOR the answer names no one.
+func (g *global) whoamiAs(ctx context.Context) (restclient.Identity, error) {
+	if g.whoami != nil {
+		return *g.whoami, nil
 	}
 	if _, err := g.service(); err != nil {
 		return restclient.Identity{}, err
@@ -140,7 +154,7 @@ func (g *global) identity(ctx context.Context) (restclient.Identity, error) {
 	if a := g.actor(); a != "" && a != id.Actor && g.io.Getenv("TALLY_TOKEN") != "" {
 		return restclient.Identity{}, usagef("actor: %q is not the token's identity %q (over TALLY_URL you act as the token's identity)", a, id.Actor)
 	}
-	g.whoami = id
+	g.whoami = &id
 	return id, nil
 }
 
