@@ -55,8 +55,9 @@ type Config struct {
 	// Ledger configures the replicas' session ledgers.
 	Ledger ledger.Config
 	// Local makes the Service over the replica's sessions; clock is the
-	// instant of the command being applied (service.LocalConfig.Now).
-	Local  func(sessions service.Sessions, clock func() time.Time) service.Service
+	// instant of the command being applied (service.LocalConfig.Now), root
+	// the replica's ledger directory.
+	Local  func(sessions service.Sessions, clock func() time.Time, root string) service.Service
 	Logger *slog.Logger
 }
 
@@ -156,9 +157,9 @@ func (c *Node) open(fresh bool) error {
 	for _, m := range c.id.Members {
 		c.tr.AddPeer(m.ID, m.RaftAddr)
 	}
-	local := c.cfg.Local
+	local, root := c.cfg.Local, filepath.Join(c.cfg.Data, "ledger")
 	rc := replica.Config{
-		Root: filepath.Join(c.cfg.Data, "ledger"), DB: c.db, Ledger: c.cfg.Ledger, Groups: c.cfg.Groups,
+		Root: root, DB: c.db, Ledger: c.cfg.Ledger, Groups: c.cfg.Groups,
 		Methods: methods(), Logger: c.log,
 		OnMembers: func(ms []replica.Member) {
 			for _, m := range ms {
@@ -167,7 +168,7 @@ func (c *Node) open(fresh bool) error {
 		},
 	}
 	var sm *replica.SM
-	rc.Service = func(s service.Sessions) service.Service { return local(s, func() time.Time { return sm.Now() }) }
+	rc.Service = func(s service.Sessions) service.Service { return local(s, func() time.Time { return sm.Now() }, root) }
 	if sm, err = replica.New(rc); err != nil {
 		return err
 	}

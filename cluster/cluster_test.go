@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -59,8 +60,9 @@ func (tn *testNode) stop(t *testing.T) {
 func nodeConfig(t *testing.T, dir string, id uint64) Config {
 	cfg := Config{NodeID: id, RaftAddr: freeAddr(t), Addr: freeAddr(t), Data: filepath.Join(dir, fmt.Sprint(id)),
 		Secret: "a join secret of some length", Groups: 4, Tick: 20 * time.Millisecond, Ledger: ledger.DefaultConfig(),
-		Local: func(s service.Sessions, now func() time.Time) service.Service {
-			return service.NewLocal(s, service.LocalConfig{Now: now, Timekeeper: ledger.DefaultConfig().Timekeeper})
+		Local: func(s service.Sessions, now func() time.Time, root string) service.Service {
+			return service.NewLocal(s, service.LocalConfig{Now: now, Timekeeper: ledger.DefaultConfig().Timekeeper,
+				Root: func() (string, error) { return root, nil }})
 		}}
 	cfg.Ledger.Logger = slog.New(slog.DiscardHandler)
 	return cfg
@@ -186,9 +188,25 @@ func TestThreeNodesReplicateIdenticalChains(t *testing.T) {
 			t.Errorf("node %d reads %d promises, want 61", n.ID(), total)
 		}
 	}
+	// An import through one node is on every node; each verifies its own.
+	imp := service.Call{Tenant: "acme", Session: "imp", Actor: "admin"}
+	line := `{"ts":"2026-01-01T00:00:00Z","type":"promise","id":"pnk_000001","promise":"old","by":"carol","to":"dan","until":"2026-02-01T00:00:00Z"}` + "\n"
+	if _, err := nodes[1].Import(ctx, imp, []byte(line)); err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	for _, n := range nodes {
+		var out bytes.Buffer
+		if _, err := n.Export(ctx, imp, "pinki", &out, nil); err != nil || out.String() != line {
+			t.Fatalf("export at node %d: %v %q", n.ID(), err, out.String())
+		}
+		v, err := n.VerifyAll(ctx, service.Call{Tenant: "acme"})
+		if err != nil || !v.Whole {
+			t.Fatalf("verify at node %d: %v %s", n.ID(), err, v.JSON)
+		}
+	}
 	heads := chainHeads(t, n1.Node)
-	if len(heads) != 4 {
-		t.Fatalf("node 1 holds %d sessions, want 4", len(heads))
+	if len(heads) != 5 {
+		t.Fatalf("node 1 holds %d sessions, want 5", len(heads))
 	}
 	for _, n := range nodes[1:] {
 		if got := chainHeads(t, n.Node); !equalHeads(got, heads) {

@@ -79,5 +79,8 @@ func methods() map[string]replica.Method {
 	for k, v := range expectMethods() {
 		m[k] = v
 	}
+	for k, v := range logMethods() {
+		m[k] = v
+	}
 	return m
 }

@@ -1,0 +1,81 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"tally/cluster/node"
+	"tally/cluster/replica"
+	"tally/service"
+)
+
+var _ service.Logs = (*Node)(nil)
+
+// importDoc is an import's command document: the lines, as given.
+type importDoc struct {
+	Lines []byte `json:"lines"`
+}
+
+func logMethods() map[string]replica.Method {
+	return map[string]replica.Method{
+		service.MethodImport: method(func(s service.Service, ctx context.Context, c service.Call, d importDoc) (service.Imported, error) {
+			l, err := logsOf(s)
+			if err != nil {
+				return service.Imported{}, err
+			}
+			return l.Import(ctx, c, d.Lines)
+		}),
+	}
+}
+
+// logsOf is the replica Service's log verbs.
+func logsOf(s service.Service) (service.Logs, error) {
+	l, ok := s.(service.Logs)
+	if !ok {
+		return nil, errors.New("cluster: the replica's Service has no log verbs")
+	}
+	return l, nil
+}
+
+// Import appends lines to the session on every replica, all or none.
+func (c *Node) Import(ctx context.Context, call service.Call, lines []byte) (service.Imported, error) {
+	return write[importDoc, service.Imported](ctx, c, service.MethodImport, call, importDoc{Lines: lines})
+}
+
+// Export writes this replica's copy of the session, read-consistent.
+func (c *Node) Export(ctx context.Context, call service.Call, format string, w io.Writer, warn func(string)) (service.Exported, error) {
+	return read(ctx, c, call, func(s service.Service, call service.Call) (service.Exported, error) {
+		l, err := logsOf(s)
+		if err != nil {
+			return service.Exported{}, err
+		}
+		return l.Export(ctx, call, format, w, warn)
+	})
+}
+
+// Verify checks this replica's log of the session, read-consistent.
+func (c *Node) Verify(ctx context.Context, call service.Call) (service.Verified, error) {
+	return read(ctx, c, call, func(s service.Service, call service.Call) (service.Verified, error) {
+		l, err := logsOf(s)
+		if err != nil {
+			return service.Verified{}, err
+		}
+		return l.Verify(ctx, call)
+	})
+}
+
+// VerifyAll checks this replica's log of every session of call.Tenant,
+// once every data group is read-consistent here.
+func (c *Node) VerifyAll(ctx context.Context, call service.Call) (service.Verified, error) {
+	for g := 0; g < c.cfg.Groups; g++ {
+		if err := c.readIndex(ctx, node.MetaGroup+1+uint64(g)); err != nil {
+			return service.Verified{}, err
+		}
+	}
+	l, err := logsOf(c.sm.Service())
+	if err != nil {
+		return service.Verified{}, err
+	}
+	return l.VerifyAll(ctx, call)
+}
