@@ -17,6 +17,9 @@ var clusterRoutes = map[string]bool{
 	"health": true, "ready": true, "metrics": true, "openapi": true, "whoami": true, "events": true,
 	"promise.declare": true, "promise.list": true, "promise.show": true,
 	"promise.amend": true, "promise.resolve": true, "promise.assess": true,
+	"session.export": true, "session.verify": true, "verify": true, "session.import": true,
+	"expect.raise": true, "expect.list": true, "expect.show": true, "expect.withdraw": true, "expect.supersede": true,
+	"expect.fact": true, "expect.task.outcome": true, "expect.lapses": true, "expect.lapse": true,
 }
 
 // CodeNotInCluster refuses a route a cluster node does not serve yet.
@@ -32,6 +35,9 @@ func NewCluster(cfg Config, svc service.Service, cluster http.Handler) (*Server,
 		return nil, err
 	}
 	s.local = svc
+	if logs, ok := svc.(service.Logs); ok {
+		s.logs = logs
+	}
 	s.mux = http.NewServeMux()
 	for _, r := range s.routes {
 		if !clusterRoutes[r.name] {
