@@ -156,13 +156,13 @@ func runTS(t *testing.T, node, dir, script string, env ...string) {
 func TestInteropTypeScript(t *testing.T) {
 	node, dir := mcpTS(t)
 	bin := tallyBinary(t)
-	expect := "EXPECT_TOOLS=" + strings.Join(interopTools, ",")
+	common := []string{"EXPECT_TOOLS=" + strings.Join(interopTools, ",")}
 
 	t.Run("stdio", func(t *testing.T) {
 		ledgerDir := filepath.Join(t.TempDir(), "ledger")
 		tally(t, bin, "init", "--dir", ledgerDir)
 		logPath := filepath.Join(ledgerDir, "sessions", "default", "default", "log.jsonl")
-		runTS(t, node, dir, "interop.mjs", "MODE=stdio", "TALLY_BIN="+bin, "TALLY_DIR="+ledgerDir, "LOG_PATH="+logPath, expect)
+		runTS(t, node, dir, "interop.mjs", append(common, "MODE=stdio", "TALLY_BIN="+bin, "TALLY_DIR="+ledgerDir, "LOG_PATH="+logPath)...)
 		checkLog(t, logPath, "desk/ship-91-stdio")
 	})
 
@@ -173,7 +173,7 @@ func TestInteropTypeScript(t *testing.T) {
 			ledgerDir := filepath.Join(t.TempDir(), "ledger")
 			tally(t, bin, "init", "--dir", ledgerDir)
 			logPath := filepath.Join(ledgerDir, "sessions", "default", "default", "log.jsonl")
-			env := []string{"MODE=" + mode, "TALLY_BIN=" + bin, "LOG_PATH=" + logPath, expect}
+			env := append([]string{"MODE=" + mode, "TALLY_BIN=" + bin, "LOG_PATH=" + logPath}, common...)
 			for _, tok := range []struct{ tenant, who string }{{"default", "reviewer"}, {"default", "author"}, {"default", "stranger"}, {"default", "maintainer"}, {"default", "parser"}, {"globex", "foreign"}} {
 				secret := tally(t, bin, "token", "create", "--dir", ledgerDir, "--tenant", tok.tenant, "--participant", tok.who)
 				env = append(env, "TOKEN_"+strings.ToUpper(tok.who)+"="+secret)
