@@ -88,6 +88,9 @@ func (g *global) runMCP(ctx context.Context) error {
 	cfg.Service = svc
 	cfg.Identify = func(context.Context, *sdk.RequestExtra) (mcp.Who, error) { return who, nil }
 	cfg.Tenant, cfg.Session = tenant, session
+	// The host that launched it is on this machine: a tool may read the
+	// bytes of an artifact or of evidence from a file it names.
+	cfg.ReadPaths = true
 	cfg.Now = g.io.Now
 	cfg.Version = Version
 	cfg.Logger = slog.New(slog.NewTextHandler(g.io.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))

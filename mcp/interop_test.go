@@ -25,6 +25,9 @@ var interopTools = []string{
 	"tally_expect_raise", "tally_expect_supersede", "tally_expect_fact", "tally_expect_withdraw",
 	"tally_expect_show", "tally_expect_list", "tally_expect_lapses",
 	"tally_ledger_verify",
+	"tally_claim_create", "tally_claim_post", "tally_claim_receipt_acquire", "tally_claim_artifact_publish",
+	"tally_claim_testament_close", "tally_claim_testament_post", "tally_claim_testament_receive",
+	"tally_claim_check_begin", "tally_claim_check_report", "tally_claim_show", "tally_claim_cancel",
 }
 
 // mcpTS finds node and the TypeScript SDK: taken from TALLY_MCP_TS_DIR (a
@@ -156,7 +159,7 @@ func runTS(t *testing.T, node, dir, script string, env ...string) {
 func TestInteropTypeScript(t *testing.T) {
 	node, dir := mcpTS(t)
 	bin := tallyBinary(t)
-	common := []string{"EXPECT_TOOLS=" + strings.Join(interopTools, ",")}
+	common := []string{"EXPECT_TOOLS=" + strings.Join(interopTools, ","), "CLAIMS=1"}
 
 	t.Run("stdio", func(t *testing.T) {
 		ledgerDir := filepath.Join(t.TempDir(), "ledger")

@@ -9,14 +9,15 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"tally/claim"
 	"tally/instant"
 	"tally/promise"
 	"tally/service"
 )
 
 // promptResume is the prompt a host offers when a session of a seat
-// starts: what the seat owes, overdue first, and what is owed to it late,
-// each with the id and the tool to act.
+// starts: what the seat owes, overdue first, what is owed to it late and
+// the open claims it is a party to, each with the id and the tool to act.
 const promptResume = "resume_seat"
 
 // promptItemsMax bounds the promises the prompt lists in each part; the
@@ -25,7 +26,7 @@ const promptItemsMax = 50
 
 func (s *Server) addPrompts() {
 	s.mcp.AddPrompt(&sdk.Prompt{Name: promptResume, Title: "Resume this seat",
-		Description: "What the seat owes (overdue first) and what is owed to it late, with the ids and the tools to act.",
+		Description: "What the seat owes (overdue first), what is owed to it late and the open claims it is a party to, with the ids and the tools to act.",
 		Arguments: []*sdk.PromptArgument{
 			{Name: "seat", Description: "the seat (default: the identity this server acts as)"},
 			{Name: argSession, Description: "TENANT/SESSION, or SESSION in the caller's tenant (default: the server's)"},
@@ -63,14 +64,19 @@ func (s *Server) resume(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.Ge
 	if err != nil && !noSession(err) {
 		return nil, fmt.Errorf("%s", strings.TrimSpace(string(errorDocument(err))))
 	}
-	text := resumeText(seat, tenant+"/"+session, now, owes.Promises, late.Promises)
+	claims, err := s.cfg.Service.ListClaims(ctx, c, claim.Filter{Open: true, Participant: seat})
+	if err != nil && !noSession(err) {
+		return nil, fmt.Errorf("%s", strings.TrimSpace(string(errorDocument(err))))
+	}
+	text := resumeText(seat, tenant+"/"+session, now, owes.Promises, late.Promises, claims.Claims)
 	return &sdk.GetPromptResult{Description: "Resume " + seat,
 		Messages: []*sdk.PromptMessage{{Role: "user", Content: &sdk.TextContent{Text: text}}}}, nil
 }
 
 // resumeText lists what seat owes, overdue first (most overdue first), then
-// by deadline, then what is owed to it late, oldest first.
-func resumeText(seat, where string, now time.Time, owes, late []promise.View) string {
+// by deadline, then what is owed to it late, oldest first, then the open
+// claims it is a party to, overdue first, in creation order.
+func resumeText(seat, where string, now time.Time, owes, late []promise.View, claims []claim.Summary) string {
 	sort.SliceStable(owes, func(i, j int) bool {
 		if owes[i].Overdue != owes[j].Overdue {
 			return owes[i].Overdue
@@ -114,6 +120,34 @@ func resumeText(seat, where string, now time.Time, owes, late []promise.View) st
 	}
 	if len(late) > 0 {
 		b.WriteString("Act: tally_promise_resolve {\"id\":ID,\"as\":\"released\"} to let one go; tally_promise_assess {\"id\":ID,\"note\":TEXT} to record it as violated.\n")
+	}
+	sort.SliceStable(claims, func(i, j int) bool { return claims[i].Overdue && !claims[j].Overdue })
+	fmt.Fprintf(&b, "\n## Open claims %s is a party to: %d\n", seat, len(claims))
+	for i, c := range claims {
+		if i == promptItemsMax {
+			fmt.Fprintf(&b, "… and %d more: tally_claim_list {\"open\":true,\"participant\":%q}\n", len(claims)-i, seat)
+			break
+		}
+		var roles []string
+		for _, r := range []struct{ who, role string }{{c.Claimant, "claimant"}, {c.Respondent, "respondent"}, {c.Holder, "receipt holder"}} {
+			if r.who == seat {
+				roles = append(roles, r.role)
+			}
+		}
+		if len(roles) == 0 {
+			roles = append(roles, "evaluator")
+		}
+		due := ""
+		if c.Deadline != "" {
+			due = ", due " + c.Deadline
+			if c.Overdue {
+				due = ", OVERDUE since " + c.Deadline
+			}
+		}
+		fmt.Fprintf(&b, "- claim %s (%s), %s as %s%s: %s\n", c.Claim, c.State, seat, strings.Join(roles, " and "), due, c.Work)
+	}
+	if len(claims) > 0 {
+		b.WriteString("Act: tally_claim_show {\"claim\":ID} says what each waits for (why) and whose step it is.\n")
 	}
 	return b.String()
 }

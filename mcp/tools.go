@@ -151,7 +151,7 @@ func (t tool) needs(members ...string) tool {
 // tools is every tool of svc, family by family; readPaths offers the
 // arguments that name a file for the server to read.
 func tools(svc service.Service, readPaths bool) []tool {
-	return slices.Concat(promiseTools(), expectTools(), logTools(svc))
+	return slices.Concat(promiseTools(), claimTools(readPaths), expectTools(), logTools(svc))
 }
 
 // schemaOptions maps tally's own JSON types to their schemas.

@@ -1,0 +1,198 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// c17 is the seed's claim: Behavior (a command) and Review (a quality
+// check) on the same change, both the maintainer's to evaluate.
+const c17 = `{"claim":"C17","respondent":"parser","work":"reject incomplete Unicode escapes",
+ "scope":"string parser and its regression tests",
+ "slots":[{"name":"change","mode":"required","checks":[
+  {"id":"behavior","validator":{"name":"command","version":"1"},"evaluator":"maintainer","mode":"required","phases":["programmatic"],"attempts":2},
+  {"id":"review","validator":{"name":"review","version":"1"},"evaluator":"maintainer","mode":"required","phases":["quality"],"attempts":1}]}]}`
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+func args(doc string) map[string]any {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(doc), &m); err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// deliver publishes patch for the change slot of claimID and closes, posts
+// and has the maintainer receive a testament binding it.
+func deliver(t *testing.T, parser, maintainer *sdk.ClientSession, claimID, testament, artifact, patch string) {
+	t.Helper()
+	ok(t, parser, "tally_claim_artifact_publish", map[string]any{"claim": claimID, "artifact": artifact, "slot": "change", "generation": 1,
+		"kind": "patch", "schema": "text/x-diff", "content_base64": b64(patch)})
+	ok(t, parser, "tally_claim_testament_close", map[string]any{"claim": claimID, "testament": testament, "generation": 1, "outcome": "complete",
+		"summary": "length check before decoding the escape", "confidence": 0.9, "bindings": []map[string]any{{"slot": "change", "artifact": artifact}}})
+	ok(t, parser, "tally_claim_testament_post", map[string]any{"claim": claimID, "testament": testament})
+	ok(t, maintainer, "tally_claim_testament_receive", map[string]any{"claim": claimID, "testament": testament})
+}
+
+// verdict begins and reports a check as the maintainer, with evidence.
+func verdict(t *testing.T, maintainer *sdk.ClientSession, claimID, check, artifact, result, evidence string) map[string]any {
+	t.Helper()
+	ok(t, maintainer, "tally_claim_check_begin", map[string]any{"claim": claimID, "check": check, "artifact": artifact})
+	return ok(t, maintainer, "tally_claim_check_report", map[string]any{"claim": claimID, "check": check, "artifact": artifact, "result": result,
+		"evidence": claimID + "-" + check + "-" + artifact + "-log", "evidence_base64": b64(evidence)})
+}
+
+// The seed's C17 and C18 through tool calls: C17's patch fails review
+// (ValidationFailed, with why); its successor C18, inheriting the slots,
+// passes both checks on one patch (Satisfied). Refusals on the way are tool
+// errors naming the rule, and append nothing.
+func TestClaimsC17C18(t *testing.T) {
+	f := newFixture(t)
+	maintainer, parser, stranger := f.client("maintainer"), f.client("parser"), f.client("stranger")
+	ts := tools(t, maintainer)
+
+	d := ok(t, maintainer, "tally_claim_create", args(c17))
+	conform(t, ts["tally_claim_create"], d)
+	if str(d, "claim", "state") != "Generated" {
+		t.Fatalf("created: %v", d)
+	}
+	size := f.logSize("default", "default")
+	for _, c := range []struct {
+		who        *sdk.ClientSession
+		tool, code string
+		args       map[string]any
+	}{
+		{parser, "tally_claim_post", "forbidden", map[string]any{"claim": "C17"}},
+		{stranger, "tally_claim_cancel", "forbidden", map[string]any{"claim": "C17", "reason": "mine now"}},
+		{parser, "tally_claim_receipt_acquire", "", map[string]any{"claim": "C17"}}, // not posted yet
+		{maintainer, "tally_claim_create", "conflict", args(c17)},
+		{maintainer, "tally_claim_show", "not_found", map[string]any{"claim": "C99"}},
+	} {
+		msg, code := refusal(t, c.who, c.tool, c.args)
+		if c.code != "" && code != c.code || !strings.Contains(msg, ": ") {
+			t.Errorf("%s %v: %q (%s), want %s", c.tool, c.args, msg, code, c.code)
+		}
+		if f.logSize("default", "default") != size {
+			t.Fatalf("%s: the log grew", c.tool)
+		}
+	}
+	ok(t, maintainer, "tally_claim_post", map[string]any{"claim": "C17"})
+	ok(t, parser, "tally_claim_receipt_acquire", map[string]any{"claim": "C17"})
+	p := ok(t, parser, "tally_claim_progress", map[string]any{"claim": "C17", "generation": 1, "note": "found the faulty branch"})
+	if str(p, "claim", "state") != "Progressed" {
+		t.Fatalf("progress: %v", p)
+	}
+	// Bytes are refused before anything is stored: none, both, not base64.
+	size = f.logSize("default", "default")
+	for _, c := range []struct {
+		args map[string]any
+		says string
+	}{
+		{map[string]any{"claim": "C17", "artifact": "patch-x", "slot": "change"}, "content_base64: required"},
+		{map[string]any{"claim": "C17", "artifact": "patch-x", "slot": "change", "content_base64": "not base64!"}, "content_base64: must be base64"},
+		{map[string]any{"claim": "C17", "artifact": "patch-x", "slot": "change", "content_path": "/etc/hostname"}, "content_path: is not a field"},
+	} {
+		if msg, code := refusal(t, parser, "tally_claim_artifact_publish", c.args); code != "invalid" || !strings.Contains(msg, c.says) {
+			t.Errorf("publish %v: %q %s", c.args, msg, code)
+		}
+	}
+	if msg, code := refusal(t, maintainer, "tally_claim_artifact_publish", map[string]any{"claim": "C17", "artifact": "patch-m", "slot": "change", "generation": 1, "content_base64": b64("x")}); code != "forbidden" {
+		t.Errorf("the claimant publishing work: %q %s", msg, code)
+	}
+	if f.logSize("default", "default") != size {
+		t.Fatal("a refused publish appended")
+	}
+
+	deliver(t, parser, maintainer, "C17", "T1", "patch-a", "--- a/parser.go\n+++ b/parser.go\n+\tif len(s) < 6 { return errIncomplete }\n")
+	// A verdict by a non-evaluator: refused, nothing recorded.
+	size = f.logSize("default", "default")
+	if msg, code := refusal(t, parser, "tally_claim_check_report", map[string]any{"claim": "C17", "check": "review", "artifact": "patch-a", "result": "pass",
+		"evidence": "forged-log", "evidence_base64": b64("looks fine\n")}); code != "forbidden" || !strings.Contains(msg, "evaluator") {
+		t.Errorf("a verdict by the respondent: %q %s", msg, code)
+	}
+	if f.logSize("default", "default") != size {
+		t.Fatal("a refused verdict appended")
+	}
+	v := verdict(t, maintainer, "C17", "behavior", "patch-a", "pass", "go test ./parser: ok\n")
+	conform(t, ts["tally_claim_check_report"], v)
+	v = verdict(t, maintainer, "C17", "review", "patch-a", "fail", "patch A: unchecked read after the escape\n")
+	if str(v, "claim", "state") != "ValidationFailed" {
+		t.Fatalf("after the failing review: %v", v)
+	}
+	show := ok(t, stranger, "tally_claim_show", map[string]any{"claim": "C17"})
+	conform(t, ts["tally_claim_show"], show)
+	if !strings.Contains(text2(show), "review") || show["claim"].(map[string]any)["why"] == nil {
+		t.Fatalf("show C17 has no why: %v", show)
+	}
+
+	// The successor, naming C17, inherits its slots.
+	ok(t, maintainer, "tally_claim_create", map[string]any{"claim": "C18", "respondent": "parser", "work": "reject incomplete Unicode escapes (bounds checked)", "predecessor": "C17"})
+	ok(t, maintainer, "tally_claim_post", map[string]any{"claim": "C18"})
+	// The respondent resuming its seat is told of C18 and how to act.
+	pr, err := parser.GetPrompt(context.Background(), &sdk.GetPromptParams{Name: "resume_seat"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := pr.Messages[0].Content.(*sdk.TextContent).Text; !strings.Contains(body, "- claim C18 (Posted), parser as respondent: reject incomplete Unicode escapes (bounds checked)") || strings.Contains(body, "claim C17") {
+		t.Fatalf("prompt of parser:\n%s", body)
+	}
+	ok(t, parser, "tally_claim_receipt_acquire", map[string]any{"claim": "C18"})
+	deliver(t, parser, maintainer, "C18", "T2", "patch-b", "--- a/parser.go\n+++ b/parser.go\n+\tif len(s) < i+6 { return errIncomplete }\n")
+	verdict(t, maintainer, "C18", "behavior", "patch-b", "pass", "go test ./parser: ok\n")
+	v = verdict(t, maintainer, "C18", "review", "patch-b", "pass", "patch B: bounds checked before every read\n")
+	if str(v, "claim", "state") != "Satisfied" {
+		t.Fatalf("C18: %v", v)
+	}
+	list := ok(t, stranger, "tally_claim_list", map[string]any{"participant": "parser"})
+	conform(t, ts["tally_claim_list"], list)
+	if cs, _ := list["claims"].([]any); len(cs) != 2 {
+		t.Fatalf("claims of parser: %v", list)
+	}
+	g := ok(t, stranger, "tally_claim_graph", map[string]any{})
+	conform(t, ts["tally_claim_graph"], g)
+	if !strings.Contains(text2(g), `"C18"`) {
+		t.Fatalf("graph: %v", g)
+	}
+}
+
+// Over stdio a publish may name a file the server reads; the bytes are
+// the file's.
+func TestClaimPublishFromPath(t *testing.T) {
+	f := newFixture(t)
+	f.readPaths = true
+	maintainer, parser := f.client("maintainer"), f.client("parser")
+	ok(t, maintainer, "tally_claim_create", args(c17))
+	ok(t, maintainer, "tally_claim_post", map[string]any{"claim": "C17"})
+	ok(t, parser, "tally_claim_receipt_acquire", map[string]any{"claim": "C17"})
+	patch := filepath.Join(t.TempDir(), "patch.diff")
+	if err := os.WriteFile(patch, []byte("+\tif len(s) < 6 { return errIncomplete }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	size := f.logSize("default", "default")
+	for _, c := range []struct {
+		args map[string]any
+		says string
+	}{
+		{map[string]any{"claim": "C17", "artifact": "patch-a", "slot": "change", "content_path": patch, "content_base64": b64("x")}, "give the bytes once"},
+		{map[string]any{"claim": "C17", "artifact": "patch-a", "slot": "change", "content_path": patch + ".missing"}, "content_path: cannot be read"},
+	} {
+		if msg, code := refusal(t, parser, "tally_claim_artifact_publish", c.args); code != "invalid" || !strings.Contains(msg, c.says) {
+			t.Errorf("%v: %q %s", c.args, msg, code)
+		}
+	}
+	if f.logSize("default", "default") != size {
+		t.Fatal("a refused publish appended")
+	}
+	d := ok(t, parser, "tally_claim_artifact_publish", map[string]any{"claim": "C17", "artifact": "patch-a", "slot": "change", "generation": 1, "content_path": patch})
+	if !strings.Contains(text2(d), "patch-a") {
+		t.Fatalf("published: %v", d)
+	}
+}
