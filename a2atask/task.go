@@ -13,23 +13,19 @@ import (
 	"tally/promise"
 )
 
-// FindPromise returns the promise whose task id is task: the first
-// declared with that task field, else the one with that id and no task
-// field.
-func FindPromise(ps *promise.State, task string) (*promise.Promise, bool) {
-	var found *promise.Promise
-	ps.Each(func(p *promise.Promise) bool {
-		if p.Task == task {
-			found = p
-			return false
+// FindPromise returns the promise whose task id is task among views in
+// declaration order (a list the Service answers): the first declared with
+// that task field, else the one with that id.
+func FindPromise(vs []promise.View, task string) (*promise.View, bool) {
+	for i := range vs {
+		if vs[i].Task == task {
+			return &vs[i], true
 		}
-		return true
-	})
-	if found != nil {
-		return found, true
 	}
-	if p, ok := ps.Get(task); ok {
-		return p, true
+	for i := range vs {
+		if vs[i].ID == task {
+			return &vs[i], true
+		}
 	}
 	return nil, false
 }

@@ -215,7 +215,7 @@ func TestFindPromise(t *testing.T) {
 	}
 	for task, want := range map[string]string{"p1": "p2", "t": "p3", "p3": "p3", "p4": "p4", "nope": ""} {
 		got := ""
-		if p, ok := FindPromise(ps, task); ok {
+		if p, ok := FindPromise(ps.Select(promise.Filter{State: "all"}, t0), task); ok {
 			got = p.ID
 		}
 		if got != want {

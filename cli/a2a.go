@@ -18,9 +18,10 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/spf13/cobra"
 
+	"tally/a2atask"
 	"tally/ledger"
+	"tally/promise"
 	"tally/rule"
-	"tally/server"
 )
 
 // defaultCardBase is where `tally serve` listens by default: the base URL an
@@ -85,7 +86,7 @@ func newA2ACard(g *global) *cobra.Command {
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				return usagef("url: %q is not an http or https base URL", base)
 			}
-			return printA2A(g.io.Out, server.A2AConfig{}.AgentCard(strings.TrimRight(base, "/"), tenant, session))
+			return printA2A(g.io.Out, a2atask.Card{URIs: a2atask.URIs{}.WithDefaults(), Base: strings.TrimRight(base, "/"), Tenant: tenant, Session: session, LapseDelivery: true}.AgentCard())
 		},
 	}
 	c.Flags().StringVar(&base, "url", defaultCardBase, "the base URL the card's interfaces are under (the server's public URL)")
@@ -146,15 +147,19 @@ func (g *global) a2aTask(ctx context.Context, id string) (*a2a.Task, error) {
 		return nil, err
 	}
 	defer l.Close()
+	// The mapping GetTask answers with, under the default extension URIs;
+	// offline there is no server to fetch artifact bytes from, so a
+	// claim's artifacts carry no URL.
+	uris, contextID, now := a2atask.URIs{}.WithDefaults(), tenant+"/"+session, l.Now()
 	var t *a2a.Task
-	var found bool
 	l.Read(func(st *ledger.State) {
-		t, found = server.PromiseTask(server.A2AConfig{}, st, id, l.Now(), tenant+"/"+session)
-		if !found {
-			t, found = server.ClaimTask(server.A2AConfig{}, st, id, l.Now(), tenant+"/"+session)
+		if v, ok := a2atask.FindPromise(st.Promises.Select(promise.Filter{State: "all"}, now), id); ok {
+			t = a2atask.PromiseTask(v, contextID, []string{uris.Promise})
+		} else if v, ok := st.Claims.Claim(id, now.UTC()); ok {
+			t = a2atask.ClaimTask(&v, contextID, []string{uris.Claim}, "")
 		}
 	})
-	if !found {
+	if t == nil {
 		return nil, rule.NotFoundf("task", "no promise has task id "+strconv.Quote(id)+" and no claim has that id")
 	}
 	return t, nil

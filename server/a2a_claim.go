@@ -53,7 +53,6 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
-	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
@@ -204,17 +203,4 @@ func (h *a2aHandler) cancelClaim(ctx context.Context, c *a2aCall, l *ledger.Ledg
 		return nil, cancelError(err)
 	}
 	return decodeAnswer[a2a.Task](resp)
-}
-
-// ClaimTask is the A2A task GetTask answers for the claim id in st at now,
-// its view under cfg's claim URI; contextID is the session's
-// ("tenant/session"). Offline there is no server to fetch artifact bytes
-// from, so the artifacts carry no URL. The bool is false when there is no
-// such claim. This is the mapping `tally a2a task` prints for a claim.
-func ClaimTask(cfg A2AConfig, st *ledger.State, id string, now time.Time, contextID string) (*a2a.Task, bool) {
-	v, ok := st.Claims.Claim(id, now.UTC())
-	if !ok {
-		return nil, false
-	}
-	return a2atask.ClaimTask(&v, contextID, []string{cfg.uris().Claim}, ""), true
 }

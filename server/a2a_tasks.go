@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,14 +19,17 @@ import (
 
 	"tally/a2atask"
 	"tally/api"
+	"tally/auth"
 	"tally/claim"
 	"tally/ledger"
 	"tally/promise"
 	"tally/rule"
+	"tally/service"
 )
 
-// a2aHandler answers A2A requests from the ledger of the request's session;
-// how a record is a task (its state, status message, artifacts and
+// a2aHandler answers A2A requests through the server's Service in the
+// request's session (the families that do not run through it yet, from the
+// session's ledger); how a record is a task (its state, status message, artifacts and
 // metadata) is package a2atask's.
 type a2aHandler struct{ s *Server }
 
@@ -37,39 +41,64 @@ const (
 	a2aListMax     = 100
 )
 
-// call returns the request's call and its session's ledger, which a read
-// never creates.
-func (h *a2aHandler) call(ctx context.Context) (*a2aCall, *ledger.Ledger, error) {
-	return h.callFor(ctx, false)
-}
-
-// callFor is call, creating the session if create is set (a write).
-func (h *a2aHandler) callFor(ctx context.Context, create bool) (*a2aCall, *ledger.Ledger, error) {
+// caller is the request's call, as the middleware authenticated it.
+func (h *a2aHandler) caller(ctx context.Context) (*a2aCall, error) {
 	c := a2aCallFrom(ctx)
 	if c == nil {
-		return nil, nil, a2a.ErrUnauthenticated
+		return nil, a2a.ErrUnauthenticated
+	}
+	return c, nil
+}
+
+// readCall is the service Call of a read in the request's session.
+func (c *a2aCall) readCall() service.Call {
+	return service.Call{Tenant: c.tenant, Session: c.session}
+}
+
+// writeCall is the service Call of a write under request id rid: the
+// caller's identity (under --insecure-dev without one, the party the
+// record names: party).
+func (h *a2aHandler) writeCall(c *a2aCall, party ledger.Command, rid string) (service.Call, error) {
+	if len(rid) > service.RequestIDMax {
+		return service.Call{}, a2atask.InvalidParams("messageId", "a request id is at most 256 bytes")
+	}
+	actor, err := h.s.writeActor(c.p, party)
+	if err != nil {
+		return service.Call{}, a2aError(err)
+	}
+	return service.Call{Tenant: c.tenant, Session: c.session, Actor: actor, Person: c.p.role == auth.RolePerson, RequestID: rid}, nil
+}
+
+// ledgerOf is the session's ledger, for the families whose A2A verbs do
+// not run through the Service yet; a read never creates the session. A
+// cluster node's Service is not on this server's ledgers, so there they
+// are refused rather than read or written unreplicated.
+func (h *a2aHandler) ledgerOf(ctx context.Context, c *a2aCall, create bool, what string) (*ledger.Ledger, error) {
+	if _, local := h.s.local.(*service.Local); !local {
+		return nil, a2a.NewError(a2a.ErrUnsupportedOperation, what+" is not served by a cluster node yet").
+			WithDetails(map[string]any{"code": CodeNotInCluster})
 	}
 	l, err := h.s.sessionIn(ctx, c.tenant, c.session, create)
 	if err != nil {
-		return nil, nil, a2aError(err)
+		return nil, a2aError(err)
 	}
-	return c, l, nil
+	if !create {
+		if err := l.Refresh(); err != nil {
+			return nil, a2aError(err)
+		}
+	}
+	return l, nil
 }
 
-// taskCall is call for a request about the task id (required), with the
-// session's ledger caught up with what other processes appended.
-func (h *a2aHandler) taskCall(ctx context.Context, id a2a.TaskID) (*a2aCall, *ledger.Ledger, error) {
-	c, l, err := h.call(ctx)
+// findPromise is the promise whose task id is task (a2atask.FindPromise), or
+// nil, read through the Service.
+func (h *a2aHandler) findPromise(ctx context.Context, c *a2aCall, task string) (*promise.View, error) {
+	res, err := h.s.local.ListPromises(ctx, c.readCall(), promise.Filter{State: "all"})
 	if err != nil {
-		return nil, nil, err
+		return nil, a2aError(err)
 	}
-	if id == "" {
-		return nil, nil, a2atask.InvalidParams("id", "is required")
-	}
-	if err := l.Refresh(); err != nil {
-		return nil, nil, a2aError(err)
-	}
-	return c, l, nil
+	v, _ := a2atask.FindPromise(res.Promises, task)
+	return v, nil
 }
 
 func (c *a2aCall) contextID() string { return c.tenant + "/" + c.session }
@@ -101,6 +130,10 @@ func a2aError(err error) error {
 		}
 		return a2a.NewError(sentinel, r.Error()).WithDetails(map[string]any{"code": string(r.Code), "field": r.Field, "rule": r.Rule})
 	}
+	var ref *service.Refusal
+	if errors.As(err, &ref) { // a Service's answer from elsewhere (another node)
+		return refusalError(ref)
+	}
 	var ie *ledger.IdempotencyError
 	if errors.As(err, &ie) {
 		return a2a.NewError(a2a.ErrInvalidRequest, ie.Error()).WithDetails(map[string]any{"code": ie.Code, "field": "messageId"})
@@ -115,53 +148,72 @@ func a2aError(err error) error {
 	return fmt.Errorf("%w: %v", a2a.ErrInternalError, err)
 }
 
-// PromiseTask is the A2A task GetTask answers for id in st at now: the
-// promise whose task field is id, else the promise with that id; its record
-// rides in metadata under each of keys (none given: cfg's promise URI).
-// contextID is the session's ("tenant/session"). The bool is false when no
-// promise has that task id. This is the mapping `tally a2a task` prints.
-func PromiseTask(cfg A2AConfig, st *ledger.State, id string, now time.Time, contextID string, keys ...string) (*a2a.Task, bool) {
-	p, ok := a2atask.FindPromise(st.Promises, id)
-	if !ok {
-		return nil, false
+// refusalError maps a refusal that arrives as a document (its status and
+// code) as a2aError maps the error it was made from.
+func refusalError(r *service.Refusal) error {
+	sentinel := a2a.ErrInternalError
+	switch {
+	case r.Code == ledger.CodeIdempotencyConflict || r.Code == ledger.CodeRequestHistoryExpired:
+		return a2a.NewError(a2a.ErrInvalidRequest, r.Message).WithDetails(map[string]any{"code": r.Code, "field": "messageId"})
+	case r.Status == http.StatusNotFound:
+		sentinel = a2a.ErrTaskNotFound
+	case r.Status == http.StatusForbidden:
+		sentinel = a2a.ErrUnauthorized
+	case r.Status == http.StatusNotImplemented:
+		sentinel = a2a.ErrUnsupportedOperation
+	case r.Status >= 400 && r.Status < 500:
+		sentinel = a2a.ErrInvalidParams
 	}
-	if len(keys) == 0 {
-		keys = []string{cfg.uris().Promise}
-	}
-	v := st.Promises.View(p, now)
-	return a2atask.PromiseTask(&v, contextID, keys), true
+	return a2a.NewError(sentinel, r.Message).WithDetails(map[string]any{"code": r.Code})
 }
 
 // GetTask returns the task of a promise, of a claim, or of an origin of
 // expectations (originTask), looked up in that order.
 func (h *a2aHandler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task, error) {
-	c, l, err := h.taskCall(ctx, req.ID)
+	c, err := h.caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.ID == "" {
+		return nil, a2atask.InvalidParams("id", "is required")
+	}
+	id := string(req.ID)
+	v, err := h.findPromise(ctx, c, id)
+	if err != nil {
+		return nil, err
+	}
+	if v != nil {
+		return a2atask.PromiseTask(v, c.contextID(), h.keysOf(c, a2atask.FamilyPromise)), nil
+	}
+	l, err := h.ledgerOf(ctx, c, false, "a claim's or an origin's task")
 	if err != nil {
 		return nil, err
 	}
 	now := h.s.cfg.Ledger.Now()
 	var t *a2a.Task
 	l.Read(func(st *ledger.State) {
-		if p, ok := a2atask.FindPromise(st.Promises, string(req.ID)); ok {
-			v := st.Promises.View(p, now)
-			t = a2atask.PromiseTask(&v, c.contextID(), h.keysOf(c, a2atask.FamilyPromise))
-		} else if v, ok := st.Claims.Claim(string(req.ID), now.UTC()); ok {
+		if v, ok := st.Claims.Claim(id, now.UTC()); ok {
 			t = a2atask.ClaimTask(&v, c.contextID(), h.keysOf(c, a2atask.FamilyClaim), c.sessionURL)
-		} else if a2atask.IsOrigin(st.Expects, string(req.ID)) {
-			t = a2atask.OriginTask(st.Expects, string(req.ID), c.contextID(), h.keysOf(c, a2atask.FamilyExpect))
+		} else if a2atask.IsOrigin(st.Expects, id) {
+			t = a2atask.OriginTask(st.Expects, id, c.contextID(), h.keysOf(c, a2atask.FamilyExpect))
 		}
 	})
 	if t == nil {
-		return nil, a2a.NewError(a2a.ErrTaskNotFound, "no task "+string(req.ID)+" in session "+c.contextID())
+		return nil, noTask(c, id)
 	}
 	return t, nil
+}
+
+// noTask is the refusal of a task id the session has no task for.
+func noTask(c *a2aCall, id string) error {
+	return a2a.NewError(a2a.ErrTaskNotFound, "no task "+id+" in session "+c.contextID())
 }
 
 // ListTasks lists the session's promises as tasks in declaration order,
 // then its claims in creation order; the page token is the offset of the
 // page's first task.
 func (h *a2aHandler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
-	c, l, err := h.call(ctx)
+	c, err := h.caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -181,14 +233,14 @@ func (h *a2aHandler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (
 			return nil, a2atask.InvalidParams("pageToken", "is not a token this server issued")
 		}
 	}
-	if err := l.Refresh(); err != nil {
+	promises, err := h.s.local.ListPromises(ctx, c.readCall(), promise.Filter{State: "all"})
+	if err != nil {
 		return nil, a2aError(err)
 	}
 	resp := &a2a.ListTasksResponse{Tasks: []*a2a.Task{}, PageSize: size}
 	if req.ContextID != "" && req.ContextID != c.contextID() {
 		return resp, nil
 	}
-	now := h.s.cfg.Ledger.Now()
 	var all []*a2a.Task
 	keep := func(t *a2a.Task) {
 		if req.Status != a2a.TaskStateUnspecified && t.Status.State != req.Status {
@@ -203,18 +255,23 @@ func (h *a2aHandler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (
 		all = append(all, t)
 	}
 	promiseKeys, claimKeys := h.keysOf(c, a2atask.FamilyPromise), h.keysOf(c, a2atask.FamilyClaim)
-	l.Read(func(st *ledger.State) {
-		st.Promises.Each(func(p *promise.Promise) bool {
-			v := st.Promises.View(p, now)
-			keep(a2atask.PromiseTask(&v, c.contextID(), promiseKeys))
-			return true
-		})
-		for _, sm := range st.Claims.List(claim.Filter{}, now.UTC()) {
-			if v, ok := st.Claims.Claim(sm.Claim, now.UTC()); ok {
-				keep(a2atask.ClaimTask(&v, c.contextID(), claimKeys, c.sessionURL))
-			}
+	for i := range promises.Promises {
+		keep(a2atask.PromiseTask(&promises.Promises[i], c.contextID(), promiseKeys))
+	}
+	if _, local := h.s.local.(*service.Local); local { // a cluster node has no claims yet
+		l, err := h.ledgerOf(ctx, c, false, "the claims' tasks")
+		if err != nil {
+			return nil, err
 		}
-	})
+		now := h.s.cfg.Ledger.Now()
+		l.Read(func(st *ledger.State) {
+			for _, sm := range st.Claims.List(claim.Filter{}, now.UTC()) {
+				if v, ok := st.Claims.Claim(sm.Claim, now.UTC()); ok {
+					keep(a2atask.ClaimTask(&v, c.contextID(), claimKeys, c.sessionURL))
+				}
+			}
+		})
+	}
 	resp.TotalSize = len(all)
 	if off < len(all) {
 		end := min(off+size, len(all))
@@ -233,43 +290,58 @@ func (h *a2aHandler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (
 // (cancelClaim). A task that is no promise's or claim's but the origin of
 // expectations gets the outcome cancelled, withdrawing them (cancelOrigin).
 func (h *a2aHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
-	c, l, err := h.taskCall(ctx, req.ID)
+	c, err := h.caller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var family a2atask.Family
-	var id, as, resolved string
-	l.Read(func(st *ledger.State) {
-		if p, ok := a2atask.FindPromise(st.Promises, string(req.ID)); ok {
-			family, id, as = a2atask.FamilyPromise, p.ID, promise.AsCancelled
-			if c.p.actor == p.To && c.p.actor != p.By {
-				as = promise.AsReleased
-			}
-			if p.Resolution != nil {
-				resolved = p.Resolution.As
-			}
-		} else if _, ok := st.Claims.Claim(string(req.ID), time.Time{}); ok {
-			family = a2atask.FamilyClaim
-		} else if a2atask.IsOrigin(st.Expects, string(req.ID)) {
-			family = a2atask.FamilyExpect
+	if req.ID == "" {
+		return nil, a2atask.InvalidParams("id", "is required")
+	}
+	v, err := h.findPromise(ctx, c, string(req.ID))
+	if err != nil {
+		return nil, err
+	}
+	if v == nil {
+		l, err := h.ledgerOf(ctx, c, false, "cancelling a claim's or an origin's task")
+		if err != nil {
+			return nil, err
 		}
-	})
-	reason := a2atask.CancelReason(c.cancelRequestMetadata(req), h.keysOf(c, a2atask.FamilyPromise))
-	switch {
-	case family == a2atask.FamilyClaim:
-		return h.cancelClaim(ctx, c, l, req)
-	case family == a2atask.FamilyExpect:
-		return h.cancelOrigin(ctx, c, l, string(req.ID))
-	case family == "":
-		return nil, a2a.NewError(a2a.ErrTaskNotFound, "no task "+string(req.ID)+" in session "+c.contextID())
-	case resolved != "":
-		return nil, a2a.NewError(a2a.ErrTaskNotCancelable, "promise "+id+" is already resolved as "+resolved)
-	case as == promise.AsCancelled && strings.TrimSpace(reason) == "":
+		var family a2atask.Family
+		l.Read(func(st *ledger.State) {
+			if _, ok := st.Claims.Claim(string(req.ID), time.Time{}); ok {
+				family = a2atask.FamilyClaim
+			} else if a2atask.IsOrigin(st.Expects, string(req.ID)) {
+				family = a2atask.FamilyExpect
+			}
+		})
+		switch family {
+		case a2atask.FamilyClaim:
+			return h.cancelClaim(ctx, c, l, req)
+		case a2atask.FamilyExpect:
+			return h.cancelOrigin(ctx, c, l, string(req.ID))
+		}
+		return nil, noTask(c, string(req.ID))
+	}
+	if !v.ResolvedAt.IsZero() {
+		return nil, a2a.NewError(a2a.ErrTaskNotCancelable, "promise "+v.ID+" is already resolved as "+string(v.State))
+	}
+	keys := h.keysOf(c, a2atask.FamilyPromise)
+	d := api.PromiseResolve{ID: v.ID, As: promise.AsCancelled, Reason: a2atask.CancelReason(c.cancelRequestMetadata(req), keys)}
+	if c.p.actor == v.To && c.p.actor != v.By {
+		d.As = promise.AsReleased
+	}
+	if d.As == promise.AsCancelled && strings.TrimSpace(d.Reason) == "" {
 		return nil, a2atask.InvalidParams("reason", "cancelling a promise needs a reason: put it in the request's metadata.reason")
 	}
-	cmd := promise.Resolve{ID: id, As: as, Reason: reason}
-	digest := a2aDigest("CancelTask", c.contextID(), id, as, reason)
-	return h.execute(ctx, c, l, ledger.Command{Promise: cmd}, c.requestID, digest, id, h.keysOf(c, a2atask.FamilyPromise))
+	call, err := h.writeCall(c, ledger.Command{}, c.requestID)
+	if err != nil {
+		return nil, err
+	}
+	res, err := h.s.local.ResolvePromise(ctx, call, d)
+	if err != nil {
+		return nil, a2aError(err)
+	}
+	return h.promiseTask(c, res.Doc, keys)
 }
 
 // cancelRequestMetadata is a CancelTask's metadata, from the JSON-RPC
@@ -285,7 +357,7 @@ func (c *a2aCall) cancelRequestMetadata(req *a2a.CancelTaskRequest) map[string]a
 // metadata under an activated extension URI: a promise's here, an
 // expectation's in sendExpect, a claim's in sendClaim.
 func (h *a2aHandler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
-	c, l, err := h.callFor(ctx, true)
+	c, err := h.caller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -310,18 +382,19 @@ func (h *a2aHandler) SendMessage(ctx context.Context, req *a2a.SendMessageReques
 	}
 	switch fam, _ := h.s.cfg.A2A.uris().FamilyOf(uri); fam {
 	case a2atask.FamilyExpect:
+		l, err := h.ledgerOf(ctx, c, true, "an expectation record")
+		if err != nil {
+			return nil, err
+		}
 		return h.sendExpect(ctx, c, l, req, uri, key, raw)
 	case a2atask.FamilyClaim:
+		l, err := h.ledgerOf(ctx, c, true, "a claim record")
+		if err != nil {
+			return nil, err
+		}
 		return h.sendClaim(ctx, c, l, req, uri, key, raw)
 	}
-	cmd, id, err := h.promiseCommand(c, l, msg, key, raw)
-	if err != nil {
-		return nil, err
-	}
-	rid := c.sendRequestID(msg)
-	canon, _ := json.Marshal(raw)
-	digest := a2aDigest("SendMessage", c.contextID(), uri, string(msg.TaskID), string(canon))
-	return h.execute(ctx, c, l, ledger.Command{Promise: cmd}, rid, digest, id, []string{a2atask.RecordKey(uri, a2atask.FamilyPromise)})
+	return h.sendPromise(ctx, c, msg, key, raw, []string{a2atask.RecordKey(uri, a2atask.FamilyPromise)})
 }
 
 // sendRequestID is the request id of a SendMessage: the Idempotency-Key
@@ -334,14 +407,15 @@ func (c *a2aCall) sendRequestID(msg *a2a.Message) string {
 	return "a2a:" + msg.ID
 }
 
-// promiseCommand decodes a promise record (pinki's shape, plus an optional
-// "action": declare (default), amend, resolve or assess) into a command.
-// The acting identity is always the caller's; the returned id is the
-// promise the command is about ("" for a declaration that mints its id).
-func (h *a2aHandler) promiseCommand(c *a2aCall, l *ledger.Ledger, msg *a2a.Message, key string, raw any) (promise.Command, string, error) {
+// sendPromise runs a promise record (pinki's shape, plus an optional
+// "action": declare (default), amend, resolve or assess) through the
+// Service as the caller: its document is the api document the REST route
+// takes, and the answer is the task of the write's response document (the
+// recorded one on a retry), its record under each of keys.
+func (h *a2aHandler) sendPromise(ctx context.Context, c *a2aCall, msg *a2a.Message, key string, raw any, keys []string) (*a2a.Task, error) {
 	rec, err := a2atask.ReadRecord(a2atask.PromiseActions(), key, raw, "a promise record")
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	where, action := rec.Where, rec.Action.Name
 	refuse := func(err error) error {
@@ -352,7 +426,7 @@ func (h *a2aHandler) promiseCommand(c *a2aCall, l *ledger.Ledger, msg *a2a.Messa
 	}
 	body, err := rec.Body(nil)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	var (
 		declare api.PromiseDeclare
@@ -361,56 +435,96 @@ func (h *a2aHandler) promiseCommand(c *a2aCall, l *ledger.Ledger, msg *a2a.Messa
 		assess  api.PromiseAssess
 		doc     any
 		id      *string // the document's promise id
+		until   *string // the document's deadline, refused here under the record's name
+		party   ledger.Command
 	)
 	switch action {
 	case "declare":
-		doc, id = &declare, &declare.ID
+		doc, id, until = &declare, &declare.ID, &declare.Until
 	case "amend":
-		doc, id = &amend, &amend.ID
+		doc, id, until = &amend, &amend.ID, &amend.Until
 	case "resolve":
 		doc, id = &resolve, &resolve.ID
 	default:
 		doc, id = &assess, &assess.ID
 	}
 	if err := api.Decode(where, body, doc); err != nil {
-		return nil, "", refuse(err)
+		return nil, refuse(err)
 	}
 	if action != "declare" && *id == "" {
 		if msg.TaskID == "" {
-			return nil, "", a2atask.InvalidParams(where+".id", "names the promise to "+action+" (or send the message in its task: message.taskId)")
+			return nil, a2atask.InvalidParams(where+".id", "names the promise to "+action+" (or send the message in its task: message.taskId)")
 		}
-		if err := l.Refresh(); err != nil {
-			return nil, "", a2aError(err)
+		v, err := h.findPromise(ctx, c, string(msg.TaskID))
+		if err != nil && !isNoSuchSession(err) {
+			return nil, err
 		}
-		l.Read(func(st *ledger.State) {
-			if p, ok := a2atask.FindPromise(st.Promises, string(msg.TaskID)); ok {
-				*id = p.ID
-			}
-		})
-		if *id == "" {
-			return nil, "", a2a.NewError(a2a.ErrTaskNotFound, "no task "+string(msg.TaskID)+" in session "+c.contextID())
+		if v == nil {
+			return nil, noTask(c, string(msg.TaskID))
+		}
+		*id = v.ID
+	}
+	if until != nil {
+		if _, err := promise.ParseDeadline("until", *until, h.s.cfg.Ledger.Now()); err != nil {
+			return nil, refuse(err)
 		}
 	}
-	now := h.s.cfg.Ledger.Now()
-	var cmd promise.Command
 	switch action {
 	case "declare":
 		declare.Task = cmp.Or(declare.Task, string(msg.TaskID)) // the message's task, when it names none
-		cmd, err = declare.Command(now)
+		party = ledger.Command{Promise: promise.Declare{By: declare.By}}
+	case "assess":
+		party = ledger.Command{Promise: promise.Assess{Observer: assess.Observer}}
+	}
+	call, err := h.writeCall(c, party, c.sendRequestID(msg))
+	if err != nil {
+		return nil, err
+	}
+	var res service.PromiseWritten
+	switch action {
+	case "declare":
+		res, err = h.s.local.DeclarePromise(ctx, call, declare)
 	case "amend":
-		cmd, err = amend.Command(now)
+		res, err = h.s.local.AmendPromise(ctx, call, amend)
 	case "resolve":
-		cmd = resolve.Command()
+		res, err = h.s.local.ResolvePromise(ctx, call, resolve)
 	default:
-		cmd = assess.Command()
+		res, err = h.s.local.AssessPromise(ctx, call, assess)
 	}
 	if err != nil {
-		return nil, "", refuse(err)
+		return nil, a2aError(err)
 	}
-	return cmd, *id, nil
+	return h.promiseTask(c, res.Doc, keys)
 }
 
-// a2aDigest binds a request id to what an A2A call asked.
+// isNoSuchSession reports a read of a session that has no log.
+func isNoSuchSession(err error) bool {
+	var ae *a2a.Error
+	if errors.As(err, &ae) {
+		code, _ := ae.Details["code"].(string)
+		return code == string(CodeNoSuchSession)
+	}
+	return false
+}
+
+// promiseTask is the task of a promise write's response document, with
+// what the write warned of: mapped from the document, so that a retry,
+// answered with the recorded document, gets the same task.
+func (h *a2aHandler) promiseTask(c *a2aCall, doc service.Doc, keys []string) (*a2a.Task, error) {
+	res, err := service.ReadPromiseWritten(doc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", a2a.ErrInternalError, err)
+	}
+	if res.Promise.ID == "" {
+		return nil, fmt.Errorf("%w: the response names no promise", a2a.ErrInternalError)
+	}
+	t := a2atask.PromiseTask(&res.Promise, c.contextID(), keys)
+	a2atask.WithWarnings(t, keys, res.Warnings)
+	return t, nil
+}
+
+// a2aDigest binds a request id to what an A2A call of a family that does
+// not run through the Service yet asked.
 func a2aDigest(parts ...string) [32]byte {
 	h := blake3.NewDeriveKey("tally 2026-11 a2a request digest v1")
 	for _, p := range parts {
@@ -421,41 +535,13 @@ func a2aDigest(parts ...string) [32]byte {
 	return sum
 }
 
-// execute runs a promise command as the caller, idempotently under rid, and
-// returns the task of the promise as it stood after the write (the
-// recorded task on a retry).
-func (h *a2aHandler) execute(ctx context.Context, c *a2aCall, l *ledger.Ledger, cmd ledger.Command, rid string, digest [32]byte, id string, keys []string) (*a2a.Task, error) {
-	render := func(st *ledger.State, res []ledger.Result) []byte {
-		pid := id
-		if pid == "" && len(res) > 0 {
-			pid = res[0].Event.ID
-		}
-		p, ok := st.Promises.Get(pid)
-		if !ok {
-			return []byte("{}")
-		}
-		v := st.Promises.View(p, h.s.cfg.Ledger.Now())
-		t := a2atask.PromiseTask(&v, c.contextID(), keys)
-		if len(res) > 0 {
-			a2atask.WithWarnings(t, keys, res[0].Warnings)
-		}
-		b, _ := json.Marshal(t)
-		return b
-	}
-	resp, err := h.write(ctx, c, l, cmd, rid, digest, render)
-	if err != nil {
-		return nil, a2aError(err)
-	}
-	return decodeAnswer[a2a.Task](resp)
-}
-
 // write runs cmd as the caller and returns render's answer from the state
 // the write left. With a request id it is idempotent: a retry with the same
 // id and digest gets the recorded answer and appends nothing; the same id
 // with another digest is a conflict. The ledger's error is returned as it
 // is, for the caller to map.
 func (h *a2aHandler) write(ctx context.Context, c *a2aCall, l *ledger.Ledger, cmd ledger.Command, rid string, digest [32]byte, render func(*ledger.State, []ledger.Result) []byte) ([]byte, error) {
-	if len(rid) > 256 {
+	if len(rid) > service.RequestIDMax {
 		return nil, a2atask.InvalidParams("messageId", "a request id is at most 256 bytes")
 	}
 	actor, err := h.s.writeActor(c.p, cmd)
