@@ -196,3 +196,61 @@ func TestClaimPublishFromPath(t *testing.T) {
 		t.Fatalf("published: %v", d)
 	}
 }
+
+// The claim verbs the seed's story does not reach: the receipt adopted,
+// progress by a former holder, an artifact received, a claim revoked and
+// one superseded; each refused first for a stranger, appending nothing.
+func TestClaimReceiptRevokeSupersede(t *testing.T) {
+	f := newFixture(t)
+	maintainer, parser, stranger := f.client("maintainer"), f.client("parser"), f.client("stranger")
+	one := func(id string) map[string]any {
+		return map[string]any{"claim": id, "respondent": "parser", "work": "w " + id, "slots": []map[string]any{{"name": "change", "mode": "required",
+			"checks": []map[string]any{{"id": "review", "validator": map[string]any{"name": "review", "version": "1"}, "evaluator": "maintainer", "mode": "required", "phases": []string{"quality"}, "attempts": 1}}}}}
+	}
+	refuse := func(who *sdk.ClientSession, tool string, a map[string]any, code string) {
+		t.Helper()
+		size := f.logSize("default", "default")
+		if msg, got := refusal(t, who, tool, a); got != code || !strings.Contains(msg, ": ") {
+			t.Errorf("%s %v: %q %s, want %s", tool, a, msg, got, code)
+		}
+		if f.logSize("default", "default") != size {
+			t.Fatalf("%s: the log grew", tool)
+		}
+	}
+	for _, id := range []string{"C30", "C31"} {
+		ok(t, maintainer, "tally_claim_create", one(id))
+		ok(t, maintainer, "tally_claim_post", map[string]any{"claim": id})
+	}
+	ok(t, parser, "tally_claim_receipt_acquire", map[string]any{"claim": "C30"})
+	ok(t, parser, "tally_claim_artifact_publish", map[string]any{"claim": "C30", "artifact": "draft", "slot": "change", "generation": 1, "content_base64": b64("draft\n")})
+	refuse(stranger, "tally_claim_artifact_receive", map[string]any{"claim": "C30", "artifact": "draft"}, "forbidden")
+	ok(t, maintainer, "tally_claim_artifact_receive", map[string]any{"claim": "C30", "artifact": "draft"})
+
+	refuse(stranger, "tally_claim_receipt_adopt", map[string]any{"claim": "C30", "holder": "stranger"}, "forbidden")
+	a := ok(t, maintainer, "tally_claim_receipt_adopt", map[string]any{"claim": "C30", "holder": "parser2", "reason": "parser is gone"})
+	if !strings.Contains(text2(a), `"parser2"`) {
+		t.Fatalf("adopted: %v", a)
+	}
+	refuse(parser, "tally_claim_progress", map[string]any{"claim": "C30", "generation": 1, "note": "still mine?"}, "conflict")
+	refuse(parser, "tally_claim_progress", map[string]any{"claim": "C30", "generation": 2, "note": "still mine?"}, "forbidden")
+	ok(t, f.client("parser2"), "tally_claim_progress", map[string]any{"claim": "C30", "generation": 2, "note": "picked up"})
+
+	refuse(stranger, "tally_claim_revoke", map[string]any{"claim": "C30", "reason": "x"}, "forbidden")
+	r := ok(t, maintainer, "tally_claim_revoke", map[string]any{"claim": "C30", "reason": "the work moved elsewhere"})
+	if str(r, "claim", "state") != "Revoked" {
+		t.Fatalf("revoked: %v", r)
+	}
+	refuse(maintainer, "tally_claim_revoke", map[string]any{"claim": "C30", "reason": "again"}, "conflict")
+
+	ok(t, maintainer, "tally_claim_create", map[string]any{"claim": "C32", "respondent": "parser", "work": "w C32", "predecessor": "C31"})
+	refuse(stranger, "tally_claim_supersede", map[string]any{"claim": "C31", "successor": "C32"}, "forbidden")
+	s := ok(t, maintainer, "tally_claim_supersede", map[string]any{"claim": "C31", "successor": "C32", "reason": "narrower scope"})
+	if str(s, "claim", "state") != "Superseded" {
+		t.Fatalf("superseded: %v", s)
+	}
+	ok(t, maintainer, "tally_claim_create", one("C33"))
+	c := ok(t, maintainer, "tally_claim_cancel", map[string]any{"claim": "C33", "reason": "not needed"})
+	if str(c, "claim", "state") != "Cancelled" {
+		t.Fatalf("cancelled: %v", c)
+	}
+}
