@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -229,4 +230,30 @@ func equalHeads(a, b map[string]store.Position) bool {
 		}
 	}
 	return true
+}
+
+// A join with another secret, or under a node id already a member, is
+// refused and changes nothing.
+func TestJoinRefusals(t *testing.T) {
+	dir := t.TempDir()
+	c1 := nodeConfig(t, dir, 1)
+	c1.Bootstrap = true
+	n1 := startNode(t, c1)
+	defer n1.stop(t)
+	waitFor(t, "node 1 a member", 20*time.Second, func() bool { return len(n1.Replica().Members()) == 1 })
+
+	bad := nodeConfig(t, dir, 2)
+	bad.Join, bad.Secret = c1.Addr, "another secret of some length"
+	if _, err := Start(context.Background(), bad); err == nil || !strings.Contains(err.Error(), "WrongJoinSecret") {
+		t.Fatalf("join with another secret: %v", err)
+	}
+	dup := nodeConfig(t, dir, 1)
+	dup.Data = filepath.Join(dir, "dup")
+	dup.Join = c1.Addr
+	if _, err := Start(context.Background(), dup); err == nil || !strings.Contains(err.Error(), "DuplicateNode") {
+		t.Fatalf("join as node 1 again: %v", err)
+	}
+	if ms := n1.Replica().Members(); len(ms) != 1 {
+		t.Fatalf("members after refused joins: %+v", ms)
+	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"tally/cluster/node"
 	"tally/cluster/replica"
+	"tally/rule"
 )
 
 // identity is what a node's data directory says it is: written once, when
@@ -212,7 +213,11 @@ func (c *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, http.StatusServiceUnavailable, "Unavailable", "join: "+err.Error())
 			return
 		}
-		writeErr(w, http.StatusConflict, "JoinRefused", "join: "+err.Error())
+		code := "JoinRefused"
+		if r, ok := rule.As(err); ok {
+			code = string(r.Code)
+		}
+		writeErr(w, http.StatusConflict, code, "join: "+err.Error())
 		return
 	}
 	members := c.sm.Members()
