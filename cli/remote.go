@@ -41,7 +41,10 @@ package cli
 // is the check's evaluator, so a refused report leaves no evidence behind.
 // A verb that makes several requests sends --request-id as the key of the
 // last and derives the others' from it (KEY/begin, KEY/evidence; the
-// evidence id too), so a retry replays each step.
+// evidence id too), so a retry replays each step; a retried `check run`
+// whose evidence the claim already records sends that evidence again
+// instead of running the validator (locally alike). A claim's relative
+// --deadline (2h) is read by the service that runs the verb: the server.
 //
 // The log itself: `export` (jsonl, pinki, json) streams the server's export
 // of the session, acknowledged lines only; `verify` has the server verify its
