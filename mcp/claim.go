@@ -140,8 +140,8 @@ func writeBytes[D, R any](name, title, description string, e effect, args []extr
 	t := tool{name: name, title: title, description: description, effect: e,
 		doc: reflect.TypeFor[D](), result: reflect.TypeFor[R](), extra: args}
 	t.run = func(ctx context.Context, svc service.Service, c service.Call, body []byte, given map[string]string) (any, error) {
-		var d D
-		if err := api.Decode("arguments", body, &d); err != nil {
+		d, err := decoded[D](body)
+		if err != nil {
 			return nil, err
 		}
 		var r io.Reader

@@ -12,7 +12,6 @@ import (
 	"tally/claim"
 	"tally/instant"
 	"tally/promise"
-	"tally/service"
 )
 
 // promptResume is the prompt a host offers when a session of a seat
@@ -45,17 +44,12 @@ func (s *Server) resume(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.Ge
 	if seat == "" {
 		return nil, fmt.Errorf("seat: required: this server acts as no identity")
 	}
-	tenant, session, err := s.where(who, req.Params.Arguments[argSession])
+	ctx, c, release, err := s.readCall(ctx, who, req.Params.Arguments[argSession])
 	if err != nil {
 		return nil, err
 	}
-	if s.cfg.Hold != nil {
-		var release func()
-		ctx, release = s.cfg.Hold(ctx)
-		defer release()
-	}
-	now := s.cfg.Now().UTC()
-	c := service.Call{Tenant: tenant, Session: session, Actor: who.Actor, Person: who.Person, Now: now}
+	defer release()
+	tenant, session, now := c.Tenant, c.Session, c.Now
 	owes, err := s.cfg.Service.ListPromises(ctx, c, promise.Filter{State: "open", By: seat})
 	if err != nil && !noSession(err) {
 		return nil, fmt.Errorf("%s", strings.TrimSpace(string(errorDocument(err))))

@@ -90,16 +90,11 @@ func (s *Server) readResource(ctx context.Context, req *sdk.ReadResourceRequest)
 // render is the documents a resource reads, at the server's clock: the
 // list documents of the tools, so a resource says nothing a tool does not.
 func (s *Server) render(ctx context.Context, who Who, r resource) ([][]byte, error) {
-	tenant, session, err := s.where(who, r.session)
+	ctx, c, release, err := s.readCall(ctx, who, r.session)
 	if err != nil {
 		return nil, err
 	}
-	if s.cfg.Hold != nil {
-		var release func()
-		ctx, release = s.cfg.Hold(ctx)
-		defer release()
-	}
-	c := service.Call{Tenant: tenant, Session: session, Actor: who.Actor, Person: who.Person, Now: s.cfg.Now().UTC()}
+	defer release()
 	ps, err := s.cfg.Service.ListPromises(ctx, c, promise.Filter{State: "open", By: r.seat})
 	if err != nil {
 		return nil, err
@@ -112,6 +107,21 @@ func (s *Server) render(ctx context.Context, who Who, r resource) ([][]byte, err
 		return nil, err
 	}
 	return [][]byte{ps.JSON, xs.JSON}, nil
+}
+
+// readCall is the Call of a read by who in the session arg names, at the
+// server's clock, with ctx holding what the binding holds for a call until
+// release.
+func (s *Server) readCall(ctx context.Context, who Who, arg string) (context.Context, service.Call, func(), error) {
+	tenant, session, err := s.where(who, arg)
+	if err != nil {
+		return ctx, service.Call{}, nil, err
+	}
+	release := func() {}
+	if s.cfg.Hold != nil {
+		ctx, release = s.cfg.Hold(ctx)
+	}
+	return ctx, service.Call{Tenant: tenant, Session: session, Actor: who.Actor, Person: who.Person, Now: s.cfg.Now().UTC()}, release, nil
 }
 
 // subscriptions are the resources subscribed to on this server, each

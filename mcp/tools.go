@@ -72,12 +72,20 @@ func write[D, R any](name, title, description string, e effect, m func(service.S
 	return tool{name: name, title: title, description: description, effect: e,
 		doc: reflect.TypeFor[D](), result: reflect.TypeFor[R](),
 		run: func(ctx context.Context, svc service.Service, c service.Call, body []byte, _ map[string]string) (any, error) {
-			var d D
-			if err := api.Decode("arguments", body, &d); err != nil {
+			d, err := decoded[D](body)
+			if err != nil {
 				return nil, err
 			}
 			return m(svc, ctx, c, d)
 		}}
+}
+
+// decoded is the document D the arguments hold besides the call's, by the
+// one strict decoder.
+func decoded[D any](body []byte) (D, error) {
+	var d D
+	err := api.Decode("arguments", body, &d)
+	return d, err
 }
 
 // writeAt is a write method that takes, besides its document D, the id of
@@ -87,8 +95,8 @@ func writeAt[D, R any](name, title, description string, e effect, id extra, m fu
 	return tool{name: name, title: title, description: description, effect: e,
 		doc: reflect.TypeFor[D](), result: reflect.TypeFor[R](), extra: []extra{id},
 		run: func(ctx context.Context, svc service.Service, c service.Call, body []byte, given map[string]string) (any, error) {
-			var d D
-			if err := api.Decode("arguments", body, &d); err != nil {
+			d, err := decoded[D](body)
+			if err != nil {
 				return nil, err
 			}
 			return m(svc, ctx, c, given[id.name], d)
@@ -100,8 +108,8 @@ func read[D, A, R any](name, title, description string, arg func(*D) (A, error),
 	return tool{name: name, title: title, description: description, effect: reads,
 		doc: reflect.TypeFor[D](), result: reflect.TypeFor[R](),
 		run: func(ctx context.Context, svc service.Service, c service.Call, body []byte, _ map[string]string) (any, error) {
-			var d D
-			if err := api.Decode("arguments", body, &d); err != nil {
+			d, err := decoded[D](body)
+			if err != nil {
 				return nil, err
 			}
 			a, err := arg(&d)
