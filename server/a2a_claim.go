@@ -45,29 +45,108 @@ package server
 // of the same message (same messageId, or Idempotency-Key) is answered with
 // the recorded task and appends nothing.
 //
+// Every verb runs through the server's Service with the action's api
+// document, the message's request id binding it; the task is mapped from
+// the write's response document, so a retry gets the same task.
+//
 // A claim is a task with the claim's id; its state, status message and
 // artifacts are package a2atask's (ClaimState, ClaimTask).
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io"
 	"strconv"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/zeebo/blake3"
 
 	"tally/a2atask"
-	"tally/claim"
+	"tally/api"
 	"tally/ledger"
 	"tally/rule"
+	"tally/service"
 )
 
 // a2aClaimActions are the claim verbs over A2A and REST
 // (a2atask.ClaimActions): every rule and default is the claim core's.
 var a2aClaimActions = a2atask.ClaimActions()
 
-// sendClaim executes one claim record of a SendMessage.
-func (h *a2aHandler) sendClaim(ctx context.Context, c *a2aCall, l *ledger.Ledger, req *a2a.SendMessageRequest, uri, key string, raw any) (a2a.SendMessageResult, error) {
+// claimRun runs one claim action's document (the body, decoded) through
+// the Service; bytes is the message's one raw file part, for the actions
+// that carry bytes.
+type claimRun func(svc service.Service, ctx context.Context, c service.Call, body []byte, file *a2a.Part) (service.ClaimWritten, error)
+
+// claimVerb is the claimRun of a Service method taking an api document D.
+func claimVerb[D any](run func(service.Service, context.Context, service.Call, D) (service.ClaimWritten, error)) claimRun {
+	return func(svc service.Service, ctx context.Context, c service.Call, body []byte, _ *a2a.Part) (service.ClaimWritten, error) {
+		var d D
+		if err := api.Decode("", body, &d); err != nil {
+			return service.ClaimWritten{}, err
+		}
+		return run(svc, ctx, c, d)
+	}
+}
+
+// a2aClaimVerbs are the Service methods of the claim actions, by name.
+var a2aClaimVerbs = map[string]claimRun{
+	"create":            claimVerb(service.Service.CreateClaim),
+	"post":              claimVerb(service.Service.PostClaim),
+	"cancel":            claimVerb(service.Service.CancelClaim),
+	"revoke":            claimVerb(service.Service.RevokeClaim),
+	"supersede":         claimVerb(service.Service.SupersedeClaim),
+	"receipt.acquire":   claimVerb(service.Service.AcquireReceipt),
+	"receipt.adopt":     claimVerb(service.Service.AdoptReceipt),
+	"progress":          claimVerb(service.Service.RecordProgress),
+	"testament.close":   claimVerb(service.Service.CloseTestament),
+	"testament.post":    claimVerb(service.Service.PostTestament),
+	"testament.receive": claimVerb(service.Service.ReceiveTestament),
+	"deadline.commit":   claimVerb(service.Service.CommitDeadline),
+	"dependency.commit": claimVerb(service.Service.CommitDependency),
+	"check.begin":       claimVerb(service.Service.BeginCheck),
+	"check.report":      reportVerdict,
+	"artifact.publish":  publishArtifact,
+	"artifact.receive":  claimVerb(service.Service.ReceiveArtifact),
+}
+
+// reportVerdict reports a check's verdict: with a file part, its bytes are
+// the evidence, published as the evaluator's result artifact (d.evidence,
+// else an id derived from the request, so a retry names the same) in the
+// verdict's own write.
+func reportVerdict(svc service.Service, ctx context.Context, c service.Call, body []byte, file *a2a.Part) (service.ClaimWritten, error) {
+	var d api.ClaimCheck
+	if err := api.Decode("", body, &d); err != nil {
+		return service.ClaimWritten{}, err
+	}
+	if file == nil {
+		return svc.ReportCheck(ctx, c, d, nil) // the evidence is an artifact published before
+	}
+	if d.Evidence == "" {
+		sum := blake3.Sum256([]byte("evidence\n" + c.Actor + "\n" + c.RequestID))
+		d.Evidence = "ev_" + hex.EncodeToString(sum[:6])
+	}
+	return svc.ReportCheck(ctx, c, d, &service.Evidence{Name: file.Filename, Body: fileBytes(file)})
+}
+
+// publishArtifact publishes the file part's bytes as the artifact the
+// document describes, named by the document, else the part's filename.
+func publishArtifact(svc service.Service, ctx context.Context, c service.Call, body []byte, file *a2a.Part) (service.ClaimWritten, error) {
+	var d api.ClaimPublish
+	if err := api.Decode("", body, &d); err != nil {
+		return service.ClaimWritten{}, err
+	}
+	d.Name = cmp.Or(d.Name, file.Filename)
+	return svc.PublishArtifact(ctx, c, d, fileBytes(file))
+}
+
+func fileBytes(p *a2a.Part) io.Reader { return bytes.NewReader(p.Content.(a2a.Raw)) }
+
+// sendClaim runs one claim record of a SendMessage through the Service.
+func (h *a2aHandler) sendClaim(ctx context.Context, c *a2aCall, req *a2a.SendMessageRequest, uri, key string, raw any) (a2a.SendMessageResult, error) {
 	msg := req.Message
 	rec, err := a2atask.ReadRecord(a2aClaimActions, key, raw, "a claim record")
 	if err != nil {
@@ -82,77 +161,53 @@ func (h *a2aHandler) sendClaim(ctx context.Context, c *a2aCall, l *ledger.Ledger
 	if err != nil {
 		return nil, err
 	}
-	cmd, err := act.Build(where, body, h.s.cfg.Ledger.Now())
-	if err != nil {
+	// The record is refused here, under its own name, for what its
+	// document says; the Service refuses what the ledger's rules do.
+	if _, err := act.Build(where, body, h.s.cfg.Ledger.Now()); err != nil {
 		return nil, refuseAt(where, err)
 	}
-	// A check's target is verified in the content store first (before any
-	// evidence about it is stored), as over the HTTP JSON API: the core does
-	// no I/O.
-	if err := h.s.guardTarget(ctx)(l, cmd); err != nil {
-		return nil, a2aError(err)
-	}
-	content := ""
-	switch c := cmd.(type) {
-	case claim.PublishArtifact:
-		if c, err = h.withFilePart(ctx, msg, c, act.Name); err != nil {
-			return nil, err
-		}
-		cmd, content = c, c.Content.String()
-	case claim.ReportVerdict:
-		if rawParts(msg) == 0 {
+	var file *a2a.Part
+	switch act.Name {
+	case "artifact.publish", "check.report":
+		n := rawParts(msg)
+		if n == 0 && act.Name == "check.report" {
 			break // the evidence is an artifact published before
 		}
-		if c.EvidenceDigest != "" {
+		if n != 1 {
+			return nil, a2atask.InvalidParams("message.parts", act.Name+" takes the artifact's bytes as exactly one file part with raw bytes; the message has "+strconv.Itoa(n))
+		}
+		if act.Name == "check.report" && stringMember(rec.Obj, "evidence_digest") != "" {
 			return nil, a2atask.InvalidParams(where+".evidence_digest", "is the digest of the bytes the message carries: leave it out")
 		}
-		id := c.Evidence
-		if id == "" {
-			id = "ev_" + ledger.MintID()[4:]
+		for _, p := range msg.Parts {
+			if _, ok := p.Content.(a2a.Raw); ok {
+				file = p
+			}
 		}
-		pa, err := h.withFilePart(ctx, msg, claim.PublishArtifact{Claim: c.Claim, Artifact: id, Role: claim.RoleResult, Kind: "evidence"}, act.Name)
-		if err != nil {
-			return nil, err
-		}
-		c.Evidence, c.Publish = "", &pa
-		cmd, content = c, pa.Content.String()
 	}
-	digest := a2aDigest("SendMessage", c.contextID(), uri, act.Name, string(body), content)
-	keys := []string{a2atask.RecordKey(uri, a2atask.FamilyClaim)}
-	resp, err := h.write(ctx, c, l, ledger.Command{Claim: cmd}, c.sendRequestID(msg), digest, h.claimAnswer(c, id, keys, cmd))
+	var party ledger.Command
+	if act.Name == "create" {
+		party = claimParty(&api.ClaimCreate{Claimant: stringMember(rec.Obj, "claimant")})
+	}
+	call, err := h.writeCall(c, party, c.sendRequestID(msg))
+	if err != nil {
+		return nil, err
+	}
+	run, ok := a2aClaimVerbs[act.Name]
+	if !ok {
+		return nil, fmt.Errorf("%w: claim action %s has no Service method", a2a.ErrInternalError, act.Name)
+	}
+	res, err := run(h.s.local, ctx, call, body, file)
 	if err != nil {
 		return nil, a2aError(err)
 	}
-	return decodeAnswer[a2a.Task](resp)
+	return h.claimTask(c, res.Doc, []string{a2atask.RecordKey(uri, a2atask.FamilyClaim)})
 }
 
-// withFilePart stores the bytes of the message's one raw file part in the
-// content store and puts them in an artifact.publish command; a record
-// without a name takes the part's filename. As with PUT …/artifacts, bytes
-// stored for a command the ledger then refuses stay in the content store
-// (it is content-addressed) and the log gets nothing.
-func (h *a2aHandler) withFilePart(ctx context.Context, msg *a2a.Message, pa claim.PublishArtifact, action string) (claim.PublishArtifact, error) {
-	var file *a2a.Part
-	for _, p := range msg.Parts {
-		if _, ok := p.Content.(a2a.Raw); ok {
-			file = p
-		}
-	}
-	if n := rawParts(msg); n != 1 {
-		return pa, a2atask.InvalidParams("message.parts", action+" takes the artifact's bytes as exactly one file part with raw bytes; the message has "+strconv.Itoa(n))
-	}
-	var err error
-	pa.Content, pa.Size, err = h.s.putBytes(ctx, bytes.NewReader(file.Content.(a2a.Raw)))
-	if err != nil {
-		return pa, a2aError(err)
-	}
-	if pa.Name == "" {
-		pa.Name = file.Filename
-	}
-	if pa.Name == "" {
-		pa.Name = pa.Artifact
-	}
-	return pa, nil
+// stringMember is a record's member name when it is a string.
+func stringMember(obj map[string]any, name string) string {
+	s, _ := obj[name].(string)
+	return s
 }
 
 // rawParts counts the message's file parts with raw bytes.
@@ -166,41 +221,59 @@ func rawParts(msg *a2a.Message) int {
 	return n
 }
 
-// claimAnswer renders a claim write's answer: the claim's task after the
-// write, the records appended under "<key>/records", and what the write of
-// cmd says beside them (ClaimNotes) under "<key>/notes".
-func (h *a2aHandler) claimAnswer(c *a2aCall, id string, keys []string, cmd claim.Command) func(*ledger.State, []ledger.Result) []byte {
-	return func(st *ledger.State, res []ledger.Result) []byte {
-		v, ok := st.Claims.Claim(id, h.s.cfg.Ledger.Now().UTC())
-		if !ok {
-			return []byte("{}")
-		}
-		t := a2atask.ClaimTask(&v, c.contextID(), keys, c.sessionURL)
-		recs := make([]json.RawMessage, len(res))
-		for i, r := range res {
-			recs[i] = r.Line
-		}
-		a2atask.WithRecords(t, keys, recs, ClaimNotes(cmd, &v))
-		b, _ := json.Marshal(t)
-		return b
+// claimTask is the task of a claim write's response document: the claim's
+// task after the write, the records appended under "<key>/records", and
+// what the write says beside them under "<key>/notes". Mapped from the
+// document, a retry answered with the recorded one gets the same task.
+func (h *a2aHandler) claimTask(c *a2aCall, doc service.Doc, keys []string) (*a2a.Task, error) {
+	res, err := service.ReadClaimWritten(doc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", a2a.ErrInternalError, err)
 	}
+	if res.Claim.Claim == "" {
+		return nil, fmt.Errorf("%w: the response names no claim", a2a.ErrInternalError)
+	}
+	t := a2atask.ClaimTask(&res.Claim, c.contextID(), keys, c.sessionURL)
+	recs := make([]json.RawMessage, len(res.Records))
+	for i, r := range res.Records {
+		recs[i] = r.Line
+	}
+	a2atask.WithRecords(t, keys, recs, res.Notes)
+	return t, nil
+}
+
+// findClaim is the claim id in the request's session, or nil; a Service
+// that does not serve the claims family (a cluster node's) holds none.
+func (h *a2aHandler) findClaim(ctx context.Context, c *a2aCall, id string) (*service.ClaimShown, error) {
+	res, err := h.s.local.Claim(ctx, h.readCall(c), id)
+	if err == nil {
+		return &res, nil
+	}
+	if r, ok := rule.As(err); ok && r.Code == rule.NotFound {
+		return nil, nil
+	}
+	if notServed(err) {
+		return nil, nil
+	}
+	return nil, a2aError(err)
 }
 
 // cancelClaim ends a claim as the caller: Cancelled, with the reason from
 // the request's metadata "reason" (or a record's under a claim key). The
 // claim core refuses anyone but the claimant, and a claim already ended
 // (NotCancelable).
-func (h *a2aHandler) cancelClaim(ctx context.Context, c *a2aCall, l *ledger.Ledger, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
-	id := string(req.ID)
+func (h *a2aHandler) cancelClaim(ctx context.Context, c *a2aCall, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
 	keys := h.keysOf(c, a2atask.FamilyClaim)
-	reason := a2atask.CancelReason(c.cancelRequestMetadata(req), keys)
-	digest := a2aDigest("CancelTask", c.contextID(), "claim", id, reason)
-	resp, err := h.write(ctx, c, l, ledger.Command{Claim: claim.Cancel{Claim: id, Reason: reason}}, c.requestID, digest, h.claimAnswer(c, id, keys, nil))
+	call, err := h.writeCall(c, ledger.Command{}, c.requestID)
+	if err != nil {
+		return nil, err
+	}
+	res, err := h.s.local.CancelClaim(ctx, call, api.ClaimEnd{Claim: string(req.ID), Reason: a2atask.CancelReason(c.cancelRequestMetadata(req), keys)})
 	if err != nil {
 		if r, ok := rule.As(err); ok && r.Field == "reason" {
 			return nil, a2atask.InvalidParams("reason", r.Rule+": cancelling a claim needs a reason, put it in the request's metadata.reason")
 		}
 		return nil, cancelError(err)
 	}
-	return decodeAnswer[a2a.Task](resp)
+	return h.claimTask(c, res.Doc, keys)
 }

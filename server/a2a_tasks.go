@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -50,9 +49,10 @@ func (h *a2aHandler) caller(ctx context.Context) (*a2aCall, error) {
 	return c, nil
 }
 
-// readCall is the service Call of a read in the request's session.
-func (c *a2aCall) readCall() service.Call {
-	return service.Call{Tenant: c.tenant, Session: c.session}
+// readCall is the service Call of a read in the request's session, at
+// one instant for every family the read asks about.
+func (h *a2aHandler) readCall(c *a2aCall) service.Call {
+	return service.Call{Tenant: c.tenant, Session: c.session, Now: h.s.cfg.Ledger.Now().UTC()}
 }
 
 // writeCall is the service Call of a write under request id rid: the
@@ -93,7 +93,7 @@ func (h *a2aHandler) ledgerOf(ctx context.Context, c *a2aCall, create bool, what
 // findPromise is the promise whose task id is task (a2atask.FindPromise), or
 // nil, read through the Service.
 func (h *a2aHandler) findPromise(ctx context.Context, c *a2aCall, task string) (*promise.View, error) {
-	res, err := h.s.local.ListPromises(ctx, c.readCall(), promise.Filter{State: "all"})
+	res, err := h.s.local.ListPromises(ctx, h.readCall(c), promise.Filter{State: "all"})
 	if err != nil {
 		return nil, a2aError(err)
 	}
@@ -167,6 +167,13 @@ func refusalError(r *service.Refusal) error {
 	return a2a.NewError(sentinel, r.Message).WithDetails(map[string]any{"code": r.Code})
 }
 
+// notServed reports a refusal of a family the Service does not serve (a
+// cluster node's claims): a session there holds none of its records.
+func notServed(err error) bool {
+	var ref *service.Refusal
+	return errors.As(err, &ref) && ref.Status == http.StatusNotImplemented
+}
+
 // GetTask returns the task of a promise, of a claim, or of an origin of
 // expectations (originTask), looked up in that order.
 func (h *a2aHandler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task, error) {
@@ -185,16 +192,20 @@ func (h *a2aHandler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a
 	if v != nil {
 		return a2atask.PromiseTask(v, c.contextID(), h.keysOf(c, a2atask.FamilyPromise)), nil
 	}
-	l, err := h.ledgerOf(ctx, c, false, "a claim's or an origin's task")
+	cl, err := h.findClaim(ctx, c, id)
 	if err != nil {
 		return nil, err
 	}
-	now := h.s.cfg.Ledger.Now()
+	if cl != nil {
+		return a2atask.ClaimTask(&cl.Claim, c.contextID(), h.keysOf(c, a2atask.FamilyClaim), c.sessionURL), nil
+	}
+	l, err := h.ledgerOf(ctx, c, false, "an origin's task")
+	if err != nil {
+		return nil, err
+	}
 	var t *a2a.Task
 	l.Read(func(st *ledger.State) {
-		if v, ok := st.Claims.Claim(id, now.UTC()); ok {
-			t = a2atask.ClaimTask(&v, c.contextID(), h.keysOf(c, a2atask.FamilyClaim), c.sessionURL)
-		} else if a2atask.IsOrigin(st.Expects, id) {
+		if a2atask.IsOrigin(st.Expects, id) {
 			t = a2atask.OriginTask(st.Expects, id, c.contextID(), h.keysOf(c, a2atask.FamilyExpect))
 		}
 	})
@@ -233,7 +244,8 @@ func (h *a2aHandler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (
 			return nil, a2atask.InvalidParams("pageToken", "is not a token this server issued")
 		}
 	}
-	promises, err := h.s.local.ListPromises(ctx, c.readCall(), promise.Filter{State: "all"})
+	call := h.readCall(c)
+	promises, err := h.s.local.ListPromises(ctx, call, promise.Filter{State: "all"})
 	if err != nil {
 		return nil, a2aError(err)
 	}
@@ -258,19 +270,16 @@ func (h *a2aHandler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (
 	for i := range promises.Promises {
 		keep(a2atask.PromiseTask(&promises.Promises[i], c.contextID(), promiseKeys))
 	}
-	if _, local := h.s.local.(*service.Local); local { // a cluster node has no claims yet
-		l, err := h.ledgerOf(ctx, c, false, "the claims' tasks")
+	claims, err := h.s.local.ListClaims(ctx, call, claim.Filter{})
+	if err != nil && !notServed(err) {
+		return nil, a2aError(err)
+	}
+	for _, sm := range claims.Claims {
+		cl, err := h.s.local.Claim(ctx, call, sm.Claim)
 		if err != nil {
-			return nil, err
+			return nil, a2aError(err)
 		}
-		now := h.s.cfg.Ledger.Now()
-		l.Read(func(st *ledger.State) {
-			for _, sm := range st.Claims.List(claim.Filter{}, now.UTC()) {
-				if v, ok := st.Claims.Claim(sm.Claim, now.UTC()); ok {
-					keep(a2atask.ClaimTask(&v, c.contextID(), claimKeys, c.sessionURL))
-				}
-			}
-		})
+		keep(a2atask.ClaimTask(&cl.Claim, c.contextID(), claimKeys, c.sessionURL))
 	}
 	resp.TotalSize = len(all)
 	if off < len(all) {
@@ -302,25 +311,23 @@ func (h *a2aHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest)
 		return nil, err
 	}
 	if v == nil {
-		l, err := h.ledgerOf(ctx, c, false, "cancelling a claim's or an origin's task")
+		cl, err := h.findClaim(ctx, c, string(req.ID))
 		if err != nil {
 			return nil, err
 		}
-		var family a2atask.Family
-		l.Read(func(st *ledger.State) {
-			if _, ok := st.Claims.Claim(string(req.ID), time.Time{}); ok {
-				family = a2atask.FamilyClaim
-			} else if a2atask.IsOrigin(st.Expects, string(req.ID)) {
-				family = a2atask.FamilyExpect
-			}
-		})
-		switch family {
-		case a2atask.FamilyClaim:
-			return h.cancelClaim(ctx, c, l, req)
-		case a2atask.FamilyExpect:
-			return h.cancelOrigin(ctx, c, l, string(req.ID))
+		if cl != nil {
+			return h.cancelClaim(ctx, c, req)
 		}
-		return nil, noTask(c, string(req.ID))
+		l, err := h.ledgerOf(ctx, c, false, "cancelling an origin's task")
+		if err != nil {
+			return nil, err
+		}
+		var origin bool
+		l.Read(func(st *ledger.State) { origin = a2atask.IsOrigin(st.Expects, string(req.ID)) })
+		if !origin {
+			return nil, noTask(c, string(req.ID))
+		}
+		return h.cancelOrigin(ctx, c, l, string(req.ID))
 	}
 	if !v.ResolvedAt.IsZero() {
 		return nil, a2a.NewError(a2a.ErrTaskNotCancelable, "promise "+v.ID+" is already resolved as "+string(v.State))
@@ -388,11 +395,7 @@ func (h *a2aHandler) SendMessage(ctx context.Context, req *a2a.SendMessageReques
 		}
 		return h.sendExpect(ctx, c, l, req, uri, key, raw)
 	case a2atask.FamilyClaim:
-		l, err := h.ledgerOf(ctx, c, true, "a claim record")
-		if err != nil {
-			return nil, err
-		}
-		return h.sendClaim(ctx, c, l, req, uri, key, raw)
+		return h.sendClaim(ctx, c, req, uri, key, raw)
 	}
 	return h.sendPromise(ctx, c, msg, key, raw, []string{a2atask.RecordKey(uri, a2atask.FamilyPromise)})
 }
