@@ -1,6 +1,8 @@
 package mcp
 
 import (
+	"context"
+
 	"tally/promise"
 	"tally/service"
 )
@@ -16,6 +18,14 @@ type promiseQuery struct {
 	By    string `json:"by,omitempty" jsonschema:"the debtor"`
 	To    string `json:"to,omitempty" jsonschema:"the creditor"`
 }
+
+// owedQuery names a seat: the CLI's owed --as.
+type owedQuery struct {
+	Seat string `json:"seat,omitempty" jsonschema:"the seat (default: the caller)"`
+}
+
+// graphQuery is the promise graph's arguments: none but the call's.
+type graphQuery struct{}
 
 func promiseTools() []tool {
 	return []tool{
@@ -37,5 +47,17 @@ func promiseTools() []tool {
 		read("tally_promise_list", "List promises",
 			"Promises by state (open, overdue, all), debtor and creditor, in declaration order.",
 			plain(func(d *promiseQuery) promise.Filter { return promise.Filter{State: d.State, By: d.By, To: d.To} }), service.Service.ListPromises),
+		read("tally_promise_owed", "What a seat owes",
+			"The open promises a seat owes (default: you), as tally_promise_list answers them; each with overdue and its deadline.",
+			plain(func(d *owedQuery) string { return d.Seat }),
+			func(svc service.Service, ctx context.Context, c service.Call, seat string) (service.PromiseList, error) {
+				if seat == "" {
+					seat = c.Actor
+				}
+				return svc.ListPromises(ctx, c, promise.Filter{State: "open", By: seat})
+			}),
+		read("tally_promise_graph", "The promise graph",
+			"Every promise of the session in any state: its antecedent (on) is its edge, by and to say who owes whom.",
+			plain(func(*graphQuery) promise.Filter { return promise.Filter{State: "all"} }), service.Service.ListPromises),
 	}
 }

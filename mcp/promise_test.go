@@ -75,7 +75,7 @@ func TestToolsListed(t *testing.T) {
 	name := regexp.MustCompile(`^tally_(promise|claim|expect|ledger)_[a-z_]+$`)
 	for n, tl := range ts {
 		verb := n[strings.LastIndex(n, "_")+1:]
-		readOnly := map[string]bool{"show": true, "list": true, "lapses": true, "graph": true, "verify": true, "export": true}[verb]
+		readOnly := map[string]bool{"show": true, "list": true, "lapses": true, "graph": true, "verify": true, "export": true, "owed": true}[verb]
 		ends := map[string]bool{"resolve": true, "cancel": true, "revoke": true, "withdraw": true}[verb] || n == "tally_claim_supersede"
 		a := tl.Annotations
 		switch {
@@ -119,6 +119,14 @@ func TestPromiseLifecycle(t *testing.T) {
 	if ps, _ := list["promises"].([]any); len(ps) != 1 {
 		t.Fatalf("overdue to author: %v", list)
 	}
+	owed := ok(t, reviewer, "tally_promise_owed", map[string]any{"now": "2026-09-01T18:40:00Z"})
+	conform(t, ts["tally_promise_owed"], owed)
+	if ps, _ := owed["promises"].([]any); len(ps) != 1 || !strings.Contains(text2(owed), `"overdue":true`) {
+		t.Fatalf("owed by the reviewer: %v", owed)
+	}
+	if ps, _ := ok(t, author, "tally_promise_owed", map[string]any{})["promises"].([]any); len(ps) != 0 {
+		t.Fatalf("owed by the author: %v", ps)
+	}
 	r := ok(t, reviewer, "tally_promise_resolve", map[string]any{"id": "desk/ship-91", "as": "satisfied", "evidence": []string{"https://example.org/reviews/91"}, "request_id": "resolve-91"})
 	conform(t, ts["tally_promise_resolve"], r)
 	if str(r, "promise", "state") != "satisfied" {
@@ -129,6 +137,11 @@ func TestPromiseLifecycle(t *testing.T) {
 	again := call(t, reviewer, "tally_promise_resolve", map[string]any{"id": "desk/ship-91", "as": "satisfied", "evidence": []string{"https://example.org/reviews/91"}, "request_id": "resolve-91"})
 	if again.IsError || !jsonEqual(t, text(again), r) || again.Meta["tally/replayed"] != true || f.logSize("default", "default") != size {
 		t.Fatalf("replay: %s %v", text(again), again.Meta)
+	}
+	g := ok(t, author, "tally_promise_graph", map[string]any{})
+	conform(t, ts["tally_promise_graph"], g)
+	if !strings.Contains(text2(g), `"state":"satisfied"`) {
+		t.Fatalf("graph: %v", g)
 	}
 	show := ok(t, author, "tally_promise_show", map[string]any{"id": "desk/ship-91", "now": "2026-09-02T10:00:00Z"})
 	conform(t, ts["tally_promise_show"], show)
