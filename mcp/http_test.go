@@ -32,6 +32,11 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // httpServer is `tally serve`'s handler on 127.0.0.1 with a token for each
 // of who (tenant/participant).
 func httpServer(t *testing.T, who ...string) (url string, tokens map[string]string) {
+	return httpServerWith(t, nil, who...)
+}
+
+// httpServerWith is httpServer with its configuration tuned.
+func httpServerWith(t *testing.T, tune func(*server.Config), who ...string) (url string, tokens map[string]string) {
 	t.Helper()
 	root := t.TempDir()
 	if err := store.Init(root); err != nil {
@@ -43,6 +48,9 @@ func httpServer(t *testing.T, who ...string) (url string, tokens map[string]stri
 	cfg.Ledger.Now = func() time.Time { return t0 }
 	cfg.StreamPoll = 50 * time.Millisecond
 	cfg.WatchEvery = 0
+	if tune != nil {
+		tune(&cfg)
+	}
 	s, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +72,12 @@ func httpServer(t *testing.T, who ...string) (url string, tokens map[string]stri
 
 func httpClient(t *testing.T, url, token string, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
-	tr := &sdk.StreamableClientTransport{Endpoint: url + "/mcp", HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}, MaxRetries: -1}
+	return httpClientVia(t, url, bearer{token, http.DefaultTransport}, opts)
+}
+
+func httpClientVia(t *testing.T, url string, rt http.RoundTripper, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
+	tr := &sdk.StreamableClientTransport{Endpoint: url + "/mcp", HTTPClient: &http.Client{Transport: rt}, MaxRetries: -1}
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "0"}, opts).Connect(context.Background(), tr, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -159,5 +172,32 @@ func TestStreamableHTTP(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode < 400 {
 		t.Fatalf("another token continued the reviewer's session: %d", resp.StatusCode)
+	}
+}
+
+// header sets one header on every request.
+type header struct {
+	name, value string
+	next        http.RoundTripper
+}
+
+func (h header) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(h.name, h.value)
+	return h.next.RoundTrip(r)
+}
+
+// Under --insecure-dev a call acts as its X-Tally-Actor header, in any
+// tenant, as a REST request does.
+func TestStreamableHTTPInsecureDev(t *testing.T) {
+	url, _ := httpServerWith(t, func(c *server.Config) { c.Insecure = true })
+	reviewer := httpClientVia(t, url, header{"X-Tally-Actor", "reviewer", http.DefaultTransport}, nil)
+	d := ok(t, reviewer, "tally_promise_declare", map[string]any{"id": "d1", "promise": "x", "to": "author", "until": "2h", "session": "acme/work"})
+	if str(d, "promise", "by") != "reviewer" {
+		t.Fatalf("declared as %v", d)
+	}
+	author := httpClientVia(t, url, header{"X-Tally-Actor", "author", http.DefaultTransport}, nil)
+	if _, code := refusal(t, author, "tally_promise_amend", map[string]any{"id": "d1", "until": "3h", "session": "acme/work"}); code != "forbidden" {
+		t.Fatalf("author amending: %s", code)
 	}
 }
