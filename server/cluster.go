@@ -20,6 +20,10 @@ var clusterRoutes = map[string]bool{
 	"session.export": true, "session.verify": true, "verify": true, "session.import": true,
 	"expect.raise": true, "expect.list": true, "expect.show": true, "expect.withdraw": true, "expect.supersede": true,
 	"expect.fact": true, "expect.task.outcome": true, "expect.lapses": true, "expect.lapse": true,
+	// A2A: what does not run through the Service yet is refused in the
+	// binding (ledgerOf), not the route.
+	"a2a.card": true, "a2a.session_card": true, "a2a.session_card_bare": true,
+	"a2a.jsonrpc": true, "a2a.send": true, "a2a.tasks": true, "a2a.task": true, "a2a.cancel": true,
 }
 
 // CodeNotInCluster refuses a route a cluster node does not serve yet.
