@@ -61,6 +61,7 @@ func step(who string, exit ExitCode, args ...string) parityStep {
 // paritySide is one side of a scenario: how each step's process is set up.
 type paritySide struct {
 	name   string
+	root   string // its ledger directory
 	env    map[string]string
 	tokens map[string]string // identity → secret, over a server with tokens
 	work   string
@@ -126,7 +127,7 @@ func localSide(t *testing.T, work string) *paritySide {
 	if err := store.Init(root); err != nil {
 		t.Fatal(err)
 	}
-	return &paritySide{name: "local", env: map[string]string{"TALLY_DIR": root}, work: work}
+	return &paritySide{name: "local", root: root, env: map[string]string{"TALLY_DIR": root}, work: work}
 }
 
 // remoteSide is a fresh server over its own ledger directory, named by
@@ -137,7 +138,7 @@ func remoteSide(t *testing.T, sc parityScenario, work string) *paritySide {
 	if err := store.Init(root); err != nil {
 		t.Fatal(err)
 	}
-	p := &paritySide{name: "server", tokens: map[string]string{}, work: work}
+	p := &paritySide{name: "server", root: root, tokens: map[string]string{}, work: work}
 	tokens := auth.Open(root)
 	for who, role := range sc.tokens {
 		tok, _, err := tokens.Create(store.DefaultTenant, who, role, parityClock)
