@@ -1,18 +1,22 @@
 package mcp_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"tally/auth"
+	"tally/mcp"
 	"tally/server"
 	"tally/store"
 )
@@ -199,5 +203,157 @@ func TestStreamableHTTPInsecureDev(t *testing.T) {
 	author := httpClientVia(t, url, header{"X-Tally-Actor", "author", http.DefaultTransport}, nil)
 	if _, code := refusal(t, author, "tally_promise_amend", map[string]any{"id": "d1", "until": "3h", "session": "acme/work"}); code != "forbidden" {
 		t.Fatalf("author amending: %s", code)
+	}
+}
+
+// A session that ends without unsubscribing holds nothing: with room for
+// one watched resource, a second session's subscription is watched (its
+// update sent) once the first session, which held another, is gone.
+func TestSubscriptionsEndWithTheirSession(t *testing.T) {
+	f := newFixture(t)
+	var mu sync.Mutex
+	var watching []chan struct{}
+	f.changes = func(ctx context.Context, _, _ string) (<-chan struct{}, error) {
+		ch := make(chan struct{}, 1)
+		mu.Lock()
+		watching = append(watching, ch)
+		mu.Unlock()
+		return ch, nil
+	}
+	commit := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, ch := range watching {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+	cfg := mcp.DefaultConfig()
+	cfg.Service = f.svc
+	cfg.Identify = func(context.Context, *sdk.RequestExtra) (mcp.Who, error) { return mcp.Who{Actor: "reviewer"}, nil }
+	cfg.Changes = f.changes
+	cfg.SubscriptionsMax = 1
+	s, err := mcp.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	ctx := context.Background()
+	first := f.connect(s, nil)
+	if err := first.Subscribe(ctx, &sdk.SubscribeParams{URI: "tally://owed/reviewer"}); err != nil {
+		t.Fatal(err)
+	}
+	// The first holds its resource (the subscription is a stream; wait for
+	// its watch).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := len(watching)
+		mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first subscription is not watched")
+		}
+	}
+	first.Close()
+	updates := make(chan string, 16)
+	second := f.connect(s, &sdk.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, r *sdk.ResourceUpdatedNotificationRequest) {
+		updates <- r.Params.URI
+	}})
+	reviewer := f.client("reviewer")
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; ; i++ {
+		// Subscribing again until the first's hold is released: one past
+		// the bound is refused while it stands.
+		second.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: "tally://sessions/default/open"})
+		if err := second.Subscribe(ctx, &sdk.SubscribeParams{URI: "tally://sessions/default/open"}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+		ok(t, reviewer, "tally_promise_declare", map[string]any{"id": fmt.Sprintf("p%d", i), "promise": "x", "to": "author", "until": "2h"})
+		commit()
+		select {
+		case uri := <-updates:
+			if uri != "tally://sessions/default/open" {
+				t.Fatalf("update of %s", uri)
+			}
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the ended session still holds its subscription: the second is never watched")
+		}
+	}
+}
+
+// rawSession is a session of the protocol's 2025-06-18 version (where a
+// subscription is a request of its own) over pipes, line by line.
+type rawSession struct {
+	in   *io.PipeWriter
+	out  *bufio.Scanner
+	done chan error
+}
+
+func newRawSession(t *testing.T, s *mcp.Server) *rawSession {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	r := &rawSession{in: inW, out: bufio.NewScanner(outR), done: make(chan error, 1)}
+	go func() { r.done <- s.Run(context.Background(), &sdk.IOTransport{Reader: inR, Writer: outW}) }()
+	t.Cleanup(func() { inW.Close(); outR.Close() })
+	r.call(t, 1, "initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}`)
+	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	return r
+}
+
+// call sends a request and returns its answer's line.
+func (r *rawSession) call(t *testing.T, id int, method, params string) string {
+	t.Helper()
+	fmt.Fprintf(r.in, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", id, method, params)
+	for r.out.Scan() {
+		if strings.Contains(r.out.Text(), fmt.Sprintf(`"id":%d,`, id)) {
+			return r.out.Text()
+		}
+	}
+	t.Fatalf("%s: no answer", method)
+	return ""
+}
+
+// Under the 2025-06-18 protocol a session that ends without unsubscribing
+// releases what it held: past the bound, a second session's subscription
+// is refused while the first stands and taken once it has gone.
+func TestLegacySubscriptionsEndWithTheirSession(t *testing.T) {
+	f := newFixture(t)
+	cfg := mcp.DefaultConfig()
+	cfg.Service = f.svc
+	cfg.Identify = func(context.Context, *sdk.RequestExtra) (mcp.Who, error) { return mcp.Who{Actor: "reviewer"}, nil }
+	cfg.SubscriptionsMax = 1
+	s, err := mcp.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	first := newRawSession(t, s)
+	if got := first.call(t, 2, "resources/subscribe", `{"uri":"tally://owed/a"}`); strings.Contains(got, `"error"`) {
+		t.Fatalf("first: %s", got)
+	}
+	second := newRawSession(t, s)
+	if got := second.call(t, 2, "resources/subscribe", `{"uri":"tally://owed/b"}`); !strings.Contains(got, "at most 1 resources") {
+		t.Fatalf("past the bound: %s", got)
+	}
+	first.in.Close()
+	<-first.done
+	for deadline, id := time.Now().Add(10*time.Second), 3; ; id++ {
+		got := second.call(t, id, "resources/subscribe", `{"uri":"tally://owed/b"}`)
+		if !strings.Contains(got, `"error"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ended session still holds its subscription: %s", got)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -127,10 +127,13 @@ func (s *Server) readCall(ctx context.Context, who Who, arg string) (context.Con
 // subscriptions are the resources subscribed to on this server, each
 // watched through Config.Changes while any MCP session holds it.
 type subscriptions struct {
-	s      *Server
-	mu     sync.Mutex
-	byURI  map[string]*watch // guarded by mu
-	closed bool              // guarded by mu
+	s     *Server
+	mu    sync.Mutex
+	byURI map[string]*watch // guarded by mu
+	// bySession is what each MCP session subscribed to, released when it
+	// ends: a host that goes away without unsubscribing holds nothing.
+	bySession map[*sdk.ServerSession]map[string]bool // guarded by mu
+	closed    bool                                   // guarded by mu
 }
 
 // watch is one subscribed resource: how many sessions hold it, and how to
@@ -142,7 +145,7 @@ type watch struct {
 }
 
 func newSubscriptions(s *Server) *subscriptions {
-	return &subscriptions{s: s, byURI: map[string]*watch{}}
+	return &subscriptions{s: s, byURI: map[string]*watch{}, bySession: map[*sdk.ServerSession]map[string]bool{}}
 }
 
 func (ss *subscriptions) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
@@ -164,14 +167,30 @@ func (ss *subscriptions) subscribe(ctx context.Context, req *sdk.SubscribeReques
 	if ss.closed {
 		return fmt.Errorf("%s: the server is closing", uri)
 	}
-	if w, ok := ss.byURI[uri]; ok {
+	mine := ss.bySession[req.Session]
+	if mine[uri] {
+		return nil // subscribed already
+	}
+	w, ok := ss.byURI[uri]
+	if !ok && len(ss.byURI) >= ss.s.cfg.SubscriptionsMax {
+		return rule.Invalidf("uri", fmt.Sprintf("at most %d resources are subscribed to at once", ss.s.cfg.SubscriptionsMax))
+	}
+	if mine == nil {
+		mine = map[string]bool{}
+		ss.bySession[req.Session] = mine
+		if req.Session != nil {
+			go func() {
+				req.Session.Wait()
+				ss.end(req.Session)
+			}()
+		}
+	}
+	mine[uri] = true
+	if ok {
 		w.holders++
 		return nil
 	}
-	if len(ss.byURI) >= ss.s.cfg.SubscriptionsMax {
-		return rule.Invalidf("uri", fmt.Sprintf("at most %d resources are subscribed to at once", ss.s.cfg.SubscriptionsMax))
-	}
-	w := &watch{holders: 1}
+	w = &watch{holders: 1}
 	ss.byURI[uri] = w
 	if ss.s.cfg.Changes == nil {
 		return nil // read on demand; nothing here announces a change
@@ -182,6 +201,7 @@ func (ss *subscriptions) subscribe(ctx context.Context, req *sdk.SubscribeReques
 	if err != nil {
 		stop()
 		delete(ss.byURI, uri)
+		delete(mine, uri)
 		return fmt.Errorf("%s: %w", uri, err)
 	}
 	last, _ := ss.s.render(wctx, who, r)
@@ -216,17 +236,36 @@ func (ss *subscriptions) follow(ctx context.Context, uri string, who Who, r reso
 func (ss *subscriptions) unsubscribe(_ context.Context, req *sdk.UnsubscribeRequest) error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	w, ok := ss.byURI[req.Params.URI]
+	if mine := ss.bySession[req.Session]; mine[req.Params.URI] {
+		delete(mine, req.Params.URI)
+		ss.release(req.Params.URI)
+	}
+	return nil
+}
+
+// end releases what an MCP session that ended had subscribed to.
+func (ss *subscriptions) end(session *sdk.ServerSession) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for uri := range ss.bySession[session] {
+		ss.release(uri)
+	}
+	delete(ss.bySession, session)
+}
+
+// release drops one holder of uri, stopping its watch with the last.
+// Called with mu held.
+func (ss *subscriptions) release(uri string) {
+	w, ok := ss.byURI[uri]
 	if !ok {
-		return nil
+		return
 	}
 	if w.holders--; w.holders == 0 {
 		if w.stop != nil {
 			w.stop()
 		}
-		delete(ss.byURI, req.Params.URI)
+		delete(ss.byURI, uri)
 	}
-	return nil
 }
 
 func (ss *subscriptions) close() {

@@ -125,7 +125,14 @@ func (s *Server) newMCP(tenant string) (*mcp.Server, error) {
 			p := s.principalOf(h.Get("X-Tally-Actor"), h.Get("X-Tally-Role"))
 			return mcp.Who{Actor: p.actor, Person: p.role == auth.RolePerson}, nil
 		}
-		if extra == nil || extra.TokenInfo == nil {
+		if extra == nil {
+			// A request the SDK makes of itself (a subscription of a
+			// subscriptions/listen stream) carries no HTTP request; the
+			// stream's own was authenticated for this tenant's server. It
+			// reads as no one, in this tenant only.
+			return mcp.Who{Tenant: tenant}, nil
+		}
+		if extra.TokenInfo == nil {
 			return mcp.Who{}, auth.ErrUnauthenticated
 		}
 		actor, _ := extra.TokenInfo.Extra["actor"].(string)
