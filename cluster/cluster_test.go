@@ -127,6 +127,19 @@ func TestThreeNodesReplicateIdenticalChains(t *testing.T) {
 		nodes = append(nodes, n)
 	}
 	waitFor(t, "three voters in every group", 20*time.Second, func() bool { return allVoters(n1.Node, 3) })
+	// Node 1 led every group at first; leadership spreads over the three.
+	waitFor(t, "leaders spread over the nodes", 20*time.Second, func() bool {
+		st, err := n1.Status(context.Background())
+		if err != nil {
+			return false
+		}
+		leads := map[uint64]int{}
+		for _, g := range st.Groups {
+			leads[g.Leader]++
+		}
+		return leads[1] >= 1 && leads[2] >= 1 && leads[3] >= 1 && leads[0] == 0 &&
+			max(leads[1], leads[2], leads[3])-min(leads[1], leads[2], leads[3]) <= 1
+	})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -15,16 +15,23 @@ import (
 // with the membership.
 const reconcileEvery = 250 * time.Millisecond
 
+// rebalanceCooldown is the pause after a leadership transfer before this
+// node considers another, so the leader counts it sees have caught up.
+const rebalanceCooldown = time.Second
+
 // reconcile makes every member a voter of every group, the way raft wants
-// it: the leader of each group adds a member it lacks as a learner, and
-// promotes a learner once its log has caught up with the group's commit.
-// One change per group at a time; the node refuses one that would lose
-// quorum.
+// it: the leader of each group adds a member it lacks as a learner,
+// promotes a learner once its log has caught up with the group's commit,
+// and removes a node no longer a member. One change per group at a time;
+// the node refuses one that would lose quorum. It also spreads leadership:
+// a node leading more groups than another caught-up voter plus one hands
+// one of them over.
 func (c *Node) reconcile(ctx context.Context) {
 	pending := map[uint64]bool{}
 	done := make(chan uint64, 64)
 	t := time.NewTicker(reconcileEvery)
 	defer t.Stop()
+	var lastTransfer time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -39,7 +46,11 @@ func (c *Node) reconcile(ctx context.Context) {
 			continue
 		}
 		_ = c.do(ctx, func(n *node.Node) {
-			for _, st := range n.Status() {
+			sts := n.Status()
+			if time.Since(lastTransfer) > rebalanceCooldown && c.rebalance(n, sts, members, pending) {
+				lastTransfer = time.Now()
+			}
+			for _, st := range sts {
 				if pending[st.Group] {
 					continue
 				}
@@ -77,7 +88,55 @@ func (c *Node) nextChange(n *node.Node, st node.GroupStatus, members []replica.M
 			return change(pb.ConfChangeType_ConfChangeAddNode, l)
 		}
 	}
+	isMember := func(id uint64) bool {
+		return slices.ContainsFunc(members, func(m replica.Member) bool { return m.ID == id })
+	}
+	for _, id := range append(slices.Clone(st.Learners), st.Voters...) {
+		if !isMember(id) {
+			return change(pb.ConfChangeType_ConfChangeRemoveNode, id)
+		}
+	}
 	return nil
+}
+
+// rebalance hands one group this node leads to the caught-up voter leading
+// the fewest, if this node leads more than that voter plus one. It reports
+// whether it asked for a transfer.
+func (c *Node) rebalance(n *node.Node, sts []node.GroupStatus, members []replica.Member, pending map[uint64]bool) bool {
+	me := c.cfg.NodeID
+	leads := map[uint64]int{}
+	for _, m := range members {
+		leads[m.ID] = 0
+	}
+	for _, st := range sts {
+		if st.Leader != 0 {
+			leads[st.Leader]++
+		}
+	}
+	for _, st := range sts {
+		if st.Leader != me || pending[st.Group] || len(st.Learners) > 0 {
+			continue
+		}
+		commit, match, ok := n.Progress(st.Group)
+		if !ok {
+			continue
+		}
+		var to uint64
+		for _, v := range st.Voters {
+			if _, member := leads[v]; !member || v == me || match[v] < commit || leads[v]+1 >= leads[me] {
+				continue
+			}
+			if to == 0 || leads[v] < leads[to] {
+				to = v
+			}
+		}
+		if to != 0 {
+			c.log.Info("rebalance: handing over leadership", "group", st.Group, "to", to, "leads", leads[me], "theirs", leads[to])
+			n.TransferLeader(st.Group, to)
+			return true
+		}
+	}
+	return false
 }
 
 func change(t pb.ConfChangeType, id uint64) *pb.ConfChangeV2 {
