@@ -224,7 +224,8 @@ func (c *Node) ClusterID() string { return c.id.ClusterID }
 // Replica is the node's state machine (its ledger directory, its members).
 func (c *Node) Replica() *replica.SM { return c.sm }
 
-// do runs f on the node's loop and waits for it to have run.
+// do runs f on the node's loop and waits for it to have run. Never call it
+// from the loop (from f, or a callback): it would wait for itself.
 func (c *Node) do(ctx context.Context, f func(*node.Node)) error {
 	ran := make(chan struct{})
 	select {
@@ -237,6 +238,8 @@ func (c *Node) do(ctx context.Context, f func(*node.Node)) error {
 	select {
 	case <-ran:
 		return nil
+	case <-ctx.Done():
+		return ctx.Err() // f may still run
 	case <-c.ctx.Done():
 		return ErrStopped
 	}

@@ -3,7 +3,10 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -152,8 +155,14 @@ func TestThreeNodesReplicateIdenticalChains(t *testing.T) {
 			defer wg.Done()
 			n := nodes[w%3]
 			for i := 0; i < 10; i++ {
-				call := service.Call{Tenant: "acme", Session: fmt.Sprintf("s%d", i%4), Actor: "alice"}
+				// A leader may move meanwhile: the answer is then retryable,
+				// and a retry under the same request id runs at most once.
+				call := service.Call{Tenant: "acme", Session: fmt.Sprintf("s%d", i%4), Actor: "alice", RequestID: fmt.Sprintf("w%d-%d", w, i)}
 				res, err := n.DeclarePromise(ctx, call, api.PromiseDeclare{Promise: "ship", To: "bob", Until: "2h"})
+				for try := 0; try < 20 && isUnavailable(err); try++ {
+					time.Sleep(50 * time.Millisecond)
+					res, err = n.DeclarePromise(ctx, call, api.PromiseDeclare{Promise: "ship", To: "bob", Until: "2h"})
+				}
 				if err != nil {
 					t.Errorf("node %d write: %v", n.ID(), err)
 					return
@@ -231,6 +240,61 @@ func TestThreeNodesReplicateIdenticalChains(t *testing.T) {
 	if len(slices.Compact(ids)) != 60 {
 		t.Errorf("minted ids collide")
 	}
+
+	// The operator's changes: a leadership handed over (asked at a node
+	// that does not lead the group, which names the leader), a wrong
+	// secret refused, and node 3 removed from every group.
+	st, err := n1.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := st.Groups[1]
+	to := g.Voters[0]
+	if to == g.Leader {
+		to = g.Voters[1]
+	}
+	at := nodes[to-1] // not the leader
+	if code, body := post(t, at.cfg.Addr, TransferLeaderPath, SignTransfer(c1.Secret, TransferRequest{Group: g.Group, To: to})); code != 503 || !strings.Contains(body, `"leader_addr"`) {
+		t.Fatalf("transfer asked at a follower: %d %s", code, body)
+	}
+	leaderAddr := nodes[g.Leader-1].cfg.Addr
+	if code, body := post(t, leaderAddr, TransferLeaderPath, SignTransfer("another secret of some length", TransferRequest{Group: g.Group, To: to})); code != 403 {
+		t.Fatalf("transfer with another secret: %d %s", code, body)
+	}
+	if code, body := post(t, leaderAddr, TransferLeaderPath, SignTransfer(c1.Secret, TransferRequest{Group: g.Group, To: to})); code != 200 {
+		t.Fatalf("transfer at the leader: %d %s", code, body)
+	}
+	if code, body := post(t, c1.Addr, RemoveNodePath, SignRemove(c1.Secret, RemoveRequest{ID: 3})); code != 200 {
+		t.Fatalf("remove node 3: %d %s", code, body)
+	}
+	waitFor(t, "node 3 out of every group", 20*time.Second, func() bool {
+		st, err := n1.Status(ctx)
+		if err != nil {
+			return false
+		}
+		for _, g := range st.Groups {
+			if slices.Contains(g.Voters, 3) || slices.Contains(g.Learners, 3) || g.Leader == 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func isUnavailable(err error) bool {
+	var u *Unavailable
+	return errors.As(err, &u)
+}
+
+func post(t *testing.T, addr, path string, body any) (int, string) {
+	b, _ := json.Marshal(body)
+	res, err := http.Post("http://"+addr+path, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	out, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(out)
 }
 
 func equalHeads(a, b map[string]store.Position) bool {

@@ -162,6 +162,8 @@ func (c *Node) Handler() http.Handler {
 		writeJSON(w, http.StatusOK, st)
 	})
 	mux.HandleFunc("POST "+JoinPath, c.handleJoin)
+	mux.HandleFunc("POST "+TransferLeaderPath, c.handleTransfer)
+	mux.HandleFunc("POST "+RemoveNodePath, c.handleRemove)
 	return mux
 }
 

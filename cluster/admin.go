@@ -1,0 +1,173 @@
+package cluster
+
+import (
+	"context"
+	"crypto/hmac"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"time"
+
+	"tally/cluster/node"
+	"tally/cluster/replica"
+	"tally/rule"
+)
+
+// The operator's routes: a leadership transfer and a node's removal, each
+// signed with the join secret (the operator holds it; the routes are not
+// behind the API's tokens).
+const (
+	TransferLeaderPath = "/v1/cluster/transfer-leader"
+	RemoveNodePath     = "/v1/cluster/remove-node"
+)
+
+// TransferRequest asks a group's leader to hand leadership to a voter.
+type TransferRequest struct {
+	Group uint64 `json:"group"`
+	To    uint64 `json:"to"`
+	MAC   string `json:"mac"`
+}
+
+// RemoveRequest removes a node from the membership and from every group.
+type RemoveRequest struct {
+	ID  uint64 `json:"id"`
+	MAC string `json:"mac"`
+}
+
+// SignTransfer and SignRemove sign an operator's request with the join
+// secret.
+func SignTransfer(secret string, r TransferRequest) TransferRequest {
+	r.MAC = mac(secret, "transfer-leader", r.Group, r.To)
+	return r
+}
+
+func SignRemove(secret string, r RemoveRequest) RemoveRequest {
+	r.MAC = mac(secret, "remove-node", r.ID)
+	return r
+}
+
+func decodeSigned(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(v); err != nil {
+		writeErr(w, http.StatusBadRequest, "invalid", "body: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// handleTransfer hands a group's leadership over, at its leader (a
+// request that reaches another node is refused naming the leader), and
+// waits until the group has the new leader.
+func (c *Node) handleTransfer(w http.ResponseWriter, r *http.Request) {
+	var req TransferRequest
+	if !decodeSigned(w, r, &req) {
+		return
+	}
+	if !hmac.Equal([]byte(req.MAC), []byte(mac(c.cfg.Secret, "transfer-leader", req.Group, req.To))) {
+		writeErr(w, http.StatusForbidden, "WrongJoinSecret", "transfer-leader: the request is not signed with this cluster's join secret")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	var refusal error
+	notLeader := false
+	err := c.do(ctx, func(n *node.Node) {
+		for _, st := range n.Status() {
+			if st.Group != req.Group {
+				continue
+			}
+			switch {
+			case !slices.Contains(st.Voters, req.To):
+				refusal = rule.Invalidf("to", fmt.Sprintf("node %d is not a voter of group %d", req.To, req.Group))
+			case st.Leader != c.cfg.NodeID:
+				notLeader = true
+			default:
+				n.TransferLeader(req.Group, req.To)
+			}
+			return
+		}
+		refusal = rule.NotFoundf("group", fmt.Sprintf("no group %d", req.Group))
+	})
+	if err == nil && notLeader {
+		refusal = c.unavailable(req.Group, fmt.Errorf("%w: transfer leadership at the group's leader", node.ErrNotLeader))
+	}
+	if err == nil {
+		err = refusal
+	}
+	if err == nil {
+		err = c.waitLeader(ctx, req.Group, req.To)
+	}
+	if err != nil {
+		writeRefusal(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]uint64{"group": req.Group, "leader": req.To})
+}
+
+func (c *Node) waitLeader(ctx context.Context, group, to uint64) error {
+	for {
+		for _, g := range c.lastStatus() {
+			if g.Group == group && g.Leader == to {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("group %d: node %d did not take over: %w", group, to, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// handleRemove commits a node's removal in the meta group; each group's
+// leader then takes it out of the group (refusing a change that would lose
+// quorum).
+func (c *Node) handleRemove(w http.ResponseWriter, r *http.Request) {
+	var req RemoveRequest
+	if !decodeSigned(w, r, &req) {
+		return
+	}
+	if !hmac.Equal([]byte(req.MAC), []byte(mac(c.cfg.Secret, "remove-node", req.ID))) {
+		writeErr(w, http.StatusForbidden, "WrongJoinSecret", "remove-node: the request is not signed with this cluster's join secret")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	data, _ := json.Marshal(replica.MetaCommand{Op: replica.OpMemberRemove, ID: req.ID})
+	out, err := c.propose(ctx, node.MetaGroup, data)
+	if err == nil {
+		err = out.Err
+	}
+	if err != nil {
+		writeRefusal(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"removed": req.ID, "members": c.sm.Members()})
+}
+
+// writeRefusal answers err as the API does: a retryable 503, a rule's
+// refusal by its code, or a failure.
+func writeRefusal(w http.ResponseWriter, err error) {
+	var u *Unavailable
+	if errors.As(err, &u) {
+		ref := u.Refusal()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(ref.Status)
+		w.Write(ref.Document)
+		return
+	}
+	if r, ok := rule.As(err); ok {
+		status := http.StatusConflict
+		switch r.Code {
+		case rule.Invalid:
+			status = http.StatusBadRequest
+		case rule.NotFound:
+			status = http.StatusNotFound
+		}
+		writeErr(w, status, string(r.Code), err.Error())
+		return
+	}
+	writeErr(w, http.StatusInternalServerError, "error", err.Error())
+}
