@@ -4,11 +4,14 @@ package cli
 // HTTP address.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -22,7 +25,7 @@ func newCluster(g *global) *cobra.Command {
 	var addr string
 	c := &cobra.Command{
 		Use:   "cluster",
-		Short: "A cluster node's view of the cluster: status, members, groups",
+		Short: "A cluster node's view of the cluster, and its operator's changes: status, members, groups, transfer-leader, remove-node",
 		// These verbs always ask a node, so TALLY_URL is theirs to use.
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
 	}
@@ -43,7 +46,50 @@ func newCluster(g *global) *cobra.Command {
 			},
 		}
 	}
-	c.AddCommand(
+	var secret string
+	c.PersistentFlags().StringVar(&secret, "join-secret", "", "the cluster's join secret, which signs transfer-leader and remove-node (default: $TALLY_JOIN_SECRET)")
+	secretOf := func() (string, error) {
+		if secret == "" {
+			secret = g.io.Getenv("TALLY_JOIN_SECRET")
+		}
+		if secret == "" {
+			return "", usagef("join-secret: required (or TALLY_JOIN_SECRET) to sign the request")
+		}
+		return secret, nil
+	}
+	var group, to uint64
+	transfer := &cobra.Command{
+		Use: "transfer-leader --group G --to N", Short: "Hand a group's leadership to one of its voters (asked at its leader; waits until it has moved)", Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			s, err := secretOf()
+			if err != nil {
+				return err
+			}
+			if group == 0 || to == 0 {
+				return usagef("group, to: both required")
+			}
+			body := cluster.SignTransfer(s, cluster.TransferRequest{Group: group, To: to})
+			return g.clusterPost(c.Context(), addr, cluster.TransferLeaderPath, body, fmt.Sprintf("group %d is led by node %d", group, to))
+		},
+	}
+	transfer.Flags().Uint64Var(&group, "group", 0, "the group (see tally cluster groups)")
+	transfer.Flags().Uint64Var(&to, "to", 0, "the voter to lead it")
+	remove := &cobra.Command{
+		Use: "remove-node N", Short: "Remove a node from the cluster and from every group (refused if a group would lose its quorum)", Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			s, err := secretOf()
+			if err != nil {
+				return err
+			}
+			id, err := strconv.ParseUint(args[0], 10, 64)
+			if err != nil || id == 0 {
+				return usagef("node: %q is not a node id", args[0])
+			}
+			body := cluster.SignRemove(s, cluster.RemoveRequest{ID: id})
+			return g.clusterPost(c.Context(), addr, cluster.RemoveNodePath, body, fmt.Sprintf("node %d removed; each group's leader takes it out", id))
+		},
+	}
+	c.AddCommand(transfer, remove,
 		view("status", "The cluster id, this node, its members and the failures the placement tolerates", printClusterStatus),
 		view("members", "The members: id, raft and API addresses, zone", printClusterMembers),
 		view("groups", "Each group: leader, term, commit and applied index, voters and learners", printClusterGroups),
@@ -51,8 +97,8 @@ func newCluster(g *global) *cobra.Command {
 	return c
 }
 
-// clusterStatus asks the node for its status document.
-func (g *global) clusterStatus(ctx context.Context, addr string) ([]byte, cluster.Status, error) {
+// nodeURL is the node a cluster verb asks.
+func (g *global) nodeURL(addr string) string {
 	if addr == "" {
 		addr = g.remoteURL()
 	}
@@ -62,9 +108,61 @@ func (g *global) clusterStatus(ctx context.Context, addr string) ([]byte, cluste
 	if !strings.Contains(addr, "://") {
 		addr = "http://" + addr
 	}
+	return strings.TrimRight(addr, "/")
+}
+
+// clusterPost posts an operator's request; a node that is not the group's
+// leader answers with the leader's address, where it is posted once more.
+func (g *global) clusterPost(ctx context.Context, addr, path string, body any, done string) error {
+	b, _ := json.Marshal(body)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	url := g.nodeURL(addr)
+	for hop := 0; ; hop++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+path, bytes.NewReader(b))
+		if err != nil {
+			return usagef("node: %v", err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			if g.json {
+				_, err := g.io.Out.Write(raw)
+				return err
+			}
+			fmt.Fprintln(g.io.Out, done)
+			return nil
+		}
+		var ref struct {
+			Error      string `json:"error"`
+			LeaderAddr string `json:"leader_addr"`
+		}
+		_ = json.Unmarshal(raw, &ref)
+		if resp.StatusCode == http.StatusServiceUnavailable && ref.LeaderAddr != "" && hop == 0 {
+			url = g.nodeURL(ref.LeaderAddr)
+			continue
+		}
+		if ref.Error == "" {
+			ref.Error = strings.TrimSpace(string(raw))
+		}
+		if resp.StatusCode == http.StatusBadRequest {
+			return usagef("%s", ref.Error)
+		}
+		return errors.New(ref.Error)
+	}
+}
+
+// clusterStatus asks the node for its status document.
+func (g *global) clusterStatus(ctx context.Context, addr string) ([]byte, cluster.Status, error) {
+	addr = g.nodeURL(addr)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(addr, "/")+cluster.StatusPath, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, addr+cluster.StatusPath, nil)
 	if err != nil {
 		return nil, cluster.Status{}, usagef("node: %v", err)
 	}
