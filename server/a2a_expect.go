@@ -46,10 +46,15 @@ import (
 	"tally/instant"
 	"tally/ledger"
 	"tally/rule"
+	"tally/service"
 )
 
-// sendExpect executes one expect record of a SendMessage.
-func (h *a2aHandler) sendExpect(ctx context.Context, c *a2aCall, l *ledger.Ledger, req *a2a.SendMessageRequest, uri, key string, raw any) (a2a.SendMessageResult, error) {
+// sendExpect runs one expect record of a SendMessage through the Service
+// with the action's api document under the message's request id, and
+// answers with the write's response document. A raise that names a
+// replyTo still writes the session's ledger (the api raise document has
+// no replyTo), and is refused on a cluster node.
+func (h *a2aHandler) sendExpect(ctx context.Context, c *a2aCall, req *a2a.SendMessageRequest, uri, key string, raw any) (a2a.SendMessageResult, error) {
 	msg := req.Message
 	rec, err := a2atask.ReadRecord(a2atask.ExpectActions(), key, raw, "an expectation record")
 	if err != nil {
@@ -61,11 +66,79 @@ func (h *a2aHandler) sendExpect(ctx context.Context, c *a2aCall, l *ledger.Ledge
 	if err := api.Decode(where, body, &d); err != nil {
 		return nil, refuseAt(where, err)
 	}
-	cmd, render, err := h.expectCommand(c, l, req, uri, &d)
+	// The record is refused here, under its own name, for what its
+	// document says; the Service refuses what the ledger's rules do.
+	cmd, rt, err := h.expectCommand(req, uri, &d)
 	if err != nil {
 		return nil, refuseAt(where, err)
 	}
 	rid := c.sendRequestID(msg)
+	if rt != nil {
+		l, err := h.ledgerOf(ctx, c, true, "an expectation with a replyTo")
+		if err != nil {
+			return nil, err
+		}
+		return h.raiseReplying(ctx, c, l, req, uri, key, action, obj, cmd, rid)
+	}
+	var party ledger.Command
+	switch cmd.(type) {
+	case expect.RaiseCommand, expect.SupersedeCommand:
+		party = ledger.Command{Expect: expect.RaiseCommand{Raise: expect.Raise{By: d.By}}}
+	}
+	call, err := h.writeCall(c, party, rid)
+	if err != nil {
+		return nil, err
+	}
+	var doc []byte
+	switch oc := cmd.(type) {
+	case expect.FactCommand:
+		var res service.FactRecorded
+		if res, err = h.s.local.RecordFact(ctx, call, api.ExpectFact{FactKey: d.FactKey, Subject: d.Subject, At: d.At}); err == nil {
+			// The fact as A2A has always answered it: its key, subject and time.
+			doc = expectDoc("seq", res.Seq, "fact", map[string]any{"factKey": res.Fact.FactKey, "subject": res.Fact.Subject, "at": instant.Format(res.Fact.At)})
+		}
+	case expect.WithdrawCommand:
+		var res service.ExpectationWritten
+		res, err = h.s.local.WithdrawExpectation(ctx, call, d.ExpectationID, api.ExpectWithdraw{Reason: d.Reason})
+		doc = res.JSON
+	case expect.TaskOutcomeCommand:
+		var res service.TaskOutcomeRecorded
+		res, err = h.s.local.RecordTaskOutcome(ctx, call, oc.TaskID, api.ExpectTaskOutcome{Outcome: d.Outcome})
+		doc = res.JSON
+	case expect.SupersedeCommand:
+		var res service.ExpectationWritten
+		res, err = h.s.local.SupersedeExpectation(ctx, call, d.Supersedes, d.ExpectRaise)
+		doc = res.JSON
+	default:
+		var res service.ExpectationWritten
+		res, err = h.s.local.RaiseExpectation(ctx, call, d.ExpectRaise)
+		doc = res.JSON
+	}
+	if err != nil {
+		return nil, a2aError(err)
+	}
+	return a2atask.ExpectReply(replyID(rid), msg.ContextID, msg.TaskID, uri, key, action, bytes.TrimSpace(doc)), nil
+}
+
+// replyID is the id of the message answering the request rid: the same
+// for a retry.
+func replyID(rid string) string {
+	sum := a2aDigest("reply", rid)
+	return "tally-" + hex.EncodeToString(sum[:12])
+}
+
+// raiseReplying raises (or extends) an expectation whose lapses go back to
+// the raising agent, on the session's ledger.
+func (h *a2aHandler) raiseReplying(ctx context.Context, c *a2aCall, l *ledger.Ledger, req *a2a.SendMessageRequest, uri, key, action string, obj map[string]any, cmd expect.Command, rid string) (a2a.SendMessageResult, error) {
+	msg := req.Message
+	var id string
+	switch rc := cmd.(type) {
+	case expect.SupersedeCommand:
+		id = rc.Raise.ExpectationID
+	case expect.RaiseCommand:
+		id = rc.Raise.ExpectationID
+	}
+	render := renderExpectation(id)
 	var push string
 	if req.Config != nil && req.Config.PushConfig != nil {
 		push = req.Config.PushConfig.URL + "\n" + req.Config.PushConfig.Token
@@ -74,9 +147,7 @@ func (h *a2aHandler) sendExpect(ctx context.Context, c *a2aCall, l *ledger.Ledge
 	meta, _ := json.Marshal(msg.Metadata["replyTo"])
 	digest := a2aDigest("SendMessage", c.contextID(), uri, string(msg.TaskID), string(msg.ContextID), string(canon), string(meta), push)
 	reply := func(st *ledger.State, res []ledger.Result) []byte {
-		doc := bytes.TrimSpace(render(st, res))
-		sum := a2aDigest("reply", rid)
-		m := a2atask.ExpectReply("tally-"+hex.EncodeToString(sum[:12]), msg.ContextID, msg.TaskID, uri, key, action, doc)
+		m := a2atask.ExpectReply(replyID(rid), msg.ContextID, msg.TaskID, uri, key, action, bytes.TrimSpace(render(st, res)))
 		b, _ := json.Marshal(m)
 		return b
 	}
@@ -99,29 +170,18 @@ func refuseAt(where string, err error) error {
 	return a2aError(err)
 }
 
-// expectCommand builds the command of an expect record and the document
-// its answer carries.
-func (h *a2aHandler) expectCommand(c *a2aCall, l *ledger.Ledger, req *a2a.SendMessageRequest, uri string, d *a2atask.ExpectRecord) (expect.Command, func(*ledger.State, []ledger.Result) []byte, error) {
+// expectCommand builds the command of an expect record, and the replyTo
+// of a raise that names one.
+func (h *a2aHandler) expectCommand(req *a2a.SendMessageRequest, uri string, d *a2atask.ExpectRecord) (expect.Command, *expect.ReplyTo, error) {
 	msg := req.Message
 	switch d.Action {
 	case "fact":
 		fd := api.ExpectFact{FactKey: d.FactKey, Subject: d.Subject, At: d.At}
 		fc, err := fd.Command(api.ParseUTC)
-		if err != nil {
-			return nil, nil, err
-		}
-		return fc, func(_ *ledger.State, res []ledger.Result) []byte {
-			at := fc.At
-			if at.IsZero() && len(res) > 0 {
-				if ev, err := expect.Decode(res[0].Line); err == nil && ev.Fact != nil {
-					at = ev.Fact.At
-				}
-			}
-			return expectDoc("seq", seqOf(res), "fact", map[string]any{"factKey": fc.FactKey, "subject": fc.Subject, "at": instant.Format(at)})
-		}, nil
+		return fc, nil, err
 	case "withdraw":
 		wd := api.ExpectWithdraw{Reason: d.Reason}
-		return wd.Command(d.ExpectationID), renderExpectation(d.ExpectationID), nil
+		return wd.Command(d.ExpectationID), nil, nil
 	case "outcome":
 		task := d.TaskID
 		if task == "" {
@@ -138,7 +198,7 @@ func (h *a2aHandler) expectCommand(c *a2aCall, l *ledger.Ledger, req *a2a.SendMe
 			// Refused here, not by the core, to name the record's member.
 			return nil, nil, rule.Invalidf("outcome", "must be completed, cancelled or failed")
 		}
-		return oc, renderOutcome(task, oc.Outcome), nil
+		return oc, nil, nil
 	}
 	// raise or supersede
 	if d.Origin == nil && msg.TaskID != "" {
@@ -160,29 +220,14 @@ func (h *a2aHandler) expectCommand(c *a2aCall, l *ledger.Ledger, req *a2a.SendMe
 			return nil, nil, err
 		}
 		c.Raise.ReplyTo = rt
-		return c, renderExpectation(c.Raise.ExpectationID), nil
+		return c, rt, nil
 	}
 	rz, err := d.Raise()
 	if err != nil {
 		return nil, nil, err
 	}
 	rz.ReplyTo = rt
-	return expect.RaiseCommand{Raise: rz}, renderExpectation(rz.ExpectationID), nil
-}
-
-func renderOutcome(task string, out expect.Outcome) func(*ledger.State, []ledger.Result) []byte {
-	return func(_ *ledger.State, res []ledger.Result) []byte {
-		withdrawn := []string{}
-		for _, x := range res {
-			if x.Type != expect.TypeWithdraw {
-				continue
-			}
-			if ev, err := expect.Decode(x.Line); err == nil && ev.Withdraw != nil {
-				withdrawn = append(withdrawn, ev.Withdraw.ExpectationID)
-			}
-		}
-		return expectDoc("seq", seqOf(res), "task", map[string]string{"taskId": task, "outcome": string(out)}, "withdrawn", withdrawn)
-	}
+	return expect.RaiseCommand{Raise: rz}, rt, nil
 }
 
 // cancelOrigin records an origin task's outcome cancelled, withdrawing the

@@ -389,11 +389,7 @@ func (h *a2aHandler) SendMessage(ctx context.Context, req *a2a.SendMessageReques
 	}
 	switch fam, _ := h.s.cfg.A2A.uris().FamilyOf(uri); fam {
 	case a2atask.FamilyExpect:
-		l, err := h.ledgerOf(ctx, c, true, "an expectation record")
-		if err != nil {
-			return nil, err
-		}
-		return h.sendExpect(ctx, c, l, req, uri, key, raw)
+		return h.sendExpect(ctx, c, req, uri, key, raw)
 	case a2atask.FamilyClaim:
 		return h.sendClaim(ctx, c, req, uri, key, raw)
 	}

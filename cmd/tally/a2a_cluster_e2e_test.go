@@ -14,8 +14,9 @@ import (
 )
 
 // a2aRPC posts one JSON-RPC request to a node's session endpoint with ext
-// activated and returns the HTTP status and the body.
-func a2aRPC(t *testing.T, addr, ext, body string) (int, string) {
+// activated (as actor, when given) and returns the HTTP status and the
+// body.
+func a2aRPC(t *testing.T, addr, ext, body string, actor ...string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest("POST", "http://"+addr+"/v1/tenants/acme/sessions/s1/a2a", strings.NewReader(body))
 	if err != nil {
@@ -23,6 +24,9 @@ func a2aRPC(t *testing.T, addr, ext, body string) (int, string) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("A2A-Extensions", ext)
+	for _, a := range actor {
+		req.Header.Set("X-Tally-Actor", a)
+	}
 	res, err := httpc.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -101,12 +105,17 @@ func TestA2AClusterNodeSendMessageGetTask(t *testing.T) {
 	if code != 200 || !strings.Contains(list, `"totalSize":1`) || !strings.Contains(list, `"id":"p-1"`) {
 		t.Fatalf("ListTasks: %d %s", code, list)
 	}
-	// What the binding does not run through the Service yet is refused
-	// in its answer, naming the cluster, and writes nothing.
+	// An expectation record runs through the Service too.
 	const expectExt = "urn:tally:ext:expect"
-	code, refused := a2aRPC(t, n.addr, expectExt, `{"jsonrpc":"2.0","id":4,"method":"SendMessage","params":{"message":{"messageId":"m-2","role":"ROLE_USER",`+
-		`"parts":[{"text":"a fact"}],"metadata":{"urn:tally:ext:expect":{"action":"fact","factKey":"k","subject":{"type":"t","id":"1"}}}}}}`)
+	code, fact := a2aRPC(t, n.addr, expectExt, `{"jsonrpc":"2.0","id":4,"method":"SendMessage","params":{"message":{"messageId":"m-2","role":"ROLE_USER",`+
+		`"parts":[{"text":"a fact"}],"metadata":{"urn:tally:ext:expect":{"action":"fact","factKey":"k","subject":{"type":"t","id":"1"}}}}}}`, "carol")
+	if code != 200 || strings.Contains(fact, `"error"`) || !strings.Contains(fact, `"factKey":"k"`) {
+		t.Fatalf("expect record: %d %s", code, fact)
+	}
+	// What the binding does not run through the Service yet (an origin
+	// task's view) is refused in its answer, naming the cluster.
+	code, refused := a2aRPC(t, n.addr, ext, `{"jsonrpc":"2.0","id":5,"method":"GetTask","params":{"id":"task-none"}}`)
 	if code != 200 || !strings.Contains(refused, `"error"`) || !strings.Contains(refused, "cluster node") {
-		t.Fatalf("expect record: %d %s", code, refused)
+		t.Fatalf("GetTask of no promise: %d %s", code, refused)
 	}
 }
