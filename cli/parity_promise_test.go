@@ -1,6 +1,9 @@
 package cli
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // The promise family and the log verbs, with every refusal, locally and
 // through a server, byte for byte.
@@ -34,6 +37,9 @@ func TestParityPromise(t *testing.T) {
 			step("observer", ExitOK, "graph", "--format", "dot", later),
 			step("observer", ExitOK, "graph", "--json", later),
 			step("observer", ExitOK, "show", "r2", later),
+			// A day later, without --now: the clock of both sides moved.
+			{as: "observer", args: []string{"ls", "--all"}, at: parityClock.Add(24 * time.Hour)},
+			{as: "reviewer", args: []string{"promise", "next", "--id", "r5", "--to", "author", "--until", "1h", "--json"}},
 			step("observer", ExitOK, "export", later),
 			step("observer", ExitOK, "export", "--format", "pinki"),
 			step("observer", ExitOK, "export", "--format", "json", later),

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,8 +26,29 @@ import (
 	"tally/store"
 )
 
-// parityClock is the instant every scenario runs at, on both sides.
+// parityClock is the instant every scenario starts at, on both sides.
 var parityClock = time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
+
+// sideClock is a side's clock, its CLI's and its server's ledger's; a
+// step's at moves both sides' together.
+type sideClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newSideClock() *sideClock { return &sideClock{t: parityClock} }
+
+func (c *sideClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *sideClock) set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+}
 
 // parityStep is one command line of a scenario.
 type parityStep struct {
@@ -40,6 +62,9 @@ type parityStep struct {
 	// do, when set, runs on each side instead of a command line: a write
 	// no verb makes (a lapse the timekeeper commits).
 	do func(t *testing.T, side *paritySide)
+	// at, when set, moves the clock of both sides to it for this step and
+	// those after.
+	at time.Time
 }
 
 // parityScenario is a sequence of steps on one fresh ledger each side.
@@ -65,6 +90,7 @@ type paritySide struct {
 	env    map[string]string
 	tokens map[string]string // identity → secret, over a server with tokens
 	work   string
+	clock  *sideClock
 }
 
 func (p *paritySide) run(s parityStep) (ExitCode, string, string) {
@@ -82,7 +108,7 @@ func (p *paritySide) run(s parityStep) (ExitCode, string, string) {
 	st := testStreams(&out, &errb, env)
 	st.In = strings.NewReader(s.stdin)
 	st.Cwd = p.work
-	st.Now = func() time.Time { return parityClock }
+	st.Now = p.clock.now
 	code := Main(s.args, st)
 	return code, out.String(), errb.String()
 }
@@ -96,6 +122,10 @@ func runParity(t *testing.T, scenarios []parityScenario) {
 			work := parityWork(t, sc) // one for both sides: messages name its files
 			local, remote := localSide(t, work), remoteSide(t, sc, work)
 			for i, s := range sc.steps {
+				if !s.at.IsZero() {
+					local.clock.set(s.at)
+					remote.clock.set(s.at)
+				}
 				if s.do != nil {
 					s.do(t, local)
 					s.do(t, remote)
@@ -127,7 +157,7 @@ func localSide(t *testing.T, work string) *paritySide {
 	if err := store.Init(root); err != nil {
 		t.Fatal(err)
 	}
-	return &paritySide{name: "local", root: root, env: map[string]string{"TALLY_DIR": root}, work: work}
+	return &paritySide{name: "local", root: root, env: map[string]string{"TALLY_DIR": root}, work: work, clock: newSideClock()}
 }
 
 // remoteSide is a fresh server over its own ledger directory, named by
@@ -138,7 +168,7 @@ func remoteSide(t *testing.T, sc parityScenario, work string) *paritySide {
 	if err := store.Init(root); err != nil {
 		t.Fatal(err)
 	}
-	p := &paritySide{name: "server", root: root, tokens: map[string]string{}, work: work}
+	p := &paritySide{name: "server", root: root, tokens: map[string]string{}, work: work, clock: newSideClock()}
 	tokens := auth.Open(root)
 	for who, role := range sc.tokens {
 		tok, _, err := tokens.Create(store.DefaultTenant, who, role, parityClock)
@@ -153,7 +183,7 @@ func remoteSide(t *testing.T, sc parityScenario, work string) *paritySide {
 	cfg.WatchEvery = 0
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.Ledger.Logger = cfg.Logger
-	cfg.Ledger.Now = func() time.Time { return parityClock }
+	cfg.Ledger.Now = p.clock.now
 	s, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,9 @@ package cli
 //
 // TALLY_TOKEN is the bearer token; the acting identity is the token's (asked
 // of the server), and --as or TALLY_ACTOR, when given, must name the same
-// identity (with a server run with --insecure-dev they name it). --session
+// identity (with a server run with --insecure-dev they name it; naming
+// none, a write is refused as it is locally, or acts as the party its record
+// names, --by or --observer, as the server lets it). --session
 // TENANT/SESSION maps to the URL path (default default/default). --request-id
 // becomes the Idempotency-Key header. Refusals keep their meaning: HTTP 400,
 // 413 and 415 exit 2, every other refusal exits 1, with the server's message

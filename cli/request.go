@@ -7,6 +7,11 @@ package cli
 // byte for byte, and appends nothing; the same id with another command is
 // refused (IdempotencyConflict), and an id older than the ledger's
 // request_history is never run again (RequestHistoryExpired).
+//
+// The verbs that run through the Service (the promise family) leave this
+// to it: the id is bound to the method and its api document, the response
+// document is what is recorded, and the text is printed from it, as over
+// TALLY_URL. The verbs below still write a ledger themselves.
 
 import (
 	"bytes"
