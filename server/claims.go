@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -16,7 +14,6 @@ import (
 	"tally/api"
 	"tally/artifact"
 	"tally/claim"
-	"tally/digest"
 	"tally/ledger"
 	"tally/rule"
 	"tally/service"
@@ -117,10 +114,6 @@ func (s *Server) writeClaim(w http.ResponseWriter, status int, res service.Claim
 	writeDoc(w, status, res.JSON)
 }
 
-// ClaimNotes are what the write of cmd says beside its records
-// (service.ClaimNotes).
-func ClaimNotes(cmd claim.Command, v *claim.View) []string { return service.ClaimNotes(cmd, v) }
-
 // withPathMembers sets the body's members named in path to the path's
 // values ("claim" is the path's {id}), refusing a member that names another.
 func withPathMembers(r *http.Request, body []byte, path []string) ([]byte, error) {
@@ -146,41 +139,8 @@ func withPathMembers(r *http.Request, body []byte, path []string) ([]byte, error
 	return json.Marshal(doc)
 }
 
-// guardTarget verifies the bytes of a check's target before a record that
-// begins an attempt on it is appended (service.VerifyTarget).
-func (s *Server) guardTarget(ctx context.Context) func(l *ledger.Ledger, cmd claim.Command) error {
-	return func(l *ledger.Ledger, cmd claim.Command) error {
-		objs, err := s.objects()
-		if err != nil {
-			return err
-		}
-		now := s.cfg.Ledger.Now().UTC()
-		switch c := cmd.(type) {
-		case claim.BeginCheck:
-			return service.VerifyTarget(ctx, l, objs, c.Claim, c.Check, c.Artifact, false, now)
-		case claim.ReportVerdict:
-			return service.VerifyTarget(ctx, l, objs, c.Claim, c.Check, c.Artifact, true, now)
-		}
-		return nil
-	}
-}
-
 func (s *Server) objects() (*artifact.Store, error) {
 	return artifact.OpenStore(store.ObjectsDir(s.cfg.Root))
-}
-
-// putBytes streams a request's bytes into the content store: an
-// artifact's over A2A, or a verdict's evidence.
-func (s *Server) putBytes(ctx context.Context, body io.Reader) (digest.ContentDigest, int64, error) {
-	objs, err := s.objects()
-	if err != nil {
-		return digest.ContentDigest{}, 0, fmt.Errorf("open the content store: %w", err)
-	}
-	content, size, err := objs.Put(ctx, body)
-	if err != nil {
-		return digest.ContentDigest{}, 0, fmt.Errorf("store the bytes: %w", err)
-	}
-	return content, size, nil
 }
 
 // bytesWrite is the preamble of a route whose body is bytes and whose
