@@ -20,6 +20,7 @@ import (
 	"tally/api"
 	"tally/auth"
 	"tally/claim"
+	"tally/expect"
 	"tally/ledger"
 	"tally/promise"
 	"tally/rule"
@@ -199,20 +200,44 @@ func (h *a2aHandler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a
 	if cl != nil {
 		return a2atask.ClaimTask(&cl.Claim, c.contextID(), h.keysOf(c, a2atask.FamilyClaim), c.sessionURL), nil
 	}
-	l, err := h.ledgerOf(ctx, c, false, "an origin's task")
+	l, err := h.originOf(ctx, c, id, "an origin's task")
 	if err != nil {
 		return nil, err
 	}
-	var t *a2a.Task
-	l.Read(func(st *ledger.State) {
-		if a2atask.IsOrigin(st.Expects, id) {
-			t = a2atask.OriginTask(st.Expects, id, c.contextID(), h.keysOf(c, a2atask.FamilyExpect))
-		}
-	})
-	if t == nil {
+	if l == nil {
 		return nil, noTask(c, id)
 	}
+	var t *a2a.Task
+	l.Read(func(st *ledger.State) {
+		t = a2atask.OriginTask(st.Expects, id, c.contextID(), h.keysOf(c, a2atask.FamilyExpect))
+	})
 	return t, nil
+}
+
+// originOf is the session's ledger when task is the origin of expectations
+// there (a2atask.IsOrigin), nil when it is not. An origin's outcome is not
+// read through the Service yet: on a cluster node a task that has
+// expectations is refused (what), one that has none is no origin.
+func (h *a2aHandler) originOf(ctx context.Context, c *a2aCall, task, what string) (*ledger.Ledger, error) {
+	if _, local := h.s.local.(*service.Local); !local {
+		res, err := h.s.local.ListExpectations(ctx, h.readCall(c), expect.Filter{TaskID: task})
+		if err != nil {
+			return nil, a2aError(err)
+		}
+		if len(res.Expectations) == 0 {
+			return nil, nil
+		}
+	}
+	l, err := h.ledgerOf(ctx, c, false, what)
+	if err != nil {
+		return nil, err
+	}
+	var origin bool
+	l.Read(func(st *ledger.State) { origin = a2atask.IsOrigin(st.Expects, task) })
+	if !origin {
+		return nil, nil
+	}
+	return l, nil
 }
 
 // noTask is the refusal of a task id the session has no task for.
@@ -318,13 +343,11 @@ func (h *a2aHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest)
 		if cl != nil {
 			return h.cancelClaim(ctx, c, req)
 		}
-		l, err := h.ledgerOf(ctx, c, false, "cancelling an origin's task")
+		l, err := h.originOf(ctx, c, string(req.ID), "cancelling an origin's task")
 		if err != nil {
 			return nil, err
 		}
-		var origin bool
-		l.Read(func(st *ledger.State) { origin = a2atask.IsOrigin(st.Expects, string(req.ID)) })
-		if !origin {
+		if l == nil {
 			return nil, noTask(c, string(req.ID))
 		}
 		return h.cancelOrigin(ctx, c, l, string(req.ID))

@@ -112,10 +112,21 @@ func TestA2AClusterNodeSendMessageGetTask(t *testing.T) {
 	if code != 200 || strings.Contains(fact, `"error"`) || !strings.Contains(fact, `"factKey":"k"`) {
 		t.Fatalf("expect record: %d %s", code, fact)
 	}
-	// What the binding does not run through the Service yet (an origin
-	// task's view) is refused in its answer, naming the cluster.
-	code, refused := a2aRPC(t, n.addr, ext, `{"jsonrpc":"2.0","id":5,"method":"GetTask","params":{"id":"task-none"}}`)
+	// An id no task has is not found; what the binding does not run
+	// through the Service yet (an origin task's outcome) is refused in its
+	// answer, naming the cluster.
+	code, none := a2aRPC(t, n.addr, ext, `{"jsonrpc":"2.0","id":5,"method":"GetTask","params":{"id":"task-none"}}`)
+	if code != 200 || !strings.Contains(none, `"code":-32001`) {
+		t.Fatalf("GetTask of no task: %d %s", code, none)
+	}
+	code, raised := a2aRPC(t, n.addr, expectExt, `{"jsonrpc":"2.0","id":6,"method":"SendMessage","params":{"message":{"messageId":"m-3","role":"ROLE_USER","taskId":"task-7",`+
+		`"parts":[{"text":"an expectation"}],"metadata":{"urn:tally:ext:expect":{"expectationId":"e-1","kind":"doc.review","subject":{"type":"doc","id":"d1"},`+
+		`"satisfiedBy":{"factKey":"k2"},"dueAt":"2030-01-01T00:00:00Z","basis":"declared","by":"carol"}}}}}`)
+	if code != 200 || strings.Contains(raised, `"error"`) || !strings.Contains(raised, `"expectationId":"e-1"`) {
+		t.Fatalf("raise: %d %s", code, raised)
+	}
+	code, refused := a2aRPC(t, n.addr, expectExt, `{"jsonrpc":"2.0","id":7,"method":"GetTask","params":{"id":"task-7"}}`)
 	if code != 200 || !strings.Contains(refused, `"error"`) || !strings.Contains(refused, "cluster node") {
-		t.Fatalf("GetTask of no promise: %d %s", code, refused)
+		t.Fatalf("GetTask of an origin: %d %s", code, refused)
 	}
 }
