@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -22,6 +23,10 @@ import (
 )
 
 func addMCPCommands(root *cobra.Command, g *global) { root.AddCommand(newMCP(g)) }
+
+// followPoll is how often a subscribed resource of the local ledger looks
+// for lines other processes appended.
+const followPoll = time.Second
 
 func newMCP(g *global) *cobra.Command {
 	return &cobra.Command{
@@ -62,6 +67,7 @@ func (g *global) runMCP(ctx context.Context) error {
 		return err
 	}
 	who := mcp.Who{Actor: g.actor()}
+	var changes func(ctx context.Context, tenant, session string) (<-chan struct{}, error)
 	if g.remoteURL() != "" {
 		id, err := g.identity(ctx)
 		if err != nil {
@@ -82,12 +88,21 @@ func (g *global) runMCP(ctx context.Context) error {
 		if lc, err := g.ledgerConfig(); err == nil {
 			cfg.Timekeeper = lc.Timekeeper
 		}
-		svc = service.NewLocal(&lockedSessions{inner: g.sessions}, cfg)
+		sessions := &lockedSessions{inner: g.sessions}
+		svc = service.NewLocal(sessions, cfg)
+		// A subscribed resource hears this process's commits at once and
+		// other processes' within followPoll; the CLI holds its sessions
+		// for the process, so there is nothing to release.
+		changes = mcp.Follow(func(ctx context.Context, tenant, session string) (*ledger.Ledger, func(), error) {
+			l, err := sessions.Open(ctx, tenant, session, false)
+			return l, func() {}, err
+		}, followPoll, func() bool { return false })
 	}
 	cfg := mcp.DefaultConfig()
 	cfg.Service = svc
 	cfg.Identify = func(context.Context, *sdk.RequestExtra) (mcp.Who, error) { return who, nil }
 	cfg.Tenant, cfg.Session = tenant, session
+	cfg.Changes = changes
 	// The host that launched it is on this machine: a tool may read the
 	// bytes of an artifact or of evidence from a file it names.
 	cfg.ReadPaths = true

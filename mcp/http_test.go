@@ -16,7 +16,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"tally/auth"
+	"tally/ledger"
 	"tally/mcp"
+	"tally/promise"
 	"tally/server"
 	"tally/store"
 )
@@ -356,4 +358,48 @@ func TestLegacySubscriptionsEndWithTheirSession(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// On a local ledger (tally mcp), a subscribed resource is told of a
+// commit made through the server and of one another process appended,
+// through Follow.
+func TestFollowLocalLedger(t *testing.T) {
+	f := newFixture(t)
+	f.changes = mcp.Follow(func(ctx context.Context, tenant, session string) (*ledger.Ledger, func(), error) {
+		l, err := f.sessions.Open(ctx, tenant, session, false)
+		return l, func() {}, err
+	}, 20*time.Millisecond, func() bool { return false })
+	updates := make(chan string, 16)
+	cs := f.connect(f.server(mcp.Who{Actor: "reviewer"}), &sdk.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, r *sdk.ResourceUpdatedNotificationRequest) {
+		updates <- r.Params.URI
+	}})
+	ok(t, cs, "tally_promise_declare", map[string]any{"id": "p0", "promise": "x", "to": "author", "until": "2h"})
+	if err := cs.Subscribe(context.Background(), &sdk.SubscribeParams{URI: "tally://owed/reviewer"}); err != nil {
+		t.Fatal(err)
+	}
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case <-updates:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no update after %s", what)
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // the subscription's stream is under way
+	ok(t, cs, "tally_promise_declare", map[string]any{"id": "p1", "promise": "x", "to": "author", "until": "2h"})
+	wait("a tool's declaration")
+	// Another process: a ledger of its own on the same directory.
+	dir, err := store.SessionDir(f.sessions.root, "default", "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := ledger.Open(dir, f.sessions.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, _, _, err := other.Execute(context.Background(), ledger.Command{Promise: promise.Declare{ID: "p2", Text: "y", By: "reviewer", To: "author", Until: t0.Add(time.Hour)}}, ledger.WriteOptions{Actor: "reviewer"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	wait("another process's declaration")
 }

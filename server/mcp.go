@@ -11,6 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"tally/auth"
+	"tally/ledger"
 	"tally/mcp"
 )
 
@@ -141,60 +142,22 @@ func (s *Server) newMCP(tenant string) (*mcp.Server, error) {
 	}
 	cfg.ArgumentsMax = int(s.cfg.BodyMax)
 	cfg.Hold = s.withSessionHolds
-	cfg.Changes = s.mcpChanges
+	cfg.Changes = mcp.Follow(s.mcpOpen, s.cfg.StreamPoll, s.isClosed)
 	cfg.Now = func() time.Time { return s.cfg.Ledger.Now() }
 	cfg.Logger = s.cfg.Logger
 	return mcp.New(cfg)
 }
 
-// mcpChanges signals each commit to tenant/session (and, every StreamPoll,
-// lines other processes appended) until ctx ends or the server closes; the
-// session is held open meanwhile. A session without a log yet is looked
-// for again every StreamPoll.
-func (s *Server) mcpChanges(ctx context.Context, tenant, session string) (<-chan struct{}, error) {
-	out := make(chan struct{}, 1)
-	signal := func() {
-		select {
-		case out <- struct{}{}:
-		default: // one pending signal stands for any number
-		}
+// mcpOpen opens tenant/session (never creating it), held open until
+// release: what a followed resource reads.
+func (s *Server) mcpOpen(ctx context.Context, tenant, session string) (*ledger.Ledger, func(), error) {
+	hctx, release := s.withSessionHolds(ctx)
+	l, err := s.sessionIn(hctx, tenant, session, false)
+	if err != nil {
+		release()
+		return nil, nil, err
 	}
-	go func() {
-		defer close(out)
-		hctx, release := s.withSessionHolds(ctx)
-		defer release()
-		poll := time.NewTicker(s.cfg.StreamPoll)
-		defer poll.Stop()
-		for {
-			l, err := s.sessionIn(hctx, tenant, session, false)
-			if err == nil {
-				signal() // what it reads may have changed before it was held
-				for {
-					changed := l.Changed()
-					select {
-					case <-ctx.Done():
-						return
-					case <-changed:
-						signal()
-					case <-poll.C:
-						if s.isClosed() {
-							return
-						}
-						_ = l.Refresh()
-					}
-				}
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-poll.C:
-				if s.isClosed() {
-					return
-				}
-			}
-		}
-	}()
-	return out, nil
+	return l, release, nil
 }
 
 func (s *Server) isClosed() bool {
