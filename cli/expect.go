@@ -118,15 +118,10 @@ func newExpectRaise(g *global) *cobra.Command {
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 1 {
-				if args[0] != "-" {
-					return usagef("raise takes no argument but - (one JSON expectation on stdin)")
-				}
-				var doc raiseInput
-				if err := readRaiseDoc(g.io.In, &doc); err != nil {
+				var err error
+				if in, err = g.raiseFrom(c, args[0], in, "raise takes no argument but - (one JSON expectation on stdin)"); err != nil {
 					return err
 				}
-				overrideChanged(c, &doc, in)
-				in = &doc
 			}
 			if in.supersedes != "" {
 				return usagef("supersedes: extend an expectation with `tally expect supersede`")
@@ -139,16 +134,35 @@ func newExpectRaise(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			w, err := svc.RaiseExpectation(c.Context(), call, d)
-			if err != nil {
-				return err
-			}
-			return g.printExpect(w.Doc, func(out io.Writer) error { return printLine(out, w.Expectation.ExpectationID) })
+			return g.printRaised(svc.RaiseExpectation(c.Context(), call, d))
 		},
 	}
 	bindRaise(c, in)
 	o.bind(c)
 	return c
+}
+
+// raiseFrom reads the expectation document on stdin when arg is -, the
+// flags given overriding its members; any other argument is refused with
+// usage.
+func (g *global) raiseFrom(c *cobra.Command, arg string, flags *raiseInput, usage string) (*raiseInput, error) {
+	if arg != "-" {
+		return nil, usagef("%s", usage)
+	}
+	var doc raiseInput
+	if err := readRaiseDoc(g.io.In, &doc); err != nil {
+		return nil, err
+	}
+	overrideChanged(c, &doc, flags)
+	return &doc, nil
+}
+
+// printRaised prints a raise's or an extension's answer: the id raised.
+func (g *global) printRaised(w service.ExpectationWritten, err error) error {
+	if err != nil {
+		return err
+	}
+	return g.printExpect(w.Doc, func(out io.Writer) error { return printLine(out, w.Expectation.ExpectationID) })
 }
 
 // overrideChanged copies into doc every raise flag given on the command line.
@@ -185,15 +199,10 @@ func newExpectSupersede(g *global) *cobra.Command {
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 2 {
-				if args[1] != "-" {
-					return usagef("supersede takes OLD and optionally - (one JSON expectation on stdin)")
-				}
-				var doc raiseInput
-				if err := readRaiseDoc(g.io.In, &doc); err != nil {
+				var err error
+				if in, err = g.raiseFrom(c, args[1], in, "supersede takes OLD and optionally - (one JSON expectation on stdin)"); err != nil {
 					return err
 				}
-				overrideChanged(c, &doc, in)
-				in = &doc
 			}
 			if in.supersedes != "" && in.supersedes != args[0] {
 				return usagef("supersedes: %q differs from OLD %q", in.supersedes, args[0])
@@ -209,11 +218,7 @@ func newExpectSupersede(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			w, err := svc.SupersedeExpectation(c.Context(), call, args[0], d)
-			if err != nil {
-				return err
-			}
-			return g.printExpect(w.Doc, func(out io.Writer) error { return printLine(out, w.Expectation.ExpectationID) })
+			return g.printRaised(svc.SupersedeExpectation(c.Context(), call, args[0], d))
 		},
 	}
 	bindRaise(c, in)
