@@ -20,7 +20,6 @@ import (
 // cliService is what the CLI runs verbs on.
 type cliService interface {
 	service.Service
-	service.Logs
 }
 
 var (

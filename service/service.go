@@ -50,9 +50,7 @@ type Service interface {
 	Promises
 	Claims
 	Expectations
-	// Logs joins here once every implementation has its methods (the
-	// cluster's engine tests stand in for Local without them); until then
-	// a caller of the log verbs asks for Service and Logs both.
+	Logs
 }
 
 // Sessions opens the ledger of a session for Local. Its implementation
