@@ -52,6 +52,9 @@ type Config struct {
 	Groups int
 	// Tick is raft's tick; elections take 10 ticks.
 	Tick time.Duration
+	// WatchEvery is how often the leader of each group looks for due
+	// expectations and proposes their lapses; 0 turns it off.
+	WatchEvery time.Duration
 	// Ledger configures the replicas' session ledgers.
 	Ledger ledger.Config
 	// Local makes the Service over the replica's sessions; clock is the
@@ -137,6 +140,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		c.done <- c.nd.Run(c.ctx, c.tr.Inbox(), c.calls)
 	}()
 	go func() { defer c.wg.Done(); c.reconcile(c.ctx) }()
+	if cfg.WatchEvery > 0 {
+		c.wg.Add(1)
+		go func() { defer c.wg.Done(); c.timekeep(c.ctx, cfg.WatchEvery) }()
+	}
 	if fresh && cfg.Bootstrap {
 		c.wg.Add(1)
 		go func() { defer c.wg.Done(); c.announce(c.ctx) }()
@@ -160,7 +167,7 @@ func (c *Node) open(fresh bool) error {
 	local, root := c.cfg.Local, filepath.Join(c.cfg.Data, "ledger")
 	rc := replica.Config{
 		Root: root, DB: c.db, Ledger: c.cfg.Ledger, Groups: c.cfg.Groups,
-		Methods: methods(), Logger: c.log,
+		Methods: c.methods(), Logger: c.log,
 		OnMembers: func(ms []replica.Member) {
 			for _, m := range ms {
 				c.tr.AddPeer(m.ID, m.RaftAddr)

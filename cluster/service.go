@@ -71,8 +71,8 @@ func read[R any](ctx context.Context, c *Node, call service.Call, f func(service
 }
 
 // methods are the commands a replica runs, by name.
-func methods() map[string]replica.Method {
-	m := map[string]replica.Method{}
+func (c *Node) methods() map[string]replica.Method {
+	m := map[string]replica.Method{methodSweep: c.sweepMethod()}
 	for k, v := range promiseMethods() {
 		m[k] = v
 	}

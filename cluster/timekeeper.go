@@ -1,0 +1,92 @@
+package cluster
+
+import (
+	"context"
+	"time"
+
+	"tally/cluster/node"
+	"tally/cluster/replica"
+	"tally/ledger"
+	"tally/service"
+	"tally/store"
+)
+
+// methodSweep is the timekeeper's command: commit, at the proposer's
+// instant, every lapse and withdrawal due in the session. Stored in the
+// raft log: do not rename.
+const methodSweep = "Sweep"
+
+// sweepMax bounds the facts one sweep commits.
+const sweepMax = 1000
+
+// sweepDoc is a sweep's command document (it has nothing of its own: the
+// instant is the command's).
+type sweepDoc struct{}
+
+// sweepMethod applies a sweep on a replica: the ledger decides what is due
+// at the command's instant, under its lock, so every replica commits the
+// same facts, and a sweep proposed twice (two leaders across a change)
+// commits nothing the second time: the facts' ids are deterministic.
+func (c *Node) sweepMethod() replica.Method {
+	return method(func(_ service.Service, ctx context.Context, call service.Call, _ sweepDoc) (int, error) {
+		l, err := c.sm.Open(ctx, call.Tenant, call.Session, false)
+		if err != nil {
+			return 0, err
+		}
+		res, err := l.Sweep(ctx, sweepMax)
+		return len(res), err
+	})
+}
+
+// timekeep runs each group's timekeeper on its leader: every interval it
+// looks, in this replica, for sessions of the groups it leads with an
+// expectation due, and proposes a sweep of each.
+func (c *Node) timekeep(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		leading := map[uint64]bool{}
+		_ = c.do(ctx, func(n *node.Node) {
+			for _, gt := range n.Leading() {
+				leading[gt.Group] = true
+			}
+		})
+		if len(leading) == 0 {
+			continue
+		}
+		sessions, err := store.Sessions(c.sm.Root(), "")
+		if err != nil {
+			c.log.Warn("timekeeper: list sessions", "err", err)
+			continue
+		}
+		now := time.Now()
+		for _, se := range sessions {
+			if !leading[c.sm.GroupOf(se.Tenant, se.Name)] || !c.due(ctx, se, now) {
+				continue
+			}
+			call := service.Call{Tenant: se.Tenant, Session: se.Name, Actor: c.cfg.Ledger.Timekeeper}
+			if _, err := write[sweepDoc, int](ctx, c, methodSweep, call, sweepDoc{}); err != nil {
+				c.log.Warn("timekeeper: sweep", "session", se.String(), "err", err)
+			}
+		}
+	}
+}
+
+// due reports whether a session holds an expectation due by now.
+func (c *Node) due(ctx context.Context, se store.Session, now time.Time) bool {
+	l, err := c.sm.Open(ctx, se.Tenant, se.Name, false)
+	if err != nil {
+		return false
+	}
+	due := false
+	l.Read(func(st *ledger.State) {
+		next, ok := st.Expects.NextDue()
+		due = ok && !now.Before(next)
+	})
+	return due
+}
