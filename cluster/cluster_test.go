@@ -334,3 +334,38 @@ func TestJoinRefusals(t *testing.T) {
 		t.Fatalf("members after refused joins: %+v", ms)
 	}
 }
+
+// A node that joins after writes installs each group's snapshot (its
+// sessions' logs, streamed from the leader's files) and holds the same
+// chains; it then applies new writes like the others.
+func TestLateJoinerInstallsSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	c1 := nodeConfig(t, dir, 1)
+	c1.Bootstrap = true
+	n1 := startNode(t, c1)
+	defer n1.stop(t)
+	waitFor(t, "a voter in every group", 20*time.Second, func() bool { return allVoters(n1.Node, 1) })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	write := func(n *Node, i int) {
+		call := service.Call{Tenant: "acme", Session: fmt.Sprintf("s%d", i%3), Actor: "alice", RequestID: fmt.Sprintf("r%d", i)}
+		if _, err := n.DeclarePromise(ctx, call, api.PromiseDeclare{Promise: fmt.Sprint("p", i), To: "bob", Until: "2h"}); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	for i := 0; i < 60; i++ {
+		write(n1.Node, i)
+	}
+	c2 := nodeConfig(t, dir, 2)
+	c2.Join = c1.Addr
+	n2 := startNode(t, c2)
+	defer n2.stop(t)
+	waitFor(t, "two voters in every group", 20*time.Second, func() bool { return allVoters(n1.Node, 2) })
+	write(n2.Node, 60)
+	waitFor(t, "node 2 holding node 1's chains", 20*time.Second, func() bool {
+		return equalHeads(chainHeads(t, n1.Node), chainHeads(t, n2.Node))
+	})
+	if got := len(chainHeads(t, n2.Node)); got != 3 {
+		t.Fatalf("node 2 holds %d sessions, want 3", got)
+	}
+}
