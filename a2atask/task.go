@@ -166,12 +166,18 @@ func IsOrigin(es *expect.State, task string) bool {
 	return len(es.List(expect.Filter{TaskID: task})) > 0
 }
 
-// OriginTask is the task of an origin of expectations: its state from its
-// recorded outcome (OriginState), in the context the expectations name
-// (else contextID), the document {"taskId","outcome"?,"expectations":[views]}
-// under each of keys.
+// OriginTask is the task of an origin of expectations in es: OriginTaskOf
+// its expectations and its recorded outcome.
 func OriginTask(es *expect.State, task, contextID string, keys []string) *a2a.Task {
-	views := es.List(expect.Filter{TaskID: task})
+	out, ended := es.TaskOutcome(task)
+	return OriginTaskOf(task, es.List(expect.Filter{TaskID: task}), out, ended, contextID, keys)
+}
+
+// OriginTaskOf is the task of an origin of expectations: its state from
+// its outcome (OriginState), in the context the expectations name (else
+// contextID), the document {"taskId","outcome"?,"expectations":[views]}
+// under each of keys; ended says an outcome is recorded.
+func OriginTaskOf(task string, views []expect.View, out expect.Outcome, ended bool, contextID string, keys []string) *a2a.Task {
 	ctx := contextID
 	for _, v := range views {
 		if v.Origin != nil && v.Origin.ContextID != "" {
@@ -179,7 +185,6 @@ func OriginTask(es *expect.State, task, contextID string, keys []string) *a2a.Ta
 			break
 		}
 	}
-	out, ended := es.TaskOutcome(task)
 	doc := map[string]any{"taskId": task, "expectations": views}
 	if ended {
 		doc["outcome"] = string(out)

@@ -230,18 +230,21 @@ func (h *a2aHandler) expectCommand(req *a2a.SendMessageRequest, uri string, d *a
 	return expect.RaiseCommand{Raise: rz}, rt, nil
 }
 
-// cancelOrigin records an origin task's outcome cancelled, withdrawing the
-// expectations raised on it, and returns the task.
-func (h *a2aHandler) cancelOrigin(ctx context.Context, c *a2aCall, l *ledger.Ledger, task string) (*a2a.Task, error) {
-	keys := h.keysOf(c, a2atask.FamilyExpect)
-	render := func(st *ledger.State, _ []ledger.Result) []byte {
-		b, _ := json.Marshal(a2atask.OriginTask(st.Expects, task, c.contextID(), keys))
-		return b
+// cancelOrigin records an origin task's outcome cancelled through the
+// Service, withdrawing the expectations raised on it, and returns the task
+// with them as they then stand.
+func (h *a2aHandler) cancelOrigin(ctx context.Context, c *a2aCall, task string) (*a2a.Task, error) {
+	call, err := h.writeCall(c, ledger.Command{}, c.requestID)
+	if err != nil {
+		return nil, err
 	}
-	cmd := ledger.Command{Expect: expect.TaskOutcomeCommand{TaskID: task, Outcome: expect.OutcomeCancelled}, Human: c.p.role == auth.RolePerson}
-	resp, err := h.write(ctx, c, l, cmd, c.requestID, a2aDigest("CancelTask", c.contextID(), "origin", task), render)
+	res, err := h.s.local.RecordTaskOutcome(ctx, call, task, api.ExpectTaskOutcome{Outcome: string(expect.OutcomeCancelled)})
 	if err != nil {
 		return nil, cancelError(err)
 	}
-	return decodeAnswer[a2a.Task](resp)
+	list, err := h.s.local.ListExpectations(ctx, h.readCall(c), expect.Filter{TaskID: task})
+	if err != nil {
+		return nil, a2aError(err)
+	}
+	return a2atask.OriginTaskOf(task, list.Expectations, expect.Outcome(res.Task.Outcome), true, c.contextID(), h.keysOf(c, a2atask.FamilyExpect)), nil
 }

@@ -200,12 +200,16 @@ func (h *a2aHandler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a
 	if cl != nil {
 		return a2atask.ClaimTask(&cl.Claim, c.contextID(), h.keysOf(c, a2atask.FamilyClaim), c.sessionURL), nil
 	}
-	l, err := h.originOf(ctx, c, id, "an origin's task")
+	origin, err := h.isOrigin(ctx, c, id)
 	if err != nil {
 		return nil, err
 	}
-	if l == nil {
+	if !origin {
 		return nil, noTask(c, id)
+	}
+	l, err := h.ledgerOf(ctx, c, false, "an origin's task")
+	if err != nil {
+		return nil, err
 	}
 	var t *a2a.Task
 	l.Read(func(st *ledger.State) {
@@ -214,30 +218,25 @@ func (h *a2aHandler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a
 	return t, nil
 }
 
-// originOf is the session's ledger when task is the origin of expectations
-// there (a2atask.IsOrigin), nil when it is not. An origin's outcome is not
-// read through the Service yet: on a cluster node a task that has
-// expectations is refused (what), one that has none is no origin.
-func (h *a2aHandler) originOf(ctx context.Context, c *a2aCall, task, what string) (*ledger.Ledger, error) {
+// isOrigin reports whether task is the origin of expectations in the
+// session (a2atask.IsOrigin). An origin's outcome is not read through the
+// Service yet: where this server does not hold the ledger (a cluster
+// node), a task is an origin when expectations were raised on it.
+func (h *a2aHandler) isOrigin(ctx context.Context, c *a2aCall, task string) (bool, error) {
 	if _, local := h.s.local.(*service.Local); !local {
 		res, err := h.s.local.ListExpectations(ctx, h.readCall(c), expect.Filter{TaskID: task})
 		if err != nil {
-			return nil, a2aError(err)
+			return false, a2aError(err)
 		}
-		if len(res.Expectations) == 0 {
-			return nil, nil
-		}
+		return len(res.Expectations) > 0, nil
 	}
-	l, err := h.ledgerOf(ctx, c, false, what)
+	l, err := h.ledgerOf(ctx, c, false, "an origin's task")
 	if err != nil {
-		return nil, err
+		return false, err
 	}
 	var origin bool
 	l.Read(func(st *ledger.State) { origin = a2atask.IsOrigin(st.Expects, task) })
-	if !origin {
-		return nil, nil
-	}
-	return l, nil
+	return origin, nil
 }
 
 // noTask is the refusal of a task id the session has no task for.
@@ -343,14 +342,14 @@ func (h *a2aHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest)
 		if cl != nil {
 			return h.cancelClaim(ctx, c, req)
 		}
-		l, err := h.originOf(ctx, c, string(req.ID), "cancelling an origin's task")
+		origin, err := h.isOrigin(ctx, c, string(req.ID))
 		if err != nil {
 			return nil, err
 		}
-		if l == nil {
+		if !origin {
 			return nil, noTask(c, string(req.ID))
 		}
-		return h.cancelOrigin(ctx, c, l, string(req.ID))
+		return h.cancelOrigin(ctx, c, string(req.ID))
 	}
 	if !v.ResolvedAt.IsZero() {
 		return nil, a2a.NewError(a2a.ErrTaskNotCancelable, "promise "+v.ID+" is already resolved as "+string(v.State))

@@ -125,7 +125,13 @@ func TestA2AClusterNodeSendMessageGetTask(t *testing.T) {
 	if code != 200 || strings.Contains(raised, `"error"`) || !strings.Contains(raised, `"expectationId":"e-1"`) {
 		t.Fatalf("raise: %d %s", code, raised)
 	}
-	code, refused := a2aRPC(t, n.addr, expectExt, `{"jsonrpc":"2.0","id":7,"method":"GetTask","params":{"id":"task-7"}}`)
+	// Cancelling the origin records its outcome through the Service,
+	// withdrawing the expectation.
+	code, cancelled := a2aRPC(t, n.addr, expectExt, `{"jsonrpc":"2.0","id":7,"method":"CancelTask","params":{"id":"task-7"}}`, "carol")
+	if code != 200 || !strings.Contains(cancelled, `"state":"TASK_STATE_CANCELED"`) || !strings.Contains(cancelled, `"state":"withdrawn"`) {
+		t.Fatalf("CancelTask of an origin: %d %s", code, cancelled)
+	}
+	code, refused := a2aRPC(t, n.addr, expectExt, `{"jsonrpc":"2.0","id":8,"method":"GetTask","params":{"id":"task-7"}}`)
 	if code != 200 || !strings.Contains(refused, `"error"`) || !strings.Contains(refused, "cluster node") {
 		t.Fatalf("GetTask of an origin: %d %s", code, refused)
 	}
