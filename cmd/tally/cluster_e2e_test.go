@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -311,6 +312,56 @@ func TestClusterKillLeaderUnderLoad(t *testing.T) {
 	// The killed node restarts on its data and catches up.
 	leader.joinArgs = nil
 	leader.start(t)
+	waitCaughtUp(t, nodes)
+
+	// Every node: the same bytes in every session's log, a whole chain,
+	// and each acknowledged write exactly once.
+	var want map[string][32]byte
+	for i, n := range nodes {
+		sums := map[string][32]byte{}
+		for name, b := range nodeLogs(t, n) {
+			sums[name] = sha256.Sum256(b)
+			if name != "acme/"+session {
+				continue
+			}
+			declared := map[string]int{}
+			for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+				var rec struct{ Type, Promise string }
+				if err := json.Unmarshal(line, &rec); err != nil {
+					t.Fatalf("node %d: %s: %v", n.id, name, err)
+				}
+				if rec.Type == "promise" {
+					declared[rec.Promise]++
+				}
+			}
+			for _, text := range acked {
+				if c := declared[text]; c != 1 {
+					t.Errorf("node %d holds %q %d times", n.id, text, c)
+				}
+			}
+			if len(declared) != len(acked) {
+				t.Errorf("node %d declares %d promises in %s, %d acknowledged", n.id, len(declared), name, len(acked))
+			}
+		}
+		if len(sums) != 4 {
+			t.Errorf("node %d holds %d sessions, want 4", n.id, len(sums))
+		}
+		if i == 0 {
+			want = sums
+			continue
+		}
+		for k, v := range want {
+			if sums[k] != v {
+				t.Errorf("node %d's log of %s differs from node 1's", n.id, k)
+			}
+		}
+	}
+}
+
+// waitCaughtUp waits until every node has applied what every group has
+// committed, the same on every node.
+func waitCaughtUp(t *testing.T, nodes []*cnode) {
+	t.Helper()
 	waitUntil(t, "every node applying every group's commit", 30*time.Second, func() bool {
 		var commits map[uint64]uint64
 		for i, n := range nodes {
@@ -337,58 +388,122 @@ func TestClusterKillLeaderUnderLoad(t *testing.T) {
 		}
 		return true
 	})
+}
 
-	// Every node: the same bytes in every session's log, a whole chain,
-	// and each acknowledged write exactly once.
-	var want map[string][32]byte
-	for i, n := range nodes {
-		root := filepath.Join(n.data, "ledger")
-		if r := run(t, runOpts{}, "verify", "--dir", root); r.code != 0 {
-			t.Fatalf("verify on node %d: %v", n.id, r)
-		}
-		sums := map[string][32]byte{}
-		ss, err := store.Sessions(root, "")
+// nodeLogs verifies a node's replica ledger with `tally verify` and reads
+// every session's log, by tenant/session.
+func nodeLogs(t *testing.T, n *cnode) map[string][]byte {
+	t.Helper()
+	root := filepath.Join(n.data, "ledger")
+	if r := run(t, runOpts{}, "verify", "--dir", root); r.code != 0 {
+		t.Fatalf("verify on node %d: %v", n.id, r)
+	}
+	ss, err := store.Sessions(root, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]byte{}
+	for _, se := range ss {
+		sd, _ := store.SessionDir(root, se.Tenant, se.Name)
+		b, err := os.ReadFile(store.LogPath(sd))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, se := range ss {
-			sd, _ := store.SessionDir(root, se.Tenant, se.Name)
-			b, err := os.ReadFile(store.LogPath(sd))
-			if err != nil {
-				t.Fatal(err)
+		out[se.String()] = b
+	}
+	return out
+}
+
+// listPromises reads a session's promises through a node (a linearizable
+// read): the status and the promise texts.
+func listPromises(addr, session string) (int, []string) {
+	req, _ := http.NewRequest("GET", "http://"+addr+"/v1/tenants/acme/sessions/"+session+"/promises?state=all", nil)
+	req.Header.Set("X-Tally-Actor", "alice")
+	res, err := httpc.Do(req)
+	if err != nil {
+		return 0, nil
+	}
+	defer res.Body.Close()
+	var doc struct {
+		Promises []struct{ Promise string } `json:"promises"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&doc); err != nil {
+		return res.StatusCode, nil
+	}
+	var out []string
+	for _, p := range doc.Promises {
+		out = append(out, p.Promise)
+	}
+	return res.StatusCode, out
+}
+
+// A leader cut off (SIGSTOP) commits nothing while the others elect a
+// leader and commit; woken, it never answers a read without what they
+// committed meanwhile: it refuses (503) until it has it.
+func TestClusterStoppedLeaderServesNoStaleRead(t *testing.T) {
+	dir := t.TempDir()
+	n1 := newCNode(t, dir, 1, "--bootstrap")
+	n1.start(t)
+	nodes := []*cnode{n1}
+	for id := uint64(2); id <= 3; id++ {
+		n := newCNode(t, dir, id, "--join", n1.addr)
+		n.start(t)
+		nodes = append(nodes, n)
+	}
+	waitUntil(t, "three voters and a leader in every group", 30*time.Second, func() bool {
+		st, err := clusterStatus(n1.addr)
+		return err == nil && settled(st)
+	})
+	const session = "cut"
+	group := replica.GroupOf(cluster.DefaultGroups, "acme", session)
+	st, err := clusterStatus(n1.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var leader *cnode
+	for _, g := range st.Groups {
+		if g.Group == group {
+			leader = nodes[g.Leader-1]
+		}
+	}
+	if code, resp, _ := declare(leader.addr, session, "before", `{"promise":"before","to":"bob","until":"2h"}`); code != 201 {
+		t.Fatalf("write before: %d %s", code, resp)
+	}
+	if err := leader.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	cont := func() { leader.cmd.Process.Signal(syscall.SIGCONT) }
+	defer cont()
+	other := nodes[leader.id%3]
+	waitUntil(t, "a write through another node while the leader is stopped", 30*time.Second, func() bool {
+		code, _, _ := declare(other.addr, session, "after", `{"promise":"after","to":"bob","until":"2h"}`)
+		return code == 201
+	})
+	cont()
+	reads, refused := 0, 0
+	waitUntil(t, "the woken node answering a read", 30*time.Second, func() bool {
+		code, texts := listPromises(leader.addr, session)
+		switch code {
+		case 200:
+			reads++
+			if !slices.Contains(texts, "after") {
+				t.Fatalf("the woken leader answered a stale read: %q", texts)
 			}
-			sums[se.String()] = sha256.Sum256(b)
-			if se.Name == session {
-				declared := map[string]int{}
-				for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-					var rec struct{ Type, Promise string }
-					if err := json.Unmarshal(line, &rec); err != nil {
-						t.Fatalf("node %d: %s: %v", n.id, se, err)
-					}
-					if rec.Type == "promise" {
-						declared[rec.Promise]++
-					}
-				}
-				for _, text := range acked {
-					if c := declared[text]; c != 1 {
-						t.Errorf("node %d holds %q %d times", n.id, text, c)
-					}
-				}
-				if len(declared) != len(acked) {
-					t.Errorf("node %d declares %d promises in %s, %d acknowledged", n.id, len(declared), se, len(acked))
-				}
-			}
+			return true
+		case 503, 0:
+			refused++
+		default:
+			t.Fatalf("read at the woken node: %d", code)
 		}
-		if len(sums) != 4 {
-			t.Errorf("node %d holds %d sessions, want 4", n.id, len(sums))
-		}
-		if i == 0 {
-			want = sums
-			continue
-		}
-		for k, v := range want {
-			if sums[k] != v {
-				t.Errorf("node %d's log of %s differs from node 1's", n.id, k)
+		return false
+	})
+	t.Logf("the woken node refused %d read(s) before answering with the write it missed", refused)
+	waitCaughtUp(t, nodes)
+	logs := nodeLogs(t, nodes[0])
+	for _, n := range nodes[1:] {
+		for name, b := range nodeLogs(t, n) {
+			if !bytes.Equal(b, logs[name]) {
+				t.Errorf("node %d's log of %s differs from node 1's", n.id, name)
 			}
 		}
 	}
