@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/zeebo/blake3"
 
 	restclient "tally/client"
 	"tally/jsondoc"
@@ -77,7 +76,6 @@ type global struct {
 	session string
 	json    bool
 	as      string
-	stdin   *stdinDigest // what was read from stdin, for request ids
 
 	// The Service the verbs call (service.go), made on first use.
 	svc      cliService
@@ -172,10 +170,6 @@ func (g *global) abs(p string) string {
 // Main runs tally with args and returns its exit code.
 func Main(args []string, io Streams) ExitCode {
 	g := &global{io: io}
-	if io.In != nil {
-		g.stdin = &stdinDigest{r: io.In, h: blake3.New()}
-		g.io.In = g.stdin
-	}
 	root := newRoot(g)
 	root.SetArgs(args)
 	root.SetIn(g.io.In)

@@ -9,12 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zeebo/blake3"
-
 	"tally/auth"
 	"tally/jsondoc"
 	"tally/ledger"
-	"tally/rule"
 	"tally/service"
 	"tally/store"
 )
@@ -244,55 +241,6 @@ func (s *Server) openRead(r *http.Request) (*ledger.Ledger, error) {
 		return nil, err
 	}
 	return l, nil
-}
-
-// execute runs a decoded command for a write route, idempotently when the
-// request carries an Idempotency-Key, and writes the response.
-func (s *Server) execute(w http.ResponseWriter, r *http.Request, p principal, l *ledger.Ledger, body []byte, cmd ledger.Command, status int, render func(st *ledger.State, res []ledger.Result) []byte) {
-	actor, err := s.writeActor(p, cmd)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	p.actor = actor
-	key := r.Header.Get("Idempotency-Key")
-	opts := ledger.WriteOptions{Actor: p.actor, RequestID: key, Render: render}
-	var idem *ledger.Idempotency
-	if key != "" {
-		if len(key) > 256 {
-			s.writeError(w, rule.Invalidf("Idempotency-Key", "at most 256 bytes"))
-			return
-		}
-		idem = &ledger.Idempotency{Principal: p.actor, Key: key, Digest: s.commandDigest(r, body), Render: render}
-	}
-	_, resp, replayed, err := l.Execute(r.Context(), cmd, opts, idem)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if replayed {
-		w.Header().Set("Idempotent-Replayed", "true")
-	}
-	if len(resp) > 0 && resp[len(resp)-1] != '\n' {
-		resp = append(resp[:len(resp):len(resp)], '\n')
-	}
-	writeDoc(w, status, resp)
-}
-
-// commandDigest binds a request id to what the request asked: its method,
-// path and body.
-func (s *Server) commandDigest(r *http.Request, body []byte) [32]byte {
-	h, ok := s.digesters.Get().(*blake3.Hasher)
-	if !ok {
-		h = blake3.NewDeriveKey("tally 2026-11 request digest v1")
-	}
-	defer s.digesters.Put(h)
-	h.Reset()
-	fmt.Fprintf(h, "%s %s\n%d\n", r.Method, r.URL.EscapedPath(), len(body))
-	h.Write(body)
-	var sum [32]byte
-	h.Sum(sum[:0])
-	return sum
 }
 
 func readBody(r *http.Request) ([]byte, error) {

@@ -1,12 +1,8 @@
 package server
 
 import (
-	"net/http/httptest"
 	"path/filepath"
-	"strconv"
 	"testing"
-
-	"github.com/zeebo/blake3"
 
 	"tally/ledger"
 	"tally/promise"
@@ -49,23 +45,4 @@ func TestLoad256Clients(t *testing.T) {
 		})
 	})
 	checkOnce(t, "on disk", ids, r.acked)
-}
-
-// The request digest is the same from a reused hasher as from a fresh one.
-func TestCommandDigestReusesHashers(t *testing.T) {
-	fresh := func(method, path string, body []byte) [32]byte {
-		h := blake3.NewDeriveKey("tally 2026-11 request digest v1")
-		h.WriteString(method + " " + path + "\n" + strconv.Itoa(len(body)) + "\n")
-		h.Write(body)
-		var sum [32]byte
-		h.Sum(sum[:0])
-		return sum
-	}
-	s := &Server{}
-	for i, body := range []string{`{"promise":"a"}`, `{"promise":"b","to":"c"}`, ``, `{"promise":"a"}`} {
-		r := httptest.NewRequest("POST", base+"/promises", nil)
-		if got, want := s.commandDigest(r, []byte(body)), fresh("POST", base+"/promises", []byte(body)); got != want {
-			t.Fatalf("request %d: digest %x, want %x", i, got, want)
-		}
-	}
 }

@@ -107,10 +107,6 @@ type Server struct {
 	sessions *sessionCache
 	closed   bool
 
-	// digesters keeps request-digest hashers for reuse: making one (the key
-	// derivation and the hasher's buffers) allocates about 11 KB.
-	digesters sync.Pool
-
 	// local is the Service the REST and A2A bindings run verbs through,
 	// on the sessions of the cache.
 	local service.Service
