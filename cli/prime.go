@@ -18,7 +18,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,7 +29,6 @@ import (
 	"tally/expect"
 	"tally/instant"
 	"tally/jsondoc"
-	"tally/ledger"
 	"tally/promise"
 )
 
@@ -102,31 +100,21 @@ func (g *global) runPrime(ctx context.Context, o primeOptions) error {
 		return err
 	}
 	seat := o.seat
-	var d primeData
-	rc, err := g.remote()
-	if err != nil {
-		return err
-	}
 	switch {
 	case seat != "":
-	case rc != nil:
+	case g.remoteURL() != "":
 		// Over TALLY_URL the seat is the token's identity, as the server says.
-		if seat, err = rc.identity(ctx); err != nil {
+		id, err := g.identity(ctx)
+		if err != nil {
 			return err
 		}
+		seat = id.Actor
 	default:
 		if seat = g.actor(); seat == "" {
 			return usagef("seat: required: pass --seat WHO or --as WHO, or set TALLY_ACTOR")
 		}
 	}
-	if d, err = g.primePromises(ctx, seat, now); err != nil {
-		return err
-	}
-	if rc != nil {
-		err = rc.primeData(ctx, seat, now, &d)
-	} else {
-		err = g.primeLocal(ctx, seat, now, &d)
-	}
+	d, err := g.primeData(ctx, seat, now)
 	if err != nil {
 		return err
 	}
@@ -140,9 +128,10 @@ func (g *global) runPrime(ctx context.Context, o primeOptions) error {
 	return err
 }
 
-// primePromises reads the promises prime shows through the Service: what
-// the seat owes, and what is owed to it late.
-func (g *global) primePromises(ctx context.Context, seat string, now time.Time) (primeData, error) {
+// primeData reads what prime shows through the Service: what the seat
+// owes, what is owed to it late, the open claims it takes part in (the
+// most pressing primeClaimsMax of them, whole) and the open expectations.
+func (g *global) primeData(ctx context.Context, seat string, now time.Time) (primeData, error) {
 	var d primeData
 	svc, err := g.service()
 	if err != nil {
@@ -161,45 +150,9 @@ func (g *global) primePromises(ctx context.Context, seat string, now time.Time) 
 		return d, err
 	}
 	d.owes, d.owedLate = owes.Promises, late.Promises
-	return d, nil
-}
-
-// primeLocal reads prime's claims and expectations from the session the
-// Service opened, in one snapshot.
-func (g *global) primeLocal(ctx context.Context, seat string, now time.Time, d *primeData) error {
-	call, err := g.call("", "", now)
+	claims, err := svc.ListClaims(ctx, call, claim.Filter{Open: true, Participant: seat})
 	if err != nil {
-		return err
-	}
-	l, err := g.sessions.Open(ctx, call.Tenant, call.Session, false)
-	if err != nil {
-		return err
-	}
-	l.Read(func(st *ledger.State) {
-		list := st.Claims.List(claim.Filter{Open: true, Participant: seat}, now)
-		sortClaimSummaries(list)
-		for i, s := range list {
-			if i == primeClaimsMax {
-				d.claimsMore = len(list) - i
-				break
-			}
-			if v, ok := st.Claims.Claim(s.Claim, now); ok {
-				d.claims = append(d.claims, v)
-			}
-		}
-		d.expects = st.Expects.List(expect.Filter{State: "open"})
-	})
-	return nil
-}
-
-// primeData reads prime's claims and expectations through the server's
-// read routes.
-func (rc *client) primeData(ctx context.Context, seat string, now time.Time, d *primeData) error {
-	call := rc.callFor("")
-	call.Now = now
-	claims, err := rc.rest.ListClaims(ctx, call, claim.Filter{Open: true, Participant: seat})
-	if err != nil {
-		return err
+		return d, err
 	}
 	list := claims.Claims
 	sortClaimSummaries(list)
@@ -208,21 +161,18 @@ func (rc *client) primeData(ctx context.Context, seat string, now time.Time, d *
 			d.claimsMore = len(list) - i
 			break
 		}
-		shown, err := rc.rest.Claim(ctx, call, s.Claim)
+		shown, err := svc.Claim(ctx, call, s.Claim)
 		if err != nil {
-			return err
+			return d, err
 		}
 		d.claims = append(d.claims, shown.Claim)
 	}
-	b, err := rc.do(ctx, "GET", rc.path(url.Values{"state": {"open"}}, "expectations"), nil, "")
+	expects, err := svc.ListExpectations(ctx, call, expect.Filter{State: "open"})
 	if err != nil {
-		return err
+		return d, err
 	}
-	m, err := members(b)
-	if err != nil {
-		return err
-	}
-	return decodeMember(m, "expectations", &d.expects)
+	d.expects = expects.Expectations
+	return d, nil
 }
 
 // sortClaimSummaries puts the claims most pressing first: overdue, then by

@@ -64,17 +64,11 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	restclient "tally/client"
 	"tally/service"
 )
 
@@ -141,108 +135,34 @@ func (g *global) checkRemote(c *cobra.Command) error {
 	return nil
 }
 
-// client is one session of the server, for the verbs not yet on the
-// Service: requests go through the client package's transport.
-type client struct {
-	g      *global
-	rest   *restclient.Client
-	base   string // …/v1/tenants/T/sessions/S
-	tenant string
-	// session is the session's name; person sends the person role
-	// (--insecure-dev) with every request.
-	session      string
-	person       bool
-	whoami, role string // the acting identity and its role, once asked
+// a2aRemote is the session's URL on the server, for the A2A routes the
+// a2a verbs read (the agent card, a task), which are no Service verb.
+type a2aRemote struct {
+	g    *global
+	call service.Call
+	base string // …/v1/tenants/T/sessions/S
 }
 
-// remote returns the client when TALLY_URL is set, else nil.
-func (g *global) remote() (*client, error) {
+// remote returns the session on the server when TALLY_URL is set, else nil.
+func (g *global) remote() (*a2aRemote, error) {
 	if g.remoteURL() == "" {
 		return nil, nil
 	}
 	if _, err := g.service(); err != nil {
 		return nil, err
 	}
-	c, err := g.call("", "", time.Time{})
+	c, err := g.call(g.actor(), "", time.Time{})
 	if err != nil {
 		return nil, err
 	}
-	return &client{g: g, rest: g.rest, tenant: c.Tenant, session: c.Session, base: g.rest.SessionURL(c.Tenant, c.Session, nil)}, nil
-}
-
-// callFor is the Call of one request with key as its request id.
-func (rc *client) callFor(key string) service.Call {
-	return service.Call{Tenant: rc.tenant, Session: rc.session, Actor: rc.g.actor(), Person: rc.person, RequestID: key}
+	return &a2aRemote{g: g, call: c, base: g.rest.SessionURL(c.Tenant, c.Session, nil)}, nil
 }
 
 // do sends one request with a JSON body (or none) and returns the body of a
 // 2xx answer, or the server's refusal.
-func (rc *client) do(ctx context.Context, method, u string, body []byte, requestID string) ([]byte, error) {
-	doc, err := rc.rest.Do(ctx, rc.callFor(requestID), method, u, body)
+func (rc *a2aRemote) do(ctx context.Context, method, u string, body []byte, requestID string) ([]byte, error) {
+	c := rc.call
+	c.RequestID = requestID
+	doc, err := rc.g.rest.Do(ctx, c, method, u, body)
 	return doc.JSON, err
-}
-
-// exchange sends one request and returns the whole body of a 2xx answer,
-// or the server's refusal.
-func (rc *client) exchange(ctx context.Context, method, u string, body io.Reader, contentType, requestID string) ([]byte, error) {
-	doc, err := rc.rest.Exchange(ctx, rc.callFor(requestID), method, u, body, contentType)
-	return doc.JSON, err
-}
-
-// send sends one request and returns a 2xx response whose body the caller
-// reads and then calls done; any other answer is the server's refusal.
-func (rc *client) send(ctx context.Context, method, u string, body io.Reader, contentType, requestID string) (*http.Response, func(), error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	return rc.rest.Send(ctx, rc.callFor(requestID), method, u, body, contentType)
-}
-
-// path is the session URL of a path built from segments, each escaped.
-func (rc *client) path(query url.Values, segs ...string) string {
-	return rc.rest.SessionURL(rc.tenant, rc.session, query, segs...)
-}
-
-// identity is the acting identity: the token's, as the server sees it.
-func (rc *client) identity(ctx context.Context) (string, error) {
-	if rc.person {
-		// The role is part of what whoami answers under --insecure-dev.
-		c, err := rc.g.call(rc.g.actor(), "", time.Time{})
-		if err != nil {
-			return "", err
-		}
-		c.Person = true
-		id, err := rc.rest.Whoami(ctx, c)
-		if err != nil {
-			return "", err
-		}
-		if a := rc.g.actor(); a != "" && a != id.Actor && rc.g.io.Getenv("TALLY_TOKEN") != "" {
-			return "", usagef("actor: %q is not the token's identity %q (over TALLY_URL you act as the token's identity)", a, id.Actor)
-		}
-		rc.whoami, rc.role = id.Actor, id.Role
-		return id.Actor, nil
-	}
-	id, err := rc.g.identity(ctx)
-	if err != nil {
-		return "", err
-	}
-	rc.whoami, rc.role = id.Actor, id.Role
-	return id.Actor, nil
-}
-
-// members decodes the top-level members of a response document.
-func members(b []byte) (map[string]json.RawMessage, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("server response is not a JSON document: %w", err)
-	}
-	return m, nil
-}
-
-// decodeMember decodes one member of a response document into v.
-func decodeMember(m map[string]json.RawMessage, name string, v any) error {
-	if err := json.Unmarshal(m[name], v); err != nil {
-		return fmt.Errorf("server response: %s: %w", name, err)
-	}
-	return nil
 }
