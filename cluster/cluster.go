@@ -64,6 +64,11 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// MaxSnapshotSize bounds one group's snapshot (its sessions' logs), which
+// travels to a joining or lagging node in one raft message and so in one
+// transport frame: a group past it cannot be installed on a new node.
+const MaxSnapshotSize = 256 << 20
+
 // DefaultGroups is the data groups a new cluster gets.
 const DefaultGroups = 8
 
@@ -158,6 +163,7 @@ func (c *Node) open(fresh bool) error {
 	}
 	tc := transport.DefaultConfig()
 	tc.NodeID, tc.ClusterID, tc.Secret, tc.Listen = c.cfg.NodeID, c.id.ClusterID, []byte(c.cfg.Secret), c.cfg.RaftAddr
+	tc.MaxFrameSize = MaxSnapshotSize
 	if c.tr, err = transport.Listen(tc, c.log); err != nil {
 		return err
 	}

@@ -2,10 +2,13 @@
 // throughput of a 3-node cluster against the single-node server with the
 // same clients, in alternating rounds, and failover time (leader killed
 // with SIGKILL → the first write acknowledged that was sent after the
-// kill). Every node runs as a real `tally serve` process on 127.0.0.1.
+// kill), and with -catchup the rate at which a node joining after that
+// many events catches up. Every node runs as a real `tally serve` process
+// on 127.0.0.1.
 //
 //	go build -o /tmp/tally ./cmd/tally
 //	go run ./bench/cluster -tally /tmp/tally -clients 64 -duration 10s -rounds 3 -failovers 10
+//	go run ./bench/cluster -tally /tmp/tally -catchup 100000 -rounds 0 -failovers 0
 package main
 
 import (
@@ -38,7 +41,14 @@ func main() {
 	duration := flag.Duration("duration", 10*time.Second, "length of one throughput leg")
 	rounds := flag.Int("rounds", 3, "throughput rounds (each: single node, then 3 nodes)")
 	failovers := flag.Int("failovers", 10, "leader kills to time")
+	catchup := flag.Int("catchup", 0, "events written before a fourth node joins, timed until it has applied them all (0: skip)")
 	flag.Parse()
+	if *catchup > 0 {
+		if err := catchUp(*bin, *clients, *catchup); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+	}
 	if err := run(*bin, *clients, *duration, *rounds, *failovers); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -230,8 +240,10 @@ func run(bin string, clients int, d time.Duration, rounds, failovers int) error 
 		return err
 	}
 	defer os.RemoveAll(dir)
-	fmt.Printf("throughput: %d clients, %v a leg, one session (acme/main), every write durable\n", clients, d)
-	fmt.Println("round  single node /s  3 nodes /s  ratio")
+	if rounds > 0 {
+		fmt.Printf("throughput: %d clients, %v a leg, one session (acme/main), every write durable\n", clients, d)
+		fmt.Println("round  single node /s  3 nodes /s  ratio")
+	}
 	for r := 1; r <= rounds; r++ {
 		single := &proc{addr: freePort()}
 		sdir := filepath.Join(dir, fmt.Sprintf("single%d", r))
@@ -328,5 +340,62 @@ func run(bin string, clients int, d time.Duration, rounds, failovers int) error 
 	slices.Sort(times)
 	fmt.Printf("failover median of %d: %v (min %v, max %v)\n", len(times), times[len(times)/2].Round(time.Millisecond),
 		times[0].Round(time.Millisecond), times[len(times)-1].Round(time.Millisecond))
+	return nil
+}
+
+// catchUp writes events to a 3-node cluster, then joins a fourth node and
+// times it until it has applied every group's commit; it reports the rate
+// and the size of what it installed (its sessions' logs) per million events.
+func catchUp(bin string, clients, events int) error {
+	dir, err := os.MkdirTemp("", "tally-bench-catchup-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	nodes, err := startCluster(bin, dir)
+	if err != nil {
+		return err
+	}
+	defer func() { stopAll(nodes) }()
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.addr)
+	}
+	var left atomic.Int64
+	left.Store(int64(events))
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := 0; i < clients; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			for left.Add(-1) >= 0 {
+				for !declare(addrs[i%len(addrs)]) {
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+		}(i)
+	}
+	wg.Wait()
+	fmt.Printf("catch-up: %d events written in %v\n", events, time.Since(start).Round(time.Millisecond))
+	n4 := clusterNode(dir, 4, "--join", nodes[0].addr)
+	joined := time.Now()
+	if err := n4.start(bin); err != nil {
+		return err
+	}
+	nodes = append(nodes, n4)
+	if err := waitSettled(nodes, 10*time.Minute); err != nil {
+		return err
+	}
+	took := time.Since(joined)
+	var size int64
+	filepath.Walk(filepath.Join(n4.data, "ledger", "sessions"), func(path string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Name() == "log.jsonl" {
+			size += fi.Size()
+		}
+		return nil
+	})
+	fmt.Printf("catch-up: node 4 joined and applied all %d events in %v: %.0f events/s; installed logs %d bytes, %.0f MB per million events\n",
+		events, took.Round(time.Millisecond), float64(events)/took.Seconds(), size, float64(size)/float64(events))
 	return nil
 }
