@@ -94,6 +94,11 @@ func (g *global) serveCluster(c *cobra.Command, cfg server.Config, f *clusterFla
 	if err != nil {
 		return errors.Join(err, n.Close())
 	}
+	for _, col := range n.Collectors() {
+		if err := s.Registry().Register(col); err != nil {
+			return errors.Join(err, n.Close())
+		}
+	}
 	err = s.Serve(ctx, func(a string) {
 		fmt.Fprintf(g.io.Out, "tally node %d of cluster %s serving on http://%s (raft %s, data %s)\n", n.ID(), n.ClusterID(), a, f.raftAddr, cc.Data)
 	})

@@ -97,14 +97,15 @@ func (c Config) Validate() error {
 
 // Node is a running cluster node.
 type Node struct {
-	cfg   Config
-	id    identity
-	log   *slog.Logger
-	db    *raftlog.DB
-	sm    *replica.SM
-	tr    *transport.TCP
-	nd    *node.Node
-	calls chan func(*node.Node)
+	cfg     Config
+	id      identity
+	log     *slog.Logger
+	db      *raftlog.DB
+	sm      *replica.SM
+	tr      *transport.TCP
+	nd      *node.Node
+	calls   chan func(*node.Node)
+	metrics *metrics
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -132,7 +133,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Node{cfg: cfg, id: id, log: cfg.Logger.With("node", cfg.NodeID), calls: make(chan func(*node.Node), 256), done: make(chan error, 1)}
+	c := &Node{cfg: cfg, id: id, log: cfg.Logger.With("node", cfg.NodeID), calls: make(chan func(*node.Node), 256), done: make(chan error, 1), metrics: newMetrics()}
 	c.cfg.Groups = id.Groups
 	if err := c.open(fresh); err != nil {
 		c.closeStores()
@@ -268,6 +269,7 @@ func (c *Node) propose(ctx context.Context, group uint64, data []byte) (replica.
 		o replica.Outcome
 	}
 	ch := make(chan res, 1)
+	start := time.Now()
 	err := c.do(ctx, func(n *node.Node) {
 		n.Propose(group, data, func(r node.ProposeResult) {
 			var o replica.Outcome
@@ -285,6 +287,7 @@ func (c *Node) propose(ctx context.Context, group uint64, data []byte) (replica.
 		if r.r.Err != nil {
 			return replica.Outcome{}, c.unavailable(group, r.r.Err)
 		}
+		c.metrics.proposal.WithLabelValues(groupLabel(group)).Observe(time.Since(start).Seconds())
 		return r.o, nil
 	case <-ctx.Done():
 		return replica.Outcome{}, fmt.Errorf("cluster: waiting for group %d: %w (the write may still commit: retry it with the same request id)", group, ctx.Err())
@@ -297,6 +300,7 @@ func (c *Node) propose(ctx context.Context, group uint64, data []byte) (replica.
 // leader had committed when the read began, confirmed by a quorum.
 func (c *Node) readIndex(ctx context.Context, group uint64) error {
 	ch := make(chan node.ReadResult, 1)
+	start := time.Now()
 	if err := c.do(ctx, func(n *node.Node) { n.ReadIndex(group, func(r node.ReadResult) { ch <- r }) }); err != nil {
 		return err
 	}
@@ -305,6 +309,7 @@ func (c *Node) readIndex(ctx context.Context, group uint64) error {
 		if r.Err != nil {
 			return c.unavailable(group, r.Err)
 		}
+		c.metrics.readIndex.WithLabelValues(groupLabel(group)).Observe(time.Since(start).Seconds())
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"tally/api"
 	"tally/ledger"
 	"tally/promise"
@@ -367,5 +369,29 @@ func TestLateJoinerInstallsSnapshot(t *testing.T) {
 	})
 	if got := len(chainHeads(t, n2.Node)); got != 3 {
 		t.Fatalf("node 2 holds %d sessions, want 3", got)
+	}
+	if n2.Replica().Restores() == 0 {
+		t.Fatal("node 2 installed no snapshot with data")
+	}
+	// Its metrics: the groups' raft state and its proposals' latency.
+	reg := prometheus.NewRegistry()
+	for _, col := range n2.Collectors() {
+		reg.MustRegister(col)
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, f := range fams {
+		seen[f.GetName()] = true
+		if f.GetName() == "tally_cluster_proposal_seconds" && f.GetMetric()[0].GetHistogram().GetSampleCount() != 1 {
+			t.Errorf("proposals observed: %v", f.GetMetric())
+		}
+	}
+	for _, name := range []string{"tally_cluster_group_leader", "tally_cluster_group_applied_index", "tally_cluster_proposal_seconds", "tally_cluster_snapshots_installed_total", "tally_cluster_sent_bytes_total"} {
+		if !seen[name] {
+			t.Errorf("no %s among %v", name, seen)
+		}
 	}
 }

@@ -93,9 +93,10 @@ type SM struct {
 	members  []Member
 	outcomes map[uint64]map[uint64]Outcome // group → index → outcome of its last batch
 
-	now    atomic.Int64 // the instant of the command being applied
-	mintMu sync.Mutex
-	ids    *mrand.ChaCha8 // the command's ids, from its seed
+	now      atomic.Int64 // the instant of the command being applied
+	restores atomic.Uint64
+	mintMu   sync.Mutex
+	ids      *mrand.ChaCha8 // the command's ids, from its seed
 }
 
 var _ node.StateMachine = (*SM)(nil)
@@ -132,6 +133,9 @@ func New(cfg Config) (*SM, error) {
 // command's records and its response are stamped with its proposer's
 // instant on every replica.
 func (m *SM) Now() time.Time { return time.Unix(0, m.now.Load()).UTC() }
+
+// Restores counts the snapshots this replica installed with data.
+func (m *SM) Restores() uint64 { return m.restores.Load() }
 
 // Root is the replica's ledger directory.
 func (m *SM) Root() string { return m.cfg.Root }

@@ -115,6 +115,7 @@ func (m *SM) Restore(group uint64, index uint64, r io.Reader) error {
 	case err != nil || string(magic) != snapshotMagic:
 		return fmt.Errorf("replica: restore group %d: not a replica snapshot", group)
 	default:
+		m.restores.Add(1)
 		hb, err := readField(br, 1<<10)
 		if err == nil {
 			err = json.Unmarshal(hb, &head)
