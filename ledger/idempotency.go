@@ -114,35 +114,15 @@ func (l *Ledger) Execute(ctx context.Context, cmd Command, opts WriteOptions, id
 				}
 				c = d
 			}
-			ev, warn, err := st.Promises.Decide(l.cfg.Limits, opts.Actor, now, c)
-			if err != nil {
-				return nil, nil, err
-			}
-			return []pending{promisePending(ev)}, warn, nil
+			return decideWith(l.promiseFamily(st), input(opts, false, now), c, keepPromise)
 		}
 	case cmd.Claim != nil:
 		req.decide = func(st *State, now time.Time) ([]pending, []string, error) {
-			evs, err := st.Claims.Decide(opts.Actor, now, cmd.Claim)
-			if err != nil {
-				return nil, nil, err
-			}
-			out := make([]pending, len(evs))
-			for i, ev := range evs {
-				out[i] = pending{typ: ev.Type, body: ev.Encode()}
-			}
-			return out, nil, nil
+			return decideWith(claimFamily(st), input(opts, false, now), cmd.Claim, nil)
 		}
 	case cmd.Expect != nil:
 		req.decide = func(st *State, now time.Time) ([]pending, []string, error) {
-			evs, err := st.Expects.Decide(opts.Actor, cmd.Human, now, cmd.Expect)
-			if err != nil {
-				return nil, nil, err
-			}
-			out := make([]pending, len(evs))
-			for i, ev := range evs {
-				out[i] = pending{typ: ev.Type, body: ev.Encode()}
-			}
-			return out, nil, nil
+			return decideWith(expectFamily(st), input(opts, cmd.Human, now), cmd.Expect, nil)
 		}
 	default:
 		return nil, nil, false, errors.New("execute: empty command")

@@ -326,12 +326,7 @@ func (l *Ledger) SubmitExpect(ctx context.Context, cmd expect.Command, human boo
 // log's lock, so two watchers sweeping at once never record a fact twice.
 func (l *Ledger) Sweep(ctx context.Context, max int) ([]Result, error) {
 	return l.submit(ctx, &request{opts: WriteOptions{Actor: l.cfg.Timekeeper}, decide: func(st *State, now time.Time) ([]pending, []string, error) {
-		evs := st.Expects.Sweep(now, max)
-		out := make([]pending, len(evs))
-		for i, ev := range evs {
-			out[i] = pending{typ: ev.Type, body: ev.Encode()}
-		}
-		return out, nil, nil
+		return encodeWith(expectFamily(st), st.Expects.Sweep(now, max), nil), nil, nil
 	}})
 }
 

@@ -10,9 +10,10 @@ import (
 type machine struct{ l *Ledger }
 
 var (
-	_ store.Machine  = machine{}
-	_ store.Snapshot = snapshot{}
-	_ store.Request  = (*request)(nil)
+	_ store.Machine    = machine{}
+	_ store.Snapshot   = snapshot{}
+	_ store.Request    = (*request)(nil)
+	_ store.SessionLog = hookedLog{}
 )
 
 // Reset empties the state.

@@ -57,15 +57,6 @@ func newState(cfg Config) *State {
 	}
 }
 
-// actorOf is the identity that appended a line: the envelope's actor when
-// recorded, else the record's own party.
-func actorOf(env store.Envelope, party string) string {
-	if env.Actor != "" {
-		return env.Actor
-	}
-	return party
-}
-
 // apply folds one verified log line. A line that is not JSON, or whose
 // envelope is damaged, is an error with its line number; a line that is JSON
 // but unknown or unreadable to this version is kept and counted.
@@ -74,27 +65,19 @@ func (s *State) apply(e store.Entry) error {
 	if err != nil {
 		return fmt.Errorf("line %d: %w", e.Env.Seq, err)
 	}
+	for _, f := range s.folders() {
+		if !f.Known(typ) {
+			continue
+		}
+		if err := f.ApplyLine(metaOf(e), e.Line); err != nil {
+			return s.decodeFailed(typ, e, err)
+		}
+		if f.refold {
+			s.refolds = append(s.refolds, lineRef{Offset: e.Offset, Size: uint32(len(e.Line)), Seq: e.Env.Seq})
+		}
+		return nil
+	}
 	switch {
-	case promise.Known(typ):
-		ev, err := promise.Decode(e.Line)
-		if err != nil {
-			return s.decodeFailed(typ, e, err)
-		}
-		s.Promises.Apply(promise.Meta{Seq: e.Env.Seq, Actor: e.Env.Actor}, &ev)
-	case claim.Known(typ):
-		ev, err := claim.Decode(e.Line)
-		if err != nil {
-			return s.decodeFailed(typ, e, err)
-		}
-		s.Claims.Apply(claim.Meta{Seq: e.Env.Seq, Actor: actorOf(e.Env, ""), TS: ev.TS}, ev)
-		s.refolds = append(s.refolds, lineRef{Offset: e.Offset, Size: uint32(len(e.Line)), Seq: e.Env.Seq})
-	case expect.Known(typ):
-		ev, err := expect.Decode(e.Line)
-		if err != nil {
-			return s.decodeFailed(typ, e, err)
-		}
-		s.Expects.Apply(expect.Meta{Seq: e.Env.Seq, Actor: actorOf(e.Env, ""), TS: ev.TS}, ev)
-		s.refolds = append(s.refolds, lineRef{Offset: e.Offset, Size: uint32(len(e.Line)), Seq: e.Env.Seq})
 	case typ == TypeRequest:
 		if err := s.applyRequest(e); err != nil {
 			return fmt.Errorf("line %d: %w", e.Env.Seq, err)

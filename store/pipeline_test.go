@@ -105,7 +105,12 @@ type counterSnapshot []byte
 func (s counterSnapshot) Encode(emit func([]byte) error) error { return emit(s) }
 func (s counterSnapshot) Release()                             {}
 
-var _ Machine = (*counter)(nil)
+var (
+	_ Machine    = (*counter)(nil)
+	_ Snapshot   = counterSnapshot(nil)
+	_ Request    = (*note)(nil)
+	_ SessionLog = (*faultyLog)(nil)
+)
 
 // faultyLog fails its fsyncs while fail is set.
 type faultyLog struct {

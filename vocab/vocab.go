@@ -1,8 +1,9 @@
 // Package vocab holds the names that every layer of tally must spell alike:
-// the timekeeper's default identity and the A2A extension URIs. The values
-// are stored in logs and sent on the wire: do not change them.
+// the timekeeper's default identity, the A2A extension URIs, the typed ids
+// and the Family interface every record family's core implements. The
+// values are stored in logs and sent on the wire: do not change them.
 //
-// The package does no I/O and imports nothing.
+// The package does no I/O and imports only time.
 package vocab
 
 // DefaultTimekeeper is the watcher's identity unless configured otherwise:

@@ -1,0 +1,72 @@
+package promise
+
+import (
+	"time"
+
+	"tally/vocab"
+)
+
+// Family is the promise family behind the interface every family shares
+// (vocab.Family), over one state and the limits its declarations are held
+// to. It is a value the ledger makes when it decides: it holds no state
+// of its own. The writer's fast path (PrepareDeclare outside the session
+// lock, Admit under it) stays beside it: it decides the same way.
+type Family struct {
+	S      *State
+	Limits Limits
+}
+
+var (
+	_ vocab.Family[Command, Event, vocab.PromiseID, View] = Family{}
+	_ vocab.Folder                                        = (*State)(nil)
+)
+
+// Known reports whether typ is a promise record type.
+func (f Family) Known(typ string) bool { return Known(typ) }
+
+// ApplyLine decodes a promise line and folds it (State.ApplyLine).
+func (f Family) ApplyLine(m vocab.Meta, line []byte) error { return f.S.ApplyLine(m, line) }
+
+// Decide decides cmd as in.Actor at in.Now: one event. Ids are minted by
+// the caller (the ledger, under its lock), never here.
+func (f Family) Decide(in vocab.Input, cmd Command) ([]Event, []string, error) {
+	ev, warn, err := f.S.Decide(f.Limits, string(in.Actor), in.Now, cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	return []Event{ev}, warn, nil
+}
+
+// Apply folds an event appended at m.
+func (f Family) Apply(m vocab.Meta, e Event) {
+	f.S.Apply(Meta{Seq: uint64(m.Seq), Actor: string(m.Actor)}, &e)
+}
+
+// Encode returns the record e is written as; its party is the debtor (the
+// observer of an assessment).
+func (f Family) Encode(e Event) vocab.Record {
+	return vocab.Record{Type: e.Type, Body: e.Encode(), Party: vocab.Participant(e.Party())}
+}
+
+// View returns the view of promise id at now.
+func (f Family) View(id vocab.PromiseID, now time.Time) (View, bool) {
+	p, ok := f.S.Get(string(id))
+	if !ok {
+		return View{}, false
+	}
+	return f.S.View(p, now), true
+}
+
+// Known reports whether typ is a promise record type (vocab.Folder).
+func (s *State) Known(typ string) bool { return Known(typ) }
+
+// ApplyLine decodes one verified log line of a promise type and folds it
+// (vocab.Folder); on a decoding error nothing is folded.
+func (s *State) ApplyLine(m vocab.Meta, line []byte) error {
+	ev, err := Decode(line)
+	if err != nil {
+		return err
+	}
+	s.Apply(Meta{Seq: uint64(m.Seq), Actor: string(m.Actor)}, &ev)
+	return nil
+}
