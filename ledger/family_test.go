@@ -68,7 +68,9 @@ func TestFamiliesFoldEventsAsTheirLines(t *testing.T) {
 			promise.Command(promise.Amend{ID: "p1", Until: t0.Add(48 * time.Hour)}))
 	})
 	t.Run("claim", func(t *testing.T) {
-		fam := func() claim.Family { return claim.Family{S: claim.NewStateConfig(claim.Config{Timekeeper: cfg.Timekeeper})} }
+		fam := func() claim.Family {
+			return claim.Family{S: claim.NewStateConfig(claim.Config{Timekeeper: cfg.Timekeeper})}
+		}
 		in := vocab.Input{Actor: "boss", Now: t0}
 		foldBothWays(t, fam(), fam(), in, "C1", claim.Command(claimCreate("C1")), claim.Command(claim.Post{Claim: "C1"}))
 	})
