@@ -75,14 +75,10 @@ type write struct {
 	doc    any
 	cmd    ledger.Command
 	// render makes the response document from the state the write left,
-	// under the session lock, as the write is decided.
+	// under the session lock, as the write is decided. Without it (and
+	// without a request id, which needs it) the caller answers from the
+	// records execute returns.
 	render func(st *ledger.State, res []ledger.Result) []byte
-	// direct, when set, makes the response from the records alone, outside
-	// the session lock: for a write without a request id whose answer
-	// depends on nothing else (a declaration without an antecedent), so the
-	// committer does not spend its serial time on the commonest write. A
-	// nil answer falls back to nothing rendered.
-	direct func(res []ledger.Result) []byte
 }
 
 // execute runs w in c's session (creating it), idempotently when c names a
@@ -97,11 +93,7 @@ func (s *Local) execute(ctx context.Context, c Call, w write) (Doc, []ledger.Res
 	if err != nil {
 		return Doc{}, nil, err
 	}
-	opts := ledger.WriteOptions{Actor: c.Actor, RequestID: c.RequestID}
-	direct := c.RequestID == "" && w.direct != nil
-	if !direct {
-		opts.Render = w.render
-	}
+	opts := ledger.WriteOptions{Actor: c.Actor, RequestID: c.RequestID, Render: w.render}
 	var idem *ledger.Idempotency
 	if c.RequestID != "" {
 		digest, err := s.digest(w.method, w.doc)
@@ -113,9 +105,6 @@ func (s *Local) execute(ctx context.Context, c Call, w write) (Doc, []ledger.Res
 	res, resp, replayed, err := l.Execute(ctx, w.cmd, opts, idem)
 	if err != nil {
 		return Doc{}, nil, err
-	}
-	if direct {
-		resp = w.direct(res)
 	}
 	if len(resp) > 0 && resp[len(resp)-1] != '\n' {
 		resp = append(resp[:len(resp):len(resp)], '\n')

@@ -12,18 +12,25 @@ import (
 
 var _ Promises = (*Local)(nil)
 
-// DeclarePromise declares d as c.Actor.
+// DeclarePromise declares d as c.Actor. A declaration without an
+// antecedent or a request id (the commonest write) is answered from its
+// own record, outside the session lock: its view at the time of the write
+// depends on nothing else in the state, so the committer does not spend
+// its serial time rendering it.
 func (s *Local) DeclarePromise(ctx context.Context, c Call, d api.PromiseDeclare) (PromiseWritten, error) {
 	cmd, err := d.Command(s.now())
 	if err != nil {
 		return PromiseWritten{}, err
 	}
-	var out PromiseWritten
-	w := write{method: MethodDeclarePromise, doc: d, cmd: ledger.Command{Promise: cmd}, render: s.renderPromise(cmd.ID, &out)}
-	if cmd.On == "" {
-		w.direct = func(res []ledger.Result) []byte { return s.renderDeclared(res, &out) }
+	if cmd.On == "" && c.RequestID == "" {
+		_, res, err := s.execute(ctx, c, write{method: MethodDeclarePromise, doc: d, cmd: ledger.Command{Promise: cmd}})
+		if err != nil {
+			return PromiseWritten{}, err
+		}
+		return s.renderDeclared(res), nil
 	}
-	return s.promiseWrite(ctx, c, w, &out)
+	var out PromiseWritten
+	return s.promiseWrite(ctx, c, write{method: MethodDeclarePromise, doc: d, cmd: ledger.Command{Promise: cmd}, render: s.renderPromise(cmd.ID, &out)}, &out)
 }
 
 // AmendPromise moves a deadline.
@@ -79,22 +86,20 @@ func (s *Local) renderPromise(id string, out *PromiseWritten) func(st *ledger.St
 	}
 }
 
-// renderDeclared answers a declaration without an antecedent from its own
-// record, outside the session lock: the view at the time of the write
-// depends on nothing else in the state.
-func (s *Local) renderDeclared(res []ledger.Result, out *PromiseWritten) []byte {
+// renderDeclared is the answer to a declaration without an antecedent,
+// made from its own record (an empty document for any other write).
+func (s *Local) renderDeclared(res []ledger.Result) PromiseWritten {
 	if len(res) != 1 || res[0].Event.Type != promise.TypePromise || res[0].Event.On != "" {
-		return nil
+		return PromiseWritten{Doc: Doc{JSON: jsondoc.Doc()}}
 	}
 	st := promise.NewState()
 	st.Apply(promise.Meta{Seq: res[0].Seq}, &res[0].Event)
 	p, ok := st.Get(res[0].Event.ID)
 	if !ok {
-		return nil
+		return PromiseWritten{Doc: Doc{JSON: jsondoc.Doc()}}
 	}
 	v := st.View(p, s.now())
-	*out = PromiseWritten{Seq: res[0].Seq, Promise: v, Warnings: res[0].Warnings}
-	return jsondoc.PromiseWrite(res[0].Seq, &v, res[0].Warnings)
+	return PromiseWritten{Doc: Doc{JSON: jsondoc.PromiseWrite(res[0].Seq, &v, res[0].Warnings)}, Seq: res[0].Seq, Promise: v, Warnings: res[0].Warnings}
 }
 
 // Promise is one promise at c.Now.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"tally/api"
+	"tally/jsondoc"
 	"tally/ledger"
 	"tally/promise"
 )
@@ -51,11 +52,11 @@ func TestDeclarationAnsweredFromItsRecord(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var fromRecord, fromState PromiseWritten
-		got := s.renderDeclared(res, &fromRecord)
+		var fromState PromiseWritten
+		fromRecord := s.renderDeclared(res)
 		var want []byte
 		l.Read(func(st *ledger.State) { want = s.renderPromise(d.ID, &fromState)(st, res) })
-		if got == nil || !bytes.Equal(got, want) {
+		if got := fromRecord.JSON; !bytes.Equal(got, want) {
 			t.Fatalf("from the record:\n%s\nfrom the state:\n%s", got, want)
 		}
 		if fromRecord.Seq != fromState.Seq || fromRecord.Promise.ID != fromState.Promise.ID {
@@ -68,8 +69,8 @@ func TestDeclarationAnsweredFromItsRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s.renderDeclared(res, &PromiseWritten{}); got != nil {
-		t.Fatalf("a conditional declaration answered from its record: %s", got)
+	if got := s.renderDeclared(res); got.Seq != 0 || string(got.JSON) != string(jsondoc.Doc()) {
+		t.Fatalf("a conditional declaration answered from its record: %s", got.JSON)
 	}
 	w, err := s.AmendPromise(context.Background(), Call{Actor: "reviewer"}, api.PromiseAmend{ID: "r4", Until: "3h"})
 	if err != nil || w.Promise.State != promise.Conditional || !strings.Contains(string(w.JSON), `"state":"conditional"`) {
