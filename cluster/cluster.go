@@ -343,6 +343,10 @@ func (e *Unavailable) Error() string {
 func (e *Unavailable) Unwrap() error { return e.Err }
 
 func (c *Node) unavailable(group uint64, err error) error {
+	if errors.Is(err, node.ErrTooLarge) {
+		// Not retryable: the same command is too large anywhere.
+		return service.NewRefusal(http.StatusRequestEntityTooLarge, "invalid", "command: "+err.Error())
+	}
 	u := &Unavailable{Group: group, Err: err}
 	for _, g := range c.lastStatus() {
 		if g.Group == group && g.Leader != 0 {

@@ -335,6 +335,14 @@ func TestJoinRefusals(t *testing.T) {
 	if ms := n1.Replica().Members(); len(ms) != 1 {
 		t.Fatalf("members after refused joins: %+v", ms)
 	}
+	// A command over the entry bound is refused, not retryable.
+	waitFor(t, "a voter in every group", 20*time.Second, func() bool { return allVoters(n1.Node, 1) })
+	big := api.PromiseDeclare{Promise: strings.Repeat("x", 2<<20), To: "bob", Until: "2h"}
+	_, err := n1.DeclarePromise(context.Background(), service.Call{Tenant: "acme", Session: "big", Actor: "alice"}, big)
+	var ref *service.Refusal
+	if !errors.As(err, &ref) || ref.Status != 413 {
+		t.Fatalf("a 2 MiB declaration: %v", err)
+	}
 }
 
 // A node that joins after writes installs each group's snapshot (its
