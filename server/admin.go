@@ -55,7 +55,7 @@ func (s *Server) verifyAll(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	res, err := s.logs.VerifyAll(r.Context(), service.Call{Tenant: p.tenant})
+	res, err := s.local.VerifyAll(r.Context(), service.Call{Tenant: p.tenant})
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -89,7 +89,7 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Trailer", ExportErrorTrailer)
 	}
 	cw := &countingWriter{w: w}
-	_, err = s.logs.Export(r.Context(), c, format, cw, func(warn string) { w.Header().Set(WarningHeader, warn) })
+	_, err = s.local.Export(r.Context(), c, format, cw, func(warn string) { w.Header().Set(WarningHeader, warn) })
 	if err == nil {
 		return
 	}
@@ -108,7 +108,7 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	res, err := s.logs.Verify(r.Context(), service.Call{Tenant: r.PathValue("tenant"), Session: r.PathValue("session")})
+	res, err := s.local.Verify(r.Context(), service.Call{Tenant: r.PathValue("tenant"), Session: r.PathValue("session")})
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -152,7 +152,7 @@ func (s *Server) importLog(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := service.Call{Tenant: r.PathValue("tenant"), Session: r.PathValue("session"), Actor: p.actor, RequestID: key}
-	res, err := s.logs.Import(r.Context(), c, body)
+	res, err := s.local.Import(r.Context(), c, body)
 	if err != nil {
 		s.writeError(w, err)
 		return

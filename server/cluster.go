@@ -39,9 +39,6 @@ func NewCluster(cfg Config, svc service.Service, cluster http.Handler) (*Server,
 		return nil, err
 	}
 	s.local = svc
-	if logs, ok := svc.(service.Logs); ok {
-		s.logs = logs
-	}
 	s.mux = http.NewServeMux()
 	for _, r := range s.routes {
 		if !clusterRoutes[r.name] {

@@ -110,9 +110,6 @@ type Server struct {
 	// local is the Service the REST and A2A bindings run verbs through,
 	// on the sessions of the cache.
 	local service.Service
-	// logs runs the log routes (export, import, verify) on the ledger
-	// directory's sessions; a cluster node does not serve them yet.
-	logs service.Logs
 
 	// stubWrite, set only by tests, answers a promise write in place of the
 	// ledger: the write benchmark's baseline, the server's own cost.
@@ -133,10 +130,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, tokens: auth.Open(cfg.Root), sessions: sessions, watchers: newWatchers()}
 	s.metrics = newMetrics(s)
-	local := service.NewLocal(serverSessions{s}, service.LocalConfig{
+	s.local = service.NewLocal(serverSessions{s}, service.LocalConfig{
 		Now: func() time.Time { return s.cfg.Ledger.Now() }, Timekeeper: cfg.Ledger.Timekeeper,
 		Root: func() (string, error) { return cfg.Root, nil }, RelativeLogs: true})
-	s.local, s.logs = local, local
 	observe := cfg.Ledger.Observe
 	s.cfg.Ledger.Observe = func(ci ledger.CommitInfo) {
 		s.metrics.commit(ci)
