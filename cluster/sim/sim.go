@@ -143,16 +143,10 @@ type ackedAppend struct {
 	seq     uint64
 }
 
-type opInput struct {
-	Read    bool
-	Session string
-	Value   string
-}
-
-type opOutput struct {
-	Seq    uint64
-	Values []string
-}
+type (
+	opInput  = model.Op
+	opOutput = model.Out
+)
 
 type client struct {
 	id      int
@@ -747,7 +741,7 @@ func (w *World) finalChecks() error {
 			return fmt.Errorf("seed %d: acknowledged append %q to %s was told seq %d but is elsewhere", w.opt.Seed, a.value, a.session, a.seq)
 		}
 	}
-	if res := porcupine.CheckOperationsTimeout(logModel, w.history, 10*time.Second); res != porcupine.Ok {
+	if res := porcupine.CheckOperationsTimeout(model.Linear, w.history, 10*time.Second); res != porcupine.Ok {
 		return fmt.Errorf("seed %d: the client history is not linearizable (porcupine: %v)", w.opt.Seed, res)
 	}
 	return nil
@@ -766,41 +760,4 @@ func verifyChain(recs []model.Record) error {
 		prev = r.Hash
 	}
 	return nil
-}
-
-// logModel: each session is an append-only list; an append returns its
-// position, a read returns the whole list.
-var logModel = porcupine.Model{
-	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
-		by := map[string][]porcupine.Operation{}
-		var keys []string
-		for _, op := range history {
-			s := op.Input.(opInput).Session
-			if _, ok := by[s]; !ok {
-				keys = append(keys, s)
-			}
-			by[s] = append(by[s], op)
-		}
-		slices.Sort(keys)
-		out := make([][]porcupine.Operation, 0, len(keys))
-		for _, k := range keys {
-			out = append(out, by[k])
-		}
-		return out
-	},
-	Init: func() any { return []string(nil) },
-	Step: func(state, input, output any) (bool, any) {
-		st := state.([]string)
-		in, out := input.(opInput), output.(opOutput)
-		if in.Read {
-			return slices.Equal(st, out.Values), st
-		}
-		if out.Seq != uint64(len(st))+1 {
-			return false, st
-		}
-		next := make([]string, len(st), len(st)+1)
-		copy(next, st)
-		return true, append(next, in.Value)
-	},
-	Equal: func(a, b any) bool { return slices.Equal(a.([]string), b.([]string)) },
 }
