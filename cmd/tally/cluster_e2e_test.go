@@ -20,7 +20,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
+
 	"tally/cluster"
+	"tally/cluster/model"
 	"tally/cluster/replica"
 	"tally/store"
 )
@@ -234,6 +237,7 @@ func TestClusterKillLeaderUnderLoad(t *testing.T) {
 		afterKill int
 		failovers int
 		stop      atomic.Bool
+		history   []porcupine.Operation
 	)
 	deadline := time.Now().Add(40 * time.Second)
 	var wg sync.WaitGroup
@@ -248,6 +252,7 @@ func TestClusterKillLeaderUnderLoad(t *testing.T) {
 				mu.Lock()
 				sentAfterKill := !killedAt.IsZero()
 				mu.Unlock()
+				called := time.Now()
 				// Retry under the same key, through the next node, until answered.
 				for try := w; ; try++ {
 					if time.Now().After(deadline) {
@@ -257,7 +262,16 @@ func TestClusterKillLeaderUnderLoad(t *testing.T) {
 					n := nodes[try%3]
 					code, resp, ok := declare(n.addr, session, key, body)
 					if ok && code == 201 {
+						var doc struct{ Seq uint64 }
+						if err := json.Unmarshal([]byte(resp), &doc); err != nil || doc.Seq == 0 {
+							t.Errorf("worker %d: answer %s", w, resp)
+							return
+						}
 						mu.Lock()
+						// Each write is its promise record and its request
+						// record: the k-th promise is line 2k-1.
+						history = append(history, porcupine.Operation{ClientId: w, Input: model.Op{Session: session, Value: text},
+							Call: called.UnixNano(), Output: model.Out{Seq: (doc.Seq + 1) / 2}, Return: time.Now().UnixNano()})
 						acked = append(acked, text)
 						if sentAfterKill {
 							if afterKill == 0 {
@@ -280,6 +294,23 @@ func TestClusterKillLeaderUnderLoad(t *testing.T) {
 			}
 		}(w)
 	}
+	// A reader through every node in turn: each read it gets answered is
+	// an operation of the history porcupine checks.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for r := 0; !stop.Load(); r++ {
+			called := time.Now()
+			code, texts := listPromises(nodes[r%3].addr, session)
+			if code != 200 {
+				continue // unanswered: no effect
+			}
+			mu.Lock()
+			history = append(history, porcupine.Operation{ClientId: workers, Input: model.Op{Read: true, Session: session},
+				Call: called.UnixNano(), Output: model.Out{Values: texts}, Return: time.Now().UnixNano()})
+			mu.Unlock()
+		}
+	}()
 	time.Sleep(500 * time.Millisecond)
 	mu.Lock()
 	before := len(acked)
@@ -296,6 +327,11 @@ func TestClusterKillLeaderUnderLoad(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	res := porcupine.CheckOperationsTimeout(model.Linear, history, 20*time.Second)
+	if res == porcupine.Illegal {
+		t.Fatalf("the history of %d operations is not linearizable", len(history))
+	}
+	t.Logf("porcupine: %d operations: %s", len(history), res)
 	t.Logf("killed node %d (leader of group %d) after %d acknowledged writes; the first write sent after the kill acknowledged %v after it; %d writes in all, %d retries",
 		leader.id, group, before, firstAck, len(acked), failovers)
 	live := nodes[leader.id%3]
