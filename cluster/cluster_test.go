@@ -403,3 +403,28 @@ func TestLateJoinerInstallsSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// Health says whether the node reaches a quorum in every group: with the
+// other of two voters gone, it does not.
+func TestHealthWithoutQuorum(t *testing.T) {
+	dir := t.TempDir()
+	c1 := nodeConfig(t, dir, 1)
+	c1.Bootstrap = true
+	n1 := startNode(t, c1)
+	defer n1.stop(t)
+	c2 := nodeConfig(t, dir, 2)
+	c2.Join = c1.Addr
+	n2 := startNode(t, c2)
+	waitFor(t, "two voters in every group", 20*time.Second, func() bool { return allVoters(n1.Node, 2) })
+	health := func() int {
+		res, err := http.Get("http://" + c1.Addr + HealthPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	waitFor(t, "healthy with both", 10*time.Second, func() bool { return health() == 200 })
+	n2.stop(t)
+	waitFor(t, "no quorum without node 2", 10*time.Second, func() bool { return health() == 503 })
+}

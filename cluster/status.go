@@ -24,6 +24,8 @@ type GroupStatus struct {
 	Role     string   `json:"role"` // this node's: leader, follower, candidate, pre-candidate
 	Voters   []uint64 `json:"voters"`
 	Learners []uint64 `json:"learners"`
+	// Quorum: this node reaches a quorum of the group (node.GroupStatus).
+	Quorum bool `json:"quorum"`
 }
 
 // Status is the node and the cluster as this node sees it.
@@ -66,7 +68,7 @@ func (c *Node) Status(ctx context.Context) (Status, error) {
 			kind = "meta"
 		}
 		out.Groups = append(out.Groups, GroupStatus{Group: g.Group, Kind: kind, Leader: g.Leader, Term: g.Term, Commit: g.Commit,
-			Applied: g.Applied, Role: role(g.State), Voters: nonNil(g.Voters), Learners: nonNil(g.Learners)})
+			Applied: g.Applied, Role: role(g.State), Voters: nonNil(g.Voters), Learners: nonNil(g.Learners), Quorum: g.Quorum})
 	}
 	out.Tolerates = tolerance(out.Groups, out.Members)
 	return out, nil
@@ -148,6 +150,9 @@ func plural(n int) string {
 // Status routes.
 const (
 	StatusPath = "/v1/cluster/status"
+	// HealthPath answers 200 when this node serves and reaches a quorum in
+	// every group, else 503 naming the groups it cannot.
+	HealthPath = "/v1/cluster/health"
 )
 
 // Handler serves the cluster's own routes: status and join.
@@ -160,6 +165,27 @@ func (c *Node) Handler() http.Handler {
 			return
 		}
 		writeJSON(w, http.StatusOK, st)
+	})
+	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, r *http.Request) {
+		st, err := c.Status(r.Context())
+		if err != nil {
+			writeErr(w, http.StatusServiceUnavailable, "Unavailable", err.Error())
+			return
+		}
+		var without []uint64
+		for _, g := range st.Groups {
+			if !g.Quorum {
+				without = append(without, g.Group)
+			}
+		}
+		switch {
+		case st.Failed != "":
+			writeErr(w, http.StatusServiceUnavailable, "NodeFailed", st.Failed)
+		case len(without) > 0:
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": fmt.Sprintf("no quorum reached from this node in group(s) %v", without), "code": "NoQuorum", "groups": without})
+		default:
+			writeJSON(w, http.StatusOK, map[string]any{"node_id": st.NodeID, "groups": len(st.Groups), "quorum": true})
+		}
 	})
 	mux.HandleFunc("POST "+JoinPath, c.handleJoin)
 	mux.HandleFunc("POST "+TransferLeaderPath, c.handleTransfer)

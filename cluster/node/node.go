@@ -494,6 +494,11 @@ type GroupStatus struct {
 	State    raft.StateType
 	Voters   []uint64
 	Learners []uint64
+	// Quorum says this node reaches a quorum of the group: as its leader,
+	// a majority of the voters (itself included) heard from within the
+	// last election timeout; otherwise, it follows a leader (which, with
+	// CheckQuorum, steps down once it loses its quorum).
+	Quorum bool
 }
 
 // Status reports every group, in group order.
@@ -501,11 +506,25 @@ func (n *Node) Status() []GroupStatus {
 	out := make([]GroupStatus, 0, len(n.groups))
 	for _, g := range n.groups {
 		bs := g.rn.BasicStatus()
-		out = append(out, GroupStatus{
+		st := GroupStatus{
 			Group: g.id, Leader: bs.Lead, Term: bs.HardState.GetTerm(), Commit: bs.HardState.GetCommit(),
 			Applied: g.applied, State: bs.RaftState, Voters: slices.Clone(g.conf.GetVoters()),
 			Learners: slices.Clone(g.conf.GetLearners()),
-		})
+		}
+		switch {
+		case n.failed != nil:
+		case bs.RaftState == raft.StateLeader:
+			active := 0
+			for id, pr := range g.rn.Status().Progress {
+				if slices.Contains(st.Voters, id) && (id == n.cfg.ID || pr.RecentActive) {
+					active++
+				}
+			}
+			st.Quorum = active > len(st.Voters)/2
+		default:
+			st.Quorum = bs.Lead != 0
+		}
+		out = append(out, st)
 	}
 	return out
 }

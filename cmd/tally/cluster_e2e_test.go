@@ -535,6 +535,16 @@ func TestClusterStoppedLeaderServesNoStaleRead(t *testing.T) {
 	})
 	t.Logf("the woken node refused %d read(s) before answering with the write it missed", refused)
 	waitCaughtUp(t, nodes)
+	for _, n := range nodes {
+		res, err := httpc.Get("http://" + n.addr + cluster.HealthPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Errorf("node %d's health: %d", n.id, res.StatusCode)
+		}
+	}
 	logs := nodeLogs(t, nodes[0])
 	for _, n := range nodes[1:] {
 		for name, b := range nodeLogs(t, n) {
