@@ -114,6 +114,13 @@ func TestClientPromises(t *testing.T) {
 	if err != nil || len(list.Promises) != 0 || !bytes.Contains(list.JSON, []byte(`"promises":[]`)) {
 		t.Fatalf("ls --by author: %+v %v", list, err)
 	}
+	if _, err := cs["reviewer"].DeclarePromise(ctx, call, api.PromiseDeclare{ID: "r2", Promise: "y", To: "author", Until: "2h", Task: "task-9"}); err != nil {
+		t.Fatal(err)
+	}
+	byTask, err := cs["author"].ListPromises(ctx, call, promise.Filter{State: "all", Task: "task-9"})
+	if err != nil || len(byTask.Promises) != 1 || byTask.Promises[0].ID != "r2" {
+		t.Fatalf("the promises of task-9: %+v %v", byTask.Promises, err)
+	}
 	if _, err := New(Config{URL: "not a url"}); err == nil {
 		t.Fatal("a URL that is not one")
 	}

@@ -50,7 +50,7 @@ func (c *Client) Promise(ctx context.Context, call service.Call, id string) (ser
 // ListPromises reads the promises f selects.
 func (c *Client) ListPromises(ctx context.Context, call service.Call, f promise.Filter) (service.PromiseList, error) {
 	q := url.Values{}
-	for k, v := range map[string]string{"state": f.State, "by": f.By, "to": f.To} {
+	for k, v := range map[string]string{"state": f.State, "by": f.By, "to": f.To, "task": f.Task} {
 		if v != "" {
 			q.Set(k, v)
 		}

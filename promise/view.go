@@ -142,9 +142,12 @@ func appendOptString(b []byte, s string) []byte {
 
 // Filter selects promises for listing. State is "open" (conditional and
 // owed; the default), "overdue" or "all"; By and To match exactly when set.
+// Task, when set, keeps the promises whose task field or id is Task: an A2A
+// task id names a promise by either, so its binding picks among these.
 type Filter struct {
 	State  string
 	By, To string
+	Task   string
 }
 
 // Select returns the views of the promises f selects at now, in declaration
@@ -158,6 +161,9 @@ func (s *State) Select(f Filter, now time.Time) []View {
 	var out []View
 	keep := func(p *Promise) bool {
 		if (f.By != "" && p.By != f.By) || (f.To != "" && p.To != f.To) {
+			return false
+		}
+		if f.Task != "" && p.Task != f.Task && p.ID != f.Task {
 			return false
 		}
 		switch f.State {

@@ -94,7 +94,7 @@ func (h *a2aHandler) ledgerOf(ctx context.Context, c *a2aCall, create bool, what
 // findPromise is the promise whose task id is task (a2atask.FindPromise), or
 // nil, read through the Service.
 func (h *a2aHandler) findPromise(ctx context.Context, c *a2aCall, task string) (*promise.View, error) {
-	res, err := h.s.local.ListPromises(ctx, h.readCall(c), promise.Filter{State: "all"})
+	res, err := h.s.local.ListPromises(ctx, h.readCall(c), promise.Filter{State: "all", Task: task})
 	if err != nil {
 		return nil, a2aError(err)
 	}

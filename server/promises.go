@@ -169,7 +169,7 @@ func (s *Server) listPromises(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	res, err := s.local.ListPromises(r.Context(), c, promise.Filter{State: q.Get("state"), By: q.Get("by"), To: q.Get("to")})
+	res, err := s.local.ListPromises(r.Context(), c, promise.Filter{State: q.Get("state"), By: q.Get("by"), To: q.Get("to"), Task: q.Get("task")})
 	if err != nil {
 		s.writeError(w, err)
 		return
