@@ -199,9 +199,18 @@ func printClusterStatus(g *global, st cluster.Status) error {
 		}
 		leaders[gr.Leader]++
 	}
+	noQuorum := 0
+	for _, gr := range st.Groups {
+		if !gr.Quorum {
+			noQuorum++
+		}
+	}
 	fmt.Fprintf(w, "%d members, %d groups", len(st.Members), len(st.Groups))
 	if noLeader > 0 {
 		fmt.Fprintf(w, ", %d without a leader", noLeader)
+	}
+	if noQuorum > 0 {
+		fmt.Fprintf(w, ", %d this node cannot reach a quorum of", noQuorum)
 	}
 	fmt.Fprintln(w)
 	for _, m := range st.Members {
@@ -222,7 +231,7 @@ func printClusterMembers(g *global, st cluster.Status) error {
 
 func printClusterGroups(g *global, st cluster.Status) error {
 	t := tabwriter.NewWriter(g.io.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(t, "GROUP\tKIND\tLEADER\tTERM\tCOMMIT\tAPPLIED\tVOTERS\tLEARNERS")
+	fmt.Fprintln(t, "GROUP\tKIND\tLEADER\tTERM\tCOMMIT\tAPPLIED\tVOTERS\tLEARNERS\tQUORUM")
 	ids := func(v []uint64) string {
 		s := make([]string, len(v))
 		for i, id := range v {
@@ -234,7 +243,11 @@ func printClusterGroups(g *global, st cluster.Status) error {
 		return strings.Join(s, ",")
 	}
 	for _, gr := range st.Groups {
-		fmt.Fprintf(t, "%d\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", gr.Group, gr.Kind, gr.Leader, gr.Term, gr.Commit, gr.Applied, ids(gr.Voters), ids(gr.Learners))
+		quorum := "yes"
+		if !gr.Quorum {
+			quorum = "NO"
+		}
+		fmt.Fprintf(t, "%d\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", gr.Group, gr.Kind, gr.Leader, gr.Term, gr.Commit, gr.Applied, ids(gr.Voters), ids(gr.Learners), quorum)
 	}
 	return t.Flush()
 }
