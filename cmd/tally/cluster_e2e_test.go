@@ -545,6 +545,18 @@ func TestClusterStoppedLeaderServesNoStaleRead(t *testing.T) {
 			t.Errorf("node %d's health: %d", n.id, res.StatusCode)
 		}
 	}
+	// The operator's view, from any node.
+	if r := run(t, runOpts{}, "cluster", "status", "--node", nodes[2].addr); r.code != 0 || !strings.Contains(r.out, "3 voters on 3 nodes in 1 zone: tolerates 1 node, 0 zones") {
+		t.Errorf("cluster status: %v", r)
+	}
+	r := run(t, runOpts{}, "cluster", "groups", "--json", "--node", nodes[1].addr)
+	var gs cluster.Status
+	if err := json.Unmarshal([]byte(r.out), &gs); r.code != 0 || err != nil || len(gs.Groups) != cluster.DefaultGroups+1 {
+		t.Errorf("cluster groups --json: %v (%v)", r, err)
+	}
+	if r := run(t, runOpts{}, "cluster", "transfer-leader", "--group", "2", "--to", "1", "--node", nodes[0].addr); r.code != 2 {
+		t.Errorf("transfer-leader without the join secret: %v", r)
+	}
 	logs := nodeLogs(t, nodes[0])
 	for _, n := range nodes[1:] {
 		for name, b := range nodeLogs(t, n) {
