@@ -42,25 +42,16 @@ const (
 
 func (s *Server) adminRoutes() []route {
 	return []route{
-		{name: "session.export", method: "GET", pattern: sessionPath + "/export", summary: "The log as the CLI's export prints it: format=jsonl (lines with envelopes), pinki (promise records without envelopes) or json (states at now); acknowledged lines only", handle: s.export},
-		{name: "session.verify", method: "GET", pattern: sessionPath + "/verify", summary: "Check every line of the log and its hash chain: the report `tally verify --json` prints (whole, lines, error, torn, unknown)", handle: s.verify},
-		{name: "verify", method: "GET", pattern: "/v1/verify", summary: "Check every session of the token's tenant (every tenant's in --insecure-dev) as session.verify does: the report `tally verify --json` prints without --session (whole, and each session's name, log and report)", handle: s.verifyAll},
-		{name: "session.import", method: "POST", pattern: sessionPath + "/import", summary: "Append a pinki ledger or tally log lines (body: one JSON record a line, application/x-ndjson or text/plain), keeping each record's ts, ids and parties; admin role only; all or nothing; not idempotent by key", write: true, bodyMax: ImportBodyMax, handle: s.importLog},
+		{name: "session.export", method: "GET", pattern: sessionPath + "/export", summary: "The log as the CLI's export prints it: format=jsonl (lines with envelopes), pinki (promise records without envelopes) or json (states at now); acknowledged lines only", stream: s.export},
+		{name: "session.verify", method: "GET", pattern: sessionPath + "/verify", summary: "Check every line of the log and its hash chain: the report `tally verify --json` prints (whole, lines, error, torn, unknown)", serve: s.verify},
+		{name: "verify", method: "GET", pattern: "/v1/verify", summary: "Check every session of the token's tenant (every tenant's in --insecure-dev) as session.verify does: the report `tally verify --json` prints without --session (whole, and each session's name, log and report)", serve: s.verifyAll},
+		{name: "session.import", method: "POST", pattern: sessionPath + "/import", summary: "Append a pinki ledger or tally log lines (body: one JSON record a line, application/x-ndjson or text/plain), keeping each record's ts, ids and parties; admin role only; all or nothing; not idempotent by key", write: true, bodyMax: ImportBodyMax, serve: s.importLog},
 	}
 }
 
-func (s *Server) verifyAll(w http.ResponseWriter, r *http.Request) {
-	p, err := s.authenticate(r)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	res, err := s.local.VerifyAll(r.Context(), service.Call{Tenant: p.tenant})
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	writeDoc(w, http.StatusOK, res.JSON)
+func (s *Server) verifyAll(r *http.Request) (int, any, error) {
+	res, err := s.local.VerifyAll(r.Context(), service.Call{Tenant: callerOf(r).tenant})
+	return http.StatusOK, res.JSON, err
 }
 
 // countingWriter remembers whether anything reached the response.
@@ -75,6 +66,8 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// export is a stream: the log goes out as it is read, and an error after
+// the first bytes is a trailer, the status having been sent.
 func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 	c, err := s.readCall(r)
 	if err != nil {
@@ -103,64 +96,40 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(ExportErrorTrailer, string(bytes.TrimSpace(service.Refuse(err).Document)))
 }
 
-func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.authenticate(r); err != nil {
-		s.writeError(w, err)
-		return
-	}
-	res, err := s.local.Verify(r.Context(), service.Call{Tenant: r.PathValue("tenant"), Session: r.PathValue("session")})
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	w.Header().Set(LogHeader, res.Log)
-	writeDoc(w, http.StatusOK, res.JSON)
+func (s *Server) verify(r *http.Request) (int, any, error) {
+	res, err := s.local.Verify(r.Context(), sessionCall(r))
+	return http.StatusOK, withHeader{LogHeader, res.Log, res.JSON}, err
 }
 
 // importTypes are the media types an import takes: lines of JSON, or
 // bytes not described further.
 var importTypes = []string{"application/x-ndjson", "application/jsonl", "text/plain", mediaBytes}
 
-func (s *Server) importLog(w http.ResponseWriter, r *http.Request) {
-	p, err := s.authenticate(r)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
+func (s *Server) importLog(r *http.Request) (int, any, error) {
+	p := callerOf(r)
 	if p.role != auth.RoleAdmin {
-		s.writeError(w, rule.Forbiddenf("role", "only an admin-role token imports: an import appends records as the parties they name, and this token acts as "+p.actor+" with role "+p.role))
-		return
+		return 0, nil, rule.Forbiddenf("role", "only an admin-role token imports: an import appends records as the parties they name, and this token acts as "+p.actor+" with role "+p.role)
 	}
 	if err := requireContentType(r, importTypes...); err != nil {
-		s.writeError(w, err)
-		return
+		return 0, nil, err
 	}
-	key := r.Header.Get("Idempotency-Key")
-	if len(key) > service.RequestIDMax {
-		s.writeError(w, rule.Invalidf("Idempotency-Key", "at most 256 bytes"))
-		return
+	key, err := requestID(r)
+	if err != nil {
+		return 0, nil, err
 	}
 	if r.ContentLength > ImportBodyMax {
 		// Refused before reading a byte; a body of unknown length is
 		// bounded as it is read.
-		s.writeError(w, &http.MaxBytesError{Limit: ImportBodyMax})
-		return
+		return 0, nil, &http.MaxBytesError{Limit: ImportBodyMax}
 	}
 	body, err := readImport(r)
 	if err != nil {
-		s.writeError(w, err)
-		return
+		return 0, nil, err
 	}
-	c := service.Call{Tenant: r.PathValue("tenant"), Session: r.PathValue("session"), Actor: p.actor, RequestID: key}
+	c := sessionCall(r)
+	c.Actor, c.RequestID = p.actor, key
 	res, err := s.local.Import(r.Context(), c, body)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if res.Replayed {
-		w.Header().Set(api.ReplayedHeader, "true")
-	}
-	writeDoc(w, http.StatusOK, res.JSON)
+	return http.StatusOK, res.Doc, err
 }
 
 // readImport reads an import's body: into one allocation of its declared

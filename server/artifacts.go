@@ -48,45 +48,33 @@ func queryOnly(r *http.Request, what string, names ...string) error {
 // and, with verify=true, `tally artifact verify`: the server re-hashes its
 // own stored copies and reports each (ok, missing or damaged). A report with
 // bad copies is still a 200: the client decides its exit code from it.
-func (s *Server) artifactList(w http.ResponseWriter, r *http.Request) {
-	p, err := s.authenticate(r)
-	if err == nil {
-		err = queryOnly(r, "an artifact listing", "claim", "artifact", "verify")
+func (s *Server) artifactList(r *http.Request) (int, any, error) {
+	if err := queryOnly(r, "an artifact listing", "claim", "artifact", "verify"); err != nil {
+		return 0, nil, err
 	}
-	c := service.Call{Tenant: r.PathValue("tenant"), Session: r.PathValue("session"), Actor: p.actor}
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
+	c := sessionCall(r)
+	c.Actor = callerOf(r).actor
 	q := r.URL.Query()
 	aq := service.ArtifactQuery{Claim: q.Get("claim"), Artifact: q.Get("artifact")}
 	if v := q.Get("verify"); v != "" {
+		var err error
 		if aq.Verify, err = strconv.ParseBool(v); err != nil {
-			s.writeError(w, rule.Invalidf("verify", "must be true or false"))
-			return
+			return 0, nil, rule.Invalidf("verify", "must be true or false")
 		}
 	}
 	res, err := s.local.ListArtifacts(r.Context(), c, aq)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	writeDoc(w, http.StatusOK, res.JSON)
+	return http.StatusOK, res.JSON, err
 }
 
 // artifactVerifyOne re-hashes one artifact's stored copy: 200 with its row
 // when intact, else the refusal reading its bytes would give.
-func (s *Server) artifactVerifyOne(w http.ResponseWriter, r *http.Request) {
+func (s *Server) artifactVerifyOne(r *http.Request) (int, any, error) {
 	c, err := s.readCall(r)
-	var res service.ArtifactList
-	if err == nil {
-		res, err = s.local.VerifyArtifact(r.Context(), c, r.PathValue("id"), r.PathValue("artifact"))
-	}
 	if err != nil {
-		s.writeError(w, err)
-		return
+		return 0, nil, err
 	}
-	writeDoc(w, http.StatusOK, res.JSON)
+	res, err := s.local.VerifyArtifact(r.Context(), c, r.PathValue("id"), r.PathValue("artifact"))
+	return http.StatusOK, res.JSON, err
 }
 
 // claimArtifactGet streams an artifact's bytes after verifying them against
@@ -118,6 +106,9 @@ func (s *Server) contentGet(w http.ResponseWriter, r *http.Request) {
 	s.serveContent(w, "content "+cd.String(), ac, err)
 }
 
+// The byte routes (claimArtifactGet, contentGet) are streams: the bytes
+// go out as they are read from the content store, never held whole.
+
 // serveContent streams the bytes the service opened, verified before the
 // first byte is sent and hashed again as they are read; the client checks
 // the digest of what it receives too.
@@ -139,15 +130,11 @@ func (s *Server) serveContent(w http.ResponseWriter, what string, ac service.Art
 
 // claimGraph answers `tally claim graph`: every claim's state and every
 // relation between claims (now).
-func (s *Server) claimGraph(w http.ResponseWriter, r *http.Request) {
+func (s *Server) claimGraph(r *http.Request) (int, any, error) {
 	c, err := s.readCall(r)
-	var res service.ClaimGraph
-	if err == nil {
-		res, err = s.local.ClaimGraph(r.Context(), c)
-	}
 	if err != nil {
-		s.writeError(w, err)
-		return
+		return 0, nil, err
 	}
-	writeDoc(w, http.StatusOK, res.JSON)
+	res, err := s.local.ClaimGraph(r.Context(), c)
+	return http.StatusOK, res.JSON, err
 }

@@ -1,9 +1,7 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
@@ -32,111 +30,44 @@ func (s *Server) claimRoutes() []route {
 	c := sessionPath + "/claims"
 	one := c + "/{id}"
 	return []route{
-		{name: "claim.create", method: "POST", pattern: c, summary: "Issue a claim as the authenticated claimant", body: "ClaimCreate", write: true, handle: claimWrite(s, http.StatusCreated, service.Service.CreateClaim)},
-		{name: "claim.list", method: "GET", pattern: c, summary: "List claims (state=S repeatable, open, overdue, claimant, respondent, participant, now)", handle: s.claimList},
-		{name: "claim.show", method: "GET", pattern: one, summary: "One claim: slots, checks, testaments, artifacts, relations (now)", handle: s.claimShow},
-		{name: "claim.post", method: "POST", pattern: one + "/post", summary: "Post a generated claim, or record that posting failed (claimant)", body: "ClaimPost", write: true, handle: claimWrite(s, http.StatusOK, service.Service.PostClaim, "claim")},
-		{name: "claim.cancel", method: "POST", pattern: one + "/cancel", summary: "End a claim: Cancelled (claimant)", body: "ClaimEnd", write: true, handle: claimWrite(s, http.StatusOK, service.Service.CancelClaim, "claim")},
-		{name: "claim.revoke", method: "POST", pattern: one + "/revoke", summary: "Withdraw the work from its holder: Revoked (claimant)", body: "ClaimEnd", write: true, handle: claimWrite(s, http.StatusOK, service.Service.RevokeClaim, "claim")},
-		{name: "claim.supersede", method: "POST", pattern: one + "/supersede", summary: "End a claim in favour of its successor (claimant)", body: "ClaimSupersede", write: true, handle: claimWrite(s, http.StatusOK, service.Service.SupersedeClaim, "claim")},
-		{name: "claim.receipt", method: "POST", pattern: one + "/receipt", summary: "Acquire the execution receipt, or decline it (respondent)", body: "ClaimReceipt", write: true, handle: claimWrite(s, http.StatusOK, service.Service.AcquireReceipt, "claim")},
-		{name: "claim.adopt", method: "POST", pattern: one + "/adopt", summary: "Move the receipt to a new holder at the next generation (claimant)", body: "ClaimAdopt", write: true, handle: claimWrite(s, http.StatusOK, service.Service.AdoptReceipt, "claim")},
-		{name: "claim.progress", method: "POST", pattern: one + "/progress", summary: "Record progress under the receipt (holder)", body: "ClaimProgress", write: true, handle: claimWrite(s, http.StatusOK, service.Service.RecordProgress, "claim")},
-		{name: "claim.testament.close", method: "POST", pattern: one + "/testaments", summary: "Close the work cycle (holder), the claimant's result testament, or a failed one", body: "ClaimTestament", write: true, handle: claimWrite(s, http.StatusOK, service.Service.CloseTestament, "claim")},
-		{name: "claim.testament.post", method: "POST", pattern: one + "/testaments/{testament}/post", summary: "Post a closed testament (its author)", body: "Empty", write: true, handle: claimWrite(s, http.StatusOK, service.Service.PostTestament, "claim", "testament")},
-		{name: "claim.testament.receive", method: "POST", pattern: one + "/testaments/{testament}/receive", summary: "Receive a posted response testament (claimant)", body: "Empty", write: true, handle: claimWrite(s, http.StatusOK, service.Service.ReceiveTestament, "claim", "testament")},
-		{name: "claim.deadline", method: "POST", pattern: one + "/deadline", summary: "Commit the claim's passed deadline: Expired, or Deadlocked for a wait-cycle's victim (timekeeper)", body: "Empty", write: true, handle: claimWrite(s, http.StatusOK, service.Service.CommitDeadline, "claim")},
-		{name: "claim.dependency", method: "POST", pattern: one + "/dependency", summary: "Commit the DependencyFailed fact of a claim whose dependency ended unsatisfied (any participant; the fact is checked)", body: "Empty", write: true, handle: claimWrite(s, http.StatusOK, service.Service.CommitDependency, "claim")},
-		{name: "claim.check.begin", method: "POST", pattern: one + "/checks/{check}/begin", summary: "Begin the next attempt of a check on one target (designated evaluator)", body: "ClaimCheck", write: true, handle: claimWrite(s, http.StatusOK, service.Service.BeginCheck, "claim", "check")},
-		{name: "claim.check.report", method: "POST", pattern: one + "/checks/{check}/report", summary: "Report a verdict with evidence (designated evaluator)", body: "ClaimCheck", write: true, handle: claimWrite(s, http.StatusOK, reportCheck, "claim", "check")},
-		{name: "claim.check.report_evidence", method: "PUT", pattern: one + "/checks/{check}/report", summary: "Store the body's bytes as the evaluator's evidence and report the verdict citing it, in one write (artifact, digest, result, note, evidence, kind, schema, name in the query)", body: "Bytes", write: true, bodyMax: ArtifactBodyMax, handle: s.claimReportWithEvidence},
-		{name: "claim.artifact.put", method: "PUT", pattern: one + "/artifacts/{artifact}", summary: "Store the body's bytes and publish the artifact (role, slot, generation, kind, schema, name in the query)", body: "Bytes", write: true, bodyMax: ArtifactBodyMax, handle: s.claimArtifactPut},
-		{name: "claim.artifact.get", method: "GET", pattern: one + "/artifacts/{artifact}", summary: "The artifact's bytes, verified against its recorded content digest", handle: s.claimArtifactGet},
-		{name: "claim.artifact.verify", method: "GET", pattern: one + "/artifacts/{artifact}/verify", summary: "Re-hash the artifact's stored copy: its row when intact, else the refusal reading it would give", handle: s.artifactVerifyOne},
-		{name: "artifact.list", method: "GET", pattern: sessionPath + "/artifacts", summary: "Recorded artifacts and whether their bytes are stored (claim, artifact); verify=true re-hashes each copy (ok, missing, damaged)", handle: s.artifactList},
-		{name: "artifact.content", method: "GET", pattern: sessionPath + "/objects/{content}", summary: "Bytes by content digest, served only when an artifact of this session records that content", handle: s.contentGet},
-		{name: "claim.graph", method: "GET", pattern: sessionPath + "/claim-graph", summary: "Every claim's state and every relation between claims (now)", handle: s.claimGraph},
-		{name: "claim.artifact.receive", method: "POST", pattern: one + "/artifacts/{artifact}/receive", summary: "Record that the claimant observed an artifact (claimant)", body: "ClaimArtifactReceive", write: true, handle: claimWrite(s, http.StatusOK, service.Service.ReceiveArtifact, "claim", "artifact")},
+		{name: "claim.create", method: "POST", pattern: c, summary: "Issue a claim as the authenticated claimant", body: "ClaimCreate", write: true, serve: claimWrite(s, http.StatusCreated, service.Service.CreateClaim)},
+		{name: "claim.list", method: "GET", pattern: c, summary: "List claims (state=S repeatable, open, overdue, claimant, respondent, participant, now)", serve: s.claimList},
+		{name: "claim.show", method: "GET", pattern: one, summary: "One claim: slots, checks, testaments, artifacts, relations (now)", serve: s.claimShow},
+		{name: "claim.post", method: "POST", pattern: one + "/post", summary: "Post a generated claim, or record that posting failed (claimant)", body: "ClaimPost", write: true, serve: claimWrite(s, http.StatusOK, service.Service.PostClaim, "claim")},
+		{name: "claim.cancel", method: "POST", pattern: one + "/cancel", summary: "End a claim: Cancelled (claimant)", body: "ClaimEnd", write: true, serve: claimWrite(s, http.StatusOK, service.Service.CancelClaim, "claim")},
+		{name: "claim.revoke", method: "POST", pattern: one + "/revoke", summary: "Withdraw the work from its holder: Revoked (claimant)", body: "ClaimEnd", write: true, serve: claimWrite(s, http.StatusOK, service.Service.RevokeClaim, "claim")},
+		{name: "claim.supersede", method: "POST", pattern: one + "/supersede", summary: "End a claim in favour of its successor (claimant)", body: "ClaimSupersede", write: true, serve: claimWrite(s, http.StatusOK, service.Service.SupersedeClaim, "claim")},
+		{name: "claim.receipt", method: "POST", pattern: one + "/receipt", summary: "Acquire the execution receipt, or decline it (respondent)", body: "ClaimReceipt", write: true, serve: claimWrite(s, http.StatusOK, service.Service.AcquireReceipt, "claim")},
+		{name: "claim.adopt", method: "POST", pattern: one + "/adopt", summary: "Move the receipt to a new holder at the next generation (claimant)", body: "ClaimAdopt", write: true, serve: claimWrite(s, http.StatusOK, service.Service.AdoptReceipt, "claim")},
+		{name: "claim.progress", method: "POST", pattern: one + "/progress", summary: "Record progress under the receipt (holder)", body: "ClaimProgress", write: true, serve: claimWrite(s, http.StatusOK, service.Service.RecordProgress, "claim")},
+		{name: "claim.testament.close", method: "POST", pattern: one + "/testaments", summary: "Close the work cycle (holder), the claimant's result testament, or a failed one", body: "ClaimTestament", write: true, serve: claimWrite(s, http.StatusOK, service.Service.CloseTestament, "claim")},
+		{name: "claim.testament.post", method: "POST", pattern: one + "/testaments/{testament}/post", summary: "Post a closed testament (its author)", body: "Empty", write: true, serve: claimWrite(s, http.StatusOK, service.Service.PostTestament, "claim", "testament")},
+		{name: "claim.testament.receive", method: "POST", pattern: one + "/testaments/{testament}/receive", summary: "Receive a posted response testament (claimant)", body: "Empty", write: true, serve: claimWrite(s, http.StatusOK, service.Service.ReceiveTestament, "claim", "testament")},
+		{name: "claim.deadline", method: "POST", pattern: one + "/deadline", summary: "Commit the claim's passed deadline: Expired, or Deadlocked for a wait-cycle's victim (timekeeper)", body: "Empty", write: true, serve: claimWrite(s, http.StatusOK, service.Service.CommitDeadline, "claim")},
+		{name: "claim.dependency", method: "POST", pattern: one + "/dependency", summary: "Commit the DependencyFailed fact of a claim whose dependency ended unsatisfied (any participant; the fact is checked)", body: "Empty", write: true, serve: claimWrite(s, http.StatusOK, service.Service.CommitDependency, "claim")},
+		{name: "claim.check.begin", method: "POST", pattern: one + "/checks/{check}/begin", summary: "Begin the next attempt of a check on one target (designated evaluator)", body: "ClaimCheck", write: true, serve: claimWrite(s, http.StatusOK, service.Service.BeginCheck, "claim", "check")},
+		{name: "claim.check.report", method: "POST", pattern: one + "/checks/{check}/report", summary: "Report a verdict with evidence (designated evaluator)", body: "ClaimCheck", write: true, serve: claimWrite(s, http.StatusOK, reportCheck, "claim", "check")},
+		{name: "claim.check.report_evidence", method: "PUT", pattern: one + "/checks/{check}/report", summary: "Store the body's bytes as the evaluator's evidence and report the verdict citing it, in one write (artifact, digest, result, note, evidence, kind, schema, name in the query)", body: "Bytes", write: true, bodyMax: ArtifactBodyMax, serve: s.claimReportWithEvidence},
+		{name: "claim.artifact.put", method: "PUT", pattern: one + "/artifacts/{artifact}", summary: "Store the body's bytes and publish the artifact (role, slot, generation, kind, schema, name in the query)", body: "Bytes", write: true, bodyMax: ArtifactBodyMax, serve: s.claimArtifactPut},
+		{name: "claim.artifact.get", method: "GET", pattern: one + "/artifacts/{artifact}", summary: "The artifact's bytes, verified against its recorded content digest", stream: s.claimArtifactGet},
+		{name: "claim.artifact.verify", method: "GET", pattern: one + "/artifacts/{artifact}/verify", summary: "Re-hash the artifact's stored copy: its row when intact, else the refusal reading it would give", serve: s.artifactVerifyOne},
+		{name: "artifact.list", method: "GET", pattern: sessionPath + "/artifacts", summary: "Recorded artifacts and whether their bytes are stored (claim, artifact); verify=true re-hashes each copy (ok, missing, damaged)", serve: s.artifactList},
+		{name: "artifact.content", method: "GET", pattern: sessionPath + "/objects/{content}", summary: "Bytes by content digest, served only when an artifact of this session records that content", stream: s.contentGet},
+		{name: "claim.graph", method: "GET", pattern: sessionPath + "/claim-graph", summary: "Every claim's state and every relation between claims (now)", serve: s.claimGraph},
+		{name: "claim.artifact.receive", method: "POST", pattern: one + "/artifacts/{artifact}/receive", summary: "Record that the claimant observed an artifact (claimant)", body: "ClaimArtifactReceive", write: true, serve: claimWrite(s, http.StatusOK, service.Service.ReceiveArtifact, "claim", "artifact")},
 	}
 }
 
-// claimWrite is the shape of a claim write route whose body is an api
-// claim document D: authenticate, read the body, set its members named in
-// path from the path ("claim" from {id}, and e.g. "check" from {check}),
-// so a body member that names another is refused, decode it strictly, and
-// run it through the service. Every rule is the claim core's; a check's
-// target is verified in the content store first.
-func claimWrite[D any](s *Server, status int, run func(svc service.Service, ctx context.Context, c service.Call, d D) (service.ClaimWritten, error), path ...string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.authenticate(r)
-		if err != nil {
-			s.writeError(w, err)
-			return
-		}
-		body, err := readBody(r)
-		if err == nil && len(path) > 0 {
-			body, err = withPathMembers(r, body, path)
-		}
-		var d D
-		if err == nil {
-			err = api.Decode("body", body, &d)
-		}
-		var c service.Call
-		if err == nil {
-			c, err = s.promiseCall(r, p, claimParty(&d))
-		}
-		var res service.ClaimWritten
-		if err == nil {
-			res, err = run(s.local, r.Context(), c, d)
-		}
-		s.writeClaim(w, status, res, err)
-	}
-}
-
-// claimParty is the party a claim document names as its author under
-// --insecure-dev: the claimant of a new claim.
-func claimParty(d any) ledger.Command {
-	if c, ok := d.(*api.ClaimCreate); ok {
-		return ledger.Command{Claim: claim.Create{Claimant: c.Claimant}}
-	}
-	return ledger.Command{}
-}
-
-// writeClaim answers a claim write: its document, or its refusal.
-func (s *Server) writeClaim(w http.ResponseWriter, status int, res service.ClaimWritten, err error) {
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if res.Replayed {
-		w.Header().Set("Idempotent-Replayed", "true")
-	}
-	writeDoc(w, status, res.JSON)
-}
-
-// withPathMembers sets the body's members named in path to the path's
-// values ("claim" is the path's {id}), refusing a member that names another.
-func withPathMembers(r *http.Request, body []byte, path []string) ([]byte, error) {
-	doc := map[string]json.RawMessage{}
-	if len(bytes.TrimSpace(body)) > 0 {
-		if err := json.Unmarshal(body, &doc); err != nil {
-			return nil, rule.Invalidf("body", "must be one JSON object")
-		}
-	}
-	for _, m := range path {
-		v := r.PathValue(m)
-		if m == "claim" {
-			v = r.PathValue("id")
-		}
-		if raw, ok := doc[m]; ok {
-			var given string
-			if json.Unmarshal(raw, &given) != nil || (given != "" && given != v) {
-				return nil, rule.Invalidf(m, "names "+string(raw)+" but the path names "+strconv.Quote(v))
-			}
-		}
-		doc[m], _ = json.Marshal(v)
-	}
-	return json.Marshal(doc)
+// claimWrite is a claim write route whose body is an api claim document
+// D (apiWrite), its members named in path set from the path ("claim" from
+// {id}, and e.g. "check" from {check}), run by the Service's method run.
+// Every rule is the claim core's; a check's target is verified in the
+// content store first.
+func claimWrite[D any](s *Server, status int, run func(svc service.Service, ctx context.Context, c service.Call, d D) (service.ClaimWritten, error), path ...string) endpoint {
+	return apiWrite(s, status, docRule[D]{members: path}, func(r *http.Request, c service.Call, d *D) (service.Doc, error) {
+		res, err := run(s.local, r.Context(), c, *d)
+		return res.Doc, err
+	})
 }
 
 func (s *Server) objects() (*artifact.Store, error) {
@@ -147,17 +78,13 @@ func (s *Server) objects() (*artifact.Store, error) {
 // description is in the query: the caller (the route's media type, octet-
 // stream, is checked before) and only the named parameters.
 func (s *Server) bytesWrite(r *http.Request, what string, params ...string) (service.Call, url.Values, error) {
-	p, err := s.authenticate(r)
-	if err != nil {
-		return service.Call{}, nil, err
-	}
 	q := r.URL.Query()
 	for k := range q {
 		if !slices.Contains(params, k) {
 			return service.Call{}, nil, rule.Invalidf(k, "is not a parameter of "+what+" ("+strings.Join(params, ", ")+")")
 		}
 	}
-	c, err := s.promiseCall(r, p, ledger.Command{})
+	c, err := s.writeCall(r, ledger.Command{})
 	return c, q, err
 }
 
@@ -165,37 +92,34 @@ func (s *Server) bytesWrite(r *http.Request, what string, params ...string) (ser
 // artifact and reports the verdict citing it as one ledger write: a verdict
 // the ledger refuses leaves no evidence recorded (the bytes stay in the
 // content store, unreferenced).
-func (s *Server) claimReportWithEvidence(w http.ResponseWriter, r *http.Request) {
+func (s *Server) claimReportWithEvidence(r *http.Request) (int, any, error) {
 	c, q, err := s.bytesWrite(r, "a verdict with evidence", "artifact", "digest", "result", "note", "evidence", "kind", "schema", "name")
 	if err != nil {
-		s.writeError(w, err)
-		return
+		return 0, nil, err
 	}
 	d := api.ClaimCheck{Claim: r.PathValue("id"), Check: r.PathValue("check"), Artifact: q.Get("artifact"), Digest: q.Get("digest"),
 		Result: q.Get("result"), Note: q.Get("note"), Evidence: q.Get("evidence")}
 	res, err := s.local.ReportCheck(r.Context(), c, d, &service.Evidence{Name: q.Get("name"), Kind: q.Get("kind"), Schema: q.Get("schema"), Body: r.Body})
-	s.writeClaim(w, http.StatusOK, res, err)
+	return http.StatusOK, res.Doc, err
 }
 
 // claimArtifactPut streams the body into the content store, then publishes
 // the artifact with the description in the query.
-func (s *Server) claimArtifactPut(w http.ResponseWriter, r *http.Request) {
+func (s *Server) claimArtifactPut(r *http.Request) (int, any, error) {
 	c, q, err := s.bytesWrite(r, "an artifact", "role", "slot", "kind", "schema", "name", "generation")
 	if err != nil {
-		s.writeError(w, err)
-		return
+		return 0, nil, err
 	}
 	var gen uint64
 	if v := q.Get("generation"); v != "" {
 		if gen, err = strconv.ParseUint(v, 10, 64); err != nil {
-			s.writeError(w, rule.Invalidf("generation", "must be a whole number"))
-			return
+			return 0, nil, rule.Invalidf("generation", "must be a whole number")
 		}
 	}
 	d := api.ClaimPublish{Claim: r.PathValue("id"), Artifact: r.PathValue("artifact"), Role: q.Get("role"), Slot: q.Get("slot"),
 		Kind: q.Get("kind"), Schema: q.Get("schema"), Name: q.Get("name"), Generation: gen}
 	res, err := s.local.PublishArtifact(r.Context(), c, d, r.Body)
-	s.writeClaim(w, http.StatusCreated, res, err)
+	return http.StatusCreated, res.Doc, err
 }
 
 // openReadAt is openRead and the time the read is asked at (now=).
@@ -208,11 +132,10 @@ func (s *Server) openReadAt(r *http.Request) (*ledger.Ledger, time.Time, error) 
 	return l, now, err
 }
 
-func (s *Server) claimList(w http.ResponseWriter, r *http.Request) {
+func (s *Server) claimList(r *http.Request) (int, any, error) {
 	c, err := s.readCall(r)
 	if err != nil {
-		s.writeError(w, err)
-		return
+		return 0, nil, err
 	}
 	q := r.URL.Query()
 	f := claim.Filter{Claimant: q.Get("claimant"), Respondent: q.Get("respondent"), Participant: q.Get("participant")}
@@ -220,8 +143,7 @@ func (s *Server) claimList(w http.ResponseWriter, r *http.Request) {
 		if v := q.Get(b[0].(string)); v != "" {
 			x, err := strconv.ParseBool(v)
 			if err != nil {
-				s.writeError(w, rule.Invalidf(b[0].(string), "must be true or false"))
-				return
+				return 0, nil, rule.Invalidf(b[0].(string), "must be true or false")
 			}
 			*b[1].(*bool) = x
 		}
@@ -230,25 +152,16 @@ func (s *Server) claimList(w http.ResponseWriter, r *http.Request) {
 		f.States = append(f.States, claim.Status(st))
 	}
 	res, err := s.local.ListClaims(r.Context(), c, f)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	writeDoc(w, http.StatusOK, res.JSON)
+	return http.StatusOK, res.JSON, err
 }
 
-func (s *Server) claimShow(w http.ResponseWriter, r *http.Request) {
+func (s *Server) claimShow(r *http.Request) (int, any, error) {
 	c, err := s.readCall(r)
 	if err != nil {
-		s.writeError(w, err)
-		return
+		return 0, nil, err
 	}
 	res, err := s.local.Claim(r.Context(), c, r.PathValue("id"))
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	writeDoc(w, http.StatusOK, res.JSON)
+	return http.StatusOK, res.JSON, err
 }
 
 // reportCheck is check.report's route: a verdict citing evidence already

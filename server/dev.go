@@ -1,6 +1,7 @@
 package server
 
 import (
+	"tally/api"
 	"tally/claim"
 	"tally/expect"
 	"tally/ledger"
@@ -44,6 +45,23 @@ func recordParty(cmd ledger.Command) string {
 	return ""
 }
 
+// partyOf is the command naming the party an api document names as its
+// record's author, for writeActor: what recordParty reads of the record
+// the document becomes.
+func partyOf(d any) ledger.Command {
+	switch d := d.(type) {
+	case *api.PromiseDeclare:
+		return ledger.Command{Promise: promise.Declare{By: d.By}}
+	case *api.PromiseAssess:
+		return ledger.Command{Promise: promise.Assess{Observer: d.Observer}}
+	case *api.ClaimCreate:
+		return ledger.Command{Claim: claim.Create{Claimant: d.Claimant}}
+	case *api.ExpectRaise:
+		return ledger.Command{Expect: expect.RaiseCommand{Raise: expect.Raise{By: d.By}}}
+	}
+	return ledger.Command{}
+}
+
 // writeActor is who a write acts as: the request's identity, or under
 // --insecure-dev without one, the record's own party.
 func (s *Server) writeActor(p principal, cmd ledger.Command) (string, error) {
@@ -56,3 +74,6 @@ func (s *Server) writeActor(p principal, cmd ledger.Command) (string, error) {
 	return "", rule.Invalidf("X-Tally-Actor", "--insecure-dev: this write names no party of its own ("+devPartiesText+
 		" do); send the acting identity in the X-Tally-Actor header")
 }
+
+// claimParty is partyOf under the name the A2A binding calls it by.
+func claimParty(d any) ledger.Command { return partyOf(d) }

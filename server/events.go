@@ -16,8 +16,9 @@ import (
 // the client's sequence, with "id: <seq>" so a reconnect (Last-Event-ID or
 // after=) resumes with no gap and no duplicate. The data is the log line as
 // written (envelope included), so a client can verify the chain itself.
+// A stream: it answers as the log grows, until the client leaves.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	_, l, err := s.openSessionFor(r, false)
+	l, err := s.sessionIn(r.Context(), r.PathValue("tenant"), r.PathValue("session"), false)
 	if err != nil {
 		s.writeError(w, err)
 		return

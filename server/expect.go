@@ -26,15 +26,15 @@ import (
 func (s *Server) expectRoutes() []route {
 	e := sessionPath + "/expectations"
 	return []route{
-		{name: "expect.raise", method: "POST", pattern: e, summary: "Raise an expectation as the authenticated identity", body: "ExpectRaise", write: true, handle: expectWrite(s, http.StatusCreated, false, s.expectRaise)},
-		{name: "expect.list", method: "GET", pattern: e, summary: "List expectations (state, kind, subject=TYPE:ID, task, context)", handle: s.expectList},
-		{name: "expect.show", method: "GET", pattern: e + "/{id}", summary: "One expectation: state, projected, current and actual times, lapses, lineage", handle: s.expectShow},
-		{name: "expect.withdraw", method: "POST", pattern: e + "/{id}/withdraw", summary: "Withdraw an open expectation (its raiser or a person)", body: "ExpectWithdraw", write: true, handle: expectWrite(s, http.StatusOK, true, s.expectWithdraw)},
-		{name: "expect.supersede", method: "POST", pattern: e + "/{id}/supersede", summary: "Extend an expectation: terms not given are inherited (past the lineage bound: person role only)", body: "ExpectRaise", write: true, handle: expectWrite(s, http.StatusCreated, true, s.expectSupersede)},
-		{name: "expect.fact", method: "POST", pattern: sessionPath + "/facts", summary: "Record an observed fact; expectations with its key are satisfied", body: "ExpectFact", write: true, handle: expectWrite(s, http.StatusCreated, false, s.expectFact)},
-		{name: "expect.task.outcome", method: "POST", pattern: sessionPath + "/tasks/{task}/outcome", summary: "Record an origin task's outcome (cancelled or failed withdraws its expectations)", body: "ExpectTaskOutcome", write: true, handle: expectWrite(s, http.StatusOK, false, s.expectTaskOutcome)},
-		{name: "expect.lapses", method: "GET", pattern: sessionPath + "/lapses", summary: "Recorded lapses in log order (since=RFC 3339, expectation=ID)", handle: s.expectLapses},
-		{name: "expect.lapse", method: "POST", pattern: sessionPath + "/lapses", summary: "Commit a lapse (timekeeper role only)", body: "ExpectLapse", write: true, handle: expectWrite(s, http.StatusCreated, false, s.expectLapse)},
+		{name: "expect.raise", method: "POST", pattern: e, summary: "Raise an expectation as the authenticated identity", body: "ExpectRaise", write: true, serve: apiWrite(s, http.StatusCreated, docRule[api.ExpectRaise]{}, s.expectRaise)},
+		{name: "expect.list", method: "GET", pattern: e, summary: "List expectations (state, kind, subject=TYPE:ID, task, context)", serve: s.expectList},
+		{name: "expect.show", method: "GET", pattern: e + "/{id}", summary: "One expectation: state, projected, current and actual times, lapses, lineage", serve: s.expectShow},
+		{name: "expect.withdraw", method: "POST", pattern: e + "/{id}/withdraw", summary: "Withdraw an open expectation (its raiser or a person)", body: "ExpectWithdraw", write: true, serve: apiWrite(s, http.StatusOK, docRule[api.ExpectWithdraw]{empty: true}, s.expectWithdraw)},
+		{name: "expect.supersede", method: "POST", pattern: e + "/{id}/supersede", summary: "Extend an expectation: terms not given are inherited (past the lineage bound: person role only)", body: "ExpectRaise", write: true, serve: apiWrite(s, http.StatusCreated, docRule[api.ExpectRaise]{empty: true}, s.expectSupersede)},
+		{name: "expect.fact", method: "POST", pattern: sessionPath + "/facts", summary: "Record an observed fact; expectations with its key are satisfied", body: "ExpectFact", write: true, serve: apiWrite(s, http.StatusCreated, docRule[api.ExpectFact]{}, s.expectFact)},
+		{name: "expect.task.outcome", method: "POST", pattern: sessionPath + "/tasks/{task}/outcome", summary: "Record an origin task's outcome (cancelled or failed withdraws its expectations)", body: "ExpectTaskOutcome", write: true, serve: apiWrite(s, http.StatusOK, docRule[api.ExpectTaskOutcome]{}, s.expectTaskOutcome)},
+		{name: "expect.lapses", method: "GET", pattern: sessionPath + "/lapses", summary: "Recorded lapses in log order (since=RFC 3339, expectation=ID)", serve: s.expectLapses},
+		{name: "expect.lapse", method: "POST", pattern: sessionPath + "/lapses", summary: "Commit a lapse (timekeeper role only)", body: "ExpectLapse", write: true, serve: apiWrite(s, http.StatusCreated, docRule[api.ExpectLapse]{}, s.expectLapse)},
 	}
 }
 
@@ -57,52 +57,6 @@ func expectDoc(pairs ...any) []byte {
 	}
 	b.WriteString("}\n")
 	return b.Bytes()
-}
-
-// expectWrite is the shape of every expectation write route:
-// authenticate, read the body and decode it (an api expectation document;
-// an empty body reads as {} where empty is set), and run it through the
-// service with the Call of the request. The raiser a raise names (by)
-// acts under --insecure-dev when the request names no identity.
-func expectWrite[D any](s *Server, status int, empty bool, run func(r *http.Request, c service.Call, d *D) (service.Doc, error)) func(http.ResponseWriter, *http.Request) {
-	return func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.authenticate(r)
-		if err != nil {
-			s.writeError(w, err)
-			return
-		}
-		body, err := readBody(r)
-		if err != nil {
-			s.writeError(w, err)
-			return
-		}
-		if empty && len(bytes.TrimSpace(body)) == 0 {
-			body = []byte("{}")
-		}
-		var d D
-		var party expect.Raise
-		if err := api.Decode("body", body, &d); err != nil {
-			s.writeError(w, err)
-			return
-		}
-		if rd, ok := any(&d).(*api.ExpectRaise); ok {
-			party.By = rd.By
-		}
-		c, err := s.promiseCall(r, p, ledger.Command{Expect: expect.RaiseCommand{Raise: party}})
-		if err != nil {
-			s.writeError(w, err)
-			return
-		}
-		doc, err := run(r, c, &d)
-		if err != nil {
-			s.writeError(w, err)
-			return
-		}
-		if doc.Replayed {
-			w.Header().Set("Idempotent-Replayed", "true")
-		}
-		writeDoc(w, status, doc.JSON)
-	}
 }
 
 func seqOf(res []ledger.Result) uint64 {
@@ -156,22 +110,14 @@ func (s *Server) expectLapse(r *http.Request, c service.Call, d *api.ExpectLapse
 }
 
 // expectRead answers a read route with the document read makes on the
-// Call of the request.
-func (s *Server) expectRead(w http.ResponseWriter, r *http.Request, read func(c service.Call) (service.Doc, error)) {
-	if _, err := s.authenticate(r); err != nil {
-		s.writeError(w, err)
-		return
-	}
-	doc, err := read(service.Call{Tenant: r.PathValue("tenant"), Session: r.PathValue("session")})
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	writeDoc(w, http.StatusOK, doc.JSON)
+// Call of the path's session.
+func expectRead(r *http.Request, read func(c service.Call) (service.Doc, error)) (int, any, error) {
+	doc, err := read(sessionCall(r))
+	return http.StatusOK, doc.JSON, err
 }
 
-func (s *Server) expectList(w http.ResponseWriter, r *http.Request) {
-	s.expectRead(w, r, func(c service.Call) (service.Doc, error) {
+func (s *Server) expectList(r *http.Request) (int, any, error) {
+	return expectRead(r, func(c service.Call) (service.Doc, error) {
 		q := r.URL.Query()
 		f := expect.Filter{State: q.Get("state"), Kind: q.Get("kind"), TaskID: q.Get("task"), ContextID: q.Get("context")}
 		if sub := q.Get("subject"); sub != "" {
@@ -186,15 +132,15 @@ func (s *Server) expectList(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (s *Server) expectShow(w http.ResponseWriter, r *http.Request) {
-	s.expectRead(w, r, func(c service.Call) (service.Doc, error) {
+func (s *Server) expectShow(r *http.Request) (int, any, error) {
+	return expectRead(r, func(c service.Call) (service.Doc, error) {
 		res, err := s.local.Expectation(r.Context(), c, r.PathValue("id"))
 		return res.Doc, err
 	})
 }
 
-func (s *Server) expectLapses(w http.ResponseWriter, r *http.Request) {
-	s.expectRead(w, r, func(c service.Call) (service.Doc, error) {
+func (s *Server) expectLapses(r *http.Request) (int, any, error) {
+	return expectRead(r, func(c service.Call) (service.Doc, error) {
 		q := r.URL.Query()
 		f := service.LapseFilter{ExpectationID: q.Get("expectation")}
 		if v := q.Get("since"); v != "" {

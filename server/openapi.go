@@ -154,7 +154,7 @@ func (s *Server) OpenAPI() map[string]any {
 	}
 }
 
-func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
+func (s *Server) openapi(*http.Request) (int, any, error) {
 	b, _ := json.MarshalIndent(s.OpenAPI(), "", "  ")
-	writeDoc(w, http.StatusOK, append(b, '\n'))
+	return http.StatusOK, append(b, '\n'), nil
 }
