@@ -68,6 +68,12 @@ type Config struct {
 	// Service makes the Service that runs commands over the replica's
 	// sessions (service.Local over them).
 	Service func(service.Sessions) service.Service
+	// MaxOpen bounds the sessions kept open (each holds a few files): past
+	// it the least recently opened are closed once idle for IdleClose. A
+	// read holding a session longer than IdleClose after opening it may
+	// find it closed and fail. Zero means the defaults.
+	MaxOpen   int
+	IdleClose time.Duration
 	// OnMembers is told the membership after the meta group changes it,
 	// from the node's loop.
 	OnMembers func([]Member)
@@ -90,6 +96,7 @@ type SM struct {
 
 	mu       sync.Mutex
 	ledgers  map[string]*ledger.Ledger // open sessions by tenant/session
+	used     map[string]time.Time      // when each open session was last opened
 	members  []Member
 	outcomes map[uint64]map[uint64]Outcome // group → index → outcome of its last batch
 
@@ -112,7 +119,13 @@ func New(cfg Config) (*SM, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	m := &SM{cfg: cfg, log: cfg.Logger, ledgers: map[string]*ledger.Ledger{}, outcomes: map[uint64]map[uint64]Outcome{},
+	if cfg.MaxOpen <= 0 {
+		cfg.MaxOpen = DefaultMaxOpen
+	}
+	if cfg.IdleClose <= 0 {
+		cfg.IdleClose = DefaultIdleClose
+	}
+	m := &SM{cfg: cfg, log: cfg.Logger, ledgers: map[string]*ledger.Ledger{}, used: map[string]time.Time{}, outcomes: map[uint64]map[uint64]Outcome{},
 		ids: mrand.NewChaCha8([32]byte{})}
 	m.cfg.Ledger.Now = m.Now
 	m.cfg.Ledger.MintID = m.mintID
@@ -187,6 +200,7 @@ func (m *SM) Open(ctx context.Context, tenant, session string, create bool) (*le
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if l, ok := m.ledgers[key]; ok {
+		m.used[key] = time.Now()
 		return l, nil
 	}
 	if !create && !store.HasLog(dir) {
@@ -196,7 +210,7 @@ func (m *SM) Open(ctx context.Context, tenant, session string, create bool) (*le
 	if err != nil {
 		return nil, fmt.Errorf("open session %s: %w", key, err)
 	}
-	m.ledgers[key] = l
+	m.ledgers[key], m.used[key] = l, time.Now()
 	return l, nil
 }
 
@@ -207,6 +221,7 @@ func (m *SM) closeSession(key string) error {
 		return nil
 	}
 	delete(m.ledgers, key)
+	delete(m.used, key)
 	return l.Close()
 }
 
@@ -426,8 +441,36 @@ func (m *SM) Apply(group uint64, ents []node.Entry) ([][]byte, error) {
 	}
 	m.mu.Lock()
 	m.outcomes[group] = outs
+	err = m.evictLocked()
 	m.mu.Unlock()
-	return results, nil
+	return results, err
+}
+
+// The default bounds of the open sessions (Config.MaxOpen, IdleClose).
+const (
+	DefaultMaxOpen   = 1024
+	DefaultIdleClose = 30 * time.Second
+)
+
+// evictLocked closes the least recently opened sessions past MaxOpen that
+// have been idle for IdleClose. Called from the loop, after a batch, so no
+// command is using them; mu is held. Closing is a cache's: a failure is
+// logged, and the session reopens on its next use.
+func (m *SM) evictLocked() error {
+	if len(m.ledgers) <= m.cfg.MaxOpen {
+		return nil
+	}
+	keys := slices.SortedFunc(maps.Keys(m.ledgers), func(a, b string) int { return m.used[a].Compare(m.used[b]) })
+	cutoff := time.Now().Add(-m.cfg.IdleClose)
+	for _, k := range keys[:len(keys)-m.cfg.MaxOpen] {
+		if m.used[k].After(cutoff) {
+			break
+		}
+		if err := m.closeSession(k); err != nil {
+			m.log.Warn("replica: close idle session", "session", k, "err", err)
+		}
+	}
+	return nil
 }
 
 // syncSessions makes the batch's writes to its sessions durable, before

@@ -41,6 +41,10 @@ func declare(sm **SM, failOn string) Method {
 }
 
 func openReplica(t *testing.T, dir, failOn string) (*SM, *raftlog.DB) {
+	return openReplicaWith(t, dir, failOn, 0)
+}
+
+func openReplicaWith(t *testing.T, dir, failOn string, maxOpen int) (*SM, *raftlog.DB) {
 	t.Helper()
 	db, err := raftlog.Open(filepath.Join(dir, "raft"), raftlog.Options{})
 	if err != nil {
@@ -49,7 +53,7 @@ func openReplica(t *testing.T, dir, failOn string) (*SM, *raftlog.DB) {
 	var sm *SM
 	cfg := Config{Root: filepath.Join(dir, "ledger"), DB: db, Ledger: ledger.DefaultConfig(), Groups: 1,
 		Methods: map[string]Method{"declare": declare(&sm, failOn)},
-		Service: func(service.Sessions) service.Service { return nil }}
+		Service: func(service.Sessions) service.Service { return nil }, MaxOpen: maxOpen, IdleClose: time.Nanosecond}
 	cfg.Ledger.Logger = slog.New(slog.DiscardHandler)
 	if sm, err = New(cfg); err != nil {
 		t.Fatal(err)
@@ -58,8 +62,12 @@ func openReplica(t *testing.T, dir, failOn string) (*SM, *raftlog.DB) {
 }
 
 func entry(t *testing.T, index uint64, text string) node.Entry {
+	return entryIn(t, "s", index, text)
+}
+
+func entryIn(t *testing.T, session string, index uint64, text string) node.Entry {
 	doc, _ := json.Marshal(text)
-	b, err := Command{Method: "declare", Tenant: "acme", Session: "s", Actor: "alice", TS: int64(index) * 1e9, Seed: index, Doc: doc}.Encode()
+	b, err := Command{Method: "declare", Tenant: "acme", Session: session, Actor: "alice", TS: int64(index) * 1e9, Seed: index, Doc: doc}.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,5 +168,47 @@ func TestSnapshotRestoresTheSameChains(t *testing.T) {
 	s2, h2 = head(t, dst)
 	if s1 != s2 || h1 != h2 {
 		t.Fatalf("after one more entry: %d %x vs %d %x", s2, h2[:4], s1, h1[:4])
+	}
+}
+
+// Past MaxOpen the idle sessions are closed after a batch, and one closed
+// reopens and goes on as if it never was.
+func TestIdleSessionsCloseAndReopen(t *testing.T) {
+	group := node.MetaGroup + 1
+	sm, db := openReplicaWith(t, t.TempDir(), "", 1)
+	defer db.Close()
+	defer sm.Close()
+	ref, refDB := openReplica(t, t.TempDir(), "")
+	defer refDB.Close()
+	defer ref.Close()
+	batches := [][]node.Entry{
+		{entryIn(t, "a", 2, "1"), entryIn(t, "b", 3, "2"), entryIn(t, "c", 4, "3")},
+		{entryIn(t, "a", 5, "4"), entryIn(t, "b", 6, "5")},
+	}
+	for _, b := range batches {
+		for _, r := range []*SM{sm, ref} {
+			if _, err := r.Apply(group, b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sm.mu.Lock()
+		open := len(sm.ledgers)
+		sm.mu.Unlock()
+		if open != 1 {
+			t.Fatalf("%d sessions open after a batch, want 1 (MaxOpen)", open)
+		}
+	}
+	for _, s := range []string{"a", "b", "c"} {
+		l1, err := sm.Open(context.Background(), "acme", s, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l2, err := ref.Open(context.Background(), "acme", s, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l1.Position() != l2.Position() {
+			t.Fatalf("session %s: %+v after reopening, %+v kept open", s, l1.Position(), l2.Position())
+		}
 	}
 }
