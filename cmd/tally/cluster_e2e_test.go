@@ -166,10 +166,11 @@ func clusterStatus(addr string) (cluster.Status, error) {
 	return st, json.NewDecoder(res.Body).Decode(&st)
 }
 
-// settled reports whether every group has a leader and three voters.
+// settled reports whether every group has a leader and every member (three
+// at least) as a voter.
 func settled(st cluster.Status) bool {
 	for _, g := range st.Groups {
-		if g.Leader == 0 || len(g.Voters) != 3 || len(g.Learners) != 0 {
+		if g.Leader == 0 || len(g.Voters) < 3 || len(g.Voters) != len(st.Members) || len(g.Learners) != 0 {
 			return false
 		}
 	}
@@ -191,19 +192,8 @@ func waitUntil(t *testing.T, what string, d time.Duration, cond func() bool) {
 // and after the killed node restarts and catches up every acknowledged
 // write is on every node exactly once, the logs byte-identical and whole.
 func TestClusterKillLeaderUnderLoad(t *testing.T) {
-	dir := t.TempDir()
-	n1 := newCNode(t, dir, 1, "--bootstrap")
-	n1.start(t)
-	nodes := []*cnode{n1}
-	for id := uint64(2); id <= 3; id++ {
-		n := newCNode(t, dir, id, "--join", n1.addr)
-		n.start(t)
-		nodes = append(nodes, n)
-	}
-	waitUntil(t, "three voters and a leader in every group", 30*time.Second, func() bool {
-		st, err := clusterStatus(n1.addr)
-		return err == nil && settled(st)
-	})
+	nodes := startCluster(t, t.TempDir())
+	n1 := nodes[0]
 
 	// Writes through every node, one session each and one shared.
 	for i := 0; i < 12; i++ {
@@ -453,43 +443,20 @@ func nodeLogs(t *testing.T, n *cnode) map[string][]byte {
 // listPromises reads a session's promises through a node (a linearizable
 // read): the status and the promise texts.
 func listPromises(addr, session string) (int, []string) {
-	req, _ := http.NewRequest("GET", "http://"+addr+"/v1/tenants/acme/sessions/"+session+"/promises?state=all", nil)
-	req.Header.Set("X-Tally-Actor", "alice")
-	res, err := httpc.Do(req)
-	if err != nil {
-		return 0, nil
-	}
-	defer res.Body.Close()
-	var doc struct {
-		Promises []struct{ Promise string } `json:"promises"`
-	}
-	if err := json.NewDecoder(res.Body).Decode(&doc); err != nil {
-		return res.StatusCode, nil
-	}
+	code, log := readEntries(addr, session)
 	var out []string
-	for _, p := range doc.Promises {
-		out = append(out, p.Promise)
+	for _, e := range log {
+		out = append(out, e.Value)
 	}
-	return res.StatusCode, out
+	return code, out
 }
 
 // A leader cut off (SIGSTOP) commits nothing while the others elect a
 // leader and commit; woken, it never answers a read without what they
 // committed meanwhile: it refuses (503) until it has it.
 func TestClusterStoppedLeaderServesNoStaleRead(t *testing.T) {
-	dir := t.TempDir()
-	n1 := newCNode(t, dir, 1, "--bootstrap")
-	n1.start(t)
-	nodes := []*cnode{n1}
-	for id := uint64(2); id <= 3; id++ {
-		n := newCNode(t, dir, id, "--join", n1.addr)
-		n.start(t)
-		nodes = append(nodes, n)
-	}
-	waitUntil(t, "three voters and a leader in every group", 30*time.Second, func() bool {
-		st, err := clusterStatus(n1.addr)
-		return err == nil && settled(st)
-	})
+	nodes := startCluster(t, t.TempDir())
+	n1 := nodes[0]
 	const session = "cut"
 	group := replica.GroupOf(cluster.DefaultGroups, "acme", session)
 	st, err := clusterStatus(n1.addr)
