@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -94,8 +96,12 @@ func TestClusterSnapshotToNewNode(t *testing.T) {
 
 	held := 0
 	for _, s := range sessions {
-		_, log := readEntries(n4.addr, s)
-		held += len(log)
+		// Leadership moving to the new node may refuse a read (503): retry.
+		waitUntil(t, "a read of "+s+" through node 4", 20*time.Second, func() bool {
+			code, log := readEntries(n4.addr, s)
+			held += len(log)
+			return code == 200
+		})
 	}
 	if held != writes {
 		t.Errorf("node 4 holds %d promises, %d were written", held, writes)
@@ -104,7 +110,11 @@ func TestClusterSnapshotToNewNode(t *testing.T) {
 		t.Errorf("node 1 holds %d sessions, want %d", len(ref), len(sessions))
 	}
 
-	// How node 4 got there: its raft store's snapshot of each data group.
+	// How node 4 got there: it counts a snapshot installed for each data
+	// group at least, and its raft store holds each one's.
+	if got := metricValue(t, n4, "tally_cluster_snapshots_installed_total"); got < cluster.DefaultGroups {
+		t.Errorf("node 4 installed %v snapshots, want one for each of the %d data groups at least", got, cluster.DefaultGroups)
+	}
 	n4.stop()
 	db, err := raftlog.Open(filepath.Join(n4.data, "raft"), raftlog.Options{})
 	if err != nil {
@@ -121,4 +131,29 @@ func TestClusterSnapshotToNewNode(t *testing.T) {
 			t.Errorf("group %d: node 4's snapshot is at index %d, the writes had committed through %d before it joined", g, idx, committed[g])
 		}
 	}
+}
+
+// metricValue reads one unlabelled metric from a node's /metrics.
+func metricValue(t *testing.T, n *cnode, name string) float64 {
+	t.Helper()
+	res, err := httpc.Get(n.url() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("metric %s: %q", name, line)
+			}
+			return f
+		}
+	}
+	t.Fatalf("node %d's /metrics has no %s", n.id, name)
+	return 0
 }
