@@ -91,12 +91,15 @@ func (p *cutProxy) close() {
 	p.wg.Wait()
 }
 
-// A group's leader cut off from its peers (every connection to its raft
-// address through a proxy, which is cut) commits nothing: a write sent to
+// A group's leader cut off from its peers commits nothing: a write sent to
 // it is not acknowledged, its commit index does not move, and no read
 // through it answers without a write the others committed meanwhile; it
 // steps down on its own (CheckQuorum). Healed, it follows the new leader
-// and catches up, and every node holds each write once.
+// and catches up, and every node holds each write once. The cut is
+// asymmetric: the connections its peers make to it go through a proxy,
+// which is cut, so it hears nobody while what it sends still arrives (its
+// appends can reach the others' logs, which is why the write sent to it is
+// retried under its key at the end).
 func TestClusterCutOffLeaderCommitsNothing(t *testing.T) {
 	dir := t.TempDir()
 	nodes := startCluster(t, dir)
