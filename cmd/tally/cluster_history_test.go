@@ -17,10 +17,11 @@ import (
 
 // Concurrent clients append and read through every node of three while
 // the leader of one session's group is killed (SIGKILL) and later
-// restarted; porcupine checks the history against the ledger's model (an
-// append returns its sequence, a read sees every append linearized before
-// it), and afterwards every node holds each acknowledged append exactly
-// once, at the sequence it was acknowledged with, in identical logs.
+// restarted; porcupine checks the history against cluster/model's Linear
+// (an append returns its position in the session, a read sees every append
+// linearized before it), and afterwards every node holds each acknowledged
+// append exactly once, at the sequence it was acknowledged with, in
+// identical logs.
 func TestClusterHistoryLinearizable(t *testing.T) {
 	dir := t.TempDir()
 	nodes := startCluster(t, dir)
