@@ -15,6 +15,7 @@ import (
 
 	"tally/api"
 	"tally/auth"
+	"tally/expect"
 	"tally/promise"
 	"tally/server"
 	"tally/service"
@@ -123,6 +124,35 @@ func TestClientPromises(t *testing.T) {
 	}
 	if _, err := New(Config{URL: "not a url"}); err == nil {
 		t.Fatal("a URL that is not one")
+	}
+}
+
+// An origin task over REST: its expectations, then its outcome, as the
+// server's document; a task that is no origin is the server's not found.
+func TestClientTaskOrigin(t *testing.T) {
+	cs, _ := serve(t, map[string]string{"agent": "agent"})
+	ctx := context.Background()
+	call := service.Call{Tenant: "acme", Session: "main"}
+	d := api.ExpectRaise{ExpectationID: "e1", Kind: "k", Subject: &expect.Subject{Type: "s", ID: "1"},
+		SatisfiedBy: &api.FactKeyRef{FactKey: "f:1"}, DueAt: "2030-01-01T00:00:00Z", Basis: "observed",
+		Origin: &expect.Origin{TaskID: "task-7"}}
+	if _, err := cs["agent"].RaiseExpectation(ctx, call, d); err != nil {
+		t.Fatal(err)
+	}
+	o, err := cs["agent"].TaskOrigin(ctx, call, "task-7")
+	if err != nil || o.Task.TaskID != "task-7" || o.Task.Outcome != "" || len(o.Task.Expectations) != 1 || o.Task.Expectations[0].ExpectationID != "e1" {
+		t.Fatalf("open origin: %+v %v", o, err)
+	}
+	if _, err := cs["agent"].RecordTaskOutcome(ctx, call, "task-7", api.ExpectTaskOutcome{Outcome: "cancelled"}); err != nil {
+		t.Fatal(err)
+	}
+	o, err = cs["agent"].TaskOrigin(ctx, call, "task-7")
+	if err != nil || o.Task.Outcome != "cancelled" || o.Task.Expectations[0].State != "withdrawn" || !bytes.Contains(o.JSON, []byte(`"outcome":"cancelled"`)) {
+		t.Fatalf("cancelled origin: %+v %v", o, err)
+	}
+	var ref *service.Refusal
+	if _, err := cs["agent"].TaskOrigin(ctx, call, "task-none"); !errors.As(err, &ref) || ref.Status != http.StatusNotFound || !strings.Contains(ref.Message, "taskId") {
+		t.Fatalf("no origin: %v", err)
 	}
 }
 

@@ -100,3 +100,9 @@ func (c *Client) Lapses(ctx context.Context, call service.Call, f service.LapseF
 	doc, err := c.get(ctx, call, q, "lapses")
 	return answer(service.ReadLapseList, doc, err)
 }
+
+// TaskOrigin reads origin task task.
+func (c *Client) TaskOrigin(ctx context.Context, call service.Call, task string) (service.TaskOriginShown, error) {
+	doc, err := c.get(ctx, call, nil, "tasks", task)
+	return answer(service.ReadTaskOriginShown, doc, err)
+}

@@ -94,3 +94,10 @@ func (c *Node) Lapses(ctx context.Context, call service.Call, f service.LapseFil
 		return s.Lapses(ctx, call, f)
 	})
 }
+
+// TaskOrigin is origin task task, read linearizably.
+func (c *Node) TaskOrigin(ctx context.Context, call service.Call, task string) (service.TaskOriginShown, error) {
+	return read(ctx, c, call, func(s service.Service, call service.Call) (service.TaskOriginShown, error) {
+		return s.TaskOrigin(ctx, call, task)
+	})
+}

@@ -176,7 +176,7 @@ func notServed(err error) bool {
 }
 
 // GetTask returns the task of a promise, of a claim, or of an origin of
-// expectations (originTask), looked up in that order.
+// expectations (origin), looked up in that order.
 func (h *a2aHandler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task, error) {
 	c, err := h.caller(ctx)
 	if err != nil {
@@ -200,43 +200,25 @@ func (h *a2aHandler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a
 	if cl != nil {
 		return a2atask.ClaimTask(&cl.Claim, c.contextID(), h.keysOf(c, a2atask.FamilyClaim), c.sessionURL), nil
 	}
-	origin, err := h.isOrigin(ctx, c, id)
+	o, err := h.origin(ctx, c, id)
 	if err != nil {
 		return nil, err
 	}
-	if !origin {
-		return nil, noTask(c, id)
-	}
-	l, err := h.ledgerOf(ctx, c, false, "an origin's task")
-	if err != nil {
-		return nil, err
-	}
-	var t *a2a.Task
-	l.Read(func(st *ledger.State) {
-		t = a2atask.OriginTask(st.Expects, id, c.contextID(), h.keysOf(c, a2atask.FamilyExpect))
-	})
-	return t, nil
+	return a2atask.OriginTaskOf(id, o.Expectations, expect.Outcome(o.Outcome), o.Outcome != "", c.contextID(), h.keysOf(c, a2atask.FamilyExpect)), nil
 }
 
-// isOrigin reports whether task is the origin of expectations in the
-// session (a2atask.IsOrigin). An origin's outcome is not read through the
-// Service yet: where this server does not hold the ledger (a cluster
-// node), a task is an origin when expectations were raised on it.
-func (h *a2aHandler) isOrigin(ctx context.Context, c *a2aCall, task string) (bool, error) {
-	if _, local := h.s.local.(*service.Local); !local {
-		res, err := h.s.local.ListExpectations(ctx, h.readCall(c), expect.Filter{TaskID: task})
-		if err != nil {
-			return false, a2aError(err)
-		}
-		return len(res.Expectations) > 0, nil
+// origin is task as the origin of expectations (an outcome recorded or
+// expectations raised on it), read through the Service; a task that is
+// neither is TaskNotFound.
+func (h *a2aHandler) origin(ctx context.Context, c *a2aCall, task string) (*service.TaskOrigin, error) {
+	res, err := h.s.local.TaskOrigin(ctx, h.readCall(c), task)
+	if r, ok := rule.As(err); ok && r.Code == rule.NotFound {
+		return nil, noTask(c, task)
 	}
-	l, err := h.ledgerOf(ctx, c, false, "an origin's task")
 	if err != nil {
-		return false, err
+		return nil, a2aError(err)
 	}
-	var origin bool
-	l.Read(func(st *ledger.State) { origin = a2atask.IsOrigin(st.Expects, task) })
-	return origin, nil
+	return &res.Task, nil
 }
 
 // noTask is the refusal of a task id the session has no task for.
@@ -342,12 +324,8 @@ func (h *a2aHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest)
 		if cl != nil {
 			return h.cancelClaim(ctx, c, req)
 		}
-		origin, err := h.isOrigin(ctx, c, string(req.ID))
-		if err != nil {
+		if _, err := h.origin(ctx, c, string(req.ID)); err != nil {
 			return nil, err
-		}
-		if !origin {
-			return nil, noTask(c, string(req.ID))
 		}
 		return h.cancelOrigin(ctx, c, string(req.ID))
 	}

@@ -33,6 +33,7 @@ func (s *Server) expectRoutes() []route {
 		{name: "expect.supersede", method: "POST", pattern: e + "/{id}/supersede", summary: "Extend an expectation: terms not given are inherited (past the lineage bound: person role only)", body: "ExpectRaise", write: true, serve: apiWrite(s, http.StatusCreated, docRule[api.ExpectRaise]{empty: true}, s.expectSupersede)},
 		{name: "expect.fact", method: "POST", pattern: sessionPath + "/facts", summary: "Record an observed fact; expectations with its key are satisfied", body: "ExpectFact", write: true, serve: apiWrite(s, http.StatusCreated, docRule[api.ExpectFact]{}, s.expectFact)},
 		{name: "expect.task.outcome", method: "POST", pattern: sessionPath + "/tasks/{task}/outcome", summary: "Record an origin task's outcome (cancelled or failed withdraws its expectations)", body: "ExpectTaskOutcome", write: true, serve: apiWrite(s, http.StatusOK, docRule[api.ExpectTaskOutcome]{}, s.expectTaskOutcome)},
+		{name: "expect.task", method: "GET", pattern: sessionPath + "/tasks/{task}", summary: "An origin task: its outcome once recorded and the expectations raised on it", serve: s.expectTaskOrigin},
 		{name: "expect.lapses", method: "GET", pattern: sessionPath + "/lapses", summary: "Recorded lapses in log order (since=RFC 3339, expectation=ID)", serve: s.expectLapses},
 		{name: "expect.lapse", method: "POST", pattern: sessionPath + "/lapses", summary: "Commit a lapse (timekeeper role only)", body: "ExpectLapse", write: true, serve: apiWrite(s, http.StatusCreated, docRule[api.ExpectLapse]{}, s.expectLapse)},
 	}
@@ -135,6 +136,13 @@ func (s *Server) expectList(r *http.Request) (int, any, error) {
 func (s *Server) expectShow(r *http.Request) (int, any, error) {
 	return expectRead(r, func(c service.Call) (service.Doc, error) {
 		res, err := s.local.Expectation(r.Context(), c, r.PathValue("id"))
+		return res.Doc, err
+	})
+}
+
+func (s *Server) expectTaskOrigin(r *http.Request) (int, any, error) {
+	return expectRead(r, func(c service.Call) (service.Doc, error) {
+		res, err := s.local.TaskOrigin(r.Context(), c, r.PathValue("task"))
 		return res.Doc, err
 	})
 }

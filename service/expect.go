@@ -43,6 +43,10 @@ type Expectations interface {
 	ListExpectations(ctx context.Context, c Call, f expect.Filter) (ExpectationList, error)
 	// Lapses is the recorded lapses f selects, in log order.
 	Lapses(ctx context.Context, c Call, f LapseFilter) (LapseList, error)
+	// TaskOrigin is origin task task: its outcome once recorded and the
+	// expectations raised on it; a task with neither is a NotFound
+	// refusal.
+	TaskOrigin(ctx context.Context, c Call, task string) (TaskOriginShown, error)
 }
 
 // ExpectationWritten is the outcome of a raise, an extension, a withdrawal
@@ -85,6 +89,20 @@ type TaskOutcomeRecorded struct {
 	Seq       uint64      `json:"seq"`
 	Task      TaskOutcome `json:"task"`
 	Withdrawn []string    `json:"withdrawn"`
+}
+
+// TaskOrigin is a task as the origin of expectations: its outcome, empty
+// until one is recorded, and the expectations raised on it, in raise order.
+type TaskOrigin struct {
+	TaskID       string        `json:"taskId"`
+	Outcome      string        `json:"outcome,omitempty"`
+	Expectations []expect.View `json:"expectations"`
+}
+
+// TaskOriginShown is one origin task.
+type TaskOriginShown struct {
+	Doc
+	Task TaskOrigin `json:"task"`
 }
 
 // ExpectationShown is one expectation.
@@ -168,6 +186,11 @@ func ReadExpectationShown(doc Doc) (ExpectationShown, error) {
 // ReadExpectationList reads the document of a list of expectations.
 func ReadExpectationList(doc Doc) (ExpectationList, error) {
 	return readExpectDoc[ExpectationList]("expectations", doc)
+}
+
+// ReadTaskOriginShown reads the document of an origin task.
+func ReadTaskOriginShown(doc Doc) (TaskOriginShown, error) {
+	return readExpectDoc[TaskOriginShown]("task origin", doc)
 }
 
 // ReadLapseList reads the document of a list of lapses.

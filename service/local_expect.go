@@ -224,3 +224,24 @@ func (s *Local) Lapses(ctx context.Context, c Call, f LapseFilter) (LapseList, e
 	ls.JSON = jsondoc.Doc(expectMember("lapses", ls.Lapses))
 	return ls, nil
 }
+
+func (s *Local) TaskOrigin(ctx context.Context, c Call, task string) (TaskOriginShown, error) {
+	var o TaskOriginShown
+	l, err := s.read(ctx, c)
+	if err != nil {
+		return o, err
+	}
+	var ended bool
+	o.Task.TaskID = task
+	l.Read(func(st *ledger.State) {
+		var out expect.Outcome
+		out, ended = st.Expects.TaskOutcome(task)
+		o.Task.Outcome = string(out)
+		o.Task.Expectations = st.Expects.List(expect.Filter{TaskID: task})
+	})
+	if !ended && len(o.Task.Expectations) == 0 {
+		return TaskOriginShown{}, rule.NotFoundf("taskId", "is no origin of expectations in this ledger: "+task)
+	}
+	o.JSON = jsondoc.Doc(expectMember("task", &o.Task))
+	return o, nil
+}

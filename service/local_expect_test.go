@@ -147,3 +147,47 @@ func TestExpectationRelativeTimeRetriesLater(t *testing.T) {
 		t.Fatalf("absolute: %v %+v", err, abs)
 	}
 }
+
+// An origin task is read with its outcome once recorded and its
+// expectations in raise order; a task that is neither is not found.
+func TestTaskOrigin(t *testing.T) {
+	s, _ := newLocal(t)
+	ctx := context.Background()
+	c := Call{Actor: "agent"}
+	if _, err := s.TaskOrigin(ctx, c, "t1"); err == nil || !strings.Contains(err.Error(), "taskId") {
+		t.Fatalf("no origin yet: %v", err)
+	}
+	for _, id := range []string{"e1", "e2"} {
+		d := api.ExpectRaise{ExpectationID: id, Kind: "k", Subject: &expect.Subject{Type: "s", ID: id},
+			SatisfiedBy: &api.FactKeyRef{FactKey: "f:" + id}, DueAt: "2026-09-01T11:00:00Z", Basis: "observed",
+			Origin: &expect.Origin{TaskID: "t1"}}
+		if _, err := s.RaiseExpectation(ctx, c, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o, err := s.TaskOrigin(ctx, c, "t1")
+	if err != nil || o.Task.TaskID != "t1" || o.Task.Outcome != "" || len(o.Task.Expectations) != 2 || o.Task.Expectations[0].ExpectationID != "e1" {
+		t.Fatalf("open origin: %+v %v", o, err)
+	}
+	if bytes.Contains(o.JSON, []byte(`"outcome"`)) || !bytes.HasPrefix(o.JSON, []byte(`{"schema_version":1,"task":{"taskId":"t1","expectations":[`)) {
+		t.Fatalf("open origin's document: %s", o.JSON)
+	}
+	if back, err := ReadTaskOriginShown(o.Doc); err != nil || !reflect.DeepEqual(back.Task, o.Task) {
+		t.Fatalf("read back: %+v %v", back.Task, err)
+	}
+	if _, err := s.RecordTaskOutcome(ctx, c, "t1", api.ExpectTaskOutcome{Outcome: "cancelled"}); err != nil {
+		t.Fatal(err)
+	}
+	o, err = s.TaskOrigin(ctx, c, "t1")
+	if err != nil || o.Task.Outcome != "cancelled" || o.Task.Expectations[1].State != "withdrawn" {
+		t.Fatalf("cancelled origin: %+v %v", o, err)
+	}
+	// An outcome alone makes a task an origin.
+	if _, err := s.RecordTaskOutcome(ctx, c, "t2", api.ExpectTaskOutcome{Outcome: "completed"}); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := s.TaskOrigin(ctx, c, "t2"); err != nil || o.Task.Outcome != "completed" || len(o.Task.Expectations) != 0 ||
+		!bytes.Contains(o.JSON, []byte(`"expectations":[]`)) {
+		t.Fatalf("an outcome alone: %+v %v", o, err)
+	}
+}
