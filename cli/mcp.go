@@ -10,7 +10,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,7 +18,6 @@ import (
 	"tally/auth"
 	"tally/ledger"
 	"tally/mcp"
-	"tally/service"
 )
 
 func addMCPCommands(root *cobra.Command, g *global) { root.AddCommand(newMCP(g)) }
@@ -81,20 +79,11 @@ func (g *global) runMCP(ctx context.Context) error {
 		if _, err := g.ledgerRoot(); err != nil {
 			return err
 		}
-		// Tool calls run concurrently (so their appends share fsyncs), and
-		// the CLI's sessions are made for one verb at a time: a Local
-		// configured as g.service's, over them opened one at a time.
-		cfg := service.LocalConfig{Now: g.io.Now, Timekeeper: ledger.DefaultConfig().Timekeeper, Root: g.ledgerRoot}
-		if lc, err := g.ledgerConfig(); err == nil {
-			cfg.Timekeeper = lc.Timekeeper
-		}
-		sessions := &lockedSessions{inner: g.sessions}
-		svc = service.NewLocal(sessions, cfg)
 		// A subscribed resource hears this process's commits at once and
 		// other processes' within followPoll; the CLI holds its sessions
 		// for the process, so there is nothing to release.
 		changes = mcp.Follow(func(ctx context.Context, tenant, session string) (*ledger.Ledger, func(), error) {
-			l, err := sessions.Open(ctx, tenant, session, false)
+			l, err := g.sessions.Open(ctx, tenant, session, false)
 			return l, func() {}, err
 		}, followPoll, func() bool { return false })
 	}
@@ -122,18 +111,6 @@ func (g *global) runMCP(ctx context.Context) error {
 		return nil // the host closed stdin: the session is over
 	}
 	return err
-}
-
-// lockedSessions opens one session at a time.
-type lockedSessions struct {
-	mu    sync.Mutex
-	inner service.Sessions
-}
-
-func (s *lockedSessions) Open(ctx context.Context, tenant, session string, create bool) (*ledger.Ledger, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.inner.Open(ctx, tenant, session, create)
 }
 
 // nopWriteCloser leaves stdout open when the session ends.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	restclient "tally/client"
@@ -160,7 +161,10 @@ func (g *global) whoamiAs(ctx context.Context) (restclient.Identity, error) {
 // cliSessions are the sessions of the one ledger directory a process
 // works on, each opened once and held until the process ends.
 type cliSessions struct {
-	g    *global
+	g *global
+	// mu serialises opening: tally mcp runs tool calls concurrently (so
+	// their appends share fsyncs), and a session must be opened once.
+	mu   sync.Mutex
 	open map[string]*ledger.Ledger
 }
 
@@ -168,6 +172,8 @@ type cliSessions struct {
 // records it skips. The CLI creates a session's log on its first write,
 // as ledger.Open does, read or write alike.
 func (s *cliSessions) Open(_ context.Context, tenant, session string, _ bool) (*ledger.Ledger, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	key := tenant + "/" + session
 	if l, ok := s.open[key]; ok {
 		return l, nil
@@ -190,6 +196,8 @@ func (s *cliSessions) Open(_ context.Context, tenant, session string, _ bool) (*
 
 // close closes every session opened.
 func (s *cliSessions) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var first error
 	for k, l := range s.open {
 		if err := l.Close(); err != nil && first == nil {
