@@ -28,18 +28,14 @@ func (e exported) toolText() string { return e.text }
 // whole in a host's context, a log is not.
 const exportMax = 4 << 20
 
-// logTools are the tools of a Service that works on logs as a whole (not
-// every one does yet: service.Logs).
+// logTools are the tools of the log as a whole.
 func logTools(svc service.Service) []tool {
-	if _, ok := svc.(service.Logs); !ok {
-		return nil
-	}
 	return []tool{
 		read("tally_ledger_verify", "Verify the log",
 			"Check every line of the session's log and its hash chain: whole, or the first damaged line.",
 			plain(func(*verifyQuery) struct{} { return struct{}{} }),
 			func(svc service.Service, ctx context.Context, c service.Call, _ struct{}) (service.Verified, error) {
-				return svc.(service.Logs).Verify(ctx, c)
+				return svc.Verify(ctx, c)
 			}),
 		textOnly(read("tally_ledger_export", "Export the log",
 			fmt.Sprintf("The session's log as text: jsonl (each verified line, the default), json (the promises' states) or pinki (pinki's own lines). At most %d MiB; past it, use tally export.", exportMax>>20),
@@ -53,7 +49,7 @@ func export(svc service.Service, ctx context.Context, c service.Call, format str
 		format = "jsonl"
 	}
 	w := &limitWriter{left: exportMax}
-	if _, err := svc.(service.Logs).Export(ctx, c, format, w, nil); err != nil {
+	if _, err := svc.Export(ctx, c, format, w, nil); err != nil {
 		if w.over {
 			return exported{}, rule.Invalidf("format", fmt.Sprintf("the export is over %d bytes: use tally export", exportMax))
 		}
