@@ -18,6 +18,7 @@ import (
 	"tally/rule"
 	"tally/server/console"
 	"tally/store"
+	"tally/vocab"
 )
 
 // The console's routes: the page itself (static files embedded in the
@@ -379,12 +380,17 @@ type historyStep struct {
 	Via string `json:"via,omitempty"`
 }
 
-// history folds the session's log afresh, up to what is durable, calling
-// step with each entry of the families wanted after it is applied.
-func history(l *ledger.Ledger, step func(e store.Entry, typ string) error) error {
+// history folds the session's log afresh, up to what is durable, into one
+// family's state as the ledger folds it (vocab.Folder), calling step with
+// each line f folded, after it is applied. Lines of other families, and
+// lines f cannot read (skipped by the ledger's fold too), are passed over.
+func history(l *ledger.Ledger, f vocab.Folder, step func(e store.Entry, typ string) error) error {
 	_, _, err := l.Log().ScanUntil(store.Position{}, l.Durable().Offset, func(e store.Entry) error {
 		typ, err := promise.PeekType(e.Line)
-		if err != nil {
+		if err != nil || !f.Known(typ) {
+			return nil
+		}
+		if f.ApplyLine(vocab.Meta{Seq: vocab.Seq(e.Env.Seq), Actor: vocab.Participant(e.Env.Actor)}, e.Line) != nil {
 			return nil
 		}
 		return step(e, typ)
@@ -401,15 +407,8 @@ func (s *Server) promiseHistory(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	st := promise.NewState()
 	steps := []historyStep{}
-	err = history(l, func(e store.Entry, typ string) error {
-		if !promise.Known(typ) {
-			return nil
-		}
-		ev, err := promise.Decode(e.Line)
-		if err != nil {
-			return nil // skipped by the fold too
-		}
-		st.Apply(promise.Meta{Seq: e.Env.Seq, Actor: e.Env.Actor}, &ev)
+	err = history(l, st, func(e store.Entry, typ string) error {
+		ev, _ := promise.Decode(e.Line) // which promise it is about (ApplyLine has read it)
 		if ev.ID != id {
 			return nil
 		}
@@ -442,15 +441,8 @@ func (s *Server) claimHistory(w http.ResponseWriter, r *http.Request) {
 	st := claim.NewStateConfig(claim.Config{Timekeeper: s.cfg.Ledger.Timekeeper})
 	steps := []historyStep{}
 	last := ""
-	err = history(l, func(e store.Entry, typ string) error {
-		if !claim.Known(typ) {
-			return nil
-		}
-		ev, err := claim.Decode(e.Line)
-		if err != nil {
-			return nil // skipped by the fold too
-		}
-		st.Apply(claim.Meta{Seq: e.Env.Seq, Actor: e.Env.Actor, TS: ev.TS}, ev)
+	err = history(l, st, func(e store.Entry, typ string) error {
+		ev, _ := claim.Decode(e.Line) // which claim it is about (ApplyLine has read it)
 		v, ok := st.Claim(id, time.Time{})
 		if !ok {
 			return nil
