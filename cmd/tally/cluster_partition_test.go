@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,13 +16,16 @@ import (
 
 // cutProxy forwards TCP connections from its address to another one until
 // it is cut: then it closes what it carries and refuses new connections.
+// It can also refuse only the connections one process makes (refuse).
 type cutProxy struct {
-	ln    net.Listener
-	to    string
-	mu    sync.Mutex
-	cut   bool
-	conns map[net.Conn]bool
-	wg    sync.WaitGroup
+	ln      net.Listener
+	to      string
+	mu      sync.Mutex
+	cut     bool
+	refused int                   // a process whose connections it refuses, or 0
+	closed  int                   // connections of that process it closed or refused
+	conns   map[net.Conn]net.Conn // client side → upstream side
+	wg      sync.WaitGroup
 }
 
 func newCutProxy(t *testing.T, listen, to string) *cutProxy {
@@ -28,7 +34,7 @@ func newCutProxy(t *testing.T, listen, to string) *cutProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &cutProxy{ln: ln, to: to, conns: map[net.Conn]bool{}}
+	p := &cutProxy{ln: ln, to: to, conns: map[net.Conn]net.Conn{}}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.close)
@@ -43,10 +49,13 @@ func (p *cutProxy) accept() {
 			return
 		}
 		p.mu.Lock()
-		cut := p.cut
+		cut, refused := p.cut, p.refused
 		p.mu.Unlock()
-		if cut {
+		if cut || (refused != 0 && madeBy(refused, c, p.ln.Addr())) {
 			c.Close()
+			p.mu.Lock()
+			p.closed++
+			p.mu.Unlock()
 			continue
 		}
 		up, err := net.DialTimeout("tcp", p.to, time.Second)
@@ -55,7 +64,7 @@ func (p *cutProxy) accept() {
 			continue
 		}
 		p.mu.Lock()
-		p.conns[c], p.conns[up] = true, true
+		p.conns[c] = up
 		p.mu.Unlock()
 		p.wg.Add(2)
 		pipe := func(dst, src net.Conn) {
@@ -64,8 +73,7 @@ func (p *cutProxy) accept() {
 			dst.Close()
 			src.Close()
 			p.mu.Lock()
-			delete(p.conns, dst)
-			delete(p.conns, src)
+			delete(p.conns, c)
 			p.mu.Unlock()
 		}
 		go pipe(up, c)
@@ -79,10 +87,59 @@ func (p *cutProxy) setCut(cut bool) {
 	defer p.mu.Unlock()
 	p.cut = cut
 	if cut {
-		for c := range p.conns {
+		for c, up := range p.conns {
 			c.Close()
+			up.Close()
 		}
 	}
+}
+
+// refuse closes the connections process pid made through the proxy and
+// refuses its new ones; 0 lets it through again.
+func (p *cutProxy) refuse(pid int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refused = pid
+	for c, up := range p.conns {
+		if pid != 0 && madeBy(pid, c, p.ln.Addr()) {
+			c.Close()
+			up.Close()
+			p.closed++
+		}
+	}
+}
+
+// madeBy reports whether the client end of the accepted connection c
+// belongs to process pid: the socket /proc/net/tcp lists from c's remote
+// port to the proxy's port, among pid's open files.
+func madeBy(pid int, c net.Conn, proxy net.Addr) bool {
+	from, to := c.RemoteAddr().(*net.TCPAddr).Port, proxy.(*net.TCPAddr).Port
+	b, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return false
+	}
+	port := func(addr string) int {
+		_, hex, _ := strings.Cut(addr, ":")
+		v, _ := strconv.ParseUint(hex, 16, 32)
+		return int(v)
+	}
+	inode := ""
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) > 9 && port(f[1]) == from && port(f[2]) == to {
+			inode = f[9]
+		}
+	}
+	if inode == "" {
+		return false
+	}
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	for _, fd := range fds {
+		if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); l == "socket:["+inode+"]" {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *cutProxy) close() {
@@ -95,24 +152,45 @@ func (p *cutProxy) close() {
 // it is not acknowledged, its commit index does not move, and no read
 // through it answers without a write the others committed meanwhile; it
 // steps down on its own (CheckQuorum). Healed, it follows the new leader
-// and catches up, and every node holds each write once. The cut is
+// and catches up, and every node holds each write once. Here the cut is
 // asymmetric: the connections its peers make to it go through a proxy,
 // which is cut, so it hears nobody while what it sends still arrives (its
 // appends can reach the others' logs, which is why the write sent to it is
 // retried under its key at the end).
-func TestClusterCutOffLeaderCommitsNothing(t *testing.T) {
+func TestClusterCutOffLeaderCommitsNothing(t *testing.T) { cutOffLeader(t, false) }
+
+// The same with the leader cut off both ways: every node listens behind a
+// proxy, the leader's refuses everything and the others' refuse what the
+// leader's process connects (Linux: the connection's owner is read from
+// /proc). The write sent to it reaches nobody and is gone once healed.
+func TestClusterPartitionedLeaderCommitsNothing(t *testing.T) {
+	if _, err := os.Stat("/proc/net/tcp"); err != nil {
+		t.Skip("needs /proc/net/tcp to tell which process made a connection")
+	}
+	cutOffLeader(t, true)
+}
+
+func cutOffLeader(t *testing.T, symmetric bool) {
 	dir := t.TempDir()
 	nodes := startCluster(t, dir)
-	// Node 3 restarts listening behind a proxy on the raft address its
-	// peers know it by.
+	// Node 3 (and with symmetric every node) restarts listening behind a
+	// proxy on the raft address its peers know it by.
+	behind := nodes[2:]
+	if symmetric {
+		behind = nodes
+	}
+	var proxies []*cutProxy
+	for _, n := range behind {
+		n.stop()
+		known := n.raft
+		n.raft = freePort(t)
+		proxies = append(proxies, newCutProxy(t, known, n.raft))
+		n.joinArgs = nil
+		n.start(t)
+		waitCaughtUp(t, nodes)
+	}
 	n3 := nodes[2]
-	n3.stop()
-	known := n3.raft
-	n3.raft = freePort(t)
-	proxy := newCutProxy(t, known, n3.raft)
-	n3.joinArgs = nil
-	n3.start(t)
-	waitCaughtUp(t, nodes)
+	proxy := proxies[len(proxies)-1]
 
 	// A data group that node 3 leads (leadership spreads back to it).
 	var group, term uint64
@@ -139,6 +217,9 @@ func TestClusterCutOffLeaderCommitsNothing(t *testing.T) {
 	}
 	commitAtCut := gs.Commit
 	proxy.setCut(true)
+	for _, p := range proxies[:len(proxies)-1] {
+		p.refuse(n3.cmd.Process.Pid)
+	}
 	cutAt := time.Now()
 
 	// A write sent to the cut-off leader, with a client that waits past
@@ -220,9 +301,21 @@ func TestClusterCutOffLeaderCommitsNothing(t *testing.T) {
 	}
 	t.Logf("node 3 led group %d in term %d; cut off, it had stepped down within %v, answered the write sent to it with %d and its reads with %v",
 		group, term, steppedAt.Round(time.Millisecond), code, reads)
+	for i, p := range proxies[:len(proxies)-1] {
+		p.mu.Lock()
+		closed := p.closed
+		p.mu.Unlock()
+		t.Logf("node %d's proxy closed or refused %d connection(s) of node 3", behind[i].id, closed)
+		if closed == 0 {
+			t.Errorf("node %d's proxy let every connection of node 3 through", behind[i].id)
+		}
+	}
 
 	// Healed: it follows a leader of a later term and catches up.
 	proxy.setCut(false)
+	for _, p := range proxies[:len(proxies)-1] {
+		p.refuse(0)
+	}
 	waitUntil(t, "node 3 following a later term's leader", 30*time.Second, func() bool {
 		gs, ok := groupStatus(n3, group)
 		return ok && gs.Term > term && gs.Leader != 0
@@ -231,8 +324,18 @@ func TestClusterCutOffLeaderCommitsNothing(t *testing.T) {
 		code, log := readEntries(n3.addr, session)
 		return code == 200 && slices.ContainsFunc(log, func(e entry) bool { return e.Value == "after" })
 	})
-	// The write it was sent may have reached the others' logs before the
-	// cut took hold; retried under its key, it is there once.
+	if symmetric {
+		// Nothing it appended reached another node: the write it was sent
+		// is gone, on it too, once it follows the new leader's log.
+		waitCaughtUp(t, nodes)
+		for _, n := range nodes {
+			if _, log := readEntries(n.addr, session); countValue(log, "during") != 0 {
+				t.Errorf("node %d holds the write sent to the cut-off leader: %v", n.id, texts(log))
+			}
+		}
+	}
+	// Asymmetric, the write it was sent may have reached the others' logs;
+	// retried under its key, it is there once.
 	if code, _, resp := declareText(nodes[0].addr, session, "during", "during"); code != 201 {
 		t.Fatalf("retry of the write sent to the cut-off node: %d %s", code, resp)
 	}
