@@ -171,17 +171,8 @@ func (c *Client) Claim(ctx context.Context, call service.Call, id string) (servi
 }
 
 func (c *Client) ListClaims(ctx context.Context, call service.Call, f claim.Filter) (service.ClaimList, error) {
-	q := query(map[string]string{"claimant": f.Claimant, "respondent": f.Respondent, "participant": f.Participant})
-	for _, s := range f.States {
-		q.Add("state", string(s))
-	}
-	if f.Open {
-		q.Set("open", "true")
-	}
-	if f.Overdue {
-		q.Set("overdue", "true")
-	}
-	doc, err := c.get(ctx, call, q, "claims")
+	q := api.ClaimQueryOf(f)
+	doc, err := c.get(ctx, call, api.EncodeQuery(&q), "claims")
 	if err != nil {
 		return service.ClaimList{}, err
 	}

@@ -2,11 +2,9 @@ package client
 
 import (
 	"context"
-	"net/url"
 
 	"tally/api"
 	"tally/expect"
-	"tally/instant"
 	"tally/service"
 )
 
@@ -75,29 +73,15 @@ func (c *Client) Expectation(ctx context.Context, call service.Call, id string) 
 
 // ListExpectations reads the expectations f selects.
 func (c *Client) ListExpectations(ctx context.Context, call service.Call, f expect.Filter) (service.ExpectationList, error) {
-	q := url.Values{}
-	if f.Subject != (expect.Subject{}) {
-		q.Set("subject", f.Subject.String())
-	}
-	for k, v := range map[string]string{"state": f.State, "kind": f.Kind, "task": f.TaskID, "context": f.ContextID} {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	doc, err := c.get(ctx, call, q, "expectations")
+	q := api.ExpectQueryOf(f)
+	doc, err := c.get(ctx, call, api.EncodeQuery(&q), "expectations")
 	return answer(service.ReadExpectationList, doc, err)
 }
 
 // Lapses reads the recorded lapses f selects.
 func (c *Client) Lapses(ctx context.Context, call service.Call, f service.LapseFilter) (service.LapseList, error) {
-	q := url.Values{}
-	if !f.Since.IsZero() {
-		q.Set("since", instant.Format(f.Since))
-	}
-	if f.ExpectationID != "" {
-		q.Set("expectation", f.ExpectationID)
-	}
-	doc, err := c.get(ctx, call, q, "lapses")
+	q := f.Query()
+	doc, err := c.get(ctx, call, api.EncodeQuery(&q), "lapses")
 	return answer(service.ReadLapseList, doc, err)
 }
 

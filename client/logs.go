@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 
 	"tally/api"
 	"tally/instant"
@@ -19,7 +18,7 @@ var _ service.Logs = (*Client)(nil)
 // lines only. A failure the server met after its first bytes arrives in a
 // trailer and is returned as its refusal.
 func (c *Client) Export(ctx context.Context, call service.Call, format string, w io.Writer, warn func(string)) (service.Exported, error) {
-	q := url.Values{"format": {format}}
+	q := api.EncodeQuery(&api.ExportQuery{Format: format})
 	if format == "json" && !call.Now.IsZero() {
 		q.Set("now", instant.Format(call.Now))
 	}

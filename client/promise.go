@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"net/url"
 
 	"tally/api"
 	"tally/promise"
@@ -49,13 +48,8 @@ func (c *Client) Promise(ctx context.Context, call service.Call, id string) (ser
 
 // ListPromises reads the promises f selects.
 func (c *Client) ListPromises(ctx context.Context, call service.Call, f promise.Filter) (service.PromiseList, error) {
-	q := url.Values{}
-	for k, v := range map[string]string{"state": f.State, "by": f.By, "to": f.To, "task": f.Task} {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	doc, err := c.get(ctx, call, q, "promises")
+	q := api.PromiseQueryOf(f)
+	doc, err := c.get(ctx, call, api.EncodeQuery(&q), "promises")
 	if err != nil {
 		return service.PromiseList{}, err
 	}

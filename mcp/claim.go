@@ -12,31 +12,9 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"tally/api"
-	"tally/claim"
 	"tally/rule"
 	"tally/service"
 )
-
-// claimQuery selects claims: the REST list route's query.
-type claimQuery struct {
-	State       []string `json:"state,omitempty" jsonschema:"any of these states"`
-	Open        bool     `json:"open,omitempty" jsonschema:"only claims not yet terminal"`
-	Overdue     bool     `json:"overdue,omitempty" jsonschema:"only open claims past their deadline"`
-	Claimant    string   `json:"claimant,omitempty"`
-	Respondent  string   `json:"respondent,omitempty"`
-	Participant string   `json:"participant,omitempty" jsonschema:"claimant, respondent, receipt holder or an evaluator"`
-}
-
-func (q *claimQuery) filter() claim.Filter {
-	f := claim.Filter{Open: q.Open, Overdue: q.Overdue, Claimant: q.Claimant, Respondent: q.Respondent, Participant: q.Participant}
-	for _, st := range q.State {
-		f.States = append(f.States, claim.Status(st))
-	}
-	return f
-}
-
-// noGraphArgs is the claim graph's arguments: none but the call's.
-type noGraphArgs struct{}
 
 func claimTools(readPaths bool) []tool {
 	publish := bytesArgs("content", "the artifact's bytes", readPaths)
@@ -103,10 +81,10 @@ func claimTools(readPaths bool) []tool {
 			plain(func(d *api.ClaimRef) string { return d.Claim }), service.Service.Claim),
 		read("tally_claim_list", "List claims",
 			"Claims by state, party and deadline, in creation order.",
-			plain((*claimQuery).filter), service.Service.ListClaims),
+			plain((*api.ClaimQuery).Filter), service.Service.ListClaims),
 		read("tally_claim_graph", "The claim graph",
 			"Every claim's state and every relation between claims (depends_on, awaits, reviews, derived_from, predecessor).",
-			plain(func(*noGraphArgs) struct{} { return struct{}{} }),
+			plain(func(*api.SessionQuery) struct{} { return struct{}{} }),
 			func(svc service.Service, ctx context.Context, c service.Call, _ struct{}) (service.ClaimGraph, error) {
 				return svc.ClaimGraph(ctx, c)
 			}),

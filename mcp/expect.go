@@ -6,51 +6,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"tally/api"
-	"tally/expect"
-	"tally/instant"
 	"tally/service"
 )
-
-// expectationRef names one expectation: what the REST path
-// /expectations/{id} names.
-type expectationRef struct {
-	ExpectationID string `json:"expectationId"`
-}
-
-// expectQuery selects expectations: the REST list route's query.
-type expectQuery struct {
-	State     string          `json:"state,omitempty" jsonschema:"open, satisfied, withdrawn or superseded"`
-	Kind      string          `json:"kind,omitempty"`
-	Subject   *expect.Subject `json:"subject,omitempty"`
-	TaskID    string          `json:"taskId,omitempty" jsonschema:"the origin task"`
-	ContextID string          `json:"contextId,omitempty" jsonschema:"the origin context"`
-}
-
-func (q *expectQuery) filter() expect.Filter {
-	f := expect.Filter{State: q.State, Kind: q.Kind, TaskID: q.TaskID, ContextID: q.ContextID}
-	if q.Subject != nil {
-		f.Subject = *q.Subject
-	}
-	return f
-}
-
-// lapseQuery selects recorded lapses: the REST lapses route's query.
-type lapseQuery struct {
-	Since         string `json:"since,omitempty" jsonschema:"RFC 3339: lapses noticed at or after"`
-	ExpectationID string `json:"expectationId,omitempty"`
-}
-
-func (q *lapseQuery) filter() (service.LapseFilter, error) {
-	f := service.LapseFilter{ExpectationID: q.ExpectationID}
-	if q.Since != "" {
-		t, err := instant.Parse("since", q.Since)
-		if err != nil {
-			return f, err
-		}
-		f.Since = t
-	}
-	return f, nil
-}
 
 // expectationID is the id argument of the verbs REST addresses by path.
 var expectationID = extra{name: "expectationId", schema: &jsonschema.Schema{Type: "string", Description: "the expectation"}}
@@ -73,12 +30,12 @@ func expectTools() []tool {
 			destructive, expectationID, service.Service.WithdrawExpectation).needs(),
 		read("tally_expect_show", "Show an expectation",
 			"One expectation with its state, due time and lapses. Refused (not_found) for an unknown id.",
-			plain(func(d *expectationRef) string { return d.ExpectationID }), service.Service.Expectation),
+			plain(func(d *api.ExpectationRef) string { return d.ExpectationID }), service.Service.Expectation),
 		read("tally_expect_list", "List expectations",
 			"Expectations by state, kind, subject and origin, in the order raised.",
-			plain((*expectQuery).filter), service.Service.ListExpectations),
+			plain((*api.ExpectQuery).Filter), service.Service.ListExpectations),
 		read("tally_expect_lapses", "Recorded lapses",
 			"The lapses the timekeeper recorded (overdue, skipped, stalled), since a time or of one expectation.",
-			(*lapseQuery).filter, service.Service.Lapses),
+			func(q *api.LapsesQuery) (service.LapseFilter, error) { return service.LapsesOf(*q) }, service.Service.Lapses),
 	}
 }

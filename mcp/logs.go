@@ -6,17 +6,10 @@ import (
 	"errors"
 	"fmt"
 
+	"tally/api"
 	"tally/rule"
 	"tally/service"
 )
-
-// exportQuery is an export's arguments: the CLI's --format.
-type exportQuery struct {
-	Format string `json:"format,omitempty" jsonschema:"jsonl (the verified log, the default), json (the promises' states) or pinki (pinki's own lines)"`
-}
-
-// verifyQuery is a verify's arguments: none but the call's.
-type verifyQuery struct{}
 
 // exported is an export's bytes: a tool's text, with no document (and so
 // no output schema).
@@ -33,13 +26,13 @@ func logTools(svc service.Service) []tool {
 	return []tool{
 		read("tally_ledger_verify", "Verify the log",
 			"Check every line of the session's log and its hash chain: whole, or the first damaged line.",
-			plain(func(*verifyQuery) struct{} { return struct{}{} }),
+			plain(func(*api.SessionQuery) struct{} { return struct{}{} }),
 			func(svc service.Service, ctx context.Context, c service.Call, _ struct{}) (service.Verified, error) {
 				return svc.Verify(ctx, c)
 			}),
 		textOnly(read("tally_ledger_export", "Export the log",
 			fmt.Sprintf("The session's log as text: jsonl (each verified line, the default), json (the promises' states) or pinki (pinki's own lines). At most %d MiB; past it, use tally export.", exportMax>>20),
-			plain(func(d *exportQuery) string { return d.Format }), export)),
+			plain(func(d *api.ExportQuery) string { return d.Format }), export)),
 	}
 }
 

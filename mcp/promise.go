@@ -3,29 +3,10 @@ package mcp
 import (
 	"context"
 
+	"tally/api"
 	"tally/promise"
 	"tally/service"
 )
-
-// promiseRef names one promise: what the REST path /promises/{id} names.
-type promiseRef struct {
-	ID string `json:"id"`
-}
-
-// promiseQuery selects promises: the REST list route's query.
-type promiseQuery struct {
-	State string `json:"state,omitempty" jsonschema:"open (the default), overdue or all"`
-	By    string `json:"by,omitempty" jsonschema:"the debtor"`
-	To    string `json:"to,omitempty" jsonschema:"the creditor"`
-}
-
-// owedQuery names a seat: the CLI's owed --as.
-type owedQuery struct {
-	Seat string `json:"seat,omitempty" jsonschema:"the seat (default: the caller)"`
-}
-
-// graphQuery is the promise graph's arguments: none but the call's.
-type graphQuery struct{}
 
 func promiseTools() []tool {
 	return []tool{
@@ -43,21 +24,18 @@ func promiseTools() []tool {
 			appends, service.Service.AssessPromise).needs("id"),
 		read("tally_promise_show", "Show a promise",
 			"One promise with its state, deadlines (horizons) and assessments. Refused (not_found) when the id names no promise.",
-			plain(func(d *promiseRef) string { return d.ID }), service.Service.Promise),
+			plain(func(d *api.PromiseRef) string { return d.ID }), service.Service.Promise),
 		read("tally_promise_list", "List promises",
 			"Promises by state (open, overdue, all), debtor and creditor, in declaration order.",
-			plain(func(d *promiseQuery) promise.Filter { return promise.Filter{State: d.State, By: d.By, To: d.To} }), service.Service.ListPromises),
+			plain((*api.PromiseQuery).Filter), service.Service.ListPromises),
 		read("tally_promise_owed", "What a seat owes",
 			"The open promises a seat owes (default: you), as tally_promise_list answers them; each with overdue and its deadline.",
-			plain(func(d *owedQuery) string { return d.Seat }),
-			func(svc service.Service, ctx context.Context, c service.Call, seat string) (service.PromiseList, error) {
-				if seat == "" {
-					seat = c.Actor
-				}
-				return svc.ListPromises(ctx, c, promise.Filter{State: "open", By: seat})
+			plain(func(d *api.OwedQuery) api.OwedQuery { return *d }),
+			func(svc service.Service, ctx context.Context, c service.Call, q api.OwedQuery) (service.PromiseList, error) {
+				return svc.ListPromises(ctx, c, q.Filter(c.Actor))
 			}),
 		read("tally_promise_graph", "The promise graph",
 			"Every promise of the session in any state: its antecedent (on) is its edge, by and to say who owes whom.",
-			plain(func(*graphQuery) promise.Filter { return promise.Filter{State: "all"} }), service.Service.ListPromises),
+			plain(func(*api.SessionQuery) promise.Filter { return promise.Filter{State: "all"} }), service.Service.ListPromises),
 	}
 }

@@ -11,7 +11,6 @@ import (
 
 	"tally/api"
 	"tally/artifact"
-	"tally/claim"
 	"tally/ledger"
 	"tally/rule"
 	"tally/service"
@@ -137,21 +136,11 @@ func (s *Server) claimList(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	q := r.URL.Query()
-	f := claim.Filter{Claimant: q.Get("claimant"), Respondent: q.Get("respondent"), Participant: q.Get("participant")}
-	for _, b := range [][2]any{{"open", &f.Open}, {"overdue", &f.Overdue}} {
-		if v := q.Get(b[0].(string)); v != "" {
-			x, err := strconv.ParseBool(v)
-			if err != nil {
-				return 0, nil, rule.Invalidf(b[0].(string), "must be true or false")
-			}
-			*b[1].(*bool) = x
-		}
+	var q api.ClaimQuery
+	if err := api.DecodeQuery(r.URL.Query(), &q); err != nil {
+		return 0, nil, err
 	}
-	for _, st := range q["state"] {
-		f.States = append(f.States, claim.Status(st))
-	}
-	res, err := s.local.ListClaims(r.Context(), c, f)
+	res, err := s.local.ListClaims(r.Context(), c, q.Filter())
 	return http.StatusOK, res.JSON, err
 }
 

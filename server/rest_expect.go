@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"tally/api"
-	"tally/expect"
-	"tally/instant"
 	"tally/jsondoc"
 	"tally/ledger"
 	"tally/rule"
@@ -119,16 +116,11 @@ func expectRead(r *http.Request, read func(c service.Call) (service.Doc, error))
 
 func (s *Server) expectList(r *http.Request) (int, any, error) {
 	return expectRead(r, func(c service.Call) (service.Doc, error) {
-		q := r.URL.Query()
-		f := expect.Filter{State: q.Get("state"), Kind: q.Get("kind"), TaskID: q.Get("task"), ContextID: q.Get("context")}
-		if sub := q.Get("subject"); sub != "" {
-			t, id, ok := strings.Cut(sub, ":")
-			if !ok || t == "" || id == "" {
-				return service.Doc{}, rule.Invalidf("subject", "must be TYPE:ID")
-			}
-			f.Subject = expect.Subject{Type: t, ID: id}
+		var q api.ExpectQuery
+		if err := api.DecodeQuery(r.URL.Query(), &q); err != nil {
+			return service.Doc{}, err
 		}
-		res, err := s.local.ListExpectations(r.Context(), c, f)
+		res, err := s.local.ListExpectations(r.Context(), c, q.Filter())
 		return res.Doc, err
 	})
 }
@@ -149,14 +141,13 @@ func (s *Server) expectTaskOrigin(r *http.Request) (int, any, error) {
 
 func (s *Server) expectLapses(r *http.Request) (int, any, error) {
 	return expectRead(r, func(c service.Call) (service.Doc, error) {
-		q := r.URL.Query()
-		f := service.LapseFilter{ExpectationID: q.Get("expectation")}
-		if v := q.Get("since"); v != "" {
-			t, err := instant.Parse("since", v)
-			if err != nil {
-				return service.Doc{}, err
-			}
-			f.Since = t
+		var q api.LapsesQuery
+		if err := api.DecodeQuery(r.URL.Query(), &q); err != nil {
+			return service.Doc{}, err
+		}
+		f, err := service.LapsesOf(q)
+		if err != nil {
+			return service.Doc{}, err
 		}
 		res, err := s.local.Lapses(r.Context(), c, f)
 		return res.Doc, err

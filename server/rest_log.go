@@ -74,7 +74,12 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	format := r.URL.Query().Get("format")
+	var q api.ExportQuery
+	if err := api.DecodeQuery(r.URL.Query(), &q); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	format := q.Format
 	if format == "json" {
 		w.Header().Set("Content-Type", "application/json")
 	} else {

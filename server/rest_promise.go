@@ -5,7 +5,6 @@ import (
 
 	"tally/api"
 	"tally/jsondoc"
-	"tally/promise"
 	"tally/service"
 )
 
@@ -49,8 +48,11 @@ func (s *Server) listPromises(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	q := r.URL.Query()
-	res, err := s.local.ListPromises(r.Context(), c, promise.Filter{State: q.Get("state"), By: q.Get("by"), To: q.Get("to"), Task: q.Get("task")})
+	var q api.PromiseQuery
+	if err := api.DecodeQuery(r.URL.Query(), &q); err != nil {
+		return 0, nil, err
+	}
+	res, err := s.local.ListPromises(r.Context(), c, q.Filter())
 	return http.StatusOK, res.JSON, err
 }
 

@@ -123,6 +123,18 @@ type LapseFilter struct {
 	ExpectationID string
 }
 
+// LapsesOf is the selection the read document q names, refused naming
+// since when it is not a time.
+func LapsesOf(q api.LapsesQuery) (LapseFilter, error) {
+	t, err := q.Noticed()
+	return LapseFilter{Since: t, ExpectationID: q.ExpectationID}, err
+}
+
+// Query is the read document that selects what f does.
+func (f LapseFilter) Query() api.LapsesQuery {
+	return api.LapsesQueryOf(f.Since, f.ExpectationID)
+}
+
 // LapseList is the lapses a filter selected.
 type LapseList struct {
 	Doc
