@@ -91,9 +91,21 @@ func (c *Node) nextChange(n *node.Node, st node.GroupStatus, members []replica.M
 	isMember := func(id uint64) bool {
 		return slices.ContainsFunc(members, func(m replica.Member) bool { return m.ID == id })
 	}
+	me := c.cfg.NodeID
 	for _, id := range append(slices.Clone(st.Learners), st.Voters...) {
-		if !isMember(id) {
+		if id != me && !isMember(id) {
 			return change(pb.ConfChangeType_ConfChangeRemoveNode, id)
+		}
+	}
+	if !isMember(me) {
+		// A leader never removes itself (the membership may not have its
+		// own record yet, just after a bootstrap): it hands the group to a
+		// caught-up member, which removes it.
+		for _, v := range st.Voters {
+			if v != me && isMember(v) && match[v] >= commit {
+				n.TransferLeader(st.Group, v)
+				break
+			}
 		}
 	}
 	return nil
