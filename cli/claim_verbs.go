@@ -324,10 +324,7 @@ func newClaimLs(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			f := claim.Filter{Open: d.Open, Overdue: d.Overdue, Claimant: d.Claimant, Respondent: d.Respondent, Participant: d.Participant}
-			for _, s := range d.States {
-				f.States = append(f.States, claim.Status(s))
-			}
+			f := api.ClaimQuery{State: d.States, Open: d.Open, Overdue: d.Overdue, Claimant: d.Claimant, Respondent: d.Respondent, Participant: d.Participant}.Filter()
 			svc, call, err := g.claimReader(now)
 			if err != nil {
 				return err

@@ -25,6 +25,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tally/api"
 	"tally/claim"
 	"tally/expect"
 	"tally/instant"
@@ -141,7 +142,7 @@ func (g *global) primeData(ctx context.Context, seat string, now time.Time) (pri
 	if err != nil {
 		return d, err
 	}
-	owes, err := svc.ListPromises(ctx, call, promise.Filter{State: "open", By: seat})
+	owes, err := svc.ListPromises(ctx, call, api.OwedQuery{}.Filter(seat))
 	if err != nil {
 		return d, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tally/api"
 	"tally/instant"
 	"tally/jsondoc"
 	"tally/promise"
@@ -226,7 +227,7 @@ func newOwed(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := g.promises(c.Context(), o, promise.Filter{State: "open", By: who})
+			res, err := g.promises(c.Context(), o, api.OwedQuery{}.Filter(who))
 			if err != nil {
 				return err
 			}

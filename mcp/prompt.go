@@ -9,6 +9,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"tally/api"
 	"tally/claim"
 	"tally/instant"
 	"tally/promise"
@@ -50,7 +51,7 @@ func (s *Server) resume(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.Ge
 	}
 	defer release()
 	tenant, session, now := c.Tenant, c.Session, c.Now
-	owes, err := s.cfg.Service.ListPromises(ctx, c, promise.Filter{State: "open", By: seat})
+	owes, err := s.cfg.Service.ListPromises(ctx, c, api.OwedQuery{}.Filter(seat))
 	if err != nil && !noSession(err) {
 		return nil, fmt.Errorf("%s", strings.TrimSpace(string(errorDocument(err))))
 	}
