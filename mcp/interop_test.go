@@ -8,15 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-)
 
-// The TypeScript SDK the interop test drives tally with, pinned.
-const mcpTSPackage = "@modelcontextprotocol/sdk@1.32.2"
+	"tally/internal/proctest"
+)
 
 // The tools the interop test expects, with their schemas.
 var interopTools = []string{
@@ -30,44 +28,10 @@ var interopTools = []string{
 	"tally_claim_check_begin", "tally_claim_check_report", "tally_claim_show", "tally_claim_cancel",
 }
 
-// mcpTS finds node and the TypeScript SDK: taken from TALLY_MCP_TS_DIR (a
-// directory whose node_modules holds it, as .ci/run installs it) or
-// installed with npm into a temporary directory. Without node, npm or the
-// network it skips with the reason, except under CI, where it fails.
-func mcpTS(t *testing.T) (node, dir string) {
-	t.Helper()
-	skip := func(format string, args ...any) {
-		t.Helper()
-		if os.Getenv("CI") != "" && !testing.Short() {
-			t.Fatalf(format+" (CI must run this test, not skip it)", args...)
-		}
-		t.Skipf(format, args...)
-	}
-	if testing.Short() {
-		t.Skip("interop with " + mcpTSPackage + ": skipped in -short mode")
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		skip("interop with %s: node is not installed", mcpTSPackage)
-	}
-	dir = os.Getenv("TALLY_MCP_TS_DIR")
-	if dir == "" {
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			skip("interop with %s: npm is not installed", mcpTSPackage)
-		}
-		dir = t.TempDir()
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		if out, err := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--no-save", "--prefix", dir, mcpTSPackage).CombinedOutput(); err != nil {
-			skip("interop with %s: npm install failed (no network?): %v\n%s", mcpTSPackage, err, out)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
-		skip("interop with %s: not installed in %s", mcpTSPackage, dir)
-	}
-	return node, dir
-}
+// mcpTS is the TypeScript SDK the interop test drives tally with, pinned:
+// from TALLY_MCP_TS_DIR (a directory whose
+// node_modules holds it, as .ci/run installs it) or installed with npm.
+var mcpTS = proctest.NPM{Name: "@modelcontextprotocol/sdk", Version: "1.32.2", DirEnv: "TALLY_MCP_TS_DIR", Install: 3 * time.Minute, What: "interop with @modelcontextprotocol/sdk"}
 
 // built is the tally binary the tests of this package run, built once.
 var built struct {
@@ -130,34 +94,18 @@ func cleanEnv() []string {
 }
 
 // runTS runs testdata/mcp-ts/<script> under node beside the SDK's
-// node_modules, with env added; it fails the test when the script does.
+// node_modules, with env added to the environment without TALLY_ variables;
+// it fails the test when the script does.
 func runTS(t *testing.T, node, dir, script string, env ...string) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "mcp-ts", script))
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := filepath.Join(dir, "tally-"+script)
-	if err := os.WriteFile(run, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Remove(run) })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, run)
-	cmd.Env = append(cleanEnv(), env...)
-	out, err := cmd.CombinedOutput()
-	t.Logf("node %s:\n%s", script, out)
-	if err != nil {
-		t.Fatalf("%s: %v", script, err)
-	}
+	proctest.Script{Node: node, Dir: dir, Path: filepath.Join("testdata", "mcp-ts", script), Env: append(cleanEnv(), env...), Timeout: 2 * time.Minute}.Run(t)
 }
 
 // TestInteropTypeScript drives tally with the official TypeScript SDK:
 // over stdio it launches `tally mcp` as each seat; over streamable HTTP
 // it talks to `tally serve` with tokens, one of another tenant.
 func TestInteropTypeScript(t *testing.T) {
-	node, dir := mcpTS(t)
+	node, dir := mcpTS.Find(t)
 	bin := tallyBinary(t)
 	common := []string{"EXPECT_TOOLS=" + strings.Join(interopTools, ","), "CLAIMS=1"}
 
@@ -214,38 +162,8 @@ func checkLog(t *testing.T, path, id string) {
 // returns its URL.
 func serve(t *testing.T, bin, dir string) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "serve", "--dir", dir, "--addr", "127.0.0.1:0")
-	cmd.Env = cleanEnv()
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		cmd.Wait()
-	})
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if m := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+)`).FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
-		}
-		io.Copy(io.Discard, out)
-	}()
-	select {
-	case u := <-addr:
-		return u
-	case <-time.After(15 * time.Second):
-		t.Fatal("tally serve did not say where it listens within 15s")
-	}
-	return ""
+	url, _ := proctest.Serve(t, bin, cleanEnv(), io.Discard, "--dir", dir)
+	return url
 }
 
 // `tally mcp` whose stdin closes in the middle of a call's line exits 1

@@ -6,51 +6,22 @@ package main
 // desktop and phone sizes.
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"tally/internal/proctest"
 )
 
-// playwrightVersion is the playwright-core the browser test installs when
-// TALLY_PLAYWRIGHT_DIR does not name one.
-const playwrightVersion = "1.65.1"
+// playwright is the playwright-core the browser test drives chromium with:
+// from TALLY_PLAYWRIGHT_DIR (a directory whose node_modules holds it) or
+// installed with npm.
+var playwright = proctest.NPM{Name: "playwright-core", Version: "1.65.1", DirEnv: "TALLY_PLAYWRIGHT_DIR", Install: 120 * time.Second, What: "the console in a browser"}
 
 const chromiumPath = "/usr/bin/chromium"
-
-// browserTools finds node, chromium and playwright-core, or says why not.
-// The returned directory holds node_modules/playwright-core.
-func browserTools(t *testing.T) (node, dir string, missing string) {
-	var err error
-	if node, err = exec.LookPath("node"); err != nil {
-		return "", "", "node is not installed"
-	}
-	if _, err := os.Stat(chromiumPath); err != nil {
-		return "", "", chromiumPath + " is not installed (apt-get install -y chromium)"
-	}
-	dir = os.Getenv("TALLY_PLAYWRIGHT_DIR")
-	if dir == "" {
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			return "", "", "npm is not installed, and TALLY_PLAYWRIGHT_DIR is not set"
-		}
-		dir = t.TempDir()
-		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--no-save", "--prefix", dir, "playwright-core@"+playwrightVersion).CombinedOutput()
-		if err != nil {
-			return "", "", fmt.Sprintf("npm install playwright-core failed (no network?): %v\n%s", err, out)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core", "package.json")); err != nil {
-		return "", "", "playwright-core is not installed in " + dir
-	}
-	return node, dir, ""
-}
 
 // seedConsole records the seeds' scenarios in session default/main through
 // the CLI: promise-ledger.txt's lifecycle of desk/ship-91 (imported with its
@@ -150,29 +121,13 @@ func seedConsole(t *testing.T, dir string) {
 }
 
 func TestConsoleBrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the console in a browser: skipped in -short mode")
+	if _, err := os.Stat(chromiumPath); err != nil {
+		proctest.Skip(t, "the console in a browser: %s is not installed (apt-get install -y chromium)", chromiumPath)
 	}
-	node, pwDir, missing := browserTools(t)
-	if missing != "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("the console in a browser: %s (CI must run this test, not skip it)", missing)
-		}
-		t.Skip("the console in a browser: " + missing)
-	}
+	node, pwDir := playwright.Find(t)
 	srv := startServer(t, "console")
 	seedConsole(t, srv.dir)
 
-	script, err := os.ReadFile(filepath.Join("testdata", "console", "browser.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The script sits beside node_modules so its import resolves there.
-	run := filepath.Join(pwDir, fmt.Sprintf("tally-console-%d.mjs", os.Getpid()))
-	if err := os.WriteFile(run, script, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Remove(run) })
 	shots := os.Getenv("TALLY_CONSOLE_SHOTS")
 	if shots == "" {
 		shots = filepath.Join(t.TempDir(), "screenshots")
@@ -180,17 +135,10 @@ func TestConsoleBrowser(t *testing.T) {
 	if err := os.MkdirAll(shots, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, run)
-	cmd.Dir = pwDir
-	cmd.Env = append(baseEnv(), "BASE="+srv.url, "TOKEN="+srv.tokens["console"], "TENANT=default", "SESSION=main", "BULK=bulk",
-		"OUT="+shots, "TALLY_BIN="+tallyBin, "TALLY_DIR="+srv.dir)
-	out, err := cmd.CombinedOutput()
-	t.Logf("browser (screenshots under %s):\n%s", shots, out)
-	if err != nil {
-		t.Fatalf("the console failed in the browser: %v", err)
-	}
+	t.Logf("browser screenshots under %s", shots)
+	out := proctest.Script{Node: node, Dir: pwDir, Path: filepath.Join("testdata", "console", "browser.mjs"), Timeout: 6 * time.Minute,
+		Env: append(baseEnv(), "BASE="+srv.url, "TOKEN="+srv.tokens["console"], "TENANT=default", "SESSION=main", "BULK=bulk",
+			"OUT="+shots, "TALLY_BIN="+tallyBin, "TALLY_DIR="+srv.dir)}.Run(t)
 	if !strings.Contains(string(out), "\nok\n") {
 		t.Fatal("the browser script did not finish")
 	}

@@ -6,15 +6,14 @@ package main
 // as local reads of the server's own directory.
 
 import (
-	"bufio"
-	"context"
 	"io"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
+
+	"tally/internal/proctest"
 )
 
 // server is one running `tally serve`.
@@ -68,38 +67,7 @@ func (s *server) start(t *testing.T) {
 // when the test ends.
 func serveOn(t *testing.T, errw io.Writer, args ...string) (string, *exec.Cmd) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, tallyBin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
-	cmd.Env = baseEnv()
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = errw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		cmd.Wait()
-	})
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if m := regexp.MustCompile(`on (http://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
-		}
-		io.Copy(io.Discard, out)
-	}()
-	select {
-	case url := <-addr:
-		return url, cmd
-	case <-time.After(15 * time.Second):
-		t.Fatal("tally serve did not say where it listens within 15s")
-	}
-	return "", nil
+	return proctest.Serve(t, tallyBin, baseEnv(), errw, args...)
 }
 
 // kill9 kills the server with SIGKILL and waits for it to be gone.
