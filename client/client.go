@@ -87,13 +87,39 @@ func (c *Client) SessionURL(tenant, session string, q url.Values, segs ...string
 
 // Send sends one request as call and returns a 2xx response whose body the
 // caller reads, within the request's time bound, and then calls done; any
-// other answer is the server's refusal as a *service.Refusal.
+// other answer is the server's refusal as a *service.Refusal. A cluster
+// node's not-leader answer (503 Unavailable naming leader_addr) is
+// followed to that leader under the same Idempotency-Key, once per node
+// and at most maxLeaderHops times, when the body can be sent again: an
+// in-memory body always, a stream only if nothing of it was read. The
+// caller closes body.
 func (c *Client) Send(ctx context.Context, call service.Call, method, u string, body io.Reader, contentType string) (*http.Response, func(), error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	hops := newLeaderHops(u)
+	for {
+		resp, ref, err := c.send(ctx, call, method, u, body, contentType, hops)
+		if err != nil {
+			cancel()
+			return nil, nil, err
+		}
+		if ref == nil {
+			return resp, func() { resp.Body.Close(); cancel() }, nil
+		}
+		if u = hops.next(ref); u == "" {
+			cancel()
+			return nil, nil, ref
+		}
+	}
+}
+
+// send is one hop of Send: a 2xx response, or the refusal it answered.
+func (c *Client) send(ctx context.Context, call service.Call, method, u string, body io.Reader, contentType string, hops *leaderHops) (*http.Response, *service.Refusal, error) {
+	req, err := http.NewRequestWithContext(ctx, method, u, hops.first(body))
 	if err != nil {
-		cancel()
 		return nil, nil, err
+	}
+	if err := hops.body(req, body); err != nil {
+		return nil, nil, fmt.Errorf("server %s: %w", req.URL.Host, err)
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
@@ -112,19 +138,17 @@ func (c *Client) Send(ctx context.Context, call service.Call, method, u string, 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		cancel()
-		return nil, nil, fmt.Errorf("server %s: %w", c.url, unwrapURLError(err))
+		return nil, nil, fmt.Errorf("server %s: %w", c.serverOf(req), unwrapURLError(err))
 	}
-	done := func() { resp.Body.Close(); cancel() }
 	if resp.StatusCode/100 == 2 {
-		return resp, done, nil
+		return resp, nil, nil
 	}
-	defer done()
+	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return nil, nil, fmt.Errorf("server %s: %w", c.url, err)
+		return nil, nil, fmt.Errorf("server %s: %w", c.serverOf(req), err)
 	}
-	return nil, nil, service.ReadRefusal(resp.StatusCode, resp.Status, b)
+	return nil, service.ReadRefusal(resp.StatusCode, resp.Status, b), nil
 }
 
 // Exchange sends one request as call and returns the whole body of a 2xx
