@@ -278,3 +278,26 @@ type ExportQuery struct {
 func (q *ExportQuery) params() []param {
 	return []param{text("format", &q.Format)}
 }
+
+// ArtifactQuery selects the artifacts a listing lists: of one claim
+// (Claim), one artifact of it (Artifact, which needs Claim), or all; with
+// Verify each stored copy re-hashed. GET …/artifacts, tally artifact ls
+// and verify.
+type ArtifactQuery struct {
+	Claim    string `json:"claim,omitempty"`
+	Artifact string `json:"artifact,omitempty"`
+	Verify   bool   `json:"verify,omitempty"`
+}
+
+func (q *ArtifactQuery) params() []param {
+	return []param{text("claim", &q.Claim), text("artifact", &q.Artifact), flag("verify", &q.Verify)}
+}
+
+// QueryNames are the parameters q takes, in its table's order.
+func QueryNames(q Query) []string {
+	var names []string
+	for _, p := range q.params() {
+		names = append(names, p.name)
+	}
+	return names
+}

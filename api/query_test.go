@@ -24,6 +24,7 @@ func TestQueryRoundTrip(t *testing.T) {
 		{&ExpectQuery{State: "open", Subject: &expect.Subject{Type: "shipment", ID: "PA-1"}, TaskID: "t", ContextID: "c"}, &ExpectQuery{}, "context=c&state=open&subject=shipment%3APA-1&task=t"},
 		{&LapsesQuery{Since: "2026-09-01T00:00:00Z", ExpectationID: "x1"}, &LapsesQuery{}, "expectation=x1&since=2026-09-01T00%3A00%3A00Z"},
 		{&ExportQuery{Format: "json"}, &ExportQuery{}, "format=json"},
+		{&ArtifactQuery{Claim: "c1", Artifact: "a1", Verify: true}, &ArtifactQuery{}, "artifact=a1&claim=c1&verify=true"},
 		{&ClaimQuery{}, &ClaimQuery{}, ""},
 	} {
 		v := EncodeQuery(c.doc)
@@ -48,6 +49,7 @@ func TestQueryRefusals(t *testing.T) {
 		{"open=true&overdue=2", &ClaimQuery{}, "overdue: must be true or false"},
 		{"subject=shipment", &ExpectQuery{}, "subject: must be TYPE:ID"},
 		{"subject=:x", &ExpectQuery{}, "subject: must be TYPE:ID"},
+		{"verify=maybe", &ArtifactQuery{}, "verify: must be true or false"},
 	} {
 		v, _ := url.ParseQuery(c.query)
 		err := DecodeQuery(v, c.doc)
@@ -95,5 +97,13 @@ func TestQueryFilters(t *testing.T) {
 	}
 	if got := (OwedQuery{Seat: "b"}).Filter("me"); got.By != "b" {
 		t.Errorf("owed seat: %+v", got)
+	}
+}
+
+// TestQueryNames pins the parameters a route lists when it refuses one it
+// does not take, in their order.
+func TestQueryNames(t *testing.T) {
+	if got := QueryNames(&ArtifactQuery{}); !reflect.DeepEqual(got, []string{"claim", "artifact", "verify"}) {
+		t.Errorf("artifacts: %v", got)
 	}
 }

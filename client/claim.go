@@ -188,10 +188,7 @@ func (c *Client) ClaimGraph(ctx context.Context, call service.Call) (service.Cla
 }
 
 func (c *Client) ListArtifacts(ctx context.Context, call service.Call, aq service.ArtifactQuery) (service.ArtifactList, error) {
-	q := query(map[string]string{"claim": aq.Claim, "artifact": aq.Artifact})
-	if aq.Verify {
-		q.Set("verify", "true")
-	}
+	q := api.EncodeQuery(&aq)
 	call.Now = time.Time{} // the listing takes no now
 	doc, err := c.get(ctx, call, q, "artifacts")
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"tally/api"
 	"tally/claim"
 	"tally/digest"
 	"tally/rule"
@@ -49,18 +50,14 @@ func queryOnly(r *http.Request, what string, names ...string) error {
 // own stored copies and reports each (ok, missing or damaged). A report with
 // bad copies is still a 200: the client decides its exit code from it.
 func (s *Server) artifactList(r *http.Request) (int, any, error) {
-	if err := queryOnly(r, "an artifact listing", "claim", "artifact", "verify"); err != nil {
+	var aq api.ArtifactQuery
+	if err := queryOnly(r, "an artifact listing", api.QueryNames(&aq)...); err != nil {
 		return 0, nil, err
 	}
 	c := sessionCall(r)
 	c.Actor = callerOf(r).actor
-	q := r.URL.Query()
-	aq := service.ArtifactQuery{Claim: q.Get("claim"), Artifact: q.Get("artifact")}
-	if v := q.Get("verify"); v != "" {
-		var err error
-		if aq.Verify, err = strconv.ParseBool(v); err != nil {
-			return 0, nil, rule.Invalidf("verify", "must be true or false")
-		}
+	if err := api.DecodeQuery(r.URL.Query(), &aq); err != nil {
+		return 0, nil, err
 	}
 	res, err := s.local.ListArtifacts(r.Context(), c, aq)
 	return http.StatusOK, res.JSON, err

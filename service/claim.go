@@ -158,12 +158,9 @@ type ClaimGraph struct {
 	Edges  []claim.Edge
 }
 
-// ArtifactQuery selects the artifacts ListArtifacts lists: of one claim
-// (Claim), one artifact of it (Artifact, which needs Claim), or all.
-type ArtifactQuery struct {
-	Claim, Artifact string
-	Verify          bool
-}
+// ArtifactQuery selects the artifacts ListArtifacts lists: the api read
+// document.
+type ArtifactQuery = api.ArtifactQuery
 
 // ArtifactList is the rows of ListArtifacts and VerifyArtifact.
 type ArtifactList struct {
