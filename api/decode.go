@@ -11,9 +11,8 @@ import (
 	"strings"
 	"sync"
 
-	"tally/jsondoc"
-	"tally/rule"
-	"tally/wire"
+	"tally/jsonline"
+	"tally/vocab"
 )
 
 // Decode decodes b, which must be one JSON object and nothing after it,
@@ -31,9 +30,9 @@ import (
 func Decode(where string, b []byte, doc any) error {
 	b = bytes.Trim(b, " \t\r\n") // JSON's whitespace, not Unicode's
 	if len(b) == 0 || b[0] != '{' {
-		return rule.Invalidf(where, "must be one JSON object")
+		return vocab.Invalidf(where, "must be one JSON object")
 	}
-	if err := jsondoc.CheckSyntax(where, b); err != nil {
+	if err := jsonline.CheckSyntax(where, b); err != nil {
 		return err
 	}
 	rv := reflect.ValueOf(doc)
@@ -51,24 +50,24 @@ func Decode(where string, b []byte, doc any) error {
 		f, ok := fields.value(rv, name)
 		switch {
 		case !ok:
-			return rule.Invalidf(name, "is not a field of this command ("+strings.Join(Members(doc), ", ")+")")
+			return vocab.Invalidf(name, "is not a field of this command ("+strings.Join(Members(doc), ", ")+")")
 		case f.Type() == objectType:
-			if !wire.IsObject(v) {
-				return rule.Invalidf(name, "must be a JSON object")
+			if !jsonline.IsObject(v) {
+				return vocab.Invalidf(name, "must be a JSON object")
 			}
 			f.SetString(string(v))
-		case wire.IsNull(v): // as encoding/json: the member stays unset
+		case jsonline.IsNull(v): // as encoding/json: the member stays unset
 			return nil
 		case slow:
 		case f.Type() == stringType:
-			str, err := wire.String(v)
+			str, err := jsonline.String(v)
 			if err != nil {
 				slow = true
 				break
 			}
 			f.SetString(str)
 		case f.Type() == stringsType:
-			list, err := wire.Strings(v)
+			list, err := jsonline.Strings(v)
 			if err != nil {
 				slow = true
 				break
@@ -77,16 +76,16 @@ func Decode(where string, b []byte, doc any) error {
 		default:
 			slow = true
 		}
-		if wire.IsObject(v) {
+		if jsonline.IsObject(v) {
 			return eachMember(v, name, name+".", func(string, []byte) error { return nil })
 		}
 		return nil
 	})
 	if err != nil {
-		if _, ok := rule.As(err); ok {
+		if _, ok := vocab.As(err); ok {
 			return err
 		}
-		return rule.Invalidf(where, "must be one JSON object")
+		return vocab.Invalidf(where, "must be one JSON object")
 	}
 	if !slow {
 		return nil
@@ -97,7 +96,7 @@ func Decode(where string, b []byte, doc any) error {
 		return decodeError(where, err, doc)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return rule.Invalidf(where, "must be one JSON object and nothing after it")
+		return vocab.Invalidf(where, "must be one JSON object and nothing after it")
 	}
 	return nil
 }
@@ -149,19 +148,19 @@ func fieldsOf(t reflect.Type) fields {
 func eachMember(b []byte, owner, prefix string, fn func(name string, v []byte) error) error {
 	var buf [16]string
 	seen := buf[:0] // a document has few members: a slice beats a map
-	return wire.Object(b, func(key, v []byte) error {
+	return jsonline.Object(b, func(key, v []byte) error {
 		name := string(key)
 		if bytes.IndexByte(key, '\\') >= 0 {
 			var err error
-			if name, err = wire.String(append(append([]byte{'"'}, key...), '"')); err != nil {
+			if name, err = jsonline.String(append(append([]byte{'"'}, key...), '"')); err != nil {
 				return err
 			}
 		}
 		switch {
 		case name == "":
-			return rule.Invalidf(owner, "has a member with an empty name")
+			return vocab.Invalidf(owner, "has a member with an empty name")
 		case contains(seen, name):
-			return rule.Invalidf(prefix+name, "appears twice")
+			return vocab.Invalidf(prefix+name, "appears twice")
 		}
 		seen = append(seen, name)
 		return fn(name, v)
@@ -207,15 +206,15 @@ func decodeError(where string, err error, doc any) error {
 	if name, ok := strings.CutPrefix(msg, `json: unknown field "`); ok {
 		name = strings.TrimSuffix(name, `"`)
 		if name == "" { // inside an array, where the walk does not reach
-			return rule.Invalidf(where, "has a member with an empty name")
+			return vocab.Invalidf(where, "has a member with an empty name")
 		}
-		return rule.Invalidf(name, "is not a field of this command ("+strings.Join(Members(doc), ", ")+")")
+		return vocab.Invalidf(name, "is not a field of this command ("+strings.Join(Members(doc), ", ")+")")
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return rule.Invalidf(te.Field, "must be "+jsonKind(te.Type.Kind().String())+", not "+te.Value)
+		return vocab.Invalidf(te.Field, "must be "+jsonKind(te.Type.Kind().String())+", not "+te.Value)
 	}
-	return rule.Invalidf(where, "not a JSON object: "+strings.TrimPrefix(msg, "json: "))
+	return vocab.Invalidf(where, "not a JSON object: "+strings.TrimPrefix(msg, "json: "))
 }
 
 func jsonKind(k string) string {

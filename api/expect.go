@@ -7,7 +7,7 @@ import (
 
 	"tally/expect"
 	"tally/instant"
-	"tally/rule"
+	"tally/vocab"
 )
 
 // The expectation family's documents, in the draft's names (camelCase):
@@ -87,7 +87,7 @@ func (d *ExpectRaise) instant(field, v string) (time.Time, error) {
 	}
 	t, err := expect.ParseTime(v)
 	if err != nil {
-		return t, rule.Invalidf(field, err.Error())
+		return t, vocab.Invalidf(field, err.Error())
 	}
 	return t, nil
 }
@@ -120,7 +120,7 @@ func (d *ExpectRaise) convert(extend bool) (expect.Raise, error) {
 		r.ExpectationID = MintExpectationID()
 	}
 	if d.Subject == nil && !extend {
-		return r, rule.Invalidf("subject", "required: {\"type\",\"id\"}")
+		return r, vocab.Invalidf("subject", "required: {\"type\",\"id\"}")
 	}
 	if d.Subject != nil {
 		r.Subject = *d.Subject
@@ -133,7 +133,7 @@ func (d *ExpectRaise) convert(extend bool) (expect.Raise, error) {
 	}
 	var err error
 	if d.DueAt == "" && !extend {
-		return r, rule.Invalidf("dueAt", "required: there is no open-ended expectation")
+		return r, vocab.Invalidf("dueAt", "required: there is no open-ended expectation")
 	}
 	if d.DueAt != "" {
 		if r.DueAt, err = d.instant("dueAt", d.DueAt); err != nil {
@@ -142,7 +142,7 @@ func (d *ExpectRaise) convert(extend bool) (expect.Raise, error) {
 	}
 	if d.Grace != "" {
 		if r.Grace, err = expect.ParseDuration(d.Grace); err != nil {
-			return r, rule.Invalidf("grace", err.Error())
+			return r, vocab.Invalidf("grace", err.Error())
 		}
 	}
 	if d.Horizon != "" {
@@ -153,7 +153,7 @@ func (d *ExpectRaise) convert(extend bool) (expect.Raise, error) {
 	if d.Anchor != nil {
 		off, err := expect.ParseDuration(d.Anchor.Offset)
 		if err != nil {
-			return r, rule.Invalidf("anchor.offset", err.Error())
+			return r, vocab.Invalidf("anchor.offset", err.Error())
 		}
 		r.Anchor = &expect.Anchor{ExpectationID: d.Anchor.ExpectationID, Offset: off}
 	}
@@ -172,7 +172,7 @@ type ExpectFact struct {
 // 3339 time, an A2A record one in UTC).
 func (d *ExpectFact) Command(parse func(field, v string) (time.Time, error)) (expect.FactCommand, error) {
 	if d.Subject == nil {
-		return expect.FactCommand{}, rule.Invalidf("subject", "required: {\"type\",\"id\"}")
+		return expect.FactCommand{}, vocab.Invalidf("subject", "required: {\"type\",\"id\"}")
 	}
 	cmd := expect.FactCommand{FactKey: d.FactKey, Subject: *d.Subject}
 	if d.At != "" {
@@ -192,7 +192,7 @@ func ParseInstant(field, v string) (time.Time, error) { return instant.Parse(fie
 func ParseUTC(field, v string) (time.Time, error) {
 	t, err := expect.ParseTime(v)
 	if err != nil {
-		return t, rule.Invalidf(field, err.Error())
+		return t, vocab.Invalidf(field, err.Error())
 	}
 	return t, nil
 }
@@ -230,7 +230,7 @@ func (d *ExpectLapse) Command() (expect.LapseCommand, error) {
 	if d.DueAt != "" {
 		t, err := expect.ParseTime(d.DueAt)
 		if err != nil {
-			return cmd, rule.Invalidf("dueAt", err.Error())
+			return cmd, vocab.Invalidf("dueAt", err.Error())
 		}
 		cmd.DueAt = t
 	}

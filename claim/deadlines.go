@@ -3,7 +3,7 @@ package claim
 import (
 	"time"
 
-	"tally/deadline"
+	"tally/duequeue"
 )
 
 // The deadline index holds every open claim that has a deadline, keyed by
@@ -13,9 +13,9 @@ import (
 
 func lessClaimRec(a, b *claimRec) bool { return a.seq < b.seq }
 
-func (s *State) deadlineIndex() *deadline.Index[*claimRec] {
+func (s *State) deadlineIndex() *duequeue.Index[*claimRec] {
 	if s.deadlines == nil {
-		s.deadlines = deadline.NewWithSlots(lessClaimRec, func(c *claimRec) *int32 { return &c.dlSlot })
+		s.deadlines = duequeue.NewWithSlots(lessClaimRec, func(c *claimRec) *int32 { return &c.dlSlot })
 	}
 	return s.deadlines
 }

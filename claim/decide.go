@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"tally/digest"
-	"tally/rule"
+	"tally/vocab"
 )
 
 // Command is one verb of the claim family. Decide turns it into records.
@@ -209,7 +209,7 @@ func (CommitDependency) isCommand()  {}
 
 // Decide validates cmd against the state and the acting identity at time now
 // and returns the records to append, in order, as one atomic batch; or a
-// *rule.Refusal and nothing. It does not change the state: the caller
+// *vocab.Refusal and nothing. It does not change the state: the caller
 // appends the records and then Applies each of them. When a record ends a
 // claim unsatisfied, the batch also carries the DependencyFailed facts of
 // every claim that depends on it, transitively.
@@ -227,11 +227,11 @@ func (s *State) Decide(actor string, now time.Time, cmd Command) ([]Event, error
 	for i := range events {
 		events[i].TS = now
 		if err := events[i].wellFormed(true); err != nil {
-			var de *rule.DecodeError
+			var de *vocab.DecodeError
 			if errors.As(err, &de) {
-				return nil, rule.Invalidf(de.Field, de.Msg)
+				return nil, vocab.Invalidf(de.Field, de.Msg)
 			}
-			return nil, rule.Invalidf("", err.Error())
+			return nil, vocab.Invalidf("", err.Error())
 		}
 	}
 	m := Meta{Seq: s.seq + 1, Actor: actor, TS: now}
@@ -254,7 +254,7 @@ func (s *State) Decide(actor string, now time.Time, cmd Command) ([]Event, error
 	// of the batch leave it, by folding them into a clone swapped in place.
 	orig := s.claim(target)
 	if orig == nil {
-		return nil, rule.NotFoundf("claim", "no claim "+quote(target))
+		return nil, vocab.NotFoundf("claim", "no claim "+quote(target))
 	}
 	if len(events) == 1 && len(s.dependents[target]) == 0 {
 		// One record on a claim nobody depends on: validating it against the
@@ -311,12 +311,12 @@ func (s *State) propagate(now time.Time, failed, origin string, done map[string]
 func quote(s string) string { return `"` + s + `"` }
 
 // build turns a command into records, filling what the state determines.
-func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *rule.Refusal) {
-	one := func(e Event) ([]Event, *rule.Refusal) { return []Event{e}, nil }
+func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *vocab.Refusal) {
+	one := func(e Event) ([]Event, *vocab.Refusal) { return []Event{e}, nil }
 	switch c := cmd.(type) {
 	case Create:
 		if c.Claimant != "" && c.Claimant != actor {
-			return nil, rule.Forbiddenf("claimant", "a claim's claimant is the identity that creates it, "+actor+", not "+c.Claimant)
+			return nil, vocab.Forbiddenf("claimant", "a claim's claimant is the identity that creates it, "+actor+", not "+c.Claimant)
 		}
 		max := c.MaxResponses
 		if max == 0 {
@@ -346,24 +346,24 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *rule.
 		return one(Event{Type: TypeAdopt, Claim: c.Claim, Holder: c.Holder, Generation: gen, Reason: c.Reason})
 	case Progress:
 		if c.Generation == 0 {
-			return nil, rule.Invalidf("generation", "is required: the receipt generation the writer holds")
+			return nil, vocab.Invalidf("generation", "is required: the receipt generation the writer holds")
 		}
 		return one(Event{Type: TypeProgress, Claim: c.Claim, Generation: c.Generation, Note: c.Note})
 	case PublishArtifact:
 		c.Role, c.Kind = DefaultRole(c.Role, c.Slot, c.Generation), cmp.Or(c.Kind, "file")
 		cr := s.claim(c.Claim)
 		if cr == nil {
-			return nil, rule.NotFoundf("claim", "no claim "+quote(c.Claim))
+			return nil, vocab.NotFoundf("claim", "no claim "+quote(c.Claim))
 		}
 		var cycle uint64
 		if c.Role != RoleResult {
 			if c.Generation == 0 {
-				return nil, rule.Invalidf("generation", "is required: the receipt generation the writer holds")
+				return nil, vocab.Invalidf("generation", "is required: the receipt generation the writer holds")
 			}
 			cycle = cr.cycles + 1
 		}
 		if c.Content.IsZero() {
-			return nil, rule.Invalidf("content", "is required")
+			return nil, vocab.Invalidf("content", "is required")
 		}
 		d := digest.ArtifactDigest(digest.Description{Kind: c.Kind, Schema: c.Schema, Producer: actor,
 			Claim: c.Claim, Cycle: cycle, Role: string(c.Role), Slot: c.Slot, Size: c.Size, Content: c.Content})
@@ -380,14 +380,14 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *rule.
 		c.Outcome = cmp.Or(c.Outcome, Complete)
 		cr := s.claim(c.Claim)
 		if cr == nil {
-			return nil, rule.NotFoundf("claim", "no claim "+quote(c.Claim))
+			return nil, vocab.NotFoundf("claim", "no claim "+quote(c.Claim))
 		}
 		if c.Generation == 0 {
-			return nil, rule.Invalidf("generation", "is required: the receipt generation the writer holds")
+			return nil, vocab.Invalidf("generation", "is required: the receipt generation the writer holds")
 		}
 		bindings := make([]Binding, len(c.Bindings))
 		for i, b := range c.Bindings {
-			var r *rule.Refusal
+			var r *vocab.Refusal
 			if b.Digest, r = s.pinned("bindings.artifact", c.Claim, b.Artifact, b.Digest); r != nil {
 				return nil, r
 			}
@@ -409,7 +409,7 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *rule.
 			Summary: c.Summary, Confidence: c.Confidence, Results: results})
 	case FailTestament:
 		if c.Generation == 0 {
-			return nil, rule.Invalidf("generation", "is required: the receipt generation the writer holds")
+			return nil, vocab.Invalidf("generation", "is required: the receipt generation the writer holds")
 		}
 		return one(Event{Type: TypeTestamentFailed, Claim: c.Claim, Generation: c.Generation, Reason: c.Reason})
 	case PostTestament:
@@ -435,13 +435,13 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *rule.
 		if c.Publish != nil {
 			p := *c.Publish
 			if p.Claim != "" && p.Claim != c.Claim {
-				return nil, rule.Invalidf("evidence_artifact.claim", "names "+quote(p.Claim)+" but the verdict is on "+quote(c.Claim))
+				return nil, vocab.Invalidf("evidence_artifact.claim", "names "+quote(p.Claim)+" but the verdict is on "+quote(c.Claim))
 			}
 			if p.Role != RoleResult {
-				return nil, rule.Invalidf("evidence_artifact.role", "evidence is a result artifact")
+				return nil, vocab.Invalidf("evidence_artifact.role", "evidence is a result artifact")
 			}
 			if c.Evidence != "" && c.Evidence != p.Artifact {
-				return nil, rule.Invalidf("evidence", "names "+quote(c.Evidence)+" but the evidence published with it is "+quote(p.Artifact))
+				return nil, vocab.Invalidf("evidence", "names "+quote(c.Evidence)+" but the evidence published with it is "+quote(p.Artifact))
 			}
 			p.Claim = c.Claim
 			pub, r := s.build(actor, now, p)
@@ -478,10 +478,10 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *rule.
 	case CommitDeadline:
 		cr := s.claim(c.Claim)
 		if cr == nil {
-			return nil, rule.NotFoundf("claim", "no claim "+quote(c.Claim))
+			return nil, vocab.NotFoundf("claim", "no claim "+quote(c.Claim))
 		}
 		if cr.terms.Deadline.IsZero() {
-			return nil, rule.Conflictf("claim", "has no deadline")
+			return nil, vocab.Conflictf("claim", "has no deadline")
 		}
 		if members := s.awaitCycle(c.Claim); members != nil && !now.Before(cr.terms.Deadline) {
 			return one(Event{Type: TypeDeadlock, Claim: s.victim(members), Members: members})
@@ -490,18 +490,18 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *rule.
 	case CommitDependency:
 		cr := s.claim(c.Claim)
 		if cr == nil {
-			return nil, rule.NotFoundf("claim", "no claim "+quote(c.Claim))
+			return nil, vocab.NotFoundf("claim", "no claim "+quote(c.Claim))
 		}
 		for _, id := range cr.terms.DependsOn {
 			if origin, failed := s.failedOrigin(id); failed {
 				return one(Event{Type: TypeDependency, Claim: c.Claim, On: id, Origin: origin})
 			}
 		}
-		return nil, rule.Conflictf("depends_on", "no DependsOn target of "+c.Claim+" has ended unsatisfied")
+		return nil, vocab.Conflictf("depends_on", "no DependsOn target of "+c.Claim+" has ended unsatisfied")
 	case nil:
-		return nil, rule.Invalidf("command", "is required")
+		return nil, vocab.Invalidf("command", "is required")
 	}
-	return nil, rule.Invalidf("command", "is not a claim command")
+	return nil, vocab.Invalidf("command", "is not a claim command")
 }
 
 // pin returns digest, or the recorded digest of the artifact when empty.
@@ -520,23 +520,23 @@ func (s *State) pin(claim, art, digest string) string {
 // pinned is pin for a command naming art in field: an artifact with no
 // digest given that the claim does not record is refused by name (there is
 // nothing to pin), as validate would refuse it.
-func (s *State) pinned(field, claim, art, digest string) (string, *rule.Refusal) {
+func (s *State) pinned(field, claim, art, digest string) (string, *vocab.Refusal) {
 	if digest != "" {
 		return digest, nil
 	}
 	if s.claim(claim) == nil {
-		return "", rule.NotFoundf("claim", "no claim "+quote(claim))
+		return "", vocab.NotFoundf("claim", "no claim "+quote(claim))
 	}
 	if art == "" {
-		return "", rule.Invalidf(field, "is required")
+		return "", vocab.Invalidf(field, "is required")
 	}
 	if d := s.pin(claim, art, ""); d != "" {
 		return d, nil
 	}
-	return "", rule.NotFoundf(field, "no artifact "+quote(art)+" in claim "+claim)
+	return "", vocab.NotFoundf(field, "no artifact "+quote(art)+" in claim "+claim)
 }
 
-func (s *State) pinRefs(field, claim string, refs []Ref) ([]Ref, *rule.Refusal) {
+func (s *State) pinRefs(field, claim string, refs []Ref) ([]Ref, *vocab.Refusal) {
 	out := make([]Ref, len(refs))
 	for i, r := range refs {
 		d, rf := s.pinned(field, claim, r.Artifact, r.Digest)
@@ -549,14 +549,14 @@ func (s *State) pinRefs(field, claim string, refs []Ref) ([]Ref, *rule.Refusal) 
 }
 
 // nextAttempt builds the begin record of the next attempt of a check.
-func (s *State) nextAttempt(claim, check, art, digest string) (Event, *rule.Refusal) {
+func (s *State) nextAttempt(claim, check, art, digest string) (Event, *vocab.Refusal) {
 	cr := s.claim(claim)
 	if cr == nil {
-		return Event{}, rule.NotFoundf("claim", "no claim "+quote(claim))
+		return Event{}, vocab.NotFoundf("claim", "no claim "+quote(claim))
 	}
 	_, ch, ok := cr.check(check)
 	if !ok {
-		return Event{}, rule.NotFoundf("check", "claim "+claim+" declares no check "+quote(check))
+		return Event{}, vocab.NotFoundf("check", "claim "+claim+" declares no check "+quote(check))
 	}
 	digest, r := s.pinned("artifact", claim, art, digest)
 	if r != nil {
@@ -572,17 +572,17 @@ func (s *State) nextAttempt(claim, check, art, digest string) (Event, *rule.Refu
 
 // createSlots is the slots a Create records: its own with their defaults,
 // or its predecessor's (see Create).
-func (s *State) createSlots(claimant string, c Create) ([]SlotSpec, *rule.Refusal) {
+func (s *State) createSlots(claimant string, c Create) ([]SlotSpec, *vocab.Refusal) {
 	switch {
 	case c.NoChecks && len(c.Slots) > 0:
-		return nil, rule.Invalidf("no_checks", "says the claim declares no slots, but it declares "+strconv.Itoa(len(c.Slots)))
+		return nil, vocab.Invalidf("no_checks", "says the claim declares no slots, but it declares "+strconv.Itoa(len(c.Slots)))
 	case c.Inherits():
 		p := s.claim(c.Predecessor)
 		if p == nil {
 			return nil, nil // validate refuses the unknown predecessor by name
 		}
 		if len(p.terms.Slots) == 0 {
-			return nil, rule.Invalidf("slots", "successor "+c.Claim+" declares none and its predecessor "+p.id+
+			return nil, vocab.Invalidf("slots", "successor "+c.Claim+" declares none and its predecessor "+p.id+
 				" has none to inherit: declare them, or pass no_checks (--no-checks) if the closing testament is the only requirement")
 		}
 		return cloneSlots(p.terms.Slots), nil

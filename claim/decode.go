@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"tally/instant"
-	"tally/rule"
-	"tally/wire"
+	"tally/jsonline"
+	"tally/vocab"
 )
 
 // typeDecoder is one record type's schema as Decode reads it.
@@ -49,7 +49,7 @@ type rawMember struct{ key, val []byte }
 // member. It is strict about the members it knows (types, required members,
 // enumerations, digests, no duplicates, nothing after the object) and keeps
 // every member it does not know in Extra, in order. A line of another type
-// returns the type and an error wrapping rule.ErrUnknownType.
+// returns the type and an error wrapping vocab.ErrUnknownType.
 //
 // It reads the line in one validating pass of the reflection-free wire
 // scanner and converts only the members of the record's type. Nested terms
@@ -63,9 +63,9 @@ func Decode(line []byte) (Event, error) {
 	var e Event
 	var buf [24]rawMember
 	members := buf[:0]
-	err := wire.Object(line, func(k, v []byte) error {
+	err := jsonline.Object(line, func(k, v []byte) error {
 		if bytes.IndexByte(k, '\\') >= 0 {
-			s, err := wire.String(append(append([]byte{'"'}, k...), '"'))
+			s, err := jsonline.String(append(append([]byte{'"'}, k...), '"'))
 			if err != nil {
 				return derr("", "invalid JSON: %v", err)
 			}
@@ -80,11 +80,11 @@ func Decode(line []byte) (Event, error) {
 		return nil
 	})
 	if err != nil {
-		var de *rule.DecodeError
+		var de *vocab.DecodeError
 		if errors.As(err, &de) {
 			return e, err
 		}
-		var se *wire.SyntaxError
+		var se *jsonline.SyntaxError
 		if errors.As(err, &se) && se.Msg == "expected an object" && se.Offset == 0 {
 			return e, derr("", "a record must be one JSON object")
 		}
@@ -102,21 +102,21 @@ func Decode(line []byte) (Event, error) {
 	}
 	var d *typeDecoder
 	switch {
-	case wire.IsNull(typ): // encoding/json leaves the string empty: an unknown type
+	case jsonline.IsNull(typ): // encoding/json leaves the string empty: an unknown type
 	case len(typ) >= 2 && typ[0] == '"' && bytes.IndexByte(typ, '\\') < 0:
 		d = decoders[string(typ[1:len(typ)-1])]
 		if d == nil {
 			e.Type = string(typ[1 : len(typ)-1])
 		}
 	default:
-		s, err := wire.String(typ)
+		s, err := jsonline.String(typ)
 		if err != nil {
 			return e, derr("type", "must be a string")
 		}
 		d, e.Type = decoders[s], s
 	}
 	if d == nil {
-		return e, fmt.Errorf("%q: %w", e.Type, rule.ErrUnknownType)
+		return e, fmt.Errorf("%q: %w", e.Type, vocab.ErrUnknownType)
 	}
 	e.Type = d.name
 
@@ -140,7 +140,7 @@ func Decode(line []byte) (Event, error) {
 			continue
 		}
 		name := d.members[j].name
-		if wire.IsNull(m.val) {
+		if jsonline.IsNull(m.val) {
 			return e, derr(name, "must not be null")
 		}
 		if err := e.setMember(name, m.val); err != nil {
@@ -192,9 +192,9 @@ func compact(v []byte) json.RawMessage {
 // parseTime reads a wire time; it must be RFC 3339 in UTC ("Z").
 func parseTime(field string, raw []byte) (time.Time, error) {
 	var s string
-	if !wire.IsNull(raw) { // encoding/json read null as ""; it fails below
+	if !jsonline.IsNull(raw) { // encoding/json read null as ""; it fails below
 		var err error
-		if s, err = wire.String(raw); err != nil {
+		if s, err = jsonline.String(raw); err != nil {
 			return time.Time{}, derr(field, "must be an RFC 3339 UTC time string")
 		}
 	}
@@ -210,7 +210,7 @@ func parseTime(field string, raw []byte) (time.Time, error) {
 
 func (e *Event) setMember(key string, raw []byte) error {
 	str := func(dst *string) error {
-		s, err := wire.String(raw)
+		s, err := jsonline.String(raw)
 		if err != nil {
 			return derr(key, "must be a string")
 		}
@@ -218,7 +218,7 @@ func (e *Event) setMember(key string, raw []byte) error {
 		return nil
 	}
 	strs := func(dst *[]string) error {
-		ss, err := wire.Strings(raw)
+		ss, err := jsonline.Strings(raw)
 		if err != nil {
 			return derr(key, "must be an array of strings")
 		}
@@ -388,10 +388,10 @@ var errDecline = errors.New("not canonical")
 // index in names. Any other member, or a repeat, declines.
 func fields(v []byte, names []string, fn func(i int, val []byte) bool) bool {
 	var seen uint16
-	err := wire.Object(v, func(k, val []byte) error {
+	err := jsonline.Object(v, func(k, val []byte) error {
 		for i, n := range names {
 			if string(k) == n {
-				if seen&(1<<i) != 0 || wire.IsNull(val) || !fn(i, val) {
+				if seen&(1<<i) != 0 || jsonline.IsNull(val) || !fn(i, val) {
 					return errDecline
 				}
 				seen |= 1 << i
@@ -474,7 +474,7 @@ func valueEnd(b []byte, i int) int {
 }
 
 func readString(val []byte, dst *string) bool {
-	s, err := wire.String(val)
+	s, err := jsonline.String(val)
 	*dst = s
 	return err == nil
 }
@@ -572,7 +572,7 @@ func readCheck(v []byte, c *CheckSpec) bool {
 			c.Mode = Mode(s)
 			return ok
 		case 4:
-			ss, err := wire.Strings(val)
+			ss, err := jsonline.Strings(val)
 			if err != nil {
 				return false
 			}

@@ -17,7 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"tally/rule"
+	"tally/vocab"
 )
 
 // parseTime reads a wire time; it must be RFC 3339 in UTC ("Z").
@@ -37,7 +37,7 @@ func parseTimeJSON(field string, raw json.RawMessage) (time.Time, error) {
 // member. It is strict about the members it knows (types, required members,
 // enumerations, digests, no duplicates, nothing after the object) and keeps
 // every member it does not know in Extra, in order. A line of another type
-// returns the type and an error wrapping rule.ErrUnknownType.
+// returns the type and an error wrapping vocab.ErrUnknownType.
 func decodeJSON(line []byte) (Event, error) {
 	var e Event
 	dec := json.NewDecoder(bytes.NewReader(line))
@@ -91,7 +91,7 @@ func decodeJSON(line []byte) (Event, error) {
 	}
 	schema, known := schemas[e.Type]
 	if !known {
-		return e, fmt.Errorf("%q: %w", e.Type, rule.ErrUnknownType)
+		return e, fmt.Errorf("%q: %w", e.Type, vocab.ErrUnknownType)
 	}
 	inSchema := make(map[string]bool, len(schema))
 	for _, m := range schema {
@@ -318,7 +318,7 @@ func FuzzDecodeMatchesJSON(f *testing.F) {
 		if (gerr == nil) != (werr == nil) {
 			t.Fatalf("%s\nwire: %v\njson: %v", line, gerr, werr)
 		}
-		if errors.Is(gerr, rule.ErrUnknownType) != errors.Is(werr, rule.ErrUnknownType) {
+		if errors.Is(gerr, vocab.ErrUnknownType) != errors.Is(werr, vocab.ErrUnknownType) {
 			t.Fatalf("%s\nwire: %v\njson: %v", line, gerr, werr)
 		}
 		if gerr != nil {

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"tally/rule"
+	"tally/vocab"
 )
 
 // EnvelopeKey is the member the log adds to every line (seq, actor, hash).
@@ -163,5 +163,5 @@ func Types() []string {
 }
 
 func derr(field, format string, args ...any) error {
-	return &rule.DecodeError{Field: field, Msg: fmt.Sprintf(format, args...)}
+	return &vocab.DecodeError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }

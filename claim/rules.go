@@ -7,34 +7,34 @@ import (
 
 	"tally/digest"
 	"tally/instant"
-	"tally/rule"
+	"tally/vocab"
 )
 
 // validate is the one place for every rule that depends on the state and the
 // acting identity. Decide refuses what it rejects; Apply skips it.
-func (s *State) validate(m Meta, e *Event) *rule.Refusal {
+func (s *State) validate(m Meta, e *Event) *vocab.Refusal {
 	if !Known(e.Type) {
-		return rule.Invalidf("type", "is not a claim record type")
+		return vocab.Invalidf("type", "is not a claim record type")
 	}
 	if e.Type == TypeCreate {
 		return s.validateCreate(m, e)
 	}
 	c := s.claim(e.Claim)
 	if c == nil {
-		return rule.NotFoundf("claim", "no claim "+strconv.Quote(e.Claim))
+		return vocab.NotFoundf("claim", "no claim "+strconv.Quote(e.Claim))
 	}
 	if c.end != nil && !s.auditAllowed(m, c, e) {
-		return rule.Conflictf("claim", "claim "+c.id+" is "+string(c.end.State)+": terminal states absorb")
+		return vocab.Conflictf("claim", "claim "+c.id+" is "+string(c.end.State)+": terminal states absorb")
 	}
-	claimant := func() *rule.Refusal {
+	claimant := func() *vocab.Refusal {
 		if m.Actor != c.terms.Claimant {
-			return rule.Forbiddenf("actor", "only the claimant "+c.terms.Claimant+" may "+verb(e.Type))
+			return vocab.Forbiddenf("actor", "only the claimant "+c.terms.Claimant+" may "+verb(e.Type))
 		}
 		return nil
 	}
-	timekeeper := func() *rule.Refusal {
+	timekeeper := func() *vocab.Refusal {
 		if m.Actor != s.cfg.Timekeeper {
-			return rule.Forbiddenf("actor", "only the timekeeper commits "+e.Type+" facts")
+			return vocab.Forbiddenf("actor", "only the timekeeper commits "+e.Type+" facts")
 		}
 		return nil
 	}
@@ -44,30 +44,30 @@ func (s *State) validate(m Meta, e *Event) *rule.Refusal {
 			return r
 		}
 		if c.stage != Generated {
-			return rule.Conflictf("claim", "already posted")
+			return vocab.Conflictf("claim", "already posted")
 		}
 	case TypeReceipt, TypeReceiptFailed:
 		if m.Actor != c.terms.Respondent {
-			return rule.Forbiddenf("actor", "only the respondent "+c.terms.Respondent+" acquires the receipt")
+			return vocab.Forbiddenf("actor", "only the respondent "+c.terms.Respondent+" acquires the receipt")
 		}
 		switch {
 		case c.stage == Generated:
-			return rule.Conflictf("claim", "not posted yet")
+			return vocab.Conflictf("claim", "not posted yet")
 		case c.stage != Posted:
-			return rule.Conflictf("claim", "receipt already acquired (generation "+u(c.receipt.generation)+")")
+			return vocab.Conflictf("claim", "receipt already acquired (generation "+u(c.receipt.generation)+")")
 		}
 		if e.Type == TypeReceipt && (e.Holder != m.Actor || e.Generation != 1) {
-			return rule.Invalidf("holder", "the first receipt is held by the respondent at generation 1")
+			return vocab.Invalidf("holder", "the first receipt is held by the respondent at generation 1")
 		}
 	case TypeAdopt:
 		if r := claimant(); r != nil {
 			return r
 		}
 		if c.receipt.generation == 0 {
-			return rule.Conflictf("claim", "no receipt to adopt")
+			return vocab.Conflictf("claim", "no receipt to adopt")
 		}
 		if e.Generation != c.receipt.generation+1 {
-			return rule.Conflictf("generation", "must be "+u(c.receipt.generation+1))
+			return vocab.Conflictf("generation", "must be "+u(c.receipt.generation+1))
 		}
 	case TypeProgress, TypeTestamentFailed:
 		return s.holder(m, c, e.Generation)
@@ -79,26 +79,26 @@ func (s *State) validate(m Meta, e *Event) *rule.Refusal {
 		}
 		a := c.artifacts[e.Artifact]
 		if a == nil {
-			return rule.NotFoundf("artifact", "no artifact "+strconv.Quote(e.Artifact)+" in claim "+c.id)
+			return vocab.NotFoundf("artifact", "no artifact "+strconv.Quote(e.Artifact)+" in claim "+c.id)
 		}
 		if a.digest != e.Digest {
-			return rule.Conflictf("digest", "does not match artifact "+a.id)
+			return vocab.Conflictf("digest", "does not match artifact "+a.id)
 		}
 		if a.role == string(RoleResult) {
-			return rule.Conflictf("artifact", "a result artifact ends at Generated")
+			return vocab.Conflictf("artifact", "a result artifact ends at Generated")
 		}
 		if a.received != 0 {
-			return rule.Conflictf("artifact", "already received")
+			return vocab.Conflictf("artifact", "already received")
 		}
 	case TypeTestament:
 		return s.validateTestament(m, c, e)
 	case TypeTestamentPost:
 		t := c.testaments[e.Testament]
 		if t == nil {
-			return rule.NotFoundf("testament", "no testament "+strconv.Quote(e.Testament)+" in claim "+c.id)
+			return vocab.NotFoundf("testament", "no testament "+strconv.Quote(e.Testament)+" in claim "+c.id)
 		}
 		if t.posted != 0 {
-			return rule.Conflictf("testament", "already posted")
+			return vocab.Conflictf("testament", "already posted")
 		}
 		if t.role == TestamentResult {
 			return claimant()
@@ -113,13 +113,13 @@ func (s *State) validate(m Meta, e *Event) *rule.Refusal {
 		t := c.testaments[e.Testament]
 		switch {
 		case t == nil:
-			return rule.NotFoundf("testament", "no testament "+strconv.Quote(e.Testament)+" in claim "+c.id)
+			return vocab.NotFoundf("testament", "no testament "+strconv.Quote(e.Testament)+" in claim "+c.id)
 		case t.role == TestamentResult:
-			return rule.Conflictf("testament", "a result testament ends at Posted")
+			return vocab.Conflictf("testament", "a result testament ends at Posted")
 		case t.posted == 0:
-			return rule.Conflictf("testament", "not posted yet")
+			return vocab.Conflictf("testament", "not posted yet")
 		case t.recvd != 0:
-			return rule.Conflictf("testament", "already received")
+			return vocab.Conflictf("testament", "already received")
 		}
 	case TypeCheckBegin, TypeCheckVerdict:
 		return s.validateCheck(m, c, e)
@@ -130,10 +130,10 @@ func (s *State) validate(m Meta, e *Event) *rule.Refusal {
 		if e.Type == TypeSupersede {
 			succ := s.claim(e.Successor)
 			if succ == nil {
-				return rule.NotFoundf("successor", "no claim "+strconv.Quote(e.Successor))
+				return vocab.NotFoundf("successor", "no claim "+strconv.Quote(e.Successor))
 			}
 			if succ.terms.Predecessor != c.id {
-				return rule.Conflictf("successor", "claim "+succ.id+" does not name "+c.id+" as its predecessor")
+				return vocab.Conflictf("successor", "claim "+succ.id+" does not name "+c.id+" as its predecessor")
 			}
 		}
 	case TypeRevoke:
@@ -141,31 +141,31 @@ func (s *State) validate(m Meta, e *Event) *rule.Refusal {
 			return r
 		}
 		if c.receipt.generation == 0 {
-			return rule.Conflictf("claim", "no receipt to revoke; cancel instead")
+			return vocab.Conflictf("claim", "no receipt to revoke; cancel instead")
 		}
 	case TypeDeadline:
 		if r := timekeeper(); r != nil {
 			return r
 		}
 		if c.terms.Deadline.IsZero() {
-			return rule.Conflictf("claim", "has no deadline")
+			return vocab.Conflictf("claim", "has no deadline")
 		}
 		if !e.Deadline.Equal(c.terms.Deadline) {
-			return rule.Conflictf("deadline", "must be the claim's deadline "+instant.Format(c.terms.Deadline))
+			return vocab.Conflictf("deadline", "must be the claim's deadline "+instant.Format(c.terms.Deadline))
 		}
 		if m.TS.Before(c.terms.Deadline) {
-			return rule.Conflictf("deadline", "has not passed")
+			return vocab.Conflictf("deadline", "has not passed")
 		}
 	case TypeDependency:
 		if !slices.Contains(c.terms.DependsOn, e.On) {
-			return rule.Conflictf("on", "claim "+c.id+" does not depend on "+strconv.Quote(e.On))
+			return vocab.Conflictf("on", "claim "+c.id+" does not depend on "+strconv.Quote(e.On))
 		}
 		origin, failed := s.failedOrigin(e.On)
 		if !failed {
-			return rule.Conflictf("on", "claim "+e.On+" has not ended unsatisfied")
+			return vocab.Conflictf("on", "claim "+e.On+" has not ended unsatisfied")
 		}
 		if e.Origin != origin {
-			return rule.Conflictf("origin", "must be "+origin)
+			return vocab.Conflictf("origin", "must be "+origin)
 		}
 	case TypeDeadlock:
 		if r := timekeeper(); r != nil {
@@ -173,10 +173,10 @@ func (s *State) validate(m Meta, e *Event) *rule.Refusal {
 		}
 		members := s.awaitCycle(c.id)
 		if members == nil || !slices.Equal(members, e.Members) {
-			return rule.Conflictf("members", "must be the wait-cycle through "+c.id)
+			return vocab.Conflictf("members", "must be the wait-cycle through "+c.id)
 		}
 		if v := s.victim(members); v != c.id {
-			return rule.Conflictf("claim", "the canonical victim of this wait-cycle is "+v)
+			return vocab.Conflictf("claim", "the canonical victim of this wait-cycle is "+v)
 		}
 		due := false
 		for _, id := range members {
@@ -185,7 +185,7 @@ func (s *State) validate(m Meta, e *Event) *rule.Refusal {
 			}
 		}
 		if !due {
-			return rule.Conflictf("members", "no deadline in the wait-cycle has passed")
+			return vocab.Conflictf("members", "no deadline in the wait-cycle has passed")
 		}
 	}
 	return nil
@@ -218,15 +218,15 @@ func verb(typ string) string {
 // holder checks a write that needs the current execution receipt: the
 // generation must be current (an adopted receipt fences its old holder) and
 // the actor must hold it.
-func (s *State) holder(m Meta, c *claimRec, generation uint64) *rule.Refusal {
+func (s *State) holder(m Meta, c *claimRec, generation uint64) *vocab.Refusal {
 	if c.receipt.generation == 0 {
-		return rule.Conflictf("claim", "no execution receipt acquired")
+		return vocab.Conflictf("claim", "no execution receipt acquired")
 	}
 	if generation != c.receipt.generation {
-		return rule.Conflictf("generation", "stale receipt generation "+u(generation)+"; current is "+u(c.receipt.generation))
+		return vocab.Conflictf("generation", "stale receipt generation "+u(generation)+"; current is "+u(c.receipt.generation))
 	}
 	if m.Actor != c.receipt.holder {
-		return rule.Forbiddenf("actor", "only the receipt holder "+c.receipt.holder+" may publish work")
+		return vocab.Forbiddenf("actor", "only the receipt holder "+c.receipt.holder+" may publish work")
 	}
 	return nil
 }
@@ -254,43 +254,43 @@ func (s *State) auditAllowed(m Meta, c *claimRec, e *Event) bool {
 	return false
 }
 
-func (s *State) validateCreate(m Meta, e *Event) *rule.Refusal {
+func (s *State) validateCreate(m Meta, e *Event) *vocab.Refusal {
 	if s.claim(e.Claim) != nil {
-		return rule.Conflictf("claim", "claim "+strconv.Quote(e.Claim)+" already exists")
+		return vocab.Conflictf("claim", "claim "+strconv.Quote(e.Claim)+" already exists")
 	}
 	if m.Actor != e.Claimant {
-		return rule.Forbiddenf("claimant", "must be the acting identity")
+		return vocab.Forbiddenf("claimant", "must be the acting identity")
 	}
 	if !e.Deadline.IsZero() {
 		if p := instant.Problem(e.Deadline); p != "" {
-			return rule.Invalidf("deadline", p+", got "+instant.Format(e.Deadline))
+			return vocab.Invalidf("deadline", p+", got "+instant.Format(e.Deadline))
 		}
 	}
 	if e.Predecessor != "" {
 		p := s.claim(e.Predecessor)
 		if p == nil {
-			return rule.NotFoundf("predecessor", "no claim "+strconv.Quote(e.Predecessor))
+			return vocab.NotFoundf("predecessor", "no claim "+strconv.Quote(e.Predecessor))
 		}
 		if p.terms.Claimant != m.Actor {
-			return rule.Forbiddenf("predecessor", "only its claimant "+p.terms.Claimant+" may issue a successor")
+			return vocab.Forbiddenf("predecessor", "only its claimant "+p.terms.Claimant+" may issue a successor")
 		}
 	}
 	return nil
 }
 
-func (s *State) validateArtifact(m Meta, c *claimRec, e *Event) *rule.Refusal {
+func (s *State) validateArtifact(m Meta, c *claimRec, e *Event) *vocab.Refusal {
 	if _, dup := c.artifacts[e.Artifact]; dup {
-		return rule.Conflictf("artifact", "artifact "+strconv.Quote(e.Artifact)+" already exists in claim "+c.id)
+		return vocab.Conflictf("artifact", "artifact "+strconv.Quote(e.Artifact)+" already exists in claim "+c.id)
 	}
 	content, _ := digest.ParseContentDigest(e.Content)
 	want := digest.ArtifactDigest(digest.Description{Kind: e.Kind, Schema: e.Schema, Producer: m.Actor,
 		Claim: c.id, Cycle: e.Cycle, Role: e.Role, Slot: e.Slot, Size: e.Size, Content: content})
 	if want.String() != e.Digest {
-		return rule.Invalidf("digest", "does not match the artifact's description and content (want "+want.String()+")")
+		return vocab.Invalidf("digest", "does not match the artifact's description and content (want "+want.String()+")")
 	}
 	if e.Role == string(RoleResult) {
 		if m.Actor != c.terms.Claimant && !c.isEvaluator(m.Actor) {
-			return rule.Forbiddenf("actor", "only the claimant or a designated evaluator publishes result artifacts")
+			return vocab.Forbiddenf("actor", "only the claimant or a designated evaluator publishes result artifacts")
 		}
 		return nil
 	}
@@ -302,35 +302,35 @@ func (s *State) validateArtifact(m Meta, c *claimRec, e *Event) *rule.Refusal {
 	}
 	if e.Role == string(RoleOutput) {
 		if c.slotIndex(e.Slot) < 0 {
-			return rule.NotFoundf("slot", "claim "+c.id+" declares no slot "+strconv.Quote(e.Slot))
+			return vocab.NotFoundf("slot", "claim "+c.id+" declares no slot "+strconv.Quote(e.Slot))
 		}
 	}
 	return nil
 }
 
 // openCycle checks that cycle is the claim's open work cycle.
-func (c *claimRec) openCycle(cycle uint64) *rule.Refusal {
+func (c *claimRec) openCycle(cycle uint64) *vocab.Refusal {
 	if c.cycles >= uint64(c.terms.MaxResponses) {
-		return rule.Conflictf("cycle", "all "+strconv.Itoa(c.terms.MaxResponses)+" work cycles are closed")
+		return vocab.Conflictf("cycle", "all "+strconv.Itoa(c.terms.MaxResponses)+" work cycles are closed")
 	}
 	if cycle != c.cycles+1 {
-		return rule.Conflictf("cycle", "the open work cycle is "+u(c.cycles+1))
+		return vocab.Conflictf("cycle", "the open work cycle is "+u(c.cycles+1))
 	}
 	return nil
 }
 
-func (s *State) validateTestament(m Meta, c *claimRec, e *Event) *rule.Refusal {
+func (s *State) validateTestament(m Meta, c *claimRec, e *Event) *vocab.Refusal {
 	if _, dup := c.testaments[e.Testament]; dup {
-		return rule.Conflictf("testament", "testament "+strconv.Quote(e.Testament)+" already exists in claim "+c.id)
+		return vocab.Conflictf("testament", "testament "+strconv.Quote(e.Testament)+" already exists in claim "+c.id)
 	}
 	if e.Role == TestamentResult {
 		if m.Actor != c.terms.Claimant {
-			return rule.Forbiddenf("actor", "only the claimant authors a result testament")
+			return vocab.Forbiddenf("actor", "only the claimant authors a result testament")
 		}
 		for _, r := range e.Results {
 			a := c.artifacts[r.Artifact]
 			if a == nil || a.role != string(RoleResult) || a.digest != r.Digest {
-				return rule.Conflictf("results", "must name result artifacts of claim "+c.id+" by id and digest")
+				return vocab.Conflictf("results", "must name result artifacts of claim "+c.id+" by id and digest")
 			}
 		}
 		return nil
@@ -343,27 +343,27 @@ func (s *State) validateTestament(m Meta, c *claimRec, e *Event) *rule.Refusal {
 	}
 	for _, b := range e.Bindings {
 		if c.slotIndex(b.Slot) < 0 {
-			return rule.NotFoundf("bindings.slot", "claim "+c.id+" declares no slot "+strconv.Quote(b.Slot))
+			return vocab.NotFoundf("bindings.slot", "claim "+c.id+" declares no slot "+strconv.Quote(b.Slot))
 		}
 		a := c.artifacts[b.Artifact]
 		switch {
 		case a == nil:
-			return rule.NotFoundf("bindings.artifact", "no artifact "+strconv.Quote(b.Artifact)+" in claim "+c.id)
+			return vocab.NotFoundf("bindings.artifact", "no artifact "+strconv.Quote(b.Artifact)+" in claim "+c.id)
 		case a.role != string(RoleOutput) || a.slot != b.Slot:
-			return rule.Conflictf("bindings.artifact", "artifact "+a.id+" is not an output for slot "+b.Slot)
+			return vocab.Conflictf("bindings.artifact", "artifact "+a.id+" is not an output for slot "+b.Slot)
 		case a.digest != b.Digest:
-			return rule.Conflictf("bindings.digest", "does not match artifact "+a.id)
+			return vocab.Conflictf("bindings.digest", "does not match artifact "+a.id)
 		}
 	}
 	for _, d := range e.Diagnostics {
 		a := c.artifacts[d.Artifact]
 		switch {
 		case a == nil:
-			return rule.NotFoundf("diagnostics", "no artifact "+strconv.Quote(d.Artifact)+" in claim "+c.id)
+			return vocab.NotFoundf("diagnostics", "no artifact "+strconv.Quote(d.Artifact)+" in claim "+c.id)
 		case a.role != string(RoleDiagnostic):
-			return rule.Conflictf("diagnostics", "artifact "+a.id+" is not a diagnostic")
+			return vocab.Conflictf("diagnostics", "artifact "+a.id+" is not a diagnostic")
 		case a.digest != d.Digest:
-			return rule.Conflictf("diagnostics", "digest does not match artifact "+a.id)
+			return vocab.Conflictf("diagnostics", "digest does not match artifact "+a.id)
 		}
 	}
 	return nil
@@ -372,24 +372,24 @@ func (s *State) validateTestament(m Meta, c *claimRec, e *Event) *rule.Refusal {
 // validateCheck holds the evaluator rules: only the designated evaluator;
 // only a target bound to the check's slot in a received response, pinned by
 // id and digest; phases in order; attempts and fallbacks as declared.
-func (s *State) validateCheck(m Meta, c *claimRec, e *Event) *rule.Refusal {
+func (s *State) validateCheck(m Meta, c *claimRec, e *Event) *vocab.Refusal {
 	sl, ch, ok := c.check(e.Check)
 	if !ok {
-		return rule.NotFoundf("check", "claim "+c.id+" declares no check "+strconv.Quote(e.Check))
+		return vocab.NotFoundf("check", "claim "+c.id+" declares no check "+strconv.Quote(e.Check))
 	}
 	if m.Actor != ch.Evaluator {
-		return rule.Forbiddenf("actor", "only the designated evaluator "+ch.Evaluator+" may run check "+ch.ID)
+		return vocab.Forbiddenf("actor", "only the designated evaluator "+ch.Evaluator+" may run check "+ch.ID)
 	}
 	a := c.attempts[attemptKey{e.Check, e.Artifact, e.Digest}]
 	if e.Type == TypeCheckBegin {
 		if !c.boundInReceived(sl.Name, e.Artifact, e.Digest) {
-			return rule.Conflictf("artifact", "artifact "+e.Artifact+" with that digest is not bound to slot "+sl.Name+" in a received testament")
+			return vocab.Conflictf("artifact", "artifact "+e.Artifact+" with that digest is not bound to slot "+sl.Name+" in a received testament")
 		}
 		if a != nil && a.concludedState() {
-			return rule.Conflictf("check", "check "+ch.ID+" already concluded "+a.state+" on "+e.Artifact)
+			return vocab.Conflictf("check", "check "+ch.ID+" already concluded "+a.state+" on "+e.Artifact)
 		}
 		if a != nil && a.state == attemptRunning {
-			return rule.Conflictf("check", "attempt "+strconv.Itoa(a.runningAttempt)+" is already running")
+			return vocab.Conflictf("check", "attempt "+strconv.Itoa(a.runningAttempt)+" is already running")
 		}
 		phase, handler, used := 0, 0, 0
 		if a != nil {
@@ -398,7 +398,7 @@ func (s *State) validateCheck(m Meta, c *claimRec, e *Event) *rule.Refusal {
 		return expectAttempt(ch, e, phase, handler, used+1)
 	}
 	if a == nil || a.state != attemptRunning {
-		return rule.Conflictf("check", "check "+ch.ID+" has not begun on "+e.Artifact)
+		return vocab.Conflictf("check", "check "+ch.ID+" has not begun on "+e.Artifact)
 	}
 	if r := expectAttempt(ch, e, a.phase, a.handler, a.runningAttempt); r != nil {
 		return r
@@ -406,29 +406,29 @@ func (s *State) validateCheck(m Meta, c *claimRec, e *Event) *rule.Refusal {
 	ev := c.artifacts[e.Evidence]
 	switch {
 	case ev == nil:
-		return rule.NotFoundf("evidence", "no artifact "+strconv.Quote(e.Evidence)+" in claim "+c.id)
+		return vocab.NotFoundf("evidence", "no artifact "+strconv.Quote(e.Evidence)+" in claim "+c.id)
 	case ev.role != string(RoleResult):
-		return rule.Conflictf("evidence", "artifact "+ev.id+" is not a result artifact")
+		return vocab.Conflictf("evidence", "artifact "+ev.id+" is not a result artifact")
 	case ev.producer != m.Actor:
-		return rule.Forbiddenf("evidence", "must be the evaluator's own result artifact")
+		return vocab.Forbiddenf("evidence", "must be the evaluator's own result artifact")
 	case ev.digest != e.EvidenceHash:
-		return rule.Conflictf("evidence_digest", "does not match artifact "+ev.id)
+		return vocab.Conflictf("evidence_digest", "does not match artifact "+ev.id)
 	}
 	return nil
 }
 
-func expectAttempt(ch *CheckSpec, e *Event, phase, handler, attempt int) *rule.Refusal {
+func expectAttempt(ch *CheckSpec, e *Event, phase, handler, attempt int) *vocab.Refusal {
 	if want := ch.Phases[phase]; Phase(e.Phase) != want {
-		return rule.Conflictf("phase", fmt.Sprintf("check %s is in its %s phase", ch.ID, want))
+		return vocab.Conflictf("phase", fmt.Sprintf("check %s is in its %s phase", ch.ID, want))
 	}
 	if e.Handler != handler {
-		return rule.Conflictf("handler", fmt.Sprintf("check %s runs handler %d", ch.ID, handler))
+		return vocab.Conflictf("handler", fmt.Sprintf("check %s runs handler %d", ch.ID, handler))
 	}
 	if v := ch.handler(handler); e.Validator != v {
-		return rule.Conflictf("validator", fmt.Sprintf("handler %d of check %s is %s@%s", handler, ch.ID, v.Name, v.Version))
+		return vocab.Conflictf("validator", fmt.Sprintf("handler %d of check %s is %s@%s", handler, ch.ID, v.Name, v.Version))
 	}
 	if e.Attempt != attempt {
-		return rule.Conflictf("attempt", fmt.Sprintf("must be %d", attempt))
+		return vocab.Conflictf("attempt", fmt.Sprintf("must be %d", attempt))
 	}
 	return nil
 }

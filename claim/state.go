@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"tally/deadline"
+	"tally/duequeue"
 	"tally/instant"
 	"tally/vocab"
 )
@@ -65,7 +65,7 @@ type State struct {
 	seq        uint64              // last applied sequence
 	ignored    []Ignored
 	ignoredN   int
-	deadlines  *deadline.Index[*claimRec] // open claims with a deadline (made on first use)
+	deadlines  *duequeue.Index[*claimRec] // open claims with a deadline (made on first use)
 
 	// Lookups go through claim(), which answers the Decide preview first,
 	// then the claim last looked up by Decide or Apply, then the map. A

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"tally/rule"
 	"tally/vocab"
 )
 
@@ -111,7 +110,7 @@ func TestDecodeRefusals(t *testing.T) {
 	}
 	for line, field := range bad {
 		_, err := Decode([]byte(line))
-		var de *rule.DecodeError
+		var de *vocab.DecodeError
 		if !errors.As(err, &de) {
 			t.Errorf("%s: %v", line, err)
 			continue
@@ -121,7 +120,7 @@ func TestDecodeRefusals(t *testing.T) {
 		}
 	}
 	_, err := Decode([]byte(`{"ts":"2026-09-01T17:00:00Z","type":"promise","id":"p1"}`))
-	if !errors.Is(err, rule.ErrUnknownType) {
+	if !errors.Is(err, vocab.ErrUnknownType) {
 		t.Fatalf("unknown type: %v", err)
 	}
 }

@@ -21,7 +21,7 @@ import (
 	"tally/a2atask"
 	"tally/ledger"
 	"tally/promise"
-	"tally/rule"
+	"tally/vocab"
 )
 
 // defaultCardBase is where `tally serve` listens by default: the base URL an
@@ -160,7 +160,7 @@ func (g *global) a2aTask(ctx context.Context, id string) (*a2a.Task, error) {
 		}
 	})
 	if t == nil {
-		return nil, rule.NotFoundf("task", "no promise has task id "+strconv.Quote(id)+" and no claim has that id")
+		return nil, vocab.NotFoundf("task", "no promise has task id "+strconv.Quote(id)+" and no claim has that id")
 	}
 	return t, nil
 }

@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"tally/ledger"
-	"tally/rule"
 	"tally/service"
 	"tally/store"
+	"tally/vocab"
 )
 
 func newInit(g *global) *cobra.Command {
@@ -106,7 +106,7 @@ func prefixed(what string, err error) error {
 	if errors.As(err, &ref) {
 		return service.NewRefusal(ref.Status, ref.Code, what+": "+ref.Message)
 	}
-	if _, ok := rule.As(err); ok || errors.As(err, &ie) {
+	if _, ok := vocab.As(err); ok || errors.As(err, &ie) {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return err

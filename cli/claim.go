@@ -13,8 +13,8 @@ import (
 
 	"tally/api"
 	"tally/claim"
-	"tally/rule"
 	"tally/service"
+	"tally/vocab"
 )
 
 // addClaimCommands adds the claims family's verbs: claim, receipt, progress,
@@ -67,7 +67,7 @@ func oneArg(args []string) string {
 // the same document (invalid, exit 2).
 func need(field, v string) error {
 	if strings.TrimSpace(v) == "" {
-		return rule.Invalidf(field, "required")
+		return vocab.Invalidf(field, "required")
 	}
 	return nil
 }

@@ -19,9 +19,9 @@ import (
 	"tally/claim"
 	"tally/instant"
 	"tally/ledger"
-	"tally/rule"
 	"tally/service"
 	"tally/validate"
+	"tally/vocab"
 )
 
 func newCheckCmd(g *global) *cobra.Command {
@@ -152,7 +152,7 @@ func newCheckReport(g *global) *cobra.Command {
 				return err
 			}
 			if (d.Evidence == "") == (d.EvidenceFile == "") {
-				return rule.Invalidf("evidence", "give exactly one of --evidence ID and --evidence-file FILE")
+				return vocab.Invalidf("evidence", "give exactly one of --evidence ID and --evidence-file FILE")
 			}
 			// A report the ledger would refuse is refused before any
 			// evidence is stored.
@@ -224,10 +224,10 @@ func (g *global) asRead(c service.Call) service.Call {
 func evaluatorRefusal(v *claim.View, check, actor string) error {
 	ch, _ := v.AttemptOn(check, "")
 	if ch == nil {
-		return rule.NotFoundf("check", "claim "+v.Claim+" declares no check "+strconv.Quote(check))
+		return vocab.NotFoundf("check", "claim "+v.Claim+" declares no check "+strconv.Quote(check))
 	}
 	if ch.Evaluator != actor {
-		return rule.Forbiddenf("actor", "only the designated evaluator "+ch.Evaluator+" may run check "+check)
+		return vocab.Forbiddenf("actor", "only the designated evaluator "+ch.Evaluator+" may run check "+check)
 	}
 	return nil
 }

@@ -11,8 +11,8 @@ import (
 
 	"tally/api"
 	"tally/claim"
-	"tally/rule"
 	"tally/service"
+	"tally/vocab"
 )
 
 func newClaimCmd(g *global) *cobra.Command {
@@ -115,10 +115,10 @@ func parseSlotFlags(slots, checks []string) ([]claim.SlotSpec, error) {
 		case "observe":
 			m = claim.Observe
 		default:
-			return nil, rule.Invalidf("slots.mode", "must be required or observe (--slot "+strconv.Quote(s)+")")
+			return nil, vocab.Invalidf("slots.mode", "must be required or observe (--slot "+strconv.Quote(s)+")")
 		}
 		if _, dup := idx[name]; dup {
-			return nil, rule.Invalidf("slots.name", "declares "+strconv.Quote(name)+" twice")
+			return nil, vocab.Invalidf("slots.name", "declares "+strconv.Quote(name)+" twice")
 		}
 		add(name, m)
 	}

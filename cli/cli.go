@@ -20,9 +20,9 @@ import (
 	restclient "tally/client"
 	"tally/jsondoc"
 	"tally/ledger"
-	"tally/rule"
 	"tally/service"
 	"tally/store"
+	"tally/vocab"
 )
 
 // Version is tally's release; the log format version comes from store.
@@ -216,7 +216,7 @@ func refusal(err error) *service.Refusal {
 		return ref
 	}
 	var ue usageError
-	if _, isRule := rule.As(err); !isRule && (errors.As(err, &ue) || isFlagError(err)) {
+	if _, isRule := vocab.As(err); !isRule && (errors.As(err, &ue) || isFlagError(err)) {
 		return service.NewRefusal(http.StatusBadRequest, "usage", err.Error())
 	}
 	return service.Refuse(err)

@@ -13,8 +13,8 @@ import (
 	"tally/api"
 	"tally/claim"
 	"tally/digest"
-	"tally/rule"
 	"tally/service"
+	"tally/vocab"
 )
 
 // The claims family over REST: a write posts its api document to the
@@ -46,7 +46,7 @@ func pathNamed(segs []string) error {
 	names := map[string]string{"claims": "claim", "testaments": "testament", "checks": "check", "artifacts": "artifact"}
 	for i := 0; i+1 < len(segs); i += 2 {
 		if segs[i+1] == "" {
-			return rule.Invalidf(names[segs[i]], "required")
+			return vocab.Invalidf(names[segs[i]], "required")
 		}
 	}
 	return nil
@@ -267,7 +267,7 @@ func (b *checkedBody) Read(p []byte) (int, error) {
 	b.h.Write(p[:n])
 	if err == io.EOF {
 		if got := digest.ContentSum(b.h); got != b.want {
-			return n, rule.New(service.CodeDamaged, "artifact", fmt.Sprintf("the bytes of %s the server sent are not its content (content %s, received %s); nothing was written", b.what, b.want, got))
+			return n, vocab.New(service.CodeDamaged, "artifact", fmt.Sprintf("the bytes of %s the server sent are not its content (content %s, received %s); nothing was written", b.what, b.want, got))
 		}
 	}
 	return n, err

@@ -13,7 +13,7 @@ import (
 
 	"tally/cluster/node"
 	"tally/cluster/replica"
-	"tally/rule"
+	"tally/vocab"
 )
 
 // The operator's routes: a leadership transfer and a node's removal, each
@@ -80,7 +80,7 @@ func (c *Node) handleTransfer(w http.ResponseWriter, r *http.Request) {
 			}
 			switch {
 			case !slices.Contains(st.Voters, req.To):
-				refusal = rule.Invalidf("to", fmt.Sprintf("node %d is not a voter of group %d", req.To, req.Group))
+				refusal = vocab.Invalidf("to", fmt.Sprintf("node %d is not a voter of group %d", req.To, req.Group))
 			case st.Leader != c.cfg.NodeID:
 				notLeader = true
 			default:
@@ -88,7 +88,7 @@ func (c *Node) handleTransfer(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		}
-		refusal = rule.NotFoundf("group", fmt.Sprintf("no group %d", req.Group))
+		refusal = vocab.NotFoundf("group", fmt.Sprintf("no group %d", req.Group))
 	})
 	if err == nil && notLeader {
 		refusal = c.unavailable(req.Group, fmt.Errorf("%w: transfer leadership at the group's leader", node.ErrNotLeader))
@@ -158,12 +158,12 @@ func writeRefusal(w http.ResponseWriter, err error) {
 		w.Write(ref.Document)
 		return
 	}
-	if r, ok := rule.As(err); ok {
+	if r, ok := vocab.As(err); ok {
 		status := http.StatusConflict
 		switch r.Code {
-		case rule.Invalid:
+		case vocab.Invalid:
 			status = http.StatusBadRequest
-		case rule.NotFound:
+		case vocab.NotFound:
 			status = http.StatusNotFound
 		}
 		writeErr(w, status, string(r.Code), err.Error())

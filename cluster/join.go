@@ -18,7 +18,7 @@ import (
 
 	"tally/cluster/node"
 	"tally/cluster/replica"
-	"tally/rule"
+	"tally/vocab"
 )
 
 // identity is what a node's data directory says it is: written once, when
@@ -214,7 +214,7 @@ func (c *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		code := "JoinRefused"
-		if r, ok := rule.As(err); ok {
+		if r, ok := vocab.As(err); ok {
 			code = string(r.Code)
 		}
 		writeErr(w, http.StatusConflict, code, "join: "+err.Error())

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"tally/instant"
-	"tally/rule"
+	"tally/vocab"
 )
 
 // Command is a request to change the ledger: one of RaiseCommand,
@@ -67,20 +67,20 @@ func (TaskOutcomeCommand) command() {}
 func (LapseCommand) command()       {}
 
 // Decide validates cmd against the state as of now and returns the records
-// to append, each stamped ts = now, or a *rule.Refusal and nothing. actor is
+// to append, each stamped ts = now, or a *vocab.Refusal and nothing. actor is
 // the authenticated identity; human says the actor is a person. Decide never
 // changes the state: the caller appends the records, then applies them.
 // A lapse that is already recorded returns no records and no error.
 func (s *State) Decide(actor string, human bool, now time.Time, cmd Command) ([]Event, error) {
 	if actor == "" {
-		return nil, rule.Forbiddenf("actor", "a command needs an authenticated actor")
+		return nil, vocab.Forbiddenf("actor", "a command needs an authenticated actor")
 	}
 	if now.IsZero() || !inRange(now) {
-		return nil, rule.Invalidf("ts", "now "+timeProblem(now))
+		return nil, vocab.Invalidf("ts", "now "+timeProblem(now))
 	}
 	now = now.UTC()
 	var out []Event
-	var err *rule.Refusal
+	var err *vocab.Refusal
 	switch c := cmd.(type) {
 	case RaiseCommand:
 		out, err = s.decideRaise(actor, human, now, c.Raise, false)
@@ -107,7 +107,7 @@ func (s *State) Decide(actor string, human bool, now time.Time, cmd Command) ([]
 	case *LapseCommand:
 		out, err = s.decideLapse(actor, now, *c)
 	default:
-		return nil, rule.Invalidf("command", fmt.Sprintf("unknown command %T", cmd))
+		return nil, vocab.Invalidf("command", fmt.Sprintf("unknown command %T", cmd))
 	}
 	if err != nil {
 		return nil, err
@@ -120,31 +120,31 @@ func (s *State) Decide(actor string, human bool, now time.Time, cmd Command) ([]
 	return out, nil
 }
 
-func refusal(code, field, rule_ string) *rule.Refusal {
-	return rule.New(rule.Code(code), field, rule_)
+func refusal(code, field, rule_ string) *vocab.Refusal {
+	return vocab.New(vocab.Code(code), field, rule_)
 }
 
 // text checks a free-text or key field's length and encoding.
-func (s *State) text(field, v string, required bool) *rule.Refusal {
+func (s *State) text(field, v string, required bool) *vocab.Refusal {
 	switch {
 	case required && v == "":
-		return rule.Invalidf(field, "required")
+		return vocab.Invalidf(field, "required")
 	case len(v) > s.cfg.TextMax:
-		return rule.Invalidf(field, fmt.Sprintf("must be at most %d bytes", s.cfg.TextMax))
+		return vocab.Invalidf(field, fmt.Sprintf("must be at most %d bytes", s.cfg.TextMax))
 	case !utf8.ValidString(v):
-		return rule.Invalidf(field, "must be valid UTF-8")
-	case rule.TextFault(v) != "":
-		return rule.Invalidf(field, rule.TextFault(v))
+		return vocab.Invalidf(field, "must be valid UTF-8")
+	case vocab.TextFault(v) != "":
+		return vocab.Invalidf(field, vocab.TextFault(v))
 	}
 	return nil
 }
 
-// identifiers refuses what rule.IdentifierFault finds in the named
+// identifiers refuses what vocab.IdentifierFault finds in the named
 // identifiers of a command (only at decide: old records still fold).
-func identifiers(ids ...string) *rule.Refusal {
+func identifiers(ids ...string) *vocab.Refusal {
 	for i := 0; i+1 < len(ids); i += 2 {
-		if f := rule.IdentifierFault(ids[i+1]); f != "" {
-			return rule.Invalidf(ids[i], f)
+		if f := vocab.IdentifierFault(ids[i+1]); f != "" {
+			return vocab.Invalidf(ids[i], f)
 		}
 	}
 	return nil
@@ -152,7 +152,7 @@ func identifiers(ids ...string) *rule.Refusal {
 
 // decideSupersede fills the extension's terms from the expectation it
 // extends, then decides it as a raise.
-func (s *State) decideSupersede(actor string, human bool, now time.Time, c SupersedeCommand) ([]Event, *rule.Refusal) {
+func (s *State) decideSupersede(actor string, human bool, now time.Time, c SupersedeCommand) ([]Event, *vocab.Refusal) {
 	if err := s.inherit(&c.Raise, c.GraceGiven, now); err != nil {
 		return nil, err
 	}
@@ -165,7 +165,7 @@ func (s *State) decideSupersede(actor string, human bool, now time.Time, c Super
 // replace the dueAt given (an anchor stated is kept); and an inherited
 // horizon that has passed is refused, because the extension would stall at
 // once and give no more time.
-func (s *State) inherit(r *Raise, graceGiven bool, now time.Time) *rule.Refusal {
+func (s *State) inherit(r *Raise, graceGiven bool, now time.Time) *vocab.Refusal {
 	x := s.byID[r.Supersedes]
 	if x == nil {
 		return nil // raiseProblem names it
@@ -200,7 +200,7 @@ func (s *State) inherit(r *Raise, graceGiven bool, now time.Time) *rule.Refusal 
 	}
 	if r.Horizon.IsZero() && !old.Horizon.IsZero() {
 		if !old.Horizon.After(now) {
-			return rule.Invalidf("horizon", fmt.Sprintf("inherited from %s, %s has passed, so the extension would stall at once: pass a later horizon (--horizon)",
+			return vocab.Invalidf("horizon", fmt.Sprintf("inherited from %s, %s has passed, so the extension would stall at once: pass a later horizon (--horizon)",
 				x.id(), instant.Format(old.Horizon)))
 		}
 		r.Horizon = old.Horizon
@@ -214,9 +214,9 @@ func (s *State) inherit(r *Raise, graceGiven bool, now time.Time) *rule.Refusal 
 	return nil
 }
 
-func (s *State) decideRaise(actor string, human bool, now time.Time, r Raise, extend bool) ([]Event, *rule.Refusal) {
+func (s *State) decideRaise(actor string, human bool, now time.Time, r Raise, extend bool) ([]Event, *vocab.Refusal) {
 	if r.By != "" && r.By != actor {
-		return nil, rule.Forbiddenf("by", "an expectation is raised by the acting identity "+actor+", not "+r.By)
+		return nil, vocab.Forbiddenf("by", "an expectation is raised by the acting identity "+actor+", not "+r.By)
 	}
 	r.By, r.Human = actor, human
 	r.After = slices.Clone(r.After)
@@ -226,19 +226,19 @@ func (s *State) decideRaise(actor string, human bool, now time.Time, r Raise, ex
 	}
 	r.DueAt, r.Horizon = r.DueAt.UTC(), r.Horizon.UTC()
 	if r.DueAt.IsZero() {
-		return nil, rule.Invalidf("dueAt", "required: there is no open-ended expectation")
+		return nil, vocab.Invalidf("dueAt", "required: there is no open-ended expectation")
 	}
 	if r.Basis == "" {
-		return nil, rule.Invalidf("basis", "required: observed, contract or declared, truthfully")
+		return nil, vocab.Invalidf("basis", "required: observed, contract or declared, truthfully")
 	}
 	if !r.Basis.valid() {
-		return nil, rule.Invalidf("basis", "must be observed, contract or declared")
+		return nil, vocab.Invalidf("basis", "must be observed, contract or declared")
 	}
 	if !extend && r.Supersedes != "" {
-		return nil, rule.Invalidf("supersedes", "an extension is raised with supersede")
+		return nil, vocab.Invalidf("supersedes", "an extension is raised with supersede")
 	}
 	if extend && r.Supersedes == "" {
-		return nil, rule.Invalidf("supersedes", "required: the expectation this one extends")
+		return nil, vocab.Invalidf("supersedes", "required: the expectation this one extends")
 	}
 	for _, f := range []struct {
 		name, value string
@@ -257,25 +257,25 @@ func (s *State) decideRaise(actor string, human bool, now time.Time, r Raise, ex
 		}
 	}
 	if len(r.After) > s.cfg.AfterMax {
-		return nil, rule.Invalidf("after", fmt.Sprintf("names %d expectations, at most %d", len(r.After), s.cfg.AfterMax))
+		return nil, vocab.Invalidf("after", fmt.Sprintf("names %d expectations, at most %d", len(r.After), s.cfg.AfterMax))
 	}
 	if r.Origin.ContextID != "" && r.Origin.TaskID == "" {
-		return nil, rule.Invalidf("origin.taskId", "required with origin.contextId")
+		return nil, vocab.Invalidf("origin.taskId", "required with origin.contextId")
 	}
 	for _, id := range []struct{ name, value string }{{"origin.taskId", r.Origin.TaskID}, {"origin.contextId", r.Origin.ContextID}} {
 		if id.value != "" && !validID(id.value) {
-			return nil, rule.Invalidf(id.name, fmt.Sprintf("must be 1..%d characters without whitespace", IDMax))
+			return nil, vocab.Invalidf(id.name, fmt.Sprintf("must be 1..%d characters without whitespace", IDMax))
 		}
 	}
 	if r.ReplyTo != nil {
 		if field, why := r.ReplyTo.problem(); field != "" {
-			return nil, rule.Invalidf(field, why)
+			return nil, vocab.Invalidf(field, why)
 		}
 		rt := *r.ReplyTo
 		r.ReplyTo = &rt
 	}
 	if r.Anchor != nil && !validID(r.Anchor.ExpectationID) {
-		return nil, rule.Invalidf("anchor.expectationId", "required with anchor")
+		return nil, vocab.Invalidf("anchor.expectationId", "required with anchor")
 	}
 	if err := identifiers("expectationId", r.ExpectationID, "kind", r.Kind, "subject.type", r.Subject.Type, "subject.id", r.Subject.ID,
 		"satisfiedBy.factKey", r.FactKey, "supersedes", r.Supersedes, "origin.taskId", r.Origin.TaskID, "origin.contextId", r.Origin.ContextID); err != nil {
@@ -290,7 +290,7 @@ func (s *State) decideRaise(actor string, human bool, now time.Time, r Raise, ex
 		prev := s.byID[r.Supersedes]
 		if prev != nil {
 			if actor != s.name(prev.by) && !human {
-				return nil, rule.Forbiddenf("supersedes", "only its raiser or a person may extend "+prev.id())
+				return nil, vocab.Forbiddenf("supersedes", "only its raiser or a person may extend "+prev.id())
 			}
 		}
 	}
@@ -299,17 +299,17 @@ func (s *State) decideRaise(actor string, human bool, now time.Time, r Raise, ex
 	}
 	if extend {
 		if d := depth(s.byID[r.Supersedes]) + 1; d > s.cfg.LineageMax && !human {
-			return nil, rule.Forbiddenf("supersedes", fmt.Sprintf(
+			return nil, vocab.Forbiddenf("supersedes", fmt.Sprintf(
 				"lineage bound %d reached: past it only a person may give more time", s.cfg.LineageMax))
 		}
 	}
 	if task := r.Origin.TaskID; task != "" && s.tasks[task].withdraws() {
-		return nil, rule.Conflictf("origin.taskId", "task "+task+" was "+string(s.tasks[task])+": nothing may be expected on it")
+		return nil, vocab.Conflictf("origin.taskId", "task "+task+" was "+string(s.tasks[task])+": nothing may be expected on it")
 	}
 	return []Event{{TS: now, Type: TypeRaise, Raise: &r}}, nil
 }
 
-func (s *State) decideFact(actor string, now time.Time, c FactCommand) ([]Event, *rule.Refusal) {
+func (s *State) decideFact(actor string, now time.Time, c FactCommand) ([]Event, *vocab.Refusal) {
 	for _, f := range []struct{ name, value string }{
 		{"factKey", c.FactKey}, {"subject.type", c.Subject.Type}, {"subject.id", c.Subject.ID}, {"by", actor},
 	} {
@@ -325,43 +325,43 @@ func (s *State) decideFact(actor string, now time.Time, c FactCommand) ([]Event,
 		at = now
 	}
 	if at.After(now) {
-		return nil, rule.Invalidf("at", "must not be in the future: a fact is observed, not expected")
+		return nil, vocab.Invalidf("at", "must not be in the future: a fact is observed, not expected")
 	}
 	if !inRange(at) {
-		return nil, rule.Invalidf("at", timeProblem(at))
+		return nil, vocab.Invalidf("at", timeProblem(at))
 	}
 	return []Event{{TS: now, Type: TypeFact, Fact: &Fact{FactKey: c.FactKey, Subject: c.Subject, At: at, By: actor}}}, nil
 }
 
-func (s *State) decideWithdraw(actor string, human bool, now time.Time, c WithdrawCommand) ([]Event, *rule.Refusal) {
+func (s *State) decideWithdraw(actor string, human bool, now time.Time, c WithdrawCommand) ([]Event, *vocab.Refusal) {
 	if err := s.text("reason", c.Reason, false); err != nil {
 		return nil, err
 	}
 	x := s.byID[c.ExpectationID]
 	switch {
 	case c.ExpectationID == "":
-		return nil, rule.Invalidf("expectationId", "required")
+		return nil, vocab.Invalidf("expectationId", "required")
 	case x == nil:
-		return nil, rule.NotFoundf("expectationId", "names no expectation in this ledger")
+		return nil, vocab.NotFoundf("expectationId", "names no expectation in this ledger")
 	case x.life != Open:
-		return nil, rule.Conflictf("expectationId", "is "+x.life.String()+": only an open expectation can be withdrawn")
+		return nil, vocab.Conflictf("expectationId", "is "+x.life.String()+": only an open expectation can be withdrawn")
 	case actor != s.name(x.by) && actor != s.cfg.Timekeeper && !human:
-		return nil, rule.Forbiddenf("by", "only its raiser, the timekeeper or a person may withdraw "+x.id())
+		return nil, vocab.Forbiddenf("by", "only its raiser, the timekeeper or a person may withdraw "+x.id())
 	}
 	return []Event{{TS: now, Type: TypeWithdraw, Withdraw: &Withdraw{ExpectationID: x.id(), By: actor, Reason: c.Reason}}}, nil
 }
 
-func (s *State) decideTaskOutcome(actor string, now time.Time, c TaskOutcomeCommand) ([]Event, *rule.Refusal) {
+func (s *State) decideTaskOutcome(actor string, now time.Time, c TaskOutcomeCommand) ([]Event, *vocab.Refusal) {
 	switch {
 	case !validID(c.TaskID):
-		return nil, rule.Invalidf("taskId", fmt.Sprintf("must be 1..%d characters without whitespace", IDMax))
+		return nil, vocab.Invalidf("taskId", fmt.Sprintf("must be 1..%d characters without whitespace", IDMax))
 	case identifiers("taskId", c.TaskID) != nil:
 		return nil, identifiers("taskId", c.TaskID)
 	case !c.Outcome.valid():
-		return nil, rule.Invalidf("outcome", "must be completed, cancelled or failed")
+		return nil, vocab.Invalidf("outcome", "must be completed, cancelled or failed")
 	}
 	if prev, ok := s.tasks[c.TaskID]; ok {
-		return nil, rule.Conflictf("taskId", "task "+c.TaskID+" already ended "+string(prev))
+		return nil, vocab.Conflictf("taskId", "task "+c.TaskID+" already ended "+string(prev))
 	}
 	out := []Event{{TS: now, Type: TypeTaskOutcome, TaskOutcome: &TaskOutcome{TaskID: c.TaskID, Outcome: c.Outcome, By: actor}}}
 	if c.Outcome.withdraws() {
@@ -398,16 +398,16 @@ func (s *State) withdrawals(xs []*expectation, by string, now time.Time, reason 
 	return out
 }
 
-func (s *State) decideLapse(actor string, now time.Time, c LapseCommand) ([]Event, *rule.Refusal) {
+func (s *State) decideLapse(actor string, now time.Time, c LapseCommand) ([]Event, *vocab.Refusal) {
 	if actor != s.cfg.Timekeeper {
-		return nil, rule.Forbiddenf("by", "only the timekeeper commits lapses")
+		return nil, vocab.Forbiddenf("by", "only the timekeeper commits lapses")
 	}
 	if !c.Kind.valid() {
-		return nil, rule.Invalidf("lapse", "must be overdue, skipped or stalled")
+		return nil, vocab.Invalidf("lapse", "must be overdue, skipped or stalled")
 	}
 	x := s.byID[c.ExpectationID]
 	if x == nil {
-		return nil, rule.NotFoundf("expectationId", "names no expectation in this ledger")
+		return nil, vocab.NotFoundf("expectationId", "names no expectation in this ledger")
 	}
 	due := c.DueAt
 	if due.IsZero() {
@@ -417,7 +417,7 @@ func (s *State) decideLapse(actor string, now time.Time, c LapseCommand) ([]Even
 		return nil, nil // recorded already: recording it again is a no-op
 	}
 	if nanos(due) != x.currentDue {
-		return nil, rule.Conflictf("dueAt", "is not the due time in force ("+instant.Format(fromNanos(x.currentDue))+")")
+		return nil, vocab.Conflictf("dueAt", "is not the due time in force ("+instant.Format(fromNanos(x.currentDue))+")")
 	}
 	for _, c2 := range s.pending(x) {
 		if c2.kind != c.Kind || c2.lapsedAt >= nanos(now) {
@@ -428,7 +428,7 @@ func (s *State) decideLapse(actor string, now time.Time, c LapseCommand) ([]Even
 		}
 		return []Event{s.lapseEvent(x, c2, now)}, nil
 	}
-	return nil, rule.Conflictf("lapse", "no "+string(c.Kind)+" lapse of "+x.id()+" is due at "+instant.Format(now))
+	return nil, vocab.Conflictf("lapse", "no "+string(c.Kind)+" lapse of "+x.id()+" is due at "+instant.Format(now))
 }
 
 func (s *State) lapseEvent(x *expectation, c candidate, now time.Time) Event {

@@ -11,8 +11,8 @@ import (
 	"unicode/utf8"
 
 	"tally/instant"
-	"tally/rule"
-	"tally/wire"
+	"tally/jsonline"
+	"tally/vocab"
 )
 
 // Record types of the expectations family, as written in "type". Stored in
@@ -276,10 +276,10 @@ func Known(typ string) bool {
 	return false
 }
 
-// bad is this family's decode error: a rule.DecodeError, said after
+// bad is this family's decode error: a vocab.DecodeError, said after
 // "decode: " as expectation records always have been.
 func bad(field, msg string) error {
-	return fmt.Errorf("decode: %w", &rule.DecodeError{Field: field, Msg: msg})
+	return fmt.Errorf("decode: %w", &vocab.DecodeError{Field: field, Msg: msg})
 }
 
 // member is one raw top-level member of a line.
@@ -292,7 +292,7 @@ type member struct {
 // duplicates and anything after the object.
 func members(line []byte, where string) ([]member, error) {
 	var out []member
-	err := wire.Object(line, func(k, v []byte) error {
+	err := jsonline.Object(line, func(k, v []byte) error {
 		key := string(k)
 		if bytes.IndexByte(k, '\\') >= 0 {
 			q := make([]byte, 0, len(k)+2)
@@ -313,11 +313,11 @@ func members(line []byte, where string) ([]member, error) {
 		return nil
 	})
 	if err != nil {
-		var se *wire.SyntaxError
+		var se *jsonline.SyntaxError
 		if !errors.As(err, &se) {
 			return nil, err
 		}
-		if wire.Valid(line) {
+		if jsonline.Valid(line) {
 			return nil, bad(where, "must be an object")
 		}
 		return nil, bad(where, "not JSON: "+err.Error())
@@ -440,7 +440,7 @@ const durationMax = 100 * 366 * 24 * time.Hour
 // their length depends on the calendar. Negative durations are refused.
 func ParseDuration(s string) (time.Duration, error) {
 	d, err := instant.ParseISODuration("", s)
-	if r, ok := rule.As(err); ok {
+	if r, ok := vocab.As(err); ok {
 		return 0, errors.New(r.Rule)
 	}
 	return d, err
@@ -486,7 +486,7 @@ func idField(field string, dst *string) func(json.RawMessage) error {
 // envelope). Members it knows are validated and typed; members it does not
 // know are kept in Extra; the envelope member is skipped. A well-formed line
 // of another type returns an Event holding only TS and Type, with an error
-// wrapping rule.ErrUnknownType, so the caller can keep the line and report it.
+// wrapping vocab.ErrUnknownType, so the caller can keep the line and report it.
 func Decode(line []byte) (Event, error) {
 	ms, err := members(line, "")
 	if err != nil {
@@ -512,7 +512,7 @@ func Decode(line []byte) (Event, error) {
 		return Event{}, bad("type", "missing")
 	}
 	if !Known(e.Type) {
-		return Event{TS: e.TS, Type: e.Type}, fmt.Errorf("%w %q", rule.ErrUnknownType, e.Type)
+		return Event{TS: e.TS, Type: e.Type}, fmt.Errorf("%w %q", vocab.ErrUnknownType, e.Type)
 	}
 	if !tsSeen {
 		return Event{}, bad("ts", "missing")
@@ -781,7 +781,7 @@ func (e *Event) wellFormed() error {
 			return bad("outcome", "must be completed, cancelled or failed")
 		}
 	default:
-		return fmt.Errorf("%w %q", rule.ErrUnknownType, e.Type)
+		return fmt.Errorf("%w %q", vocab.ErrUnknownType, e.Type)
 	}
 	return nil
 }

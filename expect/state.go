@@ -8,7 +8,7 @@ import (
 	"math"
 	"time"
 
-	"tally/deadline"
+	"tally/duequeue"
 	"tally/instant"
 )
 
@@ -252,7 +252,7 @@ type State struct {
 
 	// index holds every expectation with a lapse pending, at the earliest
 	// instant one falls due.
-	index *deadline.Index[*expectation]
+	index *duequeue.Index[*expectation]
 
 	symbols map[string]uint32
 	names   []string
@@ -278,7 +278,7 @@ func NewState(cfg Config) *State {
 		subjectFacts:    make(map[Subject][]factMark),
 		tasks:           make(map[string]Outcome),
 		pendingWithdraw: make(map[*expectation]struct{}),
-		index:           deadline.NewWithSlots(lessExpectation, func(x *expectation) *int32 { return &x.slot }),
+		index:           duequeue.NewWithSlots(lessExpectation, func(x *expectation) *int32 { return &x.slot }),
 		symbols:         make(map[string]uint32),
 	}
 }

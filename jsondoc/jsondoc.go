@@ -6,7 +6,7 @@ package jsondoc
 import (
 	"strconv"
 
-	"tally/wire"
+	"tally/jsonline"
 )
 
 // SchemaVersion is carried by every document.
@@ -17,11 +17,11 @@ type Member string
 
 // M encodes a member whose value is raw JSON.
 func M(name string, value []byte) Member {
-	return Member(string(wire.AppendString(nil, name)) + ":" + string(value))
+	return Member(string(jsonline.AppendString(nil, name)) + ":" + string(value))
 }
 
 // S encodes a string value.
-func S(s string) []byte { return wire.AppendString(nil, s) }
+func S(s string) []byte { return jsonline.AppendString(nil, s) }
 
 // U encodes an unsigned integer value.
 func U(n uint64) []byte { return strconv.AppendUint(nil, n, 10) }

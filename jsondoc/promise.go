@@ -4,8 +4,8 @@ import (
 	"time"
 
 	"tally/instant"
+	"tally/jsonline"
 	"tally/promise"
-	"tally/wire"
 )
 
 // PromiseWrite is the document a promise write answers with: the record's
@@ -13,7 +13,7 @@ import (
 func PromiseWrite(seq uint64, v *promise.View, warnings []string) []byte {
 	warn := []byte("[]")
 	if len(warnings) > 0 {
-		warn = wire.AppendStrings(nil, warnings)
+		warn = jsonline.AppendStrings(nil, warnings)
 	}
 	return Doc(M("seq", U(seq)), M("promise", v.AppendJSON(nil)), M("warnings", warn))
 }

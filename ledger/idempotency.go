@@ -10,9 +10,9 @@ import (
 	"tally/claim"
 	"tally/expect"
 	"tally/instant"
+	"tally/jsonline"
 	"tally/promise"
 	"tally/store"
-	"tally/wire"
 )
 
 // TypeRequest is the record that binds a request id to the command it
@@ -174,11 +174,11 @@ func (s *State) recorded(idem *Idempotency, now time.Time, window time.Duration)
 func requestRecord(now time.Time, idem *Idempotency, n int, response []byte) []byte {
 	b := make([]byte, 0, 128+len(response))
 	b = append(b, `{"ts":`...)
-	b = wire.AppendString(b, instant.Format(now.UTC().Truncate(time.Second)))
+	b = jsonline.AppendString(b, instant.Format(now.UTC().Truncate(time.Second)))
 	b = append(b, `,"type":"`+TypeRequest+`","principal":`...)
-	b = wire.AppendString(b, idem.Principal)
+	b = jsonline.AppendString(b, idem.Principal)
 	b = append(b, `,"key":`...)
-	b = wire.AppendString(b, idem.Key)
+	b = jsonline.AppendString(b, idem.Key)
 	b = append(b, `,"digest":"`...)
 	b = hex.AppendEncode(b, idem.Digest[:])
 	b = append(b, `","records":`...)
@@ -194,21 +194,21 @@ func (s *State) applyRequest(e store.Entry) error {
 	var digest [32]byte
 	var response []byte
 	var at time.Time
-	err := wire.Object(e.Line, func(k, v []byte) error {
+	err := jsonline.Object(e.Line, func(k, v []byte) error {
 		var err error
 		switch string(k) {
 		case "ts":
 			var t string
-			if t, err = wire.String(v); err == nil {
+			if t, err = jsonline.String(v); err == nil {
 				at, err = time.Parse(time.RFC3339Nano, t)
 			}
 		case "principal":
-			principal, err = wire.String(v)
+			principal, err = jsonline.String(v)
 		case "key":
-			key, err = wire.String(v)
+			key, err = jsonline.String(v)
 		case "digest":
 			var h string
-			if h, err = wire.String(v); err == nil {
+			if h, err = jsonline.String(v); err == nil {
 				var d []byte
 				if d, err = hex.DecodeString(h); err == nil && len(d) == 32 {
 					copy(digest[:], d)

@@ -18,10 +18,10 @@ import (
 
 	"tally/claim"
 	"tally/expect"
+	"tally/jsonline"
 	"tally/promise"
 	"tally/store"
 	"tally/vocab"
-	"tally/wire"
 )
 
 // Config tunes a ledger. The zero value is not valid: start from
@@ -436,7 +436,7 @@ func (l *Ledger) appendLocked(tx store.Appender, r *request, recs []pending, war
 	if r.err == nil && r.idem != nil {
 		// The response is recorded inside one log line: compact JSON.
 		r.response = bytes.TrimSpace(r.idem.Render(l.st, r.res))
-		if !wire.Valid(r.response) || bytes.IndexByte(r.response, '\n') >= 0 {
+		if !jsonline.Valid(r.response) || bytes.IndexByte(r.response, '\n') >= 0 {
 			panic("ledger: an idempotent response must be one line of JSON")
 		}
 		rec := store.Record{Body: requestRecord(now, r.idem, len(r.res), r.response), Actor: r.opts.Actor, RequestID: r.opts.RequestID}

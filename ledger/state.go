@@ -9,9 +9,9 @@ import (
 
 	"tally/claim"
 	"tally/expect"
+	"tally/jsonline"
 	"tally/promise"
 	"tally/store"
-	"tally/wire"
 )
 
 // State is everything folded from one session's log: one state per record
@@ -84,7 +84,7 @@ func (s *State) apply(e store.Entry) error {
 		}
 		s.refolds = append(s.refolds, lineRef{Offset: e.Offset, Size: uint32(len(e.Line)), Seq: e.Env.Seq})
 	default:
-		if !wire.Valid(e.Line) {
+		if !jsonline.Valid(e.Line) {
 			return fmt.Errorf("line %d: not a JSON object", e.Env.Seq)
 		}
 		s.skip(typ, e.Env.Seq, "unknown record type")
@@ -96,8 +96,8 @@ func (s *State) apply(e store.Entry) error {
 // of a known type in a shape this version cannot read is kept and counted,
 // never fatal (a newer writer may have added to it).
 func (s *State) decodeFailed(typ string, e store.Entry, err error) error {
-	var se *wire.SyntaxError
-	if errors.As(err, &se) || !wire.Valid(e.Line) {
+	var se *jsonline.SyntaxError
+	if errors.As(err, &se) || !jsonline.Valid(e.Line) {
 		return fmt.Errorf("line %d: %w", e.Env.Seq, err)
 	}
 	s.skip(typ, e.Env.Seq, err.Error())

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"tally/instant"
+	"tally/jsonline"
 	"tally/promise"
 	"tally/store"
-	"tally/wire"
 )
 
 // randomInstant is uniform over the accepted range (years 0001–9999), kept
@@ -106,8 +106,8 @@ func TestPropertyFarInstantsRoundTrip(t *testing.T) {
 	k := 0
 	for _, id := range ids {
 		for j, u := range until[id] {
-			want := `"until":` + string(wire.AppendString(nil, instant.Format(u)))
-			if !strings.Contains(lines[k], want) || (j == 0 && !strings.Contains(lines[k], `"ts":`+string(wire.AppendString(nil, instant.Format(declared[id]))))) {
+			want := `"until":` + string(jsonline.AppendString(nil, instant.Format(u)))
+			if !strings.Contains(lines[k], want) || (j == 0 && !strings.Contains(lines[k], `"ts":`+string(jsonline.AppendString(nil, instant.Format(declared[id]))))) {
 				t.Fatalf("line %d: %s, want %s", k+1, lines[k], want)
 			}
 			k++

@@ -12,8 +12,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"tally/api"
-	"tally/rule"
 	"tally/service"
+	"tally/vocab"
 )
 
 func claimTools(readPaths bool) []tool {
@@ -57,7 +57,7 @@ func claimTools(readPaths bool) []tool {
 			"Publish an artifact of the work: its bytes as content_base64"+pathsSay(readPaths, "content_path")+". Only the receipt holder publishes work; an artifact id is published once.",
 			appends, publish, func(svc service.Service, ctx context.Context, c service.Call, d api.ClaimPublish, body io.Reader) (service.ClaimWritten, error) {
 				if body == nil {
-					return service.ClaimWritten{}, rule.Invalidf("content_base64", "required: the artifact's bytes"+pathsSay(readPaths, "content_path"))
+					return service.ClaimWritten{}, vocab.Invalidf("content_base64", "required: the artifact's bytes"+pathsSay(readPaths, "content_path"))
 				}
 				return svc.PublishArtifact(ctx, c, d, body)
 			}),
@@ -130,20 +130,20 @@ func writeBytes[D, R any](name, title, description string, e effect, args []extr
 				continue
 			}
 			if from != "" {
-				return nil, rule.Invalidf(x.name, "give the bytes once: as "+from+" or as "+x.name)
+				return nil, vocab.Invalidf(x.name, "give the bytes once: as "+from+" or as "+x.name)
 			}
 			from = x.name
 			if x.schema.ContentEncoding == "base64" {
 				b, err := base64.StdEncoding.DecodeString(v)
 				if err != nil {
-					return nil, rule.Invalidf(x.name, "must be base64 (RFC 4648, standard alphabet, padded)")
+					return nil, vocab.Invalidf(x.name, "must be base64 (RFC 4648, standard alphabet, padded)")
 				}
 				r = bytes.NewReader(b)
 				continue
 			}
 			f, err := os.Open(v)
 			if err != nil {
-				return nil, rule.Invalidf(x.name, fmt.Sprintf("cannot be read: %v", err))
+				return nil, vocab.Invalidf(x.name, fmt.Sprintf("cannot be read: %v", err))
 			}
 			defer f.Close()
 			r = f

@@ -7,8 +7,8 @@ import (
 	"fmt"
 
 	"tally/api"
-	"tally/rule"
 	"tally/service"
+	"tally/vocab"
 )
 
 // exported is an export's bytes: a tool's text, with no document (and so
@@ -44,7 +44,7 @@ func export(svc service.Service, ctx context.Context, c service.Call, format str
 	w := &limitWriter{left: exportMax}
 	if _, err := svc.Export(ctx, c, format, w, nil); err != nil {
 		if w.over {
-			return exported{}, rule.Invalidf("format", fmt.Sprintf("the export is over %d bytes: use tally export", exportMax))
+			return exported{}, vocab.Invalidf("format", fmt.Sprintf("the export is over %d bytes: use tally export", exportMax))
 		}
 		return exported{}, err
 	}

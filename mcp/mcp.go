@@ -17,9 +17,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"tally/rule"
 	"tally/service"
 	"tally/store"
+	"tally/vocab"
 )
 
 // Who is the identity a call acts as, as its binding authenticated it.
@@ -158,7 +158,7 @@ func (s *Server) where(who Who, arg string) (tenant, session string, err error) 
 	for _, n := range [][2]string{{"tenant", tenant}, {"session", session}} {
 		if err := store.CheckName(n[0], n[1]); err != nil {
 			// The argument is "session" whichever half is at fault.
-			return "", "", rule.Invalidf("session", strings.TrimPrefix(err.Error(), n[0]+": "))
+			return "", "", vocab.Invalidf("session", strings.TrimPrefix(err.Error(), n[0]+": "))
 		}
 	}
 	return tenant, session, nil

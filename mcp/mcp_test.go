@@ -17,9 +17,9 @@ import (
 
 	"tally/ledger"
 	"tally/mcp"
-	"tally/rule"
 	"tally/service"
 	"tally/store"
+	"tally/vocab"
 )
 
 // t0 is the seed's declaration time: every write happens then.
@@ -46,7 +46,7 @@ func (d *dirSessions) Open(_ context.Context, tenant, session string, create boo
 		return nil, err
 	}
 	if !create && !store.HasLog(dir) {
-		return nil, rule.New("NoSuchSession", "session", "no session "+key)
+		return nil, vocab.New("NoSuchSession", "session", "no session "+key)
 	}
 	l, err := ledger.Open(dir, d.cfg)
 	if err != nil {

@@ -15,9 +15,9 @@ import (
 
 	"tally/api"
 	"tally/instant"
-	"tally/rule"
+	"tally/jsonline"
 	"tally/service"
-	"tally/wire"
+	"tally/vocab"
 )
 
 // effect is what a tool does to the ledger, for its annotations.
@@ -333,17 +333,17 @@ func (s *Server) handler(t tool, in *jsonschema.Schema, resolved *jsonschema.Res
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		raw := []byte(req.Params.Arguments)
 		if len(raw) > s.cfg.ArgumentsMax {
-			return refused(rule.Invalidf("arguments", fmt.Sprintf("at most %d bytes", s.cfg.ArgumentsMax))), nil
+			return refused(vocab.Invalidf("arguments", fmt.Sprintf("at most %d bytes", s.cfg.ArgumentsMax))), nil
 		}
 		if len(raw) == 0 || string(raw) == "null" {
 			raw = []byte("{}")
 		}
 		var inst any
 		if err := json.Unmarshal(raw, &inst); err != nil {
-			return refused(rule.Invalidf("arguments", "must be one JSON object")), nil
+			return refused(vocab.Invalidf("arguments", "must be one JSON object")), nil
 		}
 		if _, ok := inst.(map[string]any); !ok {
-			return refused(rule.Invalidf("arguments", "must be one JSON object")), nil
+			return refused(vocab.Invalidf("arguments", "must be one JSON object")), nil
 		}
 		body, given, err := split(raw, t.takes)
 		if err != nil {
@@ -375,14 +375,14 @@ func (s *Server) handler(t tool, in *jsonschema.Schema, resolved *jsonschema.Res
 func split(raw []byte, taken func(name string) bool) (body []byte, given map[string]string, err error) {
 	body = append(make([]byte, 0, len(raw)), '{')
 	given = map[string]string{}
-	err = wire.Object(raw, func(key, v []byte) error {
+	err = jsonline.Object(raw, func(key, v []byte) error {
 		if name := string(key); taken(name) {
-			str, err := wire.String(v)
+			str, err := jsonline.String(v)
 			if err != nil {
-				return rule.Invalidf(name, "must be a string")
+				return vocab.Invalidf(name, "must be a string")
 			}
 			if _, twice := given[name]; twice {
-				return rule.Invalidf(name, "appears twice")
+				return vocab.Invalidf(name, "appears twice")
 			}
 			given[name] = str
 			return nil
@@ -394,10 +394,10 @@ func split(raw []byte, taken func(name string) bool) (body []byte, given map[str
 		return nil
 	})
 	if err != nil {
-		if _, ok := rule.As(err); ok {
+		if _, ok := vocab.As(err); ok {
 			return nil, nil, err
 		}
-		return nil, nil, rule.Invalidf("arguments", "must be one JSON object")
+		return nil, nil, vocab.Invalidf("arguments", "must be one JSON object")
 	}
 	return append(body, '}'), given, nil
 }
@@ -408,7 +408,7 @@ func split(raw []byte, taken func(name string) bool) (body []byte, given map[str
 func (t tool) schemaRefusal(in *jsonschema.Schema, args map[string]any, body []byte, err error) error {
 	for _, name := range in.Required {
 		if _, ok := args[name]; !ok {
-			return rule.Invalidf(name, "required")
+			return vocab.Invalidf(name, "required")
 		}
 	}
 	d := reflect.New(t.doc).Interface()
@@ -416,9 +416,9 @@ func (t tool) schemaRefusal(in *jsonschema.Schema, args map[string]any, body []b
 		return derr
 	}
 	if v, ok := args[argRequestID].(string); ok && len(v) > requestIDMax {
-		return rule.Invalidf(argRequestID, fmt.Sprintf("at most %d bytes", requestIDMax))
+		return vocab.Invalidf(argRequestID, fmt.Sprintf("at most %d bytes", requestIDMax))
 	}
-	return rule.Invalidf("arguments", err.Error())
+	return vocab.Invalidf("arguments", err.Error())
 }
 
 // call is the Call of a request: who the binding says it is, where the

@@ -9,8 +9,8 @@ import (
 	"unicode/utf8"
 
 	"tally/instant"
-	"tally/rule"
-	"tally/wire"
+	"tally/jsonline"
+	"tally/vocab"
 )
 
 // Limits bounds every field a command may carry. They are part of the
@@ -75,7 +75,7 @@ func (Assess) isCommand()  {}
 
 // Decide checks a command against the rules and the current state, as the
 // acting identity at now, and returns the record to append with any
-// warnings. A refusal is a *rule.Refusal naming the field and the rule. It
+// warnings. A refusal is a *vocab.Refusal naming the field and the rule. It
 // is Prepare followed by Admit.
 func (s *State) Decide(lim Limits, actor string, now time.Time, cmd Command) (Event, []string, error) {
 	p, err := Prepare(lim, actor, now, cmd)
@@ -163,7 +163,7 @@ func (s *State) admit(p *Prepared, fresh func() string) ([]string, error) {
 	case TypePromise:
 		for _, dup := s.Get(ev.ID); dup; _, dup = s.Get(ev.ID) {
 			if fresh == nil {
-				return nil, rule.Conflictf("id", "a promise with id "+ev.ID+" already exists")
+				return nil, vocab.Conflictf("id", "a promise with id "+ev.ID+" already exists")
 			}
 			ev.ID = fresh()
 		}
@@ -178,7 +178,7 @@ func (s *State) admit(p *Prepared, fresh func() string) ([]string, error) {
 			return nil, err
 		}
 		if actor != q.By {
-			return nil, rule.Forbiddenf("by", "only the debtor "+q.By+" amends "+q.ID+"; the acting identity is "+actor)
+			return nil, vocab.Forbiddenf("by", "only the debtor "+q.By+" amends "+q.ID+"; the acting identity is "+actor)
 		}
 	case TypeResolve:
 		q, err := s.open(ev.ID, "resolve")
@@ -187,14 +187,14 @@ func (s *State) admit(p *Prepared, fresh func() string) ([]string, error) {
 		}
 		if ev.As == AsReleased {
 			if actor != q.To {
-				return nil, rule.Forbiddenf("by", "only the creditor "+q.To+" releases "+q.ID+"; the acting identity is "+actor)
+				return nil, vocab.Forbiddenf("by", "only the creditor "+q.To+" releases "+q.ID+"; the acting identity is "+actor)
 			}
 		} else if actor != q.By {
-			return nil, rule.Forbiddenf("by", "only the debtor "+q.By+" resolves "+q.ID+" as "+ev.As+"; the acting identity is "+actor)
+			return nil, vocab.Forbiddenf("by", "only the debtor "+q.By+" resolves "+q.ID+" as "+ev.As+"; the acting identity is "+actor)
 		}
 	case TypeAssess:
 		if _, ok := s.Get(ev.ID); !ok {
-			return nil, rule.NotFoundf("promise", "no promise with id "+ev.ID)
+			return nil, vocab.NotFoundf("promise", "no promise with id "+ev.ID)
 		}
 	}
 	return nil, nil
@@ -205,12 +205,12 @@ func prepareDeclare(lim Limits, actor string, ts time.Time, c Declare) (Event, e
 		return Event{}, err
 	}
 	if strings.TrimSpace(c.Text) == "" {
-		return Event{}, rule.Invalidf("promise", "text must not be empty")
+		return Event{}, vocab.Invalidf("promise", "text must not be empty")
 	}
 	if len(c.Text) > lim.TextMax {
-		return Event{}, rule.Invalidf("promise", "text must be at most "+itoa(lim.TextMax)+" bytes")
+		return Event{}, vocab.Invalidf("promise", "text must be at most "+itoa(lim.TextMax)+" bytes")
 	}
-	if err := rule.CheckText("promise", c.Text); err != nil {
+	if err := vocab.CheckText("promise", c.Text); err != nil {
 		return Event{}, err
 	}
 	if err := checkParty(lim, "by", c.By); err != nil {
@@ -230,7 +230,7 @@ func prepareDeclare(lim Limits, actor string, ts time.Time, c Declare) (Event, e
 		}
 	}
 	if c.Until.IsZero() {
-		return Event{}, rule.Invalidf("until", "a deadline is required")
+		return Event{}, vocab.Invalidf("until", "a deadline is required")
 	}
 	if err := instant.Check("until", c.Until); err != nil {
 		return Event{}, err
@@ -240,7 +240,7 @@ func prepareDeclare(lim Limits, actor string, ts time.Time, c Declare) (Event, e
 		return Event{}, err
 	}
 	if c.By != actor {
-		return Event{}, rule.Forbiddenf("by", "only the debtor declares its own promise: by is "+c.By+" but the acting identity is "+actor)
+		return Event{}, vocab.Forbiddenf("by", "only the debtor declares its own promise: by is "+c.By+" but the acting identity is "+actor)
 	}
 	return Event{
 		TS: ts, Type: TypePromise, ID: c.ID, Text: c.Text, By: c.By, To: c.To, On: c.On,
@@ -250,15 +250,15 @@ func prepareDeclare(lim Limits, actor string, ts time.Time, c Declare) (Event, e
 
 func prepareAmend(lim Limits, actor string, ts time.Time, c Amend) (Event, error) {
 	if c.Until.IsZero() {
-		return Event{}, rule.Invalidf("until", "a new deadline is required")
+		return Event{}, vocab.Invalidf("until", "a new deadline is required")
 	}
 	if err := instant.Check("until", c.Until); err != nil {
 		return Event{}, err
 	}
 	if len(c.Reason) > lim.TextMax {
-		return Event{}, rule.Invalidf("reason", "must be at most "+itoa(lim.TextMax)+" bytes")
+		return Event{}, vocab.Invalidf("reason", "must be at most "+itoa(lim.TextMax)+" bytes")
 	}
-	if err := rule.CheckText("reason", c.Reason); err != nil {
+	if err := vocab.CheckText("reason", c.Reason); err != nil {
 		return Event{}, err
 	}
 	meta, err := NormalizeMeta(lim, c.Meta)
@@ -272,39 +272,39 @@ func prepareResolve(lim Limits, actor string, ts time.Time, c Resolve) (Event, e
 	switch c.As {
 	case AsSatisfied:
 		if len(c.Evidence) == 0 {
-			return Event{}, rule.Invalidf("evidence", "a satisfied resolve needs at least one evidence reference")
+			return Event{}, vocab.Invalidf("evidence", "a satisfied resolve needs at least one evidence reference")
 		}
 		if len(c.Evidence) > lim.EvidenceMax {
-			return Event{}, rule.Invalidf("evidence", "at most "+itoa(lim.EvidenceMax)+" references")
+			return Event{}, vocab.Invalidf("evidence", "at most "+itoa(lim.EvidenceMax)+" references")
 		}
 		for _, ref := range c.Evidence {
 			if strings.TrimSpace(ref) == "" {
-				return Event{}, rule.Invalidf("evidence", "a reference must not be blank")
+				return Event{}, vocab.Invalidf("evidence", "a reference must not be blank")
 			}
 			if len(ref) > lim.EvidenceRefMax {
-				return Event{}, rule.Invalidf("evidence", "a reference must be at most "+itoa(lim.EvidenceRefMax)+" bytes")
+				return Event{}, vocab.Invalidf("evidence", "a reference must be at most "+itoa(lim.EvidenceRefMax)+" bytes")
 			}
-			if err := rule.CheckIdentifier("evidence", ref); err != nil {
+			if err := vocab.CheckIdentifier("evidence", ref); err != nil {
 				return Event{}, err
 			}
 		}
 		if c.Reason != "" {
-			return Event{}, rule.Invalidf("reason", "a satisfied resolve carries evidence, not a reason")
+			return Event{}, vocab.Invalidf("reason", "a satisfied resolve carries evidence, not a reason")
 		}
 	case AsCancelled, AsReleased:
 		if len(c.Evidence) > 0 {
-			return Event{}, rule.Invalidf("evidence", "only a satisfied resolve carries evidence")
+			return Event{}, vocab.Invalidf("evidence", "only a satisfied resolve carries evidence")
 		}
 		if c.As == AsCancelled && strings.TrimSpace(c.Reason) == "" {
-			return Event{}, rule.Invalidf("reason", "cancelling needs a reason")
+			return Event{}, vocab.Invalidf("reason", "cancelling needs a reason")
 		}
 	default:
-		return Event{}, rule.Invalidf("as", "must be satisfied, cancelled or released")
+		return Event{}, vocab.Invalidf("as", "must be satisfied, cancelled or released")
 	}
 	if len(c.Reason) > lim.TextMax {
-		return Event{}, rule.Invalidf("reason", "must be at most "+itoa(lim.TextMax)+" bytes")
+		return Event{}, vocab.Invalidf("reason", "must be at most "+itoa(lim.TextMax)+" bytes")
 	}
-	if err := rule.CheckText("reason", c.Reason); err != nil {
+	if err := vocab.CheckText("reason", c.Reason); err != nil {
 		return Event{}, err
 	}
 	meta, err := NormalizeMeta(lim, c.Meta)
@@ -319,7 +319,7 @@ func prepareAssess(lim Limits, actor string, ts time.Time, c Assess) (Event, err
 		c.State = StateViolated
 	}
 	if c.State != StateViolated {
-		return Event{}, rule.Invalidf("state", "the only assessment is violated")
+		return Event{}, vocab.Invalidf("state", "the only assessment is violated")
 	}
 	observer := c.Observer
 	if observer == "" {
@@ -329,9 +329,9 @@ func prepareAssess(lim Limits, actor string, ts time.Time, c Assess) (Event, err
 		return Event{}, err
 	}
 	if len(c.Note) > lim.TextMax {
-		return Event{}, rule.Invalidf("note", "must be at most "+itoa(lim.TextMax)+" bytes")
+		return Event{}, vocab.Invalidf("note", "must be at most "+itoa(lim.TextMax)+" bytes")
 	}
-	if err := rule.CheckText("note", c.Note); err != nil {
+	if err := vocab.CheckText("note", c.Note); err != nil {
 		return Event{}, err
 	}
 	meta, err := NormalizeMeta(lim, c.Meta)
@@ -339,7 +339,7 @@ func prepareAssess(lim Limits, actor string, ts time.Time, c Assess) (Event, err
 		return Event{}, err
 	}
 	if observer != actor {
-		return Event{}, rule.Forbiddenf("observer", "an observer assesses only as itself: observer is "+observer+" but the acting identity is "+actor)
+		return Event{}, vocab.Forbiddenf("observer", "an observer assesses only as itself: observer is "+observer+" but the acting identity is "+actor)
 	}
 	return Event{TS: ts, Type: TypeAssess, ID: c.ID, State: c.State, Observer: observer, Note: c.Note, Meta: meta}, nil
 }
@@ -348,40 +348,40 @@ func prepareAssess(lim Limits, actor string, ts time.Time, c Assess) (Event, err
 func (s *State) open(id, verb string) (*Promise, error) {
 	p, ok := s.Get(id)
 	if !ok {
-		return nil, rule.NotFoundf("promise", "no promise with id "+id)
+		return nil, vocab.NotFoundf("promise", "no promise with id "+id)
 	}
 	if p.Resolution != nil {
-		return nil, rule.Conflictf("promise", "cannot "+verb+" "+id+": already resolved as "+p.Resolution.As)
+		return nil, vocab.Conflictf("promise", "cannot "+verb+" "+id+": already resolved as "+p.Resolution.As)
 	}
 	return p, nil
 }
 
 // CheckID enforces pinki's id rule: 1–128 characters, no whitespace, and
-// nothing rule.IdentifierFault refuses (controls, bidirectional overrides).
+// nothing vocab.IdentifierFault refuses (controls, bidirectional overrides).
 func CheckID(lim Limits, field, id string) error {
 	if id == "" {
-		return rule.Invalidf(field, "must not be empty")
+		return vocab.Invalidf(field, "must not be empty")
 	}
 	if !utf8.ValidString(id) {
-		return rule.Invalidf(field, "must be valid UTF-8")
+		return vocab.Invalidf(field, "must be valid UTF-8")
 	}
 	if utf8.RuneCountInString(id) > lim.IDMax {
-		return rule.Invalidf(field, "must be at most "+itoa(lim.IDMax)+" characters")
+		return vocab.Invalidf(field, "must be at most "+itoa(lim.IDMax)+" characters")
 	}
 	for _, r := range id {
 		if unicode.IsSpace(r) {
-			return rule.Invalidf(field, "must not contain whitespace")
+			return vocab.Invalidf(field, "must not contain whitespace")
 		}
 	}
-	return rule.CheckIdentifier(field, id)
+	return vocab.CheckIdentifier(field, id)
 }
 
 func checkParty(lim Limits, field, v string) error {
 	if strings.TrimSpace(v) == "" {
-		return rule.Invalidf(field, "an identity is required")
+		return vocab.Invalidf(field, "an identity is required")
 	}
 	if len(v) > lim.PartyMax || !utf8.ValidString(v) || hasControl(v) {
-		return rule.Invalidf(field, "must be at most "+itoa(lim.PartyMax)+" bytes of UTF-8 without control characters")
+		return vocab.Invalidf(field, "must be at most "+itoa(lim.PartyMax)+" bytes of UTF-8 without control characters")
 	}
 	return nil
 }
@@ -394,20 +394,20 @@ func NormalizeMeta(lim Limits, meta string) (string, error) {
 		return "", nil
 	}
 	b := []byte(strings.TrimSpace(meta))
-	if !wire.Valid(b) || !wire.IsObject(b) {
-		return "", rule.Invalidf("meta", "must be a JSON object")
+	if !jsonline.Valid(b) || !jsonline.IsObject(b) {
+		return "", vocab.Invalidf("meta", "must be a JSON object")
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, b); err != nil {
-		return "", rule.Invalidf("meta", "must be a JSON object")
+		return "", vocab.Invalidf("meta", "must be a JSON object")
 	}
 	if buf.Len() > lim.MetaMax {
-		return "", rule.Invalidf("meta", "must be at most "+itoa(lim.MetaMax)+" bytes")
+		return "", vocab.Invalidf("meta", "must be at most "+itoa(lim.MetaMax)+" bytes")
 	}
 	empty := true
-	_ = wire.Object(buf.Bytes(), func(_, _ []byte) error { empty = false; return nil })
+	_ = jsonline.Object(buf.Bytes(), func(_, _ []byte) error { empty = false; return nil })
 	if empty {
-		return "", rule.Invalidf("meta", "must be a non-empty object")
+		return "", vocab.Invalidf("meta", "must be a non-empty object")
 	}
 	return buf.String(), nil
 }

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"tally/instant"
-	"tally/rule"
-	"tally/wire"
+	"tally/jsonline"
+	"tally/vocab"
 )
 
 // Record types of the promise family. Stored in every log: do not rename.
@@ -76,46 +76,46 @@ func Known(typ string) bool {
 // Decode reads one log line (a JSON object, with or without tally's
 // envelope). It validates the whole line; members it does not know are left
 // in the line, which the log keeps verbatim. A line of a type this package
-// does not define returns the type and an error wrapping rule.ErrUnknownType.
+// does not define returns the type and an error wrapping vocab.ErrUnknownType.
 func Decode(line []byte) (Event, error) {
 	var e Event
 	var seen uint32
-	err := wire.Object(line, func(key, v []byte) error {
+	err := jsonline.Object(line, func(key, v []byte) error {
 		f := fieldOf(key)
 		if f == fNone {
 			return nil
 		}
 		if seen&(1<<f) != 0 {
-			return &rule.DecodeError{Field: fieldNames[f], Msg: "appears twice"}
+			return &vocab.DecodeError{Field: fieldNames[f], Msg: "appears twice"}
 		}
 		seen |= 1 << f
 		if f == fEvidence {
-			ev, err := wire.Strings(v)
+			ev, err := jsonline.Strings(v)
 			if err != nil {
-				return &rule.DecodeError{Field: "evidence", Msg: "must be an array of strings"}
+				return &vocab.DecodeError{Field: "evidence", Msg: "must be an array of strings"}
 			}
 			e.Evidence = ev
 			return nil
 		}
 		if f == fMeta {
-			if !wire.IsObject(v) {
-				return &rule.DecodeError{Field: "meta", Msg: "must be an object"}
+			if !jsonline.IsObject(v) {
+				return &vocab.DecodeError{Field: "meta", Msg: "must be an object"}
 			}
 			e.Meta = string(v)
 			return nil
 		}
-		s, err := wire.String(v)
+		s, err := jsonline.String(v)
 		if err != nil {
-			return &rule.DecodeError{Field: fieldNames[f], Msg: "must be a string"}
+			return &vocab.DecodeError{Field: fieldNames[f], Msg: "must be a string"}
 		}
 		switch f {
 		case fTS:
 			t, err := parseTime(s)
 			if err != nil {
-				return &rule.DecodeError{Field: "ts", Msg: "must be an RFC 3339 time"}
+				return &vocab.DecodeError{Field: "ts", Msg: "must be an RFC 3339 time"}
 			}
 			if p := instant.Problem(t); p != "" {
-				return &rule.DecodeError{Field: "ts", Msg: p}
+				return &vocab.DecodeError{Field: "ts", Msg: p}
 			}
 			e.TS = t
 		case fType:
@@ -151,10 +151,10 @@ func Decode(line []byte) (Event, error) {
 		return Event{}, err
 	}
 	if seen&(1<<fType) == 0 {
-		return Event{}, &rule.DecodeError{Field: "type", Msg: "missing"}
+		return Event{}, &vocab.DecodeError{Field: "type", Msg: "missing"}
 	}
 	if !Known(e.Type) {
-		return Event{Type: e.Type}, fmt.Errorf("%w %q", rule.ErrUnknownType, e.Type)
+		return Event{Type: e.Type}, fmt.Errorf("%w %q", vocab.ErrUnknownType, e.Type)
 	}
 	if e.Type != TypePromise {
 		e.ID, e.Text = e.Text, ""
@@ -171,12 +171,12 @@ func Decode(line []byte) (Event, error) {
 func (e *Event) wellFormed() error {
 	need := func(field, v string) error {
 		if v == "" {
-			return &rule.DecodeError{Field: field, Msg: "missing"}
+			return &vocab.DecodeError{Field: field, Msg: "missing"}
 		}
 		return nil
 	}
 	if e.TS.IsZero() {
-		return &rule.DecodeError{Field: "ts", Msg: "missing"}
+		return &vocab.DecodeError{Field: "ts", Msg: "missing"}
 	}
 	switch e.Type {
 	case TypePromise:
@@ -200,7 +200,7 @@ func (e *Event) wellFormed() error {
 		switch e.As {
 		case AsSatisfied, AsCancelled, AsReleased:
 		default:
-			return &rule.DecodeError{Field: "as", Msg: "must be satisfied, cancelled or released"}
+			return &vocab.DecodeError{Field: "as", Msg: "must be satisfied, cancelled or released"}
 		}
 	case TypeAssess:
 		if err := need("promise", e.ID); err != nil {
@@ -210,10 +210,10 @@ func (e *Event) wellFormed() error {
 	if e.Until != "" {
 		t, err := parseTime(e.Until)
 		if err != nil {
-			return &rule.DecodeError{Field: "until", Msg: "must be an RFC 3339 time"}
+			return &vocab.DecodeError{Field: "until", Msg: "must be an RFC 3339 time"}
 		}
 		if p := instant.Problem(t); p != "" {
-			return &rule.DecodeError{Field: "until", Msg: p}
+			return &vocab.DecodeError{Field: "until", Msg: p}
 		}
 		e.until, e.untilSet = instant.Pack(t), true
 	}
@@ -287,14 +287,14 @@ func fieldOf(key []byte) field {
 func (e *Event) Encode() []byte {
 	b := make([]byte, 0, 256)
 	b = append(b, `{"ts":`...)
-	b = wire.AppendString(b, instant.Format(e.TS))
+	b = jsonline.AppendString(b, instant.Format(e.TS))
 	b = append(b, `,"type":`...)
-	b = wire.AppendString(b, e.Type)
+	b = jsonline.AppendString(b, e.Type)
 	str := func(name, v string) {
 		b = append(b, ',', '"')
 		b = append(b, name...)
 		b = append(b, '"', ':')
-		b = wire.AppendString(b, v)
+		b = jsonline.AppendString(b, v)
 	}
 	opt := func(name, v string) {
 		if v != "" {
@@ -321,7 +321,7 @@ func (e *Event) Encode() []byte {
 		str("by", e.By)
 		if e.As == AsSatisfied || len(e.Evidence) > 0 {
 			b = append(b, `,"evidence":`...)
-			b = wire.AppendStrings(b, e.Evidence)
+			b = jsonline.AppendStrings(b, e.Evidence)
 		}
 		opt("reason", e.Reason)
 	case TypeAssess:
@@ -351,9 +351,9 @@ func (e *Event) Party() string {
 func PeekType(line []byte) (string, error) {
 	var typ string
 	errFound := errors.New("found")
-	err := wire.Object(line, func(key, v []byte) error {
+	err := jsonline.Object(line, func(key, v []byte) error {
 		if string(key) == "type" {
-			s, err := wire.String(v)
+			s, err := jsonline.String(v)
 			if err != nil {
 				return err
 			}

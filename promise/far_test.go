@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"tally/rule"
+	"tally/vocab"
 )
 
 // Far instants on the wire: kept exactly by the fold and the snapshot;
@@ -41,7 +41,7 @@ func TestFarInstantsOnTheWire(t *testing.T) {
 		{`{"ts":"0000-01-01T00:00:00Z","type":"promise","id":"z","promise":"x","by":"d","to":"c","until":"2026-09-01T17:00:00Z"}`, "ts"},
 	} {
 		_, err := Decode([]byte(c.line))
-		var de *rule.DecodeError
+		var de *vocab.DecodeError
 		if err == nil || !errors.As(err, &de) || de.Field != c.field {
 			t.Errorf("%s: %v, want a decode error of %s", c.line, err, c.field)
 		}
@@ -49,7 +49,7 @@ func TestFarInstantsOnTheWire(t *testing.T) {
 
 	// Decide refuses what it cannot keep, naming until.
 	_, _, err = NewState().Decide(DefaultLimits(), "d", now, Declare{ID: "z", Text: "x", By: "d", To: "c", Until: time.Date(9999, 1, 1, 0, 0, 0, 1, time.UTC)})
-	if r, ok := rule.As(err); !ok || r.Field != "until" || !strings.Contains(r.Rule, "microsecond") {
+	if r, ok := vocab.As(err); !ok || r.Field != "until" || !strings.Contains(r.Rule, "microsecond") {
 		t.Fatalf("declare with a nanosecond in 9999: %v", err)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"tally/rule"
+	"tally/vocab"
 )
 
 func ts(s string) time.Time {
@@ -235,32 +235,32 @@ func TestDecideRefusals(t *testing.T) {
 		actor string
 		cmd   Command
 		field string
-		code  rule.Code
+		code  vocab.Code
 	}{
-		{"empty text", "a", Declare{ID: "n1", Text: "  ", By: "a", To: "b", Until: until}, "promise", rule.Invalid},
-		{"id with whitespace", "a", Declare{ID: "n 1", Text: "t", By: "a", To: "b", Until: until}, "id", rule.Invalid},
-		{"id over 128", "a", Declare{ID: long, Text: "t", By: "a", To: "b", Until: until}, "id", rule.Invalid},
-		{"duplicate id", "a", Declare{ID: "pnk_0c2b77", Text: "t", By: "a", To: "b", Until: until}, "id", rule.Conflict},
-		{"missing until", "a", Declare{ID: "n1", Text: "t", By: "a", To: "b"}, "until", rule.Invalid},
-		{"missing creditor", "a", Declare{ID: "n1", Text: "t", By: "a", Until: until}, "to", rule.Invalid},
-		{"meta not an object", "a", Declare{ID: "n1", Text: "t", By: "a", To: "b", Until: until, Meta: `[1]`}, "meta", rule.Invalid},
-		{"meta empty object", "a", Declare{ID: "n1", Text: "t", By: "a", To: "b", Until: until, Meta: `{}`}, "meta", rule.Invalid},
-		{"meta over 8 KiB", "a", Declare{ID: "n1", Text: "t", By: "a", To: "b", Until: until, Meta: `{"k":"` + strings.Repeat("x", 8200) + `"}`}, "meta", rule.Invalid},
-		{"declare for someone else", "a", Declare{ID: "n1", Text: "t", By: "b", To: "c", Until: until}, "by", rule.Forbidden},
-		{"no actor", "", Declare{ID: "n1", Text: "t", By: "a", To: "b", Until: until}, "actor", rule.Invalid},
-		{"amend unknown", "…/author", Amend{ID: "nope", Until: until}, "promise", rule.NotFound},
-		{"amend by non-debtor", "…/reviewer", Amend{ID: "pnk_0c2b77", Until: until}, "by", rule.Forbidden},
-		{"amend resolved", "…/reviewer", Amend{ID: "desk/ship-91", Until: until}, "promise", rule.Conflict},
-		{"satisfy without evidence", "…/author", Resolve{ID: "pnk_0c2b77", As: AsSatisfied}, "evidence", rule.Invalid},
-		{"satisfy with blank evidence", "…/author", Resolve{ID: "pnk_0c2b77", As: AsSatisfied, Evidence: []string{"ok", " "}}, "evidence", rule.Invalid},
-		{"cancel without reason", "…/author", Resolve{ID: "pnk_0c2b77", As: AsCancelled}, "reason", rule.Invalid},
-		{"release by debtor", "…/author", Resolve{ID: "pnk_0c2b77", As: AsReleased}, "by", rule.Forbidden},
-		{"satisfy by creditor", "…/reviewer", Resolve{ID: "pnk_0c2b77", As: AsSatisfied, Evidence: []string{"e"}}, "by", rule.Forbidden},
-		{"resolve twice", "…/reviewer", Resolve{ID: "desk/ship-91", As: AsCancelled, Reason: "r"}, "promise", rule.Conflict},
-		{"resolve unknown", "…/reviewer", Resolve{ID: "nope", As: AsCancelled, Reason: "r"}, "promise", rule.NotFound},
-		{"assess as someone else", "x", Assess{ID: "pnk_0c2b77", State: StateViolated, Observer: "y"}, "observer", rule.Forbidden},
-		{"assess unknown", "x", Assess{ID: "nope", State: StateViolated}, "promise", rule.NotFound},
-		{"assess other state", "x", Assess{ID: "pnk_0c2b77", State: "kept"}, "state", rule.Invalid},
+		{"empty text", "a", Declare{ID: "n1", Text: "  ", By: "a", To: "b", Until: until}, "promise", vocab.Invalid},
+		{"id with whitespace", "a", Declare{ID: "n 1", Text: "t", By: "a", To: "b", Until: until}, "id", vocab.Invalid},
+		{"id over 128", "a", Declare{ID: long, Text: "t", By: "a", To: "b", Until: until}, "id", vocab.Invalid},
+		{"duplicate id", "a", Declare{ID: "pnk_0c2b77", Text: "t", By: "a", To: "b", Until: until}, "id", vocab.Conflict},
+		{"missing until", "a", Declare{ID: "n1", Text: "t", By: "a", To: "b"}, "until", vocab.Invalid},
+		{"missing creditor", "a", Declare{ID: "n1", Text: "t", By: "a", Until: until}, "to", vocab.Invalid},
+		{"meta not an object", "a", Declare{ID: "n1", Text: "t", By: "a", To: "b", Until: until, Meta: `[1]`}, "meta", vocab.Invalid},
+		{"meta empty object", "a", Declare{ID: "n1", Text: "t", By: "a", To: "b", Until: until, Meta: `{}`}, "meta", vocab.Invalid},
+		{"meta over 8 KiB", "a", Declare{ID: "n1", Text: "t", By: "a", To: "b", Until: until, Meta: `{"k":"` + strings.Repeat("x", 8200) + `"}`}, "meta", vocab.Invalid},
+		{"declare for someone else", "a", Declare{ID: "n1", Text: "t", By: "b", To: "c", Until: until}, "by", vocab.Forbidden},
+		{"no actor", "", Declare{ID: "n1", Text: "t", By: "a", To: "b", Until: until}, "actor", vocab.Invalid},
+		{"amend unknown", "…/author", Amend{ID: "nope", Until: until}, "promise", vocab.NotFound},
+		{"amend by non-debtor", "…/reviewer", Amend{ID: "pnk_0c2b77", Until: until}, "by", vocab.Forbidden},
+		{"amend resolved", "…/reviewer", Amend{ID: "desk/ship-91", Until: until}, "promise", vocab.Conflict},
+		{"satisfy without evidence", "…/author", Resolve{ID: "pnk_0c2b77", As: AsSatisfied}, "evidence", vocab.Invalid},
+		{"satisfy with blank evidence", "…/author", Resolve{ID: "pnk_0c2b77", As: AsSatisfied, Evidence: []string{"ok", " "}}, "evidence", vocab.Invalid},
+		{"cancel without reason", "…/author", Resolve{ID: "pnk_0c2b77", As: AsCancelled}, "reason", vocab.Invalid},
+		{"release by debtor", "…/author", Resolve{ID: "pnk_0c2b77", As: AsReleased}, "by", vocab.Forbidden},
+		{"satisfy by creditor", "…/reviewer", Resolve{ID: "pnk_0c2b77", As: AsSatisfied, Evidence: []string{"e"}}, "by", vocab.Forbidden},
+		{"resolve twice", "…/reviewer", Resolve{ID: "desk/ship-91", As: AsCancelled, Reason: "r"}, "promise", vocab.Conflict},
+		{"resolve unknown", "…/reviewer", Resolve{ID: "nope", As: AsCancelled, Reason: "r"}, "promise", vocab.NotFound},
+		{"assess as someone else", "x", Assess{ID: "pnk_0c2b77", State: StateViolated, Observer: "y"}, "observer", vocab.Forbidden},
+		{"assess unknown", "x", Assess{ID: "nope", State: StateViolated}, "promise", vocab.NotFound},
+		{"assess other state", "x", Assess{ID: "pnk_0c2b77", State: "kept"}, "state", vocab.Invalid},
 	}
 	// The refusals that depend on the state come from Admit; Prepare, which
 	// writers run outside the session lock, must not make them.
@@ -269,7 +269,7 @@ func TestDecideRefusals(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, _, err := s.Decide(lim, c.actor, now, c.cmd)
-			r, ok := rule.As(err)
+			r, ok := vocab.As(err)
 			if !ok {
 				t.Fatalf("want a refusal, got %v", err)
 			}
@@ -333,7 +333,7 @@ func TestDecodeKeepsUnknownAndRefusesMalformed(t *testing.T) {
 		t.Fatalf("unknown field: %v", err)
 	}
 	_, err = Decode([]byte(`{"ts":"2026-08-28T20:14:03Z","type":"escalate","promise":"a"}`))
-	if !errors.Is(err, rule.ErrUnknownType) {
+	if !errors.Is(err, vocab.ErrUnknownType) {
 		t.Fatalf("unknown type: %v", err)
 	}
 	for _, bad := range []string{
@@ -343,7 +343,7 @@ func TestDecodeKeepsUnknownAndRefusesMalformed(t *testing.T) {
 		`{"type":"promise","id":"a","promise":"x","by":"d","to":"c","until":"2026-09-01T17:00:00Z"}`,
 		`{"ts":"2026-08-28T20:14:03Z","type":"promise","id":"a","promise":"x","by":"d","to":"c","until":"2026-09-01T17:00:00Z"`,
 	} {
-		if _, err := Decode([]byte(bad)); err == nil || errors.Is(err, rule.ErrUnknownType) {
+		if _, err := Decode([]byte(bad)); err == nil || errors.Is(err, vocab.ErrUnknownType) {
 			t.Errorf("accepted %s: %v", bad, err)
 		}
 	}
@@ -394,7 +394,7 @@ func TestDecideDefaults(t *testing.T) {
 }
 
 // TestDecodeErrorWords pins the words of a decode error, which reach import
-// and verify reports: the member and the rule, through rule.DecodeError.
+// and verify reports: the member and the rule, through vocab.DecodeError.
 func TestDecodeErrorWords(t *testing.T) {
 	_, err := Decode([]byte(`{"ts":"2026-08-28T20:14:03Z","promise":"a"}`))
 	if err == nil || err.Error() != "type: missing" {

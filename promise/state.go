@@ -3,7 +3,7 @@ package promise
 import (
 	"time"
 
-	"tally/deadline"
+	"tally/duequeue"
 	"tally/instant"
 )
 
@@ -80,7 +80,7 @@ type State struct {
 	// deadlines indexes unresolved promises by current deadline (position
 	// in order → until). It is built by the second overdue query and kept
 	// current by Apply after that; nil until then.
-	deadlines      *deadline.Index[int32]
+	deadlines      *duequeue.Index[int32]
 	overdueQueries int
 	order          []*Promise // declaration order
 	names          map[string]string

@@ -6,9 +6,9 @@ import (
 	"strconv"
 	"time"
 
-	"tally/deadline"
+	"tally/duequeue"
 	"tally/instant"
-	"tally/wire"
+	"tally/jsonline"
 )
 
 // View is a promise as `show --json` and `ls --json` print it. The shape is
@@ -65,35 +65,35 @@ func (s *State) View(p *Promise, now time.Time) View {
 // so output is byte-identical for the same log and now.
 func (v *View) AppendJSON(b []byte) []byte {
 	b = append(b, `{"id":`...)
-	b = wire.AppendString(b, v.ID)
+	b = jsonline.AppendString(b, v.ID)
 	b = append(b, `,"promise":`...)
-	b = wire.AppendString(b, v.Promise)
+	b = jsonline.AppendString(b, v.Promise)
 	b = append(b, `,"by":`...)
-	b = wire.AppendString(b, v.By)
+	b = jsonline.AppendString(b, v.By)
 	b = append(b, `,"to":`...)
-	b = wire.AppendString(b, v.To)
+	b = jsonline.AppendString(b, v.To)
 	b = append(b, `,"on":`...)
 	b = appendOptString(b, v.On)
 	b = append(b, `,"task":`...)
 	b = appendOptString(b, v.Task)
 	b = append(b, `,"until":`...)
-	b = wire.AppendString(b, instant.Format(v.Until))
+	b = jsonline.AppendString(b, instant.Format(v.Until))
 	b = append(b, `,"horizons":[`...)
 	for i, h := range v.Horizons {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = wire.AppendString(b, instant.Format(h))
+		b = jsonline.AppendString(b, instant.Format(h))
 	}
 	b = append(b, `],"state":`...)
-	b = wire.AppendString(b, string(v.State))
+	b = jsonline.AppendString(b, string(v.State))
 	b = append(b, `,"overdue":`...)
 	b = strconv.AppendBool(b, v.Overdue)
 	b = append(b, `,"evidence":`...)
 	if v.Evidence == nil {
 		b = append(b, "[]"...)
 	} else {
-		b = wire.AppendStrings(b, v.Evidence)
+		b = jsonline.AppendStrings(b, v.Evidence)
 	}
 	b = append(b, `,"reason":`...)
 	b = appendOptString(b, v.Reason)
@@ -103,7 +103,7 @@ func (v *View) AppendJSON(b []byte) []byte {
 	if v.ResolvedAt.IsZero() || v.ResolvedBy == "" {
 		b = append(b, "null"...)
 	} else {
-		b = wire.AppendString(b, instant.Format(v.ResolvedAt))
+		b = jsonline.AppendString(b, instant.Format(v.ResolvedAt))
 	}
 	b = append(b, `,"assessments":[`...)
 	for i, a := range v.Assessments {
@@ -111,17 +111,17 @@ func (v *View) AppendJSON(b []byte) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"observer":`...)
-		b = wire.AppendString(b, a.Observer)
+		b = jsonline.AppendString(b, a.Observer)
 		b = append(b, `,"state":`...)
-		b = wire.AppendString(b, a.State)
+		b = jsonline.AppendString(b, a.State)
 		b = append(b, `,"note":`...)
 		b = appendOptString(b, a.Note)
 		b = append(b, `,"ts":`...)
-		b = wire.AppendString(b, instant.Format(a.TS))
+		b = jsonline.AppendString(b, instant.Format(a.TS))
 		b = append(b, '}')
 	}
 	b = append(b, `],"declared":`...)
-	b = wire.AppendString(b, instant.Format(v.Declared))
+	b = jsonline.AppendString(b, instant.Format(v.Declared))
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendUint(b, v.Seq, 10)
 	b = append(b, `,"meta":`...)
@@ -137,7 +137,7 @@ func appendOptString(b []byte, s string) []byte {
 	if s == "" {
 		return append(b, "null"...)
 	}
-	return wire.AppendString(b, s)
+	return jsonline.AppendString(b, s)
 }
 
 // Filter selects promises for listing. State is "open" (conditional and
@@ -207,7 +207,7 @@ func (s *State) ensureDeadlines() {
 	if s.deadlines != nil {
 		return
 	}
-	s.deadlines = deadline.New(func(a, b int32) bool { return a < b })
+	s.deadlines = duequeue.New(func(a, b int32) bool { return a < b })
 	for i, p := range s.order {
 		if p.Resolution == nil {
 			s.deadlines.Set(int32(i), p.Until())

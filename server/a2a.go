@@ -44,8 +44,8 @@ import (
 	"tally/a2atask"
 	"tally/expect"
 	"tally/ledger"
-	"tally/rule"
 	"tally/store"
+	"tally/vocab"
 	"tally/watch"
 )
 
@@ -149,7 +149,7 @@ func (s *Server) checkReplyTo(field string, rt *expect.ReplyTo) error {
 			continue
 		}
 		if err := p.CheckURL(u.url); err != nil {
-			return rule.Invalidf(u.field, err.Error())
+			return vocab.Invalidf(u.field, err.Error())
 		}
 	}
 	return nil

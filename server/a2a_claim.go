@@ -68,8 +68,8 @@ import (
 	"tally/a2atask"
 	"tally/api"
 	"tally/ledger"
-	"tally/rule"
 	"tally/service"
+	"tally/vocab"
 )
 
 // a2aClaimActions are the claim verbs over A2A and REST
@@ -249,7 +249,7 @@ func (h *a2aHandler) findClaim(ctx context.Context, c *a2aCall, id string) (*ser
 	if err == nil {
 		return &res, nil
 	}
-	if r, ok := rule.As(err); ok && r.Code == rule.NotFound {
+	if r, ok := vocab.As(err); ok && r.Code == vocab.NotFound {
 		return nil, nil
 	}
 	if notServed(err) {
@@ -270,7 +270,7 @@ func (h *a2aHandler) cancelClaim(ctx context.Context, c *a2aCall, req *a2a.Cance
 	}
 	res, err := h.s.local.CancelClaim(ctx, call, api.ClaimEnd{Claim: string(req.ID), Reason: a2atask.CancelReason(c.cancelRequestMetadata(req), keys)})
 	if err != nil {
-		if r, ok := rule.As(err); ok && r.Field == "reason" {
+		if r, ok := vocab.As(err); ok && r.Field == "reason" {
 			return nil, a2atask.InvalidParams("reason", r.Rule+": cancelling a claim needs a reason, put it in the request's metadata.reason")
 		}
 		return nil, cancelError(err)

@@ -45,8 +45,8 @@ import (
 	"tally/expect"
 	"tally/instant"
 	"tally/ledger"
-	"tally/rule"
 	"tally/service"
+	"tally/vocab"
 )
 
 // sendExpect runs one expect record of a SendMessage through the Service
@@ -160,7 +160,7 @@ func (h *a2aHandler) raiseReplying(ctx context.Context, c *a2aCall, l *ledger.Le
 
 // refuseAt names a refusal's field inside the record.
 func refuseAt(where string, err error) error {
-	if r, ok := rule.As(err); ok {
+	if r, ok := vocab.As(err); ok {
 		field := r.Field
 		if !strings.HasPrefix(field, where) {
 			field = where + "." + field
@@ -188,7 +188,7 @@ func (h *a2aHandler) expectCommand(req *a2a.SendMessageRequest, uri string, d *a
 			task = string(msg.TaskID)
 		}
 		if task == "" {
-			return nil, nil, rule.Invalidf("taskId", "names the origin task (or send the message in it: message.taskId)")
+			return nil, nil, vocab.Invalidf("taskId", "names the origin task (or send the message in it: message.taskId)")
 		}
 		od := api.ExpectTaskOutcome{Outcome: d.Outcome}
 		oc := od.Command(task)
@@ -196,7 +196,7 @@ func (h *a2aHandler) expectCommand(req *a2a.SendMessageRequest, uri string, d *a
 		case expect.OutcomeCompleted, expect.OutcomeCancelled, expect.OutcomeFailed:
 		default:
 			// Refused here, not by the core, to name the record's member.
-			return nil, nil, rule.Invalidf("outcome", "must be completed, cancelled or failed")
+			return nil, nil, vocab.Invalidf("outcome", "must be completed, cancelled or failed")
 		}
 		return oc, nil, nil
 	}

@@ -40,7 +40,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/errordetails"
 
 	"tally/a2atask"
-	"tally/jsondoc"
+	"tally/jsonline"
 )
 
 // A2AVersion is the A2A protocol version tally speaks.
@@ -385,7 +385,7 @@ func syntaxWhere(body []byte, err error) string {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return "empty body: send a JSON-RPC request object"
 	}
-	if msg, ok := jsondoc.SyntaxWhere(body, err); ok {
+	if msg, ok := jsonline.SyntaxWhere(body, err); ok {
 		return msg
 	}
 	return "invalid JSON: " + err.Error()

@@ -23,8 +23,8 @@ import (
 	"tally/expect"
 	"tally/ledger"
 	"tally/promise"
-	"tally/rule"
 	"tally/service"
+	"tally/vocab"
 )
 
 // a2aHandler answers A2A requests through the server's Service in the
@@ -119,12 +119,12 @@ func a2aError(err error) error {
 	if errors.As(err, &ae) {
 		return err
 	}
-	if r, ok := rule.As(err); ok {
+	if r, ok := vocab.As(err); ok {
 		sentinel := a2a.ErrInvalidParams
 		switch r.Code {
-		case rule.NotFound, CodeNoSuchSession:
+		case vocab.NotFound, CodeNoSuchSession:
 			sentinel = a2a.ErrTaskNotFound
-		case rule.Forbidden:
+		case vocab.Forbidden:
 			sentinel = a2a.ErrUnauthorized
 		case CodeDamaged: // the server's copy, not the request, is at fault
 			sentinel = a2a.ErrInternalError
@@ -212,7 +212,7 @@ func (h *a2aHandler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a
 // neither is TaskNotFound.
 func (h *a2aHandler) origin(ctx context.Context, c *a2aCall, task string) (*service.TaskOrigin, error) {
 	res, err := h.s.local.TaskOrigin(ctx, h.readCall(c), task)
-	if r, ok := rule.As(err); ok && r.Code == rule.NotFound {
+	if r, ok := vocab.As(err); ok && r.Code == vocab.NotFound {
 		return nil, noTask(c, task)
 	}
 	if err != nil {
@@ -385,7 +385,7 @@ func (h *a2aHandler) SendMessage(ctx context.Context, req *a2a.SendMessageReques
 	if !slices.Contains(c.active, uri) {
 		return nil, a2a.NewError(a2a.ErrExtensionSupportRequired,
 			"A2A-Extensions: the record in metadata[\""+key+"\"] needs "+uri+" activated in the A2A-Extensions request header").
-			WithDetails(map[string]any{"code": string(rule.Invalid), "field": "A2A-Extensions", "rule": "activate " + uri})
+			WithDetails(map[string]any{"code": string(vocab.Invalid), "field": "A2A-Extensions", "rule": "activate " + uri})
 	}
 	switch fam, _ := h.s.cfg.A2A.uris().FamilyOf(uri); fam {
 	case a2atask.FamilyExpect:
@@ -418,7 +418,7 @@ func (h *a2aHandler) sendPromise(ctx context.Context, c *a2aCall, msg *a2a.Messa
 	}
 	where, action := rec.Where, rec.Action.Name
 	refuse := func(err error) error {
-		if r, ok := rule.As(err); ok {
+		if r, ok := vocab.As(err); ok {
 			return a2a.NewError(a2a.ErrInvalidParams, where+"."+r.Error()).WithDetails(map[string]any{"code": string(r.Code), "field": r.Field, "rule": r.Rule})
 		}
 		return a2aError(err)
@@ -584,7 +584,7 @@ func decodeAnswer[T a2aAnswer](resp []byte) (*T, error) {
 // cancelError maps a refused cancellation: a conflict (the record already
 // ended) is NotCancelable, anything else as a2aError.
 func cancelError(err error) error {
-	if r, ok := rule.As(err); ok && r.Code == rule.Conflict {
+	if r, ok := vocab.As(err); ok && r.Code == vocab.Conflict {
 		return a2a.NewError(a2a.ErrTaskNotCancelable, r.Error()).WithDetails(map[string]any{"code": string(r.Code), "field": r.Field, "rule": r.Rule})
 	}
 	return a2aError(err)

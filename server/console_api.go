@@ -15,7 +15,6 @@ import (
 	"tally/expect"
 	"tally/ledger"
 	"tally/promise"
-	"tally/rule"
 	"tally/server/console"
 	"tally/store"
 	"tally/vocab"
@@ -268,7 +267,7 @@ func intParam(r *http.Request, name string, def, max int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 || n > max {
-		return 0, rule.Invalidf(name, "must be an integer from 0 to "+strconv.Itoa(max))
+		return 0, vocab.Invalidf(name, "must be an integer from 0 to "+strconv.Itoa(max))
 	}
 	return n, nil
 }
@@ -284,7 +283,7 @@ func (s *Server) obligationList(w http.ResponseWriter, r *http.Request) {
 	f := obligationFilter{family: q.Get("family"), state: q.Get("state"), by: q.Get("by"), to: q.Get("to"),
 		party: q.Get("party"), q: strings.ToLower(q.Get("q")), attention: q.Get("attention") == "true"}
 	if f.family != "" && f.family != "promise" && f.family != "claim" && f.family != "expectation" {
-		s.writeError(w, rule.Invalidf("family", "must be promise, claim or expectation"))
+		s.writeError(w, vocab.Invalidf("family", "must be promise, claim or expectation"))
 		return
 	}
 	offset, err := intParam(r, "offset", 0, 1<<30)
@@ -425,7 +424,7 @@ func (s *Server) promiseHistory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(steps) == 0 {
-		s.writeError(w, rule.NotFoundf("promise", "no promise with id "+id))
+		s.writeError(w, vocab.NotFoundf("promise", "no promise with id "+id))
 		return
 	}
 	writeDoc(w, http.StatusOK, expectDoc("promise", id, "steps", steps))
@@ -464,7 +463,7 @@ func (s *Server) claimHistory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(steps) == 0 {
-		s.writeError(w, rule.NotFoundf("claim", "no claim with id "+id))
+		s.writeError(w, vocab.NotFoundf("claim", "no claim with id "+id))
 		return
 	}
 	writeDoc(w, http.StatusOK, expectDoc("claim", id, "steps", steps))

@@ -6,7 +6,7 @@ import (
 	"tally/expect"
 	"tally/ledger"
 	"tally/promise"
-	"tally/rule"
+	"tally/vocab"
 )
 
 // The acting identity of a write under --insecure-dev (Config.Insecure).
@@ -71,7 +71,7 @@ func (s *Server) writeActor(p principal, cmd ledger.Command) (string, error) {
 	if party := recordParty(cmd); party != "" {
 		return party, nil
 	}
-	return "", rule.Invalidf("X-Tally-Actor", "--insecure-dev: this write names no party of its own ("+devPartiesText+
+	return "", vocab.Invalidf("X-Tally-Actor", "--insecure-dev: this write names no party of its own ("+devPartiesText+
 		" do); send the acting identity in the X-Tally-Actor header")
 }
 

@@ -15,8 +15,8 @@ import (
 	"tally/api"
 	"tally/claim"
 	"tally/digest"
-	"tally/rule"
 	"tally/service"
+	"tally/vocab"
 )
 
 // CodeDamaged is the error code of a stored copy whose bytes no longer
@@ -39,7 +39,7 @@ func queryOnly(r *http.Request, what string, names ...string) error {
 			known = known || k == n
 		}
 		if !known {
-			return rule.Invalidf(k, fmt.Sprintf("is not a parameter of %s (%v)", what, names))
+			return vocab.Invalidf(k, fmt.Sprintf("is not a parameter of %s (%v)", what, names))
 		}
 	}
 	return nil
@@ -96,7 +96,7 @@ func (s *Server) contentGet(w http.ResponseWriter, r *http.Request) {
 	}
 	cd, err := digest.ParseContentDigest(r.PathValue("content"))
 	if err != nil {
-		s.writeError(w, rule.Invalidf("content", "must be a content digest (64 hex digits)"))
+		s.writeError(w, vocab.Invalidf("content", "must be a content digest (64 hex digits)"))
 		return
 	}
 	ac, err := s.local.Content(r.Context(), c, cd)

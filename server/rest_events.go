@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"tally/promise"
-	"tally/rule"
 	"tally/store"
+	"tally/vocab"
 )
 
 // events streams committed records as Server-Sent Events: each line after
@@ -31,7 +31,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			s.writeError(w, rule.Invalidf("after", "must be a sequence number"))
+			s.writeError(w, vocab.Invalidf("after", "must be a sequence number"))
 			return
 		}
 		after = n

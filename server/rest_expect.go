@@ -9,8 +9,8 @@ import (
 	"tally/api"
 	"tally/jsondoc"
 	"tally/ledger"
-	"tally/rule"
 	"tally/service"
+	"tally/vocab"
 )
 
 // The expectations family over HTTP. A raise body is the draft's document,
@@ -76,7 +76,7 @@ func renderExpectation(id string) func(*ledger.State, []ledger.Result) []byte {
 
 func (s *Server) expectRaise(r *http.Request, c service.Call, d *api.ExpectRaise) (service.Doc, error) {
 	if d.Supersedes != "" {
-		return service.Doc{}, rule.Invalidf("supersedes", "extend an expectation with POST …/expectations/{id}/supersede")
+		return service.Doc{}, vocab.Invalidf("supersedes", "extend an expectation with POST …/expectations/{id}/supersede")
 	}
 	res, err := s.local.RaiseExpectation(r.Context(), c, *d)
 	return res.Doc, err

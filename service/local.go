@@ -10,7 +10,7 @@ import (
 	"github.com/zeebo/blake3"
 
 	"tally/ledger"
-	"tally/rule"
+	"tally/vocab"
 )
 
 // RequestIDMax bounds a request id (the CLI's --request-id, the REST
@@ -87,7 +87,7 @@ type write struct {
 // document gets it back, byte for byte, with Replayed set, appending nothing.
 func (s *Local) execute(ctx context.Context, c Call, w write) (Doc, []ledger.Result, error) {
 	if len(c.RequestID) > RequestIDMax {
-		return Doc{}, nil, rule.Invalidf("request_id", fmt.Sprintf("at most %d bytes", RequestIDMax))
+		return Doc{}, nil, vocab.Invalidf("request_id", fmt.Sprintf("at most %d bytes", RequestIDMax))
 	}
 	l, err := s.sessions.Open(ctx, c.Tenant, c.Session, true)
 	if err != nil {

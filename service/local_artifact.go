@@ -14,8 +14,8 @@ import (
 	"tally/digest"
 	"tally/jsondoc"
 	"tally/ledger"
-	"tally/rule"
 	"tally/store"
+	"tally/vocab"
 )
 
 // The custody of artifacts' bytes: the content store beside the ledgers,
@@ -25,7 +25,7 @@ import (
 
 // CodeDamaged is the error code of a stored copy whose bytes no longer
 // match its digest.
-const CodeDamaged rule.Code = "damaged"
+const CodeDamaged vocab.Code = "damaged"
 
 // ArtifactReadError turns a content store error about what ("artifact X",
 // "content D") into a refusal: damaged or not in the store.
@@ -35,9 +35,9 @@ func ArtifactReadError(what string, err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &de):
-		return rule.New(CodeDamaged, "artifact", fmt.Sprintf("the stored copy of %s is damaged (content %s, read as %s); nothing was written", what, de.Want, de.Got))
+		return vocab.New(CodeDamaged, "artifact", fmt.Sprintf("the stored copy of %s is damaged (content %s, read as %s); nothing was written", what, de.Want, de.Got))
 	case errors.Is(err, artifact.ErrNotFound):
-		return rule.NotFoundf("artifact", "the bytes of "+what+" are not in the content store")
+		return vocab.NotFoundf("artifact", "the bytes of "+what+" are not in the content store")
 	}
 	return err
 }
@@ -204,7 +204,7 @@ func ArtifactsDoc(rows []claim.StoredArtifact) ([]byte, error) {
 
 func (s *Local) ListArtifacts(ctx context.Context, c Call, q ArtifactQuery) (ArtifactList, error) {
 	if q.Artifact != "" && q.Claim == "" {
-		return ArtifactList{}, rule.Invalidf("claim", "required with an artifact id")
+		return ArtifactList{}, vocab.Invalidf("claim", "required with an artifact id")
 	}
 	l, err := s.read(ctx, c)
 	if err != nil {

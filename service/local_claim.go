@@ -12,7 +12,7 @@ import (
 	"tally/instant"
 	"tally/jsondoc"
 	"tally/ledger"
-	"tally/rule"
+	"tally/vocab"
 )
 
 // The claims family on this machine's ledgers. A write's request id is
@@ -175,7 +175,7 @@ func (s *Local) ReportCheck(ctx context.Context, c Call, d api.ClaimCheck, ev *E
 	}
 	for _, f := range [][2]string{{"artifact", d.Artifact}, {"evidence", d.Evidence}} {
 		if f[1] == "" {
-			return ClaimWritten{}, rule.Invalidf(f[0], "required")
+			return ClaimWritten{}, vocab.Invalidf(f[0], "required")
 		}
 	}
 	// The target's bytes are verified before the evidence is stored.

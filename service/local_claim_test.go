@@ -14,8 +14,8 @@ import (
 	"tally/api"
 	"tally/claim"
 	"tally/ledger"
-	"tally/rule"
 	"tally/store"
+	"tally/vocab"
 )
 
 // newClaimsLocal is newLocal with a content store beside the ledger.
@@ -94,15 +94,15 @@ func TestReportCheckWithEvidence(t *testing.T) {
 	before := logBytes(t, l)
 	wrong := report
 	wrong.Digest = strings.Repeat("0", 64)
-	if _, err := s.ReportCheck(ctx, m, wrong, ev("4 of 4")); !isCode(err, rule.Conflict) || !strings.Contains(err.Error(), "digest") {
+	if _, err := s.ReportCheck(ctx, m, wrong, ev("4 of 4")); !isCode(err, vocab.Conflict) || !strings.Contains(err.Error(), "digest") {
 		t.Fatalf("a verdict on a wrong digest: %v", err)
 	}
-	if _, err := s.ReportCheck(ctx, p, report, ev("4 of 4")); !isCode(err, rule.Forbidden) {
+	if _, err := s.ReportCheck(ctx, p, report, ev("4 of 4")); !isCode(err, vocab.Forbidden) {
 		t.Fatalf("a stranger's verdict: %v", err)
 	}
 	noID := report
 	noID.Evidence = ""
-	if _, err := s.ReportCheck(ctx, m, noID, ev("4 of 4")); !isCode(err, rule.Invalid) || !strings.HasPrefix(err.Error(), "evidence: ") {
+	if _, err := s.ReportCheck(ctx, m, noID, ev("4 of 4")); !isCode(err, vocab.Invalid) || !strings.HasPrefix(err.Error(), "evidence: ") {
 		t.Fatalf("evidence bytes without an id: %v", err)
 	}
 	if !bytes.Equal(before, logBytes(t, l)) {
@@ -152,8 +152,8 @@ func TestReportCheckWithEvidence(t *testing.T) {
 	}
 }
 
-func isCode(err error, code rule.Code) bool {
-	r, ok := rule.As(err)
+func isCode(err error, code vocab.Code) bool {
+	r, ok := vocab.As(err)
 	return ok && r.Code == code
 }
 

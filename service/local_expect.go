@@ -9,7 +9,7 @@ import (
 	"tally/expect"
 	"tally/jsondoc"
 	"tally/ledger"
-	"tally/rule"
+	"tally/vocab"
 )
 
 // The expectation family on the local ledger. Each write decodes its
@@ -93,7 +93,7 @@ func (s *Local) RaiseExpectation(ctx context.Context, c Call, d api.ExpectRaise)
 func (s *Local) SupersedeExpectation(ctx context.Context, c Call, old string, d api.ExpectRaise) (ExpectationWritten, error) {
 	var w ExpectationWritten
 	if d.Supersedes != "" && d.Supersedes != old {
-		return w, rule.Invalidf("supersedes", "names "+strconv.Quote(d.Supersedes)+" but the path names "+strconv.Quote(old))
+		return w, vocab.Invalidf("supersedes", "names "+strconv.Quote(d.Supersedes)+" but the path names "+strconv.Quote(old))
 	}
 	d.Supersedes = old
 	cmd, err := d.Supersede()
@@ -187,7 +187,7 @@ func (s *Local) Expectation(ctx context.Context, c Call, id string) (Expectation
 	}
 	var ok bool
 	if v.Expectation, ok = l.Expectation(id); !ok {
-		return v, rule.NotFoundf("expectationId", "names no expectation in this ledger: "+id)
+		return v, vocab.NotFoundf("expectationId", "names no expectation in this ledger: "+id)
 	}
 	v.JSON = jsondoc.Doc(expectMember("expectation", &v.Expectation))
 	return v, nil
@@ -201,7 +201,7 @@ func (s *Local) ListExpectations(ctx context.Context, c Call, f expect.Filter) (
 	}
 	if f.State != "" {
 		if _, ok := expect.ParseLife(f.State); !ok {
-			return vs, rule.Invalidf("state", "must be open, satisfied, withdrawn or superseded")
+			return vs, vocab.Invalidf("state", "must be open, satisfied, withdrawn or superseded")
 		}
 	}
 	vs.Expectations = l.Expectations(f)
@@ -240,7 +240,7 @@ func (s *Local) TaskOrigin(ctx context.Context, c Call, task string) (TaskOrigin
 		o.Task.Expectations = st.Expects.List(expect.Filter{TaskID: task})
 	})
 	if !ended && len(o.Task.Expectations) == 0 {
-		return TaskOriginShown{}, rule.NotFoundf("taskId", "is no origin of expectations in this ledger: "+task)
+		return TaskOriginShown{}, vocab.NotFoundf("taskId", "is no origin of expectations in this ledger: "+task)
 	}
 	o.JSON = jsondoc.Doc(expectMember("task", &o.Task))
 	return o, nil

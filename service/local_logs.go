@@ -17,8 +17,8 @@ import (
 	"tally/jsondoc"
 	"tally/ledger"
 	"tally/promise"
-	"tally/rule"
 	"tally/store"
+	"tally/vocab"
 )
 
 var _ Logs = (*Local)(nil)
@@ -35,7 +35,7 @@ func (s *Local) Export(ctx context.Context, c Call, format string, w io.Writer, 
 	switch format {
 	case "", "jsonl", "pinki", "json":
 	default:
-		return Exported{}, rule.Invalidf("format", "must be jsonl, json or pinki")
+		return Exported{}, vocab.Invalidf("format", "must be jsonl, json or pinki")
 	}
 	if format == "json" {
 		now := s.at(c)
@@ -90,7 +90,7 @@ func ExportLines(w io.Writer, pinki bool, scan func(fn func(store.Entry) error) 
 // byte for byte and appends nothing.
 func (s *Local) Import(ctx context.Context, c Call, lines []byte) (Imported, error) {
 	if len(c.RequestID) > RequestIDMax {
-		return Imported{}, rule.Invalidf("request_id", fmt.Sprintf("at most %d bytes", RequestIDMax))
+		return Imported{}, vocab.Invalidf("request_id", fmt.Sprintf("at most %d bytes", RequestIDMax))
 	}
 	l, err := s.sessions.Open(ctx, c.Tenant, c.Session, true)
 	if err != nil {
@@ -177,10 +177,10 @@ func ImportRefusal(err error) error {
 	if !errors.As(err, &ie) {
 		return err
 	}
-	if _, ok := rule.As(err); ok {
+	if _, ok := vocab.As(err); ok {
 		return err
 	}
-	return rule.Invalidf("line "+strconv.Itoa(ie.Line), ie.Err.Error())
+	return vocab.Invalidf("line "+strconv.Itoa(ie.Line), ie.Err.Error())
 }
 
 // Verify checks c's session's log.

@@ -7,7 +7,7 @@ import (
 	"tally/jsondoc"
 	"tally/ledger"
 	"tally/promise"
-	"tally/rule"
+	"tally/vocab"
 )
 
 var _ Promises = (*Local)(nil)
@@ -111,7 +111,7 @@ func (s *Local) Promise(ctx context.Context, c Call, id string) (PromiseShown, e
 	now := s.at(c)
 	v, ok := l.Promise(id, now)
 	if !ok {
-		return PromiseShown{}, rule.NotFoundf("promise", "no promise with id "+id)
+		return PromiseShown{}, vocab.NotFoundf("promise", "no promise with id "+id)
 	}
 	return PromiseShown{Doc: Doc{JSON: jsondoc.PromiseShow(now, &v)}, Now: now, Promise: v}, nil
 }
@@ -123,7 +123,7 @@ func (s *Local) ListPromises(ctx context.Context, c Call, f promise.Filter) (Pro
 		f.State = "open"
 	}
 	if f.State != "open" && f.State != "overdue" && f.State != "all" {
-		return PromiseList{}, rule.Invalidf("state", "must be open, overdue or all")
+		return PromiseList{}, vocab.Invalidf("state", "must be open, overdue or all")
 	}
 	l, err := s.read(ctx, c)
 	if err != nil {

@@ -9,18 +9,18 @@ import (
 	"tally/auth"
 	"tally/jsondoc"
 	"tally/ledger"
-	"tally/rule"
 	"tally/store"
+	"tally/vocab"
 )
 
 // Error codes of a session's opening (HTTP problem bodies; do not rename).
 const (
 	// CodeNoSuchSession: a read named a session that has no log. Reads
 	// never create sessions; the first accepted write does.
-	CodeNoSuchSession rule.Code = "NoSuchSession"
+	CodeNoSuchSession vocab.Code = "NoSuchSession"
 	// CodeSessionQuotaExceeded: a write would create a session beyond the
 	// tenant's quota.
-	CodeSessionQuotaExceeded rule.Code = "SessionQuotaExceeded"
+	CodeSessionQuotaExceeded vocab.Code = "SessionQuotaExceeded"
 )
 
 // Refusal is a refusal or failure as a binding answers it: the HTTP status,
@@ -85,7 +85,7 @@ func Refuse(err error) *Refusal {
 	if errors.As(err, &rf) {
 		return rf.Refusal()
 	}
-	if r, ok := rule.As(err); ok {
+	if r, ok := vocab.As(err); ok {
 		return NewRefusal(ruleStatus(r.Code), string(r.Code), err.Error())
 	}
 	var ie *ledger.IdempotencyError
@@ -109,15 +109,15 @@ func Refuse(err error) *Refusal {
 }
 
 // ruleStatus is the HTTP status of a rule's refusal code.
-func ruleStatus(c rule.Code) int {
+func ruleStatus(c vocab.Code) int {
 	switch c {
-	case rule.Invalid:
+	case vocab.Invalid:
 		return http.StatusBadRequest
-	case rule.NotFound, CodeNoSuchSession:
+	case vocab.NotFound, CodeNoSuchSession:
 		return http.StatusNotFound
-	case rule.Conflict:
+	case vocab.Conflict:
 		return http.StatusConflict
-	case rule.Forbidden:
+	case vocab.Forbidden:
 		return http.StatusForbidden
 	case CodeSessionQuotaExceeded:
 		return http.StatusTooManyRequests

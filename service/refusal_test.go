@@ -9,8 +9,8 @@ import (
 	"tally/auth"
 	"tally/jsondoc"
 	"tally/ledger"
-	"tally/rule"
 	"tally/store"
+	"tally/vocab"
 )
 
 type ownRefusal struct{}
@@ -31,13 +31,13 @@ func TestRefuseMapsEveryError(t *testing.T) {
 		msg    string
 		usage  bool
 	}{
-		{rule.Invalidf("until", "must be a time"), 400, "invalid", "until: must be a time", true},
-		{rule.NotFoundf("promise", "no promise with id x"), 404, "not_found", "promise: no promise with id x", false},
-		{rule.New(rule.Conflict, "id", "taken"), 409, "conflict", "id: taken", false},
-		{rule.New(rule.Forbidden, "by", "only the debtor"), 403, "forbidden", "by: only the debtor", false},
-		{rule.New(CodeNoSuchSession, "session", "none"), 404, "NoSuchSession", "session: none", false},
-		{rule.New(CodeSessionQuotaExceeded, "session", "full"), 429, "SessionQuotaExceeded", "session: full", false},
-		{rule.New("Damaged", "artifact", "bad bytes"), 500, "Damaged", "artifact: bad bytes", false},
+		{vocab.Invalidf("until", "must be a time"), 400, "invalid", "until: must be a time", true},
+		{vocab.NotFoundf("promise", "no promise with id x"), 404, "not_found", "promise: no promise with id x", false},
+		{vocab.New(vocab.Conflict, "id", "taken"), 409, "conflict", "id: taken", false},
+		{vocab.New(vocab.Forbidden, "by", "only the debtor"), 403, "forbidden", "by: only the debtor", false},
+		{vocab.New(CodeNoSuchSession, "session", "none"), 404, "NoSuchSession", "session: none", false},
+		{vocab.New(CodeSessionQuotaExceeded, "session", "full"), 429, "SessionQuotaExceeded", "session: full", false},
+		{vocab.New("Damaged", "artifact", "bad bytes"), 500, "Damaged", "artifact: bad bytes", false},
 		{&ledger.IdempotencyError{Code: ledger.CodeIdempotencyConflict, Key: "k"}, 409, "IdempotencyConflict", `request id "k" was already used for a different command`, false},
 		{&ledger.IdempotencyError{Code: ledger.CodeRequestHistoryExpired, Key: "k"}, 410, "RequestHistoryExpired", "", false},
 		{auth.ErrUnauthenticated, 401, "unauthenticated", auth.ErrUnauthenticated.Error(), false},

@@ -8,7 +8,7 @@ import (
 
 	"github.com/zeebo/blake3"
 
-	"tally/wire"
+	"tally/jsonline"
 )
 
 // FormatVersion is the log format this build writes and reads. A line with a
@@ -84,11 +84,11 @@ func appendLine(dst []byte, h *blake3.Hasher, prev [32]byte, seq uint64, r Recor
 	dst = strconv.AppendUint(dst, seq, 10)
 	if r.Actor != "" {
 		dst = append(dst, `,"actor":`...)
-		dst = wire.AppendString(dst, r.Actor)
+		dst = jsonline.AppendString(dst, r.Actor)
 	}
 	if r.RequestID != "" {
 		dst = append(dst, `,"rid":`...)
-		dst = wire.AppendString(dst, r.RequestID)
+		dst = jsonline.AppendString(dst, r.RequestID)
 	}
 	if r.Import {
 		dst = append(dst, `,"import":true`...)
@@ -128,19 +128,19 @@ func parseEnvelope(line []byte) (Envelope, []byte, error) {
 	var buf [256]byte
 	obj := append(append(append(buf[:0], '{'), fields...), '}')
 	version := false
-	err := wire.Object(obj, func(key, v []byte) error {
+	err := jsonline.Object(obj, func(key, v []byte) error {
 		var err error
 		switch string(key) {
 		case "v":
 			var n uint64
-			n, err = wire.Uint(v)
+			n, err = jsonline.Uint(v)
 			env.Version, version = int(n), true
 		case "seq":
-			env.Seq, err = wire.Uint(v)
+			env.Seq, err = jsonline.Uint(v)
 		case "actor":
-			env.Actor, err = wire.String(v)
+			env.Actor, err = jsonline.String(v)
 		case "rid":
-			env.RequestID, err = wire.String(v)
+			env.RequestID, err = jsonline.String(v)
 		case "import":
 			env.Import = string(v) == "true"
 		}

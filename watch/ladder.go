@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"tally/deadline"
+	"tally/duequeue"
 	"tally/promise"
 )
 
@@ -62,7 +62,7 @@ type step struct {
 // at[id].deadline + rungs[at[id].next].After.
 type ladders struct {
 	rungs []Rung
-	idx   *deadline.Index[string]
+	idx   *duequeue.Index[string]
 	at    map[string]step
 	// waiting maps an antecedent id to the conditional promises that wait on
 	// it, so the antecedent's records re-track them.
@@ -72,7 +72,7 @@ type ladders struct {
 func newLadders(rungs []Rung) *ladders {
 	return &ladders{
 		rungs:   rungs,
-		idx:     deadline.New(func(a, b string) bool { return a < b }),
+		idx:     duequeue.New(func(a, b string) bool { return a < b }),
 		at:      map[string]step{},
 		waiting: map[string]map[string]struct{}{},
 	}

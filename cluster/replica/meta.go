@@ -9,7 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"tally/cluster/node"
-	"tally/rule"
+	"tally/vocab"
 )
 
 // metaState is the meta group's state, stored whole (it is small): the
@@ -45,7 +45,7 @@ func (m *SM) Member(id uint64) (Member, bool) {
 
 // Refusals of membership commands, decided in the meta group.
 const (
-	CodeDuplicateNode rule.Code = "DuplicateNode"
+	CodeDuplicateNode vocab.Code = "DuplicateNode"
 )
 
 // applyMeta applies the meta group's entries and their index in one synced
@@ -64,7 +64,7 @@ func (m *SM) applyMeta(ents []node.Entry) ([][]byte, error) {
 		}
 		var c MetaCommand
 		if err := json.Unmarshal(e.Data, &c); err != nil {
-			outs[e.Index] = Outcome{Err: rule.Invalidf("command", "entry is not a meta command")}
+			outs[e.Index] = Outcome{Err: vocab.Invalidf("command", "entry is not a meta command")}
 			continue
 		}
 		var out Outcome
@@ -98,17 +98,17 @@ func decideMeta(members []Member, c MetaCommand) ([]Member, Outcome) {
 	switch c.Op {
 	case OpMemberAdd:
 		if c.Member == nil || c.Member.ID == 0 {
-			return members, Outcome{Err: rule.Invalidf("member", "required, with a node id other than 0")}
+			return members, Outcome{Err: vocab.Invalidf("member", "required, with a node id other than 0")}
 		}
 		for _, mb := range members {
 			if mb.ID == c.Member.ID {
 				if mb == *c.Member {
 					return members, Outcome{Value: mb} // a retried join
 				}
-				return members, Outcome{Err: rule.New(CodeDuplicateNode, "node-id", fmt.Sprintf("node %d is already a member, at raft address %s", mb.ID, mb.RaftAddr))}
+				return members, Outcome{Err: vocab.New(CodeDuplicateNode, "node-id", fmt.Sprintf("node %d is already a member, at raft address %s", mb.ID, mb.RaftAddr))}
 			}
 			if mb.RaftAddr == c.Member.RaftAddr || mb.Addr == c.Member.Addr {
-				return members, Outcome{Err: rule.New(CodeDuplicateNode, "raft-addr", fmt.Sprintf("node %d already uses address %s or %s", mb.ID, mb.RaftAddr, mb.Addr))}
+				return members, Outcome{Err: vocab.New(CodeDuplicateNode, "raft-addr", fmt.Sprintf("node %d already uses address %s or %s", mb.ID, mb.RaftAddr, mb.Addr))}
 			}
 		}
 		out := append(slices.Clone(members), *c.Member)
@@ -117,12 +117,12 @@ func decideMeta(members []Member, c MetaCommand) ([]Member, Outcome) {
 	case OpMemberRemove:
 		i := slices.IndexFunc(members, func(mb Member) bool { return mb.ID == c.ID })
 		if i < 0 {
-			return members, Outcome{Err: rule.NotFoundf("node-id", fmt.Sprintf("node %d is not a member", c.ID))}
+			return members, Outcome{Err: vocab.NotFoundf("node-id", fmt.Sprintf("node %d is not a member", c.ID))}
 		}
 		if len(members) == 1 {
-			return members, Outcome{Err: rule.Conflictf("node-id", fmt.Sprintf("node %d is the last member", c.ID))}
+			return members, Outcome{Err: vocab.Conflictf("node-id", fmt.Sprintf("node %d is the last member", c.ID))}
 		}
 		return slices.Delete(slices.Clone(members), i, i+1), Outcome{}
 	}
-	return members, Outcome{Err: rule.Invalidf("op", fmt.Sprintf("%q is not a meta operation", c.Op))}
+	return members, Outcome{Err: vocab.Invalidf("op", fmt.Sprintf("%q is not a meta operation", c.Op))}
 }

@@ -39,9 +39,9 @@ import (
 	"tally/cluster/node"
 	"tally/cluster/raftlog"
 	"tally/ledger"
-	"tally/rule"
 	"tally/service"
 	"tally/store"
+	"tally/vocab"
 )
 
 // Method runs one command's verb on this replica through the Service: the
@@ -204,7 +204,7 @@ func (m *SM) Open(ctx context.Context, tenant, session string, create bool) (*le
 		return l, nil
 	}
 	if !create && !store.HasLog(dir) {
-		return nil, rule.New(service.CodeNoSuchSession, "session", "no session "+key+": reads never create one; its first accepted write does")
+		return nil, vocab.New(service.CodeNoSuchSession, "session", "no session "+key+": reads never create one; its first accepted write does")
 	}
 	l, err := ledger.Open(dir, m.cfg.Ledger)
 	if err != nil {
@@ -414,7 +414,7 @@ func (m *SM) Apply(group uint64, ents []node.Entry) ([][]byte, error) {
 		}
 		var out Outcome
 		if c := cmds[i]; c == nil {
-			out.Err = rule.Invalidf("command", "entry is not a tally command")
+			out.Err = vocab.Invalidf("command", "entry is not a tally command")
 		} else {
 			a.TS = max(a.TS, c.TS) // an instant never goes back within a group
 			out = m.run(*c, a.TS)
@@ -514,7 +514,7 @@ func (m *SM) position(tenant, session string) (store.Position, error) {
 func (m *SM) run(c Command, ts int64) Outcome {
 	meth, ok := m.cfg.Methods[c.Method]
 	if !ok {
-		return Outcome{Err: rule.Invalidf("method", fmt.Sprintf("%q is not a command this node knows", c.Method))}
+		return Outcome{Err: vocab.Invalidf("method", fmt.Sprintf("%q is not a command this node knows", c.Method))}
 	}
 	m.now.Store(ts)
 	var seed [32]byte

@@ -1,4 +1,4 @@
-// Package deadline holds a generic deadline index: a set of keys, each with
+// Package duequeue holds a generic deadline index: a set of keys, each with
 // one due time, that answers "what is due at now?" in O(k log n) for k due
 // keys and "is anything due?" in O(1).
 //
@@ -12,7 +12,7 @@
 // sum computed outside 1680–2253) is rounded up to the microsecond, so it
 // never falls due early; times far outside years 1–9999 (beyond about
 // 600 BC or AD 10500) saturate.
-package deadline
+package duequeue
 
 import (
 	"math"

@@ -1,7 +1,8 @@
-// Package rule holds the refusal every family's pure core returns when a
-// command breaks one of its rules. A refusal names the field and the rule, so
-// every mode (CLI, server, cluster) reports the same words and the same code.
-package rule
+package vocab
+
+// Refusals: what every family's pure core returns when a command breaks one
+// of its rules. A refusal names the field and the rule, so every mode (CLI,
+// server, cluster) reports the same words and the same code.
 
 import "errors"
 

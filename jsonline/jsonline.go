@@ -1,10 +1,10 @@
-// Package wire reads and writes the JSON lines of tally's log without
+// Package jsonline reads and writes the JSON lines of tally's log without
 // reflection. Every family decodes its records through it, so the fold reads
 // a line in one validating pass and extracts only the fields it knows.
 //
 // The scanner accepts exactly RFC 8259 JSON (one object per line) with valid
 // UTF-8 strings; it never repairs input.
-package wire
+package jsonline
 
 import (
 	"errors"

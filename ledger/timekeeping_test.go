@@ -11,7 +11,7 @@ import (
 
 	"tally/claim"
 	"tally/expect"
-	"tally/rule"
+	"tally/vocab"
 )
 
 // settable is a ledger clock a test moves.
@@ -129,7 +129,7 @@ func TestOnlyTheTimekeeperCommitsLapses(t *testing.T) {
 	clk.set(t0.Add(2 * time.Hour))
 	for _, actor := range []string{"agent", "someone", "watch"} {
 		_, err := l.SubmitExpect(ctx, expect.LapseCommand{ExpectationID: "e1", Kind: expect.LapseOverdue}, true, WriteOptions{Actor: actor})
-		if rf, ok := rule.As(err); !ok || rf.Code != rule.Forbidden {
+		if rf, ok := vocab.As(err); !ok || rf.Code != vocab.Forbidden {
 			t.Fatalf("lapse as %s: %v", actor, err)
 		}
 	}

@@ -9,10 +9,10 @@ import (
 
 	"tally/claim"
 	"tally/expect"
+	"tally/jsonline"
 	"tally/promise"
-	"tally/rule"
 	"tally/store"
-	"tally/wire"
+	"tally/vocab"
 )
 
 // ImportReport says what an import appended.
@@ -57,7 +57,7 @@ func (l *Ledger) ImportIdempotent(ctx context.Context, lines [][]byte, opts Writ
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		if !wire.Valid(line) || !wire.IsObject(bytes.TrimSpace(line)) {
+		if !jsonline.Valid(line) || !jsonline.IsObject(bytes.TrimSpace(line)) {
 			return rep, nil, false, &ImportError{Line: i + 1, Err: errors.New("not a JSON object")}
 		}
 		if hasEnvelope(line) {
@@ -81,7 +81,7 @@ func (l *Ledger) ImportIdempotent(ctx context.Context, lines [][]byte, opts Writ
 		recs = append(recs, p)
 	}
 	if len(recs) == 0 {
-		return rep, nil, false, rule.Invalidf("file", "holds no records")
+		return rep, nil, false, vocab.Invalidf("file", "holds no records")
 	}
 	req := &request{opts: opts, decide: func(st *State, now time.Time) ([]pending, []string, error) {
 		return recs, nil, nil
@@ -149,7 +149,7 @@ func importRecord(line []byte) (pending, bool, error) {
 
 func hasEnvelope(line []byte) bool {
 	found := false
-	_ = wire.Object(line, func(key, _ []byte) error {
+	_ = jsonline.Object(line, func(key, _ []byte) error {
 		if string(key) == promise.EnvelopeKey {
 			found = true
 		}

@@ -1,18 +1,16 @@
-package jsondoc
+package jsonline
 
 import (
 	"encoding/json"
 	"errors"
 	"testing"
-
-	"tally/wire"
 )
 
 func TestSyntaxWhereNamesTheSameSpotForBothDecoders(t *testing.T) {
 	b := []byte("{\"a\":1,\n  \"b\" 2}")
 	var v any
 	jerr := json.Unmarshal(b, &v)
-	werr := wire.Check(b)
+	werr := Check(b)
 	for _, err := range []error{jerr, werr} {
 		msg, ok := SyntaxWhere(b, err)
 		if !ok || msg[:len("invalid JSON at byte offset 14 (line 2, column 7)")] != "invalid JSON at byte offset 14 (line 2, column 7)" {

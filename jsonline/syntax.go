@@ -1,4 +1,4 @@
-package jsondoc
+package jsonline
 
 import (
 	"bytes"
@@ -6,18 +6,17 @@ import (
 	"errors"
 	"fmt"
 
-	"tally/rule"
-	"tally/wire"
+	"tally/vocab"
 )
 
 // SyntaxWhere describes a JSON syntax error in b, from tally's scanner
-// (wire) or encoding/json, with the byte offset, line and column where the
+// (this package) or encoding/json, with the byte offset, line and column where the
 // input went wrong (the offending byte, or the end when it ended early),
 // so a client can find it: "invalid JSON at byte offset 16 (line 1,
 // column 17): unexpected end of JSON input". ok is false when err is no
 // syntax error.
 func SyntaxWhere(b []byte, err error) (msg string, ok bool) {
-	var we *wire.SyntaxError
+	var we *SyntaxError
 	var je *json.SyntaxError
 	var pos int
 	switch {
@@ -37,9 +36,9 @@ func SyntaxWhere(b []byte, err error) (msg string, ok bool) {
 // CheckSyntax refuses b, as the field where, unless it is one JSON value
 // within tally's nesting limit, saying where it goes wrong.
 func CheckSyntax(where string, b []byte) error {
-	if err := wire.Check(b); err != nil {
+	if err := Check(b); err != nil {
 		msg, _ := SyntaxWhere(b, err)
-		return rule.Invalidf(where, msg)
+		return vocab.Invalidf(where, msg)
 	}
 	return nil
 }
