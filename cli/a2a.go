@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/spf13/cobra"
@@ -21,6 +22,7 @@ import (
 	"tally/a2atask"
 	"tally/ledger"
 	"tally/promise"
+	"tally/service"
 	"tally/vocab"
 )
 
@@ -206,4 +208,36 @@ func partsText(ps a2a.ContentParts) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// a2aRemote is the session's URL on the server, for the A2A routes the
+// a2a verbs read (the agent card, a task), which are no Service verb.
+type a2aRemote struct {
+	g    *global
+	call service.Call
+	base string // …/v1/tenants/T/sessions/S
+}
+
+// remote returns the session on the server when TALLY_URL is set, else nil.
+func (g *global) remote() (*a2aRemote, error) {
+	if g.remoteURL() == "" {
+		return nil, nil
+	}
+	if _, err := g.service(); err != nil {
+		return nil, err
+	}
+	c, err := g.call(g.actor(), "", time.Time{})
+	if err != nil {
+		return nil, err
+	}
+	return &a2aRemote{g: g, call: c, base: g.rest.SessionURL(c.Tenant, c.Session, nil)}, nil
+}
+
+// do sends one request with a JSON body (or none) and returns the body of a
+// 2xx answer, or the server's refusal.
+func (rc *a2aRemote) do(ctx context.Context, method, u string, body []byte, requestID string) ([]byte, error) {
+	c := rc.call
+	c.RequestID = requestID
+	doc, err := rc.g.rest.Do(ctx, c, method, u, body)
+	return doc.JSON, err
 }

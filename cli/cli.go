@@ -249,7 +249,7 @@ func newRoot(g *global) *cobra.Command {
 	}
 	root.SetVersionTemplate(versionLine() + "\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	// With TALLY_URL set, verbs talk to a server (see remote.go); the
+	// With TALLY_URL set, verbs talk to a server (see urlverbs.go); the
 	// others refuse rather than quietly use a local ledger.
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return g.checkRemote(c) }
 	pf := root.PersistentFlags()

@@ -1,6 +1,6 @@
 package cli
 
-// The CLI as a client. With TALLY_URL set, the verbs below talk to
+// The verbs that run through a server. With TALLY_URL set, the verbs below talk to
 // `tally serve` instead of opening a ledger directory, and print exactly what
 // they print locally (human and --json), with the same exit codes:
 //
@@ -63,13 +63,9 @@ package cli
 // instead of quietly using a local ledger.
 
 import (
-	"context"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
-
-	"tally/service"
 )
 
 // remoteVerbs are the command paths that run against TALLY_URL.
@@ -133,36 +129,4 @@ func (g *global) checkRemote(c *cobra.Command) error {
 		return usagef("dir: --dir names a local ledger but TALLY_URL is set; give one of them")
 	}
 	return nil
-}
-
-// a2aRemote is the session's URL on the server, for the A2A routes the
-// a2a verbs read (the agent card, a task), which are no Service verb.
-type a2aRemote struct {
-	g    *global
-	call service.Call
-	base string // …/v1/tenants/T/sessions/S
-}
-
-// remote returns the session on the server when TALLY_URL is set, else nil.
-func (g *global) remote() (*a2aRemote, error) {
-	if g.remoteURL() == "" {
-		return nil, nil
-	}
-	if _, err := g.service(); err != nil {
-		return nil, err
-	}
-	c, err := g.call(g.actor(), "", time.Time{})
-	if err != nil {
-		return nil, err
-	}
-	return &a2aRemote{g: g, call: c, base: g.rest.SessionURL(c.Tenant, c.Session, nil)}, nil
-}
-
-// do sends one request with a JSON body (or none) and returns the body of a
-// 2xx answer, or the server's refusal.
-func (rc *a2aRemote) do(ctx context.Context, method, u string, body []byte, requestID string) ([]byte, error) {
-	c := rc.call
-	c.RequestID = requestID
-	doc, err := rc.g.rest.Do(ctx, c, method, u, body)
-	return doc.JSON, err
 }
