@@ -10,7 +10,9 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -131,6 +133,7 @@ func runParity(t *testing.T, scenarios []parityScenario) {
 					s.do(t, remote)
 					continue
 				}
+				lbefore, rbefore := sessionLogs(t, local.root), sessionLogs(t, remote.root)
 				lc, lout, lerr := local.run(s)
 				rc, rout, rerr := remote.run(s)
 				where := func() string {
@@ -145,9 +148,40 @@ func runParity(t *testing.T, scenarios []parityScenario) {
 				if lerr != rerr {
 					t.Fatalf("%s: stderr differs\nlocal:\n%s\nthrough the server:\n%s", where(), lerr, rerr)
 				}
+				// A refusal appends nothing, on either side.
+				if s.exit != ExitOK {
+					if after := sessionLogs(t, local.root); after != lbefore {
+						t.Fatalf("%s: refused, but the local logs changed", where())
+					}
+					if after := sessionLogs(t, remote.root); after != rbefore {
+						t.Fatalf("%s: refused, but the server's logs changed", where())
+					}
+				}
 			}
 		})
 	}
+}
+
+// sessionLogs is every session log under root that holds a line, path and
+// bytes, in path order: what a refusal must leave as it was. (An empty log
+// counts as none: the CLI opens a session's log before it decides.)
+func sessionLogs(t *testing.T, root string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "log.jsonl" { // store's log file
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if len(data) > 0 {
+			fmt.Fprintf(&b, "%s %d\n%s", path, len(data), data)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
 
 // localSide is a fresh ledger directory, named by TALLY_DIR.
