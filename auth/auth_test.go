@@ -2,6 +2,7 @@ package auth
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -81,14 +82,73 @@ func FuzzTokensFile(f *testing.F) {
 
 // A reused hasher hashes as a fresh one does.
 func TestHashTokenReuse(t *testing.T) {
-	s := Open(t.TempDir())
+	h := newHasher()
 	for _, secret := range []string{"a", "tally_secret", "a"} {
 		var want [32]byte
-		h := blake3.NewDeriveKey(tokenContext)
-		h.WriteString(secret)
-		h.Sum(want[:0])
-		if got := s.hashToken(secret); got != want {
+		fresh := blake3.NewDeriveKey(tokenContext)
+		fresh.WriteString(secret)
+		fresh.Sum(want[:0])
+		if got := h.hash(secret); got != want {
 			t.Fatalf("%q: reused hasher gives %x, want %x", secret, got, want)
 		}
+	}
+}
+
+// A minted token authenticates from a table holding its record, never
+// from its id or a token of the same shape; a revoked one does not.
+func TestTableMintShaped(t *testing.T) {
+	secret, rec, err := Mint(AllTenants, "ops", RoleAdmin, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !Shaped(secret) || Shaped(rec.ID) || Shaped("tally_zz_"+secret[19:]) || Shaped(secret+"0") {
+		t.Fatalf("Shaped: %q %q", secret, rec.ID)
+	}
+	tb := NewTable()
+	if err := tb.Add(rec); err != nil {
+		t.Fatal(err)
+	}
+	got, err := tb.Authenticate(secret)
+	if err != nil || got.Tenant != AllTenants || got.Role != RoleAdmin || got.ID != rec.ID {
+		t.Fatalf("authenticate: %+v %v", got, err)
+	}
+	other, _, _ := Mint("acme", "ops", RoleAdmin, t0)
+	if _, err := tb.Authenticate(other); !errors.Is(err, ErrUnauthenticated) {
+		t.Fatal("a token the table does not hold authenticated")
+	}
+	if !got.Administers("acme") || !got.Administers("other") {
+		t.Fatal("a token of every tenant administers every tenant")
+	}
+	if tok, ok := tb.Revoke(rec.ID); !ok || !tok.Revoked {
+		t.Fatal("revoke")
+	}
+	if _, err := tb.Authenticate(secret); !errors.Is(err, ErrUnauthenticated) {
+		t.Fatal("a revoked token authenticated")
+	}
+	if err := tb.Add(Record{ID: "tok_x", Hash: "zz"}); err == nil {
+		t.Fatal("a malformed hash was added")
+	}
+}
+
+func TestCheckGrants(t *testing.T) {
+	for _, c := range []struct {
+		tenant, participant, role, want string
+	}{
+		{"acme", "p", RoleAgent, ""},
+		{AllTenants, "p", RoleAdmin, ""},
+		{AllTenants, "p", RoleAgent, `role: a token of every tenant ("*") must be admin, not "agent"`},
+		{"acme", "", RoleAgent, "participant: an identity of 1-1024 bytes is required"},
+		{"acme", "p", "root", `role: must be agent, person, timekeeper or admin, not "root"`},
+	} {
+		err := Check(c.tenant, c.participant, c.role)
+		if got := fmt.Sprint(err); (c.want == "" && err != nil) || (c.want != "" && got != c.want) {
+			t.Errorf("Check(%q, %q, %q) = %v, want %q", c.tenant, c.participant, c.role, err, c.want)
+		}
+	}
+	if tok := (Token{Tenant: "acme", Role: RoleAgent}); tok.Administers("acme") {
+		t.Error("an agent administers tokens")
+	}
+	if tok := (Token{Tenant: "acme", Role: RoleAdmin}); tok.Administers("other") || !tok.Administers("acme") {
+		t.Error("an admin administers its tenant's tokens, and only those")
 	}
 }

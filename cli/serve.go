@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"tally/auth"
+	restclient "tally/client"
+	"tally/jsondoc"
 	"tally/ledger"
 	"tally/server"
 	"tally/store"
@@ -135,7 +137,7 @@ func newServe(g *global) *cobra.Command {
 }
 
 func newToken(g *global) *cobra.Command {
-	c := &cobra.Command{Use: "token", Short: "Manage the bearer tokens the server accepts"}
+	c := &cobra.Command{Use: "token", Short: "Manage the bearer tokens the server accepts (here, or through TALLY_URL with an admin token)"}
 	var tenant, participant, role string
 	create := &cobra.Command{
 		Use:     "create --tenant T --participant URI [--role agent|person|timekeeper|admin]",
@@ -143,36 +145,44 @@ func newToken(g *global) *cobra.Command {
 		Example: "  tally token create --tenant acme --participant https://example.org/agents/reviewer",
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			st, err := g.tokenStore()
+			k, err := g.tokenKeeper()
 			if err != nil {
 				return err
 			}
-			secret, tok, err := st.Create(tenant, participant, role, g.io.Now())
-			if err != nil {
+			if err := auth.Check(tenant, participant, role); err != nil {
 				return usageError{err}
 			}
+			secret, tok, err := k.CreateToken(c.Context(), tenant, participant, role, g.io.Now())
+			if err != nil {
+				return err
+			}
 			if g.json {
-				return writeJSONDoc(g.io.Out, member("id", jsonString(tok.ID)), member("token", jsonString(secret)),
-					member("tenant", jsonString(tok.Tenant)), member("participant", jsonString(tok.Participant)), member("role", jsonString(tok.Role)))
+				_, err := g.io.Out.Write(jsondoc.TokenCreated(secret, tok))
+				return err
 			}
 			fmt.Fprintln(g.io.Out, secret)
 			fmt.Fprintf(g.io.Err, "token %s for %s in tenant %s (role %s); it is shown only now\n", tok.ID, tok.Participant, tok.Tenant, tok.Role)
 			return nil
 		},
 	}
-	create.Flags().StringVar(&tenant, "tenant", "", "the tenant the token may act in")
+	create.Flags().StringVar(&tenant, "tenant", "", "the tenant the token may act in (\"*\": an admin of every tenant's tokens)")
 	create.Flags().StringVar(&participant, "participant", "", "the identity the token acts as")
 	create.Flags().StringVar(&role, "role", auth.RoleAgent, "agent, person, timekeeper or admin")
 	revoke := &cobra.Command{
 		Use:   "revoke ID",
-		Short: "Revoke a token; the server refuses it from the next request",
+		Short: "Revoke a token; the server refuses it from the next request (every cluster node, once it has applied the revocation)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			st, err := g.tokenStore()
+			k, err := g.tokenKeeper()
 			if err != nil {
 				return err
 			}
-			if err := st.Revoke(args[0], g.io.Now()); err != nil {
+			tok, err := k.RevokeToken(c.Context(), args[0], g.io.Now())
+			if err != nil {
+				return err
+			}
+			if g.json {
+				_, err := g.io.Out.Write(jsondoc.TokenRevoked(tok))
 				return err
 			}
 			fmt.Fprintf(g.io.Out, "revoked %s\n", args[0])
@@ -181,15 +191,19 @@ func newToken(g *global) *cobra.Command {
 	}
 	ls := &cobra.Command{
 		Use:   "ls",
-		Short: "List tokens (never their secrets)",
+		Short: "List tokens (never their secrets); through a server, those the token administers",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			st, err := g.tokenStore()
+			k, err := g.tokenKeeper()
 			if err != nil {
 				return err
 			}
-			toks, err := st.List()
+			toks, err := k.ListTokens(c.Context())
 			if err != nil {
+				return err
+			}
+			if g.json {
+				_, err := g.io.Out.Write(jsondoc.TokenList(toks))
 				return err
 			}
 			t := newTable(g.io.Out)
@@ -204,7 +218,16 @@ func newToken(g *global) *cobra.Command {
 	return c
 }
 
-func (g *global) tokenStore() (*auth.Store, error) {
+// tokenKeeper is where the token verbs act: the server TALLY_URL names
+// (TALLY_TOKEN an admin token), else the ledger directory's tokens file.
+func (g *global) tokenKeeper() (auth.Keeper, error) {
+	if u := g.remoteURL(); u != "" {
+		c, err := restclient.New(restclient.Config{URL: u, Token: g.io.Getenv("TALLY_TOKEN")})
+		if err != nil {
+			return nil, usageError{err}
+		}
+		return c, nil
+	}
 	root, err := g.ledgerRoot()
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tally/auth"
 	"tally/cluster"
 	"tally/server"
 	"tally/service"
@@ -82,6 +83,9 @@ func (g *global) serveCluster(c *cobra.Command, cfg server.Config, f *clusterFla
 			return service.NewLocal(s, service.LocalConfig{Now: now, Timekeeper: timekeeper,
 				Root: func() (string, error) { return root, nil }, RelativeLogs: true})
 		},
+		OnFirstToken: func(secret string, tok auth.Token) {
+			fmt.Fprintf(g.io.Out, "first admin token (%s, %s of every tenant's tokens; shown only now):\n%s\n", tok.ID, tok.Role, secret)
+		},
 	}
 	if err := cc.Validate(); err != nil {
 		return usageError{err}
@@ -90,6 +94,7 @@ func (g *global) serveCluster(c *cobra.Command, cfg server.Config, f *clusterFla
 	if err != nil {
 		return err
 	}
+	cfg.Tokens = n
 	s, err := server.NewCluster(cfg, n, n.Handler())
 	if err != nil {
 		return errors.Join(err, n.Close())

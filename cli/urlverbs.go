@@ -57,8 +57,11 @@ package cli
 // sends no key for an import; a client that sends one gets the recorded
 // answer on a retry.
 //
+// token create|revoke|ls manage the server's tokens with an admin-role
+// TALLY_TOKEN (of the tenant, or a cluster's first token, of every tenant).
+//
 // Every other verb works on a local ledger directory only (init, demo,
-// serve, token and watch make or run a ledger directory or a server): with
+// serve and watch make or run a ledger directory or a server): with
 // TALLY_URL set they refuse with exit 2, saying why,
 // instead of quietly using a local ledger.
 
@@ -82,7 +85,8 @@ var remoteVerbs = map[string]bool{
 	"tally artifact verify": true, "tally artifact receive": true, "tally check begin": true, "tally check report": true, "tally check run": true,
 	"tally expect raise": true, "tally expect show": true, "tally expect ls": true, "tally expect withdraw": true,
 	"tally expect supersede": true, "tally fact": true, "tally task outcome": true, "tally lapses": true,
-	"tally prime": true,
+	"tally prime":        true,
+	"tally token create": true, "tally token revoke": true, "tally token ls": true,
 }
 
 // localOnly says why a verb that makes or runs a ledger directory or a
@@ -95,8 +99,6 @@ func localOnly(path string) string {
 		return "it walks a promise's life on a temporary ledger of its own"
 	case path == "tally serve":
 		return "it serves a ledger directory; run it where the directory is"
-	case strings.HasPrefix(path, "tally token"):
-		return "tokens are kept in the server's ledger directory; manage them where the server runs"
 	case path == "tally watch":
 		return "a server keeps its own time, every --watch-every; watch keeps a local ledger's"
 	}

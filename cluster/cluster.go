@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"tally/auth"
 	"tally/cluster/node"
 	"tally/cluster/raftlog"
 	"tally/cluster/replica"
@@ -60,8 +61,12 @@ type Config struct {
 	// Local makes the Service over the replica's sessions; clock is the
 	// instant of the command being applied (service.LocalConfig.Now), root
 	// the replica's ledger directory.
-	Local  func(sessions service.Sessions, clock func() time.Time, root string) service.Service
-	Logger *slog.Logger
+	Local func(sessions service.Sessions, clock func() time.Time, root string) service.Service
+	// OnFirstToken is given the cluster's first admin token (an admin of
+	// every tenant's tokens) when the bootstrapping node mints it: the
+	// only time its secret is shown.
+	OnFirstToken func(secret string, tok auth.Token)
+	Logger       *slog.Logger
 }
 
 // MaxSnapshotSize bounds one group's snapshot (its sessions' logs), which
@@ -106,6 +111,9 @@ type Node struct {
 	nd      *node.Node
 	calls   chan func(*node.Node)
 	metrics *metrics
+	// metaSync is held by the one meta group read that an unknown token
+	// waits for (catchUpMeta).
+	metaSync sync.Mutex
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -153,6 +161,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if fresh && cfg.Bootstrap {
 		c.wg.Add(1)
 		go func() { defer c.wg.Done(); c.announce(c.ctx) }()
+	}
+	if id.Bootstrapped {
+		c.wg.Add(1)
+		go func() { defer c.wg.Done(); c.firstAdmin(c.ctx) }()
 	}
 	return c, nil
 }

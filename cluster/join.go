@@ -28,6 +28,9 @@ type identity struct {
 	NodeID    uint64           `json:"node_id"`
 	Groups    int              `json:"groups"`
 	Members   []replica.Member `json:"members,omitempty"` // as the join answer gave them
+	// Bootstrapped marks the node that made the cluster: it gives the
+	// cluster its first admin token.
+	Bootstrapped bool `json:"bootstrapped,omitempty"`
 }
 
 const identityName = "cluster.json"
@@ -57,7 +60,7 @@ func establish(ctx context.Context, cfg Config) (identity, bool, error) {
 		if _, err := rand.Read(r[:]); err != nil {
 			return identity{}, false, err
 		}
-		id = identity{ClusterID: hex.EncodeToString(r[:]), NodeID: cfg.NodeID, Groups: cfg.Groups}
+		id = identity{ClusterID: hex.EncodeToString(r[:]), NodeID: cfg.NodeID, Groups: cfg.Groups, Bootstrapped: true}
 	case cfg.Join != "":
 		if id, err = join(ctx, cfg); err != nil {
 			return identity{}, false, err

@@ -102,7 +102,7 @@ func newTimedFixture(t *testing.T, tune ...func(*Config)) *timedFixture {
 	tf.fixture = &fixture{t: t, root: root, tokens: map[string]string{}}
 	tf.start()
 	for _, who := range []string{"author", "reviewer"} {
-		tok, _, err := tf.srv.tokens.Create("acme", who, "agent", t0)
+		tok, _, err := fileTokens(tf.srv).Create("acme", who, "agent", t0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -63,7 +63,7 @@ func TestA2AStockClientJS(t *testing.T) {
 			f := newFixture(t)
 			env := []string{"TALLY_ROOT=" + f.ts.URL, "PROMISE_ID=js-stock-" + mode}
 			if mode == "token" {
-				tok, _, err := f.srv.tokens.Create("default", "reviewer", "agent", t0)
+				tok, _, err := fileTokens(f.srv).Create("default", "reviewer", "agent", t0)
 				if err != nil {
 					t.Fatal(err)
 				}

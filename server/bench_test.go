@@ -60,7 +60,7 @@ func newLoadServer(tb testing.TB, conns int, stub bool) *loadServer {
 	if stub {
 		s.stubWrite = stubDeclare(s)
 	}
-	tok, _, err := s.tokens.Create("acme", "https://example.org/agents/reviewer", "agent", time.Now())
+	tok, _, err := fileTokens(s).Create("acme", "https://example.org/agents/reviewer", "agent", time.Now())
 	if err != nil {
 		tb.Fatal(err)
 	}

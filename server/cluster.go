@@ -23,6 +23,7 @@ var clusterRoutes = map[string]bool{
 	// A2A: what does not run through the Service yet is refused in the
 	// binding (ledgerOf), not the route.
 	"a2a.card": true, "a2a.session_card": true, "a2a.session_card_bare": true,
+	"token.create": true, "token.list": true, "token.revoke": true,
 	"a2a.jsonrpc": true, "a2a.send": true, "a2a.tasks": true, "a2a.task": true, "a2a.cancel": true,
 }
 

@@ -65,6 +65,7 @@ func (s *Server) routeTable() []route {
 	routes = append(routes, s.claimRoutes()...)
 	routes = append(routes, s.consoleRoutes()...)
 	routes = append(routes, s.mcpRoutes()...)
+	routes = append(routes, s.tokenRoutes()...)
 	return append(append(routes, s.expectRoutes()...), s.adminRoutes()...)
 }
 

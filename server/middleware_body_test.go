@@ -125,7 +125,7 @@ func serving(t *testing.T, tune func(*Config)) (*fixture, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, _, err := s.tokens.Create("acme", "reviewer", "agent", t0)
+	tok, _, err := fileTokens(s).Create("acme", "reviewer", "agent", t0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,6 +33,7 @@ func init() {
 		"ClaimTestament":       schemaOf(reflect.TypeOf(api.ClaimTestament{})),
 		"ClaimCheck":           schemaOf(reflect.TypeOf(api.ClaimCheck{})),
 		"ExpectRaise":          schemaOf(reflect.TypeOf(api.ExpectRaise{})),
+		"TokenCreate":          schemaOf(reflect.TypeOf(api.TokenCreate{})),
 		"ClaimPost":            obj(nil, map[string]any{"claim": str("the path's claim"), "failed": boolean(), "reason": reason}),
 		"ClaimEnd":             obj([]string{"reason"}, map[string]any{"claim": str("the path's claim"), "reason": reason}),
 		"ClaimSupersede":       obj([]string{"successor"}, map[string]any{"claim": str("the path's claim"), "successor": str("names this claim as predecessor"), "reason": reason}),

@@ -14,7 +14,7 @@ import (
 // token adds a token of role for who in tenant acme.
 func (f *fixture) token(who, role string) {
 	f.t.Helper()
-	tok, _, err := f.srv.tokens.Create("acme", who, role, t0)
+	tok, _, err := fileTokens(f.srv).Create("acme", who, role, t0)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -380,3 +380,6 @@ func TestReportWithEvidenceRoute(t *testing.T) {
 		t.Fatalf("report with evidence: %s", doc)
 	}
 }
+
+// fileTokens is the server's tokens file, where a test mints its tokens.
+func fileTokens(s *Server) *auth.Store { return s.tokens.(*auth.Store) }

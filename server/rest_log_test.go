@@ -19,7 +19,7 @@ import (
 // adminFixture is a fixture with an admin-role token ("boss") of acme.
 func adminFixture(t *testing.T) *fixture {
 	f := newFixture(t)
-	tok, _, err := f.srv.tokens.Create("acme", "boss", "admin", t0)
+	tok, _, err := fileTokens(f.srv).Create("acme", "boss", "admin", t0)
 	if err != nil {
 		t.Fatal(err)
 	}

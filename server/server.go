@@ -31,8 +31,11 @@ type Config struct {
 	// Insecure serves without tokens: every request acts as the identity in
 	// the X-Tally-Actor header, in the tenant of its path. Development only.
 	Insecure bool
-	Logger   *slog.Logger
-	Ledger   ledger.Config
+	// Tokens keeps the bearer tokens; nil means the ledger directory's
+	// tokens file (a cluster node's are its meta group's).
+	Tokens auth.Keeper
+	Logger *slog.Logger
+	Ledger ledger.Config
 	// BodyMax bounds a request body.
 	BodyMax int64
 	// ReadHeaderTimeout bounds the time a client may take to send a
@@ -96,7 +99,7 @@ func (c Config) Validate() error {
 // Server serves one ledger directory.
 type Server struct {
 	cfg     Config
-	tokens  *auth.Store
+	tokens  auth.Keeper
 	metrics *metrics
 	mux     *http.ServeMux
 	routes  []route
@@ -128,7 +131,10 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, tokens: auth.Open(cfg.Root), sessions: sessions, watchers: newWatchers()}
+	s := &Server{cfg: cfg, tokens: cfg.Tokens, sessions: sessions, watchers: newWatchers()}
+	if s.tokens == nil {
+		s.tokens = auth.Open(cfg.Root)
+	}
 	s.metrics = newMetrics(s)
 	s.local = service.NewLocal(serverSessions{s}, service.LocalConfig{
 		Now: func() time.Time { return s.cfg.Ledger.Now() }, Timekeeper: cfg.Ledger.Timekeeper,

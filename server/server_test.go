@@ -53,13 +53,13 @@ func newFixture(t testing.TB, tune ...func(*Config)) *fixture {
 	t.Cleanup(func() { ts.Close(); s.Close() })
 	f := &fixture{t: t, srv: s, ts: ts, root: root, tokens: map[string]string{}}
 	for _, who := range []string{"reviewer", "author", "observer"} {
-		tok, _, err := s.tokens.Create("acme", who, "agent", t0)
+		tok, _, err := fileTokens(s).Create("acme", who, "agent", t0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		f.tokens[who] = tok
 	}
-	tok, _, _ := s.tokens.Create("other", "reviewer", "agent", t0)
+	tok, _, _ := fileTokens(s).Create("other", "reviewer", "agent", t0)
 	f.tokens["foreign"] = tok
 	return f
 }
@@ -170,13 +170,13 @@ func TestRolesComeFromTheToken(t *testing.T) {
 
 func TestRevocationIsImmediate(t *testing.T) {
 	f := newFixture(t)
-	toks, _ := f.srv.tokens.List()
+	toks, _ := fileTokens(f.srv).List()
 	if code, _, _ := f.do("GET", "/v1/tenants/acme/whoami", "author", ""); code != 200 {
 		t.Fatal("token refused before revocation")
 	}
 	for _, tk := range toks {
 		if tk.Participant == "author" {
-			if err := f.srv.tokens.Revoke(tk.ID, t0); err != nil {
+			if err := fileTokens(f.srv).Revoke(tk.ID, t0); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -3,6 +3,8 @@ package replica
 import (
 	"encoding/json"
 	"fmt"
+
+	"tally/auth"
 )
 
 // Command is one committed entry of a data group: a Service method called
@@ -43,15 +45,22 @@ func DecodeCommand(b []byte) (Command, error) {
 // MetaCommand is one committed entry of the meta group. Stored in the raft
 // log: do not rename the members.
 type MetaCommand struct {
-	Op     string  `json:"op"` // "member.add", "member.remove"
+	Op     string  `json:"op"` // one of the Op constants
 	Member *Member `json:"member,omitempty"`
 	ID     uint64  `json:"id,omitempty"`
+	// Token is a token.create's record (the hash of the secret the
+	// proposer minted, never the secret); TokenID a token.revoke's token.
+	Token   *auth.Record `json:"token,omitempty"`
+	TokenID string       `json:"token_id,omitempty"`
+	TS      int64        `json:"ts,omitempty"` // Unix nanoseconds, the proposer's clock
 }
 
 // Meta operations.
 const (
 	OpMemberAdd    = "member.add"
 	OpMemberRemove = "member.remove"
+	OpTokenCreate  = "token.create"
+	OpTokenRevoke  = "token.revoke"
 )
 
 // Member is one node of the cluster as the meta group records it.

@@ -5,23 +5,100 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"tally/auth"
 	"tally/cluster/node"
 	"tally/vocab"
 )
 
 // metaState is the meta group's state, stored whole (it is small): the
-// members, by id.
+// members, by id, and the cluster's tokens, by id.
 type metaState struct {
-	Members []Member `json:"members"`
+	Members []Member     `json:"members"`
+	Tokens  []TokenEntry `json:"tokens,omitempty"`
 }
 
-func (m *SM) loadMembers() ([]Member, error) {
+// TokenEntry is one of the cluster's tokens: its record (the hash of its
+// secret, never the secret) and whether it was revoked.
+type TokenEntry struct {
+	auth.Record
+	Revoked   bool      `json:"revoked,omitempty"`
+	RevokedAt time.Time `json:"revoked_at,omitzero"`
+}
+
+// loadMeta reads the meta group's state: the members under their key, the
+// tokens under theirs.
+func (m *SM) loadMeta() (metaState, error) {
 	var st metaState
-	_, err := m.get(gkey(node.MetaGroup, kindMembers), &st)
-	return st.Members, err
+	if _, err := m.get(gkey(node.MetaGroup, kindMembers), &st); err != nil {
+		return metaState{}, err
+	}
+	var toks []TokenEntry
+	if _, err := m.get(gkey(node.MetaGroup, kindTokens), &toks); err != nil {
+		return metaState{}, err
+	}
+	st.Tokens = toks
+	return st, nil
+}
+
+// metaSnapshot is the meta group's state as applied, for a snapshot.
+func (m *SM) metaSnapshot() metaState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return metaState{Members: slices.Clone(m.members), Tokens: slices.Clone(m.tokenList)}
+}
+
+// saveMeta writes the meta group's state and its applied record in one
+// synced batch, and then makes it the replica's.
+func (m *SM) saveMeta(st metaState, a applied, outs map[uint64]Outcome) error {
+	err := m.commit(func(b *pebble.Batch) error {
+		if err := setJSON(b, gkey(node.MetaGroup, kindMembers), metaState{Members: st.Members}); err != nil {
+			return err
+		}
+		if err := setJSON(b, gkey(node.MetaGroup, kindTokens), st.Tokens); err != nil {
+			return err
+		}
+		return setJSON(b, gkey(node.MetaGroup, kindApplied), a)
+	}, true)
+	if err != nil {
+		return fmt.Errorf("replica: meta group: %w", err)
+	}
+	table, err := tokenTable(st.Tokens)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.members, m.tokenList, m.tokens = st.Members, st.Tokens, table
+	if outs != nil {
+		m.outcomes[node.MetaGroup] = outs
+	}
+	m.mu.Unlock()
+	return nil
+}
+
+// tokenTable is the table authenticating the entries.
+func tokenTable(entries []TokenEntry) (*auth.Table, error) {
+	t := auth.NewTable()
+	for _, e := range entries {
+		if err := t.Add(e.Record); err != nil {
+			return nil, fmt.Errorf("replica: meta group: %w", err)
+		}
+		if e.Revoked {
+			t.Revoke(e.ID)
+		}
+	}
+	return t, nil
+}
+
+// Tokens is the cluster's token table as this replica has applied it.
+func (m *SM) Tokens() *auth.Table {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.tokens
 }
 
 // Members is the membership as this replica has applied it, by id.
@@ -55,7 +132,7 @@ func (m *SM) applyMeta(ents []node.Entry) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	members := m.Members()
+	st := m.metaSnapshot()
 	outs := make(map[uint64]Outcome, len(ents))
 	changed := false
 	for _, e := range ents {
@@ -68,33 +145,72 @@ func (m *SM) applyMeta(ents []node.Entry) ([][]byte, error) {
 			continue
 		}
 		var out Outcome
-		members, out = decideMeta(members, c)
-		changed = changed || out.Err == nil
+		st, out = decideMeta(st, c)
+		changed = changed || (out.Err == nil && strings.HasPrefix(c.Op, "member."))
 		outs[e.Index] = out
 	}
 	a.Index = ents[len(ents)-1].Index
-	err = m.commit(func(b *pebble.Batch) error {
-		if err := setJSON(b, gkey(node.MetaGroup, kindMembers), metaState{Members: members}); err != nil {
-			return err
-		}
-		return setJSON(b, gkey(node.MetaGroup, kindApplied), a)
-	}, true)
-	if err != nil {
-		return nil, fmt.Errorf("replica: meta group: %w", err)
+	if err := m.saveMeta(st, a, outs); err != nil {
+		return nil, err
 	}
-	m.mu.Lock()
-	m.members = members
-	m.outcomes[node.MetaGroup] = outs
-	m.mu.Unlock()
 	if changed && m.cfg.OnMembers != nil {
-		m.cfg.OnMembers(slices.Clone(members))
+		m.cfg.OnMembers(slices.Clone(st.Members))
 	}
 	return make([][]byte, len(ents)), nil
 }
 
 // decideMeta is the meta group's one rule per operation: pure, so every
 // replica decides the same.
-func decideMeta(members []Member, c MetaCommand) ([]Member, Outcome) {
+func decideMeta(st metaState, c MetaCommand) (metaState, Outcome) {
+	switch c.Op {
+	case OpTokenCreate, OpTokenRevoke:
+		toks, out := decideToken(st.Tokens, c)
+		st.Tokens = toks
+		return st, out
+	}
+	members, out := decideMember(st.Members, c)
+	st.Members = members
+	return st, out
+}
+
+// decideToken creates or revokes a token. A create retried with the same
+// record answers as the first; a revocation of a revoked token answers it
+// again.
+func decideToken(toks []TokenEntry, c MetaCommand) ([]TokenEntry, Outcome) {
+	switch c.Op {
+	case OpTokenCreate:
+		if c.Token == nil || c.Token.ID == "" {
+			return toks, Outcome{Err: vocab.Invalidf("token", "required, with an id")}
+		}
+		if err := auth.Check(c.Token.Tenant, c.Token.Participant, c.Token.Role); err != nil {
+			return toks, Outcome{Err: vocab.Invalidf("token", err.Error())}
+		}
+		for _, t := range toks {
+			if t.ID == c.Token.ID || t.Hash == c.Token.Hash {
+				if t.Record == *c.Token {
+					return toks, Outcome{Value: t}
+				}
+				return toks, Outcome{Err: vocab.Conflictf("token", fmt.Sprintf("token %s already exists", t.ID))}
+			}
+		}
+		e := TokenEntry{Record: *c.Token}
+		return append(slices.Clone(toks), e), Outcome{Value: e}
+	default: // OpTokenRevoke
+		i := slices.IndexFunc(toks, func(t TokenEntry) bool { return t.ID == c.TokenID })
+		if i < 0 {
+			return toks, Outcome{Err: vocab.NotFoundf("id", fmt.Sprintf("no token %s", c.TokenID))}
+		}
+		if toks[i].Revoked {
+			return toks, Outcome{Value: toks[i]}
+		}
+		out := slices.Clone(toks)
+		out[i].Revoked, out[i].RevokedAt = true, time.Unix(0, c.TS).UTC()
+		return out, Outcome{Value: out[i]}
+	}
+}
+
+// decideMember adds or removes a member.
+func decideMember(members []Member, c MetaCommand) ([]Member, Outcome) {
 	switch c.Op {
 	case OpMemberAdd:
 		if c.Member == nil || c.Member.ID == 0 {

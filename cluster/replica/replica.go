@@ -36,6 +36,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"tally/auth"
 	"tally/cluster/node"
 	"tally/cluster/raftlog"
 	"tally/ledger"
@@ -94,11 +95,15 @@ type SM struct {
 	svc service.Service
 	log *slog.Logger
 
-	mu       sync.Mutex
-	ledgers  map[string]*ledger.Ledger // open sessions by tenant/session
-	used     map[string]time.Time      // when each open session was last opened
-	members  []Member
-	outcomes map[uint64]map[uint64]Outcome // group → index → outcome of its last batch
+	mu      sync.Mutex
+	ledgers map[string]*ledger.Ledger // open sessions by tenant/session
+	used    map[string]time.Time      // when each open session was last opened
+	members []Member
+	// The cluster's tokens as applied: the entries (the meta group's
+	// state) and the table that authenticates them.
+	tokenList []TokenEntry
+	tokens    *auth.Table
+	outcomes  map[uint64]map[uint64]Outcome // group → index → outcome of its last batch
 
 	now      atomic.Int64 // the instant of the command being applied
 	restores atomic.Uint64
@@ -134,10 +139,14 @@ func New(cfg Config) (*SM, error) {
 		return nil, err
 	}
 	m.svc = cfg.Service(m)
-	var err error
-	if m.members, err = m.loadMembers(); err != nil {
+	st, err := m.loadMeta()
+	if err != nil {
 		return nil, err
 	}
+	if m.tokens, err = tokenTable(st.Tokens); err != nil {
+		return nil, err
+	}
+	m.members, m.tokenList = st.Members, st.Tokens
 	return m, nil
 }
 
@@ -240,6 +249,7 @@ const (
 	kindIntent    = 'i'
 	kindRestoring = 'r'
 	kindMembers   = 'm'
+	kindTokens    = 't'
 )
 
 // applied is a group's durable progress: its last applied index and the

@@ -40,7 +40,7 @@ func (m *SM) Snapshot(group uint64, w io.Writer) (uint64, error) {
 	head, _ := json.Marshal(a)
 	writeField(bw, head)
 	if group == node.MetaGroup {
-		body, _ := json.Marshal(metaState{Members: m.Members()})
+		body, _ := json.Marshal(m.metaSnapshot())
 		writeField(bw, body)
 		return a.Index, bw.Flush()
 	}
@@ -136,18 +136,9 @@ func (m *SM) Restore(group uint64, index uint64, r io.Reader) error {
 				return fmt.Errorf("replica: restore meta group: %w", err)
 			}
 		}
-		err := m.commit(func(b *pebble.Batch) error {
-			if err := setJSON(b, gkey(group, kindMembers), st); err != nil {
-				return err
-			}
-			return setJSON(b, gkey(group, kindApplied), head)
-		}, true)
-		if err != nil {
+		if err := m.saveMeta(st, head, nil); err != nil {
 			return err
 		}
-		m.mu.Lock()
-		m.members = st.Members
-		m.mu.Unlock()
 		if m.cfg.OnMembers != nil {
 			m.cfg.OnMembers(st.Members)
 		}

@@ -33,10 +33,13 @@ type cnode struct {
 	id               uint64
 	raft, addr, data string
 	joinArgs         []string
-	cmd              *exec.Cmd
-	exited           chan struct{}
-	mu               sync.Mutex
-	stderr           bytes.Buffer
+	// secure runs the node with tokens (without --insecure-dev).
+	secure bool
+	cmd    *exec.Cmd
+	exited chan struct{}
+	mu     sync.Mutex
+	stderr bytes.Buffer
+	stdout []string // the lines the node printed, every run
 }
 
 func (n *cnode) url() string { return "http://" + n.addr }
@@ -70,8 +73,11 @@ func (n *cnode) Write(p []byte) (int, error) {
 // test ends.
 func (n *cnode) start(t *testing.T) {
 	t.Helper()
-	args := []string{"serve", "--cluster", "--insecure-dev", "--node-id", fmt.Sprint(n.id), "--raft-addr", n.raft,
+	args := []string{"serve", "--cluster", "--node-id", fmt.Sprint(n.id), "--raft-addr", n.raft,
 		"--addr", n.addr, "--data", n.data, "--join-secret", clusterSecret}
+	if !n.secure {
+		args = append(args, "--insecure-dev")
+	}
 	cmd := exec.Command(tallyBin, append(args, n.joinArgs...)...)
 	cmd.Env = baseEnv()
 	cmd.Stderr = n
@@ -87,6 +93,9 @@ func (n *cnode) start(t *testing.T) {
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
+			n.mu.Lock()
+			n.stdout = append(n.stdout, sc.Text())
+			n.mu.Unlock()
 			if strings.Contains(sc.Text(), "serving on") {
 				ready <- true
 			}
@@ -103,6 +112,13 @@ func (n *cnode) start(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("node %d did not serve within 30s: %s", n.id, n.log())
 	}
+}
+
+// printed is every line the node has printed on stdout, over its runs.
+func (n *cnode) printed() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.stdout)
 }
 
 func (n *cnode) log() string {

@@ -1,0 +1,81 @@
+package server
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// The token routes: an admin of acme mints, lists and revokes acme's
+// tokens and no other tenant's; an agent manages none; a minted token
+// authenticates at once and a revoked one no longer; a bad grant names its
+// field; the secret is in the create answer only.
+func TestTokenRoutes(t *testing.T) {
+	f := adminFixture(t)
+	body := f.want(201, "POST", "/v1/tokens", "boss", `{"tenant":"acme","participant":"carol","role":"person"}`)
+	var made struct {
+		SchemaVersion int `json:"schema_version"`
+		ID, Token     string
+		Tenant, Role  string
+	}
+	if err := json.Unmarshal([]byte(body), &made); err != nil || made.Role != "person" || !strings.HasPrefix(made.Token, "tally_") {
+		t.Fatalf("create: %s %v", body, err)
+	}
+	if !strings.HasPrefix(body, `{"schema_version":1,"id":"tok_`) || !strings.Contains(body, `,"token":"tally_`) {
+		t.Fatalf("create document: %s", body)
+	}
+	f.tokens["carol"] = made.Token
+	f.want(200, "GET", "/v1/tenants/acme/whoami", "carol", "")
+
+	for _, c := range []struct {
+		who, body string
+		status    int
+		want      string
+	}{
+		{"reviewer", `{"tenant":"acme","participant":"x"}`, 403, `"code":"forbidden"`},
+		{"boss", `{"tenant":"other","participant":"x"}`, 403, "tenant: this token does not administer the tokens of tenant other"},
+		{"boss", `{"tenant":"*","participant":"x","role":"admin"}`, 403, "tenant"},
+		{"boss", `{"tenant":"acme","participant":"x","role":"root"}`, 400, `role: must be agent, person, timekeeper or admin, not \"root\"`},
+		{"boss", `{"tenant":"acme","participant":""}`, 400, "participant: an identity of 1-1024 bytes is required"},
+		{"boss", `{"tenant":"acme","participant":"x","extra":1}`, 400, "extra"},
+		{"", `{"tenant":"acme","participant":"x"}`, 401, "unauthenticated"},
+	} {
+		code, got, _ := f.do("POST", "/v1/tokens", c.who, c.body)
+		if code != c.status || !strings.Contains(got, c.want) {
+			t.Errorf("%s %s: %d %s, want %d with %q", c.who, c.body, code, got, c.status, c.want)
+		}
+	}
+
+	list := f.want(200, "GET", "/v1/tokens", "boss", "")
+	if strings.Contains(list, "tally_") || strings.Contains(list, `"tenant":"other"`) || !strings.Contains(list, made.ID) {
+		t.Fatalf("list: %s", list)
+	}
+	f.want(403, "GET", "/v1/tokens", "reviewer", "")
+	f.want(400, "GET", "/v1/tokens?tenant=acme", "boss", "")
+
+	// The foreign tenant's token is not acme's admin's to revoke: unknown.
+	var foreign string
+	for _, tk := range mustTokens(t, f) {
+		if tk.Tenant == "other" {
+			foreign = tk.ID
+		}
+	}
+	f.want(404, "POST", "/v1/tokens/"+foreign+"/revoke", "boss", "")
+	revoked := f.want(200, "POST", "/v1/tokens/"+made.ID+"/revoke", "boss", "")
+	if !strings.Contains(revoked, `"revoked":true`) {
+		t.Fatalf("revoke: %s", revoked)
+	}
+	f.want(401, "GET", "/v1/tenants/acme/whoami", "carol", "")
+}
+
+func mustTokens(t *testing.T, f *fixture) []struct{ ID, Tenant string } {
+	toks, err := fileTokens(f.srv).List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []struct{ ID, Tenant string }
+	for _, tk := range toks {
+		out = append(out, struct{ ID, Tenant string }{tk.ID, tk.Tenant})
+	}
+	return out
+}
