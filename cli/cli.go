@@ -76,6 +76,9 @@ type global struct {
 	session string
 	json    bool
 	as      string
+	// consistency is --consistency: a read through a cluster node at
+	// "stale" is served from that node's replica as applied.
+	consistency string
 
 	// The Service the verbs call (service.go), made on first use.
 	svc      cliService
@@ -257,6 +260,7 @@ func newRoot(g *global) *cobra.Command {
 	pf.StringVar(&g.session, "session", "", "session as TENANT/SESSION (default: default/default)")
 	pf.BoolVar(&g.json, "json", false, "print JSON (with schema_version) instead of text")
 	pf.StringVar(&g.as, "as", "", "acting identity (default: $TALLY_ACTOR)")
+	pf.StringVar(&g.consistency, "consistency", "", "reads through a cluster node (TALLY_URL): linearizable (the default: confirmed with the group's leader) or stale (this node's replica as applied, which may miss recent writes); a local ledger's reads are always current")
 	root.AddCommand(
 		newInit(g), newPromise(g), newAmend(g), newResolve(g), newAssess(g),
 		newShow(g), newLs(g), newOwed(g), newGraph(g),

@@ -34,10 +34,17 @@ func (g *global) service() (cliService, error) {
 	if g.svc != nil {
 		return g.svc, nil
 	}
+	stale, err := g.stale()
+	if err != nil {
+		return nil, err
+	}
 	if u := g.remoteURL(); u != "" {
-		c, err := restclient.New(restclient.Config{URL: u, Token: g.io.Getenv("TALLY_TOKEN")})
+		c, err := restclient.New(restclient.Config{URL: u, Token: g.io.Getenv("TALLY_TOKEN"), Stale: stale})
 		if err != nil {
 			return nil, usageError{err}
+		}
+		if stale {
+			g.warnOnce("stale reads (--consistency stale): answered from the node's replica as applied, which may miss writes acknowledged elsewhere")
 		}
 		g.rest, g.svc = c, c
 		return c, nil
@@ -49,6 +56,17 @@ func (g *global) service() (cliService, error) {
 	}
 	g.svc = service.NewLocal(g.sessions, cfg)
 	return g.svc, nil
+}
+
+// stale reads --consistency.
+func (g *global) stale() (bool, error) {
+	switch g.consistency {
+	case "", service.Linearizable:
+		return false, nil
+	case service.Stale:
+		return true, nil
+	}
+	return false, usagef("consistency: must be linearizable or stale, not %q", g.consistency)
 }
 
 // target is the session --session names (default default/default).

@@ -41,6 +41,9 @@ type Config struct {
 	HTTP *http.Client
 	// Timeout bounds one request, its body included; 0 means 60s.
 	Timeout time.Duration
+	// Stale asks for every read at consistency=stale, as a Call's Stale
+	// asks for its own.
+	Stale bool
 }
 
 // Client talks to one tally server.
@@ -49,6 +52,7 @@ type Client struct {
 	token   string
 	http    *http.Client
 	timeout time.Duration
+	stale   bool
 }
 
 // New returns the client of cfg.URL, which must be a URL.
@@ -63,7 +67,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 60 * time.Second
 	}
-	return &Client{url: u, token: cfg.Token, http: cfg.HTTP, timeout: cfg.Timeout}, nil
+	return &Client{url: u, token: cfg.Token, http: cfg.HTTP, timeout: cfg.Timeout, stale: cfg.Stale}, nil
 }
 
 // URL is the server's base URL.
@@ -186,13 +190,17 @@ func (c *Client) post(ctx context.Context, call service.Call, doc any, segs ...s
 	return c.Do(ctx, call, "POST", c.SessionURL(call.Tenant, call.Session, nil, segs...), b)
 }
 
-// get reads the session path segs with the query q, at call.Now if given.
+// get reads the session path segs with the query q, at call.Now if given,
+// and at consistency=stale if the call or the client asks for it.
 func (c *Client) get(ctx context.Context, call service.Call, q url.Values, segs ...string) (service.Doc, error) {
+	if q == nil {
+		q = url.Values{}
+	}
 	if !call.Now.IsZero() {
-		if q == nil {
-			q = url.Values{}
-		}
 		q.Set("now", instant.Format(call.Now))
+	}
+	if call.Stale || c.stale {
+		q.Set("consistency", service.Stale)
 	}
 	return c.Do(ctx, call, "GET", c.SessionURL(call.Tenant, call.Session, q, segs...), nil)
 }

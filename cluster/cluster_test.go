@@ -428,3 +428,46 @@ func TestHealthWithoutQuorum(t *testing.T) {
 	n2.stop(t)
 	waitFor(t, "no quorum without node 2", 10*time.Second, func() bool { return health() == 503 })
 }
+
+// A read is linearizable unless it asks otherwise: cut off from its
+// group's quorum a node serves no linearizable read, and a stale read
+// (call.Stale, consistency=stale) answers from what it applied.
+func TestStaleReadWithoutQuorum(t *testing.T) {
+	dir := t.TempDir()
+	c1 := nodeConfig(t, dir, 1)
+	c1.Bootstrap = true
+	n1 := startNode(t, c1)
+	defer n1.stop(t)
+	c2 := nodeConfig(t, dir, 2)
+	c2.Join = c1.Addr
+	n2 := startNode(t, c2)
+	waitFor(t, "two voters in every group", 20*time.Second, func() bool { return allVoters(n1.Node, 2) })
+	ctx := context.Background()
+	call := service.Call{Tenant: "acme", Session: "stale", Actor: "alice", RequestID: "w1"}
+	var err error
+	for try := 0; try < 100; try++ {
+		if _, err = n1.DeclarePromise(ctx, call, api.PromiseDeclare{ID: "p1", Promise: "ship", To: "bob", Until: "2h"}); !isUnavailable(err) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := service.Call{Tenant: "acme", Session: "stale", Actor: "alice"}
+	if l, err := n1.ListPromises(ctx, read, promise.Filter{}); err != nil || len(l.Promises) != 1 {
+		t.Fatalf("linearizable read with a quorum: %+v %v", l, err)
+	}
+	n2.stop(t)
+	waitFor(t, "no quorum without node 2", 10*time.Second, func() bool {
+		rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		_, err := n1.ListPromises(rctx, read, promise.Filter{})
+		return err != nil
+	})
+	read.Stale = true
+	l, err := n1.ListPromises(ctx, read, promise.Filter{})
+	if err != nil || len(l.Promises) != 1 || l.Promises[0].ID != "p1" {
+		t.Fatalf("stale read without a quorum: %+v %v", l, err)
+	}
+}

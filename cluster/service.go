@@ -57,12 +57,15 @@ func method[D, R any](f func(service.Service, context.Context, service.Call, D) 
 }
 
 // read waits for the session's group to be read-consistent here, then
-// reads this replica. A read's instant is the wall clock unless the call
+// reads this replica; a stale read (call.Stale) reads it as applied, so a
+// node cut off from the group's quorum still answers, maybe behind. A read's instant is the wall clock unless the call
 // names one.
 func read[R any](ctx context.Context, c *Node, call service.Call, f func(service.Service, service.Call) (R, error)) (R, error) {
 	var zero R
-	if err := c.readIndex(ctx, c.sm.GroupOf(call.Tenant, call.Session)); err != nil {
-		return zero, err
+	if !call.Stale {
+		if err := c.readIndex(ctx, c.sm.GroupOf(call.Tenant, call.Session)); err != nil {
+			return zero, err
+		}
 	}
 	if call.Now.IsZero() {
 		call.Now = time.Now().UTC()

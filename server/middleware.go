@@ -28,6 +28,8 @@ import (
 	"tally/auth"
 	"tally/jsondoc"
 	"tally/ledger"
+	"tally/service"
+	"tally/vocab"
 )
 
 // handlerOf is the route's handler inside instrument: its binding's own,
@@ -101,8 +103,53 @@ func (s *Server) instrument(rt route) http.Handler {
 			}
 			r.Body = s.checkedBody(w, r, media, http.MaxBytesReader(rec, r.Body, limit))
 		}
+		if rt.readsSessions() {
+			var err error
+			if r, err = withConsistency(rec, r); err != nil {
+				s.writeError(rec, err)
+				return
+			}
+		}
 		h.ServeHTTP(rec, r)
 	})
+}
+
+// readsSessions is a REST read that runs through the Service: it takes the
+// consistency parameter.
+func (rt route) readsSessions() bool { return !rt.write && !rt.public && rt.handle == nil }
+
+type staleKey struct{}
+
+// withConsistency takes the consistency parameter out of a read's query
+// (so the route's own parameters are all that is left), notes a stale read
+// in the request's context for sessionCall, and marks the answer with the
+// consistency it is served at.
+func withConsistency(w http.ResponseWriter, r *http.Request) (*http.Request, error) {
+	q := r.URL.Query()
+	v, asked := q["consistency"]
+	stale := false
+	if asked {
+		switch {
+		case len(v) == 1 && v[0] == service.Stale:
+			stale = true
+		case len(v) == 1 && v[0] == service.Linearizable:
+		default:
+			return r, vocab.Invalidf("consistency", "must be linearizable (the default) or stale, once")
+		}
+		q.Del("consistency")
+		u := *r.URL
+		u.RawQuery = q.Encode()
+		r = r.Clone(context.WithValue(r.Context(), staleKey{}, stale))
+		r.URL = &u
+	}
+	w.Header().Set(service.ConsistencyHeader, map[bool]string{false: service.Linearizable, true: service.Stale}[stale])
+	return r, nil
+}
+
+// staleRead says the read asked for consistency=stale.
+func staleRead(r *http.Request) bool {
+	stale, _ := r.Context().Value(staleKey{}).(bool)
+	return stale
 }
 
 // principal is who a request acts as.

@@ -143,7 +143,7 @@ func requestID(r *http.Request) (string, error) {
 
 // sessionCall is the Call of the path's session.
 func sessionCall(r *http.Request) service.Call {
-	return service.Call{Tenant: r.PathValue("tenant"), Session: r.PathValue("session")}
+	return service.Call{Tenant: r.PathValue("tenant"), Session: r.PathValue("session"), Stale: staleRead(r)}
 }
 
 // readCall is the Call of a read route: the path's session, at the now

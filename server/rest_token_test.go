@@ -79,3 +79,30 @@ func mustTokens(t *testing.T, f *fixture) []struct{ ID, Tenant string } {
 	}
 	return out
 }
+
+// Every REST read takes consistency (linearizable, the default, or stale),
+// leaves it out of the route's own parameters, and marks its answer with
+// the consistency it was served at.
+func TestReadConsistency(t *testing.T) {
+	f := newFixture(t)
+	f.want(201, "POST", base+"/promises", "reviewer", `{"promise":"p","to":"author","until":"2h"}`)
+	for _, c := range []struct {
+		query  string
+		status int
+		header string
+	}{
+		{"", 200, "linearizable"},
+		{"?consistency=linearizable", 200, "linearizable"},
+		{"?consistency=stale&state=all", 200, "stale"},
+		{"?consistency=eventual", 400, ""},
+		{"?consistency=stale&consistency=stale", 400, ""},
+	} {
+		code, body, h := f.do("GET", base+"/promises"+c.query, "reviewer", "")
+		if code != c.status || h.Get("Tally-Consistency") != c.header {
+			t.Errorf("%q: %d %q %s", c.query, code, h.Get("Tally-Consistency"), body)
+		}
+		if code == 400 && !strings.Contains(body, "consistency: must be linearizable (the default) or stale") {
+			t.Errorf("%q: %s", c.query, body)
+		}
+	}
+}

@@ -35,7 +35,23 @@ type Call struct {
 	// Now is the instant a read's views are computed at; zero means the
 	// service's clock.
 	Now time.Time
+	// Stale lets a read be served from what this node's replica has
+	// applied, without confirming it with the group's leader: faster, and
+	// served by a node cut off from its quorum, but it may miss writes
+	// acknowledged elsewhere. Only a cluster node reads otherwise; every
+	// other Service's reads are current whatever it says.
+	Stale bool
 }
+
+// Consistency names a read's consistency in the API (the consistency query
+// parameter, the Tally-Consistency response header).
+const (
+	Linearizable = "linearizable"
+	Stale        = "stale"
+	// ConsistencyHeader marks a read's answer with the consistency it was
+	// served at.
+	ConsistencyHeader = "Tally-Consistency"
+)
 
 // Doc is a response document, byte for byte, and whether it was replayed
 // from a request id's record rather than executed.

@@ -494,6 +494,12 @@ func TestClusterStoppedLeaderServesNoStaleRead(t *testing.T) {
 	cont := func() { leader.cmd.Process.Signal(syscall.SIGCONT) }
 	defer cont()
 	other := nodes[leader.id%3]
+	// Asked for, a stale read through a follower answers at once from its
+	// replica, leader or none, and says so.
+	stale := run(t, runOpts{env: []string{"TALLY_URL=" + other.url(), "TALLY_ACTOR=alice"}}, "--session", "acme/"+session, "ls", "--all", "--consistency", "stale")
+	if stale.code != 0 || !strings.Contains(stale.out, "before") || !strings.Contains(stale.err, "stale reads") {
+		t.Fatalf("stale read through node %d: %v", other.id, stale)
+	}
 	waitUntil(t, "a write through another node while the leader is stopped", 30*time.Second, func() bool {
 		code, _, _ := declare(other.addr, session, "after", `{"promise":"after","to":"bob","until":"2h"}`)
 		return code == 201
