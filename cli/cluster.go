@@ -19,13 +19,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"tally/cluster"
+	"tally/cluster/replica"
 )
 
 func newCluster(g *global) *cobra.Command {
 	var addr string
 	c := &cobra.Command{
 		Use:   "cluster",
-		Short: "A cluster node's view of the cluster, and its operator's changes: status, members, groups, transfer-leader, remove-node",
+		Short: "A cluster node's view of the cluster, and its operator's changes: status, members, groups, transfer-leader, add-node, remove-node",
 		// These verbs always ask a node, so TALLY_URL is theirs to use.
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
 	}
@@ -89,7 +90,34 @@ func newCluster(g *global) *cobra.Command {
 			return g.clusterPost(c.Context(), addr, cluster.RemoveNodePath, body, fmt.Sprintf("node %d removed; each group's leader takes it out", id))
 		},
 	}
-	c.AddCommand(transfer, remove,
+	var raftAddr, apiAddr, zone string
+	add := &cobra.Command{
+		Use:   "add-node N --raft-addr HOST:PORT --addr HOST:PORT [--zone Z]",
+		Short: "Record a node in the membership before it starts (its id and addresses reserved; each group adds it as a learner); then start it with serve --cluster --join",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			s, err := secretOf()
+			if err != nil {
+				return err
+			}
+			id, err := strconv.ParseUint(args[0], 10, 64)
+			if err != nil || id == 0 {
+				return usagef("node: %q is not a node id", args[0])
+			}
+			if raftAddr == "" || apiAddr == "" {
+				return usagef("raft-addr, addr: both required, as the node will be started with")
+			}
+			m := replica.Member{ID: id, RaftAddr: raftAddr, Addr: apiAddr, Zone: zone}
+			body := cluster.SignAdd(s, cluster.AddRequest{Member: m})
+			return g.clusterPost(c.Context(), addr, cluster.AddNodePath, body,
+				fmt.Sprintf("node %d added; start it: tally serve --cluster --node-id %d --raft-addr %s --addr %s%s --data DIR --join-secret … --join %s",
+					id, id, raftAddr, apiAddr, map[bool]string{true: "", false: " --zone " + zone}[zone == ""], strings.TrimPrefix(g.nodeURL(addr), "http://")))
+		},
+	}
+	add.Flags().StringVar(&raftAddr, "raft-addr", "", "the node's --raft-addr, where its peers will reach it")
+	add.Flags().StringVar(&apiAddr, "addr", "", "the node's --addr, its API")
+	add.Flags().StringVar(&zone, "zone", "", "the node's --zone")
+	c.AddCommand(transfer, add, remove,
 		view("status", "The cluster id, this node, its members and the failures the placement tolerates", printClusterStatus),
 		view("members", "The members: id, raft and API addresses, zone", printClusterMembers),
 		view("groups", "Each group: leader, term, commit and applied index, voters and learners", printClusterGroups),

@@ -21,8 +21,24 @@ import (
 // behind the API's tokens).
 const (
 	TransferLeaderPath = "/v1/cluster/transfer-leader"
+	AddNodePath        = "/v1/cluster/add-node"
 	RemoveNodePath     = "/v1/cluster/remove-node"
 )
+
+// AddRequest records a node in the membership before it starts: its id
+// and addresses are reserved (a join under another id at them is refused),
+// each group's leader adds it as a learner, and the node, started with
+// `--join`, is let in as the member recorded.
+type AddRequest struct {
+	Member replica.Member `json:"member"`
+	MAC    string         `json:"mac"`
+}
+
+// SignAdd signs an add-node request with the join secret.
+func SignAdd(secret string, r AddRequest) AddRequest {
+	r.MAC = mac(secret, "add-node", r.Member)
+	return r
+}
 
 // TransferRequest asks a group's leader to hand leadership to a voter.
 type TransferRequest struct {
@@ -119,6 +135,34 @@ func (c *Node) waitLeader(ctx context.Context, group, to uint64) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// handleAdd commits a node's member record in the meta group.
+func (c *Node) handleAdd(w http.ResponseWriter, r *http.Request) {
+	var req AddRequest
+	if !decodeSigned(w, r, &req) {
+		return
+	}
+	if !hmac.Equal([]byte(req.MAC), []byte(mac(c.cfg.Secret, "add-node", req.Member))) {
+		writeErr(w, http.StatusForbidden, "WrongJoinSecret", "add-node: the request is not signed with this cluster's join secret")
+		return
+	}
+	m := req.Member
+	switch {
+	case m.ID == 0:
+		writeErr(w, http.StatusBadRequest, "invalid", "member.id: required, not 0")
+		return
+	case m.RaftAddr == "" || m.Addr == "":
+		writeErr(w, http.StatusBadRequest, "invalid", "member.raft_addr, member.addr: both required")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	if _, err := c.addMember(ctx, m); err != nil {
+		writeRefusal(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"added": m, "cluster_id": c.id.ClusterID, "members": c.sm.Members()})
 }
 
 // handleRemove commits a node's removal in the meta group; each group's

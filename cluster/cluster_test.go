@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"tally/api"
+	"tally/cluster/replica"
 	"tally/ledger"
 	"tally/promise"
 	"tally/service"
@@ -470,4 +471,49 @@ func TestStaleReadWithoutQuorum(t *testing.T) {
 	if err != nil || len(l.Promises) != 1 || l.Promises[0].ID != "p1" {
 		t.Fatalf("stale read without a quorum: %+v %v", l, err)
 	}
+}
+
+// add-node records a member before it starts: signed with the join secret
+// (else 403), refused without an id or addresses (400) or at a member's
+// address (409, DuplicateNode); a join at the recorded addresses is let in
+// as that member, and a join under another id at them is refused.
+func TestAddNode(t *testing.T) {
+	dir := t.TempDir()
+	c1 := nodeConfig(t, dir, 1)
+	c1.Bootstrap = true
+	n1 := startNode(t, c1)
+	defer n1.stop(t)
+	waitFor(t, "node 1 a member", 20*time.Second, func() bool { return len(n1.Replica().Members()) == 1 })
+
+	c2 := nodeConfig(t, dir, 2)
+	c2.Join = c1.Addr
+	m := replica.Member{ID: 2, RaftAddr: c2.RaftAddr, Addr: c2.Addr}
+	for _, c := range []struct {
+		req    AddRequest
+		status int
+		want   string
+	}{
+		{SignAdd("another secret of some length", AddRequest{Member: m}), 403, "WrongJoinSecret"},
+		{SignAdd(c1.Secret, AddRequest{Member: replica.Member{RaftAddr: "x:1", Addr: "x:2"}}), 400, "member.id: required"},
+		{SignAdd(c1.Secret, AddRequest{Member: replica.Member{ID: 2, Addr: "x:2"}}), 400, "member.raft_addr"},
+		{SignAdd(c1.Secret, AddRequest{Member: replica.Member{ID: 2, RaftAddr: c1.RaftAddr, Addr: "x:2"}}), 409, "DuplicateNode"},
+		{SignAdd(c1.Secret, AddRequest{Member: m}), 200, `"added"`},
+		{SignAdd(c1.Secret, AddRequest{Member: m}), 200, `"added"`}, // retried
+	} {
+		code, body := post(t, c1.Addr, AddNodePath, c.req)
+		if code != c.status || !strings.Contains(body, c.want) {
+			t.Fatalf("add-node %+v: %d %s, want %d with %q", c.req.Member, code, body, c.status, c.want)
+		}
+	}
+	if ms := n1.Replica().Members(); len(ms) != 2 {
+		t.Fatalf("members after add-node: %+v", ms)
+	}
+	other := nodeConfig(t, dir, 3)
+	other.RaftAddr, other.Addr, other.Join = c2.RaftAddr, c2.Addr, c1.Addr
+	if _, err := Start(context.Background(), other); err == nil || !strings.Contains(err.Error(), "DuplicateNode") {
+		t.Fatalf("a join under another id at node 2's addresses: %v", err)
+	}
+	n2 := startNode(t, c2)
+	defer n2.stop(t)
+	waitFor(t, "node 2 a voter of every group", 20*time.Second, func() bool { return allVoters(n1.Node, 2) })
 }

@@ -189,6 +189,7 @@ func (c *Node) Handler() http.Handler {
 	})
 	mux.HandleFunc("POST "+JoinPath, c.handleJoin)
 	mux.HandleFunc("POST "+TransferLeaderPath, c.handleTransfer)
+	mux.HandleFunc("POST "+AddNodePath, c.handleAdd)
 	mux.HandleFunc("POST "+RemoveNodePath, c.handleRemove)
 	return mux
 }

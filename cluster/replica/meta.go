@@ -221,7 +221,7 @@ func decideMember(members []Member, c MetaCommand) ([]Member, Outcome) {
 				if mb == *c.Member {
 					return members, Outcome{Value: mb} // a retried join
 				}
-				return members, Outcome{Err: vocab.New(CodeDuplicateNode, "node-id", fmt.Sprintf("node %d is already a member, at raft address %s", mb.ID, mb.RaftAddr))}
+				return members, Outcome{Err: vocab.New(CodeDuplicateNode, "node-id", fmt.Sprintf("node %d is already a member, at raft address %s, address %s, zone %q: it joins as the member recorded", mb.ID, mb.RaftAddr, mb.Addr, mb.Zone))}
 			}
 			if mb.RaftAddr == c.Member.RaftAddr || mb.Addr == c.Member.Addr {
 				return members, Outcome{Err: vocab.New(CodeDuplicateNode, "raft-addr", fmt.Sprintf("node %d already uses address %s or %s", mb.ID, mb.RaftAddr, mb.Addr))}
