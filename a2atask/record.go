@@ -123,14 +123,13 @@ func ExpectActions() api.Actions[struct{}] {
 // ExpectRecord is every member an expect record may carry; which are
 // allowed depends on its action (ExpectActions).
 type ExpectRecord struct {
-	api.ExpectRaise
-	Action  string          `json:"action"`
-	ReplyTo json.RawMessage `json:"replyTo"`
-	FactKey string          `json:"factKey"`
-	At      string          `json:"at"`
-	Reason  string          `json:"reason"`
-	TaskID  string          `json:"taskId"`
-	Outcome string          `json:"outcome"`
+	api.ExpectRaise        // its replyTo too
+	Action          string `json:"action"`
+	FactKey         string `json:"factKey"`
+	At              string `json:"at"`
+	Reason          string `json:"reason"`
+	TaskID          string `json:"taskId"`
+	Outcome         string `json:"outcome"`
 }
 
 // RecordClaim is the claim a claim record is about: its "claim" member,
@@ -185,28 +184,8 @@ func ReplyTo(record json.RawMessage, meta any, cfg *a2a.SendMessageConfig) (rt *
 		}
 	}
 	if raw != nil {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			rt = &expect.ReplyTo{URL: s}
-		} else {
-			var d struct {
-				URL  string `json:"url"`
-				Push *struct {
-					URL   string            `json:"url"`
-					Token string            `json:"token"`
-					Auth  *a2a.PushAuthInfo `json:"authentication"`
-				} `json:"push"`
-			}
-			if err := api.Decode(field, raw, &d); err != nil {
-				return nil, field, err
-			}
-			rt = &expect.ReplyTo{URL: d.URL}
-			if d.Push != nil {
-				rt.PushURL, rt.PushToken = d.Push.URL, d.Push.Token
-				if d.Push.Auth != nil {
-					rt.PushAuthScheme, rt.PushAuthCredentials = d.Push.Auth.Scheme, d.Push.Auth.Credentials
-				}
-			}
+		if rt, err = api.ParseReplyTo(field, raw); err != nil {
+			return nil, field, err
 		}
 	}
 	if cfg != nil && cfg.PushConfig != nil && cfg.PushConfig.URL != "" && (rt == nil || rt.PushURL == "") {

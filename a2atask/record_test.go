@@ -176,7 +176,7 @@ func TestReplyTo(t *testing.T) {
 		{"the request's push config", `"https://a.example/rpc"`, nil, push,
 			`replyTo {"url":"https://a.example/rpc","push":{"url":"https://a.example/push","token":"tok","authentication":{"scheme":"Bearer","credentials":"c"}}}`},
 		{"only a push config", ``, nil, push, `replyTo {"push":{"url":"https://a.example/push","token":"tok","authentication":{"scheme":"Bearer","credentials":"c"}}}`},
-		{"an unknown member", `{"url":"https://a.example/rpc","href":"x"}`, nil, nil, `href: is not a field of this command (push, url)`},
+		{"an unknown member", `{"url":"https://a.example/rpc","href":"x"}`, nil, nil, `href: is not a field of this command (extension, push, url)`},
 	} {
 		rt, field, err := ReplyTo(json.RawMessage(c.record), c.meta, c.cfg)
 		got := errText(err)

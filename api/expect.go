@@ -1,8 +1,10 @@
 package api
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"time"
 
 	"tally/expect"
@@ -37,6 +39,10 @@ type ExpectRaise struct {
 	Supersedes    string          `json:"supersedes,omitempty"`
 	Origin        *expect.Origin  `json:"origin,omitempty"`
 	By            string          `json:"by,omitempty"` // the raiser: the acting identity when given
+	// ReplyTo is where the timekeeper sends the expectation's lapses over
+	// A2A: an agent's URL, or {"url","extension","push":{"url","token",
+	// "authentication":{"scheme","credentials"}}} (ParseReplyTo).
+	ReplyTo json.RawMessage `json:"replyTo,omitempty"`
 
 	// RelativeTo, when set, lets dueAt and horizon also be a duration from
 	// it (2h, PT6H), as the CLI's flags give them: the document keeps what
@@ -150,6 +156,9 @@ func (d *ExpectRaise) convert(extend bool) (expect.Raise, error) {
 			return r, err
 		}
 	}
+	if r.ReplyTo, err = ParseReplyTo("replyTo", d.ReplyTo); err != nil {
+		return r, err
+	}
 	if d.Anchor != nil {
 		off, err := expect.ParseDuration(d.Anchor.Offset)
 		if err != nil {
@@ -158,6 +167,44 @@ func (d *ExpectRaise) convert(extend bool) (expect.Raise, error) {
 		r.Anchor = &expect.Anchor{ExpectationID: d.Anchor.ExpectationID, Offset: off}
 	}
 	return r, nil
+}
+
+// ParseReplyTo reads a replyTo member: absent or null is none; a string is
+// an agent's URL; an object is {"url","extension","push":{"url","token",
+// "authentication":{"scheme","credentials"}}}, members other than these
+// refused.
+func ParseReplyTo(field string, raw json.RawMessage) (*expect.ReplyTo, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return &expect.ReplyTo{URL: s}, nil
+	}
+	var d struct {
+		URL       string `json:"url"`
+		Extension string `json:"extension"`
+		Push      *struct {
+			URL   string `json:"url"`
+			Token string `json:"token"`
+			Auth  *struct {
+				Scheme      string `json:"scheme"`
+				Credentials string `json:"credentials"`
+			} `json:"authentication"`
+		} `json:"push"`
+	}
+	if err := Decode(field, raw, &d); err != nil {
+		return nil, err
+	}
+	rt := &expect.ReplyTo{URL: d.URL, Extension: d.Extension}
+	if d.Push != nil {
+		rt.PushURL, rt.PushToken = d.Push.URL, d.Push.Token
+		if d.Push.Auth != nil {
+			rt.PushAuthScheme, rt.PushAuthCredentials = d.Push.Auth.Scheme, d.Push.Auth.Credentials
+		}
+	}
+	return rt, nil
 }
 
 // ExpectFact is the document of an observed fact; at defaults to now (in

@@ -99,6 +99,9 @@ func (g *global) serveCluster(c *cobra.Command, cfg server.Config, f *clusterFla
 	if err != nil {
 		return errors.Join(err, n.Close())
 	}
+	if cc.WatchEvery > 0 {
+		n.Deliver(cc.WatchEvery, s.Deliverer)
+	}
 	for _, col := range n.Collectors() {
 		if err := s.Registry().Register(col); err != nil {
 			return errors.Join(err, n.Close())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"tally/cluster/node"
 	"tally/cluster/replica"
 	"tally/ledger"
 	"tally/service"
@@ -42,6 +41,21 @@ func (c *Node) sweepMethod() replica.Method {
 // looks, in this replica, for sessions of the groups it leads with an
 // expectation due, and proposes a sweep of each.
 func (c *Node) timekeep(ctx context.Context, every time.Duration) {
+	c.everyLed(ctx, every, "timekeeper", nil, func(se store.Session, _ uint64) {
+		if !c.due(ctx, se, time.Now()) {
+			return
+		}
+		call := service.Call{Tenant: se.Tenant, Session: se.Name, Actor: c.cfg.Ledger.Timekeeper}
+		if _, err := write[sweepDoc, int](ctx, c, methodSweep, call, sweepDoc{}); err != nil {
+			c.log.Warn("timekeeper: sweep", "session", se.String(), "err", err)
+		}
+	})
+}
+
+// everyLed calls each, every interval until ctx ends, with every session of
+// the groups this node leads then (in this replica), after telling tick
+// (when given) which groups those are.
+func (c *Node) everyLed(ctx context.Context, every time.Duration, what string, tick func(leading map[uint64]bool), each func(se store.Session, group uint64)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -50,28 +64,24 @@ func (c *Node) timekeep(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 		}
-		leading := map[uint64]bool{}
-		_ = c.do(ctx, func(n *node.Node) {
-			for _, gt := range n.Leading() {
-				leading[gt.Group] = true
-			}
-		})
+		leading := c.leading(ctx)
+		if tick != nil {
+			tick(leading)
+		}
 		if len(leading) == 0 {
 			continue
 		}
 		sessions, err := store.Sessions(c.sm.Root(), "")
 		if err != nil {
-			c.log.Warn("timekeeper: list sessions", "err", err)
+			c.log.Warn(what+": list sessions", "err", err)
 			continue
 		}
-		now := time.Now()
 		for _, se := range sessions {
-			if !leading[c.sm.GroupOf(se.Tenant, se.Name)] || !c.due(ctx, se, now) {
-				continue
+			if ctx.Err() != nil {
+				return
 			}
-			call := service.Call{Tenant: se.Tenant, Session: se.Name, Actor: c.cfg.Ledger.Timekeeper}
-			if _, err := write[sweepDoc, int](ctx, c, methodSweep, call, sweepDoc{}); err != nil {
-				c.log.Warn("timekeeper: sweep", "session", se.String(), "err", err)
+			if g := c.sm.GroupOf(se.Tenant, se.Name); leading[g] {
+				each(se, g)
 			}
 		}
 	}

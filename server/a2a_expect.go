@@ -41,7 +41,6 @@ import (
 
 	"tally/a2atask"
 	"tally/api"
-	"tally/auth"
 	"tally/expect"
 	"tally/instant"
 	"tally/ledger"
@@ -51,9 +50,9 @@ import (
 
 // sendExpect runs one expect record of a SendMessage through the Service
 // with the action's api document under the message's request id, and
-// answers with the write's response document. A raise that names a
-// replyTo still writes the session's ledger (the api raise document has
-// no replyTo), and is refused on a cluster node.
+// answers with the write's response document. A raise's replyTo (the
+// record's, the message metadata's or the request's push config) rides in
+// the api document, so it is replicated like the rest of it.
 func (h *a2aHandler) sendExpect(ctx context.Context, c *a2aCall, req *a2a.SendMessageRequest, uri, key string, raw any) (a2a.SendMessageResult, error) {
 	msg := req.Message
 	rec, err := a2atask.ReadRecord(a2atask.ExpectActions(), key, raw, "an expectation record")
@@ -68,18 +67,11 @@ func (h *a2aHandler) sendExpect(ctx context.Context, c *a2aCall, req *a2a.SendMe
 	}
 	// The record is refused here, under its own name, for what its
 	// document says; the Service refuses what the ledger's rules do.
-	cmd, rt, err := h.expectCommand(req, uri, &d)
+	cmd, _, err := h.expectCommand(req, uri, &d)
 	if err != nil {
 		return nil, refuseAt(where, err)
 	}
 	rid := c.sendRequestID(msg)
-	if rt != nil {
-		l, err := h.ledgerOf(ctx, c, true, "an expectation with a replyTo")
-		if err != nil {
-			return nil, err
-		}
-		return h.raiseReplying(ctx, c, l, req, uri, key, action, obj, cmd, rid)
-	}
 	var party ledger.Command
 	switch cmd.(type) {
 	case expect.RaiseCommand, expect.SupersedeCommand:
@@ -125,37 +117,6 @@ func (h *a2aHandler) sendExpect(ctx context.Context, c *a2aCall, req *a2a.SendMe
 func replyID(rid string) string {
 	sum := a2aDigest("reply", rid)
 	return "tally-" + hex.EncodeToString(sum[:12])
-}
-
-// raiseReplying raises (or extends) an expectation whose lapses go back to
-// the raising agent, on the session's ledger.
-func (h *a2aHandler) raiseReplying(ctx context.Context, c *a2aCall, l *ledger.Ledger, req *a2a.SendMessageRequest, uri, key, action string, obj map[string]any, cmd expect.Command, rid string) (a2a.SendMessageResult, error) {
-	msg := req.Message
-	var id string
-	switch rc := cmd.(type) {
-	case expect.SupersedeCommand:
-		id = rc.Raise.ExpectationID
-	case expect.RaiseCommand:
-		id = rc.Raise.ExpectationID
-	}
-	render := renderExpectation(id)
-	var push string
-	if req.Config != nil && req.Config.PushConfig != nil {
-		push = req.Config.PushConfig.URL + "\n" + req.Config.PushConfig.Token
-	}
-	canon, _ := json.Marshal(obj)
-	meta, _ := json.Marshal(msg.Metadata["replyTo"])
-	digest := a2aDigest("SendMessage", c.contextID(), uri, string(msg.TaskID), string(msg.ContextID), string(canon), string(meta), push)
-	reply := func(st *ledger.State, res []ledger.Result) []byte {
-		m := a2atask.ExpectReply(replyID(rid), msg.ContextID, msg.TaskID, uri, key, action, bytes.TrimSpace(render(st, res)))
-		b, _ := json.Marshal(m)
-		return b
-	}
-	resp, err := h.write(ctx, c, l, ledger.Command{Expect: cmd, Human: c.p.role == auth.RolePerson}, rid, digest, reply)
-	if err != nil {
-		return nil, a2aError(err)
-	}
-	return decodeAnswer[a2a.Message](resp)
 }
 
 // refuseAt names a refusal's field inside the record.
@@ -212,7 +173,11 @@ func (h *a2aHandler) expectCommand(req *a2a.SendMessageRequest, uri string, d *a
 		return nil, nil, err
 	}
 	if rt != nil {
+		// The document carries where the lapses go, as the record will.
 		rt.Extension = uri
+		if d.ExpectRaise.ReplyTo, err = json.Marshal(rt); err != nil {
+			return nil, nil, err
+		}
 	}
 	if d.Supersedes != "" {
 		c, err := d.Supersede()

@@ -3,7 +3,6 @@ package server
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -522,8 +521,8 @@ func (h *a2aHandler) promiseTask(c *a2aCall, doc service.Doc, keys []string) (*a
 	return t, nil
 }
 
-// a2aDigest binds a request id to what an A2A call of a family that does
-// not run through the Service yet asked.
+// a2aDigest hashes an A2A request's parts (the id of the message that
+// answers a request id is drawn from it).
 func a2aDigest(parts ...string) [32]byte {
 	h := blake3.NewDeriveKey("tally 2026-11 a2a request digest v1")
 	for _, p := range parts {
@@ -532,53 +531,6 @@ func a2aDigest(parts ...string) [32]byte {
 	var sum [32]byte
 	h.Sum(sum[:0])
 	return sum
-}
-
-// write runs cmd as the caller and returns render's answer from the state
-// the write left. With a request id it is idempotent: a retry with the same
-// id and digest gets the recorded answer and appends nothing; the same id
-// with another digest is a conflict. The ledger's error is returned as it
-// is, for the caller to map.
-func (h *a2aHandler) write(ctx context.Context, c *a2aCall, l *ledger.Ledger, cmd ledger.Command, rid string, digest [32]byte, render func(*ledger.State, []ledger.Result) []byte) ([]byte, error) {
-	if len(rid) > service.RequestIDMax {
-		return nil, a2atask.InvalidParams("messageId", "a request id is at most 256 bytes")
-	}
-	actor, err := h.s.writeActor(c.p, cmd)
-	if err != nil {
-		return nil, err
-	}
-	opts := ledger.WriteOptions{Actor: actor, RequestID: rid, Render: render}
-	var idem *ledger.Idempotency
-	if rid != "" {
-		idem = &ledger.Idempotency{Principal: actor, Key: rid, Digest: digest, Render: render}
-	}
-	_, resp, _, err := l.Execute(ctx, cmd, opts, idem)
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
-}
-
-// a2aAnswer is what a write answers with: a task, or a message.
-type a2aAnswer interface{ a2a.Task | a2a.Message }
-
-// decodeAnswer reads back a rendered (or recorded) answer.
-func decodeAnswer[T a2aAnswer](resp []byte) (*T, error) {
-	var v T
-	if err := json.Unmarshal(resp, &v); err != nil {
-		return nil, fmt.Errorf("%w: the recorded response is not a task or message: %v", a2a.ErrInternalError, err)
-	}
-	var id string
-	switch x := any(&v).(type) {
-	case *a2a.Task:
-		id = string(x.ID)
-	case *a2a.Message:
-		id = x.ID
-	}
-	if id == "" {
-		return nil, fmt.Errorf("%w: the recorded response has no id", a2a.ErrInternalError)
-	}
-	return &v, nil
 }
 
 // cancelError maps a refused cancellation: a conflict (the record already

@@ -8,7 +8,6 @@ import (
 
 	"tally/api"
 	"tally/jsondoc"
-	"tally/ledger"
 	"tally/service"
 	"tally/vocab"
 )
@@ -57,19 +56,15 @@ func expectDoc(pairs ...any) []byte {
 	return b.Bytes()
 }
 
-func seqOf(res []ledger.Result) uint64 {
-	if len(res) == 0 {
-		return 0
-	}
-	return res[0].Seq
-}
 
-// renderExpectation is {"seq":N,"expectation":VIEW}, for the A2A binding.
-func renderExpectation(id string) func(*ledger.State, []ledger.Result) []byte {
-	return func(st *ledger.State, res []ledger.Result) []byte {
-		v, _ := st.Expects.Expectation(id)
-		return service.ExpectationDoc(seqOf(res), &v)
+// checkReplyToDoc refuses, at raise time, a document's replyTo whose host
+// the lapse allow-list refuses (as the A2A binding does).
+func (s *Server) checkReplyToDoc(d *api.ExpectRaise) error {
+	rt, err := api.ParseReplyTo("replyTo", d.ReplyTo)
+	if err != nil {
+		return err
 	}
+	return s.checkReplyTo("replyTo", rt)
 }
 
 // The write routes: each runs its service method on the decoded document.
@@ -78,11 +73,17 @@ func (s *Server) expectRaise(r *http.Request, c service.Call, d *api.ExpectRaise
 	if d.Supersedes != "" {
 		return service.Doc{}, vocab.Invalidf("supersedes", "extend an expectation with POST …/expectations/{id}/supersede")
 	}
+	if err := s.checkReplyToDoc(d); err != nil {
+		return service.Doc{}, err
+	}
 	res, err := s.local.RaiseExpectation(r.Context(), c, *d)
 	return res.Doc, err
 }
 
 func (s *Server) expectSupersede(r *http.Request, c service.Call, d *api.ExpectRaise) (service.Doc, error) {
+	if err := s.checkReplyToDoc(d); err != nil {
+		return service.Doc{}, err
+	}
 	res, err := s.local.SupersedeExpectation(r.Context(), c, r.PathValue("id"), *d)
 	return res.Doc, err
 }

@@ -28,6 +28,41 @@ func newWatchers() *watchers {
 	return &watchers{ctx: ctx, cancel: cancel, last: map[string]time.Time{}}
 }
 
+// newWatcher is a session's timekeeper as this server configures it: its
+// sinks (a webhook, a command) and the A2A lapse delivery to replyTo
+// agents. deliverOnly and now are watch.Config's.
+func (s *Server) newWatcher(l *ledger.Ledger, deliverOnly bool, now func() time.Time) (*watch.Watcher, error) {
+	cfg := s.cfg.Watch
+	if cfg.Logger == nil {
+		cfg.Logger = s.cfg.Logger
+	}
+	cfg.DeliverOnly, cfg.Now = deliverOnly, now
+	var lapses *watch.A2A
+	if !s.cfg.A2A.NoLapseDelivery {
+		lapses = s.lapseSink(l)
+		if now != nil {
+			lapses.Now = now
+		}
+		cfg.Sinks = append(slices.Clone(cfg.Sinks), lapses)
+	}
+	w, err := watch.New(l, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if lapses != nil {
+		lapses.Journal = w.Journal() // lapses given up are journaled so
+	}
+	return w, nil
+}
+
+// Deliverer is a cluster node's delivery of a session's lapses and promise
+// notices (to the webhook, the command and replyTo agents of this
+// server's configuration) at the wall clock, committing nothing: the
+// group's leader proposes the facts through raft.
+func (s *Server) Deliverer(l *ledger.Ledger) (*watch.Watcher, error) {
+	return s.newWatcher(l, true, time.Now)
+}
+
 // startWatcher runs a watcher for a newly opened session, if the server
 // keeps time, and returns the func that stops it (letting a sweep in
 // progress finish) before the session is closed; nil if none runs.
@@ -35,22 +70,10 @@ func (s *Server) startWatcher(key string, l *ledger.Ledger) func() {
 	if s.cfg.WatchEvery <= 0 {
 		return nil
 	}
-	cfg := s.cfg.Watch
-	if cfg.Logger == nil {
-		cfg.Logger = s.cfg.Logger
-	}
-	var lapses *watch.A2A
-	if !s.cfg.A2A.NoLapseDelivery {
-		lapses = s.lapseSink(l)
-		cfg.Sinks = append(slices.Clone(cfg.Sinks), lapses)
-	}
-	w, err := watch.New(l, cfg)
+	w, err := s.newWatcher(l, false, nil)
 	if err != nil {
 		s.cfg.Logger.Error("cannot start the watcher for a session", "session", key, "err", err)
 		return nil
-	}
-	if lapses != nil {
-		lapses.Journal = w.Journal() // lapses given up are journaled so
 	}
 	ws := s.watchers
 	ctx, cancel := context.WithCancel(ws.ctx)

@@ -62,7 +62,14 @@ type Config struct {
 	DeliverMax int
 	// Sinks receive every notice; empty means nothing is delivered (the
 	// CLI passes stdout by default).
-	Sinks  []Sink
+	Sinks []Sink
+	// DeliverOnly makes a watcher that commits nothing: another writer
+	// commits the ledger's lapses and deadline facts (a cluster group's
+	// leader proposes them through raft, since a replica's log is written
+	// only by applying), and this one delivers what the log holds.
+	DeliverOnly bool
+	// Now is the watcher's clock; nil means the ledger's.
+	Now    func() time.Time
 	Logger *slog.Logger
 }
 
@@ -168,42 +175,15 @@ func (w *Watcher) Journal() *Journal { return w.j }
 
 // Sweep runs one sweep at the ledger's clock.
 func (w *Watcher) Sweep(ctx context.Context) (Report, error) {
-	now := w.l.Now()
+	now := w.now()
 	rep := Report{At: now}
 	if err := w.l.Refresh(); err != nil {
 		return rep, err
 	}
-	// 1. Expectations: withdrawals and lapses, exactly once in the ledger.
-	for round := 0; round < w.cfg.SweepRounds; round++ {
-		due := false
-		w.l.Read(func(st *ledger.State) {
-			next, ok := st.Expects.NextDue()
-			due = st.Expects.PendingWithdrawals() > 0 || ok && now.After(next)
-		})
-		if !due {
-			break
+	if !w.cfg.DeliverOnly {
+		if err := w.commit(ctx, now, &rep); err != nil {
+			return rep, err
 		}
-		res, err := w.l.Sweep(ctx, w.cfg.SweepMax)
-		if err != nil {
-			return rep, fmt.Errorf("sweep expectations: %w", err)
-		}
-		for _, r := range res {
-			switch r.Type {
-			case expect.TypeLapse:
-				rep.Lapses++
-			case expect.TypeWithdraw:
-				rep.Withdrawals++
-			}
-		}
-		if len(res) < w.cfg.SweepMax {
-			break
-		}
-	}
-	// 2. Claims: deadline facts.
-	res, err := w.l.SweepClaims(ctx, w.cfg.ClaimMax)
-	rep.ClaimFacts = len(res)
-	if err != nil {
-		return rep, fmt.Errorf("sweep claims: %w", err)
 	}
 	// 3. Read what the log gained (ours and other processes'): lapses to
 	// deliver and promises whose ladder may have changed.
@@ -232,6 +212,50 @@ func (w *Watcher) Sweep(ctx context.Context) (Report, error) {
 		return rep, err
 	}
 	return rep, nil
+}
+
+func (w *Watcher) now() time.Time {
+	if w.cfg.Now != nil {
+		return w.cfg.Now()
+	}
+	return w.l.Now()
+}
+
+// commit records, as the timekeeper, what is due at now: steps 1 and 2.
+func (w *Watcher) commit(ctx context.Context, now time.Time, rep *Report) error {
+	// 1. Expectations: withdrawals and lapses, exactly once in the ledger.
+	for round := 0; round < w.cfg.SweepRounds; round++ {
+		due := false
+		w.l.Read(func(st *ledger.State) {
+			next, ok := st.Expects.NextDue()
+			due = st.Expects.PendingWithdrawals() > 0 || ok && now.After(next)
+		})
+		if !due {
+			break
+		}
+		res, err := w.l.Sweep(ctx, w.cfg.SweepMax)
+		if err != nil {
+			return fmt.Errorf("sweep expectations: %w", err)
+		}
+		for _, r := range res {
+			switch r.Type {
+			case expect.TypeLapse:
+				rep.Lapses++
+			case expect.TypeWithdraw:
+				rep.Withdrawals++
+			}
+		}
+		if len(res) < w.cfg.SweepMax {
+			break
+		}
+	}
+	// 2. Claims: deadline facts.
+	res, err := w.l.SweepClaims(ctx, w.cfg.ClaimMax)
+	rep.ClaimFacts = len(res)
+	if err != nil {
+		return fmt.Errorf("sweep claims: %w", err)
+	}
+	return nil
 }
 
 // follow reads the log from the cursor: lapse records join the outbox;
@@ -324,7 +348,7 @@ func (w *Watcher) deliver(ctx context.Context, notices []delivery, rep *Report) 
 			}
 			continue
 		}
-		if err := w.j.Record(JournalEntry{Key: d.key, Kind: d.kind, DueAt: d.dueAt, SentAt: w.l.Now()}); err != nil {
+		if err := w.j.Record(JournalEntry{Key: d.key, Kind: d.kind, DueAt: d.dueAt, SentAt: w.now()}); err != nil {
 			w.outbox = append(w.outbox, lapsesOf(all[i+1:])...)
 			return err
 		}

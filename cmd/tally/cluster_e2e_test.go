@@ -35,6 +35,7 @@ type cnode struct {
 	joinArgs         []string
 	// secure runs the node with tokens (without --insecure-dev).
 	secure bool
+	extra  []string // more serve flags
 	cmd    *exec.Cmd
 	exited chan struct{}
 	mu     sync.Mutex
@@ -78,6 +79,7 @@ func (n *cnode) start(t *testing.T) {
 	if !n.secure {
 		args = append(args, "--insecure-dev")
 	}
+	args = append(args, n.extra...)
 	cmd := exec.Command(tallyBin, append(args, n.joinArgs...)...)
 	cmd.Env = baseEnv()
 	cmd.Stderr = n

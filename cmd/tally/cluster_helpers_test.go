@@ -17,18 +17,29 @@ import (
 
 // startCluster starts a bootstrap node and joins two more, and waits until
 // every group has three voters and a leader.
-func startCluster(t *testing.T, dir string) []*cnode {
+func startCluster(t *testing.T, dir string) []*cnode { return startClusterWith(t, dir, nil) }
+
+// startClusterWith is startCluster with each node set up by tune (its
+// flags, tokens) before it starts.
+func startClusterWith(t *testing.T, dir string, tune func(*cnode)) []*cnode {
 	t.Helper()
-	n1 := newCNode(t, dir, 1, "--bootstrap")
-	n1.start(t)
-	nodes := []*cnode{n1}
-	for id := uint64(2); id <= 3; id++ {
-		n := newCNode(t, dir, id, "--join", n1.addr)
+	var nodes []*cnode
+	for id := uint64(1); id <= 3; id++ {
+		join := []string{"--join", dir}
+		if id == 1 {
+			join = []string{"--bootstrap"}
+		} else {
+			join[1] = nodes[0].addr
+		}
+		n := newCNode(t, dir, id, join...)
+		if tune != nil {
+			tune(n)
+		}
 		n.start(t)
 		nodes = append(nodes, n)
 	}
 	waitUntil(t, "three voters and a leader in every group", 30*time.Second, func() bool {
-		st, err := clusterStatus(n1.addr)
+		st, err := clusterStatus(nodes[0].addr)
 		return err == nil && settled(st)
 	})
 	return nodes

@@ -16,21 +16,8 @@ func TestClusterTokens(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process cluster test")
 	}
-	dir := t.TempDir()
-	n1 := newCNode(t, dir, 1, "--bootstrap")
-	n1.secure = true
-	n1.start(t)
-	nodes := []*cnode{n1}
-	for id := uint64(2); id <= 3; id++ {
-		n := newCNode(t, dir, id, "--join", n1.addr)
-		n.secure = true
-		n.start(t)
-		nodes = append(nodes, n)
-	}
-	waitUntil(t, "three voters and a leader in every group", 30*time.Second, func() bool {
-		st, err := clusterStatus(n1.addr)
-		return err == nil && settled(st)
-	})
+	nodes := startClusterWith(t, t.TempDir(), func(n *cnode) { n.secure = true })
+	n1 := nodes[0]
 	var admin string
 	waitUntil(t, "the first admin token on node 1's stdout", 30*time.Second, func() bool {
 		admin = firstToken(n1.printed())
