@@ -56,7 +56,6 @@ func expectDoc(pairs ...any) []byte {
 	return b.Bytes()
 }
 
-
 // checkReplyToDoc refuses, at raise time, a document's replyTo whose host
 // the lapse allow-list refuses (as the A2A binding does).
 func (s *Server) checkReplyToDoc(d *api.ExpectRaise) error {

@@ -132,7 +132,6 @@ func TestClusterDeliversLapses(t *testing.T) {
 	t.Logf("webhook posts %v, A2A lapses %v", hook, a2a)
 }
 
-
 func distinct(keys []string) map[string]bool {
 	out := map[string]bool{}
 	for _, k := range keys {
