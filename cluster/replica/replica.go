@@ -80,6 +80,14 @@ type Config struct {
 	// simulator gives its virtual clock, so closes happen the same on
 	// every run of a seed.
 	Clock func() time.Time
+	// TestingBeforeSync, when set, is called in each data group's batch
+	// after its commands have written their sessions' logs and before
+	// those are fsynced, with where each session stood before the batch
+	// (its intent, durable). An error ends the batch there, and stops the
+	// node, as a crash at that point would: the simulator's way to crash a
+	// node while its sessions' logs hold writes that are not durable.
+	// Nothing else may set it.
+	TestingBeforeSync func(group uint64, before map[string]store.Position) error
 	// OnMembers is told the membership after the meta group changes it,
 	// from the node's loop.
 	OnMembers func([]Member)
@@ -432,6 +440,11 @@ func (m *SM) Apply(group uint64, ents []node.Entry) ([][]byte, error) {
 			}
 		}
 		outs[e.Index] = out
+	}
+	if m.cfg.TestingBeforeSync != nil {
+		if err := m.cfg.TestingBeforeSync(group, in.Sessions); err != nil {
+			return nil, fmt.Errorf("replica: group %d: %w", group, err)
+		}
 	}
 	if err := m.syncSessions(in.Sessions); err != nil {
 		return nil, fmt.Errorf("replica: group %d: %w", group, err)
