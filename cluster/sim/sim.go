@@ -15,7 +15,9 @@
 // and the tail a batch wrote to its sessions' logs before their fsync, cut
 // anywhere down to what the replica had made durable, mid-line included),
 // and restarts; failed disk writes and syncs; leader transfers; membership
-// changes.
+// changes. The session logs' own disk does not fail, and a crash keeps
+// every file and directory entry the replica made (only their unsynced
+// bytes go).
 //
 // It checks, during the run and at its end, that no term has two leaders;
 // that replicas' session logs never diverge (each a prefix of the longest,
