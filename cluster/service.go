@@ -20,12 +20,10 @@ import (
 // local ledger gives.
 func write[D, R any](ctx context.Context, c *Node, name string, call service.Call, d D) (R, error) {
 	var zero R
-	doc, err := json.Marshal(d)
+	cmd, err := NewCommand(name, call, d, time.Now(), seed())
 	if err != nil {
-		return zero, fmt.Errorf("cluster: encode %s document: %w", name, err)
+		return zero, err
 	}
-	cmd := replica.Command{Method: name, Tenant: call.Tenant, Session: call.Session, Actor: call.Actor, Person: call.Person,
-		RequestID: call.RequestID, TS: time.Now().UnixNano(), Seed: seed(), Doc: doc}
 	data, err := cmd.Encode()
 	if err != nil {
 		return zero, err
@@ -42,6 +40,20 @@ func write[D, R any](ctx context.Context, c *Node, name string, call service.Cal
 		return zero, fmt.Errorf("cluster: %s returned %T", name, out.Value)
 	}
 	return v, nil
+}
+
+// NewCommand is the command a node proposes for a write: the Service
+// method by name, its api document, who calls it where (call's tenant,
+// session, actor, person and request id), and what the proposer fixes for
+// every replica: the instant the records are stamped with and the seed of
+// the ids it mints.
+func NewCommand(method string, call service.Call, doc any, at time.Time, seed uint64) (replica.Command, error) {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return replica.Command{}, fmt.Errorf("cluster: encode %s document: %w", method, err)
+	}
+	return replica.Command{Method: method, Tenant: call.Tenant, Session: call.Session, Actor: call.Actor, Person: call.Person,
+		RequestID: call.RequestID, TS: at.UnixNano(), Seed: seed, Doc: b}, nil
 }
 
 // method is how a replica runs a write: decode its document, call the
@@ -73,9 +85,13 @@ func read[R any](ctx context.Context, c *Node, call service.Call, f func(service
 	return f(c.sm.Service(), call)
 }
 
-// methods are the commands a replica runs, by name.
-func (c *Node) methods() map[string]replica.Method {
-	m := map[string]replica.Method{methodSweep: c.sweepMethod()}
+// Methods are the commands a replica runs, by name
+// (replica.Config.Methods): every node's, and the simulator's. sessions is
+// the replica's own, through which the timekeeper's sweep opens its
+// session; it is called only as a command runs, so it may return a
+// replica made after the table.
+func Methods(sessions func() service.Sessions) map[string]replica.Method {
+	m := map[string]replica.Method{methodSweep: sweepMethod(sessions)}
 	for k, v := range promiseMethods() {
 		m[k] = v
 	}

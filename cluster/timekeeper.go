@@ -26,9 +26,9 @@ type sweepDoc struct{}
 // at the command's instant, under its lock, so every replica commits the
 // same facts, and a sweep proposed twice (two leaders across a change)
 // commits nothing the second time: the facts' ids are deterministic.
-func (c *Node) sweepMethod() replica.Method {
+func sweepMethod(sessions func() service.Sessions) replica.Method {
 	return method(func(_ service.Service, ctx context.Context, call service.Call, _ sweepDoc) (int, error) {
-		l, err := c.sm.Open(ctx, call.Tenant, call.Session, false)
+		l, err := sessions().Open(ctx, call.Tenant, call.Session, false)
 		if err != nil {
 			return 0, err
 		}

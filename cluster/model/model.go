@@ -7,6 +7,11 @@
 //
 // Its state lives in the node's raftlog database under prefix 'm', and each
 // Apply is one synced batch holding the records and the applied index.
+//
+// The package also holds the models client histories are checked against
+// with porcupine: Linear, for appends to per-session lists, and Ledger,
+// for promises declared, resolved and listed in a session of tally's
+// ledger (what the simulator's clients do through the real replica).
 package model
 
 import (

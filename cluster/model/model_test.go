@@ -6,6 +6,7 @@ import (
 	"flag"
 	"testing"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"tally/cluster/node"
@@ -84,5 +85,47 @@ func TestSnapshotRestore(t *testing.T) {
 	}
 	if err := b.Restore(3, 9, bytes.NewReader([]byte{0xff, 0xff, 0xff})); err == nil {
 		t.Fatal("a corrupt snapshot stream was accepted")
+	}
+}
+
+// The ledger model accepts a history where every write takes the next
+// record's place and reads see exactly what was linearized before them,
+// and refuses a read that misses an acknowledged write, a sequence that
+// skips, and a resolution of what was never declared.
+func TestLedgerModel(t *testing.T) {
+	op := func(client int, call, ret int64, in LedgerOp, out LedgerOut) porcupine.Operation {
+		return porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret}
+	}
+	declare := LedgerOp{Kind: Declare, Session: "s", Text: "a"}
+	resolve := LedgerOp{Kind: Resolve, Session: "s", Text: "a"}
+	list := LedgerOp{Kind: List, Session: "s"}
+	owed := LedgerOut{Promises: []Promise{{Text: "a", Seq: 1}}}
+	done := LedgerOut{Promises: []Promise{{Text: "a", Seq: 1, Resolved: true}}}
+	cases := []struct {
+		name    string
+		history []porcupine.Operation
+		ok      bool
+	}{
+		{"in order", []porcupine.Operation{
+			op(0, 0, 1, declare, LedgerOut{Seq: 1}), op(1, 2, 3, list, owed),
+			op(0, 4, 5, resolve, LedgerOut{Seq: 3}), op(1, 6, 7, list, done),
+		}, true},
+		{"a read overlapping a write sees it or not", []porcupine.Operation{
+			op(0, 0, 5, declare, LedgerOut{Seq: 1}), op(1, 1, 2, list, LedgerOut{}), op(2, 3, 4, list, owed),
+		}, true},
+		{"a read after the acknowledgment misses it", []porcupine.Operation{
+			op(0, 0, 1, declare, LedgerOut{Seq: 1}), op(1, 2, 3, list, LedgerOut{}),
+		}, false},
+		{"a second write placed on the first one's request record", []porcupine.Operation{
+			op(0, 0, 1, declare, LedgerOut{Seq: 1}), op(0, 2, 3, resolve, LedgerOut{Seq: 2}),
+		}, false},
+		{"a resolution of nothing declared", []porcupine.Operation{
+			op(0, 0, 1, resolve, LedgerOut{Seq: 1}),
+		}, false},
+	}
+	for _, c := range cases {
+		if got := porcupine.CheckOperations(Ledger, c.history); got != c.ok {
+			t.Errorf("%s: linearizable %v, want %v", c.name, got, c.ok)
+		}
 	}
 }

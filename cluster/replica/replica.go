@@ -15,6 +15,7 @@
 package replica
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -75,6 +76,19 @@ type Config struct {
 	// find it closed and fail. Zero means the defaults.
 	MaxOpen   int
 	IdleClose time.Duration
+	// Clock is the open-session cache's clock (when a session was last
+	// opened, which have idled for IdleClose); nil means time.Now. The
+	// simulator gives its virtual clock, so closes happen the same on
+	// every run of a seed.
+	Clock func() time.Time
+	// TestingBeforeSync, when set, is called in each data group's batch
+	// after its commands have written their sessions' logs and before
+	// those are fsynced, with where each session stood before the batch
+	// (its intent, durable). An error ends the batch there, and stops the
+	// node, as a crash at that point would: the simulator's way to crash a
+	// node while its sessions' logs hold writes that are not durable.
+	// Nothing else may set it.
+	TestingBeforeSync func(group uint64, before map[string]store.Position) error
 	// OnMembers is told the membership after the meta group changes it,
 	// from the node's loop.
 	OnMembers func([]Member)
@@ -129,6 +143,9 @@ func New(cfg Config) (*SM, error) {
 	}
 	if cfg.IdleClose <= 0 {
 		cfg.IdleClose = DefaultIdleClose
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
 	}
 	m := &SM{cfg: cfg, log: cfg.Logger, ledgers: map[string]*ledger.Ledger{}, used: map[string]time.Time{}, outcomes: map[uint64]map[uint64]Outcome{},
 		ids: mrand.NewChaCha8([32]byte{})}
@@ -209,7 +226,7 @@ func (m *SM) Open(ctx context.Context, tenant, session string, create bool) (*le
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if l, ok := m.ledgers[key]; ok {
-		m.used[key] = time.Now()
+		m.used[key] = m.cfg.Clock()
 		return l, nil
 	}
 	if !create && !store.HasLog(dir) {
@@ -219,7 +236,7 @@ func (m *SM) Open(ctx context.Context, tenant, session string, create bool) (*le
 	if err != nil {
 		return nil, fmt.Errorf("open session %s: %w", key, err)
 	}
-	m.ledgers[key], m.used[key] = l, time.Now()
+	m.ledgers[key], m.used[key] = l, m.cfg.Clock()
 	return l, nil
 }
 
@@ -434,6 +451,11 @@ func (m *SM) Apply(group uint64, ents []node.Entry) ([][]byte, error) {
 		}
 		outs[e.Index] = out
 	}
+	if m.cfg.TestingBeforeSync != nil {
+		if err := m.cfg.TestingBeforeSync(group, in.Sessions); err != nil {
+			return nil, fmt.Errorf("replica: group %d: %w", group, err)
+		}
+	}
 	if err := m.syncSessions(in.Sessions); err != nil {
 		return nil, fmt.Errorf("replica: group %d: %w", group, err)
 	}
@@ -470,8 +492,12 @@ func (m *SM) evictLocked() error {
 	if len(m.ledgers) <= m.cfg.MaxOpen {
 		return nil
 	}
-	keys := slices.SortedFunc(maps.Keys(m.ledgers), func(a, b string) int { return m.used[a].Compare(m.used[b]) })
-	cutoff := time.Now().Add(-m.cfg.IdleClose)
+	// Ties (sessions opened at one instant) go by name, so the same
+	// sessions close whatever order the map hands them in.
+	keys := slices.SortedFunc(maps.Keys(m.ledgers), func(a, b string) int {
+		return cmp.Or(m.used[a].Compare(m.used[b]), strings.Compare(a, b))
+	})
+	cutoff := m.cfg.Clock().Add(-m.cfg.IdleClose)
 	for _, k := range keys[:len(keys)-m.cfg.MaxOpen] {
 		if m.used[k].After(cutoff) {
 			break

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"log/slog"
+	"maps"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 	"tally/ledger"
 	"tally/promise"
 	"tally/service"
+	"tally/store"
 )
 
 // declare is a test method: the promise of the document's text, declared
@@ -41,10 +45,11 @@ func declare(sm **SM, failOn string) Method {
 }
 
 func openReplica(t *testing.T, dir, failOn string) (*SM, *raftlog.DB) {
-	return openReplicaWith(t, dir, failOn, 0)
+	return openReplicaWith(t, dir, failOn, nil)
 }
 
-func openReplicaWith(t *testing.T, dir, failOn string, maxOpen int) (*SM, *raftlog.DB) {
+// openReplicaWith opens a replica whose config tweak adjusts first.
+func openReplicaWith(t *testing.T, dir, failOn string, tweak func(*Config)) (*SM, *raftlog.DB) {
 	t.Helper()
 	db, err := raftlog.Open(filepath.Join(dir, "raft"), raftlog.Options{})
 	if err != nil {
@@ -53,8 +58,11 @@ func openReplicaWith(t *testing.T, dir, failOn string, maxOpen int) (*SM, *raftl
 	var sm *SM
 	cfg := Config{Root: filepath.Join(dir, "ledger"), DB: db, Ledger: ledger.DefaultConfig(), Groups: 1,
 		Methods: map[string]Method{"declare": declare(&sm, failOn)},
-		Service: func(service.Sessions) service.Service { return nil }, MaxOpen: maxOpen, IdleClose: time.Nanosecond}
+		Service: func(service.Sessions) service.Service { return nil }, IdleClose: time.Nanosecond}
 	cfg.Ledger.Logger = slog.New(slog.DiscardHandler)
+	if tweak != nil {
+		tweak(&cfg)
+	}
 	if sm, err = New(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -129,6 +137,61 @@ func TestInterruptedBatchReplaysToTheSameChain(t *testing.T) {
 	}
 }
 
+// A crash after a batch wrote its sessions' logs and before their fsync
+// (TestingBeforeSync) may leave any tail of what it wrote, down to the
+// durable position before it and cut mid-line: the restart cuts it back
+// and the batch runs again to the same chain.
+func TestCrashBeforeSyncRecoversATornTail(t *testing.T) {
+	group := node.MetaGroup + 1
+	all := []node.Entry{entry(t, 2, "a"), entry(t, 3, "b"), entry(t, 4, "c")}
+	ref, refDB := openReplica(t, t.TempDir(), "")
+	defer refDB.Close()
+	defer ref.Close()
+	if _, err := ref.Apply(group, all); err != nil {
+		t.Fatal(err)
+	}
+	wantSeq, wantHash := head(t, ref)
+
+	dir := t.TempDir()
+	crash := errors.New("crash")
+	var before map[string]store.Position
+	sm, db := openReplicaWith(t, dir, "", func(c *Config) {
+		c.TestingBeforeSync = func(_ uint64, b map[string]store.Position) error {
+			if b["acme/s"].Seq > 0 { // the second batch: the session holds a record
+				before = maps.Clone(b)
+				return crash
+			}
+			return nil
+		}
+	})
+	if _, err := sm.Apply(group, all[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sm.Apply(group, all[1:]); !errors.Is(err, crash) {
+		t.Fatalf("the batch ended with %v, want the crash", err)
+	}
+	sm.Close()
+	db.Close()
+	// Lose the unsynced tail down to one byte into the batch's first line.
+	floor := before["acme/s"].Offset
+	if err := os.Truncate(filepath.Join(dir, "ledger", "sessions", "acme", "s", "log.jsonl"), floor+1); err != nil {
+		t.Fatal(err)
+	}
+
+	sm, db = openReplica(t, dir, "")
+	defer db.Close()
+	defer sm.Close()
+	if applied, err := sm.Applied(group); err != nil || applied != 2 {
+		t.Fatalf("applied %d (%v) after the restart, want 2", applied, err)
+	}
+	if _, err := sm.Apply(group, all[1:]); err != nil {
+		t.Fatal(err)
+	}
+	if seq, hash := head(t, sm); seq != wantSeq || hash != wantHash {
+		t.Fatalf("after the replay: seq %d hash %x, want %d %x", seq, hash[:4], wantSeq, wantHash[:4])
+	}
+}
+
 // A snapshot of a group, restored on another replica, gives it the same
 // sessions, chains and applied index.
 func TestSnapshotRestoresTheSameChains(t *testing.T) {
@@ -175,7 +238,7 @@ func TestSnapshotRestoresTheSameChains(t *testing.T) {
 // reopens and goes on as if it never was.
 func TestIdleSessionsCloseAndReopen(t *testing.T) {
 	group := node.MetaGroup + 1
-	sm, db := openReplicaWith(t, t.TempDir(), "", 1)
+	sm, db := openReplicaWith(t, t.TempDir(), "", func(c *Config) { c.MaxOpen = 1 })
 	defer db.Close()
 	defer sm.Close()
 	ref, refDB := openReplica(t, t.TempDir(), "")

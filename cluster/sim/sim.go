@@ -1,39 +1,59 @@
 // Package sim is a deterministic simulator for the cluster engine. One seed
-// runs several real nodes (cluster/node over cluster/raftlog on an in-memory
-// pebble file system, with the cluster/model state machine) in one
-// goroutine, with a virtual clock, a simulated network and injected faults:
+// runs several real nodes in one goroutine: cluster/node's loop over
+// cluster/raftlog on an in-memory pebble file system behind a
+// fault-injecting wrapper, with tally's real state machine, cluster/replica,
+// running the Service methods every node registers (cluster.Methods) on each
+// node's own session ledgers, which package store writes to a directory of
+// the node's on the real file system (tmpfs when there is one). Clients
+// write as a node does: the same command (cluster.NewCommand, with the
+// proposer's instant from the virtual clock and the id seed from the seed's
+// generator) proposed to the group the replica's routing picks
+// (replica.SM.GroupOf); they read with ReadIndex and then the replica's
+// Service. Time is virtual, the network simulated, and faults injected:
 // message loss, delay, duplication and reordering; partitions, including
-// one-way ones; crashes that lose every unsynced write, and restarts; failed
-// disk writes; leader transfers. It checks, during the run and at its end,
-// that no term has two leaders, that replicas' session logs never diverge,
-// that every acknowledged append is present exactly once on every replica
-// with identical hash chains, and that the clients' history is linearizable
-// (porcupine, against a model of append-only logs).
+// one-way ones; crashes that lose every unsynced write (the raft store's,
+// and the tail a batch wrote to its sessions' logs before their fsync, cut
+// anywhere down to what the replica had made durable, mid-line included),
+// and restarts; failed disk writes and syncs; leader transfers; membership
+// changes. The session logs' own disk does not fail, and a crash keeps
+// every file and directory entry the replica made (only their unsynced
+// bytes go).
+//
+// It checks, during the run and at its end, that no term has two leaders;
+// that replicas' session logs never diverge (each a prefix of the longest,
+// byte for byte) and end identical, with the same chain heads, and whole
+// by the Service's verify (what `tally verify` runs); that every
+// acknowledged write is in its session exactly once, at the sequence it was
+// acknowledged with; and that the clients' history is linearizable
+// (porcupine, against cluster/model's Ledger).
 //
 // A run depends only on its seed, provided the process's cryptographic
 // randomness is seeded too (raft draws its election timeouts from it; see
-// testing/cryptotest.SetGlobalRandom).
+// testing/cryptotest.SetGlobalRandom). Nothing the replicas decide reads
+// the wall clock: a command is applied at its proposer's instant, the
+// replica's session cache runs on the virtual clock, and a command's ids
+// come from its seed.
 package sim
 
 import (
-	"bytes"
 	"container/heap"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/anishathalye/porcupine"
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
-	"tally/cluster/model"
 	"tally/cluster/node"
 	"tally/cluster/raftlog"
+	"tally/cluster/replica"
+	"tally/store"
 )
 
 // Options shape one run.
@@ -43,7 +63,7 @@ type Options struct {
 	Voters   int           // initial voters of every group (the rest join later); 0 means all
 	Groups   int           // data groups, besides the meta group
 	Clients  int           // concurrent clients
-	Sessions int           // sessions, spread over the data groups
+	Sessions int           // sessions of tenant "sim", each in the data group the replica's routing gives it
 	Chaos    time.Duration // virtual time with faults
 	Quiesce  time.Duration // virtual time after, healed, for catch-up
 	// SendBeforePersist breaks raft's ordering rule in every node, to show
@@ -60,9 +80,11 @@ func DefaultOptions(seed uint64) Options {
 type Stats struct {
 	Virtual    time.Duration
 	Ops        int // completed client operations
-	Appends    int
+	Writes     int // acknowledged declarations and resolutions
 	Reads      int
 	Crashes    int
+	Unsynced   int // crashes between a batch's session writes and their fsync
+	Torn       int // session logs those crashes cut mid-line
 	DiskFaults int
 	Partitions int
 	Transfers  int
@@ -96,19 +118,28 @@ func (q *eventQueue) Pop() any {
 	return e
 }
 
+// epoch is the virtual clock's zero, 2026-01-01T00:00:00Z, so the records
+// the replicas write carry instants of this century.
+const epoch = 1767225600 * int64(time.Second)
+
 type clock struct{ now *int64 }
 
-func (c clock) Now() time.Time { return time.Unix(0, *c.now) }
+func (c clock) Now() time.Time { return time.Unix(0, epoch+*c.now).UTC() }
 
 type simNode struct {
 	id    uint64
+	dir   string // its replica's ledger directory, on the real file system
 	mem   *vfs.MemFS
 	ffs   *raftlog.FaultFS
 	db    *raftlog.DB
-	sm    *model.SM
+	sm    *replica.SM
 	n     *node.Node
 	up    bool
 	epoch int // bumps on every restart, so stale events for a node are ignored
+	// unsynced is, when a crash comes between a batch's session writes and
+	// their fsync, where each session the batch wrote stood before it
+	// (durably): the crash may cut each of those logs back to there.
+	unsynced map[string]store.Position
 }
 
 // World is one run.
@@ -116,6 +147,8 @@ type World struct {
 	opt    Options
 	rng    *rand.Rand
 	now    int64
+	clock  clock
+	dir    string // the nodes' directories, removed at the end of the run
 	seq    uint64
 	queue  eventQueue
 	nodes  []*simNode
@@ -128,34 +161,13 @@ type World struct {
 
 	clients []*client
 	history []porcupine.Operation
-	acked   []ackedAppend
+	acked   []ackedWrite
 
 	leaders map[[2]uint64]uint64 // (group, term) -> leader
 	removed map[[2]uint64]bool   // (group, node) removed: never added again
 	stats   Stats
 	trace   uint64
 	err     error
-}
-
-type ackedAppend struct {
-	session string
-	value   string
-	seq     uint64
-}
-
-type (
-	opInput  = model.Op
-	opOutput = model.Out
-)
-
-type client struct {
-	id      int
-	req     uint64
-	n       int // ops started
-	busy    bool
-	attempt int // never reset, so a late answer to an earlier op is ignored
-	op      opInput
-	call    int64
 }
 
 const tick = 20 * time.Millisecond
@@ -166,8 +178,8 @@ func Run(opt Options) (Stats, error) {
 	return w.stats, err
 }
 
-func runWorld(opt Options) (*World, error) {
-	w := &World{
+func runWorld(opt Options) (w *World, err error) {
+	w = &World{
 		opt:     opt,
 		rng:     rand.New(rand.NewPCG(opt.Seed, 0x7a11)),
 		blocked: map[[2]uint64]bool{},
@@ -178,7 +190,11 @@ func runWorld(opt Options) (*World, error) {
 		opt.Voters = opt.Nodes
 		w.opt.Voters = opt.Nodes
 	}
-	defer w.closeAll()
+	w.clock = clock{&w.now}
+	if w.dir, err = tempDir(); err != nil {
+		return w, fmt.Errorf("seed %d: %w", opt.Seed, err)
+	}
+	defer func() { err = errors.Join(err, w.closeAll()) }()
 	w.cfg = node.DefaultConfig(1)
 	w.groups = []uint64{node.MetaGroup}
 	for g := 0; g < opt.Groups; g++ {
@@ -192,7 +208,7 @@ func runWorld(opt Options) (*World, error) {
 	w.cfg.TestingSendBeforePersist = opt.SendBeforePersist
 	w.lossPct, w.dupPct = w.rng.IntN(8), w.rng.IntN(5)
 	for i := 1; i <= opt.Nodes; i++ {
-		sn := &simNode{id: uint64(i), mem: vfs.NewCrashableMem()}
+		sn := &simNode{id: uint64(i), dir: filepath.Join(w.dir, fmt.Sprintf("node%d", i)), mem: vfs.NewCrashableMem()}
 		w.nodes = append(w.nodes, sn)
 		if err := w.start(sn); err != nil {
 			return w, err
@@ -202,7 +218,7 @@ func runWorld(opt Options) (*World, error) {
 		w.scheduleTick(sn, int64(w.rng.IntN(int(tick))))
 	}
 	for i := 0; i < opt.Clients; i++ {
-		c := &client{id: i}
+		c := &client{id: i, open: map[string][]owned{}}
 		w.clients = append(w.clients, c)
 		w.after(time.Duration(w.rng.IntN(50))*time.Millisecond, func() { w.clientStep(c) })
 	}
@@ -219,11 +235,11 @@ func runWorld(opt Options) (*World, error) {
 		w.dispatch(e.fn)
 	}
 	w.stats.Virtual = time.Duration(w.now)
-	w.stats.Trace = w.trace
-	if w.err != nil {
-		return w, w.err
+	if w.err == nil {
+		w.err = w.finalChecks() // which adds the sessions' chain heads to the trace
 	}
-	return w, w.finalChecks()
+	w.stats.Trace = w.trace
+	return w, w.err
 }
 
 // dispatch runs one event. Raft panics when it finds its own invariants
@@ -263,7 +279,11 @@ func (w *World) start(sn *simNode) error {
 	if err != nil {
 		return fmt.Errorf("seed %d: node %d: %w", w.opt.Seed, sn.id, err)
 	}
-	sn.db, sn.sm = db, model.New(db)
+	sm, err := w.openReplica(sn, db)
+	if err != nil {
+		return fmt.Errorf("seed %d: node %d: %w", w.opt.Seed, sn.id, errors.Join(err, db.Close()))
+	}
+	sn.db, sn.sm = db, sm
 	cfg := w.cfg
 	cfg.ID = sn.id
 	var voters []uint64 // none for a node that joins later
@@ -272,16 +292,17 @@ func (w *World) start(sn *simNode) error {
 			voters = append(voters, uint64(i+1))
 		}
 	}
-	n, err := node.New(cfg, db, sn.sm, &transport{w: w, from: sn.id}, clock{&w.now}, func(uint64) []uint64 { return voters }, nil)
+	n, err := node.New(cfg, db, sn.sm, &transport{w: w, from: sn.id}, w.clock, func(uint64) []uint64 { return voters }, nil)
 	if err != nil {
-		return fmt.Errorf("seed %d: node %d: %w", w.opt.Seed, sn.id, err)
+		return fmt.Errorf("seed %d: node %d: %w", w.opt.Seed, sn.id, errors.Join(err, sm.Close(), db.Close()))
 	}
 	sn.n, sn.up = n, true
 	sn.epoch++
 	return nil
 }
 
-// crash drops the node and every write it had not synced.
+// crash drops the node and every write it had not synced: the raft
+// store's, and the unsynced tail of its sessions' logs.
 func (w *World) crash(sn *simNode) {
 	if !sn.up {
 		return
@@ -294,7 +315,13 @@ func (w *World) crash(sn *simNode) {
 	if sn.db.Failed() == nil {
 		_ = sn.db.Close()
 	} // a failed store is abandoned: pebble cannot close it
-	sn.mem, sn.db, sn.n = crashed, nil, nil
+	// The sessions' files are closed before their tails are cut, as the
+	// process's would be by its death.
+	if err := sn.sm.Close(); err != nil {
+		w.fail("crash node %d: close its sessions: %v", sn.id, err)
+	}
+	w.loseUnsynced(sn)
+	sn.mem, sn.db, sn.n, sn.sm = crashed, nil, nil, nil
 }
 
 func (w *World) restart(sn *simNode) {
@@ -309,12 +336,21 @@ func (w *World) restart(sn *simNode) {
 	w.scheduleTick(sn, 0)
 }
 
-func (w *World) closeAll() {
+// closeAll closes every live node and removes the nodes' directories.
+func (w *World) closeAll() error {
 	for _, sn := range w.nodes {
-		if sn.up && sn.db != nil && sn.db.Failed() == nil {
+		if !sn.up {
+			continue
+		}
+		_ = sn.sm.Close()
+		if sn.db.Failed() == nil {
 			_ = sn.db.Close()
 		}
 	}
+	if err := os.RemoveAll(w.dir); err != nil {
+		return fmt.Errorf("seed %d: remove the nodes' directories: %w", w.opt.Seed, err)
+	}
+	return nil
 }
 
 func (w *World) scheduleTick(sn *simNode, delay int64) {
@@ -336,8 +372,9 @@ func (w *World) process(sn *simNode) {
 		return
 	}
 	if sn.n.Failed() != nil {
-		// A failed node stops; the simulator restarts it later, as an
-		// operator would after replacing the disk.
+		// A failed node (its disk failed, or it crashed in the middle of
+		// a batch) stops; the simulator restarts it later, as an operator
+		// would after replacing the disk.
 		w.crash(sn)
 		w.after(time.Duration(200+w.rng.IntN(800))*time.Millisecond, func() { w.restart(sn) })
 		return
@@ -542,222 +579,4 @@ func (w *World) heal() {
 			w.restart(sn)
 		}
 	}
-}
-
-func (w *World) groupOf(session string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(session))
-	return node.MetaGroup + 1 + h.Sum64()%uint64(w.opt.Groups)
-}
-
-func (w *World) clientStep(c *client) {
-	if c.busy {
-		return
-	}
-	c.busy = true
-	c.n++
-	session := fmt.Sprintf("s%d", w.rng.IntN(w.opt.Sessions))
-	if w.rng.IntN(10) < 7 {
-		c.req++
-		c.op = opInput{Session: session, Value: fmt.Sprintf("c%d-%d", c.id, c.n)}
-	} else {
-		c.op = opInput{Read: true, Session: session}
-	}
-	c.call = w.now
-	w.attempt(c)
-}
-
-// attempt sends the client's current operation to some live node; on an
-// error or no answer it retries elsewhere under the same request id.
-func (w *World) attempt(c *client) {
-	if w.err != nil {
-		return
-	}
-	c.attempt++
-	a := c.attempt
-	retry := func() {
-		if c.attempt == a && c.busy {
-			w.after(time.Duration(20+w.rng.IntN(80))*time.Millisecond, func() {
-				if c.attempt == a && c.busy {
-					w.attempt(c)
-				}
-			})
-		}
-	}
-	ups := w.upNodes()
-	if len(ups) == 0 {
-		retry()
-		return
-	}
-	sn := ups[w.rng.IntN(len(ups))]
-	g := w.groupOf(c.op.Session)
-	// The client gives up on this attempt if no answer comes (the node may
-	// crash and never answer).
-	w.after(1500*time.Millisecond, retry)
-	if c.op.Read {
-		sn.n.ReadIndex(g, func(r node.ReadResult) {
-			if c.attempt != a || !c.busy {
-				return
-			}
-			if r.Err != nil {
-				retry()
-				return
-			}
-			recs, err := sn.sm.Log(g, c.op.Session)
-			if err != nil {
-				w.fail("read log: %v", err)
-				return
-			}
-			vals := []string{}
-			for _, rec := range recs {
-				vals = append(vals, rec.Value)
-			}
-			w.stats.Reads++
-			w.complete(c, opOutput{Values: vals})
-		})
-		return
-	}
-	cmd, _ := json.Marshal(model.Command{Session: c.op.Session, Client: uint64(c.id), Req: c.req, Value: c.op.Value})
-	sn.n.Propose(g, cmd, func(r node.ProposeResult) {
-		if c.attempt != a || !c.busy {
-			return
-		}
-		if r.Err != nil {
-			retry()
-			return
-		}
-		var res model.Result
-		if err := json.Unmarshal(r.Result, &res); err != nil || res.Err != "" {
-			w.fail("append refused: %v %q", err, res.Err)
-			return
-		}
-		w.stats.Appends++
-		w.acked = append(w.acked, ackedAppend{session: c.op.Session, value: c.op.Value, seq: res.Seq})
-		w.complete(c, opOutput{Seq: res.Seq})
-	})
-}
-
-func (w *World) complete(c *client, out opOutput) {
-	w.stats.Ops++
-	w.mix(9, uint64(c.id), out.Seq, uint64(len(out.Values)))
-	w.history = append(w.history, porcupine.Operation{ClientId: c.id, Input: c.op, Call: c.call, Output: out, Return: w.now})
-	c.busy = false
-	if w.now < int64(w.opt.Chaos)+int64(w.opt.Quiesce)/2 {
-		w.after(time.Duration(w.rng.IntN(30))*time.Millisecond, func() { w.clientStep(c) })
-	}
-}
-
-// checkPrefixes requires that, for every session, each live replica's log
-// is a prefix of the longest one: replicas may lag, never disagree.
-func (w *World) checkPrefixes() {
-	for s := 0; s < w.opt.Sessions; s++ {
-		session := fmt.Sprintf("s%d", s)
-		g := w.groupOf(session)
-		var longest []model.Record
-		var from uint64
-		for _, sn := range w.upNodes() {
-			recs, err := sn.sm.Log(g, session)
-			if err != nil {
-				w.fail("read log: %v", err)
-				return
-			}
-			short, long := recs, longest
-			if len(short) > len(long) {
-				short, long = long, short
-			}
-			for i := range short {
-				if !bytes.Equal(short[i].Hash, long[i].Hash) {
-					w.fail("session %s diverges at seq %d between node %d and node %d", session, i+1, from, sn.id)
-					return
-				}
-			}
-			if len(recs) > len(longest) {
-				longest, from = recs, sn.id
-			}
-		}
-	}
-}
-
-func (w *World) finalChecks() error {
-	for _, c := range w.clients {
-		if c.busy {
-			return fmt.Errorf("seed %d: client %d's operation %+v never completed after the faults healed", w.opt.Seed, c.id, c.op)
-		}
-	}
-	for _, sn := range w.nodes {
-		if !sn.up {
-			return fmt.Errorf("seed %d: node %d is down at the end", w.opt.Seed, sn.id)
-		}
-	}
-	// Each group's replicas are the members of its final configuration,
-	// as its leader has it.
-	members := map[uint64][]*simNode{}
-	for i, g := range w.groups {
-		for _, sn := range w.nodes {
-			if st := sn.n.Status()[i]; st.State == raft.StateLeader {
-				for _, id := range append(slices.Clone(st.Voters), st.Learners...) {
-					members[g] = append(members[g], w.nodes[id-1])
-				}
-			}
-		}
-		if len(members[g]) == 0 {
-			return fmt.Errorf("seed %d: group %d has no leader after the faults healed", w.opt.Seed, g)
-		}
-	}
-	logs := map[string][]model.Record{}
-	for s := 0; s < w.opt.Sessions; s++ {
-		session := fmt.Sprintf("s%d", s)
-		g := w.groupOf(session)
-		for _, sn := range members[g] {
-			recs, err := sn.sm.Log(g, session)
-			if err != nil {
-				return err
-			}
-			if err := verifyChain(recs); err != nil {
-				return fmt.Errorf("seed %d: node %d session %s: %w", w.opt.Seed, sn.id, session, err)
-			}
-			ref, ok := logs[session]
-			if !ok {
-				logs[session] = recs
-				continue
-			}
-			if len(ref) != len(recs) || (len(ref) > 0 && !bytes.Equal(ref[len(ref)-1].Hash, recs[len(recs)-1].Hash)) {
-				return fmt.Errorf("seed %d: session %s: node %d holds %d records, node %d holds %d, or their chains differ", w.opt.Seed, session, sn.id, len(recs), members[g][0].id, len(ref))
-			}
-		}
-	}
-	for _, a := range w.acked {
-		recs := logs[a.session]
-		count := 0
-		for _, r := range recs {
-			if r.Value == a.value {
-				count++
-			}
-		}
-		if count != 1 {
-			return fmt.Errorf("seed %d: acknowledged append %q to %s is present %d times", w.opt.Seed, a.value, a.session, count)
-		}
-		if a.seq == 0 || a.seq > uint64(len(recs)) || recs[a.seq-1].Value != a.value {
-			return fmt.Errorf("seed %d: acknowledged append %q to %s was told seq %d but is elsewhere", w.opt.Seed, a.value, a.session, a.seq)
-		}
-	}
-	if res := porcupine.CheckOperationsTimeout(model.Linear, w.history, 10*time.Second); res != porcupine.Ok {
-		return fmt.Errorf("seed %d: the client history is not linearizable (porcupine: %v)", w.opt.Seed, res)
-	}
-	return nil
-}
-
-func verifyChain(recs []model.Record) error {
-	prev := make([]byte, 32)
-	for i, r := range recs {
-		if r.Seq != uint64(i+1) {
-			return fmt.Errorf("record %d has seq %d", i+1, r.Seq)
-		}
-		want := model.ChainHash(prev, r.Seq, r.Value)
-		if !bytes.Equal(want, r.Hash) {
-			return fmt.Errorf("record %d breaks the hash chain", r.Seq)
-		}
-		prev = r.Hash
-	}
-	return nil
 }

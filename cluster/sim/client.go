@@ -1,0 +1,233 @@
+package sim
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"tally/api"
+	"tally/cluster"
+	"tally/cluster/model"
+	"tally/cluster/node"
+	"tally/cluster/replica"
+	"tally/promise"
+	"tally/service"
+	"tally/vocab"
+)
+
+// A client declares promises, resolves the ones it declared, and lists a
+// session's promises, one operation at a time; a write is retried, under
+// its request id, through any node until it is answered.
+type client struct {
+	id      int
+	req     uint64 // its last write's request number
+	n       int    // ops started
+	busy    bool
+	attempt int // never reset, so a late answer to an earlier op is ignored
+	op      model.LedgerOp
+	write   *write // the current operation's command, unless it is a read
+	call    int64
+	open    map[string][]owned // by session: its promises acknowledged and not resolved
+}
+
+// write is what every attempt of a write sends: the Service method, its
+// api document and the call, with the request id.
+type write struct {
+	method string
+	doc    any
+	call   service.Call
+}
+
+// owned is a promise a client declared: its text and the id it was given.
+type owned struct{ text, id string }
+
+// ackedWrite is an acknowledged write: its record's place in its session.
+type ackedWrite struct {
+	session   string
+	requestID string
+	seq       uint64
+}
+
+// until is every promise's deadline, far past the run, so no promise is
+// overdue and what a read sees depends on the writes alone.
+const until = "2027-01-01T00:00:00Z"
+
+func sessionName(i int) string { return fmt.Sprintf("s%d", i) }
+
+func (w *World) clientStep(c *client) {
+	if c.busy {
+		return
+	}
+	c.busy = true
+	c.n++
+	c.op, c.write = w.nextOp(c, sessionName(w.rng.IntN(w.opt.Sessions)))
+	c.call = w.now
+	w.attempt(c)
+}
+
+// nextOp picks a client's next operation in a session: a read three times
+// in ten, else a resolution of one of its open promises there (when it
+// has one) three times in seven, else a declaration.
+func (w *World) nextOp(c *client, session string) (model.LedgerOp, *write) {
+	r := w.rng.IntN(10)
+	if r < 3 {
+		return model.LedgerOp{Kind: model.List, Session: session}, nil
+	}
+	c.req++
+	call := service.Call{Tenant: tenant, Session: session, Actor: fmt.Sprintf("agent-%d", c.id), RequestID: fmt.Sprintf("c%d-%d", c.id, c.req)}
+	if open := c.open[session]; r < 6 && len(open) > 0 {
+		p := open[w.rng.IntN(len(open))]
+		doc := api.PromiseResolve{ID: p.id, As: promise.AsSatisfied, Evidence: []string{"sim:" + p.text}}
+		return model.LedgerOp{Kind: model.Resolve, Session: session, Text: p.text}, &write{service.MethodResolvePromise, doc, call}
+	}
+	text := fmt.Sprintf("c%d-%d", c.id, c.n)
+	doc := api.PromiseDeclare{Promise: text, To: "creditor", Until: until}
+	return model.LedgerOp{Kind: model.Declare, Session: session, Text: text}, &write{service.MethodDeclarePromise, doc, call}
+}
+
+// attempt sends the client's current operation to some live node; on an
+// error or no answer it retries elsewhere, a write under the same request
+// id.
+func (w *World) attempt(c *client) {
+	if w.err != nil {
+		return
+	}
+	c.attempt++
+	a := c.attempt
+	live := func() bool { return c.attempt == a && c.busy }
+	retry := func() {
+		if live() {
+			w.after(time.Duration(20+w.rng.IntN(80))*time.Millisecond, func() {
+				if live() {
+					w.attempt(c)
+				}
+			})
+		}
+	}
+	ups := w.upNodes()
+	if len(ups) == 0 {
+		retry()
+		return
+	}
+	sn := ups[w.rng.IntN(len(ups))]
+	// The client gives up on this attempt if no answer comes (the node may
+	// crash and never answer).
+	w.after(1500*time.Millisecond, retry)
+	if c.write == nil {
+		w.read(c, sn, live, retry)
+		return
+	}
+	w.propose(c, sn, live, retry)
+}
+
+// propose sends the client's write through sn as a node sends one: the
+// command cluster.NewCommand makes, stamped with the virtual instant and
+// seeded from the run's generator, proposed to the group the replica
+// routes the session to; the answer is what applying it at sn returned.
+func (w *World) propose(c *client, sn *simNode, live func() bool, retry func()) {
+	cw, sm := c.write, sn.sm
+	cmd, err := cluster.NewCommand(cw.method, cw.call, cw.doc, w.clock.Now(), w.rng.Uint64())
+	var data []byte
+	if err == nil {
+		data, err = cmd.Encode()
+	}
+	if err != nil {
+		w.fail("client %d: %v", c.id, err)
+		return
+	}
+	g := sm.GroupOf(cw.call.Tenant, cw.call.Session)
+	sn.n.Propose(g, data, func(r node.ProposeResult) {
+		if !live() {
+			return
+		}
+		if r.Err != nil {
+			retry()
+			return
+		}
+		out, ok := sm.Take(g, r.Index)
+		if !ok {
+			w.fail("node %d has no outcome for entry %d of group %d", sn.id, r.Index, g)
+			return
+		}
+		pw, ok := out.Value.(service.PromiseWritten)
+		if out.Err != nil || !ok {
+			w.fail("%s %s (request %s) at node %d: %v (%T)", cw.method, c.op.Text, cw.call.RequestID, sn.id, out.Err, out.Value)
+			return
+		}
+		w.written(c, pw)
+	})
+}
+
+// written completes a client's acknowledged write.
+func (w *World) written(c *client, pw service.PromiseWritten) {
+	s := c.op.Session
+	if pw.Promise.Promise != c.op.Text {
+		w.fail("request %s was answered with promise %q, not %q", c.write.call.RequestID, pw.Promise.Promise, c.op.Text)
+		return
+	}
+	w.stats.Writes++
+	w.acked = append(w.acked, ackedWrite{session: s, requestID: c.write.call.RequestID, seq: pw.Seq})
+	switch c.op.Kind {
+	case model.Declare:
+		c.open[s] = append(c.open[s], owned{text: c.op.Text, id: pw.Promise.ID})
+	case model.Resolve:
+		c.open[s] = slices.DeleteFunc(c.open[s], func(p owned) bool { return p.text == c.op.Text })
+	}
+	w.complete(c, model.LedgerOut{Seq: pw.Seq})
+}
+
+// read is a linearizable read as a node serves one: ReadIndex in the
+// session's group, then the replica's Service lists the session's
+// promises.
+func (w *World) read(c *client, sn *simNode, live func() bool, retry func()) {
+	session, sm := c.op.Session, sn.sm
+	sn.n.ReadIndex(sm.GroupOf(tenant, session), func(r node.ReadResult) {
+		if !live() {
+			return
+		}
+		if r.Err != nil {
+			retry()
+			return
+		}
+		ps, err := w.listPromises(sm, session)
+		if err != nil {
+			w.fail("client %d: list %s at node %d: %v", c.id, session, sn.id, err)
+			return
+		}
+		w.stats.Reads++
+		w.complete(c, model.LedgerOut{Promises: ps})
+	})
+}
+
+// listPromises is every promise of the session on a replica, as its
+// Service lists them at the virtual instant, in declaration order.
+func (w *World) listPromises(sm *replica.SM, session string) ([]model.Promise, error) {
+	call := service.Call{Tenant: tenant, Session: session, Actor: "reader", Now: w.clock.Now()}
+	list, err := sm.Service().ListPromises(context.Background(), call, promise.Filter{State: "all"})
+	if r, ok := vocab.As(err); ok && r.Code == service.CodeNoSuchSession {
+		return nil, nil // no write has reached the session here yet
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]model.Promise, 0, len(list.Promises))
+	for _, v := range list.Promises {
+		out = append(out, model.Promise{Text: v.Promise, Seq: v.Seq, Resolved: v.State == promise.Satisfied})
+	}
+	slices.SortFunc(out, func(a, b model.Promise) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out, nil
+}
+
+func (w *World) complete(c *client, out model.LedgerOut) {
+	w.stats.Ops++
+	w.mix(9, uint64(c.id), out.Seq, uint64(len(out.Promises)))
+	w.history = append(w.history, porcupine.Operation{ClientId: c.id, Input: c.op, Call: c.call, Output: out, Return: w.now})
+	c.busy = false
+	if w.now < int64(w.opt.Chaos)+int64(w.opt.Quiesce)/2 {
+		w.after(time.Duration(20+w.rng.IntN(80))*time.Millisecond, func() { w.clientStep(c) })
+	}
+}
