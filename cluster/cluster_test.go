@@ -398,7 +398,8 @@ func TestLateJoinerInstallsSnapshot(t *testing.T) {
 			t.Errorf("proposals observed: %v", f.GetMetric())
 		}
 	}
-	for _, name := range []string{"tally_cluster_group_leader", "tally_cluster_group_applied_index", "tally_cluster_proposal_seconds", "tally_cluster_snapshots_installed_total", "tally_cluster_sent_bytes_total"} {
+	for _, name := range []string{"tally_cluster_group_leader", "tally_cluster_group_applied_index", "tally_cluster_proposal_seconds", "tally_cluster_snapshots_installed_total", "tally_cluster_sent_bytes_total",
+		"tally_cluster_group_sent_messages_total", "tally_cluster_group_sent_bytes_total", "tally_cluster_group_sent_snapshots_total"} {
 		if !seen[name] {
 			t.Errorf("no %s among %v", name, seen)
 		}

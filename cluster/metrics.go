@@ -1,9 +1,13 @@
 package cluster
 
 import (
+	"context"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"tally/cluster/node"
 )
 
 // metrics are a node's: per group its raft state (collected when scraped)
@@ -39,13 +43,16 @@ var (
 	descReceived  = prometheus.NewDesc("tally_cluster_received_batches_total", "Message batches received from peers.", nil, nil)
 	descRestores  = prometheus.NewDesc("tally_cluster_snapshots_installed_total", "Group snapshots this replica installed.", nil, nil)
 	descFailed    = prometheus.NewDesc("tally_cluster_node_failed", "1 if the node stopped after a disk failure.", nil, nil)
+	descGroupMsgs = prometheus.NewDesc("tally_cluster_group_sent_messages_total", "Raft messages this node sent, by group and peer.", []string{"group", "peer"}, nil)
+	descGroupByte = prometheus.NewDesc("tally_cluster_group_sent_bytes_total", "Encoded bytes of the raft messages this node sent, by group and peer.", []string{"group", "peer"}, nil)
+	descGroupSnap = prometheus.NewDesc("tally_cluster_group_sent_snapshots_total", "Snapshots this node sent, by group and peer.", []string{"group", "peer"}, nil)
 )
 
 // collector reads the node's state when scraped.
 type collector struct{ c *Node }
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLeader, descTerm, descCommit, descApplied, descLeading, descSent, descSentBytes, descDropped, descReceived, descRestores, descFailed} {
+	for _, d := range []*prometheus.Desc{descLeader, descTerm, descCommit, descApplied, descLeading, descSent, descSentBytes, descDropped, descReceived, descRestores, descFailed, descGroupMsgs, descGroupByte, descGroupSnap} {
 		ch <- d
 	}
 }
@@ -64,6 +71,12 @@ func (k collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descApplied, prometheus.GaugeValue, float64(g.Applied), l)
 		ch <- prometheus.MustNewConstMetric(descLeading, prometheus.GaugeValue, leading, l)
 	}
+	for _, t := range c.sentTraffic() {
+		g, p := groupLabel(t.Group), groupLabel(t.Peer)
+		ch <- prometheus.MustNewConstMetric(descGroupMsgs, prometheus.CounterValue, float64(t.Messages), g, p)
+		ch <- prometheus.MustNewConstMetric(descGroupByte, prometheus.CounterValue, float64(t.Bytes), g, p)
+		ch <- prometheus.MustNewConstMetric(descGroupSnap, prometheus.CounterValue, float64(t.Snapshots), g, p)
+	}
 	st := &c.tr.Stats
 	ch <- prometheus.MustNewConstMetric(descSent, prometheus.CounterValue, float64(st.SentBatches.Load()))
 	ch <- prometheus.MustNewConstMetric(descSentBytes, prometheus.CounterValue, float64(st.SentBytes.Load()))
@@ -75,6 +88,16 @@ func (k collector) Collect(ch chan<- prometheus.Metric) {
 		failed = 1
 	}
 	ch <- prometheus.MustNewConstMetric(descFailed, prometheus.GaugeValue, failed)
+}
+
+// sentTraffic is the loop's count of what it sent, or nothing if the loop
+// does not answer at once.
+func (c *Node) sentTraffic() []node.Traffic {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var out []node.Traffic
+	_ = c.do(ctx, func(n *node.Node) { out = n.SentTraffic() })
+	return out
 }
 
 // Collectors are the node's metrics, for the server's registry.

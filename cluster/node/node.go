@@ -14,6 +14,7 @@ package node
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -151,6 +152,9 @@ type Node struct {
 	readQueue []*read
 	confs     map[uint64]*confProposal
 
+	// traffic is what the node sent, by group and peer.
+	traffic map[[2]uint64]*Traffic
+
 	failed error
 	// unsynced is set when TestingSendBeforePersist committed a batch
 	// without fsync; the next iteration syncs it.
@@ -179,6 +183,7 @@ func New(cfg Config, db *raftlog.DB, sm StateMachine, tr Transport, clock Clock,
 		proposals: make(map[uint64]*proposal),
 		reads:     make(map[uint64]*read),
 		confs:     make(map[uint64]*confProposal),
+		traffic:   make(map[[2]uint64]*Traffic),
 		// Ids start at the clock so a restarted node never reuses one its
 		// previous run may have left in the log.
 		nextID: uint64(clock.Now().UnixNano()),
@@ -562,6 +567,43 @@ func (n *Node) Leading() []GroupTerm {
 	return out
 }
 
+// Traffic is what this node sent to one peer in one group: raft messages,
+// their encoded bytes, and the snapshots among them.
+type Traffic struct {
+	Group, Peer                uint64
+	Messages, Bytes, Snapshots uint64
+}
+
+func (n *Node) count(group uint64, m *pb.Message) {
+	k := [2]uint64{group, m.GetTo()}
+	t := n.traffic[k]
+	if t == nil {
+		t = &Traffic{Group: group, Peer: m.GetTo()}
+		n.traffic[k] = t
+	}
+	t.Messages++
+	t.Bytes += uint64(proto.Size(m))
+	if m.GetType() == pb.MessageType_MsgSnap {
+		t.Snapshots++
+	}
+}
+
+// SentTraffic is what this node has sent since it started, by group and
+// peer, in that order.
+func (n *Node) SentTraffic() []Traffic {
+	out := make([]Traffic, 0, len(n.traffic))
+	for _, t := range n.traffic {
+		out = append(out, *t)
+	}
+	slices.SortFunc(out, func(a, b Traffic) int {
+		if a.Group != b.Group {
+			return cmp.Compare(a.Group, b.Group)
+		}
+		return cmp.Compare(a.Peer, b.Peer)
+	})
+	return out
+}
+
 // Pending counts proposals, reads and membership changes waiting here.
 func (n *Node) Pending() int { return len(n.proposals) + len(n.reads) + len(n.confs) }
 
@@ -705,6 +747,7 @@ func (n *Node) Process() bool {
 	for _, r := range rds {
 		for _, m := range r.rd.Messages {
 			to := m.GetTo()
+			n.count(r.g.id, m)
 			if _, ok := out[to]; !ok {
 				peers = append(peers, to)
 			}
