@@ -11,7 +11,8 @@ import (
 )
 
 // methodSweep is the timekeeper's command: commit, at the proposer's
-// instant, every lapse and withdrawal due in the session. Stored in the
+// instant, every lapse and withdrawal due in the session, and every claim
+// deadline fact (expired, or deadlocked for a wait cycle's victim). Stored in the
 // raft log: do not rename.
 const methodSweep = "Sweep"
 
@@ -33,7 +34,11 @@ func sweepMethod(sessions func() service.Sessions) replica.Method {
 			return 0, err
 		}
 		res, err := l.Sweep(ctx, sweepMax)
-		return len(res), err
+		if err != nil {
+			return len(res), err
+		}
+		facts, err := l.SweepClaims(ctx, sweepMax)
+		return len(res) + len(facts), err
 	})
 }
 
@@ -87,7 +92,8 @@ func (c *Node) everyLed(ctx context.Context, every time.Duration, what string, t
 	}
 }
 
-// due reports whether a session holds an expectation due by now.
+// due reports whether a session holds an expectation or a claim deadline
+// due by now.
 func (c *Node) due(ctx context.Context, se store.Session, now time.Time) bool {
 	l, err := c.sm.Open(ctx, se.Tenant, se.Name, false)
 	if err != nil {
@@ -97,6 +103,9 @@ func (c *Node) due(ctx context.Context, se store.Session, now time.Time) bool {
 	l.Read(func(st *ledger.State) {
 		next, ok := st.Expects.NextDue()
 		due = ok && !now.Before(next)
+		if deadline, ok := st.Claims.NextDeadline(); ok && !now.Before(deadline) {
+			due = true
+		}
 	})
 	return due
 }
