@@ -24,6 +24,9 @@ var clusterRoutes = map[string]bool{
 	// binding (ledgerOf), not the route.
 	"a2a.card": true, "a2a.session_card": true, "a2a.session_card_bare": true,
 	"token.create": true, "token.list": true, "token.revoke": true,
+	// MCP: its tools call the node's Service; its resources follow this
+	// replica's logs, as the event stream does.
+	"mcp": true, "mcp.stream": true, "mcp.end": true,
 	"a2a.jsonrpc": true, "a2a.send": true, "a2a.tasks": true, "a2a.task": true, "a2a.cancel": true,
 }
 
