@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -57,6 +58,42 @@ func LogPath(dir string) string { return filepath.Join(dir, logName) }
 func HasLog(dir string) bool {
 	fi, err := os.Stat(LogPath(dir))
 	return err == nil && fi.Size() > 0
+}
+
+// WriteLog writes a session's whole log, n bytes read from r, into the
+// session directory dir (made if need be), durably: what a snapshot or a
+// restored backup installs. It replaces a log already there. It does not
+// read the lines: the ledger verifies them when it opens the log, and a
+// caller that can verifies them as r is read (r's error is WriteLog's).
+func WriteLog(dir string, r io.Reader, n int64) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write log: %w", err)
+	}
+	f, err := os.Create(LogPath(dir))
+	if err != nil {
+		return fmt.Errorf("write log: %w", err)
+	}
+	written, err := io.Copy(f, io.LimitReader(r, n))
+	if err == nil && written != n {
+		err = fmt.Errorf("%d bytes of a %d-byte log: the source was cut short", written, n)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write log %s: %w", LogPath(dir), err)
+	}
+	// The file's entry, and the session's and tenant's directories if they
+	// are new.
+	for d, i := dir, 0; i < 3; d, i = filepath.Dir(d), i+1 {
+		if err := syncDir(d); err != nil {
+			return fmt.Errorf("write log: sync %s: %w", d, err)
+		}
+	}
+	return nil
 }
 
 // Init makes dir a ledger directory. It is idempotent.

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -213,45 +212,8 @@ func (m *SM) replaceSessions(group uint64, br *bufio.Reader, hasBody bool) error
 		if err != nil {
 			return err
 		}
-		if err := writeLog(dir, io.LimitReader(br, int64(n)), int64(n)); err != nil {
+		if err := store.WriteLog(dir, br, int64(n)); err != nil {
 			return fmt.Errorf("session %s: %w", name, err)
 		}
 	}
-}
-
-// writeLog writes a session's log from a snapshot, durably; the ledger
-// verifies its chain when it opens it.
-func writeLog(dir string, r io.Reader, n int64) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(store.LogPath(dir))
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, r); err != nil {
-		f.Close()
-		return err
-	}
-	if fi, err := f.Stat(); err != nil || fi.Size() != n {
-		f.Close()
-		return fmt.Errorf("log cut short in the snapshot stream")
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(dir))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
