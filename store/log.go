@@ -90,7 +90,7 @@ func Open(dir string, logger *slog.Logger) (*Log, error) {
 	if errors.Is(statErr, os.ErrNotExist) {
 		// Make the new file's directory entry durable before anything in
 		// it is acknowledged.
-		if err := syncDir(dir); err != nil {
+		if err := SyncDir(dir); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("open log: %w", err)
 		}
@@ -530,7 +530,9 @@ func (tx *Tx) release() {
 	tx.log.mu.Unlock()
 }
 
-func syncDir(dir string) error {
+// SyncDir makes dir's entries durable: a file created, renamed or removed
+// in it.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

@@ -89,7 +89,7 @@ func WriteLog(dir string, r io.Reader, n int64) error {
 	// The file's entry, and the session's and tenant's directories if they
 	// are new.
 	for d, i := dir, 0; i < 3; d, i = filepath.Dir(d), i+1 {
-		if err := syncDir(d); err != nil {
+		if err := SyncDir(d); err != nil {
 			return fmt.Errorf("write log: sync %s: %w", d, err)
 		}
 	}
@@ -109,7 +109,7 @@ func Init(dir string) error {
 	if err := os.WriteFile(marker, []byte(body), 0o644); err != nil {
 		return fmt.Errorf("init ledger: %w", err)
 	}
-	return syncDir(dir)
+	return SyncDir(dir)
 }
 
 // IsLedger reports whether dir holds a ledger.
