@@ -105,7 +105,15 @@ func take(t testing.TB, root string) ([]byte, Summary) {
 // logs and objects.
 func TestRoundTrip(t *testing.T) {
 	root, content := fixture(t)
-	file, wrote := take(t, root)
+	settings := store.Settings{LineageMax: 5, RequestHistory: "72h"}
+	h := header()
+	h.Settings = &settings
+	var buf bytes.Buffer
+	wrote, err := Take(context.Background(), &buf, h, root, SettledCut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := buf.Bytes()
 	got, err := Verify(bytes.NewReader(file))
 	if err != nil {
 		t.Fatal(err)
@@ -127,6 +135,9 @@ func TestRoundTrip(t *testing.T) {
 	into := filepath.Join(t.TempDir(), "restored")
 	if _, err := Restore(context.Background(), bytes.NewReader(file), into); err != nil {
 		t.Fatal(err)
+	}
+	if st, err := store.ReadSettings(into); err != nil || st != settings {
+		t.Fatalf("settings restored as %+v: %v", st, err)
 	}
 	for _, c := range got.Sessions {
 		a, _ := store.SessionDir(root, c.Tenant, c.Session)

@@ -91,6 +91,9 @@ type Header struct {
 	// is in the backup; a write after it may or may not be.
 	Created time.Time `json:"created"`
 	Source  Source    `json:"source"`
+	// Settings are a ledger directory's own (its tally.json), which a
+	// ledger restored from it takes.
+	Settings *store.Settings `json:"settings,omitempty"`
 }
 
 // check names what a header breaks, for the writer and the reader alike.

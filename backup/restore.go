@@ -12,13 +12,17 @@ import (
 )
 
 // Restore writes the backup r reads into root, a ledger directory (made if
-// need be) that holds no session: each session's log as the backup holds
-// it, and its objects into root's content store, every byte verified as it
-// is written. It refuses a damaged or truncated file where it finds the
+// need be) that holds no session: its settings, each session's log as the
+// backup holds it, and its objects into root's content store, every byte
+// verified as it is written. It refuses a damaged or truncated file where it finds the
 // damage, leaving what it wrote so far: a caller that must write nothing
 // from a damaged file verifies it first (Verify), and removes root's
 // contents if Restore still fails.
 func Restore(ctx context.Context, r io.Reader, root string) (Summary, error) {
+	rd, err := NewReader(r)
+	if err != nil {
+		return Summary{}, err
+	}
 	if err := store.Init(root); err != nil {
 		return Summary{}, err
 	}
@@ -28,9 +32,10 @@ func Restore(ctx context.Context, r io.Reader, root string) (Summary, error) {
 		}
 		return Summary{}, err
 	}
-	rd, err := NewReader(r)
-	if err != nil {
-		return Summary{}, err
+	if s := rd.Header().Settings; s != nil {
+		if err := store.WriteSettings(root, *s); err != nil {
+			return Summary{}, err
+		}
 	}
 	var objects *artifact.Store
 	for {

@@ -216,3 +216,25 @@ func ReadSettings(root string) (Settings, error) {
 	}
 	return s, nil
 }
+
+// WriteSettings records s as the settings of the ledger at root (a ledger
+// restored from a backup takes its source's), replacing its tally.json
+// whole.
+func WriteSettings(root string, s Settings) error {
+	b, err := json.Marshal(struct {
+		Format int `json:"format"`
+		Settings
+	}{FormatVersion, s})
+	if err != nil {
+		return fmt.Errorf("ledger settings: %w", err)
+	}
+	path := filepath.Join(root, markerName)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("ledger settings: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("ledger settings: %w", err)
+	}
+	return SyncDir(root)
+}
