@@ -21,8 +21,11 @@ import (
 
 // backupDoc is what backup, backup verify and restore print with --json.
 type backupDoc struct {
-	Created  time.Time `json:"created"`
-	Source   struct{ Kind, ClusterID string }
+	Created time.Time `json:"created"`
+	Source  struct {
+		Kind      string `json:"kind"`
+		ClusterID string `json:"cluster_id"`
+	} `json:"source"`
 	Sessions []struct {
 		Session string `json:"session"`
 		Seq     uint64 `json:"seq"`

@@ -33,10 +33,13 @@ type cnode struct {
 	id               uint64
 	raft, addr, data string
 	joinArgs         []string
-	cmd              *exec.Cmd
-	exited           chan struct{}
-	mu               sync.Mutex
-	stderr           bytes.Buffer
+	// restored: the node starts on data tally restore made, which gives
+	// it its id and addresses; only the data and the secret are passed.
+	restored bool
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	mu       sync.Mutex
+	stderr   bytes.Buffer
 }
 
 func (n *cnode) url() string { return "http://" + n.addr }
@@ -70,8 +73,10 @@ func (n *cnode) Write(p []byte) (int, error) {
 // test ends.
 func (n *cnode) start(t *testing.T) {
 	t.Helper()
-	args := []string{"serve", "--cluster", "--insecure-dev", "--node-id", fmt.Sprint(n.id), "--raft-addr", n.raft,
-		"--addr", n.addr, "--data", n.data, "--join-secret", clusterSecret}
+	args := []string{"serve", "--cluster", "--insecure-dev", "--data", n.data, "--join-secret", clusterSecret}
+	if !n.restored {
+		args = append(args, "--node-id", fmt.Sprint(n.id), "--raft-addr", n.raft, "--addr", n.addr)
+	}
 	cmd := exec.Command(tallyBin, append(args, n.joinArgs...)...)
 	cmd.Env = baseEnv()
 	cmd.Stderr = n
