@@ -56,11 +56,18 @@ is never replaced. --to - writes to standard output (the summary then goes to st
 		Example: `  tally backup --to ledger.backup --dir /var/lib/tally
   TALLY_JOIN_SECRET="$SECRET" tally backup --to cluster.backup --node 10.0.0.2:7420
   tally backup verify cluster.backup`,
-		Args: cobra.NoArgs,
+		// A word after backup can only be a verb (verify), as for a group.
+		Args: unknownVerb,
 		// TALLY_URL names the node to back up, so it is not refused here.
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
-		RunE:              func(c *cobra.Command, _ []string) error { return g.runBackup(c.Context(), o) },
+		RunE: func(c *cobra.Command, _ []string) error {
+			if c.Flags().NFlag() == 0 {
+				return c.Help() // alone, like a command group
+			}
+			return g.runBackup(c.Context(), o)
+		},
 	}
+	c.SuggestionsMinimumDistance = 2
 	f := c.Flags()
 	f.StringVar(&o.to, "to", "", "the file to write, which must not exist (- for standard output)")
 	f.StringVar(&o.node, "node", "", "a cluster node's --addr: back up the whole cluster through it (default, when TALLY_URL is set and no ledger directory is named: $TALLY_URL)")
