@@ -192,6 +192,13 @@ func (g *global) clusterStatus(ctx context.Context, addr string) ([]byte, cluste
 func printClusterStatus(g *global, st cluster.Status) error {
 	w := g.io.Out
 	fmt.Fprintf(w, "cluster %s, seen from node %d\n", st.ClusterID, st.NodeID)
+	if r := st.Restored; r != nil {
+		from := "a ledger directory"
+		if r.ClusterID != "" {
+			from = "cluster " + r.ClusterID
+		}
+		fmt.Fprintf(w, "restored from a backup of %s taken %s: a new incarnation, without writes acknowledged there after it\n", from, r.Created.Format(time.RFC3339))
+	}
 	if st.Failed != "" {
 		fmt.Fprintf(w, "this node has STOPPED: %s\n", st.Failed)
 	}

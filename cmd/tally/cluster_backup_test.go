@@ -132,6 +132,9 @@ func TestClusterBackupRestoresANewIncarnation(t *testing.T) {
 	if st.ClusterID != restored.ClusterID || st.Restored == nil || st.Restored.ClusterID != oldID || !st.Restored.Created.Equal(taken.Created) {
 		t.Fatalf("the restored node's status: cluster %s, restored %+v", st.ClusterID, st.Restored)
 	}
+	if r := run(t, runOpts{}, "cluster", "status", "--node", n1.addr); r.code != 0 || !strings.Contains(r.out, "restored from a backup of cluster "+oldID) {
+		t.Fatalf("cluster status on the restored node: %v", r)
+	}
 	// Every write acknowledged before the backup, once, with the chain
 	// the old cluster had; none of those after.
 	for _, s := range sessions {
