@@ -173,7 +173,9 @@ func joinOnce(ctx context.Context, cfg Config, body []byte) (identity, bool, err
 		return identity{}, true, fmt.Errorf("join %s: %s", cfg.Join, bytes.TrimSpace(b))
 	}
 	if resp.StatusCode != http.StatusOK {
-		return identity{}, false, fmt.Errorf("join %s refused (%d): %s", cfg.Join, resp.StatusCode, bytes.TrimSpace(b))
+		var ref struct{ Code string }
+		_ = json.Unmarshal(b, &ref)
+		return identity{}, false, &joinRefusal{Join: cfg.Join, Status: resp.StatusCode, Code: ref.Code, Body: bytes.TrimSpace(b)}
 	}
 	var a joinAnswer
 	if err := json.Unmarshal(b, &a); err != nil {
@@ -183,6 +185,18 @@ func joinOnce(ctx context.Context, cfg Config, body []byte) (identity, bool, err
 		return identity{}, false, fmt.Errorf("join %s: the answer is not signed with this join secret", cfg.Join)
 	}
 	return identity{ClusterID: a.ClusterID, NodeID: cfg.NodeID, Groups: a.Groups, Members: a.Members}, false, nil
+}
+
+// joinRefusal is a member's refusal of a join, as it answered.
+type joinRefusal struct {
+	Join   string
+	Status int
+	Code   string
+	Body   []byte
+}
+
+func (e *joinRefusal) Error() string {
+	return fmt.Sprintf("join %s refused (%d): %s", e.Join, e.Status, e.Body)
 }
 
 func baseURL(addr string) string {
@@ -279,25 +293,26 @@ func (id identity) restoredNote() string {
 }
 
 // checkCluster asks, once and briefly, the member a restarting node names
-// with --join whether it is a node of the same cluster. A refusal (another
-// cluster, another secret) stops the node; a member that does not answer
-// does not, since a restart must not wait for the others (the transport
-// refuses another cluster's peers anyway).
+// with --join whether it is a node of the same cluster, and stops the node
+// if it answers for another. Any other outcome (no answer, a member of a
+// release that does not know the question, another secret) lets the node
+// start as before, with a warning: a restart must not wait for the others,
+// and the transport refuses another cluster's peers anyway.
 func checkCluster(ctx context.Context, cfg Config, id identity) error {
 	req := joinRequest{Member: cfg.member(), ClusterID: id.ClusterID}
 	req.MAC = signJoin(cfg.Secret, req)
 	body, _ := json.Marshal(req)
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	a, retry, err := joinOnce(ctx, cfg, body)
+	a, _, err := joinOnce(ctx, cfg, body)
+	var refused *joinRefusal
 	switch {
-	case err != nil && retry:
-		cfg.Logger.Warn("join: could not ask the member named by --join whether it is of this node's cluster; starting anyway", "join", cfg.Join, "err", err)
-		return nil
-	case err != nil:
+	case errors.As(err, &refused) && refused.Code == CodeWrongCluster:
 		return err
+	case err != nil:
+		cfg.Logger.Warn("join: could not learn whether the member named by --join is of this node's cluster; starting anyway", "join", cfg.Join, "err", err)
 	case a.ClusterID != id.ClusterID:
-		return fmt.Errorf("join %s: it answers for cluster %s; this node belongs to cluster %s", cfg.Join, a.ClusterID, id.ClusterID)
+		return fmt.Errorf("join %s: it answers for cluster %s; this node belongs to cluster %s: a node never moves between clusters", cfg.Join, a.ClusterID, id.ClusterID)
 	}
 	return nil
 }
