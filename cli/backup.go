@@ -328,6 +328,7 @@ func (g *global) runRestore(c *cobra.Command, file string, o *restoreOptions) er
 	var sum backup.Summary
 	var clusterID string
 	err = writeNew(target, func() error {
+		var err error
 		if o.data == "" {
 			sum, err = backup.Restore(ctx, f, target)
 		} else {
