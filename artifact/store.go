@@ -69,9 +69,13 @@ func OpenStore(dir string) (*Store, error) {
 func (s *Store) Dir() string { return s.dir }
 
 // Path is where the object with digest d lives (whether or not it exists).
-func (s *Store) Path(d digest.ContentDigest) string {
+func (s *Store) Path(d digest.ContentDigest) string { return ObjectPath(s.dir, d) }
+
+// ObjectPath is where the object with digest d lives in the store at dir,
+// for a reader that opens no store (OpenStore makes its directories).
+func ObjectPath(dir string, d digest.ContentDigest) string {
 	h := d.String()
-	return filepath.Join(s.dir, h[:2], h[2:])
+	return filepath.Join(dir, h[:2], h[2:])
 }
 
 // ctxReader stops a copy when its context is done.

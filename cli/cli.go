@@ -273,7 +273,7 @@ func newRoot(g *global) *cobra.Command {
 	addA2ACommands(root, g)
 	addPrimeCommands(root, g)
 	addMCPCommands(root, g)
-	root.AddCommand(newCluster(g))
+	root.AddCommand(newCluster(g), newBackup(g), newRestore(g))
 	root.InitDefaultCompletionCmd() // cobra adds it at Execute, after the guard otherwise
 	guardGroups(root)
 	return root

@@ -49,15 +49,7 @@ func newCluster(g *global) *cobra.Command {
 	}
 	var secret string
 	c.PersistentFlags().StringVar(&secret, "join-secret", "", "the cluster's join secret, which signs transfer-leader and remove-node (default: $TALLY_JOIN_SECRET)")
-	secretOf := func() (string, error) {
-		if secret == "" {
-			secret = g.io.Getenv("TALLY_JOIN_SECRET")
-		}
-		if secret == "" {
-			return "", usagef("join-secret: required (or TALLY_JOIN_SECRET) to sign the request")
-		}
-		return secret, nil
-	}
+	secretOf := func() (string, error) { return g.joinSecret(secret) }
 	var group, to uint64
 	transfer := &cobra.Command{
 		Use: "transfer-leader --group G --to N", Short: "Hand a group's leadership to one of its voters (asked at its leader; waits until it has moved)", Args: cobra.NoArgs,
@@ -123,6 +115,18 @@ func newCluster(g *global) *cobra.Command {
 		view("groups", "Each group: leader, term, commit and applied index, voters and learners", printClusterGroups),
 	)
 	return c
+}
+
+// joinSecret is the join secret an operator's request is signed with:
+// given, else TALLY_JOIN_SECRET.
+func (g *global) joinSecret(given string) (string, error) {
+	if given == "" {
+		given = g.io.Getenv("TALLY_JOIN_SECRET")
+	}
+	if given == "" {
+		return "", usagef("join-secret: required (or TALLY_JOIN_SECRET) to sign the request")
+	}
+	return given, nil
 }
 
 // nodeURL is the node a cluster verb asks.
@@ -216,6 +220,13 @@ func (g *global) clusterStatus(ctx context.Context, addr string) ([]byte, cluste
 func printClusterStatus(g *global, st cluster.Status) error {
 	w := g.io.Out
 	fmt.Fprintf(w, "cluster %s, seen from node %d\n", st.ClusterID, st.NodeID)
+	if r := st.Restored; r != nil {
+		from := "a ledger directory"
+		if r.ClusterID != "" {
+			from = "cluster " + r.ClusterID
+		}
+		fmt.Fprintf(w, "restored from a backup of %s taken %s: a new incarnation, without writes acknowledged there after it\n", from, r.Created.Format(time.RFC3339))
+	}
 	if st.Failed != "" {
 		fmt.Fprintf(w, "this node has STOPPED: %s\n", st.Failed)
 	}

@@ -40,7 +40,7 @@ func newServe(g *global) *cobra.Command {
 		Example: "  tally serve --dir /var/lib/tally --addr 127.0.0.1:7420",
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := cf.prepare(g); err != nil {
+			if err := cf.prepare(g, c, &addr); err != nil {
 				return err
 			}
 			root, err := g.root()

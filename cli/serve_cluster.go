@@ -44,8 +44,10 @@ func (f *clusterFlags) register(c *cobra.Command) {
 }
 
 // prepare checks the cluster flags and points the server at the node's
-// replica ledger directory.
-func (f *clusterFlags) prepare(g *global) error {
+// replica ledger directory. A data directory tally restore made gives the
+// first start its node id, addresses and zone where the flags do not, and
+// that start bootstraps the restored cluster.
+func (f *clusterFlags) prepare(g *global, c *cobra.Command, addr *string) error {
 	if !f.on {
 		if f.nodeID != 0 || f.raftAddr != "" || f.data != "" || f.secret != "" || f.bootstrap || f.join != "" {
 			return usagef("cluster: --node-id, --raft-addr, --data, --join-secret, --bootstrap and --join need --cluster")
@@ -57,6 +59,29 @@ func (f *clusterFlags) prepare(g *global) error {
 	}
 	if f.data == "" {
 		return usagef("data: --cluster needs --data DIR")
+	}
+	m, restored, err := cluster.PendingMember(g.abs(f.data))
+	if err != nil {
+		return err
+	}
+	if restored {
+		if f.join != "" {
+			return usagef("join: %s holds a restored backup, which starts as the first node of its own new cluster; drop --join", f.data)
+		}
+		f.bootstrap = true
+		given := c.Flags().Changed
+		if !given("node-id") {
+			f.nodeID = m.ID
+		}
+		if !given("raft-addr") && m.RaftAddr != "" {
+			f.raftAddr = m.RaftAddr
+		}
+		if !given("addr") && m.Addr != "" {
+			*addr = m.Addr
+		}
+		if !given("zone") {
+			f.zone = m.Zone
+		}
 	}
 	if !f.bootstrap && f.join == "" && !isNode(f.data) {
 		return usagef("bootstrap, join: a new node needs --bootstrap (the first) or --join ADDR (the others)")
@@ -78,7 +103,7 @@ func (g *global) serveCluster(c *cobra.Command, cfg server.Config, f *clusterFla
 	timekeeper := cfg.Ledger.Timekeeper
 	cc := cluster.Config{
 		NodeID: f.nodeID, RaftAddr: f.raftAddr, Addr: cfg.Addr, Zone: f.zone, Data: g.abs(f.data), Secret: f.secret,
-		Bootstrap: f.bootstrap, Join: f.join, Groups: f.groups, Tick: f.tick, WatchEvery: cfg.WatchEvery, Ledger: cfg.Ledger, Logger: cfg.Logger,
+		Bootstrap: f.bootstrap, Join: f.join, Groups: f.groups, Tick: f.tick, WatchEvery: cfg.WatchEvery, Ledger: cfg.Ledger, Logger: cfg.Logger, Version: Version,
 		Local: func(s service.Sessions, now func() time.Time, root string) service.Service {
 			return service.NewLocal(s, service.LocalConfig{Now: now, Timekeeper: timekeeper,
 				Root: func() (string, error) { return root, nil }, RelativeLogs: true})

@@ -36,9 +36,12 @@ type AddRequest struct {
 
 // SignAdd signs an add-node request with the join secret.
 func SignAdd(secret string, r AddRequest) AddRequest {
-	r.MAC = mac(secret, "add-node", r.Member)
+	r.MAC = r.signature(secret)
 	return r
 }
+
+func (r *AddRequest) signature(secret string) string { return mac(secret, "add-node", r.Member) }
+func (r *AddRequest) signed() (string, string)       { return "add-node", r.MAC }
 
 // TransferRequest asks a group's leader to hand leadership to a voter.
 type TransferRequest struct {
@@ -56,18 +59,39 @@ type RemoveRequest struct {
 // SignTransfer and SignRemove sign an operator's request with the join
 // secret.
 func SignTransfer(secret string, r TransferRequest) TransferRequest {
-	r.MAC = mac(secret, "transfer-leader", r.Group, r.To)
+	r.MAC = r.signature(secret)
 	return r
 }
 
 func SignRemove(secret string, r RemoveRequest) RemoveRequest {
-	r.MAC = mac(secret, "remove-node", r.ID)
+	r.MAC = r.signature(secret)
 	return r
 }
 
-func decodeSigned(w http.ResponseWriter, r *http.Request, v any) bool {
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(v); err != nil {
+func (r *TransferRequest) signature(secret string) string {
+	return mac(secret, "transfer-leader", r.Group, r.To)
+}
+func (r *TransferRequest) signed() (string, string) { return "transfer-leader", r.MAC }
+
+func (r *RemoveRequest) signature(secret string) string { return mac(secret, "remove-node", r.ID) }
+func (r *RemoveRequest) signed() (string, string)       { return "remove-node", r.MAC }
+
+// signedRequest is an operator's request: what it is for and its MAC, and
+// the MAC the join secret gives its contents.
+type signedRequest interface {
+	signed() (what, mac string)
+	signature(secret string) string
+}
+
+// decodeSigned reads an operator's request and checks its signature,
+// answering the refusal itself when either fails.
+func (c *Node) decodeSigned(w http.ResponseWriter, r *http.Request, req signedRequest) bool {
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(req); err != nil {
 		writeErr(w, http.StatusBadRequest, "invalid", "body: "+err.Error())
+		return false
+	}
+	if what, got := req.signed(); !hmac.Equal([]byte(got), []byte(req.signature(c.cfg.Secret))) {
+		writeErr(w, http.StatusForbidden, "WrongJoinSecret", what+": the request is not signed with this cluster's join secret")
 		return false
 	}
 	return true
@@ -78,11 +102,7 @@ func decodeSigned(w http.ResponseWriter, r *http.Request, v any) bool {
 // waits until the group has the new leader.
 func (c *Node) handleTransfer(w http.ResponseWriter, r *http.Request) {
 	var req TransferRequest
-	if !decodeSigned(w, r, &req) {
-		return
-	}
-	if !hmac.Equal([]byte(req.MAC), []byte(mac(c.cfg.Secret, "transfer-leader", req.Group, req.To))) {
-		writeErr(w, http.StatusForbidden, "WrongJoinSecret", "transfer-leader: the request is not signed with this cluster's join secret")
+	if !c.decodeSigned(w, r, &req) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
@@ -140,11 +160,7 @@ func (c *Node) waitLeader(ctx context.Context, group, to uint64) error {
 // handleAdd commits a node's member record in the meta group.
 func (c *Node) handleAdd(w http.ResponseWriter, r *http.Request) {
 	var req AddRequest
-	if !decodeSigned(w, r, &req) {
-		return
-	}
-	if !hmac.Equal([]byte(req.MAC), []byte(mac(c.cfg.Secret, "add-node", req.Member))) {
-		writeErr(w, http.StatusForbidden, "WrongJoinSecret", "add-node: the request is not signed with this cluster's join secret")
+	if !c.decodeSigned(w, r, &req) {
 		return
 	}
 	m := req.Member
@@ -170,11 +186,7 @@ func (c *Node) handleAdd(w http.ResponseWriter, r *http.Request) {
 // quorum).
 func (c *Node) handleRemove(w http.ResponseWriter, r *http.Request) {
 	var req RemoveRequest
-	if !decodeSigned(w, r, &req) {
-		return
-	}
-	if !hmac.Equal([]byte(req.MAC), []byte(mac(c.cfg.Secret, "remove-node", req.ID))) {
-		writeErr(w, http.StatusForbidden, "WrongJoinSecret", "remove-node: the request is not signed with this cluster's join secret")
+	if !c.decodeSigned(w, r, &req) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)

@@ -58,6 +58,9 @@ type Config struct {
 	WatchEvery time.Duration
 	// Ledger configures the replicas' session ledgers.
 	Ledger ledger.Config
+	// Version is the tally release the node runs, written into the backups
+	// it streams.
+	Version string
 	// Local makes the Service over the replica's sessions; clock is the
 	// instant of the command being applied (service.LocalConfig.Now), root
 	// the replica's ledger directory.
@@ -74,8 +77,12 @@ type Config struct {
 // transport frame: a group past it cannot be installed on a new node.
 const MaxSnapshotSize = 256 << 20
 
-// DefaultGroups is the data groups a new cluster gets.
-const DefaultGroups = 8
+// DefaultGroups is the data groups a new cluster gets; MaxGroups the most
+// it may have.
+const (
+	DefaultGroups = 8
+	MaxGroups     = 1024
+)
 
 // Validate names what is missing or out of range.
 func (c Config) Validate() error {
@@ -90,8 +97,8 @@ func (c Config) Validate() error {
 		return errors.New("join-secret: at least 16 characters")
 	case c.Bootstrap && c.Join != "":
 		return errors.New("bootstrap, join: give one, not both")
-	case c.Groups < 1 || c.Groups > 1024:
-		return fmt.Errorf("groups: %d: must be 1 to 1024", c.Groups)
+	case c.Groups < 1 || c.Groups > MaxGroups:
+		return fmt.Errorf("groups: %d: must be 1 to %d", c.Groups, MaxGroups)
 	case c.Tick <= 0:
 		return errors.New("tick: must be positive")
 	case c.Local == nil:
@@ -137,6 +144,16 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
+	if _, pending, err := readPendingRestore(cfg.Data); err != nil {
+		return nil, err
+	} else if pending {
+		// A restored backup's first start bootstraps its new cluster, by
+		// the same path as --bootstrap.
+		if cfg.Join != "" {
+			return nil, fmt.Errorf("join: %s holds a restored backup, which starts as the first node of its own new cluster; drop --join", cfg.Data)
+		}
+		cfg.Bootstrap = true
+	}
 	id, fresh, err := establish(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -146,6 +163,14 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := c.open(fresh); err != nil {
 		c.closeStores()
 		return nil, err
+	}
+	if id.Restored != nil && fresh {
+		// Every group has its initial state: the restore is done.
+		if err := restoreDone(cfg.Data); err != nil {
+			c.closeStores()
+			return nil, fmt.Errorf("restore: %w", err)
+		}
+		c.log.Info("restored cluster bootstrapped", "cluster", id.ClusterID, "from_cluster", id.Restored.ClusterID, "backup_created", id.Restored.Created, "sessions", id.Restored.Sessions)
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.wg.Add(2)
@@ -193,6 +218,9 @@ func (c *Node) open(fresh bool) error {
 			}
 		},
 	}
+	if fresh && c.id.Restored != nil {
+		rc.Restored = c.id.Restored.Created
+	}
 	var sm *replica.SM
 	rc.Service = func(s service.Sessions) service.Service { return local(s, func() time.Time { return sm.Now() }, root) }
 	if sm, err = replica.New(rc); err != nil {
@@ -220,6 +248,11 @@ func groupIDs(groups int) []uint64 {
 		ids = append(ids, node.MetaGroup+1+uint64(g))
 	}
 	return ids
+}
+
+// member is the node's member record, as it joins or announces itself.
+func (c Config) member() replica.Member {
+	return replica.Member{ID: c.NodeID, RaftAddr: c.RaftAddr, Addr: c.Addr, Zone: c.Zone}
 }
 
 // Close stops the node: the loop, the transport, the stores.

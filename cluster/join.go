@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -28,17 +27,26 @@ type identity struct {
 	NodeID    uint64           `json:"node_id"`
 	Groups    int              `json:"groups"`
 	Members   []replica.Member `json:"members,omitempty"` // as the join answer gave them
-	// Bootstrapped marks the node that made the cluster: it gives the
-	// cluster its first admin token.
+	// Bootstrapped marks the node that made the cluster (from a backup
+	// too): it gives the cluster its first admin token.
 	Bootstrapped bool `json:"bootstrapped,omitempty"`
+	// Restored is the backup the cluster was restored from, on its first
+	// node (tally restore).
+	Restored *Restored `json:"restored,omitempty"`
 }
 
 const identityName = "cluster.json"
 
 // establish reads the data directory's identity, or makes one by
-// bootstrapping or joining. fresh says it was just made.
+// bootstrapping (from a restored backup too) or joining. fresh says the
+// node bootstraps or joins now: its identity was just made, or a restored
+// node's first start was interrupted before every group had its state.
 func establish(ctx context.Context, cfg Config) (identity, bool, error) {
 	path := filepath.Join(cfg.Data, identityName)
+	pr, pending, err := readPendingRestore(cfg.Data)
+	if err != nil {
+		return identity{}, false, err
+	}
 	b, err := os.ReadFile(path)
 	if err == nil {
 		var id identity
@@ -48,19 +56,29 @@ func establish(ctx context.Context, cfg Config) (identity, bool, error) {
 		if id.NodeID != cfg.NodeID {
 			return identity{}, false, fmt.Errorf("node-id: %d, but %s belongs to node %d of cluster %s: a node is never restarted on another's data", cfg.NodeID, cfg.Data, id.NodeID, id.ClusterID)
 		}
-		return id, false, nil
+		if cfg.Join != "" && !pending {
+			if err := checkCluster(ctx, cfg, id); err != nil {
+				return identity{}, false, err
+			}
+		}
+		return id, pending, nil
 	}
 	if !errors.Is(err, os.ErrNotExist) {
 		return identity{}, false, err
 	}
 	var id identity
 	switch {
-	case cfg.Bootstrap:
-		var r [16]byte
-		if _, err := rand.Read(r[:]); err != nil {
+	case pending:
+		if id, err = restoredIdentity(cfg, pr); err != nil {
 			return identity{}, false, err
 		}
-		id = identity{ClusterID: hex.EncodeToString(r[:]), NodeID: cfg.NodeID, Groups: cfg.Groups, Bootstrapped: true}
+		id.Bootstrapped = true
+	case cfg.Bootstrap:
+		cid, err := newClusterID()
+		if err != nil {
+			return identity{}, false, err
+		}
+		id = identity{ClusterID: cid, NodeID: cfg.NodeID, Groups: cfg.Groups, Bootstrapped: true}
 	case cfg.Join != "":
 		if id, err = join(ctx, cfg); err != nil {
 			return identity{}, false, err
@@ -68,12 +86,7 @@ func establish(ctx context.Context, cfg Config) (identity, bool, error) {
 	default:
 		return identity{}, false, fmt.Errorf("%s holds no node: start the first node with --bootstrap and the others with --join ADDR", cfg.Data)
 	}
-	enc, _ := json.MarshalIndent(id, "", "  ")
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(enc, '\n'), 0o644); err != nil {
-		return identity{}, false, err
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := writeJSONFile(path, id); err != nil {
 		return identity{}, false, err
 	}
 	return id, true, nil
@@ -85,8 +98,24 @@ func establish(ctx context.Context, cfg Config) (identity, bool, error) {
 // the secret. The secret never crosses the wire.
 type joinRequest struct {
 	Member replica.Member `json:"member"`
-	MAC    string         `json:"mac"`
+	// ClusterID is the cluster the joiner's data already belongs to: a
+	// node restarted with --join asks whether it joins its own cluster. A
+	// member of another cluster (a restored incarnation, fencing the nodes
+	// of the one it was restored from) refuses it.
+	ClusterID string `json:"cluster_id,omitempty"`
+	MAC       string `json:"mac"`
 }
+
+// signJoin signs a join request; the cluster id is signed when there is one.
+func signJoin(secret string, r joinRequest) string {
+	if r.ClusterID == "" {
+		return mac(secret, "join", r.Member)
+	}
+	return mac(secret, "join", r.Member, r.ClusterID)
+}
+
+// CodeWrongCluster refuses a node whose data belongs to another cluster.
+const CodeWrongCluster = "WrongCluster"
 
 type joinAnswer struct {
 	ClusterID string           `json:"cluster_id"`
@@ -112,8 +141,9 @@ const JoinPath = "/v1/cluster/join"
 // join asks a member to add this node and learns the cluster from it,
 // retrying while the member cannot commit yet.
 func join(ctx context.Context, cfg Config) (identity, error) {
-	me := replica.Member{ID: cfg.NodeID, RaftAddr: cfg.RaftAddr, Addr: cfg.Addr, Zone: cfg.Zone}
-	body, _ := json.Marshal(joinRequest{Member: me, MAC: mac(cfg.Secret, "join", me)})
+	req := joinRequest{Member: cfg.member()}
+	req.MAC = signJoin(cfg.Secret, req)
+	body, _ := json.Marshal(req)
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	var last error
@@ -147,7 +177,9 @@ func joinOnce(ctx context.Context, cfg Config, body []byte) (identity, bool, err
 		return identity{}, true, fmt.Errorf("join %s: %s", cfg.Join, bytes.TrimSpace(b))
 	}
 	if resp.StatusCode != http.StatusOK {
-		return identity{}, false, fmt.Errorf("join %s refused (%d): %s", cfg.Join, resp.StatusCode, bytes.TrimSpace(b))
+		var ref struct{ Code string }
+		_ = json.Unmarshal(b, &ref)
+		return identity{}, false, &joinRefusal{Join: cfg.Join, Status: resp.StatusCode, Code: ref.Code, Body: bytes.TrimSpace(b)}
 	}
 	var a joinAnswer
 	if err := json.Unmarshal(b, &a); err != nil {
@@ -157,6 +189,18 @@ func joinOnce(ctx context.Context, cfg Config, body []byte) (identity, bool, err
 		return identity{}, false, fmt.Errorf("join %s: the answer is not signed with this join secret", cfg.Join)
 	}
 	return identity{ClusterID: a.ClusterID, NodeID: cfg.NodeID, Groups: a.Groups, Members: a.Members}, false, nil
+}
+
+// joinRefusal is a member's refusal of a join, as it answered.
+type joinRefusal struct {
+	Join   string
+	Status int
+	Code   string
+	Body   []byte
+}
+
+func (e *joinRefusal) Error() string {
+	return fmt.Sprintf("join %s refused (%d): %s", e.Join, e.Status, e.Body)
 }
 
 func baseURL(addr string) string {
@@ -169,7 +213,7 @@ func baseURL(addr string) string {
 // announce commits this node as the first member of the cluster it
 // bootstrapped, once the meta group elects it.
 func (c *Node) announce(ctx context.Context) {
-	me := replica.Member{ID: c.cfg.NodeID, RaftAddr: c.cfg.RaftAddr, Addr: c.cfg.Addr, Zone: c.cfg.Zone}
+	me := c.cfg.member()
 	for ctx.Err() == nil {
 		if _, err := c.addMember(ctx, me); err == nil {
 			return
@@ -204,8 +248,19 @@ func (c *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "BadJoin", "join: "+err.Error())
 		return
 	}
-	if !hmac.Equal([]byte(req.MAC), []byte(mac(c.cfg.Secret, "join", req.Member))) {
+	if !hmac.Equal([]byte(req.MAC), []byte(signJoin(c.cfg.Secret, req))) {
 		writeErr(w, http.StatusForbidden, "WrongJoinSecret", "join: the request is not signed with this cluster's join secret")
+		return
+	}
+	if req.ClusterID != "" {
+		// A restart asking whether it rejoins its own cluster: nothing to
+		// add, and no node of another cluster is let in.
+		if req.ClusterID != c.id.ClusterID {
+			writeErr(w, http.StatusConflict, CodeWrongCluster, fmt.Sprintf("join: node %d belongs to cluster %s; this is cluster %s%s: a node never moves between clusters (remove its data directory to join it as a new node)",
+				req.Member.ID, req.ClusterID, c.id.ClusterID, c.id.restoredNote()))
+			return
+		}
+		c.answerJoin(w)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
@@ -223,10 +278,47 @@ func (c *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusConflict, code, "join: "+err.Error())
 		return
 	}
-	members := c.sm.Members()
-	a := joinAnswer{ClusterID: c.id.ClusterID, Groups: c.cfg.Groups, Members: members}
+	c.answerJoin(w)
+}
+
+func (c *Node) answerJoin(w http.ResponseWriter) {
+	a := joinAnswer{ClusterID: c.id.ClusterID, Groups: c.cfg.Groups, Members: c.sm.Members()}
 	a.MAC = mac(c.cfg.Secret, "joined", a.ClusterID, a.Groups, a.Members)
 	writeJSON(w, http.StatusOK, a)
+}
+
+// restoredNote says, for a refusal, that this cluster was restored from
+// another one's backup.
+func (id identity) restoredNote() string {
+	if id.Restored == nil || id.Restored.ClusterID == "" {
+		return ""
+	}
+	return fmt.Sprintf(", restored from a backup of cluster %s taken %s", id.Restored.ClusterID, id.Restored.Created.Format(time.RFC3339))
+}
+
+// checkCluster asks, once and briefly, the member a restarting node names
+// with --join whether it is a node of the same cluster, and stops the node
+// if it answers for another. Any other outcome (no answer, a member of a
+// release that does not know the question, another secret) lets the node
+// start as before, with a warning: a restart must not wait for the others,
+// and the transport refuses another cluster's peers anyway.
+func checkCluster(ctx context.Context, cfg Config, id identity) error {
+	req := joinRequest{Member: cfg.member(), ClusterID: id.ClusterID}
+	req.MAC = signJoin(cfg.Secret, req)
+	body, _ := json.Marshal(req)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	a, _, err := joinOnce(ctx, cfg, body)
+	var refused *joinRefusal
+	switch {
+	case errors.As(err, &refused) && refused.Code == CodeWrongCluster:
+		return err
+	case err != nil:
+		cfg.Logger.Warn("join: could not learn whether the member named by --join is of this node's cluster; starting anyway", "join", cfg.Join, "err", err)
+	case a.ClusterID != id.ClusterID:
+		return fmt.Errorf("join %s: it answers for cluster %s; this node belongs to cluster %s: a node never moves between clusters", cfg.Join, a.ClusterID, id.ClusterID)
+	}
+	return nil
 }
 
 // ReadIdentity reads the identity of the node whose data directory is

@@ -41,6 +41,7 @@ var (
 	descSentBytes = prometheus.NewDesc("tally_cluster_sent_bytes_total", "Bytes of message batches sent to peers.", nil, nil)
 	descDropped   = prometheus.NewDesc("tally_cluster_dropped_batches_total", "Batches dropped: a peer's queue full, or a batch over the frame bound.", nil, nil)
 	descReceived  = prometheus.NewDesc("tally_cluster_received_batches_total", "Message batches received from peers.", nil, nil)
+	descRefused   = prometheus.NewDesc("tally_cluster_refused_peers_total", "Connections from peers refused at the handshake: another cluster's id, or another join secret.", nil, nil)
 	descRestores  = prometheus.NewDesc("tally_cluster_snapshots_installed_total", "Group snapshots this replica installed.", nil, nil)
 	descFailed    = prometheus.NewDesc("tally_cluster_node_failed", "1 if the node stopped after a disk failure.", nil, nil)
 	descGroupMsgs = prometheus.NewDesc("tally_cluster_group_sent_messages_total", "Raft messages this node sent, by group and peer.", []string{"group", "peer"}, nil)
@@ -52,7 +53,7 @@ var (
 type collector struct{ c *Node }
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLeader, descTerm, descCommit, descApplied, descLeading, descSent, descSentBytes, descDropped, descReceived, descRestores, descFailed, descGroupMsgs, descGroupByte, descGroupSnap} {
+	for _, d := range []*prometheus.Desc{descLeader, descTerm, descCommit, descApplied, descLeading, descSent, descSentBytes, descDropped, descReceived, descRefused, descRestores, descFailed, descGroupMsgs, descGroupByte, descGroupSnap} {
 		ch <- d
 	}
 }
@@ -82,6 +83,7 @@ func (k collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descSentBytes, prometheus.CounterValue, float64(st.SentBytes.Load()))
 	ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, float64(st.Dropped.Load()))
 	ch <- prometheus.MustNewConstMetric(descReceived, prometheus.CounterValue, float64(st.ReceivedBatches.Load()))
+	ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(st.RefusedPeers.Load()))
 	ch <- prometheus.MustNewConstMetric(descRestores, prometheus.CounterValue, float64(c.sm.Restores()))
 	failed := 0.0
 	if c.db.Failed() != nil {

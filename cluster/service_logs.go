@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 
-	"tally/cluster/node"
 	"tally/cluster/replica"
 	"tally/service"
 )
@@ -68,10 +67,8 @@ func (c *Node) Verify(ctx context.Context, call service.Call) (service.Verified,
 // VerifyAll checks this replica's log of every session of call.Tenant,
 // once every data group is read-consistent here.
 func (c *Node) VerifyAll(ctx context.Context, call service.Call) (service.Verified, error) {
-	for g := 0; g < c.cfg.Groups; g++ {
-		if err := c.readIndex(ctx, node.MetaGroup+1+uint64(g)); err != nil {
-			return service.Verified{}, err
-		}
+	if err := c.readAll(ctx); err != nil {
+		return service.Verified{}, err
 	}
 	l, err := logsOf(c.sm.Service())
 	if err != nil {

@@ -39,6 +39,9 @@ type Status struct {
 	// Tolerates is the failures every group survives, by node and by zone,
 	// counted from its voters' placement.
 	Tolerates Tolerance `json:"tolerates"`
+	// Restored names the backup this cluster was restored from, on the
+	// node that restored it.
+	Restored *Restored `json:"restored,omitempty"`
 }
 
 // Tolerance is how many nodes, and whole zones, can fail with every group
@@ -58,7 +61,7 @@ func (c *Node) Status(ctx context.Context) (Status, error) {
 	if err := c.do(ctx, func(n *node.Node) { st, failed = n.Status(), n.Failed() }); err != nil {
 		return Status{}, err
 	}
-	out := Status{SchemaVersion: 1, ClusterID: c.id.ClusterID, NodeID: c.cfg.NodeID, Members: c.sm.Members()}
+	out := Status{SchemaVersion: 1, ClusterID: c.id.ClusterID, NodeID: c.cfg.NodeID, Members: c.sm.Members(), Restored: c.id.Restored}
 	if failed != nil {
 		out.Failed = failed.Error()
 	}
@@ -155,7 +158,8 @@ const (
 	HealthPath = "/v1/cluster/health"
 )
 
-// Handler serves the cluster's own routes: status and join.
+// Handler serves the cluster's own routes: status, health, join and the
+// operator's signed requests (transfer-leader, remove-node, backup).
 func (c *Node) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+StatusPath, func(w http.ResponseWriter, r *http.Request) {
@@ -191,6 +195,7 @@ func (c *Node) Handler() http.Handler {
 	mux.HandleFunc("POST "+TransferLeaderPath, c.handleTransfer)
 	mux.HandleFunc("POST "+AddNodePath, c.handleAdd)
 	mux.HandleFunc("POST "+RemoveNodePath, c.handleRemove)
+	mux.HandleFunc("POST "+BackupPath, c.handleBackup)
 	return mux
 }
 

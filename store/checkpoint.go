@@ -192,32 +192,16 @@ func (l *Log) lineEndsAt(pos Position) error {
 		// with a size it made up.
 		return errors.New("a line that ends at or before the log's start")
 	}
-	size := int64(4096)
-	for {
-		if size > pos.Offset {
-			size = pos.Offset
-		}
-		buf := make([]byte, size)
-		if _, err := l.file.ReadAt(buf, pos.Offset-size); err != nil {
-			return fmt.Errorf("log shorter than the checkpoint: %v", err)
-		}
-		if buf[len(buf)-1] != '\n' {
-			return errors.New("checkpoint offset is not a line end")
-		}
-		start := bytes.LastIndexByte(buf[:len(buf)-1], '\n') + 1
-		if start == 0 && size < pos.Offset && size < LineMax {
-			size *= 4
-			continue
-		}
-		env, _, err := parseEnvelope(buf[start : len(buf)-1])
-		if err != nil {
-			return err
-		}
-		if env.Seq != pos.Seq || env.Hash != pos.Hash {
-			return errors.New("log at the checkpoint's offset holds another line")
-		}
-		return nil
+	last, err := lastLine(l.file, pos.Offset, l.Path())
+	switch {
+	case err != nil:
+		return fmt.Errorf("the line at the checkpoint's offset: %w", err)
+	case last.Offset != pos.Offset:
+		return errors.New("checkpoint offset is not a line end")
+	case last.Seq != pos.Seq || last.Hash != pos.Hash:
+		return errors.New("log at the checkpoint's offset holds another line")
 	}
+	return nil
 }
 
 // RemoveCheckpoint deletes the checkpoint, if any.

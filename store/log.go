@@ -7,6 +7,7 @@ package store
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -89,7 +90,7 @@ func Open(dir string, logger *slog.Logger) (*Log, error) {
 	if errors.Is(statErr, os.ErrNotExist) {
 		// Make the new file's directory entry durable before anything in
 		// it is acknowledged.
-		if err := syncDir(dir); err != nil {
+		if err := SyncDir(dir); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("open log: %w", err)
 		}
@@ -159,7 +160,7 @@ func scan(f io.ReaderAt, size int64, path string, from Position, fn func(Entry) 
 	// never larger than a line may be.
 	bufSize := int(min(max(remaining+1, 4096), LineMax+1))
 	r := bufio.NewReaderSize(io.NewSectionReader(f, from.Offset, remaining), bufSize)
-	h := newChainHasher()
+	ch := ChainFrom(from)
 	for {
 		line, err := r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -174,23 +175,110 @@ func scan(f io.ReaderAt, size int64, path string, from Position, fn func(Entry) 
 		if err != nil {
 			return pos, nil, fmt.Errorf("read %s: %w", path, err)
 		}
-		n := int64(len(line))
 		line = line[:len(line)-1]
-		env, prefix, perr := parseEnvelope(line)
-		if perr != nil {
-			return pos, nil, &CorruptError{Path: path, Line: pos.Seq + 1, Reason: perr.Error()}
-		}
-		if env.Seq != pos.Seq+1 {
-			return pos, nil, &CorruptError{Path: path, Line: pos.Seq + 1, Reason: fmt.Sprintf("sequence %d where %d was due", env.Seq, pos.Seq+1)}
-		}
-		if sum := chain(h, pos.Hash, prefix); sum != env.Hash {
-			return pos, nil, &CorruptError{Path: path, Line: pos.Seq + 1, Reason: "chain hash does not match the line and the line before it"}
+		env, cerr := ch.Next(line)
+		if cerr != nil {
+			return pos, nil, &CorruptError{Path: path, Line: pos.Seq + 1, Reason: cerr.Error()}
 		}
 		if err := fn(Entry{Line: line, Env: env, Offset: pos.Offset}); err != nil {
 			return pos, nil, err
 		}
-		pos = Position{Offset: pos.Offset + n, Seq: env.Seq, Hash: env.Hash}
+		pos = ch.Position()
 	}
+}
+
+// Chain checks the lines of one log in order, as a reader that streams
+// them must (Scan, a backup): each line's envelope, its sequence and its
+// chain hash, from a verified position on.
+type Chain struct {
+	pos Position
+	h   *blake3.Hasher
+}
+
+// ChainFrom starts a Chain after the line at from (the zero Position: the
+// log's start).
+func ChainFrom(from Position) *Chain { return &Chain{pos: from, h: newChainHasher()} }
+
+// Next verifies the line that follows (without its newline) and moves past
+// it. Its error is the reason, without the log's name or the line number,
+// which the caller knows (Position().Seq+1).
+func (c *Chain) Next(line []byte) (Envelope, error) {
+	env, prefix, err := parseEnvelope(line)
+	if err != nil {
+		return env, err
+	}
+	if env.Seq != c.pos.Seq+1 {
+		return env, fmt.Errorf("sequence %d where %d was due", env.Seq, c.pos.Seq+1)
+	}
+	if sum := chain(c.h, c.pos.Hash, prefix); sum != env.Hash {
+		return env, errors.New("chain hash does not match the line and the line before it")
+	}
+	c.pos = Position{Offset: c.pos.Offset + int64(len(line)) + 1, Seq: env.Seq, Hash: env.Hash}
+	return env, nil
+}
+
+// Position is the end of the last line Next verified.
+func (c *Chain) Position() Position { return c.pos }
+
+// Tail is the position of the last whole line of f that ends at or before
+// end: where a reader that must not take a line still being written (or a
+// torn one) stops. It reads that line's envelope only, in O(1) reads; the
+// chain up to it is for whoever reads the lines to verify. No whole line is
+// the zero Position.
+func Tail(f *os.File, end int64) (Position, error) {
+	return lastLine(f, end, f.Name())
+}
+
+// lastLine is Tail over any file; path names it in errors.
+func lastLine(f io.ReaderAt, end int64, path string) (Position, error) {
+	for size := int64(4096); ; size *= 4 {
+		size = min(size, end)
+		if size <= 0 {
+			return Position{}, nil
+		}
+		buf := make([]byte, size)
+		if _, err := f.ReadAt(buf, end-size); err != nil {
+			return Position{}, fmt.Errorf("read %s: %w", path, err)
+		}
+		nl := bytes.LastIndexByte(buf, '\n')
+		start := bytes.LastIndexByte(buf[:max(nl, 0)], '\n') + 1
+		if (nl < 0 || start == 0) && size < end {
+			// A line (or a torn tail) is longer than what was read; never
+			// more than a line and a torn line, each at most LineMax.
+			if size > 2*(LineMax+1) {
+				return Position{}, &CorruptError{Path: path, Reason: fmt.Sprintf("no whole line of at most %d bytes ends in the last %d bytes before offset %d", LineMax, size, end)}
+			}
+			continue
+		}
+		if nl < 0 {
+			return Position{}, nil // the file holds no whole line
+		}
+		env, _, err := parseEnvelope(buf[start:nl])
+		if err != nil {
+			return Position{}, &CorruptError{Path: path, Reason: fmt.Sprintf("the line ending at offset %d: %v", end-size+int64(nl)+1, err)}
+		}
+		return Position{Offset: end - size + int64(nl) + 1, Seq: env.Seq, Hash: env.Hash}, nil
+	}
+}
+
+// Settled is the end of the log's durable lines, for a reader that must
+// take every acknowledged line and nothing a writer may still cut back (a
+// backup): the last whole line once no writer is between a write and its
+// fsync. It holds the writers' lock for as long as a stat takes, so it
+// delays a writer by at most that; a writer holding the lock through a
+// stream of batches lets it go as it does for any waiting writer. A torn
+// tail a crash left is not counted.
+func (l *Log) Settled(ctx context.Context) (Position, error) {
+	tx, err := l.Begin(ctx)
+	if err != nil {
+		return Position{}, err
+	}
+	fi, err := l.file.Stat()
+	tx.Abort()
+	if err != nil {
+		return Position{}, fmt.Errorf("stat log: %w", err)
+	}
+	return lastLine(l.file, fi.Size(), l.Path())
 }
 
 // Tx is an exclusive append transaction: it holds the session's file lock
@@ -442,7 +530,9 @@ func (tx *Tx) release() {
 	tx.log.mu.Unlock()
 }
 
-func syncDir(dir string) error {
+// SyncDir makes dir's entries durable: a file created, renamed or removed
+// in it.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -59,6 +60,42 @@ func HasLog(dir string) bool {
 	return err == nil && fi.Size() > 0
 }
 
+// WriteLog writes a session's whole log, n bytes read from r, into the
+// session directory dir (made if need be), durably: what a snapshot or a
+// restored backup installs. It replaces a log already there. It does not
+// read the lines: the ledger verifies them when it opens the log, and a
+// caller that can verifies them as r is read (r's error is WriteLog's).
+func WriteLog(dir string, r io.Reader, n int64) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write log: %w", err)
+	}
+	f, err := os.Create(LogPath(dir))
+	if err != nil {
+		return fmt.Errorf("write log: %w", err)
+	}
+	written, err := io.Copy(f, io.LimitReader(r, n))
+	if err == nil && written != n {
+		err = fmt.Errorf("%d bytes of a %d-byte log: the source was cut short", written, n)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write log %s: %w", LogPath(dir), err)
+	}
+	// The file's entry, and the session's and tenant's directories if they
+	// are new.
+	for d, i := dir, 0; i < 3; d, i = filepath.Dir(d), i+1 {
+		if err := SyncDir(d); err != nil {
+			return fmt.Errorf("write log: sync %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
 // Init makes dir a ledger directory. It is idempotent.
 func Init(dir string) error {
 	if err := os.MkdirAll(filepath.Join(dir, "sessions"), 0o755); err != nil {
@@ -72,7 +109,7 @@ func Init(dir string) error {
 	if err := os.WriteFile(marker, []byte(body), 0o644); err != nil {
 		return fmt.Errorf("init ledger: %w", err)
 	}
-	return syncDir(dir)
+	return SyncDir(dir)
 }
 
 // IsLedger reports whether dir holds a ledger.
@@ -178,4 +215,26 @@ func ReadSettings(root string) (Settings, error) {
 		return s, fmt.Errorf("ledger settings %s: %w", filepath.Join(root, markerName), err)
 	}
 	return s, nil
+}
+
+// WriteSettings records s as the settings of the ledger at root (a ledger
+// restored from a backup takes its source's), replacing its tally.json
+// whole.
+func WriteSettings(root string, s Settings) error {
+	b, err := json.Marshal(struct {
+		Format int `json:"format"`
+		Settings
+	}{FormatVersion, s})
+	if err != nil {
+		return fmt.Errorf("ledger settings: %w", err)
+	}
+	path := filepath.Join(root, markerName)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("ledger settings: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("ledger settings: %w", err)
+	}
+	return SyncDir(root)
 }

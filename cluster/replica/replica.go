@@ -92,7 +92,13 @@ type Config struct {
 	// OnMembers is told the membership after the meta group changes it,
 	// from the node's loop.
 	OnMembers func([]Member)
-	Logger    *slog.Logger
+	// Restored, when set, is the instant of the backup whose sessions Root
+	// already holds (tally restore): a data group bootstrapped on this node
+	// (its initial state, Restore at index 1 without a snapshot) starts
+	// from its sessions there rather than from none, and its commands are
+	// stamped no earlier than that instant.
+	Restored time.Time
+	Logger   *slog.Logger
 }
 
 // Outcome is what a command did on this replica: the method's value or its

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -101,9 +100,10 @@ func readField(r *bufio.Reader, max uint64) ([]byte, error) {
 }
 
 // Restore replaces the group's state with a snapshot's, durably, with
-// applied = index. The empty stream is the empty state (a new group). A
-// crash halfway is detected at the next start (the restoring mark) rather
-// than served from.
+// applied = index. The empty stream is the initial state of a new group:
+// no session, or on a restored node (Config.Restored) the group's sessions
+// the backup left in Root. A crash halfway is detected at the next start
+// (the restoring mark) rather than served from.
 func (m *SM) Restore(group uint64, index uint64, r io.Reader) error {
 	br := bufio.NewReader(r)
 	var head applied
@@ -144,10 +144,22 @@ func (m *SM) Restore(group uint64, index uint64, r io.Reader) error {
 		}
 		return nil
 	}
+	hasBody := string(magic) == snapshotMagic
+	if !hasBody && !m.cfg.Restored.IsZero() {
+		// The initial state of a group of a restored node: the backup's
+		// sessions of the group, already in Root, as they are.
+		head.TS = max(head.TS, m.cfg.Restored.UnixNano())
+		return m.commit(func(b *pebble.Batch) error {
+			if err := setJSON(b, gkey(group, kindApplied), head); err != nil {
+				return err
+			}
+			return b.Delete(gkey(group, kindIntent), nil)
+		}, true)
+	}
 	if err := m.commit(func(b *pebble.Batch) error { return setJSON(b, gkey(group, kindRestoring), head) }, true); err != nil {
 		return err
 	}
-	if err := m.replaceSessions(group, br, string(magic) == snapshotMagic); err != nil {
+	if err := m.replaceSessions(group, br, hasBody); err != nil {
 		return fmt.Errorf("replica: restore group %d: %w", group, err)
 	}
 	return m.commit(func(b *pebble.Batch) error {
@@ -204,45 +216,8 @@ func (m *SM) replaceSessions(group uint64, br *bufio.Reader, hasBody bool) error
 		if err != nil {
 			return err
 		}
-		if err := writeLog(dir, io.LimitReader(br, int64(n)), int64(n)); err != nil {
+		if err := store.WriteLog(dir, br, int64(n)); err != nil {
 			return fmt.Errorf("session %s: %w", name, err)
 		}
 	}
-}
-
-// writeLog writes a session's log from a snapshot, durably; the ledger
-// verifies its chain when it opens it.
-func writeLog(dir string, r io.Reader, n int64) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(store.LogPath(dir))
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, r); err != nil {
-		f.Close()
-		return err
-	}
-	if fi, err := f.Stat(); err != nil || fi.Size() != n {
-		f.Close()
-		return fmt.Errorf("log cut short in the snapshot stream")
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(dir))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

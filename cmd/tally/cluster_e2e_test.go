@@ -36,11 +36,14 @@ type cnode struct {
 	// secure runs the node with tokens (without --insecure-dev).
 	secure bool
 	extra  []string // more serve flags
-	cmd    *exec.Cmd
-	exited chan struct{}
-	mu     sync.Mutex
-	stderr bytes.Buffer
-	stdout []string // the lines the node printed, every run
+	// restored: the node starts on data tally restore made, which gives
+	// it its id and addresses; only the data and the secret are passed.
+	restored bool
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	mu       sync.Mutex
+	stderr   bytes.Buffer
+	stdout   []string // the lines the node printed, every run
 }
 
 func (n *cnode) url() string { return "http://" + n.addr }
@@ -74,8 +77,10 @@ func (n *cnode) Write(p []byte) (int, error) {
 // test ends.
 func (n *cnode) start(t *testing.T) {
 	t.Helper()
-	args := []string{"serve", "--cluster", "--node-id", fmt.Sprint(n.id), "--raft-addr", n.raft,
-		"--addr", n.addr, "--data", n.data, "--join-secret", clusterSecret}
+	args := []string{"serve", "--cluster", "--data", n.data, "--join-secret", clusterSecret}
+	if !n.restored {
+		args = append(args, "--node-id", fmt.Sprint(n.id), "--raft-addr", n.raft, "--addr", n.addr)
+	}
 	if !n.secure {
 		args = append(args, "--insecure-dev")
 	}

@@ -1,0 +1,113 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"tally/backup"
+	"tally/cluster/node"
+	"tally/vocab"
+)
+
+// BackupPath is the route a node streams a backup of the whole cluster
+// from: an operator's request signed with the join secret, as
+// transfer-leader and remove-node are.
+const BackupPath = "/v1/cluster/backup"
+
+// BackupErrorTrailer carries why a backup stopped after its first bytes
+// (the status was sent): the stream then lacks its end line, so the file
+// does not verify either way.
+const BackupErrorTrailer = "Tally-Backup-Error"
+
+// BackupSignatureMax is how far from the node's clock a backup request's
+// signing instant may be: a request seen on the wire cannot be replayed for
+// a copy of the ledger after that.
+const BackupSignatureMax = 5 * time.Minute
+
+// BackupRequest asks a node for a backup. At is when it was signed (RFC
+// 3339).
+type BackupRequest struct {
+	At  string `json:"at"`
+	MAC string `json:"mac"`
+}
+
+// SignBackup makes a backup request signed with the join secret at at.
+func SignBackup(secret string, at time.Time) BackupRequest {
+	r := BackupRequest{At: at.UTC().Format(time.RFC3339Nano)}
+	r.MAC = r.signature(secret)
+	return r
+}
+
+func (r *BackupRequest) signature(secret string) string { return mac(secret, "backup", r.At) }
+func (r *BackupRequest) signed() (string, string)       { return "backup", r.MAC }
+
+// CodeStaleRequest refuses a signed request whose instant is too far from
+// the node's clock.
+const CodeStaleRequest = "StaleRequest"
+
+// handleBackup streams a backup of every session of the cluster from this
+// node's replica: every data group is first read at a linearizable point
+// (a read index confirmed by a quorum, applied here), so the backup holds
+// every write acknowledged before the request, then each session is read
+// up to its last whole line, every line of which is committed.
+func (c *Node) handleBackup(w http.ResponseWriter, r *http.Request) {
+	var req BackupRequest
+	if !c.decodeSigned(w, r, &req) {
+		return
+	}
+	created := time.Now().UTC()
+	at, err := time.Parse(time.RFC3339Nano, req.At)
+	if err != nil {
+		writeRefusal(w, vocab.Invalidf("at", "must be an RFC 3339 instant"))
+		return
+	}
+	if d := created.Sub(at).Abs(); d > BackupSignatureMax {
+		writeErr(w, http.StatusForbidden, CodeStaleRequest, fmt.Sprintf("backup: at: signed %s, %v from this node's clock; a signed backup request is good for %v", req.At, d.Round(time.Second), BackupSignatureMax))
+		return
+	}
+	if err := c.readAll(r.Context()); err != nil {
+		writeRefusal(w, err)
+		return
+	}
+	h := backup.Header{Tally: c.cfg.Version, Created: created, Source: backup.Source{
+		Kind: backup.SourceCluster, ClusterID: c.id.ClusterID, NodeID: c.cfg.NodeID, Groups: c.cfg.Groups,
+	}}
+	w.Header().Set("Content-Type", backup.MediaType)
+	w.Header().Set("Trailer", BackupErrorTrailer)
+	sw := &sentWriter{w: w}
+	sum, err := backup.Take(r.Context(), sw, h, c.sm.Root(), backup.TailCut)
+	switch {
+	case err == nil:
+		c.log.Info("backup streamed", "sessions", len(sum.Sessions), "objects", sum.Objects, "bytes", sum.Size)
+	case !sw.sent:
+		w.Header().Del("Trailer")
+		w.Header().Del("Content-Type")
+		writeRefusal(w, err)
+	default:
+		c.log.Error("backup failed after its first bytes", "err", err)
+		w.Header().Set(BackupErrorTrailer, err.Error())
+	}
+}
+
+// readAll waits until every data group is read-consistent here.
+func (c *Node) readAll(ctx context.Context) error {
+	for g := 0; g < c.cfg.Groups; g++ {
+		if err := c.readIndex(ctx, node.MetaGroup+1+uint64(g)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sentWriter remembers whether anything reached the response.
+type sentWriter struct {
+	w    http.ResponseWriter
+	sent bool
+}
+
+func (s *sentWriter) Write(p []byte) (int, error) {
+	s.sent = s.sent || len(p) > 0
+	return s.w.Write(p)
+}
