@@ -40,8 +40,9 @@ type Config struct {
 	Listen string
 	// Peers maps each other node's id to its address.
 	Peers map[uint64]string
-	// MaxFrameSize bounds one batch on the wire; a larger one is not sent
-	// and a peer announcing one is disconnected.
+	// MaxFrameSize bounds one frame of messages on the wire: a larger batch
+	// goes as several frames, a larger message is not sent, and a peer
+	// announcing a larger frame is disconnected.
 	MaxFrameSize int
 	// QueueLen bounds the batches waiting for one peer.
 	QueueLen int
@@ -54,11 +55,17 @@ type Config struct {
 	RedialDelay time.Duration
 }
 
+// DefaultMaxFrameSize bounds a frame of messages. It is sized for raft's
+// messages: an append carries at most the node's MaxMsgSize of entries
+// (1 MiB), or one entry of at most MaxEntrySize (1 MiB), so one message
+// fits with room to spare, and a batch of several goes as several frames.
+const DefaultMaxFrameSize = 4 << 20
+
 // DefaultConfig fills in the limits; identity and addresses are the
 // caller's.
 func DefaultConfig() Config {
 	return Config{
-		MaxFrameSize:     4 << 20,
+		MaxFrameSize:     DefaultMaxFrameSize,
 		QueueLen:         256,
 		InboxLen:         1024,
 		DialTimeout:      time.Second,
@@ -174,8 +181,9 @@ func (t *TCP) Close() error {
 	return err
 }
 
-// Send queues one batch for a peer without blocking; a full queue or an
-// oversized batch drops it.
+// Send queues one batch for a peer without blocking; a full queue drops
+// it. A batch over MaxFrameSize goes as several frames, in order; a single
+// message over it is dropped.
 func (t *TCP) Send(to uint64, batch []node.Envelope) {
 	t.mu.Lock()
 	p := t.peers[to]
@@ -184,37 +192,56 @@ func (t *TCP) Send(to uint64, batch []node.Envelope) {
 		t.Stats.Dropped.Add(1)
 		return
 	}
-	frame, err := encodeBatch(batch, t.cfg.MaxFrameSize)
+	frames, err := encodeFrames(batch, t.cfg.MaxFrameSize)
 	if err != nil {
 		t.Stats.Dropped.Add(1)
-		t.log.Warn("transport: batch not sent", "to", to, "err", err)
-		return
+		t.log.Warn("transport: message not sent", "to", to, "err", err)
 	}
-	select {
-	case p.queue <- frame:
-	default:
-		t.Stats.Dropped.Add(1)
+	for _, frame := range frames {
+		select {
+		case p.queue <- frame:
+		default:
+			t.Stats.Dropped.Add(1)
+		}
 	}
 }
 
-// encodeBatch: 4-byte length, then per message its group (uvarint), its
-// length (uvarint) and its bytes.
-func encodeBatch(batch []node.Envelope, max int) ([]byte, error) {
+// encodeFrames packs a batch into frames of at most max bytes: each a
+// 4-byte length, then per message its group (uvarint), its length
+// (uvarint) and its bytes. A message that fits no frame is left out and
+// named in the error; the others still go.
+func encodeFrames(batch []node.Envelope, max int) ([][]byte, error) {
+	var frames [][]byte
+	var errs []error
 	buf := make([]byte, 4, 256)
 	for _, e := range batch {
 		data, err := proto.Marshal(e.Msg)
 		if err != nil {
-			return nil, fmt.Errorf("marshal: %w", err)
+			errs = append(errs, fmt.Errorf("marshal: %w", err))
+			continue
 		}
-		buf = binary.AppendUvarint(buf, e.Group)
-		buf = binary.AppendUvarint(buf, uint64(len(data)))
-		buf = append(buf, data...)
-		if len(buf)-4 > max {
-			return nil, fmt.Errorf("batch exceeds MaxFrameSize %d", max)
+		msg := binary.AppendUvarint(nil, e.Group)
+		msg = binary.AppendUvarint(msg, uint64(len(data)))
+		msg = append(msg, data...)
+		if len(msg) > max {
+			errs = append(errs, fmt.Errorf("a %s of %d bytes exceeds MaxFrameSize %d", e.Msg.GetType(), len(msg), max))
+			continue
 		}
+		if len(buf)-4+len(msg) > max {
+			frames = append(frames, sealFrame(buf))
+			buf = make([]byte, 4, 256)
+		}
+		buf = append(buf, msg...)
 	}
+	if len(buf) > 4 {
+		frames = append(frames, sealFrame(buf))
+	}
+	return frames, errors.Join(errs...)
+}
+
+func sealFrame(buf []byte) []byte {
 	binary.BigEndian.PutUint32(buf[:4], uint32(len(buf)-4))
-	return buf, nil
+	return buf
 }
 
 func decodeBatch(frame []byte) ([]node.Envelope, error) {

@@ -225,3 +225,47 @@ func TestSendNeverBlocks(t *testing.T) {
 		t.Fatal("an empty config validated")
 	}
 }
+
+// TestBatchOverTheFrameBoundGoesAsSeveralFrames: a batch larger than
+// MaxFrameSize, of messages each within it, arrives whole and in order.
+func TestBatchOverTheFrameBoundGoesAsSeveralFrames(t *testing.T) {
+	const secret = "the shared secret for c1"
+	rc, sc := cfgFor(2, "c1", secret), cfgFor(1, "c1", secret)
+	rc.MaxFrameSize, sc.MaxFrameSize = 4096, 4096
+	rcv, err := Listen(rc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcv.Close()
+	snd, err := Listen(sc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snd.Close()
+	snd.AddPeer(2, rcv.Addr())
+	var batch []node.Envelope
+	for i := range 10 {
+		batch = append(batch, node.Envelope{Group: 2, Msg: &pb.Message{Type: pb.MessageType_MsgApp.Enum(), From: new(uint64(1)), To: new(uint64(2)),
+			Index: new(uint64(i)), Entries: []*pb.Entry{{Data: make([]byte, 1500)}}}})
+	}
+	snd.Send(2, batch)
+	var got []uint64
+	for len(got) < len(batch) {
+		select {
+		case b := <-rcv.Inbox():
+			for _, e := range b {
+				got = append(got, e.Msg.GetIndex())
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("received %v of 10 messages", got)
+		}
+	}
+	for i, idx := range got {
+		if idx != uint64(i) {
+			t.Fatalf("messages arrived as %v", got)
+		}
+	}
+	if n := rcv.Stats.ReceivedBatches.Load(); n < 4 || snd.Stats.Dropped.Load() != 0 {
+		t.Fatalf("%d frames received, %d dropped", n, snd.Stats.Dropped.Load())
+	}
+}
