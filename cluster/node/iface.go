@@ -53,6 +53,38 @@ type StateMachine interface {
 type Envelope struct {
 	Group uint64
 	Msg   *pb.Message
+	// Snapshot is a received MsgSnap's body; nil for other messages.
+	Snapshot *InboundSnapshot
+}
+
+// InboundSnapshot is a received snapshot's body, which the transport
+// received whole (and checked) before handing the MsgSnap to the node.
+type InboundSnapshot struct {
+	// Body is the snapshot's body. The node closes it once restored, or at
+	// once if raft did not take the snapshot; closing releases it (the
+	// transport removes its spool file).
+	Body io.ReadCloser
+	// Stepped, if set, is told from the loop, once the MsgSnap was
+	// stepped, whether raft took it. The transport acknowledges the stream
+	// then: the sender reports the snapshot finished, and its next append
+	// finds this replica's log at the snapshot's index rather than behind
+	// it (which would make it send the snapshot again).
+	Stepped func(taken bool)
+}
+
+// OutboundSnapshot is a MsgSnap to send with its body.
+type OutboundSnapshot struct {
+	// Envelope is the MsgSnap; its snapshot's Data is the Manifest.
+	Envelope Envelope
+	// Size is the body's length, the manifest's BodySize.
+	Size uint64
+	// Write writes the body; the transport calls it once, from any
+	// goroutine.
+	Write func(w io.Writer) error
+	// Done is told the outcome once, from any goroutine (possibly before
+	// SendSnapshot returns): nil once the receiver acknowledged the whole
+	// body, else why it failed.
+	Done func(err error)
 }
 
 // Transport carries messages between nodes. Send must not block: a

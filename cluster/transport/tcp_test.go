@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -229,20 +230,7 @@ func TestSendNeverBlocks(t *testing.T) {
 // TestBatchOverTheFrameBoundGoesAsSeveralFrames: a batch larger than
 // MaxFrameSize, of messages each within it, arrives whole and in order.
 func TestBatchOverTheFrameBoundGoesAsSeveralFrames(t *testing.T) {
-	const secret = "the shared secret for c1"
-	rc, sc := cfgFor(2, "c1", secret), cfgFor(1, "c1", secret)
-	rc.MaxFrameSize, sc.MaxFrameSize = 4096, 4096
-	rcv, err := Listen(rc, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rcv.Close()
-	snd, err := Listen(sc, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snd.Close()
-	snd.AddPeer(2, rcv.Addr())
+	snd, rcv := pair(t, func(c *Config) { c.MaxFrameSize = 4096 })
 	var batch []node.Envelope
 	for i := range 10 {
 		batch = append(batch, node.Envelope{Group: 2, Msg: &pb.Message{Type: pb.MessageType_MsgApp.Enum(), From: new(uint64(1)), To: new(uint64(2)),
@@ -268,4 +256,17 @@ func TestBatchOverTheFrameBoundGoesAsSeveralFrames(t *testing.T) {
 	if n := rcv.Stats.ReceivedBatches.Load(); n < 4 || snd.Stats.Dropped.Load() != 0 {
 		t.Fatalf("%d frames received, %d dropped", n, snd.Stats.Dropped.Load())
 	}
+}
+
+func spools(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
 }
