@@ -39,7 +39,8 @@ type Config struct {
 	RaftAddr, Addr string
 	Zone           string
 	// Data is the node's directory: raft/ (the raft store), ledger/ (its
-	// replicas' session logs, a ledger directory) and cluster.json.
+	// replicas' session logs, a ledger directory), snapshots/ (snapshot
+	// bodies received and not yet installed) and cluster.json.
 	Data string
 	// Secret is the join secret every node is given.
 	Secret string
@@ -63,11 +64,6 @@ type Config struct {
 	Local  func(sessions service.Sessions, clock func() time.Time, root string) service.Service
 	Logger *slog.Logger
 }
-
-// MaxSnapshotSize bounds one group's snapshot (its sessions' logs), which
-// travels to a joining or lagging node in one raft message and so in one
-// transport frame: a group past it cannot be installed on a new node.
-const MaxSnapshotSize = 256 << 20
 
 // DefaultGroups is the data groups a new cluster gets.
 const DefaultGroups = 8
@@ -164,7 +160,7 @@ func (c *Node) open(fresh bool) error {
 	}
 	tc := transport.DefaultConfig()
 	tc.NodeID, tc.ClusterID, tc.Secret, tc.Listen = c.cfg.NodeID, c.id.ClusterID, []byte(c.cfg.Secret), c.cfg.RaftAddr
-	tc.MaxFrameSize = MaxSnapshotSize
+	tc.SpoolDir = filepath.Join(c.cfg.Data, "snapshots")
 	if c.tr, err = transport.Listen(tc, c.log); err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ type Entry struct {
 }
 
 // StateMachine is what a node replicates. The node calls it from its loop
-// only, never concurrently.
+// only, never concurrently, except WriteSnapshot.
 //
 // Contracts:
 //   - Apply is deterministic: the same entries from the same state give the
@@ -40,13 +40,24 @@ type Entry struct {
 //     was applied and nothing is applied twice. The node never hands an
 //     entry at or below Applied again (after a restart raft replays from the
 //     saved configuration's index, which may be older; the node filters).
-//   - Snapshot writes the group's state as of Applied, streamed; Restore
-//     replaces the group's state with one, durably, with Applied = index.
+//   - Snapshot describes the group's state as of Applied: a manifest,
+//     cheap to make, that the body is produced from later.
+//   - WriteSnapshot writes the body of a manifest Snapshot returned (each
+//     entry's Length bytes, in order; Manifest.WriteEntries). It may run on
+//     any goroutine, concurrently with the loop's calls, and after Apply
+//     has moved on: what the manifest names must stay producible as it was
+//     at the snapshot's index (an append-only log's prefix does). What can
+//     no longer be produced is an error; the stream fails and raft sends
+//     a new snapshot.
+//   - Restore replaces the group's state with a snapshot's, durably, with
+//     Applied = index, reading the body (exactly the manifest's BodySize
+//     bytes). The empty manifest and body are the state of a new group.
 type StateMachine interface {
 	Applied(group uint64) (uint64, error)
 	Apply(group uint64, ents []Entry) (results [][]byte, err error)
-	Snapshot(group uint64, w io.Writer) (index uint64, err error)
-	Restore(group uint64, index uint64, r io.Reader) error
+	Snapshot(group uint64) (index uint64, m Manifest, err error)
+	WriteSnapshot(group uint64, m Manifest, w io.Writer) error
+	Restore(group uint64, index uint64, m Manifest, body io.Reader) error
 }
 
 // Envelope is one raft message of one group.
@@ -90,8 +101,13 @@ type OutboundSnapshot struct {
 // Transport carries messages between nodes. Send must not block: a
 // transport whose queue to a peer is full drops the batch, and raft's
 // retries recover. Messages to one peer in one call are one batch.
+// SendSnapshot must not block either: it streams the body apart from the
+// messages, so that heartbeats and appends do not wait behind it, with a
+// bounded number of streams (a stream it cannot start is a failure told
+// to Done).
 type Transport interface {
 	Send(to uint64, batch []Envelope)
+	SendSnapshot(to uint64, snap OutboundSnapshot)
 }
 
 // Clock is the node's source of time, for deadlines only: raft's time is
