@@ -4,11 +4,14 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"tally/cluster/transport"
 )
 
 // metrics are a node's: per group its raft state (collected when scraped)
 // and the latency of its proposals and linearizable reads at this node;
-// the transport's traffic; the snapshots this replica installed.
+// the transport's traffic, the snapshot streams included; the snapshots
+// this replica installed.
 type metrics struct {
 	proposal, readIndex *prometheus.HistogramVec
 }
@@ -39,14 +42,46 @@ var (
 	descReceived  = prometheus.NewDesc("tally_cluster_received_batches_total", "Message batches received from peers.", nil, nil)
 	descRestores  = prometheus.NewDesc("tally_cluster_snapshots_installed_total", "Group snapshots this replica installed.", nil, nil)
 	descFailed    = prometheus.NewDesc("tally_cluster_node_failed", "1 if the node stopped after a disk failure.", nil, nil)
+
+	descSnapSent       = prometheus.NewDesc("tally_cluster_snapshots_sent_total", "Snapshots streamed to peers whole and acknowledged by them.", nil, nil)
+	descSnapReceived   = prometheus.NewDesc("tally_cluster_snapshots_received_total", "Snapshots received from peers whole, checked and handed to the node.", nil, nil)
+	descSnapSentBytes  = prometheus.NewDesc("tally_cluster_snapshot_sent_bytes_total", "Bytes of snapshot bodies streamed to peers.", nil, nil)
+	descSnapRecvBytes  = prometheus.NewDesc("tally_cluster_snapshot_received_bytes_total", "Bytes of snapshot bodies received and spooled.", nil, nil)
+	descSnapSendFailed = prometheus.NewDesc("tally_cluster_snapshot_send_failures_total", "Snapshot streams to peers that failed: refused, cut, a wrong size, timed out.", nil, nil)
+	descSnapRecvFailed = prometheus.NewDesc("tally_cluster_snapshot_receive_failures_total", "Snapshot streams from peers refused or failed: too large, too many, cut, a wrong sum, timed out.", nil, nil)
 )
+
+// counter is one of the transport's counters as a metric.
+type counter struct {
+	desc  *prometheus.Desc
+	value func() uint64
+}
+
+// transportCounters are the transport's counters, in the order exposed.
+func transportCounters(st *transport.Stats) []counter {
+	return []counter{
+		{descSent, st.SentBatches.Load},
+		{descSentBytes, st.SentBytes.Load},
+		{descDropped, st.Dropped.Load},
+		{descReceived, st.ReceivedBatches.Load},
+		{descSnapSent, st.SnapshotsSent.Load},
+		{descSnapReceived, st.SnapshotsReceived.Load},
+		{descSnapSentBytes, st.SnapshotBytesSent.Load},
+		{descSnapRecvBytes, st.SnapshotBytesReceived.Load},
+		{descSnapSendFailed, st.SnapshotSendFailures.Load},
+		{descSnapRecvFailed, st.SnapshotRecvFailures.Load},
+	}
+}
 
 // collector reads the node's state when scraped.
 type collector struct{ c *Node }
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLeader, descTerm, descCommit, descApplied, descLeading, descSent, descSentBytes, descDropped, descReceived, descRestores, descFailed} {
+	for _, d := range []*prometheus.Desc{descLeader, descTerm, descCommit, descApplied, descLeading, descRestores, descFailed} {
 		ch <- d
+	}
+	for _, c := range transportCounters(&transport.Stats{}) {
+		ch <- c.desc
 	}
 }
 
@@ -64,11 +99,9 @@ func (k collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descApplied, prometheus.GaugeValue, float64(g.Applied), l)
 		ch <- prometheus.MustNewConstMetric(descLeading, prometheus.GaugeValue, leading, l)
 	}
-	st := &c.tr.Stats
-	ch <- prometheus.MustNewConstMetric(descSent, prometheus.CounterValue, float64(st.SentBatches.Load()))
-	ch <- prometheus.MustNewConstMetric(descSentBytes, prometheus.CounterValue, float64(st.SentBytes.Load()))
-	ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, float64(st.Dropped.Load()))
-	ch <- prometheus.MustNewConstMetric(descReceived, prometheus.CounterValue, float64(st.ReceivedBatches.Load()))
+	for _, tc := range transportCounters(&c.tr.Stats) {
+		ch <- prometheus.MustNewConstMetric(tc.desc, prometheus.CounterValue, float64(tc.value()))
+	}
 	ch <- prometheus.MustNewConstMetric(descRestores, prometheus.CounterValue, float64(c.sm.Restores()))
 	failed := 0.0
 	if c.db.Failed() != nil {
