@@ -222,8 +222,9 @@ func (n *Node) reportSnapshots() {
 		delete(g.streams, r.to)
 		status := raft.SnapshotFinish
 		if r.err != nil {
+			// The transport said why, as it happened; raft tries again.
 			status = raft.SnapshotFailure
-			n.log.Warn("node: snapshot not sent", "group", r.group, "to", r.to, "err", r.err)
+			n.log.Debug("node: snapshot not sent", "group", r.group, "to", r.to, "err", r.err)
 		}
 		g.rn.ReportSnapshot(r.to, status)
 	}

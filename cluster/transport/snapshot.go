@@ -3,6 +3,7 @@ package transport
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -25,7 +26,8 @@ import (
 //
 //	sender → the MsgSnap as one frame (its Data is the manifest), the
 //	         body's size (8 bytes)
-//	receiver → "go", or why not (too large, too many streams, no spool)
+//	receiver → "go" once it has a place for the stream, or why not (too
+//	           large, too many streams, no spool)
 //	sender → the body, in chunks of SnapshotChunkSize, then its BLAKE3
 //	         sum (32 bytes)
 //	receiver → "ok" once the body is spooled, checked, and stepped by
@@ -71,30 +73,64 @@ func prepareSpool(dir string) error {
 	return nil
 }
 
-// streamLimit counts snapshot streams under way, in all and per peer.
+// streamLimit admits snapshot streams: at most maxTotal under way, and
+// maxPerPeer with any one peer; the others wait their turn, at most
+// maxWaiting of them, and past that are refused.
 type streamLimit struct {
-	mu                   sync.Mutex
-	total                int
-	perPeer              map[uint64]int
-	maxTotal, maxPerPeer int
+	mu                               sync.Mutex
+	total, waiting                   int
+	perPeer                          map[uint64]int
+	maxTotal, maxPerPeer, maxWaiting int
+	freed                            chan struct{} // closed, and replaced, when a place frees
 }
 
-func newStreamLimit(total, perPeer int) streamLimit {
-	return streamLimit{perPeer: map[uint64]int{}, maxTotal: total, maxPerPeer: perPeer}
+func newStreamLimit(total, perPeer, waiting int) *streamLimit {
+	return &streamLimit{perPeer: map[uint64]int{}, maxTotal: total, maxPerPeer: perPeer, maxWaiting: waiting, freed: make(chan struct{})}
 }
 
-// acquire takes a place for a stream with peer, if one is free.
-func (l *streamLimit) acquire(peer uint64) bool {
+// errTooManyStreams: no place for another snapshot stream, even waiting.
+var errTooManyStreams = errors.New("too many snapshot streams (MaxSnapshotStreams, MaxSnapshotStreamsPerPeer, MaxSnapshotStreamsWaiting)")
+
+// enter counts a stream in among the waiting, or refuses it at once.
+func (l *streamLimit) enter() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.total >= l.maxTotal || l.perPeer[peer] >= l.maxPerPeer {
-		return false
+	if l.waiting >= l.maxWaiting {
+		return errTooManyStreams
+	}
+	l.waiting++
+	return nil
+}
+
+// await waits, until ctx ends, for a place for a stream that entered.
+func (l *streamLimit) await(ctx context.Context, peer uint64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	defer func() { l.waiting-- }()
+	for l.total >= l.maxTotal || l.perPeer[peer] >= l.maxPerPeer {
+		freed := l.freed
+		l.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			l.mu.Lock()
+			return ctx.Err()
+		}
+		l.mu.Lock()
 	}
 	l.total++
 	l.perPeer[peer]++
-	return true
+	return nil
 }
 
+// busy counts the streams under way.
+func (l *streamLimit) busy() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.total
+}
+
+// release frees a stream's place and wakes the waiting.
 func (l *streamLimit) release(peer uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -102,10 +138,9 @@ func (l *streamLimit) release(peer uint64) {
 	if l.perPeer[peer]--; l.perPeer[peer] == 0 {
 		delete(l.perPeer, peer)
 	}
+	close(l.freed)
+	l.freed = make(chan struct{})
 }
-
-// errTooManyStreams: no place for another snapshot stream.
-var errTooManyStreams = errors.New("too many snapshot streams (MaxSnapshotStreams, MaxSnapshotStreamsPerPeer)")
 
 // SendSnapshot streams a snapshot to a peer on a connection of its own,
 // without blocking the caller; s.Done is told the outcome.
@@ -126,8 +161,11 @@ func (t *TCP) SendSnapshot(to uint64, s node.OutboundSnapshot) {
 	}
 	go func() {
 		defer t.wg.Done()
-		err := t.streamTo(p, head[0], s)
-		t.outStreams.release(to)
+		err := t.outStreams.await(t.ctx, to)
+		if err == nil {
+			err = t.streamTo(p, head[0], s)
+			t.outStreams.release(to)
+		}
 		if err != nil {
 			t.Stats.SnapshotSendFailures.Add(1)
 			t.log.Warn("transport: snapshot not sent", "to", to, "group", s.Envelope.Group, "err", err)
@@ -139,8 +177,8 @@ func (t *TCP) SendSnapshot(to uint64, s node.OutboundSnapshot) {
 	}()
 }
 
-// startStream takes a place for a stream to a peer and counts its
-// goroutine in, unless the transport is closed.
+// startStream counts a stream to a peer in among those waiting for a
+// place, and its goroutine in, unless the transport is closed.
 func (t *TCP) startStream(to uint64) (*peer, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -150,8 +188,9 @@ func (t *TCP) startStream(to uint64) (*peer, error) {
 		return nil, errors.New("no such peer")
 	case t.ctx.Err() != nil:
 		return nil, t.ctx.Err()
-	case !t.outStreams.acquire(to):
-		return nil, errTooManyStreams
+	}
+	if err := t.outStreams.enter(); err != nil {
+		return nil, err
 	}
 	t.wg.Add(1) // under mu with the context live: before Close's Wait
 	return p, nil
@@ -258,8 +297,8 @@ func (t *TCP) takeSnapshot(from uint64, r *bufio.Reader, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if !t.inStreams.acquire(from) {
-		return errTooManyStreams
+	if err := t.awaitInbound(from); err != nil {
+		return err
 	}
 	defer t.inStreams.release(from)
 	if err := writeField(w, []byte(answerGo)); err != nil {
@@ -275,6 +314,20 @@ func (t *TCP) takeSnapshot(from uint64, r *bufio.Reader, w io.Writer) error {
 		return err
 	}
 	t.log.Debug("transport: snapshot received", "from", from, "group", env.Group, "bytes", size, "taken", taken)
+	return nil
+}
+
+// awaitInbound takes a place for a stream from a peer, waiting for one
+// (the sender waits for the go-ahead) at most SnapshotIdleTimeout.
+func (t *TCP) awaitInbound(from uint64) error {
+	if err := t.inStreams.enter(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(t.ctx, t.cfg.SnapshotIdleTimeout)
+	defer cancel()
+	if err := t.inStreams.await(ctx, from); err != nil {
+		return fmt.Errorf("no place for the stream: %w", err)
+	}
 	return nil
 }
 

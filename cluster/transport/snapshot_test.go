@@ -338,23 +338,31 @@ func TestSnapshotFromAnotherSecretIsRefused(t *testing.T) {
 }
 
 // TestSnapshotStreamsAreBounded: past MaxSnapshotStreamsPerPeer a stream
-// is refused at once, and a place frees when a stream ends.
+// waits for a place, and starts when one frees; past
+// MaxSnapshotStreamsWaiting one is refused at once.
 func TestSnapshotStreamsAreBounded(t *testing.T) {
-	snd, rcv := pair(t, func(c *Config) { c.MaxSnapshotStreamsPerPeer = 1 })
+	snd, rcv := pair(t, func(c *Config) { c.MaxSnapshotStreamsPerPeer, c.MaxSnapshotStreamsWaiting = 1, 1 })
 	release := make(chan struct{})
 	first := send(snd, &generator{size: 1 << 20, pauseAt: 1 << 19, pause: func() { <-release }})
+	waitFor(t, "the first stream under way", func() bool { return rcv.inStreams.busy() == 1 })
+	var secondStarted atomic.Bool
+	second := &generator{size: 1 << 20, pause: func() { secondStarted.Store(true) }}
+	secondDone := send(snd, second)
 	if err := outcome(t, send(snd, &generator{size: 1 << 20})); !errors.Is(err, errTooManyStreams) {
-		t.Fatalf("a second stream to the peer: %v", err)
+		t.Fatalf("a third stream with one under way and one waiting: %v", err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if secondStarted.Load() {
+		t.Fatal("a second stream to the peer started beside the first")
 	}
 	close(release)
 	received(t, rcv).Snapshot.Stepped(true)
 	if err := outcome(t, first); err != nil {
 		t.Fatal(err)
 	}
-	third := send(snd, &generator{size: 1 << 10})
 	received(t, rcv).Snapshot.Stepped(false)
-	if err := outcome(t, third); err != nil {
-		t.Fatalf("a stream after the first ended: %v", err)
+	if err := outcome(t, secondDone); err != nil || !secondStarted.Load() {
+		t.Fatalf("the waiting stream, once a place freed: %v", err)
 	}
 }
 

@@ -65,9 +65,11 @@ type Config struct {
 	SnapshotChunkSize int
 	// MaxSnapshotStreams bounds the snapshot streams under way in each
 	// direction, MaxSnapshotStreamsPerPeer those with any one peer. A
-	// stream past either is refused, and raft sends the snapshot again.
+	// stream past either waits for a place; past MaxSnapshotStreamsWaiting
+	// waiting it is refused, and raft sends the snapshot again later.
 	MaxSnapshotStreams        int
 	MaxSnapshotStreamsPerPeer int
+	MaxSnapshotStreamsWaiting int
 	// MaxSnapshotSize bounds a received snapshot's body: a larger one is
 	// refused before any of it is spooled.
 	MaxSnapshotSize uint64
@@ -104,6 +106,7 @@ func DefaultConfig() Config {
 		SnapshotChunkSize:         DefaultSnapshotChunkSize,
 		MaxSnapshotStreams:        4,
 		MaxSnapshotStreamsPerPeer: 2,
+		MaxSnapshotStreamsWaiting: 64,
 		MaxSnapshotSize:           DefaultMaxSnapshotSize,
 		SnapshotIdleTimeout:       30 * time.Second,
 	}
@@ -129,6 +132,8 @@ func (c Config) Validate() error {
 	case c.MaxSnapshotStreams <= 0 || c.MaxSnapshotStreamsPerPeer <= 0 || c.MaxSnapshotStreamsPerPeer > c.MaxSnapshotStreams:
 		return fmt.Errorf("transport config: MaxSnapshotStreams (%d) and MaxSnapshotStreamsPerPeer (%d) must be positive, the second at most the first",
 			c.MaxSnapshotStreams, c.MaxSnapshotStreamsPerPeer)
+	case c.MaxSnapshotStreamsWaiting <= 0:
+		return fmt.Errorf("transport config: MaxSnapshotStreamsWaiting %d must be positive (every stream waits for its place, if only briefly)", c.MaxSnapshotStreamsWaiting)
 	case c.SnapshotIdleTimeout <= 0:
 		return errors.New("transport config: SnapshotIdleTimeout must be positive")
 	}
@@ -165,8 +170,8 @@ type TCP struct {
 	peers  map[uint64]*peer
 	conns  map[net.Conn]struct{}
 
-	// Snapshot streams under way, sending and receiving.
-	outStreams, inStreams streamLimit
+	// Snapshot streams under way or waiting, sending and receiving.
+	outStreams, inStreams *streamLimit
 }
 
 type peer struct {
@@ -197,8 +202,8 @@ func Listen(cfg Config, log *slog.Logger) (*TCP, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &TCP{cfg: cfg, log: log, ln: ln, inbox: make(chan []node.Envelope, cfg.InboxLen),
 		ctx: ctx, cancel: cancel, peers: map[uint64]*peer{}, conns: map[net.Conn]struct{}{},
-		outStreams: newStreamLimit(cfg.MaxSnapshotStreams, cfg.MaxSnapshotStreamsPerPeer),
-		inStreams:  newStreamLimit(cfg.MaxSnapshotStreams, cfg.MaxSnapshotStreamsPerPeer)}
+		outStreams: newStreamLimit(cfg.MaxSnapshotStreams, cfg.MaxSnapshotStreamsPerPeer, cfg.MaxSnapshotStreamsWaiting),
+		inStreams:  newStreamLimit(cfg.MaxSnapshotStreams, cfg.MaxSnapshotStreamsPerPeer, cfg.MaxSnapshotStreamsWaiting)}
 	t.wg.Add(1)
 	go t.accept()
 	for id, addr := range cfg.Peers {
