@@ -43,10 +43,12 @@ import (
 // sumContext is the BLAKE3 derive-key context of a body's checksum.
 const sumContext = "tally 2026-12 cluster snapshot body v1"
 
-// Answers on a snapshot stream.
+// Answers on a snapshot stream; a refusal is its reason, cut to
+// maxAnswer bytes.
 const (
-	answerGo = "go"
-	answerOK = "ok"
+	answerGo  = "go"
+	answerOK  = "ok"
+	maxAnswer = 256
 )
 
 // spoolPattern names spool files, so that Listen removes only its own.
@@ -250,7 +252,7 @@ func (c *idleConn) Read(p []byte) (int, error) {
 }
 
 func expectAnswer(r io.Reader, want string) error {
-	got, err := readField(r, 256)
+	got, err := readField(r, maxAnswer)
 	if err != nil {
 		return fmt.Errorf("waiting for the peer's answer: %w", err)
 	}
@@ -285,7 +287,8 @@ func (t *TCP) receiveSnapshot(from uint64, r *bufio.Reader, w io.Writer) {
 	if err := t.takeSnapshot(from, r, w); err != nil {
 		t.Stats.SnapshotRecvFailures.Add(1)
 		t.log.Warn("transport: snapshot not taken", "from", from, "err", err)
-		writeField(w, []byte(err.Error()))
+		reason := []byte(err.Error())
+		writeField(w, reason[:min(len(reason), maxAnswer)])
 		return
 	}
 	t.Stats.SnapshotsReceived.Add(1)
