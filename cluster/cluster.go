@@ -40,7 +40,8 @@ type Config struct {
 	RaftAddr, Addr string
 	Zone           string
 	// Data is the node's directory: raft/ (the raft store), ledger/ (its
-	// replicas' session logs, a ledger directory) and cluster.json.
+	// replicas' session logs, a ledger directory), snapshots/ (snapshot
+	// bodies received and not yet installed) and cluster.json.
 	Data string
 	// Secret is the join secret every node is given.
 	Secret string
@@ -71,11 +72,6 @@ type Config struct {
 	OnFirstToken func(secret string, tok auth.Token)
 	Logger       *slog.Logger
 }
-
-// MaxSnapshotSize bounds one group's snapshot (its sessions' logs), which
-// travels to a joining or lagging node in one raft message and so in one
-// transport frame: a group past it cannot be installed on a new node.
-const MaxSnapshotSize = 256 << 20
 
 // DefaultGroups is the data groups a new cluster gets; MaxGroups the most
 // it may have.
@@ -201,7 +197,7 @@ func (c *Node) open(fresh bool) error {
 	}
 	tc := transport.DefaultConfig()
 	tc.NodeID, tc.ClusterID, tc.Secret, tc.Listen = c.cfg.NodeID, c.id.ClusterID, []byte(c.cfg.Secret), c.cfg.RaftAddr
-	tc.MaxFrameSize = MaxSnapshotSize
+	tc.SpoolDir = filepath.Join(c.cfg.Data, "snapshots")
 	if c.tr, err = transport.Listen(tc, c.log); err != nil {
 		return err
 	}

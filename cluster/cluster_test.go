@@ -397,9 +397,14 @@ func TestLateJoinerInstallsSnapshot(t *testing.T) {
 		if f.GetName() == "tally_cluster_proposal_seconds" && f.GetMetric()[0].GetHistogram().GetSampleCount() != 1 {
 			t.Errorf("proposals observed: %v", f.GetMetric())
 		}
+		// It received its snapshots on streams, with their bodies.
+		if n := f.GetName(); (n == "tally_cluster_snapshots_received_total" || n == "tally_cluster_snapshot_received_bytes_total") && f.GetMetric()[0].GetCounter().GetValue() == 0 {
+			t.Errorf("%s is 0", n)
+		}
 	}
 	for _, name := range []string{"tally_cluster_group_leader", "tally_cluster_group_applied_index", "tally_cluster_proposal_seconds", "tally_cluster_snapshots_installed_total", "tally_cluster_sent_bytes_total",
-		"tally_cluster_group_sent_messages_total", "tally_cluster_group_sent_bytes_total", "tally_cluster_group_sent_snapshots_total"} {
+		"tally_cluster_group_sent_messages_total", "tally_cluster_group_sent_bytes_total", "tally_cluster_group_sent_snapshots_total",
+		"tally_cluster_snapshots_received_total", "tally_cluster_snapshot_received_bytes_total", "tally_cluster_snapshots_sent_total", "tally_cluster_snapshot_send_failures_total"} {
 		if !seen[name] {
 			t.Errorf("no %s among %v", name, seen)
 		}

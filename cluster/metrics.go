@@ -8,11 +8,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"tally/cluster/node"
+	"tally/cluster/transport"
 )
 
 // metrics are a node's: per group its raft state (collected when scraped)
 // and the latency of its proposals and linearizable reads at this node;
-// the transport's traffic; the snapshots this replica installed.
+// the transport's traffic, the snapshot streams included; the snapshots
+// this replica installed.
 type metrics struct {
 	proposal, readIndex *prometheus.HistogramVec
 }
@@ -47,14 +49,47 @@ var (
 	descGroupMsgs = prometheus.NewDesc("tally_cluster_group_sent_messages_total", "Raft messages this node sent, by group and peer.", []string{"group", "peer"}, nil)
 	descGroupByte = prometheus.NewDesc("tally_cluster_group_sent_bytes_total", "Encoded bytes of the raft messages this node sent, by group and peer.", []string{"group", "peer"}, nil)
 	descGroupSnap = prometheus.NewDesc("tally_cluster_group_sent_snapshots_total", "Snapshots this node sent, by group and peer.", []string{"group", "peer"}, nil)
+
+	descSnapSent       = prometheus.NewDesc("tally_cluster_snapshots_sent_total", "Snapshots streamed to peers whole and acknowledged by them.", nil, nil)
+	descSnapReceived   = prometheus.NewDesc("tally_cluster_snapshots_received_total", "Snapshots received from peers whole, checked and handed to the node.", nil, nil)
+	descSnapSentBytes  = prometheus.NewDesc("tally_cluster_snapshot_sent_bytes_total", "Bytes of snapshot bodies streamed to peers.", nil, nil)
+	descSnapRecvBytes  = prometheus.NewDesc("tally_cluster_snapshot_received_bytes_total", "Bytes of snapshot bodies received and spooled.", nil, nil)
+	descSnapSendFailed = prometheus.NewDesc("tally_cluster_snapshot_send_failures_total", "Snapshot streams to peers that failed: refused, cut, a wrong size, timed out.", nil, nil)
+	descSnapRecvFailed = prometheus.NewDesc("tally_cluster_snapshot_receive_failures_total", "Snapshot streams from peers refused or failed: too large, too many, cut, a wrong sum, timed out.", nil, nil)
 )
+
+// counter is one of the transport's counters as a metric.
+type counter struct {
+	desc  *prometheus.Desc
+	value func() uint64
+}
+
+// transportCounters are the transport's counters, in the order exposed.
+func transportCounters(st *transport.Stats) []counter {
+	return []counter{
+		{descSent, st.SentBatches.Load},
+		{descSentBytes, st.SentBytes.Load},
+		{descDropped, st.Dropped.Load},
+		{descReceived, st.ReceivedBatches.Load},
+		{descRefused, st.RefusedPeers.Load},
+		{descSnapSent, st.SnapshotsSent.Load},
+		{descSnapReceived, st.SnapshotsReceived.Load},
+		{descSnapSentBytes, st.SnapshotBytesSent.Load},
+		{descSnapRecvBytes, st.SnapshotBytesReceived.Load},
+		{descSnapSendFailed, st.SnapshotSendFailures.Load},
+		{descSnapRecvFailed, st.SnapshotRecvFailures.Load},
+	}
+}
 
 // collector reads the node's state when scraped.
 type collector struct{ c *Node }
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLeader, descTerm, descCommit, descApplied, descLeading, descSent, descSentBytes, descDropped, descReceived, descRefused, descRestores, descFailed, descGroupMsgs, descGroupByte, descGroupSnap} {
+	for _, d := range []*prometheus.Desc{descLeader, descTerm, descCommit, descApplied, descLeading, descRestores, descFailed, descGroupMsgs, descGroupByte, descGroupSnap} {
 		ch <- d
+	}
+	for _, c := range transportCounters(&transport.Stats{}) {
+		ch <- c.desc
 	}
 }
 
@@ -78,12 +113,9 @@ func (k collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descGroupByte, prometheus.CounterValue, float64(t.Bytes), g, p)
 		ch <- prometheus.MustNewConstMetric(descGroupSnap, prometheus.CounterValue, float64(t.Snapshots), g, p)
 	}
-	st := &c.tr.Stats
-	ch <- prometheus.MustNewConstMetric(descSent, prometheus.CounterValue, float64(st.SentBatches.Load()))
-	ch <- prometheus.MustNewConstMetric(descSentBytes, prometheus.CounterValue, float64(st.SentBytes.Load()))
-	ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, float64(st.Dropped.Load()))
-	ch <- prometheus.MustNewConstMetric(descReceived, prometheus.CounterValue, float64(st.ReceivedBatches.Load()))
-	ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(st.RefusedPeers.Load()))
+	for _, tc := range transportCounters(&c.tr.Stats) {
+		ch <- prometheus.MustNewConstMetric(tc.desc, prometheus.CounterValue, float64(tc.value()))
+	}
 	ch <- prometheus.MustNewConstMetric(descRestores, prometheus.CounterValue, float64(c.sm.Restores()))
 	failed := 0.0
 	if c.db.Failed() != nil {

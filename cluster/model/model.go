@@ -16,6 +16,7 @@ package model
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -212,69 +213,185 @@ func (m *SM) Log(group uint64, session string) ([]Record, error) {
 	return out, it.Close()
 }
 
-// Snapshot streams every key of the group as length-prefixed pairs.
-func (m *SM) Snapshot(group uint64, w io.Writer) (uint64, error) {
+// Snapshots: the manifest holds every key of the group but the records
+// inline (the heads and the clients' outcomes, which change), and one
+// "log" entry per session, of its records' bytes as of the applied index.
+// Records are written once under their sequence and never change, so the
+// entry can be written later from the keys, on any goroutine: the bytes a
+// session held at the snapshot are still there, and what follows them is
+// not written.
+
+// kindLog is the manifest entry of a session's records.
+const kindLog = "log"
+
+// appendRecord encodes a record in a snapshot body: its hash, its value's
+// length and its value.
+func appendRecord(b []byte, hash []byte, value string) []byte {
+	b = append(b, hash...)
+	b = binary.AppendUvarint(b, uint64(len(value)))
+	return append(b, value...)
+}
+
+// Snapshot is the group's manifest as of its applied index.
+func (m *SM) Snapshot(group uint64) (uint64, node.Manifest, error) {
 	applied, err := m.Applied(group)
 	if err != nil {
-		return 0, err
+		return 0, node.Manifest{}, err
 	}
 	it, err := m.db.Pebble().NewIter(&pebble.IterOptions{LowerBound: gkey(group, 0), UpperBound: gkey(group+1, 0)})
 	if err != nil {
-		return 0, err
+		return 0, node.Manifest{}, err
 	}
-	bw := bufio.NewWriter(w)
+	var man node.Manifest
+	logPrefix := gkey(group, 'l')
 	for ok := it.First(); ok; ok = it.Next() {
-		for _, p := range [][]byte{it.Key(), it.Value()} {
-			bw.Write(binary.AppendUvarint(nil, uint64(len(p))))
-			bw.Write(p)
+		k, v := it.Key(), it.Value()
+		if !bytes.HasPrefix(k, logPrefix) {
+			if !bytes.Equal(k, gkey(group, 'a')) {
+				man.Inline = appendPair(man.Inline, k, v)
+			}
+			continue
+		}
+		session := string(k[len(logPrefix) : len(k)-9])
+		size := uint64(len(appendRecord(nil, v[:32], string(v[32:]))))
+		if n := len(man.Entries); n > 0 && man.Entries[n-1].Name == session {
+			man.Entries[n-1].Length += size
+		} else {
+			man.Entries = append(man.Entries, node.ManifestEntry{Kind: kindLog, Name: session, Length: size})
 		}
 	}
 	if err := it.Close(); err != nil {
-		return 0, err
+		return 0, node.Manifest{}, err
 	}
-	return applied, bw.Flush()
+	return applied, man, nil
 }
 
-// maxSnapshotField bounds one key or value read from a snapshot stream.
+func appendPair(b, k, v []byte) []byte {
+	for _, p := range [][]byte{k, v} {
+		b = binary.AppendUvarint(b, uint64(len(p)))
+		b = append(b, p...)
+	}
+	return b
+}
+
+// WriteSnapshot writes each session's records up to the manifest's length.
+func (m *SM) WriteSnapshot(group uint64, man node.Manifest, w io.Writer) error {
+	return man.WriteEntries(w, func(e node.ManifestEntry, w io.Writer) error {
+		if e.Kind != kindLog {
+			return fmt.Errorf("model: unknown snapshot entry kind %q", e.Kind)
+		}
+		return m.writeLog(group, e.Name, e.Length, w)
+	})
+}
+
+func (m *SM) writeLog(group uint64, session string, length uint64, w io.Writer) error {
+	it, err := m.db.Pebble().NewIter(&pebble.IterOptions{LowerBound: gkey(group, 'l', []byte(session), []byte{0}), UpperBound: gkey(group, 'l', []byte(session), []byte{1})})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	var written uint64
+	var buf []byte
+	for ok := it.First(); ok && written < length; ok = it.Next() {
+		v := it.Value()
+		buf = appendRecord(buf[:0], v[:32], string(v[32:]))
+		if written+uint64(len(buf)) > length {
+			return fmt.Errorf("model: session %s: a record crosses the snapshot's length %d", session, length)
+		}
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+		written += uint64(len(buf))
+	}
+	if written < length {
+		return fmt.Errorf("model: session %s holds %d bytes of records, the snapshot says %d", session, written, length)
+	}
+	return nil
+}
+
+// maxSnapshotField bounds one key, value or record read from a snapshot.
 const maxSnapshotField = 64 << 20
 
 // Restore replaces the group's state with a snapshot's, in one synced batch.
-func (m *SM) Restore(group uint64, index uint64, r io.Reader) error {
+func (m *SM) Restore(group uint64, index uint64, man node.Manifest, body io.Reader) error {
 	b := m.db.Pebble().NewBatch()
+	defer b.Close()
 	if err := b.DeleteRange(gkey(group, 0), gkey(group+1, 0), nil); err != nil {
-		b.Close()
 		return err
 	}
-	br := bufio.NewReader(r)
-	for {
-		var pair [2][]byte
-		for i := range pair {
-			n, err := binary.ReadUvarint(br)
-			if err == io.EOF && i == 0 {
-				goto done
-			}
-			if err != nil || n > maxSnapshotField {
-				b.Close()
-				return fmt.Errorf("model: restore group %d: bad snapshot stream: %v", group, err)
-			}
-			pair[i] = make([]byte, n)
-			if _, err := io.ReadFull(br, pair[i]); err != nil {
-				b.Close()
-				return fmt.Errorf("model: restore group %d: %w", group, err)
-			}
-		}
-		if err := b.Set(pair[0], pair[1], nil); err != nil {
-			b.Close()
-			return err
-		}
+	if err := restoreInline(b, man.Inline); err != nil {
+		return fmt.Errorf("model: restore group %d: %w", group, err)
 	}
-done:
+	err := man.ReadEntries(body, func(e node.ManifestEntry, r io.Reader) error {
+		if e.Kind != kindLog {
+			return fmt.Errorf("unknown kind %q", e.Kind)
+		}
+		return restoreLog(b, group, e.Name, bufio.NewReader(r))
+	})
+	if err != nil {
+		return fmt.Errorf("model: restore group %d: %w", group, err)
+	}
 	if err := b.Set(gkey(group, 'a'), u64(index), nil); err != nil {
-		b.Close()
 		return err
 	}
 	if err := m.db.Commit(b, true); err != nil {
 		return fmt.Errorf("model: restore group %d: %w", group, err)
 	}
-	return b.Close()
+	return nil
+}
+
+func restoreInline(b *pebble.Batch, inline []byte) error {
+	r := bytes.NewReader(inline)
+	for r.Len() > 0 {
+		k, err := readField(r)
+		if err != nil {
+			return fmt.Errorf("inline key: %w", err)
+		}
+		v, err := readField(r)
+		if err != nil {
+			return fmt.Errorf("inline value: %w", err)
+		}
+		if err := b.Set(k, v, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func restoreLog(b *pebble.Batch, group uint64, session string, r *bufio.Reader) error {
+	for seq := uint64(1); ; seq++ {
+		hash := make([]byte, 32)
+		if _, err := io.ReadFull(r, hash); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("session %s record %d: %w", session, seq, err)
+		}
+		value, err := readField(r)
+		if err != nil {
+			return fmt.Errorf("session %s record %d: %w", session, seq, err)
+		}
+		if err := b.Set(gkey(group, 'l', []byte(session), []byte{0}, u64(seq)), append(hash, value...), nil); err != nil {
+			return err
+		}
+	}
+}
+
+type byteReader interface {
+	io.Reader
+	io.ByteReader
+}
+
+func readField(r byteReader) ([]byte, error) {
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return nil, err
+	}
+	if n > maxSnapshotField {
+		return nil, fmt.Errorf("field of %d bytes, limit %d", n, maxSnapshotField)
+	}
+	p := make([]byte, n)
+	if _, err := io.ReadFull(r, p); err != nil {
+		return nil, io.ErrUnexpectedEOF
+	}
+	return p, nil
 }

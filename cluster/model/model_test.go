@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"io"
 	"testing"
 
 	"github.com/anishathalye/porcupine"
@@ -61,17 +62,27 @@ func TestApplyChainsDedupsAndRefuses(t *testing.T) {
 	}
 }
 
+// A snapshot's manifest is taken at the applied index and its body
+// written after more appends: the body holds the records as of the
+// manifest, and a restore gives that state, dedup records included.
 func TestSnapshotRestore(t *testing.T) {
 	_, a := open(t)
 	_, b := open(t)
 	a.Apply(3, []node.Entry{{Index: 7, Kind: node.KindCommand, Data: cmd("s", 1, 1, "v1")}, {Index: 8, Kind: node.KindCommand, Data: cmd("s", 1, 2, "v2")}})
 	b.Apply(3, []node.Entry{{Index: 1, Kind: node.KindCommand, Data: cmd("old", 9, 1, "stale")}})
-	var buf bytes.Buffer
-	idx, err := a.Snapshot(3, &buf)
-	if err != nil || idx != 8 {
-		t.Fatalf("snapshot: %d %v", idx, err)
+	idx, man, err := a.Snapshot(3)
+	if err != nil || idx != 8 || len(man.Entries) != 1 {
+		t.Fatalf("snapshot: %d %+v %v", idx, man, err)
 	}
-	if err := b.Restore(3, idx, &buf); err != nil {
+	a.Apply(3, []node.Entry{{Index: 9, Kind: node.KindCommand, Data: cmd("s", 1, 3, "v3")}})
+	var buf bytes.Buffer
+	if err := a.WriteSnapshot(3, man, &buf); err != nil {
+		t.Fatal(err)
+	}
+	if uint64(buf.Len()) != man.BodySize() {
+		t.Fatalf("body of %d bytes, manifest says %d", buf.Len(), man.BodySize())
+	}
+	if err := b.Restore(3, idx, man, &buf); err != nil {
 		t.Fatal(err)
 	}
 	ra, _ := a.Log(3, "s")
@@ -83,8 +94,20 @@ func TestSnapshotRestore(t *testing.T) {
 	if ap, _ := b.Applied(3); ap != 8 {
 		t.Fatalf("applied after restore %d", ap)
 	}
-	if err := b.Restore(3, 9, bytes.NewReader([]byte{0xff, 0xff, 0xff})); err == nil {
-		t.Fatal("a corrupt snapshot stream was accepted")
+	// The restored replica goes on as the source did: the same third
+	// record, and the source's retry of request 2 answered from the record.
+	res, err := b.Apply(3, []node.Entry{{Index: 9, Kind: node.KindCommand, Data: cmd("s", 1, 3, "v3")}, {Index: 10, Kind: node.KindCommand, Data: cmd("s", 1, 3, "v3")}})
+	var dup Result
+	json.Unmarshal(res[1], &dup)
+	if rb, _ = b.Log(3, "s"); err != nil || len(rb) != 3 || !bytes.Equal(rb[2].Hash, ra[2].Hash) || !dup.Dup {
+		t.Fatalf("after the restore: %+v %+v %v", rb, dup, err)
+	}
+	if err := b.Restore(3, 11, man, bytes.NewReader([]byte{0xff, 0xff, 0xff})); err == nil {
+		t.Fatal("a corrupt snapshot body was accepted")
+	}
+	long := node.Manifest{Entries: []node.ManifestEntry{{Kind: kindLog, Name: "s", Length: man.BodySize() + 1000}}}
+	if err := a.WriteSnapshot(3, long, io.Discard); err == nil {
+		t.Fatal("a manifest longer than the log was written")
 	}
 }
 

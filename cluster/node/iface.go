@@ -27,7 +27,7 @@ type Entry struct {
 }
 
 // StateMachine is what a node replicates. The node calls it from its loop
-// only, never concurrently.
+// only, never concurrently, except WriteSnapshot.
 //
 // Contracts:
 //   - Apply is deterministic: the same entries from the same state give the
@@ -40,26 +40,74 @@ type Entry struct {
 //     was applied and nothing is applied twice. The node never hands an
 //     entry at or below Applied again (after a restart raft replays from the
 //     saved configuration's index, which may be older; the node filters).
-//   - Snapshot writes the group's state as of Applied, streamed; Restore
-//     replaces the group's state with one, durably, with Applied = index.
+//   - Snapshot describes the group's state as of Applied: a manifest,
+//     cheap to make, that the body is produced from later.
+//   - WriteSnapshot writes the body of a manifest Snapshot returned (each
+//     entry's Length bytes, in order; Manifest.WriteEntries). It may run on
+//     any goroutine, concurrently with the loop's calls, and after Apply
+//     has moved on: what the manifest names must stay producible as it was
+//     at the snapshot's index (an append-only log's prefix does). What can
+//     no longer be produced is an error; the stream fails and raft sends
+//     a new snapshot.
+//   - Restore replaces the group's state with a snapshot's, durably, with
+//     Applied = index, reading the body (exactly the manifest's BodySize
+//     bytes). The empty manifest and body are the state of a new group.
 type StateMachine interface {
 	Applied(group uint64) (uint64, error)
 	Apply(group uint64, ents []Entry) (results [][]byte, err error)
-	Snapshot(group uint64, w io.Writer) (index uint64, err error)
-	Restore(group uint64, index uint64, r io.Reader) error
+	Snapshot(group uint64) (index uint64, m Manifest, err error)
+	WriteSnapshot(group uint64, m Manifest, w io.Writer) error
+	Restore(group uint64, index uint64, m Manifest, body io.Reader) error
 }
 
 // Envelope is one raft message of one group.
 type Envelope struct {
 	Group uint64
 	Msg   *pb.Message
+	// Snapshot is a received MsgSnap's body; nil for other messages.
+	Snapshot *InboundSnapshot
+}
+
+// InboundSnapshot is a received snapshot's body, which the transport
+// received whole (and checked) before handing the MsgSnap to the node.
+type InboundSnapshot struct {
+	// Body is the snapshot's body. The node closes it once restored, or at
+	// once if raft did not take the snapshot; closing releases it (the
+	// transport removes its spool file).
+	Body io.ReadCloser
+	// Stepped, if set, is told from the loop, once the MsgSnap was
+	// stepped, whether raft took it. The transport acknowledges the stream
+	// then: the sender reports the snapshot finished, and its next append
+	// finds this replica's log at the snapshot's index rather than behind
+	// it (which would make it send the snapshot again).
+	Stepped func(taken bool)
+}
+
+// OutboundSnapshot is a MsgSnap to send with its body.
+type OutboundSnapshot struct {
+	// Envelope is the MsgSnap; its snapshot's Data is the Manifest.
+	Envelope Envelope
+	// Size is the body's length, the manifest's BodySize.
+	Size uint64
+	// Write writes the body; the transport calls it once, from any
+	// goroutine.
+	Write func(w io.Writer) error
+	// Done is told the outcome once, from any goroutine (possibly before
+	// SendSnapshot returns): nil once the receiver acknowledged the whole
+	// body, else why it failed.
+	Done func(err error)
 }
 
 // Transport carries messages between nodes. Send must not block: a
 // transport whose queue to a peer is full drops the batch, and raft's
 // retries recover. Messages to one peer in one call are one batch.
+// SendSnapshot must not block either: it streams the body apart from the
+// messages, so that heartbeats and appends do not wait behind it, with a
+// bounded number of streams (a stream it cannot start is a failure told
+// to Done).
 type Transport interface {
 	Send(to uint64, batch []Envelope)
+	SendSnapshot(to uint64, snap OutboundSnapshot)
 }
 
 // Clock is the node's source of time, for deadlines only: raft's time is

@@ -5,15 +5,16 @@
 // injected, so the same code runs in production and in the simulator.
 //
 // One iteration of the loop (Process) follows the order raft's README gives:
-// collect every group's Ready; write all their entries, HardStates and
-// snapshots in one synced batch; send the messages; apply the committed
+// collect every group's Ready; restore a snapshot it carries into the
+// StateMachine; write all their entries, HardStates and snapshots in one
+// synced batch; send the messages (a snapshot on a stream of its own,
+// reported to raft when the stream ends: snapshot.go); apply the committed
 // entries through the StateMachine (ApplyConfChange for configuration
 // changes); Advance. A node whose disk fails stops: it sends nothing, votes
 // for nobody and refuses every request until it is restarted.
 package node
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -21,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"go.etcd.io/raft/v3"
@@ -130,6 +132,8 @@ type group struct {
 	leader      uint64
 	term        uint64
 	state       raft.StateType
+	inbound     *inbound          // the received snapshot body raft took, if any
+	streams     map[uint64]uint64 // peer → the latest snapshot stream to it not yet reported
 }
 
 // Node is one cluster node. Its methods must be called from one goroutine,
@@ -154,6 +158,7 @@ type Node struct {
 
 	// traffic is what the node sent, by group and peer.
 	traffic map[[2]uint64]*Traffic
+	reports reports // snapshot streams' outcomes, from the transport
 
 	failed error
 	// unsynced is set when TestingSendBeforePersist committed a batch
@@ -184,6 +189,7 @@ func New(cfg Config, db *raftlog.DB, sm StateMachine, tr Transport, clock Clock,
 		reads:     make(map[uint64]*read),
 		confs:     make(map[uint64]*confProposal),
 		traffic:   make(map[[2]uint64]*Traffic),
+		reports:   reports{wake: make(chan struct{}, 1)},
 		// Ids start at the clock so a restarted node never reuses one its
 		// previous run may have left in the log.
 		nextID: uint64(clock.Now().UnixNano()),
@@ -206,7 +212,7 @@ func (n *Node) openGroup(gid uint64, peers Peers) (*group, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &group{id: gid, store: st}
+	g := &group{id: gid, store: st, streams: map[uint64]uint64{}}
 	hs, cs, err := st.InitialState()
 	if err != nil {
 		return nil, err
@@ -220,7 +226,7 @@ func (n *Node) openGroup(gid uint64, peers Peers) (*group, error) {
 	// with it the configuration.
 	if raft.IsEmptyHardState(hs) && last == 0 && len(cs.GetVoters()) == 0 && len(peers(gid)) > 0 {
 		cs = &pb.ConfState{Voters: slices.Clone(peers(gid))}
-		if err := n.sm.Restore(gid, 1, bytes.NewReader(nil)); err != nil {
+		if err := n.sm.Restore(gid, 1, Manifest{}, strings.NewReader("")); err != nil {
 			return nil, fmt.Errorf("bootstrap state machine: %w", err)
 		}
 		b := n.db.NewBatch()
@@ -279,37 +285,6 @@ func (n *Node) openGroup(gid uint64, peers Peers) (*group, error) {
 	return g, nil
 }
 
-// groupStorage answers raft's snapshot requests with the state machine's
-// state as of the group's applied index. Raft asks while stepping messages,
-// which happens between loop iterations, so the state cannot move between
-// the snapshot being taken and the message carrying it being sent.
-type groupStorage struct {
-	*raftlog.Storage
-	n *Node
-	g *group
-}
-
-func (s *groupStorage) Snapshot() (*pb.Snapshot, error) {
-	var buf bytes.Buffer
-	idx, err := s.n.sm.Snapshot(s.g.id, &buf)
-	if err != nil {
-		return nil, fmt.Errorf("node: snapshot group %d: %w", s.g.id, err)
-	}
-	if idx != s.g.applied {
-		// The state machine is not where the loop is (a restart replay in
-		// progress); raft retries later.
-		return nil, raft.ErrSnapshotTemporarilyUnavailable
-	}
-	return &pb.Snapshot{
-		Data: buf.Bytes(),
-		Metadata: &pb.SnapshotMetadata{
-			Index:     new(idx),
-			Term:      new(s.g.appliedTerm),
-			ConfState: pb.EnsureConfState(proto.Clone(s.g.conf).(*pb.ConfState)),
-		},
-	}, nil
-}
-
 // Failed reports the error that stopped the node, or nil.
 func (n *Node) Failed() error { return n.failed }
 
@@ -337,14 +312,22 @@ func (n *Node) Tick() {
 }
 
 // Deliver steps an inbound message into its group. Messages for unknown
-// groups, and everything after a failure, are dropped.
+// groups, and everything after a failure, are dropped. A MsgSnap comes
+// with its body (Snapshot), which the node then owns and closes.
 func (n *Node) Deliver(env Envelope) {
-	if n.failed != nil {
+	g, ok := n.byID[env.Group]
+	if n.failed != nil || !ok || env.Msg == nil {
+		if env.Snapshot != nil {
+			n.settle(env.Group, env.Snapshot, false)
+		}
 		return
 	}
-	g, ok := n.byID[env.Group]
-	if !ok || env.Msg == nil {
+	if env.Snapshot != nil {
+		n.deliverSnapshot(g, env)
 		return
+	}
+	if env.Msg.GetType() == pb.MessageType_MsgSnap && !bodiless(env.Msg) {
+		return // a snapshot whose body did not come with it cannot be installed
 	}
 	// Errors here are messages raft ignores (stale, from unknown peers).
 	_ = g.rn.Step(env.Msg)
@@ -643,6 +626,7 @@ func (n *Node) Process() bool {
 	}
 	n.submit()
 	n.expire()
+	n.reportSnapshots()
 
 	type ready struct {
 		g  *group
@@ -674,8 +658,7 @@ func (n *Node) Process() bool {
 		if raft.IsEmptySnap(r.rd.Snapshot) {
 			continue
 		}
-		md := r.rd.Snapshot.GetMetadata()
-		if err := n.sm.Restore(r.g.id, md.GetIndex(), bytes.NewReader(r.rd.Snapshot.GetData())); err != nil {
+		if err := n.restoreSnapshot(r.g, r.rd.Snapshot); err != nil {
 			n.fail(fmt.Errorf("restore snapshot of group %d: %w", r.g.id, err))
 			return false
 		}
@@ -741,13 +724,17 @@ func (n *Node) Process() bool {
 		g.confDirty = false
 	}
 
-	// 3. Send, batched per peer, in group order.
+	// 3. Send, batched per peer, in group order; snapshots on their own.
 	var peers []uint64
 	out := map[uint64][]Envelope{}
 	for _, r := range rds {
 		for _, m := range r.rd.Messages {
-			to := m.GetTo()
 			n.count(r.g.id, m)
+			if m.GetType() == pb.MessageType_MsgSnap {
+				n.sendSnapshot(r.g, m)
+				continue
+			}
+			to := m.GetTo()
 			if _, ok := out[to]; !ok {
 				peers = append(peers, to)
 			}
@@ -756,13 +743,6 @@ func (n *Node) Process() bool {
 	}
 	for _, to := range peers {
 		n.tr.Send(to, out[to])
-	}
-	for _, r := range rds {
-		for _, m := range r.rd.Messages {
-			if m.GetType() == pb.MessageType_MsgSnap {
-				r.g.rn.ReportSnapshot(m.GetTo(), raft.SnapshotFinish)
-			}
-		}
 	}
 
 	// 4. Apply, then 5. Advance.
@@ -793,6 +773,7 @@ func (n *Node) Process() bool {
 		}
 		g.rn.Advance(r.rd)
 	}
+	n.closeStaleInbound()
 	n.finishReads()
 	return true
 }
@@ -1006,6 +987,8 @@ func (n *Node) Run(ctx context.Context, inbox <-chan []Envelope, calls <-chan fu
 			n.deliverAll(batch)
 		case call := <-calls:
 			call(n)
+		case <-n.reports.wake:
+			// Process hands the snapshot streams' outcomes to raft.
 		}
 	drain:
 		for i := 0; i < runDrain; i++ {

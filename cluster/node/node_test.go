@@ -1,10 +1,12 @@
 package node_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -27,11 +29,15 @@ func (c *fakeClock) Now() time.Time { return c.t }
 
 // net is a lossless in-order network between test nodes, with cut links.
 type net struct {
-	queue []struct {
-		to  uint64
-		env node.Envelope
-	}
-	cut map[uint64]bool // node id -> isolated
+	queue []queued
+	cut   map[uint64]bool // node id -> isolated
+}
+
+// queued is a message on its way; lost is told if a cut drops it.
+type queued struct {
+	to   uint64
+	env  node.Envelope
+	lost func()
 }
 
 type tr struct {
@@ -44,11 +50,28 @@ func (t tr) Send(to uint64, batch []node.Envelope) {
 		return
 	}
 	for _, e := range batch {
-		t.n.queue = append(t.n.queue, struct {
-			to  uint64
-			env node.Envelope
-		}{to, e})
+		t.n.queue = append(t.n.queue, queued{to: to, env: e})
 	}
+}
+
+// SendSnapshot carries the body whole in memory; the stream is
+// acknowledged once the receiver stepped it, and fails on a cut link.
+func (t tr) SendSnapshot(to uint64, s node.OutboundSnapshot) {
+	var body bytes.Buffer
+	err := s.Write(&body)
+	if err == nil && uint64(body.Len()) != s.Size {
+		err = fmt.Errorf("body of %d bytes, manifest says %d", body.Len(), s.Size)
+	}
+	if err != nil || t.n.cut[t.from] || t.n.cut[to] {
+		s.Done(fmt.Errorf("snapshot to %d not sent: %v", to, err))
+		return
+	}
+	env := s.Envelope
+	env.Snapshot = &node.InboundSnapshot{
+		Body:    io.NopCloser(&body),
+		Stepped: func(bool) { s.Done(nil) },
+	}
+	t.n.queue = append(t.n.queue, queued{to: to, env: env, lost: func() { s.Done(fmt.Errorf("snapshot to %d cut", to)) }})
 }
 
 type member struct {
@@ -146,6 +169,9 @@ func (c *cluster) step() {
 		c.net.queue = nil
 		for _, m := range q {
 			if c.net.cut[m.to] {
+				if m.lost != nil {
+					m.lost()
+				}
 				continue
 			}
 			c.members[m.to].n.Deliver(m.env)

@@ -60,13 +60,16 @@ func TestMetaTokens(t *testing.T) {
 	}
 
 	// The meta group's snapshot carries the tokens.
-	var snap bytes.Buffer
-	idx, err := sm.Snapshot(node.MetaGroup, &snap)
+	idx, man, err := sm.Snapshot(node.MetaGroup)
 	if err != nil || idx != 5 {
 		t.Fatalf("snapshot at %d: %v", idx, err)
 	}
+	var body bytes.Buffer
+	if err := sm.WriteSnapshot(node.MetaGroup, man, &body); err != nil {
+		t.Fatal(err)
+	}
 	other, _ := openReplica(t, filepath.Join(dir, "other"), "")
-	if err := other.Restore(node.MetaGroup, idx, bytes.NewReader(snap.Bytes())); err != nil {
+	if err := other.Restore(node.MetaGroup, idx, man, &body); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := other.Tokens().Authenticate(secret); err != nil {

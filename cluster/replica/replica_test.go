@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -193,44 +195,123 @@ func TestCrashBeforeSyncRecoversATornTail(t *testing.T) {
 }
 
 // A snapshot of a group, restored on another replica, gives it the same
-// sessions, chains and applied index.
+// sessions, chains and applied index. The manifest is taken at the applied
+// index and the body written after the group applied more: the body is
+// the logs as of the manifest, not as they are by then.
 func TestSnapshotRestoresTheSameChains(t *testing.T) {
 	group := node.MetaGroup + 1
 	src, srcDB := openReplica(t, t.TempDir(), "")
 	defer srcDB.Close()
 	defer src.Close()
-	if _, err := src.Apply(group, []node.Entry{entry(t, 2, "a"), entry(t, 3, "b")}); err != nil {
+	if _, err := src.Apply(group, []node.Entry{entry(t, 2, "a"), entryIn(t, "t", 3, "b")}); err != nil {
+		t.Fatal(err)
+	}
+	idx, man, err := src.Snapshot(group)
+	if err != nil || idx != 3 || len(man.Entries) != 2 {
+		t.Fatalf("snapshot at %d with %+v: %v", idx, man.Entries, err)
+	}
+	s1, h1 := head(t, src)
+	if _, err := src.Apply(group, []node.Entry{entry(t, 4, "c")}); err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	idx, err := src.Snapshot(group, &buf)
-	if err != nil || idx != 3 {
-		t.Fatalf("snapshot at %d: %v", idx, err)
+	if err := src.WriteSnapshot(group, man, &buf); err != nil {
+		t.Fatal(err)
+	}
+	if uint64(buf.Len()) != man.BodySize() {
+		t.Fatalf("body of %d bytes, the manifest says %d", buf.Len(), man.BodySize())
 	}
 	dst, dstDB := openReplica(t, t.TempDir(), "")
 	defer dstDB.Close()
 	defer dst.Close()
-	if err := dst.Restore(group, idx, &buf); err != nil {
+	// The manifest crosses the wire as the MsgSnap's data.
+	wire, err := node.UnmarshalManifest(man.Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Restore(group, idx, wire, &buf); err != nil {
 		t.Fatal(err)
 	}
 	if a, _ := dst.Applied(group); a != 3 {
 		t.Fatalf("restored applied %d, want 3", a)
 	}
-	s1, h1 := head(t, src)
-	s2, h2 := head(t, dst)
-	if s1 != s2 || h1 != h2 {
-		t.Fatalf("restored head %d %x, source %d %x", s2, h2[:4], s1, h1[:4])
+	if s2, h2 := head(t, dst); s1 != s2 || h1 != h2 {
+		t.Fatalf("restored head %d %x, source's at the snapshot %d %x", s2, h2[:4], s1, h1[:4])
 	}
-	// Both go on identically.
-	for _, sm := range []*SM{src, dst} {
-		if _, err := sm.Apply(group, []node.Entry{entry(t, 4, "c")}); err != nil {
-			t.Fatal(err)
-		}
+	// The restored replica applies what followed and joins the source.
+	if _, err := dst.Apply(group, []node.Entry{entry(t, 4, "c")}); err != nil {
+		t.Fatal(err)
 	}
 	s1, h1 = head(t, src)
-	s2, h2 = head(t, dst)
-	if s1 != s2 || h1 != h2 {
+	if s2, h2 := head(t, dst); s1 != s2 || h1 != h2 {
 		t.Fatalf("after one more entry: %d %x vs %d %x", s2, h2[:4], s1, h1[:4])
+	}
+	if dst.Restores() != 1 {
+		t.Fatalf("%d restores counted", dst.Restores())
+	}
+}
+
+// A body that cannot be what the manifest names fails, on either side: a
+// log shorter than its length when the body is written, an entry of a kind
+// the replica does not know, a body cut short.
+func TestSnapshotRefusesWhatTheManifestDoesNotHold(t *testing.T) {
+	group := node.MetaGroup + 1
+	src, srcDB := openReplica(t, t.TempDir(), "")
+	defer srcDB.Close()
+	defer src.Close()
+	if _, err := src.Apply(group, []node.Entry{entry(t, 2, "a")}); err != nil {
+		t.Fatal(err)
+	}
+	_, man, err := src.Snapshot(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := man
+	long.Entries = []node.ManifestEntry{{Kind: kindSessionLog, Name: man.Entries[0].Name, Length: man.Entries[0].Length + 1}}
+	if err := src.WriteSnapshot(group, long, io.Discard); err == nil || !strings.Contains(err.Error(), "fewer than") {
+		t.Fatalf("a log shorter than its manifest length: %v", err)
+	}
+	other := man
+	other.Entries = []node.ManifestEntry{{Kind: "object", Name: "d1", Length: 4}}
+	if err := src.WriteSnapshot(group, other, io.Discard); err == nil {
+		t.Fatal("an unknown kind was written")
+	}
+	dst, dstDB := openReplica(t, t.TempDir(), "")
+	defer dstDB.Close()
+	defer dst.Close()
+	if err := dst.Restore(group, 2, other, strings.NewReader("abcd")); err == nil || !strings.Contains(err.Error(), "unknown kind") {
+		t.Fatalf("an unknown kind restored: %v", err)
+	}
+	var buf bytes.Buffer
+	if err := src.WriteSnapshot(group, man, &buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Restore(group, 2, man, bytes.NewReader(buf.Bytes()[:buf.Len()-1])); err == nil {
+		t.Fatal("a body cut short restored")
+	}
+}
+
+// The meta group's snapshot is inline: its membership, restored whole.
+func TestMetaSnapshotIsInline(t *testing.T) {
+	src, srcDB := openReplica(t, t.TempDir(), "")
+	defer srcDB.Close()
+	defer src.Close()
+	add, _ := json.Marshal(MetaCommand{Op: OpMemberAdd, Member: &Member{ID: 7, RaftAddr: "h:1", Addr: "h:2"}})
+	if _, err := src.Apply(node.MetaGroup, []node.Entry{{Index: 2, Kind: node.KindCommand, Data: add}}); err != nil {
+		t.Fatal(err)
+	}
+	idx, man, err := src.Snapshot(node.MetaGroup)
+	if err != nil || idx != 2 || len(man.Entries) != 0 || man.BodySize() != 0 {
+		t.Fatalf("meta snapshot %d %+v: %v", idx, man, err)
+	}
+	dst, dstDB := openReplica(t, t.TempDir(), "")
+	defer dstDB.Close()
+	defer dst.Close()
+	if err := dst.Restore(node.MetaGroup, idx, man, strings.NewReader("")); err != nil {
+		t.Fatal(err)
+	}
+	if ms := dst.Members(); len(ms) != 1 || ms[0].ID != 7 {
+		t.Fatalf("restored members %+v", ms)
 	}
 }
 

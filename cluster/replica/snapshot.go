@@ -1,8 +1,6 @@
 package replica
 
 import (
-	"bufio"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,154 +14,154 @@ import (
 	"tally/store"
 )
 
-// snapshotMagic opens every snapshot stream; it versions the format.
-const snapshotMagic = "tally replica snapshot v1\n"
+// A snapshot of a group is its manifest (node.Manifest) as of the applied
+// index: inline, the applied head (and for the meta group its
+// membership); for a data group, one "log" entry per session naming its
+// log's length at that index. The body, written later and possibly on
+// another goroutine while the group applies more, is each log's first
+// Length bytes, read from the files. That is consistent because a
+// session's log is append-only and byte for byte the same on every
+// replica: the prefix a manifest names never changes after the index it
+// was taken at (a restart's cut-back only removes what follows the
+// durable applied index, and a restore rewrites a log with the same
+// committed prefix). A log found shorter than its length fails the stream,
+// and raft sends a newer snapshot.
 
-// maxSnapshotName bounds a session name read from a snapshot stream.
-const maxSnapshotName = 256
+// Manifest entry kinds of a replica's snapshot; sent between nodes: do
+// not rename.
+const kindSessionLog = "log"
 
-// Snapshot writes the group's state as of its applied index: for a data
-// group each of its sessions' logs, streamed from the files; for the meta
-// group the membership.
-//
-// Stream: magic, the applied record (length-prefixed JSON), then per
-// session its tenant/session and its log (each length-prefixed), then an
-// empty name.
-func (m *SM) Snapshot(group uint64, w io.Writer) (uint64, error) {
+// snapshotHead is a snapshot's inline state.
+type snapshotHead struct {
+	Applied applied      `json:"applied"`
+	Members []Member     `json:"members,omitempty"` // the meta group's
+	Tokens  []TokenEntry `json:"tokens,omitempty"`  // the meta group's
+}
+
+// Snapshot is the group's manifest as of its applied index.
+func (m *SM) Snapshot(group uint64) (uint64, node.Manifest, error) {
 	a, err := m.progress(group)
 	if err != nil {
-		return 0, err
+		return 0, node.Manifest{}, err
 	}
-	bw := bufio.NewWriter(w)
-	bw.WriteString(snapshotMagic)
-	head, _ := json.Marshal(a)
-	writeField(bw, head)
+	head := snapshotHead{Applied: a}
+	var entries []node.ManifestEntry
 	if group == node.MetaGroup {
-		body, _ := json.Marshal(m.metaSnapshot())
-		writeField(bw, body)
-		return a.Index, bw.Flush()
+		st := m.metaSnapshot()
+		head.Members, head.Tokens = st.Members, st.Tokens
+	} else if entries, err = m.sessionEntries(group); err != nil {
+		return 0, node.Manifest{}, fmt.Errorf("replica: snapshot group %d: %w", group, err)
 	}
+	inline, err := json.Marshal(head)
+	if err != nil {
+		return 0, node.Manifest{}, err
+	}
+	return a.Index, node.Manifest{Inline: inline, Entries: entries}, nil
+}
+
+// sessionEntries lists the group's sessions with their logs' lengths now.
+func (m *SM) sessionEntries(group uint64) ([]node.ManifestEntry, error) {
 	sessions, err := store.Sessions(m.cfg.Root, "")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
+	var out []node.ManifestEntry
 	for _, se := range sessions {
 		if m.GroupOf(se.Tenant, se.Name) != group {
 			continue
 		}
-		if err := m.snapshotSession(bw, se); err != nil {
-			return 0, fmt.Errorf("replica: snapshot group %d: %w", group, err)
+		pos, err := m.position(se.Tenant, se.Name)
+		if err != nil {
+			return nil, fmt.Errorf("session %s: %w", se, err)
 		}
+		if pos.Offset == 0 {
+			continue // an empty log is not a session
+		}
+		out = append(out, node.ManifestEntry{Kind: kindSessionLog, Name: se.String(), Length: uint64(pos.Offset)})
 	}
-	writeField(bw, nil)
-	return a.Index, bw.Flush()
+	return out, nil
 }
 
-func (m *SM) snapshotSession(bw *bufio.Writer, se store.Session) error {
-	pos, err := m.position(se.Tenant, se.Name)
+// WriteSnapshot writes the body of a manifest Snapshot made: each
+// session's log up to its length, read from the file. It touches no state
+// the loop holds, so it runs on any goroutine.
+func (m *SM) WriteSnapshot(group uint64, man node.Manifest, w io.Writer) error {
+	err := man.WriteEntries(w, func(e node.ManifestEntry, w io.Writer) error {
+		if e.Kind != kindSessionLog {
+			return fmt.Errorf("unknown kind %q", e.Kind)
+		}
+		return m.copyLog(e.Name, int64(e.Length), w)
+	})
+	if err != nil {
+		return fmt.Errorf("replica: snapshot group %d: %w", group, err)
+	}
+	return nil
+}
+
+func (m *SM) copyLog(session string, length int64, w io.Writer) error {
+	dir, err := m.sessionDir(session)
 	if err != nil {
 		return err
 	}
-	if pos.Offset == 0 {
-		return nil // an empty log is not a session
-	}
-	dir, _ := store.SessionDir(m.cfg.Root, se.Tenant, se.Name)
 	f, err := os.Open(store.LogPath(dir))
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	writeField(bw, []byte(se.String()))
-	bw.Write(binary.AppendUvarint(nil, uint64(pos.Offset)))
-	if _, err := io.CopyN(bw, f, pos.Offset); err != nil {
-		return fmt.Errorf("session %s: %w", se, err)
+	switch n, err := io.CopyN(w, f, length); {
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf("the log holds %d bytes, fewer than the %d the snapshot names", n, length)
+	case err != nil:
+		return err
 	}
 	return nil
 }
 
-func writeField(w *bufio.Writer, b []byte) {
-	w.Write(binary.AppendUvarint(nil, uint64(len(b))))
-	w.Write(b)
-}
-
-func readField(r *bufio.Reader, max uint64) ([]byte, error) {
-	n, err := binary.ReadUvarint(r)
-	if err != nil {
-		return nil, err
-	}
-	if n > max {
-		return nil, fmt.Errorf("field of %d bytes exceeds %d", n, max)
-	}
-	b := make([]byte, n)
-	_, err = io.ReadFull(r, b)
-	return b, err
+// sessionDir is the directory of a "tenant/session" name.
+func (m *SM) sessionDir(name string) (string, error) {
+	t, s, _ := strings.Cut(name, "/")
+	return store.SessionDir(m.cfg.Root, t, s)
 }
 
 // Restore replaces the group's state with a snapshot's, durably, with
-// applied = index. The empty stream is the initial state of a new group:
+// applied = index. The empty manifest is the initial state of a new group:
 // no session, or on a restored node (Config.Restored) the group's sessions
 // the backup left in Root. A crash halfway is detected at the next start
 // (the restoring mark) rather than served from.
-func (m *SM) Restore(group uint64, index uint64, r io.Reader) error {
-	br := bufio.NewReader(r)
-	var head applied
-	var body []byte
-	magic := make([]byte, len(snapshotMagic))
-	switch _, err := io.ReadFull(br, magic); {
-	case errors.Is(err, io.EOF):
-		head = applied{Index: index}
-	case err != nil || string(magic) != snapshotMagic:
-		return fmt.Errorf("replica: restore group %d: not a replica snapshot", group)
-	default:
-		m.restores.Add(1)
-		hb, err := readField(br, 1<<10)
-		if err == nil {
-			err = json.Unmarshal(hb, &head)
-		}
-		if err != nil {
+func (m *SM) Restore(group uint64, index uint64, man node.Manifest, body io.Reader) error {
+	var head snapshotHead
+	if !man.IsEmpty() {
+		if err := json.Unmarshal(man.Inline, &head); err != nil {
 			return fmt.Errorf("replica: restore group %d: snapshot head: %w", group, err)
 		}
-		head.Index = index
+		m.restores.Add(1)
 	}
+	head.Applied.Index = index
 	if group == node.MetaGroup {
-		var st metaState
-		if len(magic) > 0 && string(magic) == snapshotMagic {
-			var err error
-			if body, err = readField(br, 64<<20); err == nil {
-				err = json.Unmarshal(body, &st)
-			}
-			if err != nil {
-				return fmt.Errorf("replica: restore meta group: %w", err)
-			}
+		if len(man.Entries) > 0 {
+			return fmt.Errorf("replica: restore meta group: %d entries, it has none", len(man.Entries))
 		}
-		if err := m.saveMeta(st, head, nil); err != nil {
-			return err
-		}
-		if m.cfg.OnMembers != nil {
-			m.cfg.OnMembers(st.Members)
-		}
-		return nil
+		return m.restoreMeta(head)
 	}
-	hasBody := string(magic) == snapshotMagic
-	if !hasBody && !m.cfg.Restored.IsZero() {
+	if man.IsEmpty() && !m.cfg.Restored.IsZero() {
 		// The initial state of a group of a restored node: the backup's
 		// sessions of the group, already in Root, as they are.
-		head.TS = max(head.TS, m.cfg.Restored.UnixNano())
+		head.Applied.TS = max(head.Applied.TS, m.cfg.Restored.UnixNano())
 		return m.commit(func(b *pebble.Batch) error {
-			if err := setJSON(b, gkey(group, kindApplied), head); err != nil {
+			if err := setJSON(b, gkey(group, kindApplied), head.Applied); err != nil {
 				return err
 			}
 			return b.Delete(gkey(group, kindIntent), nil)
 		}, true)
 	}
-	if err := m.commit(func(b *pebble.Batch) error { return setJSON(b, gkey(group, kindRestoring), head) }, true); err != nil {
+	if err := m.commit(func(b *pebble.Batch) error { return setJSON(b, gkey(group, kindRestoring), head.Applied) }, true); err != nil {
 		return err
 	}
-	if err := m.replaceSessions(group, br, hasBody); err != nil {
+	if err := m.replaceSessions(group, man, body); err != nil {
 		return fmt.Errorf("replica: restore group %d: %w", group, err)
 	}
 	return m.commit(func(b *pebble.Batch) error {
-		if err := setJSON(b, gkey(group, kindApplied), head); err != nil {
+		if err := setJSON(b, gkey(group, kindApplied), head.Applied); err != nil {
 			return err
 		}
 		if err := b.Delete(gkey(group, kindIntent), nil); err != nil {
@@ -173,8 +171,39 @@ func (m *SM) Restore(group uint64, index uint64, r io.Reader) error {
 	}, true)
 }
 
-// replaceSessions removes the group's sessions and writes the stream's.
-func (m *SM) replaceSessions(group uint64, br *bufio.Reader, hasBody bool) error {
+func (m *SM) restoreMeta(head snapshotHead) error {
+	st := metaState{Members: head.Members, Tokens: head.Tokens}
+	if err := m.saveMeta(st, head.Applied, nil); err != nil {
+		return err
+	}
+	if m.cfg.OnMembers != nil {
+		m.cfg.OnMembers(st.Members)
+	}
+	return nil
+}
+
+// replaceSessions removes the group's sessions and writes the snapshot's.
+func (m *SM) replaceSessions(group uint64, man node.Manifest, body io.Reader) error {
+	if err := m.removeSessions(group); err != nil {
+		return err
+	}
+	return man.ReadEntries(body, func(e node.ManifestEntry, r io.Reader) error {
+		if e.Kind != kindSessionLog {
+			return fmt.Errorf("unknown kind %q", e.Kind)
+		}
+		t, s, _ := strings.Cut(e.Name, "/")
+		dir, err := store.SessionDir(m.cfg.Root, t, s)
+		if err != nil {
+			return err
+		}
+		if g := m.GroupOf(t, s); g != group {
+			return fmt.Errorf("session %s belongs to group %d, not %d", e.Name, g, group)
+		}
+		return store.WriteLog(dir, r, int64(e.Length))
+	})
+}
+
+func (m *SM) removeSessions(group uint64) error {
 	sessions, err := store.Sessions(m.cfg.Root, "")
 	if err != nil {
 		return err
@@ -193,31 +222,5 @@ func (m *SM) replaceSessions(group uint64, br *bufio.Reader, hasBody bool) error
 			return err
 		}
 	}
-	if !hasBody {
-		return nil
-	}
-	for {
-		name, err := readField(br, maxSnapshotName)
-		if err != nil {
-			return fmt.Errorf("session name: %w", err)
-		}
-		if len(name) == 0 {
-			return nil
-		}
-		t, s, _ := strings.Cut(string(name), "/")
-		dir, err := store.SessionDir(m.cfg.Root, t, s)
-		if err != nil {
-			return err
-		}
-		if g := m.GroupOf(t, s); g != group {
-			return fmt.Errorf("session %s belongs to group %d, not %d", name, g, group)
-		}
-		n, err := binary.ReadUvarint(br)
-		if err != nil {
-			return err
-		}
-		if err := store.WriteLog(dir, br, int64(n)); err != nil {
-			return fmt.Errorf("session %s: %w", name, err)
-		}
-	}
+	return nil
 }

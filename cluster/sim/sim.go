@@ -36,9 +36,11 @@
 package sim
 
 import (
+	"bytes"
 	"container/heap"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -90,8 +92,11 @@ type Stats struct {
 	Transfers  int
 	Membership int // membership changes applied
 	Messages   int
-	Snapshots  int
-	Trace      uint64 // a hash of the run's events, equal for equal runs
+	Snapshots  int // snapshot streams started
+	// SnapshotsFailed counts the streams lost on the way, cut, or whose
+	// acknowledgment was lost, each reported to its sender as a failure.
+	SnapshotsFailed int
+	Trace           uint64 // a hash of the run's events, equal for equal runs
 }
 
 type event struct {
@@ -395,10 +400,7 @@ type transport struct {
 
 func (t *transport) Send(to uint64, batch []node.Envelope) {
 	w := t.w
-	if w.blocked[[2]uint64{t.from, to}] || int(to) > len(w.nodes) || to == 0 {
-		return
-	}
-	if w.rng.IntN(100) < w.lossPct {
+	if !t.reaches(to) {
 		return
 	}
 	// Copy, as a wire would: the receiver must not share the sender's
@@ -406,9 +408,6 @@ func (t *transport) Send(to uint64, batch []node.Envelope) {
 	cp := make([]node.Envelope, len(batch))
 	for i, e := range batch {
 		cp[i] = node.Envelope{Group: e.Group, Msg: proto.Clone(e.Msg).(*pb.Message)}
-		if e.Msg.GetType() == pb.MessageType_MsgSnap {
-			w.stats.Snapshots++
-		}
 	}
 	w.stats.Messages += len(cp)
 	if w.now < int64(w.opt.Chaos) && w.rng.IntN(1000) < 2 {
@@ -442,6 +441,83 @@ func (t *transport) Send(to uint64, batch []node.Envelope) {
 			w.process(sn)
 		})
 	}
+}
+
+// SendSnapshot carries a snapshot's body whole, in memory (a test may),
+// on the same lossy, partitionable network. The body is written from the
+// manifest when the stream arrives, as a real stream writes it while the
+// sender's loop goes on, so the state machine must still produce what its
+// manifest named. The stream can be lost on the way there or its
+// acknowledgment on the way back, and either failure is told to the
+// sender from its own loop, as a real stream's would be; a sender that
+// crashed meanwhile took its stream with it.
+func (t *transport) SendSnapshot(to uint64, s node.OutboundSnapshot) {
+	w := t.w
+	w.stats.Snapshots++
+	if !t.reaches(to) {
+		t.report(s, errors.New("snapshot lost on the way"))
+		return
+	}
+	env := node.Envelope{Group: s.Envelope.Group, Msg: proto.Clone(s.Envelope.Msg).(*pb.Message)}
+	sender, sn := w.nodes[t.from-1], w.nodes[to-1]
+	senderEpoch, epoch := sender.epoch, sn.epoch
+	// A body takes longer than a message: a millisecond per 64 KiB more.
+	delay := time.Duration(1+w.rng.IntN(15)+int(s.Size>>16)) * time.Millisecond
+	w.after(delay, func() {
+		if !sender.up || sender.epoch != senderEpoch {
+			return
+		}
+		if !sn.up || sn.epoch != epoch || w.blocked[[2]uint64{t.from, to}] {
+			t.report(s, errors.New("snapshot stream cut"))
+			return
+		}
+		var body bytes.Buffer
+		if err := s.Write(&body); err != nil || uint64(body.Len()) != s.Size {
+			w.fail("snapshot of group %d from node %d: %d bytes written, %d in the manifest: %v", env.Group, t.from, body.Len(), s.Size, err)
+			return
+		}
+		env.Snapshot = &node.InboundSnapshot{
+			Body: io.NopCloser(&body),
+			Stepped: func(bool) {
+				back := transport{w: w, from: to}
+				if back.reaches(t.from) {
+					t.report(s, nil)
+				} else {
+					t.report(s, errors.New("snapshot acknowledgment lost"))
+				}
+			},
+		}
+		sn.n.Deliver(env)
+		w.process(sn)
+	})
+}
+
+// reaches rolls whether a message from t's node to another gets through
+// the network as it is now.
+func (t *transport) reaches(to uint64) bool {
+	w := t.w
+	if w.blocked[[2]uint64{t.from, to}] || int(to) > len(w.nodes) || to == 0 {
+		return false
+	}
+	return w.rng.IntN(100) >= w.lossPct
+}
+
+// report tells the sender a stream's outcome, from its loop, after a
+// network delay; a sender restarted since is a new node that never sent it.
+func (t *transport) report(s node.OutboundSnapshot, err error) {
+	w := t.w
+	sender := w.nodes[t.from-1]
+	epoch := sender.epoch
+	w.mix(11, t.from, s.Envelope.Group)
+	if err != nil {
+		w.stats.SnapshotsFailed++
+	}
+	w.after(time.Duration(1+w.rng.IntN(15))*time.Millisecond, func() {
+		if sender.up && sender.epoch == epoch {
+			s.Done(err)
+			w.process(sender)
+		}
+	})
 }
 
 func (w *World) upNodes() []*simNode {

@@ -68,14 +68,15 @@ func TestSim(t *testing.T) {
 		total.Transfers += st.Transfers
 		total.Membership += st.Membership
 		total.Snapshots += st.Snapshots
+		total.SnapshotsFailed += st.SnapshotsFailed
 		if n == 1 {
 			t.Logf("seed %d: %+v", seed, st)
 		}
 	}
 	wall := time.Since(start)
-	t.Logf("%d seeds in %v: %v simulated (%.0fx), %d ops, %d crashes (%d before a batch's fsync, %d logs torn), %d disk faults, %d partitions, %d transfers, %d membership changes, %d snapshots sent",
+	t.Logf("%d seeds in %v: %v simulated (%.0fx), %d ops, %d crashes (%d before a batch's fsync, %d logs torn), %d disk faults, %d partitions, %d transfers, %d membership changes, %d snapshots sent (%d of them failed)",
 		n, wall.Round(time.Millisecond), total.Virtual, total.Virtual.Seconds()/wall.Seconds(), total.Ops, total.Crashes, total.Unsynced, total.Torn,
-		total.DiskFaults, total.Partitions, total.Transfers, total.Membership, total.Snapshots)
+		total.DiskFaults, total.Partitions, total.Transfers, total.Membership, total.Snapshots, total.SnapshotsFailed)
 }
 
 // TestSimReplaysExactly: the same seed gives the same run, down to the

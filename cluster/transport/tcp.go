@@ -1,9 +1,10 @@
 // Package transport carries raft messages between cluster nodes over TCP:
 // one listener per node, one outbound connection per peer carrying the
-// messages of every group in batches, peers authenticated by the cluster id
-// and a shared join secret (an HMAC challenge in each direction, so the
-// secret never crosses the wire), and every queue and frame bounded. A slow
-// or dead peer costs at most its queue: Send drops a batch when the queue is
+// messages of every group in batches, a connection of its own per snapshot
+// stream (snapshot.go), peers authenticated by the cluster id and a shared
+// join secret (an HMAC challenge in each direction, so the secret never
+// crosses the wire), and every queue, frame and stream bounded. A slow or
+// dead peer costs at most its queue: Send drops a batch when the queue is
 // full and raft's own retries recover.
 package transport
 
@@ -40,8 +41,9 @@ type Config struct {
 	Listen string
 	// Peers maps each other node's id to its address.
 	Peers map[uint64]string
-	// MaxFrameSize bounds one batch on the wire; a larger one is not sent
-	// and a peer announcing one is disconnected.
+	// MaxFrameSize bounds one frame of messages on the wire: a larger batch
+	// goes as several frames, a larger message is not sent, and a peer
+	// announcing a larger frame is disconnected.
 	MaxFrameSize int
 	// QueueLen bounds the batches waiting for one peer.
 	QueueLen int
@@ -52,18 +54,61 @@ type Config struct {
 	HandshakeTimeout time.Duration
 	// RedialDelay is the pause after a failed connection to a peer.
 	RedialDelay time.Duration
+
+	// SpoolDir is where received snapshot bodies are kept until the node
+	// has restored them; Listen creates it and removes what an earlier run
+	// left there. Empty refuses every snapshot offered.
+	SpoolDir string
+	// SnapshotChunkSize is the most of a snapshot body a stream holds in
+	// memory on either side: the sender writes it in chunks of this size,
+	// blocking on the socket, and the receiver reads it so.
+	SnapshotChunkSize int
+	// MaxSnapshotStreams bounds the snapshot streams under way in each
+	// direction, MaxSnapshotStreamsPerPeer those with any one peer. A
+	// stream past either waits for a place; past MaxSnapshotStreamsWaiting
+	// waiting it is refused, and raft sends the snapshot again later.
+	MaxSnapshotStreams        int
+	MaxSnapshotStreamsPerPeer int
+	MaxSnapshotStreamsWaiting int
+	// MaxSnapshotSize bounds a received snapshot's body: a larger one is
+	// refused before any of it is spooled.
+	MaxSnapshotSize uint64
+	// SnapshotIdleTimeout fails a snapshot stream that makes no progress
+	// for this long (a chunk not taken or not coming, an answer not given).
+	SnapshotIdleTimeout time.Duration
 }
+
+// DefaultMaxFrameSize bounds a frame of messages. It is sized for raft's
+// messages, not for snapshots (which stream apart): an append carries at
+// most the node's MaxMsgSize of entries (1 MiB), or one entry of at most
+// MaxEntrySize (1 MiB), so one message fits with room to spare.
+const DefaultMaxFrameSize = 4 << 20
+
+// DefaultSnapshotChunkSize is the snapshot stream's chunk: large enough
+// for the disk and the socket to work in big writes, small beside a body.
+const DefaultSnapshotChunkSize = 1 << 20
+
+// DefaultMaxSnapshotSize bounds a received snapshot body (a group's
+// sessions' logs): far beyond any group's expected size, but a bound.
+const DefaultMaxSnapshotSize = 64 << 30
 
 // DefaultConfig fills in the limits; identity and addresses are the
 // caller's.
 func DefaultConfig() Config {
 	return Config{
-		MaxFrameSize:     4 << 20,
+		MaxFrameSize:     DefaultMaxFrameSize,
 		QueueLen:         256,
 		InboxLen:         1024,
 		DialTimeout:      time.Second,
 		HandshakeTimeout: 2 * time.Second,
 		RedialDelay:      200 * time.Millisecond,
+
+		SnapshotChunkSize:         DefaultSnapshotChunkSize,
+		MaxSnapshotStreams:        4,
+		MaxSnapshotStreamsPerPeer: 2,
+		MaxSnapshotStreamsWaiting: 64,
+		MaxSnapshotSize:           DefaultMaxSnapshotSize,
+		SnapshotIdleTimeout:       30 * time.Second,
 	}
 }
 
@@ -82,6 +127,15 @@ func (c Config) Validate() error {
 		return errors.New("transport config: QueueLen and InboxLen must be positive")
 	case c.DialTimeout <= 0 || c.HandshakeTimeout <= 0 || c.RedialDelay <= 0:
 		return errors.New("transport config: DialTimeout, HandshakeTimeout and RedialDelay must be positive")
+	case c.SnapshotChunkSize < 4096:
+		return fmt.Errorf("transport config: SnapshotChunkSize %d must be at least 4096", c.SnapshotChunkSize)
+	case c.MaxSnapshotStreams <= 0 || c.MaxSnapshotStreamsPerPeer <= 0 || c.MaxSnapshotStreamsPerPeer > c.MaxSnapshotStreams:
+		return fmt.Errorf("transport config: MaxSnapshotStreams (%d) and MaxSnapshotStreamsPerPeer (%d) must be positive, the second at most the first",
+			c.MaxSnapshotStreams, c.MaxSnapshotStreamsPerPeer)
+	case c.MaxSnapshotStreamsWaiting <= 0:
+		return fmt.Errorf("transport config: MaxSnapshotStreamsWaiting %d must be positive (every stream waits for its place, if only briefly)", c.MaxSnapshotStreamsWaiting)
+	case c.SnapshotIdleTimeout <= 0:
+		return errors.New("transport config: SnapshotIdleTimeout must be positive")
 	}
 	return nil
 }
@@ -92,6 +146,13 @@ type Stats struct {
 	Dropped                    atomic.Uint64 // batches dropped: queue full or too large
 	ReceivedBatches            atomic.Uint64
 	RefusedPeers, BrokenFrames atomic.Uint64
+
+	// Snapshot streams: those the peer acknowledged whole, those spooled
+	// and handed to the node, their bodies' bytes, and the streams that
+	// failed (refused, cut, a wrong length or checksum, a timeout).
+	SnapshotsSent, SnapshotsReceived           atomic.Uint64
+	SnapshotBytesSent, SnapshotBytesReceived   atomic.Uint64
+	SnapshotSendFailures, SnapshotRecvFailures atomic.Uint64
 }
 
 // TCP is the transport. It implements node.Transport.
@@ -108,6 +169,9 @@ type TCP struct {
 	mu     sync.Mutex
 	peers  map[uint64]*peer
 	conns  map[net.Conn]struct{}
+
+	// Snapshot streams under way or waiting, sending and receiving.
+	outStreams, inStreams *streamLimit
 }
 
 type peer struct {
@@ -131,9 +195,15 @@ func Listen(cfg Config, log *slog.Logger) (*TCP, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transport: listen %s: %w", cfg.Listen, err)
 	}
+	if err := prepareSpool(cfg.SpoolDir); err != nil {
+		ln.Close()
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &TCP{cfg: cfg, log: log, ln: ln, inbox: make(chan []node.Envelope, cfg.InboxLen),
-		ctx: ctx, cancel: cancel, peers: map[uint64]*peer{}, conns: map[net.Conn]struct{}{}}
+		ctx: ctx, cancel: cancel, peers: map[uint64]*peer{}, conns: map[net.Conn]struct{}{},
+		outStreams: newStreamLimit(cfg.MaxSnapshotStreams, cfg.MaxSnapshotStreamsPerPeer, cfg.MaxSnapshotStreamsWaiting),
+		inStreams:  newStreamLimit(cfg.MaxSnapshotStreams, cfg.MaxSnapshotStreamsPerPeer, cfg.MaxSnapshotStreamsWaiting)}
 	t.wg.Add(1)
 	go t.accept()
 	for id, addr := range cfg.Peers {
@@ -174,8 +244,9 @@ func (t *TCP) Close() error {
 	return err
 }
 
-// Send queues one batch for a peer without blocking; a full queue or an
-// oversized batch drops it.
+// Send queues one batch for a peer without blocking; a full queue drops
+// it. A batch over MaxFrameSize goes as several frames, in order; a single
+// message over it is dropped.
 func (t *TCP) Send(to uint64, batch []node.Envelope) {
 	t.mu.Lock()
 	p := t.peers[to]
@@ -184,37 +255,56 @@ func (t *TCP) Send(to uint64, batch []node.Envelope) {
 		t.Stats.Dropped.Add(1)
 		return
 	}
-	frame, err := encodeBatch(batch, t.cfg.MaxFrameSize)
+	frames, err := encodeFrames(batch, t.cfg.MaxFrameSize)
 	if err != nil {
 		t.Stats.Dropped.Add(1)
-		t.log.Warn("transport: batch not sent", "to", to, "err", err)
-		return
+		t.log.Warn("transport: message not sent", "to", to, "err", err)
 	}
-	select {
-	case p.queue <- frame:
-	default:
-		t.Stats.Dropped.Add(1)
+	for _, frame := range frames {
+		select {
+		case p.queue <- frame:
+		default:
+			t.Stats.Dropped.Add(1)
+		}
 	}
 }
 
-// encodeBatch: 4-byte length, then per message its group (uvarint), its
-// length (uvarint) and its bytes.
-func encodeBatch(batch []node.Envelope, max int) ([]byte, error) {
+// encodeFrames packs a batch into frames of at most max bytes: each a
+// 4-byte length, then per message its group (uvarint), its length
+// (uvarint) and its bytes. A message that fits no frame is left out and
+// named in the error; the others still go.
+func encodeFrames(batch []node.Envelope, max int) ([][]byte, error) {
+	var frames [][]byte
+	var errs []error
 	buf := make([]byte, 4, 256)
 	for _, e := range batch {
 		data, err := proto.Marshal(e.Msg)
 		if err != nil {
-			return nil, fmt.Errorf("marshal: %w", err)
+			errs = append(errs, fmt.Errorf("marshal: %w", err))
+			continue
 		}
-		buf = binary.AppendUvarint(buf, e.Group)
-		buf = binary.AppendUvarint(buf, uint64(len(data)))
-		buf = append(buf, data...)
-		if len(buf)-4 > max {
-			return nil, fmt.Errorf("batch exceeds MaxFrameSize %d", max)
+		msg := binary.AppendUvarint(nil, e.Group)
+		msg = binary.AppendUvarint(msg, uint64(len(data)))
+		msg = append(msg, data...)
+		if len(msg) > max {
+			errs = append(errs, fmt.Errorf("a %s of %d bytes exceeds MaxFrameSize %d", e.Msg.GetType(), len(msg), max))
+			continue
 		}
+		if len(buf)-4+len(msg) > max {
+			frames = append(frames, sealFrame(buf))
+			buf = make([]byte, 4, 256)
+		}
+		buf = append(buf, msg...)
 	}
+	if len(buf) > 4 {
+		frames = append(frames, sealFrame(buf))
+	}
+	return frames, errors.Join(errs...)
+}
+
+func sealFrame(buf []byte) []byte {
 	binary.BigEndian.PutUint32(buf[:4], uint32(len(buf)-4))
-	return buf, nil
+	return buf
 }
 
 func decodeBatch(frame []byte) ([]node.Envelope, error) {
@@ -260,7 +350,7 @@ func (t *TCP) untrack(c net.Conn) {
 func (t *TCP) sendLoop(p *peer) {
 	defer t.wg.Done()
 	for t.ctx.Err() == nil {
-		c, err := t.dial(p)
+		c, err := t.dial(p, magic)
 		if err != nil {
 			t.log.Debug("transport: peer unreachable", "peer", p.id, "err", err)
 			select {
@@ -308,7 +398,7 @@ func (t *TCP) write(p *peer, c net.Conn) {
 	}
 }
 
-func (t *TCP) dial(p *peer) (net.Conn, error) {
+func (t *TCP) dial(p *peer, kind string) (net.Conn, error) {
 	d := net.Dialer{Timeout: t.cfg.DialTimeout}
 	c, err := d.DialContext(t.ctx, "tcp", p.addr)
 	if err != nil {
@@ -319,7 +409,7 @@ func (t *TCP) dial(p *peer) (net.Conn, error) {
 		return nil, t.ctx.Err()
 	}
 	c.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout))
-	if err := t.clientHandshake(c, p.id); err != nil {
+	if err := t.clientHandshake(c, p.id, kind); err != nil {
 		t.untrack(c)
 		return nil, err
 	}
@@ -348,42 +438,35 @@ func (t *TCP) serve(c net.Conn) {
 	defer t.untrack(c)
 	c.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout))
 	// One reader for the handshake and the frames: the peer may send its
-	// first frame right behind its MAC.
-	r := bufio.NewReaderSize(c, 64<<10)
-	from, err := t.serverHandshake(r, c)
+	// first frame right behind its MAC. Reads wait as long as they need,
+	// except on a snapshot stream.
+	ic := &idleConn{Conn: c}
+	r := bufio.NewReaderSize(ic, 64<<10)
+	from, kind, err := t.serverHandshake(r, c)
 	if err != nil {
 		t.Stats.RefusedPeers.Add(1)
 		t.log.Warn("transport: peer refused", "remote", c.RemoteAddr().String(), "err", err)
 		return
 	}
 	c.SetDeadline(time.Time{})
-	var hdr [4]byte
+	if kind == magicSnapshot {
+		ic.idle = t.cfg.SnapshotIdleTimeout
+		t.receiveSnapshot(from, r, ic)
+		return
+	}
+	t.readFrames(from, r)
+}
+
+// readFrames hands each batch a peer sends to the inbox.
+func (t *TCP) readFrames(from uint64, r *bufio.Reader) {
 	for {
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return
-		}
-		n := binary.BigEndian.Uint32(hdr[:])
-		if int(n) > t.cfg.MaxFrameSize {
-			t.Stats.BrokenFrames.Add(1)
-			t.log.Warn("transport: frame over MaxFrameSize", "peer", from, "size", n)
-			return
-		}
-		frame := make([]byte, n)
-		if _, err := io.ReadFull(r, frame); err != nil {
-			return
-		}
-		batch, err := decodeBatch(frame)
+		batch, err := t.readBatch(from, r)
 		if err != nil {
-			t.Stats.BrokenFrames.Add(1)
-			t.log.Warn("transport: bad frame", "peer", from, "err", err)
-			return
-		}
-		for _, e := range batch {
-			if e.Msg.GetFrom() != from {
+			if errors.Is(err, errBrokenFrame) {
 				t.Stats.BrokenFrames.Add(1)
-				t.log.Warn("transport: message not from the authenticated peer", "peer", from, "claimed", e.Msg.GetFrom())
-				return
+				t.log.Warn("transport: bad frame", "peer", from, "err", err)
 			}
+			return
 		}
 		t.Stats.ReceivedBatches.Add(1)
 		select {
@@ -394,13 +477,49 @@ func (t *TCP) serve(c net.Conn) {
 	}
 }
 
+// errBrokenFrame marks a frame a peer should not have sent, as against the
+// connection ending.
+var errBrokenFrame = errors.New("broken frame")
+
+// readBatch reads one frame of messages, every one of them from the
+// authenticated peer.
+func (t *TCP) readBatch(from uint64, r io.Reader) ([]node.Envelope, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if int64(n) > int64(t.cfg.MaxFrameSize) {
+		return nil, fmt.Errorf("%w: %d bytes over MaxFrameSize %d", errBrokenFrame, n, t.cfg.MaxFrameSize)
+	}
+	frame := make([]byte, n)
+	if _, err := io.ReadFull(r, frame); err != nil {
+		return nil, err
+	}
+	batch, err := decodeBatch(frame)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errBrokenFrame, err)
+	}
+	for _, e := range batch {
+		if e.Msg.GetFrom() != from {
+			return nil, fmt.Errorf("%w: a message claims to be from node %d", errBrokenFrame, e.Msg.GetFrom())
+		}
+	}
+	return batch, nil
+}
+
 // The handshake. The dialer sends hello: magic, its node id, the cluster id
 // and a nonce. The listener answers with its own nonce and a MAC over both
 // nonces, both ids and the cluster id; the dialer checks it and answers
 // with its MAC. A wrong cluster id or secret fails on whichever side checks
 // first; the refusal says which.
 
-const magic = "TALLYRAFT1"
+// The hello's magic says what the connection carries: frames of messages,
+// or one snapshot stream. Both authenticate the same way.
+const (
+	magic         = "TALLYRAFT1"
+	magicSnapshot = "TALLYSNAP1"
+)
 
 const (
 	refuseCluster = "wrong cluster id"
@@ -446,9 +565,9 @@ func nonce() []byte {
 	return b
 }
 
-func (t *TCP) clientHandshake(c net.Conn, server uint64) error {
+func (t *TCP) clientHandshake(c net.Conn, server uint64, kind string) error {
 	nc := nonce()
-	for _, f := range [][]byte{[]byte(magic), binary.BigEndian.AppendUint64(nil, t.cfg.NodeID), []byte(t.cfg.ClusterID), nc} {
+	for _, f := range [][]byte{[]byte(kind), binary.BigEndian.AppendUint64(nil, t.cfg.NodeID), []byte(t.cfg.ClusterID), nc} {
 		if err := writeField(c, f); err != nil {
 			return err
 		}
@@ -481,11 +600,17 @@ func (t *TCP) clientHandshake(c net.Conn, server uint64) error {
 	return writeField(c, t.mac("client", t.cfg.NodeID, server, nc, ns))
 }
 
-func (t *TCP) serverHandshake(r *bufio.Reader, c net.Conn) (uint64, error) {
+func (t *TCP) serverHandshake(r *bufio.Reader, c net.Conn) (uint64, string, error) {
 	m, err := readField(r, 64)
-	if err != nil || string(m) != magic {
-		return 0, fmt.Errorf("handshake: not a tally raft peer")
+	if err != nil || (string(m) != magic && string(m) != magicSnapshot) {
+		return 0, "", fmt.Errorf("handshake: not a tally raft peer")
 	}
+	client, err := t.serverAuth(r, c)
+	return client, string(m), err
+}
+
+// serverAuth is the listener's side of the handshake after the magic.
+func (t *TCP) serverAuth(r *bufio.Reader, c net.Conn) (uint64, error) {
 	cid, err := readField(r, 8)
 	if err != nil || len(cid) != 8 {
 		return 0, fmt.Errorf("handshake: node id: %v", err)

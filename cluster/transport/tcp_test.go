@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -41,106 +42,193 @@ type realClock struct{}
 
 func (realClock) Now() time.Time { return time.Now() }
 
-// TestThreeNodesReplicateOverTCP runs three real nodes, each with its own
-// loop goroutine, store and listener on 127.0.0.1, and requires every
+// tcpNode is a real node on a TCP transport, its loop on a goroutine.
+type tcpNode struct {
+	tr    *TCP
+	db    *raftlog.DB
+	sm    *model.SM
+	calls chan func(*node.Node)
+	spool string
+}
+
+// tcpCluster runs real nodes, each with its own loop goroutine, store,
+// spool directory and listener on 127.0.0.1, until the test ends.
+type tcpCluster struct {
+	t      *testing.T
+	ctx    context.Context
+	wg     sync.WaitGroup
+	nodes  map[uint64]*tcpNode
+	secret string
+}
+
+func newTCPCluster(t *testing.T) *tcpCluster {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &tcpCluster{t: t, ctx: ctx, nodes: map[uint64]*tcpNode{}, secret: "a join secret of some length"}
+	// The stores close last: a snapshot stream still under way reads one.
+	t.Cleanup(func() {
+		cancel()
+		c.wg.Wait()
+		for _, n := range c.nodes {
+			n.tr.Close()
+		}
+		for _, n := range c.nodes {
+			n.db.Close()
+		}
+	})
+	return c
+}
+
+// start runs node id in groups MetaGroup and 2, with voters as the
+// groups' first voters (none: it joins later), every other node its peer.
+func (c *tcpCluster) start(id uint64, voters []uint64, tune func(*node.Config)) *tcpNode {
+	t := c.t
+	tc := cfgFor(id, "c1", c.secret)
+	tc.SpoolDir = t.TempDir()
+	tr, err := Listen(tc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for oid, o := range c.nodes {
+		tr.AddPeer(oid, o.tr.Addr())
+		o.tr.AddPeer(id, tr.Addr())
+	}
+	db, err := raftlog.Open("/d", raftlog.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := node.DefaultConfig(id)
+	cfg.Groups = []uint64{node.MetaGroup, 2}
+	cfg.TickInterval = 10 * time.Millisecond
+	if tune != nil {
+		tune(&cfg)
+	}
+	tn := &tcpNode{tr: tr, db: db, sm: model.New(db), calls: make(chan func(*node.Node)), spool: tc.SpoolDir}
+	n, err := node.New(cfg, db, tn.sm, tr, realClock{}, func(uint64) []uint64 { return voters }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.nodes[id] = tn
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		n.Run(c.ctx, tr.Inbox(), tn.calls)
+	}()
+	return tn
+}
+
+// append commits value to session s in group 2 through node via, retrying
+// while the group has no leader.
+func (c *tcpCluster) append(via uint64, req uint64, value string) {
+	for attempt := 0; ; attempt++ {
+		done := make(chan node.ProposeResult, 1)
+		cmd, _ := json.Marshal(model.Command{Session: "s", Client: via, Req: req, Value: value})
+		c.nodes[via].calls <- func(n *node.Node) { n.Propose(2, cmd, func(r node.ProposeResult) { done <- r }) }
+		r := <-done
+		if r.Err == nil {
+			return
+		}
+		if attempt > 50 {
+			c.t.Fatalf("append %s via %d: %v", value, via, r.Err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// log reads session s of group 2 at a node, on its loop.
+func (c *tcpCluster) log(id uint64) []model.Record {
+	ch := make(chan []model.Record, 1)
+	c.nodes[id].calls <- func(*node.Node) {
+		recs, _ := c.nodes[id].sm.Log(2, "s")
+		ch <- recs
+	}
+	return <-ch
+}
+
+// startThree starts nodes 1–3, the groups' voters, and commits total
+// appends through each in turn (a node forwards to the leader).
+func (c *tcpCluster) startThree(total int, tune func(*node.Config)) []uint64 {
+	ids := []uint64{1, 2, 3}
+	for _, id := range ids {
+		c.start(id, ids, tune)
+	}
+	for i := 1; i <= total; i++ {
+		c.append(ids[i%3], uint64(i), fmt.Sprint("v", i))
+	}
+	return ids
+}
+
+// TestThreeNodesReplicateOverTCP runs three real nodes and requires every
 // acknowledged append on every node with identical chains.
 func TestThreeNodesReplicateOverTCP(t *testing.T) {
-	const secret = "a join secret of some length"
-	ids := []uint64{1, 2, 3}
-	trs := map[uint64]*TCP{}
-	for _, id := range ids {
-		tr, err := Listen(cfgFor(id, "c1", secret), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		trs[id] = tr
-	}
-	for _, a := range ids {
-		for _, b := range ids {
-			trs[a].AddPeer(b, trs[b].Addr())
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	calls := map[uint64]chan func(*node.Node){}
-	sms := map[uint64]*model.SM{}
-	for _, id := range ids {
-		db, err := raftlog.Open("/d", raftlog.Options{FS: vfs.NewMem()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := node.DefaultConfig(id)
-		cfg.Groups = []uint64{node.MetaGroup, 2}
-		cfg.TickInterval = 10 * time.Millisecond
-		sm := model.New(db)
-		n, err := node.New(cfg, db, sm, trs[id], realClock{}, func(uint64) []uint64 { return ids }, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sms[id] = sm
-		ch := make(chan func(*node.Node))
-		calls[id] = ch
-		inbox := trs[id].Inbox()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			n.Run(ctx, inbox, ch)
-			db.Close()
-		}()
-	}
-	defer func() {
-		cancel()
-		wg.Wait()
-		for _, tr := range trs {
-			tr.Close()
-		}
-	}()
-	// Appends through every node; a node forwards to the leader.
+	c := newTCPCluster(t)
 	const total = 60
-	for i := 1; i <= total; i++ {
-		via := ids[i%3]
-		for attempt := 0; ; attempt++ {
-			done := make(chan node.ProposeResult, 1)
-			cmd, _ := json.Marshal(model.Command{Session: "s", Client: uint64(via), Req: uint64(i), Value: fmt.Sprint("v", i)})
-			calls[via] <- func(n *node.Node) { n.Propose(2, cmd, func(r node.ProposeResult) { done <- r }) }
-			r := <-done
-			if r.Err == nil {
-				break
-			}
-			if attempt > 50 {
-				t.Fatalf("append %d via %d: %v", i, via, r.Err)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	logOf := func(id uint64) []model.Record {
-		ch := make(chan []model.Record, 1)
-		calls[id] <- func(*node.Node) {
-			recs, _ := sms[id].Log(2, "s")
-			ch <- recs
-		}
-		return <-ch
-	}
+	ids := c.startThree(total, nil)
 	waitFor(t, "every node to apply every append", func() bool {
 		for _, id := range ids {
-			if len(logOf(id)) != total {
+			if len(c.log(id)) != total {
 				return false
 			}
 		}
 		return true
 	})
-	ref := logOf(1)
+	ref := c.log(1)
 	for _, id := range ids[1:] {
-		got := logOf(id)
+		got := c.log(id)
 		if string(got[total-1].Hash) != string(ref[total-1].Hash) {
 			t.Fatalf("node %d's chain differs from node 1's", id)
 		}
 	}
 	for _, id := range ids {
-		if trs[id].Stats.SentBatches.Load() == 0 || trs[id].Stats.ReceivedBatches.Load() == 0 {
+		if st := &c.nodes[id].tr.Stats; st.SentBatches.Load() == 0 || st.ReceivedBatches.Load() == 0 {
 			t.Fatalf("node %d sent or received nothing", id)
 		}
 	}
+}
+
+// TestNewNodeInstallsSnapshotOverTCP: a node added to a group whose log
+// was compacted past its start receives the group's snapshot on a stream,
+// restores it from the spool, which is then gone, and holds the same chain.
+func TestNewNodeInstallsSnapshotOverTCP(t *testing.T) {
+	c := newTCPCluster(t)
+	compact := func(cfg *node.Config) { cfg.CompactAfter, cfg.CompactKeep = 20, 5 }
+	const total = 60
+	ids := c.startThree(total, compact)
+	n4 := c.start(4, nil, compact)
+	add := &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{{Type: pb.ConfChangeType_ConfChangeAddLearnerNode.Enum(), NodeId: new(uint64(4))}}}
+	waitFor(t, "node 4 added to group 2 at its leader", func() bool {
+		for _, id := range ids {
+			done := make(chan node.ConfResult, 1)
+			c.nodes[id].calls <- func(n *node.Node) { n.ProposeConfChange(2, add, func(r node.ConfResult) { done <- r }) }
+			if r := <-done; r.Err == nil {
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, "node 4 to hold every append", func() bool { return len(c.log(4)) == total })
+	if got, want := c.log(4), c.log(1); string(got[total-1].Hash) != string(want[total-1].Hash) {
+		t.Fatal("node 4's chain differs from node 1's")
+	}
+	if n4.tr.Stats.SnapshotsReceived.Load() == 0 || n4.tr.Stats.SnapshotBytesReceived.Load() == 0 {
+		t.Fatalf("node 4 caught up without a snapshot with a body: %d received, %d bytes",
+			n4.tr.Stats.SnapshotsReceived.Load(), n4.tr.Stats.SnapshotBytesReceived.Load())
+	}
+	if left := spools(t, n4.spool); len(left) != 0 {
+		t.Fatalf("spools left after the install: %v", left)
+	}
+}
+
+func spools(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
 }
 
 func heartbeat(from, to uint64) []node.Envelope {
@@ -223,5 +311,36 @@ func TestSendNeverBlocks(t *testing.T) {
 	}
 	if err := (Config{}).Validate(); err == nil {
 		t.Fatal("an empty config validated")
+	}
+}
+
+// TestBatchOverTheFrameBoundGoesAsSeveralFrames: a batch larger than
+// MaxFrameSize, of messages each within it, arrives whole and in order.
+func TestBatchOverTheFrameBoundGoesAsSeveralFrames(t *testing.T) {
+	snd, rcv := pair(t, func(c *Config) { c.MaxFrameSize = 4096 })
+	var batch []node.Envelope
+	for i := range 10 {
+		batch = append(batch, node.Envelope{Group: 2, Msg: &pb.Message{Type: pb.MessageType_MsgApp.Enum(), From: new(uint64(1)), To: new(uint64(2)),
+			Index: new(uint64(i)), Entries: []*pb.Entry{{Data: make([]byte, 1500)}}}})
+	}
+	snd.Send(2, batch)
+	var got []uint64
+	for len(got) < len(batch) {
+		select {
+		case b := <-rcv.Inbox():
+			for _, e := range b {
+				got = append(got, e.Msg.GetIndex())
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("received %v of 10 messages", got)
+		}
+	}
+	for i, idx := range got {
+		if idx != uint64(i) {
+			t.Fatalf("messages arrived as %v", got)
+		}
+	}
+	if n := rcv.Stats.ReceivedBatches.Load(); n < 4 || snd.Stats.Dropped.Load() != 0 {
+		t.Fatalf("%d frames received, %d dropped", n, snd.Stats.Dropped.Load())
 	}
 }
