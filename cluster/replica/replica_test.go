@@ -52,7 +52,7 @@ func openReplicaWith(t *testing.T, dir, failOn string, maxOpen int) (*SM, *raftl
 	}
 	var sm *SM
 	cfg := Config{Root: filepath.Join(dir, "ledger"), DB: db, Ledger: ledger.DefaultConfig(), Groups: 1,
-		Methods: map[string]Method{"declare": declare(&sm, failOn)},
+		Methods: map[string]Method{"declare": declare(&sm, failOn), "use": use(&sm)},
 		Service: func(service.Sessions) service.Service { return nil }, MaxOpen: maxOpen, IdleClose: time.Nanosecond}
 	cfg.Ledger.Logger = slog.New(slog.DiscardHandler)
 	if sm, err = New(cfg); err != nil {
@@ -139,17 +139,7 @@ func TestSnapshotRestoresTheSameChains(t *testing.T) {
 	if _, err := src.Apply(group, []node.Entry{entry(t, 2, "a"), entry(t, 3, "b")}); err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	idx, err := src.Snapshot(group, &buf)
-	if err != nil || idx != 3 {
-		t.Fatalf("snapshot at %d: %v", idx, err)
-	}
-	dst, dstDB := openReplica(t, t.TempDir(), "")
-	defer dstDB.Close()
-	defer dst.Close()
-	if err := dst.Restore(group, idx, &buf); err != nil {
-		t.Fatal(err)
-	}
+	dst := restoredCopy(t, src, 3)
 	if a, _ := dst.Applied(group); a != 3 {
 		t.Fatalf("restored applied %d, want 3", a)
 	}
@@ -169,6 +159,24 @@ func TestSnapshotRestoresTheSameChains(t *testing.T) {
 	if s1 != s2 || h1 != h2 {
 		t.Fatalf("after one more entry: %d %x vs %d %x", s2, h2[:4], s1, h1[:4])
 	}
+}
+
+// restoredCopy is a new replica that installed src's snapshot of its first
+// data group, taken at index; it is closed when the test ends.
+func restoredCopy(t *testing.T, src *SM, index uint64) *SM {
+	t.Helper()
+	group := node.MetaGroup + 1
+	var buf bytes.Buffer
+	idx, err := src.Snapshot(group, &buf)
+	if err != nil || idx != index {
+		t.Fatalf("snapshot at %d, want %d: %v", idx, index, err)
+	}
+	dst, db := openReplica(t, t.TempDir(), "")
+	t.Cleanup(func() { dst.Close(); db.Close() })
+	if err := dst.Restore(group, idx, &buf); err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }
 
 // Past MaxOpen the idle sessions are closed after a batch, and one closed

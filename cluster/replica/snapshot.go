@@ -29,7 +29,7 @@ const maxSnapshotName = 256
 //
 // Stream: magic, the applied record (length-prefixed JSON), then per
 // session its tenant/session and its log (each length-prefixed), then an
-// empty name.
+// empty name, then the group's bytes (snapshot_bytes.go).
 func (m *SM) Snapshot(group uint64, w io.Writer) (uint64, error) {
 	a, err := m.progress(group)
 	if err != nil {
@@ -57,6 +57,9 @@ func (m *SM) Snapshot(group uint64, w io.Writer) (uint64, error) {
 		}
 	}
 	writeField(bw, nil)
+	if err := m.snapshotBytes(group, bw); err != nil {
+		return 0, fmt.Errorf("replica: snapshot group %d: %w", group, err)
+	}
 	return a.Index, bw.Flush()
 }
 
@@ -158,6 +161,9 @@ func (m *SM) Restore(group uint64, index uint64, r io.Reader) error {
 	}
 	if err := m.replaceSessions(group, br, string(magic) == snapshotMagic); err != nil {
 		return fmt.Errorf("replica: restore group %d: %w", group, err)
+	}
+	if err := m.restoreBytes(group, br, string(magic) == snapshotMagic); err != nil {
+		return fmt.Errorf("replica: restore group %d: bytes: %w", group, err)
 	}
 	return m.commit(func(b *pebble.Batch) error {
 		if err := setJSON(b, gkey(group, kindApplied), head); err != nil {
