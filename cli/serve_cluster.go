@@ -78,9 +78,9 @@ func (g *global) serveCluster(c *cobra.Command, cfg server.Config, f *clusterFla
 	cc := cluster.Config{
 		NodeID: f.nodeID, RaftAddr: f.raftAddr, Addr: cfg.Addr, Zone: f.zone, Data: g.abs(f.data), Secret: f.secret,
 		Bootstrap: f.bootstrap, Join: f.join, Groups: f.groups, Tick: f.tick, WatchEvery: cfg.WatchEvery, Ledger: cfg.Ledger, Logger: cfg.Logger,
-		Local: func(s service.Sessions, now func() time.Time, root string) service.Service {
-			return service.NewLocal(s, service.LocalConfig{Now: now, Timekeeper: timekeeper,
-				Root: func() (string, error) { return root, nil }, RelativeLogs: true})
+		Local: func(s service.Sessions, lc service.LocalConfig) service.Service {
+			lc.Timekeeper, lc.RelativeLogs = timekeeper, true
+			return service.NewLocal(s, lc)
 		},
 	}
 	if err := cc.Validate(); err != nil {

@@ -57,10 +57,13 @@ type Config struct {
 	WatchEvery time.Duration
 	// Ledger configures the replicas' session ledgers.
 	Ledger ledger.Config
-	// Local makes the Service over the replica's sessions; clock is the
-	// instant of the command being applied (service.LocalConfig.Now), root
-	// the replica's ledger directory.
-	Local  func(sessions service.Sessions, clock func() time.Time, root string) service.Service
+	// Local makes the Service over the replica's sessions from the
+	// LocalConfig the node fixes: Now, the instant of the command being
+	// applied; Root, the replica's ledger directory; TargetsVerified, as a
+	// check's target is verified at the proposer, never by a replica. It
+	// adds what the node leaves open (Timekeeper, RelativeLogs) and keeps
+	// the rest.
+	Local  func(sessions service.Sessions, cfg service.LocalConfig) service.Service
 	Logger *slog.Logger
 }
 
@@ -182,7 +185,9 @@ func (c *Node) open(fresh bool) error {
 		},
 	}
 	var sm *replica.SM
-	rc.Service = func(s service.Sessions) service.Service { return local(s, func() time.Time { return sm.Now() }, root) }
+	rc.Service = func(s service.Sessions) service.Service {
+		return local(s, service.LocalConfig{Now: func() time.Time { return sm.Now() }, Root: func() (string, error) { return root, nil }, TargetsVerified: true})
+	}
 	if sm, err = replica.New(rc); err != nil {
 		return err
 	}

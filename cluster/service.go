@@ -19,18 +19,25 @@ import (
 // applying it here returned: the same value, or the same refusal, as the
 // local ledger gives.
 func write[D, R any](ctx context.Context, c *Node, name string, call service.Call, d D) (R, error) {
+	return commit[D, R](ctx, c, name, call, d, c.propose)
+}
+
+// proposer commits an entry's data in a group (Node.propose, or
+// Node.proposeAgain).
+type proposer func(ctx context.Context, group uint64, data []byte) (replica.Outcome, error)
+
+// commit is write through propose.
+func commit[D, R any](ctx context.Context, c *Node, name string, call service.Call, d D, propose proposer) (R, error) {
 	var zero R
 	doc, err := json.Marshal(d)
 	if err != nil {
 		return zero, fmt.Errorf("cluster: encode %s document: %w", name, err)
 	}
-	cmd := replica.Command{Method: name, Tenant: call.Tenant, Session: call.Session, Actor: call.Actor, Person: call.Person,
-		RequestID: call.RequestID, TS: time.Now().UnixNano(), Seed: seed(), Doc: doc}
-	data, err := cmd.Encode()
+	data, err := c.command(name, call, doc).Encode()
 	if err != nil {
 		return zero, err
 	}
-	out, err := c.propose(ctx, c.sm.GroupOf(call.Tenant, call.Session), data)
+	out, err := propose(ctx, c.sm.GroupOf(call.Tenant, call.Session), data)
 	if err != nil {
 		return zero, err
 	}
@@ -42,6 +49,13 @@ func write[D, R any](ctx context.Context, c *Node, name string, call service.Cal
 		return zero, fmt.Errorf("cluster: %s returned %T", name, out.Value)
 	}
 	return v, nil
+}
+
+// command is the command of method name with document doc, as call asks
+// it, fixed here: the instant and the seed of its ids.
+func (c *Node) command(name string, call service.Call, doc []byte) replica.Command {
+	return replica.Command{Method: name, Tenant: call.Tenant, Session: call.Session, Actor: call.Actor, Person: call.Person,
+		RequestID: call.RequestID, TS: time.Now().UnixNano(), Seed: seed(), Doc: doc}
 }
 
 // method is how a replica runs a write: decode its document, call the
@@ -80,6 +94,9 @@ func (c *Node) methods() map[string]replica.Method {
 		m[k] = v
 	}
 	for k, v := range logMethods() {
+		m[k] = v
+	}
+	for k, v := range c.claimMethods() {
 		m[k] = v
 	}
 	return m
