@@ -20,6 +20,13 @@ var clusterRoutes = map[string]bool{
 	"session.export": true, "session.verify": true, "verify": true, "session.import": true,
 	"expect.raise": true, "expect.list": true, "expect.show": true, "expect.withdraw": true, "expect.supersede": true,
 	"expect.fact": true, "expect.task.outcome": true, "expect.lapses": true, "expect.lapse": true,
+	"claim.create": true, "claim.list": true, "claim.show": true, "claim.post": true, "claim.cancel": true,
+	"claim.revoke": true, "claim.supersede": true, "claim.receipt": true, "claim.adopt": true, "claim.progress": true,
+	"claim.testament.close": true, "claim.testament.post": true, "claim.testament.receive": true,
+	"claim.deadline": true, "claim.dependency": true, "claim.check.begin": true, "claim.check.report": true,
+	"claim.check.report_evidence": true, "claim.artifact.put": true, "claim.artifact.get": true,
+	"claim.artifact.verify": true, "claim.artifact.receive": true, "artifact.list": true, "artifact.content": true,
+	"claim.graph": true,
 	// A2A: what does not run through the Service yet is refused in the
 	// binding (ledgerOf), not the route.
 	"a2a.card": true, "a2a.session_card": true, "a2a.session_card_bare": true,
