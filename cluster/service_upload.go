@@ -32,6 +32,10 @@ const UploadChunkSize = 512 << 10
 // node; past it the write is refused (413).
 const MaxUploadSize = replica.MaxUploadSize
 
+// MaxUploadBytes is MaxUploadSize: the server bounds the byte routes' bodies
+// by it, refusing one declared past it before a byte is staged.
+func (c *Node) MaxUploadBytes() int64 { return MaxUploadSize }
+
 // A command whose repetition is harmless (a chunk: its offset says what is
 // staged; a command under a request id: its record answers) is proposed
 // again while its group is unavailable here (a leader changing, none yet),

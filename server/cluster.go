@@ -36,6 +36,13 @@ var clusterRoutes = map[string]bool{
 // CodeNotInCluster refuses a route a cluster node does not serve yet.
 const CodeNotInCluster = "NotInCluster"
 
+// uploadBound is a Service that bounds the bytes of one write (a cluster
+// node's, whose bytes are replicated): its byte routes take that bound, so
+// a body declared past it is refused before a byte is staged.
+type uploadBound interface {
+	MaxUploadBytes() int64
+}
+
 // NewCluster is the server of a cluster node: cfg.Root is the node's
 // replica ledger directory, svc the node's Service, and the routes under
 // /v1/cluster/ are the node's own (status, join), served by cluster.
@@ -46,6 +53,13 @@ func NewCluster(cfg Config, svc service.Service, cluster http.Handler) (*Server,
 		return nil, err
 	}
 	s.local = svc
+	if ub, ok := svc.(uploadBound); ok {
+		for i, r := range s.routes {
+			if r.body == "Bytes" {
+				s.routes[i].bodyMax = min(r.bodyMax, ub.MaxUploadBytes())
+			}
+		}
+	}
 	s.mux = http.NewServeMux()
 	for _, r := range s.routes {
 		if !clusterRoutes[r.name] {
