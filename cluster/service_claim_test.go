@@ -17,6 +17,8 @@ import (
 
 	"tally/api"
 	"tally/claim"
+	"tally/cluster/node"
+	"tally/cluster/replica"
 	"tally/ledger"
 	"tally/service"
 	"tally/store"
@@ -455,4 +457,20 @@ func localLog(t *testing.T, root string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// A chunk's command, with its envelope, fits a node's entry bound.
+func TestAChunkFitsAnEntry(t *testing.T) {
+	n := &Node{}
+	doc, _ := json.Marshal(replica.StageDoc{Upload: replica.NewUploadID(time.Now(), 1), Offset: MaxUploadSize - UploadChunkSize})
+	cmd := n.command(replica.MethodStage, service.Call{Tenant: strings.Repeat("t", 64), Session: strings.Repeat("s", 64)}, doc)
+	cmd.Payload = make([]byte, UploadChunkSize)
+	b, err := cmd.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const header = 64 // the node's proposal header, with room to spare
+	if limit := node.DefaultConfig(1).MaxEntrySize; len(b)+header > limit {
+		t.Fatalf("a chunk's entry is %d bytes, over the %d a node takes", len(b)+header, limit)
+	}
 }

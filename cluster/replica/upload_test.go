@@ -173,6 +173,11 @@ func TestStageAndUseAnUpload(t *testing.T) {
 	if left := staged(t, sm); len(left) != 0 {
 		t.Fatalf("staging files left after the use: %v", left)
 	}
+	// An upload of no bytes has no chunk: its use reads nothing.
+	empty := upload(NewUploadID(start, 9), nil)
+	if out := applyAll(t, sm, []node.Entry{useEntry(t, 11, empty)})[11]; out.Err != nil || out.Value != empty.Content {
+		t.Fatalf("the use of an empty upload: %+v", out)
+	}
 }
 
 // A batch of chunks cut short by a crash (its bytes written, its records
