@@ -114,9 +114,9 @@ func (r *uploadRecord) used() bool { return r.Content != "" }
 func uploadKey(group uint64, id string) []byte { return append(gkey(group, kindUpload), id...) }
 
 // errLocalCopy marks a failure of this replica's own copy of staged or
-// stored bytes (Operational): the node stops rather than decide otherwise
-// than the replicas whose copy is whole.
-var errLocalCopy = errors.New("replica: this node's copy of the bytes is damaged or missing")
+// stored bytes, or of their records (Operational): the node stops rather
+// than decide otherwise than the replicas whose copy is whole.
+var errLocalCopy = errors.New("replica: this node's copy of the bytes or of their record failed")
 
 // TooLarge is the refusal of bytes past MaxUploadSize.
 func TooLarge(what string) error {
@@ -158,7 +158,7 @@ func (b *batchUploads) usable(id string, now int64) (*uploadRecord, error) {
 	}
 	r := &uploadRecord{}
 	if _, err := b.m.get(uploadKey(b.group, id), r); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: upload %s: %w", errLocalCopy, id, err)
 	}
 	b.records[id] = r
 	return r, nil
