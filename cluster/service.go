@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tally/cluster/replica"
+	"tally/ledger"
 	"tally/service"
 )
 
@@ -86,7 +87,7 @@ func read[R any](ctx context.Context, c *Node, call service.Call, f func(service
 
 // methods are the commands a replica runs, by name.
 func (c *Node) methods() map[string]replica.Method {
-	m := map[string]replica.Method{methodSweep: c.sweepMethod()}
+	m := map[string]replica.Method{methodSweep: c.sweepMethod((*ledger.Ledger).Sweep), methodSweepClaims: c.sweepMethod((*ledger.Ledger).SweepClaims)}
 	for k, v := range promiseMethods() {
 		m[k] = v
 	}
