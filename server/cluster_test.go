@@ -15,6 +15,20 @@ import (
 	"tally/store"
 )
 
+// insecureConfig is a server's config over a new ledger directory, under
+// --insecure-dev.
+func insecureConfig(t *testing.T) Config {
+	t.Helper()
+	root := t.TempDir()
+	if err := store.Init(root); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Root, cfg.Insecure = root, true
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	return cfg
+}
+
 // bounded is a Service bounding the bytes of one write, as a cluster
 // node's does; it counts the bytes its publications read.
 type bounded struct {
@@ -44,15 +58,8 @@ func TestClusterServesTheClaimsFamily(t *testing.T) {
 			t.Errorf("a cluster node does not serve %s", rt.name)
 		}
 	}
-	root := t.TempDir()
-	if err := store.Init(root); err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.Root, cfg.Insecure = root, true
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	read := 0
-	s, err := NewCluster(cfg, bounded{f.srv.local, &read}, http.NotFoundHandler())
+	s, err := NewCluster(insecureConfig(t), bounded{f.srv.local, &read}, http.NotFoundHandler())
 	if err != nil {
 		t.Fatal(err)
 	}
