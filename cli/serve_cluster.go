@@ -104,9 +104,9 @@ func (g *global) serveCluster(c *cobra.Command, cfg server.Config, f *clusterFla
 	cc := cluster.Config{
 		NodeID: f.nodeID, RaftAddr: f.raftAddr, Addr: cfg.Addr, Zone: f.zone, Data: g.abs(f.data), Secret: f.secret,
 		Bootstrap: f.bootstrap, Join: f.join, Groups: f.groups, Tick: f.tick, WatchEvery: cfg.WatchEvery, Ledger: cfg.Ledger, Logger: cfg.Logger, Version: Version,
-		Local: func(s service.Sessions, now func() time.Time, root string) service.Service {
-			return service.NewLocal(s, service.LocalConfig{Now: now, Timekeeper: timekeeper,
-				Root: func() (string, error) { return root, nil }, RelativeLogs: true})
+		Local: func(s service.Sessions, lc service.LocalConfig) service.Service {
+			lc.Timekeeper, lc.RelativeLogs = timekeeper, true
+			return service.NewLocal(s, lc)
 		},
 		OnFirstToken: func(secret string, tok auth.Token) {
 			fmt.Fprintf(g.io.Out, "first admin token (%s, %s of every tenant's tokens; shown only now):\n%s\n", tok.ID, tok.Role, secret)

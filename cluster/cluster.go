@@ -62,10 +62,13 @@ type Config struct {
 	// Version is the tally release the node runs, written into the backups
 	// it streams.
 	Version string
-	// Local makes the Service over the replica's sessions; clock is the
-	// instant of the command being applied (service.LocalConfig.Now), root
-	// the replica's ledger directory.
-	Local func(sessions service.Sessions, clock func() time.Time, root string) service.Service
+	// Local makes the Service over the replica's sessions from the
+	// LocalConfig the node fixes: Now, the instant of the command being
+	// applied; Root, the replica's ledger directory; TargetsVerified, as a
+	// check's target is verified at the proposer, never by a replica. It
+	// adds what the node leaves open (Timekeeper, RelativeLogs) and keeps
+	// the rest.
+	Local func(sessions service.Sessions, cfg service.LocalConfig) service.Service
 	// OnFirstToken is given the cluster's first admin token (an admin of
 	// every tenant's tokens) when the bootstrapping node mints it: the
 	// only time its secret is shown.
@@ -207,7 +210,7 @@ func (c *Node) open(fresh bool) error {
 	local, root := c.cfg.Local, filepath.Join(c.cfg.Data, "ledger")
 	rc := replica.Config{
 		Root: root, DB: c.db, Ledger: c.cfg.Ledger, Groups: c.cfg.Groups,
-		Methods: Methods(func() service.Sessions { return c.sm }), Logger: c.log,
+		Methods: Methods(func() *replica.SM { return c.sm }), Logger: c.log,
 		OnMembers: func(ms []replica.Member) {
 			for _, m := range ms {
 				c.tr.AddPeer(m.ID, m.RaftAddr)
@@ -218,7 +221,9 @@ func (c *Node) open(fresh bool) error {
 		rc.Restored = c.id.Restored.Created
 	}
 	var sm *replica.SM
-	rc.Service = func(s service.Sessions) service.Service { return local(s, func() time.Time { return sm.Now() }, root) }
+	rc.Service = func(s service.Sessions) service.Service {
+		return local(s, service.LocalConfig{Now: func() time.Time { return sm.Now() }, Root: func() (string, error) { return root, nil }, TargetsVerified: true})
+	}
 	if sm, err = replica.New(rc); err != nil {
 		return err
 	}

@@ -67,9 +67,9 @@ func (tn *testNode) stop(t *testing.T) {
 func nodeConfig(t *testing.T, dir string, id uint64) Config {
 	cfg := Config{NodeID: id, RaftAddr: freeAddr(t), Addr: freeAddr(t), Data: filepath.Join(dir, fmt.Sprint(id)),
 		Secret: "a join secret of some length", Groups: 4, Tick: 20 * time.Millisecond, Ledger: ledger.DefaultConfig(),
-		Local: func(s service.Sessions, now func() time.Time, root string) service.Service {
-			return service.NewLocal(s, service.LocalConfig{Now: now, Timekeeper: ledger.DefaultConfig().Timekeeper,
-				Root: func() (string, error) { return root, nil }})
+		Local: func(s service.Sessions, lc service.LocalConfig) service.Service {
+			lc.Timekeeper = ledger.DefaultConfig().Timekeeper
+			return service.NewLocal(s, lc)
 		}}
 	cfg.Ledger.Logger = slog.New(slog.DiscardHandler)
 	return cfg
@@ -118,20 +118,33 @@ func chainHeads(t *testing.T, n *Node) map[string]store.Position {
 	return out
 }
 
-func TestThreeNodesReplicateIdenticalChains(t *testing.T) {
-	dir := t.TempDir()
+// startFirst starts node 1 of a new cluster under dir, stopped when the
+// test ends.
+func startFirst(t *testing.T, dir string) *testNode {
 	c1 := nodeConfig(t, dir, 1)
 	c1.Bootstrap = true
 	n1 := startNode(t, c1)
-	defer n1.stop(t)
-	var nodes = []*testNode{n1}
-	for id := uint64(2); id <= 3; id++ {
-		c := nodeConfig(t, dir, id)
-		c.Join = c1.Addr
-		n := startNode(t, c)
-		defer n.stop(t)
-		nodes = append(nodes, n)
-	}
+	t.Cleanup(func() { n1.stop(t) })
+	return n1
+}
+
+// startJoiner starts node id joining through first, stopped when the test
+// ends.
+func startJoiner(t *testing.T, dir string, id uint64, first *testNode) *testNode {
+	c := nodeConfig(t, dir, id)
+	c.Join = first.cfg.Addr
+	n := startNode(t, c)
+	t.Cleanup(func() { n.stop(t) })
+	return n
+}
+
+// startThree starts a bootstrap node and joins two more, and waits until
+// every group has three voters and the leadership has spread over the
+// three.
+func startThree(t *testing.T) []*testNode {
+	dir := t.TempDir()
+	n1 := startFirst(t, dir)
+	nodes := []*testNode{n1, startJoiner(t, dir, 2, n1), startJoiner(t, dir, 3, n1)}
 	waitFor(t, "three voters in every group", 20*time.Second, func() bool { return allVoters(n1.Node, 3) })
 	// Node 1 led every group at first; leadership spreads over the three.
 	waitFor(t, "leaders spread over the nodes", 20*time.Second, func() bool {
@@ -146,6 +159,12 @@ func TestThreeNodesReplicateIdenticalChains(t *testing.T) {
 		return leads[1] >= 1 && leads[2] >= 1 && leads[3] >= 1 && leads[0] == 0 &&
 			max(leads[1], leads[2], leads[3])-min(leads[1], leads[2], leads[3]) <= 1
 	})
+	return nodes
+}
+
+func TestThreeNodesReplicateIdenticalChains(t *testing.T) {
+	nodes := startThree(t)
+	n1, c1 := nodes[0], nodes[0].cfg
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -351,10 +370,7 @@ func TestJoinRefusals(t *testing.T) {
 // chains; it then applies new writes like the others.
 func TestLateJoinerInstallsSnapshot(t *testing.T) {
 	dir := t.TempDir()
-	c1 := nodeConfig(t, dir, 1)
-	c1.Bootstrap = true
-	n1 := startNode(t, c1)
-	defer n1.stop(t)
+	n1 := startFirst(t, dir)
 	waitFor(t, "a voter in every group", 20*time.Second, func() bool { return allVoters(n1.Node, 1) })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -367,10 +383,7 @@ func TestLateJoinerInstallsSnapshot(t *testing.T) {
 	for i := 0; i < 60; i++ {
 		write(n1.Node, i)
 	}
-	c2 := nodeConfig(t, dir, 2)
-	c2.Join = c1.Addr
-	n2 := startNode(t, c2)
-	defer n2.stop(t)
+	n2 := startJoiner(t, dir, 2, n1)
 	waitFor(t, "two voters in every group", 20*time.Second, func() bool { return allVoters(n1.Node, 2) })
 	write(n2.Node, 60)
 	waitFor(t, "node 2 holding node 1's chains", 20*time.Second, func() bool {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tally/cluster/replica"
+	"tally/ledger"
 	"tally/service"
 )
 
@@ -19,6 +20,15 @@ import (
 // applying it here returned: the same value, or the same refusal, as the
 // local ledger gives.
 func write[D, R any](ctx context.Context, c *Node, name string, call service.Call, d D) (R, error) {
+	return commit[D, R](ctx, c, name, call, d, c.propose)
+}
+
+// proposer commits an entry's data in a group (Node.propose, or
+// Node.proposeAgain).
+type proposer func(ctx context.Context, group uint64, data []byte) (replica.Outcome, error)
+
+// commit is write through propose.
+func commit[D, R any](ctx context.Context, c *Node, name string, call service.Call, d D, propose proposer) (R, error) {
 	var zero R
 	cmd, err := NewCommand(name, call, d, time.Now(), seed())
 	if err != nil {
@@ -28,7 +38,7 @@ func write[D, R any](ctx context.Context, c *Node, name string, call service.Cal
 	if err != nil {
 		return zero, err
 	}
-	out, err := c.propose(ctx, c.sm.GroupOf(call.Tenant, call.Session), data)
+	out, err := propose(ctx, c.sm.GroupOf(call.Tenant, call.Session), data)
 	if err != nil {
 		return zero, err
 	}
@@ -86,12 +96,15 @@ func read[R any](ctx context.Context, c *Node, call service.Call, f func(service
 }
 
 // Methods are the commands a replica runs, by name
-// (replica.Config.Methods): every node's, and the simulator's. sessions is
-// the replica's own, through which the timekeeper's sweep opens its
-// session; it is called only as a command runs, so it may return a
-// replica made after the table.
-func Methods(sessions func() service.Sessions) map[string]replica.Method {
-	m := map[string]replica.Method{methodSweep: sweepMethod(sessions)}
+// (replica.Config.Methods): every node's, and the simulator's. sm is the
+// replica, through which the timekeeper's sweep opens its session and a
+// write with bytes opens its upload; it is called only as a command runs,
+// so it may return a replica made after the table.
+func Methods(sm func() *replica.SM) map[string]replica.Method {
+	m := map[string]replica.Method{
+		methodSweep:       sweepMethod(sm, (*ledger.Ledger).Sweep),
+		methodSweepClaims: sweepMethod(sm, (*ledger.Ledger).SweepClaims),
+	}
 	for k, v := range promiseMethods() {
 		m[k] = v
 	}
@@ -99,6 +112,9 @@ func Methods(sessions func() service.Sessions) map[string]replica.Method {
 		m[k] = v
 	}
 	for k, v := range logMethods() {
+		m[k] = v
+	}
+	for k, v := range claimMethods(sm) {
 		m[k] = v
 	}
 	return m

@@ -2,119 +2,234 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"io"
-	"net/http"
 
 	"tally/api"
 	"tally/claim"
+	"tally/cluster/replica"
 	"tally/digest"
 	"tally/service"
 )
 
-// The claims family is not replicated yet: a cluster node's server refuses
-// its routes (NotInCluster) before they reach the node, and a caller of the
-// node's Service gets the same refusal. The bytes of artifacts need a
-// replicated content store first.
+// The claims family through a node. A write is proposed like any other;
+// one carrying bytes stages them first (service_upload.go). A check's
+// target is verified here, at the proposer, against this replica's copy,
+// and the replicas append the check without reading bytes
+// (service.LocalConfig.TargetsVerified): whether a replica's disk holds a
+// whole copy must not change what it decides.
 
 var _ service.Claims = (*Node)(nil)
 
-// claimsNotReplicated is the refusal of every claim method.
-func claimsNotReplicated() error {
-	return service.NewRefusal(http.StatusNotImplemented, "NotInCluster", "the claims family is not served by a cluster node yet")
+// methodReportEvidence is a verdict whose evidence bytes were staged: its
+// document is the verdict's, the evidence's description and the upload.
+// Stored in the raft log: do not rename.
+const methodReportEvidence = "ReportCheckWithEvidence"
+
+// evidenceDoc is a verdict with evidence as proposed: the verdict and how
+// its evidence is described (its bytes are the upload's).
+type evidenceDoc struct {
+	Check  api.ClaimCheck `json:"check"`
+	Name   string         `json:"name,omitempty"`
+	Kind   string         `json:"kind,omitempty"`
+	Schema string         `json:"schema,omitempty"`
 }
 
-func (*Node) CreateClaim(context.Context, service.Call, api.ClaimCreate) (service.ClaimWritten, error) {
-	return service.ClaimWritten{}, claimsNotReplicated()
+func claimMethods(sm func() *replica.SM) map[string]replica.Method {
+	return map[string]replica.Method{
+		service.MethodCreateClaim:      method(service.Service.CreateClaim),
+		service.MethodPostClaim:        method(service.Service.PostClaim),
+		service.MethodCancelClaim:      method(service.Service.CancelClaim),
+		service.MethodRevokeClaim:      method(service.Service.RevokeClaim),
+		service.MethodSupersedeClaim:   method(service.Service.SupersedeClaim),
+		service.MethodAcquireReceipt:   method(service.Service.AcquireReceipt),
+		service.MethodAdoptReceipt:     method(service.Service.AdoptReceipt),
+		service.MethodRecordProgress:   method(service.Service.RecordProgress),
+		service.MethodCloseTestament:   method(service.Service.CloseTestament),
+		service.MethodPostTestament:    method(service.Service.PostTestament),
+		service.MethodReceiveTestament: method(service.Service.ReceiveTestament),
+		service.MethodCommitDeadline:   method(service.Service.CommitDeadline),
+		service.MethodCommitDependency: method(service.Service.CommitDependency),
+		service.MethodBeginCheck:       method(service.Service.BeginCheck),
+		service.MethodReceiveArtifact:  method(service.Service.ReceiveArtifact),
+		service.MethodReportCheck: method(func(s service.Service, ctx context.Context, call service.Call, d api.ClaimCheck) (service.ClaimWritten, error) {
+			return s.ReportCheck(ctx, call, d, nil)
+		}),
+		methodReportEvidence: bytesMethod(sm, func(s service.Service, ctx context.Context, call service.Call, d evidenceDoc, body io.Reader) (service.ClaimWritten, error) {
+			return s.ReportCheck(ctx, call, d.Check, &service.Evidence{Name: d.Name, Kind: d.Kind, Schema: d.Schema, Body: body})
+		}),
+		service.MethodPublishArtifact: bytesMethod(sm, service.Service.PublishArtifact),
+	}
 }
 
-func (*Node) PostClaim(context.Context, service.Call, api.ClaimPost) (service.ClaimWritten, error) {
-	return service.ClaimWritten{}, claimsNotReplicated()
+// claimWrite proposes a claim write of method name with document d.
+func claimWrite[D any](ctx context.Context, c *Node, name string, call service.Call, d D) (service.ClaimWritten, error) {
+	return write[D, service.ClaimWritten](ctx, c, name, call, d)
 }
 
-func (*Node) CancelClaim(context.Context, service.Call, api.ClaimEnd) (service.ClaimWritten, error) {
-	return service.ClaimWritten{}, claimsNotReplicated()
+// CreateClaim issues d; a relative deadline is read at the command's
+// instant, the same on every replica.
+func (c *Node) CreateClaim(ctx context.Context, call service.Call, d api.ClaimCreate) (service.ClaimWritten, error) {
+	return claimWrite(ctx, c, service.MethodCreateClaim, call, d)
 }
 
-func (*Node) RevokeClaim(context.Context, service.Call, api.ClaimEnd) (service.ClaimWritten, error) {
-	return service.ClaimWritten{}, claimsNotReplicated()
+func (c *Node) PostClaim(ctx context.Context, call service.Call, d api.ClaimPost) (service.ClaimWritten, error) {
+	return claimWrite(ctx, c, service.MethodPostClaim, call, d)
 }
 
-func (*Node) SupersedeClaim(context.Context, service.Call, api.ClaimSupersede) (service.ClaimWritten, error) {
-	return service.ClaimWritten{}, claimsNotReplicated()
+func (c *Node) CancelClaim(ctx context.Context, call service.Call, d api.ClaimEnd) (service.ClaimWritten, error) {
+	return claimWrite(ctx, c, service.MethodCancelClaim, call, d)
 }
 
-func (*Node) AcquireReceipt(context.Context, service.Call, api.ClaimReceipt) (service.ClaimWritten, error) {
-	return service.ClaimWritten{}, claimsNotReplicated()
+func (c *Node) RevokeClaim(ctx context.Context, call service.Call, d api.ClaimEnd) (service.ClaimWritten, error) {
+	return claimWrite(ctx, c, service.MethodRevokeClaim, call, d)
 }
 
-func (*Node) AdoptReceipt(context.Context, service.Call, api.ClaimAdopt) (service.ClaimWritten, error) {
-	return service.ClaimWritten{}, claimsNotReplicated()
+func (c *Node) SupersedeClaim(ctx context.Context, call service.Call, d api.ClaimSupersede) (service.ClaimWritten, error) {
+	return claimWrite(ctx, c, service.MethodSupersedeClaim, call, d)
 }
 
-func (*Node) RecordProgress(context.Context, service.Call, api.ClaimProgress) (service.ClaimWritten, error) {
-	return service.ClaimWritten{}, claimsNotReplicated()
+func (c *Node) AcquireReceipt(ctx context.Context, call service.Call, d api.ClaimReceipt) (service.ClaimWritten, error) {
+	return claimWrite(ctx, c, service.MethodAcquireReceipt, call, d)
 }
 
-func (*Node) CloseTestament(context.Context, service.Call, api.ClaimTestament) (service.ClaimWritten, error) {
-	return service.ClaimWritten{}, claimsNotReplicated()
+func (c *Node) AdoptReceipt(ctx context.Context, call service.Call, d api.ClaimAdopt) (service.ClaimWritten, error) {
+	return claimWrite(ctx, c, service.MethodAdoptReceipt, call, d)
 }
 
-func (*Node) PostTestament(context.Context, service.Call, api.ClaimTestamentRef) (service.ClaimWritten, error) {
-	return service.ClaimWritten{}, claimsNotReplicated()
+func (c *Node) RecordProgress(ctx context.Context, call service.Call, d api.ClaimProgress) (service.ClaimWritten, error) {
+	return claimWrite(ctx, c, service.MethodRecordProgress, call, d)
 }
 
-func (*Node) ReceiveTestament(context.Context, service.Call, api.ClaimTestamentRef) (service.ClaimWritten, error) {
-	return service.ClaimWritten{}, claimsNotReplicated()
+func (c *Node) CloseTestament(ctx context.Context, call service.Call, d api.ClaimTestament) (service.ClaimWritten, error) {
+	return claimWrite(ctx, c, service.MethodCloseTestament, call, d)
 }
 
-func (*Node) CommitDeadline(context.Context, service.Call, api.ClaimRef) (service.ClaimWritten, error) {
-	return service.ClaimWritten{}, claimsNotReplicated()
+func (c *Node) PostTestament(ctx context.Context, call service.Call, d api.ClaimTestamentRef) (service.ClaimWritten, error) {
+	return claimWrite(ctx, c, service.MethodPostTestament, call, d)
 }
 
-func (*Node) CommitDependency(context.Context, service.Call, api.ClaimRef) (service.ClaimWritten, error) {
-	return service.ClaimWritten{}, claimsNotReplicated()
+func (c *Node) ReceiveTestament(ctx context.Context, call service.Call, d api.ClaimTestamentRef) (service.ClaimWritten, error) {
+	return claimWrite(ctx, c, service.MethodReceiveTestament, call, d)
 }
 
-func (*Node) BeginCheck(context.Context, service.Call, api.ClaimBegin) (service.ClaimWritten, error) {
-	return service.ClaimWritten{}, claimsNotReplicated()
+func (c *Node) CommitDeadline(ctx context.Context, call service.Call, d api.ClaimRef) (service.ClaimWritten, error) {
+	return claimWrite(ctx, c, service.MethodCommitDeadline, call, d)
 }
 
-func (*Node) ReportCheck(context.Context, service.Call, api.ClaimCheck, *service.Evidence) (service.ClaimWritten, error) {
-	return service.ClaimWritten{}, claimsNotReplicated()
+func (c *Node) CommitDependency(ctx context.Context, call service.Call, d api.ClaimRef) (service.ClaimWritten, error) {
+	return claimWrite(ctx, c, service.MethodCommitDependency, call, d)
 }
 
-func (*Node) PublishArtifact(context.Context, service.Call, api.ClaimPublish, io.Reader) (service.ClaimWritten, error) {
-	return service.ClaimWritten{}, claimsNotReplicated()
+func (c *Node) ReceiveArtifact(ctx context.Context, call service.Call, d api.ClaimArtifactRef) (service.ClaimWritten, error) {
+	return claimWrite(ctx, c, service.MethodReceiveArtifact, call, d)
 }
 
-func (*Node) ReceiveArtifact(context.Context, service.Call, api.ClaimArtifactRef) (service.ClaimWritten, error) {
-	return service.ClaimWritten{}, claimsNotReplicated()
+// BeginCheck begins an attempt once the target's bytes are verified here.
+func (c *Node) BeginCheck(ctx context.Context, call service.Call, d api.ClaimBegin) (service.ClaimWritten, error) {
+	if err := c.checkTarget(ctx, call, d.Command()); err != nil {
+		return service.ClaimWritten{}, err
+	}
+	return claimWrite(ctx, c, service.MethodBeginCheck, call, d)
 }
 
-func (*Node) Claim(context.Context, service.Call, string) (service.ClaimShown, error) {
-	return service.ClaimShown{}, claimsNotReplicated()
+// ReportCheck reports a verdict once the target's bytes are verified here
+// (unless an attempt on it runs); ev's bytes, if any, are staged and
+// published in the verdict's own command.
+func (c *Node) ReportCheck(ctx context.Context, call service.Call, d api.ClaimCheck, ev *service.Evidence) (service.ClaimWritten, error) {
+	if ev != nil {
+		if err := service.EvidenceNamed(d); err != nil {
+			return service.ClaimWritten{}, err
+		}
+	}
+	if err := c.checkTarget(ctx, call, d.Report()); err != nil {
+		return service.ClaimWritten{}, err
+	}
+	if ev == nil {
+		return claimWrite(ctx, c, service.MethodReportCheck, call, d)
+	}
+	doc := evidenceDoc{Check: d, Name: ev.Name, Kind: ev.Kind, Schema: ev.Schema}
+	return writeBytes[evidenceDoc, service.ClaimWritten](ctx, c, methodReportEvidence, call, doc, ev.Body)
 }
 
-func (*Node) ListClaims(context.Context, service.Call, claim.Filter) (service.ClaimList, error) {
-	return service.ClaimList{}, claimsNotReplicated()
+// PublishArtifact stages body, then publishes the artifact d describes.
+func (c *Node) PublishArtifact(ctx context.Context, call service.Call, d api.ClaimPublish, body io.Reader) (service.ClaimWritten, error) {
+	return writeBytes[api.ClaimPublish, service.ClaimWritten](ctx, c, service.MethodPublishArtifact, call, d, body)
 }
 
-func (*Node) ClaimGraph(context.Context, service.Call) (service.ClaimGraph, error) {
-	return service.ClaimGraph{}, claimsNotReplicated()
+// targetChecker is the replica's Service as checkTarget uses it
+// (service.Local).
+type targetChecker interface {
+	CheckTarget(ctx context.Context, c service.Call, cmd claim.Command) error
 }
 
-func (*Node) Artifact(context.Context, service.Call, string, string) (service.ArtifactContent, error) {
-	return service.ArtifactContent{}, claimsNotReplicated()
+// checkTarget verifies the stored bytes of a check command's target in
+// this replica's content store, once read-consistent: the same refusal a
+// local ledger gives for a damaged or missing copy, before anything is
+// proposed.
+func (c *Node) checkTarget(ctx context.Context, call service.Call, cmd claim.Command) error {
+	if _, ok := service.TargetOf(cmd); !ok {
+		return nil
+	}
+	_, err := read(ctx, c, call, func(s service.Service, call service.Call) (struct{}, error) {
+		tc, ok := s.(targetChecker)
+		if !ok {
+			return struct{}{}, errors.New("cluster: the replica's Service cannot verify a check's target")
+		}
+		return struct{}{}, tc.CheckTarget(ctx, call, cmd)
+	})
+	return err
 }
 
-func (*Node) Content(context.Context, service.Call, digest.ContentDigest) (service.ArtifactContent, error) {
-	return service.ArtifactContent{}, claimsNotReplicated()
+// Claim is one claim, read linearizably.
+func (c *Node) Claim(ctx context.Context, call service.Call, id string) (service.ClaimShown, error) {
+	return read(ctx, c, call, func(s service.Service, call service.Call) (service.ClaimShown, error) {
+		return s.Claim(ctx, call, id)
+	})
 }
 
-func (*Node) ListArtifacts(context.Context, service.Call, service.ArtifactQuery) (service.ArtifactList, error) {
-	return service.ArtifactList{}, claimsNotReplicated()
+// ListClaims is the claims f selects, read linearizably.
+func (c *Node) ListClaims(ctx context.Context, call service.Call, f claim.Filter) (service.ClaimList, error) {
+	return read(ctx, c, call, func(s service.Service, call service.Call) (service.ClaimList, error) {
+		return s.ListClaims(ctx, call, f)
+	})
 }
 
-func (*Node) VerifyArtifact(context.Context, service.Call, string, string) (service.ArtifactList, error) {
-	return service.ArtifactList{}, claimsNotReplicated()
+// ClaimGraph is every claim and relation, read linearizably.
+func (c *Node) ClaimGraph(ctx context.Context, call service.Call) (service.ClaimGraph, error) {
+	return read(ctx, c, call, func(s service.Service, call service.Call) (service.ClaimGraph, error) {
+		return s.ClaimGraph(ctx, call)
+	})
+}
+
+// Artifact opens an artifact's bytes from this replica's content store,
+// read-consistent.
+func (c *Node) Artifact(ctx context.Context, call service.Call, claimID, id string) (service.ArtifactContent, error) {
+	return read(ctx, c, call, func(s service.Service, call service.Call) (service.ArtifactContent, error) {
+		return s.Artifact(ctx, call, claimID, id)
+	})
+}
+
+// Content opens bytes by content digest from this replica's content
+// store, read-consistent.
+func (c *Node) Content(ctx context.Context, call service.Call, content digest.ContentDigest) (service.ArtifactContent, error) {
+	return read(ctx, c, call, func(s service.Service, call service.Call) (service.ArtifactContent, error) {
+		return s.Content(ctx, call, content)
+	})
+}
+
+// ListArtifacts lists the artifacts and this replica's custody of their
+// bytes, read-consistent.
+func (c *Node) ListArtifacts(ctx context.Context, call service.Call, q service.ArtifactQuery) (service.ArtifactList, error) {
+	return read(ctx, c, call, func(s service.Service, call service.Call) (service.ArtifactList, error) {
+		return s.ListArtifacts(ctx, call, q)
+	})
+}
+
+// VerifyArtifact re-hashes this replica's copy of an artifact,
+// read-consistent.
+func (c *Node) VerifyArtifact(ctx context.Context, call service.Call, claimID, id string) (service.ArtifactList, error) {
+	return read(ctx, c, call, func(s service.Service, call service.Call) (service.ArtifactList, error) {
+		return s.VerifyArtifact(ctx, call, claimID, id)
+	})
 }

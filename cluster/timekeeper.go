@@ -10,11 +10,14 @@ import (
 	"tally/store"
 )
 
-// methodSweep is the timekeeper's command: commit, at the proposer's
-// instant, every lapse and withdrawal due in the session, and every claim
-// deadline fact (expired, or deadlocked for a wait cycle's victim). Stored in the
-// raft log: do not rename.
-const methodSweep = "Sweep"
+// The timekeeper's commands: commit, at the proposer's instant, every
+// lapse and withdrawal due in the session (methodSweep), or every claim
+// deadline passed (methodSweepClaims: Expired, or Deadlocked for a wait
+// cycle's victim). Stored in the raft log: do not rename.
+const (
+	methodSweep       = "Sweep"
+	methodSweepClaims = "SweepClaims"
+)
 
 // sweepMax bounds the facts one sweep commits.
 const sweepMax = 1000
@@ -26,33 +29,29 @@ type sweepDoc struct{}
 // sweepMethod applies a sweep on a replica: the ledger decides what is due
 // at the command's instant, under its lock, so every replica commits the
 // same facts, and a sweep proposed twice (two leaders across a change)
-// commits nothing the second time: the facts' ids are deterministic.
-func sweepMethod(sessions func() service.Sessions) replica.Method {
+// commits nothing the second time: the facts' ids are deterministic, and a
+// claim's deadline fact is refused once committed.
+func sweepMethod(sm func() *replica.SM, sweep func(*ledger.Ledger, context.Context, int) ([]ledger.Result, error)) replica.Method {
 	return method(func(_ service.Service, ctx context.Context, call service.Call, _ sweepDoc) (int, error) {
-		l, err := sessions().Open(ctx, call.Tenant, call.Session, false)
+		l, err := sm().Open(ctx, call.Tenant, call.Session, false)
 		if err != nil {
 			return 0, err
 		}
-		res, err := l.Sweep(ctx, sweepMax)
-		if err != nil {
-			return len(res), err
-		}
-		facts, err := l.SweepClaims(ctx, sweepMax)
-		return len(res) + len(facts), err
+		res, err := sweep(l, ctx, sweepMax)
+		return len(res), err
 	})
 }
 
 // timekeep runs each group's timekeeper on its leader: every interval it
 // looks, in this replica, for sessions of the groups it leads with an
-// expectation due, and proposes a sweep of each.
+// expectation or a claim deadline due, and proposes a sweep of each.
 func (c *Node) timekeep(ctx context.Context, every time.Duration) {
 	c.everyLed(ctx, every, "timekeeper", nil, func(se store.Session, _ uint64) {
-		if !c.due(ctx, se, time.Now()) {
-			return
-		}
 		call := service.Call{Tenant: se.Tenant, Session: se.Name, Actor: c.cfg.Ledger.Timekeeper}
-		if _, err := write[sweepDoc, int](ctx, c, methodSweep, call, sweepDoc{}); err != nil {
-			c.log.Warn("timekeeper: sweep", "session", se.String(), "err", err)
+		for _, m := range c.due(ctx, se, time.Now()) {
+			if _, err := write[sweepDoc, int](ctx, c, m, call, sweepDoc{}); err != nil {
+				c.log.Warn("timekeeper: sweep", "session", se.String(), "sweep", m, "err", err)
+			}
 		}
 	})
 }
@@ -92,20 +91,21 @@ func (c *Node) everyLed(ctx context.Context, every time.Duration, what string, t
 	}
 }
 
-// due reports whether a session holds an expectation or a claim deadline
-// due by now.
-func (c *Node) due(ctx context.Context, se store.Session, now time.Time) bool {
+// due is the sweeps a session needs by now: of its expectations due, of
+// its claims' deadlines passed.
+func (c *Node) due(ctx context.Context, se store.Session, now time.Time) []string {
 	l, err := c.sm.Open(ctx, se.Tenant, se.Name, false)
 	if err != nil {
-		return false
+		return nil
 	}
-	due := false
+	var sweeps []string
 	l.Read(func(st *ledger.State) {
-		next, ok := st.Expects.NextDue()
-		due = ok && !now.Before(next)
-		if deadline, ok := st.Claims.NextDeadline(); ok && !now.Before(deadline) {
-			due = true
+		if next, ok := st.Expects.NextDue(); ok && !now.Before(next) {
+			sweeps = append(sweeps, methodSweep)
+		}
+		if len(ledger.DueClaimDeadlines(st, now, 1)) > 0 {
+			sweeps = append(sweeps, methodSweepClaims)
 		}
 	})
-	return due
+	return sweeps
 }

@@ -2,27 +2,36 @@ package cluster
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"tally/api"
+	"tally/claim"
 	"tally/expect"
 	"tally/service"
 )
 
-// The leader of a group commits the lapse of an expectation past due, on
-// every replica, once.
-func TestLeaderCommitsLapses(t *testing.T) {
+// startTwoWatching starts two nodes whose timekeepers look every 50ms,
+// stopped when the test ends, and waits until both vote in every group.
+func startTwoWatching(t *testing.T) (*testNode, *testNode) {
 	dir := t.TempDir()
 	c1 := nodeConfig(t, dir, 1)
 	c1.Bootstrap, c1.WatchEvery = true, 50*time.Millisecond
 	n1 := startNode(t, c1)
-	defer n1.stop(t)
+	t.Cleanup(func() { n1.stop(t) })
 	c2 := nodeConfig(t, dir, 2)
 	c2.Join, c2.WatchEvery = c1.Addr, 50*time.Millisecond
 	n2 := startNode(t, c2)
-	defer n2.stop(t)
+	t.Cleanup(func() { n2.stop(t) })
 	waitFor(t, "two voters in every group", 20*time.Second, func() bool { return allVoters(n1.Node, 2) })
+	return n1, n2
+}
+
+// The leader of a group commits the lapse of an expectation past due, on
+// every replica, once.
+func TestLeaderCommitsLapses(t *testing.T) {
+	n1, n2 := startTwoWatching(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	call := service.Call{Tenant: "acme", Session: "main", Actor: "agent"}
@@ -50,5 +59,32 @@ func TestLeaderCommitsLapses(t *testing.T) {
 	}
 	if !equalHeads(chainHeads(t, n1.Node), chainHeads(t, n2.Node)) {
 		t.Fatal("chains differ")
+	}
+}
+
+// The leader of a group commits a claim's passed deadline (Expired), as
+// `tally serve`'s watcher does, on every replica, once.
+func TestLeaderCommitsClaimDeadlines(t *testing.T) {
+	n1, n2 := startTwoWatching(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	call := service.Call{Tenant: "acme", Session: "main", Actor: "maintainer"}
+	create := api.ClaimCreate{Claim: "C1", Respondent: "parser", Work: "w", NoChecks: true, Deadline: rfc3339(time.Now().Add(2 * time.Second))}
+	if _, err := retried(func() (service.ClaimWritten, error) { return n2.CreateClaim(ctx, call, create) }); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the claim expired on both nodes", 20*time.Second, func() bool {
+		for _, n := range []*testNode{n1, n2} {
+			v, err := n.Claim(ctx, service.Call{Tenant: "acme", Session: "main"}, "C1")
+			if err != nil || v.Claim.State != claim.Expired {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(300 * time.Millisecond) // sweeps go on; the fact stays one
+	logs := waitSameLogs(t, []*testNode{n1, n2})
+	if n := strings.Count(string(logs["acme/main"]), `"type":"claim.deadline"`); n != 1 {
+		t.Fatalf("%d deadline facts:\n%s", n, logs["acme/main"])
 	}
 }

@@ -242,17 +242,13 @@ func (h *a2aHandler) claimTask(c *a2aCall, doc service.Doc, keys []string) (*a2a
 	return t, nil
 }
 
-// findClaim is the claim id in the request's session, or nil; a Service
-// that does not serve the claims family (a cluster node's) holds none.
+// findClaim is the claim id in the request's session, or nil.
 func (h *a2aHandler) findClaim(ctx context.Context, c *a2aCall, id string) (*service.ClaimShown, error) {
 	res, err := h.s.local.Claim(ctx, h.readCall(c), id)
 	if err == nil {
 		return &res, nil
 	}
 	if r, ok := vocab.As(err); ok && r.Code == vocab.NotFound {
-		return nil, nil
-	}
-	if notServed(err) {
 		return nil, nil
 	}
 	return nil, a2aError(err)

@@ -167,13 +167,6 @@ func refusalError(r *service.Refusal) error {
 	return a2a.NewError(sentinel, r.Message).WithDetails(map[string]any{"code": r.Code})
 }
 
-// notServed reports a refusal of a family the Service does not serve (a
-// cluster node's claims): a session there holds none of its records.
-func notServed(err error) bool {
-	var ref *service.Refusal
-	return errors.As(err, &ref) && ref.Status == http.StatusNotImplemented
-}
-
 // GetTask returns the task of a promise, of a claim, or of an origin of
 // expectations (origin), looked up in that order.
 func (h *a2aHandler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task, error) {
@@ -276,7 +269,7 @@ func (h *a2aHandler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (
 		keep(a2atask.PromiseTask(&promises.Promises[i], c.contextID(), promiseKeys))
 	}
 	claims, err := h.s.local.ListClaims(ctx, call, claim.Filter{})
-	if err != nil && !notServed(err) {
+	if err != nil {
 		return nil, a2aError(err)
 	}
 	for _, sm := range claims.Claims {

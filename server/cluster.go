@@ -20,6 +20,13 @@ var clusterRoutes = map[string]bool{
 	"session.export": true, "session.verify": true, "verify": true, "session.import": true,
 	"expect.raise": true, "expect.list": true, "expect.show": true, "expect.withdraw": true, "expect.supersede": true,
 	"expect.fact": true, "expect.task.outcome": true, "expect.lapses": true, "expect.lapse": true,
+	"claim.create": true, "claim.list": true, "claim.show": true, "claim.post": true, "claim.cancel": true,
+	"claim.revoke": true, "claim.supersede": true, "claim.receipt": true, "claim.adopt": true, "claim.progress": true,
+	"claim.testament.close": true, "claim.testament.post": true, "claim.testament.receive": true,
+	"claim.deadline": true, "claim.dependency": true, "claim.check.begin": true, "claim.check.report": true,
+	"claim.check.report_evidence": true, "claim.artifact.put": true, "claim.artifact.get": true,
+	"claim.artifact.verify": true, "claim.artifact.receive": true, "artifact.list": true, "artifact.content": true,
+	"claim.graph": true,
 	// A2A: what does not run through the Service yet is refused in the
 	// binding (ledgerOf), not the route.
 	"a2a.card": true, "a2a.session_card": true, "a2a.session_card_bare": true,
@@ -33,6 +40,13 @@ var clusterRoutes = map[string]bool{
 // CodeNotInCluster refuses a route a cluster node does not serve yet.
 const CodeNotInCluster = "NotInCluster"
 
+// uploadBound is a Service that bounds the bytes of one write (a cluster
+// node's, whose bytes are replicated): its byte routes take that bound, so
+// a body declared past it is refused before a byte is staged.
+type uploadBound interface {
+	MaxUploadBytes() int64
+}
+
 // NewCluster is the server of a cluster node: cfg.Root is the node's
 // replica ledger directory, svc the node's Service, and the routes under
 // /v1/cluster/ are the node's own (status, join), served by cluster.
@@ -43,6 +57,13 @@ func NewCluster(cfg Config, svc service.Service, cluster http.Handler) (*Server,
 		return nil, err
 	}
 	s.local = svc
+	if ub, ok := svc.(uploadBound); ok {
+		for i, r := range s.routes {
+			if r.body == "Bytes" {
+				s.routes[i].bodyMax = min(r.bodyMax, ub.MaxUploadBytes())
+			}
+		}
+	}
 	s.mux = http.NewServeMux()
 	for _, r := range s.routes {
 		if !clusterRoutes[r.name] {

@@ -2,8 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -11,7 +9,6 @@ import (
 	"testing"
 
 	"tally/server/console"
-	"tally/store"
 )
 
 func decodeJSON(t *testing.T, body string, v any) {
@@ -262,13 +259,8 @@ func TestConsoleRoutesInOpenAPI(t *testing.T) {
 // TestConsoleInsecureTenants: in --insecure-dev the console asks for no
 // token and sees every tenant with a session on disk.
 func TestConsoleInsecureTenants(t *testing.T) {
-	root := t.TempDir()
-	if err := store.Init(root); err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.Root, cfg.Insecure = root, true
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg := insecureConfig(t)
+	root := cfg.Root
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -101,7 +101,7 @@ func (s *Server) instrument(rt route) http.Handler {
 			if rt.bodyMax > 0 {
 				limit = rt.bodyMax
 			}
-			r.Body = s.checkedBody(w, r, media, http.MaxBytesReader(rec, r.Body, limit))
+			r.Body = s.checkedBody(w, r, media, limit, http.MaxBytesReader(rec, r.Body, limit))
 		}
 		if rt.readsSessions() {
 			var err error

@@ -109,20 +109,24 @@ func (e *mediaTypeError) Refusal() *service.Refusal {
 	return service.NewRefusal(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, e.Error())
 }
 
-// checkedBody is the body of a route that takes one: its first read
-// checks the media type (so a request is authenticated before its body is
-// judged, and refused before a byte of it is used); its reads are bounded
-// in time (Config.BodyTimeout), and a read that fails is the client's
-// fault (bodyIncomplete). Once the body has ended the deadline is lifted,
-// so a handler that takes longer than the timeout keeps its connection.
-func (s *Server) checkedBody(w http.ResponseWriter, r *http.Request, media string, body io.ReadCloser) io.ReadCloser {
+// checkedBody is the body of a route that takes one, bounded by limit: its
+// first read checks the media type and the length the request declares
+// (so a request is authenticated before its body is judged, and refused
+// before a byte of it is used); its reads are bounded in time
+// (Config.BodyTimeout), and a read that fails is the client's fault
+// (bodyIncomplete). Once the body has ended the deadline is lifted, so a
+// handler that takes longer than the timeout keeps its connection.
+func (s *Server) checkedBody(w http.ResponseWriter, r *http.Request, media string, limit int64, body io.ReadCloser) io.ReadCloser {
 	rc := http.NewResponseController(w)
 	if rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) != nil {
 		rc = nil // a writer without deadlines (tests' recorders)
 	}
 	b := &checkedBodyReader{body: body, rc: rc, timeout: s.cfg.BodyTimeout}
 	if media != "" {
-		b.typeErr = requireContentType(r, media)
+		b.refused = requireContentType(r, media)
+	}
+	if b.refused == nil && r.ContentLength > limit {
+		b.refused = &http.MaxBytesError{Limit: limit}
 	}
 	return b
 }
@@ -131,13 +135,15 @@ type checkedBodyReader struct {
 	body    io.ReadCloser
 	rc      *http.ResponseController
 	timeout time.Duration
-	typeErr error // returned by every read: the body is of another type
+	// refused is returned by every read: the body is of another type, or
+	// declares more bytes than its bound.
+	refused error
 	done    bool
 }
 
 func (b *checkedBodyReader) Read(p []byte) (int, error) {
-	if b.typeErr != nil {
-		return 0, b.typeErr
+	if b.refused != nil {
+		return 0, b.refused
 	}
 	n, err := b.body.Read(p)
 	switch {

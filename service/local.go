@@ -33,6 +33,11 @@ type LocalConfig struct {
 	// (a server: a client learns which session's file is damaged, not where
 	// the server keeps it).
 	RelativeLogs bool
+	// TargetsVerified says a check's target was verified before the
+	// command reached Local (a cluster node's proposer does it against its
+	// own copy, CheckTarget), so BeginCheck and ReportCheck append without
+	// reading the bytes: a replica's decision must not depend on its disk.
+	TargetsVerified bool
 }
 
 // Local is the Service on this machine's ledgers, opened through its
@@ -43,6 +48,8 @@ type Local struct {
 	timekeeper   string
 	rootOf       func() (string, error)
 	relativeLogs bool
+	// targetsVerified: LocalConfig.TargetsVerified.
+	targetsVerified bool
 	// digesters keeps request-digest hashers for reuse: deriving the key
 	// costs more than hashing a document.
 	digesters sync.Pool
@@ -53,7 +60,8 @@ func NewLocal(sessions Sessions, cfg LocalConfig) *Local {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Local{sessions: sessions, now: cfg.Now, timekeeper: cfg.Timekeeper, rootOf: cfg.Root, relativeLogs: cfg.RelativeLogs}
+	return &Local{sessions: sessions, now: cfg.Now, timekeeper: cfg.Timekeeper, rootOf: cfg.Root, relativeLogs: cfg.RelativeLogs,
+		targetsVerified: cfg.TargetsVerified}
 }
 
 // Now is Local's clock.

@@ -173,10 +173,8 @@ func (s *Local) ReportCheck(ctx context.Context, c Call, d api.ClaimCheck, ev *E
 		}
 		return s.claimWrite(ctx, c, MethodReportCheck, d, d.Claim, cmd)
 	}
-	for _, f := range [][2]string{{"artifact", d.Artifact}, {"evidence", d.Evidence}} {
-		if f[1] == "" {
-			return ClaimWritten{}, vocab.Invalidf(f[0], "required")
-		}
+	if err := EvidenceNamed(d); err != nil {
+		return ClaimWritten{}, err
 	}
 	// The target's bytes are verified before the evidence is stored.
 	if err := s.GuardTarget(ctx, c, cmd); err != nil {
@@ -191,6 +189,18 @@ func (s *Local) ReportCheck(ctx context.Context, c Call, d api.ClaimCheck, ev *E
 		Kind: cmp.Or(ev.Kind, "evidence"), Schema: ev.Schema, Name: cmp.Or(ev.Name, d.Evidence), Content: content, Size: size}
 	doc := evidenceDoc{ClaimCheck: d, Name: ev.Name, Kind: ev.Kind, Schema: ev.Schema, Content: content.String()}
 	return s.claimWrite(ctx, c, MethodReportCheck, doc, d.Claim, cmd)
+}
+
+// EvidenceNamed refuses a verdict that carries evidence bytes without
+// naming its target artifact and the evidence's id, before any byte is
+// stored.
+func EvidenceNamed(d api.ClaimCheck) error {
+	for _, f := range [][2]string{{"artifact", d.Artifact}, {"evidence", d.Evidence}} {
+		if f[1] == "" {
+			return vocab.Invalidf(f[0], "required")
+		}
+	}
+	return nil
 }
 
 // publishDoc is what a request id of an artifact's publication is bound

@@ -124,6 +124,16 @@ func TestReportCheckWithEvidence(t *testing.T) {
 	if _, err := s.Artifact(ctx, m, "C1", "pa"); !isCode(err, CodeDamaged) {
 		t.Fatalf("reading a damaged copy: %v", err)
 	}
+	// A Local whose caller verifies targets (a cluster's replica) appends
+	// without reading them; its CheckTarget still reads them.
+	begin := api.ClaimBegin{Claim: "C1", Check: "behavior", Artifact: "pa"}
+	replica := NewLocal(s.sessions, LocalConfig{Now: s.now, Root: s.rootOf, TargetsVerified: true})
+	if err := replica.CheckTarget(ctx, m, begin.Command()); !isCode(err, CodeDamaged) {
+		t.Fatalf("CheckTarget of a damaged target: %v", err)
+	}
+	if w, err := replica.BeginCheck(ctx, m, begin); err != nil || len(w.Records) != 1 {
+		t.Fatalf("a begin whose target the caller verified: %v", err)
+	}
 	must(s.PublishArtifact(ctx, p, api.ClaimPublish{Claim: "C1", Artifact: "pa2", Slot: "change", Generation: 1}, strings.NewReader("fixed\n"))) // the copy is stored anew
 
 	c := m

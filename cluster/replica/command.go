@@ -1,7 +1,9 @@
 package replica
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"tally/auth"
@@ -22,7 +24,16 @@ type Command struct {
 	TS        int64           `json:"ts"` // Unix nanoseconds, the proposer's clock
 	Seed      uint64          `json:"seed,omitempty"`
 	Doc       json.RawMessage `json:"d,omitempty"` // the method's api document
+	// Payload is raw bytes the command carries beside its document (a
+	// chunk of an upload): framed after the JSON rather than inside it,
+	// where base64 would make them a third larger.
+	Payload []byte `json:"-"`
 }
+
+// payloadFrame opens an entry whose command carries a payload: the frame
+// byte, the JSON's length (uvarint), the JSON, then the payload. A JSON
+// text never starts with it, so entries without a payload stay plain JSON.
+const payloadFrame = 0x01
 
 // Encode is the entry's bytes.
 func (c Command) Encode() ([]byte, error) {
@@ -30,15 +41,31 @@ func (c Command) Encode() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode command %s: %w", c.Method, err)
 	}
-	return b, nil
+	if len(c.Payload) == 0 {
+		return b, nil
+	}
+	out := make([]byte, 0, 1+binary.MaxVarintLen64+len(b)+len(c.Payload))
+	out = binary.AppendUvarint(append(out, payloadFrame), uint64(len(b)))
+	return append(append(out, b...), c.Payload...), nil
 }
 
-// DecodeCommand reads an entry written by Encode.
+// DecodeCommand reads an entry written by Encode. The payload, if any,
+// shares b's memory.
 func DecodeCommand(b []byte) (Command, error) {
+	var payload []byte
+	if len(b) > 0 && b[0] == payloadFrame {
+		n, w := binary.Uvarint(b[1:])
+		if w <= 0 || n > uint64(len(b)-1-w) {
+			return Command{}, errors.New("decode command: a framed entry's length is out of range")
+		}
+		body := b[1+w:]
+		b, payload = body[:n], body[n:]
+	}
 	var c Command
 	if err := json.Unmarshal(b, &c); err != nil {
 		return Command{}, fmt.Errorf("decode command: %w", err)
 	}
+	c.Payload = payload
 	return c, nil
 }
 

@@ -125,7 +125,10 @@ type SM struct {
 	tokens    *auth.Table
 	outcomes  map[uint64]map[uint64]Outcome // group → index → outcome of its last batch
 
-	now      atomic.Int64 // the instant of the command being applied
+	now atomic.Int64 // the instant of the command being applied
+	// batch is the uploads of the data group batch Apply runs, nil
+	// between batches; only the loop touches it.
+	batch    *batchUploads
 	restores atomic.Uint64
 	mintMu   sync.Mutex
 	ids      *mrand.ChaCha8 // the command's ids, from its seed
@@ -341,6 +344,11 @@ func (m *SM) Applied(group uint64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if group != node.MetaGroup {
+		if err := m.reconcileUploads(group); err != nil {
+			return 0, fmt.Errorf("replica: group %d: staged uploads: %w", group, err)
+		}
+	}
 	var in intent
 	ok, err := m.get(gkey(group, kindIntent), &in)
 	if err != nil || !ok || in.Last <= a.Index {
@@ -424,6 +432,9 @@ func (m *SM) Apply(group uint64, ents []node.Entry) ([][]byte, error) {
 			continue // refused below, the same everywhere
 		}
 		cmds[i] = &c
+		if c.Method == MethodStage {
+			continue // stages bytes, touches no session
+		}
 		key := c.Tenant + "/" + c.Session
 		if _, seen := in.Sessions[key]; seen {
 			continue
@@ -439,6 +450,8 @@ func (m *SM) Apply(group uint64, ents []node.Entry) ([][]byte, error) {
 			return nil, fmt.Errorf("replica: group %d: record intent: %w", group, err)
 		}
 	}
+	m.batch = m.beginUploads(group)
+	defer func() { m.batch.close(); m.batch = nil }()
 	outs := make(map[uint64]Outcome, len(ents))
 	results := make([][]byte, len(ents))
 	for i, e := range ents {
@@ -450,7 +463,7 @@ func (m *SM) Apply(group uint64, ents []node.Entry) ([][]byte, error) {
 			out.Err = vocab.Invalidf("command", "entry is not a tally command")
 		} else {
 			a.TS = max(a.TS, c.TS) // an instant never goes back within a group
-			out = m.run(*c, a.TS)
+			out = m.runEntry(*c, a.TS)
 			if out.Err != nil && Operational(out.Err) {
 				return nil, fmt.Errorf("replica: group %d entry %d (%s %s/%s): %w", group, e.Index, c.Method, c.Tenant, c.Session, out.Err)
 			}
@@ -465,11 +478,19 @@ func (m *SM) Apply(group uint64, ents []node.Entry) ([][]byte, error) {
 	if err := m.syncSessions(in.Sessions); err != nil {
 		return nil, fmt.Errorf("replica: group %d: %w", group, err)
 	}
+	if err := m.batch.sync(); err != nil {
+		return nil, fmt.Errorf("replica: group %d: %w", group, err)
+	}
 	a.Index = ents[len(ents)-1].Index
 	// Not synced: the next intent's synced write carries it to the disk,
-	// and if a crash loses it the intent is replayed to the same bytes.
+	// and if a crash loses it the intent is replayed to the same bytes
+	// (the staging files cut back to the records it leaves).
+	var drop []string
 	err = m.commit(func(b *pebble.Batch) error {
 		if err := setJSON(b, gkey(group, kindApplied), a); err != nil {
+			return err
+		}
+		if drop, err = m.batch.record(b, a.TS); err != nil {
 			return err
 		}
 		return b.Delete(gkey(group, kindIntent), nil)
@@ -477,6 +498,7 @@ func (m *SM) Apply(group uint64, ents []node.Entry) ([][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replica: group %d: record applied index %d: %w", group, a.Index, err)
 	}
+	m.removeStaged(drop)
 	m.mu.Lock()
 	m.outcomes[group] = outs
 	err = m.evictLocked()
@@ -552,7 +574,16 @@ func (m *SM) position(tenant, session string) (store.Position, error) {
 	return l.Position(), nil
 }
 
-// run applies one command at instant ts.
+// runEntry applies one command of a data group at instant ts: a chunk of
+// an upload, or a method.
+func (m *SM) runEntry(c Command, ts int64) Outcome {
+	if c.Method == MethodStage {
+		return m.stage(c, ts)
+	}
+	return m.run(c, ts)
+}
+
+// run applies one method's command at instant ts.
 func (m *SM) run(c Command, ts int64) Outcome {
 	meth, ok := m.cfg.Methods[c.Method]
 	if !ok {
@@ -590,5 +621,5 @@ func Operational(err error) bool {
 	var errno syscall.Errno
 	var ce *store.CorruptError
 	return errors.As(err, &pe) || errors.As(err, &le) || errors.As(err, &errno) || errors.As(err, &ce) ||
-		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+		errors.Is(err, errLocalCopy) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }

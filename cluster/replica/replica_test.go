@@ -59,7 +59,7 @@ func openReplicaWith(t *testing.T, dir, failOn string, tweak func(*Config)) (*SM
 	}
 	var sm *SM
 	cfg := Config{Root: filepath.Join(dir, "ledger"), DB: db, Ledger: ledger.DefaultConfig(), Groups: 1,
-		Methods: map[string]Method{"declare": declare(&sm, failOn)},
+		Methods: map[string]Method{"declare": declare(&sm, failOn), "use": use(&sm)},
 		Service: func(service.Sessions) service.Service { return nil }, IdleClose: time.Nanosecond}
 	cfg.Ledger.Logger = slog.New(slog.DiscardHandler)
 	if tweak != nil {
@@ -272,7 +272,7 @@ func TestSnapshotRefusesWhatTheManifestDoesNotHold(t *testing.T) {
 		t.Fatalf("a log shorter than its manifest length: %v", err)
 	}
 	other := man
-	other.Entries = []node.ManifestEntry{{Kind: "object", Name: "d1", Length: 4}}
+	other.Entries = []node.ManifestEntry{{Kind: "mystery", Name: "d1", Length: 4}}
 	if err := src.WriteSnapshot(group, other, io.Discard); err == nil {
 		t.Fatal("an unknown kind was written")
 	}
@@ -313,6 +313,32 @@ func TestMetaSnapshotIsInline(t *testing.T) {
 	if ms := dst.Members(); len(ms) != 1 || ms[0].ID != 7 {
 		t.Fatalf("restored members %+v", ms)
 	}
+}
+
+// restoredCopy is a new replica that installed src's snapshot of its first
+// data group, taken at index; it is closed when the test ends.
+func restoredCopy(t *testing.T, src *SM, index uint64) *SM {
+	t.Helper()
+	group := node.MetaGroup + 1
+	idx, man, err := src.Snapshot(group)
+	if err != nil || idx != index {
+		t.Fatalf("snapshot at %d, want %d: %v", idx, index, err)
+	}
+	var buf bytes.Buffer
+	if err := src.WriteSnapshot(group, man, &buf); err != nil {
+		t.Fatal(err)
+	}
+	dst, db := openReplica(t, t.TempDir(), "")
+	t.Cleanup(func() { dst.Close(); db.Close() })
+	// The manifest crosses the wire as the MsgSnap's data.
+	wire, err := node.UnmarshalManifest(man.Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Restore(group, idx, wire, &buf); err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }
 
 // Past MaxOpen the idle sessions are closed after a batch, and one closed

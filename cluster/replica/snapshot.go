@@ -36,6 +36,8 @@ type snapshotHead struct {
 	Applied applied      `json:"applied"`
 	Members []Member     `json:"members,omitempty"` // the meta group's
 	Tokens  []TokenEntry `json:"tokens,omitempty"`  // the meta group's
+	// Uploads are a data group's used uploads' records, by id.
+	Uploads map[string]uploadRecord `json:"uploads,omitempty"`
 }
 
 // Snapshot is the group's manifest as of its applied index.
@@ -49,7 +51,7 @@ func (m *SM) Snapshot(group uint64) (uint64, node.Manifest, error) {
 	if group == node.MetaGroup {
 		st := m.metaSnapshot()
 		head.Members, head.Tokens = st.Members, st.Tokens
-	} else if entries, err = m.sessionEntries(group); err != nil {
+	} else if entries, head.Uploads, err = m.dataEntries(group); err != nil {
 		return 0, node.Manifest{}, fmt.Errorf("replica: snapshot group %d: %w", group, err)
 	}
 	inline, err := json.Marshal(head)
@@ -57,6 +59,17 @@ func (m *SM) Snapshot(group uint64) (uint64, node.Manifest, error) {
 		return 0, node.Manifest{}, err
 	}
 	return a.Index, node.Manifest{Inline: inline, Entries: entries}, nil
+}
+
+// dataEntries lists a data group's sessions' logs, then its bytes
+// (snapshot_bytes.go), and returns its used uploads' records.
+func (m *SM) dataEntries(group uint64) ([]node.ManifestEntry, map[string]uploadRecord, error) {
+	logs, err := m.sessionEntries(group)
+	if err != nil {
+		return nil, nil, err
+	}
+	bytes, used, err := m.byteEntries(group)
+	return append(logs, bytes...), used, err
 }
 
 // sessionEntries lists the group's sessions with their logs' lengths now.
@@ -88,7 +101,7 @@ func (m *SM) sessionEntries(group uint64) ([]node.ManifestEntry, error) {
 func (m *SM) WriteSnapshot(group uint64, man node.Manifest, w io.Writer) error {
 	err := man.WriteEntries(w, func(e node.ManifestEntry, w io.Writer) error {
 		if e.Kind != kindSessionLog {
-			return fmt.Errorf("unknown kind %q", e.Kind)
+			return m.writeBytesEntry(group, e, w)
 		}
 		return m.copyLog(e.Name, int64(e.Length), w)
 	})
@@ -157,7 +170,7 @@ func (m *SM) Restore(group uint64, index uint64, man node.Manifest, body io.Read
 	if err := m.commit(func(b *pebble.Batch) error { return setJSON(b, gkey(group, kindRestoring), head.Applied) }, true); err != nil {
 		return err
 	}
-	if err := m.replaceSessions(group, man, body); err != nil {
+	if err := m.replaceGroup(group, man, head.Uploads, body); err != nil {
 		return fmt.Errorf("replica: restore group %d: %w", group, err)
 	}
 	return m.commit(func(b *pebble.Batch) error {
@@ -182,14 +195,21 @@ func (m *SM) restoreMeta(head snapshotHead) error {
 	return nil
 }
 
-// replaceSessions removes the group's sessions and writes the snapshot's.
-func (m *SM) replaceSessions(group uint64, man node.Manifest, body io.Reader) error {
+// replaceGroup removes the group's sessions and uploads and writes the
+// snapshot's: its logs, objects and staged uploads from the body, its used
+// uploads' records from the head.
+func (m *SM) replaceGroup(group uint64, man node.Manifest, used map[string]uploadRecord, body io.Reader) error {
 	if err := m.removeSessions(group); err != nil {
 		return err
 	}
-	return man.ReadEntries(body, func(e node.ManifestEntry, r io.Reader) error {
+	pb := m.cfg.DB.Pebble().NewBatch()
+	defer pb.Close()
+	if err := m.clearUploads(group, pb, used); err != nil {
+		return err
+	}
+	err := man.ReadEntries(body, func(e node.ManifestEntry, r io.Reader) error {
 		if e.Kind != kindSessionLog {
-			return fmt.Errorf("unknown kind %q", e.Kind)
+			return m.restoreBytesEntry(group, e, r, pb)
 		}
 		t, s, _ := strings.Cut(e.Name, "/")
 		dir, err := store.SessionDir(m.cfg.Root, t, s)
@@ -201,6 +221,13 @@ func (m *SM) replaceSessions(group uint64, man node.Manifest, body io.Reader) er
 		}
 		return store.WriteLog(dir, r, int64(e.Length))
 	})
+	if err != nil {
+		return err
+	}
+	if err := m.cfg.DB.Commit(pb, true); err != nil {
+		return err
+	}
+	return m.syncStaging(group)
 }
 
 func (m *SM) removeSessions(group uint64) error {

@@ -63,7 +63,7 @@ func (w *World) openReplica(sn *simNode, db *raftlog.DB) (*replica.SM, error) {
 	var sm *replica.SM
 	cfg := replica.Config{
 		Root: sn.dir, DB: db, Ledger: lc, Groups: w.opt.Groups,
-		Methods: cluster.Methods(func() service.Sessions { return sm }),
+		Methods: cluster.Methods(func() *replica.SM { return sm }),
 		Service: func(s service.Sessions) service.Service {
 			return service.NewLocal(s, service.LocalConfig{Now: func() time.Time { return sm.Now() }, Timekeeper: lc.Timekeeper,
 				Root: func() (string, error) { return sn.dir, nil }, RelativeLogs: true})

@@ -5,7 +5,9 @@ package main
 // with the answers `tally serve` gives.
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -138,5 +140,25 @@ func TestA2AClusterNodeSendMessageGetTask(t *testing.T) {
 	code, got = a2aRPC(t, n.addr, expectExt, `{"jsonrpc":"2.0","id":8,"method":"GetTask","params":{"id":"task-7"}}`)
 	if code != 200 || got != cancelled {
 		t.Fatalf("GetTask of a cancelled origin: %d\n%s\nwant\n%s", code, got, cancelled)
+	}
+	// A claim's records run through the Service too, an artifact's bytes
+	// (a raw file part) among them; its task is the claim's.
+	const claimExt = "urn:tally:ext:claim"
+	claimMsg := func(id int, who, rec string, parts string) {
+		t.Helper()
+		code, res := a2aRPC(t, n.addr, claimExt, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"SendMessage","params":{"message":{"messageId":"c-%d","role":"ROLE_USER",`+
+			`"parts":[%s],"metadata":{"urn:tally:ext:claim":%s}}}}`, id, id, parts, rec), who)
+		if code != 200 || strings.Contains(res, `"error"`) {
+			t.Fatalf("claim record %s: %d %s", rec, code, res)
+		}
+	}
+	claimMsg(10, "carol", `{"claim":"C-1","respondent":"dave","work":"w","no_checks":true}`, `{"text":"a claim"}`)
+	claimMsg(11, "carol", `{"action":"post","claim":"C-1"}`, `{"text":"post"}`)
+	claimMsg(12, "dave", `{"action":"receipt.acquire","claim":"C-1"}`, `{"text":"mine"}`)
+	raw := base64.StdEncoding.EncodeToString([]byte("the patch\n"))
+	claimMsg(13, "dave", `{"action":"artifact.publish","claim":"C-1","artifact":"a-1","generation":1}`, `{"raw":"`+raw+`","filename":"fix.patch"}`)
+	code, claimTask := a2aRPC(t, n.addr, claimExt, `{"jsonrpc":"2.0","id":14,"method":"GetTask","params":{"id":"C-1"}}`)
+	if code != 200 || strings.Contains(claimTask, `"error"`) || !strings.Contains(claimTask, `"artifact":"a-1"`) {
+		t.Fatalf("GetTask of a claim: %d %s", code, claimTask)
 	}
 }
