@@ -34,6 +34,10 @@ var clusterRoutes = map[string]bool{
 	// MCP: its tools call the node's Service; its resources follow this
 	// replica's logs, as the event stream does.
 	"mcp": true, "mcp.stream": true, "mcp.end": true,
+	// The console reads this node's replica as applied, as the event
+	// stream does: a node shows what it holds.
+	"console": true, "console.config": true, "console.asset": true, "tenant.list": true, "session.list": true,
+	"session.summary": true, "obligation.list": true, "promise.history": true, "claim.history": true,
 	"a2a.jsonrpc": true, "a2a.send": true, "a2a.tasks": true, "a2a.task": true, "a2a.cancel": true,
 }
 

@@ -27,6 +27,10 @@ type route struct {
 	media string
 	// public routes are served without authentication.
 	public bool
+	// replica routes read this server's files as they stand rather than
+	// through the Service (the event stream): on a cluster node, the node's
+	// replica as applied. They take no consistency parameter.
+	replica bool
 	// serve is a REST route's endpoint; stream, a REST route that writes
 	// its answer as it goes (an event stream, bytes, an export). Both run
 	// behind the REST middleware (middleware.go).
@@ -51,7 +55,7 @@ func (s *Server) routeTable() []route {
 		{name: "promise.amend", method: "POST", pattern: sessionPath + "/promises/{id}/amend", summary: "Move the deadline (debtor only)", body: "Amend", write: true, serve: apiWrite(s, http.StatusOK, docRule[api.PromiseAmend]{id: amendID}, s.amend)},
 		{name: "promise.resolve", method: "POST", pattern: sessionPath + "/promises/{id}/resolve", summary: "Satisfy, cancel (debtor) or release (creditor)", body: "Resolve", write: true, serve: apiWrite(s, http.StatusOK, docRule[api.PromiseResolve]{id: resolveID}, s.resolve)},
 		{name: "promise.assess", method: "POST", pattern: sessionPath + "/promises/{id}/assess", summary: "Record the authenticated observer's judgment", body: "Assess", write: true, serve: apiWrite(s, http.StatusOK, docRule[api.PromiseAssess]{id: assessID}, s.assess)},
-		{name: "events", method: "GET", pattern: sessionPath + "/events", summary: "Server-Sent Events of committed records after a sequence (after=SEQ or Last-Event-ID)", stream: s.events},
+		{name: "events", method: "GET", pattern: sessionPath + "/events", summary: "Server-Sent Events of committed records after a sequence (after=SEQ or Last-Event-ID); on a cluster node, its replica's applied records", stream: s.events, replica: true},
 		{name: "a2a.card", method: "GET", pattern: "/.well-known/agent-card.json", summary: "A2A AgentCard of the server: the default session's agent (ETag; --a2a-default-session)", handle: s.a2aCard},
 		{name: "a2a.session_card", method: "GET", pattern: sessionPath + "/a2a/.well-known/agent-card.json", summary: "A2A AgentCard of one session (ETag)", handle: s.a2aSessionCard},
 		{name: "a2a.session_card_bare", method: "GET", pattern: sessionPath + "/.well-known/agent-card.json", summary: "A2A AgentCard of one session, where a client resolves it against …/a2a without a trailing slash (ETag)", handle: s.a2aSessionCard},
