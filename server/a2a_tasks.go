@@ -69,27 +69,6 @@ func (h *a2aHandler) writeCall(c *a2aCall, party ledger.Command, rid string) (se
 	return service.Call{Tenant: c.tenant, Session: c.session, Actor: actor, Person: c.p.role == auth.RolePerson, RequestID: rid}, nil
 }
 
-// ledgerOf is the session's ledger, for the families whose A2A verbs do
-// not run through the Service yet; a read never creates the session. A
-// cluster node's Service is not on this server's ledgers, so there they
-// are refused rather than read or written unreplicated.
-func (h *a2aHandler) ledgerOf(ctx context.Context, c *a2aCall, create bool, what string) (*ledger.Ledger, error) {
-	if _, local := h.s.local.(*service.Local); !local {
-		return nil, a2a.NewError(a2a.ErrUnsupportedOperation, what+" is not served by a cluster node yet").
-			WithDetails(map[string]any{"code": CodeNotInCluster})
-	}
-	l, err := h.s.sessionIn(ctx, c.tenant, c.session, create)
-	if err != nil {
-		return nil, a2aError(err)
-	}
-	if !create {
-		if err := l.Refresh(); err != nil {
-			return nil, a2aError(err)
-		}
-	}
-	return l, nil
-}
-
 // findPromise is the promise whose task id is task (a2atask.FindPromise), or
 // nil, read through the Service.
 func (h *a2aHandler) findPromise(ctx context.Context, c *a2aCall, task string) (*promise.View, error) {
