@@ -116,7 +116,9 @@ func (s *Server) instrument(rt route) http.Handler {
 
 // readsSessions is a REST read that runs through the Service: it takes the
 // consistency parameter.
-func (rt route) readsSessions() bool { return !rt.write && !rt.public && rt.handle == nil && !rt.replica }
+func (rt route) readsSessions() bool {
+	return !rt.write && !rt.public && rt.handle == nil && !rt.replica
+}
 
 type staleKey struct{}
 
