@@ -106,6 +106,39 @@ func (p *proc) start(bin string) error {
 	}
 }
 
+// cpuOf is the CPU time the processes have used (user and system), read
+// from /proc; zero where it cannot be read.
+func cpuOf(ps ...*proc) time.Duration {
+	var total time.Duration
+	for _, p := range ps {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+		if err != nil {
+			continue
+		}
+		// Fields after the command's closing parenthesis; utime and stime
+		// are the 14th and 15th of the whole line, in clock ticks (100 a
+		// second on Linux).
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		var ut, st int64
+		fmt.Sscan(f[11], &ut)
+		fmt.Sscan(f[12], &st)
+		total += time.Duration(ut+st) * 10 * time.Millisecond
+	}
+	return total
+}
+
+// selfCPU is this process's CPU time: the load generator's.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 func (p *proc) kill() {
 	if p.cmd != nil {
 		p.cmd.Process.Kill()
@@ -242,7 +275,7 @@ func run(bin string, clients int, d time.Duration, rounds, failovers int) error 
 	defer os.RemoveAll(dir)
 	if rounds > 0 {
 		fmt.Printf("throughput: %d clients, %v a leg, one session (acme/main), every write durable\n", clients, d)
-		fmt.Println("round  single node /s  3 nodes /s  ratio")
+		fmt.Println("round  single node /s  3 nodes /s  ratio   CPU µs a write: single (server+clients)  3 nodes (servers+clients)")
 	}
 	for r := 1; r <= rounds; r++ {
 		single := &proc{addr: freePort()}
@@ -251,7 +284,9 @@ func run(bin string, clients int, d time.Duration, rounds, failovers int) error 
 		if err := single.start(bin); err != nil {
 			return err
 		}
+		cpu0, self0 := cpuOf(single), selfCPU()
 		one := load([]string{single.addr}, clients, d)
+		oneServer, oneClients := cpuOf(single)-cpu0, selfCPU()-self0
 		single.stop()
 		nodes, err := startCluster(bin, filepath.Join(dir, fmt.Sprintf("cluster%d", r)))
 		if err != nil {
@@ -261,9 +296,15 @@ func run(bin string, clients int, d time.Duration, rounds, failovers int) error 
 		for _, n := range nodes {
 			addrs = append(addrs, n.addr)
 		}
+		cpu0, self0 = cpuOf(nodes...), selfCPU()
 		three := load(addrs, clients, d)
+		threeServers, threeClients := cpuOf(nodes...)-cpu0, selfCPU()-self0
 		stopAll(nodes)
-		fmt.Printf("%5d  %13.0f  %10.0f  %5.2f\n", r, one, three, three/one)
+		perWrite := func(cpu time.Duration, rate float64) float64 {
+			return float64(cpu.Microseconds()) / (rate * d.Seconds())
+		}
+		fmt.Printf("%5d  %13.0f  %10.0f  %5.2f   %6.0f+%-6.0f  %6.0f+%-6.0f\n", r, one, three, three/one,
+			perWrite(oneServer, one), perWrite(oneClients, one), perWrite(threeServers, three), perWrite(threeClients, three))
 	}
 	if failovers == 0 {
 		return nil
