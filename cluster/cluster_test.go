@@ -27,7 +27,7 @@ import (
 	"tally/store"
 )
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ type testNode struct {
 	hs  *http.Server
 }
 
-func startNode(t *testing.T, cfg Config) *testNode {
+func startNode(t testing.TB, cfg Config) *testNode {
 	t.Helper()
 	n, err := Start(context.Background(), cfg)
 	if err != nil {
@@ -57,14 +57,14 @@ func startNode(t *testing.T, cfg Config) *testNode {
 	return &testNode{Node: n, cfg: cfg, hs: hs}
 }
 
-func (tn *testNode) stop(t *testing.T) {
+func (tn *testNode) stop(t testing.TB) {
 	tn.hs.Close()
 	if err := tn.Close(); err != nil {
 		t.Errorf("close node %d: %v", tn.cfg.NodeID, err)
 	}
 }
 
-func nodeConfig(t *testing.T, dir string, id uint64) Config {
+func nodeConfig(t testing.TB, dir string, id uint64) Config {
 	cfg := Config{NodeID: id, RaftAddr: freeAddr(t), Addr: freeAddr(t), Data: filepath.Join(dir, fmt.Sprint(id)),
 		Secret: "a join secret of some length", Groups: 4, Tick: 20 * time.Millisecond, Ledger: ledger.DefaultConfig(),
 		Local: func(s service.Sessions, lc service.LocalConfig) service.Service {
