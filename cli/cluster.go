@@ -1,7 +1,8 @@
 package cli
 
-// tally cluster status|members|groups: a cluster node's view, over its
-// HTTP address.
+// tally cluster status|members|groups|placements: a cluster node's view,
+// over its HTTP address; and the operator's changes, signed with the join
+// secret.
 
 import (
 	"bytes"
@@ -26,7 +27,7 @@ func newCluster(g *global) *cobra.Command {
 	var addr string
 	c := &cobra.Command{
 		Use:   "cluster",
-		Short: "A cluster node's view of the cluster, and its operator's changes: status, members, groups, transfer-leader, add-node, remove-node",
+		Short: "A cluster node's view of the cluster, and its operator's changes: status, members, groups, placements, transfer-leader, add-node, remove-node, place",
 		// These verbs always ask a node, so TALLY_URL is theirs to use.
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
 	}
@@ -48,7 +49,7 @@ func newCluster(g *global) *cobra.Command {
 		}
 	}
 	var secret string
-	c.PersistentFlags().StringVar(&secret, "join-secret", "", "the cluster's join secret, which signs transfer-leader and remove-node (default: $TALLY_JOIN_SECRET)")
+	c.PersistentFlags().StringVar(&secret, "join-secret", "", "the cluster's join secret, which signs the operator's requests (default: $TALLY_JOIN_SECRET)")
 	secretOf := func() (string, error) { return g.joinSecret(secret) }
 	var group, to uint64
 	transfer := &cobra.Command{
@@ -109,7 +110,7 @@ func newCluster(g *global) *cobra.Command {
 	add.Flags().StringVar(&raftAddr, "raft-addr", "", "the node's --raft-addr, where its peers will reach it")
 	add.Flags().StringVar(&apiAddr, "addr", "", "the node's --addr, its API")
 	add.Flags().StringVar(&zone, "zone", "", "the node's --zone")
-	c.AddCommand(transfer, add, remove,
+	c.AddCommand(transfer, add, remove, newClusterPlace(g, &addr, secretOf), newClusterPlacements(g, &addr, secretOf),
 		view("status", "The cluster id, this node, its members and the failures the placement tolerates", printClusterStatus),
 		view("members", "The members: id, raft and API addresses, zone", printClusterMembers),
 		view("groups", "Each group: leader, term, commit and applied index, voters and learners", printClusterGroups),
@@ -143,9 +144,33 @@ func (g *global) nodeURL(addr string) string {
 	return strings.TrimRight(addr, "/")
 }
 
-// clusterPost posts an operator's request; a node that is not the group's
-// leader answers with the leader's address, where it is posted once more.
+// clusterPost posts an operator's request and prints the node's answer
+// (--json) or done.
 func (g *global) clusterPost(ctx context.Context, addr, path string, body any, done string) error {
+	return g.clusterPrint(ctx, addr, path, body, func([]byte) error {
+		_, err := fmt.Fprintln(g.io.Out, done)
+		return err
+	})
+}
+
+// clusterPrint posts an operator's request and prints the node's answer:
+// as it came with --json, else through human.
+func (g *global) clusterPrint(ctx context.Context, addr, path string, body any, human func(raw []byte) error) error {
+	raw, err := g.clusterCall(ctx, addr, path, body)
+	if err != nil {
+		return err
+	}
+	if g.json {
+		_, err := g.io.Out.Write(raw)
+		return err
+	}
+	return human(raw)
+}
+
+// clusterCall posts an operator's request and returns the node's answer;
+// a node that is not the group's leader answers with the leader's address,
+// where it is posted once more. A 400 is a usage error.
+func (g *global) clusterCall(ctx context.Context, addr, path string, body any) ([]byte, error) {
 	b, _ := json.Marshal(body)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -153,22 +178,17 @@ func (g *global) clusterPost(ctx context.Context, addr, path string, body any, d
 	for hop := 0; ; hop++ {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+path, bytes.NewReader(b))
 		if err != nil {
-			return usagef("node: %v", err)
+			return nil, usagef("node: %v", err)
 		}
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusOK {
-			if g.json {
-				_, err := g.io.Out.Write(raw)
-				return err
-			}
-			fmt.Fprintln(g.io.Out, done)
-			return nil
+			return raw, nil
 		}
 		var ref struct {
 			Error      string `json:"error"`
@@ -183,9 +203,9 @@ func (g *global) clusterPost(ctx context.Context, addr, path string, body any, d
 			ref.Error = strings.TrimSpace(string(raw))
 		}
 		if resp.StatusCode == http.StatusBadRequest {
-			return usagef("%s", ref.Error)
+			return nil, usagef("%s", ref.Error)
 		}
-		return errors.New(ref.Error)
+		return nil, errors.New(ref.Error)
 	}
 }
 
@@ -256,6 +276,9 @@ func printClusterStatus(g *global, st cluster.Status) error {
 		fmt.Fprintf(w, "  node %d leads %d group(s)\n", m.ID, leaders[m.ID])
 	}
 	fmt.Fprintln(w, st.Tolerates.Summary)
+	if st.Placements > 0 {
+		fmt.Fprintf(w, "%d session(s) placed by the directory (tally cluster placements lists them)\n", st.Placements)
+	}
 	return nil
 }
 

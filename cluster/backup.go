@@ -26,26 +26,51 @@ const BackupErrorTrailer = "Tally-Backup-Error"
 // a copy of the ledger after that.
 const BackupSignatureMax = 5 * time.Minute
 
-// BackupRequest asks a node for a backup. At is when it was signed (RFC
-// 3339).
-type BackupRequest struct {
-	At  string `json:"at"`
-	MAC string `json:"mac"`
+// SignedAt is an operator's read of the cluster's data (a backup, the
+// placements): signed with the join secret at an instant At (RFC 3339),
+// and good for BackupSignatureMax around the node's clock. What it asks
+// for is part of its signature.
+type SignedAt struct {
+	At   string `json:"at"`
+	MAC  string `json:"mac"`
+	what string
 }
 
 // SignBackup makes a backup request signed with the join secret at at.
-func SignBackup(secret string, at time.Time) BackupRequest {
-	r := BackupRequest{At: at.UTC().Format(time.RFC3339Nano)}
+func SignBackup(secret string, at time.Time) SignedAt { return signAt(secret, "backup", at) }
+
+func signAt(secret, what string, at time.Time) SignedAt {
+	r := SignedAt{At: at.UTC().Format(time.RFC3339Nano), what: what}
 	r.MAC = r.signature(secret)
 	return r
 }
 
-func (r *BackupRequest) signature(secret string) string { return mac(secret, "backup", r.At) }
-func (r *BackupRequest) signed() (string, string)       { return "backup", r.MAC }
+func (r *SignedAt) signature(secret string) string { return mac(secret, r.what, r.At) }
+func (r *SignedAt) signed() (string, string)       { return r.what, r.MAC }
 
 // CodeStaleRequest refuses a signed request whose instant is too far from
 // the node's clock.
 const CodeStaleRequest = "StaleRequest"
+
+// decodeSignedAt reads an operator's read of what and checks its
+// signature and its instant against now, answering the refusal itself
+// when one fails.
+func (c *Node) decodeSignedAt(w http.ResponseWriter, r *http.Request, what string, now time.Time) bool {
+	req := SignedAt{what: what}
+	if !c.decodeSigned(w, r, &req) {
+		return false
+	}
+	at, err := time.Parse(time.RFC3339Nano, req.At)
+	if err != nil {
+		writeRefusal(w, vocab.Invalidf("at", "must be an RFC 3339 instant"))
+		return false
+	}
+	if d := now.Sub(at).Abs(); d > BackupSignatureMax {
+		writeErr(w, http.StatusForbidden, CodeStaleRequest, fmt.Sprintf("%s: at: signed %s, %v from this node's clock; a signed %s request is good for %v", what, req.At, d.Round(time.Second), what, BackupSignatureMax))
+		return false
+	}
+	return true
+}
 
 // handleBackup streams a backup of every session of the cluster from this
 // node's replica: every data group is first read at a linearizable point
@@ -53,18 +78,8 @@ const CodeStaleRequest = "StaleRequest"
 // every write acknowledged before the request, then each session is read
 // up to its last whole line, every line of which is committed.
 func (c *Node) handleBackup(w http.ResponseWriter, r *http.Request) {
-	var req BackupRequest
-	if !c.decodeSigned(w, r, &req) {
-		return
-	}
 	created := time.Now().UTC()
-	at, err := time.Parse(time.RFC3339Nano, req.At)
-	if err != nil {
-		writeRefusal(w, vocab.Invalidf("at", "must be an RFC 3339 instant"))
-		return
-	}
-	if d := created.Sub(at).Abs(); d > BackupSignatureMax {
-		writeErr(w, http.StatusForbidden, CodeStaleRequest, fmt.Sprintf("backup: at: signed %s, %v from this node's clock; a signed backup request is good for %v", req.At, d.Round(time.Second), BackupSignatureMax))
+	if !c.decodeSignedAt(w, r, "backup", created) {
 		return
 	}
 	if err := c.readAll(r.Context()); err != nil {

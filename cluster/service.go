@@ -16,9 +16,9 @@ import (
 // Both take the method by its name and its api document D, and the result
 // type R the method returns.
 
-// write proposes a command to the session's group and returns what
-// applying it here returned: the same value, or the same refusal, as the
-// local ledger gives.
+// write proposes a command to the session's group (route.go) and returns
+// what applying it here returned: the same value, or the same refusal, as
+// the local ledger gives.
 func write[D, R any](ctx context.Context, c *Node, name string, call service.Call, d D) (R, error) {
 	return commit[D, R](ctx, c, name, call, d, c.propose)
 }
@@ -38,16 +38,23 @@ func commit[D, R any](ctx context.Context, c *Node, name string, call service.Ca
 	if err != nil {
 		return zero, err
 	}
-	out, err := propose(ctx, c.sm.GroupOf(call.Tenant, call.Session), data)
+	out, _, err := c.routed(ctx, call.Tenant, call.Session, func(g uint64) (replica.Outcome, error) { return propose(ctx, g, data) })
 	if err != nil {
 		return zero, err
 	}
+	return valueOf[R](name, out)
+}
+
+// valueOf is what a command (what) did: its value, of type R, or its
+// refusal.
+func valueOf[R any](what string, out replica.Outcome) (R, error) {
+	var zero R
 	if out.Err != nil {
 		return zero, out.Err
 	}
 	v, ok := out.Value.(R)
 	if !ok {
-		return zero, fmt.Errorf("cluster: %s returned %T", name, out.Value)
+		return zero, fmt.Errorf("cluster: %s returned %T", what, out.Value)
 	}
 	return v, nil
 }
@@ -80,12 +87,12 @@ func method[D, R any](f func(service.Service, context.Context, service.Call, D) 
 
 // read waits for the session's group to be read-consistent here, then
 // reads this replica; a stale read (call.Stale) reads it as applied, so a
-// node cut off from the group's quorum still answers, maybe behind. A read's instant is the wall clock unless the call
-// names one.
+// node cut off from the group's quorum still answers, maybe behind. A
+// read's instant is the wall clock unless the call names one.
 func read[R any](ctx context.Context, c *Node, call service.Call, f func(service.Service, service.Call) (R, error)) (R, error) {
 	var zero R
 	if !call.Stale {
-		if err := c.readIndex(ctx, c.sm.GroupOf(call.Tenant, call.Session)); err != nil {
+		if err := c.readConsistent(ctx, call.Tenant, call.Session); err != nil {
 			return zero, err
 		}
 	}

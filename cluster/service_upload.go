@@ -84,9 +84,10 @@ func bytesMethod[D, R any](sm func() *replica.SM, f func(service.Service, contex
 
 // upload stages body in call's session's group, chunk by chunk, and names
 // what it staged. Past MaxUploadSize it is refused; what it staged by then
-// is abandoned (replica.UploadMaxAge).
+// is abandoned (replica.UploadMaxAge). The first chunk follows the
+// session to its placement (route.go); the others go where it went.
 func (c *Node) upload(ctx context.Context, call service.Call, body io.Reader) (replica.Upload, error) {
-	group := c.sm.GroupOf(call.Tenant, call.Session)
+	group := uint64(0)
 	up := replica.Upload{ID: replica.NewUploadID(time.Now(), seed())}
 	h := digest.NewContentHasher()
 	buf := make([]byte, UploadChunkSize)
@@ -99,7 +100,7 @@ func (c *Node) upload(ctx context.Context, call service.Call, body io.Reader) (r
 			if up.Size+int64(n) > MaxUploadSize {
 				return up, replica.TooLarge("body")
 			}
-			if err := c.stage(ctx, group, call, up.ID, up.Size, buf[:n]); err != nil {
+			if err := c.stage(ctx, &group, call, up.ID, up.Size, buf[:n]); err != nil {
 				return up, err
 			}
 			h.Write(buf[:n])
@@ -113,8 +114,9 @@ func (c *Node) upload(ctx context.Context, call service.Call, body io.Reader) (r
 	return up, nil
 }
 
-// stage commits one chunk of upload id at offset.
-func (c *Node) stage(ctx context.Context, group uint64, call service.Call, id string, offset int64, chunk []byte) error {
+// stage commits one chunk of upload id at offset in *group, or, when it is
+// 0, in the session's group, which it sets.
+func (c *Node) stage(ctx context.Context, group *uint64, call service.Call, id string, offset int64, chunk []byte) error {
 	cmd, err := NewCommand(replica.MethodStage, service.Call{Tenant: call.Tenant, Session: call.Session},
 		replica.StageDoc{Upload: id, Offset: offset}, time.Now(), seed())
 	if err != nil {
@@ -125,10 +127,19 @@ func (c *Node) stage(ctx context.Context, group uint64, call service.Call, id st
 	if err != nil {
 		return err
 	}
-	out, err := c.proposeAgain(ctx, group, data)
+	propose := func(g uint64) (replica.Outcome, error) { return c.proposeAgain(ctx, g, data) }
+	if *group != 0 {
+		out, err := propose(*group)
+		if err != nil {
+			return err
+		}
+		return out.Err
+	}
+	out, g, err := c.routed(ctx, call.Tenant, call.Session, propose)
 	if err != nil {
 		return err
 	}
+	*group = g
 	return out.Err
 }
 

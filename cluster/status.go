@@ -42,6 +42,9 @@ type Status struct {
 	// Restored names the backup this cluster was restored from, on the
 	// node that restored it.
 	Restored *Restored `json:"restored,omitempty"`
+	// Placements counts the directory's recorded placements, as this node
+	// has applied them (tally cluster placements lists them).
+	Placements int `json:"placements"`
 }
 
 // Tolerance is how many nodes, and whole zones, can fail with every group
@@ -61,7 +64,7 @@ func (c *Node) Status(ctx context.Context) (Status, error) {
 	if err := c.do(ctx, func(n *node.Node) { st, failed = n.Status(), n.Failed() }); err != nil {
 		return Status{}, err
 	}
-	out := Status{SchemaVersion: 1, ClusterID: c.id.ClusterID, NodeID: c.cfg.NodeID, Members: c.sm.Members(), Restored: c.id.Restored}
+	out := Status{SchemaVersion: 1, ClusterID: c.id.ClusterID, NodeID: c.cfg.NodeID, Members: c.sm.Members(), Restored: c.id.Restored, Placements: c.sm.PlacementCount()}
 	if failed != nil {
 		out.Failed = failed.Error()
 	}
@@ -196,6 +199,8 @@ func (c *Node) Handler() http.Handler {
 	mux.HandleFunc("POST "+AddNodePath, c.handleAdd)
 	mux.HandleFunc("POST "+RemoveNodePath, c.handleRemove)
 	mux.HandleFunc("POST "+BackupPath, c.handleBackup)
+	mux.HandleFunc("POST "+PlacePath, c.handlePlace)
+	mux.HandleFunc("POST "+PlacementsPath, c.handlePlacements)
 	return mux
 }
 

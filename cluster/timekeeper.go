@@ -84,7 +84,9 @@ func (c *Node) everyLed(ctx context.Context, every time.Duration, what string, t
 			if ctx.Err() != nil {
 				return
 			}
-			if g := c.sm.GroupOf(se.Tenant, se.Name); leading[g] {
+			// The group holding its log here, not the directory's: a
+			// placement this node has not applied yet moves nothing.
+			if g := c.sm.Holder(se.Tenant, se.Name); leading[g] {
 				each(se, g)
 			}
 		}

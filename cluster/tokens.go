@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"time"
 
 	"tally/auth"
@@ -81,22 +79,7 @@ func (c *Node) ListTokens(ctx context.Context) ([]auth.Token, error) {
 }
 
 func (c *Node) proposeToken(ctx context.Context, cmd replica.MetaCommand) (replica.TokenEntry, error) {
-	data, err := json.Marshal(cmd)
-	if err != nil {
-		return replica.TokenEntry{}, err
-	}
-	out, err := c.propose(ctx, node.MetaGroup, data)
-	if err != nil {
-		return replica.TokenEntry{}, err
-	}
-	if out.Err != nil {
-		return replica.TokenEntry{}, out.Err
-	}
-	e, ok := out.Value.(replica.TokenEntry)
-	if !ok {
-		return replica.TokenEntry{}, fmt.Errorf("cluster: %s returned %T", cmd.Op, out.Value)
-	}
-	return e, nil
+	return proposeMeta[replica.TokenEntry](ctx, c, cmd)
 }
 
 func tokenOf(e replica.TokenEntry) auth.Token {

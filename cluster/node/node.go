@@ -940,7 +940,9 @@ func (n *Node) apply(g *group, ents []*pb.Entry) error {
 		}
 		g.smApplied = batch[len(batch)-1].Index
 		for i, p := range mine {
-			if p != nil {
+			// A proposal raft carried twice may commit twice in one batch:
+			// its first entry answers it, once.
+			if p != nil && n.proposals[p.id] == p {
 				delete(n.proposals, p.id)
 				p.done(ProposeResult{Index: batch[i].Index, Result: results[i]})
 			}

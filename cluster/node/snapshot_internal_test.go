@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"go.etcd.io/raft/v3/tracker"
+	"google.golang.org/protobuf/proto"
 
 	"tally/cluster/raftlog"
 )
@@ -276,5 +277,28 @@ func TestSnapshotFinishedOnlyWhenAcknowledged(t *testing.T) {
 	drain(n)
 	if pr := progress(); pr.State != tracker.StateProbe || pr.PendingSnapshot != 0 {
 		t.Fatalf("after a failed stream: %v", pr)
+	}
+}
+
+// A proposal raft carried twice and committed twice in one batch is
+// answered once, for its first entry: its caller waits for one answer, and
+// a second would block the loop on it.
+func TestProposalCommittedTwiceIsAnsweredOnce(t *testing.T) {
+	n, db := newTestNode(t, vfs.NewMem(), 1, newNopSM(), &capture{}, []uint64{1})
+	defer db.Close()
+	var answers []ProposeResult
+	n.Propose(2, []byte("x"), func(r ProposeResult) { answers = append(answers, r) })
+	p := n.queue[len(n.queue)-1]
+	g := n.byID[2]
+	first := g.smApplied + 1
+	entry := func(i uint64) *pb.Entry {
+		return &pb.Entry{Index: proto.Uint64(i), Term: proto.Uint64(1), Type: pb.EntryType_EntryNormal.Enum(), Data: p.data}
+	}
+	ents := []*pb.Entry{entry(first), entry(first + 1)}
+	if err := n.apply(g, ents); err != nil {
+		t.Fatal(err)
+	}
+	if len(answers) != 1 || answers[0].Index != first {
+		t.Fatalf("answers %+v, want one, for entry %d", answers, first)
 	}
 }

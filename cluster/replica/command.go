@@ -79,7 +79,9 @@ type MetaCommand struct {
 	// proposer minted, never the secret); TokenID a token.revoke's token.
 	Token   *auth.Record `json:"token,omitempty"`
 	TokenID string       `json:"token_id,omitempty"`
-	TS      int64        `json:"ts,omitempty"` // Unix nanoseconds, the proposer's clock
+	// Placement is a placement.set's session and group.
+	Placement *Placement `json:"placement,omitempty"`
+	TS        int64      `json:"ts,omitempty"` // Unix nanoseconds, the proposer's clock
 }
 
 // Meta operations.
@@ -88,6 +90,9 @@ const (
 	OpMemberRemove = "member.remove"
 	OpTokenCreate  = "token.create"
 	OpTokenRevoke  = "token.revoke"
+	// OpPlacementSet records a session's group in the directory; the
+	// proposer has had the session fenced in the group it routed to.
+	OpPlacementSet = "placement.set"
 )
 
 // Member is one node of the cluster as the meta group records it.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -15,11 +16,13 @@ import (
 	"tally/vocab"
 )
 
-// metaState is the meta group's state, stored whole (it is small): the
-// members, by id, and the cluster's tokens, by id.
+// metaState is the meta group's state: the members, by id, and the
+// cluster's tokens, by id, each stored whole (they are small); the
+// directory's placements, by tenant/session, one key each (place.go).
 type metaState struct {
-	Members []Member     `json:"members"`
-	Tokens  []TokenEntry `json:"tokens,omitempty"`
+	Members    []Member          `json:"members"`
+	Tokens     []TokenEntry      `json:"tokens,omitempty"`
+	Placements map[string]uint64 `json:"-"`
 }
 
 // TokenEntry is one of the cluster's tokens: its record (the hash of its
@@ -49,13 +52,19 @@ func (m *SM) loadMeta() (metaState, error) {
 func (m *SM) metaSnapshot() metaState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return metaState{Members: slices.Clone(m.members), Tokens: slices.Clone(m.tokenList)}
+	return metaState{Members: slices.Clone(m.members), Tokens: slices.Clone(m.tokenList), Placements: maps.Clone(m.placements)}
 }
 
 // saveMeta writes the meta group's state and its applied record in one
 // synced batch, and then makes it the replica's.
 func (m *SM) saveMeta(st metaState, a applied, outs map[uint64]Outcome) error {
+	m.mu.Lock()
+	old := m.placements
+	m.mu.Unlock()
 	err := m.commit(func(b *pebble.Batch) error {
+		if err := writePlacements(b, old, st.Placements); err != nil {
+			return err
+		}
 		if err := setJSON(b, gkey(node.MetaGroup, kindMembers), metaState{Members: st.Members}); err != nil {
 			return err
 		}
@@ -73,6 +82,10 @@ func (m *SM) saveMeta(st metaState, a applied, outs map[uint64]Outcome) error {
 	}
 	m.mu.Lock()
 	m.members, m.tokenList, m.tokens = st.Members, st.Tokens, table
+	m.placements = st.Placements
+	if m.placements == nil {
+		m.placements = map[string]uint64{}
+	}
 	if outs != nil {
 		m.outcomes[node.MetaGroup] = outs
 	}
@@ -145,7 +158,7 @@ func (m *SM) applyMeta(ents []node.Entry) ([][]byte, error) {
 			continue
 		}
 		var out Outcome
-		st, out = decideMeta(st, c)
+		st, out = decideMeta(st, c, m.cfg.Groups)
 		changed = changed || (out.Err == nil && strings.HasPrefix(c.Op, "member."))
 		outs[e.Index] = out
 	}
@@ -160,12 +173,16 @@ func (m *SM) applyMeta(ents []node.Entry) ([][]byte, error) {
 }
 
 // decideMeta is the meta group's one rule per operation: pure, so every
-// replica decides the same.
-func decideMeta(st metaState, c MetaCommand) (metaState, Outcome) {
+// replica decides the same. groups is the cluster's data groups.
+func decideMeta(st metaState, c MetaCommand, groups int) (metaState, Outcome) {
 	switch c.Op {
 	case OpTokenCreate, OpTokenRevoke:
 		toks, out := decideToken(st.Tokens, c)
 		st.Tokens = toks
+		return st, out
+	case OpPlacementSet:
+		pl, out := decidePlacement(st.Placements, groups, c.Placement)
+		st.Placements = pl
 		return st, out
 	}
 	members, out := decideMember(st.Members, c)

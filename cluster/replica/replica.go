@@ -124,11 +124,21 @@ type SM struct {
 	tokenList []TokenEntry
 	tokens    *auth.Table
 	outcomes  map[uint64]map[uint64]Outcome // group → index → outcome of its last batch
+	// The directory's placements as applied (the meta group's state,
+	// tenant/session → group), the data groups' fences (group →
+	// tenant/session → the group it is placed in) and the held records
+	// (tenant/session → the data group whose command first wrote its log).
+	placements map[string]uint64
+	fences     map[uint64]map[string]uint64
+	held       map[string]uint64
 
 	now atomic.Int64 // the instant of the command being applied
 	// batch is the uploads of the data group batch Apply runs, nil
 	// between batches; only the loop touches it.
-	batch    *batchUploads
+	batch *batchUploads
+	// place is the fences and held records of the data group batch Apply
+	// runs, nil between batches; only the loop touches it.
+	place    *batchPlace
 	restores atomic.Uint64
 	mintMu   sync.Mutex
 	ids      *mrand.ChaCha8 // the command's ids, from its seed
@@ -173,6 +183,9 @@ func New(cfg Config) (*SM, error) {
 		return nil, err
 	}
 	m.members, m.tokenList = st.Members, st.Tokens
+	if err := m.loadPlace(); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -203,9 +216,9 @@ func (m *SM) Close() error {
 	return errors.Join(errs...)
 }
 
-// GroupOf is the data group holding a session: the default placement, by
-// hash of tenant/session over the data groups. (Recorded placements, when
-// sessions move, will override it here.)
+// GroupOf is a session's default data group, by hash of tenant/session
+// over the data groups; the directory's recorded placements override it
+// (SM.GroupOf).
 func GroupOf(groups int, tenant, session string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(tenant))
@@ -213,9 +226,6 @@ func GroupOf(groups int, tenant, session string) uint64 {
 	h.Write([]byte(session))
 	return node.MetaGroup + 1 + h.Sum64()%uint64(groups)
 }
-
-// GroupOf is the data group holding a session.
-func (m *SM) GroupOf(tenant, session string) uint64 { return GroupOf(m.cfg.Groups, tenant, session) }
 
 func (m *SM) mintID() string {
 	m.mintMu.Lock()
@@ -432,8 +442,8 @@ func (m *SM) Apply(group uint64, ents []node.Entry) ([][]byte, error) {
 			continue // refused below, the same everywhere
 		}
 		cmds[i] = &c
-		if c.Method == MethodStage {
-			continue // stages bytes, touches no session
+		if c.Method == MethodStage || c.Method == MethodFence {
+			continue // stages bytes or fences: writes no session's log
 		}
 		key := c.Tenant + "/" + c.Session
 		if _, seen := in.Sessions[key]; seen {
@@ -450,8 +460,8 @@ func (m *SM) Apply(group uint64, ents []node.Entry) ([][]byte, error) {
 			return nil, fmt.Errorf("replica: group %d: record intent: %w", group, err)
 		}
 	}
-	m.batch = m.beginUploads(group)
-	defer func() { m.batch.close(); m.batch = nil }()
+	m.batch, m.place = m.beginUploads(group), beginPlace(group)
+	defer func() { m.batch.close(); m.batch, m.place = nil, nil }()
 	outs := make(map[uint64]Outcome, len(ents))
 	results := make([][]byte, len(ents))
 	for i, e := range ents {
@@ -466,6 +476,9 @@ func (m *SM) Apply(group uint64, ents []node.Entry) ([][]byte, error) {
 			out = m.runEntry(*c, a.TS)
 			if out.Err != nil && Operational(out.Err) {
 				return nil, fmt.Errorf("replica: group %d entry %d (%s %s/%s): %w", group, e.Index, c.Method, c.Tenant, c.Session, out.Err)
+			}
+			if err := m.noteHeld(m.place, *c); err != nil {
+				return nil, fmt.Errorf("replica: group %d entry %d (%s %s/%s): %w", group, e.Index, c.Method, c.Tenant, c.Session, err)
 			}
 		}
 		outs[e.Index] = out
@@ -493,12 +506,16 @@ func (m *SM) Apply(group uint64, ents []node.Entry) ([][]byte, error) {
 		if drop, err = m.batch.record(b, a.TS); err != nil {
 			return err
 		}
+		if err := m.place.record(b); err != nil {
+			return err
+		}
 		return b.Delete(gkey(group, kindIntent), nil)
 	}, false)
 	if err != nil {
 		return nil, fmt.Errorf("replica: group %d: record applied index %d: %w", group, a.Index, err)
 	}
 	m.removeStaged(drop)
+	m.placeDone(m.place)
 	m.mu.Lock()
 	m.outcomes[group] = outs
 	err = m.evictLocked()
@@ -575,10 +592,18 @@ func (m *SM) position(tenant, session string) (store.Position, error) {
 }
 
 // runEntry applies one command of a data group at instant ts: a chunk of
-// an upload, or a method.
+// an upload, a fence, or a method. A session its group has fenced takes
+// no command there but a fence.
 func (m *SM) runEntry(c Command, ts int64) Outcome {
-	if c.Method == MethodStage {
+	name := c.Tenant + "/" + c.Session
+	if to, ok := m.fencedTo(m.place, name); ok && c.Method != MethodFence {
+		return Outcome{Err: &Moved{Session: name, From: m.place.group, Group: to}}
+	}
+	switch c.Method {
+	case MethodStage:
 		return m.stage(c, ts)
+	case MethodFence:
+		return m.fence(m.place, c)
 	}
 	return m.run(c, ts)
 }

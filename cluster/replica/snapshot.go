@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -15,9 +16,10 @@ import (
 )
 
 // A snapshot of a group is its manifest (node.Manifest) as of the applied
-// index: inline, the applied head (and for the meta group its
-// membership); for a data group, one "log" entry per session naming its
-// log's length at that index. The body, written later and possibly on
+// index: inline, the applied head (for the meta group its membership,
+// tokens and placements; for a data group its fences); for a data group,
+// one "log" entry per session it holds (SM.Holder) naming its log's length
+// at that index. The body, written later and possibly on
 // another goroutine while the group applies more, is each log's first
 // Length bytes, read from the files. That is consistent because a
 // session's log is append-only and byte for byte the same on every
@@ -36,8 +38,13 @@ type snapshotHead struct {
 	Applied applied      `json:"applied"`
 	Members []Member     `json:"members,omitempty"` // the meta group's
 	Tokens  []TokenEntry `json:"tokens,omitempty"`  // the meta group's
+	// Placements are the meta group's directory: tenant/session → group.
+	Placements map[string]uint64 `json:"placements,omitempty"`
 	// Uploads are a data group's used uploads' records, by id.
 	Uploads map[string]uploadRecord `json:"uploads,omitempty"`
+	// Fences are a data group's fenced sessions: tenant/session → the
+	// group each is placed in.
+	Fences map[string]uint64 `json:"fences,omitempty"`
 }
 
 // Snapshot is the group's manifest as of its applied index.
@@ -50,9 +57,11 @@ func (m *SM) Snapshot(group uint64) (uint64, node.Manifest, error) {
 	var entries []node.ManifestEntry
 	if group == node.MetaGroup {
 		st := m.metaSnapshot()
-		head.Members, head.Tokens = st.Members, st.Tokens
+		head.Members, head.Tokens, head.Placements = st.Members, st.Tokens, st.Placements
 	} else if entries, head.Uploads, err = m.dataEntries(group); err != nil {
 		return 0, node.Manifest{}, fmt.Errorf("replica: snapshot group %d: %w", group, err)
+	} else {
+		head.Fences = m.groupFences(group)
 	}
 	inline, err := json.Marshal(head)
 	if err != nil {
@@ -74,15 +83,12 @@ func (m *SM) dataEntries(group uint64) ([]node.ManifestEntry, map[string]uploadR
 
 // sessionEntries lists the group's sessions with their logs' lengths now.
 func (m *SM) sessionEntries(group uint64) ([]node.ManifestEntry, error) {
-	sessions, err := store.Sessions(m.cfg.Root, "")
+	sessions, err := m.heldSessions(group)
 	if err != nil {
 		return nil, err
 	}
 	var out []node.ManifestEntry
 	for _, se := range sessions {
-		if m.GroupOf(se.Tenant, se.Name) != group {
-			continue
-		}
 		pos, err := m.position(se.Tenant, se.Name)
 		if err != nil {
 			return nil, fmt.Errorf("session %s: %w", se, err)
@@ -170,7 +176,7 @@ func (m *SM) Restore(group uint64, index uint64, man node.Manifest, body io.Read
 	if err := m.commit(func(b *pebble.Batch) error { return setJSON(b, gkey(group, kindRestoring), head.Applied) }, true); err != nil {
 		return err
 	}
-	if err := m.replaceGroup(group, man, head.Uploads, body); err != nil {
+	if err := m.replaceGroup(group, man, head, body); err != nil {
 		return fmt.Errorf("replica: restore group %d: %w", group, err)
 	}
 	return m.commit(func(b *pebble.Batch) error {
@@ -185,7 +191,7 @@ func (m *SM) Restore(group uint64, index uint64, man node.Manifest, body io.Read
 }
 
 func (m *SM) restoreMeta(head snapshotHead) error {
-	st := metaState{Members: head.Members, Tokens: head.Tokens}
+	st := metaState{Members: head.Members, Tokens: head.Tokens, Placements: head.Placements}
 	if err := m.saveMeta(st, head.Applied, nil); err != nil {
 		return err
 	}
@@ -195,19 +201,24 @@ func (m *SM) restoreMeta(head snapshotHead) error {
 	return nil
 }
 
-// replaceGroup removes the group's sessions and uploads and writes the
-// snapshot's: its logs, objects and staged uploads from the body, its used
-// uploads' records from the head.
-func (m *SM) replaceGroup(group uint64, man node.Manifest, used map[string]uploadRecord, body io.Reader) error {
+// replaceGroup removes the group's sessions, uploads, fences and held
+// records and writes the snapshot's: its logs, objects and staged uploads
+// from the body, each log's held record, and its used uploads' records and
+// its fences from the head.
+func (m *SM) replaceGroup(group uint64, man node.Manifest, head snapshotHead, body io.Reader) error {
 	if err := m.removeSessions(group); err != nil {
 		return err
 	}
 	pb := m.cfg.DB.Pebble().NewBatch()
 	defer pb.Close()
-	if err := m.clearUploads(group, pb, used); err != nil {
+	if err := m.clearUploads(group, pb, head.Uploads); err != nil {
 		return err
 	}
-	err := man.ReadEntries(body, func(e node.ManifestEntry, r io.Reader) error {
+	place, err := m.clearPlace(group, pb, head.Fences)
+	if err != nil {
+		return err
+	}
+	err = man.ReadEntries(body, func(e node.ManifestEntry, r io.Reader) error {
 		if e.Kind != kindSessionLog {
 			return m.restoreBytesEntry(group, e, r, pb)
 		}
@@ -216,31 +227,42 @@ func (m *SM) replaceGroup(group uint64, man node.Manifest, used map[string]uploa
 		if err != nil {
 			return err
 		}
-		if g := m.GroupOf(t, s); g != group {
+		if g, ok := m.heldBy(e.Name); ok && g != group {
 			return fmt.Errorf("session %s belongs to group %d, not %d", e.Name, g, group)
 		}
+		place.held[e.Name] = true
 		return store.WriteLog(dir, r, int64(e.Length))
 	})
 	if err != nil {
 		return err
 	}
+	if err := place.record(pb); err != nil {
+		return err
+	}
 	if err := m.cfg.DB.Commit(pb, true); err != nil {
 		return err
 	}
+	m.placeDone(place)
 	return m.syncStaging(group)
 }
 
-func (m *SM) removeSessions(group uint64) error {
+// heldSessions lists the sessions this replica holds for group.
+func (m *SM) heldSessions(group uint64) ([]store.Session, error) {
 	sessions, err := store.Sessions(m.cfg.Root, "")
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(sessions, func(se store.Session) bool { return m.Holder(se.Tenant, se.Name) != group }), nil
+}
+
+func (m *SM) removeSessions(group uint64) error {
+	sessions, err := m.heldSessions(group)
 	if err != nil {
 		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, se := range sessions {
-		if m.GroupOf(se.Tenant, se.Name) != group {
-			continue
-		}
 		if err := m.closeSession(se.String()); err != nil {
 			return err
 		}

@@ -112,14 +112,11 @@ func (m *SM) writeBytesEntry(group uint64, e node.ManifestEntry, w io.Writer) er
 // store for it: its sessions' artifacts and its used uploads, sorted.
 func (m *SM) groupContents(group uint64) ([]digest.ContentDigest, error) {
 	set := map[string]bool{}
-	sessions, err := store.Sessions(m.cfg.Root, "")
+	sessions, err := m.heldSessions(group)
 	if err != nil {
 		return nil, err
 	}
 	for _, se := range sessions {
-		if m.GroupOf(se.Tenant, se.Name) != group {
-			continue
-		}
 		if err := m.sessionContents(se, set); err != nil {
 			return nil, fmt.Errorf("session %s: %w", se, err)
 		}

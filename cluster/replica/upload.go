@@ -269,22 +269,13 @@ func (b *batchUploads) record(pb *pebble.Batch, now int64) ([]string, error) {
 
 // eachUpload calls f with each of the group's upload records, by id.
 func (m *SM) eachUpload(group uint64, f func(id string, r uploadRecord) error) error {
-	lo := gkey(group, kindUpload)
-	it, err := m.cfg.DB.Pebble().NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: gkey(group, kindUpload+1)})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
+	return m.scan(gkey(group, kindUpload), func(id string, v []byte) error {
 		var r uploadRecord
-		if err := json.Unmarshal(it.Value(), &r); err != nil {
-			return fmt.Errorf("replica: upload record %q: %w", it.Key()[len(lo):], err)
+		if err := json.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("replica: upload record %q: %w", id, err)
 		}
-		if err := f(string(it.Key()[len(lo):]), r); err != nil {
-			return err
-		}
-	}
-	return it.Error()
+		return f(id, r)
+	})
 }
 
 // removeStaged removes staging files whose records no longer need them;
@@ -359,9 +350,11 @@ func cutStaged(path string, size int64) error {
 // store. A refusal (an upload abandoned, incomplete, or used for other
 // bytes) is decided from the records alone, the same on every replica.
 func (m *SM) OpenUpload(c service.Call, u Upload) (io.ReadCloser, error) {
+	// The call is the command the batch runs: its group's uploads are the
+	// batch's (the directory, applied at another pace, is not asked).
 	b := m.batch
-	if b == nil || b.group != m.GroupOf(c.Tenant, c.Session) {
-		return nil, errors.New("replica: OpenUpload outside the batch of the call's group")
+	if b == nil {
+		return nil, errors.New("replica: OpenUpload outside a data group's batch")
 	}
 	want, err := digest.ParseContentDigest(u.Content)
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"go.etcd.io/raft/v3"
 
 	"tally/cluster/model"
-	"tally/cluster/replica"
 	"tally/ledger"
 	"tally/service"
 	"tally/store"
@@ -80,9 +79,13 @@ func (w *World) finalChecks() error {
 	if err != nil {
 		return err
 	}
+	groups, err := w.checkPlacement(members)
+	if err != nil {
+		return fmt.Errorf("seed %d: %w", w.opt.Seed, err)
+	}
 	logs := map[string][]byte{}
 	for _, session := range w.sessions() {
-		log, err := w.identicalLogs(session, members[replica.GroupOf(w.opt.Groups, tenant, session)])
+		log, err := w.identicalLogs(session, members[groups[session]])
 		if err != nil {
 			return fmt.Errorf("seed %d: %w", w.opt.Seed, err)
 		}

@@ -64,7 +64,11 @@ func (w *World) clientStep(c *client) {
 	}
 	c.busy = true
 	c.n++
-	c.op, c.write = w.nextOp(c, sessionName(w.rng.IntN(w.opt.Sessions)))
+	session := sessionName(w.rng.IntN(w.opt.Sessions))
+	if w.placer != nil && w.waitsForPlacer(session) {
+		session = sessionName(1 + w.rng.IntN(w.opt.Sessions-1))
+	}
+	c.op, c.write = w.nextOp(c, session)
 	c.call = w.now
 	w.attempt(c)
 }
@@ -99,11 +103,25 @@ func (w *World) attempt(c *client) {
 	c.attempt++
 	a := c.attempt
 	live := func() bool { return c.attempt == a && c.busy }
+	w.through(live, func() { w.attempt(c) }, func(sn *simNode, retry func()) {
+		if c.write == nil {
+			w.read(c, sn, live, retry)
+			return
+		}
+		w.propose(c, sn, live, retry)
+	})
+}
+
+// through sends one attempt (send) through some live node, handing it the
+// retry: while the attempt is live, again runs after a short pause when no
+// node is up, when send retries, or when no answer came in 1.5 s (the node
+// may crash and never answer).
+func (w *World) through(live func() bool, again func(), send func(sn *simNode, retry func())) {
 	retry := func() {
 		if live() {
 			w.after(time.Duration(20+w.rng.IntN(80))*time.Millisecond, func() {
 				if live() {
-					w.attempt(c)
+					again()
 				}
 			})
 		}
@@ -114,14 +132,8 @@ func (w *World) attempt(c *client) {
 		return
 	}
 	sn := ups[w.rng.IntN(len(ups))]
-	// The client gives up on this attempt if no answer comes (the node may
-	// crash and never answer).
 	w.after(1500*time.Millisecond, retry)
-	if c.write == nil {
-		w.read(c, sn, live, retry)
-		return
-	}
-	w.propose(c, sn, live, retry)
+	send(sn, retry)
 }
 
 // propose sends the client's write through sn as a node sends one: the
@@ -151,6 +163,11 @@ func (w *World) propose(c *client, sn *simNode, live func() bool, retry func()) 
 		out, ok := sm.Take(g, r.Index)
 		if !ok {
 			w.fail("node %d has no outcome for entry %d of group %d", sn.id, r.Index, g)
+			return
+		}
+		if moved(out.Err) {
+			w.stats.Moved++ // this node has not applied the placement yet
+			retry()
 			return
 		}
 		pw, ok := out.Value.(service.PromiseWritten)
@@ -185,11 +202,17 @@ func (w *World) written(c *client, pw service.PromiseWritten) {
 // promises.
 func (w *World) read(c *client, sn *simNode, live func() bool, retry func()) {
 	session, sm := c.op.Session, sn.sm
-	sn.n.ReadIndex(sm.GroupOf(tenant, session), func(r node.ReadResult) {
+	g := sm.GroupOf(tenant, session)
+	sn.n.ReadIndex(g, func(r node.ReadResult) {
 		if !live() {
 			return
 		}
 		if r.Err != nil {
+			retry()
+			return
+		}
+		if _, fenced := sm.FencedTo(g, tenant, session); fenced {
+			w.stats.Moved++ // this node has not applied the placement yet
 			retry()
 			return
 		}

@@ -9,7 +9,11 @@
 // proposer's instant from the virtual clock and the id seed from the seed's
 // generator) proposed to the group the replica's routing picks
 // (replica.SM.GroupOf); they read with ReadIndex and then the replica's
-// Service. Time is virtual, the network simulated, and faults injected:
+// Service. On two seeds in three a placer places the first session in
+// another group than its hash's, as tally cluster place does (a Fence in
+// its hash's group, then placement.set in the meta group), racing the
+// clients' first writes to it or before them; clients refused as moved
+// retry. Time is virtual, the network simulated, and faults injected:
 // message loss, delay, duplication and reordering; partitions, including
 // one-way ones; crashes that lose every unsynced write (the raft store's,
 // and the tail a batch wrote to its sessions' logs before their fsync, cut
@@ -24,8 +28,11 @@
 // byte for byte) and end identical, with the same chain heads, and whole
 // by the Service's verify (what `tally verify` runs); that every
 // acknowledged write is in its session exactly once, at the sequence it was
-// acknowledged with; and that the clients' history is linearizable
-// (porcupine, against cluster/model's Ledger).
+// acknowledged with; that the meta group's replicas hold the same
+// directory, a placement recorded has its session fenced on every replica
+// of its hash's group and its log held by the group it is placed in; and
+// that the clients' history is linearizable (porcupine, against
+// cluster/model's Ledger).
 //
 // A run depends only on its seed, provided the process's cryptographic
 // randomness is seeded too (raft draws its election timeouts from it; see
@@ -71,11 +78,15 @@ type Options struct {
 	// SendBeforePersist breaks raft's ordering rule in every node, to show
 	// the checks catch it.
 	SendBeforePersist bool
+	// Place places the first session in another group than its hash's
+	// (PlaceRace, PlaceFirst; place.go), or not (PlaceNone).
+	Place int
 }
 
 // DefaultOptions is the run the test suite uses per seed.
 func DefaultOptions(seed uint64) Options {
-	return Options{Seed: seed, Nodes: 3, Groups: 2, Clients: 4, Sessions: 4, Chaos: 3 * time.Second, Quiesce: 4 * time.Second}
+	return Options{Seed: seed, Nodes: 3, Groups: 2, Clients: 4, Sessions: 4, Chaos: 3 * time.Second, Quiesce: 4 * time.Second,
+		Place: []int{PlaceFirst, PlaceNone, PlaceRace}[seed%3]}
 }
 
 // Stats describe a finished run.
@@ -96,7 +107,10 @@ type Stats struct {
 	// SnapshotsFailed counts the streams lost on the way, cut, or whose
 	// acknowledgment was lost, each reported to its sender as a failure.
 	SnapshotsFailed int
-	Trace           uint64 // a hash of the run's events, equal for equal runs
+	// Placements recorded, and refused (the session had records first);
+	// Moved counts the clients' attempts refused as moved.
+	Placements, PlacementsRefused, Moved int
+	Trace                                uint64 // a hash of the run's events, equal for equal runs
 }
 
 type event struct {
@@ -165,6 +179,7 @@ type World struct {
 	blocked         map[[2]uint64]bool
 
 	clients []*client
+	placer  *placer // nil unless Options.Place
 	history []porcupine.Operation
 	acked   []ackedWrite
 
@@ -226,6 +241,9 @@ func runWorld(opt Options) (w *World, err error) {
 		c := &client{id: i, open: map[string][]owned{}}
 		w.clients = append(w.clients, c)
 		w.after(time.Duration(w.rng.IntN(50))*time.Millisecond, func() { w.clientStep(c) })
+	}
+	if opt.Place != PlaceNone {
+		w.startPlacer()
 	}
 	chaosEnd := int64(opt.Chaos)
 	w.after(200*time.Millisecond, func() { w.chaos(chaosEnd) })

@@ -80,14 +80,17 @@ func TestSim(t *testing.T) {
 		total.Membership += st.Membership
 		total.Snapshots += st.Snapshots
 		total.SnapshotsFailed += st.SnapshotsFailed
+		total.Placements += st.Placements
+		total.PlacementsRefused += st.PlacementsRefused
+		total.Moved += st.Moved
 		if n == 1 {
 			t.Logf("seed %d: %+v", seed, st)
 		}
 	}
 	wall := time.Since(start)
-	t.Logf("%d seeds in %v: %v simulated (%.0fx), %d ops, %d crashes (%d before a batch's fsync, %d logs torn), %d disk faults, %d partitions, %d transfers, %d membership changes, %d snapshots sent (%d of them failed)",
+	t.Logf("%d seeds in %v: %v simulated (%.0fx), %d ops, %d crashes (%d before a batch's fsync, %d logs torn), %d disk faults, %d partitions, %d transfers, %d membership changes, %d snapshots sent (%d of them failed), %d sessions placed (%d refused, having records; %d attempts refused as moved)",
 		n, wall.Round(time.Millisecond), total.Virtual, total.Virtual.Seconds()/wall.Seconds(), total.Ops, total.Crashes, total.Unsynced, total.Torn,
-		total.DiskFaults, total.Partitions, total.Transfers, total.Membership, total.Snapshots, total.SnapshotsFailed)
+		total.DiskFaults, total.Partitions, total.Transfers, total.Membership, total.Snapshots, total.SnapshotsFailed, total.Placements, total.PlacementsRefused, total.Moved)
 }
 
 // TestSimReplaysExactly: the same seed gives the same run, down to the

@@ -1,0 +1,126 @@
+package cli
+
+// tally cluster place TENANT/SESSION --group G and tally cluster
+// placements: the directory's recorded placements, through a node, signed
+// with the join secret.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"tally/cluster"
+	"tally/cluster/replica"
+	"tally/store"
+)
+
+// placeOptions are tally cluster place's.
+type placeOptions struct {
+	addr    *string
+	secret  func() (string, error)
+	session string // TENANT/SESSION
+	group   uint64
+}
+
+func newClusterPlace(g *global, addr *string, secret func() (string, error)) *cobra.Command {
+	o := &placeOptions{addr: addr, secret: secret}
+	c := &cobra.Command{
+		Use:   "place TENANT/SESSION --group G",
+		Short: "Place a session that holds no record yet in a data group: its group fences it, then the directory records it (run again to complete one that failed)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.session = args[0]
+			return runPlace(c.Context(), g, o)
+		},
+	}
+	c.Flags().Uint64Var(&o.group, "group", 0, "the data group (see tally cluster groups)")
+	return c
+}
+
+func runPlace(ctx context.Context, g *global, o *placeOptions) error {
+	tenant, session, err := splitSession(o.session)
+	if err != nil {
+		return err
+	}
+	if o.group == 0 {
+		return usagef("group: required: the data group to place the session in (see tally cluster groups)")
+	}
+	s, err := o.secret()
+	if err != nil {
+		return err
+	}
+	body := cluster.SignPlace(s, cluster.PlaceRequest{Tenant: tenant, Session: session, Group: o.group})
+	return g.clusterPrint(ctx, *o.addr, cluster.PlacePath, body, func(raw []byte) error {
+		var p cluster.Placed
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return fmt.Errorf("place: the node's answer: %w", err)
+		}
+		if !p.Recorded {
+			_, err := fmt.Fprintf(g.io.Out, "%s/%s is in group %d, its hash's: nothing to record\n", p.Tenant, p.Session, p.Group)
+			return err
+		}
+		_, err := fmt.Fprintf(g.io.Out, "%s/%s placed in group %d (its hash's is %d); every node routes it there\n", p.Tenant, p.Session, p.Group, p.HashGroup)
+		return err
+	})
+}
+
+// splitSession reads TENANT/SESSION, each name of the shape a ledger takes.
+func splitSession(arg string) (string, string, error) {
+	tenant, session, ok := strings.Cut(arg, "/")
+	if !ok {
+		return "", "", usagef("session: %q is not TENANT/SESSION", arg)
+	}
+	for _, f := range []struct{ field, name string }{{"tenant", tenant}, {"session", session}} {
+		if err := store.CheckName(f.field, f.name); err != nil {
+			return "", "", usagef("session: %q: %v", arg, err)
+		}
+	}
+	return tenant, session, nil
+}
+
+// placementsOptions are tally cluster placements'.
+type placementsOptions struct {
+	addr   *string
+	secret func() (string, error)
+}
+
+func newClusterPlacements(g *global, addr *string, secret func() (string, error)) *cobra.Command {
+	o := &placementsOptions{addr: addr, secret: secret}
+	return &cobra.Command{
+		Use:   "placements",
+		Short: "The directory's recorded placements: each placed session and its group (signed with the join secret)",
+		Args:  cobra.NoArgs,
+		RunE:  func(c *cobra.Command, _ []string) error { return runPlacements(c.Context(), g, o) },
+	}
+}
+
+func runPlacements(ctx context.Context, g *global, o *placementsOptions) error {
+	s, err := o.secret()
+	if err != nil {
+		return err
+	}
+	return g.clusterPrint(ctx, *o.addr, cluster.PlacementsPath, cluster.SignPlacements(s, g.io.Now()), func(raw []byte) error {
+		var doc cluster.Placements
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			return fmt.Errorf("placements: the node's answer: %w", err)
+		}
+		return printPlacements(g, doc.Placements)
+	})
+}
+
+func printPlacements(g *global, ps []replica.Placement) error {
+	if len(ps) == 0 {
+		_, err := fmt.Fprintln(g.io.Out, "no placements recorded: every session is in its hash's group")
+		return err
+	}
+	t := tabwriter.NewWriter(g.io.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(t, "SESSION\tGROUP")
+	for _, p := range ps {
+		fmt.Fprintf(t, "%s\t%d\n", p.Name(), p.Group)
+	}
+	return t.Flush()
+}

@@ -1,0 +1,167 @@
+package cluster
+
+// Placing a session (tally cluster place): the operator's request, signed
+// with the join secret, records in the directory the data group a session
+// lives in, in two steps. First the group the session routes to now
+// fences it (replica.MethodFence): refused there if that group holds
+// records of it, else every replica of that group refuses the session's
+// commands from then on (replica.Moved). Then the meta group records the
+// placement (replica.OpPlacementSet), and routing sends the session to
+// its group (route.go). A node that has not applied the placement yet
+// can therefore never commit a write where the session no longer lives.
+// Each step answers a repeat as the first, so running the request again
+// after a failure between them completes it.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"tally/cluster/node"
+	"tally/cluster/replica"
+	"tally/service"
+)
+
+// The placement routes: place a session, and list the directory's
+// placements. Both are signed with the join secret; the list is signed at
+// an instant, as a backup request is, since it names tenants' sessions.
+const (
+	PlacePath      = "/v1/cluster/place"
+	PlacementsPath = "/v1/cluster/placements"
+)
+
+// PlaceRequest asks for a session's placement in a data group.
+type PlaceRequest struct {
+	Tenant  string `json:"tenant"`
+	Session string `json:"session"`
+	Group   uint64 `json:"group"`
+	MAC     string `json:"mac"`
+}
+
+// SignPlace signs a place request with the join secret.
+func SignPlace(secret string, r PlaceRequest) PlaceRequest {
+	r.MAC = r.signature(secret)
+	return r
+}
+
+func (r *PlaceRequest) signature(secret string) string {
+	return mac(secret, "place", r.Tenant, r.Session, r.Group)
+}
+func (r *PlaceRequest) signed() (string, string) { return "place", r.MAC }
+
+// SignPlacements makes a placements request signed with the join secret
+// at at.
+func SignPlacements(secret string, at time.Time) SignedAt { return signAt(secret, "placements", at) }
+
+// Placed is a placement's answer.
+type Placed struct {
+	Tenant  string `json:"tenant"`
+	Session string `json:"session"`
+	Group   uint64 `json:"group"`
+	// HashGroup is the group the hash of the session's name gives it;
+	// Recorded says the directory records the placement (a session placed
+	// in its hash's group needs no record).
+	HashGroup uint64 `json:"hash_group"`
+	Recorded  bool   `json:"recorded"`
+}
+
+// Placements is the directory's placements as a node answers them.
+type Placements struct {
+	SchemaVersion int                 `json:"schema_version"`
+	Placements    []replica.Placement `json:"placements"`
+}
+
+// Place places a session in a data group: fenced in the group it routes
+// to now (as of a quorum-confirmed read of the directory), then recorded
+// in the directory.
+func (c *Node) Place(ctx context.Context, p replica.Placement) (Placed, error) {
+	if err := c.readIndex(ctx, node.MetaGroup); err != nil {
+		return Placed{}, err
+	}
+	from := c.sm.GroupOf(p.Tenant, p.Session)
+	if err := c.fence(ctx, from, p); err != nil {
+		return Placed{}, err
+	}
+	if _, err := proposeMeta[replica.Placement](ctx, c, replica.MetaCommand{Op: replica.OpPlacementSet, Placement: &p, TS: time.Now().UnixNano()}); err != nil {
+		if from == p.Group {
+			return Placed{}, err
+		}
+		return Placed{}, fmt.Errorf("session %s is fenced in group %d; recording its placement in group %d: %w (run the placement again to complete it)", p.Name(), from, p.Group, err)
+	}
+	hash := replica.GroupOf(c.cfg.Groups, p.Tenant, p.Session)
+	c.log.Info("session placed", "session", p.Name(), "group", p.Group, "from", from)
+	return Placed{Tenant: p.Tenant, Session: p.Session, Group: p.Group, HashGroup: hash, Recorded: p.Group != hash}, nil
+}
+
+// fence has group fence the session for its placement.
+func (c *Node) fence(ctx context.Context, group uint64, p replica.Placement) error {
+	cmd, err := NewCommand(replica.MethodFence, service.Call{Tenant: p.Tenant, Session: p.Session}, replica.FenceDoc{Group: p.Group}, time.Now(), 0)
+	if err != nil {
+		return err
+	}
+	data, err := cmd.Encode()
+	if err != nil {
+		return err
+	}
+	out, err := c.propose(ctx, group, data)
+	if err != nil {
+		return err
+	}
+	return out.Err
+}
+
+// ListPlacements is the directory's placements as of a linearizable read
+// of the meta group.
+func (c *Node) ListPlacements(ctx context.Context) ([]replica.Placement, error) {
+	if err := c.readIndex(ctx, node.MetaGroup); err != nil {
+		return nil, err
+	}
+	return c.sm.Placements(), nil
+}
+
+// proposeMeta commits a meta command and returns its value, of type R.
+func proposeMeta[R any](ctx context.Context, c *Node, cmd replica.MetaCommand) (R, error) {
+	var zero R
+	data, err := json.Marshal(cmd)
+	if err != nil {
+		return zero, err
+	}
+	out, err := c.propose(ctx, node.MetaGroup, data)
+	if err != nil {
+		return zero, err
+	}
+	return valueOf[R](cmd.Op, out)
+}
+
+// handlePlace places a session.
+func (c *Node) handlePlace(w http.ResponseWriter, r *http.Request) {
+	var req PlaceRequest
+	if !c.decodeSigned(w, r, &req) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	placed, err := c.Place(ctx, replica.Placement{Tenant: req.Tenant, Session: req.Session, Group: req.Group})
+	if err != nil {
+		writeRefusal(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, placed)
+}
+
+// handlePlacements lists the directory's placements.
+func (c *Node) handlePlacements(w http.ResponseWriter, r *http.Request) {
+	if !c.decodeSignedAt(w, r, "placements", time.Now()) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	ps, err := c.ListPlacements(ctx)
+	if err != nil {
+		writeRefusal(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Placements{SchemaVersion: 1, Placements: ps})
+}

@@ -1,0 +1,468 @@
+package replica
+
+// Placement. The meta group's directory maps tenant/session to a data
+// group: the hash of the name (GroupOf) unless a placement is recorded
+// (OpPlacementSet). A placement is recorded only for a session that holds
+// no record yet, and only once the group the session routed to before has
+// fenced it (MethodFence): that group then refuses every command of the
+// session (Moved), so no replica can take a write there that the group
+// the session is placed in would never see, whenever a node applies the
+// directory. Which sessions a group holds on this replica never depends
+// on the directory either: the command that first writes a session's log
+// records the group it ran in beside the applied index (its held record),
+// and a snapshot carries it with the logs.
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"tally/cluster/node"
+	"tally/service"
+	"tally/store"
+	"tally/vocab"
+)
+
+// Keys of the directory, the fences and the held records, each followed by
+// a session's "tenant/session" name. Stored: do not rename.
+const (
+	kindPlacement = 'p' // meta group: the session's recorded group
+	kindFence     = 'f' // data group: the group the session is placed in
+	kindHeld      = 'h' // data group: the session's log is this group's
+)
+
+// groupRecord is a placement's or a fence's value: the group the session is
+// placed in. Stored: do not rename.
+type groupRecord struct {
+	Group uint64 `json:"group"`
+}
+
+// heldRecord is a held record's value: nothing yet beyond its key.
+// Stored: do not rename.
+type heldRecord struct{}
+
+func nameKey(group uint64, kind byte, name string) []byte {
+	return append(gkey(group, kind), name...)
+}
+
+// MethodFence is the command that fences a session in its group before
+// its placement elsewhere is recorded. Stored in the raft log: do not
+// rename.
+const MethodFence = "Fence"
+
+// FenceDoc is a Fence command's document: the group the session is to be
+// placed in.
+type FenceDoc struct {
+	Group uint64 `json:"group"`
+}
+
+// Placement is a session's placement: recorded in the directory, or asked
+// for by a Fence or a placement.set.
+type Placement struct {
+	Tenant  string `json:"tenant"`
+	Session string `json:"session"`
+	Group   uint64 `json:"group"`
+}
+
+// Name is the placement's "tenant/session".
+func (p Placement) Name() string { return p.Tenant + "/" + p.Session }
+
+// Moved refuses a command of a session that its group has fenced: the
+// session is placed in Group. It is retryable: a node routes the command
+// there once it has applied the placement (From is where it went).
+// Unrecorded is set by a node that found no placement recorded in the
+// directory after a while: a placement stopped between its two steps.
+type Moved struct {
+	Session     string
+	From, Group uint64
+	Unrecorded  bool
+}
+
+func (e *Moved) Error() string {
+	if e.Unrecorded {
+		return fmt.Sprintf("session %s is fenced in group %d for its placement in group %d, which the directory does not record yet: retry later, or complete it (tally cluster place %s --group %d)",
+			e.Session, e.From, e.Group, e.Session, e.Group)
+	}
+	return fmt.Sprintf("session %s is placed in group %d; group %d no longer takes its commands: retry", e.Session, e.Group, e.From)
+}
+
+// CodeMoved is the refusal code of a command or read of a session that its
+// group has fenced (HTTP 503: retry).
+const CodeMoved = "Moved"
+
+// Refusal is the retryable answer every binding gives (service.Refuser):
+// 503 Moved, with the group the session is placed in ("group") and the one
+// that refused it ("from_group").
+func (e *Moved) Refusal() *service.Refusal {
+	doc := struct {
+		Error     string `json:"error"`
+		Code      string `json:"code"`
+		Group     uint64 `json:"group"`
+		FromGroup uint64 `json:"from_group"`
+	}{e.Error(), CodeMoved, e.Group, e.From}
+	b, _ := json.Marshal(doc)
+	return &service.Refusal{Status: http.StatusServiceUnavailable, Code: CodeMoved, Message: e.Error(), Document: append(b, '\n')}
+}
+
+// checkPlacement refuses a malformed placement: the names' shape, a group
+// that is not one of the cluster's data groups.
+func checkPlacement(p Placement, groups int) error {
+	for _, f := range []struct{ field, name string }{{"tenant", p.Tenant}, {"session", p.Session}} {
+		if err := store.CheckName(f.field, f.name); err != nil {
+			return vocab.Invalidf(f.field, fmt.Sprintf("%q %s", f.name, strings.TrimPrefix(err.Error(), f.field+": ")))
+		}
+	}
+	first, last := node.MetaGroup+1, node.MetaGroup+uint64(groups)
+	if p.Group < first || p.Group > last {
+		return vocab.Invalidf("group", fmt.Sprintf("%d is not a data group of this cluster: its data groups are %d to %d", p.Group, first, last))
+	}
+	return nil
+}
+
+// decidePlacement records a placement in the directory, pure. A placement
+// recorded is final until sessions can move: the same one again answers
+// as the first, another group is refused. A session placed in its hash's
+// group needs no record.
+func decidePlacement(placements map[string]uint64, groups int, p *Placement) (map[string]uint64, Outcome) {
+	if p == nil {
+		return placements, Outcome{Err: vocab.Invalidf("placement", "required: tenant, session and group")}
+	}
+	if err := checkPlacement(*p, groups); err != nil {
+		return placements, Outcome{Err: err}
+	}
+	if g, ok := placements[p.Name()]; ok {
+		if g == p.Group {
+			return placements, Outcome{Value: *p}
+		}
+		return placements, Outcome{Err: vocab.Conflictf("group", fmt.Sprintf("session %s is placed in group %d; moving a session is not supported yet", p.Name(), g))}
+	}
+	if p.Group == GroupOf(groups, p.Tenant, p.Session) {
+		return placements, Outcome{Value: *p}
+	}
+	out := maps.Clone(placements)
+	if out == nil {
+		out = map[string]uint64{}
+	}
+	out[p.Name()] = p.Group
+	return out, Outcome{Value: *p}
+}
+
+// GroupOf is the data group the directory routes a session to, as this
+// replica has applied the meta group: its recorded placement, else the
+// hash of its name.
+func (m *SM) GroupOf(tenant, session string) uint64 {
+	m.mu.Lock()
+	g, ok := m.placements[tenant+"/"+session]
+	m.mu.Unlock()
+	if ok {
+		return g
+	}
+	return GroupOf(m.cfg.Groups, tenant, session)
+}
+
+// Placements are the directory's recorded placements as this replica has
+// applied them, by name.
+func (m *SM) Placements() []Placement {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Placement, 0, len(m.placements))
+	for _, name := range slices.Sorted(maps.Keys(m.placements)) {
+		t, s, _ := strings.Cut(name, "/")
+		out = append(out, Placement{Tenant: t, Session: s, Group: m.placements[name]})
+	}
+	return out
+}
+
+// PlacementCount is how many placements the directory records, as this
+// replica has applied it.
+func (m *SM) PlacementCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.placements)
+}
+
+// Holder is the data group whose log of the session this replica holds:
+// the group whose command first wrote it, else (a session written before
+// held records, or none yet) the hash of its name. Unlike GroupOf it never
+// depends on when this replica applied the directory.
+func (m *SM) Holder(tenant, session string) uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.holderLocked(tenant + "/" + session)
+}
+
+func (m *SM) holderLocked(name string) uint64 {
+	if g, ok := m.held[name]; ok {
+		return g
+	}
+	t, s, _ := strings.Cut(name, "/")
+	return GroupOf(m.cfg.Groups, t, s)
+}
+
+// heldBy is the group the session's held record names, if it has one.
+func (m *SM) heldBy(name string) (uint64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g, ok := m.held[name]
+	return g, ok
+}
+
+// FencedTo reports whether group has fenced the session as this replica
+// has applied it, and the group the session is placed in.
+func (m *SM) FencedTo(group uint64, tenant, session string) (uint64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g, ok := m.fences[group][tenant+"/"+session]
+	return g, ok
+}
+
+// batchPlace is a data group batch's fences and held records, written with
+// its applied index: visible to the batch's later commands at once, to
+// everyone else once committed. Only the loop uses it.
+type batchPlace struct {
+	group  uint64
+	fences map[string]uint64
+	held   map[string]bool
+}
+
+func beginPlace(group uint64) *batchPlace {
+	return &batchPlace{group: group, fences: map[string]uint64{}, held: map[string]bool{}}
+}
+
+// fencedTo is the session's fence in the batch's group, the batch's own
+// included.
+func (m *SM) fencedTo(b *batchPlace, name string) (uint64, bool) {
+	if g, ok := b.fences[name]; ok {
+		return g, true
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g, ok := m.fences[b.group][name]
+	return g, ok
+}
+
+// holds reports whether the session's log is the batch's group's, the
+// batch's own held records included.
+func (m *SM) holds(b *batchPlace, name string) bool {
+	if b.held[name] {
+		return true
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.holderLocked(name) == b.group
+}
+
+// noteHeld records, after a command of the batch, that its session's log
+// is the group's once the command has written it.
+func (m *SM) noteHeld(b *batchPlace, c Command) error {
+	name := c.Tenant + "/" + c.Session
+	if c.Method == MethodStage || c.Method == MethodFence || b.held[name] {
+		return nil
+	}
+	m.mu.Lock()
+	_, known := m.held[name]
+	m.mu.Unlock()
+	if known {
+		return nil
+	}
+	pos, err := m.position(c.Tenant, c.Session)
+	if err != nil {
+		return err
+	}
+	if pos.Offset > 0 {
+		b.held[name] = true
+	}
+	return nil
+}
+
+// fence applies a Fence command in the batch's group: the session is
+// fenced for its placement in the document's group, unless the group holds
+// records of it. Fencing it again for the same group answers as the first
+// time; for another group it is refused (that placement is under way or
+// done). Asked for the group itself, it fences nothing, and is refused
+// only if the session is fenced for another group. Only the session's
+// hash's group fences it: in another, the session is placed, and a placed
+// session does not move yet.
+func (m *SM) fence(b *batchPlace, c Command) Outcome {
+	var d FenceDoc
+	if err := json.Unmarshal(c.Doc, &d); err != nil {
+		return Outcome{Err: vocab.Invalidf("command", "a fence command's document: "+err.Error())}
+	}
+	p := Placement{Tenant: c.Tenant, Session: c.Session, Group: d.Group}
+	if err := checkPlacement(p, m.cfg.Groups); err != nil {
+		return Outcome{Err: err}
+	}
+	name := p.Name()
+	if to, ok := m.fencedTo(b, name); ok {
+		if to == d.Group {
+			return Outcome{Value: p}
+		}
+		return Outcome{Err: vocab.Conflictf("group", fmt.Sprintf("session %s is fenced in group %d for its placement in group %d: complete that one (tally cluster place %s --group %d)", name, b.group, to, name, to))}
+	}
+	if d.Group == b.group {
+		return Outcome{Value: p}
+	}
+	if b.group != GroupOf(m.cfg.Groups, c.Tenant, c.Session) {
+		return Outcome{Err: vocab.Conflictf("session", fmt.Sprintf("session %s is placed in group %d; moving a session is not supported yet", name, b.group))}
+	}
+	if m.holds(b, name) {
+		pos, err := m.position(c.Tenant, c.Session)
+		if err != nil {
+			return Outcome{Err: err}
+		}
+		if pos.Seq > 0 {
+			return Outcome{Err: vocab.Conflictf("session", fmt.Sprintf("session %s already has %s in group %d; moving a session is not supported yet", name, records(pos.Seq), b.group))}
+		}
+	}
+	b.fences[name] = d.Group
+	return Outcome{Value: p}
+}
+
+// record writes the batch's fences and held records into pb.
+func (b *batchPlace) record(pb *pebble.Batch) error {
+	for name, g := range b.fences {
+		if err := setJSON(pb, nameKey(b.group, kindFence, name), groupRecord{Group: g}); err != nil {
+			return err
+		}
+	}
+	for name := range b.held {
+		if err := setJSON(pb, nameKey(b.group, kindHeld, name), heldRecord{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// done makes a committed batch's fences and held records the replica's.
+func (m *SM) placeDone(b *batchPlace) {
+	if len(b.fences) == 0 && len(b.held) == 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(b.fences) > 0 && m.fences[b.group] == nil {
+		m.fences[b.group] = map[string]uint64{}
+	}
+	maps.Copy(m.fences[b.group], b.fences)
+	for name := range b.held {
+		m.held[name] = b.group
+	}
+}
+
+// scan calls f with the name and value of each key under prefix (a
+// group's key kind).
+func (m *SM) scan(prefix []byte, f func(name string, value []byte) error) error {
+	upper := slices.Clone(prefix)
+	upper[len(upper)-1]++
+	it, err := m.cfg.DB.Pebble().NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: upper})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		if err := f(string(it.Key()[len(prefix):]), it.Value()); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+// scanGroups reads the sessions' records of a kind under prefix: each
+// one's group.
+func (m *SM) scanGroups(prefix []byte) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	err := m.scan(prefix, func(name string, v []byte) error {
+		var r groupRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("replica: record of %q: %w", name, err)
+		}
+		out[name] = r.Group
+		return nil
+	})
+	return out, err
+}
+
+// loadPlace reads the directory, every data group's fences and the held
+// records.
+func (m *SM) loadPlace() error {
+	var err error
+	if m.placements, err = m.scanGroups(gkey(node.MetaGroup, kindPlacement)); err != nil {
+		return err
+	}
+	m.fences, m.held = map[uint64]map[string]uint64{}, map[string]uint64{}
+	for g := node.MetaGroup + 1; g <= node.MetaGroup+uint64(m.cfg.Groups); g++ {
+		if m.fences[g], err = m.scanGroups(gkey(g, kindFence)); err != nil {
+			return err
+		}
+		err = m.scan(gkey(g, kindHeld), func(name string, _ []byte) error {
+			if other, ok := m.held[name]; ok {
+				return fmt.Errorf("replica: session %s is held by groups %d and %d", name, other, g)
+			}
+			m.held[name] = g
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writePlacements writes the directory's changes from old to placements
+// into pb.
+func writePlacements(pb *pebble.Batch, old, placements map[string]uint64) error {
+	for name, g := range placements {
+		if og, ok := old[name]; ok && og == g {
+			continue
+		}
+		if err := setJSON(pb, nameKey(node.MetaGroup, kindPlacement, name), groupRecord{Group: g}); err != nil {
+			return err
+		}
+	}
+	for name := range old {
+		if _, ok := placements[name]; !ok {
+			if err := pb.Delete(nameKey(node.MetaGroup, kindPlacement, name), nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// groupFences is a data group's fences as applied, for its snapshot.
+func (m *SM) groupFences(group uint64) map[string]uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.fences[group])
+}
+
+// clearPlace drops the group's fences and held records, in pb and in
+// memory, for a snapshot's install, and returns the install's own: the
+// snapshot's fences, and the held records its logs add as they arrive.
+func (m *SM) clearPlace(group uint64, pb *pebble.Batch, fences map[string]uint64) (*batchPlace, error) {
+	for _, kind := range []byte{kindFence, kindHeld} {
+		lo := gkey(group, kind)
+		if err := pb.DeleteRange(lo, gkey(group, kind+1), nil); err != nil {
+			return nil, err
+		}
+	}
+	m.mu.Lock()
+	delete(m.fences, group)
+	maps.DeleteFunc(m.held, func(_ string, g uint64) bool { return g == group })
+	m.mu.Unlock()
+	b := beginPlace(group)
+	maps.Copy(b.fences, fences)
+	return b, nil
+}
+
+func records(n uint64) string {
+	if n == 1 {
+		return "1 record"
+	}
+	return fmt.Sprintf("%d records", n)
+}
