@@ -156,6 +156,9 @@ type Node struct {
 	readQueue []*read
 	confs     map[uint64]*confProposal
 
+	// nextExpiry is the earliest deadline of a proposal, read or change
+	// waiting (zero: none), so the loop scans them only when one may be due.
+	nextExpiry time.Time
 	// traffic is what the node sent, by group and peer.
 	traffic map[[2]uint64]*Traffic
 	reports reports // snapshot streams' outcomes, from the transport
@@ -346,6 +349,7 @@ func (n *Node) Propose(gid uint64, cmd []byte, done func(ProposeResult)) {
 	}
 	n.nextID++
 	p := &proposal{id: n.nextID, group: gid, deadline: n.clock.Now().Add(n.cfg.ProposalTimeout), done: done}
+	n.expiresAt(p.deadline)
 	p.data = append(n.header(p.id), cmd...)
 	n.proposals[p.id] = p
 	n.queue = append(n.queue, p)
@@ -418,6 +422,7 @@ func (n *Node) ProposeConfChange(gid uint64, cc *pb.ConfChangeV2, done func(Conf
 	}
 	n.nextID++
 	c := &confProposal{id: n.nextID, group: gid, deadline: n.clock.Now().Add(n.cfg.ProposalTimeout), done: done}
+	n.expiresAt(c.deadline)
 	cc = proto.Clone(cc).(*pb.ConfChangeV2)
 	cc.Context = n.header(c.id)
 	if err := g.rn.ProposeConfChange(cc); err != nil {
@@ -436,6 +441,7 @@ func (n *Node) ReadIndex(gid uint64, done func(ReadResult)) {
 	}
 	n.nextID++
 	r := &read{id: n.nextID, group: gid, deadline: n.clock.Now().Add(n.cfg.ProposalTimeout), done: done}
+	n.expiresAt(r.deadline)
 	n.reads[r.id] = r
 	n.readQueue = append(n.readQueue, r)
 }
@@ -828,6 +834,9 @@ func (n *Node) submit() {
 
 func (n *Node) expire() {
 	now := n.clock.Now()
+	if n.nextExpiry.IsZero() || now.Before(n.nextExpiry) {
+		return // nothing waiting is due: the loop runs often, deadlines pass rarely
+	}
 	for _, id := range sortedKeys(n.proposals) {
 		if p := n.proposals[id]; !now.Before(p.deadline) {
 			delete(n.proposals, id)
@@ -848,9 +857,29 @@ func (n *Node) expire() {
 			c.done(ConfResult{Err: ErrTimeout})
 		}
 	}
+	n.nextExpiry = time.Time{}
+	for _, p := range n.proposals {
+		n.expiresAt(p.deadline)
+	}
+	for _, r := range n.reads {
+		n.expiresAt(r.deadline)
+	}
+	for _, c := range n.confs {
+		n.expiresAt(c.deadline)
+	}
+}
+
+// expiresAt notes a deadline of something waiting, keeping the earliest.
+func (n *Node) expiresAt(d time.Time) {
+	if n.nextExpiry.IsZero() || d.Before(n.nextExpiry) {
+		n.nextExpiry = d
+	}
 }
 
 func (n *Node) finishReads() {
+	if !n.anyReadDone() {
+		return
+	}
 	for _, id := range sortedKeys(n.reads) {
 		r := n.reads[id]
 		if r.haveIndex && n.byID[r.group].applied >= r.index {
@@ -858,6 +887,17 @@ func (n *Node) finishReads() {
 			r.done(ReadResult{Index: r.index})
 		}
 	}
+}
+
+// anyReadDone reports whether a read's index is applied, without the
+// sorting finishReads does to answer them in order.
+func (n *Node) anyReadDone() bool {
+	for _, r := range n.reads {
+		if r.haveIndex && n.byID[r.group].applied >= r.index {
+			return true
+		}
+	}
+	return false
 }
 
 func (n *Node) anyConfDirty() bool {

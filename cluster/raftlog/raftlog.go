@@ -61,6 +61,9 @@ type Options struct {
 	FS vfs.FS
 	// MemTableSize bounds pebble's memtable; zero keeps pebble's default.
 	MemTableSize uint64
+	// CacheSize is pebble's block cache, in bytes; zero keeps pebble's
+	// default (the simulator, opening many small stores, asks for less).
+	CacheSize int64
 	// Logger receives pebble's informational messages; nil discards them.
 	Logger *slog.Logger
 }
@@ -102,6 +105,11 @@ func Open(dir string, o Options) (*DB, error) {
 		FS:           o.FS,
 		Logger:       pebbleLogger{l: o.Logger},
 		MemTableSize: o.MemTableSize,
+	}
+	if o.CacheSize > 0 {
+		c := pebble.NewCache(o.CacheSize)
+		defer c.Unref() // the database holds its own reference
+		po.Cache = c
 	}
 	if po.FS == nil {
 		po.FS = vfs.Default

@@ -298,7 +298,7 @@ func (w *World) after(d time.Duration, fn func()) { w.at(w.now+int64(d), fn) }
 
 func (w *World) start(sn *simNode) error {
 	sn.ffs = raftlog.NewFaultFS(sn.mem)
-	db, err := raftlog.Open("/data", raftlog.Options{FS: sn.ffs, MemTableSize: 256 << 10})
+	db, err := raftlog.Open("/data", raftlog.Options{FS: sn.ffs, MemTableSize: 64 << 10, CacheSize: 256 << 10})
 	if err != nil {
 		return fmt.Errorf("seed %d: node %d: %w", w.opt.Seed, sn.id, err)
 	}
