@@ -335,9 +335,7 @@ func (w *World) crash(sn *simNode) {
 	sn.up = false
 	sn.epoch++
 	crashed := sn.mem.CrashClone(vfs.CrashCloneCfg{})
-	if sn.db.Failed() == nil {
-		_ = sn.db.Close()
-	} // a failed store is abandoned: pebble cannot close it
+	closeStore(sn)
 	// The sessions' files are closed before their tails are cut, as the
 	// process's would be by its death.
 	if err := sn.sm.Close(); err != nil {
@@ -345,6 +343,20 @@ func (w *World) crash(sn *simNode) {
 	}
 	w.loseUnsynced(sn)
 	sn.mem, sn.db, sn.n, sn.sm = crashed, nil, nil, nil
+}
+
+// closeStore closes a node's raft store, a failed one too: raftlog leaves
+// a failed pebble open (on a dying disk its close could block), but here
+// the disk is the simulator's, healed first, and an abandoned store would
+// keep its goroutines and memory for the rest of a long sweep.
+func closeStore(sn *simNode) {
+	if sn.db.Failed() == nil {
+		_ = sn.db.Close()
+		return
+	}
+	sn.ffs.FailWrites(false)
+	sn.ffs.FailSyncs(false)
+	_ = sn.db.Pebble().Close() // it reports the failure it stopped on
 }
 
 func (w *World) restart(sn *simNode) {
@@ -366,9 +378,7 @@ func (w *World) closeAll() error {
 			continue
 		}
 		_ = sn.sm.Close()
-		if sn.db.Failed() == nil {
-			_ = sn.db.Close()
-		}
+		closeStore(sn)
 	}
 	if err := os.RemoveAll(w.dir); err != nil {
 		return fmt.Errorf("seed %d: remove the nodes' directories: %w", w.opt.Seed, err)
