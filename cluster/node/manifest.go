@@ -123,6 +123,11 @@ func UnmarshalManifest(data []byte) (Manifest, error) {
 	if r.Len() != 0 {
 		return m, fmt.Errorf("snapshot manifest: %d bytes after the entries", r.Len())
 	}
+	if m.IsEmpty() {
+		// The empty manifest (a new group's state) is no bytes and nothing
+		// else: encoded any other way it would restore a group to nothing.
+		return Manifest{}, errors.New("snapshot manifest: an empty manifest written as bytes")
+	}
 	return m, nil
 }
 
