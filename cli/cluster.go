@@ -51,6 +51,18 @@ func newCluster(g *global) *cobra.Command {
 	var secret string
 	c.PersistentFlags().StringVar(&secret, "join-secret", "", "the cluster's join secret, which signs the operator's requests (default: $TALLY_JOIN_SECRET)")
 	secretOf := func() (string, error) { return g.joinSecret(secret) }
+	// signedNode is the secret to sign with and the node id arg names.
+	signedNode := func(arg string) (string, uint64, error) {
+		s, err := secretOf()
+		if err != nil {
+			return "", 0, err
+		}
+		id, err := strconv.ParseUint(arg, 10, 64)
+		if err != nil || id == 0 {
+			return "", 0, usagef("node: %q is not a node id", arg)
+		}
+		return s, id, nil
+	}
 	var group, to uint64
 	transfer := &cobra.Command{
 		Use: "transfer-leader --group G --to N", Short: "Hand a group's leadership to one of its voters (asked at its leader; waits until it has moved)", Args: cobra.NoArgs,
@@ -71,13 +83,9 @@ func newCluster(g *global) *cobra.Command {
 	remove := &cobra.Command{
 		Use: "remove-node N", Short: "Remove a node from the cluster and from every group (refused if a group would lose its quorum)", Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			s, err := secretOf()
+			s, id, err := signedNode(args[0])
 			if err != nil {
 				return err
-			}
-			id, err := strconv.ParseUint(args[0], 10, 64)
-			if err != nil || id == 0 {
-				return usagef("node: %q is not a node id", args[0])
 			}
 			body := cluster.SignRemove(s, cluster.RemoveRequest{ID: id})
 			return g.clusterPost(c.Context(), addr, cluster.RemoveNodePath, body, fmt.Sprintf("node %d removed; each group's leader takes it out", id))
@@ -89,13 +97,9 @@ func newCluster(g *global) *cobra.Command {
 		Short: "Record a node in the membership before it starts (its id and addresses reserved; each group adds it as a learner); then start it with serve --cluster --join",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			s, err := secretOf()
+			s, id, err := signedNode(args[0])
 			if err != nil {
 				return err
-			}
-			id, err := strconv.ParseUint(args[0], 10, 64)
-			if err != nil || id == 0 {
-				return usagef("node: %q is not a node id", args[0])
 			}
 			if raftAddr == "" || apiAddr == "" {
 				return usagef("raft-addr, addr: both required, as the node will be started with")

@@ -424,20 +424,28 @@ func TestLateJoinerInstallsSnapshot(t *testing.T) {
 	}
 }
 
-// Health says whether the node reaches a quorum in every group: with the
-// other of two voters gone, it does not.
-func TestHealthWithoutQuorum(t *testing.T) {
+// twoVoters starts a bootstrap node and a second one joining it, and waits
+// until both are voters of every group; the caller stops them.
+func twoVoters(t *testing.T) (n1, n2 *testNode) {
+	t.Helper()
 	dir := t.TempDir()
 	c1 := nodeConfig(t, dir, 1)
 	c1.Bootstrap = true
-	n1 := startNode(t, c1)
-	defer n1.stop(t)
+	n1 = startNode(t, c1)
 	c2 := nodeConfig(t, dir, 2)
 	c2.Join = c1.Addr
-	n2 := startNode(t, c2)
+	n2 = startNode(t, c2)
 	waitFor(t, "two voters in every group", 20*time.Second, func() bool { return allVoters(n1.Node, 2) })
+	return n1, n2
+}
+
+// Health says whether the node reaches a quorum in every group: with the
+// other of two voters gone, it does not.
+func TestHealthWithoutQuorum(t *testing.T) {
+	n1, n2 := twoVoters(t)
+	defer n1.stop(t)
 	health := func() int {
-		res, err := http.Get("http://" + c1.Addr + HealthPath)
+		res, err := http.Get("http://" + n1.cfg.Addr + HealthPath)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -453,15 +461,8 @@ func TestHealthWithoutQuorum(t *testing.T) {
 // group's quorum a node serves no linearizable read, and a stale read
 // (call.Stale, consistency=stale) answers from what it applied.
 func TestStaleReadWithoutQuorum(t *testing.T) {
-	dir := t.TempDir()
-	c1 := nodeConfig(t, dir, 1)
-	c1.Bootstrap = true
-	n1 := startNode(t, c1)
+	n1, n2 := twoVoters(t)
 	defer n1.stop(t)
-	c2 := nodeConfig(t, dir, 2)
-	c2.Join = c1.Addr
-	n2 := startNode(t, c2)
-	waitFor(t, "two voters in every group", 20*time.Second, func() bool { return allVoters(n1.Node, 2) })
 	ctx := context.Background()
 	call := service.Call{Tenant: "acme", Session: "stale", Actor: "alice", RequestID: "w1"}
 	var err error
