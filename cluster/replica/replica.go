@@ -497,20 +497,26 @@ func (m *SM) Apply(group uint64, ents []node.Entry) ([][]byte, error) {
 	a.Index = ents[len(ents)-1].Index
 	// Not synced: the next intent's synced write carries it to the disk,
 	// and if a crash loses it the intent is replayed to the same bytes
-	// (the staging files cut back to the records it leaves).
+	// (the staging files cut back to the records it leaves). Unless the
+	// batch removes staging files: a replay of a use must still find its
+	// bytes, so the records that no longer need them are made durable
+	// first.
 	var drop []string
-	err = m.commit(func(b *pebble.Batch) error {
-		if err := setJSON(b, gkey(group, kindApplied), a); err != nil {
-			return err
-		}
-		if drop, err = m.batch.record(b, a.TS); err != nil {
-			return err
-		}
-		if err := m.place.record(b); err != nil {
-			return err
-		}
-		return b.Delete(gkey(group, kindIntent), nil)
-	}, false)
+	b := m.cfg.DB.Pebble().NewBatch()
+	defer b.Close()
+	err = setJSON(b, gkey(group, kindApplied), a)
+	if err == nil {
+		drop, err = m.batch.record(b, a.TS)
+	}
+	if err == nil {
+		err = m.place.record(b)
+	}
+	if err == nil {
+		err = b.Delete(gkey(group, kindIntent), nil)
+	}
+	if err == nil {
+		err = m.cfg.DB.Commit(b, len(drop) > 0)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("replica: group %d: record applied index %d: %w", group, a.Index, err)
 	}

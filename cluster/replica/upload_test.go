@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,10 +15,13 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"tally/artifact"
 	"tally/cluster/node"
+	"tally/cluster/raftlog"
 	"tally/digest"
+	"tally/ledger"
 	"tally/service"
 	"tally/store"
 	"tally/vocab"
@@ -313,5 +317,69 @@ func TestSnapshotCarriesUploads(t *testing.T) {
 	}
 	if a, b := objects(src), objects(dst); !slices.Equal(a, b) || len(a) != 2 {
 		t.Fatalf("objects: source %v, installed %v", a, b)
+	}
+}
+
+// openReplicaOn opens a replica whose raft store is on fs (its ledger
+// directory on the disk, under dir).
+func openReplicaOn(t *testing.T, dir string, fs vfs.FS) (*SM, *raftlog.DB) {
+	t.Helper()
+	db, err := raftlog.Open("raft", raftlog.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sm *SM
+	cfg := Config{Root: filepath.Join(dir, "ledger"), DB: db, Ledger: ledger.DefaultConfig(), Groups: 1,
+		Methods: map[string]Method{"declare": declare(&sm, ""), "use": use(&sm)},
+		Service: func(service.Sessions) service.Service { return nil }, IdleClose: time.Nanosecond}
+	cfg.Ledger.Logger = slog.New(slog.DiscardHandler)
+	if sm, err = New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	return sm, db
+}
+
+// A crash that loses a batch's records after the batch used an upload (the
+// applied index is written without a sync) leaves the upload unused on
+// the restart, and the batch runs again: its staging file must still be
+// there to be read, rather than removed before the record of its use was
+// durable (the replay would find the bytes gone and stop the node).
+func TestAUsedUploadSurvivesACrashLosingItsRecord(t *testing.T) {
+	dir, mem := t.TempDir(), vfs.NewCrashableMem()
+	sm, db := openReplicaOn(t, dir, mem)
+	group := node.MetaGroup + 1
+	body := []byte(strings.Repeat("patch B\n", 64))
+	id := NewUploadID(start, 11)
+	applyAll(t, sm, []node.Entry{chunkEntry(t, 2, id, 0, body)})
+	if err := db.SyncWAL(); err != nil {
+		t.Fatal(err)
+	}
+	use := []node.Entry{useEntry(t, 3, upload(id, body))}
+	if out := applyAll(t, sm, use)[3]; out.Err != nil {
+		t.Fatalf("the use: %+v", out)
+	}
+	crashed := mem.CrashClone(vfs.CrashCloneCfg{})
+	sm.Close()
+	db.Close()
+
+	sm, db = openReplicaOn(t, dir, crashed)
+	defer db.Close()
+	defer sm.Close()
+	a, err := sm.Applied(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a < 3 {
+		// The use's batch was lost with its records: raft applies it again.
+		if out := applyAll(t, sm, use)[3]; out.Err != nil || out.Value != upload(id, body).Content {
+			t.Fatalf("the use applied again after the crash: %+v", out)
+		}
+	}
+	objs, err := artifact.OpenStore(store.ObjectsDir(sm.Root()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := objs.Verify(context.Background(), digest.HashContent(body)); err != nil {
+		t.Fatalf("the upload's object after the crash: %v", err)
 	}
 }
