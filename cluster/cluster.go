@@ -222,7 +222,8 @@ func (c *Node) open(fresh bool) error {
 	}
 	var sm *replica.SM
 	rc.Service = func(s service.Sessions) service.Service {
-		return local(s, service.LocalConfig{Now: func() time.Time { return sm.Now() }, Root: func() (string, error) { return root, nil }, TargetsVerified: true})
+		return local(s, service.LocalConfig{Now: func() time.Time { return sm.Now() }, Root: func() (string, error) { return root, nil }, TargetsVerified: true,
+			MintExpectationID: func() string { return sm.MintExpectationID() }})
 	}
 	if sm, err = replica.New(rc); err != nil {
 		return err

@@ -73,3 +73,35 @@ func TestExpectationsThroughANode(t *testing.T) {
 }
 
 func rfc3339(t time.Time) string { return t.Truncate(time.Second).Format(time.RFC3339) }
+
+// An expectation raised without an id gets one id on every replica: the
+// replicas mint it from the command's seed, as they mint promise ids, so
+// their logs are the same bytes; a retry under the same request id, still
+// without an id, is answered with the first.
+func TestAnExpectationWithoutIDIsOneOnEveryReplica(t *testing.T) {
+	n1, n2 := twoVoters(t)
+	defer n1.stop(t)
+	defer n2.stop(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	call := service.Call{Tenant: "acme", Session: "main", Actor: "agent", RequestID: "raise-1"}
+	raise := api.ExpectRaise{Kind: "k", Subject: &expect.Subject{Type: "s", ID: "1"}, SatisfiedBy: &api.FactKeyRef{FactKey: "f:1"},
+		DueAt: rfc3339(time.Now().Add(time.Hour)), Basis: "declared"}
+	w, err := n1.RaiseExpectation(ctx, call, raise)
+	if err != nil || w.Expectation.ExpectationID == "" {
+		t.Fatalf("raise: %v %+v", err, w.Expectation)
+	}
+	again, err := n2.RaiseExpectation(ctx, call, raise)
+	if err != nil || !again.Replayed || again.Expectation.ExpectationID != w.Expectation.ExpectationID {
+		t.Fatalf("the retry through node 2: %v replayed=%v %q, first %q", err, again.Replayed, again.Expectation.ExpectationID, w.Expectation.ExpectationID)
+	}
+	for _, n := range []*testNode{n1, n2} {
+		v, err := n.Expectation(ctx, service.Call{Tenant: "acme", Session: "main"}, w.Expectation.ExpectationID)
+		if err != nil || v.Expectation.ExpectationID != w.Expectation.ExpectationID {
+			t.Fatalf("node %d holds no expectation %s: %v", n.ID(), w.Expectation.ExpectationID, err)
+		}
+	}
+	if h1, h2 := chainHeads(t, n1.Node), chainHeads(t, n2.Node); !equalHeads(h1, h2) {
+		t.Fatalf("the replicas' chains differ: node 1 %v, node 2 %v", h1, h2)
+	}
+}

@@ -38,6 +38,11 @@ type LocalConfig struct {
 	// own copy, CheckTarget), so BeginCheck and ReportCheck append without
 	// reading the bytes: a replica's decision must not depend on its disk.
 	TargetsVerified bool
+	// MintExpectationID mints the id of an expectation raised without
+	// one; nil means a random one (api.MintExpectationID). A cluster
+	// replica gives its own, drawn from the command's seed, so that every
+	// replica raises the expectation under the same id.
+	MintExpectationID func() string
 }
 
 // Local is the Service on this machine's ledgers, opened through its
@@ -50,6 +55,8 @@ type Local struct {
 	relativeLogs bool
 	// targetsVerified: LocalConfig.TargetsVerified.
 	targetsVerified bool
+	// mintExpectationID: LocalConfig.MintExpectationID.
+	mintExpectationID func() string
 	// digesters keeps request-digest hashers for reuse: deriving the key
 	// costs more than hashing a document.
 	digesters sync.Pool
@@ -61,7 +68,7 @@ func NewLocal(sessions Sessions, cfg LocalConfig) *Local {
 		cfg.Now = time.Now
 	}
 	return &Local{sessions: sessions, now: cfg.Now, timekeeper: cfg.Timekeeper, rootOf: cfg.Root, relativeLogs: cfg.RelativeLogs,
-		targetsVerified: cfg.TargetsVerified}
+		targetsVerified: cfg.TargetsVerified, mintExpectationID: cfg.MintExpectationID}
 }
 
 // Now is Local's clock.

@@ -82,7 +82,8 @@ var _ Expectations = (*Local)(nil)
 // RaiseExpectation raises d as c.Actor.
 func (s *Local) RaiseExpectation(ctx context.Context, c Call, d api.ExpectRaise) (ExpectationWritten, error) {
 	var w ExpectationWritten
-	r, err := d.Raise()
+	named := s.withExpectationID(d)
+	r, err := named.Raise()
 	if err != nil {
 		return w, err
 	}
@@ -96,11 +97,23 @@ func (s *Local) SupersedeExpectation(ctx context.Context, c Call, old string, d 
 		return w, vocab.Invalidf("supersedes", "names "+strconv.Quote(d.Supersedes)+" but the path names "+strconv.Quote(old))
 	}
 	d.Supersedes = old
-	cmd, err := d.Supersede()
+	named := s.withExpectationID(d)
+	cmd, err := named.Supersede()
 	if err != nil {
 		return w, err
 	}
 	return expectWrite(ctx, s, c, MethodSupersedeExpectation, d, cmd, renderExpectation(cmd.Raise.ExpectationID, &w), &w)
+}
+
+// withExpectationID is d naming the expectation it raises: its own id, or
+// one minted by LocalConfig.MintExpectationID. The request id stays bound
+// to d as sent, so a retry that names no id either is answered as the
+// first.
+func (s *Local) withExpectationID(d api.ExpectRaise) api.ExpectRaise {
+	if d.ExpectationID == "" && s.mintExpectationID != nil {
+		d.ExpectationID = s.mintExpectationID()
+	}
+	return d
 }
 
 // WithdrawExpectation withdraws id.

@@ -235,6 +235,18 @@ func (m *SM) mintID() string {
 	return "pnk_" + hex.EncodeToString(b[:])
 }
 
+// MintExpectationID mints the id of an expectation the command being
+// applied raises without one (service.LocalConfig.MintExpectationID):
+// drawn from the command's seed, as its promise ids are, so every replica
+// mints the same.
+func (m *SM) MintExpectationID() string {
+	m.mintMu.Lock()
+	v := m.ids.Uint64()
+	m.mintMu.Unlock()
+	b := binary.LittleEndian.AppendUint64(nil, v)
+	return "exp_" + hex.EncodeToString(b[:6])
+}
+
 // Open is service.Sessions over the replica's ledger directory.
 func (m *SM) Open(ctx context.Context, tenant, session string, create bool) (*ledger.Ledger, error) {
 	dir, err := store.SessionDir(m.cfg.Root, tenant, session)

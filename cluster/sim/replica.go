@@ -66,7 +66,8 @@ func (w *World) openReplica(sn *simNode, db *raftlog.DB) (*replica.SM, error) {
 		Methods: cluster.Methods(func() *replica.SM { return sm }),
 		Service: func(s service.Sessions) service.Service {
 			return service.NewLocal(s, service.LocalConfig{Now: func() time.Time { return sm.Now() }, Timekeeper: lc.Timekeeper,
-				Root: func() (string, error) { return sn.dir, nil }, RelativeLogs: true})
+				Root: func() (string, error) { return sn.dir, nil }, RelativeLogs: true,
+				MintExpectationID: func() string { return sm.MintExpectationID() }})
 		},
 		MaxOpen: maxOpen, IdleClose: idleClose, Clock: w.clock.Now,
 		TestingBeforeSync: w.beforeSync(sn),
