@@ -95,11 +95,14 @@ func (c *Client) SessionURL(tenant, session string, q url.Values, segs ...string
 // node's not-leader answer (503 Unavailable naming leader_addr) is
 // followed to that leader under the same Idempotency-Key, once per node
 // and at most maxLeaderHops times, when the body can be sent again: an
-// in-memory body always, a stream only if nothing of it was read. The
-// caller closes body.
+// in-memory body always, a stream only if nothing of it was read. A write
+// without an Idempotency-Key is not: the node may have proposed it before
+// it answered (a leader replaced while it waited, a timeout), and its
+// second run could not be told from the first. The caller closes body.
 func (c *Client) Send(ctx context.Context, call service.Call, method, u string, body io.Reader, contentType string) (*http.Response, func(), error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	hops := newLeaderHops(u)
+	again := call.RequestID != "" || method == http.MethodGet || method == http.MethodHead
 	for {
 		resp, ref, err := c.send(ctx, call, method, u, body, contentType, hops)
 		if err != nil {
@@ -108,6 +111,10 @@ func (c *Client) Send(ctx context.Context, call service.Call, method, u string, 
 		}
 		if ref == nil {
 			return resp, func() { resp.Body.Close(); cancel() }, nil
+		}
+		if !again {
+			cancel()
+			return nil, nil, ref
 		}
 		if u = hops.next(ref); u == "" {
 			cancel()

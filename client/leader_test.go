@@ -194,3 +194,21 @@ func TestClientLeaderNotFollowed(t *testing.T) {
 		t.Fatalf("an upload from memory: %v, the leader got %q", err, lb)
 	}
 }
+
+// A write without an Idempotency-Key is not sent again to the leader a
+// 503 names: the node may have proposed it already (a leader replaced
+// while it waited, a timeout), and nothing would tell its second run from
+// the first. The 503 is the answer, asked once.
+func TestClientWriteWithoutKeyNotFollowed(t *testing.T) {
+	leader := &hop{}
+	follower := &hop{leaderAddr: startHop(t, leader)}
+	c := clientAt(t, &Client{}, startHop(t, follower))
+	_, err := c.DeclarePromise(context.Background(), service.Call{Tenant: "acme", Session: "main"}, api.PromiseDeclare{ID: "r1", Promise: "x", To: "author", Until: "2h"})
+	var ref *service.Refusal
+	if !errors.As(err, &ref) || ref.Status != http.StatusServiceUnavailable || string(ref.Document) != unavailableDoc(follower.leaderAddr) {
+		t.Fatalf("a write without a key: %v", err)
+	}
+	if k, _ := leader.got(); len(k) != 0 {
+		t.Fatalf("the leader got a write without a key sent again: %d requests", len(k))
+	}
+}
