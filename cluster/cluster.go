@@ -163,6 +163,15 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		c.closeStores()
 		return nil, err
 	}
+	if id.BootstrapPending {
+		// Every group has its initial state: the bootstrap is done.
+		id.BootstrapPending = false
+		if err := writeJSONFile(filepath.Join(cfg.Data, identityName), id); err != nil {
+			c.closeStores()
+			return nil, fmt.Errorf("bootstrap: %w", err)
+		}
+		c.id = id
+	}
 	if id.Restored != nil && fresh {
 		// Every group has its initial state: the restore is done.
 		if err := restoreDone(cfg.Data); err != nil {
@@ -182,7 +191,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		c.wg.Add(1)
 		go func() { defer c.wg.Done(); c.timekeep(c.ctx, cfg.WatchEvery) }()
 	}
-	if fresh && cfg.Bootstrap {
+	if fresh && id.Bootstrapped {
 		c.wg.Add(1)
 		go func() { defer c.wg.Done(); c.announce(c.ctx) }()
 	}
@@ -237,7 +246,7 @@ func (c *Node) open(fresh bool) error {
 	nc.Groups = groupIDs(c.cfg.Groups)
 	nc.TickInterval = c.cfg.Tick
 	peers := func(uint64) []uint64 { return nil } // joining: the leader adds us
-	if fresh && c.cfg.Bootstrap {
+	if fresh && c.id.Bootstrapped {
 		peers = func(uint64) []uint64 { return []uint64{c.cfg.NodeID} }
 	}
 	c.nd, err = node.New(nc, c.db, sm, c.tr, wallClock{}, peers, c.log)

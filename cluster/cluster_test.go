@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -536,4 +537,39 @@ func TestAddNode(t *testing.T) {
 	n2 := startNode(t, c2)
 	defer n2.stop(t)
 	waitFor(t, "node 2 a voter of every group", 20*time.Second, func() bool { return allVoters(n1.Node, 2) })
+}
+
+// A bootstrap whose first start stopped after it wrote the node's identity
+// and before every group had its initial state (a crash) is taken up again
+// by the next start, with or without --bootstrap: every group gets this
+// node as its voter, the node announces itself, and writes are served.
+func TestBootstrapInterruptedIsTakenUpAgain(t *testing.T) {
+	dir := t.TempDir()
+	cfg := nodeConfig(t, dir, 1)
+	if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	id := identity{ClusterID: "c0ffee", NodeID: 1, Groups: cfg.Groups, Bootstrapped: true, BootstrapPending: true}
+	if err := writeJSONFile(filepath.Join(cfg.Data, identityName), id); err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, cfg)
+	defer n.stop(t)
+	waitFor(t, "a voter in every group", 20*time.Second, func() bool { return allVoters(n.Node, 1) })
+	waitFor(t, "the node a member", 20*time.Second, func() bool { return len(n.Replica().Members()) == 1 })
+	call := service.Call{Tenant: "acme", Session: "boot", Actor: "alice", RequestID: "b1"}
+	var err error
+	for try := 0; try < 100; try++ {
+		if _, err = n.DeclarePromise(context.Background(), call, api.PromiseDeclare{Promise: "p", To: "bob", Until: "2h"}); !isUnavailable(err) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(cfg.Data, identityName))
+	if strings.Contains(string(b), "bootstrap_pending") {
+		t.Fatalf("the identity still says the bootstrap is pending: %s", b)
+	}
 }

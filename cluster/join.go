@@ -33,6 +33,11 @@ type identity struct {
 	// Restored is the backup the cluster was restored from, on its first
 	// node (tally restore).
 	Restored *Restored `json:"restored,omitempty"`
+	// BootstrapPending marks a bootstrap whose first start has not yet
+	// given every group its initial state: a start that finds it (the
+	// first one crashed) bootstraps again, which is safe since no node can
+	// have joined before every group existed.
+	BootstrapPending bool `json:"bootstrap_pending,omitempty"`
 }
 
 const identityName = "cluster.json"
@@ -61,7 +66,7 @@ func establish(ctx context.Context, cfg Config) (identity, bool, error) {
 				return identity{}, false, err
 			}
 		}
-		return id, pending, nil
+		return id, pending || id.BootstrapPending, nil
 	}
 	if !errors.Is(err, os.ErrNotExist) {
 		return identity{}, false, err
@@ -78,7 +83,7 @@ func establish(ctx context.Context, cfg Config) (identity, bool, error) {
 		if err != nil {
 			return identity{}, false, err
 		}
-		id = identity{ClusterID: cid, NodeID: cfg.NodeID, Groups: cfg.Groups, Bootstrapped: true}
+		id = identity{ClusterID: cid, NodeID: cfg.NodeID, Groups: cfg.Groups, Bootstrapped: true, BootstrapPending: true}
 	case cfg.Join != "":
 		if id, err = join(ctx, cfg); err != nil {
 			return identity{}, false, err
