@@ -31,70 +31,114 @@ const (
 // `--join`, is let in as the member recorded.
 type AddRequest struct {
 	Member replica.Member `json:"member"`
+	At     string         `json:"at"` // when it was signed (RFC 3339)
 	MAC    string         `json:"mac"`
 }
 
-// SignAdd signs an add-node request with the join secret.
+// SignAdd signs an add-node request with the join secret, now.
 func SignAdd(secret string, r AddRequest) AddRequest {
+	r.At = signedNow()
 	r.MAC = r.signature(secret)
 	return r
 }
 
-func (r *AddRequest) signature(secret string) string { return mac(secret, "add-node", r.Member) }
-func (r *AddRequest) signed() (string, string)       { return "add-node", r.MAC }
+func (r *AddRequest) signature(secret string) string {
+	return mac(secret, "add-node", r.Member, r.At)
+}
+func (r *AddRequest) signed() (string, string, string) { return "add-node", r.At, r.MAC }
 
 // TransferRequest asks a group's leader to hand leadership to a voter.
 type TransferRequest struct {
 	Group uint64 `json:"group"`
 	To    uint64 `json:"to"`
+	At    string `json:"at"`
 	MAC   string `json:"mac"`
 }
 
 // RemoveRequest removes a node from the membership and from every group.
 type RemoveRequest struct {
 	ID  uint64 `json:"id"`
+	At  string `json:"at"`
 	MAC string `json:"mac"`
 }
 
 // SignTransfer and SignRemove sign an operator's request with the join
-// secret.
+// secret, now.
 func SignTransfer(secret string, r TransferRequest) TransferRequest {
+	r.At = signedNow()
 	r.MAC = r.signature(secret)
 	return r
 }
 
 func SignRemove(secret string, r RemoveRequest) RemoveRequest {
+	r.At = signedNow()
 	r.MAC = r.signature(secret)
 	return r
 }
 
 func (r *TransferRequest) signature(secret string) string {
-	return mac(secret, "transfer-leader", r.Group, r.To)
+	return mac(secret, "transfer-leader", r.Group, r.To, r.At)
 }
-func (r *TransferRequest) signed() (string, string) { return "transfer-leader", r.MAC }
+func (r *TransferRequest) signed() (string, string, string) { return "transfer-leader", r.At, r.MAC }
 
-func (r *RemoveRequest) signature(secret string) string { return mac(secret, "remove-node", r.ID) }
-func (r *RemoveRequest) signed() (string, string)       { return "remove-node", r.MAC }
+func (r *RemoveRequest) signature(secret string) string {
+	return mac(secret, "remove-node", r.ID, r.At)
+}
+func (r *RemoveRequest) signed() (string, string, string) { return "remove-node", r.At, r.MAC }
 
-// signedRequest is an operator's request: what it is for and its MAC, and
-// the MAC the join secret gives its contents.
+// signedRequest is an operator's request: what it is for, when it was
+// signed and its MAC, and the MAC the join secret gives its contents.
 type signedRequest interface {
-	signed() (what, mac string)
+	signed() (what, at, mac string)
 	signature(secret string) string
 }
 
-// decodeSigned reads an operator's request and checks its signature,
-// answering the refusal itself when either fails.
+// SignatureMax is how far from a node's clock an operator's request may
+// have been signed: a request seen on the wire cannot be played again
+// later (a node removed again once re-added, a backup taken again).
+const SignatureMax = 5 * time.Minute
+
+// CodeStaleRequest refuses a signed request whose instant is too far from
+// the node's clock.
+const CodeStaleRequest = "StaleRequest"
+
+func signedNow() string { return time.Now().UTC().Format(time.RFC3339Nano) }
+
+// decodeSigned reads an operator's request and checks its signature and
+// its instant against the node's clock, answering the refusal itself when
+// one fails.
 func (c *Node) decodeSigned(w http.ResponseWriter, r *http.Request, req signedRequest) bool {
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(req); err != nil {
 		writeErr(w, http.StatusBadRequest, "invalid", "body: "+err.Error())
 		return false
 	}
-	if what, got := req.signed(); !hmac.Equal([]byte(got), []byte(req.signature(c.cfg.Secret))) {
+	what, at, got := req.signed()
+	if !hmac.Equal([]byte(got), []byte(req.signature(c.cfg.Secret))) {
 		writeErr(w, http.StatusForbidden, "WrongJoinSecret", what+": the request is not signed with this cluster's join secret")
 		return false
 	}
+	if err := fresh(what, at, time.Now()); err != nil {
+		writeRefusal(w, err)
+		return false
+	}
 	return true
+}
+
+// staleRequest is a signed request's instant too far from the clock.
+type staleRequest struct{ msg string }
+
+func (e staleRequest) Error() string { return e.msg }
+
+// fresh checks a signed instant against now.
+func fresh(what, at string, now time.Time) error {
+	t, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		return vocab.Invalidf("at", "must be the RFC 3339 instant the request was signed at")
+	}
+	if d := now.Sub(t).Abs(); d > SignatureMax {
+		return staleRequest{fmt.Sprintf("%s: at: signed %s, %v from this node's clock; a signed %s request is good for %v", what, at, d.Round(time.Second), what, SignatureMax)}
+	}
+	return nil
 }
 
 // handleTransfer hands a group's leadership over, at its leader (a
@@ -207,6 +251,11 @@ func (c *Node) handleRemove(w http.ResponseWriter, r *http.Request) {
 // refusal by its code, or a failure.
 func writeRefusal(w http.ResponseWriter, err error) {
 	var u *Unavailable
+	var stale staleRequest
+	if errors.As(err, &stale) {
+		writeErr(w, http.StatusForbidden, CodeStaleRequest, stale.msg)
+		return
+	}
 	if errors.As(err, &u) {
 		ref := u.Refusal()
 		w.Header().Set("Content-Type", "application/json")

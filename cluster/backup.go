@@ -2,13 +2,11 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"time"
 
 	"tally/backup"
 	"tally/cluster/node"
-	"tally/vocab"
 )
 
 // BackupPath is the route a node streams a backup of the whole cluster
@@ -21,15 +19,10 @@ const BackupPath = "/v1/cluster/backup"
 // does not verify either way.
 const BackupErrorTrailer = "Tally-Backup-Error"
 
-// BackupSignatureMax is how far from the node's clock a backup request's
-// signing instant may be: a request seen on the wire cannot be replayed for
-// a copy of the ledger after that.
-const BackupSignatureMax = 5 * time.Minute
-
 // SignedAt is an operator's read of the cluster's data (a backup, the
 // placements): signed with the join secret at an instant At (RFC 3339),
-// and good for BackupSignatureMax around the node's clock. What it asks
-// for is part of its signature.
+// and good for SignatureMax around the node's clock. What it asks for is
+// part of its signature.
 type SignedAt struct {
 	At   string `json:"at"`
 	MAC  string `json:"mac"`
@@ -45,31 +38,13 @@ func signAt(secret, what string, at time.Time) SignedAt {
 	return r
 }
 
-func (r *SignedAt) signature(secret string) string { return mac(secret, r.what, r.At) }
-func (r *SignedAt) signed() (string, string)       { return r.what, r.MAC }
-
-// CodeStaleRequest refuses a signed request whose instant is too far from
-// the node's clock.
-const CodeStaleRequest = "StaleRequest"
+func (r *SignedAt) signature(secret string) string   { return mac(secret, r.what, r.At) }
+func (r *SignedAt) signed() (string, string, string) { return r.what, r.At, r.MAC }
 
 // decodeSignedAt reads an operator's read of what and checks its
-// signature and its instant against now, answering the refusal itself
-// when one fails.
-func (c *Node) decodeSignedAt(w http.ResponseWriter, r *http.Request, what string, now time.Time) bool {
-	req := SignedAt{what: what}
-	if !c.decodeSigned(w, r, &req) {
-		return false
-	}
-	at, err := time.Parse(time.RFC3339Nano, req.At)
-	if err != nil {
-		writeRefusal(w, vocab.Invalidf("at", "must be an RFC 3339 instant"))
-		return false
-	}
-	if d := now.Sub(at).Abs(); d > BackupSignatureMax {
-		writeErr(w, http.StatusForbidden, CodeStaleRequest, fmt.Sprintf("%s: at: signed %s, %v from this node's clock; a signed %s request is good for %v", what, req.At, d.Round(time.Second), what, BackupSignatureMax))
-		return false
-	}
-	return true
+// signature and its instant, answering the refusal itself when one fails.
+func (c *Node) decodeSignedAt(w http.ResponseWriter, r *http.Request, what string) bool {
+	return c.decodeSigned(w, r, &SignedAt{what: what})
 }
 
 // handleBackup streams a backup of every session of the cluster from this
@@ -79,7 +54,7 @@ func (c *Node) decodeSignedAt(w http.ResponseWriter, r *http.Request, what strin
 // up to its last whole line, every line of which is committed.
 func (c *Node) handleBackup(w http.ResponseWriter, r *http.Request) {
 	created := time.Now().UTC()
-	if !c.decodeSignedAt(w, r, "backup", created) {
+	if !c.decodeSignedAt(w, r, "backup") {
 		return
 	}
 	if err := c.readAll(r.Context()); err != nil {

@@ -573,3 +573,53 @@ func TestBootstrapInterruptedIsTakenUpAgain(t *testing.T) {
 		t.Fatalf("the identity still says the bootstrap is pending: %s", b)
 	}
 }
+
+// Operator requests and joins are signed at an instant: one signed more
+// than SignatureMax from the node's clock is refused (403 StaleRequest)
+// and changes nothing, so a request seen on the wire cannot be played
+// later; a join's answer is signed with the joiner's nonce, so an answer
+// recorded for another join does not pass for this one.
+func TestSignedRequestsExpire(t *testing.T) {
+	dir := t.TempDir()
+	c1 := nodeConfig(t, dir, 1)
+	c1.Bootstrap = true
+	n1 := startNode(t, c1)
+	defer n1.stop(t)
+	waitFor(t, "node 1 a member", 20*time.Second, func() bool { return len(n1.Replica().Members()) == 1 })
+
+	old := time.Now().Add(-2 * SignatureMax).UTC().Format(time.RFC3339Nano)
+	add := AddRequest{Member: replica.Member{ID: 2, RaftAddr: "127.0.0.1:1", Addr: "127.0.0.1:2"}, At: old}
+	add.MAC = add.signature(c1.Secret)
+	if code, body := post(t, c1.Addr, AddNodePath, add); code != 403 || !strings.Contains(body, CodeStaleRequest) {
+		t.Fatalf("an add-node signed long ago: %d %s", code, body)
+	}
+	if ms := n1.Replica().Members(); len(ms) != 1 {
+		t.Fatalf("a stale add-node changed the members: %+v", ms)
+	}
+	rm := RemoveRequest{ID: 1, At: "yesterday"}
+	rm.MAC = rm.signature(c1.Secret)
+	if code, body := post(t, c1.Addr, RemoveNodePath, rm); code != 400 || !strings.Contains(body, "at: must be the RFC 3339 instant") {
+		t.Fatalf("a remove-node with no instant: %d %s", code, body)
+	}
+
+	c2 := nodeConfig(t, dir, 2)
+	c2.Join = c1.Addr
+	stale := newJoinRequest(c2, "")
+	stale.At = old
+	stale.MAC = signJoin(c2.Secret, stale)
+	if code, body := post(t, c1.Addr, JoinPath, stale); code != 403 || !strings.Contains(body, CodeStaleRequest) {
+		t.Fatalf("a join signed long ago: %d %s", code, body)
+	}
+	jr := newJoinRequest(c2, "")
+	code, body := post(t, c1.Addr, JoinPath, jr)
+	if code != 200 {
+		t.Fatalf("join: %d %s", code, body)
+	}
+	var a joinAnswer
+	if err := json.Unmarshal([]byte(body), &a); err != nil {
+		t.Fatal(err)
+	}
+	if a.MAC != signJoined(c2.Secret, jr.Nonce, a) || a.MAC == signJoined(c2.Secret, newJoinRequest(c2, "").Nonce, a) {
+		t.Fatal("the join's answer is not bound to the request's nonce")
+	}
+}

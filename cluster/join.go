@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -108,15 +109,35 @@ type joinRequest struct {
 	// member of another cluster (a restored incarnation, fencing the nodes
 	// of the one it was restored from) refuses it.
 	ClusterID string `json:"cluster_id,omitempty"`
-	MAC       string `json:"mac"`
+	// At is when the request was signed (a member refuses one far from its
+	// clock, so a join seen on the wire cannot re-add a removed node
+	// later); Nonce is the joiner's, signed into the answer, so an answer
+	// recorded elsewhere (another cluster's, with the same secret) cannot
+	// be played to it.
+	At    string `json:"at"`
+	Nonce string `json:"nonce"`
+	MAC   string `json:"mac"`
 }
 
-// signJoin signs a join request; the cluster id is signed when there is one.
-func signJoin(secret string, r joinRequest) string {
-	if r.ClusterID == "" {
-		return mac(secret, "join", r.Member)
+// newJoinRequest is a signed join request of cfg's node, now.
+func newJoinRequest(cfg Config, cluster string) joinRequest {
+	var n [16]byte
+	if _, err := rand.Read(n[:]); err != nil {
+		panic("cluster: no randomness: " + err.Error())
 	}
-	return mac(secret, "join", r.Member, r.ClusterID)
+	r := joinRequest{Member: cfg.member(), ClusterID: cluster, At: signedNow(), Nonce: hex.EncodeToString(n[:])}
+	r.MAC = signJoin(cfg.Secret, r)
+	return r
+}
+
+// signJoin signs a join request.
+func signJoin(secret string, r joinRequest) string {
+	return mac(secret, "join", r.Member, r.ClusterID, r.At, r.Nonce)
+}
+
+// signJoined signs a join's answer to the request with nonce.
+func signJoined(secret, nonce string, a joinAnswer) string {
+	return mac(secret, "joined", nonce, a.ClusterID, a.Groups, a.Members)
 }
 
 // CodeWrongCluster refuses a node whose data belongs to another cluster.
@@ -146,14 +167,11 @@ const JoinPath = "/v1/cluster/join"
 // join asks a member to add this node and learns the cluster from it,
 // retrying while the member cannot commit yet.
 func join(ctx context.Context, cfg Config) (identity, error) {
-	req := joinRequest{Member: cfg.member()}
-	req.MAC = signJoin(cfg.Secret, req)
-	body, _ := json.Marshal(req)
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	var last error
 	for attempt := 0; ; attempt++ {
-		id, retry, err := joinOnce(ctx, cfg, body)
+		id, retry, err := joinOnce(ctx, cfg, newJoinRequest(cfg, ""))
 		if err == nil || !retry {
 			return id, err
 		}
@@ -166,7 +184,8 @@ func join(ctx context.Context, cfg Config) (identity, error) {
 	}
 }
 
-func joinOnce(ctx context.Context, cfg Config, body []byte) (identity, bool, error) {
+func joinOnce(ctx context.Context, cfg Config, jr joinRequest) (identity, bool, error) {
+	body, _ := json.Marshal(jr)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL(cfg.Join)+JoinPath, bytes.NewReader(body))
 	if err != nil {
 		return identity{}, false, fmt.Errorf("join: %w", err)
@@ -190,7 +209,7 @@ func joinOnce(ctx context.Context, cfg Config, body []byte) (identity, bool, err
 	if err := json.Unmarshal(b, &a); err != nil {
 		return identity{}, false, fmt.Errorf("join %s: answer: %w", cfg.Join, err)
 	}
-	if !hmac.Equal([]byte(a.MAC), []byte(mac(cfg.Secret, "joined", a.ClusterID, a.Groups, a.Members))) {
+	if !hmac.Equal([]byte(a.MAC), []byte(signJoined(cfg.Secret, jr.Nonce, a))) {
 		return identity{}, false, fmt.Errorf("join %s: the answer is not signed with this join secret", cfg.Join)
 	}
 	return identity{ClusterID: a.ClusterID, NodeID: cfg.NodeID, Groups: a.Groups, Members: a.Members}, false, nil
@@ -257,6 +276,10 @@ func (c *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusForbidden, "WrongJoinSecret", "join: the request is not signed with this cluster's join secret")
 		return
 	}
+	if err := fresh("join", req.At, time.Now()); err != nil {
+		writeRefusal(w, err)
+		return
+	}
 	if req.ClusterID != "" {
 		// A restart asking whether it rejoins its own cluster: nothing to
 		// add, and no node of another cluster is let in.
@@ -265,7 +288,7 @@ func (c *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
 				req.Member.ID, req.ClusterID, c.id.ClusterID, c.id.restoredNote()))
 			return
 		}
-		c.answerJoin(w)
+		c.answerJoin(w, req.Nonce)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
@@ -283,12 +306,12 @@ func (c *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusConflict, code, "join: "+err.Error())
 		return
 	}
-	c.answerJoin(w)
+	c.answerJoin(w, req.Nonce)
 }
 
-func (c *Node) answerJoin(w http.ResponseWriter) {
+func (c *Node) answerJoin(w http.ResponseWriter, nonce string) {
 	a := joinAnswer{ClusterID: c.id.ClusterID, Groups: c.cfg.Groups, Members: c.sm.Members()}
-	a.MAC = mac(c.cfg.Secret, "joined", a.ClusterID, a.Groups, a.Members)
+	a.MAC = signJoined(c.cfg.Secret, nonce, a)
 	writeJSON(w, http.StatusOK, a)
 }
 
@@ -308,12 +331,9 @@ func (id identity) restoredNote() string {
 // start as before, with a warning: a restart must not wait for the others,
 // and the transport refuses another cluster's peers anyway.
 func checkCluster(ctx context.Context, cfg Config, id identity) error {
-	req := joinRequest{Member: cfg.member(), ClusterID: id.ClusterID}
-	req.MAC = signJoin(cfg.Secret, req)
-	body, _ := json.Marshal(req)
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	a, _, err := joinOnce(ctx, cfg, body)
+	a, _, err := joinOnce(ctx, cfg, newJoinRequest(cfg, id.ClusterID))
 	var refused *joinRefusal
 	switch {
 	case errors.As(err, &refused) && refused.Code == CodeWrongCluster:

@@ -37,19 +37,21 @@ type PlaceRequest struct {
 	Tenant  string `json:"tenant"`
 	Session string `json:"session"`
 	Group   uint64 `json:"group"`
+	At      string `json:"at"`
 	MAC     string `json:"mac"`
 }
 
-// SignPlace signs a place request with the join secret.
+// SignPlace signs a place request with the join secret, now.
 func SignPlace(secret string, r PlaceRequest) PlaceRequest {
+	r.At = signedNow()
 	r.MAC = r.signature(secret)
 	return r
 }
 
 func (r *PlaceRequest) signature(secret string) string {
-	return mac(secret, "place", r.Tenant, r.Session, r.Group)
+	return mac(secret, "place", r.Tenant, r.Session, r.Group, r.At)
 }
-func (r *PlaceRequest) signed() (string, string) { return "place", r.MAC }
+func (r *PlaceRequest) signed() (string, string, string) { return "place", r.At, r.MAC }
 
 // SignPlacements makes a placements request signed with the join secret
 // at at.
@@ -153,7 +155,7 @@ func (c *Node) handlePlace(w http.ResponseWriter, r *http.Request) {
 
 // handlePlacements lists the directory's placements.
 func (c *Node) handlePlacements(w http.ResponseWriter, r *http.Request) {
-	if !c.decodeSignedAt(w, r, "placements", time.Now()) {
+	if !c.decodeSignedAt(w, r, "placements") {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
