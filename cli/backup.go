@@ -173,6 +173,12 @@ func (g *global) fetchBackup(ctx context.Context, node, secret string, w io.Writ
 		}
 		return backup.Summary{}, fmt.Errorf("backup from %s: %w", url, err)
 	}
+	// A whole file can still be refused by the node after its last byte
+	// (a snapshot installed while it read): the trailer comes at the end.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	if why := resp.Trailer.Get(cluster.BackupErrorTrailer); why != "" {
+		return backup.Summary{}, fmt.Errorf("backup: %s stopped the backup: %s", url, why)
+	}
 	return sum, nil
 }
 

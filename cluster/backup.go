@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -67,7 +68,13 @@ func (c *Node) handleBackup(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", backup.MediaType)
 	w.Header().Set("Trailer", BackupErrorTrailer)
 	sw := &sentWriter{w: w}
+	restores := c.sm.Restores()
 	sum, err := backup.Take(r.Context(), sw, h, c.sm.Root(), backup.TailCut)
+	if err == nil && c.sm.Restores() != restores {
+		// A snapshot installed meanwhile replaced session logs as they were
+		// read: one may have been read cut short or missed.
+		err = errors.New("backup: this node installed a snapshot while the backup read its sessions; take the backup again (or through another node)")
+	}
 	switch {
 	case err == nil:
 		c.log.Info("backup streamed", "sessions", len(sum.Sessions), "objects", sum.Objects, "bytes", sum.Size)
