@@ -110,6 +110,17 @@ type Stats struct {
 	// Placements recorded, and refused (the session had records first);
 	// Moved counts the clients' attempts refused as moved.
 	Placements, PlacementsRefused, Moved int
+	// Expectations raised and Facts recorded (acknowledged); Lapses
+	// committed, as the replicas end; Sweeps committed that committed
+	// something, and SweepsEmpty that found nothing left to commit (a
+	// repeat, or a race with another).
+	Expectations, Facts, Lapses, Sweeps, SweepsEmpty int
+	// Claims created; ClaimsRefused, a step refused once the claim's
+	// deadline passed; Expired, the claims the timekeeper expired.
+	Claims, ClaimsRefused, Expired int
+	// Tokens created, and TokensRevoked, in the meta group; MetaSnapshots
+	// of the meta group sent.
+	Tokens, TokensRevoked, MetaSnapshots int
 	Trace                                uint64 // a hash of the run's events, equal for equal runs
 }
 
@@ -179,7 +190,10 @@ type World struct {
 	blocked         map[[2]uint64]bool
 
 	clients []*client
+	expects []*simExpect
+	claims  []*simClaim
 	placer  *placer // nil unless Options.Place
+	tokener *tokener
 	history []porcupine.Operation
 	acked   []ackedWrite
 
@@ -236,6 +250,7 @@ func runWorld(opt Options) (w *World, err error) {
 	}
 	for _, sn := range w.nodes {
 		w.scheduleTick(sn, int64(w.rng.IntN(int(tick))))
+		w.scheduleKeep(sn, int64(w.rng.IntN(int(keepEvery))))
 	}
 	for i := 0; i < opt.Clients; i++ {
 		c := &client{id: i, open: map[string][]owned{}}
@@ -245,6 +260,7 @@ func runWorld(opt Options) (w *World, err error) {
 	if opt.Place != PlaceNone {
 		w.startPlacer()
 	}
+	w.startTokener()
 	chaosEnd := int64(opt.Chaos)
 	w.after(200*time.Millisecond, func() { w.chaos(chaosEnd) })
 	w.at(chaosEnd, w.heal)
@@ -369,6 +385,7 @@ func (w *World) restart(sn *simNode) {
 		return
 	}
 	w.scheduleTick(sn, 0)
+	w.scheduleKeep(sn, int64(keepEvery))
 }
 
 // closeAll closes every live node and removes the nodes' directories.
@@ -482,6 +499,9 @@ func (t *transport) Send(to uint64, batch []node.Envelope) {
 func (t *transport) SendSnapshot(to uint64, s node.OutboundSnapshot) {
 	w := t.w
 	w.stats.Snapshots++
+	if s.Envelope.Group == node.MetaGroup {
+		w.stats.MetaSnapshots++
+	}
 	if !t.reaches(to) {
 		t.report(s, errors.New("snapshot lost on the way"))
 		return
