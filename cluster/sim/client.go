@@ -43,10 +43,11 @@ type client struct {
 // families has done, which takes its outcome (an error is a violation);
 // a promise write has none.
 type write struct {
-	method string
-	doc    any
-	call   service.Call
-	done   func(replica.Outcome) error
+	method  string
+	doc     any
+	call    service.Call
+	payload []byte // the bytes a Stage command carries
+	done    func(replica.Outcome) error
 }
 
 // owned is a promise a client declared: its text and the id it was given.
@@ -154,7 +155,7 @@ func (w *World) through(live func() bool, again func(), send func(sn *simNode, r
 // routes the session to; the answer is what applying it at sn returned.
 func (w *World) propose(c *client, sn *simNode, live func() bool, retry func()) {
 	cw, sm := c.write, sn.sm
-	data, err := w.command(cw.method, cw.call, cw.doc)
+	data, err := w.command(cw.method, cw.call, cw.doc, cw.payload)
 	if err != nil {
 		w.fail("client %d: %v", c.id, err)
 		return
@@ -196,12 +197,14 @@ func (w *World) propose(c *client, sn *simNode, live func() bool, retry func()) 
 }
 
 // command is the entry a node proposes for a write at the virtual
-// instant: cluster.NewCommand's, its ids seeded from the run's generator.
-func (w *World) command(method string, call service.Call, doc any) ([]byte, error) {
+// instant: cluster.NewCommand's, its ids seeded from the run's generator,
+// with the bytes a Stage command carries.
+func (w *World) command(method string, call service.Call, doc any, payload []byte) ([]byte, error) {
 	cmd, err := cluster.NewCommand(method, call, doc, w.clock.Now(), w.rng.Uint64())
 	if err != nil {
 		return nil, err
 	}
+	cmd.Payload = payload
 	return cmd.Encode()
 }
 
@@ -284,6 +287,6 @@ func (w *World) finish(c *client, seq, n uint64) {
 	w.mix(9, uint64(c.id), seq, n)
 	c.busy = false
 	if w.now < int64(w.opt.Chaos)+int64(w.opt.Quiesce)/2 {
-		w.after(time.Duration(30+w.rng.IntN(120))*time.Millisecond, func() { w.clientStep(c) })
+		w.after(time.Duration(40+w.rng.IntN(140))*time.Millisecond, func() { w.clientStep(c) })
 	}
 }

@@ -1,14 +1,18 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 
 	"tally/api"
 	"tally/claim"
+	"tally/cluster"
 	"tally/cluster/replica"
+	"tally/digest"
 	"tally/expect"
 	"tally/service"
 	"tally/store"
@@ -20,7 +24,9 @@ import (
 // history is checked by porcupine; these are checked by the state every
 // replica ends with (checkFamilies).
 
-// famSessions is how many sessions the expectations and claims share.
+// famSessions is how many sessions the expectations and claims share: x0
+// routes to the second data group, x1 to the first, so both groups' leaders
+// sweep.
 const famSessions = 2
 
 func famSessionName(i int) string { return fmt.Sprintf("x%d", i) }
@@ -43,11 +49,15 @@ type simExpect struct {
 	factAcked   int64 // when its fact was acknowledged; 0 if it was not
 }
 
-// Claim steps, in order: create, post, receipt; then done.
+// Claim steps, in order: create, post, receipt; for a claim with a
+// check, its respondent's artifact: its bytes staged (one Stage command,
+// as a node stages a small upload) and published; then done.
 const (
 	claimCreate = iota
 	claimPost
 	claimReceipt
+	claimStage
+	claimPublish
 	claimDone
 )
 
@@ -60,17 +70,19 @@ type simClaim struct {
 	deadline    int64 // virtual, 0 if none
 	step        int   // the next step
 	refused     bool  // a step was refused (its deadline had passed)
+	upload      replica.Upload
+	artifact    []byte // its artifact's bytes, once staged
 }
 
 // famOpen is the time after which no expectation is raised or claim
 // issued: their dues and deadlines then pass while the clients still run,
 // and the timekeeper commits their lapses and expiries before the end.
-func (w *World) famOpen() bool { return w.now < int64(w.opt.Chaos)+int64(w.opt.Quiesce)/4 }
+func (w *World) famOpen() bool { return w.now < int64(w.opt.Chaos)+int64(w.opt.Quiesce)/8 }
 
 // nextFamilyOp is a client's operation of the other families, if it takes
-// one: the fact of an expectation of its when due, else, now and then, an
-// expectation raised or a claim's next step. nil means a promise
-// operation.
+// one: the fact of an expectation of its when due, else one time in ten an
+// expectation raised and one in ten its claim's next step. nil means a
+// promise operation.
 func (w *World) nextFamilyOp(c *client) *write {
 	for _, x := range c.expects {
 		if !x.raised || x.factSent || x.plan == factNever {
@@ -82,9 +94,9 @@ func (w *World) nextFamilyOp(c *client) *write {
 	}
 	r := w.rng.IntN(100)
 	switch {
-	case r < 15 && w.famOpen():
+	case r < 10 && w.famOpen():
 		return w.raise(c)
-	case r < 30 && (c.claim != nil || w.famOpen()):
+	case r < 20 && (c.claim != nil || w.famOpen()):
 		return w.claimStep(c)
 	}
 	return nil
@@ -176,8 +188,13 @@ func (w *World) claimStep(c *client) *write {
 		method, actor, doc = service.MethodCreateClaim, cl.claimant, d
 	case claimPost:
 		method, actor, doc = service.MethodPostClaim, cl.claimant, api.ClaimPost{Claim: cl.id}
-	default:
+	case claimReceipt:
 		method, actor, doc = service.MethodAcquireReceipt, cl.respondent, api.ClaimReceipt{Claim: cl.id}
+	case claimStage:
+		return w.stage(c, cl)
+	default:
+		method, actor = service.MethodPublishArtifact, cl.respondent
+		doc = cluster.WithUpload[api.ClaimPublish]{Doc: api.ClaimPublish{Claim: cl.id, Artifact: "patch", Slot: "change", Generation: 1, Kind: "patch"}, Upload: cl.upload}
 	}
 	call := c.famCall(cl.session, actor)
 	return &write{method: method, doc: doc, call: call, done: func(out replica.Outcome) error {
@@ -200,10 +217,35 @@ func (w *World) claimStep(c *client) *write {
 			w.stats.Claims++
 		}
 		cl.step++
+		if cl.step == claimStage && cl.checks == 0 {
+			cl.step = claimDone
+		}
 		if cl.step == claimDone {
 			c.claim = nil
 		}
+		if method == service.MethodPublishArtifact {
+			w.stats.Artifacts++
+		}
 		w.ack(call, env.Seq)
+		return nil
+	}}
+}
+
+// stage stages the bytes of the claim's artifact, a few hundred bytes, as
+// a node stages a small upload: one Stage command carrying them, under an
+// upload id of the proposer's instant and a nonce; the publish names its
+// size and content digest.
+func (w *World) stage(c *client, cl *simClaim) *write {
+	cl.artifact = fmt.Appendf(nil, "--- a/%s\n+++ b/%s\n%s\n", cl.id, cl.id, bytes.Repeat([]byte("+x"), 64+w.rng.IntN(256)))
+	h := digest.NewContentHasher()
+	h.Write(cl.artifact)
+	cl.upload = replica.Upload{ID: replica.NewUploadID(w.clock.Now(), w.rng.Uint64()), Size: int64(len(cl.artifact)), Content: digest.ContentSum(h).String()}
+	call := service.Call{Tenant: tenant, Session: cl.session}
+	return &write{method: replica.MethodStage, doc: replica.StageDoc{Upload: cl.upload.ID}, call: call, payload: cl.artifact, done: func(out replica.Outcome) error {
+		if out.Err != nil {
+			return fmt.Errorf("stage %s's artifact: %v", cl.id, out.Err)
+		}
+		cl.step = claimPublish
 		return nil
 	}}
 }
@@ -234,7 +276,8 @@ type famLine struct {
 // once its deadline passed, Expired by exactly one deadline fact; a claim
 // whose creation was refused absent.
 func (w *World) checkFamilies(members map[uint64][]*simNode, groups map[string]uint64, logs map[string][]byte) error {
-	end := int64(w.opt.Chaos + w.opt.Quiesce - 300*time.Millisecond)
+	// What falls due by end has had two of the timekeeper's looks since.
+	end := int64(w.opt.Chaos + w.opt.Quiesce - 2*keepEvery)
 	for i := range famSessions {
 		s := famSessionName(i)
 		deadlines := map[string]int{}
@@ -315,11 +358,28 @@ func (w *World) checkClaim(sn *simNode, cl *simClaim, end int64, deadlines int) 
 		return fmt.Errorf("%d deadline facts", deadlines)
 	case cl.deadline != 0 && cl.deadline < end && (v.Claim.State != claim.Expired || deadlines != 1):
 		return fmt.Errorf("its deadline %v passed, yet it is %s with %d deadline facts", time.Duration(cl.deadline), v.Claim.State, deadlines)
-	case cl.deadline == 0 && v.Claim.State != []claim.Status{claim.Generated, claim.Posted, claim.Received}[cl.step-1]:
+	case cl.deadline == 0 && v.Claim.State != claimStates[cl.step]:
 		return fmt.Errorf("it is %s after step %d", v.Claim.State, cl.step)
+	}
+	if cl.checks == 0 || cl.step != claimDone {
+		return nil
+	}
+	a, err := sn.sm.Service().Artifact(context.Background(), call, cl.id, "patch")
+	if err != nil {
+		return fmt.Errorf("its artifact: %w", err)
+	}
+	defer a.Body.Close()
+	b, err := io.ReadAll(a.Body)
+	if err != nil || !bytes.Equal(b, cl.artifact) || a.Content.String() != cl.upload.Content {
+		return fmt.Errorf("its artifact holds %d bytes (%s), published %d (%s): %v", len(b), a.Content, len(cl.artifact), cl.upload.Content, err)
 	}
 	return nil
 }
+
+// claimStates is the state a claim with no deadline is in after each
+// step: a staged or published artifact leaves it Received.
+var claimStates = []claim.Status{claimPost: claim.Generated, claimReceipt: claim.Posted, claimStage: claim.Received,
+	claimPublish: claim.Received, claimDone: claim.Received}
 
 // lapses is every lapse of the session on a replica.
 func (w *World) lapses(sn *simNode, session string) ([]expect.LapseView, error) {

@@ -116,8 +116,9 @@ type Stats struct {
 	// repeat, or a race with another).
 	Expectations, Facts, Lapses, Sweeps, SweepsEmpty int
 	// Claims created; ClaimsRefused, a step refused once the claim's
-	// deadline passed; Expired, the claims the timekeeper expired.
-	Claims, ClaimsRefused, Expired int
+	// deadline passed; Expired, the claims the timekeeper expired;
+	// Artifacts published, their bytes staged first.
+	Claims, ClaimsRefused, Expired, Artifacts int
 	// Tokens created, and TokensRevoked, in the meta group; MetaSnapshots
 	// of the meta group sent.
 	Tokens, TokensRevoked, MetaSnapshots int

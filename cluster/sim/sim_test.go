@@ -91,6 +91,7 @@ func TestSim(t *testing.T) {
 		total.Claims += st.Claims
 		total.ClaimsRefused += st.ClaimsRefused
 		total.Expired += st.Expired
+		total.Artifacts += st.Artifacts
 		total.Tokens += st.Tokens
 		total.TokensRevoked += st.TokensRevoked
 		total.MetaSnapshots += st.MetaSnapshots
@@ -102,8 +103,8 @@ func TestSim(t *testing.T) {
 	t.Logf("%d seeds in %v: %v simulated (%.0fx), %d ops, %d crashes (%d before a batch's fsync, %d logs torn), %d disk faults, %d partitions, %d transfers, %d membership changes, %d snapshots sent (%d of them failed), %d sessions placed (%d refused, having records; %d attempts refused as moved)",
 		n, wall.Round(time.Millisecond), total.Virtual, total.Virtual.Seconds()/wall.Seconds(), total.Ops, total.Crashes, total.Unsynced, total.Torn,
 		total.DiskFaults, total.Partitions, total.Transfers, total.Membership, total.Snapshots, total.SnapshotsFailed, total.Placements, total.PlacementsRefused, total.Moved)
-	t.Logf("%d expectations raised, %d facts recorded, %d lapses committed by %d sweeps (%d more sweeps committed nothing); %d claims created (%d refused a step past their deadline, %d expired); %d tokens created, %d revoked, %d meta snapshots sent",
-		total.Expectations, total.Facts, total.Lapses, total.Sweeps, total.SweepsEmpty, total.Claims, total.ClaimsRefused, total.Expired,
+	t.Logf("%d expectations raised, %d facts recorded, %d lapses committed by %d sweeps (%d more sweeps committed nothing); %d claims created (%d refused a step past their deadline, %d expired, %d artifacts published); %d tokens created, %d revoked, %d meta snapshots sent",
+		total.Expectations, total.Facts, total.Lapses, total.Sweeps, total.SweepsEmpty, total.Claims, total.ClaimsRefused, total.Expired, total.Artifacts,
 		total.Tokens, total.TokensRevoked, total.MetaSnapshots)
 }
 

@@ -12,7 +12,7 @@ import (
 
 // keepEvery is how often each node's timekeeper looks (a node's
 // WatchEvery), in virtual time.
-const keepEvery = 250 * time.Millisecond
+const keepEvery = 400 * time.Millisecond
 
 // scheduleKeep runs the node's timekeeper every keepEvery while it is up,
 // as a node's timekeep loop does: for each session of a data group it
@@ -57,7 +57,7 @@ func (w *World) keep(sn *simNode) {
 		}
 		call := service.Call{Tenant: se.Tenant, Session: se.Name, Actor: timekeeper}
 		for _, m := range cluster.DueSweeps(context.Background(), sm, se.Tenant, se.Name, now) {
-			data, err := w.command(m, call, cluster.SweepDoc{})
+			data, err := w.command(m, call, cluster.SweepDoc{}, nil)
 			if err != nil {
 				w.fail("node %d: timekeeper: %v", sn.id, err)
 				return

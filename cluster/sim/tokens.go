@@ -34,10 +34,11 @@ type simToken struct {
 	created, revokd bool
 }
 
-// maxTokens bounds the tokens of a run: with their revocations, enough
-// meta entries to compact its log (node.Config.CompactAfter) and send
-// snapshots to nodes behind.
-const maxTokens = 10
+// maxTokens bounds the tokens of a run: with their revocations and the
+// elections' empty entries, enough to compact the meta group's log now and
+// then (node.Config.CompactAfter), sending snapshots to nodes behind, and
+// few enough to keep a seed fast.
+const maxTokens = 8
 
 func (w *World) startTokener() {
 	w.tokener = &tokener{}
@@ -45,7 +46,7 @@ func (w *World) startTokener() {
 }
 
 // tokenStep starts the tokener's next command: a revocation of one of its
-// tokens one time in three, else a new token.
+// tokens one time in three, else a new token, until it made maxTokens.
 func (w *World) tokenStep(t *tokener) {
 	if w.err != nil || w.now >= int64(w.opt.Chaos)+int64(w.opt.Quiesce)/2 {
 		return
@@ -58,7 +59,7 @@ func (w *World) tokenStep(t *tokener) {
 		}
 	}
 	switch {
-	case len(live) > 0 && (w.rng.IntN(3) == 0 || len(t.tokens) >= maxTokens):
+	case len(live) > 0 && w.rng.IntN(3) == 0:
 		t.revoke = live[w.rng.IntN(len(live))]
 		t.cmd = &replica.MetaCommand{Op: replica.OpTokenRevoke, TokenID: t.revoke.rec.ID, TS: epoch + w.now}
 	case len(t.tokens) < maxTokens:
