@@ -9,11 +9,17 @@
 // proposer's instant from the virtual clock and the id seed from the seed's
 // generator) proposed to the group the replica's routing picks
 // (replica.SM.GroupOf); they read with ReadIndex and then the replica's
-// Service. On two seeds in three a placer places the first session in
-// another group than its hash's, as tally cluster place does (a Fence in
-// its hash's group, then placement.set in the meta group), racing the
-// clients' first writes to it or before them; clients refused as moved
-// retry. Time is virtual, the network simulated, and faults injected:
+// Service. One operation in five is of the other families, in sessions of
+// their own: expectations raised and the facts that satisfy them (in time,
+// late, or never), claims created, posted, received and given an artifact
+// (its bytes staged, then published). Each node runs the timekeeper as a
+// node does (cluster.DueSweeps on the virtual clock, for the groups it
+// leads), sometimes proposing a sweep twice, and a tokener creates and
+// revokes the cluster's tokens through the meta group. On two seeds in
+// three a placer places the first session in another group than its
+// hash's, as tally cluster place does (a Fence in its hash's group, then
+// placement.set in the meta group), racing the clients' first writes to it
+// or before them; clients refused as moved retry. Time is virtual, the network simulated, and faults injected:
 // message loss, delay, duplication and reordering; partitions, including
 // one-way ones; crashes that lose every unsynced write (the raft store's,
 // and the tail a batch wrote to its sessions' logs before their fsync, cut
@@ -30,12 +36,19 @@
 // acknowledged write is in its session exactly once, at the sequence it was
 // acknowledged with; that the meta group's replicas hold the same
 // directory, a placement recorded has its session fenced on every replica
-// of its hash's group and its log held by the group it is placed in; and
-// that the clients' history is linearizable (porcupine, against
-// cluster/model's Ledger).
+// of its hash's group and its log held by the group it is placed in; that
+// the promise clients' history is linearizable (porcupine, against
+// cluster/model's Ledger); and, of the other families, by the state every
+// replica ends with: each lapse held once under its deterministic id, none
+// of an expectation satisfied before its due and one of each never
+// satisfied, each claim in the state its steps left it or Expired by one
+// deadline fact, each artifact's bytes on every replica, and the meta
+// group's replicas holding the same token table, which authenticates
+// exactly the secrets not revoked.
 //
 // A run depends only on its seed, provided the process's cryptographic
-// randomness is seeded too (raft draws its election timeouts from it; see
+// randomness is seeded too (raft draws its election timeouts from it, and
+// the tokener mints its secrets from it; see
 // testing/cryptotest.SetGlobalRandom). Nothing the replicas decide reads
 // the wall clock: a command is applied at its proposer's instant, the
 // replica's session cache runs on the virtual clock, and a command's ids
