@@ -287,6 +287,6 @@ func (w *World) finish(c *client, seq, n uint64) {
 	w.mix(9, uint64(c.id), seq, n)
 	c.busy = false
 	if w.now < int64(w.opt.Chaos)+int64(w.opt.Quiesce)/2 {
-		w.after(time.Duration(40+w.rng.IntN(140))*time.Millisecond, func() { w.clientStep(c) })
+		w.after(time.Duration(50+w.rng.IntN(150))*time.Millisecond, func() { w.clientStep(c) })
 	}
 }

@@ -38,7 +38,7 @@ type simToken struct {
 // elections' empty entries, enough to compact the meta group's log now and
 // then (node.Config.CompactAfter), sending snapshots to nodes behind, and
 // few enough to keep a seed fast.
-const maxTokens = 8
+const maxTokens = 6
 
 func (w *World) startTokener() {
 	w.tokener = &tokener{}
