@@ -287,6 +287,7 @@ func (w *World) finish(c *client, seq, n uint64) {
 	w.mix(9, uint64(c.id), seq, n)
 	c.busy = false
 	if w.now < int64(w.opt.Chaos)+int64(w.opt.Quiesce)/2 {
-		w.after(time.Duration(50+w.rng.IntN(150))*time.Millisecond, func() { w.clientStep(c) })
+		pause := w.opt.Pause[0] + time.Duration(w.rng.IntN(int((w.opt.Pause[1]-w.opt.Pause[0])/time.Millisecond)))*time.Millisecond
+		w.after(pause, func() { w.clientStep(c) })
 	}
 }

@@ -74,15 +74,16 @@ type simClaim struct {
 	artifact    []byte // its artifact's bytes, once staged
 }
 
-// famOpen is the time after which no expectation is raised or claim
-// issued: their dues and deadlines then pass while the clients still run,
-// and the timekeeper commits their lapses and expiries before the end.
+// famOpen reports whether expectations may still be raised and claims
+// issued: not after 3.5 s, so their dues and deadlines pass while the
+// clients still run, and the timekeeper commits their lapses and expiries
+// before the end.
 func (w *World) famOpen() bool { return w.now < int64(w.opt.Chaos)+int64(w.opt.Quiesce)/8 }
 
 // nextFamilyOp is a client's operation of the other families, if it takes
-// one: the fact of an expectation of its when due, else one time in ten an
-// expectation raised and one in ten its claim's next step. nil means a
-// promise operation.
+// one: the fact of an expectation of its when due, else (Options.Families)
+// an expectation raised or its claim's next step. nil means a promise
+// operation.
 func (w *World) nextFamilyOp(c *client) *write {
 	for _, x := range c.expects {
 		if !x.raised || x.factSent || x.plan == factNever {
@@ -94,9 +95,9 @@ func (w *World) nextFamilyOp(c *client) *write {
 	}
 	r := w.rng.IntN(100)
 	switch {
-	case r < 10 && w.famOpen():
+	case r < w.opt.Families/2 && w.famOpen():
 		return w.raise(c)
-	case r < 20 && (c.claim != nil || w.famOpen()):
+	case r < w.opt.Families && (c.claim != nil || w.famOpen()):
 		return w.claimStep(c)
 	}
 	return nil

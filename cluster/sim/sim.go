@@ -94,12 +94,18 @@ type Options struct {
 	// Place places the first session in another group than its hash's
 	// (PlaceRace, PlaceFirst; place.go), or not (PlaceNone).
 	Place int
+	// Families is the percent of the clients' operations that are of the
+	// other families (family.go), half expectations raised, half claims'
+	// steps, besides the facts they record when due.
+	Families int
+	// Pause is the range of a client's pause between two operations.
+	Pause [2]time.Duration
 }
 
 // DefaultOptions is the run the test suite uses per seed.
 func DefaultOptions(seed uint64) Options {
 	return Options{Seed: seed, Nodes: 3, Groups: 2, Clients: 4, Sessions: 4, Chaos: 3 * time.Second, Quiesce: 4 * time.Second,
-		Place: []int{PlaceFirst, PlaceNone, PlaceRace}[seed%3]}
+		Place: []int{PlaceFirst, PlaceNone, PlaceRace}[seed%3], Families: 20, Pause: [2]time.Duration{50 * time.Millisecond, 200 * time.Millisecond}}
 }
 
 // Stats describe a finished run.
