@@ -61,6 +61,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -124,8 +125,10 @@ type Stats struct {
 	Messages   int
 	Snapshots  int // snapshot streams started
 	// SnapshotsFailed counts the streams lost on the way, cut, or whose
-	// acknowledgment was lost, each reported to its sender as a failure.
-	SnapshotsFailed int
+	// acknowledgment was lost, each reported to its sender as a failure;
+	// SnapshotsStale, those of them whose manifest named a staged upload
+	// used (its file removed) before the body was written.
+	SnapshotsFailed, SnapshotsStale int
 	// Placements recorded, and refused (the session had records first);
 	// Moved counts the clients' attempts refused as moved.
 	Placements, PlacementsRefused, Moved int
@@ -540,7 +543,16 @@ func (t *transport) SendSnapshot(to uint64, s node.OutboundSnapshot) {
 			return
 		}
 		var body bytes.Buffer
-		if err := s.Write(&body); err != nil || uint64(body.Len()) != s.Size {
+		err := s.Write(&body)
+		if errors.Is(err, fs.ErrNotExist) {
+			// A staged upload used since the manifest was taken, its file
+			// removed: the stream fails, and raft sends a newer snapshot
+			// (replica/snapshot_bytes.go).
+			w.stats.SnapshotsStale++
+			t.report(s, err)
+			return
+		}
+		if err != nil || uint64(body.Len()) != s.Size {
 			w.fail("snapshot of group %d from node %d: %d bytes written, %d in the manifest: %v", env.Group, t.from, body.Len(), s.Size, err)
 			return
 		}
