@@ -109,8 +109,8 @@ func read[R any](ctx context.Context, c *Node, call service.Call, f func(service
 // so it may return a replica made after the table.
 func Methods(sm func() *replica.SM) map[string]replica.Method {
 	m := map[string]replica.Method{
-		methodSweep:       sweepMethod(sm, (*ledger.Ledger).Sweep),
-		methodSweepClaims: sweepMethod(sm, (*ledger.Ledger).SweepClaims),
+		MethodSweep:       sweepMethod(sm, (*ledger.Ledger).Sweep),
+		MethodSweepClaims: sweepMethod(sm, (*ledger.Ledger).SweepClaims),
 	}
 	for k, v := range promiseMethods() {
 		m[k] = v

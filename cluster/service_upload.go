@@ -45,9 +45,10 @@ const (
 	retryPause       = 250 * time.Millisecond
 )
 
-// withUpload is the command document of a write that uses an upload: the
-// method's own document and the upload's name, size and content.
-type withUpload[D any] struct {
+// WithUpload is the command document of a write that uses an upload: the
+// method's own document and the upload's name, size and content. Exported
+// for the simulator, which proposes such writes as a node does.
+type WithUpload[D any] struct {
 	Doc    D              `json:"doc"`
 	Upload replica.Upload `json:"upload"`
 }
@@ -65,13 +66,13 @@ func writeBytes[D, R any](ctx context.Context, c *Node, name string, call servic
 	if call.RequestID != "" {
 		propose = c.proposeAgain
 	}
-	return commit[withUpload[D], R](ctx, c, name, call, withUpload[D]{Doc: d, Upload: up}, propose)
+	return commit[WithUpload[D], R](ctx, c, name, call, WithUpload[D]{Doc: d, Upload: up}, propose)
 }
 
 // bytesMethod is how a replica runs a write that uses an upload: open the
 // staged bytes, checked as they are read, and call the Service with them.
 func bytesMethod[D, R any](sm func() *replica.SM, f func(service.Service, context.Context, service.Call, D, io.Reader) (R, error)) replica.Method {
-	return method(func(s service.Service, ctx context.Context, call service.Call, d withUpload[D]) (R, error) {
+	return method(func(s service.Service, ctx context.Context, call service.Call, d WithUpload[D]) (R, error) {
 		body, err := sm().OpenUpload(call, d.Upload)
 		if err != nil {
 			var zero R

@@ -11,20 +11,21 @@ import (
 )
 
 // The timekeeper's commands: commit, at the proposer's instant, every
-// lapse and withdrawal due in the session (methodSweep), or every claim
-// deadline passed (methodSweepClaims: Expired, or Deadlocked for a wait
+// lapse and withdrawal due in the session (MethodSweep), or every claim
+// deadline passed (MethodSweepClaims: Expired, or Deadlocked for a wait
 // cycle's victim). Stored in the raft log: do not rename.
 const (
-	methodSweep       = "Sweep"
-	methodSweepClaims = "SweepClaims"
+	MethodSweep       = "Sweep"
+	MethodSweepClaims = "SweepClaims"
 )
 
 // sweepMax bounds the facts one sweep commits.
 const sweepMax = 1000
 
-// sweepDoc is a sweep's command document (it has nothing of its own: the
-// instant is the command's).
-type sweepDoc struct{}
+// SweepDoc is a sweep's command document (it has nothing of its own: the
+// instant is the command's). Exported, with DueSweeps, for the simulator,
+// which proposes the timekeeper's sweeps as a node does.
+type SweepDoc struct{}
 
 // sweepMethod applies a sweep on a replica: the ledger decides what is due
 // at the command's instant, under its lock, so every replica commits the
@@ -32,7 +33,7 @@ type sweepDoc struct{}
 // commits nothing the second time: the facts' ids are deterministic, and a
 // claim's deadline fact is refused once committed.
 func sweepMethod(sm func() *replica.SM, sweep func(*ledger.Ledger, context.Context, int) ([]ledger.Result, error)) replica.Method {
-	return method(func(_ service.Service, ctx context.Context, call service.Call, _ sweepDoc) (int, error) {
+	return method(func(_ service.Service, ctx context.Context, call service.Call, _ SweepDoc) (int, error) {
 		l, err := sm().Open(ctx, call.Tenant, call.Session, false)
 		if err != nil {
 			return 0, err
@@ -48,8 +49,8 @@ func sweepMethod(sm func() *replica.SM, sweep func(*ledger.Ledger, context.Conte
 func (c *Node) timekeep(ctx context.Context, every time.Duration) {
 	c.everyLed(ctx, every, "timekeeper", nil, func(se store.Session, _ uint64) {
 		call := service.Call{Tenant: se.Tenant, Session: se.Name, Actor: c.cfg.Ledger.Timekeeper}
-		for _, m := range c.due(ctx, se, time.Now()) {
-			if _, err := write[sweepDoc, int](ctx, c, m, call, sweepDoc{}); err != nil {
+		for _, m := range DueSweeps(ctx, c.sm, se.Tenant, se.Name, time.Now()) {
+			if _, err := write[SweepDoc, int](ctx, c, m, call, SweepDoc{}); err != nil {
 				c.log.Warn("timekeeper: sweep", "session", se.String(), "sweep", m, "err", err)
 			}
 		}
@@ -93,20 +94,21 @@ func (c *Node) everyLed(ctx context.Context, every time.Duration, what string, t
 	}
 }
 
-// due is the sweeps a session needs by now: of its expectations due, of
-// its claims' deadlines passed.
-func (c *Node) due(ctx context.Context, se store.Session, now time.Time) []string {
-	l, err := c.sm.Open(ctx, se.Tenant, se.Name, false)
+// DueSweeps is the sweeps a session of the replica needs by now, as its
+// group's leader's timekeeper proposes them: of its expectations due
+// (MethodSweep), of its claims' deadlines passed (MethodSweepClaims).
+func DueSweeps(ctx context.Context, sm *replica.SM, tenant, session string, now time.Time) []string {
+	l, err := sm.Open(ctx, tenant, session, false)
 	if err != nil {
 		return nil
 	}
 	var sweeps []string
 	l.Read(func(st *ledger.State) {
 		if next, ok := st.Expects.NextDue(); ok && !now.Before(next) {
-			sweeps = append(sweeps, methodSweep)
+			sweeps = append(sweeps, MethodSweep)
 		}
 		if len(ledger.DueClaimDeadlines(st, now, 1)) > 0 {
-			sweeps = append(sweeps, methodSweepClaims)
+			sweeps = append(sweeps, MethodSweepClaims)
 		}
 	})
 	return sweeps

@@ -114,6 +114,15 @@ func (m *SM) Tokens() *auth.Table {
 	return m.tokens
 }
 
+// TokenEntries are the cluster's tokens as this replica has applied them,
+// in the order the meta group created them: their records (hashes, never
+// secrets) and revocations, for comparing replicas.
+func (m *SM) TokenEntries() []TokenEntry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.tokenList)
+}
+
 // Members is the membership as this replica has applied it, by id.
 func (m *SM) Members() []Member {
 	m.mu.Lock()

@@ -510,24 +510,14 @@ func (m *SM) Apply(group uint64, ents []node.Entry) ([][]byte, error) {
 	// Not synced: the next intent's synced write carries it to the disk,
 	// and if a crash loses it the intent is replayed to the same bytes
 	// (the staging files cut back to the records it leaves). Unless the
-	// batch removes staging files: a replay of a use must still find its
-	// bytes, so the records that no longer need them are made durable
-	// first.
-	var drop []string
-	b := m.cfg.DB.Pebble().NewBatch()
-	defer b.Close()
-	err = setJSON(b, gkey(group, kindApplied), a)
+	// batch used or abandoned an upload: its staging file goes once the
+	// record saying so is durable, or a crash that lost the record would
+	// replay the command that used the upload with its bytes gone.
+	pb := m.cfg.DB.Pebble().NewBatch()
+	defer pb.Close()
+	drop, err := m.recordApplied(pb, group, a)
 	if err == nil {
-		drop, err = m.batch.record(b, a.TS)
-	}
-	if err == nil {
-		err = m.place.record(b)
-	}
-	if err == nil {
-		err = b.Delete(gkey(group, kindIntent), nil)
-	}
-	if err == nil {
-		err = m.cfg.DB.Commit(b, len(drop) > 0)
+		err = m.cfg.DB.Commit(pb, len(drop) > 0)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("replica: group %d: record applied index %d: %w", group, a.Index, err)
@@ -539,6 +529,24 @@ func (m *SM) Apply(group uint64, ents []node.Entry) ([][]byte, error) {
 	err = m.evictLocked()
 	m.mu.Unlock()
 	return results, err
+}
+
+// recordApplied writes, in pb, what a data group's batch leaves besides
+// its sessions' logs: its applied index, its uploads' and held records,
+// the intent gone; and returns the staging files to remove once pb is
+// committed.
+func (m *SM) recordApplied(pb *pebble.Batch, group uint64, a applied) ([]string, error) {
+	if err := setJSON(pb, gkey(group, kindApplied), a); err != nil {
+		return nil, err
+	}
+	drop, err := m.batch.record(pb, a.TS)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.place.record(pb); err != nil {
+		return nil, err
+	}
+	return drop, pb.Delete(gkey(group, kindIntent), nil)
 }
 
 // The default bounds of the open sessions (Config.MaxOpen, IdleClose).

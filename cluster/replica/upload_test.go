@@ -229,6 +229,64 @@ func TestStagedBytesCutBackAfterACrash(t *testing.T) {
 	}
 }
 
+// openOnMem opens a replica whose raft store is on mem, a file system a
+// test can crash, and whose sessions and uploads are in root.
+func openOnMem(t *testing.T, mem vfs.FS, root string) (*SM, *raftlog.DB) {
+	t.Helper()
+	db, err := raftlog.Open("/raft", raftlog.Options{FS: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sm *SM
+	cfg := Config{Root: root, DB: db, Ledger: ledger.DefaultConfig(), Groups: 1,
+		Methods: map[string]Method{"declare": declare(&sm, ""), "use": use(&sm)},
+		Service: func(service.Sessions) service.Service { return nil }, IdleClose: time.Nanosecond}
+	cfg.Ledger.Logger = slog.New(slog.DiscardHandler)
+	if sm, err = New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	return sm, db
+}
+
+// A batch that uses an upload removes its staging file only once the
+// record saying it was used is durable: a crash that lost the batch's
+// applied index would replay the command, whose bytes would be gone.
+func TestAUsedUploadSurvivesACrashAfterItsBatch(t *testing.T) {
+	mem, root := vfs.NewCrashableMem(), filepath.Join(t.TempDir(), "ledger")
+	sm, db := openOnMem(t, mem, root)
+	body := []byte(strings.Repeat("patch\n", 50))
+	id := NewUploadID(start, 3)
+	u := upload(id, body)
+	outs := applyAll(t, sm, []node.Entry{chunkEntry(t, 2, id, 0, body)}, []node.Entry{useEntry(t, 3, u)})
+	if outs[3].Err != nil || outs[3].Value != u.Content {
+		t.Fatalf("the use: %+v", outs[3])
+	}
+	crashed := mem.CrashClone(vfs.CrashCloneCfg{})
+	sm.Close()
+	db.Close()
+
+	sm, db = openOnMem(t, crashed, root)
+	defer db.Close()
+	defer sm.Close()
+	a, err := sm.Applied(node.MetaGroup + 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a < 3 {
+		// Raft hands the lost entries again: they must apply to the same.
+		var again []node.Entry
+		for _, e := range []node.Entry{chunkEntry(t, 2, id, 0, body), useEntry(t, 3, u)} {
+			if e.Index > a {
+				again = append(again, e)
+			}
+		}
+		outs = applyAll(t, sm, again)
+		if outs[3].Err != nil || outs[3].Value != u.Content {
+			t.Fatalf("the use applied again after a crash (applied %d): %+v", a, outs[3])
+		}
+	}
+}
+
 // An upload started more than UploadMaxAge before a command's instant is
 // refused by it, and its record and file go after the batch.
 func TestAnAbandonedUploadExpires(t *testing.T) {

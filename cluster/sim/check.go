@@ -13,16 +13,21 @@ import (
 	"go.etcd.io/raft/v3"
 
 	"tally/cluster/model"
+	"tally/cluster/node"
 	"tally/ledger"
 	"tally/service"
 	"tally/store"
 )
 
-// sessions names every session the clients use.
+// sessions names every session the clients use: the promise sessions,
+// then the other families'.
 func (w *World) sessions() []string {
-	out := make([]string, w.opt.Sessions)
-	for i := range out {
-		out[i] = sessionName(i)
+	out := make([]string, 0, w.opt.Sessions+famSessions)
+	for i := range w.opt.Sessions {
+		out = append(out, sessionName(i))
+	}
+	for i := range famSessions {
+		out = append(out, famSessionName(i))
 	}
 	return out
 }
@@ -97,6 +102,12 @@ func (w *World) finalChecks() error {
 		}
 	}
 	if err := w.checkAcked(logs); err != nil {
+		return fmt.Errorf("seed %d: %w", w.opt.Seed, err)
+	}
+	if err := w.checkFamilies(members, groups, logs); err != nil {
+		return fmt.Errorf("seed %d: %w", w.opt.Seed, err)
+	}
+	if err := w.checkTokens(members[node.MetaGroup]); err != nil {
 		return fmt.Errorf("seed %d: %w", w.opt.Seed, err)
 	}
 	if res := porcupine.CheckOperationsTimeout(model.Ledger, w.history, 10*time.Second); res != porcupine.Ok {

@@ -20,8 +20,10 @@ import (
 )
 
 // A client declares promises, resolves the ones it declared, and lists a
-// session's promises, one operation at a time; a write is retried, under
-// its request id, through any node until it is answered.
+// session's promises; now and then it raises an expectation, records the
+// fact that satisfies one, or takes a claim a step (family.go). One
+// operation at a time; a write is retried, under its request id, through
+// any node until it is answered.
 type client struct {
 	id      int
 	req     uint64 // its last write's request number
@@ -32,14 +34,20 @@ type client struct {
 	write   *write // the current operation's command, unless it is a read
 	call    int64
 	open    map[string][]owned // by session: its promises acknowledged and not resolved
+	expects []*simExpect       // its expectations raised
+	claim   *simClaim          // its claim in progress
 }
 
 // write is what every attempt of a write sends: the Service method, its
-// api document and the call, with the request id.
+// api document and the call, with the request id. A write of the other
+// families has done, which takes its outcome (an error is a violation);
+// a promise write has none.
 type write struct {
-	method string
-	doc    any
-	call   service.Call
+	method  string
+	doc     any
+	call    service.Call
+	payload []byte // the bytes a Stage command carries
+	done    func(replica.Outcome) error
 }
 
 // owned is a promise a client declared: its text and the id it was given.
@@ -64,12 +72,17 @@ func (w *World) clientStep(c *client) {
 	}
 	c.busy = true
 	c.n++
+	c.call = w.now
+	if c.write = w.nextFamilyOp(c); c.write != nil {
+		c.op = model.LedgerOp{}
+		w.attempt(c)
+		return
+	}
 	session := sessionName(w.rng.IntN(w.opt.Sessions))
 	if w.placer != nil && w.waitsForPlacer(session) {
 		session = sessionName(1 + w.rng.IntN(w.opt.Sessions-1))
 	}
 	c.op, c.write = w.nextOp(c, session)
-	c.call = w.now
 	w.attempt(c)
 }
 
@@ -86,11 +99,11 @@ func (w *World) nextOp(c *client, session string) (model.LedgerOp, *write) {
 	if open := c.open[session]; r < 6 && len(open) > 0 {
 		p := open[w.rng.IntN(len(open))]
 		doc := api.PromiseResolve{ID: p.id, As: promise.AsSatisfied, Evidence: []string{"sim:" + p.text}}
-		return model.LedgerOp{Kind: model.Resolve, Session: session, Text: p.text}, &write{service.MethodResolvePromise, doc, call}
+		return model.LedgerOp{Kind: model.Resolve, Session: session, Text: p.text}, &write{method: service.MethodResolvePromise, doc: doc, call: call}
 	}
 	text := fmt.Sprintf("c%d-%d", c.id, c.n)
 	doc := api.PromiseDeclare{Promise: text, To: "creditor", Until: until}
-	return model.LedgerOp{Kind: model.Declare, Session: session, Text: text}, &write{service.MethodDeclarePromise, doc, call}
+	return model.LedgerOp{Kind: model.Declare, Session: session, Text: text}, &write{method: service.MethodDeclarePromise, doc: doc, call: call}
 }
 
 // attempt sends the client's current operation to some live node; on an
@@ -142,11 +155,7 @@ func (w *World) through(live func() bool, again func(), send func(sn *simNode, r
 // routes the session to; the answer is what applying it at sn returned.
 func (w *World) propose(c *client, sn *simNode, live func() bool, retry func()) {
 	cw, sm := c.write, sn.sm
-	cmd, err := cluster.NewCommand(cw.method, cw.call, cw.doc, w.clock.Now(), w.rng.Uint64())
-	var data []byte
-	if err == nil {
-		data, err = cmd.Encode()
-	}
+	data, err := w.command(cw.method, cw.call, cw.doc, cw.payload)
 	if err != nil {
 		w.fail("client %d: %v", c.id, err)
 		return
@@ -170,6 +179,14 @@ func (w *World) propose(c *client, sn *simNode, live func() bool, retry func()) 
 			retry()
 			return
 		}
+		if cw.done != nil {
+			if err := cw.done(out); err != nil {
+				w.fail("client %d at node %d: %v", c.id, sn.id, err)
+				return
+			}
+			w.finish(c, 0, 0)
+			return
+		}
 		pw, ok := out.Value.(service.PromiseWritten)
 		if out.Err != nil || !ok {
 			w.fail("%s %s (request %s) at node %d: %v (%T)", cw.method, c.op.Text, cw.call.RequestID, sn.id, out.Err, out.Value)
@@ -177,6 +194,18 @@ func (w *World) propose(c *client, sn *simNode, live func() bool, retry func()) 
 		}
 		w.written(c, pw)
 	})
+}
+
+// command is the entry a node proposes for a write at the virtual
+// instant: cluster.NewCommand's, its ids seeded from the run's generator,
+// with the bytes a Stage command carries.
+func (w *World) command(method string, call service.Call, doc any, payload []byte) ([]byte, error) {
+	cmd, err := cluster.NewCommand(method, call, doc, w.clock.Now(), w.rng.Uint64())
+	if err != nil {
+		return nil, err
+	}
+	cmd.Payload = payload
+	return cmd.Encode()
 }
 
 // written completes a client's acknowledged write.
@@ -245,12 +274,20 @@ func (w *World) listPromises(sm *replica.SM, session string) ([]model.Promise, e
 	return out, nil
 }
 
+// complete ends a promise operation: it joins the history porcupine
+// checks.
 func (w *World) complete(c *client, out model.LedgerOut) {
-	w.stats.Ops++
-	w.mix(9, uint64(c.id), out.Seq, uint64(len(out.Promises)))
 	w.history = append(w.history, porcupine.Operation{ClientId: c.id, Input: c.op, Call: c.call, Output: out, Return: w.now})
+	w.finish(c, out.Seq, uint64(len(out.Promises)))
+}
+
+// finish ends a client's operation and schedules its next.
+func (w *World) finish(c *client, seq, n uint64) {
+	w.stats.Ops++
+	w.mix(9, uint64(c.id), seq, n)
 	c.busy = false
 	if w.now < int64(w.opt.Chaos)+int64(w.opt.Quiesce)/2 {
-		w.after(time.Duration(20+w.rng.IntN(80))*time.Millisecond, func() { w.clientStep(c) })
+		pause := w.opt.Pause[0] + time.Duration(w.rng.IntN(int((w.opt.Pause[1]-w.opt.Pause[0])/time.Millisecond)))*time.Millisecond
+		w.after(pause, func() { w.clientStep(c) })
 	}
 }

@@ -23,6 +23,10 @@ import (
 // tenant is the tenant of every simulated session.
 const tenant = "sim"
 
+// timekeeper is the identity the replicas' ledgers commit lapses and
+// deadline facts as.
+var timekeeper = ledger.DefaultConfig().Timekeeper
+
 // The replica's open-session cache is kept small, so sessions are closed
 // and reopened while the faults run (Config.MaxOpen, IdleClose).
 const (

@@ -9,11 +9,17 @@
 // proposer's instant from the virtual clock and the id seed from the seed's
 // generator) proposed to the group the replica's routing picks
 // (replica.SM.GroupOf); they read with ReadIndex and then the replica's
-// Service. On two seeds in three a placer places the first session in
-// another group than its hash's, as tally cluster place does (a Fence in
-// its hash's group, then placement.set in the meta group), racing the
-// clients' first writes to it or before them; clients refused as moved
-// retry. Time is virtual, the network simulated, and faults injected:
+// Service. One operation in five is of the other families, in sessions of
+// their own: expectations raised and the facts that satisfy them (in time,
+// late, or never), claims created, posted, received and given an artifact
+// (its bytes staged, then published). Each node runs the timekeeper as a
+// node does (cluster.DueSweeps on the virtual clock, for the groups it
+// leads), sometimes proposing a sweep twice, and a tokener creates and
+// revokes the cluster's tokens through the meta group. On two seeds in
+// three a placer places the first session in another group than its
+// hash's, as tally cluster place does (a Fence in its hash's group, then
+// placement.set in the meta group), racing the clients' first writes to it
+// or before them; clients refused as moved retry. Time is virtual, the network simulated, and faults injected:
 // message loss, delay, duplication and reordering; partitions, including
 // one-way ones; crashes that lose every unsynced write (the raft store's,
 // and the tail a batch wrote to its sessions' logs before their fsync, cut
@@ -30,12 +36,19 @@
 // acknowledged write is in its session exactly once, at the sequence it was
 // acknowledged with; that the meta group's replicas hold the same
 // directory, a placement recorded has its session fenced on every replica
-// of its hash's group and its log held by the group it is placed in; and
-// that the clients' history is linearizable (porcupine, against
-// cluster/model's Ledger).
+// of its hash's group and its log held by the group it is placed in; that
+// the promise clients' history is linearizable (porcupine, against
+// cluster/model's Ledger); and, of the other families, by the state every
+// replica ends with: each lapse held once under its deterministic id, none
+// of an expectation satisfied before its due and one of each never
+// satisfied, each claim in the state its steps left it or Expired by one
+// deadline fact, each artifact's bytes on every replica, and the meta
+// group's replicas holding the same token table, which authenticates
+// exactly the secrets not revoked.
 //
 // A run depends only on its seed, provided the process's cryptographic
-// randomness is seeded too (raft draws its election timeouts from it; see
+// randomness is seeded too (raft draws its election timeouts from it, and
+// the tokener mints its secrets from it; see
 // testing/cryptotest.SetGlobalRandom). Nothing the replicas decide reads
 // the wall clock: a command is applied at its proposer's instant, the
 // replica's session cache runs on the virtual clock, and a command's ids
@@ -48,6 +61,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -81,12 +95,18 @@ type Options struct {
 	// Place places the first session in another group than its hash's
 	// (PlaceRace, PlaceFirst; place.go), or not (PlaceNone).
 	Place int
+	// Families is the percent of the clients' operations that are of the
+	// other families (family.go), half expectations raised, half claims'
+	// steps, besides the facts they record when due.
+	Families int
+	// Pause is the range of a client's pause between two operations.
+	Pause [2]time.Duration
 }
 
 // DefaultOptions is the run the test suite uses per seed.
 func DefaultOptions(seed uint64) Options {
 	return Options{Seed: seed, Nodes: 3, Groups: 2, Clients: 4, Sessions: 4, Chaos: 3 * time.Second, Quiesce: 4 * time.Second,
-		Place: []int{PlaceFirst, PlaceNone, PlaceRace}[seed%3]}
+		Place: []int{PlaceFirst, PlaceNone, PlaceRace}[seed%3], Families: 20, Pause: [2]time.Duration{50 * time.Millisecond, 200 * time.Millisecond}}
 }
 
 // Stats describe a finished run.
@@ -105,11 +125,25 @@ type Stats struct {
 	Messages   int
 	Snapshots  int // snapshot streams started
 	// SnapshotsFailed counts the streams lost on the way, cut, or whose
-	// acknowledgment was lost, each reported to its sender as a failure.
-	SnapshotsFailed int
+	// acknowledgment was lost, each reported to its sender as a failure;
+	// SnapshotsStale, those of them whose manifest named a staged upload
+	// used (its file removed) before the body was written.
+	SnapshotsFailed, SnapshotsStale int
 	// Placements recorded, and refused (the session had records first);
 	// Moved counts the clients' attempts refused as moved.
 	Placements, PlacementsRefused, Moved int
+	// Expectations raised and Facts recorded (acknowledged); Lapses
+	// committed, as the replicas end; Sweeps committed that committed
+	// something, and SweepsEmpty that found nothing left to commit (a
+	// repeat, or a race with another).
+	Expectations, Facts, Lapses, Sweeps, SweepsEmpty int
+	// Claims created; ClaimsRefused, a step refused once the claim's
+	// deadline passed; Expired, the claims the timekeeper expired;
+	// Artifacts published, their bytes staged first.
+	Claims, ClaimsRefused, Expired, Artifacts int
+	// Tokens created, and TokensRevoked, in the meta group; MetaSnapshots
+	// of the meta group sent.
+	Tokens, TokensRevoked, MetaSnapshots int
 	Trace                                uint64 // a hash of the run's events, equal for equal runs
 }
 
@@ -179,7 +213,10 @@ type World struct {
 	blocked         map[[2]uint64]bool
 
 	clients []*client
+	expects []*simExpect
+	claims  []*simClaim
 	placer  *placer // nil unless Options.Place
+	tokener *tokener
 	history []porcupine.Operation
 	acked   []ackedWrite
 
@@ -236,6 +273,7 @@ func runWorld(opt Options) (w *World, err error) {
 	}
 	for _, sn := range w.nodes {
 		w.scheduleTick(sn, int64(w.rng.IntN(int(tick))))
+		w.scheduleKeep(sn, int64(w.rng.IntN(int(keepEvery))))
 	}
 	for i := 0; i < opt.Clients; i++ {
 		c := &client{id: i, open: map[string][]owned{}}
@@ -245,6 +283,7 @@ func runWorld(opt Options) (w *World, err error) {
 	if opt.Place != PlaceNone {
 		w.startPlacer()
 	}
+	w.startTokener()
 	chaosEnd := int64(opt.Chaos)
 	w.after(200*time.Millisecond, func() { w.chaos(chaosEnd) })
 	w.at(chaosEnd, w.heal)
@@ -369,6 +408,7 @@ func (w *World) restart(sn *simNode) {
 		return
 	}
 	w.scheduleTick(sn, 0)
+	w.scheduleKeep(sn, int64(keepEvery))
 }
 
 // closeAll closes every live node and removes the nodes' directories.
@@ -482,6 +522,9 @@ func (t *transport) Send(to uint64, batch []node.Envelope) {
 func (t *transport) SendSnapshot(to uint64, s node.OutboundSnapshot) {
 	w := t.w
 	w.stats.Snapshots++
+	if s.Envelope.Group == node.MetaGroup {
+		w.stats.MetaSnapshots++
+	}
 	if !t.reaches(to) {
 		t.report(s, errors.New("snapshot lost on the way"))
 		return
@@ -500,7 +543,16 @@ func (t *transport) SendSnapshot(to uint64, s node.OutboundSnapshot) {
 			return
 		}
 		var body bytes.Buffer
-		if err := s.Write(&body); err != nil || uint64(body.Len()) != s.Size {
+		err := s.Write(&body)
+		if errors.Is(err, fs.ErrNotExist) {
+			// A staged upload used since the manifest was taken, its file
+			// removed: the stream fails, and raft sends a newer snapshot
+			// (replica/snapshot_bytes.go).
+			w.stats.SnapshotsStale++
+			t.report(s, err)
+			return
+		}
+		if err != nil || uint64(body.Len()) != s.Size {
 			w.fail("snapshot of group %d from node %d: %d bytes written, %d in the manifest: %v", env.Group, t.from, body.Len(), s.Size, err)
 			return
 		}
