@@ -124,9 +124,7 @@ func (g *global) serveCluster(c *cobra.Command, cfg server.Config, f *clusterFla
 	if err != nil {
 		return errors.Join(err, n.Close())
 	}
-	if cc.WatchEvery > 0 {
-		n.Deliver(cc.WatchEvery, s.Deliverer)
-	}
+	n.Deliver(s.Deliverer)
 	for _, col := range n.Collectors() {
 		if err := s.Registry().Register(col); err != nil {
 			return errors.Join(err, n.Close())

@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"tally/auth"
@@ -120,6 +121,8 @@ type Node struct {
 	// metaSync is held by the one meta group read that an unknown token
 	// waits for (catchUpMeta).
 	metaSync sync.Mutex
+	// deliverer makes the timekeeper's delivery watchers (Deliver).
+	deliverer atomic.Pointer[NewDeliverer]
 
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"time"
 
 	"tally/cluster/node"
 	"tally/ledger"
@@ -23,12 +22,11 @@ import (
 // DeliverOnly, at the wall clock), with the sinks of the server.
 type NewDeliverer func(*ledger.Ledger) (*watch.Watcher, error)
 
-// Deliver runs this node's deliveries every interval until the node
-// closes. Call it once, before Close.
-func (c *Node) Deliver(every time.Duration, mk NewDeliverer) {
-	c.wg.Add(1)
-	go func() { defer c.wg.Done(); c.deliver(c.ctx, every, mk) }()
-}
+// Deliver gives the node's timekeeper its deliverer: from then on, after
+// its sweeps, it delivers each session of the groups this node leads
+// (timekeep). The server is made after the node, hence a setter; without
+// a timekeeper (WatchEvery 0) nothing is delivered.
+func (c *Node) Deliver(mk NewDeliverer) { c.deliverer.Store(&mk) }
 
 // delivering is a session's watcher over the ledger it was opened on.
 type delivering struct {
@@ -37,29 +35,29 @@ type delivering struct {
 	group uint64
 }
 
-func (c *Node) deliver(ctx context.Context, every time.Duration, mk NewDeliverer) {
-	ws := map[string]*delivering{}
-	defer func() {
-		for _, d := range ws {
+// deliveries are the timekeeper's watchers, by session.
+type deliveries map[string]*delivering
+
+// dropLost closes the watchers of groups this node no longer leads:
+// another node leads them now, and delivers.
+func (ds deliveries) dropLost(leading map[uint64]bool) {
+	for key, d := range ds {
+		if !leading[d.group] {
 			d.w.Close()
-		}
-	}()
-	dropLost := func(leading map[uint64]bool) {
-		for key, d := range ws {
-			if !leading[d.group] {
-				d.w.Close() // another node leads it now, and delivers
-				delete(ws, key)
-			}
+			delete(ds, key)
 		}
 	}
-	c.everyLed(ctx, every, "deliveries", dropLost, func(se store.Session, g uint64) {
-		c.deliverSession(ctx, ws, se, g, mk)
-	})
+}
+
+func (ds deliveries) close() {
+	for _, d := range ds {
+		d.w.Close()
+	}
 }
 
 // deliverSession sweeps one session's watcher, made anew when the replica
 // reopened the session's ledger.
-func (c *Node) deliverSession(ctx context.Context, ws map[string]*delivering, se store.Session, group uint64, mk NewDeliverer) {
+func (c *Node) deliverSession(ctx context.Context, ws deliveries, se store.Session, group uint64, mk NewDeliverer) {
 	key := se.String()
 	l, err := c.sm.Open(ctx, se.Tenant, se.Name, false)
 	if err != nil {

@@ -44,23 +44,14 @@ func sweepMethod(sm func() *replica.SM, sweep func(*ledger.Ledger, context.Conte
 }
 
 // timekeep runs each group's timekeeper on its leader: every interval it
-// looks, in this replica, for sessions of the groups it leads with an
-// expectation or a claim deadline due, and proposes a sweep of each.
+// looks, in this replica, at the sessions of the groups it leads; for one
+// with an expectation or a claim deadline due it proposes the sweeps, and
+// then, once Deliver gave it a deliverer, it delivers what the session's
+// log holds (deliver.go). One pass over the sessions does both: each is
+// listed and opened once a tick.
 func (c *Node) timekeep(ctx context.Context, every time.Duration) {
-	c.everyLed(ctx, every, "timekeeper", nil, func(se store.Session, _ uint64) {
-		call := service.Call{Tenant: se.Tenant, Session: se.Name, Actor: c.cfg.Ledger.Timekeeper}
-		for _, m := range DueSweeps(ctx, c.sm, se.Tenant, se.Name, time.Now()) {
-			if _, err := write[SweepDoc, int](ctx, c, m, call, SweepDoc{}); err != nil {
-				c.log.Warn("timekeeper: sweep", "session", se.String(), "sweep", m, "err", err)
-			}
-		}
-	})
-}
-
-// everyLed calls each, every interval until ctx ends, with every session of
-// the groups this node leads then (in this replica), after telling tick
-// (when given) which groups those are.
-func (c *Node) everyLed(ctx context.Context, every time.Duration, what string, tick func(leading map[uint64]bool), each func(se store.Session, group uint64)) {
+	ds := deliveries{}
+	defer ds.close()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -70,26 +61,40 @@ func (c *Node) everyLed(ctx context.Context, every time.Duration, what string, t
 		case <-t.C:
 		}
 		leading := c.leading(ctx)
-		if tick != nil {
-			tick(leading)
-		}
+		ds.dropLost(leading)
 		if len(leading) == 0 {
 			continue
 		}
 		sessions, err := store.Sessions(c.sm.Root(), "")
 		if err != nil {
-			c.log.Warn(what+": list sessions", "err", err)
+			c.log.Warn("timekeeper: list sessions", "err", err)
 			continue
 		}
+		mk := c.deliverer.Load()
 		for _, se := range sessions {
 			if ctx.Err() != nil {
 				return
 			}
 			// The group holding its log here, not the directory's: a
 			// placement this node has not applied yet moves nothing.
-			if g := c.sm.Holder(se.Tenant, se.Name); leading[g] {
-				each(se, g)
+			g := c.sm.Holder(se.Tenant, se.Name)
+			if !leading[g] {
+				continue
 			}
+			c.sweep(ctx, se)
+			if mk != nil {
+				c.deliverSession(ctx, ds, se, g, *mk)
+			}
+		}
+	}
+}
+
+// sweep proposes the sweeps a session needs now.
+func (c *Node) sweep(ctx context.Context, se store.Session) {
+	call := service.Call{Tenant: se.Tenant, Session: se.Name, Actor: c.cfg.Ledger.Timekeeper}
+	for _, m := range DueSweeps(ctx, c.sm, se.Tenant, se.Name, time.Now()) {
+		if _, err := write[SweepDoc, int](ctx, c, m, call, SweepDoc{}); err != nil {
+			c.log.Warn("timekeeper: sweep", "session", se.String(), "sweep", m, "err", err)
 		}
 	}
 }
