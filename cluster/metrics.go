@@ -1,13 +1,10 @@
 package cluster
 
 import (
-	"context"
 	"strconv"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"tally/cluster/node"
 	"tally/cluster/transport"
 )
 
@@ -107,7 +104,7 @@ func (k collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descApplied, prometheus.GaugeValue, float64(g.Applied), l)
 		ch <- prometheus.MustNewConstMetric(descLeading, prometheus.GaugeValue, leading, l)
 	}
-	for _, t := range c.sentTraffic() {
+	for _, t := range c.tr.Traffic() {
 		g, p := groupLabel(t.Group), groupLabel(t.Peer)
 		ch <- prometheus.MustNewConstMetric(descGroupMsgs, prometheus.CounterValue, float64(t.Messages), g, p)
 		ch <- prometheus.MustNewConstMetric(descGroupByte, prometheus.CounterValue, float64(t.Bytes), g, p)
@@ -122,16 +119,6 @@ func (k collector) Collect(ch chan<- prometheus.Metric) {
 		failed = 1
 	}
 	ch <- prometheus.MustNewConstMetric(descFailed, prometheus.GaugeValue, failed)
-}
-
-// sentTraffic is the loop's count of what it sent, or nothing if the loop
-// does not answer at once.
-func (c *Node) sentTraffic() []node.Traffic {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	var out []node.Traffic
-	_ = c.do(ctx, func(n *node.Node) { out = n.SentTraffic() })
-	return out
 }
 
 // Collectors are the node's metrics, for the server's registry.

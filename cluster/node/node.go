@@ -15,7 +15,6 @@
 package node
 
 import (
-	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -159,8 +158,6 @@ type Node struct {
 	// nextExpiry is the earliest deadline of a proposal, read or change
 	// waiting (zero: none), so the loop scans them only when one may be due.
 	nextExpiry time.Time
-	// traffic is what the node sent, by group and peer.
-	traffic map[[2]uint64]*Traffic
 	reports reports // snapshot streams' outcomes, from the transport
 
 	failed error
@@ -191,7 +188,6 @@ func New(cfg Config, db *raftlog.DB, sm StateMachine, tr Transport, clock Clock,
 		proposals: make(map[uint64]*proposal),
 		reads:     make(map[uint64]*read),
 		confs:     make(map[uint64]*confProposal),
-		traffic:   make(map[[2]uint64]*Traffic),
 		reports:   reports{wake: make(chan struct{}, 1)},
 		// Ids start at the clock so a restarted node never reuses one its
 		// previous run may have left in the log.
@@ -556,43 +552,6 @@ func (n *Node) Leading() []GroupTerm {
 	return out
 }
 
-// Traffic is what this node sent to one peer in one group: raft messages,
-// their encoded bytes, and the snapshots among them.
-type Traffic struct {
-	Group, Peer                uint64
-	Messages, Bytes, Snapshots uint64
-}
-
-func (n *Node) count(group uint64, m *pb.Message) {
-	k := [2]uint64{group, m.GetTo()}
-	t := n.traffic[k]
-	if t == nil {
-		t = &Traffic{Group: group, Peer: m.GetTo()}
-		n.traffic[k] = t
-	}
-	t.Messages++
-	t.Bytes += uint64(proto.Size(m))
-	if m.GetType() == pb.MessageType_MsgSnap {
-		t.Snapshots++
-	}
-}
-
-// SentTraffic is what this node has sent since it started, by group and
-// peer, in that order.
-func (n *Node) SentTraffic() []Traffic {
-	out := make([]Traffic, 0, len(n.traffic))
-	for _, t := range n.traffic {
-		out = append(out, *t)
-	}
-	slices.SortFunc(out, func(a, b Traffic) int {
-		if a.Group != b.Group {
-			return cmp.Compare(a.Group, b.Group)
-		}
-		return cmp.Compare(a.Peer, b.Peer)
-	})
-	return out
-}
-
 // Pending counts proposals, reads and membership changes waiting here.
 func (n *Node) Pending() int { return len(n.proposals) + len(n.reads) + len(n.confs) }
 
@@ -735,7 +694,6 @@ func (n *Node) Process() bool {
 	out := map[uint64][]Envelope{}
 	for _, r := range rds {
 		for _, m := range r.rd.Messages {
-			n.count(r.g.id, m)
 			if m.GetType() == pb.MessageType_MsgSnap {
 				n.sendSnapshot(r.g, m)
 				continue

@@ -11,7 +11,7 @@ import (
 // FuzzDecodeBatch feeds arbitrary bytes as a frame from a peer: never a
 // panic, and a batch that decodes holds messages.
 func FuzzDecodeBatch(f *testing.F) {
-	frames, _ := encodeFrames([]node.Envelope{{Group: 2, Msg: &pb.Message{Type: pb.MessageType_MsgHeartbeat.Enum(), To: new(uint64(2)), From: new(uint64(1))}}}, 1<<20)
+	frames, _ := encodeFrames([]node.Envelope{{Group: 2, Msg: &pb.Message{Type: pb.MessageType_MsgHeartbeat.Enum(), To: new(uint64(2)), From: new(uint64(1))}}}, 1<<20, nil)
 	for _, fr := range frames {
 		f.Add(fr[4:])
 	}

@@ -148,7 +148,7 @@ func (l *streamLimit) release(peer uint64) {
 // without blocking the caller; s.Done is told the outcome.
 func (t *TCP) SendSnapshot(to uint64, s node.OutboundSnapshot) {
 	// The MsgSnap is encoded here, on the caller's goroutine, which owns it.
-	head, err := encodeFrames([]node.Envelope{s.Envelope}, t.cfg.MaxFrameSize)
+	head, err := encodeFrames([]node.Envelope{s.Envelope}, t.cfg.MaxFrameSize, func(group uint64, n int) { t.traffic.add(group, to, n, true) })
 	if err == nil && len(head) != 1 {
 		err = errors.New("no frame")
 	}

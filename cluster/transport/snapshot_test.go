@@ -287,7 +287,7 @@ func rawStream(t *testing.T, rcv *TCP, size uint64, alter func([]byte) []byte) s
 		t.Fatal(err)
 	}
 	defer cli.untrack(c)
-	head, _ := encodeFrames([]node.Envelope{snapEnvelope(size)}, DefaultMaxFrameSize)
+	head, _ := encodeFrames([]node.Envelope{snapEnvelope(size)}, DefaultMaxFrameSize, nil)
 	c.Write(append(head[0], binary.BigEndian.AppendUint64(nil, size)...))
 	if err := expectAnswer(c, answerGo); err != nil {
 		t.Fatal(err)

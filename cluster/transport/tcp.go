@@ -10,6 +10,7 @@ package transport
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -20,6 +21,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -162,6 +164,8 @@ type TCP struct {
 	ln    net.Listener
 	inbox chan []node.Envelope
 	Stats Stats
+	// traffic is what went to each peer, by group.
+	traffic traffic
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -255,7 +259,7 @@ func (t *TCP) Send(to uint64, batch []node.Envelope) {
 		t.Stats.Dropped.Add(1)
 		return
 	}
-	frames, err := encodeFrames(batch, t.cfg.MaxFrameSize)
+	frames, err := encodeFrames(batch, t.cfg.MaxFrameSize, func(group uint64, n int) { t.traffic.add(group, to, n, false) })
 	if err != nil {
 		t.Stats.Dropped.Add(1)
 		t.log.Warn("transport: message not sent", "to", to, "err", err)
@@ -272,8 +276,9 @@ func (t *TCP) Send(to uint64, batch []node.Envelope) {
 // encodeFrames packs a batch into frames of at most max bytes: each a
 // 4-byte length, then per message its group (uvarint), its length
 // (uvarint) and its bytes. A message that fits no frame is left out and
-// named in the error; the others still go.
-func encodeFrames(batch []node.Envelope, max int) ([][]byte, error) {
+// named in the error; the others still go. sent, when given, is told each
+// message's group and encoded size.
+func encodeFrames(batch []node.Envelope, max int, sent func(group uint64, n int)) ([][]byte, error) {
 	var frames [][]byte
 	var errs []error
 	buf := make([]byte, 4, 256)
@@ -295,6 +300,9 @@ func encodeFrames(batch []node.Envelope, max int) ([][]byte, error) {
 			buf = make([]byte, 4, 256)
 		}
 		buf = append(buf, msg...)
+		if sent != nil {
+			sent(e.Group, len(data))
+		}
 	}
 	if len(buf) > 4 {
 		frames = append(frames, sealFrame(buf))
@@ -642,4 +650,54 @@ func (t *TCP) serverAuth(r *bufio.Reader, c net.Conn) (uint64, error) {
 		return 0, fmt.Errorf("handshake: node %d: %s", client, refuseAuth)
 	}
 	return client, nil
+}
+
+// Traffic is what the transport sent to one peer for one group: raft
+// messages, their encoded bytes, and the snapshots among them.
+type Traffic struct {
+	Group, Peer                uint64
+	Messages, Bytes, Snapshots uint64
+}
+
+// traffic counts Traffic by group and peer.
+type traffic struct {
+	mu sync.Mutex
+	by map[[2]uint64]*Traffic
+}
+
+func (tr *traffic) add(group, peer uint64, n int, snapshot bool) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if tr.by == nil {
+		tr.by = map[[2]uint64]*Traffic{}
+	}
+	k := [2]uint64{group, peer}
+	t := tr.by[k]
+	if t == nil {
+		t = &Traffic{Group: group, Peer: peer}
+		tr.by[k] = t
+	}
+	t.Messages++
+	t.Bytes += uint64(n)
+	if snapshot {
+		t.Snapshots++
+	}
+}
+
+// Traffic is what the transport has sent since it started, by group and
+// peer, in that order.
+func (t *TCP) Traffic() []Traffic {
+	t.traffic.mu.Lock()
+	defer t.traffic.mu.Unlock()
+	out := make([]Traffic, 0, len(t.traffic.by))
+	for _, v := range t.traffic.by {
+		out = append(out, *v)
+	}
+	slices.SortFunc(out, func(a, b Traffic) int {
+		if a.Group != b.Group {
+			return cmp.Compare(a.Group, b.Group)
+		}
+		return cmp.Compare(a.Peer, b.Peer)
+	})
+	return out
 }

@@ -344,3 +344,21 @@ func TestBatchOverTheFrameBoundGoesAsSeveralFrames(t *testing.T) {
 		t.Fatalf("%d frames received, %d dropped", n, snd.Stats.Dropped.Load())
 	}
 }
+
+// What the transport sends is counted by group and peer: messages, their
+// encoded bytes, and snapshots among them.
+func TestTrafficByGroupAndPeer(t *testing.T) {
+	snd, rcv := pair(t, nil)
+	hb := func(group uint64) node.Envelope {
+		return node.Envelope{Group: group, Msg: &pb.Message{Type: pb.MessageType_MsgHeartbeat.Enum(), To: new(uint64(2)), From: new(uint64(1))}}
+	}
+	snd.Send(2, []node.Envelope{hb(2), hb(3), hb(2)})
+	waitFor(t, "the batch received", func() bool { return rcv.Stats.ReceivedBatches.Load() > 0 })
+	got := snd.Traffic()
+	if len(got) != 2 || got[0].Group != 2 || got[0].Peer != 2 || got[0].Messages != 2 || got[1].Group != 3 || got[1].Messages != 1 {
+		t.Fatalf("traffic %+v", got)
+	}
+	if got[0].Bytes == 0 || got[0].Bytes != 2*got[1].Bytes || got[0].Snapshots != 0 {
+		t.Fatalf("bytes %+v", got)
+	}
+}
