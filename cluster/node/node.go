@@ -158,7 +158,7 @@ type Node struct {
 	// nextExpiry is the earliest deadline of a proposal, read or change
 	// waiting (zero: none), so the loop scans them only when one may be due.
 	nextExpiry time.Time
-	reports reports // snapshot streams' outcomes, from the transport
+	reports    reports // snapshot streams' outcomes, from the transport
 
 	failed error
 	// unsynced is set when TestingSendBeforePersist committed a batch
