@@ -24,6 +24,7 @@ import (
 	"github.com/zeebo/blake3"
 
 	"tally/store"
+	"tally/vocab"
 )
 
 // Roles a token may carry. Stored: do not rename.
@@ -104,21 +105,33 @@ type Keeper interface {
 }
 
 // Check validates what a token would grant, naming the field.
+// An empty role is RoleAgent. The refusal names its field (vocab), so
+// every binding answers it the same (400, or the CLI's exit 2).
 func Check(tenant, participant, role string) error {
+	role = roleOrAgent(role)
 	if tenant == AllTenants {
 		if role != RoleAdmin {
-			return fmt.Errorf("role: a token of every tenant (%q) must be admin, not %q", AllTenants, role)
+			return vocab.Invalidf("role", fmt.Sprintf("a token of every tenant (%q) must be admin, not %q", AllTenants, role))
 		}
 	} else if err := store.CheckName("tenant", tenant); err != nil {
-		return err
+		_, rule, _ := strings.Cut(err.Error(), ": ")
+		return vocab.Invalidf("tenant", rule)
 	}
 	if participant == "" || len(participant) > 1024 {
-		return errors.New("participant: an identity of 1-1024 bytes is required")
+		return vocab.Invalidf("participant", "an identity of 1-1024 bytes is required")
 	}
 	if !ValidRole(role) {
-		return fmt.Errorf("role: must be agent, person, timekeeper or admin, not %q", role)
+		return vocab.Invalidf("role", fmt.Sprintf("must be agent, person, timekeeper or admin, not %q", role))
 	}
 	return nil
+}
+
+// roleOrAgent is the role a grant names, agent when it names none.
+func roleOrAgent(role string) string {
+	if role == "" {
+		return RoleAgent
+	}
+	return role
 }
 
 // Shaped reports whether secret has the shape of a token Mint makes, so a
@@ -139,6 +152,7 @@ func Mint(tenant, participant, role string, now time.Time) (string, Record, erro
 	if err := Check(tenant, participant, role); err != nil {
 		return "", Record{}, err
 	}
+	role = roleOrAgent(role)
 	var id [6]byte
 	var secret [24]byte
 	if _, err := rand.Read(id[:]); err != nil {

@@ -145,6 +145,12 @@ func TestCheckGrants(t *testing.T) {
 			t.Errorf("Check(%q, %q, %q) = %v, want %q", c.tenant, c.participant, c.role, err, c.want)
 		}
 	}
+	if _, r, err := Mint("acme", "p", "", t0); err != nil || r.Role != RoleAgent {
+		t.Errorf("a grant of no role mints %q (%v), want agent", r.Role, err)
+	}
+	if err := Check("acme", "p", ""); err != nil {
+		t.Errorf("no role: %v, want agent's grant", err)
+	}
 	if tok := (Token{Tenant: "acme", Role: RoleAgent}); tok.Administers("acme") {
 		t.Error("an agent administers tokens")
 	}

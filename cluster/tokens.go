@@ -7,7 +7,6 @@ import (
 	"tally/auth"
 	"tally/cluster/node"
 	"tally/cluster/replica"
-	"tally/vocab"
 )
 
 // The cluster's tokens live in the meta group: a token is minted by the
@@ -51,7 +50,7 @@ func (c *Node) catchUpMeta() {
 func (c *Node) CreateToken(ctx context.Context, tenant, participant, role string, now time.Time) (string, auth.Token, error) {
 	secret, rec, err := auth.Mint(tenant, participant, role, now)
 	if err != nil {
-		return "", auth.Token{}, vocab.Invalidf("token", err.Error())
+		return "", auth.Token{}, err
 	}
 	e, err := c.proposeToken(ctx, replica.MetaCommand{Op: replica.OpTokenCreate, Token: &rec, TS: now.UnixNano()})
 	if err != nil {

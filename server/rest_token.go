@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"strings"
 
 	"tally/api"
 	"tally/auth"
@@ -42,11 +41,8 @@ func (s *Server) createToken(r *http.Request) (int, any, error) {
 	if err := api.Decode("body", body, &d); err != nil {
 		return 0, nil, err
 	}
-	if d.Role == "" {
-		d.Role = auth.RoleAgent
-	}
 	if err := auth.Check(d.Tenant, d.Participant, d.Role); err != nil {
-		return 0, nil, tokenInvalid(err)
+		return 0, nil, err
 	}
 	if !s.administers(r, d.Tenant) {
 		return 0, nil, vocab.Forbiddenf("tenant", "this token does not administer the tokens of tenant "+d.Tenant+" (an admin of that tenant, or of every tenant, does)")
@@ -98,13 +94,4 @@ func (s *Server) revokeToken(r *http.Request) (int, any, error) {
 		return http.StatusOK, jsondoc.TokenRevoked(tok), nil
 	}
 	return 0, nil, vocab.NotFoundf("id", "no token "+id+" among those this token administers")
-}
-
-// tokenInvalid turns auth's "field: rule" into a refusal naming the field.
-func tokenInvalid(err error) error {
-	field, rule, ok := strings.Cut(err.Error(), ": ")
-	if !ok {
-		return vocab.Invalidf("body", err.Error())
-	}
-	return vocab.Invalidf(field, rule)
 }

@@ -209,7 +209,7 @@ func decideToken(toks []TokenEntry, c MetaCommand) ([]TokenEntry, Outcome) {
 			return toks, Outcome{Err: vocab.Invalidf("token", "required, with an id")}
 		}
 		if err := auth.Check(c.Token.Tenant, c.Token.Participant, c.Token.Role); err != nil {
-			return toks, Outcome{Err: vocab.Invalidf("token", err.Error())}
+			return toks, Outcome{Err: err}
 		}
 		for _, t := range toks {
 			if t.ID == c.Token.ID || t.Hash == c.Token.Hash {
