@@ -13,7 +13,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +28,7 @@ import (
 	"tally/cluster/raftlog"
 	"tally/cluster/replica"
 	"tally/cluster/transport"
+	"tally/jsondoc"
 	"tally/ledger"
 	"tally/service"
 )
@@ -445,13 +445,12 @@ const CodeUnavailable = "Unavailable"
 // 503, with the group's leader, when known, as "leader" (its node id) and
 // "leader_addr" (its HTTP address).
 func (e *Unavailable) Refusal() *service.Refusal {
-	doc := struct {
-		Error      string `json:"error"`
-		Code       string `json:"code"`
-		Group      uint64 `json:"group"`
-		Leader     uint64 `json:"leader,omitempty"`
-		LeaderAddr string `json:"leader_addr,omitempty"`
-	}{e.Error(), CodeUnavailable, e.Group, e.Leader, e.LeaderAddr}
-	b, _ := json.Marshal(doc)
-	return &service.Refusal{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: e.Error(), Document: append(b, '\n')}
+	ms := []jsondoc.Member{jsondoc.M("group", jsondoc.U(e.Group))}
+	if e.Leader != 0 {
+		ms = append(ms, jsondoc.M("leader", jsondoc.U(e.Leader)))
+	}
+	if e.LeaderAddr != "" {
+		ms = append(ms, jsondoc.M("leader_addr", jsondoc.S(e.LeaderAddr)))
+	}
+	return service.NewRefusalWith(http.StatusServiceUnavailable, CodeUnavailable, e.Error(), ms...)
 }

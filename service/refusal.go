@@ -49,7 +49,15 @@ func (r *Refusal) Usage() bool {
 // NewRefusal is the refusal of status with code and message, its document
 // made from them.
 func NewRefusal(status int, code, msg string) *Refusal {
-	return &Refusal{Status: status, Code: code, Message: msg, Document: jsondoc.Error(msg, code)}
+	return NewRefusalWith(status, code, msg)
+}
+
+// NewRefusalWith is NewRefusal whose document carries more members after
+// its error and code (a cluster's retryable answer names the group and its
+// leader).
+func NewRefusalWith(status int, code, msg string, members ...jsondoc.Member) *Refusal {
+	doc := jsondoc.Doc(append([]jsondoc.Member{jsondoc.M("error", jsondoc.S(msg)), jsondoc.M("code", jsondoc.S(code))}, members...)...)
+	return &Refusal{Status: status, Code: code, Message: msg, Document: doc}
 }
 
 // ReadRefusal reads a server's error document b, answered with status; a

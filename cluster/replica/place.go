@@ -23,6 +23,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"tally/cluster/node"
+	"tally/jsondoc"
 	"tally/service"
 	"tally/store"
 	"tally/vocab"
@@ -99,14 +100,8 @@ const CodeMoved = "Moved"
 // 503 Moved, with the group the session is placed in ("group") and the one
 // that refused it ("from_group").
 func (e *Moved) Refusal() *service.Refusal {
-	doc := struct {
-		Error     string `json:"error"`
-		Code      string `json:"code"`
-		Group     uint64 `json:"group"`
-		FromGroup uint64 `json:"from_group"`
-	}{e.Error(), CodeMoved, e.Group, e.From}
-	b, _ := json.Marshal(doc)
-	return &service.Refusal{Status: http.StatusServiceUnavailable, Code: CodeMoved, Message: e.Error(), Document: append(b, '\n')}
+	return service.NewRefusalWith(http.StatusServiceUnavailable, CodeMoved, e.Error(),
+		jsondoc.M("group", jsondoc.U(e.Group)), jsondoc.M("from_group", jsondoc.U(e.From)))
 }
 
 // checkPlacement refuses a malformed placement: the names' shape, a group
