@@ -165,19 +165,15 @@ func (g *global) fetchBackup(ctx context.Context, node, secret string, w io.Writ
 		return backup.Summary{}, errors.New(ref.Error)
 	}
 	sum, err := backup.Verify(io.TeeReader(resp.Body, w))
-	if err != nil {
-		// Why the node stopped is in the trailer, after the body.
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-		if why := resp.Trailer.Get(cluster.BackupErrorTrailer); why != "" {
-			return backup.Summary{}, fmt.Errorf("backup: %s stopped the backup: %s", url, why)
-		}
-		return backup.Summary{}, fmt.Errorf("backup from %s: %w", url, err)
-	}
-	// A whole file can still be refused by the node after its last byte
-	// (a snapshot installed while it read): the trailer comes at the end.
+	// Why the node stopped is in the trailer, after the body: a cut file's
+	// reason, or the refusal of a whole one (a snapshot installed while
+	// the node read it).
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	if why := resp.Trailer.Get(cluster.BackupErrorTrailer); why != "" {
 		return backup.Summary{}, fmt.Errorf("backup: %s stopped the backup: %s", url, why)
+	}
+	if err != nil {
+		return backup.Summary{}, fmt.Errorf("backup from %s: %w", url, err)
 	}
 	return sum, nil
 }
