@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +51,40 @@ func TestUnknownVerbOfEveryGroup(t *testing.T) {
 			if code := Main(path, testStreams(&out, &errb, env)); code != ExitOK || !strings.Contains(out.String(), "Usage:") {
 				t.Errorf("%s alone (env %v): exit %d, stdout %q, stderr %q", grp.CommandPath(), env, code, out.String(), errb.String())
 			}
+		}
+	}
+}
+
+// --consistency takes linearizable or stale, locally and through
+// TALLY_URL; another value is a usage error (exit 2) before anything is
+// asked of a server or a ledger. A token grant the core refuses is a usage
+// error too, and writes no token.
+func TestConsistencyAndTokenRefusals(t *testing.T) {
+	for _, env := range []map[string]string{nil, {"TALLY_URL": "http://127.0.0.1:1"}} {
+		var out, errb bytes.Buffer
+		code := Main([]string{"--consistency", "eventual", "ls"}, testStreams(&out, &errb, env))
+		if code != ExitUsage || out.Len() != 0 || !strings.Contains(errb.String(), `consistency: must be linearizable or stale, not "eventual"`) {
+			t.Errorf("env %v: exit %d, stdout %q, stderr %q", env, code, out.String(), errb.String())
+		}
+	}
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	if code := Main([]string{"--dir", dir, "init"}, testStreams(&out, &errb, nil)); code != ExitOK {
+		t.Fatalf("init: %d %s", code, errb.String())
+	}
+	for _, args := range [][]string{
+		{"token", "create", "--tenant", "acme", "--participant", "p", "--role", "root"},
+		{"token", "create", "--tenant", "*", "--participant", "p"},
+		{"token", "create", "--tenant", "acme"},
+	} {
+		out.Reset()
+		errb.Reset()
+		code := Main(append([]string{"--dir", dir}, args...), testStreams(&out, &errb, nil))
+		if code != ExitUsage || out.Len() != 0 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out.String(), errb.String())
+		}
+		if _, err := os.Stat(filepath.Join(dir, "tokens.jsonl")); !os.IsNotExist(err) {
+			t.Fatalf("%v: a refused grant wrote the tokens file (%v)", args, err)
 		}
 	}
 }

@@ -2,6 +2,8 @@ package server
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -40,9 +42,13 @@ func TestTokenRoutes(t *testing.T) {
 		{"boss", `{"tenant":"acme","participant":"x","extra":1}`, 400, "extra"},
 		{"", `{"tenant":"acme","participant":"x"}`, 401, "unauthenticated"},
 	} {
+		before := tokensFile(t, f)
 		code, got, _ := f.do("POST", "/v1/tokens", c.who, c.body)
 		if code != c.status || !strings.Contains(got, c.want) {
 			t.Errorf("%s %s: %d %s, want %d with %q", c.who, c.body, code, got, c.status, c.want)
+		}
+		if after := tokensFile(t, f); after != before {
+			t.Errorf("%s %s: a refused create changed the tokens file", c.who, c.body)
 		}
 	}
 
@@ -60,12 +66,28 @@ func TestTokenRoutes(t *testing.T) {
 			foreign = tk.ID
 		}
 	}
+	before := tokensFile(t, f)
 	f.want(404, "POST", "/v1/tokens/"+foreign+"/revoke", "boss", "")
+	f.want(404, "POST", "/v1/tokens/tok_none/revoke", "boss", "")
+	f.want(404, "POST", "/v1/tokens/"+made.ID+"/revoke", "reviewer", "") // an agent administers none
+	if tokensFile(t, f) != before {
+		t.Fatal("a refused revocation changed the tokens file")
+	}
 	revoked := f.want(200, "POST", "/v1/tokens/"+made.ID+"/revoke", "boss", "")
 	if !strings.Contains(revoked, `"revoked":true`) {
 		t.Fatalf("revoke: %s", revoked)
 	}
 	f.want(401, "GET", "/v1/tenants/acme/whoami", "carol", "")
+}
+
+// tokensFile is the server's tokens file as it stands.
+func tokensFile(t *testing.T, f *fixture) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(f.root, "tokens.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func mustTokens(t *testing.T, f *fixture) []struct{ ID, Tenant string } {
