@@ -336,10 +336,8 @@ func equalHeads(a, b map[string]store.Position) bool {
 // refused and changes nothing.
 func TestJoinRefusals(t *testing.T) {
 	dir := t.TempDir()
-	c1 := nodeConfig(t, dir, 1)
-	c1.Bootstrap = true
-	n1 := startNode(t, c1)
-	defer n1.stop(t)
+	n1 := startFirst(t, dir)
+	c1 := n1.cfg
 	waitFor(t, "node 1 a member", 20*time.Second, func() bool { return len(n1.Replica().Members()) == 1 })
 
 	bad := nodeConfig(t, dir, 2)
@@ -426,15 +424,14 @@ func TestLateJoinerInstallsSnapshot(t *testing.T) {
 }
 
 // twoVoters starts a bootstrap node and a second one joining it, and waits
-// until both are voters of every group; the caller stops them.
+// until both are voters of every group; the first stops when the test
+// ends, the caller stops the second.
 func twoVoters(t *testing.T) (n1, n2 *testNode) {
 	t.Helper()
 	dir := t.TempDir()
-	c1 := nodeConfig(t, dir, 1)
-	c1.Bootstrap = true
-	n1 = startNode(t, c1)
+	n1 = startFirst(t, dir)
 	c2 := nodeConfig(t, dir, 2)
-	c2.Join = c1.Addr
+	c2.Join = n1.cfg.Addr
 	n2 = startNode(t, c2)
 	waitFor(t, "two voters in every group", 20*time.Second, func() bool { return allVoters(n1.Node, 2) })
 	return n1, n2
@@ -444,7 +441,6 @@ func twoVoters(t *testing.T) (n1, n2 *testNode) {
 // other of two voters gone, it does not.
 func TestHealthWithoutQuorum(t *testing.T) {
 	n1, n2 := twoVoters(t)
-	defer n1.stop(t)
 	health := func() int {
 		res, err := http.Get("http://" + n1.cfg.Addr + HealthPath)
 		if err != nil {
@@ -463,7 +459,6 @@ func TestHealthWithoutQuorum(t *testing.T) {
 // (call.Stale, consistency=stale) answers from what it applied.
 func TestStaleReadWithoutQuorum(t *testing.T) {
 	n1, n2 := twoVoters(t)
-	defer n1.stop(t)
 	ctx := context.Background()
 	call := service.Call{Tenant: "acme", Session: "stale", Actor: "alice", RequestID: "w1"}
 	var err error
@@ -500,10 +495,8 @@ func TestStaleReadWithoutQuorum(t *testing.T) {
 // as that member, and a join under another id at them is refused.
 func TestAddNode(t *testing.T) {
 	dir := t.TempDir()
-	c1 := nodeConfig(t, dir, 1)
-	c1.Bootstrap = true
-	n1 := startNode(t, c1)
-	defer n1.stop(t)
+	n1 := startFirst(t, dir)
+	c1 := n1.cfg
 	waitFor(t, "node 1 a member", 20*time.Second, func() bool { return len(n1.Replica().Members()) == 1 })
 
 	c2 := nodeConfig(t, dir, 2)
@@ -581,10 +574,8 @@ func TestBootstrapInterruptedIsTakenUpAgain(t *testing.T) {
 // recorded for another join does not pass for this one.
 func TestSignedRequestsExpire(t *testing.T) {
 	dir := t.TempDir()
-	c1 := nodeConfig(t, dir, 1)
-	c1.Bootstrap = true
-	n1 := startNode(t, c1)
-	defer n1.stop(t)
+	n1 := startFirst(t, dir)
+	c1 := n1.cfg
 	waitFor(t, "node 1 a member", 20*time.Second, func() bool { return len(n1.Replica().Members()) == 1 })
 
 	old := time.Now().Add(-2 * SignatureMax).UTC().Format(time.RFC3339Nano)
