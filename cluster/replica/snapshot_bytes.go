@@ -235,16 +235,7 @@ func (m *SM) restoreStaged(group uint64, id string, r io.Reader, n int64) error 
 // syncStaging makes the group's staging directory's entries durable.
 func (m *SM) syncStaging(group uint64) error {
 	if _, err := os.Stat(m.stagingDir(group)); err == nil {
-		return syncDir(m.stagingDir(group))
+		return store.SyncDir(m.stagingDir(group))
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

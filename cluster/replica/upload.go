@@ -229,7 +229,7 @@ func (b *batchUploads) sync() error {
 		errs = append(errs, f.Close())
 	}
 	if len(b.files) > 0 {
-		errs = append(errs, syncDir(b.m.stagingDir(b.group)))
+		errs = append(errs, store.SyncDir(b.m.stagingDir(b.group)))
 	}
 	clear(b.files)
 	return errors.Join(errs...)
