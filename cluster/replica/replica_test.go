@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"tally/cluster/node"
 	"tally/cluster/raftlog"
 	"tally/ledger"
@@ -52,8 +54,18 @@ func openReplica(t *testing.T, dir, failOn string) (*SM, *raftlog.DB) {
 
 // openReplicaWith opens a replica whose config tweak adjusts first.
 func openReplicaWith(t *testing.T, dir, failOn string, tweak func(*Config)) (*SM, *raftlog.DB) {
+	return openReplicaFS(t, dir, nil, failOn, tweak)
+}
+
+// openReplicaOn opens a replica whose raft store is on fs (a crashable
+// memory file system), its ledger on the disk under dir.
+func openReplicaOn(t *testing.T, dir string, fs vfs.FS) (*SM, *raftlog.DB) {
+	return openReplicaFS(t, dir, fs, "", nil)
+}
+
+func openReplicaFS(t *testing.T, dir string, fs vfs.FS, failOn string, tweak func(*Config)) (*SM, *raftlog.DB) {
 	t.Helper()
-	db, err := raftlog.Open(filepath.Join(dir, "raft"), raftlog.Options{})
+	db, err := raftlog.Open(filepath.Join(dir, "raft"), raftlog.Options{FS: fs})
 	if err != nil {
 		t.Fatal(err)
 	}

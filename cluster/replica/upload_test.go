@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,9 +18,7 @@ import (
 
 	"tally/artifact"
 	"tally/cluster/node"
-	"tally/cluster/raftlog"
 	"tally/digest"
-	"tally/ledger"
 	"tally/service"
 	"tally/store"
 	"tally/vocab"
@@ -229,31 +226,12 @@ func TestStagedBytesCutBackAfterACrash(t *testing.T) {
 	}
 }
 
-// openOnMem opens a replica whose raft store is on mem, a file system a
-// test can crash, and whose sessions and uploads are in root.
-func openOnMem(t *testing.T, mem vfs.FS, root string) (*SM, *raftlog.DB) {
-	t.Helper()
-	db, err := raftlog.Open("/raft", raftlog.Options{FS: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sm *SM
-	cfg := Config{Root: root, DB: db, Ledger: ledger.DefaultConfig(), Groups: 1,
-		Methods: map[string]Method{"declare": declare(&sm, ""), "use": use(&sm)},
-		Service: func(service.Sessions) service.Service { return nil }, IdleClose: time.Nanosecond}
-	cfg.Ledger.Logger = slog.New(slog.DiscardHandler)
-	if sm, err = New(cfg); err != nil {
-		t.Fatal(err)
-	}
-	return sm, db
-}
-
 // A batch that uses an upload removes its staging file only once the
 // record saying it was used is durable: a crash that lost the batch's
 // applied index would replay the command, whose bytes would be gone.
 func TestAUsedUploadSurvivesACrashAfterItsBatch(t *testing.T) {
-	mem, root := vfs.NewCrashableMem(), filepath.Join(t.TempDir(), "ledger")
-	sm, db := openOnMem(t, mem, root)
+	dir, mem := t.TempDir(), vfs.NewCrashableMem()
+	sm, db := openReplicaOn(t, dir, mem)
 	body := []byte(strings.Repeat("patch\n", 50))
 	id := NewUploadID(start, 3)
 	u := upload(id, body)
@@ -265,7 +243,7 @@ func TestAUsedUploadSurvivesACrashAfterItsBatch(t *testing.T) {
 	sm.Close()
 	db.Close()
 
-	sm, db = openOnMem(t, crashed, root)
+	sm, db = openReplicaOn(t, dir, crashed)
 	defer db.Close()
 	defer sm.Close()
 	a, err := sm.Applied(node.MetaGroup + 1)
@@ -376,25 +354,6 @@ func TestSnapshotCarriesUploads(t *testing.T) {
 	if a, b := objects(src), objects(dst); !slices.Equal(a, b) || len(a) != 2 {
 		t.Fatalf("objects: source %v, installed %v", a, b)
 	}
-}
-
-// openReplicaOn opens a replica whose raft store is on fs (its ledger
-// directory on the disk, under dir).
-func openReplicaOn(t *testing.T, dir string, fs vfs.FS) (*SM, *raftlog.DB) {
-	t.Helper()
-	db, err := raftlog.Open("raft", raftlog.Options{FS: fs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sm *SM
-	cfg := Config{Root: filepath.Join(dir, "ledger"), DB: db, Ledger: ledger.DefaultConfig(), Groups: 1,
-		Methods: map[string]Method{"declare": declare(&sm, ""), "use": use(&sm)},
-		Service: func(service.Sessions) service.Service { return nil }, IdleClose: time.Nanosecond}
-	cfg.Ledger.Logger = slog.New(slog.DiscardHandler)
-	if sm, err = New(cfg); err != nil {
-		t.Fatal(err)
-	}
-	return sm, db
 }
 
 // A crash that loses a batch's records after the batch used an upload (the
