@@ -22,14 +22,6 @@ func member(name string, value []byte) jsondoc.Member { return jsondoc.M(name, v
 
 func jsonString(s string) []byte { return jsondoc.S(s) }
 
-func writeJSONError(w io.Writer, msg, code string) { w.Write(jsondoc.Error(msg, code)) }
-
-// parseUntil reads a deadline: RFC 3339, or a duration from now such as
-// 90m, 2h, 3d or 1d12h (the rule lives in the promise core).
-func parseUntil(field, v string, now time.Time) (time.Time, error) {
-	return promise.ParseDeadline(field, v, now)
-}
-
 // parseNow reads --now (RFC 3339); empty means the clock.
 func parseNow(v string, clock func() time.Time) (time.Time, error) {
 	if v == "" {

@@ -129,7 +129,6 @@ type group struct {
 	conf        *pb.ConfState
 	confDirty   bool // conf changed since last written
 	leader      uint64
-	term        uint64
 	state       raft.StateType
 	inbound     *inbound          // the received snapshot body raft took, if any
 	streams     map[uint64]uint64 // peer → the latest snapshot stream to it not yet reported
