@@ -23,6 +23,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"tally/auth"
 	"tally/cluster/node"
 	"tally/cluster/raftlog"
@@ -118,9 +120,9 @@ type Node struct {
 	nd      *node.Node
 	calls   chan func(*node.Node)
 	metrics *metrics
-	// metaSync is held by the one meta group read that an unknown token
-	// waits for (catchUpMeta).
-	metaSync sync.Mutex
+	// metaSync shares one meta group read among the requests whose token
+	// this node does not know yet (catchUpMeta).
+	metaSync singleflight.Group
 	// deliverer makes the timekeeper's delivery watchers (Deliver).
 	deliverer atomic.Pointer[NewDeliverer]
 

@@ -35,15 +35,11 @@ func (c *Node) Authenticate(secret string) (auth.Token, error) {
 // committed when it was called, or a moment has passed; concurrent callers
 // share one read.
 func (c *Node) catchUpMeta() {
-	if !c.metaSync.TryLock() {
-		c.metaSync.Lock() // another caller's read is under way: wait for it
-		c.metaSync.Unlock()
-		return
-	}
-	defer c.metaSync.Unlock()
-	ctx, cancel := context.WithTimeout(c.ctx, 2*time.Second)
-	defer cancel()
-	_ = c.readIndex(ctx, node.MetaGroup)
+	_, _, _ = c.metaSync.Do("meta", func() (any, error) {
+		ctx, cancel := context.WithTimeout(c.ctx, 2*time.Second)
+		defer cancel()
+		return nil, c.readIndex(ctx, node.MetaGroup)
+	})
 }
 
 // CreateToken mints a token and commits its record in the meta group.
