@@ -80,7 +80,6 @@ func rfc3339(t time.Time) string { return t.Truncate(time.Second).Format(time.RF
 // without an id, is answered with the first.
 func TestAnExpectationWithoutIDIsOneOnEveryReplica(t *testing.T) {
 	n1, n2 := twoVoters(t)
-	defer n1.stop(t)
 	defer n2.stop(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
