@@ -159,7 +159,7 @@ func (c *Node) proposeAgain(ctx context.Context, group uint64, data []byte) (rep
 		case <-ctx.Done():
 			return out, err
 		case <-c.ctx.Done():
-			return out, ErrStopped
+			return out, err
 		}
 	}
 }

@@ -1,0 +1,118 @@
+package service
+
+// The retryable answers, and which of them a caller may send again. A
+// request a server could not serve is answered 503 with one of two kinds
+// of code: it was refused before anything was proposed (not committed:
+// Unavailable, Moved, unavailable), so sending it again is safe with or
+// without a request id; or the write was handed on and its fate is not
+// known (UnknownOutcome: it may have committed), so only the same request
+// id makes a second send safe, since a write that did commit is then
+// answered from its record.
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"tally/jsondoc"
+)
+
+// Codes of the retryable answers (HTTP 503; do not rename).
+const (
+	// CodeUnavailable: a cluster node cannot take the request now (no
+	// leader, not a member, too busy, the group's leader elsewhere): it
+	// was not proposed, nothing of it committed.
+	CodeUnavailable = "Unavailable"
+	// CodeMoved: the session's group has fenced it for a move; the
+	// command was refused, nothing of it committed.
+	CodeMoved = "Moved"
+	// CodeShuttingDown: a server refused the request while it stops,
+	// before running it (lower case, as `tally serve` has always sent it).
+	CodeShuttingDown = "unavailable"
+	// CodeUnknownOutcome: the write was proposed and its fate is not known
+	// (the group's leader changed while it waited, a timeout, the node
+	// stopping): it may have committed. Retry it with the same request id.
+	CodeUnknownOutcome = "UnknownOutcome"
+)
+
+// RetryAfter is the Retry-After of every retryable answer: about an
+// election's length, after which a group has a leader again.
+const RetryAfter = time.Second
+
+// NewRetryable is a 503 answer with code, message and members that
+// carries RetryAfter.
+func NewRetryable(code, msg string, members ...jsondoc.Member) *Refusal {
+	r := NewRefusalWith(http.StatusServiceUnavailable, code, msg, members...)
+	r.RetryAfter = RetryAfter
+	return r
+}
+
+// NotCommitted reports whether r refuses a request before anything of it
+// was proposed: sending it again is safe, whatever it is.
+func (r *Refusal) NotCommitted() bool {
+	if r.Status != http.StatusServiceUnavailable {
+		return false
+	}
+	switch r.Code {
+	case CodeUnavailable, CodeMoved, CodeShuttingDown:
+		return true
+	}
+	return false
+}
+
+// OutcomeUnknown reports whether r answers a write that may have
+// committed: sending it again is safe only under the same request id.
+func (r *Refusal) OutcomeUnknown() bool {
+	return r.Status == http.StatusServiceUnavailable && r.Code == CodeUnknownOutcome
+}
+
+// WriteRefusal answers r over HTTP: its Retry-After, when it has one, its
+// status and its document.
+func WriteRefusal(w http.ResponseWriter, r *Refusal) {
+	if r.RetryAfter > 0 {
+		w.Header().Set("Retry-After", RetryAfterHeader(r.RetryAfter))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(r.Status)
+	w.Write(r.Document)
+}
+
+// RetryAfterHeader is d as a Retry-After header's whole seconds, at least 1.
+func RetryAfterHeader(d time.Duration) string {
+	s := int64((d + time.Second - 1) / time.Second)
+	return strconv.FormatInt(max(s, 1), 10)
+}
+
+// ParseRetryAfter reads a Retry-After header of whole seconds; anything
+// else (none, an HTTP date) is 0.
+func ParseRetryAfter(v string) time.Duration {
+	s, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || s < 0 {
+		return 0
+	}
+	return time.Duration(s) * time.Second
+}
+
+// RetryAdvice is what an answer of unknown outcome tells its caller to
+// do: retry under the request id it names, or, without one, find out
+// whether the write committed before sending it again.
+func RetryAdvice(requestID string) string {
+	if requestID == "" {
+		return "the write may have committed; it carried no request id, so read the session to see whether it did before sending it again"
+	}
+	return fmt.Sprintf("the write may have committed: retry it with the same request id %q, which answers it from its record if it did", requestID)
+}
+
+// NewRequestID is a request id of a caller's own for a write its user gave
+// none: 128 random bits, in the form --request-id and Idempotency-Key
+// take.
+func NewRequestID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("service: no randomness: " + err.Error())
+	}
+	return "req-" + hex.EncodeToString(b[:])
+}
