@@ -21,11 +21,13 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"tally/api"
 	"tally/auth"
 	"tally/instant"
+	"tally/jsondoc"
 	"tally/service"
 	"tally/store"
 )
@@ -57,6 +59,9 @@ type Client struct {
 	timeout time.Duration
 	stale   bool
 	retry   Retry
+	// heard: an answer of the server came back; replicated: one said the
+	// server is a cluster node (api.ReplicatedHeader).
+	heard, replicated atomic.Bool
 }
 
 // New returns the client of cfg.URL, which must be a URL.
@@ -97,22 +102,24 @@ func (c *Client) SessionURL(tenant, session string, q url.Values, segs ...string
 // caller reads, within the request's time bound, and then calls done; any
 // other answer is the server's refusal as a *service.Refusal.
 //
-// A write to a session's route that names no request id gets one of the
-// client's own (service.NewRequestID) as its Idempotency-Key, so that it
-// can be sent again safely. A retryable answer is sent again, bounded by
+// A write to a session's route of a cluster node (isReplicated) that
+// names no request id gets one of the client's own (service.NewRequestID)
+// as its Idempotency-Key, so that it can be sent again safely. A retryable answer is sent again, bounded by
 // the client's Retry and paused by its backoff and the answer's
 // Retry-After: a 503 refused before anything was proposed (Unavailable,
 // Moved, a server stopping) always; a write of unknown outcome
 // (UnknownOutcome) and a connection lost after the request went out only
 // under a request id, or for a read, since a write that did commit is then
-// answered from its record. A cluster node's answer naming the group's
+// answered from its record (a connection refused is not retried: no server
+// is there). A write that got no answer at all is answered as a server
+// answers one of unknown outcome, naming its request id. A cluster node's answer naming the group's
 // leader ("leader_addr") sends it there, at once to a node not asked yet.
 // A body is sent again when it can be: an in-memory body always, a stream
 // only if nothing of it was read. The caller closes body.
 func (c *Client) Send(ctx context.Context, call service.Call, method, u string, body io.Reader, contentType string) (*http.Response, func(), error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	read := method == http.MethodGet || method == http.MethodHead
-	if !read && call.RequestID == "" && keyedRoute(u) {
+	if !read && call.RequestID == "" && keyedRoute(u) && c.isReplicated(ctx) {
 		call.RequestID = service.NewRequestID()
 	}
 	again := read || call.RequestID != ""
@@ -127,7 +134,9 @@ func (c *Client) Send(ctx context.Context, call service.Call, method, u string, 
 		var retryAfter time.Duration
 		next, fresh := u, false
 		if err != nil {
-			retry = retry && (again || notSent(err))
+			// A connection refused is no server to retry; one lost after
+			// the request went out may have run it.
+			retry = retry && again && !notSent(err)
 		} else {
 			retry = retry && (ref.NotCommitted() || again && ref.OutcomeUnknown())
 			retryAfter = ref.RetryAfter
@@ -141,6 +150,9 @@ func (c *Client) Send(ctx context.Context, call service.Call, method, u string, 
 		}
 		if !retry || !f.again() {
 			cancel()
+			if err != nil && !read && !notSent(err) && errors.As(err, new(*lostAnswer)) {
+				return nil, nil, unknownOutcome(err, call.RequestID)
+			}
 			if err != nil {
 				return nil, nil, err
 			}
@@ -176,8 +188,9 @@ func (c *Client) send(ctx context.Context, call service.Call, method, u string, 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, nil, fmt.Errorf("server %s: %w", c.serverOf(req), unwrapURLError(err))
+		return nil, nil, &lostAnswer{fmt.Errorf("server %s: %w", c.serverOf(req), unwrapURLError(err))}
 	}
+	c.heardFrom(resp)
 	if resp.StatusCode/100 == 2 {
 		return resp, nil, nil
 	}
@@ -267,6 +280,51 @@ func CheckSession(tenant, session string) error {
 		return err
 	}
 	return store.CheckName("session", session)
+}
+
+// heardFrom notes what an answer says of its server: whether it is a
+// cluster node.
+func (c *Client) heardFrom(resp *http.Response) {
+	if resp.Header.Get(api.ReplicatedHeader) == "true" {
+		c.replicated.Store(true)
+	}
+	c.heard.Store(true)
+}
+
+// isReplicated reports whether the server is a cluster node, where a
+// write's outcome can be unknown, asking its health once if no answer has
+// said yet. A single server's writes are left as the caller sent them: a
+// request id appends its record to the log, which would set a verb's
+// sequence numbers apart from the same verb's on a local ledger.
+func (c *Client) isReplicated(ctx context.Context) bool {
+	if !c.heard.Load() {
+		if req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url+"/healthz", nil); err == nil {
+			if resp, err := c.http.Do(req); err == nil {
+				resp.Body.Close()
+				c.heardFrom(resp)
+			}
+		}
+	}
+	return c.replicated.Load()
+}
+
+// lostAnswer is a request that got no answer: the server may have had it
+// (a connection lost after it went out, a timeout) unless it never
+// reached one (notSent).
+type lostAnswer struct{ err error }
+
+func (e *lostAnswer) Error() string { return e.err.Error() }
+func (e *lostAnswer) Unwrap() error { return e.err }
+
+// unknownOutcome is a write that got no answer as the client answers it:
+// what a server answers a write that may have committed (503
+// UnknownOutcome), naming its request id for a retry by hand.
+func unknownOutcome(err error, requestID string) *service.Refusal {
+	var ms []jsondoc.Member
+	if requestID != "" {
+		ms = append(ms, jsondoc.M("request_id", jsondoc.S(requestID)))
+	}
+	return service.NewRetryable(service.CodeUnknownOutcome, err.Error()+"; "+service.RetryAdvice(requestID), ms...)
 }
 
 func unwrapURLError(err error) error {

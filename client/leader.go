@@ -19,8 +19,8 @@ import (
 
 // Retry bounds how one request is sent again after a retryable answer: a
 // 503 refused before anything was proposed (service.Refusal.NotCommitted),
-// a write of unknown outcome under its request id, a connection that
-// failed. Zero members take the defaults below.
+// a write of unknown outcome under its request id, a connection lost
+// after the request went out. Zero members take the defaults below.
 type Retry struct {
 	// Attempts is the most sends of one request, the first included.
 	Attempts int
@@ -80,7 +80,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // notSent reports whether a request that failed with err never reached a
-// server (its connection was refused): sending it again cannot double it.
+// server (its connection was refused): it cannot have run.
 func notSent(err error) bool {
 	var op *net.OpError
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &op) && op.Op == "dial"

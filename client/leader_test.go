@@ -32,6 +32,9 @@ type hop struct {
 }
 
 func (h *hop) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if replicatedHealth(w, r, true) {
+		return
+	}
 	b, _ := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	h.mu.Lock()

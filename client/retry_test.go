@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"tally/api"
 	"tally/service"
 )
 
@@ -21,9 +22,28 @@ type scripted struct {
 	steps []func(w http.ResponseWriter)
 	keys  []string
 	at    []time.Time
+	// single: the server is no cluster node (says nothing of it).
+	single bool
+}
+
+// replicatedHealth marks an answer as a cluster node's when replicated,
+// and answers the health a client asks of a server it has not heard from:
+// it reports whether it did.
+func replicatedHealth(w http.ResponseWriter, r *http.Request, replicated bool) bool {
+	if replicated {
+		w.Header().Set(api.ReplicatedHeader, "true")
+	}
+	if r.URL.Path != "/healthz" {
+		return false
+	}
+	fmt.Fprint(w, `{"status":"ok"}`)
+	return true
 }
 
 func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if replicatedHealth(w, r, !s.single) {
+		return
+	}
 	s.mu.Lock()
 	i := min(len(s.keys), len(s.steps)-1)
 	s.keys, s.at = append(s.keys, r.Header.Get("Idempotency-Key")), append(s.at, time.Now())
@@ -149,8 +169,12 @@ func TestClientUnkeyedUnknownNotRetried(t *testing.T) {
 		cl := scriptedClient(t, s, Retry{Pause: time.Millisecond})
 		_, err := cl.Do(context.Background(), service.Call{}, "POST", cl.URL()+"/v1/tokens", []byte(`{}`))
 		keys, _ := s.got()
-		if len(keys) != c.sends || keys[0] != "" || (err == nil) != (c.sends == 2) {
+		var ref *service.Refusal
+		if len(keys) != c.sends || keys[0] != "" || (err == nil) != (c.sends == 2) || err != nil && (!errors.As(err, &ref) || !ref.OutcomeUnknown()) {
 			t.Fatalf("%s: %d sends, keys %q: %v", c.name, len(keys), keys, err)
+		}
+		if c.name == "connection lost" && !strings.Contains(ref.Message, "it carried no request id") {
+			t.Fatalf("%s: %s", c.name, ref.Message)
 		}
 	}
 }
@@ -185,5 +209,42 @@ func TestRetryPause(t *testing.T) {
 	}
 	if !strings.HasPrefix(service.NewRequestID(), "req-") {
 		t.Fatal("a request id of the client's own")
+	}
+}
+
+// A write that never got an answer (its connection lost after it went out,
+// every send) is answered by the client as a server answers a write that
+// may have committed: 503 UnknownOutcome, naming its request id.
+func TestClientLostWriteIsUnknownOutcome(t *testing.T) {
+	s := &scripted{steps: []func(http.ResponseWriter){dropped}}
+	cl := scriptedClient(t, s, Retry{Attempts: 2, Pause: time.Millisecond})
+	_, err := cl.Do(context.Background(), service.Call{Tenant: "acme", Session: "main", RequestID: "k-lost"}, "POST", cl.SessionURL("acme", "main", nil, "promises"), []byte(`{}`))
+	var ref *service.Refusal
+	if !errors.As(err, &ref) || !ref.OutcomeUnknown() {
+		t.Fatalf("a lost write: %v", err)
+	}
+	want := `{"schema_version":1,"error":"server ` + cl.URL() + `: EOF; the write may have committed: retry it with the same request id \"k-lost\", which answers it from its record if it did","code":"UnknownOutcome","request_id":"k-lost"}` + "\n"
+	if string(ref.Document) != want {
+		t.Fatalf("document %s\nwant %s", ref.Document, want)
+	}
+	// A read that got no answer is an error, not a refusal.
+	_, err = cl.Do(context.Background(), where, "GET", cl.SessionURL("acme", "main", nil, "promises"), nil)
+	if err == nil || errors.As(err, &ref) {
+		t.Fatalf("a lost read: %v", err)
+	}
+}
+
+// A server that is no cluster node gets a write as the caller sent it: a
+// request id of the client's own would append its record to the log.
+func TestClientSingleServerWriteUnkeyed(t *testing.T) {
+	s := &scripted{steps: []func(http.ResponseWriter){answerOK}, single: true}
+	cl := scriptedClient(t, s, Retry{})
+	for range 2 {
+		if _, err := cl.Do(context.Background(), where, "POST", cl.SessionURL("acme", "main", nil, "promises"), []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if keys, _ := s.got(); len(keys) != 2 || keys[0] != "" || keys[1] != "" {
+		t.Fatalf("keys %q", keys)
 	}
 }
