@@ -76,7 +76,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 60 * time.Second
 	}
-	return &Client{url: u, token: cfg.Token, http: cfg.HTTP, timeout: cfg.Timeout, stale: cfg.Stale, retry: cfg.Retry.withDefaults()}, nil
+	return &Client{url: u, token: cfg.Token, http: cfg.HTTP, timeout: cfg.Timeout, stale: cfg.Stale, retry: cfg.Retry.WithDefaults()}, nil
 }
 
 // URL is the server's base URL.
@@ -145,8 +145,8 @@ func (c *Client) Send(ctx context.Context, call service.Call, method, u string, 
 			}
 		}
 		if retry && !fresh {
-			pause := c.retry.pause(attempt, retryAfter)
-			retry = time.Now().Add(pause).Before(until) && sleep(ctx, pause) == nil
+			pause := c.retry.Wait(attempt, retryAfter)
+			retry = time.Now().Add(pause).Before(until) && service.Sleep(ctx, pause) == nil
 		}
 		if !retry || !f.again() {
 			cancel()

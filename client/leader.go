@@ -1,83 +1,22 @@
 package client
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"tally/service"
 )
 
-// Retry bounds how one request is sent again after a retryable answer: a
-// 503 refused before anything was proposed (service.Refusal.NotCommitted),
-// a write of unknown outcome under its request id, a connection lost
-// after the request went out. Zero members take the defaults below.
-type Retry struct {
-	// Attempts is the most sends of one request, the first included.
-	Attempts int
-	// Within bounds the time from the first send to the start of the last.
-	Within time.Duration
-	// Pause is the first pause between sends, doubled after each up to
-	// RetryPauseMax, and never shorter than the answer's Retry-After.
-	Pause time.Duration
-}
-
-// The defaults of Retry: a group elects a new leader in about a second,
-// so eight sends over up to 20 s ride out a failover and a frozen leader
-// without holding a caller much past its own timeout.
-const (
-	RetryAttemptsMax = 8
-	RetryWithin      = 20 * time.Second
-	RetryPause       = 100 * time.Millisecond
-	RetryPauseMax    = 2 * time.Second
-)
-
-func (r Retry) withDefaults() Retry {
-	if r.Attempts <= 0 {
-		r.Attempts = RetryAttemptsMax
-	}
-	if r.Within <= 0 {
-		r.Within = RetryWithin
-	}
-	if r.Pause <= 0 {
-		r.Pause = RetryPause
-	}
-	return r
-}
-
-// pause is how long to wait before send number attempt+1: the backoff,
-// jittered down to half so writers that failed together do not come back
-// together, and at least the answer's Retry-After.
-func (r Retry) pause(attempt int, retryAfter time.Duration) time.Duration {
-	d := r.Pause
-	for i := 1; i < attempt && d < RetryPauseMax; i++ {
-		d *= 2
-	}
-	d = min(d, RetryPauseMax)
-	d = d/2 + rand.N(d/2+1)
-	return max(d, retryAfter)
-}
-
-// sleep waits d, or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// Retry bounds how one request is sent again after a retryable answer
+// (service.Retry: its zero value takes the defaults).
+type Retry = service.Retry
 
 // notSent reports whether a request that failed with err never reached a
 // server (its connection was refused): it cannot have run.

@@ -132,7 +132,7 @@ func TestClientLeaderLoopBounded(t *testing.T) {
 	b.leaderAddr = "http://" + addrA + "/"
 	b.mu.Unlock()
 	c := clientAt(t, &Client{}, addrA)
-	c.retry = Retry{Attempts: 4, Within: 5 * time.Second, Pause: time.Millisecond}.withDefaults()
+	c.retry = Retry{Attempts: 4, Within: 5 * time.Second, Pause: time.Millisecond}.WithDefaults()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	call := service.Call{Tenant: "acme", Session: "main", RequestID: "k-loop"}
@@ -176,7 +176,7 @@ func TestClientLeaderLoopBounded(t *testing.T) {
 func TestClientLeaderNotFollowed(t *testing.T) {
 	none := &hop{}
 	c := clientAt(t, &Client{}, startHop(t, none))
-	c.retry = Retry{Attempts: 3, Pause: time.Millisecond}.withDefaults()
+	c.retry = Retry{Attempts: 3, Pause: time.Millisecond}.WithDefaults()
 	ctx := context.Background()
 	call := service.Call{Tenant: "acme", Session: "main", RequestID: "k-none"}
 	_, err := c.DeclarePromise(ctx, call, api.PromiseDeclare{ID: "r1", Promise: "x", To: "author", Until: "2h"})
@@ -191,7 +191,7 @@ func TestClientLeaderNotFollowed(t *testing.T) {
 	leader := &hop{}
 	follower := &hop{leaderAddr: startHop(t, leader)}
 	c = clientAt(t, &Client{}, startHop(t, follower))
-	c.retry = Retry{Attempts: 2, Pause: time.Millisecond}.withDefaults()
+	c.retry = Retry{Attempts: 2, Pause: time.Millisecond}.WithDefaults()
 	stream := struct{ io.Reader }{strings.NewReader("the artifact's bytes")} // not rewindable
 	_, err = c.PublishArtifact(ctx, call, api.ClaimPublish{Claim: "c1", Artifact: "a1", Name: "a.txt"}, stream)
 	if !errors.As(err, &ref) || ref.Status != http.StatusServiceUnavailable || string(ref.Document) != unavailableDoc(follower.leaderAddr) {
@@ -213,7 +213,7 @@ func TestClientWriteWithoutKeyGetsOne(t *testing.T) {
 	leader := &hop{}
 	follower := &hop{leaderAddr: startHop(t, leader)}
 	c := clientAt(t, &Client{}, startHop(t, follower))
-	c.retry = Retry{Attempts: 2, Pause: time.Millisecond}.withDefaults()
+	c.retry = Retry{Attempts: 2, Pause: time.Millisecond}.WithDefaults()
 	_, err := c.DeclarePromise(context.Background(), service.Call{Tenant: "acme", Session: "main"}, api.PromiseDeclare{ID: "r1", Promise: "x", To: "author", Until: "2h"})
 	var ref *service.Refusal
 	if !errors.As(err, &ref) || ref.Status != http.StatusServiceUnavailable || string(ref.Document) != unavailableDoc("") {

@@ -193,18 +193,18 @@ func TestClientHonoursRetryAfter(t *testing.T) {
 	}
 }
 
-// The pause doubles from Pause up to RetryPauseMax, jittered down to no
+// The pause doubles from Pause up to service.RetryPauseMax, jittered down to no
 // less than half, and never below Retry-After.
 func TestRetryPause(t *testing.T) {
-	r := Retry{Pause: 100 * time.Millisecond}.withDefaults()
-	for attempt, want := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 3: 400 * time.Millisecond, 6: RetryPauseMax, 30: RetryPauseMax} {
+	r := Retry{Pause: 100 * time.Millisecond}.WithDefaults()
+	for attempt, want := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 3: 400 * time.Millisecond, 6: service.RetryPauseMax, 30: service.RetryPauseMax} {
 		for range 20 {
-			if d := r.pause(attempt, 0); d < want/2 || d > want {
+			if d := r.Wait(attempt, 0); d < want/2 || d > want {
 				t.Fatalf("attempt %d: %v, want %v to %v", attempt, d, want/2, want)
 			}
 		}
 	}
-	if d := r.pause(1, 3*time.Second); d != 3*time.Second {
+	if d := r.Wait(1, 3*time.Second); d != 3*time.Second {
 		t.Fatalf("under Retry-After 3s: %v", d)
 	}
 	if !strings.HasPrefix(service.NewRequestID(), "req-") {

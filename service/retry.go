@@ -10,9 +10,11 @@ package service
 // answered from its record.
 
 import (
-	"crypto/rand"
+	"context"
+	crand "crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"time"
@@ -106,12 +108,75 @@ func RetryAdvice(requestID string) string {
 	return fmt.Sprintf("the write may have committed: retry it with the same request id %q, which answers it from its record if it did", requestID)
 }
 
+// Retry bounds how one request is sent again after a retryable answer: a
+// 503 refused before anything was proposed (Refusal.NotCommitted), a
+// write of unknown outcome under its request id (the client's, a lost
+// connection's too). Zero members take the defaults below.
+type Retry struct {
+	// Attempts is the most sends of one request, the first included.
+	Attempts int
+	// Within bounds the time from the first send to the start of the last.
+	Within time.Duration
+	// Pause is the first pause between sends, doubled after each up to
+	// RetryPauseMax, and never shorter than the answer's Retry-After.
+	Pause time.Duration
+}
+
+// The defaults of Retry: a group elects a new leader in about a second,
+// so eight sends over up to 20 s ride out a failover and a frozen leader
+// without holding a caller much past its own timeout.
+const (
+	RetryAttemptsMax = 8
+	RetryWithin      = 20 * time.Second
+	RetryPause       = 100 * time.Millisecond
+	RetryPauseMax    = 2 * time.Second
+)
+
+// WithDefaults is r with the defaults in place of its zero members.
+func (r Retry) WithDefaults() Retry {
+	if r.Attempts <= 0 {
+		r.Attempts = RetryAttemptsMax
+	}
+	if r.Within <= 0 {
+		r.Within = RetryWithin
+	}
+	if r.Pause <= 0 {
+		r.Pause = RetryPause
+	}
+	return r
+}
+
+// Wait is how long to wait before send number attempt+1: the backoff,
+// jittered down to half so writers that failed together do not come back
+// together, and at least the answer's Retry-After.
+func (r Retry) Wait(attempt int, retryAfter time.Duration) time.Duration {
+	d := r.Pause
+	for i := 1; i < attempt && d < RetryPauseMax; i++ {
+		d *= 2
+	}
+	d = min(d, RetryPauseMax)
+	d = d/2 + rand.N(d/2+1)
+	return max(d, retryAfter)
+}
+
+// Sleep waits d, or until ctx ends.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // NewRequestID is a request id of a caller's own for a write its user gave
 // none: 128 random bits, in the form --request-id and Idempotency-Key
 // take.
 func NewRequestID() string {
 	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	if _, err := crand.Read(b[:]); err != nil {
 		panic("service: no randomness: " + err.Error())
 	}
 	return "req-" + hex.EncodeToString(b[:])
