@@ -388,7 +388,7 @@ func (c *Node) readIndex(ctx context.Context, group uint64) error {
 	ch := make(chan node.ReadResult, 1)
 	start := time.Now()
 	if err := c.do(ctx, func(n *node.Node) { n.ReadIndex(group, func(r node.ReadResult) { ch <- r }) }); err != nil {
-		return err
+		return c.unavailable(group, err) // a read: nothing to commit
 	}
 	select {
 	case r := <-ch:
@@ -398,9 +398,9 @@ func (c *Node) readIndex(ctx context.Context, group uint64) error {
 		c.metrics.readIndex.WithLabelValues(groupLabel(group)).Observe(time.Since(start).Seconds())
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return c.unavailable(group, fmt.Errorf("waiting for the group: %w", ctx.Err()))
 	case <-c.ctx.Done():
-		return ErrStopped
+		return c.unavailable(group, ErrStopped)
 	}
 }
 
