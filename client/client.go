@@ -104,18 +104,19 @@ func (c *Client) SessionURL(tenant, session string, q url.Values, segs ...string
 //
 // A write to a session's route of a cluster node (isReplicated) that
 // names no request id gets one of the client's own (service.NewRequestID)
-// as its Idempotency-Key, so that it can be sent again safely. A retryable answer is sent again, bounded by
-// the client's Retry and paused by its backoff and the answer's
-// Retry-After: a 503 refused before anything was proposed (Unavailable,
-// Moved, a server stopping) always; a write of unknown outcome
-// (UnknownOutcome) and a connection lost after the request went out only
-// under a request id, or for a read, since a write that did commit is then
-// answered from its record (a connection refused is not retried: no server
-// is there). A write that got no answer at all is answered as a server
-// answers one of unknown outcome, naming its request id. A cluster node's answer naming the group's
-// leader ("leader_addr") sends it there, at once to a node not asked yet.
-// A body is sent again when it can be: an in-memory body always, a stream
-// only if nothing of it was read. The caller closes body.
+// as its Idempotency-Key, so that it can be sent again safely. A retryable
+// answer is sent again, bounded by the client's Retry and paused by its
+// backoff and the answer's Retry-After: a 503 refused before anything was
+// proposed (Unavailable, Moved, a server stopping) always; a write of
+// unknown outcome (UnknownOutcome) and a connection lost after the request
+// went out only under a request id, or for a read, since a write that did
+// commit is then answered from its record (a connection refused is not
+// retried: no server is there). A write that got no answer at all is
+// answered as a server answers one of unknown outcome, naming its request
+// id. A cluster node's answer naming the group's leader ("leader_addr")
+// sends it there, at once to a node not asked yet. A body is sent again
+// when it can be: an in-memory body always, a stream only if nothing of it
+// was read. The caller closes body.
 func (c *Client) Send(ctx context.Context, call service.Call, method, u string, body io.Reader, contentType string) (*http.Response, func(), error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	read := method == http.MethodGet || method == http.MethodHead
