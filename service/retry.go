@@ -103,7 +103,7 @@ func ParseRetryAfter(v string) time.Duration {
 // whether the write committed before sending it again.
 func RetryAdvice(requestID string) string {
 	if requestID == "" {
-		return "the write may have committed; it carried no request id, so read the session to see whether it did before sending it again"
+		return "the write may have committed; it carried no request id, so look whether it did before sending it again"
 	}
 	return fmt.Sprintf("the write may have committed: retry it with the same request id %q, which answers it from its record if it did", requestID)
 }
