@@ -41,7 +41,8 @@ type Config struct {
 	Token string
 	// HTTP is the HTTP client; nil means one of the client's own.
 	HTTP *http.Client
-	// Timeout bounds one request, its body included; 0 means 60s.
+	// Timeout bounds one request, its body and its retries included; 0
+	// means 60s.
 	Timeout time.Duration
 	// Stale asks for every read at consistency=stale, as a Call's Stale
 	// asks for its own.
