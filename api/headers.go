@@ -14,4 +14,8 @@ const (
 	WarningHeader = "Tally-Warning"
 	// ReplayedHeader marks an answer replayed from a request id's record.
 	ReplayedHeader = "Idempotent-Replayed"
+	// ReplicatedHeader ("true") marks every answer of a cluster node: a
+	// write there may end with its outcome unknown (503 UnknownOutcome),
+	// so a client gives each write a request id.
+	ReplicatedHeader = "Tally-Replicated"
 )

@@ -17,7 +17,10 @@ package cli
 // none, a write is refused as it is locally, or acts as the party its record
 // names, --by or --observer, as the server lets it). --session
 // TENANT/SESSION maps to the URL path (default default/default). --request-id
-// becomes the Idempotency-Key header. Refusals keep their meaning: HTTP 400,
+// becomes the Idempotency-Key header; a write to a cluster node given none
+// gets one of the client's own, which the client sends again after an
+// answer of unknown outcome and which the refusal names when its fate
+// stays unknown (docs/CLUSTER.md). Refusals keep their meaning: HTTP 400,
 // 413 and 415 exit 2, every other refusal exits 1, with the server's message
 // on stderr (its error document as is with --json).
 //
@@ -54,8 +57,9 @@ package cli
 // log by its path under the server's ledger directory; `import` sends the
 // file's lines, and the server appends them all or none, for an admin-role
 // token only (an import writes records as the parties they name). The CLI
-// sends no key for an import; a client that sends one gets the recorded
-// answer on a retry.
+// sends no key for an import to a single server (to a cluster node, the
+// client's own); a client that sends one gets the recorded answer on a
+// retry.
 //
 // token create|revoke|ls manage the server's tokens with an admin-role
 // TALLY_TOKEN (of the tenant, or a cluster's first token, of every tenant).

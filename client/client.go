@@ -21,11 +21,13 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"tally/api"
 	"tally/auth"
 	"tally/instant"
+	"tally/jsondoc"
 	"tally/service"
 	"tally/store"
 )
@@ -39,11 +41,15 @@ type Config struct {
 	Token string
 	// HTTP is the HTTP client; nil means one of the client's own.
 	HTTP *http.Client
-	// Timeout bounds one request, its body included; 0 means 60s.
+	// Timeout bounds one request, its body and its retries included; 0
+	// means 60s.
 	Timeout time.Duration
 	// Stale asks for every read at consistency=stale, as a Call's Stale
 	// asks for its own.
 	Stale bool
+	// Retry bounds the sends of one request after retryable answers
+	// (Send); its zero value takes the defaults.
+	Retry Retry
 }
 
 // Client talks to one tally server.
@@ -53,6 +59,10 @@ type Client struct {
 	http    *http.Client
 	timeout time.Duration
 	stale   bool
+	retry   Retry
+	// heard: an answer of the server came back; replicated: one said the
+	// server is a cluster node (api.ReplicatedHeader).
+	heard, replicated atomic.Bool
 }
 
 // New returns the client of cfg.URL, which must be a URL.
@@ -67,7 +77,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 60 * time.Second
 	}
-	return &Client{url: u, token: cfg.Token, http: cfg.HTTP, timeout: cfg.Timeout, stale: cfg.Stale}, nil
+	return &Client{url: u, token: cfg.Token, http: cfg.HTTP, timeout: cfg.Timeout, stale: cfg.Stale, retry: cfg.Retry.WithDefaults()}, nil
 }
 
 // URL is the server's base URL.
@@ -91,45 +101,76 @@ func (c *Client) SessionURL(tenant, session string, q url.Values, segs ...string
 
 // Send sends one request as call and returns a 2xx response whose body the
 // caller reads, within the request's time bound, and then calls done; any
-// other answer is the server's refusal as a *service.Refusal. A cluster
-// node's not-leader answer (503 Unavailable naming leader_addr) is
-// followed to that leader under the same Idempotency-Key, once per node
-// and at most maxLeaderHops times, when the body can be sent again: an
-// in-memory body always, a stream only if nothing of it was read. A write
-// without an Idempotency-Key is not: the node may have proposed it before
-// it answered (a leader replaced while it waited, a timeout), and its
-// second run could not be told from the first. The caller closes body.
+// other answer is the server's refusal as a *service.Refusal.
+//
+// A write to a session's route of a cluster node (isReplicated) that
+// names no request id gets one of the client's own (service.NewRequestID)
+// as its Idempotency-Key, so that it can be sent again safely. A retryable
+// answer is sent again, bounded by the client's Retry and paused by its
+// backoff and the answer's Retry-After: a 503 refused before anything was
+// proposed (Unavailable, Moved, a server stopping) always; a write of
+// unknown outcome (UnknownOutcome) and a connection lost after the request
+// went out only under a request id, or for a read, since a write that did
+// commit is then answered from its record (a connection refused is not
+// retried: no server is there). A write that got no answer at all is
+// answered as a server answers one of unknown outcome, naming its request
+// id. A cluster node's answer naming the group's leader ("leader_addr")
+// sends it there, at once to a node not asked yet. A body is sent again
+// when it can be: an in-memory body always, a stream only if nothing of it
+// was read. The caller closes body.
 func (c *Client) Send(ctx context.Context, call service.Call, method, u string, body io.Reader, contentType string) (*http.Response, func(), error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	hops := newLeaderHops(u)
-	again := call.RequestID != "" || method == http.MethodGet || method == http.MethodHead
-	for {
-		resp, ref, err := c.send(ctx, call, method, u, body, contentType, hops)
-		if err != nil {
-			cancel()
-			return nil, nil, err
-		}
-		if ref == nil {
+	read := method == http.MethodGet || method == http.MethodHead
+	if !read && call.RequestID == "" && keyedRoute(u) && c.isReplicated(ctx) {
+		call.RequestID = service.NewRequestID()
+	}
+	again := read || call.RequestID != ""
+	f := newSends(u)
+	until := time.Now().Add(c.retry.Within)
+	for attempt := 1; ; attempt++ {
+		resp, ref, err := c.send(ctx, call, method, u, body, contentType, f)
+		if err == nil && ref == nil {
 			return resp, func() { resp.Body.Close(); cancel() }, nil
 		}
-		if !again {
+		retry := ctx.Err() == nil && attempt < c.retry.Attempts
+		var retryAfter time.Duration
+		next, fresh := u, false
+		if err != nil {
+			// A connection refused is no server to retry; one lost after
+			// the request went out may have run it.
+			retry = retry && again && !notSent(err)
+		} else {
+			retry = retry && (ref.NotCommitted() || again && ref.OutcomeUnknown())
+			retryAfter = ref.RetryAfter
+			if l, isNew := f.leader(ref); l != "" {
+				next, fresh = l, isNew
+			}
+		}
+		if retry && !fresh {
+			pause := c.retry.Wait(attempt, retryAfter)
+			retry = time.Now().Add(pause).Before(until) && service.Sleep(ctx, pause) == nil
+		}
+		if !retry || !f.again() {
 			cancel()
+			if err != nil && !read && !notSent(err) && errors.As(err, new(*lostAnswer)) {
+				return nil, nil, unknownOutcome(err, call.RequestID)
+			}
+			if err != nil {
+				return nil, nil, err
+			}
 			return nil, nil, ref
 		}
-		if u = hops.next(ref); u == "" {
-			cancel()
-			return nil, nil, ref
-		}
+		u = next
 	}
 }
 
-// send is one hop of Send: a 2xx response, or the refusal it answered.
-func (c *Client) send(ctx context.Context, call service.Call, method, u string, body io.Reader, contentType string, hops *leaderHops) (*http.Response, *service.Refusal, error) {
-	req, err := http.NewRequestWithContext(ctx, method, u, hops.first(body))
+// send is one send of Send: a 2xx response, or the refusal it answered.
+func (c *Client) send(ctx context.Context, call service.Call, method, u string, body io.Reader, contentType string, f *sends) (*http.Response, *service.Refusal, error) {
+	req, err := http.NewRequestWithContext(ctx, method, u, f.first(body))
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := hops.body(req, body); err != nil {
+	if err := f.body(req, body); err != nil {
 		return nil, nil, fmt.Errorf("server %s: %w", req.URL.Host, err)
 	}
 	if contentType != "" {
@@ -149,8 +190,9 @@ func (c *Client) send(ctx context.Context, call service.Call, method, u string, 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, nil, fmt.Errorf("server %s: %w", c.serverOf(req), unwrapURLError(err))
+		return nil, nil, &lostAnswer{fmt.Errorf("server %s: %w", c.serverOf(req), unwrapURLError(err))}
 	}
+	c.heardFrom(resp)
 	if resp.StatusCode/100 == 2 {
 		return resp, nil, nil
 	}
@@ -159,7 +201,9 @@ func (c *Client) send(ctx context.Context, call service.Call, method, u string, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("server %s: %w", c.serverOf(req), err)
 	}
-	return nil, service.ReadRefusal(resp.StatusCode, resp.Status, b), nil
+	ref := service.ReadRefusal(resp.StatusCode, resp.Status, b)
+	ref.RetryAfter = service.ParseRetryAfter(resp.Header.Get("Retry-After"))
+	return nil, ref, nil
 }
 
 // Exchange sends one request as call and returns the whole body of a 2xx
@@ -238,6 +282,51 @@ func CheckSession(tenant, session string) error {
 		return err
 	}
 	return store.CheckName("session", session)
+}
+
+// heardFrom notes what an answer says of its server: whether it is a
+// cluster node.
+func (c *Client) heardFrom(resp *http.Response) {
+	if resp.Header.Get(api.ReplicatedHeader) == "true" {
+		c.replicated.Store(true)
+	}
+	c.heard.Store(true)
+}
+
+// isReplicated reports whether the server is a cluster node, where a
+// write's outcome can be unknown, asking its health once if no answer has
+// said yet. A single server's writes are left as the caller sent them: a
+// request id appends its record to the log, which would set a verb's
+// sequence numbers apart from the same verb's on a local ledger.
+func (c *Client) isReplicated(ctx context.Context) bool {
+	if !c.heard.Load() {
+		if req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url+"/healthz", nil); err == nil {
+			if resp, err := c.http.Do(req); err == nil {
+				resp.Body.Close()
+				c.heardFrom(resp)
+			}
+		}
+	}
+	return c.replicated.Load()
+}
+
+// lostAnswer is a request that got no answer: the server may have had it
+// (a connection lost after it went out, a timeout) unless it never
+// reached one (notSent).
+type lostAnswer struct{ err error }
+
+func (e *lostAnswer) Error() string { return e.err.Error() }
+func (e *lostAnswer) Unwrap() error { return e.err }
+
+// unknownOutcome is a write that got no answer as the client answers it:
+// what a server answers a write that may have committed (503
+// UnknownOutcome), naming its request id for a retry by hand.
+func unknownOutcome(err error, requestID string) *service.Refusal {
+	var ms []jsondoc.Member
+	if requestID != "" {
+		ms = append(ms, jsondoc.M("request_id", jsondoc.S(requestID)))
+	}
+	return service.NewRetryable(service.CodeUnknownOutcome, err.Error()+"; "+service.RetryAdvice(requestID), ms...)
 }
 
 func unwrapURLError(err error) error {

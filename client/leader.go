@@ -4,37 +4,53 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync/atomic"
+	"syscall"
 
 	"tally/service"
 )
 
-// maxLeaderHops bounds how many times one request follows a cluster node's
-// not-leader answer to another node.
-const maxLeaderHops = 3
+// Retry bounds how one request is sent again after a retryable answer
+// (service.Retry: its zero value takes the defaults).
+type Retry = service.Retry
 
-// codeUnavailable is a cluster node's retryable refusal code (503): the
-// node cannot serve the request now and, when it knows one, names the
-// group's leader as "leader_addr".
-const codeUnavailable = "Unavailable"
+// notSent reports whether a request that failed with err never reached a
+// server (its connection was refused): it cannot have run.
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &op) && op.Op == "dial"
+}
 
-// leaderHops follows one request's not-leader answers: once per distinct
-// node, at most maxLeaderHops times, and only while its body can be sent
-// again whole.
-type leaderHops struct {
+// keyedRoute reports whether u is a session's route, where the server
+// keeps a write's answer under its Idempotency-Key (the other writes, a
+// token minted, an operator's request, keep none).
+func keyedRoute(u string) bool {
+	p, err := url.Parse(u)
+	if err != nil {
+		return false
+	}
+	rest, ok := strings.CutPrefix(p.Path, "/v1/tenants/")
+	return ok && strings.Contains(rest, "/sessions/")
+}
+
+// sends is one request's sends: the nodes asked, and its body, which a
+// later send sends again when it can (an in-memory body always, a stream
+// only if nothing of it was read).
+type sends struct {
 	url     *url.URL
 	seen    map[string]bool
-	hops    int
+	n       int
 	getBody func() (io.ReadCloser, error)
 	length  int64
 	stream  *unreadBody
 }
 
-func newLeaderHops(u string) *leaderHops {
-	f := &leaderHops{seen: map[string]bool{}}
+func newSends(u string) *sends {
+	f := &sends{seen: map[string]bool{}}
 	if p, err := url.Parse(u); err == nil {
 		f.url = p
 		f.seen[p.Host] = true
@@ -42,24 +58,25 @@ func newLeaderHops(u string) *leaderHops {
 	return f
 }
 
-// first is the body a hop's request is made with: the caller's on the
-// first hop, none after (body sets it).
-func (f *leaderHops) first(body io.Reader) io.Reader {
-	if f.hops == 0 {
+// first is the body a send's request is made with: the caller's on the
+// first send, none after (body sets it).
+func (f *sends) first(body io.Reader) io.Reader {
+	if f.n == 0 {
 		return body
 	}
 	return nil
 }
 
-// body sets req's body for this hop: the first hop sends it as given (an
+// body sets req's body for this send: the first sends it as given (an
 // in-memory body, which net/http can rewind, or a stream behind a guard
-// that tells whether it was read); a later hop sends the rewound copy or
+// that tells whether it was read); a later one sends the rewound copy or
 // the stream nobody read.
-func (f *leaderHops) body(req *http.Request, body io.Reader) error {
+func (f *sends) body(req *http.Request, body io.Reader) error {
+	defer func() { f.n++ }()
 	switch {
-	case f.hops == 0 && req.GetBody != nil:
+	case f.n == 0 && req.GetBody != nil:
 		f.getBody, f.length = req.GetBody, req.ContentLength
-	case f.hops == 0 && body != nil:
+	case f.n == 0 && body != nil:
 		f.stream = &unreadBody{r: body}
 		req.Body = f.stream
 	case f.getBody != nil:
@@ -75,39 +92,41 @@ func (f *leaderHops) body(req *http.Request, body io.Reader) error {
 	return nil
 }
 
-// next is the URL to send the request to after ref, the answer of the
-// node it went to, or "" when ref is the answer: not a not-leader answer,
-// no leader named, a node already asked (a loop), the hops spent, or a
-// body already sent in part.
-func (f *leaderHops) next(ref *service.Refusal) string {
-	if ref.Status != http.StatusServiceUnavailable || ref.Code != codeUnavailable || f.url == nil || f.hops >= maxLeaderHops {
-		return ""
+// again reports whether the body can be sent once more, and takes a stream
+// nobody read from the request that had it.
+func (f *sends) again() bool {
+	return f.stream == nil || f.stream.detach()
+}
+
+// leader is the URL of the group's leader that ref names (503 naming
+// "leader_addr", either code), with the request's path and query, or ""
+// when it names none; fresh reports a node this request has not asked.
+func (f *sends) leader(ref *service.Refusal) (u string, fresh bool) {
+	if f.url == nil || !(ref.NotCommitted() || ref.OutcomeUnknown()) {
+		return "", false
 	}
 	var d struct {
 		LeaderAddr string `json:"leader_addr"`
 	}
 	if json.Unmarshal(ref.Document, &d) != nil || d.LeaderAddr == "" {
-		return ""
+		return "", false
 	}
 	scheme, host := f.url.Scheme, strings.TrimRight(d.LeaderAddr, "/")
 	if i := strings.Index(host, "://"); i >= 0 {
 		scheme, host = host[:i], host[i+3:]
 	}
-	if host == "" || strings.ContainsAny(host, "/?#@") || f.seen[host] {
-		return ""
+	if host == "" || strings.ContainsAny(host, "/?#@") {
+		return "", false
 	}
-	if f.stream != nil && !f.stream.detach() {
-		return "" // a stream cannot be sent twice
-	}
+	fresh = !f.seen[host]
 	f.seen[host] = true
-	f.hops++
-	u := *f.url
-	u.Scheme, u.Host = scheme, host
-	return u.String()
+	next := *f.url
+	next.Scheme, next.Host = scheme, host
+	return next.String(), fresh
 }
 
-// errDetached ends a request's reads of a stream given to the next hop.
-var errDetached = errors.New("body handed to the group's leader")
+// errDetached ends a request's reads of a stream given to the next send.
+var errDetached = errors.New("body handed to the next send")
 
 // unreadBody is a request's streamed body that tells whether any of it was
 // read. Its owner closes the stream; a transport's Close does not.
@@ -126,12 +145,12 @@ func (u *unreadBody) Read(p []byte) (int, error) {
 func (u *unreadBody) Close() error { return nil }
 
 // detach takes the stream from a request that never read it, so no late
-// read by that request's transport can take bytes from the next hop's; it
-// reports whether it did.
+// read by that request's transport can take bytes from the next send's;
+// it reports whether it did.
 func (u *unreadBody) detach() bool { return u.state.CompareAndSwap(0, 2) }
 
 // serverOf names the server req went to: the configured URL, or the
-// leader a hop followed.
+// leader a send followed.
 func (c *Client) serverOf(req *http.Request) string {
 	if base, err := url.Parse(c.url); err == nil && base.Host == req.URL.Host {
 		return c.url

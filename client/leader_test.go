@@ -32,6 +32,9 @@ type hop struct {
 }
 
 func (h *hop) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if replicatedHealth(w, r, true) {
+		return
+	}
 	b, _ := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	h.mu.Lock()
@@ -115,8 +118,10 @@ func TestClientFollowsLeader(t *testing.T) {
 	}
 }
 
-// Two nodes naming each other: one hop each, then the last refusal as the
-// node sent it; a chain of nodes is followed at most maxLeaderHops times.
+// Two nodes naming each other: the first hop goes at once, every later
+// send after a pause, until the sends are spent; then the last refusal as
+// the node sent it. A chain of nodes is followed at once, node after node,
+// as far as the sends go.
 func TestClientLeaderLoopBounded(t *testing.T) {
 	a, b := &hop{}, &hop{}
 	addrA, addrB := startHop(t, a), startHop(t, b)
@@ -127,6 +132,7 @@ func TestClientLeaderLoopBounded(t *testing.T) {
 	b.leaderAddr = "http://" + addrA + "/"
 	b.mu.Unlock()
 	c := clientAt(t, &Client{}, addrA)
+	c.retry = Retry{Attempts: 4, Within: 5 * time.Second, Pause: time.Millisecond}.WithDefaults()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	call := service.Call{Tenant: "acme", Session: "main", RequestID: "k-loop"}
@@ -135,14 +141,15 @@ func TestClientLeaderLoopBounded(t *testing.T) {
 	if !errors.As(err, &ref) || ref.Status != http.StatusServiceUnavailable || ref.Code != "Unavailable" || string(ref.Document) != unavailableDoc("http://"+addrA+"/") {
 		t.Fatalf("a loop: %v", err)
 	}
-	if ka, _ := a.got(); len(ka) != 1 {
+	if ka, _ := a.got(); len(ka) != 2 {
 		t.Fatalf("node a asked %d times", len(ka))
 	}
-	if kb, _ := b.got(); len(kb) != 1 || kb[0] != "k-loop" {
+	if kb, _ := b.got(); len(kb) != 2 || kb[0] != "k-loop" || kb[1] != "k-loop" {
 		t.Fatalf("node b asked %q", kb)
 	}
 
-	chain := make([]*hop, maxLeaderHops+2)
+	const sends = 3
+	chain := make([]*hop, sends+2)
 	next := ""
 	for i := len(chain) - 1; i >= 0; i-- {
 		chain[i] = &hop{leaderAddr: next}
@@ -151,21 +158,25 @@ func TestClientLeaderLoopBounded(t *testing.T) {
 		}
 		next = startHop(t, chain[i])
 	}
-	if _, err := clientAt(t, &Client{}, next).Promise(ctx, service.Call{Tenant: "acme", Session: "main"}, "r1"); !errors.As(err, &ref) || ref.Code != "Unavailable" {
+	cc := clientAt(t, &Client{}, next)
+	cc.retry.Attempts = sends
+	if _, err := cc.Promise(ctx, service.Call{Tenant: "acme", Session: "main"}, "r1"); !errors.As(err, &ref) || ref.Code != "Unavailable" {
 		t.Fatalf("a chain: %v", err)
 	}
 	for i, h := range chain {
-		if k, _ := h.got(); len(k) != map[bool]int{true: 1, false: 0}[i <= maxLeaderHops] {
+		if k, _ := h.got(); len(k) != map[bool]int{true: 1, false: 0}[i < sends] {
 			t.Fatalf("node %d of the chain asked %d times", i, len(k))
 		}
 	}
 }
 
-// A 503 naming no leader, and a streamed body already sent, are the
-// refusal as the node sent it, asked once.
+// A 503 naming no leader is sent again to the same node until the sends
+// are spent; a streamed body already sent is the refusal as the node sent
+// it, asked once.
 func TestClientLeaderNotFollowed(t *testing.T) {
 	none := &hop{}
 	c := clientAt(t, &Client{}, startHop(t, none))
+	c.retry = Retry{Attempts: 3, Pause: time.Millisecond}.WithDefaults()
 	ctx := context.Background()
 	call := service.Call{Tenant: "acme", Session: "main", RequestID: "k-none"}
 	_, err := c.DeclarePromise(ctx, call, api.PromiseDeclare{ID: "r1", Promise: "x", To: "author", Until: "2h"})
@@ -173,13 +184,14 @@ func TestClientLeaderNotFollowed(t *testing.T) {
 	if !errors.As(err, &ref) || ref.Status != http.StatusServiceUnavailable || string(ref.Document) != unavailableDoc("") {
 		t.Fatalf("no leader named: %v", err)
 	}
-	if k, _ := none.got(); len(k) != 1 {
+	if k, _ := none.got(); len(k) != 3 {
 		t.Fatalf("asked %d times", len(k))
 	}
 
 	leader := &hop{}
 	follower := &hop{leaderAddr: startHop(t, leader)}
 	c = clientAt(t, &Client{}, startHop(t, follower))
+	c.retry = Retry{Attempts: 2, Pause: time.Millisecond}.WithDefaults()
 	stream := struct{ io.Reader }{strings.NewReader("the artifact's bytes")} // not rewindable
 	_, err = c.PublishArtifact(ctx, call, api.ClaimPublish{Claim: "c1", Artifact: "a1", Name: "a.txt"}, stream)
 	if !errors.As(err, &ref) || ref.Status != http.StatusServiceUnavailable || string(ref.Document) != unavailableDoc(follower.leaderAddr) {
@@ -195,20 +207,21 @@ func TestClientLeaderNotFollowed(t *testing.T) {
 	}
 }
 
-// A write without an Idempotency-Key is not sent again to the leader a
-// 503 names: the node may have proposed it already (a leader replaced
-// while it waited, a timeout), and nothing would tell its second run from
-// the first. The 503 is the answer, asked once.
-func TestClientWriteWithoutKeyNotFollowed(t *testing.T) {
+// A write given no request id gets one of the client's own, in the form
+// of a --request-id, and carries it to the leader the 503 names.
+func TestClientWriteWithoutKeyGetsOne(t *testing.T) {
 	leader := &hop{}
 	follower := &hop{leaderAddr: startHop(t, leader)}
 	c := clientAt(t, &Client{}, startHop(t, follower))
+	c.retry = Retry{Attempts: 2, Pause: time.Millisecond}.WithDefaults()
 	_, err := c.DeclarePromise(context.Background(), service.Call{Tenant: "acme", Session: "main"}, api.PromiseDeclare{ID: "r1", Promise: "x", To: "author", Until: "2h"})
 	var ref *service.Refusal
-	if !errors.As(err, &ref) || ref.Status != http.StatusServiceUnavailable || string(ref.Document) != unavailableDoc(follower.leaderAddr) {
+	if !errors.As(err, &ref) || ref.Status != http.StatusServiceUnavailable || string(ref.Document) != unavailableDoc("") {
 		t.Fatalf("a write without a key: %v", err)
 	}
-	if k, _ := leader.got(); len(k) != 0 {
-		t.Fatalf("the leader got a write without a key sent again: %d requests", len(k))
+	fk, _ := follower.got()
+	lk, _ := leader.got()
+	if len(fk) != 1 || len(lk) != 1 || !strings.HasPrefix(fk[0], "req-") || len(fk[0]) != 36 || lk[0] != fk[0] {
+		t.Fatalf("keys: follower %q, leader %q", fk, lk)
 	}
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -40,6 +41,10 @@ func commit[D, R any](ctx context.Context, c *Node, name string, call service.Ca
 	}
 	out, _, err := c.routed(ctx, call.Tenant, call.Session, func(g uint64) (replica.Outcome, error) { return propose(ctx, g, data) })
 	if err != nil {
+		var u *Unavailable
+		if errors.As(err, &u) && u.OutcomeUnknown {
+			u.RequestID = call.RequestID // what a retry must carry
+		}
 		return zero, err
 	}
 	return valueOf[R](name, out)

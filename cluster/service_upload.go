@@ -132,16 +132,28 @@ func (c *Node) stage(ctx context.Context, group *uint64, call service.Call, id s
 	if *group != 0 {
 		out, err := propose(*group)
 		if err != nil {
-			return err
+			return staged(err)
 		}
 		return out.Err
 	}
 	out, g, err := c.routed(ctx, call.Tenant, call.Session, propose)
 	if err != nil {
-		return err
+		return staged(err)
 	}
 	*group = g
 	return out.Err
+}
+
+// staged is a chunk's failure as the write's answer: whatever became of
+// the chunk, the write that would use it was never proposed.
+func staged(err error) error {
+	var u *Unavailable
+	if errors.As(err, &u) && u.OutcomeUnknown {
+		known := *u
+		known.OutcomeUnknown = false
+		return &known
+	}
+	return err
 }
 
 // proposeAgain is propose, repeated while the group is unavailable here,
@@ -159,7 +171,7 @@ func (c *Node) proposeAgain(ctx context.Context, group uint64, data []byte) (rep
 		case <-ctx.Done():
 			return out, err
 		case <-c.ctx.Done():
-			return out, ErrStopped
+			return out, err
 		}
 	}
 }

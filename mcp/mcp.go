@@ -52,6 +52,11 @@ type Config struct {
 	// caller names: for tally mcp over stdio, whose caller is on the same
 	// machine; never over HTTP.
 	ReadPaths bool
+	// Retry, when set (a cluster node's MCP over HTTP, where a write's
+	// outcome can be unknown), gives a write that names no request_id one
+	// of the server's own and runs a call again after a retryable answer
+	// (run).
+	Retry *service.Retry
 	// SubscriptionsMax bounds the resources one MCP session may subscribe to.
 	SubscriptionsMax int
 	// Now is the clock of the views a resource and the prompt show.

@@ -93,8 +93,19 @@ func newFixture(t testing.TB) *fixture {
 // server is an MCP server acting as who.
 func (f *fixture) server(who mcp.Who) *mcp.Server {
 	f.t.Helper()
+	return f.serverOf(who, f.svc, nil)
+}
+
+// serverWith is an MCP server of svc with retry, acting as reviewer.
+func (f *fixture) serverWith(svc service.Service, retry *service.Retry) *mcp.Server {
+	f.t.Helper()
+	return f.serverOf(mcp.Who{Actor: "reviewer"}, svc, retry)
+}
+
+func (f *fixture) serverOf(who mcp.Who, svc service.Service, retry *service.Retry) *mcp.Server {
+	f.t.Helper()
 	cfg := mcp.DefaultConfig()
-	cfg.Service = f.svc
+	cfg.Service, cfg.Retry = svc, retry
 	cfg.Identify = func(context.Context, *sdk.RequestExtra) (mcp.Who, error) { return who, nil }
 	cfg.Now = func() time.Time { return t0.Add(4 * 24 * time.Hour) }
 	cfg.Changes = f.changes

@@ -361,11 +361,43 @@ func (s *Server) handler(t tool, in *jsonschema.Schema, resolved *jsonschema.Res
 			ctx, release = s.cfg.Hold(ctx)
 			defer release()
 		}
-		res, err := t.run(ctx, s.cfg.Service, c, body, given)
+		res, err := s.run(ctx, t, c, body, given)
 		if err != nil {
 			return refused(err), nil
 		}
 		return answer(res), nil
+	}
+}
+
+// run calls t's method as c. With Config.Retry, a write that names no
+// request id gets one of the server's own (service.NewRequestID), and a
+// retryable answer runs the call again, bounded by it: one refused before
+// anything was proposed always, a write of unknown outcome under its
+// request id, whose record answers it if it did commit.
+func (s *Server) run(ctx context.Context, t tool, c service.Call, body []byte, given map[string]string) (any, error) {
+	if s.cfg.Retry == nil {
+		return t.run(ctx, s.cfg.Service, c, body, given)
+	}
+	r := s.cfg.Retry.WithDefaults()
+	if t.effect != reads && c.RequestID == "" {
+		c.RequestID = service.NewRequestID()
+		given[argRequestID] = c.RequestID
+	}
+	until := time.Now().Add(r.Within)
+	for attempt := 1; ; attempt++ {
+		res, err := t.run(ctx, s.cfg.Service, c, body, given)
+		if err == nil || attempt >= r.Attempts {
+			return res, err
+		}
+		ref := service.Refuse(err)
+		if !ref.NotCommitted() && !ref.OutcomeUnknown() {
+			return res, err
+		}
+		pause := r.Wait(attempt, ref.RetryAfter)
+		if !time.Now().Add(pause).Before(until) || service.Sleep(ctx, pause) != nil {
+			return res, err
+		}
+		s.cfg.Logger.Debug("mcp: running a call again", "tool", t.name, "attempt", attempt, "err", err)
 	}
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -113,6 +115,10 @@ func a2aError(err error) error {
 	if errors.As(err, &ref) { // a Service's answer from elsewhere (another node)
 		return refusalError(ref)
 	}
+	var rf service.Refuser
+	if errors.As(err, &rf) && rf.Refusal().Status == http.StatusServiceUnavailable {
+		return refusalError(rf.Refusal()) // a cluster's retryable answer
+	}
 	var ie *ledger.IdempotencyError
 	if errors.As(err, &ie) {
 		return a2a.NewError(a2a.ErrInvalidRequest, ie.Error()).WithDetails(map[string]any{"code": ie.Code, "field": "messageId"})
@@ -142,8 +148,29 @@ func refusalError(r *service.Refusal) error {
 		sentinel = a2a.ErrUnsupportedOperation
 	case r.Status >= 400 && r.Status < 500:
 		sentinel = a2a.ErrInvalidParams
+	case r.Status == http.StatusServiceUnavailable:
+		// Retryable, and not the server's fault: its message is the
+		// client's to read (whether the write may have committed).
+		return a2a.NewError(a2a.ErrServerError, r.Message).WithDetails(retryDetails(r))
 	}
 	return a2a.NewError(sentinel, r.Message).WithDetails(map[string]any{"code": r.Code})
+}
+
+// retryDetails are the details of a retryable answer: its code, the
+// seconds to wait, and the request id a retry of a write of unknown
+// outcome must carry.
+func retryDetails(r *service.Refusal) map[string]any {
+	d := map[string]any{"code": r.Code}
+	if r.RetryAfter > 0 {
+		d["retry_after_seconds"] = int(r.RetryAfter / time.Second)
+	}
+	var doc struct {
+		RequestID string `json:"request_id"`
+	}
+	if json.Unmarshal(r.Document, &doc) == nil && doc.RequestID != "" {
+		d["request_id"] = doc.RequestID
+	}
+	return d
 }
 
 // GetTask returns the task of a promise, of a claim, or of an origin of

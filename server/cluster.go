@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"tally/api"
 	"tally/jsondoc"
 	"tally/service"
 )
@@ -60,7 +61,7 @@ func NewCluster(cfg Config, svc service.Service, cluster http.Handler) (*Server,
 	if err != nil {
 		return nil, err
 	}
-	s.local = svc
+	s.local, s.replicated = svc, true
 	if ub, ok := svc.(uploadBound); ok {
 		for i, r := range s.routes {
 			if r.body == "Bytes" {
@@ -79,5 +80,11 @@ func NewCluster(cfg Config, svc service.Service, cluster http.Handler) (*Server,
 		s.mux.Handle(r.method+" "+r.pattern, s.instrument(r))
 	}
 	s.mux.Handle("/v1/cluster/", cluster)
+	mux := s.mux
+	s.mux = http.NewServeMux()
+	s.mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(api.ReplicatedHeader, "true")
+		mux.ServeHTTP(w, r)
+	}))
 	return s, nil
 }

@@ -90,7 +90,12 @@ type statusError struct {
 
 func (e statusError) Error() string { return e.text }
 
-func (e statusError) Refusal() *service.Refusal { return service.NewRefusal(e.status, e.code, e.text) }
+func (e statusError) Refusal() *service.Refusal {
+	if e.status == http.StatusServiceUnavailable {
+		return service.NewRetryable(e.code, e.text) // refused before it ran: retry
+	}
+	return service.NewRefusal(e.status, e.code, e.text)
+}
 
 // badRequest is a malformed request that is not a rule's refusal.
 type badRequest struct{ msg string }
@@ -115,7 +120,7 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 	if ref.Status == http.StatusInternalServerError {
 		s.cfg.Logger.Error("request failed", "err", err)
 	}
-	writeDoc(w, ref.Status, ref.Document)
+	service.WriteRefusal(w, ref)
 }
 
 func readBody(r *http.Request) ([]byte, error) {

@@ -13,6 +13,7 @@ import (
 	"tally/auth"
 	"tally/ledger"
 	"tally/mcp"
+	"tally/service"
 )
 
 // MCP over streamable HTTP at /mcp: the same Service as the REST routes,
@@ -145,6 +146,11 @@ func (s *Server) newMCP(tenant string) (*mcp.Server, error) {
 	cfg.Changes = mcp.Follow(s.mcpOpen, s.cfg.StreamPoll, s.isClosed)
 	cfg.Now = func() time.Time { return s.cfg.Ledger.Now() }
 	cfg.Logger = s.cfg.Logger
+	if s.replicated {
+		// A cluster node's write can end with its outcome unknown: the
+		// tools key and retry it themselves, as the client does.
+		cfg.Retry = &service.Retry{}
+	}
 	return mcp.New(cfg)
 }
 

@@ -113,6 +113,10 @@ type Server struct {
 	// local is the Service the REST and A2A bindings run verbs through,
 	// on the sessions of the cache.
 	local service.Service
+	// replicated: local is a cluster node's (NewCluster), where a write's
+	// outcome can be unknown; MCP's tools then give a write a request id
+	// of their own and retry it.
+	replicated bool
 
 	// stubWrite, set only by tests, answers a promise write in place of the
 	// ledger: the write benchmark's baseline, the server's own cost.

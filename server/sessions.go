@@ -101,7 +101,7 @@ func (s *Server) withSessionHolds(ctx context.Context) (context.Context, func())
 }
 
 // errShuttingDown refuses a session to a request that arrives during Close.
-var errShuttingDown = statusError{http.StatusServiceUnavailable, "unavailable", "server is shutting down"}
+var errShuttingDown = statusError{http.StatusServiceUnavailable, service.CodeShuttingDown, "server is shutting down"}
 
 // sessionIn returns the ledger of tenant/session for the request of ctx,
 // held open until that request ends. A session without a log is created

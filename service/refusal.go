@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"tally/auth"
 	"tally/jsondoc"
@@ -32,6 +33,9 @@ type Refusal struct {
 	Code     string
 	Message  string
 	Document []byte
+	// RetryAfter, when positive, is how long the caller should wait
+	// before it sends the request again (the Retry-After header).
+	RetryAfter time.Duration
 }
 
 func (r *Refusal) Error() string { return r.Message }

@@ -35,7 +35,8 @@ var (
 	// ErrFailed: the node's disk failed; it serves nothing until restarted.
 	ErrFailed = errors.New("node: stopped after a disk failure")
 	// ErrTimeout: no outcome within ProposalTimeout. A proposal that timed
-	// out may still commit; retry it under the same request id.
+	// out after raft took it (ProposeResult.Proposed) may still commit;
+	// retry it under the same request id.
 	ErrTimeout = errors.New("node: timed out waiting for the group")
 	// ErrBusy: MaxPending requests already wait at this node.
 	ErrBusy = errors.New("node: too many pending requests")
@@ -75,6 +76,9 @@ type ProposeResult struct {
 	Index  uint64 // the entry's index, if applied
 	Result []byte // the state machine's result
 	Err    error
+	// Proposed: raft took the entry before Err, so it may still commit
+	// (its outcome is unknown); without it, nothing of it can commit.
+	Proposed bool
 }
 
 // ReadResult is a linearizable read's outcome: the state machine has applied
@@ -561,7 +565,8 @@ func (n *Node) fail(err error) {
 	n.failed = fmt.Errorf("%w: %w", ErrFailed, err)
 	n.log.Error("node stopped", "node", n.cfg.ID, "err", err)
 	for _, id := range sortedKeys(n.proposals) {
-		n.proposals[id].done(ProposeResult{Err: n.failed})
+		p := n.proposals[id]
+		p.done(ProposeResult{Err: n.failed, Proposed: p.handed})
 	}
 	for _, id := range sortedKeys(n.reads) {
 		n.reads[id].done(ReadResult{Err: n.failed})
@@ -749,7 +754,7 @@ func (n *Node) leaderChanged(g *group, lead uint64) {
 		p := n.proposals[id]
 		if p.group == g.id && p.handed && p.lead != lead {
 			delete(n.proposals, id)
-			p.done(ProposeResult{Err: ErrLeaderChanged})
+			p.done(ProposeResult{Err: ErrLeaderChanged, Proposed: true})
 		}
 	}
 }
@@ -797,7 +802,7 @@ func (n *Node) expire() {
 	for _, id := range sortedKeys(n.proposals) {
 		if p := n.proposals[id]; !now.Before(p.deadline) {
 			delete(n.proposals, id)
-			p.done(ProposeResult{Err: ErrTimeout})
+			p.done(ProposeResult{Err: ErrTimeout, Proposed: p.handed})
 		}
 	}
 	for _, id := range sortedKeys(n.reads) {

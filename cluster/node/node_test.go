@@ -410,8 +410,8 @@ func TestProposalLimits(t *testing.T) {
 	}
 	c.clock.t = c.clock.t.Add(2 * c.cfg.ProposalTimeout)
 	m.n.Process()
-	if !answered || !errors.Is(res.Err, node.ErrTimeout) {
-		t.Fatalf("timed-out proposal: answered %v, %v", answered, res.Err)
+	if !answered || !errors.Is(res.Err, node.ErrTimeout) || res.Proposed {
+		t.Fatalf("timed-out proposal: answered %v, %v, proposed %v (raft never took it: nothing of it can commit)", answered, res.Err, res.Proposed)
 	}
 }
 
@@ -570,8 +570,8 @@ func TestProposalHandedToADeadLeaderFailsAtTheLeaderChange(t *testing.T) {
 	for i := 0; res == nil && i < 500; i++ {
 		c.step()
 	}
-	if res == nil || !errors.Is(res.Err, node.ErrLeaderChanged) {
-		t.Fatalf("proposal through node %d to the cut leader %d: %+v, want ErrLeaderChanged", follower.id, old.id, res)
+	if res == nil || !errors.Is(res.Err, node.ErrLeaderChanged) || !res.Proposed {
+		t.Fatalf("proposal through node %d to the cut leader %d: %+v, want ErrLeaderChanged, proposed (its outcome unknown)", follower.id, old.id, res)
 	}
 	if waited := c.clock.t.Sub(start); waited >= c.cfg.ProposalTimeout {
 		t.Fatalf("failed after %v, not before the %v deadline", waited, c.cfg.ProposalTimeout)

@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -94,13 +93,13 @@ func (e *Moved) Error() string {
 
 // CodeMoved is the refusal code of a command or read of a session that its
 // group has fenced (HTTP 503: retry).
-const CodeMoved = "Moved"
+const CodeMoved = service.CodeMoved
 
 // Refusal is the retryable answer every binding gives (service.Refuser):
-// 503 Moved, with the group the session is placed in ("group") and the one
-// that refused it ("from_group").
+// 503 Moved with Retry-After, the group the session is placed in ("group")
+// and the one that refused it ("from_group").
 func (e *Moved) Refusal() *service.Refusal {
-	return service.NewRefusalWith(http.StatusServiceUnavailable, CodeMoved, e.Error(),
+	return service.NewRetryable(CodeMoved, e.Error(),
 		jsondoc.M("group", jsondoc.U(e.Group)), jsondoc.M("from_group", jsondoc.U(e.From)))
 }
 
