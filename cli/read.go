@@ -30,6 +30,8 @@ func (g *global) promises(ctx context.Context, o readOptions, f promise.Filter) 
 	if err != nil {
 		return service.PromiseList{}, err
 	}
+	// Text is printed from the views; only --json prints the document.
+	call.ViewsOnly = !g.json
 	return svc.ListPromises(ctx, call, f)
 }
 
