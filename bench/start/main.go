@@ -6,8 +6,8 @@
 // machine's load falls on all of them alike; each figure is a median over
 // -runs and is printed beside its baseline and target.
 //
-//	go run ./bench/start                 # builds hello-world and ./cmd/tally
-//	go run ./bench/start -runs 50 -tally /tmp/tally
+//	go run ./bench/start                 # builds hello-world, tally and tally-server
+//	go run ./bench/start -runs 50 -tally /tmp/tally   # tally-server beside it
 //
 // Besides wall time it prints the CPU time (user + system) of each command,
 // which another process's load disturbs less than wall time, the peak
@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -40,8 +41,9 @@ func main() {
 	runs := flag.Int("runs", 20, "runs of each command")
 	bin := flag.String("tally", "", "a built tally binary (default: build ./cmd/tally)")
 	n := flag.Int("n", 10000, "promises in the read ledger")
+	before := flag.String("before", "", "another tally binary (an older commit's) to time beside, command for command, in the same run")
 	flag.Parse()
-	if err := run(*runs, *bin, *n); err != nil {
+	if err := run(*runs, *bin, *n, *before); err != nil {
 		fmt.Fprintln(os.Stderr, "start:", err)
 		os.Exit(1)
 	}
@@ -50,6 +52,7 @@ func main() {
 // sample is one run of one command.
 type sample struct {
 	wall, cpu time.Duration
+	faults    int64 // minor page faults
 }
 
 type command struct {
@@ -60,7 +63,7 @@ type command struct {
 	peak string // MiB, measured once
 }
 
-func run(runs int, bin string, n int) error {
+func run(runs int, bin string, n int, before string) error {
 	tmp, err := os.MkdirTemp("", "tally-start-")
 	if err != nil {
 		return err
@@ -72,11 +75,13 @@ func run(runs int, bin string, n int) error {
 		return fmt.Errorf("build hello-world: %w", err)
 	}
 	if bin == "" {
+		// Both binaries, side by side, as `go install ./cmd/...` leaves them.
 		bin = filepath.Join(tmp, "tally")
-		if err := goCmd("", "build", "-o", bin, "./cmd/tally"); err != nil {
+		if err := goCmd("", "build", "-o", tmp, "./cmd/tally", "./cmd/tally-server"); err != nil {
 			return fmt.Errorf("build tally: %w", err)
 		}
 	}
+	server := filepath.Join(filepath.Dir(bin), "tally-server")
 	gen := filepath.Join(tmp, "gen")
 	if err := goCmd("", "build", "-o", gen, "./bench/gen"); err != nil {
 		return fmt.Errorf("build gen: %w", err)
@@ -116,13 +121,31 @@ func run(runs int, bin string, n int) error {
 	cmds := []*command{
 		{name: "hello-world", argv: []string{hello}},
 		{name: "tally version", argv: []string{bin, "version"}},
+		// The whole CLI in one binary, as tally was before the split.
+		{name: "tally-server version", argv: []string{server, "version"}},
 		{name: "tally promise (empty ledger)", argv: promise(empty), env: actor},
 		{name: fmt.Sprintf("tally promise (%d promises)", n), argv: promise(big), env: actor},
 		{name: fmt.Sprintf("tally ls --json (%d)", n), argv: []string{bin, "--dir", big, "ls", "--json", "--now", now}},
 		{name: fmt.Sprintf("tally ls (%d)", n), argv: []string{bin, "--dir", big, "ls", "--now", now}},
 	}
+	if _, err := os.Stat(server); err != nil {
+		cmds = slices.Delete(cmds, 2, 3) // a tally from before the split: no tally-server
+	}
+	main := len(cmds)
+	if before != "" {
+		for _, c := range cmds[1:main] {
+			if strings.HasPrefix(c.name, "tally-server") {
+				continue
+			}
+			argv := append([]string{before}, c.argv[1:]...)
+			cmds = append(cmds, &command{name: "before: " + c.name, argv: argv, env: c.env})
+		}
+	}
 	inits := map[string]string{}
-	for _, c := range cmds[:2] {
+	for _, c := range cmds[:3] {
+		if strings.HasPrefix(c.name, "tally promise") {
+			continue
+		}
 		s, err := initTrace(c)
 		if err != nil {
 			return err
@@ -147,25 +170,43 @@ func run(runs int, bin string, n int) error {
 
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("%d runs each, interleaved; load average %s", runs, load)
-	fmt.Printf("%-34s %10s %10s %10s\n", "command", "wall ms", "cpu ms", "peak MiB")
+	fmt.Printf("%-34s %10s %10s %10s %10s\n", "command", "wall ms", "cpu ms", "faults", "peak MiB")
 	for _, c := range cmds {
-		fmt.Printf("%-34s %10.2f %10.2f %10s\n", c.name, ms(median(c.out, wallOf)), ms(median(c.out, cpuOf)), c.peak)
+		fmt.Printf("%-34s %10.2f %10.2f %10d %10s\n", c.name, ms(median(c.out, wallOf)), ms(median(c.out, cpuOf)), median(c.out, faultsOf), c.peak)
 	}
-	for _, name := range []string{"hello-world", "tally version"} {
+	for _, name := range []string{"hello-world", "tally version", "tally-server version"} {
 		fmt.Printf("inittrace %-22s %s\n", name, inits[name])
 	}
+	rest := cmds[main:]
 	hw, ver := cmds[0], cmds[1]
+	whole := (*command)(nil)
+	if strings.HasPrefix(cmds[2].name, "tally-server") {
+		whole = cmds[2]
+		cmds = append(cmds[:2:2], cmds[3:main]...)
+	} else {
+		cmds = cmds[:main]
+	}
 	fmt.Println()
 	ratio := func(what string, a, b *command, of func(sample) time.Duration, target string) {
 		fmt.Printf("%-58s %7.2f  (%s)\n", what, float64(median(a.out, of))/float64(median(b.out, of)), target)
 	}
 	ratio("start: tally version / hello-world, wall", ver, hw, wallOf, "target <= 1.5")
 	ratio("start: tally version / hello-world, cpu", ver, hw, cpuOf, "target <= 1.5")
+	ratio("start: tally version / hello-world, page faults", ver, hw, faultsOf, "robust under load")
+	if whole != nil {
+		ratio("start: tally-server version / hello-world, wall", whole, hw, wallOf, "one binary")
+		ratio("start: tally-server version / hello-world, page faults", whole, hw, faultsOf, "one binary")
+	}
 	ratio("append: tally promise (empty) / tally version, wall", cmds[2], ver, wallOf, "target <= 1.2")
 	fmt.Printf("%-58s %+7.2f  (target <= +5 ms)\n", fmt.Sprintf("open: tally promise (%d) - tally version, wall ms", n),
 		ms(median(cmds[3].out, wallOf)-median(ver.out, wallOf)))
 	fmt.Printf("%-58s %7.2f  (target <= 40 ms)\n", fmt.Sprintf("read: tally ls --json (%d), wall ms", n), ms(median(cmds[4].out, wallOf)))
 	fmt.Printf("%-58s %7.2f  (target <= 40 ms)\n", fmt.Sprintf("read: tally ls (%d), wall ms", n), ms(median(cmds[5].out, wallOf)))
+	for i, b := range rest {
+		now := cmds[1+i]
+		fmt.Printf("%-58s %7.2f  (wall; cpu %.2f, faults %.2f)\n", "now / before: "+now.name, float64(median(now.out, wallOf))/float64(median(b.out, wallOf)),
+			float64(median(now.out, cpuOf))/float64(median(b.out, cpuOf)), float64(median(now.out, faultsOf))/float64(median(b.out, faultsOf)))
+	}
 	return nil
 }
 
@@ -219,7 +260,11 @@ func measure(c *command) (sample, error) {
 		return sample{}, fmt.Errorf("%v: %s", err, stderr.String())
 	}
 	wall := time.Since(start)
-	return sample{wall: wall, cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}, nil
+	var faults int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		faults = ru.Minflt
+	}
+	return sample{wall: wall, cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), faults: faults}, nil
 }
 
 // peakRSS is c's peak resident memory in MiB, as GNU time reports it, or
@@ -278,8 +323,9 @@ func initTrace(c *command) (string, error) {
 	return fmt.Sprintf("%d packages, %.2f ms, %d bytes, %d allocs", pkgs, clock, bytesN, allocs), nil
 }
 
-func wallOf(s sample) time.Duration { return s.wall }
-func cpuOf(s sample) time.Duration  { return s.cpu }
+func wallOf(s sample) time.Duration   { return s.wall }
+func faultsOf(s sample) time.Duration { return time.Duration(s.faults) }
+func cpuOf(s sample) time.Duration    { return s.cpu }
 
 func median(ss []sample, of func(sample) time.Duration) time.Duration {
 	v := make([]time.Duration, len(ss))
