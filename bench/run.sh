@@ -32,6 +32,7 @@ gobench ./ledger '^BenchmarkSubmitVsRawFsync$' 2000x
 gobench ./ledger '^BenchmarkGroupCommit$' 8000x
 gobench ./ledger '^BenchmarkFoldVsJSON$' 3x
 gobench ./ledger '^BenchmarkMemoryPerPromise$' 1x
+[[ -n ${SKIP_START:-} ]] || go run ./bench/start 2>&1 | tee -a "$out" | grep -E '^(start|append|open|read|now / before):' >&2
 [[ -n ${SKIP_PEERS:-} ]] || bash bench/peers.sh 2>&1 | tee -a "$out" | grep -E '^figure' >&2
 [[ -n ${SKIP_1M:-} ]] || bash bench/ledger1m.sh 2>&1 | tee -a "$out" | grep -E '^figure' >&2
 

@@ -49,6 +49,9 @@ type Streams struct {
 	Cwd      string
 	Now      func() time.Time
 	Terminal bool // stdout is a terminal: colour allowed unless NO_COLOR
+	// Server runs a command line with tally-server, for the verbs only it
+	// holds (hosted.go); nil where no process may be replaced.
+	Server func(args []string) error
 }
 
 // System returns the process's real streams.
@@ -58,7 +61,7 @@ func System() Streams {
 	if fi, err := os.Stdout.Stat(); err == nil {
 		term = fi.Mode()&os.ModeCharDevice != 0
 	}
-	return Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, Getenv: os.Getenv, Cwd: cwd, Now: time.Now, Terminal: term}
+	return Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, Getenv: os.Getenv, Cwd: cwd, Now: time.Now, Terminal: term, Server: execServer}
 }
 
 // usageError marks an error as a usage error (exit 2).
@@ -72,6 +75,7 @@ func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format
 // global holds the flags every verb shares.
 type global struct {
 	io      Streams
+	args    []string // the command line, without the program's name
 	dir     string
 	session string
 	json    bool
@@ -170,10 +174,15 @@ func (g *global) abs(p string) string {
 	return filepath.Join(g.io.Cwd, p)
 }
 
-// Main runs tally with args and returns its exit code.
-func Main(args []string, io Streams) ExitCode {
-	g := &global{io: io}
-	root := newRoot(g)
+// Main runs tally with args and returns its exit code; the hosted verbs
+// run through io.Server.
+func Main(args []string, io Streams) ExitCode { return MainWith(args, io, nil) }
+
+// MainWith runs tally with args and the hosted verbs hosted adds (nil:
+// stand-ins that run them through io.Server) and returns its exit code.
+func MainWith(args []string, io Streams, hosted Hosted) ExitCode {
+	g := &global{io: io, args: args}
+	root := newRoot(g, hosted)
 	root.SetArgs(args)
 	root.SetIn(g.io.In)
 	root.SetOut(io.Out)
@@ -236,7 +245,7 @@ func isFlagError(err error) bool {
 	return false
 }
 
-func newRoot(g *global) *cobra.Command {
+func newRoot(g *global, hosted Hosted) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "tally",
 		Short: "A durable ledger of obligations between agents",
@@ -265,15 +274,18 @@ func newRoot(g *global) *cobra.Command {
 		newInit(g), newPromise(g), newAmend(g), newResolve(g), newAssess(g),
 		newShow(g), newLs(g), newOwed(g), newGraph(g),
 		newExport(g), newImport(g), newVerify(g), newVersion(g), newDemo(g),
-		newServe(g), newToken(g),
+		newToken(g),
 	)
 	// Each family adds its verbs from its own file.
 	addClaimCommands(root, g)
 	addExpectCommands(root, g)
 	addA2ACommands(root, g)
 	addPrimeCommands(root, g)
-	addMCPCommands(root, g)
-	root.AddCommand(newCluster(g), newBackup(g), newRestore(g))
+	if hosted != nil {
+		hosted(root, Env{g})
+	} else {
+		addStandIns(root, g)
+	}
 	root.InitDefaultCompletionCmd() // cobra adds it at Execute, after the guard otherwise
 	guardGroups(root)
 	return root

@@ -30,7 +30,7 @@ func TestUnknownVerbOfEveryGroup(t *testing.T) {
 			walk(s)
 		}
 	}
-	walk(newRoot(&global{}))
+	walk(newRoot(&global{}, nil))
 	if len(groups) < 8 {
 		t.Fatalf("found only %d command groups", len(groups))
 	}

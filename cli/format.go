@@ -5,7 +5,6 @@ import (
 	"io"
 	"strings"
 	"tally/jsondoc"
-	"text/tabwriter"
 	"time"
 
 	"tally/instant"
@@ -112,8 +111,6 @@ func stateColor(v *promise.View) string {
 		return ansiDim
 	}
 }
-
-func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
 
 // clip shortens text for a table cell.
 func clip(s string, n int) string {

@@ -30,6 +30,8 @@ func (g *global) promises(ctx context.Context, o readOptions, f promise.Filter) 
 	if err != nil {
 		return service.PromiseList{}, err
 	}
+	// Text is printed from the views; only --json prints the document.
+	call.ViewsOnly = !g.json
 	return svc.ListPromises(ctx, call, f)
 }
 
@@ -181,9 +183,17 @@ func newLs(g *global) *cobra.Command {
 			}
 			t := newTable(g.io.Out)
 			fmt.Fprintln(t, "ID\tSTATE\tDUE\tBY → TO\tPROMISE")
+			// Each row appended into one buffer: Fprintf's boxing and
+			// clip's copies were most of a long list's allocations.
+			var row []byte
 			for i := range vs {
 				v := &vs[i]
-				fmt.Fprintf(t, "%s\t%s\t%s\t%s → %s\t%s\n", v.ID, paint(g.color(), stateColor(v), string(v.State)), due(v, now), v.By, v.To, clip(v.Promise, 60))
+				row = append(append(row[:0], v.ID...), '\t')
+				row = append(append(row, paint(g.color(), stateColor(v), string(v.State))...), '\t')
+				row = append(append(row, due(v, now)...), '\t')
+				row = append(append(append(append(row, v.By...), " → "...), v.To...), '\t')
+				row = append(appendClip(row, v.Promise, 60), '\n')
+				t.Write(row)
 			}
 			return t.Flush()
 		},

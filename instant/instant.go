@@ -147,6 +147,14 @@ func Add(p int64, d time.Duration) int64 {
 // only when present.
 func Format(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
+// AppendQuoted appends Format(t) as a JSON string, without the string's
+// allocation: an RFC 3339 time holds nothing JSON escapes.
+func AppendQuoted(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"')
+}
+
 // Parse reads an RFC 3339 instant (any offset; the result is UTC) and
 // refuses one tally cannot keep exactly.
 func Parse(field, v string) (time.Time, error) {

@@ -3,6 +3,7 @@ package instant
 import (
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -304,6 +305,19 @@ func TestSpan(t *testing.T) {
 			t.Errorf("%v: %q", want, got)
 		} else if back, err := ParseISODuration("d", got); err != nil || back != d {
 			t.Errorf("%v formats as %s, which reads back as %v, %v", d, got, back, err)
+		}
+	}
+}
+
+// TestAppendQuoted: the appended form is Format's string, quoted as JSON
+// (and as Go: an RFC 3339 time needs no escape in either).
+func TestAppendQuoted(t *testing.T) {
+	for _, at := range []time.Time{
+		{}, time.Date(2026, 9, 1, 17, 0, 0, 0, time.UTC), time.Date(2026, 9, 1, 17, 0, 0, 123456789, time.UTC),
+		time.Date(2026, 9, 1, 19, 0, 0, 500, time.FixedZone("x", 2*3600)), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+	} {
+		if got, want := string(AppendQuoted([]byte("x"), at)), "x"+strconv.Quote(Format(at)); got != want {
+			t.Errorf("%v: %s, want %s", at, got, want)
 		}
 	}
 }

@@ -31,3 +31,21 @@ func TestDecodeViewRoundTrip(t *testing.T) {
 		t.Fatalf("list round trip: %v", err)
 	}
 }
+
+// TestPromiseListAsMembers: the list document written into one buffer is
+// the document its members make, byte for byte, empty or not.
+func TestPromiseListAsMembers(t *testing.T) {
+	at := time.Date(2026, 9, 1, 17, 0, 0, 123456789, time.UTC)
+	views := []promise.View{
+		{ID: "p1", Promise: "ship \"it\"", By: "a", To: "b", Until: at, Horizons: []time.Time{at}, State: promise.Owed, Declared: at},
+		{ID: "p2", Promise: "x", By: "a", To: "b", On: "p1", Until: at, Horizons: []time.Time{at}, State: promise.Conditional, Declared: at},
+	}
+	for _, vs := range [][]promise.View{nil, views[:1], views} {
+		for _, name := range []string{"promises", "owed"} {
+			want := Doc(M("now", S("2026-09-02T00:00:00Z")), M(name, ViewArray(vs)))
+			if got := PromiseList(time.Date(2026, 9, 2, 0, 0, 0, 0, time.UTC), name, vs); string(got) != string(want) {
+				t.Errorf("%d views under %s:\n got %s\nwant %s", len(vs), name, got, want)
+			}
+		}
+	}
+}

@@ -49,7 +49,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// tallyBinary builds the tally binary (once for the package's tests).
+// tallyBinary builds the tally binary, and tally-server beside it, which
+// tally runs `tally mcp` with (once for the package's tests).
 func tallyBinary(t *testing.T) string {
 	t.Helper()
 	built.once.Do(func() {
@@ -59,7 +60,7 @@ func tallyBinary(t *testing.T) string {
 		built.bin = filepath.Join(built.dir, "tally")
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		if out, err := exec.CommandContext(ctx, "go", "build", "-o", built.bin, "tally/cmd/tally").CombinedOutput(); err != nil {
+		if out, err := exec.CommandContext(ctx, "go", "build", "-o", built.dir, "tally/cmd/tally", "tally/cmd/tally-server").CombinedOutput(); err != nil {
 			built.err = fmt.Errorf("build tally: %v\n%s", err, out)
 		}
 	})

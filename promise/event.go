@@ -287,7 +287,7 @@ func fieldOf(key []byte) field {
 func (e *Event) Encode() []byte {
 	b := make([]byte, 0, 256)
 	b = append(b, `{"ts":`...)
-	b = jsonline.AppendString(b, instant.Format(e.TS))
+	b = instant.AppendQuoted(b, e.TS)
 	b = append(b, `,"type":`...)
 	b = jsonline.AppendString(b, e.Type)
 	str := func(name, v string) {

@@ -131,5 +131,8 @@ func (s *Local) ListPromises(ctx context.Context, c Call, f promise.Filter) (Pro
 	}
 	now := s.at(c)
 	vs := l.Promises(f, now)
+	if c.ViewsOnly {
+		return PromiseList{Now: now, Promises: vs}, nil
+	}
 	return PromiseList{Doc: Doc{JSON: jsondoc.PromiseList(now, "promises", vs)}, Now: now, Promises: vs}, nil
 }

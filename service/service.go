@@ -41,6 +41,11 @@ type Call struct {
 	// acknowledged elsewhere. Only a cluster node reads otherwise; every
 	// other Service's reads are current whatever it says.
 	Stale bool
+	// ViewsOnly says the caller prints a read's views itself and never
+	// reads its Doc.JSON: a Service may leave the document out (a list
+	// of 10,000 promises is megabytes to encode for nothing). A Service
+	// that gets its views from the document ignores it.
+	ViewsOnly bool
 }
 
 // Consistency names a read's consistency in the API (the consistency query

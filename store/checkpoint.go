@@ -111,7 +111,9 @@ func checkpointTrailer(crc uint32, n int64, context string) (sum [32]byte) {
 	return sum
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli is the CRC-32C table; hash/crc32 makes it once, on first use,
+// not at every process's start.
+func castagnoli() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) }
 
 // ReadCheckpoint returns the checkpoint's position and payload if the file
 // is whole and the log still holds, at that position, the line the
@@ -152,7 +154,7 @@ func (l *Log) ReadCheckpointAsync() (Position, []byte, func() error, error) {
 	body, sum := b[:len(b)-32], b[len(b)-32:]
 	summed := make(chan error, 1)
 	go func() {
-		want := checkpointTrailer(crc32.Checksum(body, castagnoli), int64(len(body)), context)
+		want := checkpointTrailer(crc32.Checksum(body, castagnoli()), int64(len(body)), context)
 		if !bytes.Equal(want[:], sum) {
 			summed <- fmt.Errorf("%w: checksum mismatch", ErrNoCheckpoint)
 			return
@@ -235,7 +237,7 @@ func (w *checkpointWriter) write(b []byte) error {
 		if _, err := w.f.Write(piece); err != nil {
 			return err
 		}
-		w.crc = crc32.Update(w.crc, castagnoli, piece)
+		w.crc = crc32.Update(w.crc, castagnoli(), piece)
 		w.off += int64(len(piece))
 		w.flush(false)
 		b = b[len(piece):]

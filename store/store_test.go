@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -364,7 +365,7 @@ func TestCheckpointStreamedAndVersion2(t *testing.T) {
 	copy(v2[24:], pos.Hash[:])
 	binary.LittleEndian.PutUint64(v2[56:], uint64(len(payload)))
 	v2 = append(v2, payload...)
-	sum := checkpointTrailer(crc32.Checksum(v2, castagnoli), int64(len(v2)), checkpointContextV2)
+	sum := checkpointTrailer(crc32.Checksum(v2, castagnoli()), int64(len(v2)), checkpointContextV2)
 	if err := os.WriteFile(filepath.Join(dir, checkpointName), append(v2, sum[:]...), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +374,7 @@ func TestCheckpointStreamedAndVersion2(t *testing.T) {
 	}
 	// A version 2 file whose length field disagrees is ignored.
 	binary.LittleEndian.PutUint64(v2[56:], uint64(len(payload)+1))
-	sum = checkpointTrailer(crc32.Checksum(v2, castagnoli), int64(len(v2)), checkpointContextV2)
+	sum = checkpointTrailer(crc32.Checksum(v2, castagnoli()), int64(len(v2)), checkpointContextV2)
 	os.WriteFile(filepath.Join(dir, checkpointName), append(v2, sum[:]...), 0o644)
 	if _, _, err := l.ReadCheckpoint(); !errors.Is(err, ErrNoCheckpoint) {
 		t.Fatalf("version 2 checkpoint with a wrong length accepted: %v", err)
@@ -402,6 +403,33 @@ func TestNames(t *testing.T) {
 	for _, bad := range []string{"", "..", ".hidden", "a/b", "a b", strings.Repeat("x", 65)} {
 		if CheckName("tenant", bad) == nil {
 			t.Errorf("accepted %q", bad)
+		}
+	}
+}
+
+// TestNamesAsTheExpression: the hand-written check accepts exactly what the
+// expression it replaced accepts, over every short name of an alphabet with
+// each class of byte, and at the length limit.
+func TestNamesAsTheExpression(t *testing.T) {
+	re := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	alphabet := []byte("aZ09._-/ \x00\xff")
+	var walk func(prefix []byte)
+	walk = func(prefix []byte) {
+		name := string(prefix)
+		if got, want := validName(name), re.MatchString(name); got != want {
+			t.Fatalf("%q: valid %v, the expression %v", name, got, want)
+		}
+		if len(prefix) == 3 {
+			return
+		}
+		for _, c := range alphabet {
+			walk(append(prefix, c))
+		}
+	}
+	walk(nil)
+	for _, name := range []string{strings.Repeat("a", 64), strings.Repeat("a", 65), "a" + strings.Repeat("-", 63), "-" + strings.Repeat("a", 63)} {
+		if got, want := validName(name), re.MatchString(name); got != want {
+			t.Errorf("%d bytes %q…: valid %v, the expression %v", len(name), name[:2], got, want)
 		}
 	}
 }
@@ -462,7 +490,7 @@ func FuzzReadCheckpoint(f *testing.F) {
 	v2 := append([]byte(checkpointMagicV2), good[len(checkpointMagic):checkpointHead]...)
 	v2 = binary.LittleEndian.AppendUint64(v2, uint64(len("a state")))
 	v2 = append(v2, "a state"...)
-	sum := checkpointTrailer(crc32.Checksum(v2, castagnoli), int64(len(v2)), checkpointContextV2)
+	sum := checkpointTrailer(crc32.Checksum(v2, castagnoli()), int64(len(v2)), checkpointContextV2)
 	f.Add(append(v2, sum[:]...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(dir, checkpointName)

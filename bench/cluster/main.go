@@ -6,7 +6,7 @@
 // many events catches up. Every node runs as a real `tally serve` process
 // on 127.0.0.1.
 //
-//	go build -o /tmp/tally ./cmd/tally
+//	go build -o /tmp/ ./cmd/...   # tally, and tally-server, which runs its serve
 //	go run ./bench/cluster -tally /tmp/tally -clients 64 -duration 10s -rounds 3 -failovers 10
 //	go run ./bench/cluster -tally /tmp/tally -catchup 100000 -rounds 0 -failovers 0
 package main

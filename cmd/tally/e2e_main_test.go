@@ -1,8 +1,9 @@
 package main
 
-// End-to-end tests: TestMain builds the real tally binary (and the crash
-// child) once; every test runs them as separate processes against its own
-// ledger in t.TempDir().
+// End-to-end tests: TestMain builds the real tally binary, tally-server
+// beside it (which tally runs for serve, mcp, cluster, backup and restore)
+// and the crash child once; every test runs them as separate processes
+// against its own ledger in t.TempDir().
 
 import (
 	"bytes"
@@ -39,6 +40,11 @@ func TestMain(m *testing.M) {
 	crashBin = filepath.Join(dir, "crashchild")
 	if err := goBuild(tallyBin, "tally/cmd/tally"); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: build tally:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	if err := goBuild(filepath.Join(dir, "tally-server"), "tally/cmd/tally-server"); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: build tally-server:", err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}

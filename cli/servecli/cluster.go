@@ -1,4 +1,4 @@
-package cli
+package servecli
 
 // tally cluster status|members|groups|placements: a cluster node's view,
 // over its HTTP address; and the operator's changes, signed with the join
@@ -19,29 +19,30 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tally/cli"
 	"tally/cluster"
 	"tally/cluster/replica"
 )
 
-func newCluster(g *global) *cobra.Command {
+func newCluster(g cli.Env) *cobra.Command {
 	var addr string
 	c := &cobra.Command{
 		Use:   "cluster",
-		Short: "A cluster node's view of the cluster, and its operator's changes: status, members, groups, placements, transfer-leader, add-node, remove-node, place",
+		Short: cli.HostedShort("cluster"),
 		// These verbs always ask a node, so TALLY_URL is theirs to use.
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
 	}
 	c.PersistentFlags().StringVar(&addr, "node", "", "the node's --addr (default: $TALLY_URL, else 127.0.0.1:7420)")
-	view := func(use, short string, print func(g *global, st cluster.Status) error) *cobra.Command {
+	view := func(use, short string, print func(g cli.Env, st cluster.Status) error) *cobra.Command {
 		return &cobra.Command{
 			Use: use, Short: short, Args: cobra.NoArgs,
 			RunE: func(c *cobra.Command, _ []string) error {
-				raw, st, err := g.clusterStatus(c.Context(), addr)
+				raw, st, err := clusterStatus(g, c.Context(), addr)
 				if err != nil {
 					return err
 				}
-				if g.json {
-					_, err := g.io.Out.Write(raw)
+				if g.JSON() {
+					_, err := g.IO().Out.Write(raw)
 					return err
 				}
 				return print(g, st)
@@ -50,7 +51,7 @@ func newCluster(g *global) *cobra.Command {
 	}
 	var secret string
 	c.PersistentFlags().StringVar(&secret, "join-secret", "", "the cluster's join secret, which signs the operator's requests (default: $TALLY_JOIN_SECRET)")
-	secretOf := func() (string, error) { return g.joinSecret(secret) }
+	secretOf := func() (string, error) { return joinSecret(g, secret) }
 	// signedNode is the secret to sign with and the node id arg names.
 	signedNode := func(arg string) (string, uint64, error) {
 		s, err := secretOf()
@@ -59,7 +60,7 @@ func newCluster(g *global) *cobra.Command {
 		}
 		id, err := strconv.ParseUint(arg, 10, 64)
 		if err != nil || id == 0 {
-			return "", 0, usagef("node: %q is not a node id", arg)
+			return "", 0, cli.Usagef("node: %q is not a node id", arg)
 		}
 		return s, id, nil
 	}
@@ -72,10 +73,10 @@ func newCluster(g *global) *cobra.Command {
 				return err
 			}
 			if group == 0 || to == 0 {
-				return usagef("group, to: both required")
+				return cli.Usagef("group, to: both required")
 			}
 			body := cluster.SignTransfer(s, cluster.TransferRequest{Group: group, To: to})
-			return g.clusterPost(c.Context(), addr, cluster.TransferLeaderPath, body, fmt.Sprintf("group %d is led by node %d", group, to))
+			return clusterPost(g, c.Context(), addr, cluster.TransferLeaderPath, body, fmt.Sprintf("group %d is led by node %d", group, to))
 		},
 	}
 	transfer.Flags().Uint64Var(&group, "group", 0, "the group (see tally cluster groups)")
@@ -88,7 +89,7 @@ func newCluster(g *global) *cobra.Command {
 				return err
 			}
 			body := cluster.SignRemove(s, cluster.RemoveRequest{ID: id})
-			return g.clusterPost(c.Context(), addr, cluster.RemoveNodePath, body, fmt.Sprintf("node %d removed; each group's leader takes it out", id))
+			return clusterPost(g, c.Context(), addr, cluster.RemoveNodePath, body, fmt.Sprintf("node %d removed; each group's leader takes it out", id))
 		},
 	}
 	var raftAddr, apiAddr, zone string
@@ -102,13 +103,13 @@ func newCluster(g *global) *cobra.Command {
 				return err
 			}
 			if raftAddr == "" || apiAddr == "" {
-				return usagef("raft-addr, addr: both required, as the node will be started with")
+				return cli.Usagef("raft-addr, addr: both required, as the node will be started with")
 			}
 			m := replica.Member{ID: id, RaftAddr: raftAddr, Addr: apiAddr, Zone: zone}
 			body := cluster.SignAdd(s, cluster.AddRequest{Member: m})
-			return g.clusterPost(c.Context(), addr, cluster.AddNodePath, body,
+			return clusterPost(g, c.Context(), addr, cluster.AddNodePath, body,
 				fmt.Sprintf("node %d added; start it: tally serve --cluster --node-id %d --raft-addr %s --addr %s%s --data DIR --join-secret … --join %s",
-					id, id, raftAddr, apiAddr, map[bool]string{true: "", false: " --zone " + zone}[zone == ""], strings.TrimPrefix(g.nodeURL(addr), "http://")))
+					id, id, raftAddr, apiAddr, map[bool]string{true: "", false: " --zone " + zone}[zone == ""], strings.TrimPrefix(nodeURL(g, addr), "http://")))
 		},
 	}
 	add.Flags().StringVar(&raftAddr, "raft-addr", "", "the node's --raft-addr, where its peers will reach it")
@@ -124,20 +125,20 @@ func newCluster(g *global) *cobra.Command {
 
 // joinSecret is the join secret an operator's request is signed with:
 // given, else TALLY_JOIN_SECRET.
-func (g *global) joinSecret(given string) (string, error) {
+func joinSecret(g cli.Env, given string) (string, error) {
 	if given == "" {
-		given = g.io.Getenv("TALLY_JOIN_SECRET")
+		given = g.IO().Getenv("TALLY_JOIN_SECRET")
 	}
 	if given == "" {
-		return "", usagef("join-secret: required (or TALLY_JOIN_SECRET) to sign the request")
+		return "", cli.Usagef("join-secret: required (or TALLY_JOIN_SECRET) to sign the request")
 	}
 	return given, nil
 }
 
 // nodeURL is the node a cluster verb asks.
-func (g *global) nodeURL(addr string) string {
+func nodeURL(g cli.Env, addr string) string {
 	if addr == "" {
-		addr = g.remoteURL()
+		addr = g.RemoteURL()
 	}
 	if addr == "" {
 		addr = "127.0.0.1:7420"
@@ -150,22 +151,22 @@ func (g *global) nodeURL(addr string) string {
 
 // clusterPost posts an operator's request and prints the node's answer
 // (--json) or done.
-func (g *global) clusterPost(ctx context.Context, addr, path string, body any, done string) error {
-	return g.clusterPrint(ctx, addr, path, body, func([]byte) error {
-		_, err := fmt.Fprintln(g.io.Out, done)
+func clusterPost(g cli.Env, ctx context.Context, addr, path string, body any, done string) error {
+	return clusterPrint(g, ctx, addr, path, body, func([]byte) error {
+		_, err := fmt.Fprintln(g.IO().Out, done)
 		return err
 	})
 }
 
 // clusterPrint posts an operator's request and prints the node's answer:
 // as it came with --json, else through human.
-func (g *global) clusterPrint(ctx context.Context, addr, path string, body any, human func(raw []byte) error) error {
-	raw, err := g.clusterCall(ctx, addr, path, body)
+func clusterPrint(g cli.Env, ctx context.Context, addr, path string, body any, human func(raw []byte) error) error {
+	raw, err := clusterCall(g, ctx, addr, path, body)
 	if err != nil {
 		return err
 	}
-	if g.json {
-		_, err := g.io.Out.Write(raw)
+	if g.JSON() {
+		_, err := g.IO().Out.Write(raw)
 		return err
 	}
 	return human(raw)
@@ -174,15 +175,15 @@ func (g *global) clusterPrint(ctx context.Context, addr, path string, body any, 
 // clusterCall posts an operator's request and returns the node's answer;
 // a node that is not the group's leader answers with the leader's address,
 // where it is posted once more. A 400 is a usage error.
-func (g *global) clusterCall(ctx context.Context, addr, path string, body any) ([]byte, error) {
+func clusterCall(g cli.Env, ctx context.Context, addr, path string, body any) ([]byte, error) {
 	b, _ := json.Marshal(body)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	url := g.nodeURL(addr)
+	url := nodeURL(g, addr)
 	for hop := 0; ; hop++ {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+path, bytes.NewReader(b))
 		if err != nil {
-			return nil, usagef("node: %v", err)
+			return nil, cli.Usagef("node: %v", err)
 		}
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
@@ -200,27 +201,27 @@ func (g *global) clusterCall(ctx context.Context, addr, path string, body any) (
 		}
 		_ = json.Unmarshal(raw, &ref)
 		if resp.StatusCode == http.StatusServiceUnavailable && ref.LeaderAddr != "" && hop == 0 {
-			url = g.nodeURL(ref.LeaderAddr)
+			url = nodeURL(g, ref.LeaderAddr)
 			continue
 		}
 		if ref.Error == "" {
 			ref.Error = strings.TrimSpace(string(raw))
 		}
 		if resp.StatusCode == http.StatusBadRequest {
-			return nil, usagef("%s", ref.Error)
+			return nil, cli.Usagef("%s", ref.Error)
 		}
 		return nil, errors.New(ref.Error)
 	}
 }
 
 // clusterStatus asks the node for its status document.
-func (g *global) clusterStatus(ctx context.Context, addr string) ([]byte, cluster.Status, error) {
-	addr = g.nodeURL(addr)
+func clusterStatus(g cli.Env, ctx context.Context, addr string) ([]byte, cluster.Status, error) {
+	addr = nodeURL(g, addr)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, addr+cluster.StatusPath, nil)
 	if err != nil {
-		return nil, cluster.Status{}, usagef("node: %v", err)
+		return nil, cluster.Status{}, cli.Usagef("node: %v", err)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -241,8 +242,8 @@ func (g *global) clusterStatus(ctx context.Context, addr string) ([]byte, cluste
 	return raw, st, nil
 }
 
-func printClusterStatus(g *global, st cluster.Status) error {
-	w := g.io.Out
+func printClusterStatus(g cli.Env, st cluster.Status) error {
+	w := g.IO().Out
 	fmt.Fprintf(w, "cluster %s, seen from node %d\n", st.ClusterID, st.NodeID)
 	if r := st.Restored; r != nil {
 		from := "a ledger directory"
@@ -286,8 +287,8 @@ func printClusterStatus(g *global, st cluster.Status) error {
 	return nil
 }
 
-func printClusterMembers(g *global, st cluster.Status) error {
-	t := tabwriter.NewWriter(g.io.Out, 0, 4, 2, ' ', 0)
+func printClusterMembers(g cli.Env, st cluster.Status) error {
+	t := tabwriter.NewWriter(g.IO().Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(t, "ID\tRAFT\tADDR\tZONE")
 	for _, m := range st.Members {
 		fmt.Fprintf(t, "%d\t%s\t%s\t%s\n", m.ID, m.RaftAddr, m.Addr, m.Zone)
@@ -295,8 +296,8 @@ func printClusterMembers(g *global, st cluster.Status) error {
 	return t.Flush()
 }
 
-func printClusterGroups(g *global, st cluster.Status) error {
-	t := tabwriter.NewWriter(g.io.Out, 0, 4, 2, ' ', 0)
+func printClusterGroups(g cli.Env, st cluster.Status) error {
+	t := tabwriter.NewWriter(g.IO().Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(t, "GROUP\tKIND\tLEADER\tTERM\tCOMMIT\tAPPLIED\tVOTERS\tLEARNERS\tQUORUM")
 	ids := func(v []uint64) string {
 		s := make([]string, len(v))

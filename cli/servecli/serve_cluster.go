@@ -1,4 +1,4 @@
-package cli
+package servecli
 
 // tally serve --cluster: the server over a cluster node's Service instead
 // of a ledger directory.
@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"tally/auth"
+	"tally/cli"
 	"tally/cluster"
 	"tally/server"
 	"tally/service"
@@ -47,26 +48,26 @@ func (f *clusterFlags) register(c *cobra.Command) {
 // replica ledger directory. A data directory tally restore made gives the
 // first start its node id, addresses and zone where the flags do not, and
 // that start bootstraps the restored cluster.
-func (f *clusterFlags) prepare(g *global, c *cobra.Command, addr *string) error {
+func (f *clusterFlags) prepare(g cli.Env, c *cobra.Command, addr *string) error {
 	if !f.on {
 		if f.nodeID != 0 || f.raftAddr != "" || f.data != "" || f.secret != "" || f.bootstrap || f.join != "" {
-			return usagef("cluster: --node-id, --raft-addr, --data, --join-secret, --bootstrap and --join need --cluster")
+			return cli.Usagef("cluster: --node-id, --raft-addr, --data, --join-secret, --bootstrap and --join need --cluster")
 		}
 		return nil
 	}
-	if g.dir != "" {
-		return usagef("dir: a cluster node keeps its ledger under --data; drop --dir")
+	if g.Dir() != "" {
+		return cli.Usagef("dir: a cluster node keeps its ledger under --data; drop --dir")
 	}
 	if f.data == "" {
-		return usagef("data: --cluster needs --data DIR")
+		return cli.Usagef("data: --cluster needs --data DIR")
 	}
-	m, restored, err := cluster.PendingMember(g.abs(f.data))
+	m, restored, err := cluster.PendingMember(g.Abs(f.data))
 	if err != nil {
 		return err
 	}
 	if restored {
 		if f.join != "" {
-			return usagef("join: %s holds a restored backup, which starts as the first node of its own new cluster; drop --join", f.data)
+			return cli.Usagef("join: %s holds a restored backup, which starts as the first node of its own new cluster; drop --join", f.data)
 		}
 		f.bootstrap = true
 		given := c.Flags().Changed
@@ -84,9 +85,9 @@ func (f *clusterFlags) prepare(g *global, c *cobra.Command, addr *string) error 
 		}
 	}
 	if !f.bootstrap && f.join == "" && !isNode(f.data) {
-		return usagef("bootstrap, join: a new node needs --bootstrap (the first) or --join ADDR (the others)")
+		return cli.Usagef("bootstrap, join: a new node needs --bootstrap (the first) or --join ADDR (the others)")
 	}
-	g.dir = filepath.Join(g.abs(f.data), "ledger")
+	g.SetDir(filepath.Join(g.Abs(f.data), "ledger"))
 	return nil
 }
 
@@ -97,23 +98,23 @@ func isNode(data string) bool {
 
 // serveCluster starts the node (bootstrapping or joining it when its data
 // is new) and serves the API through it.
-func (g *global) serveCluster(c *cobra.Command, cfg server.Config, f *clusterFlags) error {
+func serveCluster(g cli.Env, c *cobra.Command, cfg server.Config, f *clusterFlags) error {
 	ctx, stop := signal.NotifyContext(c.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	timekeeper := cfg.Ledger.Timekeeper
 	cc := cluster.Config{
-		NodeID: f.nodeID, RaftAddr: f.raftAddr, Addr: cfg.Addr, Zone: f.zone, Data: g.abs(f.data), Secret: f.secret,
-		Bootstrap: f.bootstrap, Join: f.join, Groups: f.groups, Tick: f.tick, WatchEvery: cfg.WatchEvery, Ledger: cfg.Ledger, Logger: cfg.Logger, Version: Version,
+		NodeID: f.nodeID, RaftAddr: f.raftAddr, Addr: cfg.Addr, Zone: f.zone, Data: g.Abs(f.data), Secret: f.secret,
+		Bootstrap: f.bootstrap, Join: f.join, Groups: f.groups, Tick: f.tick, WatchEvery: cfg.WatchEvery, Ledger: cfg.Ledger, Logger: cfg.Logger, Version: cli.Version,
 		Local: func(s service.Sessions, lc service.LocalConfig) service.Service {
 			lc.Timekeeper, lc.RelativeLogs = timekeeper, true
 			return service.NewLocal(s, lc)
 		},
 		OnFirstToken: func(secret string, tok auth.Token) {
-			fmt.Fprintf(g.io.Out, "first admin token (%s, %s of every tenant's tokens; shown only now):\n%s\n", tok.ID, tok.Role, secret)
+			fmt.Fprintf(g.IO().Out, "first admin token (%s, %s of every tenant's tokens; shown only now):\n%s\n", tok.ID, tok.Role, secret)
 		},
 	}
 	if err := cc.Validate(); err != nil {
-		return usageError{err}
+		return cli.UsageError(err)
 	}
 	n, err := cluster.Start(ctx, cc)
 	if err != nil {
@@ -131,7 +132,7 @@ func (g *global) serveCluster(c *cobra.Command, cfg server.Config, f *clusterFla
 		}
 	}
 	err = s.Serve(ctx, func(a string) {
-		fmt.Fprintf(g.io.Out, "tally node %d of cluster %s serving on http://%s (raft %s, data %s)\n", n.ID(), n.ClusterID(), a, f.raftAddr, cc.Data)
+		fmt.Fprintf(g.IO().Out, "tally node %d of cluster %s serving on http://%s (raft %s, data %s)\n", n.ID(), n.ClusterID(), a, f.raftAddr, cc.Data)
 	})
 	return errors.Join(err, n.Close())
 }

@@ -1,4 +1,4 @@
-package cli
+package servecli
 
 // tally backup, tally backup verify and tally restore: a backup file
 // (package backup, docs/BACKUP.md) of a ledger directory or of a whole
@@ -26,6 +26,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"tally/backup"
+	"tally/cli"
 	"tally/cluster"
 	"tally/cluster/replica"
 	"tally/jsondoc"
@@ -36,11 +37,11 @@ type backupOptions struct {
 	to, node, secret string
 }
 
-func newBackup(g *global) *cobra.Command {
+func newBackup(g cli.Env) *cobra.Command {
 	o := &backupOptions{}
 	c := &cobra.Command{
 		Use:   "backup --to FILE [--dir D | --node ADDR]",
-		Short: "Write a verifiable backup of every session (the sequence each holds, its log, the artifacts it names): of a ledger directory, or of a cluster through any node",
+		Short: cli.HostedShort("backup"),
 		Long: `backup writes one file holding every session's log up to a cut, the cut's sequence and chain
 hash, the artifact bytes the sessions name, and a digest of it all (docs/BACKUP.md). Every write
 acknowledged before the backup began is in it.
@@ -57,14 +58,14 @@ is never replaced. --to - writes to standard output (the summary then goes to st
   TALLY_JOIN_SECRET="$SECRET" tally backup --to cluster.backup --node 10.0.0.2:7420
   tally backup verify cluster.backup`,
 		// A word after backup can only be a verb (verify), as for a group.
-		Args: unknownVerb,
+		Args: cli.UnknownVerb,
 		// TALLY_URL names the node to back up, so it is not refused here.
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
 		RunE: func(c *cobra.Command, _ []string) error {
 			if c.Flags().NFlag() == 0 {
 				return c.Help() // alone, like a command group
 			}
-			return g.runBackup(c.Context(), o)
+			return runBackup(g, c.Context(), o)
 		},
 	}
 	c.SuggestionsMinimumDistance = 2
@@ -77,42 +78,42 @@ is never replaced. --to - writes to standard output (the summary then goes to st
 		Short:   "Check a backup file without restoring it: every session's chain up to its cut, every artifact's digest, the file's digest; print what it holds",
 		Example: "  tally backup verify cluster.backup --json",
 		Args:    cobra.ExactArgs(1),
-		RunE:    func(c *cobra.Command, args []string) error { return g.runBackupVerify(args[0]) },
+		RunE:    func(c *cobra.Command, args []string) error { return runBackupVerify(g, args[0]) },
 	})
 	return c
 }
 
-func (g *global) runBackup(ctx context.Context, o *backupOptions) error {
+func runBackup(g cli.Env, ctx context.Context, o *backupOptions) error {
 	if o.to == "" {
-		return usagef("to: required: the file to write the backup to (- for standard output)")
+		return cli.Usagef("to: required: the file to write the backup to (- for standard output)")
 	}
 	node := o.node
-	if node != "" && g.dir != "" {
-		return usagef("dir, node: give one: --dir backs up a ledger directory, --node a cluster")
+	if node != "" && g.Dir() != "" {
+		return cli.Usagef("dir, node: give one: --dir backs up a ledger directory, --node a cluster")
 	}
-	if node == "" && g.dir == "" && g.io.Getenv("TALLY_DIR") == "" {
-		node = g.remoteURL()
+	if node == "" && g.Dir() == "" && g.IO().Getenv("TALLY_DIR") == "" {
+		node = g.RemoteURL()
 	}
 	var secret, root string
 	var err error
 	if node != "" {
-		secret, err = g.joinSecret(o.secret)
+		secret, err = joinSecret(g, o.secret)
 	} else {
-		root, err = g.ledgerRoot()
+		root, err = g.LedgerRoot()
 	}
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	out, err := g.createBackupFile(o.to)
+	out, err := createBackupFile(g, o.to)
 	if err != nil {
 		return err
 	}
 	defer out.discard()
 	var sum backup.Summary
 	if node == "" {
-		h := backup.Header{Tally: Version, Created: g.io.Now(), Source: backup.Source{Kind: backup.SourceLedger}}
+		h := backup.Header{Tally: cli.Version, Created: g.IO().Now(), Source: backup.Source{Kind: backup.SourceLedger}}
 		if st, serr := store.ReadSettings(root); serr != nil {
 			return serr
 		} else if st != (store.Settings{}) {
@@ -120,7 +121,7 @@ func (g *global) runBackup(ctx context.Context, o *backupOptions) error {
 		}
 		sum, err = backup.Take(ctx, out.w, h, root, backup.SettledCut)
 	} else {
-		sum, err = g.fetchBackup(ctx, node, secret, out.w)
+		sum, err = fetchBackup(g, ctx, node, secret, out.w)
 	}
 	if err != nil {
 		return err
@@ -128,21 +129,21 @@ func (g *global) runBackup(ctx context.Context, o *backupOptions) error {
 	if err := out.keep(sum); err != nil {
 		return err
 	}
-	w := g.io.Out
+	w := g.IO().Out
 	if o.to == "-" {
-		w = g.io.Err
+		w = g.IO().Err
 	}
-	return g.printBackup(w, o.to, "", sum)
+	return printBackup(g, w, o.to, "", sum)
 }
 
 // fetchBackup asks a cluster node for the whole cluster's backup and
 // writes it to w, verifying it as it comes.
-func (g *global) fetchBackup(ctx context.Context, node, secret string, w io.Writer) (backup.Summary, error) {
-	body, _ := json.Marshal(cluster.SignBackup(secret, g.io.Now()))
-	url := g.nodeURL(node)
+func fetchBackup(g cli.Env, ctx context.Context, node, secret string, w io.Writer) (backup.Summary, error) {
+	body, _ := json.Marshal(cluster.SignBackup(secret, g.IO().Now()))
+	url := nodeURL(g, node)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+cluster.BackupPath, strings.NewReader(string(body)))
 	if err != nil {
-		return backup.Summary{}, usagef("node: %v", err)
+		return backup.Summary{}, cli.Usagef("node: %v", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
@@ -160,7 +161,7 @@ func (g *global) fetchBackup(ctx context.Context, node, secret string, w io.Writ
 		case ref.Error == "":
 			return backup.Summary{}, fmt.Errorf("backup: %s answered %s: %s", url, resp.Status, strings.TrimSpace(string(raw)))
 		case resp.StatusCode == http.StatusBadRequest:
-			return backup.Summary{}, usagef("%s", ref.Error)
+			return backup.Summary{}, cli.Usagef("%s", ref.Error)
 		}
 		return backup.Summary{}, errors.New(ref.Error)
 	}
@@ -186,11 +187,11 @@ type backupFile struct {
 	path string
 }
 
-func (g *global) createBackupFile(name string) (*backupFile, error) {
+func createBackupFile(g cli.Env, name string) (*backupFile, error) {
 	if name == "-" {
-		return &backupFile{w: g.io.Out}, nil
+		return &backupFile{w: g.IO().Out}, nil
 	}
-	path := g.abs(name)
+	path := g.Abs(name)
 	if _, err := os.Lstat(path); err == nil {
 		return nil, fmt.Errorf("to: %s exists: a backup never replaces a file; name another", name)
 	}
@@ -238,8 +239,8 @@ func (b *backupFile) discard() {
 	}
 }
 
-func (g *global) runBackupVerify(name string) error {
-	f, err := os.Open(g.abs(name))
+func runBackupVerify(g cli.Env, name string) error {
+	f, err := os.Open(g.Abs(name))
 	if err != nil {
 		return fmt.Errorf("backup verify: %w", err)
 	}
@@ -248,7 +249,7 @@ func (g *global) runBackupVerify(name string) error {
 	if err != nil {
 		return fmt.Errorf("backup verify %s: %w", name, err)
 	}
-	return g.printBackup(g.io.Out, name, "", sum)
+	return printBackup(g, g.IO().Out, name, "", sum)
 }
 
 type restoreOptions struct {
@@ -258,11 +259,11 @@ type restoreOptions struct {
 	groups               int
 }
 
-func newRestore(g *global) *cobra.Command {
+func newRestore(g cli.Env) *cobra.Command {
 	o := &restoreOptions{}
 	c := &cobra.Command{
 		Use:   "restore FILE (--dir D | --data D [--node-id N] [--raft-addr HOST:PORT] [--addr HOST:PORT] [--zone Z] [--groups G])",
-		Short: "Restore a backup into a new ledger directory (--dir), or as the first node of a new cluster (--data); print the sequence each session was restored to",
+		Short: cli.HostedShort("restore"),
 		Long: `restore verifies the whole file first and writes nothing from a damaged one. D must not exist
 or be empty.
 
@@ -279,7 +280,7 @@ restore prints, are not in it.`,
   tally serve --cluster --data /var/lib/tally --join-secret "$SECRET"`,
 		Args:              cobra.ExactArgs(1),
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
-		RunE:              func(c *cobra.Command, args []string) error { return g.runRestore(c, args[0], o) },
+		RunE:              func(c *cobra.Command, args []string) error { return runRestore(g, c, args[0], o) },
 	}
 	f := c.Flags()
 	f.StringVar(&o.data, "data", "", "restore as the first node of a new cluster, into this data directory")
@@ -291,27 +292,27 @@ restore prints, are not in it.`,
 	return c
 }
 
-func (g *global) runRestore(c *cobra.Command, file string, o *restoreOptions) error {
+func runRestore(g cli.Env, c *cobra.Command, file string, o *restoreOptions) error {
 	switch {
 	case file == "-":
-		return usagef("FILE: a file, not standard input: restore reads it twice (verified, then written)")
-	case (g.dir == "") == (o.data == ""):
-		return usagef("dir, data: give one: --dir restores a ledger directory, --data the first node of a new cluster")
+		return cli.Usagef("FILE: a file, not standard input: restore reads it twice (verified, then written)")
+	case (g.Dir() == "") == (o.data == ""):
+		return cli.Usagef("dir, data: give one: --dir restores a ledger directory, --data the first node of a new cluster")
 	case o.data == "" && (c.Flags().Changed("node-id") || o.raftAddr != "" || o.addr != "" || o.zone != "" || o.groups != 0):
-		return usagef("node-id, raft-addr, addr, zone, groups: only with --data")
+		return cli.Usagef("node-id, raft-addr, addr, zone, groups: only with --data")
 	case o.nodeID == 0:
-		return usagef("node-id: must not be 0")
+		return cli.Usagef("node-id: must not be 0")
 	case o.groups < 0 || o.groups > cluster.MaxGroups:
-		return usagef("groups: %d: must be 1 to %d", o.groups, cluster.MaxGroups)
+		return cli.Usagef("groups: %d: must be 1 to %d", o.groups, cluster.MaxGroups)
 	}
-	target, field := g.dir, "dir"
+	target, field := g.Dir(), "dir"
 	if o.data != "" {
 		target, field = o.data, "data"
 	}
-	target = g.abs(target)
+	target = g.Abs(target)
 	ctx, stop := signal.NotifyContext(c.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	f, err := os.Open(g.abs(file))
+	f, err := os.Open(g.Abs(file))
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
@@ -350,9 +351,9 @@ func (g *global) runRestore(c *cobra.Command, file string, o *restoreOptions) er
 		return fmt.Errorf("restore %s: %w", file, err)
 	}
 	if o.data == "" {
-		return g.printBackup(g.io.Out, file, target, sum)
+		return printBackup(g, g.IO().Out, file, target, sum)
 	}
-	return g.printRestoredCluster(target, file, clusterID, sum)
+	return printRestoredCluster(g, target, file, clusterID, sum)
 }
 
 // mustBeNew refuses a target that exists and is not an empty directory.
@@ -393,13 +394,14 @@ func writeNew(dir string, write func() error) error {
 
 // printBackup prints what a backup holds: written (file), verified, or
 // restored into a ledger directory (into).
-func (g *global) printBackup(w io.Writer, file, into string, sum backup.Summary) error {
-	if g.json {
+func printBackup(g cli.Env, w io.Writer, file, into string, sum backup.Summary) error {
+	if g.JSON() {
 		ms := backupMembers(file, sum)
 		if into != "" {
-			ms = append(ms, member("restored_into", jsonString(into)))
+			ms = append(ms, jsondoc.M("restored_into", jsondoc.S(into)))
 		}
-		return writeJSONDoc(w, ms...)
+		_, err := w.Write(jsondoc.Doc(ms...))
+		return err
 	}
 	verb := "holds"
 	if into != "" {
@@ -417,17 +419,18 @@ func (g *global) printBackup(w io.Writer, file, into string, sum backup.Summary)
 
 // printRestoredCluster prints a restore as the first node of a new
 // cluster: what the backup held, the new cluster, and how to start it.
-func (g *global) printRestoredCluster(data, file, clusterID string, sum backup.Summary) error {
+func printRestoredCluster(g cli.Env, data, file, clusterID string, sum backup.Summary) error {
 	m, _, err := cluster.PendingMember(data)
 	if err != nil {
 		return err
 	}
-	if g.json {
-		ms := append(backupMembers(file, sum), member("restored_into", jsonString(data)),
-			member("cluster_id", jsonString(clusterID)), member("node_id", jsondoc.U(m.ID)))
-		return writeJSONDoc(g.io.Out, ms...)
+	if g.JSON() {
+		ms := append(backupMembers(file, sum), jsondoc.M("restored_into", jsondoc.S(data)),
+			jsondoc.M("cluster_id", jsondoc.S(clusterID)), jsondoc.M("node_id", jsondoc.U(m.ID)))
+		_, err := g.IO().Out.Write(jsondoc.Doc(ms...))
+		return err
 	}
-	w := g.io.Out
+	w := g.IO().Out
 	printSummary(w, sum, "restored to")
 	fmt.Fprintf(w, "new cluster %s, node %d, in %s: a new incarnation", clusterID, m.ID, data)
 	if old := sum.Header.Source.ClusterID; old != "" {
@@ -478,9 +481,9 @@ func backupMembers(file string, sum backup.Summary) []jsondoc.Member {
 	}
 	list = append(list, ']')
 	return []jsondoc.Member{
-		member("file", jsonString(file)), member("format", []byte(strconv.Itoa(h.Format))), member("tally", jsonString(h.Tally)),
-		member("created", jsonString(h.Created.Format(time.RFC3339Nano))), member("source", src), member("sessions", list),
-		member("objects", []byte(strconv.Itoa(sum.Objects))), member("object_bytes", []byte(strconv.FormatInt(sum.ObjectBytes, 10))),
-		member("bytes", []byte(strconv.FormatInt(sum.Size, 10))), member("digest", jsonString(hex.EncodeToString(sum.Digest[:]))),
+		jsondoc.M("file", jsondoc.S(file)), jsondoc.M("format", []byte(strconv.Itoa(h.Format))), jsondoc.M("tally", jsondoc.S(h.Tally)),
+		jsondoc.M("created", jsondoc.S(h.Created.Format(time.RFC3339Nano))), jsondoc.M("source", src), jsondoc.M("sessions", list),
+		jsondoc.M("objects", []byte(strconv.Itoa(sum.Objects))), jsondoc.M("object_bytes", []byte(strconv.FormatInt(sum.ObjectBytes, 10))),
+		jsondoc.M("bytes", []byte(strconv.FormatInt(sum.Size, 10))), jsondoc.M("digest", jsondoc.S(hex.EncodeToString(sum.Digest[:]))),
 	}
 }

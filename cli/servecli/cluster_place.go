@@ -1,4 +1,4 @@
-package cli
+package servecli
 
 // tally cluster place TENANT/SESSION --group G and tally cluster
 // placements: the directory's recorded placements, through a node, signed
@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tally/cli"
 	"tally/cluster"
 	"tally/cluster/replica"
 	"tally/store"
@@ -26,7 +27,7 @@ type placeOptions struct {
 	group   uint64
 }
 
-func newClusterPlace(g *global, addr *string, secret func() (string, error)) *cobra.Command {
+func newClusterPlace(g cli.Env, addr *string, secret func() (string, error)) *cobra.Command {
 	o := &placeOptions{addr: addr, secret: secret}
 	c := &cobra.Command{
 		Use:   "place TENANT/SESSION --group G",
@@ -41,29 +42,29 @@ func newClusterPlace(g *global, addr *string, secret func() (string, error)) *co
 	return c
 }
 
-func runPlace(ctx context.Context, g *global, o *placeOptions) error {
+func runPlace(ctx context.Context, g cli.Env, o *placeOptions) error {
 	tenant, session, err := splitSession(o.session)
 	if err != nil {
 		return err
 	}
 	if o.group == 0 {
-		return usagef("group: required: the data group to place the session in (see tally cluster groups)")
+		return cli.Usagef("group: required: the data group to place the session in (see tally cluster groups)")
 	}
 	s, err := o.secret()
 	if err != nil {
 		return err
 	}
 	body := cluster.SignPlace(s, cluster.PlaceRequest{Tenant: tenant, Session: session, Group: o.group})
-	return g.clusterPrint(ctx, *o.addr, cluster.PlacePath, body, func(raw []byte) error {
+	return clusterPrint(g, ctx, *o.addr, cluster.PlacePath, body, func(raw []byte) error {
 		var p cluster.Placed
 		if err := json.Unmarshal(raw, &p); err != nil {
 			return fmt.Errorf("place: the node's answer: %w", err)
 		}
 		if !p.Recorded {
-			_, err := fmt.Fprintf(g.io.Out, "%s/%s is in group %d, its hash's: nothing to record\n", p.Tenant, p.Session, p.Group)
+			_, err := fmt.Fprintf(g.IO().Out, "%s/%s is in group %d, its hash's: nothing to record\n", p.Tenant, p.Session, p.Group)
 			return err
 		}
-		_, err := fmt.Fprintf(g.io.Out, "%s/%s placed in group %d (its hash's is %d); every node routes it there\n", p.Tenant, p.Session, p.Group, p.HashGroup)
+		_, err := fmt.Fprintf(g.IO().Out, "%s/%s placed in group %d (its hash's is %d); every node routes it there\n", p.Tenant, p.Session, p.Group, p.HashGroup)
 		return err
 	})
 }
@@ -72,11 +73,11 @@ func runPlace(ctx context.Context, g *global, o *placeOptions) error {
 func splitSession(arg string) (string, string, error) {
 	tenant, session, ok := strings.Cut(arg, "/")
 	if !ok {
-		return "", "", usagef("session: %q is not TENANT/SESSION", arg)
+		return "", "", cli.Usagef("session: %q is not TENANT/SESSION", arg)
 	}
 	for _, f := range []struct{ field, name string }{{"tenant", tenant}, {"session", session}} {
 		if err := store.CheckName(f.field, f.name); err != nil {
-			return "", "", usagef("session: %q: %v", arg, err)
+			return "", "", cli.Usagef("session: %q: %v", arg, err)
 		}
 	}
 	return tenant, session, nil
@@ -88,7 +89,7 @@ type placementsOptions struct {
 	secret func() (string, error)
 }
 
-func newClusterPlacements(g *global, addr *string, secret func() (string, error)) *cobra.Command {
+func newClusterPlacements(g cli.Env, addr *string, secret func() (string, error)) *cobra.Command {
 	o := &placementsOptions{addr: addr, secret: secret}
 	return &cobra.Command{
 		Use:   "placements",
@@ -98,12 +99,12 @@ func newClusterPlacements(g *global, addr *string, secret func() (string, error)
 	}
 }
 
-func runPlacements(ctx context.Context, g *global, o *placementsOptions) error {
+func runPlacements(ctx context.Context, g cli.Env, o *placementsOptions) error {
 	s, err := o.secret()
 	if err != nil {
 		return err
 	}
-	return g.clusterPrint(ctx, *o.addr, cluster.PlacementsPath, cluster.SignPlacements(s, g.io.Now()), func(raw []byte) error {
+	return clusterPrint(g, ctx, *o.addr, cluster.PlacementsPath, cluster.SignPlacements(s, g.IO().Now()), func(raw []byte) error {
 		var doc cluster.Placements
 		if err := json.Unmarshal(raw, &doc); err != nil {
 			return fmt.Errorf("placements: the node's answer: %w", err)
@@ -112,12 +113,12 @@ func runPlacements(ctx context.Context, g *global, o *placementsOptions) error {
 	})
 }
 
-func printPlacements(g *global, ps []replica.Placement) error {
+func printPlacements(g cli.Env, ps []replica.Placement) error {
 	if len(ps) == 0 {
-		_, err := fmt.Fprintln(g.io.Out, "no placements recorded: every session is in its hash's group")
+		_, err := fmt.Fprintln(g.IO().Out, "no placements recorded: every session is in its hash's group")
 		return err
 	}
-	t := tabwriter.NewWriter(g.io.Out, 0, 4, 2, ' ', 0)
+	t := tabwriter.NewWriter(g.IO().Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(t, "SESSION\tGROUP")
 	for _, p := range ps {
 		fmt.Fprintf(t, "%s\t%d\n", p.Name(), p.Group)

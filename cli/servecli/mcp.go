@@ -1,4 +1,4 @@
-package cli
+package servecli
 
 // tally mcp: the ledger's verbs as MCP tools over stdio, for an agent host
 // that launches it. Locally it acts as TALLY_ACTOR (or --as) on the ledger
@@ -16,20 +16,19 @@ import (
 	"github.com/spf13/cobra"
 
 	"tally/auth"
+	"tally/cli"
 	"tally/ledger"
 	"tally/mcp"
 )
-
-func addMCPCommands(root *cobra.Command, g *global) { root.AddCommand(newMCP(g)) }
 
 // followPoll is how often a subscribed resource of the local ledger looks
 // for lines other processes appended.
 const followPoll = time.Second
 
-func newMCP(g *global) *cobra.Command {
+func newMCP(g cli.Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "mcp",
-		Short: "Serve the ledger's verbs as MCP tools over stdio, for an agent host to launch",
+		Short: cli.HostedShort("mcp"),
 		Long: `tally mcp speaks the Model Context Protocol on stdin and stdout: each verb is a tool
 (tally_promise_declare, tally_promise_amend, …) whose arguments are the verb's document plus
 "session" and "request_id"; what a seat owes is the resource tally://owed/{seat}; the prompt
@@ -46,44 +45,44 @@ Logs go to stderr. It stops when stdin closes. See docs/AGENTS.md for a host's c
 		// It runs with TALLY_URL too (through the client), which the root's
 		// guard refuses for a verb it does not know to be remote.
 		PersistentPreRunE: func(*cobra.Command, []string) error {
-			if g.remoteURL() != "" && g.dir != "" {
-				return usagef("dir: --dir names a local ledger but TALLY_URL is set; give one of them")
+			if g.RemoteURL() != "" && g.Dir() != "" {
+				return cli.Usagef("dir: --dir names a local ledger but TALLY_URL is set; give one of them")
 			}
 			return nil
 		},
-		RunE: func(c *cobra.Command, _ []string) error { return g.runMCP(c.Context()) },
+		RunE: func(c *cobra.Command, _ []string) error { return runMCP(g, c.Context()) },
 	}
 }
 
-func (g *global) runMCP(ctx context.Context) error {
-	svc, err := g.service()
+func runMCP(g cli.Env, ctx context.Context) error {
+	svc, err := g.Service()
 	if err != nil {
 		return err
 	}
-	tenant, session, err := g.target()
+	tenant, session, err := g.Target()
 	if err != nil {
 		return err
 	}
-	who := mcp.Who{Actor: g.actor()}
+	who := mcp.Who{Actor: g.Actor()}
 	var changes func(ctx context.Context, tenant, session string) (<-chan struct{}, error)
-	if g.remoteURL() != "" {
-		id, err := g.identity(ctx)
+	if g.RemoteURL() != "" {
+		id, err := g.Identity(ctx)
 		if err != nil {
 			return err
 		}
 		who = mcp.Who{Tenant: id.Tenant, Actor: id.Actor, Person: id.Role == auth.RolePerson}
 	} else {
 		if who.Actor == "" {
-			return usagef("actor: required: set TALLY_ACTOR (or pass --as) to the identity the tools act as")
+			return cli.Usagef("actor: required: set TALLY_ACTOR (or pass --as) to the identity the tools act as")
 		}
-		if _, err := g.ledgerRoot(); err != nil {
+		if _, err := g.LedgerRoot(); err != nil {
 			return err
 		}
 		// A subscribed resource hears this process's commits at once and
 		// other processes' within followPoll; the CLI holds its sessions
 		// for the process, so there is nothing to release.
 		changes = mcp.Follow(func(ctx context.Context, tenant, session string) (*ledger.Ledger, func(), error) {
-			l, err := g.sessions.Open(ctx, tenant, session, false)
+			l, err := g.OpenSession(ctx, tenant, session)
 			return l, func() {}, err
 		}, followPoll, func() bool { return false })
 	}
@@ -95,15 +94,15 @@ func (g *global) runMCP(ctx context.Context) error {
 	// The host that launched it is on this machine: a tool may read the
 	// bytes of an artifact or of evidence from a file it names.
 	cfg.ReadPaths = true
-	cfg.Now = g.io.Now
-	cfg.Version = Version
-	cfg.Logger = slog.New(slog.NewTextHandler(g.io.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cfg.Now = g.IO().Now
+	cfg.Version = cli.Version
+	cfg.Logger = slog.New(slog.NewTextHandler(g.IO().Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	srv, err := mcp.New(cfg)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	err = srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(g.io.In), Writer: nopWriteCloser{g.io.Out}})
+	err = srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(g.IO().In), Writer: nopWriteCloser{g.IO().Out}})
 	switch {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return errors.New("stdin: closed in the middle of a message, which was not run")

@@ -1,4 +1,9 @@
-package cli
+// Package servecli holds the verbs that run a server or act on a cluster
+// node: serve, mcp, cluster, backup and restore. They link the HTTP server,
+// raft, pebble, MCP and Prometheus, so they live in the binary tally-server
+// (the whole CLI), and the binary tally runs them through it: every other
+// verb starts without paying for those packages (see cli/hosted.go).
+package servecli
 
 import (
 	"errors"
@@ -13,16 +18,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"tally/auth"
-	restclient "tally/client"
-	"tally/jsondoc"
+	"tally/cli"
 	"tally/ledger"
 	"tally/server"
 	"tally/store"
 	"tally/watch"
 )
 
-func newServe(g *global) *cobra.Command {
+func newServe(g cli.Env) *cobra.Command {
 	var addr, webhook, defaultSession string
 	var insecure bool
 	var lapseHosts []string
@@ -33,7 +36,7 @@ func newServe(g *global) *cobra.Command {
 	var cf clusterFlags
 	c := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:7420]",
-		Short: "Serve the ledger over HTTP: JSON API, event stream, metrics",
+		Short: cli.HostedShort("serve"),
 		Long: "serve runs the ledger as a service on the embedded store: many tenant/session logs in one\n" +
 			"process, bearer tokens (tally token create) mapped to identities, idempotent writes\n" +
 			"(Idempotency-Key), Server-Sent Events, Prometheus /metrics, and /v1/openapi.json.",
@@ -43,12 +46,12 @@ func newServe(g *global) *cobra.Command {
 			if err := cf.prepare(g, c, &addr); err != nil {
 				return err
 			}
-			root, err := g.root()
+			root, err := g.Root()
 			if err != nil {
 				return err
 			}
 			cfg := server.DefaultConfig()
-			cfg.Addr, cfg.Root, cfg.Insecure = addr, g.abs(root), insecure
+			cfg.Addr, cfg.Root, cfg.Insecure = addr, g.Abs(root), insecure
 			// The ledger directory's settings, then the flags given.
 			if store.IsLedger(cfg.Root) {
 				st, err := store.ReadSettings(cfg.Root)
@@ -61,20 +64,20 @@ func newServe(g *global) *cobra.Command {
 			}
 			if c.Flags().Changed("lineage-max") {
 				if lineageMax < 1 {
-					return usagef("lineage-max: must be at least 1")
+					return cli.Usagef("lineage-max: must be at least 1")
 				}
 				cfg.Ledger.LineageMax = lineageMax
 			}
 			if c.Flags().Changed("request-history") {
 				if requestHistory <= 0 {
-					return usagef("request-history: must be a positive duration such as 24h")
+					return cli.Usagef("request-history: must be a positive duration such as 24h")
 				}
 				cfg.Ledger.IdempotencyWindow = requestHistory
 			}
-			cfg.Logger = slog.New(slog.NewJSONHandler(g.io.Err, nil))
+			cfg.Logger = slog.New(slog.NewJSONHandler(g.IO().Err, nil))
 			cfg.A2A.DefaultSession, cfg.A2A.LapseHosts = defaultSession, lapseHosts
 			if err := cfg.A2A.Validate(); err != nil {
-				return usagef("%v", err)
+				return cli.Usagef("%v", err)
 			}
 			// A directory that does not exist yet becomes a ledger, as init
 			// would make it; one that exists and is not a ledger is refused
@@ -85,28 +88,28 @@ func newServe(g *global) *cobra.Command {
 				}
 				cfg.Logger.Info("created a ledger", "dir", cfg.Root, "format", store.FormatVersion)
 			}
-			cfg.Ledger.Now = g.io.Now
+			cfg.Ledger.Now = g.IO().Now
 			cfg.Ledger.Logger = cfg.Logger
 			cfg.WatchEvery = watchEvery
 			if sessionsOpen < 1 || tenantSessions < 1 {
-				return usagef("sessions-open, tenant-sessions: must be at least 1")
+				return cli.Usagef("sessions-open, tenant-sessions: must be at least 1")
 			}
 			cfg.SessionsOpen, cfg.TenantSessionsMax = sessionsOpen, tenantSessions
 			if headerTimeout <= 0 || bodyTimeout <= 0 || idleTimeout <= 0 {
-				return usagef("read-header-timeout, body-timeout, idle-timeout: must be positive durations such as 10s")
+				return cli.Usagef("read-header-timeout, body-timeout, idle-timeout: must be positive durations such as 10s")
 			}
 			cfg.ReadHeaderTimeout, cfg.BodyTimeout, cfg.IdleTimeout = headerTimeout, bodyTimeout, idleTimeout
 			if webhook != "" {
 				cfg.Watch.Sinks = append(cfg.Watch.Sinks, &watch.Webhook{URL: webhook, Attempts: 5, Backoff: 500 * time.Millisecond})
 			}
 			if insecure {
-				fmt.Fprintln(g.io.Err, "WARNING: --insecure-dev: no authentication; any client may act as any identity (X-Tally-Actor). Never expose this server.")
+				fmt.Fprintln(g.IO().Err, "WARNING: --insecure-dev: no authentication; any client may act as any identity (X-Tally-Actor). Never expose this server.")
 			}
-			if g.io.Getenv("GOGC") == "" {
+			if g.IO().Getenv("GOGC") == "" {
 				debug.SetGCPercent(100) // long-lived: the default trade-off
 			}
 			if cf.on {
-				return g.serveCluster(c, cfg, &cf)
+				return serveCluster(g, c, cfg, &cf)
 			}
 			s, err := server.New(cfg)
 			if err != nil {
@@ -115,7 +118,7 @@ func newServe(g *global) *cobra.Command {
 			ctx, stop := signal.NotifyContext(c.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			return s.Serve(ctx, func(a string) {
-				fmt.Fprintf(g.io.Out, "tally serving %s on http://%s\n", cfg.Root, a)
+				fmt.Fprintf(g.IO().Out, "tally serving %s on http://%s\n", cfg.Root, a)
 			})
 		},
 	}
@@ -134,103 +137,4 @@ func newServe(g *global) *cobra.Command {
 	cf.register(c)
 	c.Flags().DurationVar(&requestHistory, "request-history", ledger.DefaultConfig().IdempotencyWindow, "how long a request id's answer is kept; an older retry gets 410 RequestHistoryExpired (default: the ledger's request_history, else 24h)")
 	return c
-}
-
-func newToken(g *global) *cobra.Command {
-	c := &cobra.Command{Use: "token", Short: "Manage the bearer tokens the server accepts (here, or through TALLY_URL with an admin token)"}
-	var tenant, participant, role string
-	create := &cobra.Command{
-		Use:     "create --tenant T --participant URI [--role agent|person|timekeeper|admin]",
-		Short:   "Mint a token (printed once; only its hash is stored)",
-		Example: "  tally token create --tenant acme --participant https://example.org/agents/reviewer",
-		Args:    cobra.NoArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			k, err := g.tokenKeeper()
-			if err != nil {
-				return err
-			}
-			if err := auth.Check(tenant, participant, role); err != nil {
-				return usageError{err}
-			}
-			secret, tok, err := k.CreateToken(c.Context(), tenant, participant, role, g.io.Now())
-			if err != nil {
-				return err
-			}
-			if g.json {
-				_, err := g.io.Out.Write(jsondoc.TokenCreated(secret, tok))
-				return err
-			}
-			fmt.Fprintln(g.io.Out, secret)
-			fmt.Fprintf(g.io.Err, "token %s for %s in tenant %s (role %s); it is shown only now\n", tok.ID, tok.Participant, tok.Tenant, tok.Role)
-			return nil
-		},
-	}
-	create.Flags().StringVar(&tenant, "tenant", "", "the tenant the token may act in (\"*\": an admin of every tenant's tokens)")
-	create.Flags().StringVar(&participant, "participant", "", "the identity the token acts as")
-	create.Flags().StringVar(&role, "role", auth.RoleAgent, "agent, person, timekeeper or admin")
-	revoke := &cobra.Command{
-		Use:   "revoke ID",
-		Short: "Revoke a token; the server refuses it from the next request (every cluster node, once it has applied the revocation)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			k, err := g.tokenKeeper()
-			if err != nil {
-				return err
-			}
-			tok, err := k.RevokeToken(c.Context(), args[0], g.io.Now())
-			if err != nil {
-				return err
-			}
-			if g.json {
-				_, err := g.io.Out.Write(jsondoc.TokenRevoked(tok))
-				return err
-			}
-			fmt.Fprintf(g.io.Out, "revoked %s\n", args[0])
-			return nil
-		},
-	}
-	ls := &cobra.Command{
-		Use:   "ls",
-		Short: "List tokens (never their secrets); through a server, those the token administers",
-		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			k, err := g.tokenKeeper()
-			if err != nil {
-				return err
-			}
-			toks, err := k.ListTokens(c.Context())
-			if err != nil {
-				return err
-			}
-			if g.json {
-				_, err := g.io.Out.Write(jsondoc.TokenList(toks))
-				return err
-			}
-			t := newTable(g.io.Out)
-			fmt.Fprintln(t, "ID\tTENANT\tPARTICIPANT\tROLE\tCREATED\tREVOKED")
-			for _, k := range toks {
-				fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%v\n", k.ID, k.Tenant, k.Participant, k.Role, k.Created.Format("2006-01-02T15:04:05Z"), k.Revoked)
-			}
-			return t.Flush()
-		},
-	}
-	c.AddCommand(create, revoke, ls)
-	return c
-}
-
-// tokenKeeper is where the token verbs act: the server TALLY_URL names
-// (TALLY_TOKEN an admin token), else the ledger directory's tokens file.
-func (g *global) tokenKeeper() (auth.Keeper, error) {
-	if u := g.remoteURL(); u != "" {
-		c, err := restclient.New(restclient.Config{URL: u, Token: g.io.Getenv("TALLY_TOKEN")})
-		if err != nil {
-			return nil, usageError{err}
-		}
-		return c, nil
-	}
-	root, err := g.ledgerRoot()
-	if err != nil {
-		return nil, err
-	}
-	return auth.Open(root), nil
 }
