@@ -12,8 +12,8 @@ import (
 // Priorities, as beads users know them: 0 is the highest. A claim or a
 // promise that records none has DefaultPriority.
 const (
-	DefaultPriority = 2
-	MaxPriority     = 4
+	DefaultPriority = vocab.DefaultPriority
+	MaxPriority     = vocab.MaxPriority
 )
 
 // MaxPoolSeats bounds the seats a claim's pool names.

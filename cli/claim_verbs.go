@@ -76,7 +76,9 @@ func newClaimCreate(g *global) *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&d.Respondent, "respondent", "", "who owes the work (takes the receipt)")
+	f.StringVar(&d.Respondent, "respondent", "", "who owes the work (takes the receipt); without it the claim is posted to a pool")
+	f.StringSliceVar(&d.Pool, "pool", nil, "without --respondent: the seats that may take it (repeatable; default any seat); the first to acquire the receipt becomes the respondent")
+	priorityFlag(f, &d.Priority)
 	f.StringVar(&d.Work, "work", "", "what is owed, in words")
 	f.StringVar(&d.Scope, "scope", "", "where the work may reach")
 	f.IntVar(&d.MaxResponses, "max-responses", 0, "work cycles allowed (default 4)")

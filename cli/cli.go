@@ -272,6 +272,7 @@ func newRoot(g *global) *cobra.Command {
 	addExpectCommands(root, g)
 	addA2ACommands(root, g)
 	addPrimeCommands(root, g)
+	addReadyCommands(root, g)
 	addMCPCommands(root, g)
 	root.AddCommand(newCluster(g), newBackup(g), newRestore(g))
 	root.InitDefaultCompletionCmd() // cobra adds it at Execute, after the guard otherwise
