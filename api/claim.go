@@ -17,8 +17,8 @@ import (
 // ClaimCreate is the document of claim create.
 type ClaimCreate struct {
 	Claim        string           `json:"claim"`
-	Claimant     string           `json:"claimant,omitempty"` // the acting identity when given
-	Respondent   string           `json:"respondent"`
+	Claimant     string           `json:"claimant,omitempty"`   // the acting identity when given
+	Respondent   string           `json:"respondent,omitempty"` // none: posted to a pool
 	Work         string           `json:"work"`
 	Scope        string           `json:"scope,omitempty"`
 	MaxResponses int              `json:"max_responses,omitempty"`
