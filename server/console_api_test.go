@@ -283,3 +283,66 @@ func TestConsoleInsecureTenants(t *testing.T) {
 		t.Fatalf("insecure: config %+v, tenants %+v", cfgDoc, ts2)
 	}
 }
+
+// The attention list leaves out a failed claim a satisfied successor
+// answered and an item a person dismissed (a fact in the log); an ended
+// row says when it ended, for the Due column.
+func TestConsoleAttentionAnsweredAndDismissed(t *testing.T) {
+	f := newFixture(t)
+	consoleScenario(f)
+	f.token("maintainer", "agent")
+	f.token("parser", "agent")
+	c := base + "/claims"
+	f.want(201, "POST", c, "maintainer", `{"claim":"C17","respondent":"parser","work":"reject incomplete escapes","no_checks":true}`)
+	f.want(200, "POST", c+"/C17/post", "maintainer", `{}`)
+	f.want(200, "POST", c+"/C17/receipt", "parser", `{"decline":true,"reason":"out of scope"}`)
+	f.want(201, "POST", c, "maintainer", `{"claim":"C18","respondent":"parser","work":"reject incomplete escapes, bounded","predecessor":"C17","no_checks":true}`)
+	f.want(200, "POST", c+"/C18/post", "maintainer", `{}`)
+	f.want(200, "POST", c+"/C18/receipt", "parser", `{}`)
+	f.want(200, "POST", c+"/C18/testaments", "parser", `{"testament":"T1","generation":1,"summary":"bounded"}`)
+	type summary struct{ Attention []obligation }
+	ids := func() string {
+		t.Helper()
+		var s summary
+		decodeJSON(t, f.want(200, "GET", base+"/summary?now=2026-09-01T14:00:00Z", "observer", ""), &s)
+		var out []string
+		for _, o := range s.Attention {
+			out = append(out, o.Family+":"+o.ID+":"+o.Attention)
+		}
+		return strings.Join(out, " ")
+	}
+	if got := ids(); got != "promise:late:overdue claim:C17:failed" {
+		t.Fatalf("attention before the successor: %s", got)
+	}
+	f.want(200, "POST", c+"/C18/testaments/T1/post", "parser", ``)
+	f.want(200, "POST", c+"/C18/testaments/T1/receive", "maintainer", ``)
+	if got := ids(); got != "promise:late:overdue" {
+		t.Fatalf("attention after C18 was satisfied: %s", got)
+	}
+	// A dismissal is a fact in the log, recorded by whoever dismisses.
+	f.want(201, "POST", base+"/facts", "observer", `{"factKey":"attention.dismissed:promise:late","subject":{"type":"attention","id":"promise:late"}}`)
+	if got := ids(); got != "" {
+		t.Fatalf("attention after the dismissal: %s", got)
+	}
+	var p struct{ Rows []obligation }
+	decodeJSON(t, f.want(200, "GET", base+"/obligations?now=2026-09-01T14:00:00Z", "observer", ""), &p)
+	rows := map[string]obligation{}
+	for _, o := range p.Rows {
+		rows[o.ID] = o
+	}
+	if o := rows["late"]; !o.Dismissed || o.Attention != "" || o.Ended {
+		t.Fatalf("late: %+v", o)
+	}
+	if o := rows["C17"]; o.AnsweredBy != "C18" || o.Attention != "" || !o.Ended || o.EndedAt == nil {
+		t.Fatalf("C17: %+v", o)
+	}
+	if o := rows["C18"]; !o.Ended || o.EndedAt == nil || o.State != "Satisfied" {
+		t.Fatalf("C18: %+v", o)
+	}
+	if o := rows["desk/ship-91"]; !o.Ended || o.EndedAt == nil {
+		t.Fatalf("desk/ship-91: %+v", o)
+	}
+	if o := rows["fine"]; o.Ended || o.EndedAt != nil {
+		t.Fatalf("fine: %+v", o)
+	}
+}
