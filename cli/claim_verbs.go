@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strconv"
@@ -348,7 +349,7 @@ func newClaimLs(g *global) *cobra.Command {
 			fmt.Fprintln(t, "CLAIM\tSTATE\tDEADLINE\tCLAIMANT → RESPONDENT\tWORK")
 			for _, s := range list {
 				fmt.Fprintf(t, "%s\t%s\t%s\t%s → %s\t%s\n", s.Claim, paint(g.color(), claimColor(s.State, s.Overdue), stateLabel(s.State, s.Overdue)),
-					orDash(s.Deadline), s.Claimant, s.Respondent, clip(s.Work, 50))
+					orDash(s.Deadline), s.Claimant, cmp.Or(s.Respondent, "(pool)"), clip(s.Work, 50))
 			}
 			return t.Flush()
 		},
