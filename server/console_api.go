@@ -147,7 +147,7 @@ type obligation struct {
 	// AnsweredBy is the successor that answered a failed claim or a lapsed,
 	// superseded expectation (it was satisfied); Dismissed says a person
 	// dismissed the row (a fact with DismissKey). Either takes the row off
-	// the attention list.
+	// the attention list; neither is set on a row that needs none.
 	AnsweredBy string `json:"answered_by,omitempty"`
 	Dismissed  bool   `json:"dismissed,omitempty"`
 }
@@ -190,6 +190,9 @@ func (o *obligation) settle(st *ledger.State, ended bool, at time.Time, answered
 		if !at.IsZero() {
 			o.EndedAt = &at
 		}
+	}
+	if o.Attention == "" {
+		return // only a row needing attention is answered or dismissed: no lookup per row of a large table
 	}
 	o.AnsweredBy = answeredBy
 	_, o.Dismissed = st.Expects.Fact(DismissKey(o.Family, o.ID))
