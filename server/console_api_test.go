@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"tally/auth"
 	"testing"
 
 	"tally/server/console"
@@ -344,5 +345,47 @@ func TestConsoleAttentionAnsweredAndDismissed(t *testing.T) {
 	}
 	if o := rows["fine"]; o.Ended || o.EndedAt != nil {
 		t.Fatalf("fine: %+v", o)
+	}
+}
+
+// A lapsed expectation leaves the attention list once the expectation that
+// supersedes it (or one after that) is satisfied.
+func TestConsoleAttentionSupersededExpectation(t *testing.T) {
+	f := newFixture(t)
+	f.token("keeper", auth.RoleTimekeeper)
+	e := base + "/expectations"
+	f.want(201, "POST", e, "author", `{"expectationId":"x1","kind":"k","subject":{"type":"doc","id":"D1"},"satisfiedBy":{"factKey":"reviewed:D1"},"dueAt":"2026-09-01T11:00:00Z","basis":"declared"}`)
+	f.want(201, "POST", base+"/lapses", "keeper", `{"expectationId":"x1","lapse":"overdue"}`)
+	attention := func() string {
+		t.Helper()
+		var s struct{ Attention []obligation }
+		decodeJSON(t, f.want(200, "GET", base+"/summary", "observer", ""), &s)
+		var out []string
+		for _, o := range s.Attention {
+			out = append(out, o.ID+":"+o.Attention)
+		}
+		return strings.Join(out, " ")
+	}
+	if got := attention(); got != "x1:lapsed" {
+		t.Fatalf("after the lapse: %s", got)
+	}
+	f.want(201, "POST", e+"/x1/supersede", "author", `{"expectationId":"x2","dueAt":"2026-09-03T00:00:00Z","satisfiedBy":{"factKey":"reviewed:D1:v2"}}`)
+	f.want(201, "POST", e+"/x2/supersede", "author", `{"expectationId":"x3","dueAt":"2026-09-04T00:00:00Z","satisfiedBy":{"factKey":"reviewed:D1:v3"}}`)
+	if got := attention(); got != "x1:lapsed" {
+		t.Fatalf("superseded, successors open: %s", got)
+	}
+	f.want(201, "POST", base+"/facts", "observer", `{"factKey":"reviewed:D1:v3","subject":{"type":"doc","id":"D1"}}`)
+	if got := attention(); got != "" {
+		t.Fatalf("after x3 was satisfied: %s", got)
+	}
+	var p struct{ Rows []obligation }
+	decodeJSON(t, f.want(200, "GET", base+"/obligations?family=expectation", "observer", ""), &p)
+	for _, o := range p.Rows {
+		if o.ID == "x1" && (o.AnsweredBy != "x3" || !o.Ended) {
+			t.Fatalf("x1: %+v", o)
+		}
+		if o.ID == "x3" && (!o.Ended || o.EndedAt == nil) {
+			t.Fatalf("x3: %+v", o)
+		}
 	}
 }
