@@ -6,9 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"tally/auth"
 	"testing"
 
+	"tally/auth"
 	"tally/server/console"
 )
 
