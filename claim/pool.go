@@ -71,19 +71,16 @@ func (c *claimRec) validatePoolReceipt(m Meta, e *Event) *vocab.Refusal {
 
 // Takeable is one claim a seat can take now (State.Takeable).
 type Takeable struct {
-	Claim      string   `json:"claim"`
-	Claimant   string   `json:"claimant"`
-	Work       string   `json:"work"`
-	Priority   int      `json:"priority"`
-	Deadline   string   `json:"deadline,omitempty"`
-	Pool       []string `json:"pool,omitempty"` // the seats that may take it; empty: any seat, or the named respondent alone
-	Pooled     bool     `json:"pooled"`         // posted to a pool (no respondent named)
-	CreatedSeq uint64   `json:"created_seq"`
-	deadline   time.Time
+	Claim      string    `json:"claim"`
+	Claimant   string    `json:"claimant"`
+	Work       string    `json:"work"`
+	Priority   int       `json:"priority"`
+	Deadline   string    `json:"deadline,omitempty"`
+	Pool       []string  `json:"pool,omitempty"` // the seats that may take it; empty: any seat, or the named respondent alone
+	Pooled     bool      `json:"pooled"`         // posted to a pool (no respondent named)
+	CreatedSeq uint64    `json:"created_seq"`
+	Due        time.Time `json:"-"` // the deadline as a time (zero: none)
 }
-
-// DeadlineTime is the claim's deadline (zero: none).
-func (t Takeable) DeadlineTime() time.Time { return t.deadline }
 
 // Takeable lists the claims seat can take now, in creation order: posted,
 // no receipt acquired yet, seat may acquire it (it is the named respondent,
@@ -107,7 +104,7 @@ func (s *State) Takeable(seat string) []Takeable {
 			continue
 		}
 		t := Takeable{Claim: c.id, Claimant: c.terms.Claimant, Work: c.terms.Work, Priority: c.priority(),
-			Pool: slices.Clone(c.terms.Pool), Pooled: c.pooled(), CreatedSeq: c.seq, deadline: c.terms.Deadline}
+			Pool: slices.Clone(c.terms.Pool), Pooled: c.pooled(), CreatedSeq: c.seq, Due: c.terms.Deadline}
 		if !c.terms.Deadline.IsZero() {
 			t.Deadline = instant.Format(c.terms.Deadline)
 		}

@@ -67,7 +67,7 @@ func ReadyItems(tenant, session, seat string, claims []claim.Takeable, promises 
 	for _, c := range claims {
 		it := ReadyItem{Kind: "claim", ID: c.Claim, Priority: c.Priority, Deadline: c.Deadline, Text: c.Work, From: c.Claimant,
 			Pooled: c.Pooled, Pool: c.Pool, Take: []string{"tally", "receipt", "acquire", c.Claim}, seq: c.CreatedSeq}
-		d := c.DeadlineTime()
+		d := c.Due
 		it.Overdue = !d.IsZero() && now.After(d)
 		items, keys = append(items, it), append(keys, d)
 	}
