@@ -301,17 +301,7 @@ func TestConsoleAttentionAnsweredAndDismissed(t *testing.T) {
 	f.want(200, "POST", c+"/C18/post", "maintainer", `{}`)
 	f.want(200, "POST", c+"/C18/receipt", "parser", `{}`)
 	f.want(200, "POST", c+"/C18/testaments", "parser", `{"testament":"T1","generation":1,"summary":"bounded"}`)
-	type summary struct{ Attention []obligation }
-	ids := func() string {
-		t.Helper()
-		var s summary
-		decodeJSON(t, f.want(200, "GET", base+"/summary?now=2026-09-01T14:00:00Z", "observer", ""), &s)
-		var out []string
-		for _, o := range s.Attention {
-			out = append(out, o.Family+":"+o.ID+":"+o.Attention)
-		}
-		return strings.Join(out, " ")
-	}
+	ids := func() string { t.Helper(); return attentionList(f, "?now=2026-09-01T14:00:00Z") }
 	if got := ids(); got != "promise:late:overdue claim:C17:failed" {
 		t.Fatalf("attention before the successor: %s", got)
 	}
@@ -356,22 +346,13 @@ func TestConsoleAttentionSupersededExpectation(t *testing.T) {
 	e := base + "/expectations"
 	f.want(201, "POST", e, "author", `{"expectationId":"x1","kind":"k","subject":{"type":"doc","id":"D1"},"satisfiedBy":{"factKey":"reviewed:D1"},"dueAt":"2026-09-01T11:00:00Z","basis":"declared"}`)
 	f.want(201, "POST", base+"/lapses", "keeper", `{"expectationId":"x1","lapse":"overdue"}`)
-	attention := func() string {
-		t.Helper()
-		var s struct{ Attention []obligation }
-		decodeJSON(t, f.want(200, "GET", base+"/summary", "observer", ""), &s)
-		var out []string
-		for _, o := range s.Attention {
-			out = append(out, o.ID+":"+o.Attention)
-		}
-		return strings.Join(out, " ")
-	}
-	if got := attention(); got != "x1:lapsed" {
+	attention := func() string { t.Helper(); return attentionList(f, "") }
+	if got := attention(); got != "expectation:x1:lapsed" {
 		t.Fatalf("after the lapse: %s", got)
 	}
 	f.want(201, "POST", e+"/x1/supersede", "author", `{"expectationId":"x2","dueAt":"2026-09-03T00:00:00Z","satisfiedBy":{"factKey":"reviewed:D1:v2"}}`)
 	f.want(201, "POST", e+"/x2/supersede", "author", `{"expectationId":"x3","dueAt":"2026-09-04T00:00:00Z","satisfiedBy":{"factKey":"reviewed:D1:v3"}}`)
-	if got := attention(); got != "x1:lapsed" {
+	if got := attention(); got != "expectation:x1:lapsed" {
 		t.Fatalf("superseded, successors open: %s", got)
 	}
 	f.want(201, "POST", base+"/facts", "observer", `{"factKey":"reviewed:D1:v3","subject":{"type":"doc","id":"D1"}}`)
@@ -388,4 +369,19 @@ func TestConsoleAttentionSupersededExpectation(t *testing.T) {
 			t.Fatalf("x3: %+v", o)
 		}
 	}
+}
+
+// attentionList is the summary's attention list (at query), as
+// family:id:why, in order.
+func attentionList(f *fixture, query string) string {
+	f.t.Helper()
+	var s struct{ Attention []obligation }
+	if err := json.Unmarshal([]byte(f.want(200, "GET", base+"/summary"+query, "observer", "")), &s); err != nil {
+		f.t.Fatal(err)
+	}
+	var out []string
+	for _, o := range s.Attention {
+		out = append(out, o.Family+":"+o.ID+":"+o.Attention)
+	}
+	return strings.Join(out, " ")
 }
