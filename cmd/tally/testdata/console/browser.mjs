@@ -213,9 +213,20 @@ try {
     if (size.name === 'desktop') check(b.x > a.x + a.width - 1 && Math.abs(a.y - b.y) < 2, 'the two records are not side by side');
     else check(b.y >= a.y + a.height - 1, 'the two records overlap at phone width');
     check((await text(page, 'ol.history')).includes('nudge 1'), 'the amend reason is not on the timeline');
+    // The banner names each party once, by its part, however many
+    // judgments it recorded (carol judges twice in the desktop pass).
+    const banner = (judges) => 'https://example.org/agents/reviewer (the debtor) recorded satisfied 15h 40m after the deadline; ' + judges + ' judged it violated.';
+    const author = 'https://example.org/agents/author (the creditor)';
     const both = await text(page, 'p.both');
-    check(both.includes('https://example.org/agents/reviewer (the debtor) recorded satisfied 15h 40m after the deadline; https://example.org/agents/author (the creditor) judged it violated.'),
-      'the banner reads: ' + both);
+    check(both.includes(banner(size.name === 'desktop' ? author : author + ' and carol (an observer)')), 'the banner reads: ' + both);
+    if (size.name === 'desktop') {
+      for (const note of ['late, as the log shows', 'late, and said so twice']) {
+        execFileSync(env.TALLY_BIN, ['--dir', env.TALLY_DIR, '--session', `${T}/${S}`, '--as', 'carol', 'assess', 'desk/ship-91', '--violated', '--note', note]);
+      }
+      await page.locator('[data-record="assessments"]', { hasText: 'said so twice' }).waitFor({ timeout: 10000 });
+      const twice = await text(page, 'p.both');
+      check(twice.includes(banner(author + ' and carol (an observer)')), 'the banner after two judgments by carol reads: ' + twice);
+    }
     await shot(page, 'promise', size);
 
     // Acting through the same API: a release by someone not the creditor is
