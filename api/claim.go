@@ -17,8 +17,8 @@ import (
 // ClaimCreate is the document of claim create.
 type ClaimCreate struct {
 	Claim        string           `json:"claim"`
-	Claimant     string           `json:"claimant,omitempty"` // the acting identity when given
-	Respondent   string           `json:"respondent"`
+	Claimant     string           `json:"claimant,omitempty"`   // the acting identity when given
+	Respondent   string           `json:"respondent,omitempty"` // none: posted to a pool
 	Work         string           `json:"work"`
 	Scope        string           `json:"scope,omitempty"`
 	MaxResponses int              `json:"max_responses,omitempty"`
@@ -30,13 +30,19 @@ type ClaimCreate struct {
 	Predecessor  string           `json:"predecessor,omitempty"`
 	Slots        []claim.SlotSpec `json:"slots"`
 	NoChecks     bool             `json:"no_checks,omitempty"` // no slots on purpose (else a successor without slots inherits its predecessor's)
+	// Without a respondent the claim is posted to a pool: pool names the
+	// seats that may take it (none: any seat); the first to acquire the
+	// receipt becomes the respondent.
+	Pool     []string `json:"pool,omitempty"`
+	Priority *int     `json:"priority,omitempty"` // 0 (highest) to 4; default 2
 }
 
 // Command is the create command; a relative deadline counts from now.
 func (d *ClaimCreate) Command(now time.Time) (claim.Command, error) {
 	cmd := claim.Create{Claim: d.Claim, Claimant: d.Claimant, Respondent: d.Respondent, Work: d.Work, Scope: d.Scope,
 		MaxResponses: d.MaxResponses, DependsOn: d.DependsOn, Awaits: d.Awaits, Reviews: d.Reviews,
-		DerivedFrom: d.DerivedFrom, Predecessor: d.Predecessor, Slots: d.Slots, NoChecks: d.NoChecks}
+		DerivedFrom: d.DerivedFrom, Predecessor: d.Predecessor, Slots: d.Slots, NoChecks: d.NoChecks,
+		Pool: d.Pool, Priority: d.Priority}
 	if d.Deadline == "" {
 		return cmd, nil
 	}

@@ -18,7 +18,7 @@ func TestClaimRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		action, body, want string
 	}{
-		{"create", `{"claim":"C1","priority":1}`, "priority: is not a field of this command (awaits, claim, claimant, deadline, depends_on, derived_from, max_responses, no_checks, predecessor, respondent, reviews, scope, slots, work)"},
+		{"create", `{"claim":"C1","colour":1}`, "colour: is not a field of this command (awaits, claim, claimant, deadline, depends_on, derived_from, max_responses, no_checks, pool, predecessor, priority, respondent, reviews, scope, slots, work)"},
 		{"create", `{"claim":7}`, "claim: must be a string, not number"},
 		{"create", `{"slots":{}}`, "slots: must be an array, not object"},
 		{"create", `{"no_checks":"yes"}`, "no_checks: must be true or false, not string"},

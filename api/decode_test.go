@@ -40,7 +40,7 @@ func TestDecodeRefusals(t *testing.T) {
 		{"wrong type", &PromiseDeclare{}, `{"until":5}`, "until: must be a string, not number"},
 		{"evidence not an array", &PromiseResolve{}, `{"evidence":"e"}`, "evidence: must be an array, not string"},
 		{"evidence of numbers", &PromiseResolve{}, `{"evidence":[1]}`, "evidence: must be a string, not number"},
-		{"nested unknown", &ClaimCreate{}, `{"slots":[{"name":"s","color":"red"}]}`, "color: is not a field of this command (awaits, claim, claimant, deadline, depends_on, derived_from, max_responses, no_checks, predecessor, respondent, reviews, scope, slots, work)"},
+		{"nested unknown", &ClaimCreate{}, `{"slots":[{"name":"s","color":"red"}]}`, "color: is not a field of this command (awaits, claim, claimant, deadline, depends_on, derived_from, max_responses, no_checks, pool, predecessor, priority, respondent, reviews, scope, slots, work)"},
 	} {
 		err := Decode("body", []byte(tc.body), tc.doc)
 		if err == nil || err.Error() != tc.want {

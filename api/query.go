@@ -301,3 +301,10 @@ func QueryNames(q Query) []string {
 	}
 	return names
 }
+
+// ReadyQuery selects a ready list: GET …/ready, tally_ready.
+type ReadyQuery struct {
+	Seat string `json:"seat,omitempty" jsonschema:"the seat whose ready work to list (default: the acting identity)"`
+}
+
+func (q *ReadyQuery) params() []param { return []param{text("seat", &q.Seat)} }

@@ -33,6 +33,11 @@ type Create struct {
 	Predecessor                    string
 	Slots                          []SlotSpec
 	NoChecks                       bool // no slots, on purpose: the closing testament is the only requirement
+	// Without a Respondent the claim is posted to a pool: Pool names the
+	// seats that may take it (none: any seat), and the first to acquire
+	// the receipt becomes the respondent.
+	Pool     []string
+	Priority *int // 0 (highest) to MaxPriority; nil: DefaultPriority, not recorded
 }
 
 // Inherits reports whether the claim takes its predecessor's slots and
@@ -62,7 +67,8 @@ type Post struct{ Claim string }
 // ReportPostFailure records that posting failed (claimant): PostFailed.
 type ReportPostFailure struct{ Claim, Reason string }
 
-// AcquireReceipt takes the execution receipt at generation 1 (respondent).
+// AcquireReceipt takes the execution receipt at generation 1 (the
+// respondent, or for a claim posted to a pool the first seat that may).
 type AcquireReceipt struct{ Claim string }
 
 // DeclineReceipt records that the respondent could not take the receipt:
@@ -329,7 +335,7 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *vocab
 		return one(Event{Type: TypeCreate, Claim: c.Claim, Claimant: actor, Respondent: c.Respondent,
 			Work: c.Work, Scope: c.Scope, MaxResponses: max, Deadline: c.Deadline,
 			DependsOn: c.DependsOn, Awaits: c.Awaits, Reviews: c.Reviews, DerivedFrom: c.DerivedFrom,
-			Predecessor: c.Predecessor, Slots: slots})
+			Predecessor: c.Predecessor, Slots: slots, Pool: c.Pool, Priority: priority(c.Priority)})
 	case Post:
 		return one(Event{Type: TypePost, Claim: c.Claim})
 	case ReportPostFailure:
@@ -634,4 +640,14 @@ func cloneSlots(in []SlotSpec) []SlotSpec {
 		out[i] = sl
 	}
 	return out
+}
+
+// priority is what a claim records of a priority: nothing for the default,
+// so that a claim created without one reads as it did before priorities.
+func priority(p *int) *int {
+	if p == nil || *p == DefaultPriority {
+		return nil
+	}
+	v := *p
+	return &v
 }

@@ -214,6 +214,15 @@ func (e *Event) setMemberJSON(key string, raw json.RawMessage) error {
 		return str(&e.Predecessor)
 	case "slots":
 		return nested(&e.Slots)
+	case "pool":
+		return strs(&e.Pool)
+	case "priority":
+		var p int
+		if err := sint(&p, MaxPriority); err != nil {
+			return derr(key, "must be an integer from 0 (highest) to %d", MaxPriority)
+		}
+		e.Priority = &p
+		return nil
 	case "holder":
 		return str(&e.Holder)
 	case "generation":

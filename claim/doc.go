@@ -87,6 +87,10 @@
 //
 //	{"ts":"2026-09-01T17:00:00Z","type":"claim.create","claim":"C17","claimant":"maintainer","respondent":"parser","work":"reject incomplete Unicode escapes","scope":"string parser and its regression tests","max_responses":4,"deadline":"2026-09-04T17:00:00Z","depends_on":["C12"],"awaits":["C13"],"reviews":["C9"],"derived_from":["C3"],"predecessor":"C16","slots":[{"name":"change","mode":"required","checks":[{"id":"behavior","validator":{"name":"command","version":"1"},"evaluator":"maintainer","mode":"required","phases":["programmatic"],"attempts":2,"fallbacks":[{"name":"command","version":"0.9"}]},{"id":"review","validator":{"name":"review","version":"1"},"evaluator":"maintainer","mode":"required","phases":["quality"],"attempts":1}]}]}
 //
+// claim.create posted to a pool — no respondent ("respondent":""): pool names the seats that may take it (absent: any seat), and the first to acquire its receipt becomes the respondent; a later acquirer is refused, naming the holder. priority is 0 (highest) to 4, absent for the default 2. Both members come after the ones a reader of 2026-11 knows, which keeps them as unknown members (and folds the record as an invalid claim, its respondent being empty).
+//
+//	{"ts":"2026-09-01T17:00:00Z","type":"claim.create","claim":"C19","claimant":"maintainer","respondent":"","work":"triage the parser bug reports","max_responses":4,"deadline":"2026-09-02T17:00:00Z","slots":[],"pool":["parser","parser-2"],"priority":1}
+//
 // claim.post — the claimant makes a generated claim actionable: Generated → Posted.
 //
 //	{"ts":"2026-09-01T17:00:00Z","type":"claim.post","claim":"C17"}

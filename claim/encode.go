@@ -101,6 +101,13 @@ func (e *Event) member(name string) ([]byte, bool) {
 			}
 		}
 		return jsonValue(slots), len(slots) == 0
+	case "pool":
+		return strs(e.Pool)
+	case "priority":
+		if e.Priority == nil {
+			return []byte("0"), true
+		}
+		return strconv.AppendInt(nil, int64(*e.Priority), 10), false
 	case "holder":
 		return str(e.Holder)
 	case "generation":
@@ -197,6 +204,7 @@ func (e *Event) normalize() {
 	nilIfEmpty(&e.Reviews)
 	nilIfEmpty(&e.DerivedFrom)
 	nilIfEmpty(&e.Members)
+	nilIfEmpty(&e.Pool)
 	if len(e.Bindings) == 0 {
 		e.Bindings = nil
 	}
@@ -400,10 +408,34 @@ func (e *Event) wellFormed(fresh bool) error {
 	}
 	switch e.Type {
 	case TypeCreate:
-		for _, f := range []struct{ n, v string }{{"claimant", e.Claimant}, {"respondent", e.Respondent}} {
-			if err := ck.checkID(f.n, f.v); err != nil {
+		if err := ck.checkID("claimant", e.Claimant); err != nil {
+			return err
+		}
+		// No respondent posts the claim to a pool: the first seat to take
+		// its receipt becomes the respondent.
+		if e.Respondent != "" {
+			if err := ck.checkID("respondent", e.Respondent); err != nil {
 				return err
 			}
+			if len(e.Pool) > 0 {
+				return derr("pool", "a claim names a respondent or a pool of seats, not both")
+			}
+		}
+		if len(e.Pool) > MaxPoolSeats {
+			return derr("pool", "must list at most %d seats", MaxPoolSeats)
+		}
+		seats := make(map[string]bool, len(e.Pool))
+		for _, seat := range e.Pool {
+			if err := ck.checkID("pool", seat); err != nil {
+				return err
+			}
+			if seats[seat] {
+				return derr("pool", "lists %q twice", seat)
+			}
+			seats[seat] = true
+		}
+		if e.Priority != nil && (*e.Priority < 0 || *e.Priority > MaxPriority) {
+			return derr("priority", "must be an integer from 0 (highest) to %d", MaxPriority)
 		}
 		if err := ck.checkText("work", e.Work, true); err != nil {
 			return err

@@ -100,6 +100,8 @@ type Event struct {
 	On           string     // "on": the DependsOn target that failed
 	Origin       string     // "origin": the claim whose failure started the chain
 	Members      []string   // "members": a deadlocked wait-cycle, sorted
+	Pool         []string   // "pool": create without a respondent: the seats that may take it (none: any seat)
+	Priority     *int       // "priority": create: 0 (highest) to 4; nil is DefaultPriority
 	Extra        []Field    // members this family does not know, in line order
 	raw          []byte     // the decoded line, when it came from Decode
 }
@@ -121,7 +123,7 @@ func opt(n string) member { return member{name: n, optional: true} }
 var schemas = map[string][]member{
 	TypeCreate: {req("claim"), req("claimant"), req("respondent"), req("work"), opt("scope"),
 		req("max_responses"), opt("deadline"), opt("depends_on"), opt("awaits"), opt("reviews"),
-		opt("derived_from"), opt("predecessor"), req("slots")},
+		opt("derived_from"), opt("predecessor"), req("slots"), opt("pool"), opt("priority")},
 	TypePost:          {req("claim")},
 	TypePostFailed:    {req("claim"), req("reason")},
 	TypeReceipt:       {req("claim"), req("holder"), req("generation")},

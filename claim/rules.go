@@ -47,6 +47,9 @@ func (s *State) validate(m Meta, e *Event) *vocab.Refusal {
 			return vocab.Conflictf("claim", "already posted")
 		}
 	case TypeReceipt, TypeReceiptFailed:
+		if c.pooled() {
+			return c.validatePoolReceipt(m, e)
+		}
 		if m.Actor != c.terms.Respondent {
 			return vocab.Forbiddenf("actor", "only the respondent "+c.terms.Respondent+" acquires the receipt")
 		}

@@ -247,6 +247,7 @@ type claimRec struct {
 	progress   []progressRec
 	late       []lateRec
 	successors []string
+	taker      string // a pool claim's respondent: the seat whose receipt was first
 
 	dlSlot int32 // position in State.deadlines (+1; 0 when absent), written by the index alone
 }
@@ -585,6 +586,7 @@ func (c *claimRec) apply(m Meta, e *Event) effect {
 		end(&Terminal{State: PostFailed, Reason: e.Reason})
 	case TypeReceipt:
 		c.receipt = receiptRec{holder: e.Holder, generation: e.Generation, seq: m.Seq}
+		c.taker = e.Holder
 		c.advance(Received)
 	case TypeReceiptFailed:
 		end(&Terminal{State: ReceiptFailed, Reason: e.Reason})

@@ -1,6 +1,7 @@
 package claim
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -16,7 +17,10 @@ type View struct {
 	Terminal     *Terminal       `json:"terminal,omitempty"` // how and why it ended
 	Why          []Reason        `json:"why"`                // why it is not Satisfied (yet); empty when it is
 	Claimant     string          `json:"claimant"`
-	Respondent   string          `json:"respondent"`
+	Respondent   string          `json:"respondent"`         // a pool claim's: the seat whose receipt came first ("" until then)
+	Pool         []string        `json:"pool,omitempty"`     // the seats a pool claim was posted to
+	Pooled       bool            `json:"pooled,omitempty"`   // posted to a pool: no respondent named at create
+	Priority     *int            `json:"priority,omitempty"` // as recorded (absent: DefaultPriority)
 	Work         string          `json:"work"`
 	Scope        string          `json:"scope,omitempty"`
 	MaxResponses int             `json:"max_responses"`
@@ -173,12 +177,19 @@ func (s *State) Claim(id string, now time.Time) (View, bool) {
 func (s *State) view(c *claimRec, now time.Time) View {
 	t := c.terms
 	v := View{
-		Claim: c.id, State: c.status(), Terminal: c.end, Claimant: t.Claimant, Respondent: t.Respondent,
+		Claim: c.id, State: c.status(), Terminal: c.end, Claimant: t.Claimant, Respondent: c.respondent(),
 		Work: t.Work, Scope: t.Scope, MaxResponses: t.MaxResponses, Predecessor: t.Predecessor,
 		Successors: append([]string{}, c.successors...), CreatedSeq: c.seq, Created: instant.Format(c.created),
 		Adoptions: append([]adoptionRec{}, c.adoptions...), Cycles: c.cycles, LocalSuccess: c.localOK,
 		Progress: append([]progressRec{}, c.progress...), Late: append([]lateRec{}, c.late...),
 		Slots: []SlotView{}, Testaments: []TestamentView{}, Artifacts: []ArtifactView{}, Relations: []EdgeView{},
+	}
+	if c.pooled() {
+		v.Pooled, v.Pool = true, slices.Clone(t.Pool)
+	}
+	if t.Priority != nil {
+		p := *t.Priority
+		v.Priority = &p
 	}
 	if !t.Deadline.IsZero() {
 		v.Deadline = instant.Format(t.Deadline)
@@ -330,12 +341,12 @@ func (s *State) List(f Filter, now time.Time) []Summary {
 		case len(f.States) > 0 && !containsStatus(f.States, st),
 			f.Open && c.end != nil,
 			f.Claimant != "" && c.terms.Claimant != f.Claimant,
-			f.Respondent != "" && c.terms.Respondent != f.Respondent,
+			f.Respondent != "" && c.respondent() != f.Respondent,
 			f.Participant != "" && !c.involves(f.Participant),
 			f.Overdue && !overdue:
 			continue
 		}
-		sm := Summary{Claim: c.id, State: st, Claimant: c.terms.Claimant, Respondent: c.terms.Respondent,
+		sm := Summary{Claim: c.id, State: st, Claimant: c.terms.Claimant, Respondent: c.respondent(),
 			Holder: c.receipt.holder, Work: c.terms.Work, Overdue: overdue, CreatedSeq: c.seq}
 		if !c.terms.Deadline.IsZero() {
 			sm.Deadline = instant.Format(c.terms.Deadline)
@@ -358,7 +369,7 @@ func containsStatus(list []Status, s Status) bool {
 }
 
 func (c *claimRec) involves(id string) bool {
-	return c.terms.Claimant == id || c.terms.Respondent == id || c.receipt.holder == id || c.isEvaluator(id)
+	return c.terms.Claimant == id || c.respondent() == id || c.receipt.holder == id || c.isEvaluator(id)
 }
 
 // Edge is one blocking relation in the graph view.

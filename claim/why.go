@@ -128,6 +128,9 @@ func (c *claimRec) deliveryText() string {
 	case Generated:
 		return "the claim is not posted yet (claimant " + c.terms.Claimant + ")"
 	case Posted:
+		if c.pooled() {
+			return "no seat of the pool has acquired the execution receipt"
+		}
 		return "the respondent " + c.terms.Respondent + " has not acquired the execution receipt"
 	}
 	var closed, posted string

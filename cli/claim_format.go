@@ -54,7 +54,10 @@ func printClaim(w io.Writer, v *claim.View, now time.Time, color bool) {
 	if v.Scope != "" {
 		fmt.Fprintf(t, "  scope\t%s\n", v.Scope)
 	}
-	fmt.Fprintf(t, "  claimant → respondent\t%s → %s\n", v.Claimant, v.Respondent)
+	fmt.Fprintf(t, "  claimant → respondent\t%s → %s\n", v.Claimant, respondentLabel(v))
+	if v.Priority != nil {
+		fmt.Fprintf(t, "  priority\t%d\n", *v.Priority)
+	}
 	if v.Receipt != nil {
 		fmt.Fprintf(t, "  receipt\t%s, generation %d\n", v.Receipt.Holder, v.Receipt.Generation)
 	} else {
@@ -200,4 +203,20 @@ func phaseList(ps []claim.Phase) string {
 		s[i] = string(p)
 	}
 	return strings.Join(s, "+")
+}
+
+// respondentLabel is a claim's respondent, or for a claim posted to a pool
+// the seats that may take it until one has.
+func respondentLabel(v *claim.View) string {
+	if !v.Pooled {
+		return v.Respondent
+	}
+	pool := "any seat"
+	if len(v.Pool) > 0 {
+		pool = strings.Join(v.Pool, ", ")
+	}
+	if v.Respondent == "" {
+		return "the pool (" + pool + ")"
+	}
+	return v.Respondent + ", from the pool (" + pool + ")"
 }

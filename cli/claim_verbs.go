@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strconv"
@@ -76,7 +77,9 @@ func newClaimCreate(g *global) *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&d.Respondent, "respondent", "", "who owes the work (takes the receipt)")
+	f.StringVar(&d.Respondent, "respondent", "", "who owes the work (takes the receipt); without it the claim is posted to a pool")
+	f.StringSliceVar(&d.Pool, "pool", nil, "without --respondent: the seats that may take it (repeatable; default any seat); the first to acquire the receipt becomes the respondent")
+	priorityFlag(f, &d.Priority)
 	f.StringVar(&d.Work, "work", "", "what is owed, in words")
 	f.StringVar(&d.Scope, "scope", "", "where the work may reach")
 	f.IntVar(&d.MaxResponses, "max-responses", 0, "work cycles allowed (default 4)")
@@ -346,7 +349,7 @@ func newClaimLs(g *global) *cobra.Command {
 			fmt.Fprintln(t, "CLAIM\tSTATE\tDEADLINE\tCLAIMANT → RESPONDENT\tWORK")
 			for _, s := range list {
 				fmt.Fprintf(t, "%s\t%s\t%s\t%s → %s\t%s\n", s.Claim, paint(g.color(), claimColor(s.State, s.Overdue), stateLabel(s.State, s.Overdue)),
-					orDash(s.Deadline), s.Claimant, s.Respondent, clip(s.Work, 50))
+					orDash(s.Deadline), s.Claimant, cmp.Or(s.Respondent, "(pool)"), clip(s.Work, 50))
 			}
 			return t.Flush()
 		},

@@ -281,6 +281,7 @@ func newRoot(g *global, hosted Hosted) *cobra.Command {
 	addExpectCommands(root, g)
 	addA2ACommands(root, g)
 	addPrimeCommands(root, g)
+	addReadyCommands(root, g)
 	if hosted != nil {
 		hosted(root, Env{g})
 	} else {

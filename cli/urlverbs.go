@@ -80,7 +80,7 @@ var remoteVerbs = map[string]bool{
 	"tally promise": true, "tally amend": true, "tally resolve": true, "tally assess": true,
 	"tally show": true, "tally ls": true, "tally owed": true, "tally graph": true,
 	"tally export": true, "tally import": true, "tally verify": true,
-	"tally version": true, "tally help": true,
+	"tally version": true, "tally help": true, "tally ready": true,
 	"tally claim create": true, "tally claim post": true, "tally claim cancel": true, "tally claim revoke": true,
 	"tally claim supersede": true, "tally claim show": true, "tally claim ls": true,
 	"tally receipt acquire": true, "tally receipt adopt": true, "tally progress": true,

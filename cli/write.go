@@ -61,6 +61,7 @@ type promiseOptions struct {
 	writeOptions
 	by, to, until, on, task, id string
 	textFromStdin               string
+	priority                    *int // kept in meta as "priority"
 }
 
 func newPromise(g *global) *cobra.Command {
@@ -87,7 +88,11 @@ func newPromise(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			d := api.PromiseDeclare{ID: o.id, Promise: text, By: o.by, To: o.to, On: o.on, Until: o.until, Task: o.task, Meta: api.Object(o.meta)}
+			meta, err := declarePriority(o.meta, o.priority)
+			if err != nil {
+				return err
+			}
+			d := api.PromiseDeclare{ID: o.id, Promise: text, By: o.by, To: o.to, On: o.on, Until: o.until, Task: o.task, Meta: api.Object(meta)}
 			return g.promiseWrite(c, actor, o.writeOptions, func(ctx context.Context, svc cliService, call service.Call) (service.PromiseWritten, error) {
 				return svc.DeclarePromise(ctx, call, d)
 			}, func(w io.Writer, res *service.PromiseWritten) {
@@ -102,6 +107,7 @@ func newPromise(g *global) *cobra.Command {
 	f.StringVar(&o.on, "on", "", "antecedent promise id: this one is owed once that one is satisfied")
 	f.StringVar(&o.task, "task", "", "the A2A task this promise covers")
 	f.StringVar(&o.id, "id", "", "your own id (at most 128 characters, no whitespace); default: minted pnk_xxxxxx")
+	priorityFlag(f, &o.priority)
 	o.bind(c)
 	return c
 }

@@ -22,7 +22,7 @@ func claimTools(readPaths bool) []tool {
 	return []tool{
 		write("tally_claim_create", "Create a claim",
 			"Issue a claim as its claimant: the respondent owes the work, each slot a named output whose checks name their evaluators. Refused when the claim id is taken.",
-			appends, service.Service.CreateClaim).needs("claim", "respondent", "work"),
+			appends, service.Service.CreateClaim).needs("claim", "work"),
 		write("tally_claim_post", "Post a claim",
 			"Make a created claim actionable (or record that posting failed, failed: true). Only the claimant may post.",
 			appends, service.Service.PostClaim),

@@ -72,10 +72,10 @@ func TestToolsListed(t *testing.T) {
 	}
 	// Every tool, of every family: named tally_<family>_<verb>, described,
 	// read-only when it reads, destructive when it ends something for good.
-	name := regexp.MustCompile(`^tally_(promise|claim|expect|ledger)_[a-z_]+$`)
+	name := regexp.MustCompile(`^tally_((promise|claim|expect|ledger)_[a-z_]+|ready)$`)
 	for n, tl := range ts {
 		verb := n[strings.LastIndex(n, "_")+1:]
-		readOnly := map[string]bool{"show": true, "list": true, "lapses": true, "graph": true, "verify": true, "export": true, "owed": true}[verb]
+		readOnly := map[string]bool{"show": true, "list": true, "lapses": true, "graph": true, "verify": true, "export": true, "owed": true, "ready": true}[verb]
 		ends := map[string]bool{"resolve": true, "cancel": true, "revoke": true, "withdraw": true}[verb] || n == "tally_claim_supersede"
 		a := tl.Annotations
 		switch {

@@ -159,7 +159,7 @@ func (t tool) needs(members ...string) tool {
 // tools is every tool of svc, family by family; readPaths offers the
 // arguments that name a file for the server to read.
 func tools(svc service.Service, readPaths bool) []tool {
-	return slices.Concat(promiseTools(), claimTools(readPaths), expectTools(), logTools(svc))
+	return slices.Concat(promiseTools(), claimTools(readPaths), expectTools(), logTools(svc), readyTools())
 }
 
 // schemaOptions maps tally's own JSON types to their schemas.

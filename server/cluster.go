@@ -15,7 +15,7 @@ import (
 // others still write a ledger directly and are refused until they too go
 // through the Service.
 var clusterRoutes = map[string]bool{
-	"health": true, "ready": true, "metrics": true, "openapi": true, "whoami": true, "events": true,
+	"health": true, "ready": true, "work.ready": true, "metrics": true, "openapi": true, "whoami": true, "events": true,
 	"promise.declare": true, "promise.list": true, "promise.show": true,
 	"promise.amend": true, "promise.resolve": true, "promise.assess": true,
 	"session.export": true, "session.verify": true, "verify": true, "session.import": true,

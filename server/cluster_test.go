@@ -91,6 +91,7 @@ func TestClusterServesTheClaimsFamily(t *testing.T) {
 		{"GET", "/claims/C1/artifacts/a0", "", http.StatusNotFound},
 		{"GET", "/claims/C1/artifacts/a1", "", http.StatusOK},
 		{"GET", "/claims/C1", "", http.StatusOK},
+		{"GET", "/ready?seat=maintainer", "", http.StatusOK}, // a seat's ready list, through the node's Service
 	}
 	for i, st := range steps {
 		if i == 4 && read != 0 {

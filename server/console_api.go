@@ -52,7 +52,7 @@ func (s *Server) consoleRoutes() []route {
 		{name: "console.asset", method: "GET", pattern: "/console/{file}", summary: "The console's script, style sheet and icon", handle: console.Asset},
 		{name: "tenant.list", method: "GET", pattern: "/v1/tenants", summary: "The tenants the request may read (its token's; every tenant on disk in --insecure-dev), with the identity and role it acts as", handle: s.tenantList},
 		{name: "session.list", method: "GET", pattern: "/v1/tenants/{tenant}/sessions", summary: "The tenant's sessions that hold a log (read only: opens and creates nothing)", handle: s.sessionList},
-		{name: "session.summary", method: "GET", pattern: sessionPath + "/summary", summary: "Counts by family and state, and the items needing attention first: overdue promises, lapsed expectations, failed or overdue claims (now); seq is where the event stream resumes", handle: s.sessionSummary},
+		{name: "session.summary", method: "GET", pattern: sessionPath + "/summary", summary: "Counts by family and state, and the items needing attention first: overdue promises, lapsed expectations, failed or overdue claims, less those a satisfied successor answered or a person dismissed (a fact attention.dismissed:FAMILY:ID) (now); seq is where the event stream resumes", handle: s.sessionSummary},
 		{name: "obligation.list", method: "GET", pattern: sessionPath + "/obligations", summary: "Promises, claims and expectations as one table, filtered and paged on the server (family, state, by, to, party, q, attention=true, offset, limit, now)", handle: s.obligationList},
 		{name: "promise.history", method: "GET", pattern: sessionPath + "/promises/{id}/history", summary: "Every record of one promise in log order, with its state after each", handle: s.promiseHistory},
 		{name: "claim.history", method: "GET", pattern: sessionPath + "/claims/{id}/history", summary: "Every record that changed one claim, in log order, with its state after each (a lifecycle to step through)", handle: s.claimHistory},
@@ -139,6 +139,66 @@ type obligation struct {
 	// Attention says why the row comes first: overdue, lapsed or failed.
 	Attention string `json:"attention,omitempty"`
 	Seq       uint64 `json:"seq"`
+	// Ended says the obligation ended (resolved, terminal, closed), and
+	// EndedAt when, where the log says: the Due column then says so
+	// rather than counting down.
+	Ended   bool       `json:"ended,omitempty"`
+	EndedAt *time.Time `json:"ended_at,omitempty"`
+	// AnsweredBy is the successor that answered a failed claim or a lapsed,
+	// superseded expectation (it was satisfied); Dismissed says a person
+	// dismissed the row (a fact with DismissKey). Either takes the row off
+	// the attention list; neither is set on a row that needs none.
+	AnsweredBy string `json:"answered_by,omitempty"`
+	Dismissed  bool   `json:"dismissed,omitempty"`
+}
+
+// A person dismisses an item from the attention list by recording a fact
+// (POST …/facts, the expectation family's own write): its key is
+// DismissKey(family, id), its subject {"type":"attention","id":family+":"+id}.
+// So the dismissal is in the log, attributed and replicated like every
+// record, and needs no record type of its own.
+const dismissPrefix = "attention.dismissed:"
+
+// DismissKey is the fact key that dismisses row family/id from attention.
+func DismissKey(family, id string) string { return dismissPrefix + family + ":" + id }
+
+// maxSuccessorChain bounds the walk along an expectation's successors.
+const maxSuccessorChain = 64
+
+// answeredExpectation is the successor that answered expectation x: the
+// first satisfied expectation along the ones superseding it, or "".
+func answeredExpectation(st *expect.State, x *expect.View) string {
+	next := x.SupersededBy
+	for i := 0; next != "" && i < maxSuccessorChain; i++ {
+		y, ok := st.Expectation(next)
+		if !ok {
+			return ""
+		}
+		if y.State == "satisfied" {
+			return y.ExpectationID
+		}
+		next = y.SupersededBy
+	}
+	return ""
+}
+
+// settle marks a row that ended, and takes off the attention list a row
+// answered by a successor or dismissed.
+func (o *obligation) settle(st *ledger.State, ended bool, at time.Time, answeredBy string) {
+	if ended {
+		o.Ended = true
+		if !at.IsZero() {
+			o.EndedAt = &at
+		}
+	}
+	if o.Attention == "" {
+		return // only a row needing attention is answered or dismissed: no lookup per row of a large table
+	}
+	o.AnsweredBy = answeredBy
+	_, o.Dismissed = st.Expects.Fact(DismissKey(o.Family, o.ID))
+	if o.AnsweredBy != "" || o.Dismissed {
+		o.Attention = ""
+	}
 }
 
 // claimFailed reports a claim that ended without its work being accepted
@@ -170,6 +230,7 @@ func consoleRows(st *ledger.State, now time.Time, f obligationFilter) []obligati
 		if v.Overdue {
 			o.Attention = "overdue"
 		}
+		o.settle(st, !v.State.Open(), v.ResolvedAt, "")
 		rows = append(rows, o)
 	}
 	var claims []claim.Summary
@@ -187,6 +248,12 @@ func consoleRows(st *ledger.State, now time.Time, f obligationFilter) []obligati
 		case c.Overdue:
 			o.Attention = "overdue"
 		}
+		at, ended := st.Claims.Ended(c.Claim)
+		answered := ""
+		if o.Attention == "failed" {
+			answered = st.Claims.AnsweredBy(c.Claim)
+		}
+		o.settle(st, ended, at, answered)
 		rows = append(rows, o)
 	}
 	var expects []expect.View
@@ -204,6 +271,18 @@ func consoleRows(st *ledger.State, now time.Time, f obligationFilter) []obligati
 		if len(x.Lapses) > 0 {
 			o.Attention = "lapsed"
 		}
+		var at time.Time
+		switch {
+		case x.ActualAt != nil && x.State == "satisfied":
+			at = *x.ActualAt
+		case x.Withdrawn != nil:
+			at = x.Withdrawn.At
+		}
+		answered := ""
+		if o.Attention != "" && x.State == "superseded" {
+			answered = answeredExpectation(st.Expects, &x)
+		}
+		o.settle(st, x.State != "open", at, answered)
 		rows = append(rows, o)
 	}
 	return rows

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"tally/auth"
 	"tally/server/console"
 )
 
@@ -282,4 +283,105 @@ func TestConsoleInsecureTenants(t *testing.T) {
 	if !cfgDoc.Insecure || !ts2.Insecure || strings.Join(ts2.Tenants, ",") != "acme,beta" || ts2.Actor != "console" {
 		t.Fatalf("insecure: config %+v, tenants %+v", cfgDoc, ts2)
 	}
+}
+
+// The attention list leaves out a failed claim a satisfied successor
+// answered and an item a person dismissed (a fact in the log); an ended
+// row says when it ended, for the Due column.
+func TestConsoleAttentionAnsweredAndDismissed(t *testing.T) {
+	f := newFixture(t)
+	consoleScenario(f)
+	f.token("maintainer", "agent")
+	f.token("parser", "agent")
+	c := base + "/claims"
+	f.want(201, "POST", c, "maintainer", `{"claim":"C17","respondent":"parser","work":"reject incomplete escapes","no_checks":true}`)
+	f.want(200, "POST", c+"/C17/post", "maintainer", `{}`)
+	f.want(200, "POST", c+"/C17/receipt", "parser", `{"decline":true,"reason":"out of scope"}`)
+	f.want(201, "POST", c, "maintainer", `{"claim":"C18","respondent":"parser","work":"reject incomplete escapes, bounded","predecessor":"C17","no_checks":true}`)
+	f.want(200, "POST", c+"/C18/post", "maintainer", `{}`)
+	f.want(200, "POST", c+"/C18/receipt", "parser", `{}`)
+	f.want(200, "POST", c+"/C18/testaments", "parser", `{"testament":"T1","generation":1,"summary":"bounded"}`)
+	ids := func() string { t.Helper(); return attentionList(f, "?now=2026-09-01T14:00:00Z") }
+	if got := ids(); got != "promise:late:overdue claim:C17:failed" {
+		t.Fatalf("attention before the successor: %s", got)
+	}
+	f.want(200, "POST", c+"/C18/testaments/T1/post", "parser", ``)
+	f.want(200, "POST", c+"/C18/testaments/T1/receive", "maintainer", ``)
+	if got := ids(); got != "promise:late:overdue" {
+		t.Fatalf("attention after C18 was satisfied: %s", got)
+	}
+	// A dismissal is a fact in the log, recorded by whoever dismisses.
+	f.want(201, "POST", base+"/facts", "observer", `{"factKey":"attention.dismissed:promise:late","subject":{"type":"attention","id":"promise:late"}}`)
+	if got := ids(); got != "" {
+		t.Fatalf("attention after the dismissal: %s", got)
+	}
+	var p struct{ Rows []obligation }
+	decodeJSON(t, f.want(200, "GET", base+"/obligations?now=2026-09-01T14:00:00Z", "observer", ""), &p)
+	rows := map[string]obligation{}
+	for _, o := range p.Rows {
+		rows[o.ID] = o
+	}
+	if o := rows["late"]; !o.Dismissed || o.Attention != "" || o.Ended {
+		t.Fatalf("late: %+v", o)
+	}
+	if o := rows["C17"]; o.AnsweredBy != "C18" || o.Attention != "" || !o.Ended || o.EndedAt == nil {
+		t.Fatalf("C17: %+v", o)
+	}
+	if o := rows["C18"]; !o.Ended || o.EndedAt == nil || o.State != "Satisfied" {
+		t.Fatalf("C18: %+v", o)
+	}
+	if o := rows["desk/ship-91"]; !o.Ended || o.EndedAt == nil {
+		t.Fatalf("desk/ship-91: %+v", o)
+	}
+	if o := rows["fine"]; o.Ended || o.EndedAt != nil {
+		t.Fatalf("fine: %+v", o)
+	}
+}
+
+// A lapsed expectation leaves the attention list once the expectation that
+// supersedes it (or one after that) is satisfied.
+func TestConsoleAttentionSupersededExpectation(t *testing.T) {
+	f := newFixture(t)
+	f.token("keeper", auth.RoleTimekeeper)
+	e := base + "/expectations"
+	f.want(201, "POST", e, "author", `{"expectationId":"x1","kind":"k","subject":{"type":"doc","id":"D1"},"satisfiedBy":{"factKey":"reviewed:D1"},"dueAt":"2026-09-01T11:00:00Z","basis":"declared"}`)
+	f.want(201, "POST", base+"/lapses", "keeper", `{"expectationId":"x1","lapse":"overdue"}`)
+	attention := func() string { t.Helper(); return attentionList(f, "") }
+	if got := attention(); got != "expectation:x1:lapsed" {
+		t.Fatalf("after the lapse: %s", got)
+	}
+	f.want(201, "POST", e+"/x1/supersede", "author", `{"expectationId":"x2","dueAt":"2026-09-03T00:00:00Z","satisfiedBy":{"factKey":"reviewed:D1:v2"}}`)
+	f.want(201, "POST", e+"/x2/supersede", "author", `{"expectationId":"x3","dueAt":"2026-09-04T00:00:00Z","satisfiedBy":{"factKey":"reviewed:D1:v3"}}`)
+	if got := attention(); got != "expectation:x1:lapsed" {
+		t.Fatalf("superseded, successors open: %s", got)
+	}
+	f.want(201, "POST", base+"/facts", "observer", `{"factKey":"reviewed:D1:v3","subject":{"type":"doc","id":"D1"}}`)
+	if got := attention(); got != "" {
+		t.Fatalf("after x3 was satisfied: %s", got)
+	}
+	var p struct{ Rows []obligation }
+	decodeJSON(t, f.want(200, "GET", base+"/obligations?family=expectation", "observer", ""), &p)
+	for _, o := range p.Rows {
+		if o.ID == "x1" && (o.AnsweredBy != "x3" || !o.Ended) {
+			t.Fatalf("x1: %+v", o)
+		}
+		if o.ID == "x3" && (!o.Ended || o.EndedAt == nil) {
+			t.Fatalf("x3: %+v", o)
+		}
+	}
+}
+
+// attentionList is the summary's attention list (at query), as
+// family:id:why, in order.
+func attentionList(f *fixture, query string) string {
+	f.t.Helper()
+	var s struct{ Attention []obligation }
+	if err := json.Unmarshal([]byte(f.want(200, "GET", base+"/summary"+query, "observer", "")), &s); err != nil {
+		f.t.Fatal(err)
+	}
+	var out []string
+	for _, o := range s.Attention {
+		out = append(out, o.Family+":"+o.ID+":"+o.Attention)
+	}
+	return strings.Join(out, " ")
 }

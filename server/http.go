@@ -67,6 +67,7 @@ func (s *Server) routeTable() []route {
 		{name: "whoami", method: "GET", pattern: "/v1/tenants/{tenant}/whoami", summary: "The identity and role the bearer token acts as", serve: s.whoami},
 	}
 	routes = append(routes, s.claimRoutes()...)
+	routes = append(routes, s.readyRoutes()...)
 	routes = append(routes, s.consoleRoutes()...)
 	routes = append(routes, s.mcpRoutes()...)
 	routes = append(routes, s.tokenRoutes()...)

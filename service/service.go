@@ -72,6 +72,7 @@ type Service interface {
 	Claims
 	Expectations
 	Logs
+	Work
 }
 
 // Sessions opens the ledger of a session for Local. Its implementation

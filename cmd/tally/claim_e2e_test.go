@@ -324,7 +324,8 @@ func TestE2EClaimRefusals(t *testing.T) {
 			{"successor", []string{"claim", "supersede", "C17", "--as", maintainer}},
 			{"holder", []string{"receipt", "adopt", "C17", "--as", maintainer}},
 			{"note", []string{"progress", "C17", "--generation", "1", "--as", parser}},
-			{"respondent", []string{"claim", "create", "C50", "--work", "w", "--as", maintainer}},
+			// Without --respondent a claim is posted to a pool; with both, refused.
+			{"pool", []string{"claim", "create", "C50", "--work", "w", "--respondent", parser, "--pool", "worker-1", "--as", maintainer}},
 			{"work", []string{"claim", "create", "C51", "--respondent", parser, "--as", maintainer}},
 		} {
 			if msg := c.refused(runOpts{}, 2, "invalid", tc.args...); !strings.HasPrefix(msg, tc.field+":") {

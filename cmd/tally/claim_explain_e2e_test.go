@@ -297,7 +297,7 @@ func TestE2EClaimRefusalCodesMatchRemote(t *testing.T) {
 		{maintainer, "", 2, "invalid", []string{"claim", "cancel", "C17"}},
 		{maintainer, "", 2, "invalid", []string{"receipt", "adopt", "C17"}},
 		{maintainer, "", 1, "not_found", []string{"claim", "supersede", "C17", "--successor", "C99"}},
-		{maintainer, "", 2, "invalid", []string{"claim", "create", "C18", "--work", "w"}},
+		{maintainer, "", 2, "invalid", []string{"claim", "create", "C18", "--work", "w", "--respondent", parser, "--pool", "worker-1"}}, // a respondent or a pool
 		{maintainer, "", 2, "invalid", []string{"claim", "create", "C18", "--respondent", parser, "--work", "w", "--max-responses", "999"}},
 		{maintainer, "", 2, "invalid", []string{"claim", "create", "C18", "--respondent", parser, "--work", "w", "--deadline", "someday"}},
 		{maintainer, "", 2, "invalid", []string{"claim", "create", "C18", "--respondent", parser, "--work", "w", "--check", "s/c:validator=v,mode=sometimes"}},

@@ -315,7 +315,7 @@
         h('section', { class: 'card attention', 'aria-labelledby': 'h-att' },
           h('h2', { id: 'h-att' }, 'Needs attention first'),
           sum.attention.length === 0 ? h('p', {}, 'Nothing overdue, lapsed or failed.') :
-            rowsTable(sum.attention, 'Items needing attention')),
+            rowsTable(sum.attention, 'Items needing attention', dismissButton)),
         h('div', { class: 'grid3' }, fam('Promises', 'promises', sum.promises), fam('Claims', 'claims', sum.claims),
           fam('Expectations', 'expectations', sum.expectations)),
         h('p', { class: 'muted' }, 'As of ', timeEl(sum.now), ' · record ', h('span', { 'data-seq': '' }, sum.seq)),
@@ -328,14 +328,21 @@
     return href(o.family, o.id);
   }
   function dueCell(o) {
+    // An ended item is done, or ended at a time: a countdown would mislead.
+    if (o.ended) {
+      const word = o.state === 'satisfied' || o.state === 'Satisfied' ? 'done' : 'ended';
+      return h('span', { 'data-due': 'ended' }, o.ended_at ? [word + ' ', timeEl(o.ended_at)] : word);
+    }
     if (!o.due) return '—';
     const overdue = o.attention === 'overdue' || (o.attention === 'lapsed' && o.state === 'open');
     return h('span', {}, timeEl(o.due, relDue(o.due, o.attention === 'overdue')), overdue && o.attention === 'lapsed' ? ' (lapsed)' : '');
   }
-  function rowsTable(rows, caption) {
+  function rowsTable(rows, caption, dismiss) {
+    const cols = ['Family', 'Id', 'What', 'State', 'Owed by', 'Owed to / subject', 'Due'];
+    if (dismiss) cols.push('Dismiss');
     return h('div', { class: 'tablewrap' }, h('table', { class: 'rows' },
       h('caption', { class: 'sr' }, caption),
-      h('thead', {}, h('tr', {}, ['Family', 'Id', 'What', 'State', 'Owed by', 'Owed to / subject', 'Due'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, rows.map((o) => h('tr', { class: o.attention ? 'attn' : '', 'data-id': o.id },
         h('td', { 'data-label': 'Family' }, o.family),
         h('td', { 'data-label': 'Id' }, h('a', { href: detailHref(o) }, o.id)),
@@ -343,7 +350,25 @@
         h('td', { 'data-label': 'State' }, badge(o.family, o.state), o.attention ? [' ', attentionBadge(o.attention)] : null),
         h('td', { 'data-label': 'Owed by' }, o.by),
         h('td', { 'data-label': 'Owed to' }, o.to),
-        h('td', { 'data-label': 'Due' }, dueCell(o)))))));
+        h('td', { 'data-label': 'Due' }, dueCell(o)),
+        dismiss ? h('td', { 'data-label': 'Dismiss' }, dismiss(o)) : null)))));
+  }
+  // dismissButton records, as the signed-in participant, that it dismissed
+  // an item from the attention list: a fact attention.dismissed:FAMILY:ID
+  // in the log (the server leaves such items out), never browser storage.
+  function dismissButton(o) {
+    const b = h('button', { type: 'button', class: 'dismiss', 'aria-label': 'Dismiss ' + o.family + ' ' + o.id + ' from the attention list' }, 'Dismiss');
+    b.addEventListener('click', async () => {
+      b.disabled = true;
+      try {
+        await post(sp('/facts'), { factKey: 'attention.dismissed:' + o.family + ':' + o.id, subject: { type: 'attention', id: o.family + ':' + o.id } });
+        changed(0);
+      } catch (err) {
+        b.disabled = false;
+        b.replaceWith(h('span', { class: 'error', role: 'status' }, 'Refused: ' + err.message));
+      }
+    });
+    return b;
   }
 
   // ---- obligations table: filtered and paged on the server
@@ -411,10 +436,8 @@
           h('p', {}, 'at ', timeEl(a.ts), resolvedAt && new Date(a.ts).getTime() < resolvedAt ? ' — before the resolution' : ''),
           a.note ? h('blockquote', {}, a.note) : null))));
     const both = p.assessments.length > 0 && p.resolved_at ?
-      h('p', { class: 'both', role: 'note' }, h('strong', {}, 'Two records, both true. '),
-        'The debtor recorded ', p.state, lateness ? ' ' + lateness : '', '; ',
-        p.assessments.map((a) => a.observer).join(', '), ' judged it ', p.assessments.map((a) => a.state).join(', '),
-        '. They are shown side by side, never merged into one verdict.') : null;
+      h('p', { class: 'both', role: 'note' }, h('strong', {}, 'Two records, both true. '), bothSentence(p, lateness),
+        ' They are shown side by side, never merged into one verdict.') : null;
     return {
       title: 'Promise ' + p.id,
       body: [
@@ -436,6 +459,19 @@
   // promiseActions offers what a participant may do to an open promise: a
   // creditor releases it, anyone records a judgment as itself. The server
   // decides; a refusal is shown in its own words.
+  // bothSentence says who recorded the resolution and who judged the
+  // promise, each once and by their part in it: "bob (the debtor) recorded
+  // satisfied 2h after the deadline; alice (the creditor) judged it violated."
+  function bothSentence(p, lateness) {
+    const part = (who) => who === p.by ? who + ' (the debtor)' : who === p.to ? who + ' (the creditor)' : who + ' (an observer)';
+    const list = (xs) => xs.length < 2 ? xs.join('') : xs.slice(0, -1).join(', ') + ' and ' + xs[xs.length - 1];
+    const uniq = (xs) => xs.filter((x, i) => xs.indexOf(x) === i);
+    const judges = uniq(p.assessments.map((a) => a.observer)).map(part);
+    const states = uniq(p.assessments.map((a) => a.state));
+    return part(p.resolved_by) + ' recorded ' + p.state + (lateness ? ' ' + lateness : '') + '; ' +
+      list(judges) + ' judged it ' + states.join(' or ') + '.';
+  }
+
   function promiseActions(p) {
     if (p.state !== 'owed' && p.state !== 'conditional') return null;
     const out = h('p', { id: 'act-out', role: 'status', 'aria-live': 'polite' });

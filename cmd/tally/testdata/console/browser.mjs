@@ -148,7 +148,40 @@ try {
     const firstAttention = await page.locator('.attention tbody tr').first().getAttribute('data-id');
     check(firstAttention === 'desk/ship-92', 'the first item needing attention is ' + firstAttention + ', want the overdue promise desk/ship-92');
     check(/overdue \d+d/.test(await text(page, '.attention tr[data-id="desk/ship-92"]')), 'the overdue promise shows no relative time');
+    // C17 failed, but its successor C18 was satisfied: it needs no attention.
+    check(await page.locator('.attention tr[data-id="C17"]').count() === 0, 'C17, answered by its satisfied successor C18, still needs attention');
+    const attentionIDs = await page.locator('.attention tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-id')));
+    // The arrival is dismissed in the desktop pass, so the phone pass never lists it.
+    check(attentionIDs.includes('exp-01J8Q0ARRIVE') === (size.name === 'desktop'), 'the attention list is ' + attentionIDs.join(' '));
+    for (const due of await page.locator('.attention td[data-label="Due"]').allTextContents()) {
+      check(!/^done|^ended/.test(due.trim()), 'an item needing attention reads as ended: ' + due);
+    }
     await shot(page, 'overview', size);
+    if (size.name === 'desktop') {
+      // A person dismisses the lapsed arrival: a fact in the log, by the
+      // signed-in participant; the list redraws without it.
+      await page.click('.attention tr[data-id="exp-01J8Q0ARRIVE"] button.dismiss');
+      await page.locator('.attention tr[data-id="exp-01J8Q0ARRIVE"]').waitFor({ state: 'detached', timeout: 10000 });
+      check(await page.locator('.attention tr[data-id="desk/ship-92"]').count() === 1, 'the dismissal took another item with it');
+      const log = execFileSync(env.TALLY_BIN, ['export', '--dir', env.TALLY_DIR, '--session', T + '/' + S], { encoding: 'utf8' });
+      const fact = log.split('\n').find((l) => l.includes('"factKey":"attention.dismissed:expectation:exp-01J8Q0ARRIVE"'));
+      check(fact && fact.includes('"by":"console"') && fact.includes('"subject":{"type":"attention","id":"expectation:exp-01J8Q0ARRIVE"}'), 'the dismissal is not in the log: ' + fact);
+      await shot(page, 'overview-dismissed', size);
+    }
+
+    // The Due column of ended items says done or when they ended, never a countdown.
+    await go(page, hash('obligations', null, 'family=claim'));
+    await page.locator('tr[data-id="C18"]').waitFor();
+    const dueOf = async (id) => (await text(page, `tr[data-id="${id}"] td[data-label="Due"]`));
+    check(/^done \d{4}-\d\d-\d\d/.test(await dueOf('C18')), 'the satisfied C18 is due: ' + await dueOf('C18'));
+    check(/^ended \d{4}-\d\d-\d\d/.test(await dueOf('C17')), 'the failed C17 is due: ' + await dueOf('C17'));
+    await go(page, hash('obligations', null, 'family=promise&state=satisfied'));
+    await page.locator('tr[data-id="desk/ship-91"]').waitFor();
+    check(/^done 2026-09-02 09:40/.test(await dueOf('desk/ship-91')), 'the satisfied desk/ship-91 is due: ' + await dueOf('desk/ship-91'));
+    await go(page, hash('obligations', null, 'family=promise&state=cancelled'));
+    await page.locator('tr[data-id="c-1"]').waitFor();
+    check(/^ended \d{4}/.test(await dueOf('c-1')), 'the cancelled c-1 is due: ' + await dueOf('c-1'));
+    for (const due of await page.locator('td[data-label="Due"]').allTextContents()) check(!due.includes('due in'), 'an ended row counts down: ' + due);
 
     // Obligations: filtered on the server; the injected markup is text.
     await go(page, hash('obligations', null, 'family=promise'));
@@ -180,6 +213,20 @@ try {
     if (size.name === 'desktop') check(b.x > a.x + a.width - 1 && Math.abs(a.y - b.y) < 2, 'the two records are not side by side');
     else check(b.y >= a.y + a.height - 1, 'the two records overlap at phone width');
     check((await text(page, 'ol.history')).includes('nudge 1'), 'the amend reason is not on the timeline');
+    // The banner names each party once, by its part, however many
+    // judgments it recorded (carol judges twice in the desktop pass).
+    const banner = (judges) => 'https://example.org/agents/reviewer (the debtor) recorded satisfied 15h 40m after the deadline; ' + judges + ' judged it violated.';
+    const author = 'https://example.org/agents/author (the creditor)';
+    const both = await text(page, 'p.both');
+    check(both.includes(banner(size.name === 'desktop' ? author : author + ' and carol (an observer)')), 'the banner reads: ' + both);
+    if (size.name === 'desktop') {
+      for (const note of ['late, as the log shows', 'late, and said so twice']) {
+        execFileSync(env.TALLY_BIN, ['--dir', env.TALLY_DIR, '--session', `${T}/${S}`, '--as', 'carol', 'assess', 'desk/ship-91', '--violated', '--note', note]);
+      }
+      await page.locator('[data-record="assessments"]', { hasText: 'said so twice' }).waitFor({ timeout: 10000 });
+      const twice = await text(page, 'p.both');
+      check(twice.includes(banner(author + ' and carol (an observer)')), 'the banner after two judgments by carol reads: ' + twice);
+    }
     await shot(page, 'promise', size);
 
     // Acting through the same API: a release by someone not the creditor is

@@ -1,0 +1,17 @@
+package client
+
+import (
+	"context"
+
+	"tally/api"
+	"tally/service"
+)
+
+func (c *Client) Ready(ctx context.Context, call service.Call, seat string) (service.ReadyList, error) {
+	q := api.ReadyQuery{Seat: seat}
+	doc, err := c.get(ctx, call, api.EncodeQuery(&q), "ready")
+	if err != nil {
+		return service.ReadyList{}, err
+	}
+	return service.ReadReadyList(doc)
+}
