@@ -182,18 +182,7 @@ func ParseReplyTo(field string, raw json.RawMessage) (*expect.ReplyTo, error) {
 	if json.Unmarshal(raw, &s) == nil {
 		return &expect.ReplyTo{URL: s}, nil
 	}
-	var d struct {
-		URL       string `json:"url"`
-		Extension string `json:"extension"`
-		Push      *struct {
-			URL   string `json:"url"`
-			Token string `json:"token"`
-			Auth  *struct {
-				Scheme      string `json:"scheme"`
-				Credentials string `json:"credentials"`
-			} `json:"authentication"`
-		} `json:"push"`
-	}
+	var d ReplyTo
 	if err := Decode(field, raw, &d); err != nil {
 		return nil, err
 	}
@@ -205,6 +194,27 @@ func ParseReplyTo(field string, raw json.RawMessage) (*expect.ReplyTo, error) {
 		}
 	}
 	return rt, nil
+}
+
+// ReplyTo is a replyTo member written as an object: ParseReplyTo's
+// members, the schema MCP lists for it.
+type ReplyTo struct {
+	URL       string     `json:"url"`
+	Extension string     `json:"extension,omitempty"`
+	Push      *ReplyPush `json:"push,omitempty"`
+}
+
+// ReplyPush is a replyTo's push notification config.
+type ReplyPush struct {
+	URL   string     `json:"url"`
+	Token string     `json:"token,omitempty"`
+	Auth  *ReplyAuth `json:"authentication,omitempty"`
+}
+
+// ReplyAuth is how a push notification authenticates.
+type ReplyAuth struct {
+	Scheme      string `json:"scheme"`
+	Credentials string `json:"credentials,omitempty"`
 }
 
 // ExpectFact is the document of an observed fact; at defaults to now (in

@@ -109,7 +109,7 @@ func New(cfg Config) (*Server, error) {
 		SubscribeHandler:   s.subs.subscribe,
 		UnsubscribeHandler: s.subs.unsubscribe,
 	})
-	for _, t := range tools(cfg.Service, cfg.ReadPaths) {
+	for _, t := range tools(cfg.Service, cfg.ReadPaths, cfg.Now) {
 		if err := s.addTool(t); err != nil {
 			return nil, err
 		}
@@ -120,8 +120,10 @@ func New(cfg Config) (*Server, error) {
 }
 
 // instructions is what a host tells its model about the server as a whole.
-const instructions = "tally is a ledger of obligations between agents. Each tool is one verb; a call acts as this server's " +
-	"identity. A refused call is a tool error whose text is the error document {\"error\":\"FIELD: RULE\",\"code\":...}: " +
+const instructions = "tally is a ledger of obligations between agents: promises, claims of work, expectations. " +
+	"Each tool is a family's verbs, chosen by action; its description lists each action with the members it requires. " +
+	"A call acts as this server's identity; the answer is the verb's JSON document. " +
+	"A refused call is a tool error whose text is the error document {\"error\":\"FIELD: RULE\",\"code\":...}: " +
 	"fix what it names, nothing was recorded. Give request_id on a write to make a retry safe. " +
 	"Start with the prompt resume_seat, or read tally://owed/{seat}."
 
