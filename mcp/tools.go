@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -286,6 +287,20 @@ func (t tool) verbSchema() (map[string]*jsonschema.Schema, []string, error) {
 		}
 	}
 	return props, required, nil
+}
+
+// argNames are the arguments of the verb t besides the call's context,
+// sorted.
+func (t tool) argNames() []string {
+	var names []string
+	for _, m := range api.Members(reflect.New(t.doc).Interface()) {
+		names = append(names, t.argName(m))
+	}
+	for _, x := range t.extra {
+		names = append(names, x.name)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // argName is the argument a document member is.
@@ -603,11 +618,18 @@ func split(raw []byte, taken func(name string) bool, rename map[string]string) (
 	return append(body, '}'), given, nil
 }
 
-// schemaRefusal says which member the schema refused: a required one
+// schemaRefusal says which member the schema refused: one the tool does
+// not take (in the decoder's words, naming the verb's), a required one
 // missing, a value outside its set, or what the strict decoder says of the
 // document (the same words as stdin and REST), or the schema's own words.
 func (t tool) schemaRefusal(in *jsonschema.Schema, args map[string]any, body []byte, err error) error {
-	for _, name := range in.Required {
+	for _, name := range slices.Sorted(maps.Keys(args)) {
+		if _, ok := in.Properties[name]; !ok {
+			return vocab.Invalidf(name, notAField+strings.Join(t.argNames(), ", ")+")")
+		}
+	}
+	_, required, _ := t.verbSchema()
+	for _, name := range slices.Concat(in.Required, required) {
 		if _, ok := args[name]; !ok {
 			return vocab.Invalidf(name, "required")
 		}
