@@ -1,10 +1,13 @@
 // Package mcp is tally over the Model Context Protocol: one more binding
-// over service.Service. Each tool is one Service method; its input schema is
-// the method's api document plus the call's context (session, request id),
-// its output schema the result's document, and a refusal is a tool error
-// carrying the error document the CLI's --json prints. The binding that
-// serves it (stdio in `tally mcp`, streamable HTTP in `tally serve`) says
-// who a call acts as; this package never authenticates.
+// over service.Service. Each tool is a family's Service methods (its
+// verbs) of one kind, read or write, chosen by the argument action; its
+// input schema is the union of the verbs' api documents plus the call's
+// context (action, session, request id or now), every member described
+// and every closed set an enum (args.go). Its answer is the verb's
+// document as text, and a refusal is a tool error carrying the error
+// document the CLI's --json prints. The binding that serves it (stdio in
+// `tally mcp`, streamable HTTP in `tally serve`) says who a call acts as;
+// this package never authenticates.
 package mcp
 
 import (
