@@ -64,8 +64,8 @@ const deadlineForms = "RFC 3339, or a duration from now (30m, 2h, 3d)"
 // The call's context, which every tool of a kind takes.
 var (
 	argSessionDesc   = arg{argSession, "TENANT/SESSION or SESSION", nil}
-	argRequestIDDesc = arg{argRequestID, "idempotency key: a retry returns the first answer", nil}
-	argNowDesc       = arg{argNow, "RFC 3339: read as of then", nil}
+	argRequestIDDesc = arg{argRequestID, "idempotency key", nil}
+	argNowDesc       = arg{argNow, "read as of this RFC 3339 time", nil}
 	argMeta          = arg{"meta", "your own JSON object, kept as given", nil}
 )
 
@@ -154,8 +154,8 @@ var expectArgs = []arg{
 	{"expects", "in words", nil},
 	{"satisfiedBy", "the fact key that satisfies it", nil},
 	{"dueAt", deadlineForms, nil},
-	{"grace", "ISO 8601 time past dueAt to lapse (PT1H)", nil},
-	{"anchor", "due an ISO 8601 offset after another", nil},
+	{"grace", "time past dueAt before it lapses (1h, PT1H)", nil},
+	{"anchor", "due an offset (2h, PT2H) after another", nil},
 	{"after", "expectations whose facts come first", nil},
 	{"horizon", "stop watching at: " + deadlineForms, nil},
 	{"basis", "why this due time: measured, agreed or stated", expectBases},

@@ -10,7 +10,8 @@ import (
 
 // Every deadline-like member takes a duration from now as until does:
 // a promise's until, a claim's deadline, an expectation's dueAt and
-// horizon; a lapse's since counts back. A promise's and a claim's count
+// horizon; a lapse's since counts back, and a grace is 1h as the CLI
+// takes it. A promise's and a claim's count
 // from the ledger's clock (t0 here), an expectation's from this server's
 // (t0+4d here), as a CLI client's would.
 func TestDurationsWhereTimesAre(t *testing.T) {
@@ -28,10 +29,10 @@ func TestDurationsWhereTimesAre(t *testing.T) {
 		t.Errorf("deadline 2h: %s", got)
 	}
 	x := raiseShip("exp_30")
-	x["dueAt"], x["horizon"] = "30m", "2h"
+	x["dueAt"], x["horizon"], x["grace"] = "30m", "2h", "1h"
 	r := ok(t, reviewer, "tally_expect/raise", x)
-	if got := str(r, "expectation", "currentDue"); got != "2026-09-01T20:44:03Z" {
-		t.Errorf("dueAt 30m: %s (%v)", got, r)
+	if str(r, "expectation", "currentDue") != "2026-09-01T20:44:03Z" || str(r, "expectation", "horizon") != "2026-09-01T22:14:03Z" || str(r, "expectation", "grace") != "PT1H" {
+		t.Errorf("dueAt 30m, horizon 2h, grace 1h: %v", r)
 	}
 	// A retry under the same request id asks the same, and is the
 	// recorded answer.

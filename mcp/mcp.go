@@ -124,10 +124,11 @@ func New(cfg Config) (*Server, error) {
 
 // instructions is what a host tells its model about the server as a whole.
 const instructions = "tally is a ledger of obligations between agents: promises, claims of work, expectations. " +
-	"Each tool is a family's verbs, chosen by action; its description lists each action with the members it requires. " +
+	"Each tool is a family's verbs, chosen by action; its description lists each as action(the members it requires). " +
 	"A call acts as this server's identity; the answer is the verb's JSON document. " +
 	"A refused call is a tool error whose text is the error document {\"error\":\"FIELD: RULE\",\"code\":...}: " +
-	"fix what it names, nothing was recorded. Give request_id on a write to make a retry safe. " +
+	"fix what it names, nothing was recorded. Give request_id on a write to make a retry safe: " +
+	"a retry with the same request_id and arguments answers what the first recorded, recording nothing. " +
 	"Start with the prompt resume_seat, or read tally://owed/{seat}."
 
 // MCP is the protocol server, for a transport to run.

@@ -465,7 +465,7 @@ func (t tool) fullDescription() (string, error) {
 		return t.description, nil
 	}
 	var b strings.Builder
-	b.WriteString(t.description + " Actions (required):")
+	b.WriteString(t.description)
 	for _, a := range t.actions {
 		_, required, err := a.verbSchema()
 		if err != nil {
