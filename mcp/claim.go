@@ -32,7 +32,7 @@ func claimTools(readPaths bool) []tool {
 				appends, service.Service.AdoptReceipt),
 			write("progress", "", "Holder: record progress.",
 				appends, service.Service.RecordProgress),
-			writeBytes("artifact.publish", "", "Holder: publish an artifact's bytes.",
+			writeBytes("artifact.publish", "", "Holder: publish its bytes ("+bytesSay("content", readPaths)+").",
 				appends, publish, func(svc service.Service, ctx context.Context, c service.Call, d api.ClaimPublish, body io.Reader) (service.ClaimWritten, error) {
 					if body == nil {
 						return service.ClaimWritten{}, vocab.Invalidf("content_base64", "required: the artifact's bytes"+pathsSay(readPaths, "content_path"))
@@ -49,14 +49,14 @@ func claimTools(readPaths bool) []tool {
 				appends, service.Service.ReceiveTestament),
 			write("check.begin", "", "Evaluator: begin a check.",
 				appends, service.Service.BeginCheck),
-			writeBytes("check.report", "", "Evaluator: report the verdict.",
+			writeBytes("check.report", "", "Evaluator: report a verdict on artifact (or digest), evidence in "+bytesSay("evidence", readPaths)+".",
 				appends, evidence, func(svc service.Service, ctx context.Context, c service.Call, d api.ClaimCheck, body io.Reader) (service.ClaimWritten, error) {
 					var ev *service.Evidence
 					if body != nil {
 						ev = &service.Evidence{Body: body}
 					}
 					return svc.ReportCheck(ctx, c, d, ev)
-				}).needs("claim", "check", "artifact", "result"),
+				}).needs("claim", "check", "result"),
 			write("cancel", "", "Claimant: end it for good.", destructive, service.Service.CancelClaim),
 			write("revoke", "", "Claimant: take the work back, for good.", destructive, service.Service.RevokeClaim),
 			write("supersede", "", "Claimant: end it for good in favour of successor.", destructive, service.Service.SupersedeClaim),
@@ -83,6 +83,14 @@ func pathsSay(readPaths bool, name string) string {
 		return ""
 	}
 	return " or " + name + " (a file this server reads)"
+}
+
+// bytesSay names the arguments that carry bytes.
+func bytesSay(prefix string, readPaths bool) string {
+	if readPaths {
+		return prefix + "_base64 or " + prefix + "_path"
+	}
+	return prefix + "_base64"
 }
 
 // bytesArgs are the arguments that carry bytes: base64, and a path where

@@ -129,20 +129,24 @@ func TestToolsListed(t *testing.T) {
 }
 
 // The whole tools/list answer, as a host receives it, is at most
-// toolsListMax bytes.
+// toolsListMax bytes: over HTTP, and over stdio, where the tools that take
+// bytes also take a path.
 func TestToolsListSize(t *testing.T) {
-	f := newFixture(t)
-	res, err := f.client("reviewer").ListTools(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("tools/list: %d bytes, %d tools", len(b), len(res.Tools))
-	if len(b) > toolsListMax {
-		t.Errorf("tools/list is %d bytes, over %d", len(b), toolsListMax)
+	for _, readPaths := range []bool{false, true} {
+		f := newFixture(t)
+		f.readPaths = readPaths
+		res, err := f.client("reviewer").ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("tools/list (paths %v): %d bytes, %d tools", readPaths, len(b), len(res.Tools))
+		if len(b) > toolsListMax {
+			t.Errorf("tools/list (paths %v) is %d bytes, over %d", readPaths, len(b), toolsListMax)
+		}
 	}
 }
 
