@@ -208,7 +208,7 @@ func orList(vs []string) string {
 }
 
 // takes reports whether name is an argument of the verb t beside its
-// document, in a tool of kind e (a group's, when grouped).
+// document: the call's context, and the action where t is grouped.
 func (t tool) takes(name string, grouped bool) bool {
 	switch name {
 	case argSession:
@@ -271,7 +271,7 @@ func (t tool) verbSchema() (map[string]*jsonschema.Schema, []string, error) {
 	}
 	required := s.Required
 	if t.required != nil {
-		required = t.required
+		required = slices.Clone(t.required)
 	} else {
 		for i, r := range required {
 			required[i] = t.argName(r)
@@ -499,7 +499,13 @@ func (s *Server) addTool(t tool) error {
 	}
 	// No output schema: the answer is its document as text, once (see
 	// answer).
-	s.mcp.AddTool(&sdk.Tool{Name: t.name, Title: t.title, Description: desc, Annotations: ann, InputSchema: in}, s.handler(t, in, resolved))
+	required := map[string][]string{}
+	for _, v := range t.verbs() {
+		if _, required[v.name], err = v.verbSchema(); err != nil {
+			return err
+		}
+	}
+	s.mcp.AddTool(&sdk.Tool{Name: t.name, Title: t.title, Description: desc, Annotations: ann, InputSchema: in}, s.handler(t, in, resolved, required))
 	return nil
 }
 
@@ -507,7 +513,7 @@ func (s *Server) addTool(t tool) error {
 // the schema before anything runs, the verb the action names chosen and
 // its required members checked, the call's context taken out of them, the
 // rest decoded as the document, the method called as the caller.
-func (s *Server) handler(t tool, in *jsonschema.Schema, resolved *jsonschema.Resolved) sdk.ToolHandler {
+func (s *Server) handler(t tool, in *jsonschema.Schema, resolved *jsonschema.Resolved, required map[string][]string) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		raw := []byte(req.Params.Arguments)
 		if len(raw) > s.cfg.ArgumentsMax {
@@ -536,11 +542,9 @@ func (s *Server) handler(t tool, in *jsonschema.Schema, resolved *jsonschema.Res
 		if err := resolved.Validate(inst); err != nil {
 			return refused(v.schemaRefusal(in, args, body, err)), nil
 		}
-		if _, required, err := v.verbSchema(); err == nil {
-			for _, name := range required {
-				if _, ok := args[name]; !ok {
-					return refused(vocab.Invalidf(name, "required")), nil
-				}
+		for _, name := range required[v.name] {
+			if _, ok := args[name]; !ok {
+				return refused(vocab.Invalidf(name, "required")), nil
 			}
 		}
 		c, err := s.call(ctx, req, given)
