@@ -75,7 +75,7 @@ func artifactRead() tool {
 				r.Limit = artifactReadMax
 			}
 			return *r, nil
-		}, readArtifact).needs("claim", "artifact")
+		}, readArtifact)
 }
 
 // readArtifact reads the range r names of the artifact's bytes, verified

@@ -23,7 +23,7 @@ func claimTools(readPaths bool) []tool {
 		group("tally_claim", "Claims",
 			"A claim's steps, each by its party.", claimArgs,
 			write("create", "", "Claimant: issue a claim.",
-				appends, service.Service.CreateClaim).needs("claim", "respondent", "work"),
+				appends, service.Service.CreateClaim),
 			write("post", "", "Claimant: make it actionable.",
 				appends, service.Service.PostClaim),
 			write("receipt.acquire", "", "Respondent: take the work (its receipt).",
@@ -42,7 +42,7 @@ func claimTools(readPaths bool) []tool {
 			write("artifact.receive", "", "Claimant: record an artifact seen.",
 				appends, service.Service.ReceiveArtifact),
 			write("testament.close", "", "Holder (or claimant, role result): end the work cycle.",
-				appends, service.Service.CloseTestament).needs("claim"),
+				appends, service.Service.CloseTestament),
 			write("testament.post", "", "Author: post it.",
 				appends, service.Service.PostTestament),
 			write("testament.receive", "", "Claimant: record it received.",
@@ -56,7 +56,7 @@ func claimTools(readPaths bool) []tool {
 						ev = &service.Evidence{Body: body}
 					}
 					return svc.ReportCheck(ctx, c, d, ev)
-				}).needs("claim", "check", "result"),
+				}),
 			write("cancel", "", "Claimant: end it for good.", destructive, service.Service.CancelClaim),
 			write("revoke", "", "Claimant: take the work back, for good.", destructive, service.Service.RevokeClaim),
 			write("supersede", "", "Claimant: end it for good in favour of successor.", destructive, service.Service.SupersedeClaim),

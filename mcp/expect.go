@@ -28,15 +28,15 @@ func expectTools(now func() time.Time) []tool {
 			write("raise", "", "Expect a fact by dueAt.",
 				appends, func(svc service.Service, ctx context.Context, c service.Call, d api.ExpectRaise) (service.ExpectationWritten, error) {
 					return svc.RaiseExpectation(ctx, c, relative(d))
-				}).needs("kind", "subject", "satisfiedBy", "dueAt", "basis"),
+				}),
 			write("supersede", "", "Extend yours; what is left out is inherited.",
 				appends, func(svc service.Service, ctx context.Context, c service.Call, d api.ExpectRaise) (service.ExpectationWritten, error) {
 					return svc.SupersedeExpectation(ctx, c, d.Supersedes, relative(d))
-				}).needs("supersedes"),
+				}),
 			write("fact", "", "Record a fact; it satisfies its key's expectations.",
-				appends, service.Service.RecordFact).needs("factKey", "subject"),
+				appends, service.Service.RecordFact),
 			writeAt("withdraw", "", "Withdraw an open one for good (its raiser or a person).",
-				destructive, expectationID, service.Service.WithdrawExpectation).needs(),
+				destructive, expectationID, service.Service.WithdrawExpectation),
 		),
 		group("tally_expect_read", "Read expectations",
 			"Expectations as of now.", expectReadArgs,

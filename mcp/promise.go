@@ -12,13 +12,13 @@ import (
 // promiseWriteArgs and promiseReadArgs are where the two tools' "state"
 // differ: a judgment, and a selection.
 var (
-	promiseWriteArgs = []arg{{"state", "your judgment (default violated)", promiseAssessments}}
+	promiseWriteArgs = []arg{{"state", "your judgment (default violated)", promiseAssessments, nil}}
 	promiseReadArgs  = []arg{
-		{"id", "promise id", nil},
-		{"state", "which (default open)", promiseSelections},
-		{"by", "debtor", nil},
-		{"to", "creditor", nil},
-		{"seat", "whose (default: you)", nil},
+		{"id", "promise id", nil, []string{"show"}},
+		{"state", "which (default open)", promiseSelections, nil},
+		{"by", "debtor", nil, nil},
+		{"to", "creditor", nil, nil},
+		{"seat", "whose (default: you)", nil, nil},
 	}
 )
 
@@ -29,11 +29,11 @@ func promiseTools() []tool {
 			write("declare", "", "Promise to until.",
 				appends, service.Service.DeclarePromise),
 			write("amend", "", "Move your open promise's deadline.",
-				appends, service.Service.AmendPromise).needs("id", "until"),
+				appends, service.Service.AmendPromise),
 			write("assess", "", "Judge a promise violated; its state stays.",
-				appends, service.Service.AssessPromise).needs("id"),
+				appends, service.Service.AssessPromise),
 			write("resolve", "", "End it for good: satisfied or cancelled by its debtor, released by its creditor.",
-				destructive, service.Service.ResolvePromise).renamed("resolution", "as").needs("id", "resolution"),
+				destructive, service.Service.ResolvePromise).renamed("resolution", "as"),
 		),
 		group("tally_promise_read", "Read promises",
 			"Promises as of now.", slices.Concat(promiseArgs, promiseReadArgs),

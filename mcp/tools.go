@@ -39,9 +39,6 @@ type tool struct {
 	name, title, description string
 	effect                   effect
 	doc                      reflect.Type // the document's struct type
-	// required overrides the members the document's tags make required,
-	// where the document leaves one to a REST path (a promise's id).
-	required []string
 	// extra are arguments beside the document and the Call: what REST
 	// carries in the path (an expectation's id) or as the body (an
 	// artifact's bytes). Each is a string.
@@ -131,12 +128,6 @@ func read[D, A, R any](name, title, description string, arg func(*D) (A, error),
 // plain is a read's argument that needs no reading.
 func plain[D, A any](f func(*D) A) func(*D) (A, error) {
 	return func(d *D) (A, error) { return f(d), nil }
-}
-
-// needs sets the members a tool requires.
-func (t tool) needs(members ...string) tool {
-	t.required = members
-	return t
 }
 
 // described sets the table t's members are described by.
@@ -270,12 +261,8 @@ func (t tool) verbSchema() (map[string]*jsonschema.Schema, []string, error) {
 		props[t.argName(name)] = p
 	}
 	required := s.Required
-	if t.required != nil {
-		required = slices.Clone(t.required)
-	} else {
-		for i, r := range required {
-			required[i] = t.argName(r)
-		}
+	for i, r := range required {
+		required[i] = t.argName(r)
 	}
 	for _, x := range t.extra {
 		if _, clash := props[x.name]; clash {
@@ -287,6 +274,35 @@ func (t tool) verbSchema() (map[string]*jsonschema.Schema, []string, error) {
 		}
 	}
 	return props, required, nil
+}
+
+// requires is what the verb v of t requires: what t's table says its
+// actions require, or where the table says nothing of it (a tool of one
+// verb added without one), what v's document's tags and path say. A member
+// the table requires that v does not take is an error.
+func (t tool) requires(v tool) ([]string, error) {
+	props, required, err := v.verbSchema()
+	if err != nil {
+		return nil, err
+	}
+	table := false
+	var out []string
+	for _, a := range t.args {
+		if a.required == nil {
+			continue
+		}
+		table = true
+		if slices.Contains(a.required, v.name) && !slices.Contains(out, a.name) {
+			if _, ok := props[a.name]; !ok {
+				return nil, fmt.Errorf("tool %s: the table requires %q of %s, which does not take it", t.name, a.name, v.name)
+			}
+			out = append(out, a.name)
+		}
+	}
+	if !table {
+		return required, nil
+	}
+	return out, nil
 }
 
 // argNames are the arguments of the verb t besides the call's context,
@@ -324,7 +340,11 @@ func (t tool) inputSchema() (*jsonschema.Schema, error) {
 		if (v.effect == reads) != (t.effect == reads) {
 			return nil, fmt.Errorf("tool %s: verb %s reads in a tool that writes, or writes in one that reads", t.name, v.name)
 		}
-		props, required, err := v.verbSchema()
+		props, _, err := v.verbSchema()
+		if err != nil {
+			return nil, err
+		}
+		required, err := t.requires(v)
 		if err != nil {
 			return nil, err
 		}
@@ -357,7 +377,7 @@ func (t tool) inputSchema() (*jsonschema.Schema, error) {
 		ctx[1] = argNowDesc
 	}
 	if t.actions != nil {
-		ctx = append([]arg{{argAction, "which verb", t.actionNames()}}, ctx...)
+		ctx = append([]arg{{argAction, "which verb", t.actionNames(), nil}}, ctx...)
 		s.Required = append([]string{argAction}, s.Required...)
 	}
 	for _, c := range ctx {
@@ -467,7 +487,7 @@ func (t tool) fullDescription() (string, error) {
 	var b strings.Builder
 	b.WriteString(t.description)
 	for _, a := range t.actions {
-		_, required, err := a.verbSchema()
+		required, err := t.requires(a)
 		if err != nil {
 			return "", err
 		}
@@ -501,7 +521,7 @@ func (s *Server) addTool(t tool) error {
 	// answer).
 	required := map[string][]string{}
 	for _, v := range t.verbs() {
-		if _, required[v.name], err = v.verbSchema(); err != nil {
+		if required[v.name], err = t.requires(v); err != nil {
 			return err
 		}
 	}
@@ -540,7 +560,7 @@ func (s *Server) handler(t tool, in *jsonschema.Schema, resolved *jsonschema.Res
 			return refused(err), nil
 		}
 		if err := resolved.Validate(inst); err != nil {
-			return refused(v.schemaRefusal(in, args, body, err)), nil
+			return refused(v.schemaRefusal(in, required[v.name], args, body, err)), nil
 		}
 		for _, name := range required[v.name] {
 			if _, ok := args[name]; !ok {
@@ -626,13 +646,12 @@ func split(raw []byte, taken func(name string) bool, rename map[string]string) (
 // not take (in the decoder's words, naming the verb's), a required one
 // missing, a value outside its set, or what the strict decoder says of the
 // document (the same words as stdin and REST), or the schema's own words.
-func (t tool) schemaRefusal(in *jsonschema.Schema, args map[string]any, body []byte, err error) error {
+func (t tool) schemaRefusal(in *jsonschema.Schema, required []string, args map[string]any, body []byte, err error) error {
 	for _, name := range slices.Sorted(maps.Keys(args)) {
 		if _, ok := in.Properties[name]; !ok {
 			return vocab.Invalidf(name, notAField+strings.Join(t.argNames(), ", ")+")")
 		}
 	}
-	_, required, _ := t.verbSchema()
 	for _, name := range slices.Concat(in.Required, required) {
 		if _, ok := args[name]; !ok {
 			return vocab.Invalidf(name, "required")
