@@ -24,25 +24,50 @@ type arg struct {
 }
 
 // The closed sets, taken from the family cores' constants so that they
-// cannot drift from what the cores accept (TestEnumsAreTheCores' checks
-// each against its core's declarations).
-var (
-	promiseResolutions = []string{promise.AsSatisfied, promise.AsCancelled, promise.AsReleased}
-	promiseAssessments = []string{promise.StateViolated}
-	promiseSelections  = []string{promise.FilterOpen, promise.FilterOverdue, promise.FilterAll}
+// cannot drift from what the cores accept (the enum test checks each
+// against its core's declarations). Each call makes a fresh slice:
+// nothing here is shared mutable state.
 
-	claimModes      = strs(claim.Required, claim.Observe)
-	claimPhases     = strs(claim.Programmatic, claim.Quality)
-	claimOutcomes   = strs(claim.Complete, claim.Partial, claim.Refused, claim.Impossible, claim.Interrupted, claim.Failed)
-	claimResults    = strs(claim.Pass, claim.Fail, claim.Incomplete, claim.Error)
-	claimRoles      = strs(claim.RoleOutput, claim.RoleDiagnostic, claim.RoleResult)
-	testamentRoles  = []string{claim.TestamentResponse, claim.TestamentResult} // result is also an artifact's role
-	claimStatuses   = strs(claim.Generated, claim.Posted, claim.Received, claim.Progressed, claim.TestamentGenerated, claim.TestamentAcknowledged, claim.Validating, claim.Satisfied, claim.PostFailed, claim.ReceiptFailed, claim.TestamentGenerationFailed, claim.ValidationIncomplete, claim.ValidationFailed, claim.ValidationErrored, claim.Cancelled, claim.Revoked, claim.Superseded, claim.Expired, claim.DependencyFailed, claim.Deadlocked)
-	expectBases     = strs(expect.BasisObserved, expect.BasisContract, expect.BasisDeclared)
-	expectLives     = lifeNames(expect.Open, expect.Satisfied, expect.Withdrawn, expect.Superseded)
-	exportFormats   = []string{"jsonl", "json", "pinki"} // service.Export's; TestEnumsAreTheCores tries each
-	artifactEncodes = []string{encodingUTF8, encodingBase64}
-)
+func promiseResolutions() []string {
+	return []string{promise.AsSatisfied, promise.AsCancelled, promise.AsReleased}
+}
+
+func promiseAssessments() []string { return []string{promise.StateViolated} }
+
+func promiseSelections() []string {
+	return []string{promise.FilterOpen, promise.FilterOverdue, promise.FilterAll}
+}
+
+func claimModes() []string  { return strs(claim.Required, claim.Observe) }
+func claimPhases() []string { return strs(claim.Programmatic, claim.Quality) }
+
+func claimOutcomes() []string {
+	return strs(claim.Complete, claim.Partial, claim.Refused, claim.Impossible, claim.Interrupted, claim.Failed)
+}
+
+func claimResults() []string { return strs(claim.Pass, claim.Fail, claim.Incomplete, claim.Error) }
+func claimRoles() []string   { return strs(claim.RoleOutput, claim.RoleDiagnostic, claim.RoleResult) }
+
+// testamentRoles are a testament's; result is also an artifact's role.
+func testamentRoles() []string { return []string{claim.TestamentResponse, claim.TestamentResult} }
+
+func claimStatuses() []string {
+	return strs(claim.Generated, claim.Posted, claim.Received, claim.Progressed, claim.TestamentGenerated,
+		claim.TestamentAcknowledged, claim.Validating, claim.Satisfied, claim.PostFailed, claim.ReceiptFailed,
+		claim.TestamentGenerationFailed, claim.ValidationIncomplete, claim.ValidationFailed, claim.ValidationErrored,
+		claim.Cancelled, claim.Revoked, claim.Superseded, claim.Expired, claim.DependencyFailed, claim.Deadlocked)
+}
+
+func expectBases() []string {
+	return strs(expect.BasisObserved, expect.BasisContract, expect.BasisDeclared)
+}
+
+func expectLives() []string {
+	return lifeNames(expect.Open, expect.Satisfied, expect.Withdrawn, expect.Superseded)
+}
+
+// exportFormats are service.Export's (TestLedgerVerifyExport runs each).
+func exportFormats() []string { return []string{"jsonl", "json", "pinki"} }
 
 // strs is a set of string constants as the schema's enum.
 func strs[T ~string](vs ...T) []string {
@@ -64,123 +89,135 @@ func lifeNames(ls ...expect.Life) []string {
 // deadlineForms is how every deadline-like member reads (instant.Deadline).
 const deadlineForms = "RFC 3339, or a duration from now (30m, 2h, 3d)"
 
-// The call's context, which every tool of a kind takes.
-var (
-	argSessionDesc   = arg{argSession, "TENANT/SESSION or SESSION", nil, nil}
-	argRequestIDDesc = arg{argRequestID, "idempotency key", nil, nil}
-	argNowDesc       = arg{argNow, "read as of this RFC 3339 time", nil, nil}
-	argMeta          = arg{"meta", "your own JSON object, kept as given", nil, nil}
-)
+// contextArgs describe the call's context a tool of effect e takes.
+func contextArgs(e effect) []arg {
+	if e == reads {
+		return []arg{{argSession, "TENANT/SESSION or SESSION", nil, nil}, {argNow, "read as of this RFC 3339 time", nil, nil}}
+	}
+	return []arg{{argSession, "TENANT/SESSION or SESSION", nil, nil}, {argRequestID, "idempotency key", nil, nil}}
+}
 
 // The tables, a family at a time. A nested member is described where its
 // parent does not say it; a closed set always has its values.
-var promiseArgs = []arg{
-	{"id", "promise id (declare: minted if absent)", nil, []string{"amend", "assess", "resolve"}},
-	{"promise", "in words", nil, []string{"declare"}},
-	{"by", "debtor: you (default)", nil, nil},
-	{"to", "creditor", nil, []string{"declare"}},
-	{"on", "promise it waits on", nil, nil},
-	{"until", "deadline: " + deadlineForms, nil, []string{"declare", "amend"}},
-	{"task", "A2A task id", nil, nil},
-	{"reason", "why (cancelled: required)", nil, nil},
-	{"resolution", "debtor: satisfied (evidence) or cancelled (reason); creditor: released", promiseResolutions, []string{"resolve"}},
-	{"evidence", "references to the work (satisfied)", nil, nil},
-	{"observer", "who judges (default: you)", nil, nil},
-	{"note", "what you observed", nil, nil},
-	argMeta,
+func promiseArgs() []arg {
+	return []arg{
+		{"id", "promise id (declare: minted if absent)", nil, []string{"amend", "assess", "resolve"}},
+		{"promise", "in words", nil, []string{"declare"}},
+		{"by", "debtor: you (default)", nil, nil},
+		{"to", "creditor", nil, []string{"declare"}},
+		{"on", "promise it waits on", nil, nil},
+		{"until", "deadline: " + deadlineForms, nil, []string{"declare", "amend"}},
+		{"task", "A2A task id", nil, nil},
+		{"reason", "why (cancelled: required)", nil, nil},
+		{"resolution", "debtor: satisfied (evidence) or cancelled (reason); creditor: released", promiseResolutions(), []string{"resolve"}},
+		{"evidence", "references to the work (satisfied)", nil, nil},
+		{"observer", "who judges (default: you)", nil, nil},
+		{"note", "what you observed", nil, nil},
+		{"meta", "your own JSON object, kept as given", nil, nil},
+	}
 }
 
-var claimArgs = []arg{
-	{"claim", "claim id", nil, []string{"create", "post", "receipt.acquire", "receipt.adopt", "progress", "artifact.publish", "artifact.receive", "testament.close", "testament.post", "testament.receive", "check.begin", "check.report", "cancel", "revoke", "supersede", "show", "artifact"}},
-	{"claimant", "you (default)", nil, nil},
-	{"respondent", "who owes the work", nil, []string{"create"}},
-	{"work", "the work", nil, []string{"create"}},
-	{"scope", "what the work may touch", nil, nil},
-	{"max_responses", "work cycles (default 4)", nil, nil},
-	{"deadline", deadlineForms, nil, nil},
-	{"depends_on", "claims to be Satisfied first", nil, nil},
-	{"awaits", "claims to end first", nil, nil},
-	{"reviews", "claims it reviews", nil, nil},
-	{"derived_from", "claims it derives from", nil, nil},
-	{"predecessor", "ended claim this follows (slots inherited)", nil, nil},
-	{"slots", "named outputs and their checks", nil, nil},
-	{"slots.mode", "", claimModes, nil},
-	{"slots.checks.mode", "", claimModes, nil},
-	{"slots.checks.phases", "", claimPhases, nil},
-	{"no_checks", "no slots, none inherited", nil, nil},
-	{"failed", "post or testament.close failed", nil, nil},
-	{"reason", "why", nil, nil},
-	{"decline", "refuse the work", nil, nil},
-	{"holder", "new holder", nil, []string{"receipt.adopt"}},
-	{"generation", "receipt generation", nil, []string{"progress"}},
-	{"note", "a note", nil, []string{"progress"}},
-	{"successor", "the claim replacing it", nil, []string{"supersede"}},
-	{"testament", "testament id", nil, []string{"testament.post", "testament.receive"}},
-	{"role", "testament: response (default) or result; artifact: output, diagnostic or result", slices.Concat(testamentRoles[:1], claimRoles), nil},
-	{"outcome", "how the cycle ended", claimOutcomes, nil},
-	{"summary", "what was done", nil, nil},
-	{"confidence", "0 to 1", nil, nil},
-	{"bindings", "each slot's artifact", nil, nil},
-	{"diagnostics", "artifacts explaining a failure", nil, nil},
-	{"results", "result artifacts audited", nil, nil},
-	{"artifact", "artifact id", nil, []string{"artifact.publish", "artifact.receive", "check.begin", "artifact"}},
-	{"digest", "artifact digest (default: recorded)", nil, nil},
-	{"slot", "slot it fills", nil, nil},
-	{"kind", "e.g. patch (default file)", nil, nil},
-	{"schema", "media type, e.g. text/x-diff", nil, nil},
-	{"name", "file name", nil, nil},
-	{"content_base64", "the bytes, base64", nil, nil},
-	{"content_path", "a file this server reads the bytes from", nil, nil},
-	{"check", "check id", nil, []string{"check.begin", "check.report"}},
-	{"result", "the verdict", claimResults, []string{"check.report"}},
-	{"evidence", "artifact id for the evidence", nil, nil},
-	{"evidence_digest", "digest of published evidence", nil, nil},
-	{"evidence_base64", "evidence bytes, base64", nil, nil},
-	{"evidence_path", "a file this server reads the evidence from", nil, nil},
+func claimArgs() []arg {
+	return []arg{
+		{"claim", "claim id", nil, []string{"create", "post", "receipt.acquire", "receipt.adopt", "progress", "artifact.publish", "artifact.receive", "testament.close", "testament.post", "testament.receive", "check.begin", "check.report", "cancel", "revoke", "supersede", "show", "artifact"}},
+		{"claimant", "you (default)", nil, nil},
+		{"respondent", "who owes the work", nil, []string{"create"}},
+		{"work", "the work", nil, []string{"create"}},
+		{"scope", "what the work may touch", nil, nil},
+		{"max_responses", "work cycles (default 4)", nil, nil},
+		{"deadline", deadlineForms, nil, nil},
+		{"depends_on", "claims to be Satisfied first", nil, nil},
+		{"awaits", "claims to end first", nil, nil},
+		{"reviews", "claims it reviews", nil, nil},
+		{"derived_from", "claims it derives from", nil, nil},
+		{"predecessor", "ended claim this follows (slots inherited)", nil, nil},
+		{"slots", "named outputs and their checks", nil, nil},
+		{"slots.mode", "", claimModes(), nil},
+		{"slots.checks.mode", "", claimModes(), nil},
+		{"slots.checks.phases", "", claimPhases(), nil},
+		{"no_checks", "no slots, none inherited", nil, nil},
+		{"failed", "post or testament.close failed", nil, nil},
+		{"reason", "why", nil, nil},
+		{"decline", "refuse the work", nil, nil},
+		{"holder", "new holder", nil, []string{"receipt.adopt"}},
+		{"generation", "receipt generation", nil, []string{"progress"}},
+		{"note", "a note", nil, []string{"progress"}},
+		{"successor", "the claim replacing it", nil, []string{"supersede"}},
+		{"testament", "testament id", nil, []string{"testament.post", "testament.receive"}},
+		{"role", "testament: response (default) or result; artifact: output, diagnostic or result", slices.Concat(testamentRoles()[:1], claimRoles()), nil},
+		{"outcome", "how the cycle ended", claimOutcomes(), nil},
+		{"summary", "what was done", nil, nil},
+		{"confidence", "0 to 1", nil, nil},
+		{"bindings", "each slot's artifact", nil, nil},
+		{"diagnostics", "artifacts explaining a failure", nil, nil},
+		{"results", "result artifacts audited", nil, nil},
+		{"artifact", "artifact id", nil, []string{"artifact.publish", "artifact.receive", "check.begin", "artifact"}},
+		{"digest", "artifact digest (default: recorded)", nil, nil},
+		{"slot", "slot it fills", nil, nil},
+		{"kind", "e.g. patch (default file)", nil, nil},
+		{"schema", "media type, e.g. text/x-diff", nil, nil},
+		{"name", "file name", nil, nil},
+		{"content_base64", "the bytes, base64", nil, nil},
+		{"content_path", "a file this server reads the bytes from", nil, nil},
+		{"check", "check id", nil, []string{"check.begin", "check.report"}},
+		{"result", "the verdict", claimResults(), []string{"check.report"}},
+		{"evidence", "artifact id for the evidence", nil, nil},
+		{"evidence_digest", "digest of published evidence", nil, nil},
+		{"evidence_base64", "evidence bytes, base64", nil, nil},
+		{"evidence_path", "a file this server reads the evidence from", nil, nil},
+	}
 }
 
-var claimReadArgs = []arg{
-	{"state", "any of these", claimStatuses, nil},
-	{"open", "not ended", nil, nil},
-	{"overdue", "open, past deadline", nil, nil},
-	{"claimant", "claimant", nil, nil},
-	{"respondent", "respondent", nil, nil},
-	{"participant", "any party", nil, nil},
-	{"offset", "first byte (default 0)", nil, nil},
-	{"limit", "most bytes (default 65536)", nil, nil},
+func claimReadArgs() []arg {
+	return []arg{
+		{"state", "any of these", claimStatuses(), nil},
+		{"open", "not ended", nil, nil},
+		{"overdue", "open, past deadline", nil, nil},
+		{"claimant", "claimant", nil, nil},
+		{"respondent", "respondent", nil, nil},
+		{"participant", "any party", nil, nil},
+		{"offset", "first byte (default 0)", nil, nil},
+		{"limit", "most bytes (default 65536)", nil, nil},
+	}
 }
 
-var expectArgs = []arg{
-	{"expectationId", "expectation id (raise: minted if absent)", nil, []string{"withdraw"}},
-	{"kind", "e.g. delivery", nil, []string{"raise"}},
-	{"subject", "what it is about", nil, []string{"raise", "fact"}},
-	{"expects", "in words", nil, nil},
-	{"satisfiedBy", "the fact key that satisfies it", nil, []string{"raise"}},
-	{"dueAt", deadlineForms, nil, []string{"raise"}},
-	{"grace", "time past dueAt before it lapses (1h, PT1H)", nil, nil},
-	{"anchor", "due an offset (2h, PT2H) after another", nil, nil},
-	{"after", "expectations whose facts come first", nil, nil},
-	{"horizon", "stop watching at: " + deadlineForms, nil, nil},
-	{"basis", "why this due time: measured, agreed or stated", expectBases, []string{"raise"}},
-	{"supersedes", "the open expectation this extends", nil, []string{"supersede"}},
-	{"origin", "the A2A task it came from", nil, nil},
-	{"by", "raiser: you (default)", nil, nil},
-	{"replyTo", "where lapses go over A2A: an agent URL or an object", nil, nil},
-	{"factKey", "fact: its key", nil, []string{"fact"}},
-	{"at", "fact: when observed, RFC 3339 (default now)", nil, nil},
-	{"reason", "why", nil, nil},
+func expectArgs() []arg {
+	return []arg{
+		{"expectationId", "expectation id (raise: minted if absent)", nil, []string{"withdraw"}},
+		{"kind", "e.g. delivery", nil, []string{"raise"}},
+		{"subject", "what it is about", nil, []string{"raise", "fact"}},
+		{"expects", "in words", nil, nil},
+		{"satisfiedBy", "the fact key that satisfies it", nil, []string{"raise"}},
+		{"dueAt", deadlineForms, nil, []string{"raise"}},
+		{"grace", "time past dueAt before it lapses (1h, PT1H)", nil, nil},
+		{"anchor", "due an offset (2h, PT2H) after another", nil, nil},
+		{"after", "expectations whose facts come first", nil, nil},
+		{"horizon", "stop watching at: " + deadlineForms, nil, nil},
+		{"basis", "why this due time: measured, agreed or stated", expectBases(), []string{"raise"}},
+		{"supersedes", "the open expectation this extends", nil, []string{"supersede"}},
+		{"origin", "the A2A task it came from", nil, nil},
+		{"by", "raiser: you (default)", nil, nil},
+		{"replyTo", "where lapses go over A2A: an agent URL or an object", nil, nil},
+		{"factKey", "fact: its key", nil, []string{"fact"}},
+		{"at", "fact: when observed, RFC 3339 (default now)", nil, nil},
+		{"reason", "why", nil, nil},
+	}
 }
 
-var expectReadArgs = []arg{
-	{"expectationId", "expectation id", nil, []string{"show"}},
-	{"state", "state", expectLives, nil},
-	{"kind", "kind", nil, nil},
-	{"subject", "{type, id}", nil, nil},
-	{"taskId", "origin A2A task", nil, nil},
-	{"contextId", "origin A2A context", nil, nil},
-	{"since", "RFC 3339, or a duration back (1h)", nil, nil},
+func expectReadArgs() []arg {
+	return []arg{
+		{"expectationId", "expectation id", nil, []string{"show"}},
+		{"state", "state", expectLives(), nil},
+		{"kind", "kind", nil, nil},
+		{"subject", "{type, id}", nil, nil},
+		{"taskId", "origin A2A task", nil, nil},
+		{"contextId", "origin A2A context", nil, nil},
+		{"since", "RFC 3339, or a duration back (1h)", nil, nil},
+	}
 }
 
-var ledgerArgs = []arg{
-	{"format", "jsonl (the log, default), json (promise states), pinki", exportFormats, nil},
+func ledgerArgs() []arg {
+	return []arg{
+		{"format", "jsonl (the log, default), json (promise states), pinki", exportFormats(), nil},
+	}
 }

@@ -21,7 +21,7 @@ func claimTools(readPaths bool) []tool {
 	publish, evidence := bytesArgs("content", readPaths), bytesArgs("evidence", readPaths)
 	return []tool{
 		group("tally_claim", "Claims",
-			"A claim's steps, each by its party.", claimArgs,
+			"A claim's steps, each by its party.", claimArgs(),
 			write("create", "", "Claimant: issue a claim.",
 				appends, service.Service.CreateClaim),
 			write("post", "", "Claimant: make it actionable.",
@@ -62,7 +62,7 @@ func claimTools(readPaths bool) []tool {
 			write("supersede", "", "Claimant: end it for good in favour of successor.", destructive, service.Service.SupersedeClaim),
 		),
 		group("tally_claim_read", "Read claims",
-			"Claims as of now.", slices.Concat(claimArgs, claimReadArgs),
+			"Claims as of now.", slices.Concat(claimArgs(), claimReadArgs()),
 			read("show", "", "One claim, and why it is not satisfied.",
 				plain(func(d *api.ClaimRef) string { return d.Claim }), service.Service.Claim),
 			read("list", "", "Claims by state and party.",

@@ -24,7 +24,7 @@ func expectTools(now func() time.Time) []tool {
 	}
 	return []tool{
 		group("tally_expect", "Expectations",
-			"What you expect by when, and the facts that satisfy it.", expectArgs,
+			"What you expect by when, and the facts that satisfy it.", expectArgs(),
 			write("raise", "", "Expect a fact by dueAt.",
 				appends, func(svc service.Service, ctx context.Context, c service.Call, d api.ExpectRaise) (service.ExpectationWritten, error) {
 					return svc.RaiseExpectation(ctx, c, relative(d))
@@ -39,7 +39,7 @@ func expectTools(now func() time.Time) []tool {
 				destructive, expectationID, service.Service.WithdrawExpectation),
 		),
 		group("tally_expect_read", "Read expectations",
-			"Expectations as of now.", expectReadArgs,
+			"Expectations as of now.", expectReadArgs(),
 			read("show", "", "One expectation.",
 				plain(func(d *api.ExpectationRef) string { return d.ExpectationID }), service.Service.Expectation),
 			read("list", "", "Expectations by state, kind, subject, origin.",

@@ -24,7 +24,7 @@ const exportMax = 4 << 20
 // logTools are the tools of the log as a whole.
 func logTools(svc service.Service) []tool {
 	return []tool{
-		group("tally_ledger", "The log", "The session's log.", ledgerArgs,
+		group("tally_ledger", "The log", "The session's log.", ledgerArgs(),
 			read("verify", "", "Check its hash chain.",
 				plain(func(*api.SessionQuery) struct{} { return struct{}{} }),
 				func(svc service.Service, ctx context.Context, c service.Call, _ struct{}) (service.Verified, error) {

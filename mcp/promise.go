@@ -9,23 +9,19 @@ import (
 	"tally/service"
 )
 
-// promiseWriteArgs and promiseReadArgs are where the two tools' "state"
-// differ: a judgment, and a selection.
-var (
-	promiseWriteArgs = []arg{{"state", "your judgment (default violated)", promiseAssessments, nil}}
-	promiseReadArgs  = []arg{
+func promiseTools() []tool {
+	// The two tools' "state" differ: a judgment, and a selection.
+	writes := []arg{{"state", "your judgment (default violated)", promiseAssessments(), nil}}
+	reads := []arg{
 		{"id", "promise id", nil, []string{"show"}},
-		{"state", "which (default open)", promiseSelections, nil},
+		{"state", "which (default open)", promiseSelections(), nil},
 		{"by", "debtor", nil, nil},
 		{"to", "creditor", nil, nil},
 		{"seat", "whose (default: you)", nil, nil},
 	}
-)
-
-func promiseTools() []tool {
 	return []tool{
 		group("tally_promise", "Promises",
-			"Promises you owe, and your judgment of any.", slices.Concat(promiseArgs, promiseWriteArgs),
+			"Promises you owe, and your judgment of any.", slices.Concat(promiseArgs(), writes),
 			write("declare", "", "Promise to until.",
 				appends, service.Service.DeclarePromise),
 			write("amend", "", "Move your open promise's deadline.",
@@ -36,7 +32,7 @@ func promiseTools() []tool {
 				destructive, service.Service.ResolvePromise).renamed("resolution", "as"),
 		),
 		group("tally_promise_read", "Read promises",
-			"Promises as of now.", slices.Concat(promiseArgs, promiseReadArgs),
+			"Promises as of now.", slices.Concat(promiseArgs(), reads),
 			read("show", "", "One promise, its deadlines and assessments.",
 				plain(func(d *api.PromiseRef) string { return d.ID }), service.Service.Promise),
 			read("list", "", "Promises by state and party.",

@@ -257,6 +257,9 @@ func (t tool) verbSchema() (map[string]*jsonschema.Schema, []string, error) {
 		// say (a check's mode and attempts have defaults there): nested
 		// objects keep their members' types and stay closed, and require
 		// nothing.
+		// A copy: the table's words are set on it, and a TypeSchemas
+		// schema (replyTo's) is shared by every call of ForType.
+		p = p.CloneSchemas()
 		loosen(p)
 		props[t.argName(name)] = p
 	}
@@ -268,7 +271,7 @@ func (t tool) verbSchema() (map[string]*jsonschema.Schema, []string, error) {
 		if _, clash := props[x.name]; clash {
 			return nil, nil, fmt.Errorf("verb %s: the document has a member %q, which the verb takes beside it", t.name, x.name)
 		}
-		props[x.name] = x.schema
+		props[x.name] = x.schema.CloneSchemas()
 		if x.required {
 			required = append(required, x.name)
 		}
@@ -372,10 +375,7 @@ func (t tool) inputSchema() (*jsonschema.Schema, error) {
 		}
 	}
 	s.Required = common
-	ctx := []arg{argSessionDesc, argRequestIDDesc}
-	if t.effect == reads {
-		ctx[1] = argNowDesc
-	}
+	ctx := contextArgs(t.effect)
 	if t.actions != nil {
 		ctx = append([]arg{{argAction, "which verb", t.actionNames(), nil}}, ctx...)
 		s.Required = append([]string{argAction}, s.Required...)
