@@ -31,7 +31,8 @@ const (
 )
 
 // A tool is what MCP lists: one Service method (a verb), or a group of
-// verbs of one family and one effect, chosen by the argument "action". A
+// verbs of one family that all read or all write, chosen by the argument
+// "action". A
 // verb has its document (the api document it takes, whose members are its
 // arguments besides the call's context) and run, which decodes the
 // arguments with the one strict decoder and calls the method.
@@ -255,10 +256,9 @@ func (t tool) verbSchema() (map[string]*jsonschema.Schema, []string, error) {
 	for name, p := range s.Properties {
 		// Inside the document, what is required is the family core's to
 		// say (a check's mode and attempts have defaults there): nested
-		// objects keep their members' types and stay closed, and require
-		// nothing.
-		// A copy: the table's words are set on it, and a TypeSchemas
-		// schema (replyTo's) is shared by every call of ForType.
+		// objects keep their members' types and require nothing. A copy:
+		// the table's words are set on it, and a TypeSchemas schema
+		// (replyTo's) is shared by every call of ForType.
 		p = p.CloneSchemas()
 		loosen(p)
 		props[t.argName(name)] = p
