@@ -119,6 +119,7 @@ func TestArgumentRefusals(t *testing.T) {
 		{"tally_promise/resolve", map[string]any{"id": "desk/ship-91", "resolution": "done"}, `resolution: "done" is not satisfied, cancelled or released`},
 		{"tally_promise/assess", map[string]any{"id": "desk/ship-91", "state": "kept"}, `state: "kept" is not violated`},
 		{"tally_promise", map[string]any{"id": "desk/ship-91"}, "action: required"},
+		{"tally_promise", map[string]any{"id": "desk/ship-91", "action": 3}, "action: must be a string"},
 		{"tally_promise/forge", map[string]any{"id": "desk/ship-91"}, "action: must be declare, amend, assess or resolve"},
 		{"tally_promise/amend", map[string]any{"id": "desk/ship-91"}, "until: required"},
 		{"tally_promise/declare", map[string]any{"promise": "x", "to": "a", "until": "2h", "observer": "me"}, "observer: is not a field of this command"},

@@ -550,7 +550,10 @@ func (s *Server) handler(t tool, in *jsonschema.Schema, resolved *jsonschema.Res
 		if !isObject {
 			return refused(vocab.Invalidf("arguments", "must be one JSON object")), nil
 		}
-		action, _ := args[argAction].(string)
+		action, isString := args[argAction].(string)
+		if _, given := args[argAction]; given && !isString && t.actions != nil {
+			return refused(vocab.Invalidf(argAction, "must be a string: "+orList(t.actionNames()))), nil
+		}
 		v, err := t.verb(action)
 		if err != nil {
 			return refused(err), nil
