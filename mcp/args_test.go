@@ -86,8 +86,9 @@ func TestReplyTo(t *testing.T) {
 		says    string
 	}{
 		{map[string]any{"url": "https://a.example.org", "bogus": 1}, "bogus: is not a field"},
-		{map[string]any{"url": 5}, "replyTo"},
-		{[]int{104, 116}, "replyTo"},
+		{map[string]any{"url": 5}, "replyTo.url: must be a string, not number"},
+		{map[string]any{"push": map[string]any{"url": "https://h.example.org", "authentication": map[string]any{"scheme": true}}}, "replyTo.push.authentication.scheme: must be a string, not boolean"},
+		{[]int{104, 116}, "replyTo: must be a string or an object, not array"},
 	} {
 		z := raiseShip("exp_bad")
 		z["replyTo"] = c.replyTo

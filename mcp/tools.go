@@ -667,6 +667,10 @@ func (t tool) schemaRefusal(in *jsonschema.Schema, required []string, args map[s
 	if derr := api.Decode("arguments", body, d); derr != nil {
 		return t.named(derr)
 	}
+	// Where the decoder does not look (inside replyTo, kept raw).
+	if r := wrongType("", in, args); r != nil {
+		return r
+	}
 	if v, ok := args[argRequestID].(string); ok && len(v) > requestIDMax {
 		return vocab.Invalidf(argRequestID, fmt.Sprintf("at most %d bytes", requestIDMax))
 	}
@@ -707,6 +711,77 @@ func outsideEnum(path string, s *jsonschema.Schema, v any) error {
 		}
 	}
 	return nil
+}
+
+// wrongType refuses the first value v holds that is not of its schema's
+// type, naming it by its path (replyTo.push.url), or is nil.
+func wrongType(path string, s *jsonschema.Schema, v any) error {
+	if s == nil {
+		return nil
+	}
+	types := s.Types
+	if s.Type != "" {
+		types = []string{s.Type}
+	}
+	kind := jsonKind(v)
+	if len(types) > 0 && !slices.Contains(types, kind) && !(kind == "integer" && slices.Contains(types, "number")) {
+		var want []string
+		for _, t := range types {
+			want = append(want, article(t))
+		}
+		if kind == "integer" {
+			kind = "number"
+		}
+		return vocab.Invalidf(path, "must be "+orList(want)+", not "+kind)
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for _, name := range slices.Sorted(maps.Keys(x)) {
+			p := name
+			if path != "" {
+				p = path + "." + name
+			}
+			if err := wrongType(p, s.Properties[name], x[name]); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, m := range x {
+			if err := wrongType(fmt.Sprintf("%s[%d]", path, i), s.Items, m); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// jsonKind is the JSON Schema type of a decoded JSON value.
+func jsonKind(v any) string {
+	switch x := v.(type) {
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	case float64:
+		if x == float64(int64(x)) {
+			return "integer"
+		}
+		return "number"
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	}
+	return "null"
+}
+
+// article is a JSON Schema type as the refusals name it.
+func article(t string) string {
+	switch t {
+	case "array", "integer", "object":
+		return "an " + t
+	}
+	return "a " + t
 }
 
 // call is the Call of a request: who the binding says it is, where the
