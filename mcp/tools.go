@@ -660,7 +660,7 @@ func (t tool) schemaRefusal(in *jsonschema.Schema, required []string, args map[s
 			return vocab.Invalidf(name, "required")
 		}
 	}
-	if r := outsideEnum("", in, args); r != nil {
+	if r := firstRefused("", in, args, outsideEnum); r != nil {
 		return r
 	}
 	d := reflect.New(t.doc).Interface()
@@ -668,7 +668,7 @@ func (t tool) schemaRefusal(in *jsonschema.Schema, required []string, args map[s
 		return t.named(derr)
 	}
 	// Where the decoder does not look (inside replyTo, kept raw).
-	if r := wrongType("", in, args); r != nil {
+	if r := firstRefused("", in, args, wrongType); r != nil {
 		return r
 	}
 	if v, ok := args[argRequestID].(string); ok && len(v) > requestIDMax {
@@ -677,62 +677,15 @@ func (t tool) schemaRefusal(in *jsonschema.Schema, required []string, args map[s
 	return vocab.Invalidf("arguments", err.Error())
 }
 
-// outsideEnum refuses the first value v holds outside its schema's set,
-// naming it by its path (slots[0].mode), or is nil.
-func outsideEnum(path string, s *jsonschema.Schema, v any) error {
+// firstRefused walks v beside its schema s, members in name order, and
+// returns the first refusal check makes of a value, naming it by its path
+// (slots[0].mode, replyTo.push.url), or nil.
+func firstRefused(path string, s *jsonschema.Schema, v any, check func(path string, s *jsonschema.Schema, v any) error) error {
 	if s == nil {
 		return nil
 	}
-	if s.Enum != nil {
-		if str, ok := v.(string); ok && !slices.Contains(s.Enum, any(str)) {
-			var set []string
-			for _, e := range s.Enum {
-				set = append(set, fmt.Sprint(e))
-			}
-			return vocab.Invalidf(path, strconv.Quote(str)+" is not "+orList(set))
-		}
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		for name, m := range x {
-			p := name
-			if path != "" {
-				p = path + "." + name
-			}
-			if err := outsideEnum(p, s.Properties[name], m); err != nil {
-				return err
-			}
-		}
-	case []any:
-		for i, m := range x {
-			if err := outsideEnum(fmt.Sprintf("%s[%d]", path, i), s.Items, m); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// wrongType refuses the first value v holds that is not of its schema's
-// type, naming it by its path (replyTo.push.url), or is nil.
-func wrongType(path string, s *jsonschema.Schema, v any) error {
-	if s == nil {
-		return nil
-	}
-	types := s.Types
-	if s.Type != "" {
-		types = []string{s.Type}
-	}
-	kind := jsonKind(v)
-	if len(types) > 0 && !slices.Contains(types, kind) && !(kind == "integer" && slices.Contains(types, "number")) {
-		var want []string
-		for _, t := range types {
-			want = append(want, article(t))
-		}
-		if kind == "integer" {
-			kind = "number"
-		}
-		return vocab.Invalidf(path, "must be "+orList(want)+", not "+kind)
+	if err := check(path, s, v); err != nil {
+		return err
 	}
 	switch x := v.(type) {
 	case map[string]any:
@@ -741,18 +694,51 @@ func wrongType(path string, s *jsonschema.Schema, v any) error {
 			if path != "" {
 				p = path + "." + name
 			}
-			if err := wrongType(p, s.Properties[name], x[name]); err != nil {
+			if err := firstRefused(p, s.Properties[name], x[name], check); err != nil {
 				return err
 			}
 		}
 	case []any:
 		for i, m := range x {
-			if err := wrongType(fmt.Sprintf("%s[%d]", path, i), s.Items, m); err != nil {
+			if err := firstRefused(fmt.Sprintf("%s[%d]", path, i), s.Items, m, check); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// outsideEnum refuses a string outside its schema's set.
+func outsideEnum(path string, s *jsonschema.Schema, v any) error {
+	str, ok := v.(string)
+	if s.Enum == nil || !ok || slices.Contains(s.Enum, any(str)) {
+		return nil
+	}
+	var set []string
+	for _, e := range s.Enum {
+		set = append(set, fmt.Sprint(e))
+	}
+	return vocab.Invalidf(path, strconv.Quote(str)+" is not "+orList(set))
+}
+
+// wrongType refuses a value that is not of its schema's type.
+func wrongType(path string, s *jsonschema.Schema, v any) error {
+	types := s.Types
+	if s.Type != "" {
+		types = []string{s.Type}
+	}
+	kind := jsonKind(v)
+	if len(types) == 0 || slices.Contains(types, kind) || kind == "integer" && slices.Contains(types, "number") {
+		return nil
+	}
+	var want []string
+	for _, t := range types {
+		want = append(want, article(t))
+	}
+	if kind == "integer" {
+		kind = "number"
+	}
+	return vocab.Invalidf(path, "must be "+orList(want)+", not "+kind)
 }
 
 // jsonKind is the JSON Schema type of a decoded JSON value.
