@@ -87,7 +87,7 @@ func lifeNames(ls ...expect.Life) []string {
 }
 
 // deadlineForms is how every deadline-like member reads (instant.Deadline).
-const deadlineForms = "RFC 3339, or a duration from now (30m, 2h, 3d)"
+const deadlineForms = "RFC 3339, or a duration from now (30m, 2h)"
 
 // contextArgs describe the call's context a tool of effect e takes.
 func contextArgs(e effect) []arg {
@@ -141,10 +141,10 @@ func claimArgs() []arg {
 		{"decline", "refuse the work", nil, nil},
 		{"holder", "new holder", nil, []string{"receipt.adopt"}},
 		{"generation", "receipt generation", nil, []string{"progress"}},
-		{"note", "a note", nil, []string{"progress"}},
+		{"note", "what was done, or about the verdict", nil, []string{"progress"}},
 		{"successor", "the claim replacing it", nil, []string{"supersede"}},
 		{"testament", "testament id", nil, []string{"testament.post", "testament.receive"}},
-		{"role", "testament: response (default) or result; artifact: output, diagnostic or result", slices.Concat(testamentRoles()[:1], claimRoles()), nil},
+		{"role", "a testament's (default response) or an artifact's", slices.Concat(testamentRoles()[:1], claimRoles()), nil},
 		{"outcome", "how the cycle ended", claimOutcomes(), nil},
 		{"summary", "what was done", nil, nil},
 		{"confidence", "0 to 1", nil, nil},
@@ -170,11 +170,11 @@ func claimArgs() []arg {
 
 func claimReadArgs() []arg {
 	return []arg{
-		{"state", "any of these", claimStatuses(), nil},
+		{"state", "only in these states", claimStatuses(), nil},
 		{"open", "not ended", nil, nil},
 		{"overdue", "open, past deadline", nil, nil},
-		{"claimant", "claimant", nil, nil},
-		{"respondent", "respondent", nil, nil},
+		{"claimant", "only this claimant's", nil, nil},
+		{"respondent", "only this respondent's", nil, nil},
 		{"participant", "any party", nil, nil},
 		{"offset", "first byte (default 0)", nil, nil},
 		{"limit", "most bytes (default 65536)", nil, nil},
@@ -207,8 +207,8 @@ func expectArgs() []arg {
 func expectReadArgs() []arg {
 	return []arg{
 		{"expectationId", "expectation id", nil, []string{"show"}},
-		{"state", "state", expectLives(), nil},
-		{"kind", "kind", nil, nil},
+		{"state", "only in this state", expectLives(), nil},
+		{"kind", "only of this kind", nil, nil},
 		{"subject", "{type, id}", nil, nil},
 		{"taskId", "origin A2A task", nil, nil},
 		{"contextId", "origin A2A context", nil, nil},

@@ -64,7 +64,7 @@ type artifactHead struct {
 
 func artifactRead() tool {
 	return read("artifact", "",
-		"An artifact's bytes from offset, as text (base64 if not UTF-8), after its digest and size.",
+		"Its bytes from offset, as text (or base64), after its digest and size.",
 		func(r *artifactRange) (artifactRange, error) {
 			switch {
 			case r.Offset < 0:

@@ -49,7 +49,7 @@ func claimTools(readPaths bool) []tool {
 				appends, service.Service.ReceiveTestament),
 			write("check.begin", "", "Evaluator: begin a check.",
 				appends, service.Service.BeginCheck),
-			writeBytes("check.report", "", "Evaluator: report a verdict on artifact (or digest), evidence in "+bytesSay("evidence", readPaths)+".",
+			writeBytes("check.report", "", "Evaluator: report a verdict, evidence in "+bytesSay("evidence", readPaths)+".",
 				appends, evidence, func(svc service.Service, ctx context.Context, c service.Call, d api.ClaimCheck, body io.Reader) (service.ClaimWritten, error) {
 					var ev *service.Evidence
 					if body != nil {
