@@ -45,10 +45,12 @@ type ExpectRaise struct {
 	ReplyTo json.RawMessage `json:"replyTo,omitempty"`
 
 	// RelativeTo, when set, lets dueAt and horizon also be a duration from
-	// it (2h, PT6H), as the CLI's flags give them: the document keeps what
-	// was asked, so a retry under the same request id asks the same, and
-	// is read at RelativeTo (the client's clock). Zero, they must be RFC
-	// 3339 UTC instants, as a REST body and an A2A record give them.
+	// it (2h, PT6H), and grace and anchor.offset a duration in the short
+	// form too (90m, 1d), as the CLI's flags and MCP's arguments give
+	// them: the document keeps what was asked, so a retry under the same
+	// request id asks the same, and is read at RelativeTo (the client's
+	// clock). Zero, they must be RFC 3339 UTC instants and ISO 8601
+	// durations, as a REST body and an A2A record give them.
 	RelativeTo time.Time `json:"-"`
 }
 
@@ -63,11 +65,25 @@ type AnchorRef struct {
 	Offset        string `json:"offset"`
 }
 
-// Absolute is d with its relative times read at d.RelativeTo, as a REST
-// body takes it.
+// Absolute is d with its relative times read at d.RelativeTo and its
+// durations in ISO 8601, as a REST body takes it.
 func (d ExpectRaise) Absolute() (ExpectRaise, error) {
 	if d.RelativeTo.IsZero() {
 		return d, nil
+	}
+	if d.Grace != "" {
+		g, err := d.duration("grace", d.Grace)
+		if err != nil {
+			return d, err
+		}
+		d.Grace = expect.FormatDuration(g)
+	}
+	if d.Anchor != nil {
+		off, err := d.duration("anchor.offset", d.Anchor.Offset)
+		if err != nil {
+			return d, err
+		}
+		d.Anchor = &AnchorRef{ExpectationID: d.Anchor.ExpectationID, Offset: expect.FormatDuration(off)}
 	}
 	for _, f := range []struct {
 		name string
@@ -92,6 +108,19 @@ func (d *ExpectRaise) instant(field, v string) (time.Time, error) {
 		return instant.Deadline(field, v, d.RelativeTo)
 	}
 	t, err := expect.ParseTime(v)
+	if err != nil {
+		return t, vocab.Invalidf(field, err.Error())
+	}
+	return t, nil
+}
+
+// duration reads the duration v of member field: ISO 8601, and where d is
+// read at a clock (RelativeTo) also the short form (90m, 2h, 1d).
+func (d *ExpectRaise) duration(field, v string) (time.Duration, error) {
+	if !d.RelativeTo.IsZero() {
+		return instant.ParseDuration(field, v)
+	}
+	t, err := expect.ParseDuration(v)
 	if err != nil {
 		return t, vocab.Invalidf(field, err.Error())
 	}
@@ -147,8 +176,8 @@ func (d *ExpectRaise) convert(extend bool) (expect.Raise, error) {
 		}
 	}
 	if d.Grace != "" {
-		if r.Grace, err = expect.ParseDuration(d.Grace); err != nil {
-			return r, vocab.Invalidf("grace", err.Error())
+		if r.Grace, err = d.duration("grace", d.Grace); err != nil {
+			return r, err
 		}
 	}
 	if d.Horizon != "" {
@@ -160,9 +189,9 @@ func (d *ExpectRaise) convert(extend bool) (expect.Raise, error) {
 		return r, err
 	}
 	if d.Anchor != nil {
-		off, err := expect.ParseDuration(d.Anchor.Offset)
+		off, err := d.duration("anchor.offset", d.Anchor.Offset)
 		if err != nil {
-			return r, vocab.Invalidf("anchor.offset", err.Error())
+			return r, err
 		}
 		r.Anchor = &expect.Anchor{ExpectationID: d.Anchor.ExpectationID, Offset: off}
 	}
@@ -182,18 +211,7 @@ func ParseReplyTo(field string, raw json.RawMessage) (*expect.ReplyTo, error) {
 	if json.Unmarshal(raw, &s) == nil {
 		return &expect.ReplyTo{URL: s}, nil
 	}
-	var d struct {
-		URL       string `json:"url"`
-		Extension string `json:"extension"`
-		Push      *struct {
-			URL   string `json:"url"`
-			Token string `json:"token"`
-			Auth  *struct {
-				Scheme      string `json:"scheme"`
-				Credentials string `json:"credentials"`
-			} `json:"authentication"`
-		} `json:"push"`
-	}
+	var d ReplyTo
 	if err := Decode(field, raw, &d); err != nil {
 		return nil, err
 	}
@@ -205,6 +223,27 @@ func ParseReplyTo(field string, raw json.RawMessage) (*expect.ReplyTo, error) {
 		}
 	}
 	return rt, nil
+}
+
+// ReplyTo is a replyTo member written as an object: ParseReplyTo's
+// members, the schema MCP lists for it.
+type ReplyTo struct {
+	URL       string     `json:"url"`
+	Extension string     `json:"extension,omitempty"`
+	Push      *ReplyPush `json:"push,omitempty"`
+}
+
+// ReplyPush is a replyTo's push notification config.
+type ReplyPush struct {
+	URL   string     `json:"url"`
+	Token string     `json:"token,omitempty"`
+	Auth  *ReplyAuth `json:"authentication,omitempty"`
+}
+
+// ReplyAuth is how a push notification authenticates.
+type ReplyAuth struct {
+	Scheme      string `json:"scheme"`
+	Credentials string `json:"credentials,omitempty"`
 }
 
 // ExpectFact is the document of an observed fact; at defaults to now (in

@@ -101,3 +101,28 @@ func TestExpectCommands(t *testing.T) {
 		t.Errorf("outcome: %+v", got)
 	}
 }
+
+// A raise read at a clock (the CLI's, MCP's) takes durations where an
+// instant or ISO 8601 stands, and Absolute writes them as a REST body and
+// a replica read them; without the clock, a short duration is refused.
+func TestExpectRaiseRelative(t *testing.T) {
+	at := time.Date(2026, 9, 1, 17, 0, 0, 0, time.UTC)
+	d := ExpectRaise{DueAt: "2h", Horizon: "P1D", Grace: "90m", Anchor: &AnchorRef{ExpectationID: "e0", Offset: "1d"}, RelativeTo: at}
+	abs, err := d.Absolute()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if abs.DueAt != "2026-09-01T19:00:00Z" || abs.Horizon != "2026-09-02T17:00:00Z" || abs.Grace != "PT1H30M" || abs.Anchor.Offset != "PT24H" ||
+		!abs.RelativeTo.IsZero() || d.Anchor.Offset != "1d" {
+		t.Fatalf("absolute: %+v (anchor %+v)", abs, abs.Anchor)
+	}
+	d.Subject, d.Kind, d.Basis, d.SatisfiedBy = &expect.Subject{Type: "t", ID: "i"}, "k", "declared", &FactKeyRef{FactKey: "f"}
+	r, err := d.Raise()
+	if err != nil || r.Grace != 90*time.Minute || r.Anchor.Offset != 24*time.Hour || !r.DueAt.Equal(at.Add(2*time.Hour)) {
+		t.Fatalf("raise at a clock: %+v %v", r, err)
+	}
+	d.RelativeTo, d.DueAt, d.Horizon = time.Time{}, "2026-09-01T19:00:00Z", ""
+	if _, err := d.Raise(); err == nil || !strings.HasPrefix(err.Error(), "grace: ") {
+		t.Fatalf("a short duration without a clock: %v", err)
+	}
+}

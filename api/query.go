@@ -142,7 +142,7 @@ func (q OwedQuery) Filter(caller string) promise.Filter {
 	if seat == "" {
 		seat = caller
 	}
-	return promise.Filter{State: "open", By: seat}
+	return promise.Filter{State: promise.FilterOpen, By: seat}
 }
 
 // SessionQuery is the document of a read of the whole session (a graph,

@@ -89,7 +89,7 @@ func BenchmarkMCPDeclare(b *testing.B) {
 	}
 	defer raw.Close()
 	line := []byte(`{"ts":"2026-08-28T20:14:03Z","type":"promise","id":"bench-000000","promise":"hand back a reviewed schema","by":"reviewer","to":"author","until":"2026-09-01T17:00:00Z"}` + "\n")
-	if res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "tally_promise_declare", Arguments: declareShip}); err != nil || res.IsError {
+	if res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "tally_promise", Arguments: declare(declareShip)}); err != nil || res.IsError {
 		b.Fatalf("declare: %v %v", err, res)
 	}
 	var viaMCP, readMCP, viaService, viaFsync []time.Duration
@@ -97,7 +97,7 @@ func BenchmarkMCPDeclare(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "tally_promise_declare", Arguments: map[string]any{
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "tally_promise", Arguments: map[string]any{"action": "declare",
 			"id": fmt.Sprintf("mcp-%d", i), "promise": "hand back a reviewed schema", "to": "author", "until": "2026-09-01T17:00:00Z"}})
 		viaMCP = append(viaMCP, time.Since(start))
 		if err != nil || res.IsError {
@@ -118,7 +118,7 @@ func BenchmarkMCPDeclare(b *testing.B) {
 		viaFsync = append(viaFsync, time.Since(start))
 		// A read over stdio: the protocol's own cost, with no fsync.
 		start = time.Now()
-		if res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "tally_promise_show", Arguments: map[string]any{"id": "desk/ship-91"}}); err != nil || res.IsError {
+		if res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "tally_promise_read", Arguments: map[string]any{"action": "show", "id": "desk/ship-91"}}); err != nil || res.IsError {
 			b.Fatalf("show over stdio: %v %v", err, res)
 		}
 		readMCP = append(readMCP, time.Since(start))
@@ -164,7 +164,7 @@ func concurrentDeclares(tb testing.TB, cs *sdk.ClientSession, rounds, width int)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "tally_promise_declare", Arguments: map[string]any{
+				res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "tally_promise", Arguments: map[string]any{"action": "declare",
 					"id": fmt.Sprintf("c-%d-%d", r, i), "promise": "x", "to": "author", "until": "2026-09-01T17:00:00Z"}})
 				if err == nil && res.IsError {
 					err = fmt.Errorf("refused: %s", text(res))

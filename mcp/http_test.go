@@ -113,7 +113,7 @@ func TestStreamableHTTP(t *testing.T) {
 		}
 	}
 
-	d := ok(t, reviewer, "tally_promise_declare", map[string]any{"id": "h1", "promise": "x", "to": "author", "until": "2h"})
+	d := ok(t, reviewer, "tally_promise/declare", map[string]any{"id": "h1", "promise": "x", "to": "author", "until": "2h"})
 	if str(d, "promise", "by") != "reviewer" {
 		t.Fatalf("declared as %v", d)
 	}
@@ -126,12 +126,12 @@ func TestStreamableHTTP(t *testing.T) {
 		t.Fatal("no resource update after the declaration")
 	}
 	// The token is the identity: a call cannot act as anyone else.
-	if msg, code := refusal(t, author, "tally_promise_amend", map[string]any{"id": "h1", "until": "3h"}); code != "forbidden" || !strings.Contains(msg, "debtor") {
+	if msg, code := refusal(t, author, "tally_promise/amend", map[string]any{"id": "h1", "until": "3h"}); code != "forbidden" || !strings.Contains(msg, "debtor") {
 		t.Fatalf("author amending: %q %s", msg, code)
 	}
 	// Another tenant's token sees nothing of acme.
 	for _, args := range []map[string]any{{"id": "h1", "session": "acme/default"}, {"id": "h1"}} {
-		if _, code := refusal(t, foreign, "tally_promise_show", args); code != "not_found" && code != "NoSuchSession" {
+		if _, code := refusal(t, foreign, "tally_promise_read/show", args); code != "not_found" && code != "NoSuchSession" {
 			t.Fatalf("foreign show %v: %s", args, code)
 		}
 	}
@@ -198,12 +198,12 @@ func (h header) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestStreamableHTTPInsecureDev(t *testing.T) {
 	url, _ := httpServerWith(t, func(c *server.Config) { c.Insecure = true })
 	reviewer := httpClientVia(t, url, header{"X-Tally-Actor", "reviewer", http.DefaultTransport}, nil)
-	d := ok(t, reviewer, "tally_promise_declare", map[string]any{"id": "d1", "promise": "x", "to": "author", "until": "2h", "session": "acme/work"})
+	d := ok(t, reviewer, "tally_promise/declare", map[string]any{"id": "d1", "promise": "x", "to": "author", "until": "2h", "session": "acme/work"})
 	if str(d, "promise", "by") != "reviewer" {
 		t.Fatalf("declared as %v", d)
 	}
 	author := httpClientVia(t, url, header{"X-Tally-Actor", "author", http.DefaultTransport}, nil)
-	if _, code := refusal(t, author, "tally_promise_amend", map[string]any{"id": "d1", "until": "3h", "session": "acme/work"}); code != "forbidden" {
+	if _, code := refusal(t, author, "tally_promise/amend", map[string]any{"id": "d1", "until": "3h", "session": "acme/work"}); code != "forbidden" {
 		t.Fatalf("author amending: %s", code)
 	}
 }
@@ -275,7 +275,7 @@ func TestSubscriptionsEndWithTheirSession(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(50 * time.Millisecond)
-		ok(t, reviewer, "tally_promise_declare", map[string]any{"id": fmt.Sprintf("p%d", i), "promise": "x", "to": "author", "until": "2h"})
+		ok(t, reviewer, "tally_promise/declare", map[string]any{"id": fmt.Sprintf("p%d", i), "promise": "x", "to": "author", "until": "2h"})
 		commit()
 		select {
 		case uri := <-updates:
@@ -373,7 +373,7 @@ func TestFollowLocalLedger(t *testing.T) {
 	cs := f.connect(f.server(mcp.Who{Actor: "reviewer"}), &sdk.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, r *sdk.ResourceUpdatedNotificationRequest) {
 		updates <- r.Params.URI
 	}})
-	ok(t, cs, "tally_promise_declare", map[string]any{"id": "p0", "promise": "x", "to": "author", "until": "2h"})
+	ok(t, cs, "tally_promise/declare", map[string]any{"id": "p0", "promise": "x", "to": "author", "until": "2h"})
 	if err := cs.Subscribe(context.Background(), &sdk.SubscribeParams{URI: "tally://owed/reviewer"}); err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +386,7 @@ func TestFollowLocalLedger(t *testing.T) {
 		}
 	}
 	time.Sleep(100 * time.Millisecond) // the subscription's stream is under way
-	ok(t, cs, "tally_promise_declare", map[string]any{"id": "p1", "promise": "x", "to": "author", "until": "2h"})
+	ok(t, cs, "tally_promise/declare", map[string]any{"id": "p1", "promise": "x", "to": "author", "until": "2h"})
 	wait("a tool's declaration")
 	// Another process: a ledger of its own on the same directory.
 	dir, err := store.SessionDir(f.sessions.root, "default", "default")

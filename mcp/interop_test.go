@@ -16,16 +16,17 @@ import (
 	"tally/internal/proctest"
 )
 
-// The tools the interop test expects, with their schemas.
+// The tools the interop test expects, as TOOL/ACTION.
 var interopTools = []string{
-	"tally_promise_declare", "tally_promise_amend", "tally_promise_resolve", "tally_promise_assess",
-	"tally_promise_show", "tally_promise_list",
-	"tally_expect_raise", "tally_expect_supersede", "tally_expect_fact", "tally_expect_withdraw",
-	"tally_expect_show", "tally_expect_list", "tally_expect_lapses",
-	"tally_ledger_verify",
-	"tally_claim_create", "tally_claim_post", "tally_claim_receipt_acquire", "tally_claim_artifact_publish",
-	"tally_claim_testament_close", "tally_claim_testament_post", "tally_claim_testament_receive",
-	"tally_claim_check_begin", "tally_claim_check_report", "tally_claim_show", "tally_claim_cancel",
+	"tally_promise/declare", "tally_promise/amend", "tally_promise/resolve", "tally_promise/assess",
+	"tally_promise_read/show", "tally_promise_read/list",
+	"tally_expect/raise", "tally_expect/supersede", "tally_expect/fact", "tally_expect/withdraw",
+	"tally_expect_read/show", "tally_expect_read/list", "tally_expect_read/lapses",
+	"tally_ledger/verify",
+	"tally_claim/create", "tally_claim/post", "tally_claim/receipt.acquire", "tally_claim/artifact.publish",
+	"tally_claim/testament.close", "tally_claim/testament.post", "tally_claim/testament.receive",
+	"tally_claim/check.begin", "tally_claim/check.report", "tally_claim_read/show", "tally_claim/cancel",
+	"tally_claim_read/artifact",
 }
 
 // mcpTS is the TypeScript SDK the interop test drives tally with, pinned:
@@ -207,7 +208,7 @@ func TestBinaryStdinClosedMidCall(t *testing.T) {
 		t.Fatalf("initialize: %q", sc.Text())
 	}
 	io.WriteString(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
-	io.WriteString(in, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tally_promise_declare","arguments":{"promise":"half`)
+	io.WriteString(in, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tally_promise/declare","arguments":{"promise":"half`)
 	in.Close()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()

@@ -24,15 +24,16 @@ const exportMax = 4 << 20
 // logTools are the tools of the log as a whole.
 func logTools(svc service.Service) []tool {
 	return []tool{
-		read("tally_ledger_verify", "Verify the log",
-			"Check every line of the session's log and its hash chain: whole, or the first damaged line.",
-			plain(func(*api.SessionQuery) struct{} { return struct{}{} }),
-			func(svc service.Service, ctx context.Context, c service.Call, _ struct{}) (service.Verified, error) {
-				return svc.Verify(ctx, c)
-			}),
-		textOnly(read("tally_ledger_export", "Export the log",
-			fmt.Sprintf("The session's log as text: jsonl (each verified line, the default), json (the promises' states) or pinki (pinki's own lines). At most %d MiB; past it, use tally export.", exportMax>>20),
-			plain(func(d *api.ExportQuery) string { return d.Format }), export)),
+		group("tally_ledger", "The log", "The session's log.", ledgerArgs(),
+			read("verify", "", "Check its hash chain.",
+				plain(func(*api.SessionQuery) struct{} { return struct{}{} }),
+				func(svc service.Service, ctx context.Context, c service.Call, _ struct{}) (service.Verified, error) {
+					return svc.Verify(ctx, c)
+				}),
+			read("export", "",
+				fmt.Sprintf("The log as text, at most %d MiB.", exportMax>>20),
+				plain(func(d *api.ExportQuery) string { return d.Format }), export),
+		),
 	}
 }
 

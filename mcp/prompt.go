@@ -90,7 +90,7 @@ func resumeText(seat, where string, now time.Time, owes, late []promise.View, cl
 	fmt.Fprintf(&b, "\n## What %s owes: %d open, %d overdue\n", seat, len(owes), overdue)
 	for i, v := range owes {
 		if i == promptItemsMax {
-			fmt.Fprintf(&b, "… and %d more: tally_promise_list {\"by\":%q}\n", len(owes)-i, seat)
+			fmt.Fprintf(&b, "… and %d more: tally_promise_read {\"action\":\"list\",\"by\":%q}\n", len(owes)-i, seat)
 			break
 		}
 		when := "due " + instant.Format(v.Until)
@@ -103,24 +103,24 @@ func resumeText(seat, where string, now time.Time, owes, late []promise.View, cl
 		fmt.Fprintf(&b, "- id %s, to %s, %s: %s\n", v.ID, v.To, when, v.Promise)
 	}
 	if len(owes) > 0 {
-		b.WriteString("Act: tally_promise_resolve {\"id\":ID,\"as\":\"satisfied\",\"evidence\":[REF]} when done, {\"id\":ID,\"as\":\"cancelled\",\"reason\":TEXT} when it will not be; tally_promise_amend {\"id\":ID,\"until\":WHEN} to move a deadline.\n")
+		b.WriteString("Act: tally_promise {\"action\":\"resolve\",\"id\":ID,\"resolution\":\"satisfied\",\"evidence\":[REF]} when done, {\"action\":\"resolve\",\"id\":ID,\"resolution\":\"cancelled\",\"reason\":TEXT} when it will not be; {\"action\":\"amend\",\"id\":ID,\"until\":WHEN} to move a deadline.\n")
 	}
 	fmt.Fprintf(&b, "\n## Owed to %s, late: %d\n", seat, len(late))
 	for i, v := range late {
 		if i == promptItemsMax {
-			fmt.Fprintf(&b, "… and %d more: tally_promise_list {\"state\":\"overdue\",\"to\":%q}\n", len(late)-i, seat)
+			fmt.Fprintf(&b, "… and %d more: tally_promise_read {\"action\":\"list\",\"state\":\"overdue\",\"to\":%q}\n", len(late)-i, seat)
 			break
 		}
 		fmt.Fprintf(&b, "- id %s, by %s, overdue since %s: %s\n", v.ID, v.By, instant.Format(v.Until), v.Promise)
 	}
 	if len(late) > 0 {
-		b.WriteString("Act: tally_promise_resolve {\"id\":ID,\"as\":\"released\"} to let one go; tally_promise_assess {\"id\":ID,\"note\":TEXT} to record it as violated.\n")
+		b.WriteString("Act: tally_promise {\"action\":\"resolve\",\"id\":ID,\"resolution\":\"released\"} to let one go; {\"action\":\"assess\",\"id\":ID,\"note\":TEXT} to record it as violated.\n")
 	}
 	sort.SliceStable(claims, func(i, j int) bool { return claims[i].Overdue && !claims[j].Overdue })
 	fmt.Fprintf(&b, "\n## Open claims %s is a party to: %d\n", seat, len(claims))
 	for i, c := range claims {
 		if i == promptItemsMax {
-			fmt.Fprintf(&b, "… and %d more: tally_claim_list {\"open\":true,\"participant\":%q}\n", len(claims)-i, seat)
+			fmt.Fprintf(&b, "… and %d more: tally_claim_read {\"action\":\"list\",\"open\":true,\"participant\":%q}\n", len(claims)-i, seat)
 			break
 		}
 		var roles []string
@@ -142,7 +142,7 @@ func resumeText(seat, where string, now time.Time, owes, late []promise.View, cl
 		fmt.Fprintf(&b, "- claim %s (%s), %s as %s%s: %s\n", c.Claim, c.State, seat, strings.Join(roles, " and "), due, c.Work)
 	}
 	if len(claims) > 0 {
-		b.WriteString("Act: tally_claim_show {\"claim\":ID} says what each waits for (why) and whose step it is.\n")
+		b.WriteString("Act: tally_claim_read {\"action\":\"show\",\"claim\":ID} says what each waits for (why) and whose step it is.\n")
 	}
 	return b.String()
 }

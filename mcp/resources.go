@@ -95,7 +95,7 @@ func (s *Server) render(ctx context.Context, who Who, r resource) ([][]byte, err
 		return nil, err
 	}
 	defer release()
-	ps, err := s.cfg.Service.ListPromises(ctx, c, promise.Filter{State: "open", By: r.seat})
+	ps, err := s.cfg.Service.ListPromises(ctx, c, promise.Filter{State: promise.FilterOpen, By: r.seat})
 	if err != nil {
 		return nil, err
 	}

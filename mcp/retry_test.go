@@ -52,21 +52,21 @@ func TestToolRetriesUnknownOutcome(t *testing.T) {
 	f := newFixture(t)
 	svc := &unknownAt{Service: f.svc, lost: 1}
 	cs := f.connect(f.serverWith(svc, &service.Retry{Pause: time.Millisecond}), nil)
-	res := call(t, cs, "tally_promise_declare", map[string]any{"id": "r1", "promise": "x", "to": "author", "until": "2h"})
+	res := call(t, cs, "tally_promise/declare", map[string]any{"id": "r1", "promise": "x", "to": "author", "until": "2h"})
 	if res.IsError || res.Meta["tally/replayed"] != true {
 		t.Fatalf("declare: %s (meta %v)", text(res), res.Meta)
 	}
 	if len(svc.ids) != 2 || !strings.HasPrefix(svc.ids[0], "req-") || svc.ids[1] != svc.ids[0] {
 		t.Fatalf("request ids %q", svc.ids)
 	}
-	list := ok(t, cs, "tally_promise_list", map[string]any{"state": "all"})
+	list := ok(t, cs, "tally_promise_read/list", map[string]any{"state": "all"})
 	if ps, _ := list["promises"].([]any); len(ps) != 1 {
 		t.Fatalf("the write landed %d times", len(ps))
 	}
 
 	svc = &unknownAt{Service: f.svc, lost: 100}
 	cs = f.connect(f.serverWith(svc, &service.Retry{Attempts: 3, Pause: time.Millisecond}), nil)
-	res = call(t, cs, "tally_promise_declare", map[string]any{"id": "r2", "promise": "y", "to": "author", "until": "2h", "request_id": "k2"})
+	res = call(t, cs, "tally_promise/declare", map[string]any{"id": "r2", "promise": "y", "to": "author", "until": "2h", "request_id": "k2"})
 	want := `{"schema_version":1,"error":"group 2 did not answer the write at this node: node: timed out waiting for the group; the write may have committed: retry it with the same request id \"k2\", which answers it from its record if it did","code":"UnknownOutcome","request_id":"k2"}` + "\n"
 	if !res.IsError || text(res) != want || len(svc.ids) != 3 {
 		t.Fatalf("runs spent: %d runs, %s", len(svc.ids), text(res))
@@ -76,7 +76,7 @@ func TestToolRetriesUnknownOutcome(t *testing.T) {
 	// given.
 	svc = &unknownAt{Service: f.svc, lost: 100}
 	cs = f.connect(f.serverWith(svc, nil), nil)
-	res = call(t, cs, "tally_promise_declare", map[string]any{"id": "r3", "promise": "z", "to": "author", "until": "2h"})
+	res = call(t, cs, "tally_promise/declare", map[string]any{"id": "r3", "promise": "z", "to": "author", "until": "2h"})
 	if !res.IsError || len(svc.ids) != 1 || svc.ids[0] != "" || !strings.Contains(text(res), "it carried no request id") {
 		t.Fatalf("without Retry: %d runs, ids %q, %s", len(svc.ids), svc.ids, text(res))
 	}

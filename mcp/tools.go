@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -29,24 +30,31 @@ const (
 	destructive               // ends an obligation for good (resolve, cancel, revoke, withdraw)
 )
 
-// A tool is one Service method as MCP offers it: its document (the api
-// document it takes, whose members are the tool's arguments besides the
-// call's context), its result (whose document is the structured content)
-// and run, which decodes the arguments with the one strict decoder and
-// calls the method.
+// A tool is what MCP lists: one Service method (a verb), or a group of
+// verbs of one family that all read or all write, chosen by the argument
+// "action". A
+// verb has its document (the api document it takes, whose members are its
+// arguments besides the call's context) and run, which decodes the
+// arguments with the one strict decoder and calls the method.
 type tool struct {
 	name, title, description string
 	effect                   effect
 	doc                      reflect.Type // the document's struct type
-	// required overrides the members the document's tags make required,
-	// where the document leaves one to a REST path (a promise's id).
-	required []string
 	// extra are arguments beside the document and the Call: what REST
 	// carries in the path (an expectation's id) or as the body (an
 	// artifact's bytes). Each is a string.
-	extra  []extra
-	result reflect.Type
+	extra []extra
+	// rename maps an argument's name to the document member it is, where
+	// the document's name would mislead a model (a resolution is "as" in
+	// pinki's lines, and --as is the identity on the CLI).
+	rename map[string]string
 	run    func(ctx context.Context, svc service.Service, c service.Call, body []byte, given map[string]string) (any, error)
+
+	// actions are a group's verbs, each named by its action; nil for a
+	// tool of one verb.
+	actions []tool
+	// args describe the members: the table they are read from (args.go).
+	args []arg
 }
 
 // extra is one argument beside the document.
@@ -62,6 +70,7 @@ const (
 	argSession   = "session"
 	argRequestID = "request_id"
 	argNow       = "now"
+	argAction    = "action"
 )
 
 // requestIDMax bounds a request id, as REST bounds Idempotency-Key.
@@ -69,8 +78,7 @@ const requestIDMax = service.RequestIDMax
 
 // write is a write method whose document is D.
 func write[D, R any](name, title, description string, e effect, m func(service.Service, context.Context, service.Call, D) (R, error)) tool {
-	return tool{name: name, title: title, description: description, effect: e,
-		doc: reflect.TypeFor[D](), result: reflect.TypeFor[R](),
+	return tool{name: name, title: title, description: description, effect: e, doc: reflect.TypeFor[D](),
 		run: func(ctx context.Context, svc service.Service, c service.Call, body []byte, _ map[string]string) (any, error) {
 			d, err := decoded[D](body)
 			if err != nil {
@@ -92,8 +100,7 @@ func decoded[D any](body []byte) (D, error) {
 // what it writes to, which REST names in the path: here the argument id.
 func writeAt[D, R any](name, title, description string, e effect, id extra, m func(service.Service, context.Context, service.Call, string, D) (R, error)) tool {
 	id.required = true
-	return tool{name: name, title: title, description: description, effect: e,
-		doc: reflect.TypeFor[D](), result: reflect.TypeFor[R](), extra: []extra{id},
+	return tool{name: name, title: title, description: description, effect: e, doc: reflect.TypeFor[D](), extra: []extra{id},
 		run: func(ctx context.Context, svc service.Service, c service.Call, body []byte, given map[string]string) (any, error) {
 			d, err := decoded[D](body)
 			if err != nil {
@@ -105,8 +112,7 @@ func writeAt[D, R any](name, title, description string, e effect, id extra, m fu
 
 // read is a read method whose arguments D become what it takes by arg.
 func read[D, A, R any](name, title, description string, arg func(*D) (A, error), m func(service.Service, context.Context, service.Call, A) (R, error)) tool {
-	return tool{name: name, title: title, description: description, effect: reads,
-		doc: reflect.TypeFor[D](), result: reflect.TypeFor[R](),
+	return tool{name: name, title: title, description: description, effect: reads, doc: reflect.TypeFor[D](),
 		run: func(ctx context.Context, svc service.Service, c service.Call, body []byte, _ map[string]string) (any, error) {
 			d, err := decoded[D](body)
 			if err != nil {
@@ -125,8 +131,77 @@ func plain[D, A any](f func(*D) A) func(*D) (A, error) {
 	return func(d *D) (A, error) { return f(d), nil }
 }
 
-// takes reports whether name is an argument of t beside its document.
-func (t tool) takes(name string) bool {
+// described sets the table t's members are described by.
+func (t tool) described(args ...[]arg) tool {
+	t.args = slices.Concat(args...)
+	return t
+}
+
+// renamed gives the document member doc the argument name arg.
+func (t tool) renamed(arg, doc string) tool {
+	if t.rename == nil {
+		t.rename = map[string]string{}
+	}
+	t.rename[arg] = doc
+	return t
+}
+
+// group is one tool of several verbs, each a tool whose name is its
+// action; args describe the members of them all. Its effect is its most
+// lasting verb's: a group that may end an obligation for good says so.
+// Reads are never grouped with writes (New refuses it), so a read-only
+// tool stays one.
+func group(name, title, description string, args []arg, actions ...tool) tool {
+	t := tool{name: name, title: title, description: description, actions: actions, args: args}
+	for _, a := range actions {
+		t.effect = max(t.effect, a.effect)
+	}
+	return t
+}
+
+// verbs are the verbs t runs: its actions, or itself.
+func (t tool) verbs() []tool {
+	if t.actions == nil {
+		return []tool{t}
+	}
+	return t.actions
+}
+
+// verb is the verb of t the arguments name by action.
+func (t tool) verb(action string) (tool, error) {
+	if t.actions == nil {
+		return t, nil
+	}
+	if action == "" {
+		return tool{}, vocab.Invalidf(argAction, "required: one of "+orList(t.actionNames()))
+	}
+	for _, a := range t.actions {
+		if a.name == action {
+			return a, nil
+		}
+	}
+	return tool{}, vocab.Invalidf(argAction, "must be "+orList(t.actionNames()))
+}
+
+func (t tool) actionNames() []string {
+	var names []string
+	for _, a := range t.actions {
+		names = append(names, a.name)
+	}
+	return names
+}
+
+// orList is "a, b or c".
+func orList(vs []string) string {
+	if len(vs) < 2 {
+		return strings.Join(vs, "")
+	}
+	return strings.Join(vs[:len(vs)-1], ", ") + " or " + vs[len(vs)-1]
+}
+
+// takes reports whether name is an argument of the verb t beside its
+// document: the call's context, and the action where t is grouped.
+func (t tool) takes(name string, grouped bool) bool {
 	switch name {
 	case argSession:
 		return true
@@ -134,6 +209,8 @@ func (t tool) takes(name string) bool {
 		return t.effect != reads
 	case argNow:
 		return t.effect == reads
+	case argAction:
+		return grouped
 	}
 	for _, x := range t.extra {
 		if x.name == name {
@@ -143,81 +220,247 @@ func (t tool) takes(name string) bool {
 	return false
 }
 
-// textOnly marks a tool whose answer is text, not a document: it has no
-// output schema.
-func textOnly(t tool) tool {
-	t.result = nil
-	return t
-}
-
-// needs sets the members a tool requires.
-func (t tool) needs(members ...string) tool {
-	t.required = members
-	return t
-}
-
 // tools is every tool of svc, family by family; readPaths offers the
-// arguments that name a file for the server to read.
-func tools(svc service.Service, readPaths bool) []tool {
-	return slices.Concat(promiseTools(), claimTools(readPaths), expectTools(), logTools(svc), readyTools())
+// arguments that name a file for the server to read; now is the clock a
+// duration counts from.
+func tools(svc service.Service, readPaths bool, now func() time.Time) []tool {
+	return slices.Concat(promiseTools(), claimTools(readPaths), expectTools(now), logTools(svc), readyTools())
 }
 
 // schemaOptions maps tally's own JSON types to their schemas.
 var schemaOptions = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
-	reflect.TypeFor[api.Object](): {Type: "object", Description: "a JSON object of the caller's own, kept as given"},
+	reflect.TypeFor[api.Object](): {Type: "object"},
+	// replyTo: an agent's URL, or the object ParseReplyTo reads.
+	reflect.TypeFor[json.RawMessage](): replyToSchema(),
 }}
 
-// inputSchema is the document's schema plus the call's context.
-func (t tool) inputSchema() (*jsonschema.Schema, error) {
+// replyToSchema is the schema of a replyTo member: a URL, or the object
+// api.ReplyTo describes. json.RawMessage is used by no other document.
+func replyToSchema() *jsonschema.Schema {
+	s, err := jsonschema.For[api.ReplyTo](nil)
+	if err != nil {
+		panic("mcp: replyTo schema: " + err.Error())
+	}
+	s.Type, s.Types = "", []string{"string", "object"}
+	return s
+}
+
+// verbSchema is the members of the verb t's document and extras, by their
+// argument names, and those it requires.
+func (t tool) verbSchema() (map[string]*jsonschema.Schema, []string, error) {
 	s, err := jsonschema.ForType(t.doc, schemaOptions)
 	if err != nil {
-		return nil, fmt.Errorf("tool %s: input schema: %w", t.name, err)
+		return nil, nil, fmt.Errorf("verb %s: schema: %w", t.name, err)
 	}
-	if s.Properties == nil {
-		s.Properties = map[string]*jsonschema.Schema{}
-	}
-	ctx := map[string]*jsonschema.Schema{
-		argSession: {Type: "string", Description: "TENANT/SESSION, or SESSION in the caller's tenant (default: the server's)"},
-	}
-	if t.effect == reads {
-		ctx[argNow] = &jsonschema.Schema{Type: "string", Description: "RFC 3339 time the views are computed at (default: now)"}
-	} else {
-		ctx[argRequestID] = &jsonschema.Schema{Type: "string", MaxLength: jsonschema.Ptr(requestIDMax),
-			Description: "makes the write idempotent: a retry with the same id and arguments returns the recorded answer"}
-	}
-	if t.required != nil {
-		s.Required = t.required
-	}
-	// Inside the document, what is required is the family core's to say
-	// (a check's mode and attempts have defaults there): nested objects
-	// keep their members' types and stay closed, and require nothing.
-	for _, p := range s.Properties {
+	props := map[string]*jsonschema.Schema{}
+	for name, p := range s.Properties {
+		// Inside the document, what is required is the family core's to
+		// say (a check's mode and attempts have defaults there): nested
+		// objects keep their members' types and require nothing. A copy:
+		// the table's words are set on it, and a TypeSchemas schema
+		// (replyTo's) is shared by every call of ForType.
+		p = p.CloneSchemas()
 		loosen(p)
+		props[t.argName(name)] = p
 	}
-	add := func(name string, c *jsonschema.Schema) error {
-		if _, clash := s.Properties[name]; clash {
-			return fmt.Errorf("tool %s: the document has a member %q, which the tool takes beside it", t.name, name)
-		}
-		s.Properties[name] = c
-		s.PropertyOrder = append(s.PropertyOrder, name)
-		return nil
+	required := s.Required
+	for i, r := range required {
+		required[i] = t.argName(r)
 	}
 	for _, x := range t.extra {
-		if err := add(x.name, x.schema); err != nil {
-			return nil, err
+		if _, clash := props[x.name]; clash {
+			return nil, nil, fmt.Errorf("verb %s: the document has a member %q, which the verb takes beside it", t.name, x.name)
 		}
+		props[x.name] = x.schema.CloneSchemas()
 		if x.required {
-			s.Required = append(s.Required, x.name)
+			required = append(required, x.name)
 		}
 	}
-	for _, name := range []string{argSession, argRequestID, argNow} {
-		if c, ok := ctx[name]; ok {
-			if err := add(name, c); err != nil {
-				return nil, err
+	return props, required, nil
+}
+
+// requires is what the verb v of t requires: what t's table says its
+// actions require, or where the table says nothing of it (a tool of one
+// verb added without one), what v's document's tags and path say. A member
+// the table requires that v does not take is an error.
+func (t tool) requires(v tool) ([]string, error) {
+	props, required, err := v.verbSchema()
+	if err != nil {
+		return nil, err
+	}
+	table := false
+	var out []string
+	for _, a := range t.args {
+		if a.required == nil {
+			continue
+		}
+		table = true
+		if slices.Contains(a.required, v.name) && !slices.Contains(out, a.name) {
+			if _, ok := props[a.name]; !ok {
+				return nil, fmt.Errorf("tool %s: the table requires %q of %s, which does not take it", t.name, a.name, v.name)
+			}
+			out = append(out, a.name)
+		}
+	}
+	if !table {
+		return required, nil
+	}
+	return out, nil
+}
+
+// argNames are the arguments of the verb t besides the call's context,
+// sorted.
+func (t tool) argNames() []string {
+	var names []string
+	for _, m := range api.Members(reflect.New(t.doc).Interface()) {
+		names = append(names, t.argName(m))
+	}
+	for _, x := range t.extra {
+		names = append(names, x.name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// argName is the argument a document member is.
+func (t tool) argName(member string) string {
+	for a, m := range t.rename {
+		if m == member {
+			return a
+		}
+	}
+	return member
+}
+
+// inputSchema is the union of the verbs' members, described by t.args,
+// plus the call's context (and the action, in a group). A member that
+// every verb requires is required; what one action requires besides is
+// said in the tool's description and checked when it is called.
+func (t tool) inputSchema() (*jsonschema.Schema, error) {
+	s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}, AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}}
+	var common []string
+	for i, v := range t.verbs() {
+		if (v.effect == reads) != (t.effect == reads) {
+			return nil, fmt.Errorf("tool %s: verb %s reads in a tool that writes, or writes in one that reads", t.name, v.name)
+		}
+		props, _, err := v.verbSchema()
+		if err != nil {
+			return nil, err
+		}
+		required, err := t.requires(v)
+		if err != nil {
+			return nil, err
+		}
+		names := slices.Sorted(func(yield func(string) bool) {
+			for n := range props {
+				if !yield(n) {
+					return
+				}
+			}
+		})
+		for _, n := range names {
+			if have, ok := s.Properties[n]; ok {
+				if kind(have) != kind(props[n]) {
+					return nil, fmt.Errorf("tool %s: member %q is %s in one verb and %s in %s", t.name, n, kind(have), kind(props[n]), v.name)
+				}
+				continue
+			}
+			s.Properties[n] = props[n]
+			s.PropertyOrder = append(s.PropertyOrder, n)
+		}
+		if i == 0 {
+			common = slices.Clone(required)
+		} else {
+			common = slices.DeleteFunc(common, func(r string) bool { return !slices.Contains(required, r) })
+		}
+	}
+	s.Required = common
+	ctx := contextArgs(t.effect)
+	if t.actions != nil {
+		ctx = append([]arg{{argAction, "which verb", t.actionNames(), nil}}, ctx...)
+		s.Required = append([]string{argAction}, s.Required...)
+	}
+	for _, c := range ctx {
+		if _, clash := s.Properties[c.name]; clash {
+			return nil, fmt.Errorf("tool %s: the document has a member %q, which the tool takes beside it", t.name, c.name)
+		}
+		p := &jsonschema.Schema{Type: "string"}
+		if c.name == argRequestID {
+			p.MaxLength = jsonschema.Ptr(requestIDMax)
+		}
+		s.Properties[c.name] = p
+		s.PropertyOrder = append(s.PropertyOrder, c.name)
+	}
+	tidy(s)
+	for _, a := range slices.Concat(t.args, ctx) {
+		p := lookup(s, a.name)
+		if p == nil {
+			continue // a member of another tool the table describes
+		}
+		p.Description = a.desc
+		if a.enum != nil {
+			target := p
+			if p.Type == "array" {
+				target = p.Items
+			}
+			target.Enum = nil
+			for _, v := range a.enum {
+				target.Enum = append(target.Enum, v)
 			}
 		}
 	}
 	return s, nil
+}
+
+// kind is a schema's JSON type, for comparing two verbs' members.
+func kind(s *jsonschema.Schema) string {
+	if s.Type != "" {
+		return s.Type
+	}
+	return strings.Join(s.Types, "|")
+}
+
+// lookup is the schema of the member at a dotted path (arrays passed
+// through to their items), or nil.
+func lookup(s *jsonschema.Schema, path string) *jsonschema.Schema {
+	for _, name := range strings.Split(path, ".") {
+		for s != nil && s.Items != nil {
+			s = s.Items
+		}
+		if s == nil {
+			return nil
+		}
+		s = s.Properties[name]
+	}
+	return s
+}
+
+// tidy makes s what a model reads most easily and in fewest bytes: a
+// member that may be null (a Go slice or pointer) is its one type, and
+// only the arguments themselves are closed.
+func tidy(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if len(s.Types) == 2 && s.Types[0] == "null" {
+		s.Type, s.Types = s.Types[1], nil
+	}
+	for _, p := range s.Properties {
+		tidy(p)
+		closedOnlyAtTop(p)
+	}
+	tidy(s.Items)
+}
+
+// closedOnlyAtTop leaves a nested object open in the schema: its members
+// are in the description, and the strict decoder refuses any other.
+func closedOnlyAtTop(s *jsonschema.Schema) {
+	for ; s != nil; s = s.Items {
+		s.AdditionalProperties = nil
+		for _, p := range s.Properties {
+			closedOnlyAtTop(p)
+		}
+	}
 }
 
 // loosen drops the required members of s and of every schema inside it.
@@ -233,75 +476,27 @@ func loosen(s *jsonschema.Schema) {
 	loosen(s.AdditionalProperties)
 }
 
-// outputSchema is the schema of the result's document: schema_version and
-// one member for each of the result's fields besides its Doc, named as the
-// document names them (its json tag, else snake_case), with the field's
-// JSON kind. The document may hold more.
-func (t tool) outputSchema() *jsonschema.Schema {
-	s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"schema_version": {Type: "integer"}},
-		Required: []string{"schema_version"}, PropertyOrder: []string{"schema_version"}}
-	for i := 0; i < t.result.NumField(); i++ {
-		f := t.result.Field(i)
-		if !f.IsExported() || f.Type == reflect.TypeFor[service.Doc]() {
-			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		tagged := name != ""
-		if !tagged {
-			name = snake(f.Name)
-		}
-		s.Properties[name] = kindSchema(f.Type)
-		// A member is promised only where the result is read from its
-		// document by that name (a json tag); a list may be left out of a
-		// document when it is empty.
-		if k := f.Type.Kind(); tagged && k != reflect.Slice && k != reflect.Pointer {
-			s.Required = append(s.Required, name)
-		}
-		s.PropertyOrder = append(s.PropertyOrder, name)
+// fullDescription is t's description and, in a group, each action with
+// what it requires: what the schema, the union of the actions' members,
+// cannot say. A member an action does not take is refused naming those it
+// does.
+func (t tool) fullDescription() (string, error) {
+	if t.actions == nil {
+		return t.description, nil
 	}
-	return s
-}
-
-// kindSchema is the JSON kind of values of t: a document's nested objects
-// are described by their own documents, so only the kind is promised here.
-func kindSchema(t reflect.Type) *jsonschema.Schema {
-	switch {
-	case t == reflect.TypeFor[time.Time]():
-		return &jsonschema.Schema{Type: "string"}
-	case t.Kind() == reflect.Pointer:
-		s := kindSchema(t.Elem())
-		return &jsonschema.Schema{Types: []string{s.Type, "null"}}
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return &jsonschema.Schema{Type: "string"}
-	case reflect.Bool:
-		return &jsonschema.Schema{Type: "boolean"}
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return &jsonschema.Schema{Type: "integer"}
-	case reflect.Float32, reflect.Float64:
-		return &jsonschema.Schema{Type: "number"}
-	case reflect.Slice, reflect.Array:
-		return &jsonschema.Schema{Type: "array", Items: kindSchema(t.Elem())}
-	}
-	return &jsonschema.Schema{Type: "object"}
-}
-
-// snake is a Go field name as a document member: PromiseID → promise_id.
-func snake(name string) string {
 	var b strings.Builder
-	rs := []rune(name)
-	for i, r := range rs {
-		if unicode.IsUpper(r) && i > 0 && (unicode.IsLower(rs[i-1]) || i+1 < len(rs) && unicode.IsLower(rs[i+1])) {
-			b.WriteByte('_')
+	b.WriteString(t.description)
+	for _, a := range t.actions {
+		required, err := t.requires(a)
+		if err != nil {
+			return "", err
 		}
-		b.WriteRune(unicode.ToLower(r))
+		fmt.Fprintf(&b, "\n- %s(%s): %s", a.name, strings.Join(required, ", "), a.description)
 	}
-	return b.String()
+	return b.String(), nil
 }
 
-// addTool registers t with its schemas, annotations and handler.
+// addTool registers t with its schema, annotations and handler.
 func (s *Server) addTool(t tool) error {
 	in, err := t.inputSchema()
 	if err != nil {
@@ -311,25 +506,34 @@ func (s *Server) addTool(t tool) error {
 	if err != nil {
 		return fmt.Errorf("tool %s: resolve input schema: %w", t.name, err)
 	}
-	ann := &sdk.ToolAnnotations{Title: t.title, ReadOnlyHint: t.effect == reads, OpenWorldHint: jsonschema.Ptr(false)}
+	desc, err := t.fullDescription()
+	if err != nil {
+		return err
+	}
+	ann := &sdk.ToolAnnotations{ReadOnlyHint: t.effect == reads, OpenWorldHint: jsonschema.Ptr(false)}
 	if t.effect != reads {
 		ann.DestructiveHint = jsonschema.Ptr(t.effect == destructive)
 		// A write given a request_id is idempotent; the hint is for the
 		// calls that give none.
 		ann.IdempotentHint = false
 	}
-	st := &sdk.Tool{Name: t.name, Title: t.title, Description: t.description, Annotations: ann, InputSchema: in}
-	if t.result != nil {
-		st.OutputSchema = t.outputSchema()
+	// No output schema: the answer is its document as text, once (see
+	// answer).
+	required := map[string][]string{}
+	for _, v := range t.verbs() {
+		if required[v.name], err = t.requires(v); err != nil {
+			return err
+		}
 	}
-	s.mcp.AddTool(st, s.handler(t, in, resolved))
+	s.mcp.AddTool(&sdk.Tool{Name: t.name, Title: t.title, Description: desc, Annotations: ann, InputSchema: in}, s.handler(t, in, resolved, required))
 	return nil
 }
 
 // handler runs one call of t: the arguments bounded and checked against
-// the schema before anything runs, the call's context taken out of them,
-// the rest decoded as the document, the method called as the caller.
-func (s *Server) handler(t tool, in *jsonschema.Schema, resolved *jsonschema.Resolved) sdk.ToolHandler {
+// the schema before anything runs, the verb the action names chosen and
+// its required members checked, the call's context taken out of them, the
+// rest decoded as the document, the method called as the caller.
+func (s *Server) handler(t tool, in *jsonschema.Schema, resolved *jsonschema.Resolved, required map[string][]string) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		raw := []byte(req.Params.Arguments)
 		if len(raw) > s.cfg.ArgumentsMax {
@@ -342,15 +546,29 @@ func (s *Server) handler(t tool, in *jsonschema.Schema, resolved *jsonschema.Res
 		if err := json.Unmarshal(raw, &inst); err != nil {
 			return refused(vocab.Invalidf("arguments", "must be one JSON object")), nil
 		}
-		if _, ok := inst.(map[string]any); !ok {
+		args, isObject := inst.(map[string]any)
+		if !isObject {
 			return refused(vocab.Invalidf("arguments", "must be one JSON object")), nil
 		}
-		body, given, err := split(raw, t.takes)
+		action, isString := args[argAction].(string)
+		if _, given := args[argAction]; given && !isString && t.actions != nil {
+			return refused(vocab.Invalidf(argAction, "must be a string: "+orList(t.actionNames()))), nil
+		}
+		v, err := t.verb(action)
+		if err != nil {
+			return refused(err), nil
+		}
+		body, given, err := split(raw, func(name string) bool { return v.takes(name, t.actions != nil) }, v.rename)
 		if err != nil {
 			return refused(err), nil
 		}
 		if err := resolved.Validate(inst); err != nil {
-			return refused(t.schemaRefusal(in, inst.(map[string]any), body, err)), nil
+			return refused(v.schemaRefusal(in, required[v.name], args, body, err)), nil
+		}
+		for _, name := range required[v.name] {
+			if _, ok := args[name]; !ok {
+				return refused(vocab.Invalidf(name, "required")), nil
+			}
 		}
 		c, err := s.call(ctx, req, given)
 		if err != nil {
@@ -361,9 +579,9 @@ func (s *Server) handler(t tool, in *jsonschema.Schema, resolved *jsonschema.Res
 			ctx, release = s.cfg.Hold(ctx)
 			defer release()
 		}
-		res, err := s.run(ctx, t, c, body, given)
+		res, err := s.run(ctx, v, c, body, given)
 		if err != nil {
-			return refused(err), nil
+			return refused(v.named(err)), nil
 		}
 		return answer(res), nil
 	}
@@ -401,14 +619,36 @@ func (s *Server) run(ctx context.Context, t tool, c service.Call, body []byte, g
 	}
 }
 
+// named is err naming the arguments where it names renamed members: the
+// member at fault, and those the decoder lists as the verb's.
+func (t tool) named(err error) error {
+	r, ok := vocab.As(err)
+	if !ok || t.rename == nil {
+		return err
+	}
+	field, rule := t.argName(r.Field), r.Rule
+	if list, ok := strings.CutPrefix(rule, notAField); ok {
+		members := strings.Split(strings.TrimSuffix(list, ")"), ", ")
+		for i, m := range members {
+			members[i] = t.argName(m)
+		}
+		rule = notAField + strings.Join(members, ", ") + ")"
+	}
+	return vocab.New(r.Code, field, rule)
+}
+
+// notAField begins the decoder's refusal of an unknown member.
+const notAField = "is not a field of this command ("
+
 // split takes the call's context members out of the arguments, keeping
 // the document's members as they were given (a member given twice stays
-// twice, for the decoder to refuse).
-func split(raw []byte, taken func(name string) bool) (body []byte, given map[string]string, err error) {
+// twice, for the decoder to refuse), renamed to the document's names.
+func split(raw []byte, taken func(name string) bool, rename map[string]string) (body []byte, given map[string]string, err error) {
 	body = append(make([]byte, 0, len(raw)), '{')
 	given = map[string]string{}
 	err = jsonline.Object(raw, func(key, v []byte) error {
-		if name := string(key); taken(name) {
+		name := string(key)
+		if taken(name) {
 			str, err := jsonline.String(v)
 			if err != nil {
 				return vocab.Invalidf(name, "must be a string")
@@ -418,6 +658,9 @@ func split(raw []byte, taken func(name string) bool) (body []byte, given map[str
 			}
 			given[name] = str
 			return nil
+		}
+		if m, ok := rename[name]; ok {
+			key = []byte(m)
 		}
 		if len(body) > 1 {
 			body = append(body, ',')
@@ -434,23 +677,129 @@ func split(raw []byte, taken func(name string) bool) (body []byte, given map[str
 	return append(body, '}'), given, nil
 }
 
-// schemaRefusal says which member the schema refused: a required one
-// missing, or what the strict decoder says of the document (the same words
-// as stdin and REST), or the schema's own words.
-func (t tool) schemaRefusal(in *jsonschema.Schema, args map[string]any, body []byte, err error) error {
-	for _, name := range in.Required {
+// schemaRefusal says which member the schema refused: one the tool does
+// not take (in the decoder's words, naming the verb's), a required one
+// missing, a value outside its set, or what the strict decoder says of the
+// document (the same words as stdin and REST), or the schema's own words.
+func (t tool) schemaRefusal(in *jsonschema.Schema, required []string, args map[string]any, body []byte, err error) error {
+	for _, name := range slices.Sorted(maps.Keys(args)) {
+		if _, ok := in.Properties[name]; !ok {
+			return vocab.Invalidf(name, notAField+strings.Join(t.argNames(), ", ")+")")
+		}
+	}
+	for _, name := range slices.Concat(in.Required, required) {
 		if _, ok := args[name]; !ok {
 			return vocab.Invalidf(name, "required")
 		}
 	}
+	if r := firstRefused("", in, args, outsideEnum); r != nil {
+		return r
+	}
 	d := reflect.New(t.doc).Interface()
 	if derr := api.Decode("arguments", body, d); derr != nil {
-		return derr
+		return t.named(derr)
+	}
+	// Where the decoder does not look (inside replyTo, kept raw).
+	if r := firstRefused("", in, args, wrongType); r != nil {
+		return r
 	}
 	if v, ok := args[argRequestID].(string); ok && len(v) > requestIDMax {
 		return vocab.Invalidf(argRequestID, fmt.Sprintf("at most %d bytes", requestIDMax))
 	}
 	return vocab.Invalidf("arguments", err.Error())
+}
+
+// firstRefused walks v beside its schema s, members in name order, and
+// returns the first refusal check makes of a value, naming it by its path
+// (slots[0].mode, replyTo.push.url), or nil.
+func firstRefused(path string, s *jsonschema.Schema, v any, check func(path string, s *jsonschema.Schema, v any) error) error {
+	if s == nil {
+		return nil
+	}
+	if err := check(path, s, v); err != nil {
+		return err
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for _, name := range slices.Sorted(maps.Keys(x)) {
+			p := name
+			if path != "" {
+				p = path + "." + name
+			}
+			if err := firstRefused(p, s.Properties[name], x[name], check); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, m := range x {
+			if err := firstRefused(fmt.Sprintf("%s[%d]", path, i), s.Items, m, check); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// outsideEnum refuses a string outside its schema's set.
+func outsideEnum(path string, s *jsonschema.Schema, v any) error {
+	str, ok := v.(string)
+	if s.Enum == nil || !ok || slices.Contains(s.Enum, any(str)) {
+		return nil
+	}
+	var set []string
+	for _, e := range s.Enum {
+		set = append(set, fmt.Sprint(e))
+	}
+	return vocab.Invalidf(path, strconv.Quote(str)+" is not "+orList(set))
+}
+
+// wrongType refuses a value that is not of its schema's type.
+func wrongType(path string, s *jsonschema.Schema, v any) error {
+	types := s.Types
+	if s.Type != "" {
+		types = []string{s.Type}
+	}
+	kind := jsonKind(v)
+	if len(types) == 0 || slices.Contains(types, kind) || kind == "integer" && slices.Contains(types, "number") {
+		return nil
+	}
+	var want []string
+	for _, t := range types {
+		want = append(want, article(t))
+	}
+	if kind == "integer" {
+		kind = "number"
+	}
+	return vocab.Invalidf(path, "must be "+orList(want)+", not "+kind)
+}
+
+// jsonKind is the JSON Schema type of a decoded JSON value.
+func jsonKind(v any) string {
+	switch x := v.(type) {
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	case float64:
+		if x == float64(int64(x)) {
+			return "integer"
+		}
+		return "number"
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	}
+	return "null"
+}
+
+// article is a JSON Schema type as the refusals name it.
+func article(t string) string {
+	switch t {
+	case "array", "integer", "object":
+		return "an " + t
+	}
+	return "a " + t
 }
 
 // call is the Call of a request: who the binding says it is, where the
@@ -473,14 +822,20 @@ func (s *Server) call(ctx context.Context, req *sdk.CallToolRequest, given map[s
 	return c, nil
 }
 
-// answer is a result as a tool answers it: its document as the structured
-// content, and as text for a host that shows only text.
+// answer is a result as a tool answers it: its document, once, as text.
+// The MCP specification (2025-06-18) makes structured content optional and
+// asks a tool that gives it to repeat it as text; hosts differ in which of
+// the two they hand a model, so a tool that gave both would cost a model
+// that reads both the document twice. Text alone reaches every host.
 func answer(res any) *sdk.CallToolResult {
-	if t, ok := res.(interface{ toolText() string }); ok {
-		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: t.toolText()}}}
+	switch r := res.(type) {
+	case interface{ toolContent() []sdk.Content }:
+		return &sdk.CallToolResult{Content: r.toolContent()}
+	case interface{ toolText() string }:
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: r.toolText()}}}
 	}
 	d := docOf(res)
-	r := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(d.JSON)}}, StructuredContent: json.RawMessage(d.JSON)}
+	r := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(d.JSON)}}}
 	if d.Replayed {
 		r.Meta = sdk.Meta{"tally/replayed": true}
 	}

@@ -145,10 +145,17 @@ func appendOptString(b []byte, s string) []byte {
 // Task, when set, keeps the promises whose task field or id is Task: an A2A
 // task id names a promise by either, so its binding picks among these.
 type Filter struct {
-	State  string
+	State  string // FilterOpen, FilterOverdue or FilterAll
 	By, To string
 	Task   string
 }
+
+// The selections of Filter.State ("" is FilterOpen).
+const (
+	FilterOpen    = "open"
+	FilterOverdue = "overdue"
+	FilterAll     = "all"
+)
 
 // Select returns the views of the promises f selects at now, in declaration
 // order. Views are built only for selected promises.
@@ -167,15 +174,15 @@ func (s *State) Select(f Filter, now time.Time) []View {
 			return false
 		}
 		switch f.State {
-		case "all":
+		case FilterAll:
 			return true
-		case "overdue":
+		case FilterOverdue:
 			return s.Overdue(p, now)
 		default:
 			return s.Status(p).Open()
 		}
 	}
-	if f.State == "overdue" {
+	if f.State == FilterOverdue {
 		s.overdueQueries++
 		if s.overdueQueries > 1 {
 			s.ensureDeadlines()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -68,17 +67,17 @@ func TestClusterMCP(t *testing.T) {
 	var res *sdk.CallToolResult
 	waitUntil(t, "a declaration through node 2's MCP tool", 30*time.Second, func() bool {
 		var err error
-		res, err = writer.CallTool(ctx, &sdk.CallToolParams{Name: "tally_promise_declare",
-			Arguments: map[string]any{"session": "mcp", "id": "m1", "promise": "review 92", "to": "author", "until": "2h", "request_id": "mcp-1"}})
+		res, err = writer.CallTool(ctx, &sdk.CallToolParams{Name: "tally_promise",
+			Arguments: map[string]any{"action": "declare", "session": "mcp", "id": "m1", "promise": "review 92", "to": "author", "until": "2h", "request_id": "mcp-1"}})
 		return err == nil && !res.IsError
 	})
 	reader := mcpSession(t, nodes[0], author, nil)
-	list, err := reader.CallTool(ctx, &sdk.CallToolParams{Name: "tally_promise_list", Arguments: map[string]any{"session": "mcp", "state": "all"}})
+	list, err := reader.CallTool(ctx, &sdk.CallToolParams{Name: "tally_promise_read", Arguments: map[string]any{"action": "list", "session": "mcp", "state": "all"}})
 	if err != nil || list.IsError {
 		t.Fatalf("list through node 1: %v %+v", err, list)
 	}
-	b, _ := json.Marshal(list.StructuredContent)
-	if !strings.Contains(string(b), `"id":"m1"`) || !strings.Contains(string(b), `"by":"reviewer"`) {
+	b := list.Content[0].(*sdk.TextContent).Text
+	if !strings.Contains(b, `"id":"m1"`) || !strings.Contains(b, `"by":"reviewer"`) {
 		t.Fatalf("list through node 1: %s", b)
 	}
 	select {

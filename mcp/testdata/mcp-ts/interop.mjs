@@ -60,20 +60,28 @@ async function connect(who, session) {
   return client;
 }
 
-// ok calls a tool that must succeed; its structured content is validated
-// by the SDK against the tool's output schema.
+// callOf is the call of TOOL/ACTION: the tool, with the action among the
+// arguments.
+function callOf(name, args) {
+  const [tool, action] = name.split("/");
+  return { name: tool, arguments: action === undefined ? args : { action, ...args } };
+}
+
+// ok calls a tool that must succeed; its answer is its document, once, as
+// text (no structured content beside it).
 async function ok(client, name, args) {
-  const res = await client.callTool({ name, arguments: args });
+  const res = await client.callTool(callOf(name, args));
   check(!res.isError, name + " succeeds", res.content);
-  check(res.structuredContent && res.structuredContent.schema_version === 1, name + " returns structured content", res);
-  check(JSON.stringify(JSON.parse(res.content[0].text)) === JSON.stringify(res.structuredContent), name + " text is its document");
-  return res.structuredContent;
+  check(res.structuredContent === undefined && res.content.length === 1, name + " answers one text", res);
+  const doc = JSON.parse(res.content[0].text);
+  check(doc.schema_version === 1, name + " text is its document", doc);
+  return doc;
 }
 
 // refused calls a tool that must be refused and returns its error document.
 async function refused(client, name, args, code, says) {
   const before = logSize();
-  const res = await client.callTool({ name, arguments: args });
+  const res = await client.callTool(callOf(name, args));
   check(res.isError === true, name + " is a tool error", res);
   const doc = JSON.parse(res.content[0].text);
   check(doc.schema_version === 1 && doc.code === code, name + " refused with code " + code, doc);
@@ -89,45 +97,62 @@ const stranger = await connect("stranger");
 // The tools and their schemas.
 const { tools } = await reviewer.listTools();
 const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+// Each expected TOOL/ACTION: the tool listed, its action in the enum and
+// named in its description with what it requires.
 for (const name of (env.EXPECT_TOOLS || "").split(",").filter(Boolean)) {
-  const t = byName[name];
-  check(t !== undefined, "tool " + name + " listed");
-  check(/^tally_[a-z]+_[a-z_]+$/.test(t.name) && t.description.length > 0, name + " is named and described");
-  check(t.inputSchema.type === "object" && t.inputSchema.additionalProperties === false, name + " input schema is a closed object", t.inputSchema);
-  check("session" in t.inputSchema.properties, name + " takes the session");
-  check(t.outputSchema && t.outputSchema.type === "object" && t.outputSchema.required.includes("schema_version"), name + " has an output schema");
+  const [tool, action] = name.split("/");
+  const t = byName[tool];
+  check(t !== undefined, "tool " + tool + " listed");
+  check(/^tally_[a-z]+(_[a-z]+)?$/.test(t.name) && t.description.length > 0, tool + " is named and described");
+  check(t.inputSchema.type === "object" && t.inputSchema.additionalProperties === false, tool + " input schema is a closed object", t.inputSchema);
+  check("session" in t.inputSchema.properties, tool + " takes the session");
+  check(t.outputSchema === undefined, tool + " answers text, with no output schema");
+  check(t.inputSchema.properties.action.enum.includes(action) && t.description.includes("\n- " + action + "("), name + " is an action of " + tool);
+  for (const [member, p] of Object.entries(t.inputSchema.properties)) {
+    check(typeof p.description === "string" && p.description.length > 0, tool + "." + member + " is described");
+  }
 }
-check(byName.tally_promise_show.annotations.readOnlyHint === true, "show is read-only");
-check(byName.tally_promise_resolve.annotations.destructiveHint === true, "resolve is destructive");
-check(byName.tally_promise_declare.annotations.destructiveHint === false, "declare is not destructive");
-check(JSON.stringify(byName.tally_promise_declare.inputSchema.required) === JSON.stringify(["promise", "to", "until"]), "declare requires promise, to, until");
-check(byName.tally_promise_declare.inputSchema.properties.request_id.maxLength === 256, "declare takes a bounded request_id");
+check(byName.tally_promise_read.annotations.readOnlyHint === true, "reads are read-only");
+check(byName.tally_promise.annotations.destructiveHint === true && byName.tally_promise.annotations.readOnlyHint === false, "promise writes may end one for good");
+check(byName.tally_promise.description.includes("- declare(promise, to, until)"), "declare requires promise, to, until");
+check(JSON.stringify(byName.tally_promise.inputSchema.properties.resolution.enum) === JSON.stringify(["satisfied", "cancelled", "released"]), "a resolution is one of three");
+check(byName.tally_promise.inputSchema.properties.request_id.maxLength === 256, "writes take a bounded request_id");
+check(JSON.stringify(byName.tally_expect.inputSchema.properties.replyTo.type) === JSON.stringify(["string", "object"]), "replyTo is a URL or an object");
 
 // The seed's promise lifecycle.
 const id = "desk/ship-91-" + mode;
-let d = await ok(reviewer, "tally_promise_declare", { id, promise: "hand back a reviewed schema", to: "author", until: "2h", meta: { rung: 0 }, request_id: "declare-" + mode });
+let d = await ok(reviewer, "tally_promise/declare", { id, promise: "hand back a reviewed schema", to: "author", until: "2h", meta: { rung: 0 }, request_id: "declare-" + mode });
 check(d.promise.id === id && d.promise.by === "reviewer" && d.promise.state === "owed", "declared as the reviewer", d);
 const size = logSize();
-const again = await reviewer.callTool({ name: "tally_promise_declare", arguments: { id, promise: "hand back a reviewed schema", to: "author", until: "2h", meta: { rung: 0 }, request_id: "declare-" + mode } });
-check(!again.isError && again.structuredContent.seq === d.seq && logSize() === size, "a retried declaration is the recorded answer, appending nothing", again);
-d = await ok(reviewer, "tally_promise_amend", { id, until: "3h", reason: "nudge 1", meta: { rung: 1 } });
+const again = await reviewer.callTool(callOf("tally_promise/declare", { id, promise: "hand back a reviewed schema", to: "author", until: "2h", meta: { rung: 0 }, request_id: "declare-" + mode }));
+check(!again.isError && JSON.parse(again.content[0].text).seq === d.seq && again._meta["tally/replayed"] === true && logSize() === size, "a retried declaration is the recorded answer, appending nothing", again);
+d = await ok(reviewer, "tally_promise/amend", { id, until: "3h", reason: "nudge 1", meta: { rung: 1 } });
 check(d.promise.horizons.length === 2, "amended: two horizons", d);
-d = await ok(author, "tally_promise_assess", { id, note: "deadline passed, nothing delivered" });
+d = await ok(author, "tally_promise/assess", { id, note: "deadline passed, nothing delivered" });
 check(d.promise.assessments.length === 1 && d.promise.assessments[0].state === "violated" && d.promise.assessments[0].observer === "author", "assessed violated by the author", d);
 
 // Refusals: a stranger amending, the creditor satisfying, a bad deadline.
-await refused(stranger, "tally_promise_amend", { id, until: "9h" }, "forbidden", "debtor");
-await refused(author, "tally_promise_resolve", { id, as: "satisfied", evidence: ["x"] }, "forbidden", "");
-await refused(reviewer, "tally_promise_declare", { promise: "x", to: "author", until: "yesterday" }, "invalid", "until");
-await refused(reviewer, "tally_promise_declare", { promise: "x", to: "author", until: 5 }, "invalid", "until: must be a string");
-await refused(reviewer, "tally_promise_declare", { promise: "x", until: "2h" }, "invalid", "to: required");
+await refused(stranger, "tally_promise/amend", { id, until: "9h" }, "forbidden", "debtor");
+await refused(author, "tally_promise/resolve", { id, resolution: "satisfied", evidence: ["x"] }, "forbidden", "");
+await refused(reviewer, "tally_promise/declare", { promise: "x", to: "author", until: "yesterday" }, "invalid", "until");
+await refused(reviewer, "tally_promise/declare", { promise: "x", to: "author", until: 5 }, "invalid", "until: must be a string");
+await refused(reviewer, "tally_promise/declare", { promise: "x", until: "2h" }, "invalid", "to: required");
 
-d = await ok(reviewer, "tally_promise_resolve", { id, as: "satisfied", evidence: ["https://example.org/reviews/91"] });
+d = await ok(reviewer, "tally_promise/resolve", { id, resolution: "satisfied", evidence: ["https://example.org/reviews/91"] });
 check(d.promise.state === "satisfied", "satisfied with evidence", d);
-d = await ok(author, "tally_promise_show", { id });
+d = await ok(author, "tally_promise_read/show", { id });
 check(d.promise.state === "satisfied" && d.promise.resolved_by === "reviewer", "shown satisfied", d);
-d = await ok(author, "tally_promise_list", { state: "all", to: "author" });
+d = await ok(author, "tally_promise_read/list", { state: "all", to: "author" });
 check(d.promises.some((p) => p.id === id), "listed", d);
+
+// An expectation due in 30 minutes (a duration, as until takes one), its
+// lapses to go to an agent's push endpoint (replyTo, an object).
+const x = await ok(reviewer, "tally_expect/raise", {
+  expectationId: "exp-" + mode, kind: "delivery", subject: { type: "shipment", id: "S-" + mode }, satisfiedBy: { factKey: "shipped" }, dueAt: "30m", basis: "declared",
+  replyTo: { url: "https://agent.example.org/a2a", push: { url: "https://agent.example.org/hook", token: "t", authentication: { scheme: "Bearer", credentials: "c" } } },
+});
+check(x.expectation.expectationId === "exp-" + mode && Date.parse(x.expectation.currentDue) > Date.now(), "raised, due 30m from now", x);
+await refused(reviewer, "tally_expect/raise", { kind: "delivery", subject: { type: "shipment", id: "S-" + mode }, satisfiedBy: { factKey: "shipped" }, dueAt: "30m", basis: "guessed" }, "invalid", "basis");
 
 // The seed's claims C17 and C18 (CLAIMS=1): C17's patch fails review,
 // its successor passes both checks on one patch.
@@ -143,31 +168,35 @@ if (env.CLAIMS === "1") {
       { id: "review", validator: { name: "review", version: "1" }, evaluator: "maintainer", mode: "required", phases: ["quality"], attempts: 1 }] }],
   };
   const deliver = async (claim, testament, artifact, patch) => {
-    await ok(parser, "tally_claim_artifact_publish", { claim, artifact, slot: "change", generation: 1, kind: "patch", schema: "text/x-diff", content_base64: b64(patch) });
-    await ok(parser, "tally_claim_testament_close", { claim, testament, generation: 1, outcome: "complete", summary: "length check before decoding", confidence: 0.9, bindings: [{ slot: "change", artifact }] });
-    await ok(parser, "tally_claim_testament_post", { claim, testament });
-    await ok(maintainer, "tally_claim_testament_receive", { claim, testament });
+    await ok(parser, "tally_claim/artifact.publish", { claim, artifact, slot: "change", generation: 1, kind: "patch", schema: "text/x-diff", content_base64: b64(patch) });
+    await ok(parser, "tally_claim/testament.close", { claim, testament, generation: 1, outcome: "complete", summary: "length check before decoding", confidence: 0.9, bindings: [{ slot: "change", artifact }] });
+    await ok(parser, "tally_claim/testament.post", { claim, testament });
+    await ok(maintainer, "tally_claim/testament.receive", { claim, testament });
   };
   const verdict = async (claim, check, artifact, result, evidence) => {
-    await ok(maintainer, "tally_claim_check_begin", { claim, check, artifact });
-    return ok(maintainer, "tally_claim_check_report", { claim, check, artifact, result, evidence: claim + "-" + check + "-log", evidence_base64: b64(evidence) });
+    await ok(maintainer, "tally_claim/check.begin", { claim, check, artifact });
+    return ok(maintainer, "tally_claim/check.report", { claim, check, artifact, result, evidence: claim + "-" + check + "-log", evidence_base64: b64(evidence) });
   };
-  let c = await ok(maintainer, "tally_claim_create", c17);
+  let c = await ok(maintainer, "tally_claim/create", c17);
   check(c.claim.state === "Generated", "C17 generated", c);
-  await ok(maintainer, "tally_claim_post", { claim: C("C17") });
-  await ok(parser, "tally_claim_receipt_acquire", { claim: C("C17") });
+  await ok(maintainer, "tally_claim/post", { claim: C("C17") });
+  await ok(parser, "tally_claim/receipt.acquire", { claim: C("C17") });
   await deliver(C("C17"), "T1", "patch-a", "+\tif len(s) < 6 { return errIncomplete }\n");
+  // The evaluator reads the patch it reviews: its bytes as text, after its digest.
+  const art = await maintainer.callTool(callOf("tally_claim_read/artifact", { claim: C("C17"), artifact: "patch-a" }));
+  const head = JSON.parse(art.content[0].text);
+  check(!art.isError && head.encoding === "utf-8" && head.digest.length > 0 && !head.truncated && art.content[1].text === "+\tif len(s) < 6 { return errIncomplete }\n", "the patch reads back, with its digest", art);
   // A verdict by a non-evaluator: a tool error naming the rule, nothing recorded.
-  await refused(parser, "tally_claim_check_report", { claim: C("C17"), check: "review", artifact: "patch-a", result: "pass", evidence: "forged", evidence_base64: b64("fine") }, "forbidden", "evaluator");
-  await refused(stranger, "tally_claim_cancel", { claim: C("C17"), reason: "mine now" }, "forbidden", "");
+  await refused(parser, "tally_claim/check.report", { claim: C("C17"), check: "review", artifact: "patch-a", result: "pass", evidence: "forged", evidence_base64: b64("fine") }, "forbidden", "evaluator");
+  await refused(stranger, "tally_claim/cancel", { claim: C("C17"), reason: "mine now" }, "forbidden", "");
   await verdict(C("C17"), "behavior", "patch-a", "pass", "go test ./parser: ok\n");
   c = await verdict(C("C17"), "review", "patch-a", "fail", "patch A: unchecked read after the escape\n");
   check(c.claim.state === "ValidationFailed", "C17 failed its review", c.claim.state);
-  c = await ok(stranger, "tally_claim_show", { claim: C("C17") });
+  c = await ok(stranger, "tally_claim_read/show", { claim: C("C17") });
   check(c.claim.why !== undefined && c.claim.why !== null, "C17 says why it is not satisfied", c.claim);
-  await ok(maintainer, "tally_claim_create", { claim: C("C18"), respondent: "parser", work: "reject incomplete Unicode escapes (bounds checked)", predecessor: C("C17") });
-  await ok(maintainer, "tally_claim_post", { claim: C("C18") });
-  await ok(parser, "tally_claim_receipt_acquire", { claim: C("C18") });
+  await ok(maintainer, "tally_claim/create", { claim: C("C18"), respondent: "parser", work: "reject incomplete Unicode escapes (bounds checked)", predecessor: C("C17") });
+  await ok(maintainer, "tally_claim/post", { claim: C("C18") });
+  await ok(parser, "tally_claim/receipt.acquire", { claim: C("C18") });
   await deliver(C("C18"), "T2", "patch-b", "+\tif len(s) < i+6 { return errIncomplete }\n");
   await verdict(C("C18"), "behavior", "patch-b", "pass", "go test ./parser: ok\n");
   c = await verdict(C("C18"), "review", "patch-b", "pass", "patch B: bounds checked before every read\n");
@@ -177,9 +206,9 @@ if (env.CLAIMS === "1") {
 }
 
 // The ledger: verified whole, exported as text.
-const verified = await ok(author, "tally_ledger_verify", {});
+const verified = await ok(author, "tally_ledger/verify", {});
 check(verified.whole === true && verified.lines > 0, "the log verifies whole", verified);
-const exported = await author.callTool({ name: "tally_ledger_export", arguments: { format: "jsonl" } });
+const exported = await author.callTool(callOf("tally_ledger/export", { format: "jsonl" }));
 check(!exported.isError && exported.content[0].text.includes('"id":"' + id + '"'), "the log exports as text", exported);
 
 // The resource and the prompt.
@@ -191,9 +220,9 @@ check(prompt.messages[0].content.text.includes("What reviewer owes"), "resume_se
 // A foreign tenant's token sees nothing of this tenant.
 if (mode !== "stdio") {
   const foreign = await connect("foreign", "globex/default");
-  await refused(foreign, "tally_promise_show", { id, session: "default/default" }, "not_found", "session");
-  await refused(foreign, "tally_promise_amend", { id, until: "9h", session: "default/default" }, "not_found", "session");
-  const own = await foreign.callTool({ name: "tally_promise_show", arguments: { id } });
+  await refused(foreign, "tally_promise_read/show", { id, session: "default/default" }, "not_found", "session");
+  await refused(foreign, "tally_promise/amend", { id, until: "9h", session: "default/default" }, "not_found", "session");
+  const own = await foreign.callTool(callOf("tally_promise_read/show", { id }));
   check(own.isError === true && !own.content[0].text.includes("reviewed schema"), "its own default session holds nothing", own);
   await foreign.close();
 }
