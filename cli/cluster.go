@@ -74,7 +74,9 @@ func newCluster(g *global) *cobra.Command {
 			if group == 0 || to == 0 {
 				return usagef("group, to: both required")
 			}
-			body := cluster.SignTransfer(s, cluster.TransferRequest{Group: group, To: to})
+			body := func(t cluster.Target) any {
+				return cluster.SignTransfer(s, t, cluster.TransferRequest{Group: group, To: to})
+			}
 			return g.clusterPost(c.Context(), addr, cluster.TransferLeaderPath, body, fmt.Sprintf("group %d is led by node %d", group, to))
 		},
 	}
@@ -87,7 +89,7 @@ func newCluster(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			body := cluster.SignRemove(s, cluster.RemoveRequest{ID: id})
+			body := func(t cluster.Target) any { return cluster.SignRemove(s, t, cluster.RemoveRequest{ID: id}) }
 			return g.clusterPost(c.Context(), addr, cluster.RemoveNodePath, body, fmt.Sprintf("node %d removed; each group's leader takes it out", id))
 		},
 	}
@@ -105,7 +107,10 @@ func newCluster(g *global) *cobra.Command {
 				return usagef("raft-addr, addr: both required, as the node will be started with")
 			}
 			m := replica.Member{ID: id, RaftAddr: raftAddr, Addr: apiAddr, Zone: zone}
-			body := cluster.SignAdd(s, cluster.AddRequest{Member: m})
+			if err := cluster.CheckMember(m, ""); err != nil {
+				return usagef("%s", strings.Replace(err.Error(), "raft_addr", "raft-addr", 1))
+			}
+			body := func(t cluster.Target) any { return cluster.SignAdd(s, t, cluster.AddRequest{Member: m}) }
 			return g.clusterPost(c.Context(), addr, cluster.AddNodePath, body,
 				fmt.Sprintf("node %d added; start it: tally serve --cluster --node-id %d --raft-addr %s --addr %s%s --data DIR --join-secret … --join %s",
 					id, id, raftAddr, apiAddr, map[bool]string{true: "", false: " --zone " + zone}[zone == ""], strings.TrimPrefix(g.nodeURL(addr), "http://")))
@@ -150,7 +155,7 @@ func (g *global) nodeURL(addr string) string {
 
 // clusterPost posts an operator's request and prints the node's answer
 // (--json) or done.
-func (g *global) clusterPost(ctx context.Context, addr, path string, body any, done string) error {
+func (g *global) clusterPost(ctx context.Context, addr, path string, body func(cluster.Target) any, done string) error {
 	return g.clusterPrint(ctx, addr, path, body, func([]byte) error {
 		_, err := fmt.Fprintln(g.io.Out, done)
 		return err
@@ -159,7 +164,7 @@ func (g *global) clusterPost(ctx context.Context, addr, path string, body any, d
 
 // clusterPrint posts an operator's request and prints the node's answer:
 // as it came with --json, else through human.
-func (g *global) clusterPrint(ctx context.Context, addr, path string, body any, human func(raw []byte) error) error {
+func (g *global) clusterPrint(ctx context.Context, addr, path string, body func(cluster.Target) any, human func(raw []byte) error) error {
 	raw, err := g.clusterCall(ctx, addr, path, body)
 	if err != nil {
 		return err
@@ -171,15 +176,21 @@ func (g *global) clusterPrint(ctx context.Context, addr, path string, body any, 
 	return human(raw)
 }
 
-// clusterCall posts an operator's request and returns the node's answer;
-// a node that is not the group's leader answers with the leader's address,
-// where it is posted once more. A 400 is a usage error.
-func (g *global) clusterCall(ctx context.Context, addr, path string, body any) ([]byte, error) {
-	b, _ := json.Marshal(body)
+// clusterCall posts an operator's request, signed by body for the node
+// it asks (its cluster and id, asked first: cluster.ReadTarget), and
+// returns the node's answer; a node that is not the group's leader answers
+// with the leader's address, where it is signed and posted once more. A
+// 400 is a usage error.
+func (g *global) clusterCall(ctx context.Context, addr, path string, body func(cluster.Target) any) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	url := g.nodeURL(addr)
 	for hop := 0; ; hop++ {
+		to, err := cluster.ReadTarget(ctx, url)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		b, _ := json.Marshal(body(to))
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+path, bytes.NewReader(b))
 		if err != nil {
 			return nil, usagef("node: %v", err)
@@ -221,6 +232,10 @@ func (g *global) clusterStatus(ctx context.Context, addr string) ([]byte, cluste
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, addr+cluster.StatusPath, nil)
 	if err != nil {
 		return nil, cluster.Status{}, usagef("node: %v", err)
+	}
+	// A node with tokens shows its status to an admin of every tenant.
+	if tok := g.io.Getenv("TALLY_TOKEN"); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -33,9 +33,11 @@ type cnode struct {
 	id               uint64
 	raft, addr, data string
 	joinArgs         []string
-	// secure runs the node with tokens (without --insecure-dev).
-	secure bool
-	extra  []string // more serve flags
+	// secure runs the node with tokens (without --insecure-dev); operator
+	// is then the first admin token, which the helpers read status with.
+	secure   bool
+	operator string
+	extra    []string // more serve flags
 	// restored: the node starts on data tally restore made, which gives
 	// it its id and addresses; only the data and the secret are passed.
 	restored bool
@@ -179,8 +181,19 @@ func declare(addr, session, key, body string) (code int, resp string, ok bool) {
 	return res.StatusCode, string(b), err == nil
 }
 
-func clusterStatus(addr string) (cluster.Status, error) {
-	res, err := httpc.Get("http://" + addr + cluster.StatusPath)
+func clusterStatus(addr string) (cluster.Status, error) { return clusterStatusAs(addr, "") }
+
+// clusterStatusAs reads a node's status with a bearer token (a node with
+// tokens serves it to an admin of every tenant only).
+func clusterStatusAs(addr, token string) (cluster.Status, error) {
+	req, err := http.NewRequest("GET", "http://"+addr+cluster.StatusPath, nil)
+	if err != nil {
+		return cluster.Status{}, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := httpc.Do(req)
 	if err != nil {
 		return cluster.Status{}, err
 	}
