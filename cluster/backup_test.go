@@ -3,9 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -27,17 +25,7 @@ import (
 // takeBackup asks node n for a backup signed with secret at at.
 func takeBackup(t *testing.T, n *testNode, secret string, at time.Time) (int, []byte, http.Header) {
 	t.Helper()
-	b, _ := json.Marshal(SignBackup(secret, n.target(), at))
-	res, err := http.Post("http://"+n.cfg.Addr+BackupPath, "application/json", bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.StatusCode, body, res.Trailer
+	return takeSigned(t, n, SignBackup(secret, n.target(), at))
 }
 
 // A backup streamed by a node holds every acknowledged write; restored, it

@@ -39,8 +39,9 @@ func freeAddr(t testing.TB) string {
 
 type testNode struct {
 	*Node
-	cfg Config
-	hs  *http.Server
+	cfg     Config
+	hs      *http.Server
+	stopped bool
 }
 
 func startNode(t testing.TB, cfg Config) *testNode {
@@ -68,6 +69,10 @@ func resign(secret string, r signedRequest) {
 }
 
 func (tn *testNode) stop(t testing.TB) {
+	if tn.stopped {
+		return
+	}
+	tn.stopped = true
 	tn.hs.Close()
 	if err := tn.Close(); err != nil {
 		t.Errorf("close node %d: %v", tn.cfg.NodeID, err)
@@ -352,8 +357,14 @@ func TestJoinRefusals(t *testing.T) {
 
 	bad := nodeConfig(t, dir, 2)
 	bad.Join, bad.Secret = c1.Addr, "another secret of some length"
+	bad.Data = filepath.Join(dir, "new", "node2")
 	if _, err := Start(context.Background(), bad); err == nil || !strings.Contains(err.Error(), "WrongJoinSecret") {
 		t.Fatalf("join with another secret: %v", err)
+	}
+	// A refused join leaves nothing: no data directory, nor its parent
+	// that the start made.
+	if _, err := os.Stat(filepath.Join(dir, "new")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused join left %s behind: %v", filepath.Join(dir, "new"), err)
 	}
 	dup := nodeConfig(t, dir, 1)
 	dup.Data = filepath.Join(dir, "dup")
@@ -520,6 +531,11 @@ func TestAddNode(t *testing.T) {
 		{SignAdd("another secret of some length", n1.target(), AddRequest{Member: m}), 403, "WrongJoinSecret"},
 		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{RaftAddr: "x:1", Addr: "x:2"}}), 400, "member.id: required"},
 		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, Addr: "x:2"}}), 400, "member.raft_addr"},
+		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: "not an addr", Addr: "::::"}}), 400, `member.raft_addr: \"not an addr\" is not HOST:PORT`},
+		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: "127.0.0.1:7", Addr: "::::"}}), 400, `member.addr: \"::::\" is not HOST:PORT`},
+		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: ":7421", Addr: "127.0.0.1:8"}}), 400, `member.raft_addr: \":7421\": the host must be a name or an IP address`},
+		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: "127.0.0.1:0", Addr: "127.0.0.1:8"}}), 400, `member.raft_addr: \"127.0.0.1:0\": the port must be a number from 1 to 65535`},
+		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: "127.0.0.1:7", Addr: "h:65536"}}), 400, `member.addr: \"h:65536\": the port must be a number from 1 to 65535`},
 		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: c1.RaftAddr, Addr: "x:2"}}), 409, "DuplicateNode"},
 		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: m}), 200, `"added"`},
 		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: m}), 200, `"added"`}, // retried
@@ -529,7 +545,7 @@ func TestAddNode(t *testing.T) {
 			t.Fatalf("add-node %+v: %d %s, want %d with %q", c.req.Member, code, body, c.status, c.want)
 		}
 	}
-	if ms := n1.Replica().Members(); len(ms) != 2 {
+	if ms := n1.Replica().Members(); len(ms) != 2 || ms[1] != m {
 		t.Fatalf("members after add-node: %+v", ms)
 	}
 	other := nodeConfig(t, dir, 3)
