@@ -77,6 +77,9 @@ type Config struct {
 	// only time its secret is shown.
 	OnFirstToken func(secret string, tok auth.Token)
 	Logger       *slog.Logger
+	// storeErrors hears the raft store's background errors (Starting's,
+	// so it can say why a start does not end).
+	storeErrors func(error)
 }
 
 // DefaultGroups is the data groups a new cluster gets; MaxGroups the most
@@ -230,7 +233,7 @@ func makeDir(dir string) ([]string, error) {
 
 func (c *Node) open(fresh bool) error {
 	var err error
-	if c.db, err = raftlog.Open(filepath.Join(c.cfg.Data, "raft"), raftlog.Options{Logger: c.log}); err != nil {
+	if c.db, err = raftlog.Open(filepath.Join(c.cfg.Data, "raft"), raftlog.Options{Logger: c.log, FreeMin: StartFreeMin, OnBackgroundError: c.cfg.storeErrors}); err != nil {
 		return err
 	}
 	tc := transport.DefaultConfig()
