@@ -88,12 +88,11 @@ func (c *Node) handleTransfer(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	err := c.transferCheck(ctx, req, false)
+	// The nonce is spent first: a replay is refused as one wherever
+	// leadership has gone since.
+	err := c.spendNonce(ctx, &req.Signed)
 	if err == nil {
-		err = c.spendNonce(ctx, &req.Signed)
-	}
-	if err == nil {
-		err = c.transferCheck(ctx, req, true)
+		err = c.transferCheck(ctx, req)
 	}
 	if err == nil {
 		err = c.waitLeader(ctx, req.Group, req.To, c.transferWait())
@@ -106,9 +105,9 @@ func (c *Node) handleTransfer(w http.ResponseWriter, r *http.Request) {
 }
 
 // transferCheck refuses a transfer to a node that is not a voter of the
-// group, or asked at a node that does not lead it; else, with ask, it asks
-// raft to hand the leadership over.
-func (c *Node) transferCheck(ctx context.Context, req TransferRequest, ask bool) error {
+// group, or asked at a node that does not lead it; else it asks raft to
+// hand the leadership over.
+func (c *Node) transferCheck(ctx context.Context, req TransferRequest) error {
 	var refusal error
 	notLeader := false
 	err := c.do(ctx, func(n *node.Node) {
@@ -121,7 +120,7 @@ func (c *Node) transferCheck(ctx context.Context, req TransferRequest, ask bool)
 				refusal = vocab.Invalidf("to", fmt.Sprintf("node %d is not a voter of group %d", req.To, req.Group))
 			case st.Leader != c.cfg.NodeID:
 				notLeader = true
-			case ask:
+			default:
 				n.TransferLeader(req.Group, req.To)
 			}
 			return

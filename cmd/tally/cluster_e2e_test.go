@@ -46,6 +46,8 @@ type cnode struct {
 	mu       sync.Mutex
 	stderr   bytes.Buffer
 	stdout   []string // the lines the node printed, every run
+	// logBytes and logLines count what it wrote on stderr, every run.
+	logBytes, logLines int
 }
 
 func (n *cnode) url() string { return "http://" + n.addr }
@@ -69,6 +71,8 @@ func newCNode(t *testing.T, dir string, id uint64, join ...string) *cnode {
 func (n *cnode) Write(p []byte) (int, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.logBytes += len(p)
+	n.logLines += bytes.Count(p, []byte{'\n'})
 	if n.stderr.Len() < 1<<20 {
 		n.stderr.Write(p)
 	}
@@ -78,6 +82,21 @@ func (n *cnode) Write(p []byte) (int, error) {
 // start runs the node and waits until it serves; it is stopped when the
 // test ends.
 func (n *cnode) start(t *testing.T) {
+	t.Helper()
+	ready := n.launch(t)
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatalf("node %d exited before serving: %s", n.id, n.log())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("node %d did not serve within 30s: %s", n.id, n.log())
+	}
+}
+
+// launch runs the node, stopped when the test ends, and returns what says
+// it serves: true once it printed so, false if it exited first.
+func (n *cnode) launch(t *testing.T) <-chan bool {
 	t.Helper()
 	args := []string{"serve", "--cluster", "--data", n.data, "--join-secret", clusterSecret}
 	if !n.restored {
@@ -98,7 +117,7 @@ func (n *cnode) start(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.cmd, n.exited = cmd, make(chan struct{})
-	ready := make(chan bool, 1)
+	ready := make(chan bool, 2)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
@@ -113,14 +132,7 @@ func (n *cnode) start(t *testing.T) {
 	}()
 	go func() { cmd.Wait(); close(n.exited) }()
 	t.Cleanup(func() { n.stop() })
-	select {
-	case ok := <-ready:
-		if !ok {
-			t.Fatalf("node %d exited before serving: %s", n.id, n.log())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("node %d did not serve within 30s: %s", n.id, n.log())
-	}
+	return ready
 }
 
 // printed is every line the node has printed on stdout, over its runs.
