@@ -133,6 +133,10 @@ func Open(dir string, o Options) (*DB, error) {
 		return nil, fmt.Errorf("raftlog: open %s: %w", dir, err)
 	}
 	d.pdb = pdb
+	// A full disk that failed the flushes of what the log held, and then
+	// let one through, stopped nothing: no write of this store was lost
+	// or taken. The store starts whole.
+	d.failed = nil
 	return d, nil
 }
 
