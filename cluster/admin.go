@@ -2,13 +2,14 @@ package cluster
 
 import (
 	"context"
-	"crypto/hmac"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"net"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"tally/cluster/node"
@@ -31,119 +32,55 @@ const (
 // `--join`, is let in as the member recorded.
 type AddRequest struct {
 	Member replica.Member `json:"member"`
-	At     string         `json:"at"` // when it was signed (RFC 3339)
-	MAC    string         `json:"mac"`
+	Signed
 }
-
-// SignAdd signs an add-node request with the join secret, now.
-func SignAdd(secret string, r AddRequest) AddRequest {
-	r.At = signedNow()
-	r.MAC = r.signature(secret)
-	return r
-}
-
-func (r *AddRequest) signature(secret string) string {
-	return mac(secret, "add-node", r.Member, r.At)
-}
-func (r *AddRequest) signed() (string, string, string) { return "add-node", r.At, r.MAC }
 
 // TransferRequest asks a group's leader to hand leadership to a voter.
 type TransferRequest struct {
 	Group uint64 `json:"group"`
 	To    uint64 `json:"to"`
-	At    string `json:"at"`
-	MAC   string `json:"mac"`
+	Signed
 }
 
 // RemoveRequest removes a node from the membership and from every group.
 type RemoveRequest struct {
-	ID  uint64 `json:"id"`
-	At  string `json:"at"`
-	MAC string `json:"mac"`
+	ID uint64 `json:"id"`
+	Signed
 }
 
-// SignTransfer and SignRemove sign an operator's request with the join
-// secret, now.
-func SignTransfer(secret string, r TransferRequest) TransferRequest {
-	r.At = signedNow()
-	r.MAC = r.signature(secret)
+// SignAdd, SignTransfer and SignRemove sign an operator's request for the
+// node to with the join secret, now.
+func SignAdd(secret string, to Target, r AddRequest) AddRequest {
+	sign(secret, to, time.Now(), &r)
 	return r
 }
 
-func SignRemove(secret string, r RemoveRequest) RemoveRequest {
-	r.At = signedNow()
-	r.MAC = r.signature(secret)
+func SignTransfer(secret string, to Target, r TransferRequest) TransferRequest {
+	sign(secret, to, time.Now(), &r)
 	return r
 }
 
-func (r *TransferRequest) signature(secret string) string {
-	return mac(secret, "transfer-leader", r.Group, r.To, r.At)
-}
-func (r *TransferRequest) signed() (string, string, string) { return "transfer-leader", r.At, r.MAC }
-
-func (r *RemoveRequest) signature(secret string) string {
-	return mac(secret, "remove-node", r.ID, r.At)
-}
-func (r *RemoveRequest) signed() (string, string, string) { return "remove-node", r.At, r.MAC }
-
-// signedRequest is an operator's request: what it is for, when it was
-// signed and its MAC, and the MAC the join secret gives its contents.
-type signedRequest interface {
-	signed() (what, at, mac string)
-	signature(secret string) string
+func SignRemove(secret string, to Target, r RemoveRequest) RemoveRequest {
+	sign(secret, to, time.Now(), &r)
+	return r
 }
 
-// SignatureMax is how far from a node's clock an operator's request may
-// have been signed: a request seen on the wire cannot be played again
-// later (a node removed again once re-added, a backup taken again).
-const SignatureMax = 5 * time.Minute
-
-// CodeStaleRequest refuses a signed request whose instant is too far from
-// the node's clock.
-const CodeStaleRequest = "StaleRequest"
-
-func signedNow() string { return time.Now().UTC().Format(time.RFC3339Nano) }
-
-// decodeSigned reads an operator's request and checks its signature and
-// its instant against the node's clock, answering the refusal itself when
-// one fails.
-func (c *Node) decodeSigned(w http.ResponseWriter, r *http.Request, req signedRequest) bool {
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(req); err != nil {
-		writeErr(w, http.StatusBadRequest, "invalid", "body: "+err.Error())
-		return false
-	}
-	what, at, got := req.signed()
-	if !hmac.Equal([]byte(got), []byte(req.signature(c.cfg.Secret))) {
-		writeErr(w, http.StatusForbidden, "WrongJoinSecret", what+": the request is not signed with this cluster's join secret")
-		return false
-	}
-	if err := fresh(what, at, time.Now()); err != nil {
-		writeRefusal(w, err)
-		return false
-	}
-	return true
+func (r *AddRequest) envelope() (string, *Signed, []any) {
+	return "add-node", &r.Signed, []any{r.Member}
 }
 
-// staleRequest is a signed request's instant too far from the clock.
-type staleRequest struct{ msg string }
+func (r *TransferRequest) envelope() (string, *Signed, []any) {
+	return "transfer-leader", &r.Signed, []any{r.Group, r.To}
+}
 
-func (e staleRequest) Error() string { return e.msg }
-
-// fresh checks a signed instant against now.
-func fresh(what, at string, now time.Time) error {
-	t, err := time.Parse(time.RFC3339Nano, at)
-	if err != nil {
-		return vocab.Invalidf("at", "must be the RFC 3339 instant the request was signed at")
-	}
-	if d := now.Sub(t).Abs(); d > SignatureMax {
-		return staleRequest{fmt.Sprintf("%s: at: signed %s, %v from this node's clock; a signed %s request is good for %v", what, at, d.Round(time.Second), what, SignatureMax)}
-	}
-	return nil
+func (r *RemoveRequest) envelope() (string, *Signed, []any) {
+	return "remove-node", &r.Signed, []any{r.ID}
 }
 
 // handleTransfer hands a group's leadership over, at its leader (a
 // request that reaches another node is refused naming the leader), and
-// waits until the group has the new leader.
+// waits until the group has the new leader, or answers 504
+// TransferPending: raft was asked, and the voter has not taken over yet.
 func (c *Node) handleTransfer(w http.ResponseWriter, r *http.Request) {
 	var req TransferRequest
 	if !c.decodeSigned(w, r, &req) {
@@ -151,6 +88,26 @@ func (c *Node) handleTransfer(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
+	// The nonce is spent first: a replay is refused as one wherever
+	// leadership has gone since.
+	err := c.spendNonce(ctx, &req.Signed)
+	if err == nil {
+		err = c.transferCheck(ctx, req)
+	}
+	if err == nil {
+		err = c.waitLeader(ctx, req.Group, req.To, c.transferWait())
+	}
+	if err != nil {
+		writeRefusal(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]uint64{"group": req.Group, "leader": req.To})
+}
+
+// transferCheck refuses a transfer to a node that is not a voter of the
+// group, or asked at a node that does not lead it; else it asks raft to
+// hand the leadership over.
+func (c *Node) transferCheck(ctx context.Context, req TransferRequest) error {
 	var refusal error
 	notLeader := false
 	err := c.do(ctx, func(n *node.Node) {
@@ -170,59 +127,108 @@ func (c *Node) handleTransfer(w http.ResponseWriter, r *http.Request) {
 		}
 		refusal = vocab.NotFoundf("group", fmt.Sprintf("no group %d", req.Group))
 	})
-	if err == nil && notLeader {
-		refusal = c.unavailable(req.Group, fmt.Errorf("%w: transfer leadership at the group's leader", node.ErrNotLeader))
+	switch {
+	case err != nil:
+		return err
+	case notLeader:
+		return c.unavailable(req.Group, fmt.Errorf("%w: transfer leadership at the group's leader", node.ErrNotLeader))
 	}
-	if err == nil {
-		err = refusal
-	}
-	if err == nil {
-		err = c.waitLeader(ctx, req.Group, req.To)
-	}
-	if err != nil {
-		writeRefusal(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]uint64{"group": req.Group, "leader": req.To})
+	return refusal
 }
 
-func (c *Node) waitLeader(ctx context.Context, group, to uint64) error {
+// transferWait is how long a transfer is waited for: raft gives up on one
+// after an election timeout (10 to 20 ticks).
+func (c *Node) transferWait() time.Duration { return max(3*time.Second, 30*c.cfg.Tick) }
+
+// CodeTransferPending answers a transfer that raft was asked for and that
+// has not completed within the wait (HTTP 504): it may still complete, or
+// have been given up; the group's status says which.
+const CodeTransferPending = "TransferPending"
+
+// transferPending is a transfer asked for and not seen completed.
+type transferPending struct {
+	group, to uint64
+	waited    time.Duration
+}
+
+func (e transferPending) Error() string {
+	return fmt.Sprintf("group %d: node %d was asked to take the leadership and has not within %v: it may not answer; the transfer may still complete or be given up (tally cluster groups shows the leader)", e.group, e.to, e.waited)
+}
+
+func (c *Node) waitLeader(ctx context.Context, group, to uint64, bound time.Duration) error {
+	end := time.Now().Add(bound)
 	for {
 		for _, g := range c.lastStatus() {
 			if g.Group == group && g.Leader == to {
 				return nil
 			}
 		}
+		if !time.Now().Before(end) {
+			return transferPending{group: group, to: to, waited: bound}
+		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("group %d: node %d did not take over: %w", group, to, ctx.Err())
+			return transferPending{group: group, to: to, waited: bound}
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
 
-// handleAdd commits a node's member record in the meta group.
+// handleAdd commits a node's member record in the meta group, once its
+// id and addresses are well formed.
 func (c *Node) handleAdd(w http.ResponseWriter, r *http.Request) {
 	var req AddRequest
 	if !c.decodeSigned(w, r, &req) {
 		return
 	}
 	m := req.Member
-	switch {
-	case m.ID == 0:
-		writeErr(w, http.StatusBadRequest, "invalid", "member.id: required, not 0")
-		return
-	case m.RaftAddr == "" || m.Addr == "":
-		writeErr(w, http.StatusBadRequest, "invalid", "member.raft_addr, member.addr: both required")
+	if err := CheckMember(m, "member."); err != nil {
+		writeRefusal(w, err)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	if _, err := c.addMember(ctx, m); err != nil {
+	err := c.spendNonce(ctx, &req.Signed)
+	if err == nil {
+		_, err = c.addMember(ctx, m)
+	}
+	if err != nil {
 		writeRefusal(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"added": m, "cluster_id": c.id.ClusterID, "members": c.sm.Members()})
+}
+
+// CheckMember refuses a member record without an id, or whose addresses
+// are not HOST:PORT (a host, a port from 1 to 65535), naming the field
+// (prefix names where the record is: "member." in a request).
+func CheckMember(m replica.Member, prefix string) error {
+	if m.ID == 0 {
+		return vocab.Invalidf(prefix+"id", "required, not 0")
+	}
+	for _, f := range []struct{ field, addr string }{{"raft_addr", m.RaftAddr}, {"addr", m.Addr}} {
+		if err := CheckHostPort(f.addr); err != nil {
+			return vocab.Invalidf(prefix+f.field, err.Error())
+		}
+	}
+	return nil
+}
+
+// CheckHostPort says what is wrong with a node's address: it must be
+// HOST:PORT with a host and a port from 1 to 65535.
+func CheckHostPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not HOST:PORT", addr)
+	}
+	if host == "" || strings.ContainsAny(host, " /") {
+		return fmt.Errorf("%q: the host must be a name or an IP address", addr)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("%q: the port must be a number from 1 to 65535", addr)
+	}
+	return nil
 }
 
 // handleRemove commits a node's removal in the meta group; each group's
@@ -235,10 +241,13 @@ func (c *Node) handleRemove(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	data, _ := json.Marshal(replica.MetaCommand{Op: replica.OpMemberRemove, ID: req.ID})
-	out, err := c.propose(ctx, node.MetaGroup, data)
+	err := c.spendNonce(ctx, &req.Signed)
 	if err == nil {
-		err = out.Err
+		data, _ := json.Marshal(replica.MetaCommand{Op: replica.OpMemberRemove, ID: req.ID})
+		var out replica.Outcome
+		if out, err = c.propose(ctx, node.MetaGroup, data); err == nil {
+			err = out.Err
+		}
 	}
 	if err != nil {
 		writeRefusal(w, err)
@@ -252,8 +261,13 @@ func (c *Node) handleRemove(w http.ResponseWriter, r *http.Request) {
 func writeRefusal(w http.ResponseWriter, err error) {
 	var u *Unavailable
 	var stale staleRequest
+	var pending transferPending
 	if errors.As(err, &stale) {
 		writeErr(w, http.StatusForbidden, CodeStaleRequest, stale.msg)
+		return
+	}
+	if errors.As(err, &pending) {
+		writeErr(w, http.StatusGatewayTimeout, CodeTransferPending, pending.Error())
 		return
 	}
 	if errors.As(err, &u) {
@@ -270,6 +284,10 @@ func writeRefusal(w http.ResponseWriter, err error) {
 			status = http.StatusBadRequest
 		case vocab.NotFound:
 			status = http.StatusNotFound
+		case replica.CodeReplayed:
+			status = http.StatusForbidden
+		case replica.CodeTooManySigned:
+			status = http.StatusTooManyRequests
 		}
 		writeErr(w, status, string(r.Code), err.Error())
 		return

@@ -21,29 +21,31 @@ const BackupPath = "/v1/cluster/backup"
 const BackupErrorTrailer = "Tally-Backup-Error"
 
 // SignedAt is an operator's read of the cluster's data (a backup, the
-// placements): signed with the join secret at an instant At (RFC 3339),
-// and good for SignatureMax around the node's clock. What it asks for is
-// part of its signature.
+// placements): signed with the join secret for one node at an instant
+// (good for SignatureMax around the node's clock, once). What it asks for
+// is part of its signature.
 type SignedAt struct {
-	At   string `json:"at"`
-	MAC  string `json:"mac"`
+	Signed
 	what string
 }
 
-// SignBackup makes a backup request signed with the join secret at at.
-func SignBackup(secret string, at time.Time) SignedAt { return signAt(secret, "backup", at) }
+// SignBackup makes a backup request for the node to, signed with the join
+// secret at at.
+func SignBackup(secret string, to Target, at time.Time) SignedAt {
+	return signAt(secret, "backup", to, at)
+}
 
-func signAt(secret, what string, at time.Time) SignedAt {
-	r := SignedAt{At: at.UTC().Format(time.RFC3339Nano), what: what}
-	r.MAC = r.signature(secret)
+func signAt(secret, what string, to Target, at time.Time) SignedAt {
+	r := SignedAt{what: what}
+	sign(secret, to, at, &r)
 	return r
 }
 
-func (r *SignedAt) signature(secret string) string   { return mac(secret, r.what, r.At) }
-func (r *SignedAt) signed() (string, string, string) { return r.what, r.At, r.MAC }
+func (r *SignedAt) envelope() (string, *Signed, []any) { return r.what, &r.Signed, nil }
 
 // decodeSignedAt reads an operator's read of what and checks its
-// signature and its instant, answering the refusal itself when one fails.
+// signature, its instant, its node and its nonce, answering the refusal
+// itself when one fails.
 func (c *Node) decodeSignedAt(w http.ResponseWriter, r *http.Request, what string) bool {
 	return c.decodeSigned(w, r, &SignedAt{what: what})
 }

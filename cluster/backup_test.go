@@ -3,9 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -24,20 +22,10 @@ import (
 	"tally/store"
 )
 
-// takeBackup asks the node at addr for a backup signed with secret at at.
-func takeBackup(t *testing.T, addr, secret string, at time.Time) (int, []byte, http.Header) {
+// takeBackup asks node n for a backup signed with secret at at.
+func takeBackup(t *testing.T, n *testNode, secret string, at time.Time) (int, []byte, http.Header) {
 	t.Helper()
-	b, _ := json.Marshal(SignBackup(secret, at))
-	res, err := http.Post("http://"+addr+BackupPath, "application/json", bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.StatusCode, body, res.Trailer
+	return takeSigned(t, n, SignBackup(secret, n.target(), at))
 }
 
 // A backup streamed by a node holds every acknowledged write; restored, it
@@ -70,13 +58,13 @@ func TestBackupRestoresANewIncarnation(t *testing.T) {
 	}
 	before := chainHeads(t, n1.Node)
 
-	if code, body, _ := takeBackup(t, c1.Addr, "another secret of some length", time.Now()); code != 403 || !strings.Contains(string(body), "WrongJoinSecret") {
+	if code, body, _ := takeBackup(t, n1, "another secret of some length", time.Now()); code != 403 || !strings.Contains(string(body), "WrongJoinSecret") {
 		t.Fatalf("a backup signed with another secret: %d %s", code, body)
 	}
-	if code, body, _ := takeBackup(t, c1.Addr, c1.Secret, time.Now().Add(-time.Hour)); code != 403 || !strings.Contains(string(body), CodeStaleRequest) {
+	if code, body, _ := takeBackup(t, n1, c1.Secret, time.Now().Add(-time.Hour)); code != 403 || !strings.Contains(string(body), CodeStaleRequest) {
 		t.Fatalf("a backup signed an hour ago: %d %s", code, body)
 	}
-	code, file, trailer := takeBackup(t, c1.Addr, c1.Secret, time.Now())
+	code, file, trailer := takeBackup(t, n1, c1.Secret, time.Now())
 	if code != 200 || trailer.Get(BackupErrorTrailer) != "" {
 		t.Fatalf("backup: %d %s (trailer %q)", code, file, trailer.Get(BackupErrorTrailer))
 	}

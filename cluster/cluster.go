@@ -77,6 +77,9 @@ type Config struct {
 	// only time its secret is shown.
 	OnFirstToken func(secret string, tok auth.Token)
 	Logger       *slog.Logger
+	// storeErrors hears the raft store's background errors (Starting's,
+	// so it can say why a start does not end).
+	storeErrors func(error)
 }
 
 // DefaultGroups is the data groups a new cluster gets; MaxGroups the most
@@ -125,6 +128,8 @@ type Node struct {
 	metaSync singleflight.Group
 	// deliverer makes the timekeeper's delivery watchers (Deliver).
 	deliverer atomic.Pointer[NewDeliverer]
+	// nonces are the signed requests' nonces this node took (signed.go).
+	nonces nonces
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -145,7 +150,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
+	made, err := makeDir(cfg.Data)
+	if err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
 	if _, pending, err := readPendingRestore(cfg.Data); err != nil {
@@ -160,6 +166,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	id, fresh, err := establish(ctx, cfg)
 	if err != nil {
+		// Nothing was written (a refused join): the directories this start
+		// made go, so a refused start leaves nothing behind.
+		for _, d := range made {
+			_ = os.Remove(d)
+		}
 		return nil, err
 	}
 	c := &Node{cfg: cfg, id: id, log: cfg.Logger.With("node", cfg.NodeID), calls: make(chan func(*node.Node), 256), done: make(chan error, 1), metrics: newMetrics()}
@@ -207,9 +218,22 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	return c, nil
 }
 
+// makeDir makes dir and the parents it lacks, and returns those it made,
+// deepest first.
+func makeDir(dir string) ([]string, error) {
+	var made []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil || !errors.Is(err, os.ErrNotExist) || d == filepath.Dir(d) {
+			break
+		}
+		made = append(made, d)
+	}
+	return made, os.MkdirAll(dir, 0o755)
+}
+
 func (c *Node) open(fresh bool) error {
 	var err error
-	if c.db, err = raftlog.Open(filepath.Join(c.cfg.Data, "raft"), raftlog.Options{Logger: c.log}); err != nil {
+	if c.db, err = raftlog.Open(filepath.Join(c.cfg.Data, "raft"), raftlog.Options{Logger: c.log, FreeMin: StartFreeMin, OnBackgroundError: c.cfg.storeErrors}); err != nil {
 		return err
 	}
 	tc := transport.DefaultConfig()

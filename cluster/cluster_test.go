@@ -39,8 +39,9 @@ func freeAddr(t testing.TB) string {
 
 type testNode struct {
 	*Node
-	cfg Config
-	hs  *http.Server
+	cfg     Config
+	hs      *http.Server
+	stopped bool
 }
 
 func startNode(t testing.TB, cfg Config) *testNode {
@@ -58,7 +59,20 @@ func startNode(t testing.TB, cfg Config) *testNode {
 	return &testNode{Node: n, cfg: cfg, hs: hs}
 }
 
+// target is the node as a signed request names it.
+func (tn *testNode) target() Target { return Target{ClusterID: tn.ClusterID(), NodeID: tn.ID()} }
+
+// resign signs r again with secret, after a test changed its envelope.
+func resign(secret string, r signedRequest) {
+	what, s, fields := r.envelope()
+	s.MAC = s.sum(secret, what, fields)
+}
+
 func (tn *testNode) stop(t testing.TB) {
+	if tn.stopped {
+		return
+	}
+	tn.stopped = true
 	tn.hs.Close()
 	if err := tn.Close(); err != nil {
 		t.Errorf("close node %d: %v", tn.cfg.NodeID, err)
@@ -277,17 +291,18 @@ func TestThreeNodesReplicateIdenticalChains(t *testing.T) {
 		to = g.Voters[1]
 	}
 	at := nodes[to-1] // not the leader
-	if code, body := post(t, at.cfg.Addr, TransferLeaderPath, SignTransfer(c1.Secret, TransferRequest{Group: g.Group, To: to})); code != 503 || !strings.Contains(body, `"leader_addr"`) {
+	if code, body := post(t, at.cfg.Addr, TransferLeaderPath, SignTransfer(c1.Secret, at.target(), TransferRequest{Group: g.Group, To: to})); code != 503 || !strings.Contains(body, `"leader_addr"`) {
 		t.Fatalf("transfer asked at a follower: %d %s", code, body)
 	}
-	leaderAddr := nodes[g.Leader-1].cfg.Addr
-	if code, body := post(t, leaderAddr, TransferLeaderPath, SignTransfer("another secret of some length", TransferRequest{Group: g.Group, To: to})); code != 403 {
+	leader := nodes[g.Leader-1]
+	leaderAddr := leader.cfg.Addr
+	if code, body := post(t, leaderAddr, TransferLeaderPath, SignTransfer("another secret of some length", leader.target(), TransferRequest{Group: g.Group, To: to})); code != 403 {
 		t.Fatalf("transfer with another secret: %d %s", code, body)
 	}
-	if code, body := post(t, leaderAddr, TransferLeaderPath, SignTransfer(c1.Secret, TransferRequest{Group: g.Group, To: to})); code != 200 {
+	if code, body := post(t, leaderAddr, TransferLeaderPath, SignTransfer(c1.Secret, leader.target(), TransferRequest{Group: g.Group, To: to})); code != 200 {
 		t.Fatalf("transfer at the leader: %d %s", code, body)
 	}
-	if code, body := post(t, c1.Addr, RemoveNodePath, SignRemove(c1.Secret, RemoveRequest{ID: 3})); code != 200 {
+	if code, body := post(t, c1.Addr, RemoveNodePath, SignRemove(c1.Secret, n1.target(), RemoveRequest{ID: 3})); code != 200 {
 		t.Fatalf("remove node 3: %d %s", code, body)
 	}
 	waitFor(t, "node 3 out of every group", 20*time.Second, func() bool {
@@ -342,8 +357,14 @@ func TestJoinRefusals(t *testing.T) {
 
 	bad := nodeConfig(t, dir, 2)
 	bad.Join, bad.Secret = c1.Addr, "another secret of some length"
+	bad.Data = filepath.Join(dir, "new", "node2")
 	if _, err := Start(context.Background(), bad); err == nil || !strings.Contains(err.Error(), "WrongJoinSecret") {
 		t.Fatalf("join with another secret: %v", err)
+	}
+	// A refused join leaves nothing: no data directory, nor its parent
+	// that the start made.
+	if _, err := os.Stat(filepath.Join(dir, "new")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused join left %s behind: %v", filepath.Join(dir, "new"), err)
 	}
 	dup := nodeConfig(t, dir, 1)
 	dup.Data = filepath.Join(dir, "dup")
@@ -507,19 +528,24 @@ func TestAddNode(t *testing.T) {
 		status int
 		want   string
 	}{
-		{SignAdd("another secret of some length", AddRequest{Member: m}), 403, "WrongJoinSecret"},
-		{SignAdd(c1.Secret, AddRequest{Member: replica.Member{RaftAddr: "x:1", Addr: "x:2"}}), 400, "member.id: required"},
-		{SignAdd(c1.Secret, AddRequest{Member: replica.Member{ID: 2, Addr: "x:2"}}), 400, "member.raft_addr"},
-		{SignAdd(c1.Secret, AddRequest{Member: replica.Member{ID: 2, RaftAddr: c1.RaftAddr, Addr: "x:2"}}), 409, "DuplicateNode"},
-		{SignAdd(c1.Secret, AddRequest{Member: m}), 200, `"added"`},
-		{SignAdd(c1.Secret, AddRequest{Member: m}), 200, `"added"`}, // retried
+		{SignAdd("another secret of some length", n1.target(), AddRequest{Member: m}), 403, "WrongJoinSecret"},
+		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{RaftAddr: "x:1", Addr: "x:2"}}), 400, "member.id: required"},
+		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, Addr: "x:2"}}), 400, "member.raft_addr"},
+		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: "not an addr", Addr: "::::"}}), 400, `member.raft_addr: \"not an addr\" is not HOST:PORT`},
+		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: "127.0.0.1:7", Addr: "::::"}}), 400, `member.addr: \"::::\" is not HOST:PORT`},
+		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: ":7421", Addr: "127.0.0.1:8"}}), 400, `member.raft_addr: \":7421\": the host must be a name or an IP address`},
+		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: "127.0.0.1:0", Addr: "127.0.0.1:8"}}), 400, `member.raft_addr: \"127.0.0.1:0\": the port must be a number from 1 to 65535`},
+		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: "127.0.0.1:7", Addr: "h:65536"}}), 400, `member.addr: \"h:65536\": the port must be a number from 1 to 65535`},
+		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: c1.RaftAddr, Addr: "x:2"}}), 409, "DuplicateNode"},
+		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: m}), 200, `"added"`},
+		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: m}), 200, `"added"`}, // retried
 	} {
 		code, body := post(t, c1.Addr, AddNodePath, c.req)
 		if code != c.status || !strings.Contains(body, c.want) {
 			t.Fatalf("add-node %+v: %d %s, want %d with %q", c.req.Member, code, body, c.status, c.want)
 		}
 	}
-	if ms := n1.Replica().Members(); len(ms) != 2 {
+	if ms := n1.Replica().Members(); len(ms) != 2 || ms[1] != m {
 		t.Fatalf("members after add-node: %+v", ms)
 	}
 	other := nodeConfig(t, dir, 3)
@@ -579,16 +605,18 @@ func TestSignedRequestsExpire(t *testing.T) {
 	waitFor(t, "node 1 a member", 20*time.Second, func() bool { return len(n1.Replica().Members()) == 1 })
 
 	old := time.Now().Add(-2 * SignatureMax).UTC().Format(time.RFC3339Nano)
-	add := AddRequest{Member: replica.Member{ID: 2, RaftAddr: "127.0.0.1:1", Addr: "127.0.0.1:2"}, At: old}
-	add.MAC = add.signature(c1.Secret)
+	add := SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: "127.0.0.1:1", Addr: "127.0.0.1:2"}})
+	add.At = old
+	resign(c1.Secret, &add)
 	if code, body := post(t, c1.Addr, AddNodePath, add); code != 403 || !strings.Contains(body, CodeStaleRequest) {
 		t.Fatalf("an add-node signed long ago: %d %s", code, body)
 	}
 	if ms := n1.Replica().Members(); len(ms) != 1 {
 		t.Fatalf("a stale add-node changed the members: %+v", ms)
 	}
-	rm := RemoveRequest{ID: 1, At: "yesterday"}
-	rm.MAC = rm.signature(c1.Secret)
+	rm := SignRemove(c1.Secret, n1.target(), RemoveRequest{ID: 1})
+	rm.At = "yesterday"
+	resign(c1.Secret, &rm)
 	if code, body := post(t, c1.Addr, RemoveNodePath, rm); code != 400 || !strings.Contains(body, "at: must be the RFC 3339 instant") {
 		t.Fatalf("a remove-node with no instant: %d %s", code, body)
 	}

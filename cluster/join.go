@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -121,11 +120,7 @@ type joinRequest struct {
 
 // newJoinRequest is a signed join request of cfg's node, now.
 func newJoinRequest(cfg Config, cluster string) joinRequest {
-	var n [16]byte
-	if _, err := rand.Read(n[:]); err != nil {
-		panic("cluster: no randomness: " + err.Error())
-	}
-	r := joinRequest{Member: cfg.member(), ClusterID: cluster, At: signedNow(), Nonce: hex.EncodeToString(n[:])}
+	r := joinRequest{Member: cfg.member(), ClusterID: cluster, At: signedNow(), Nonce: newNonce()}
 	r.MAC = signJoin(cfg.Secret, r)
 	return r
 }
@@ -276,8 +271,21 @@ func (c *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusForbidden, "WrongJoinSecret", "join: the request is not signed with this cluster's join secret")
 		return
 	}
-	if err := fresh("join", req.At, time.Now()); err != nil {
+	now := time.Now()
+	if err := fresh("join", req.At, now); err != nil {
 		writeRefusal(w, err)
+		return
+	}
+	// The nonce is one-time, as an operator request's: a join seen on the
+	// wire cannot add a node again (once removed) within the signature's
+	// lifetime, here or, through the meta group, at another node.
+	at, _ := time.Parse(time.RFC3339Nano, req.At)
+	if len(req.Nonce) < nonceLenMin || len(req.Nonce) > nonceLenMax {
+		writeErr(w, http.StatusBadRequest, "BadJoin", fmt.Sprintf("join: nonce: must be %d to %d characters, used once", nonceLenMin, nonceLenMax))
+		return
+	}
+	if ok, _ := c.nonces.use(req.Nonce, at.Add(SignatureMax), now); !ok {
+		writeErr(w, http.StatusForbidden, CodeReplayed, fmt.Sprintf("join: nonce: %s was used already at this node, or this node holds too many: a join is good once", req.Nonce))
 		return
 	}
 	if req.ClusterID != "" {
@@ -291,19 +299,30 @@ func (c *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
 		c.answerJoin(w, req.Nonce)
 		return
 	}
+	if err := CheckMember(req.Member, "member."); err != nil {
+		writeErr(w, http.StatusBadRequest, "BadJoin", "join: "+err.Error())
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	if _, err := c.addMember(ctx, req.Member); err != nil {
+	err := c.spendNonce(ctx, &Signed{Nonce: req.Nonce, At: req.At})
+	if err == nil {
+		_, err = c.addMember(ctx, req.Member)
+	}
+	if err != nil {
 		var u *Unavailable
 		if errors.As(err, &u) || errors.Is(err, context.DeadlineExceeded) {
 			writeErr(w, http.StatusServiceUnavailable, "Unavailable", "join: "+err.Error())
 			return
 		}
-		code := "JoinRefused"
+		code, status := "JoinRefused", http.StatusConflict
 		if r, ok := vocab.As(err); ok {
 			code = string(r.Code)
+			if r.Code == replica.CodeReplayed {
+				status = http.StatusForbidden
+			}
 		}
-		writeErr(w, http.StatusConflict, code, "join: "+err.Error())
+		writeErr(w, status, code, "join: "+err.Error())
 		return
 	}
 	c.answerJoin(w, req.Nonce)

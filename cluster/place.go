@@ -37,25 +37,25 @@ type PlaceRequest struct {
 	Tenant  string `json:"tenant"`
 	Session string `json:"session"`
 	Group   uint64 `json:"group"`
-	At      string `json:"at"`
-	MAC     string `json:"mac"`
+	Signed
 }
 
-// SignPlace signs a place request with the join secret, now.
-func SignPlace(secret string, r PlaceRequest) PlaceRequest {
-	r.At = signedNow()
-	r.MAC = r.signature(secret)
+// SignPlace signs a place request for the node to with the join secret,
+// now.
+func SignPlace(secret string, to Target, r PlaceRequest) PlaceRequest {
+	sign(secret, to, time.Now(), &r)
 	return r
 }
 
-func (r *PlaceRequest) signature(secret string) string {
-	return mac(secret, "place", r.Tenant, r.Session, r.Group, r.At)
+func (r *PlaceRequest) envelope() (string, *Signed, []any) {
+	return "place", &r.Signed, []any{r.Tenant, r.Session, r.Group}
 }
-func (r *PlaceRequest) signed() (string, string, string) { return "place", r.At, r.MAC }
 
-// SignPlacements makes a placements request signed with the join secret
-// at at.
-func SignPlacements(secret string, at time.Time) SignedAt { return signAt(secret, "placements", at) }
+// SignPlacements makes a placements request for the node to, signed with
+// the join secret at at.
+func SignPlacements(secret string, to Target, at time.Time) SignedAt {
+	return signAt(secret, "placements", to, at)
+}
 
 // Placed is a placement's answer.
 type Placed struct {
@@ -145,7 +145,16 @@ func (c *Node) handlePlace(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	placed, err := c.Place(ctx, replica.Placement{Tenant: req.Tenant, Session: req.Session, Group: req.Group})
+	p := replica.Placement{Tenant: req.Tenant, Session: req.Session, Group: req.Group}
+	if err := replica.CheckPlacement(p, c.cfg.Groups); err != nil {
+		writeRefusal(w, err)
+		return
+	}
+	var placed Placed
+	err := c.spendNonce(ctx, &req.Signed)
+	if err == nil {
+		placed, err = c.Place(ctx, p)
+	}
 	if err != nil {
 		writeRefusal(w, err)
 		return

@@ -194,6 +194,7 @@ func (c *Node) Handler() http.Handler {
 			writeJSON(w, http.StatusOK, map[string]any{"node_id": st.NodeID, "groups": len(st.Groups), "quorum": true})
 		}
 	})
+	mux.HandleFunc("GET "+IdentityPath, c.handleIdentity)
 	mux.HandleFunc("POST "+JoinPath, c.handleJoin)
 	mux.HandleFunc("POST "+TransferLeaderPath, c.handleTransfer)
 	mux.HandleFunc("POST "+AddNodePath, c.handleAdd)

@@ -5,8 +5,10 @@ import (
 	"net/http"
 
 	"tally/api"
+	"tally/auth"
 	"tally/jsondoc"
 	"tally/service"
+	"tally/vocab"
 )
 
 // clusterRoutes are the routes a cluster node serves: those that run
@@ -71,6 +73,9 @@ func NewCluster(cfg Config, svc service.Service, cluster http.Handler) (*Server,
 	}
 	s.mux = http.NewServeMux()
 	for _, r := range s.routes {
+		if r.name == "metrics" {
+			r.handle, r.stream = s.operatorOnly(r.stream).ServeHTTP, nil
+		}
 		if !clusterRoutes[r.name] {
 			name := r.name
 			r.handle = func(w http.ResponseWriter, _ *http.Request) {
@@ -80,6 +85,7 @@ func NewCluster(cfg Config, svc service.Service, cluster http.Handler) (*Server,
 		s.mux.Handle(r.method+" "+r.pattern, s.instrument(r))
 	}
 	s.mux.Handle("/v1/cluster/", cluster)
+	s.mux.Handle("GET "+clusterStatusPath, s.operatorOnly(cluster))
 	mux := s.mux
 	s.mux = http.NewServeMux()
 	s.mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -87,4 +93,29 @@ func NewCluster(cfg Config, svc service.Service, cluster http.Handler) (*Server,
 		mux.ServeHTTP(w, r)
 	}))
 	return s, nil
+}
+
+// clusterStatusPath is cluster.StatusPath: a node's status, which names
+// every member and its addresses.
+const clusterStatusPath = "/v1/cluster/status"
+
+// operatorOnly serves next, a read of the whole cluster (its status, its
+// metrics), only to the cluster's operator: a token that administers
+// every tenant's tokens (tenant "*", role admin: the first admin token, or
+// one made like it). Without tokens (--insecure-dev) it serves anyone.
+func (s *Server) operatorOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.cfg.Insecure {
+			p, err := s.authenticate(r)
+			if err != nil {
+				s.writeError(w, err)
+				return
+			}
+			if !(auth.Token{Tenant: p.tenant, Role: p.role}).Administers(auth.AllTenants) {
+				s.writeError(w, vocab.Forbiddenf("token", "a cluster's status and metrics are served to an admin of every tenant (tenant \"*\", role admin) only"))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -9,8 +9,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"tally/api"
+	"tally/auth"
 	"tally/service"
 	"tally/store"
 )
@@ -101,6 +103,66 @@ func TestClusterServesTheClaimsFamily(t *testing.T) {
 			t.Fatalf("%s %s: %d %s", st.method, st.path, code, body)
 		} else if code == http.StatusRequestEntityTooLarge && !strings.Contains(body, "at most 16 bytes") {
 			t.Fatalf("%s %s: %s", st.method, st.path, body)
+		}
+	}
+}
+
+// A cluster node's status and metrics are its operator's: with tokens,
+// an admin of every tenant is served them, another token is refused (403)
+// and no token is asked for one (401); health is anyone's. Under
+// --insecure-dev every route is open.
+func TestClusterStatusAndMetricsAreTheOperators(t *testing.T) {
+	cfg := insecureConfig(t)
+	cfg.Insecure = false
+	now := time.Now()
+	keeper := auth.Open(cfg.Root)
+	admin, _, err := keeper.Create(auth.AllTenants, "ops", auth.RoleAdmin, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acmeAdmin, _, err := keeper.Create("acme", "boss", auth.RoleAdmin, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, _, err := keeper.Create("acme", "alice", auth.RoleAgent, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(`{"members":[]}`)) })
+	get := func(srv *Server, path, token string) int {
+		req := httptest.NewRequest("GET", path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		rec := httptest.NewRecorder()
+		srv.mux.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	srv, err := NewCluster(cfg, nil, status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/v1/cluster/status", "/metrics"} {
+		for _, c := range []struct {
+			who, token string
+			want       int
+		}{{"no token", "", 401}, {"an agent", agent, 403}, {"a tenant's admin", acmeAdmin, 403}, {"the operator", admin, 200}} {
+			if got := get(srv, path, c.token); got != c.want {
+				t.Errorf("GET %s as %s: %d, want %d", path, c.who, got, c.want)
+			}
+		}
+	}
+	if got := get(srv, "/healthz", ""); got != 200 {
+		t.Errorf("GET /healthz without a token: %d", got)
+	}
+	cfg.Insecure = true
+	open, err := NewCluster(cfg, nil, status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/v1/cluster/status", "/metrics"} {
+		if got := get(open, path, ""); got != 200 {
+			t.Errorf("GET %s under --insecure-dev: %d", path, got)
 		}
 	}
 }

@@ -139,8 +139,12 @@ func runBackup(g cli.Env, ctx context.Context, o *backupOptions) error {
 // fetchBackup asks a cluster node for the whole cluster's backup and
 // writes it to w, verifying it as it comes.
 func fetchBackup(g cli.Env, ctx context.Context, node, secret string, w io.Writer) (backup.Summary, error) {
-	body, _ := json.Marshal(cluster.SignBackup(secret, g.IO().Now()))
 	url := nodeURL(g, node)
+	to, err := cluster.ReadTarget(ctx, url)
+	if err != nil {
+		return backup.Summary{}, fmt.Errorf("backup: %w; back up a tally serve ledger with `tally backup --dir` on its directory, which is safe while it runs", err)
+	}
+	body, _ := json.Marshal(cluster.SignBackup(secret, to, g.IO().Now()))
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+cluster.BackupPath, strings.NewReader(string(body)))
 	if err != nil {
 		return backup.Summary{}, cli.Usagef("node: %v", err)

@@ -75,7 +75,9 @@ func newCluster(g cli.Env) *cobra.Command {
 			if group == 0 || to == 0 {
 				return cli.Usagef("group, to: both required")
 			}
-			body := cluster.SignTransfer(s, cluster.TransferRequest{Group: group, To: to})
+			body := func(t cluster.Target) any {
+				return cluster.SignTransfer(s, t, cluster.TransferRequest{Group: group, To: to})
+			}
 			return clusterPost(g, c.Context(), addr, cluster.TransferLeaderPath, body, fmt.Sprintf("group %d is led by node %d", group, to))
 		},
 	}
@@ -88,7 +90,7 @@ func newCluster(g cli.Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			body := cluster.SignRemove(s, cluster.RemoveRequest{ID: id})
+			body := func(t cluster.Target) any { return cluster.SignRemove(s, t, cluster.RemoveRequest{ID: id}) }
 			return clusterPost(g, c.Context(), addr, cluster.RemoveNodePath, body, fmt.Sprintf("node %d removed; each group's leader takes it out", id))
 		},
 	}
@@ -106,7 +108,10 @@ func newCluster(g cli.Env) *cobra.Command {
 				return cli.Usagef("raft-addr, addr: both required, as the node will be started with")
 			}
 			m := replica.Member{ID: id, RaftAddr: raftAddr, Addr: apiAddr, Zone: zone}
-			body := cluster.SignAdd(s, cluster.AddRequest{Member: m})
+			if err := cluster.CheckMember(m, ""); err != nil {
+				return cli.Usagef("%s", strings.Replace(err.Error(), "raft_addr", "raft-addr", 1))
+			}
+			body := func(t cluster.Target) any { return cluster.SignAdd(s, t, cluster.AddRequest{Member: m}) }
 			return clusterPost(g, c.Context(), addr, cluster.AddNodePath, body,
 				fmt.Sprintf("node %d added; start it: tally serve --cluster --node-id %d --raft-addr %s --addr %s%s --data DIR --join-secret … --join %s",
 					id, id, raftAddr, apiAddr, map[bool]string{true: "", false: " --zone " + zone}[zone == ""], strings.TrimPrefix(nodeURL(g, addr), "http://")))
@@ -151,7 +156,7 @@ func nodeURL(g cli.Env, addr string) string {
 
 // clusterPost posts an operator's request and prints the node's answer
 // (--json) or done.
-func clusterPost(g cli.Env, ctx context.Context, addr, path string, body any, done string) error {
+func clusterPost(g cli.Env, ctx context.Context, addr, path string, body func(cluster.Target) any, done string) error {
 	return clusterPrint(g, ctx, addr, path, body, func([]byte) error {
 		_, err := fmt.Fprintln(g.IO().Out, done)
 		return err
@@ -160,7 +165,7 @@ func clusterPost(g cli.Env, ctx context.Context, addr, path string, body any, do
 
 // clusterPrint posts an operator's request and prints the node's answer:
 // as it came with --json, else through human.
-func clusterPrint(g cli.Env, ctx context.Context, addr, path string, body any, human func(raw []byte) error) error {
+func clusterPrint(g cli.Env, ctx context.Context, addr, path string, body func(cluster.Target) any, human func(raw []byte) error) error {
 	raw, err := clusterCall(g, ctx, addr, path, body)
 	if err != nil {
 		return err
@@ -172,15 +177,21 @@ func clusterPrint(g cli.Env, ctx context.Context, addr, path string, body any, h
 	return human(raw)
 }
 
-// clusterCall posts an operator's request and returns the node's answer;
-// a node that is not the group's leader answers with the leader's address,
-// where it is posted once more. A 400 is a usage error.
-func clusterCall(g cli.Env, ctx context.Context, addr, path string, body any) ([]byte, error) {
-	b, _ := json.Marshal(body)
+// clusterCall posts an operator's request, signed by body for the node
+// it asks (its cluster and id, asked first: cluster.ReadTarget), and
+// returns the node's answer; a node that is not the group's leader answers
+// with the leader's address, where it is signed and posted once more. A
+// 400 is a usage error.
+func clusterCall(g cli.Env, ctx context.Context, addr, path string, body func(cluster.Target) any) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	url := nodeURL(g, addr)
 	for hop := 0; ; hop++ {
+		to, err := cluster.ReadTarget(ctx, url)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		b, _ := json.Marshal(body(to))
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+path, bytes.NewReader(b))
 		if err != nil {
 			return nil, cli.Usagef("node: %v", err)
@@ -222,6 +233,10 @@ func clusterStatus(g cli.Env, ctx context.Context, addr string) ([]byte, cluster
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, addr+cluster.StatusPath, nil)
 	if err != nil {
 		return nil, cluster.Status{}, cli.Usagef("node: %v", err)
+	}
+	// A node with tokens shows its status to an admin of every tenant.
+	if tok := g.IO().Getenv("TALLY_TOKEN"); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

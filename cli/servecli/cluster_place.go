@@ -54,7 +54,9 @@ func runPlace(ctx context.Context, g cli.Env, o *placeOptions) error {
 	if err != nil {
 		return err
 	}
-	body := cluster.SignPlace(s, cluster.PlaceRequest{Tenant: tenant, Session: session, Group: o.group})
+	body := func(t cluster.Target) any {
+		return cluster.SignPlace(s, t, cluster.PlaceRequest{Tenant: tenant, Session: session, Group: o.group})
+	}
 	return clusterPrint(g, ctx, *o.addr, cluster.PlacePath, body, func(raw []byte) error {
 		var p cluster.Placed
 		if err := json.Unmarshal(raw, &p); err != nil {
@@ -104,7 +106,7 @@ func runPlacements(ctx context.Context, g cli.Env, o *placementsOptions) error {
 	if err != nil {
 		return err
 	}
-	return clusterPrint(g, ctx, *o.addr, cluster.PlacementsPath, cluster.SignPlacements(s, g.IO().Now()), func(raw []byte) error {
+	return clusterPrint(g, ctx, *o.addr, cluster.PlacementsPath, func(t cluster.Target) any { return cluster.SignPlacements(s, t, g.IO().Now()) }, func(raw []byte) error {
 		var doc cluster.Placements
 		if err := json.Unmarshal(raw, &doc); err != nil {
 			return fmt.Errorf("placements: the node's answer: %w", err)

@@ -81,8 +81,9 @@ func newServe(g cli.Env) *cobra.Command {
 			}
 			// A directory that does not exist yet becomes a ledger, as init
 			// would make it; one that exists and is not a ledger is refused
-			// by server.New.
-			if _, err := os.Stat(cfg.Root); errors.Is(err, fs.ErrNotExist) {
+			// by server.New. A cluster node's replica makes its own, once
+			// the node has started, so a refused start leaves nothing.
+			if _, err := os.Stat(cfg.Root); errors.Is(err, fs.ErrNotExist) && !cf.on {
 				if err := store.Init(cfg.Root); err != nil {
 					return err
 				}

@@ -4,8 +4,11 @@ package servecli
 // of a ledger directory.
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os/signal"
 	"path/filepath"
 	"syscall"
@@ -116,7 +119,7 @@ func serveCluster(g cli.Env, c *cobra.Command, cfg server.Config, f *clusterFlag
 	if err := cc.Validate(); err != nil {
 		return cli.UsageError(err)
 	}
-	n, err := cluster.Start(ctx, cc)
+	n, err := startNode(ctx, cfg, cc)
 	if err != nil {
 		return err
 	}
@@ -135,4 +138,23 @@ func serveCluster(g cli.Env, c *cobra.Command, cfg server.Config, f *clusterFlag
 		fmt.Fprintf(g.IO().Out, "tally node %d of cluster %s serving on http://%s (raft %s, data %s)\n", n.ID(), n.ClusterID(), a, f.raftAddr, cc.Data)
 	})
 	return errors.Join(err, n.Close())
+}
+
+// startNode starts the node. Until it has started (its disk full, say, it
+// starts again and again, further apart), its address answers every
+// request with 503 NodeStarting and why; that listener is closed once the
+// node is up, and the server takes the address.
+func startNode(ctx context.Context, cfg server.Config, cc cluster.Config) (*cluster.Node, error) {
+	st := cluster.NewStarting(cc)
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	hs := &http.Server{Handler: st.Handler(), ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout}
+	go hs.Serve(ln)
+	n, err := st.Run(ctx)
+	if cerr := hs.Close(); cerr != nil && err == nil {
+		return nil, errors.Join(fmt.Errorf("listen: %w", cerr), n.Close())
+	}
+	return n, err
 }

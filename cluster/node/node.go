@@ -136,6 +136,10 @@ type group struct {
 	state       raft.StateType
 	inbound     *inbound          // the received snapshot body raft took, if any
 	streams     map[uint64]uint64 // peer → the latest snapshot stream to it not yet reported
+	// heard is, once the node failed, the group's leader as it last heard
+	// from another node (0: none): raft's own view stops then, and may
+	// still name this node, which leads nothing any more.
+	heard uint64
 }
 
 // Node is one cluster node. Its methods must be called from one goroutine,
@@ -318,6 +322,9 @@ func (n *Node) Tick() {
 // with its body (Snapshot), which the node then owns and closes.
 func (n *Node) Deliver(env Envelope) {
 	g, ok := n.byID[env.Group]
+	if n.failed != nil && ok && env.Msg != nil && fromLeader(env.Msg) && env.Msg.GetFrom() != n.cfg.ID {
+		g.heard = env.Msg.GetFrom()
+	}
 	if n.failed != nil || !ok || env.Msg == nil {
 		if env.Snapshot != nil {
 			n.settle(env.Group, env.Snapshot, false)
@@ -333,6 +340,15 @@ func (n *Node) Deliver(env Envelope) {
 	}
 	// Errors here are messages raft ignores (stale, from unknown peers).
 	_ = g.rn.Step(env.Msg)
+}
+
+// fromLeader says m is sent only by a group's leader.
+func fromLeader(m *pb.Message) bool {
+	switch m.GetType() {
+	case pb.MessageType_MsgApp, pb.MessageType_MsgHeartbeat, pb.MessageType_MsgSnap:
+		return true
+	}
+	return false
 }
 
 // Propose submits a command to a group; done is called from the loop with
@@ -506,6 +522,9 @@ func (n *Node) Status() []GroupStatus {
 		}
 		switch {
 		case n.failed != nil:
+			// Stopped, it leads nothing and follows nobody: it names the
+			// leader others last showed it, never itself.
+			st.Leader, st.State = g.heard, raft.StateFollower
 		case bs.RaftState == raft.StateLeader:
 			active := 0
 			for id, pr := range g.rn.Status().Progress {
@@ -546,6 +565,9 @@ type GroupTerm struct{ Group, Term uint64 }
 
 // Leading lists the groups this node leads, with the term of each.
 func (n *Node) Leading() []GroupTerm {
+	if n.failed != nil {
+		return nil
+	}
 	var out []GroupTerm
 	for _, g := range n.groups {
 		if g.state == raft.StateLeader {
@@ -564,6 +586,11 @@ func (n *Node) fail(err error) {
 	}
 	n.failed = fmt.Errorf("%w: %w", ErrFailed, err)
 	n.log.Error("node stopped", "node", n.cfg.ID, "err", err)
+	for _, g := range n.groups {
+		if lead := g.rn.BasicStatus().Lead; lead != n.cfg.ID {
+			g.heard = lead
+		}
+	}
 	for _, id := range sortedKeys(n.proposals) {
 		p := n.proposals[id]
 		p.done(ProposeResult{Err: n.failed, Proposed: p.handed})

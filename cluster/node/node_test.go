@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 
 	"tally/cluster/model"
@@ -378,6 +379,64 @@ func TestDiskFailureStopsServingAndVoting(t *testing.T) {
 		if gt.Group == g {
 			t.Fatalf("a group of one live voter out of three elected a leader (term %d)", gt.Term)
 		}
+	}
+}
+
+// TestFailedLeaderNamesTheOthers: a leader stopped by a disk failure no
+// longer names itself the group's leader (it sent clients to itself):
+// none at first, then the leader the others elect, as their messages show
+// it.
+func TestFailedLeaderNamesTheOthers(t *testing.T) {
+	c := newCluster(t, 3)
+	const g = 2
+	l := c.leader(g)
+	l.ffs.FailSyncs(true)
+	var res *node.ProposeResult
+	data, _ := json.Marshal(model.Command{Session: "s", Client: 1, Req: 1, Value: "v"})
+	l.n.Propose(g, data, func(r node.ProposeResult) { res = &r })
+	for i := 0; i < 10 && l.n.Failed() == nil; i++ {
+		c.step()
+	}
+	if !errors.Is(l.n.Failed(), node.ErrFailed) {
+		t.Fatalf("leader did not stop: %v", l.n.Failed())
+	}
+	if res == nil || !errors.Is(res.Err, node.ErrFailed) {
+		t.Fatalf("the failed leader's proposal: %+v", res)
+	}
+	leaderOf := func() (uint64, raft.StateType) {
+		for _, st := range l.n.Status() {
+			if st.Group == g {
+				return st.Leader, st.State
+			}
+		}
+		t.Fatalf("no group %d in the status", g)
+		return 0, 0
+	}
+	if lead, state := leaderOf(); lead != 0 || state == raft.StateLeader {
+		t.Fatalf("the failed leader names node %d (%v) as the leader, want none", lead, state)
+	}
+	if len(l.n.Leading()) != 0 {
+		t.Fatalf("the failed node says it leads %v", l.n.Leading())
+	}
+	var next uint64
+	for i := 0; i < 500 && next == 0; i++ {
+		c.step()
+		for _, id := range c.ids {
+			for _, gt := range c.members[id].n.Leading() {
+				if gt.Group == g {
+					next = id
+				}
+			}
+		}
+	}
+	if next == 0 || next == l.id {
+		t.Fatalf("the others elected %d", next)
+	}
+	for i := 0; i < 20; i++ { // heartbeats reach the failed node
+		c.step()
+	}
+	if lead, _ := leaderOf(); lead != next {
+		t.Fatalf("the failed node names node %d as the leader, want %d (the others' leader)", lead, next)
 	}
 }
 

@@ -65,7 +65,14 @@ type Options struct {
 	// default (the simulator, opening many small stores, asks for less).
 	CacheSize int64
 	// Logger receives pebble's informational messages; nil discards them.
+	// Its errors are logged once, then counted (repeats).
 	Logger *slog.Logger
+	// FreeMin is the space the store's file system must have free for it
+	// to open (ENOSPC otherwise); 0 asks nothing.
+	FreeMin uint64
+	// OnBackgroundError hears each of pebble's background errors (a flush
+	// or a compaction that failed), from pebble's goroutine.
+	OnBackgroundError func(error)
 }
 
 // DB is one node's raft store.
@@ -81,7 +88,10 @@ type DB struct {
 // error becomes an error value here instead of ending the process.
 type fatalPanic struct{ msg string }
 
-type pebbleLogger struct{ l *slog.Logger }
+type pebbleLogger struct {
+	l      *slog.Logger
+	errors *repeats
+}
 
 func (p pebbleLogger) Infof(format string, args ...any) {
 	if p.l != nil {
@@ -90,9 +100,7 @@ func (p pebbleLogger) Infof(format string, args ...any) {
 }
 
 func (p pebbleLogger) Errorf(format string, args ...any) {
-	if p.l != nil {
-		p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
-	}
+	p.errors.errorf(fmt.Sprintf(format, args...), "component", "pebble")
 }
 
 func (p pebbleLogger) Fatalf(format string, args ...any) {
@@ -101,10 +109,13 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 
 // Open opens (creating if needed) the store in dir.
 func Open(dir string, o Options) (*DB, error) {
+	d := &DB{groups: make(map[uint64]*Storage)}
+	errs := newRepeats(o.Logger)
 	po := &pebble.Options{
-		FS:           o.FS,
-		Logger:       pebbleLogger{l: o.Logger},
-		MemTableSize: o.MemTableSize,
+		FS:            o.FS,
+		Logger:        pebbleLogger{l: o.Logger, errors: errs},
+		EventListener: d.listener(errs, o.OnBackgroundError),
+		MemTableSize:  o.MemTableSize,
 	}
 	if o.CacheSize > 0 {
 		c := pebble.NewCache(o.CacheSize)
@@ -114,11 +125,19 @@ func Open(dir string, o Options) (*DB, error) {
 	if po.FS == nil {
 		po.FS = vfs.Default
 	}
+	if err := checkFree(po.FS, dir, o.FreeMin); err != nil {
+		return nil, err
+	}
 	pdb, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("raftlog: open %s: %w", dir, err)
 	}
-	return &DB{pdb: pdb, groups: make(map[uint64]*Storage)}, nil
+	d.pdb = pdb
+	// A full disk that failed the flushes of what the log held, and then
+	// let one through, stopped nothing: no write of this store was lost
+	// or taken. The store starts whole.
+	d.failed = nil
+	return d, nil
 }
 
 // Close closes the database. After a failure it only drops the handle:

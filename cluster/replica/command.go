@@ -81,7 +81,9 @@ type MetaCommand struct {
 	TokenID string       `json:"token_id,omitempty"`
 	// Placement is a placement.set's session and group.
 	Placement *Placement `json:"placement,omitempty"`
-	TS        int64      `json:"ts,omitempty"` // Unix nanoseconds, the proposer's clock
+	// Nonce is a nonce.use's: an operator request's one-time nonce.
+	Nonce *NonceEntry `json:"nonce,omitempty"`
+	TS    int64       `json:"ts,omitempty"` // Unix nanoseconds, the proposer's clock
 }
 
 // Meta operations.
@@ -93,6 +95,9 @@ const (
 	// OpPlacementSet records a session's group in the directory; the
 	// proposer has had the session fenced in the group it routed to.
 	OpPlacementSet = "placement.set"
+	// OpNonceUse records a signed operator request's nonce, refusing one
+	// recorded already (a replay), at whichever node it was taken.
+	OpNonceUse = "nonce.use"
 )
 
 // Member is one node of the cluster as the meta group records it.

@@ -22,6 +22,7 @@ import (
 type metaState struct {
 	Members    []Member          `json:"members"`
 	Tokens     []TokenEntry      `json:"tokens,omitempty"`
+	Nonces     []NonceEntry      `json:"-"`
 	Placements map[string]uint64 `json:"-"`
 }
 
@@ -45,6 +46,9 @@ func (m *SM) loadMeta() (metaState, error) {
 		return metaState{}, err
 	}
 	st.Tokens = toks
+	if _, err := m.get(gkey(node.MetaGroup, kindNonces), &st.Nonces); err != nil {
+		return metaState{}, err
+	}
 	return st, nil
 }
 
@@ -52,7 +56,7 @@ func (m *SM) loadMeta() (metaState, error) {
 func (m *SM) metaSnapshot() metaState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return metaState{Members: slices.Clone(m.members), Tokens: slices.Clone(m.tokenList), Placements: maps.Clone(m.placements)}
+	return metaState{Members: slices.Clone(m.members), Tokens: slices.Clone(m.tokenList), Nonces: slices.Clone(m.nonces), Placements: maps.Clone(m.placements)}
 }
 
 // saveMeta writes the meta group's state and its applied record in one
@@ -71,6 +75,9 @@ func (m *SM) saveMeta(st metaState, a applied, outs map[uint64]Outcome) error {
 		if err := setJSON(b, gkey(node.MetaGroup, kindTokens), st.Tokens); err != nil {
 			return err
 		}
+		if err := setJSON(b, gkey(node.MetaGroup, kindNonces), st.Nonces); err != nil {
+			return err
+		}
 		return setJSON(b, gkey(node.MetaGroup, kindApplied), a)
 	}, true)
 	if err != nil {
@@ -81,7 +88,7 @@ func (m *SM) saveMeta(st metaState, a applied, outs map[uint64]Outcome) error {
 		return err
 	}
 	m.mu.Lock()
-	m.members, m.tokenList, m.tokens = st.Members, st.Tokens, table
+	m.members, m.tokenList, m.tokens, m.nonces = st.Members, st.Tokens, table, st.Nonces
 	m.placements = st.Placements
 	if m.placements == nil {
 		m.placements = map[string]uint64{}
@@ -193,6 +200,10 @@ func decideMeta(st metaState, c MetaCommand, groups int) (metaState, Outcome) {
 		pl, out := decidePlacement(st.Placements, groups, c.Placement)
 		st.Placements = pl
 		return st, out
+	case OpNonceUse:
+		ns, out := decideNonce(st.Nonces, c)
+		st.Nonces = ns
+		return st, out
 	}
 	members, out := decideMember(st.Members, c)
 	st.Members = members
@@ -267,4 +278,59 @@ func decideMember(members []Member, c MetaCommand) ([]Member, Outcome) {
 		return slices.Delete(slices.Clone(members), i, i+1), Outcome{}
 	}
 	return members, Outcome{Err: vocab.Invalidf("op", fmt.Sprintf("%q is not a meta operation", c.Op))}
+}
+
+// NonceEntry is a signed operator request's nonce as the meta group
+// records it, and the instant (Unix nanoseconds) from which it may be
+// forgotten: its signature cannot pass at any node by then. Stored: do not
+// rename.
+type NonceEntry struct {
+	Nonce   string `json:"nonce"`
+	Expires int64  `json:"expires"`
+	// By is the proposer's token for the node's one taking of the request:
+	// a nonce.use it proposes again (its outcome lost to a leader change)
+	// is answered as the first, another's is a replay.
+	By string `json:"by,omitempty"`
+}
+
+// NoncesMax bounds the nonces the meta group holds at once (each for
+// twice a signature's lifetime): past it a request is refused until some
+// expire.
+const NoncesMax = 4096
+
+// Refusals of nonce.use.
+const (
+	// CodeReplayed: the nonce was used already, by a request taken at
+	// this node or another: the request is a replay.
+	CodeReplayed vocab.Code = "Replayed"
+	// CodeTooManySigned: NoncesMax nonces are held and none has expired.
+	CodeTooManySigned vocab.Code = "TooManySignedRequests"
+)
+
+// decideNonce records a nonce unless it is held already. Nonces whose
+// expiry is at or before the command's instant (its proposer's clock, so
+// every replica forgets the same ones at the same entry) are dropped
+// first.
+func decideNonce(ns []NonceEntry, c MetaCommand) ([]NonceEntry, Outcome) {
+	if c.Nonce == nil || c.Nonce.Nonce == "" {
+		return ns, Outcome{Err: vocab.Invalidf("nonce", "required")}
+	}
+	kept := make([]NonceEntry, 0, len(ns)+1)
+	for _, n := range ns {
+		if n.Expires > c.TS {
+			kept = append(kept, n)
+		}
+	}
+	for _, n := range kept {
+		if n.Nonce == c.Nonce.Nonce && n.By != "" && n.By == c.Nonce.By {
+			return kept, Outcome{}
+		}
+		if n.Nonce == c.Nonce.Nonce {
+			return kept, Outcome{Err: vocab.New(CodeReplayed, "nonce", fmt.Sprintf("%s was used already, at this node or another: a signed request is good once (sign a new one)", n.Nonce))}
+		}
+	}
+	if len(kept) >= NoncesMax {
+		return kept, Outcome{Err: vocab.New(CodeTooManySigned, "nonce", fmt.Sprintf("%d signed requests are remembered, the most the cluster holds: retry once some have expired (within minutes)", len(kept)))}
+	}
+	return append(kept, *c.Nonce), Outcome{}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -95,4 +96,88 @@ func TestMetaTokens(t *testing.T) {
 	if again.Tokens().Len() != 1 {
 		t.Fatalf("%d tokens after a restart", again.Tokens().Len())
 	}
+}
+
+// decideNonce is the meta group's one rule for nonces: a nonce held is a
+// replay (unless the same taking proposes it again), one whose expiry the
+// command's instant reached is forgotten first, and the set is bounded.
+func TestDecideNonce(t *testing.T) {
+	use := func(nonce, by string, expires, ts int64) MetaCommand {
+		return MetaCommand{Op: OpNonceUse, Nonce: &NonceEntry{Nonce: nonce, Expires: expires, By: by}, TS: ts}
+	}
+	held := []NonceEntry{{Nonce: "a", Expires: 100, By: "x"}, {Nonce: "b", Expires: 50, By: "y"}}
+	full := make([]NonceEntry, NoncesMax)
+	for i := range full {
+		full[i] = NonceEntry{Nonce: fmt.Sprint("n", i), Expires: 1000}
+	}
+	for _, c := range []struct {
+		name string
+		ns   []NonceEntry
+		cmd  MetaCommand
+		code vocab.Code
+		left int
+	}{
+		{"a new nonce", held, use("c", "z", 200, 10), "", 3},
+		{"a replay", held, use("a", "z", 100, 10), CodeReplayed, 2},
+		{"the same taking again", held, use("a", "x", 100, 10), "", 2},
+		{"a replay with no token", held, use("a", "", 100, 10), CodeReplayed, 2},
+		{"b expired at 50: forgotten, taken again", held, use("b", "z", 150, 50), "", 2},
+		{"a expired too", held, use("a", "z", 300, 100), "", 1},
+		{"no nonce", held, MetaCommand{Op: OpNonceUse, TS: 10}, vocab.Invalid, 2},
+		{"full", full, use("c", "z", 2000, 10), CodeTooManySigned, NoncesMax},
+		{"full, some expired", full, use("c", "z", 2000, 1000), "", 1},
+	} {
+		ns, out := decideNonce(c.ns, c.cmd)
+		r, _ := vocab.As(out.Err)
+		if (r == nil && c.code != "") || (r != nil && r.Code != c.code) || len(ns) != c.left {
+			t.Errorf("%s: %v, %d held; want %q, %d held", c.name, out.Err, len(ns), c.code, c.left)
+		}
+	}
+	if _, out := decideNonce(held, use("a", "z", 100, 10)); out.Err.Error() != "nonce: a was used already, at this node or another: a signed request is good once (sign a new one)" {
+		t.Errorf("the replay's refusal: %v", out.Err)
+	}
+}
+
+// The nonces are the meta group's state: kept across a restart and
+// carried by its snapshot, so every replica refuses the same replays.
+func TestMetaNoncesPersist(t *testing.T) {
+	dir := t.TempDir()
+	sm, db := openReplica(t, dir, "")
+	first := MetaCommand{Op: OpNonceUse, Nonce: &NonceEntry{Nonce: "n1", Expires: 9e9, By: "x"}, TS: 1e9}
+	if _, err := sm.Apply(node.MetaGroup, []node.Entry{metaEntry(t, 1, first)}); err != nil {
+		t.Fatal(err)
+	}
+	replay := MetaCommand{Op: OpNonceUse, Nonce: &NonceEntry{Nonce: "n1", Expires: 9e9, By: "y"}, TS: 2e9}
+	refused := func(sm *SM, index uint64) {
+		t.Helper()
+		if _, err := sm.Apply(node.MetaGroup, []node.Entry{metaEntry(t, index, replay)}); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := sm.Take(node.MetaGroup, index)
+		if r, ok := vocab.As(out.Err); !ok || r.Code != CodeReplayed {
+			t.Fatalf("replay at %d: %v", index, out.Err)
+		}
+	}
+	idx, man, err := sm.Snapshot(node.MetaGroup)
+	if err != nil || idx != 1 {
+		t.Fatalf("snapshot at %d: %v", idx, err)
+	}
+	var body bytes.Buffer
+	if err := sm.WriteSnapshot(node.MetaGroup, man, &body); err != nil {
+		t.Fatal(err)
+	}
+	other, _ := openReplica(t, filepath.Join(dir, "other"), "")
+	if err := other.Restore(node.MetaGroup, idx, man, &body); err != nil {
+		t.Fatal(err)
+	}
+	refused(other, 2)
+
+	if err := sm.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := openReplica(t, dir, "")
+	refused(again, 2)
 }

@@ -103,9 +103,9 @@ func (e *Moved) Refusal() *service.Refusal {
 		jsondoc.M("group", jsondoc.U(e.Group)), jsondoc.M("from_group", jsondoc.U(e.From)))
 }
 
-// checkPlacement refuses a malformed placement: the names' shape, a group
+// CheckPlacement refuses a malformed placement: the names' shape, a group
 // that is not one of the cluster's data groups.
-func checkPlacement(p Placement, groups int) error {
+func CheckPlacement(p Placement, groups int) error {
 	for _, f := range []struct{ field, name string }{{"tenant", p.Tenant}, {"session", p.Session}} {
 		if err := store.CheckName(f.field, f.name); err != nil {
 			return vocab.Invalidf(f.field, fmt.Sprintf("%q %s", f.name, strings.TrimPrefix(err.Error(), f.field+": ")))
@@ -126,7 +126,7 @@ func decidePlacement(placements map[string]uint64, groups int, p *Placement) (ma
 	if p == nil {
 		return placements, Outcome{Err: vocab.Invalidf("placement", "required: tenant, session and group")}
 	}
-	if err := checkPlacement(*p, groups); err != nil {
+	if err := CheckPlacement(*p, groups); err != nil {
 		return placements, Outcome{Err: err}
 	}
 	if g, ok := placements[p.Name()]; ok {
@@ -288,7 +288,7 @@ func (m *SM) fence(b *batchPlace, c Command) Outcome {
 		return Outcome{Err: vocab.Invalidf("command", "a fence command's document: "+err.Error())}
 	}
 	p := Placement{Tenant: c.Tenant, Session: c.Session, Group: d.Group}
-	if err := checkPlacement(p, m.cfg.Groups); err != nil {
+	if err := CheckPlacement(p, m.cfg.Groups); err != nil {
 		return Outcome{Err: err}
 	}
 	name := p.Name()

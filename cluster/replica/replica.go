@@ -123,7 +123,10 @@ type SM struct {
 	// state) and the table that authenticates them.
 	tokenList []TokenEntry
 	tokens    *auth.Table
-	outcomes  map[uint64]map[uint64]Outcome // group → index → outcome of its last batch
+	// nonces are the operator requests' nonces the meta group recorded
+	// and has not yet let expire (meta.go).
+	nonces   []NonceEntry
+	outcomes map[uint64]map[uint64]Outcome // group → index → outcome of its last batch
 	// The directory's placements as applied (the meta group's state,
 	// tenant/session → group), the data groups' fences (group →
 	// tenant/session → the group it is placed in) and the held records
@@ -182,7 +185,7 @@ func New(cfg Config) (*SM, error) {
 	if m.tokens, err = tokenTable(st.Tokens); err != nil {
 		return nil, err
 	}
-	m.members, m.tokenList = st.Members, st.Tokens
+	m.members, m.tokenList, m.nonces = st.Members, st.Tokens, st.Nonces
 	if err := m.loadPlace(); err != nil {
 		return nil, err
 	}
@@ -298,6 +301,7 @@ const (
 	kindRestoring = 'r'
 	kindMembers   = 'm'
 	kindTokens    = 't'
+	kindNonces    = 'n'
 )
 
 // applied is a group's durable progress: its last applied index and the

@@ -38,6 +38,7 @@ type snapshotHead struct {
 	Applied applied      `json:"applied"`
 	Members []Member     `json:"members,omitempty"` // the meta group's
 	Tokens  []TokenEntry `json:"tokens,omitempty"`  // the meta group's
+	Nonces  []NonceEntry `json:"nonces,omitempty"`  // the meta group's
 	// Placements are the meta group's directory: tenant/session → group.
 	Placements map[string]uint64 `json:"placements,omitempty"`
 	// Uploads are a data group's used uploads' records, by id.
@@ -57,7 +58,7 @@ func (m *SM) Snapshot(group uint64) (uint64, node.Manifest, error) {
 	var entries []node.ManifestEntry
 	if group == node.MetaGroup {
 		st := m.metaSnapshot()
-		head.Members, head.Tokens, head.Placements = st.Members, st.Tokens, st.Placements
+		head.Members, head.Tokens, head.Nonces, head.Placements = st.Members, st.Tokens, st.Nonces, st.Placements
 	} else if entries, head.Uploads, err = m.dataEntries(group); err != nil {
 		return 0, node.Manifest{}, fmt.Errorf("replica: snapshot group %d: %w", group, err)
 	} else {
@@ -191,7 +192,7 @@ func (m *SM) Restore(group uint64, index uint64, man node.Manifest, body io.Read
 }
 
 func (m *SM) restoreMeta(head snapshotHead) error {
-	st := metaState{Members: head.Members, Tokens: head.Tokens, Placements: head.Placements}
+	st := metaState{Members: head.Members, Tokens: head.Tokens, Nonces: head.Nonces, Placements: head.Placements}
 	if err := m.saveMeta(st, head.Applied, nil); err != nil {
 		return err
 	}

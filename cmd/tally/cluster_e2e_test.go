@@ -33,9 +33,11 @@ type cnode struct {
 	id               uint64
 	raft, addr, data string
 	joinArgs         []string
-	// secure runs the node with tokens (without --insecure-dev).
-	secure bool
-	extra  []string // more serve flags
+	// secure runs the node with tokens (without --insecure-dev); operator
+	// is then the first admin token, which the helpers read status with.
+	secure   bool
+	operator string
+	extra    []string // more serve flags
 	// restored: the node starts on data tally restore made, which gives
 	// it its id and addresses; only the data and the secret are passed.
 	restored bool
@@ -44,6 +46,8 @@ type cnode struct {
 	mu       sync.Mutex
 	stderr   bytes.Buffer
 	stdout   []string // the lines the node printed, every run
+	// logBytes and logLines count what it wrote on stderr, every run.
+	logBytes, logLines int
 }
 
 func (n *cnode) url() string { return "http://" + n.addr }
@@ -67,6 +71,8 @@ func newCNode(t *testing.T, dir string, id uint64, join ...string) *cnode {
 func (n *cnode) Write(p []byte) (int, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.logBytes += len(p)
+	n.logLines += bytes.Count(p, []byte{'\n'})
 	if n.stderr.Len() < 1<<20 {
 		n.stderr.Write(p)
 	}
@@ -76,6 +82,21 @@ func (n *cnode) Write(p []byte) (int, error) {
 // start runs the node and waits until it serves; it is stopped when the
 // test ends.
 func (n *cnode) start(t *testing.T) {
+	t.Helper()
+	ready := n.launch(t)
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatalf("node %d exited before serving: %s", n.id, n.log())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("node %d did not serve within 30s: %s", n.id, n.log())
+	}
+}
+
+// launch runs the node, stopped when the test ends, and returns what says
+// it serves: true once it printed so, false if it exited first.
+func (n *cnode) launch(t *testing.T) <-chan bool {
 	t.Helper()
 	args := []string{"serve", "--cluster", "--data", n.data, "--join-secret", clusterSecret}
 	if !n.restored {
@@ -96,7 +117,7 @@ func (n *cnode) start(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.cmd, n.exited = cmd, make(chan struct{})
-	ready := make(chan bool, 1)
+	ready := make(chan bool, 2)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
@@ -111,14 +132,7 @@ func (n *cnode) start(t *testing.T) {
 	}()
 	go func() { cmd.Wait(); close(n.exited) }()
 	t.Cleanup(func() { n.stop() })
-	select {
-	case ok := <-ready:
-		if !ok {
-			t.Fatalf("node %d exited before serving: %s", n.id, n.log())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("node %d did not serve within 30s: %s", n.id, n.log())
-	}
+	return ready
 }
 
 // printed is every line the node has printed on stdout, over its runs.
@@ -179,8 +193,19 @@ func declare(addr, session, key, body string) (code int, resp string, ok bool) {
 	return res.StatusCode, string(b), err == nil
 }
 
-func clusterStatus(addr string) (cluster.Status, error) {
-	res, err := httpc.Get("http://" + addr + cluster.StatusPath)
+func clusterStatus(addr string) (cluster.Status, error) { return clusterStatusAs(addr, "") }
+
+// clusterStatusAs reads a node's status with a bearer token (a node with
+// tokens serves it to an admin of every tenant only).
+func clusterStatusAs(addr, token string) (cluster.Status, error) {
+	req, err := http.NewRequest("GET", "http://"+addr+cluster.StatusPath, nil)
+	if err != nil {
+		return cluster.Status{}, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := httpc.Do(req)
 	if err != nil {
 		return cluster.Status{}, err
 	}

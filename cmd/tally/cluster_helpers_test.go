@@ -38,8 +38,18 @@ func startClusterWith(t *testing.T, dir string, tune func(*cnode)) []*cnode {
 		n.start(t)
 		nodes = append(nodes, n)
 	}
+	if nodes[0].secure {
+		var admin string
+		waitUntil(t, "the first admin token on node 1's stdout", 30*time.Second, func() bool {
+			admin = firstToken(nodes[0].printed())
+			return admin != ""
+		})
+		for _, n := range nodes {
+			n.operator = admin
+		}
+	}
 	waitUntil(t, "three voters and a leader in every group", 30*time.Second, func() bool {
-		st, err := clusterStatus(nodes[0].addr)
+		st, err := clusterStatusAs(nodes[0].addr, nodes[0].operator)
 		return err == nil && settled(st)
 	})
 	return nodes
@@ -67,7 +77,7 @@ func sameLogs(t *testing.T, nodes []*cnode) map[string][]byte {
 
 // groupStatus is group g as node n sees it.
 func groupStatus(n *cnode, g uint64) (cluster.GroupStatus, bool) {
-	st, err := clusterStatus(n.addr)
+	st, err := clusterStatusAs(n.addr, n.operator)
 	if err != nil {
 		return cluster.GroupStatus{}, false
 	}
