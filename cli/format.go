@@ -1,14 +1,13 @@
 package cli
 
 import (
-	"fmt"
 	"io"
-	"strings"
 	"tally/jsondoc"
 	"text/tabwriter"
 	"time"
 
 	"tally/instant"
+	"tally/prime"
 	"tally/promise"
 )
 
@@ -31,58 +30,16 @@ func parseNow(v string, clock func() time.Time) (time.Time, error) {
 }
 
 // relative describes t against now: "in 2h", "2h ago".
-func relative(t, now time.Time) string {
-	sec, before := instant.RoundSeconds(now, t)
-	if !before {
-		return "in " + short(sec)
-	}
-	return short(sec) + " ago"
-}
+func relative(t, now time.Time) string { return instant.Relative(t, now) }
 
-// since is how long after from to is, in whole seconds: exact for any two
-// instants, where time.Time.Sub stops at about 292 years.
-func since(from, to time.Time) int64 {
-	sec, before := instant.RoundSeconds(from, to)
-	if before {
-		return -sec
-	}
-	return sec
-}
+// since is how long after from to is, in whole seconds.
+func since(from, to time.Time) int64 { return instant.Seconds(from, to) }
 
 // short prints a number of seconds in at most two units: 2d3h, 45m, 30s.
-func short(sec int64) string {
-	const minute, hour, day = 60, 3600, 86400
-	switch {
-	case sec >= day:
-		if h := sec % day / hour; h != 0 {
-			return fmt.Sprintf("%dd%dh", sec/day, h)
-		}
-		return fmt.Sprintf("%dd", sec/day)
-	case sec >= hour:
-		if m := sec % hour / minute; m != 0 {
-			return fmt.Sprintf("%dh%dm", sec/hour, m)
-		}
-		return fmt.Sprintf("%dh", sec/hour)
-	case sec >= minute:
-		return fmt.Sprintf("%dm", sec/minute)
-	default:
-		return fmt.Sprintf("%ds", sec)
-	}
-}
+func short(sec int64) string { return instant.Short(sec) }
 
 // due describes a promise's deadline at now for tables.
-func due(v *promise.View, now time.Time) string {
-	switch {
-	case v.Overdue:
-		return "overdue " + short(since(v.Until, now))
-	case v.State == promise.Owed:
-		return "due " + relative(v.Until, now)
-	case v.State == promise.Conditional:
-		return "waits on " + v.On
-	default:
-		return string(v.State)
-	}
-}
+func due(v *promise.View, now time.Time) string { return prime.Due(v, now) }
 
 const (
 	ansiReset  = "\x1b[0m"
@@ -116,10 +73,4 @@ func stateColor(v *promise.View) string {
 func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
 
 // clip shortens text for a table cell.
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len([]rune(s)) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
-}
+func clip(s string, n int) string { return prime.Clip(s, n) }

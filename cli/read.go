@@ -13,6 +13,7 @@ import (
 	"tally/api"
 	"tally/instant"
 	"tally/jsondoc"
+	"tally/prime"
 	"tally/promise"
 	"tally/service"
 )
@@ -218,7 +219,7 @@ func newOwed(g *global) *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) error {
 			switch format {
 			case "prime":
-				return g.runPrime(c.Context(), primeOptions{now: o.now, maxTokens: primeTokensDefault})
+				return g.runPrime(c.Context(), primeOptions{now: o.now, maxTokens: prime.TokensDefault})
 			case "text":
 			default:
 				return usagef("format: must be text or prime")
@@ -232,7 +233,7 @@ func newOwed(g *global) *cobra.Command {
 				return err
 			}
 			vs, now := res.Promises, res.Now
-			sortOwed(vs)
+			prime.SortOwed(vs)
 			if g.json {
 				return writeJSONDoc(g.io.Out, member("as", jsonString(who)), member("now", jsonString(instant.Format(now))), member("owed", viewArray(vs)))
 			}
@@ -258,30 +259,6 @@ func newOwed(g *global) *cobra.Command {
 	c.Flags().StringVar(&format, "format", "text", "text, or prime: the start-of-session context tally prime prints")
 	o.bind(c)
 	return c
-}
-
-// sortOwed orders what a seat owes: overdue first (most overdue first),
-// then owed by deadline, then conditional; declaration order breaks ties.
-func sortOwed(vs []promise.View) {
-	rank := func(v *promise.View) int {
-		switch {
-		case v.Overdue:
-			return 0
-		case v.State == promise.Owed:
-			return 1
-		}
-		return 2
-	}
-	sort.SliceStable(vs, func(i, j int) bool {
-		ri, rj := rank(&vs[i]), rank(&vs[j])
-		if ri != rj {
-			return ri < rj
-		}
-		if !vs[i].Until.Equal(vs[j].Until) {
-			return vs[i].Until.Before(vs[j].Until)
-		}
-		return vs[i].Seq < vs[j].Seq
-	})
 }
 
 func viewArray(vs []promise.View) []byte { return jsondoc.ViewArray(vs) }

@@ -109,7 +109,7 @@ func New(cfg Config) (*Server, error) {
 		SubscribeHandler:   s.subs.subscribe,
 		UnsubscribeHandler: s.subs.unsubscribe,
 	})
-	for _, t := range tools(cfg.Service, cfg.ReadPaths) {
+	for _, t := range append(tools(cfg.Service, cfg.ReadPaths), s.primeTool()) {
 		if err := s.addTool(t); err != nil {
 			return nil, err
 		}
@@ -123,7 +123,7 @@ func New(cfg Config) (*Server, error) {
 const instructions = "tally is a ledger of obligations between agents. Each tool is one verb; a call acts as this server's " +
 	"identity. A refused call is a tool error whose text is the error document {\"error\":\"FIELD: RULE\",\"code\":...}: " +
 	"fix what it names, nothing was recorded. Give request_id on a write to make a retry safe. " +
-	"Start with the prompt resume_seat, or read tally://owed/{seat}."
+	"Start with tally_prime (the prompt resume_seat is the same text), or read tally://owed/{seat}."
 
 // MCP is the protocol server, for a transport to run.
 func (s *Server) MCP() *sdk.Server { return s.mcp }

@@ -72,10 +72,10 @@ func TestToolsListed(t *testing.T) {
 	}
 	// Every tool, of every family: named tally_<family>_<verb>, described,
 	// read-only when it reads, destructive when it ends something for good.
-	name := regexp.MustCompile(`^tally_(promise|claim|expect|ledger)_[a-z_]+$`)
+	name := regexp.MustCompile(`^tally_((promise|claim|expect|ledger)_[a-z_]+|prime)$`)
 	for n, tl := range ts {
 		verb := n[strings.LastIndex(n, "_")+1:]
-		readOnly := map[string]bool{"show": true, "list": true, "lapses": true, "graph": true, "verify": true, "export": true, "owed": true}[verb]
+		readOnly := map[string]bool{"show": true, "list": true, "lapses": true, "graph": true, "verify": true, "export": true, "owed": true, "prime": true}[verb]
 		ends := map[string]bool{"resolve": true, "cancel": true, "revoke": true, "withdraw": true}[verb] || n == "tally_claim_supersede"
 		a := tl.Annotations
 		switch {
@@ -85,7 +85,7 @@ func TestToolsListed(t *testing.T) {
 			t.Errorf("%s: readOnlyHint %v", n, a)
 		case !readOnly && (a.DestructiveHint == nil || *a.DestructiveHint != ends):
 			t.Errorf("%s: destructiveHint %v", n, a.DestructiveHint)
-		case tl.OutputSchema == nil && n != "tally_ledger_export":
+		case tl.OutputSchema == nil && n != "tally_ledger_export" && n != "tally_prime":
 			t.Errorf("%s: no output schema", n)
 		}
 	}
@@ -243,8 +243,17 @@ func TestResourcesAndPrompt(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := p.Messages[0].Content.(*sdk.TextContent).Text
-	ship, later, late := strings.Index(body, "id desk/ship-91"), strings.Index(body, "id later"), strings.Index(body, "id a1, by author, overdue")
-	if ship < 0 || later < ship || late < later || !strings.Contains(body, "OVERDUE since 2026-09-01T17:00:00Z") || !strings.Contains(body, "tally_promise_resolve") {
+	ship, later, late := strings.Index(body, "- desk/ship-91 to author, overdue"), strings.Index(body, "- later to author"), strings.Index(body, "- a1 by author, overdue")
+	if ship < 0 || later < ship || late < later || !strings.Contains(body, "next: tally --as reviewer resolve desk/ship-91 --satisfied --evidence REF") {
 		t.Fatalf("prompt:\n%s", body)
+	}
+	// The tool tally_prime answers the same text.
+	res := call(t, reviewer, "tally_prime", map[string]any{})
+	tool := text(res)
+	if res.IsError || res.StructuredContent != nil {
+		t.Fatalf("tally_prime: %v %s", res.IsError, tool)
+	}
+	if tool != body {
+		t.Fatalf("tally_prime:\n%s\nresume_seat:\n%s", tool, body)
 	}
 }
