@@ -9,6 +9,7 @@ import (
 	"context"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -61,6 +62,9 @@ func (g *global) runPrime(ctx context.Context, o primeOptions) error {
 	now, err := parseNow(o.now, g.io.Now)
 	if err != nil {
 		return err
+	}
+	if o.now == "" {
+		now = now.Truncate(time.Second) // people read it: whole seconds
 	}
 	seat := o.seat
 	switch {
