@@ -38,6 +38,10 @@ func since(from, to time.Time) int64 { return instant.Seconds(from, to) }
 // short prints a number of seconds in at most two units: 2d3h, 45m, 30s.
 func short(sec int64) string { return instant.Short(sec) }
 
+// humanTime is an instant as people read it: RFC 3339 in whole seconds (a
+// clock's reading carries nanoseconds, which the --json documents keep).
+func humanTime(t time.Time) string { return instant.Format(t.Truncate(time.Second)) }
+
 // due describes a promise's deadline at now for tables.
 func due(v *promise.View, now time.Time) string { return prime.Due(v, now) }
 

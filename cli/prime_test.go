@@ -347,7 +347,7 @@ func TestPrimeNextCommandsRun(t *testing.T) {
 	}
 	fill := strings.NewReplacer("FILE", p.file("out.txt", "the report\n"), "ARTIFACT", "rep-1", "TESTAMENT", "T1", "TEXT", "done",
 		"REF", "https://example.org/r/1", "WHEN", "2026-09-05T00:00:00Z", "NEW", "exp-fixtures-2", "CMD", "true",
-		"pass|fail|incomplete|error", "pass")
+		"VERDICT", "pass")
 	ran := map[string]bool{}
 	for _, name := range prime.SectionOrder {
 		var sec struct {

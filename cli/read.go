@@ -244,15 +244,21 @@ func newOwed(g *global) *cobra.Command {
 				}
 			}
 			if len(vs) == 0 {
-				fmt.Fprintf(g.io.Out, "%s owes nothing open (as of %s).\n", who, instant.Format(now))
+				fmt.Fprintf(g.io.Out, "%s owes nothing open (as of %s).\n", who, humanTime(now))
 				return nil
 			}
-			fmt.Fprintf(g.io.Out, "%s owes %d open promise(s), %d overdue, as of %s:\n", who, len(vs), nOver, instant.Format(now))
+			fmt.Fprintf(g.io.Out, "%s owes %d open promise(s), %d overdue, as of %s:\n", who, len(vs), nOver, humanTime(now))
 			for i := range vs {
 				v := &vs[i]
 				fmt.Fprintf(g.io.Out, "- [%s] %s to %s: %s (until %s)\n", due(v, now), v.ID, v.To, clip(v.Promise, 100), instant.Format(v.Until))
 			}
-			fmt.Fprintln(g.io.Out, "Resolve with: tally resolve ID --satisfied --evidence REF | --cancelled --reason TEXT; move a deadline with: tally amend ID --until WHEN")
+			cmds, err := g.commands(c.Context(), who)
+			if err != nil {
+				return err
+			}
+			// One command a line, each runnable once its CAPITALS are filled.
+			fmt.Fprintf(g.io.Out, "Resolve one with: %s\n  or:   %s\nMove a deadline with: %s\n",
+				cmds.Tally("resolve ID --satisfied --evidence REF"), cmds.Tally("resolve ID --cancelled --reason TEXT"), cmds.Tally("amend ID --until WHEN --reason TEXT"))
 			return nil
 		},
 	}

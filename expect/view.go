@@ -208,6 +208,7 @@ func (s *State) view(x *expectation) View {
 		SatisfiedBy:   SatisfiedBy{FactKey: r.FactKey},
 		Basis:         r.Basis,
 		By:            r.By,
+		Producer:      r.Producer,
 		Human:         r.Human,
 		RaisedAt:      fromNanos(x.raisedAt),
 		ProjectedDue:  fromNanos(x.projectedDue),

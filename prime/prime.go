@@ -432,7 +432,7 @@ func claimWaits(v *claim.View, seat string, now time.Time, t func(string) string
 					continue
 				}
 				on := " --claim " + id + " --artifact " + ShellWord(tg.Artifact)
-				report := t("check report " + ShellWord(ch.Check) + on + " --result pass|fail|incomplete|error --evidence-file FILE")
+				report := t("check report " + ShellWord(ch.Check) + on + " --result VERDICT --evidence-file FILE")
 				switch ch.State {
 				case "missing":
 					// check run only for a validator this tally runs;
@@ -441,10 +441,10 @@ func claimWaits(v *claim.View, seat string, now time.Time, t func(string) string
 					if run, ok := runCommand(def.Validator.Name); ok {
 						or = []string{t("check run " + ShellWord(ch.Check) + on + run)}
 					}
-					wait("evaluator", "check "+ch.Check+" on "+tg.Artifact+" in slot "+r.Name,
+					wait("evaluator", "check "+ch.Check+" on "+tg.Artifact+" in slot "+r.Name+" (VERDICT: pass, fail, incomplete or error)",
 						[]string{t("check begin " + ShellWord(ch.Check) + on), report}, or)
 				case "running":
-					wait("evaluator", "report check "+ch.Check+" on "+tg.Artifact+" in slot "+r.Name+" (begun)", []string{report}, nil)
+					wait("evaluator", "report check "+ch.Check+" on "+tg.Artifact+" in slot "+r.Name+" (begun; VERDICT: pass, fail, incomplete or error)", []string{report}, nil)
 				}
 			}
 		}
