@@ -223,6 +223,10 @@ func newExpectSupersede(g *global) *cobra.Command {
 		},
 	}
 	bindRaise(c, in)
+	// Every term is inherited from OLD here: none is required.
+	f := c.Flags()
+	f.Lookup("basis").Usage = "where the due time comes from: observed, contract or declared (default: OLD's, inherited)"
+	f.Lookup("due").Usage = "when it is due: RFC 3339 or a duration from now (default: OLD's, inherited)"
 	o.bind(c)
 	return c
 }

@@ -172,6 +172,11 @@ func (s *State) admit(p *Prepared, fresh func() string) ([]string, error) {
 				return []string{"on: no promise " + ev.On + " in this ledger yet; " + ev.ID + " stays conditional until it is declared and satisfied"}, nil
 			}
 		}
+		if ev.On == "" && ev.untilNanos() < instant.Pack(ev.TS) {
+			// Owed from the start with its deadline behind it: overdue
+			// already, which is seldom what was meant.
+			return []string{"until: " + ev.Until + " has already passed: " + ev.ID + " is overdue from its declaration"}, nil
+		}
 	case TypeAmend:
 		q, err := s.open(ev.ID, "amend")
 		if err != nil {
