@@ -114,6 +114,17 @@ func TestSmallerAgentFixes(t *testing.T) {
 	if _, _, errs := p.run("worker", "promise", "soon", "--id", "P2", "--to", "lead", "--until", "1h"); errs != "" {
 		t.Errorf("declared in time: stderr %q", errs)
 	}
+	// An observer's identical assessment is recorded once: the second
+	// answers with the first and appends nothing; another note is new.
+	first := p.must("lead", "assess", "P1", "--violated", "--note", "late")
+	log := p.logBytes()
+	code, again, errs := p.run("lead", "assess", "P1", "--violated", "--note", "late")
+	if code != ExitOK || again != first || errs != "warning: assess: lead already judged P1 violated with this note (seq 8); nothing appended\n" || !bytes.Equal(p.logBytes(), log) {
+		t.Errorf("assessed twice: exit %d, %q (first %q), stderr %q, log changed %v", code, again, first, errs, !bytes.Equal(p.logBytes(), log))
+	}
+	if p.must("lead", "assess", "P1", "--violated", "--note", "very late"); bytes.Equal(p.logBytes(), log) {
+		t.Error("another note was not recorded")
+	}
 	p.clock = time.Date(2026, 9, 1, 10, 0, 0, 123456789, time.UTC)
 	if out := p.must("worker", "owed"); !strings.HasPrefix(out, "worker owes 2 open promise(s), 1 overdue, as of 2026-09-01T10:00:00Z:\n") {
 		t.Errorf("owed:\n%s", out)
