@@ -6,13 +6,17 @@ package main
 // gives it, each command run verbatim through sh -c.
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // fleet is a ledger directory with a session of work in it, and an empty
@@ -235,5 +239,50 @@ func TestE2EPrimeScriptedAgentSession(t *testing.T) {
 		if p := f.sh(e, prime).out; strings.Contains(p, "- C2 ") {
 			t.Errorf("C2 answered by C3 still shows:\n%s", p)
 		}
+	}
+}
+
+// TestE2EPrimeMCPToolIsPrime: tally mcp's tool tally_prime and prompt
+// resume_seat answer the bytes tally prime --as SEAT prints, in the
+// session asked for, bounded alike.
+func TestE2EPrimeMCPToolIsPrime(t *testing.T) {
+	f := newFleet(t)
+	f.seed()
+	const now = "2030-01-01T00:00:00Z"
+	cmd := exec.Command(tallyBin, "mcp")
+	cmd.Env = append(baseEnv(), "TALLY_DIR="+f.dir, "TALLY_ACTOR=worker-1")
+	cmd.Dir = f.worktree
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "0"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for _, tokens := range []int{1500, 120} {
+		want := run(t, runOpts{cwd: f.worktree, env: []string{"TALLY_DIR=" + f.dir}}, "--session", fleetSession, "--as", "worker-1",
+			"prime", "--now", now, "--max-tokens", strconv.Itoa(tokens))
+		if want.code != 0 || !strings.Contains(want.out, "tally --session default/load --as worker-1 ") {
+			t.Fatalf("prime: %v", want)
+		}
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "tally_prime",
+			Arguments: map[string]any{"session": fleetSession, "now": now, "max_tokens": tokens}})
+		if err != nil || res.IsError {
+			t.Fatalf("tally_prime: %v %+v", err, res)
+		}
+		if got := res.Content[0].(*sdk.TextContent).Text; got != want.out {
+			t.Errorf("tally_prime at %d tokens:\n%s\ntally prime:\n%s", tokens, got, want.out)
+		}
+	}
+	pr, err := cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "resume_seat", Arguments: map[string]string{"session": fleetSession}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := pr.Messages[0].Content.(*sdk.TextContent).Text
+	as := strings.SplitN(text, "\n", 2)[0] // its own instant
+	want := run(t, runOpts{cwd: f.worktree, env: []string{"TALLY_DIR=" + f.dir}}, "--session", fleetSession, "--as", "worker-1",
+		"prime", "--now", strings.TrimPrefix(as, "# tally prime: worker-1, as of "))
+	if text != want.out {
+		t.Errorf("resume_seat:\n%s\ntally prime:\n%s", text, want.out)
 	}
 }
