@@ -132,6 +132,10 @@ func TestSmallerAgentFixes(t *testing.T) {
 	if out := p.must("worker", "prime"); !strings.HasPrefix(out, "# tally prime: worker, as of 2026-09-01T10:00:00Z\n") {
 		t.Errorf("prime:\n%s", out)
 	}
+	p.must("lead", "claim", "create", "C2", "--respondent", "worker", "--work", "w", "--no-checks")
+	if out := p.must("lead", "claim", "show", "C2"); !strings.Contains(out, "2026-09-01T10:00:00Z (seq ") {
+		t.Errorf("claim show:\n%s", out)
+	}
 	help := p.must("", "expect", "supersede", "--help")
 	for _, l := range strings.Split(help, "\n") {
 		if (strings.Contains(l, "--basis") || strings.Contains(l, "--due ")) && strings.Contains(l, "required") {

@@ -42,6 +42,16 @@ func short(sec int64) string { return instant.Short(sec) }
 // clock's reading carries nanoseconds, which the --json documents keep).
 func humanTime(t time.Time) string { return instant.Format(t.Truncate(time.Second)) }
 
+// humanStamp is a recorded RFC 3339 instant as people read it (humanTime);
+// one that does not parse is printed as recorded.
+func humanStamp(v string) string {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return v
+	}
+	return humanTime(t)
+}
+
 // due describes a promise's deadline at now for tables.
 func due(v *promise.View, now time.Time) string { return prime.Due(v, now) }
 

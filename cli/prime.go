@@ -31,9 +31,11 @@ func newPrime(g *global) *cobra.Command {
 		Short: "The start-of-session context of a seat: what it owes and is owed, the claims waiting on it, with the commands to act",
 		Long: `tally prime prints what a seat (the acting identity, or --seat) must know when a session of it
 starts: what it owes (overdue first, then by deadline), what is owed to it that is late, the
-claims waiting on it (as respondent, evaluator or claimant) and the expectations it raised that
-lapsed, each with its ids and the next command to act. Wire it into an agent host's
-session-start hook (see docs/AGENTS.md). The output fits in --max-tokens (4 bytes a token):
+claims waiting on it (as respondent, evaluator or claimant, and failed ones not yet answered by
+a successor), the expectations it raised that lapsed or are past due, and the facts expected of
+it, each with its ids and the next command to act. Every command runs as printed: it carries
+--session when the session is not the default and --as when the seat is not TALLY_ACTOR's (or
+the token's). Wire it into an agent host's session-start hook (see docs/AGENTS.md). The output fits in --max-tokens (4 bytes a token):
 the lowest-priority items are left out first, and it says how many and where to list them.
 The same ledger and --now print the same bytes. tally owed --format prime prints the same.`,
 		Example: `  tally prime --as reviewer
