@@ -2,9 +2,12 @@ package cli
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"tally/prime"
 )
 
 // TestPrimeCommandsCarrySessionAndAs: the commands prime and owed print
@@ -141,5 +144,27 @@ func TestSmallerAgentFixes(t *testing.T) {
 		if (strings.Contains(l, "--basis") || strings.Contains(l, "--due ")) && strings.Contains(l, "required") {
 			t.Errorf("supersede --help: %q", l)
 		}
+	}
+}
+
+// TestPrimeFailedClaimsBounded: the failed claims prime reads for a
+// successor are the newest prime.FailedMax; older ones are counted, with
+// the command that lists them.
+func TestPrimeFailedClaimsBounded(t *testing.T) {
+	p := newPrimeLedger(t)
+	p.at("2026-09-01T10:00:00Z")
+	n := prime.FailedMax + 2
+	for i := 0; i < n; i++ {
+		id := "F" + strconv.Itoa(10+i)
+		p.must("lead", "claim", "create", id, "--respondent", "worker", "--work", "task "+id, "--no-checks")
+		p.must("lead", "claim", "post", id, "--failed", "--reason", "no runner")
+	}
+	got := p.must("lead", "prime", "--now", "2026-09-01T11:00:00Z", "--max-tokens", "100000")
+	if c := strings.Count(got, "\n- F"); c != prime.FailedMax {
+		t.Errorf("%d failed claims shown, want %d:\n%s", c, prime.FailedMax, got)
+	}
+	if !strings.Contains(got, "- F"+strconv.Itoa(10+n-1)+" as claimant (PostFailed): failed: no runner; correct it with a successor claim; work: task F") ||
+		strings.Contains(got, "- F10 ") || !strings.Contains(got, "… and 2 older failed claim(s) it took part in, not examined for a successor: tally claim ls --participant lead\n") {
+		t.Errorf("prime of lead:\n%s", got)
 	}
 }

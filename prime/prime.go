@@ -43,10 +43,14 @@ const (
 	TokensDefault = 1500
 	// BytesPerToken is the estimate the bound is counted in.
 	BytesPerToken = 4
-	// ClaimsMax is how many of the seat's claims prime examines (in
+	// ClaimsMax is how many of the seat's open claims prime examines (in
 	// priority order); the rest are counted as left out. Over TALLY_URL
 	// each costs a request.
 	ClaimsMax = 64
+	// FailedMax is how many of the claims that failed, with the seat as
+	// claimant or respondent, prime examines for a successor, newest
+	// first; older ones are counted as not examined.
+	FailedMax = 16
 )
 
 // Commands says what every printed command carries so that it runs as
@@ -79,7 +83,8 @@ type Data struct {
 	Owes       []promise.View // open promises the seat owes
 	OwedLate   []promise.View // overdue promises owed to the seat by others
 	Claims     []claim.View   // open or unanswered failed claims it takes part in, at most ClaimsMax
-	ClaimsMore int            // such claims that were not examined
+	ClaimsMore int            // open claims that were not examined
+	FailedMore int            // failed claims that were not examined
 	Expects    []expect.View  // open expectations (all raisers; filtered later)
 }
 
@@ -126,25 +131,37 @@ func read(ctx context.Context, svc service.Service, c service.Call, seat string)
 	}
 	list := open.Claims
 	sortClaimSummaries(list)
-	// A failed claim matters to its claimant and respondent only.
-	for _, s := range failed.Claims {
-		if s.Claimant == seat || s.Respondent == seat {
-			list = append(list, s)
-		}
-	}
-	for _, s := range list {
-		if len(d.Claims) == ClaimsMax {
-			d.ClaimsMore++
-			continue
+	for i, s := range list {
+		if i == ClaimsMax {
+			d.ClaimsMore = len(list) - i
+			break
 		}
 		shown, err := svc.Claim(ctx, c, s.Claim)
 		if err != nil {
 			return d, err
 		}
-		if shown.Claim.Terminal != nil && len(shown.Claim.Successors) > 0 {
-			continue // answered by a successor
-		}
 		d.Claims = append(d.Claims, shown.Claim)
+	}
+	// A failed claim matters to its claimant and respondent only, until a
+	// successor answers it: the newest are examined, a bounded number.
+	examined := 0
+	for i := len(failed.Claims) - 1; i >= 0; i-- {
+		s := failed.Claims[i]
+		if s.Claimant != seat && s.Respondent != seat {
+			continue
+		}
+		if examined == FailedMax {
+			d.FailedMore++
+			continue
+		}
+		examined++
+		shown, err := svc.Claim(ctx, c, s.Claim)
+		if err != nil {
+			return d, err
+		}
+		if len(shown.Claim.Successors) == 0 {
+			d.Claims = append(d.Claims, shown.Claim)
+		}
 	}
 	expects, err := svc.ListExpectations(ctx, c, expect.Filter{State: "open"})
 	if err != nil {
@@ -236,6 +253,7 @@ type section struct {
 	overdue int    // owes only
 	more    string // the command that lists all of them
 	extra   int    // counted as left out without being examined (claims)
+	failed  int    // failed claims not examined for a successor
 }
 
 // Doc is prime's content before the bound is applied.
@@ -306,6 +324,7 @@ func Build(seat string, now time.Time, d Data, cmds Commands) *Doc {
 		}
 	}
 	p.sections[SectionClaims].extra = d.ClaimsMore
+	p.sections[SectionClaims].failed = d.FailedMore
 	for i := range d.Expects {
 		v := &d.Expects[i]
 		if v.State != "open" {
@@ -550,7 +569,7 @@ func (p *Doc) Text(keep []bool) string {
 	seat := p.seat
 	fmt.Fprintf(&b, "# tally prime: %s, as of %s\n", seat, instant.Format(p.now))
 	sec := p.sections
-	if sec[SectionOwes].total+sec[SectionOwedLate].total+sec[SectionClaims].total+sec[SectionClaims].extra+sec[SectionLapsed].total+sec[SectionExpected].total == 0 {
+	if sec[SectionOwes].total+sec[SectionOwedLate].total+sec[SectionClaims].total+sec[SectionClaims].extra+sec[SectionClaims].failed+sec[SectionLapsed].total+sec[SectionExpected].total == 0 {
 		fmt.Fprintf(&b, "%s owes nothing open, nothing owed to it is late, no claim waits on it, and no expectation it raised has lapsed.\n", seat)
 		return b.String()
 	}
@@ -590,6 +609,10 @@ func (p *Doc) Text(keep []bool) string {
 		}
 		if s.extra > 0 {
 			fmt.Fprintf(w, "… and %d more open claim(s) it takes part in, not examined: %s\n", s.extra, s.more)
+		}
+		if s.failed > 0 {
+			fmt.Fprintf(w, "… and %d older failed claim(s) it took part in, not examined for a successor: %s\n", s.failed,
+				p.cmds.Tally("claim ls --participant "+ShellWord(p.seat)))
 		}
 	}
 	if pointers.Len() > 0 {
@@ -671,14 +694,15 @@ func (p *Doc) JSON(keep []bool, maxTokens int) []byte {
 		Overdue *int   `json:"overdue,omitempty"`
 		Items   []Item `json:"items"`
 		LeftOut int    `json:"left_out"`
-		Unread  int    `json:"not_examined,omitempty"` // claims beyond the ones prime reads
+		Unread  int    `json:"not_examined,omitempty"`        // claims beyond the ones prime reads
+		Failed  int    `json:"failed_not_examined,omitempty"` // older failed claims not read for a successor
 		More    string `json:"more"`
 	}
 	ms := []jsondoc.Member{jsondoc.M("seat", jsondoc.S(p.seat)), jsondoc.M("now", jsondoc.S(instant.Format(p.now))),
 		jsondoc.M("max_tokens", []byte(strconv.Itoa(maxTokens)))}
 	for _, name := range SectionOrder {
 		s := p.sections[name]
-		sec := sectionDoc{Total: s.total, Items: []Item{}, Unread: s.extra, More: s.more}
+		sec := sectionDoc{Total: s.total, Items: []Item{}, Unread: s.extra, Failed: s.failed, More: s.more}
 		if name == SectionOwes {
 			n := s.overdue
 			sec.Overdue = &n
