@@ -69,7 +69,9 @@ func (s *Local) recordedAssessment(ctx context.Context, c Call, d api.PromiseAss
 	if err != nil {
 		return PromiseWritten{}, err
 	}
-	l, err := s.read(ctx, c)
+	// The session the write just ran in, as it left it (no refresh: on a
+	// cluster replica the log is written only by applying).
+	l, err := s.sessions.Open(ctx, c.Tenant, c.Session, false)
 	if err != nil {
 		return PromiseWritten{}, err
 	}
