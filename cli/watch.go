@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -195,7 +196,12 @@ func (g *global) dryRunWatch(ctx context.Context, cfg watch.Config) error {
 	}
 	defer os.RemoveAll(tmp)
 	copyDir := filepath.Join(tmp, "session")
-	if err := copyTree(dir, copyDir); err != nil {
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		err = os.MkdirAll(copyDir, 0o755) // no log yet: an empty session
+		if err != nil {
+			return fmt.Errorf("dry run: %w", err)
+		}
+	} else if err := copyTree(dir, copyDir); err != nil {
 		return fmt.Errorf("dry run: copy the session: %w", err)
 	}
 	l, err := g.openDir(copyDir)

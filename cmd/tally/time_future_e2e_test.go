@@ -56,6 +56,15 @@ func TestE2ETimeWatchRefusesTheFuture(t *testing.T) {
 	if _, err := os.Stat(journal); !os.IsNotExist(err) {
 		t.Fatalf("the dry run journaled notices: %v", err)
 	}
+	// A ledger without the session yet: the dry run sweeps an empty one
+	// and leaves none behind.
+	fresh := newLedger(t)
+	if r := fresh.run("watch", "--once", "--dry-run"); r.code != 0 || r.out != "" || !strings.Contains(r.err, "would commit 0 lapse(s)") {
+		t.Fatalf("dry run on a fresh ledger: %v", r)
+	}
+	if _, err := os.Stat(fresh.sessionDir()); !os.IsNotExist(err) {
+		t.Fatalf("the dry run made the session: %v", err)
+	}
 	if r := l.run("watch", "--every", "1s", "--dry-run"); r.code != 2 || !strings.Contains(r.err, "dry-run: only with --once") {
 		t.Fatalf("dry run with --every: %v", r)
 	}
