@@ -39,6 +39,9 @@ type ExpectRaise struct {
 	Supersedes    string          `json:"supersedes,omitempty"`
 	Origin        *expect.Origin  `json:"origin,omitempty"`
 	By            string          `json:"by,omitempty"` // the raiser: the acting identity when given
+	// Producer is the seat expected to produce the satisfying fact: its
+	// prime lists the expectation.
+	Producer string `json:"producer,omitempty" jsonschema:"seat expected to produce the fact"`
 	// ReplyTo is where the timekeeper sends the expectation's lapses over
 	// A2A: an agent's URL, or {"url","extension","push":{"url","token",
 	// "authentication":{"scheme","credentials"}}} (ParseReplyTo).
@@ -150,7 +153,7 @@ func (d *ExpectRaise) Supersede() (expect.SupersedeCommand, error) {
 
 func (d *ExpectRaise) convert(extend bool) (expect.Raise, error) {
 	r := expect.Raise{ExpectationID: d.ExpectationID, Kind: d.Kind, Expects: d.Expects, After: d.After,
-		Basis: expect.Basis(d.Basis), Supersedes: d.Supersedes, By: d.By}
+		Basis: expect.Basis(d.Basis), Supersedes: d.Supersedes, By: d.By, Producer: d.Producer}
 	if r.ExpectationID == "" {
 		r.ExpectationID = MintExpectationID()
 	}

@@ -56,7 +56,7 @@ func TestExpectRefusals(t *testing.T) {
 		body string
 		want string
 	}{
-		{"raise unknown", raise, `{"priority":1}`, "priority: is not a field of this command (after, anchor, basis, by, dueAt, expectationId, expects, grace, horizon, kind, origin, replyTo, satisfiedBy, subject, supersedes)"},
+		{"raise unknown", raise, `{"priority":1}`, "priority: is not a field of this command (after, anchor, basis, by, dueAt, expectationId, expects, grace, horizon, kind, origin, producer, replyTo, satisfiedBy, subject, supersedes)"},
 		{"raise no subject", raise, `{"dueAt":"2026-12-02T00:00:00Z"}`, `subject: required: {"type","id"}`},
 		{"raise no due", raise, `{` + subj + `}`, "dueAt: required: there is no open-ended expectation"},
 		{"raise due offset", raise, `{` + subj + `,"dueAt":"2026-12-02T00:00:00+01:00"}`, "dueAt: must be an RFC 3339 UTC time ending in Z"},

@@ -304,7 +304,7 @@ func QueryNames(q Query) []string {
 
 // ReadyQuery selects a ready list: GET …/ready, tally_ready.
 type ReadyQuery struct {
-	Seat string `json:"seat,omitempty" jsonschema:"the seat whose ready work to list (default: the acting identity)"`
+	Seat string `json:"seat,omitempty" jsonschema:"default: you"`
 }
 
 func (q *ReadyQuery) params() []param { return []param{text("seat", &q.Seat)} }

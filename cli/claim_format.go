@@ -63,7 +63,7 @@ func printClaim(w io.Writer, v *claim.View, now time.Time, color bool) {
 	} else {
 		fmt.Fprintf(t, "  receipt\tnone yet\n")
 	}
-	fmt.Fprintf(t, "  created\t%s (seq %d)\n", v.Created, v.CreatedSeq)
+	fmt.Fprintf(t, "  created\t%s (seq %d)\n", humanStamp(v.Created), v.CreatedSeq)
 	if v.Deadline != "" {
 		rel := ""
 		if d, err := time.Parse(time.RFC3339Nano, v.Deadline); err == nil && v.Terminal == nil {
@@ -79,7 +79,7 @@ func printClaim(w io.Writer, v *claim.View, now time.Time, color bool) {
 		fmt.Fprintf(t, "  successors\t%s\n", strings.Join(v.Successors, ", "))
 	}
 	if e := v.Terminal; e != nil {
-		fmt.Fprintf(t, "  ended\t%s at seq %d, %s%s\n", e.State, e.Seq, e.TS, byActor(e.Actor))
+		fmt.Fprintf(t, "  ended\t%s at seq %d, %s%s\n", e.State, e.Seq, humanStamp(e.TS), byActor(e.Actor))
 		fmt.Fprintf(t, "  reason\t%s\n", e.Reason)
 		var at []string
 		for _, kv := range [][2]string{{"slot", e.Slot}, {"check", e.Check}, {"artifact", e.Artifact}, {"testament", e.Testament}, {"on", e.On}, {"origin", e.Origin}, {"successor", e.Successor}} {

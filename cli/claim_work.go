@@ -195,6 +195,13 @@ func newTestamentStep(g *global, verb string) *cobra.Command {
 		"post":    "Post a closed testament (its author; the claimant for a result testament)",
 		"receive": "Receive a posted response testament (claimant): the implicit delivery check passes",
 	}[verb]
+	// A post leaves the claim's state where it was: say what it did.
+	var human claimHuman
+	if verb == "post" {
+		human = func(w io.Writer, v *claim.View, _ []service.ClaimRecord) {
+			fmt.Fprintf(w, "%s: testament %s posted\n", v.Claim, d.Testament)
+		}
+	}
 	c := &cobra.Command{
 		Use:   verb + " CLAIM TESTAMENT | " + verb + " -",
 		Short: short,
@@ -215,7 +222,7 @@ func newTestamentStep(g *global, verb string) *cobra.Command {
 					return svc.ReceiveTestament(c.Context(), call, d.ClaimTestamentRef)
 				}
 				return svc.PostTestament(c.Context(), call, d.ClaimTestamentRef)
-			}, nil)
+			}, human)
 		},
 	}
 	c.Flags().StringVar(&d.RequestID, "request-id", "", "your id for this request")

@@ -110,7 +110,13 @@ func (g *global) root() (string, error) {
 	if d := g.io.Getenv("TALLY_DIR"); d != "" {
 		return d, nil
 	}
-	return store.Find(g.io.Cwd)
+	root, err := store.Find(g.io.Cwd)
+	if errors.Is(err, store.ErrNoLedger) {
+		// An agent in a worktree of its own finds no ledger above it: it
+		// should reach the fleet's, not start a second one.
+		return "", fmt.Errorf("no ledger in %s or above it: to use your fleet's ledger set TALLY_DIR to its directory (or pass --dir DIR), or TALLY_URL (with TALLY_TOKEN) to its server; to start a new ledger here, run `tally init`", g.io.Cwd)
+	}
+	return root, err
 }
 
 // ledgerRoot is the absolute path of the ledger directory in use, which

@@ -101,6 +101,7 @@ func bindRaise(c *cobra.Command, in *raiseInput) {
 	f.StringVar(&in.basis, "basis", "", "where the due time comes from: observed, contract or declared (required, truthfully)")
 	f.StringVar(&in.task, "task", "", "the origin task: when it is cancelled or fails, the expectation is withdrawn")
 	f.StringVar(&in.context, "context", "", "the origin task's context")
+	f.StringVar(&in.producer, "producer", "", "the seat expected to produce the satisfying fact: its tally prime lists the expectation")
 }
 
 func newExpectRaise(g *global) *cobra.Command {
@@ -222,6 +223,10 @@ func newExpectSupersede(g *global) *cobra.Command {
 		},
 	}
 	bindRaise(c, in)
+	// Every term is inherited from OLD here: none is required.
+	f := c.Flags()
+	f.Lookup("basis").Usage = "where the due time comes from: observed, contract or declared (default: OLD's, inherited)"
+	f.Lookup("due").Usage = "when it is due: RFC 3339 or a duration from now (default: OLD's, inherited)"
 	o.bind(c)
 	return c
 }
@@ -234,7 +239,8 @@ func newExpectShow(g *global) *cobra.Command {
 		Example: "  tally expect show exp-arrive --json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if _, err := parseNow(nowFlag, g.io.Now); err != nil {
+			now, err := parseNow(nowFlag, g.io.Now)
+			if err != nil {
 				return err
 			}
 			svc, call, err := g.expectRead()
@@ -245,7 +251,7 @@ func newExpectShow(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.printExpect(v.Doc, func(out io.Writer) error { return printExpectation(out, &v.Expectation) })
+			return g.printExpect(v.Doc, func(out io.Writer) error { return printExpectation(out, &v.Expectation, now) })
 		},
 	}
 	bindExpectNow(c, &nowFlag)
@@ -258,13 +264,19 @@ func printLine(w io.Writer, s string) error {
 	return err
 }
 
-func printExpectation(w io.Writer, v *expect.View) error {
+// printExpectation is expect show's human form at now: an open
+// expectation past its due and grace with no lapse recorded says so (a
+// view, as overdue is for promises: the timekeeper records the lapse).
+func printExpectation(w io.Writer, v *expect.View, now time.Time) error {
 	fmt.Fprintf(w, "%s  %s  (%s on %s, basis %s)\n", v.ExpectationID, v.State, v.Kind, v.Subject, v.Basis)
 	if v.Expects != "" {
 		fmt.Fprintf(w, "  expects:    %s\n", v.Expects)
 	}
 	fmt.Fprintf(w, "  satisfied by fact %s\n", v.SatisfiedBy.FactKey)
 	fmt.Fprintf(w, "  raised by:  %s at %s\n", v.By, instant.Format(v.RaisedAt))
+	if v.Producer != "" {
+		fmt.Fprintf(w, "  producer:   %s\n", v.Producer)
+	}
 	fmt.Fprintf(w, "  projected:  %s\n", instant.Format(v.ProjectedDue))
 	fmt.Fprintf(w, "  current:    %s", instant.Format(v.CurrentDue))
 	if v.ReanchoredAt != nil {
@@ -276,6 +288,9 @@ func printExpectation(w io.Writer, v *expect.View) error {
 	}
 	if v.Grace != "" {
 		fmt.Fprintf(w, "  grace:      %s\n", v.Grace)
+	}
+	if v.PastDue(now) {
+		fmt.Fprintf(w, "  past due:   due passed %s (at %s), lapse not yet recorded\n", relative(v.DueBy(), now), instant.Format(v.DueBy()))
 	}
 	if v.Horizon != nil {
 		fmt.Fprintf(w, "  horizon:    %s\n", instant.Format(*v.Horizon))
@@ -305,7 +320,8 @@ func newExpectLs(g *global) *cobra.Command {
 		Example: "  tally expect ls --state open --subject shipment:PA-2026-0901",
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			if _, err := parseNow(nowFlag, g.io.Now); err != nil {
+			now, err := parseNow(nowFlag, g.io.Now)
+			if err != nil {
 				return err
 			}
 			if f.State != "" {
@@ -331,7 +347,11 @@ func newExpectLs(g *global) *cobra.Command {
 			return g.printExpect(vs.Doc, func(out io.Writer) error {
 				t := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 				for _, v := range vs.Expectations {
-					fmt.Fprintf(t, "%s\t%s\t%s\t%s\tdue %s\t%d lapse(s)\n", v.ExpectationID, v.State, v.Kind, v.Subject, instant.Format(v.CurrentDue), len(v.Lapses))
+					state := v.State
+					if v.PastDue(now) {
+						state += " (due passed, lapse not yet recorded)"
+					}
+					fmt.Fprintf(t, "%s\t%s\t%s\t%s\tdue %s\t%d lapse(s)\n", v.ExpectationID, state, v.Kind, v.Subject, instant.Format(v.CurrentDue), len(v.Lapses))
 				}
 				return t.Flush()
 			})
@@ -511,9 +531,10 @@ func newLapses(g *global) *cobra.Command {
 }
 
 // bindExpectNow gives an expectation read verb --now, as the promise read
-// verbs have it. Expectation views do not depend on the clock (a lapse is
-// a recorded fact, committed by the timekeeper); --now is the clock that
-// relative times such as `lapses --since 1h` count back from.
+// verbs have it. A lapse is a recorded fact, committed by the timekeeper;
+// --now is the instant an open expectation past its due and grace is shown
+// as such (with no lapse recorded yet), and the clock that relative times
+// such as `lapses --since 1h` count back from.
 func bindExpectNow(c *cobra.Command, now *string) {
 	c.Flags().StringVar(now, "now", "", "read at this RFC 3339 time instead of the clock (relative times count back from it)")
 }

@@ -69,6 +69,7 @@ type raiseInput struct {
 	id, kind, subject, expects, factKey string
 	due, grace, anchor, horizon, basis  string
 	task, context, supersedes           string
+	producer                            string
 	after                               []string
 	afterSet                            bool
 }
@@ -87,7 +88,7 @@ func readRaiseDoc(in io.Reader, r *raiseInput) error {
 		return err
 	}
 	r.id, r.kind, r.expects, r.due, r.grace = d.ExpectationID, d.Kind, d.Expects, d.DueAt, d.Grace
-	r.horizon, r.basis, r.supersedes = d.Horizon, d.Basis, d.Supersedes
+	r.horizon, r.basis, r.supersedes, r.producer = d.Horizon, d.Basis, d.Supersedes, d.Producer
 	if d.Subject != nil {
 		r.subject = d.Subject.Type + ":" + d.Subject.ID
 	}
@@ -115,7 +116,7 @@ func readRaiseDoc(in io.Reader, r *raiseInput) error {
 func (in *raiseInput) doc(now time.Time, extend bool) (api.ExpectRaise, error) {
 	d := api.ExpectRaise{
 		ExpectationID: in.id, Kind: in.kind, Expects: in.expects, After: in.after, Basis: in.basis,
-		DueAt: in.due, Horizon: in.horizon, RelativeTo: now,
+		DueAt: in.due, Horizon: in.horizon, RelativeTo: now, Producer: in.producer,
 	}
 	if in.factKey != "" {
 		d.SatisfiedBy = &api.FactKeyRef{FactKey: in.factKey}

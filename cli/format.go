@@ -1,13 +1,12 @@
 package cli
 
 import (
-	"fmt"
 	"io"
-	"strings"
 	"tally/jsondoc"
 	"time"
 
 	"tally/instant"
+	"tally/prime"
 	"tally/promise"
 )
 
@@ -30,58 +29,30 @@ func parseNow(v string, clock func() time.Time) (time.Time, error) {
 }
 
 // relative describes t against now: "in 2h", "2h ago".
-func relative(t, now time.Time) string {
-	sec, before := instant.RoundSeconds(now, t)
-	if !before {
-		return "in " + short(sec)
-	}
-	return short(sec) + " ago"
-}
+func relative(t, now time.Time) string { return instant.Relative(t, now) }
 
-// since is how long after from to is, in whole seconds: exact for any two
-// instants, where time.Time.Sub stops at about 292 years.
-func since(from, to time.Time) int64 {
-	sec, before := instant.RoundSeconds(from, to)
-	if before {
-		return -sec
-	}
-	return sec
-}
+// since is how long after from to is, in whole seconds.
+func since(from, to time.Time) int64 { return instant.Seconds(from, to) }
 
 // short prints a number of seconds in at most two units: 2d3h, 45m, 30s.
-func short(sec int64) string {
-	const minute, hour, day = 60, 3600, 86400
-	switch {
-	case sec >= day:
-		if h := sec % day / hour; h != 0 {
-			return fmt.Sprintf("%dd%dh", sec/day, h)
-		}
-		return fmt.Sprintf("%dd", sec/day)
-	case sec >= hour:
-		if m := sec % hour / minute; m != 0 {
-			return fmt.Sprintf("%dh%dm", sec/hour, m)
-		}
-		return fmt.Sprintf("%dh", sec/hour)
-	case sec >= minute:
-		return fmt.Sprintf("%dm", sec/minute)
-	default:
-		return fmt.Sprintf("%ds", sec)
+func short(sec int64) string { return instant.Short(sec) }
+
+// humanTime is an instant as people read it: RFC 3339 in whole seconds (a
+// clock's reading carries nanoseconds, which the --json documents keep).
+func humanTime(t time.Time) string { return instant.Format(t.Truncate(time.Second)) }
+
+// humanStamp is a recorded RFC 3339 instant as people read it (humanTime);
+// one that does not parse is printed as recorded.
+func humanStamp(v string) string {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return v
 	}
+	return humanTime(t)
 }
 
 // due describes a promise's deadline at now for tables.
-func due(v *promise.View, now time.Time) string {
-	switch {
-	case v.Overdue:
-		return "overdue " + short(since(v.Until, now))
-	case v.State == promise.Owed:
-		return "due " + relative(v.Until, now)
-	case v.State == promise.Conditional:
-		return "waits on " + v.On
-	default:
-		return string(v.State)
-	}
-}
+func due(v *promise.View, now time.Time) string { return prime.Due(v, now) }
 
 const (
 	ansiReset  = "\x1b[0m"
@@ -113,10 +84,4 @@ func stateColor(v *promise.View) string {
 }
 
 // clip shortens text for a table cell.
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len([]rune(s)) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
-}
+func clip(s string, n int) string { return prime.Clip(s, n) }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"tally/ledger"
+	"tally/prime"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/ with what the tests print")
@@ -191,8 +192,8 @@ func TestPrimeTokenBound(t *testing.T) {
 	full := p.prime(now)
 	for _, tokens := range []int{150, 250, 350} {
 		got := p.prime(now, "--max-tokens", strconv.Itoa(tokens))
-		if len(got) > tokens*primeBytesPerToken {
-			t.Errorf("--max-tokens %d: %d bytes, over %d", tokens, len(got), tokens*primeBytesPerToken)
+		if len(got) > tokens*prime.BytesPerToken {
+			t.Errorf("--max-tokens %d: %d bytes, over %d", tokens, len(got), tokens*prime.BytesPerToken)
 		}
 		if got == full || !strings.Contains(got, "… and ") {
 			t.Errorf("--max-tokens %d: nothing trimmed:\n%s", tokens, got)
@@ -200,11 +201,11 @@ func TestPrimeTokenBound(t *testing.T) {
 	}
 	// A bound the whole context just fits in keeps all of it; one byte less
 	// (a token, here) trims.
-	exact := (len(full) + primeBytesPerToken - 1) / primeBytesPerToken
+	exact := (len(full) + prime.BytesPerToken - 1) / prime.BytesPerToken
 	if got := p.prime(now, "--max-tokens", strconv.Itoa(exact)); got != full {
-		t.Errorf("--max-tokens %d (%d bytes) trimmed a context of %d bytes:\n%s", exact, exact*primeBytesPerToken, len(full), got)
+		t.Errorf("--max-tokens %d (%d bytes) trimmed a context of %d bytes:\n%s", exact, exact*prime.BytesPerToken, len(full), got)
 	}
-	if got := p.prime(now, "--max-tokens", strconv.Itoa(exact-1)); got == full || len(got) > (exact-1)*primeBytesPerToken {
+	if got := p.prime(now, "--max-tokens", strconv.Itoa(exact-1)); got == full || len(got) > (exact-1)*prime.BytesPerToken {
 		t.Errorf("--max-tokens %d: %d bytes:\n%s", exact-1, len(got), got)
 	}
 	golden(t, "bound-200.txt", p.prime(now, "--max-tokens", "200"))
@@ -346,11 +347,11 @@ func TestPrimeNextCommandsRun(t *testing.T) {
 	}
 	fill := strings.NewReplacer("FILE", p.file("out.txt", "the report\n"), "ARTIFACT", "rep-1", "TESTAMENT", "T1", "TEXT", "done",
 		"REF", "https://example.org/r/1", "WHEN", "2026-09-05T00:00:00Z", "NEW", "exp-fixtures-2", "CMD", "true",
-		"pass|fail|incomplete|error", "pass")
+		"VERDICT", "pass")
 	ran := map[string]bool{}
-	for _, name := range primeSectionOrder {
+	for _, name := range prime.SectionOrder {
 		var sec struct {
-			Items []primeItem `json:"items"`
+			Items []prime.Item `json:"items"`
 		}
 		if err := json.Unmarshal(doc[name], &sec); err != nil {
 			t.Fatal(err)
@@ -418,7 +419,7 @@ func TestPrimeClaimSteps(t *testing.T) {
 	step("6-checks", "maintainer", "reviewer", "parser")
 }
 
-// TestPrimeClaimsExamined: prime reads at most primeClaimsMax of a seat's
+// TestPrimeClaimsExamined: prime reads at most prime.ClaimsMax of a seat's
 // open claims, the most pressing first, and counts the rest as not
 // examined, pointing at the full list.
 func TestPrimeClaimsExamined(t *testing.T) {
@@ -426,7 +427,7 @@ func TestPrimeClaimsExamined(t *testing.T) {
 		t.Skip("writes a claim per examined slot")
 	}
 	p := newPrimeLedger(t)
-	n := primeClaimsMax + 2
+	n := prime.ClaimsMax + 2
 	for i := 0; i < n; i++ {
 		id := "C" + strconv.Itoa(100+i)
 		args := []string{"claim", "create", id, "--respondent", "reviewer", "--work", "task " + id, "--no-checks"}
@@ -443,8 +444,8 @@ func TestPrimeClaimsExamined(t *testing.T) {
 	if !strings.Contains(got, "- C"+strconv.Itoa(100+n-1)+" as respondent (Posted, overdue 1d)") || strings.Contains(got, "- C"+strconv.Itoa(100+n-2)+" ") {
 		t.Errorf("the overdue claim should be examined first, and the last two created without a deadline not at all:\n%s", got)
 	}
-	if c := strings.Count(got, "\n- C"); c != primeClaimsMax {
-		t.Errorf("%d claim steps, want %d", c, primeClaimsMax)
+	if c := strings.Count(got, "\n- C"); c != prime.ClaimsMax {
+		t.Errorf("%d claim steps, want %d", c, prime.ClaimsMax)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"tally/api"
 	"tally/instant"
 	"tally/jsondoc"
+	"tally/prime"
 	"tally/promise"
 	"tally/service"
 )
@@ -228,7 +229,7 @@ func newOwed(g *global) *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) error {
 			switch format {
 			case "prime":
-				return g.runPrime(c.Context(), primeOptions{now: o.now, maxTokens: primeTokensDefault})
+				return g.runPrime(c.Context(), primeOptions{now: o.now, maxTokens: prime.TokensDefault})
 			case "text":
 			default:
 				return usagef("format: must be text or prime")
@@ -242,7 +243,7 @@ func newOwed(g *global) *cobra.Command {
 				return err
 			}
 			vs, now := res.Promises, res.Now
-			sortOwed(vs)
+			prime.SortOwed(vs)
 			if g.json {
 				return writeJSONDoc(g.io.Out, member("as", jsonString(who)), member("now", jsonString(instant.Format(now))), member("owed", viewArray(vs)))
 			}
@@ -253,45 +254,27 @@ func newOwed(g *global) *cobra.Command {
 				}
 			}
 			if len(vs) == 0 {
-				fmt.Fprintf(g.io.Out, "%s owes nothing open (as of %s).\n", who, instant.Format(now))
+				fmt.Fprintf(g.io.Out, "%s owes nothing open (as of %s).\n", who, humanTime(now))
 				return nil
 			}
-			fmt.Fprintf(g.io.Out, "%s owes %d open promise(s), %d overdue, as of %s:\n", who, len(vs), nOver, instant.Format(now))
+			fmt.Fprintf(g.io.Out, "%s owes %d open promise(s), %d overdue, as of %s:\n", who, len(vs), nOver, humanTime(now))
 			for i := range vs {
 				v := &vs[i]
 				fmt.Fprintf(g.io.Out, "- [%s] %s to %s: %s (until %s)\n", due(v, now), v.ID, v.To, clip(v.Promise, 100), instant.Format(v.Until))
 			}
-			fmt.Fprintln(g.io.Out, "Resolve with: tally resolve ID --satisfied --evidence REF | --cancelled --reason TEXT; move a deadline with: tally amend ID --until WHEN")
+			cmds, err := g.commands(c.Context(), who)
+			if err != nil {
+				return err
+			}
+			// One command a line, each runnable once its CAPITALS are filled.
+			fmt.Fprintf(g.io.Out, "Resolve one with: %s\n  or:   %s\nMove a deadline with: %s\n",
+				cmds.Tally("resolve ID --satisfied --evidence REF"), cmds.Tally("resolve ID --cancelled --reason TEXT"), cmds.Tally("amend ID --until WHEN --reason TEXT"))
 			return nil
 		},
 	}
 	c.Flags().StringVar(&format, "format", "text", "text, or prime: the start-of-session context tally prime prints")
 	o.bind(c)
 	return c
-}
-
-// sortOwed orders what a seat owes: overdue first (most overdue first),
-// then owed by deadline, then conditional; declaration order breaks ties.
-func sortOwed(vs []promise.View) {
-	rank := func(v *promise.View) int {
-		switch {
-		case v.Overdue:
-			return 0
-		case v.State == promise.Owed:
-			return 1
-		}
-		return 2
-	}
-	sort.SliceStable(vs, func(i, j int) bool {
-		ri, rj := rank(&vs[i]), rank(&vs[j])
-		if ri != rj {
-			return ri < rj
-		}
-		if !vs[i].Until.Equal(vs[j].Until) {
-			return vs[i].Until.Before(vs[j].Until)
-		}
-		return vs[i].Seq < vs[j].Seq
-	})
 }
 
 func viewArray(vs []promise.View) []byte { return jsondoc.ViewArray(vs) }

@@ -184,6 +184,9 @@ func (s *State) inherit(r *Raise, graceGiven bool, now time.Time) *vocab.Refusal
 	if r.Subject == (Subject{}) {
 		r.Subject = old.Subject
 	}
+	if r.Producer == "" {
+		r.Producer = old.Producer
+	}
 	dueGiven := !r.DueAt.IsZero()
 	if !dueGiven {
 		r.DueAt = old.DueAt

@@ -212,6 +212,10 @@ type Raise struct {
 	ReplyTo       *ReplyTo      // "replyTo": where lapses go over A2A (optional)
 	By            string        // "by": who raised it
 	Human         bool          // "human": raised by a person (written only when true)
+	// Producer is the seat expected to produce the satisfying fact
+	// (optional, written only when set): its prime lists the expectation.
+	// A reader that predates it keeps the member as an unknown one.
+	Producer string // "producer"
 }
 
 // Withdraw is the body of an expect.withdraw record.
@@ -650,7 +654,8 @@ func (e *Event) setters() map[string]func(json.RawMessage) error {
 				r.ReplyTo = rt
 				return nil
 			},
-			"by": str("by", &r.By),
+			"by":       str("by", &r.By),
+			"producer": str("producer", &r.Producer),
 			"human": func(v json.RawMessage) error {
 				if isNull(v) {
 					return nil
@@ -878,6 +883,7 @@ func (e Event) Encode() []byte {
 		if r.Human {
 			b = append(b, `,"human":true`...)
 		}
+		b = appendOptional(b, "producer", r.Producer)
 	case e.Withdraw != nil:
 		w := e.Withdraw
 		b = appendMember(b, "expectationId", w.ExpectationID)

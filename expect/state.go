@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"tally/duequeue"
@@ -164,6 +165,7 @@ type extra struct {
 	withdrawReason string
 	reanchoredAt   int64
 	replyTo        *ReplyTo
+	producer       string // the seat expected to produce the fact
 }
 
 type recordedLapse struct {
@@ -419,6 +421,8 @@ func (s *State) raiseProblem(r *Raise) (code, field, rule string) {
 		return "invalid", "grace", "dueAt + grace " + timeProblem(r.DueAt.Add(r.Grace))
 	case !r.Horizon.IsZero() && r.Horizon.Before(r.DueAt):
 		return "invalid", "horizon", "must not be before dueAt"
+	case r.Producer != "" && (strings.TrimSpace(r.Producer) != r.Producer || len(r.Producer) > IDMax):
+		return "invalid", "producer", fmt.Sprintf("must be a seat of 1..%d characters without surrounding whitespace", IDMax)
 	}
 	if _, ok := s.byID[r.ExpectationID]; ok {
 		return "conflict", "expectationId", "already raised: an expectation is immutable once raised"
@@ -509,7 +513,7 @@ func (s *State) sameTerms(x *expectation, r *Raise) bool {
 	}
 	return old.Kind == r.Kind && old.Subject == r.Subject && old.Expects == r.Expects &&
 		old.FactKey == r.FactKey && old.DueAt.Equal(r.DueAt) && old.Grace == r.Grace &&
-		old.Horizon.Equal(r.Horizon) && old.Basis == r.Basis
+		old.Horizon.Equal(r.Horizon) && old.Basis == r.Basis && old.Producer == r.Producer
 }
 
 // raiseOf rebuilds the raise that created x.
@@ -538,6 +542,7 @@ func (s *State) raiseOf(x *expectation) Raise {
 			rt := *x.extra.replyTo
 			r.ReplyTo = &rt
 		}
+		r.Producer = x.extra.producer
 	}
 	return r
 }
@@ -577,6 +582,9 @@ func (s *State) applyRaise(m Meta, ts time.Time, r *Raise) {
 	}
 	if len(r.After) > 0 {
 		x.ext().after = append([]string(nil), r.After...)
+	}
+	if r.Producer != "" {
+		x.ext().producer = r.Producer
 	}
 	if r.ReplyTo != nil {
 		rt := *r.ReplyTo

@@ -16,8 +16,11 @@ type View struct {
 	SatisfiedBy   SatisfiedBy `json:"satisfiedBy"`
 	Basis         Basis       `json:"basis"`
 	By            string      `json:"by"`
-	Human         bool        `json:"human,omitempty"`
-	Origin        *Origin     `json:"origin,omitempty"`
+	// Producer is the seat expected to produce the satisfying fact, when
+	// the raiser named one.
+	Producer string  `json:"producer,omitempty"`
+	Human    bool    `json:"human,omitempty"`
+	Origin   *Origin `json:"origin,omitempty"`
 	// ReplyTo is where lapses go over A2A; a push token is never shown
 	// (PushToken is "set" when there is one).
 	ReplyTo  *ReplyTo  `json:"replyTo,omitempty"`
@@ -75,6 +78,32 @@ type LapseView struct {
 	NoticedAt     time.Time `json:"noticedAt"` // when the timekeeper recorded it
 	By            string    `json:"by"`
 	Seq           uint64    `json:"seq,omitempty"`
+}
+
+// DueBy is when an open expectation lapses overdue: its current due plus
+// its grace.
+func (v *View) DueBy() time.Time {
+	g, err := ParseDuration(v.Grace)
+	if v.Grace == "" || err != nil {
+		return v.CurrentDue
+	}
+	return v.CurrentDue.Add(g)
+}
+
+// PastDue reports whether an open expectation is past its due and grace at
+// now with no overdue lapse recorded for that due yet: a view, as overdue
+// is for promises, which records nothing (the timekeeper commits the
+// lapse when it next sweeps).
+func (v *View) PastDue(now time.Time) bool {
+	if v.State != "open" || !now.After(v.DueBy()) {
+		return false
+	}
+	for _, l := range v.Lapses {
+		if l.Lapse == LapseOverdue && l.DueAt.Equal(v.CurrentDue) {
+			return false
+		}
+	}
+	return true
 }
 
 // Expectation returns the view of one expectation.
@@ -179,6 +208,7 @@ func (s *State) view(x *expectation) View {
 		SatisfiedBy:   SatisfiedBy{FactKey: r.FactKey},
 		Basis:         r.Basis,
 		By:            r.By,
+		Producer:      r.Producer,
 		Human:         r.Human,
 		RaisedAt:      fromNanos(x.raisedAt),
 		ProjectedDue:  fromNanos(x.projectedDue),

@@ -63,3 +63,42 @@ func FormatISOSpan(sec, nsec int64) string {
 	}
 	return string(b)
 }
+
+// Relative describes t against now for people: "in 2h", "2h ago".
+func Relative(t, now time.Time) string {
+	sec, before := RoundSeconds(now, t)
+	if !before {
+		return "in " + Short(sec)
+	}
+	return Short(sec) + " ago"
+}
+
+// Seconds is how long after from to is, in whole seconds: exact for any
+// two instants, where time.Time.Sub stops at about 292 years.
+func Seconds(from, to time.Time) int64 {
+	sec, before := RoundSeconds(from, to)
+	if before {
+		return -sec
+	}
+	return sec
+}
+
+// Short prints a number of seconds in at most two units: 2d3h, 45m, 30s.
+func Short(sec int64) string {
+	const minute, hour, day = 60, 3600, 86400
+	switch {
+	case sec >= day:
+		if h := sec % day / hour; h != 0 {
+			return strconv.FormatInt(sec/day, 10) + "d" + strconv.FormatInt(h, 10) + "h"
+		}
+		return strconv.FormatInt(sec/day, 10) + "d"
+	case sec >= hour:
+		if m := sec % hour / minute; m != 0 {
+			return strconv.FormatInt(sec/hour, 10) + "h" + strconv.FormatInt(m, 10) + "m"
+		}
+		return strconv.FormatInt(sec/hour, 10) + "h"
+	case sec >= minute:
+		return strconv.FormatInt(sec/minute, 10) + "m"
+	}
+	return strconv.FormatInt(sec, 10) + "s"
+}

@@ -271,6 +271,9 @@ func (l *Ledger) decideIn(r *request, now time.Time) ([]pending, []string, error
 		if err != nil {
 			return nil, nil, err
 		}
+		if pp.p.Recorded() {
+			return nil, warn, nil // an identical assessment: nothing to append
+		}
 		return pp.pend[:], warn, nil
 	}
 	id := pp.p.Event.ID
@@ -301,8 +304,8 @@ func promisePending(ev promise.Event) pending {
 // under the lock, where uniqueness is decided.
 func (l *Ledger) Submit(ctx context.Context, cmd promise.Command, opts WriteOptions) (Result, error) {
 	res, _, _, err := l.Execute(ctx, Command{Promise: cmd}, opts, nil)
-	if err != nil {
-		return Result{}, err
+	if err != nil || len(res) == 0 {
+		return Result{}, err // none: an identical assessment, recorded already
 	}
 	return res[0], nil
 }

@@ -87,14 +87,14 @@ func lifeNames(ls ...expect.Life) []string {
 }
 
 // deadlineForms is how every deadline-like member reads (instant.Deadline).
-const deadlineForms = "RFC 3339, or a duration from now (30m, 2h)"
+const deadlineForms = "RFC 3339, or from now (30m, 2h)"
 
 // contextArgs describe the call's context a tool of effect e takes.
 func contextArgs(e effect) []arg {
 	if e == reads {
-		return []arg{{argSession, "TENANT/SESSION or SESSION", nil, nil}, {argNow, "read as of this RFC 3339 time", nil, nil}}
+		return []arg{{argSession, "[TENANT/]SESSION", nil, nil}, {argNow, "RFC 3339 (default: now)", nil, nil}}
 	}
-	return []arg{{argSession, "TENANT/SESSION or SESSION", nil, nil}, {argRequestID, "idempotency key", nil, nil}}
+	return []arg{{argSession, "[TENANT/]SESSION", nil, nil}, {argRequestID, "idempotency key", nil, nil}}
 }
 
 // The tables, a family at a time. A nested member is described where its
@@ -121,8 +121,8 @@ func claimArgs() []arg {
 	return []arg{
 		{"claim", "claim id", nil, []string{"create", "post", "receipt.acquire", "receipt.adopt", "progress", "artifact.publish", "artifact.receive", "testament.close", "testament.post", "testament.receive", "check.begin", "check.report", "cancel", "revoke", "supersede", "show", "artifact"}},
 		{"claimant", "you (default)", nil, nil},
-		{"respondent", "who owes the work (none: a pool claim)", nil, nil},
-		{"pool", "seats that may take a pool claim (default any)", nil, nil},
+		{"respondent", "who owes the work (none: pool)", nil, nil},
+		{"pool", "seats that may take it (default any)", nil, nil},
 		{"priority", "0 (highest) to 4, default 2", nil, nil},
 		{"work", "the work", nil, []string{"create"}},
 		{"scope", "what the work may touch", nil, nil},
@@ -160,13 +160,13 @@ func claimArgs() []arg {
 		{"schema", "media type, e.g. text/x-diff", nil, nil},
 		{"name", "file name", nil, nil},
 		{"content_base64", "the bytes, base64", nil, nil},
-		{"content_path", "a file this server reads the bytes from", nil, nil},
+		{"content_path", "a file the server reads", nil, nil},
 		{"check", "check id", nil, []string{"check.begin", "check.report"}},
 		{"result", "the verdict", claimResults(), []string{"check.report"}},
 		{"evidence", "artifact id for the evidence", nil, nil},
 		{"evidence_digest", "digest of published evidence", nil, nil},
 		{"evidence_base64", "evidence bytes, base64", nil, nil},
-		{"evidence_path", "a file this server reads the evidence from", nil, nil},
+		{"evidence_path", "a file the server reads", nil, nil},
 	}
 }
 
@@ -191,17 +191,17 @@ func expectArgs() []arg {
 		{"expects", "in words", nil, nil},
 		{"satisfiedBy", "the fact key that satisfies it", nil, []string{"raise"}},
 		{"dueAt", deadlineForms, nil, []string{"raise"}},
-		{"grace", "time past dueAt before it lapses (1h, PT1H)", nil, nil},
+		{"grace", "past dueAt before it lapses (1h)", nil, nil},
 		{"anchor", "due an offset (2h, PT2H) after another", nil, nil},
 		{"after", "expectations whose facts come first", nil, nil},
-		{"horizon", "stop watching at: " + deadlineForms, nil, nil},
+		{"horizon", "stop watching at (as dueAt)", nil, nil},
 		{"basis", "why this due time: measured, agreed or stated", expectBases(), []string{"raise"}},
 		{"supersedes", "the open expectation this extends", nil, []string{"supersede"}},
 		{"origin", "the A2A task it came from", nil, nil},
 		{"by", "raiser: you (default)", nil, nil},
 		{"replyTo", "where lapses go over A2A: an agent URL or an object", nil, nil},
 		{"factKey", "fact: its key", nil, []string{"fact"}},
-		{"at", "fact: when observed, RFC 3339 (default now)", nil, nil},
+		{"at", "fact: when seen (default now)", nil, nil},
 		{"reason", "why", nil, nil},
 	}
 }

@@ -64,7 +64,7 @@ type artifactHead struct {
 
 func artifactRead() tool {
 	return read("artifact", "",
-		"Its bytes from offset, as text (or base64), after its digest and size.",
+		"Its bytes, as text or base64.",
 		func(r *artifactRange) (artifactRange, error) {
 			switch {
 			case r.Offset < 0:

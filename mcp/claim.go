@@ -26,7 +26,7 @@ func claimTools(readPaths bool) []tool {
 				appends, service.Service.CreateClaim),
 			write("post", "", "Claimant: make it actionable.",
 				appends, service.Service.PostClaim),
-			write("receipt.acquire", "", "Respondent: take the work (its receipt).",
+			write("receipt.acquire", "", "Respondent: take the work.",
 				appends, service.Service.AcquireReceipt),
 			write("receipt.adopt", "", "Claimant: give the receipt to another.",
 				appends, service.Service.AdoptReceipt),
@@ -39,9 +39,9 @@ func claimTools(readPaths bool) []tool {
 					}
 					return svc.PublishArtifact(ctx, c, d, body)
 				}),
-			write("artifact.receive", "", "Claimant: record an artifact seen.",
+			write("artifact.receive", "", "Claimant: saw an artifact.",
 				appends, service.Service.ReceiveArtifact),
-			write("testament.close", "", "Holder (or claimant, role result): end the work cycle.",
+			write("testament.close", "", "Holder: end the work cycle (claimant: role result).",
 				appends, service.Service.CloseTestament),
 			write("testament.post", "", "Author: post it.",
 				appends, service.Service.PostTestament),
@@ -49,7 +49,7 @@ func claimTools(readPaths bool) []tool {
 				appends, service.Service.ReceiveTestament),
 			write("check.begin", "", "Evaluator: begin a check.",
 				appends, service.Service.BeginCheck),
-			writeBytes("check.report", "", "Evaluator: report a verdict, evidence in "+bytesSay("evidence", readPaths)+".",
+			writeBytes("check.report", "", "Evaluator: a verdict, evidence in "+bytesSay("evidence", readPaths)+".",
 				appends, evidence, func(svc service.Service, ctx context.Context, c service.Call, d api.ClaimCheck, body io.Reader) (service.ClaimWritten, error) {
 					var ev *service.Evidence
 					if body != nil {
@@ -59,13 +59,13 @@ func claimTools(readPaths bool) []tool {
 				}),
 			write("cancel", "", "Claimant: end it for good.", destructive, service.Service.CancelClaim),
 			write("revoke", "", "Claimant: take the work back, for good.", destructive, service.Service.RevokeClaim),
-			write("supersede", "", "Claimant: end it for good in favour of successor.", destructive, service.Service.SupersedeClaim),
+			write("supersede", "", "Claimant: replace it, for good.", destructive, service.Service.SupersedeClaim),
 		),
 		group("tally_claim_read", "Read claims",
 			"Claims as of now.", slices.Concat(claimArgs(), claimReadArgs()),
 			read("show", "", "One claim, and why it is not satisfied.",
 				plain(func(d *api.ClaimRef) string { return d.Claim }), service.Service.Claim),
-			read("list", "", "Claims by state and party.",
+			read("list", "", "By state and party.",
 				plain((*api.ClaimQuery).Filter), service.Service.ListClaims),
 			read("graph", "", "Every claim and relation.",
 				plain(func(*api.SessionQuery) struct{} { return struct{}{} }),
@@ -82,7 +82,7 @@ func pathsSay(readPaths bool, name string) string {
 	if !readPaths {
 		return ""
 	}
-	return " or " + name + " (a file this server reads)"
+	return " or " + name + " (a file the server reads)"
 }
 
 // bytesSay names the arguments that carry bytes.

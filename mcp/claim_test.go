@@ -137,7 +137,7 @@ func TestClaimsC17C18(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if body := pr.Messages[0].Content.(*sdk.TextContent).Text; !strings.Contains(body, "- claim C18 (Posted), parser as respondent: reject incomplete Unicode escapes (bounds checked)") || strings.Contains(body, "claim C17") {
+	if body := pr.Messages[0].Content.(*sdk.TextContent).Text; !strings.Contains(body, "- C18 as respondent (Posted): acquire the execution receipt; work: reject incomplete Unicode escapes (bounds checked)") || strings.Contains(body, "C17") {
 		t.Fatalf("prompt of parser:\n%s", body)
 	}
 	ok(t, parser, "tally_claim/receipt.acquire", map[string]any{"claim": "C18"})

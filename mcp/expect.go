@@ -29,20 +29,20 @@ func expectTools(now func() time.Time) []tool {
 				appends, func(svc service.Service, ctx context.Context, c service.Call, d api.ExpectRaise) (service.ExpectationWritten, error) {
 					return svc.RaiseExpectation(ctx, c, relative(d))
 				}),
-			write("supersede", "", "Extend yours; what is left out is inherited.",
+			write("supersede", "", "Extend yours, inheriting.",
 				appends, func(svc service.Service, ctx context.Context, c service.Call, d api.ExpectRaise) (service.ExpectationWritten, error) {
 					return svc.SupersedeExpectation(ctx, c, d.Supersedes, relative(d))
 				}),
 			write("fact", "", "Record a fact; it satisfies its key's expectations.",
 				appends, service.Service.RecordFact),
-			writeAt("withdraw", "", "Withdraw an open one for good (its raiser or a person).",
+			writeAt("withdraw", "", "Raiser or a person: end it for good.",
 				destructive, expectationID, service.Service.WithdrawExpectation),
 		),
 		group("tally_expect_read", "Read expectations",
 			"Expectations as of now.", expectReadArgs(),
 			read("show", "", "One expectation.",
 				plain(func(d *api.ExpectationRef) string { return d.ExpectationID }), service.Service.Expectation),
-			read("list", "", "Expectations by state, kind, subject, origin.",
+			read("list", "", "By state, kind, subject, origin.",
 				plain((*api.ExpectQuery).Filter), service.Service.ListExpectations),
 			read("lapses", "", "Recorded lapses (overdue, skipped, stalled).",
 				plain(func(q *api.LapsesQuery) api.LapsesQuery { return *q }),

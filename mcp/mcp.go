@@ -117,7 +117,7 @@ func New(cfg Config) (*Server, error) {
 		SubscribeHandler:   s.subs.subscribe,
 		UnsubscribeHandler: s.subs.unsubscribe,
 	})
-	for _, t := range tools(cfg.Service, cfg.ReadPaths, cfg.Now) {
+	for _, t := range append(tools(cfg.Service, cfg.ReadPaths, cfg.Now), s.primeTool()) {
 		if err := s.addTool(t); err != nil {
 			return nil, err
 		}
@@ -134,7 +134,7 @@ const instructions = "tally is a ledger of obligations between agents: promises,
 	"A refused call is a tool error whose text is the error document {\"error\":\"FIELD: RULE\",\"code\":...}: " +
 	"fix what it names, nothing was recorded. Give request_id on a write to make a retry safe: " +
 	"a retry with the same request_id and arguments answers what the first recorded, recording nothing. " +
-	"Start with the prompt resume_seat, or read tally://owed/{seat}."
+	"Start with tally_prime (the prompt resume_seat is the same text), or read tally://owed/{seat}."
 
 // MCP is the protocol server, for a transport to run.
 func (s *Server) MCP() *sdk.Server { return s.mcp }

@@ -35,9 +35,9 @@ func promiseTools() []tool {
 			"Promises as of now.", slices.Concat(promiseArgs(), reads),
 			read("show", "", "One promise, its deadlines and assessments.",
 				plain(func(d *api.PromiseRef) string { return d.ID }), service.Service.Promise),
-			read("list", "", "Promises by state and party.",
+			read("list", "", "By state and party.",
 				plain((*api.PromiseQuery).Filter), service.Service.ListPromises),
-			read("owed", "", "The open promises a seat owes.",
+			read("owed", "", "A seat's open promises.",
 				plain(func(d *api.OwedQuery) api.OwedQuery { return *d }),
 				func(svc service.Service, ctx context.Context, c service.Call, q api.OwedQuery) (service.PromiseList, error) {
 					return svc.ListPromises(ctx, c, q.Filter(c.Actor))

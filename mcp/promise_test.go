@@ -164,8 +164,17 @@ func TestResourcesAndPrompt(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := p.Messages[0].Content.(*sdk.TextContent).Text
-	ship, later, late := strings.Index(body, "id desk/ship-91"), strings.Index(body, "id later"), strings.Index(body, "id a1, by author, overdue")
-	if ship < 0 || later < ship || late < later || !strings.Contains(body, "OVERDUE since 2026-09-01T17:00:00Z") || !strings.Contains(body, `tally_promise {"action":"resolve"`) {
+	ship, later, late := strings.Index(body, "- desk/ship-91 to author, overdue"), strings.Index(body, "- later to author"), strings.Index(body, "- a1 by author, overdue")
+	if ship < 0 || later < ship || late < later || !strings.Contains(body, "next: tally --as reviewer resolve desk/ship-91 --satisfied --evidence REF") {
 		t.Fatalf("prompt:\n%s", body)
+	}
+	// The tool tally_prime answers the same text.
+	res := call(t, reviewer, "tally_prime", map[string]any{})
+	tool := text(res)
+	if res.IsError || res.StructuredContent != nil {
+		t.Fatalf("tally_prime: %v %s", res.IsError, tool)
+	}
+	if tool != body {
+		t.Fatalf("tally_prime:\n%s\nresume_seat:\n%s", tool, body)
 	}
 }

@@ -9,7 +9,7 @@ import (
 func readyTools() []tool {
 	return []tool{
 		read("tally_ready", "What can I take now",
-			"What a seat (default: you) can take now: pool claims whose dependencies hold, and promises it owes that wait on nothing; by priority (0 highest), then deadline. Take a claim with tally_claim receipt.acquire.",
+			"Work a seat can take now, by priority then deadline (tally ready).",
 			plain(func(d *api.ReadyQuery) string { return d.Seat }), service.Service.Ready),
 	}
 }

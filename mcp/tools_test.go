@@ -120,12 +120,12 @@ func TestToolsListed(t *testing.T) {
 		}
 	}
 	// Besides the families' grouped tools, the seat's own reads.
-	for _, name := range []string{"tally_ready"} {
+	for _, name := range []string{"tally_ready", "tally_prime"} {
 		if ts[name] == nil {
 			t.Errorf("%s: not listed", name)
 		}
 	}
-	if len(ts) != 8 {
+	if len(ts) != 9 {
 		t.Errorf("%d tools", len(ts))
 	}
 	// What an action requires is said in the description.

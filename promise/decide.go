@@ -3,6 +3,7 @@ package promise
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -86,6 +87,9 @@ func (s *State) Decide(lim Limits, actor string, now time.Time, cmd Command) (Ev
 	if err != nil {
 		return Event{}, nil, err
 	}
+	if p.Recorded() {
+		return Event{}, warn, nil // nothing to append
+	}
 	return p.Event, warn, nil
 }
 
@@ -94,7 +98,15 @@ func (s *State) Decide(lim Limits, actor string, now time.Time, cmd Command) (Ev
 type Prepared struct {
 	Event Event
 	actor string
+	// recorded is the sequence of the assessment Event repeats (the same
+	// observer, judgment, note and meta), found by Admit: an identical
+	// assessment is recorded once, and the command appends nothing.
+	recorded uint64
 }
+
+// Recorded reports whether Admit found the command already recorded (an
+// identical assessment): there is nothing to append.
+func (p *Prepared) Recorded() bool { return p.recorded != 0 }
 
 // Prepare checks cmd, as the acting identity at now, against the rules that
 // do not depend on the state and builds its record. A writer prepares (and
@@ -172,6 +184,11 @@ func (s *State) admit(p *Prepared, fresh func() string) ([]string, error) {
 				return []string{"on: no promise " + ev.On + " in this ledger yet; " + ev.ID + " stays conditional until it is declared and satisfied"}, nil
 			}
 		}
+		if ev.On == "" && ev.untilNanos() < instant.Pack(ev.TS) {
+			// Owed from the start with its deadline behind it: overdue
+			// already, which is seldom what was meant.
+			return []string{"until: " + ev.Until + " has already passed: " + ev.ID + " is overdue from its declaration"}, nil
+		}
 	case TypeAmend:
 		q, err := s.open(ev.ID, "amend")
 		if err != nil {
@@ -196,8 +213,34 @@ func (s *State) admit(p *Prepared, fresh func() string) ([]string, error) {
 		if _, ok := s.Get(ev.ID); !ok {
 			return nil, vocab.NotFoundf("promise", "no promise with id "+ev.ID)
 		}
+		if a, ok := s.RecordedAssessment(ev); ok {
+			p.recorded = a.Seq
+			return []string{RecordedWarning(ev.ID, a)}, nil
+		}
 	}
 	return nil, nil
+}
+
+// RecordedWarning says that an assessment of promise id repeats a, which
+// is recorded already.
+func RecordedWarning(id string, a Assessment) string {
+	return "assess: " + a.Observer + " already judged " + id + " " + a.State + " with this note (seq " +
+		strconv.FormatUint(a.Seq, 10) + "); nothing appended"
+}
+
+// RecordedAssessment is the assessment beside ev's promise that ev (an
+// assess record) repeats: the same observer, judgment, note and meta.
+func (s *State) RecordedAssessment(ev *Event) (Assessment, bool) {
+	q, ok := s.Get(ev.ID)
+	if !ok || ev.Type != TypeAssess {
+		return Assessment{}, false
+	}
+	for _, a := range q.Assessments {
+		if a.Observer == ev.Observer && a.State == ev.State && a.Note == ev.Note && a.Meta == ev.Meta {
+			return a, true
+		}
+	}
+	return Assessment{}, false
 }
 
 func prepareDeclare(lim Limits, actor string, ts time.Time, c Declare) (Event, error) {

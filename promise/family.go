@@ -34,6 +34,9 @@ func (f Family) Decide(in vocab.Input, cmd Command) ([]Event, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if ev.Type == "" {
+		return nil, warn, nil // already recorded: an identical assessment
+	}
 	return []Event{ev}, warn, nil
 }
 

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"fmt"
 
 	"tally/api"
 	"tally/jsondoc"
@@ -49,10 +50,48 @@ func (s *Local) ResolvePromise(ctx context.Context, c Call, d api.PromiseResolve
 	return s.promiseWrite(ctx, c, write{method: MethodResolvePromise, doc: d, cmd: ledger.Command{Promise: d.Command()}, render: s.renderPromise(d.ID, &out)}, &out)
 }
 
-// AssessPromise records a judgment.
+// AssessPromise records a judgment. One the observer already recorded
+// (the same judgment, note and meta) appends nothing: the answer is the
+// recorded one, with a warning saying so (promise.State.RecordedAssessment).
 func (s *Local) AssessPromise(ctx context.Context, c Call, d api.PromiseAssess) (PromiseWritten, error) {
 	var out PromiseWritten
-	return s.promiseWrite(ctx, c, write{method: MethodAssessPromise, doc: d, cmd: ledger.Command{Promise: d.Command()}, render: s.renderPromise(d.ID, &out)}, &out)
+	res, err := s.promiseWrite(ctx, c, write{method: MethodAssessPromise, doc: d, cmd: ledger.Command{Promise: d.Command()}, render: s.renderPromise(d.ID, &out)}, &out)
+	if err != nil || len(res.Doc.JSON) > 0 {
+		return res, err
+	}
+	return s.recordedAssessment(ctx, c, d)
+}
+
+// recordedAssessment answers an assessment that appended nothing with the
+// one it repeats: its sequence and the promise as it stands.
+func (s *Local) recordedAssessment(ctx context.Context, c Call, d api.PromiseAssess) (PromiseWritten, error) {
+	p, err := promise.Prepare(promise.DefaultLimits(), c.Actor, s.now(), d.Command())
+	if err != nil {
+		return PromiseWritten{}, err
+	}
+	// The session the write just ran in, as it left it (no refresh: on a
+	// cluster replica the log is written only by applying).
+	l, err := s.sessions.Open(ctx, c.Tenant, c.Session, false)
+	if err != nil {
+		return PromiseWritten{}, err
+	}
+	var out PromiseWritten
+	found := false
+	l.Read(func(st *ledger.State) {
+		a, ok := st.Promises.RecordedAssessment(&p.Event)
+		q, known := st.Promises.Get(d.ID)
+		if !ok || !known {
+			return
+		}
+		v := st.Promises.View(q, s.now())
+		warn := []string{promise.RecordedWarning(d.ID, a)}
+		out = PromiseWritten{Doc: Doc{JSON: jsondoc.PromiseWrite(a.Seq, &v, warn)}, Seq: a.Seq, Promise: v, Warnings: warn}
+		found = true
+	})
+	if !found {
+		return PromiseWritten{}, fmt.Errorf("assess %s: nothing was appended and no identical assessment is recorded", d.ID)
+	}
+	return out, nil
 }
 
 // promiseWrite executes w, whose render or direct fills out; a replay's

@@ -34,6 +34,7 @@ import (
 	"tally/ledger"
 	"tally/promise"
 	"tally/store"
+	"tally/vocab"
 )
 
 // SchemaVersion is carried by every notice document.
@@ -69,8 +70,30 @@ type Config struct {
 	// only by applying), and this one delivers what the log holds.
 	DeliverOnly bool
 	// Now is the watcher's clock; nil means the ledger's.
-	Now    func() time.Time
+	Now func() time.Time
+	// Clock is the process's own clock when Now is an instant a caller
+	// gave (tally watch --now): Now may not run ahead of it by more than
+	// FutureSkewMax (CheckNow). nil: Now is the process's clock (a server,
+	// a cluster node), with nothing to check it against.
+	Clock  func() time.Time
 	Logger *slog.Logger
+}
+
+// FutureSkewMax is how far a sweep's instant may run ahead of the process's
+// clock: a timekeeper records what has happened, so a lapse or a deadline
+// fact committed at a future instant would be a false record that the
+// append-only log keeps for good. It allows for clocks a little apart
+// between machines, and no more.
+const FutureSkewMax = 5 * time.Second
+
+// CheckNow refuses a sweep at now when it is later than clock by more than
+// FutureSkewMax, naming the field now and the rule.
+func CheckNow(now, clock time.Time) error {
+	if !now.After(clock.Add(FutureSkewMax)) {
+		return nil
+	}
+	return vocab.Invalidf("now", fmt.Sprintf("%s is later than this process's clock (%s) by more than %v: the timekeeper records only what has happened (a dry run shows what it would record)",
+		instant.Format(now), clock.UTC().Truncate(time.Second).Format(time.RFC3339), FutureSkewMax))
 }
 
 // DefaultConfig returns the watcher's defaults: reminders at +15m and +30m,
@@ -173,10 +196,16 @@ func (w *Watcher) Close() error { return w.j.Close() }
 // Journal is the watcher's delivery journal.
 func (w *Watcher) Journal() *Journal { return w.j }
 
-// Sweep runs one sweep at the ledger's clock.
+// Sweep runs one sweep at the ledger's clock. A sweep whose instant runs
+// ahead of the process's clock (CheckNow) records and delivers nothing.
 func (w *Watcher) Sweep(ctx context.Context) (Report, error) {
 	now := w.now()
 	rep := Report{At: now}
+	if w.cfg.Clock != nil {
+		if err := CheckNow(now, w.cfg.Clock()); err != nil {
+			return rep, err
+		}
+	}
 	if err := w.l.Refresh(); err != nil {
 		return rep, err
 	}

@@ -422,3 +422,36 @@ func FuzzJournal(f *testing.F) {
 		}
 	})
 }
+
+// TestSweepRefusesAnInstantAheadOfTheClock: a watcher whose instant a
+// caller set (Config.Clock given) sweeps nothing past FutureSkewMax ahead
+// of the process's clock: no lapse, no notice, the log as it was; within
+// the skew it sweeps.
+func TestSweepRefusesAnInstantAheadOfTheClock(t *testing.T) {
+	f := newFixture(t)
+	deadline := t0.Add(time.Hour)
+	f.promise(promise.Declare{ID: "p1", Text: "ship", By: "debtor", To: "creditor", Until: deadline}, "debtor")
+	real := t0 // the process's clock stands still at t0
+	f.w.cfg.Clock = func() time.Time { return real }
+	before := f.logBytes()
+	f.clk.Set(deadline.Add(time.Minute))
+	_, err := f.w.Sweep(context.Background())
+	if err == nil || err.Error() != "now: 2026-09-01T13:01:00Z is later than this process's clock (2026-09-01T12:00:00Z) by more than 5s: the timekeeper records only what has happened (a dry run shows what it would record)" {
+		t.Fatalf("sweep ahead of the clock: %v", err)
+	}
+	want(t, f.rec.take())
+	if !bytes.Equal(f.logBytes(), before) || f.w.Journal().Sent("ntc:p1:h1:r0") {
+		t.Fatal("the refused sweep recorded something")
+	}
+	for _, c := range []struct {
+		ahead time.Duration
+		ok    bool
+	}{{0, true}, {FutureSkewMax, true}, {FutureSkewMax + time.Nanosecond, false}, {-time.Hour, true}} {
+		if err := CheckNow(real.Add(c.ahead), real); (err == nil) != c.ok {
+			t.Errorf("CheckNow %v ahead: %v", c.ahead, err)
+		}
+	}
+	real = deadline.Add(time.Minute)
+	f.sweepAt(deadline.Add(time.Minute))
+	want(t, f.rec.take(), "ntc:p1:h1:r0")
+}

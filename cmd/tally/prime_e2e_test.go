@@ -68,7 +68,9 @@ func TestE2EPrimeLocalAndRemote(t *testing.T) {
 		{"prime", "--seat", "nobody", "--now", T},
 	} {
 		r := srv.as(t, "reviewer", args...)
-		l := srv.local(t, append(args, "--as", "reviewer")...)
+		// The seat from the environment, as the token's is: the commands
+		// printed carry no --as either way.
+		l := run(t, runOpts{env: []string{"TALLY_ACTOR=reviewer"}}, append([]string{"--dir", srv.dir}, args...)...)
 		if r.code != 0 || l.code != 0 {
 			t.Fatalf("%q: remote %v\nlocal %v", args, r, l)
 		}

@@ -215,7 +215,7 @@ check(!exported.isError && exported.content[0].text.includes('"id":"' + id + '"'
 const owed = await reviewer.readResource({ uri: "tally://owed/reviewer" });
 check(JSON.parse(owed.contents[0].text).schema_version === 1, "tally://owed/reviewer reads a document");
 const prompt = await reviewer.getPrompt({ name: "resume_seat", arguments: {} });
-check(prompt.messages[0].content.text.includes("What reviewer owes"), "resume_seat prompt", prompt);
+check(prompt.messages[0].content.text.startsWith("# tally prime: reviewer, as of "), "resume_seat prompt", prompt);
 
 // A foreign tenant's token sees nothing of this tenant.
 if (mode !== "stdio") {
