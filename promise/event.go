@@ -62,6 +62,9 @@ type Event struct {
 
 	until    int64 // Until parsed by Decode (unix ns), so the fold need not parse it again
 	untilSet bool
+	// named says By, To and Observer are the fold's interned strings
+	// already (decode found them there), so Apply need not look again.
+	named bool
 }
 
 // Known reports whether typ belongs to this family.
@@ -77,7 +80,14 @@ func Known(typ string) bool {
 // envelope). It validates the whole line; members it does not know are left
 // in the line, which the log keeps verbatim. A line of a type this package
 // does not define returns the type and an error wrapping vocab.ErrUnknownType.
-func Decode(line []byte) (Event, error) {
+func Decode(line []byte) (Event, error) { return decode(line, nil) }
+
+// decode is Decode taking the fold's interned participants (or nil): a by,
+// to or observer is looked up there once, and added if new, rather than
+// copied out of the line and interned by Apply; a type, as or state tally
+// defines is not copied either, nor is a ts in the canonical shape, which
+// is read in place.
+func decode(line []byte, names map[string]string) (Event, error) {
 	var e Event
 	var seen uint32
 	err := jsonline.Object(line, func(key, v []byte) error {
@@ -104,6 +114,40 @@ func Decode(line []byte) (Event, error) {
 			e.Meta = string(v)
 			return nil
 		}
+		if raw, ok := plain(v); ok {
+			switch f {
+			case fTS:
+				if t, ok := parseCanonical(raw); ok && instant.Problem(t) == "" {
+					e.TS = t
+					return nil
+				}
+			case fType:
+				if c := constant(raw, TypePromise, TypeAmend, TypeResolve, TypeAssess); c != "" {
+					e.Type = c
+					return nil
+				}
+			case fAs:
+				if c := constant(raw, AsSatisfied, AsCancelled, AsReleased); c != "" {
+					e.As = c
+					return nil
+				}
+			case fState:
+				if c := constant(raw, StateViolated); c != "" {
+					e.State = c
+					return nil
+				}
+			case fBy, fTo, fObserver:
+				if names != nil {
+					w, ok := names[string(raw)]
+					if !ok {
+						w = string(raw)
+						names[w] = w
+					}
+					e.setParty(f, w)
+					return nil
+				}
+			}
+		}
 		s, err := jsonline.String(v)
 		if err != nil {
 			return &vocab.DecodeError{Field: fieldNames[f], Msg: "must be a string"}
@@ -124,10 +168,15 @@ func Decode(line []byte) (Event, error) {
 			e.ID = s
 		case fPromise:
 			e.Text = s // reassigned to ID below for non-declarations
-		case fBy:
-			e.By = s
-		case fTo:
-			e.To = s
+		case fBy, fTo, fObserver:
+			if names != nil {
+				if w, ok := names[s]; ok {
+					s = w
+				} else {
+					names[s] = s
+				}
+			}
+			e.setParty(f, s)
 		case fOn:
 			e.On = s
 		case fUntil:
@@ -140,8 +189,6 @@ func Decode(line []byte) (Event, error) {
 			e.Reason = s
 		case fState:
 			e.State = s
-		case fObserver:
-			e.Observer = s
 		case fNote:
 			e.Note = s
 		}
@@ -150,6 +197,7 @@ func Decode(line []byte) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
+	e.named = names != nil
 	if seen&(1<<fType) == 0 {
 		return Event{}, &vocab.DecodeError{Field: "type", Msg: "missing"}
 	}
@@ -163,6 +211,42 @@ func Decode(line []byte) (Event, error) {
 		return Event{}, err
 	}
 	return e, nil
+}
+
+func (e *Event) setParty(f field, v string) {
+	switch f {
+	case fBy:
+		e.By = v
+	case fTo:
+		e.To = v
+	case fObserver:
+		e.Observer = v
+	}
+}
+
+// plain returns the body of a JSON string value that has no escapes, which
+// is then its text byte for byte.
+func plain(v []byte) ([]byte, bool) {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return nil, false
+	}
+	body := v[1 : len(v)-1]
+	for _, c := range body {
+		if c == '\\' {
+			return nil, false
+		}
+	}
+	return body, true
+}
+
+// constant returns the one of cs that raw spells, or "".
+func constant(raw []byte, cs ...string) string {
+	for _, c := range cs {
+		if string(raw) == c {
+			return c
+		}
+	}
+	return ""
 }
 
 // wellFormed checks the shape a record must have to be folded at all. It is

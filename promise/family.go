@@ -66,7 +66,7 @@ func (s *State) Known(typ string) bool { return Known(typ) }
 // ApplyLine decodes one verified log line of a promise type and folds it
 // (vocab.Folder); on a decoding error nothing is folded.
 func (s *State) ApplyLine(m vocab.Meta, line []byte) error {
-	ev, err := Decode(line)
+	ev, err := decode(line, s.names)
 	if err != nil {
 		return err
 	}

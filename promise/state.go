@@ -165,6 +165,14 @@ func (s *State) intern(v string) string {
 	return v
 }
 
+// named interns v, a participant of e, unless decode did.
+func (s *State) named(e *Event, v string) string {
+	if e.named {
+		return v
+	}
+	return s.intern(v)
+}
+
 // Apply folds one well-formed record into the state. It never fails: a
 // record that cannot take effect (a second declaration of an id, an amend or
 // resolve after the first resolve, anything about an unknown id) is ignored,
@@ -184,7 +192,7 @@ func (s *State) Apply(m Meta, e *Event) {
 			return // first declaration wins
 		}
 		*p = Promise{
-			ID: e.ID, Text: e.Text, By: s.intern(e.By), To: s.intern(e.To),
+			ID: e.ID, Text: e.Text, By: s.named(e, e.By), To: s.named(e, e.To),
 			On: e.On, Task: e.Task, Meta: e.Meta, Seq: m.Seq, Declared: at,
 			Horizons: []int64{e.untilNanos()}, gen: s.gen,
 		}
@@ -210,7 +218,7 @@ func (s *State) Apply(m Meta, e *Event) {
 			s.deadlines.Delete(int32(i))
 		}
 		s.writable(i).Resolution = &Resolution{
-			As: e.As, By: s.intern(e.By), Evidence: e.Evidence, Reason: e.Reason, At: at, Seq: m.Seq,
+			As: e.As, By: s.named(e, e.By), Evidence: e.Evidence, Reason: e.Reason, At: at, Seq: m.Seq,
 		}
 	case TypeAssess:
 		i := s.lookup(e.ID)
@@ -219,7 +227,7 @@ func (s *State) Apply(m Meta, e *Event) {
 		}
 		p := s.writable(i)
 		p.Assessments = append(p.Assessments, Assessment{
-			Observer: s.intern(e.Observer), State: e.State, Note: e.Note, Meta: e.Meta, At: at, Seq: m.Seq,
+			Observer: s.named(e, e.Observer), State: e.State, Note: e.Note, Meta: e.Meta, At: at, Seq: m.Seq,
 		})
 	}
 }

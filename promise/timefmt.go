@@ -13,13 +13,16 @@ func parseTime(v string) (time.Time, error) {
 	return time.Parse(time.RFC3339Nano, v)
 }
 
-func parseCanonical(v string) (time.Time, bool) {
+// parseCanonical takes the bytes of a line as well as a string, so that the
+// fold reads a record's ts without making a string of it.
+func parseCanonical[T string | []byte](v T) (time.Time, bool) {
 	if len(v) != 20 || v[4] != '-' || v[7] != '-' || v[10] != 'T' || v[13] != ':' || v[16] != ':' || v[19] != 'Z' {
 		return time.Time{}, false
 	}
 	num := func(i, n int) (int, bool) {
 		x := 0
-		for _, c := range []byte(v[i : i+n]) {
+		for j := i; j < i+n; j++ {
+			c := v[j]
 			if c < '0' || c > '9' {
 				return 0, false
 			}
