@@ -67,10 +67,10 @@ type Commands struct {
 func (c Commands) Flags() string {
 	var b strings.Builder
 	if c.Session != "" {
-		b.WriteString("--session " + ShellWord(c.Session) + " ")
+		b.WriteString("--session " + service.ShellWord(c.Session) + " ")
 	}
 	if c.As != "" {
-		b.WriteString("--as " + ShellWord(c.As) + " ")
+		b.WriteString("--as " + service.ShellWord(c.As) + " ")
 	}
 	return b.String()
 }
@@ -268,7 +268,7 @@ type Doc struct {
 
 // Build lays out what d holds for seat at now, every command as cmds says.
 func Build(seat string, now time.Time, d Data, cmds Commands) *Doc {
-	sw := ShellWord(seat)
+	sw := service.ShellWord(seat)
 	p := &Doc{seat: seat, now: now, cmds: cmds, sections: map[string]*section{
 		SectionOwes:     {more: cmds.Tally("owed --as " + sw)},
 		SectionOwedLate: {more: cmds.Tally("ls --overdue --to " + sw)},
@@ -281,7 +281,7 @@ func Build(seat string, now time.Time, d Data, cmds Commands) *Doc {
 	for i := range d.Owes {
 		v := &d.Owes[i]
 		it := Item{section: SectionOwes, ID: v.ID, State: string(v.State), Overdue: v.Overdue, Party: v.To, What: v.Promise, When: Due(v, now)}
-		id := ShellWord(v.ID)
+		id := service.ShellWord(v.ID)
 		switch {
 		case v.Overdue:
 			it.tier = tierOverdue
@@ -296,7 +296,7 @@ func Build(seat string, now time.Time, d Data, cmds Commands) *Doc {
 			it.Next = []string{t("resolve " + id + " --satisfied --evidence REF")}
 			it.Or = []string{t("amend " + id + " --until WHEN --reason TEXT")}
 		} else {
-			it.Next = []string{t("show " + ShellWord(v.On))}
+			it.Next = []string{t("show " + service.ShellWord(v.On))}
 			it.Or = []string{t("resolve " + id + " --cancelled --reason TEXT")}
 		}
 		p.add(it)
@@ -313,7 +313,7 @@ func Build(seat string, now time.Time, d Data, cmds Commands) *Doc {
 		if v.By == seat {
 			continue // a promise to itself is already among what it owes
 		}
-		id := ShellWord(v.ID)
+		id := service.ShellWord(v.ID)
 		p.add(Item{section: SectionOwedLate, tier: tierOwedLate, ID: v.ID, State: string(v.State), Overdue: true, Due: instant.Format(v.Until),
 			When: Due(v, now), Party: v.By, What: v.Promise,
 			Next: []string{t("assess " + id + " --violated --note TEXT")}, Or: []string{t("resolve " + id + " --released --reason TEXT")}})
@@ -330,8 +330,8 @@ func Build(seat string, now time.Time, d Data, cmds Commands) *Doc {
 		if v.State != "open" {
 			continue
 		}
-		id := ShellWord(v.ExpectationID)
-		fact := t("fact " + ShellWord(v.SatisfiedBy.FactKey) + " --subject " + ShellWord(v.Subject.String()) + " --at WHEN")
+		id := service.ShellWord(v.ExpectationID)
+		fact := t("fact " + service.ShellWord(v.SatisfiedBy.FactKey) + " --subject " + service.ShellWord(v.Subject.String()) + " --at WHEN")
 		what := v.Kind + " on " + v.Subject.String()
 		if v.By == seat && (len(v.Lapses) > 0 || v.PastDue(now)) {
 			it := Item{section: SectionLapsed, tier: tierLapsed, ID: v.ExpectationID, State: v.State, Overdue: true,
@@ -376,7 +376,7 @@ func (p *Doc) add(it Item) {
 // that failed waits on its claimant for a successor, and its respondent
 // learns why.
 func claimWaits(v *claim.View, seat string, now time.Time, t func(string) string) []Item {
-	id := ShellWord(v.Claim)
+	id := service.ShellWord(v.Claim)
 	base := Item{section: SectionClaims, tier: tierClaim, ID: v.Claim, State: string(v.State), Overdue: v.Overdue, Due: v.Deadline, What: v.Work}
 	if v.Terminal != nil {
 		return failedWaits(v, seat, base, t)
@@ -405,7 +405,7 @@ func claimWaits(v *claim.View, seat string, now time.Time, t func(string) string
 			continue
 		}
 		pending = true
-		tid := ShellWord(ts.Testament)
+		tid := service.ShellWord(ts.Testament)
 		if ts.State == "Generated" && ts.Author == seat {
 			wait("respondent", "post testament "+ts.Testament, []string{t("testament post " + id + " " + tid)}, nil)
 		}
@@ -428,8 +428,8 @@ func claimWaits(v *claim.View, seat string, now time.Time, t func(string) string
 			if len(required) > 1 {
 				art += strconv.Itoa(i + 1)
 			}
-			puts = append(puts, t("artifact put FILE --claim "+id+" --slot "+ShellWord(name)+" --generation "+gen+" --id "+art))
-			close += " --bind " + ShellWord(name) + "=" + art
+			puts = append(puts, t("artifact put FILE --claim "+id+" --slot "+service.ShellWord(name)+" --generation "+gen+" --id "+art))
+			close += " --bind " + service.ShellWord(name) + "=" + art
 		}
 		wait("respondent", fmt.Sprintf("publish the work and close a testament (work cycle %d of %d)", v.Cycles+1, v.MaxResponses),
 			append(puts, t(close), t("testament post "+id+" TESTAMENT")), nil)
@@ -450,18 +450,18 @@ func claimWaits(v *claim.View, seat string, now time.Time, t func(string) string
 				if def.Evaluator != seat {
 					continue
 				}
-				on := " --claim " + id + " --artifact " + ShellWord(tg.Artifact)
-				report := t("check report " + ShellWord(ch.Check) + on + " --result VERDICT --evidence-file FILE")
+				on := " --claim " + id + " --artifact " + service.ShellWord(tg.Artifact)
+				report := t("check report " + service.ShellWord(ch.Check) + on + " --result VERDICT --evidence-file FILE")
 				switch ch.State {
 				case "missing":
 					// check run only for a validator this tally runs;
 					// any other is reported by its evaluator.
 					var or []string
 					if run, ok := runCommand(def.Validator.Name); ok {
-						or = []string{t("check run " + ShellWord(ch.Check) + on + run)}
+						or = []string{t("check run " + service.ShellWord(ch.Check) + on + run)}
 					}
 					wait("evaluator", "check "+ch.Check+" on "+tg.Artifact+" in slot "+r.Name+" (VERDICT: pass, fail, incomplete or error)",
-						[]string{t("check begin " + ShellWord(ch.Check) + on), report}, or)
+						[]string{t("check begin " + service.ShellWord(ch.Check) + on), report}, or)
 				case "running":
 					wait("evaluator", "report check "+ch.Check+" on "+tg.Artifact+" in slot "+r.Name+" (begun; VERDICT: pass, fail, incomplete or error)", []string{report}, nil)
 				}
@@ -491,7 +491,7 @@ func failedWaits(v *claim.View, seat string, base Item, t func(string) string) [
 	if !isFailure(v.Terminal.State) || len(v.Successors) > 0 {
 		return nil
 	}
-	id := ShellWord(v.Claim)
+	id := service.ShellWord(v.Claim)
 	why := "failed: " + v.Terminal.Reason
 	if v.Terminal.Reason == "" {
 		why = "failed"
@@ -500,7 +500,7 @@ func failedWaits(v *claim.View, seat string, base Item, t func(string) string) [
 	if v.Claimant == seat {
 		it := base
 		it.Role, it.Action = "claimant", why+"; correct it with a successor claim"
-		it.Next = []string{t("claim create NEW --predecessor " + id + " --respondent " + ShellWord(v.Respondent) + " --work TEXT")}
+		it.Next = []string{t("claim create NEW --predecessor " + id + " --respondent " + service.ShellWord(v.Respondent) + " --work TEXT")}
 		it.Or = []string{t("claim show " + id)}
 		out = append(out, it)
 	}
@@ -612,7 +612,7 @@ func (p *Doc) Text(keep []bool) string {
 		}
 		if s.failed > 0 {
 			fmt.Fprintf(w, "… and %d older failed claim(s) it took part in, not examined for a successor: %s\n", s.failed,
-				p.cmds.Tally("claim ls --participant "+ShellWord(p.seat)))
+				p.cmds.Tally("claim ls --participant "+service.ShellWord(p.seat)))
 		}
 	}
 	if pointers.Len() > 0 {
@@ -767,18 +767,4 @@ func Clip(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n-1]) + "…"
-}
-
-// ShellWord is s as one word of a POSIX shell command: as is when it holds
-// only characters no shell treats specially, else single-quoted.
-func ShellWord(s string) string {
-	if s == "" {
-		return "''"
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@%+=:,./_-", r)) {
-			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-		}
-	}
-	return s
 }

@@ -1,6 +1,10 @@
 package prime
 
-import "testing"
+import (
+	"testing"
+
+	"tally/service"
+)
 
 // TestCommands: a printed command carries --session and --as only when
 // they are needed, each a shell word.
@@ -19,7 +23,7 @@ func TestCommands(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]string{"": "''", "C1": "C1", "it's": `'it'\''s'`, "a|b": "'a|b'"} {
-		if got := ShellWord(in); got != want {
+		if got := service.ShellWord(in); got != want {
 			t.Errorf("ShellWord(%q) = %q, want %q", in, got, want)
 		}
 	}
