@@ -78,6 +78,13 @@ func TestExpectPastDueIsAView(t *testing.T) {
 	if show := p.must("worker", "expect", "show", "exp-2", "--now", late); !strings.Contains(show, "  producer:   worker\n") {
 		t.Errorf("expect show exp-2:\n%s", show)
 	}
+	// --json carries the view too: duePassed, only while it holds.
+	if doc := p.must("worker", "expect", "show", "exp-1", "--now", late, "--json"); !strings.Contains(doc, `"duePassed":true`) {
+		t.Errorf("expect show --json past grace:\n%s", doc)
+	}
+	if doc := p.must("worker", "expect", "ls", "--now", early, "--json"); strings.Count(doc, `"duePassed":true`) != 1 {
+		t.Errorf("expect ls --json, exp-2 alone past due:\n%s", doc)
+	}
 	prime := p.must("worker", "prime", "--now", late)
 	for _, want := range []string{
 		"- exp-1 due passed 15m ago, lapse not yet recorded, due 2026-09-01T11:00:00Z: build on repo:parser\n",
@@ -94,6 +101,9 @@ func TestExpectPastDueIsAView(t *testing.T) {
 	p.must("", "watch", "--once", "--now", late)
 	if ls := p.must("worker", "expect", "ls", "--now", late); strings.Contains(ls, "due passed") || !strings.Contains(ls, "1 lapse(s)") {
 		t.Errorf("after the lapse:\n%s", ls)
+	}
+	if doc := p.must("worker", "expect", "show", "exp-1", "--now", late, "--json"); strings.Contains(doc, "duePassed") {
+		t.Errorf("expect show --json after the lapse:\n%s", doc)
 	}
 }
 

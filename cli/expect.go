@@ -66,12 +66,12 @@ func (g *global) expectService(c *cobra.Command, o expectWrite) (cliService, ser
 }
 
 // expectRead is the service and the call an expectation read runs with.
-func (g *global) expectRead() (cliService, service.Call, error) {
+func (g *global) expectRead(now time.Time) (cliService, service.Call, error) {
 	svc, err := g.service()
 	if err != nil {
 		return nil, service.Call{}, err
 	}
-	call, err := g.call(g.actor(), "", time.Time{})
+	call, err := g.call(g.actor(), "", now)
 	return svc, call, err
 }
 
@@ -243,7 +243,7 @@ func newExpectShow(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			svc, call, err := g.expectRead()
+			svc, call, err := g.expectRead(now)
 			if err != nil {
 				return err
 			}
@@ -336,7 +336,7 @@ func newExpectLs(g *global) *cobra.Command {
 				}
 				f.Subject = s
 			}
-			svc, call, err := g.expectRead()
+			svc, call, err := g.expectRead(now)
 			if err != nil {
 				return err
 			}
@@ -506,7 +506,7 @@ func newLapses(g *global) *cobra.Command {
 					return err
 				}
 			}
-			svc, call, err := g.expectRead()
+			svc, call, err := g.expectRead(now)
 			if err != nil {
 				return err
 			}

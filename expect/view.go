@@ -48,6 +48,11 @@ type View struct {
 	Lineage []string `json:"lineage"`
 	// Lapses are the lapses recorded on this expectation, in log order.
 	Lapses []LapseView `json:"lapses"`
+	// DuePassed is a view at the read's instant, set by the reader and
+	// never recorded: open, past its due and grace, and no overdue lapse
+	// recorded for that due yet (PastDue), so that a reader without a
+	// running timekeeper still sees it.
+	DuePassed bool `json:"duePassed,omitempty"`
 }
 
 // SatisfiedBy is the view's "satisfiedBy" object.

@@ -202,6 +202,7 @@ func (s *Local) Expectation(ctx context.Context, c Call, id string) (Expectation
 	if v.Expectation, ok = l.Expectation(id); !ok {
 		return v, vocab.NotFoundf("expectationId", "names no expectation in this ledger: "+id)
 	}
+	v.Expectation.DuePassed = v.Expectation.PastDue(s.at(c))
 	v.JSON = jsondoc.Doc(expectMember("expectation", &v.Expectation))
 	return v, nil
 }
@@ -218,6 +219,10 @@ func (s *Local) ListExpectations(ctx context.Context, c Call, f expect.Filter) (
 		}
 	}
 	vs.Expectations = l.Expectations(f)
+	now := s.at(c)
+	for i := range vs.Expectations {
+		vs.Expectations[i].DuePassed = vs.Expectations[i].PastDue(now)
+	}
 	vs.JSON = jsondoc.Doc(expectMember("expectations", vs.Expectations))
 	return vs, nil
 }
