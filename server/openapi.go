@@ -43,6 +43,7 @@ func init() {
 		"ClaimArtifactReceive": obj(nil, map[string]any{"claim": str("the path's claim"), "artifact": str("the path's artifact"), "digest": str("default: the recorded one")}),
 		"Empty":                obj(nil, map[string]any{"claim": str("the path's claim"), "testament": str("the path's testament")}),
 		"Bytes":                map[string]any{"type": "string", "format": "binary"},
+		"ClusterRequest":       map[string]any{"type": "object", "description": "a cluster node's join or operator request, signed with the join secret (tally cluster; docs/CLUSTER.md)"},
 		"ExpectWithdraw":       obj(nil, map[string]any{"reason": reason}),
 		"ExpectFact":           obj([]string{"factKey", "subject"}, map[string]any{"factKey": str(""), "subject": obj([]string{"type", "id"}, map[string]any{"type": str(""), "id": str("")}), "at": str("RFC 3339; default now")}),
 		"ExpectTaskOutcome":    obj([]string{"outcome"}, map[string]any{"outcome": map[string]any{"enum": []string{"completed", "cancelled", "failed"}}}),

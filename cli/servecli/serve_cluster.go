@@ -124,7 +124,7 @@ func serveCluster(g cli.Env, c *cobra.Command, cfg server.Config, f *clusterFlag
 		return err
 	}
 	cfg.Tokens = n
-	s, err := server.NewCluster(cfg, n, n.Handler())
+	s, err := server.NewCluster(cfg, n, n)
 	if err != nil {
 		return errors.Join(err, n.Close())
 	}
