@@ -318,6 +318,12 @@ func TestClusterNodeServesEveryRoute(t *testing.T) {
 			t.Errorf("%s %s (%s): %d %s", rt.method, path, rt.name, rec.Code, rec.Body)
 		}
 	}
+	// The OpenAPI document of a node describes its cluster routes.
+	doc := s.OpenAPI()
+	join, _ := doc["paths"].(map[string]any)["/v1/cluster/join"].(map[string]any)["post"].(map[string]any)
+	if join["operationId"] != "cluster.join" || join["parameters"] != nil || schemas[clusterRequest] == nil {
+		t.Fatalf("openapi: POST /v1/cluster/join: %v", join)
+	}
 	req := httptest.NewRequest("GET", "/v1/tenants/acme/sessions/main/tasks/t1", nil)
 	req.Header.Set("X-Tally-Actor", "alice")
 	rec := httptest.NewRecorder()

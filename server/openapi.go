@@ -129,7 +129,7 @@ func (s *Server) OpenAPI() map[string]any {
 		for _, m := range pathParam.FindAllStringSubmatch(rt.pattern, -1) {
 			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": str("")})
 		}
-		if rt.write {
+		if rt.write && !rt.public { // a public write is a cluster node's signed request: its nonce is its key
 			params = append(params, map[string]any{"name": "Idempotency-Key", "in": "header", "required": false, "schema": str("a request id: a retry with the same key and body gets the recorded response")})
 		}
 		if len(params) > 0 {
