@@ -53,6 +53,11 @@ const DigestContext = "tally 2026-12 backup v1 file"
 // MediaType is a backup's media type over HTTP.
 const MediaType = "application/vnd.tally.backup"
 
+// ErrorTrailer carries, over HTTP, why a backup stopped after its first
+// bytes (the status was sent): the stream then lacks its end line, so the
+// file does not verify either way.
+const ErrorTrailer = "Tally-Backup-Error"
+
 // The frames' kinds. Part of format 1: do not rename.
 const (
 	kindSession = "session"

@@ -14,6 +14,7 @@ import (
 
 	"tally/cluster/node"
 	"tally/cluster/replica"
+	"tally/service"
 	"tally/vocab"
 )
 
@@ -77,16 +78,16 @@ func (r *RemoveRequest) envelope() (string, *Signed, []any) {
 	return "remove-node", &r.Signed, []any{r.ID}
 }
 
-// handleTransfer hands a group's leadership over, at its leader (a
+// OpTransferLeader hands a group's leadership over, at its leader (a
 // request that reaches another node is refused naming the leader), and
 // waits until the group has the new leader, or answers 504
 // TransferPending: raft was asked, and the voter has not taken over yet.
-func (c *Node) handleTransfer(w http.ResponseWriter, r *http.Request) {
+func (c *Node) OpTransferLeader(ctx context.Context, decode Decode) (any, error) {
 	var req TransferRequest
-	if !c.decodeSigned(w, r, &req) {
-		return
+	if err := c.decodeSigned(decode, &req); err != nil {
+		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	// The nonce is spent first: a replay is refused as one wherever
 	// leadership has gone since.
@@ -98,10 +99,9 @@ func (c *Node) handleTransfer(w http.ResponseWriter, r *http.Request) {
 		err = c.waitLeader(ctx, req.Group, req.To, c.transferWait())
 	}
 	if err != nil {
-		writeRefusal(w, err)
-		return
+		return nil, refusal(err)
 	}
-	writeJSON(w, http.StatusOK, map[string]uint64{"group": req.Group, "leader": req.To})
+	return map[string]uint64{"group": req.Group, "leader": req.To}, nil
 }
 
 // transferCheck refuses a transfer to a node that is not a voter of the
@@ -174,29 +174,27 @@ func (c *Node) waitLeader(ctx context.Context, group, to uint64, bound time.Dura
 	}
 }
 
-// handleAdd commits a node's member record in the meta group, once its
+// OpAddNode commits a node's member record in the meta group, once its
 // id and addresses are well formed.
-func (c *Node) handleAdd(w http.ResponseWriter, r *http.Request) {
+func (c *Node) OpAddNode(ctx context.Context, decode Decode) (any, error) {
 	var req AddRequest
-	if !c.decodeSigned(w, r, &req) {
-		return
+	if err := c.decodeSigned(decode, &req); err != nil {
+		return nil, err
 	}
 	m := req.Member
 	if err := CheckMember(m, "member."); err != nil {
-		writeRefusal(w, err)
-		return
+		return nil, refusal(err)
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	err := c.spendNonce(ctx, &req.Signed)
 	if err == nil {
 		_, err = c.addMember(ctx, m)
 	}
 	if err != nil {
-		writeRefusal(w, err)
-		return
+		return nil, refusal(err)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"added": m, "cluster_id": c.id.ClusterID, "members": c.sm.Members()})
+	return map[string]any{"added": m, "cluster_id": c.id.ClusterID, "members": c.sm.Members()}, nil
 }
 
 // CheckMember refuses a member record without an id, or whose addresses
@@ -231,15 +229,15 @@ func CheckHostPort(addr string) error {
 	return nil
 }
 
-// handleRemove commits a node's removal in the meta group; each group's
+// OpRemoveNode commits a node's removal in the meta group; each group's
 // leader then takes it out of the group (refusing a change that would lose
 // quorum).
-func (c *Node) handleRemove(w http.ResponseWriter, r *http.Request) {
+func (c *Node) OpRemoveNode(ctx context.Context, decode Decode) (any, error) {
 	var req RemoveRequest
-	if !c.decodeSigned(w, r, &req) {
-		return
+	if err := c.decodeSigned(decode, &req); err != nil {
+		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	err := c.spendNonce(ctx, &req.Signed)
 	if err == nil {
@@ -250,32 +248,28 @@ func (c *Node) handleRemove(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
-		writeRefusal(w, err)
-		return
+		return nil, refusal(err)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"removed": req.ID, "members": c.sm.Members()})
+	return map[string]any{"removed": req.ID, "members": c.sm.Members()}, nil
 }
 
-// writeRefusal answers err as the API does: a retryable 503, a rule's
-// refusal by its code, or a failure.
-func writeRefusal(w http.ResponseWriter, err error) {
-	var u *Unavailable
+// refusal is err as the API answers it: a signed request's instant
+// (403 StaleRequest), a transfer not seen completed (504), a rule's
+// refusal by its code (Replayed 403, TooManySigned 429, invalid 400,
+// not_found 404, any other 409); the retryable 503s and anything else are
+// answered by the server's one mapping (service.Refuse).
+func refusal(err error) error {
 	var stale staleRequest
 	var pending transferPending
-	if errors.As(err, &stale) {
-		writeErr(w, http.StatusForbidden, CodeStaleRequest, stale.msg)
-		return
-	}
-	if errors.As(err, &pending) {
-		writeErr(w, http.StatusGatewayTimeout, CodeTransferPending, pending.Error())
-		return
-	}
-	if errors.As(err, &u) {
-		ref := u.Refusal()
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(ref.Status)
-		w.Write(ref.Document)
-		return
+	var ref *service.Refusal
+	var rf service.Refuser
+	switch {
+	case errors.As(err, &stale):
+		return service.NewRefusal(http.StatusForbidden, CodeStaleRequest, stale.msg)
+	case errors.As(err, &pending):
+		return service.NewRefusal(http.StatusGatewayTimeout, CodeTransferPending, pending.Error())
+	case errors.As(err, &ref), errors.As(err, &rf):
+		return err
 	}
 	if r, ok := vocab.As(err); ok {
 		status := http.StatusConflict
@@ -289,8 +283,7 @@ func writeRefusal(w http.ResponseWriter, err error) {
 		case replica.CodeTooManySigned:
 			status = http.StatusTooManyRequests
 		}
-		writeErr(w, status, string(r.Code), err.Error())
-		return
+		return service.NewRefusal(status, string(r.Code), err.Error())
 	}
-	writeErr(w, http.StatusInternalServerError, "error", err.Error())
+	return err
 }

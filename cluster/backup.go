@@ -3,7 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
-	"net/http"
+	"io"
 	"time"
 
 	"tally/backup"
@@ -15,10 +15,9 @@ import (
 // transfer-leader and remove-node are.
 const BackupPath = "/v1/cluster/backup"
 
-// BackupErrorTrailer carries why a backup stopped after its first bytes
-// (the status was sent): the stream then lacks its end line, so the file
-// does not verify either way.
-const BackupErrorTrailer = "Tally-Backup-Error"
+// BackupErrorTrailer is backup.ErrorTrailer: why a backup stopped after
+// its first bytes.
+const BackupErrorTrailer = backup.ErrorTrailer
 
 // SignedAt is an operator's read of the cluster's data (a backup, the
 // placements): signed with the join secret for one node at an instant
@@ -43,35 +42,27 @@ func signAt(secret, what string, to Target, at time.Time) SignedAt {
 
 func (r *SignedAt) envelope() (string, *Signed, []any) { return r.what, &r.Signed, nil }
 
-// decodeSignedAt reads an operator's read of what and checks its
-// signature, its instant, its node and its nonce, answering the refusal
-// itself when one fails.
-func (c *Node) decodeSignedAt(w http.ResponseWriter, r *http.Request, what string) bool {
-	return c.decodeSigned(w, r, &SignedAt{what: what})
-}
-
-// handleBackup streams a backup of every session of the cluster from this
-// node's replica: every data group is first read at a linearizable point
-// (a read index confirmed by a quorum, applied here), so the backup holds
-// every write acknowledged before the request, then each session is read
-// up to its last whole line, every line of which is committed.
-func (c *Node) handleBackup(w http.ResponseWriter, r *http.Request) {
+// OpBackup writes to w a backup of every session of the cluster from
+// this node's replica: every data group is first read at a linearizable
+// point (a read index confirmed by a quorum, applied here), so the backup
+// holds every write acknowledged before the request, then each session is
+// read up to its last whole line, every line of which is committed. The
+// server answers a failure before the first byte as a refusal, and one
+// after it in backup.ErrorTrailer.
+func (c *Node) OpBackup(ctx context.Context, decode Decode, w io.Writer) error {
 	created := time.Now().UTC()
-	if !c.decodeSignedAt(w, r, "backup") {
-		return
+	if err := c.decodeSigned(decode, &SignedAt{what: "backup"}); err != nil {
+		return err
 	}
-	if err := c.readAll(r.Context()); err != nil {
-		writeRefusal(w, err)
-		return
+	if err := c.readAll(ctx); err != nil {
+		return refusal(err)
 	}
 	h := backup.Header{Tally: c.cfg.Version, Created: created, Source: backup.Source{
 		Kind: backup.SourceCluster, ClusterID: c.id.ClusterID, NodeID: c.cfg.NodeID, Groups: c.cfg.Groups,
 	}}
-	w.Header().Set("Content-Type", backup.MediaType)
-	w.Header().Set("Trailer", BackupErrorTrailer)
 	sw := &sentWriter{w: w}
 	restores := c.sm.Restores()
-	sum, err := backup.Take(r.Context(), sw, h, c.sm.Root(), backup.TailCut)
+	sum, err := backup.Take(ctx, sw, h, c.sm.Root(), backup.TailCut)
 	if err == nil && c.sm.Restores() != restores {
 		// A snapshot installed meanwhile replaced session logs as they were
 		// read: one may have been read cut short or missed.
@@ -81,13 +72,11 @@ func (c *Node) handleBackup(w http.ResponseWriter, r *http.Request) {
 	case err == nil:
 		c.log.Info("backup streamed", "sessions", len(sum.Sessions), "objects", sum.Objects, "bytes", sum.Size)
 	case !sw.sent:
-		w.Header().Del("Trailer")
-		w.Header().Del("Content-Type")
-		writeRefusal(w, err)
+		return refusal(err)
 	default:
 		c.log.Error("backup failed after its first bytes", "err", err)
-		w.Header().Set(BackupErrorTrailer, err.Error())
 	}
+	return err
 }
 
 // readAll waits until every data group is read-consistent here.
@@ -102,7 +91,7 @@ func (c *Node) readAll(ctx context.Context) error {
 
 // sentWriter remembers whether anything reached the response.
 type sentWriter struct {
-	w    http.ResponseWriter
+	w    io.Writer
 	sent bool
 }
 

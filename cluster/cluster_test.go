@@ -24,6 +24,7 @@ import (
 	"tally/cluster/replica"
 	"tally/ledger"
 	"tally/promise"
+	"tally/server"
 	"tally/service"
 	"tally/store"
 )
@@ -41,6 +42,7 @@ type testNode struct {
 	*Node
 	cfg     Config
 	hs      *http.Server
+	srv     *server.Server
 	stopped bool
 }
 
@@ -54,9 +56,27 @@ func startNode(t testing.TB, cfg Config) *testNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := &http.Server{Handler: n.Handler()}
+	srv := serveNode(t, n, cfg)
+	hs := &http.Server{Handler: srv.Handler()}
 	go hs.Serve(ln)
-	return &testNode{Node: n, cfg: cfg, hs: hs}
+	return &testNode{Node: n, cfg: cfg, hs: hs, srv: srv}
+}
+
+// serveNode is the node's HTTP server, as tally serve --cluster mounts
+// it: the node's operations in the server's route table.
+func serveNode(t testing.TB, n *Node, cfg Config) *server.Server {
+	t.Helper()
+	sc := server.DefaultConfig()
+	sc.Root, sc.Insecure, sc.Tokens = n.Replica().Root(), true, n
+	sc.Logger = slog.New(slog.DiscardHandler)
+	if cfg.Ledger.Validate() == nil {
+		sc.Ledger = cfg.Ledger
+	}
+	srv, err := server.NewCluster(sc, n, n)
+	if err != nil {
+		t.Fatalf("serve node %d: %v", cfg.NodeID, err)
+	}
+	return srv
 }
 
 // target is the node as a signed request names it.
@@ -74,6 +94,7 @@ func (tn *testNode) stop(t testing.TB) {
 	}
 	tn.stopped = true
 	tn.hs.Close()
+	tn.srv.Close()
 	if err := tn.Close(); err != nil {
 		t.Errorf("close node %d: %v", tn.cfg.NodeID, err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"tally/cluster/node"
 	"tally/cluster/replica"
+	"tally/service"
 	"tally/vocab"
 )
 
@@ -259,51 +260,49 @@ func (c *Node) addMember(ctx context.Context, m replica.Member) (replica.Member,
 	return m, nil
 }
 
-// handleJoin adds the posting node to the membership (its groups follow,
-// by the reconciler of each group's leader) and answers with the cluster.
-func (c *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
+// CodeBadJoin refuses a join request that is not well formed (HTTP 400).
+const CodeBadJoin = "BadJoin"
+
+// OpJoin adds the posting node to the membership (its groups follow, by
+// the reconciler of each group's leader) and answers with the cluster.
+func (c *Node) OpJoin(ctx context.Context, decode Decode) (any, error) {
 	var req joinRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
-		writeErr(w, http.StatusBadRequest, "BadJoin", "join: "+err.Error())
-		return
+	if err := decode(&req); err != nil {
+		if _, ok := vocab.As(err); ok {
+			return nil, service.NewRefusal(http.StatusBadRequest, CodeBadJoin, "join: "+err.Error())
+		}
+		return nil, err
 	}
 	if !hmac.Equal([]byte(req.MAC), []byte(signJoin(c.cfg.Secret, req))) {
-		writeErr(w, http.StatusForbidden, "WrongJoinSecret", "join: the request is not signed with this cluster's join secret")
-		return
+		return nil, service.NewRefusal(http.StatusForbidden, codeWrongSecret, "join: the request is not signed with this cluster's join secret")
 	}
 	now := time.Now()
 	if err := fresh("join", req.At, now); err != nil {
-		writeRefusal(w, err)
-		return
+		return nil, refusal(err)
 	}
 	// The nonce is one-time, as an operator request's: a join seen on the
 	// wire cannot add a node again (once removed) within the signature's
 	// lifetime, here or, through the meta group, at another node.
 	at, _ := time.Parse(time.RFC3339Nano, req.At)
 	if len(req.Nonce) < nonceLenMin || len(req.Nonce) > nonceLenMax {
-		writeErr(w, http.StatusBadRequest, "BadJoin", fmt.Sprintf("join: nonce: must be %d to %d characters, used once", nonceLenMin, nonceLenMax))
-		return
+		return nil, service.NewRefusal(http.StatusBadRequest, CodeBadJoin, fmt.Sprintf("join: nonce: must be %d to %d characters, used once", nonceLenMin, nonceLenMax))
 	}
 	if ok, _ := c.nonces.use(req.Nonce, at.Add(SignatureMax), now); !ok {
-		writeErr(w, http.StatusForbidden, CodeReplayed, fmt.Sprintf("join: nonce: %s was used already at this node, or this node holds too many: a join is good once", req.Nonce))
-		return
+		return nil, service.NewRefusal(http.StatusForbidden, CodeReplayed, fmt.Sprintf("join: nonce: %s was used already at this node, or this node holds too many: a join is good once", req.Nonce))
 	}
 	if req.ClusterID != "" {
 		// A restart asking whether it rejoins its own cluster: nothing to
 		// add, and no node of another cluster is let in.
 		if req.ClusterID != c.id.ClusterID {
-			writeErr(w, http.StatusConflict, CodeWrongCluster, fmt.Sprintf("join: node %d belongs to cluster %s; this is cluster %s%s: a node never moves between clusters (remove its data directory to join it as a new node)",
+			return nil, service.NewRefusal(http.StatusConflict, CodeWrongCluster, fmt.Sprintf("join: node %d belongs to cluster %s; this is cluster %s%s: a node never moves between clusters (remove its data directory to join it as a new node)",
 				req.Member.ID, req.ClusterID, c.id.ClusterID, c.id.restoredNote()))
-			return
 		}
-		c.answerJoin(w, req.Nonce)
-		return
+		return c.answerJoin(req.Nonce), nil
 	}
 	if err := CheckMember(req.Member, "member."); err != nil {
-		writeErr(w, http.StatusBadRequest, "BadJoin", "join: "+err.Error())
-		return
+		return nil, service.NewRefusal(http.StatusBadRequest, CodeBadJoin, "join: "+err.Error())
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	err := c.spendNonce(ctx, &Signed{Nonce: req.Nonce, At: req.At})
 	if err == nil {
@@ -312,8 +311,7 @@ func (c *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var u *Unavailable
 		if errors.As(err, &u) || errors.Is(err, context.DeadlineExceeded) {
-			writeErr(w, http.StatusServiceUnavailable, "Unavailable", "join: "+err.Error())
-			return
+			return nil, service.NewRetryable(CodeUnavailable, "join: "+err.Error())
 		}
 		code, status := "JoinRefused", http.StatusConflict
 		if r, ok := vocab.As(err); ok {
@@ -322,16 +320,15 @@ func (c *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
 				status = http.StatusForbidden
 			}
 		}
-		writeErr(w, status, code, "join: "+err.Error())
-		return
+		return nil, service.NewRefusal(status, code, "join: "+err.Error())
 	}
-	c.answerJoin(w, req.Nonce)
+	return c.answerJoin(req.Nonce), nil
 }
 
-func (c *Node) answerJoin(w http.ResponseWriter, nonce string) {
+func (c *Node) answerJoin(nonce string) joinAnswer {
 	a := joinAnswer{ClusterID: c.id.ClusterID, Groups: c.cfg.Groups, Members: c.sm.Members()}
 	a.MAC = signJoined(c.cfg.Secret, nonce, a)
-	writeJSON(w, http.StatusOK, a)
+	return a
 }
 
 // restoredNote says, for a refusal, that this cluster was restored from

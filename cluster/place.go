@@ -16,7 +16,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"time"
 
 	"tally/cluster/node"
@@ -137,18 +136,17 @@ func proposeMeta[R any](ctx context.Context, c *Node, cmd replica.MetaCommand) (
 	return valueOf[R](cmd.Op, out)
 }
 
-// handlePlace places a session.
-func (c *Node) handlePlace(w http.ResponseWriter, r *http.Request) {
+// OpPlace places a session.
+func (c *Node) OpPlace(ctx context.Context, decode Decode) (any, error) {
 	var req PlaceRequest
-	if !c.decodeSigned(w, r, &req) {
-		return
+	if err := c.decodeSigned(decode, &req); err != nil {
+		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	p := replica.Placement{Tenant: req.Tenant, Session: req.Session, Group: req.Group}
 	if err := replica.CheckPlacement(p, c.cfg.Groups); err != nil {
-		writeRefusal(w, err)
-		return
+		return nil, refusal(err)
 	}
 	var placed Placed
 	err := c.spendNonce(ctx, &req.Signed)
@@ -156,23 +154,21 @@ func (c *Node) handlePlace(w http.ResponseWriter, r *http.Request) {
 		placed, err = c.Place(ctx, p)
 	}
 	if err != nil {
-		writeRefusal(w, err)
-		return
+		return nil, refusal(err)
 	}
-	writeJSON(w, http.StatusOK, placed)
+	return placed, nil
 }
 
-// handlePlacements lists the directory's placements.
-func (c *Node) handlePlacements(w http.ResponseWriter, r *http.Request) {
-	if !c.decodeSignedAt(w, r, "placements") {
-		return
+// OpPlacements lists the directory's placements.
+func (c *Node) OpPlacements(ctx context.Context, decode Decode) (any, error) {
+	if err := c.decodeSigned(decode, &SignedAt{what: "placements"}); err != nil {
+		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	ps, err := c.ListPlacements(ctx)
 	if err != nil {
-		writeRefusal(w, err)
-		return
+		return nil, refusal(err)
 	}
-	writeJSON(w, http.StatusOK, Placements{SchemaVersion: 1, Placements: ps})
+	return Placements{SchemaVersion: 1, Placements: ps}, nil
 }

@@ -28,6 +28,7 @@ import (
 
 	"tally/cluster/node"
 	"tally/cluster/replica"
+	"tally/service"
 	"tally/vocab"
 )
 
@@ -137,45 +138,46 @@ func (n *nonces) use(nonce string, until, now time.Time) (fresh, full bool) {
 	return true, false
 }
 
+// Decode reads an operation's request document into doc: the server's
+// strict decoder over the request's checked body (its media type and
+// bound), which refuses a member the document does not have by name.
+type Decode = func(doc any) error
+
+// RequestMax bounds the body of a join and of an operator's signed
+// request: a member record, a few fields and the envelope.
+const RequestMax = 64 << 10
+
 // decodeSigned reads an operator's request and checks its signature, its
 // instant against the node's clock, its cluster, its node and its nonce
-// (recorded here), answering the refusal itself when one fails.
-func (c *Node) decodeSigned(w http.ResponseWriter, r *http.Request, req signedRequest) bool {
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(req); err != nil {
-		writeErr(w, http.StatusBadRequest, "invalid", "body: "+err.Error())
-		return false
+// (recorded here), returning the refusal when one fails.
+func (c *Node) decodeSigned(decode Decode, req signedRequest) error {
+	if err := decode(req); err != nil {
+		return err
 	}
 	what, s, fields := req.envelope()
 	if !hmac.Equal([]byte(s.MAC), []byte(s.sum(c.cfg.Secret, what, fields))) {
-		writeErr(w, http.StatusForbidden, codeWrongSecret, what+": the request is not signed with this cluster's join secret")
-		return false
+		return service.NewRefusal(http.StatusForbidden, codeWrongSecret, what+": the request is not signed with this cluster's join secret")
 	}
 	now := time.Now()
 	if err := fresh(what, s.At, now); err != nil {
-		writeRefusal(w, err)
-		return false
+		return refusal(err)
 	}
 	switch {
 	case s.ClusterID != c.id.ClusterID:
-		writeErr(w, http.StatusForbidden, CodeWrongCluster, fmt.Sprintf("%s: cluster_id: signed for cluster %q; this is cluster %s", what, s.ClusterID, c.id.ClusterID))
-		return false
+		return service.NewRefusal(http.StatusForbidden, CodeWrongCluster, fmt.Sprintf("%s: cluster_id: signed for cluster %q; this is cluster %s", what, s.ClusterID, c.id.ClusterID))
 	case s.NodeID != c.cfg.NodeID:
-		writeErr(w, http.StatusForbidden, CodeWrongNode, fmt.Sprintf("%s: node_id: addressed to node %d; this is node %d: a signed request is taken only by the node it names", what, s.NodeID, c.cfg.NodeID))
-		return false
+		return service.NewRefusal(http.StatusForbidden, CodeWrongNode, fmt.Sprintf("%s: node_id: addressed to node %d; this is node %d: a signed request is taken only by the node it names", what, s.NodeID, c.cfg.NodeID))
 	case len(s.Nonce) < nonceLenMin || len(s.Nonce) > nonceLenMax:
-		writeErr(w, http.StatusBadRequest, "invalid", fmt.Sprintf("%s: nonce: must be %d to %d characters, used once", what, nonceLenMin, nonceLenMax))
-		return false
+		return service.NewRefusal(http.StatusBadRequest, "invalid", fmt.Sprintf("%s: nonce: must be %d to %d characters, used once", what, nonceLenMin, nonceLenMax))
 	}
 	at, _ := time.Parse(time.RFC3339Nano, s.At) // fresh parsed it
 	switch ok, full := c.nonces.use(s.Nonce, at.Add(SignatureMax), now); {
 	case full:
-		writeErr(w, http.StatusTooManyRequests, string(replica.CodeTooManySigned), fmt.Sprintf("%s: this node remembers %d signed requests, the most it holds: retry once some have expired (within minutes)", what, nonceMax))
-		return false
+		return service.NewRefusal(http.StatusTooManyRequests, string(replica.CodeTooManySigned), fmt.Sprintf("%s: this node remembers %d signed requests, the most it holds: retry once some have expired (within minutes)", what, nonceMax))
 	case !ok:
-		writeErr(w, http.StatusForbidden, CodeReplayed, fmt.Sprintf("%s: nonce: %s was used already at this node: a signed request is good once (sign a new one)", what, s.Nonce))
-		return false
+		return service.NewRefusal(http.StatusForbidden, CodeReplayed, fmt.Sprintf("%s: nonce: %s was used already at this node: a signed request is good once (sign a new one)", what, s.Nonce))
 	}
-	return true
+	return nil
 }
 
 // spendNonce records a request's nonce in the meta group, which refuses
@@ -235,12 +237,15 @@ func fresh(what, at string, now time.Time) error {
 
 func signedNow() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 
-// handleIdentity answers which cluster and node this is.
-func (c *Node) handleIdentity(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, struct {
-		SchemaVersion int `json:"schema_version"`
-		Target
-	}{1, Target{ClusterID: c.id.ClusterID, NodeID: c.cfg.NodeID}})
+// Identity is which cluster and node this is, as IdentityPath answers.
+type Identity struct {
+	SchemaVersion int `json:"schema_version"`
+	Target
+}
+
+// OpIdentity answers which cluster and node this is.
+func (c *Node) OpIdentity(context.Context, Decode) (any, error) {
+	return Identity{1, Target{ClusterID: c.id.ClusterID, NodeID: c.cfg.NodeID}}, nil
 }
 
 // ReadTarget asks the node at base (its HTTP URL) which cluster and node

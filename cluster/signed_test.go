@@ -3,8 +3,10 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -136,4 +138,70 @@ func healthy(n *testNode) bool {
 	}
 	res.Body.Close()
 	return res.StatusCode == http.StatusOK
+}
+
+// The join and the operator's requests are decoded strictly by the
+// server's route table: a member the document does not have is refused by
+// name, at the top or inside the member record (400; BadJoin for a join),
+// a body of another media type (415) or past RequestMax (413) before it is
+// used; each leaves the membership and the node's nonces as they were.
+func TestClusterRequestsAreDecodedStrictly(t *testing.T) {
+	n := startFirst(t, t.TempDir())
+	waitFor(t, "node 1 a member", 20*time.Second, func() bool { return len(n.Replica().Members()) == 1 })
+	members := n.Replica().Members()
+	send := func(path, media, body string) (int, string) {
+		res, err := http.Post("http://"+n.cfg.Addr+path, media, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	add := SignAdd(n.cfg.Secret, n.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: "127.0.0.1:1", Addr: "127.0.0.1:2"}})
+	withMember := func(v any, name string, inside bool) string {
+		b, _ := json.Marshal(v)
+		var doc map[string]any
+		json.Unmarshal(b, &doc)
+		if inside {
+			doc["member"].(map[string]any)[name] = "z"
+		} else {
+			doc[name] = 1
+		}
+		b, _ = json.Marshal(doc)
+		return string(b)
+	}
+	doc := func(msg, code string) string {
+		b, _ := json.Marshal(msg)
+		return `{"schema_version":1,"error":` + string(b) + `,"code":"` + code + `"}` + "\n"
+	}
+	for _, c := range []struct {
+		what, path, media, body string
+		status                  int
+		doc                     string
+	}{
+		{"an unknown member", TransferLeaderPath, "application/json", withMember(SignTransfer(n.cfg.Secret, n.target(), TransferRequest{Group: 1, To: 1}), "too", false), 400,
+			doc("too: is not a field of this command (at, cluster_id, group, mac, node_id, nonce, to)", "invalid")},
+		{"an unknown member of the member", AddNodePath, "application/json", withMember(add, "zone_name", true), 400,
+			doc("zone_name: is not a field of this command (at, cluster_id, mac, member, node_id, nonce)", "invalid")},
+		{"an unknown member of a join", JoinPath, "application/json", withMember(newJoinRequest(n.cfg, ""), "secret", false), 400,
+			doc("join: secret: is not a field of this command (at, cluster_id, mac, member, nonce)", CodeBadJoin)},
+		{"another media type", RemoveNodePath, "text/plain", `{}`, 415,
+			doc(`Content-Type: must be application/json (got "text/plain")`, "UnsupportedMediaType")},
+		{"a body past RequestMax", PlacePath, "application/json", `{"tenant":"` + strings.Repeat("t", RequestMax) + `"}`, 413,
+			doc(fmt.Sprintf("body: at most %d bytes", RequestMax), "invalid")},
+	} {
+		code, body := send(c.path, c.media, c.body)
+		if code != c.status || body != c.doc {
+			t.Errorf("%s: %d %s, want %d %s", c.what, code, body, c.status, c.doc)
+		}
+	}
+	if got := n.Replica().Members(); !reflect.DeepEqual(got, members) {
+		t.Fatalf("members after refused requests: %+v", got)
+	}
+	// The add's nonce was not taken: the same request, well formed, is.
+	b, _ := json.Marshal(add)
+	if code, body := send(AddNodePath, "application/json", string(b)); code != 200 {
+		t.Fatalf("add-node after the refusals: %d %s", code, body)
+	}
 }

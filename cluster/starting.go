@@ -11,13 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
 	"tally/jsondoc"
+	"tally/service"
 )
 
 // StartFreeMin is the space a node's data directory's file system must
@@ -36,7 +35,7 @@ const (
 const CodeNodeStarting = "NodeStarting"
 
 // Starting is a node on its way up: Run starts it, again after a disk
-// error, and Handler answers meanwhile.
+// error, and Refusal answers meanwhile.
 type Starting struct {
 	cfg Config
 	log *slog.Logger
@@ -122,27 +121,23 @@ func diskError(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EIO) || errors.Is(err, syscall.EROFS)
 }
 
-// Handler answers every request with 503 NodeStarting: why the node has
-// not started, how many starts it tried and when it tries again
-// (Retry-After).
-func (s *Starting) Handler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		s.mu.Lock()
-		why, attempts, next := s.why, s.attempts, s.next
-		s.mu.Unlock()
-		msg := fmt.Sprintf("node %d has not started yet", s.cfg.NodeID)
-		if why != nil {
-			msg = fmt.Sprintf("node %d cannot start: %v", s.cfg.NodeID, why)
-		}
-		retry := 1
-		if !next.IsZero() {
-			retry = max(1, int(time.Until(next).Round(time.Second)/time.Second))
-		}
-		w.Header().Set("Retry-After", strconv.Itoa(retry))
-		doc := jsondoc.Doc(jsondoc.M("error", jsondoc.S(msg)), jsondoc.M("code", jsondoc.S(CodeNodeStarting)),
-			jsondoc.M("node_id", jsondoc.U(s.cfg.NodeID)), jsondoc.M("attempts", jsondoc.U(uint64(attempts))))
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		w.Write(doc)
-	})
+// Refusal is the answer to every request while the node has not
+// started: 503 NodeStarting, why, how many starts it tried, and when it
+// tries again (Retry-After). tally serve --cluster answers it
+// (service.WriteRefusal) until the node is up.
+func (s *Starting) Refusal() *service.Refusal {
+	s.mu.Lock()
+	why, attempts, next := s.why, s.attempts, s.next
+	s.mu.Unlock()
+	msg := fmt.Sprintf("node %d has not started yet", s.cfg.NodeID)
+	if why != nil {
+		msg = fmt.Sprintf("node %d cannot start: %v", s.cfg.NodeID, why)
+	}
+	retry := 1
+	if !next.IsZero() {
+		retry = max(1, int(time.Until(next).Round(time.Second)/time.Second))
+	}
+	r := service.NewRetryable(CodeNodeStarting, msg, jsondoc.M("node_id", jsondoc.U(s.cfg.NodeID)), jsondoc.M("attempts", jsondoc.U(uint64(attempts))))
+	r.RetryAfter = time.Duration(retry) * time.Second
+	return r
 }

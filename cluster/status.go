@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"slices"
 
 	"go.etcd.io/raft/v3"
 
 	"tally/cluster/node"
 	"tally/cluster/replica"
+	"tally/jsondoc"
+	"tally/service"
 )
 
 // GroupStatus is one group as this node sees it.
@@ -161,60 +162,52 @@ const (
 	HealthPath = "/v1/cluster/health"
 )
 
-// Handler serves the cluster's own routes: status, health, join and the
-// operator's signed requests (transfer-leader, remove-node, backup).
-func (c *Node) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+StatusPath, func(w http.ResponseWriter, r *http.Request) {
-		st, err := c.Status(r.Context())
-		if err != nil {
-			writeErr(w, http.StatusServiceUnavailable, "Unavailable", err.Error())
-			return
-		}
-		writeJSON(w, http.StatusOK, st)
-	})
-	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, r *http.Request) {
-		st, err := c.Status(r.Context())
-		if err != nil {
-			writeErr(w, http.StatusServiceUnavailable, "Unavailable", err.Error())
-			return
-		}
-		var without []uint64
-		for _, g := range st.Groups {
-			if !g.Quorum {
-				without = append(without, g.Group)
-			}
-		}
-		switch {
-		case st.Failed != "":
-			writeErr(w, http.StatusServiceUnavailable, "NodeFailed", st.Failed)
-		case len(without) > 0:
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": fmt.Sprintf("no quorum reached from this node in group(s) %v", without), "code": "NoQuorum", "groups": without})
-		default:
-			writeJSON(w, http.StatusOK, map[string]any{"node_id": st.NodeID, "groups": len(st.Groups), "quorum": true})
-		}
-	})
-	mux.HandleFunc("GET "+IdentityPath, c.handleIdentity)
-	mux.HandleFunc("POST "+JoinPath, c.handleJoin)
-	mux.HandleFunc("POST "+TransferLeaderPath, c.handleTransfer)
-	mux.HandleFunc("POST "+AddNodePath, c.handleAdd)
-	mux.HandleFunc("POST "+RemoveNodePath, c.handleRemove)
-	mux.HandleFunc("POST "+BackupPath, c.handleBackup)
-	mux.HandleFunc("POST "+PlacePath, c.handlePlace)
-	mux.HandleFunc("POST "+PlacementsPath, c.handlePlacements)
-	return mux
-}
+// The node's own operations (OpStatus, OpHealth, OpIdentity, OpJoin and
+// the operator's signed requests) are mounted by the server's route table
+// (server.NewCluster), behind the middleware of every route: each takes
+// its document through decode and answers a document, marshalled as JSON,
+// or a refusal (service.Refusal, a service.Refuser), which the server
+// writes.
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+// OpStatus reports the node and the cluster as this node sees them.
+func (c *Node) OpStatus(ctx context.Context, _ Decode) (any, error) { return c.statusNow(ctx) }
+
+// statusNow is Status, a node whose loop does not answer refused as
+// retryable.
+func (c *Node) statusNow(ctx context.Context) (Status, error) {
+	st, err := c.Status(ctx)
 	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"error":"encode answer","code":"internal"}`)
+		return Status{}, service.NewRetryable(CodeUnavailable, err.Error())
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	return st, nil
 }
 
-func writeErr(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, map[string]string{"error": msg, "code": code})
+// Codes of the health route's 503s.
+const (
+	CodeNodeFailed = "NodeFailed"
+	CodeNoQuorum   = "NoQuorum"
+)
+
+// OpHealth answers whether this node serves and reaches a quorum in every
+// group; a 503 names why not (NodeFailed) or the groups it cannot reach a
+// quorum in (NoQuorum, with "groups").
+func (c *Node) OpHealth(ctx context.Context, _ Decode) (any, error) {
+	st, err := c.statusNow(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var without []uint64
+	for _, g := range st.Groups {
+		if !g.Quorum {
+			without = append(without, g.Group)
+		}
+	}
+	switch {
+	case st.Failed != "":
+		return nil, service.NewRetryable(CodeNodeFailed, st.Failed)
+	case len(without) > 0:
+		groups, _ := json.Marshal(without)
+		return nil, service.NewRetryable(CodeNoQuorum, fmt.Sprintf("no quorum reached from this node in group(s) %v", without), jsondoc.M("groups", groups))
+	}
+	return map[string]any{"node_id": st.NodeID, "groups": len(st.Groups), "quorum": true}, nil
 }

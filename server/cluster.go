@@ -1,50 +1,22 @@
 package server
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 
 	"tally/api"
 	"tally/auth"
+	"tally/backup"
 	"tally/jsondoc"
 	"tally/service"
 	"tally/vocab"
 )
 
-// clusterRoutes are the routes a cluster node serves: those that run
-// through the Service (so a write is replicated) and those that only read
-// this node's files (its replicas' logs, as the event stream does). The
-// others still write a ledger directly and are refused until they too go
-// through the Service.
-var clusterRoutes = map[string]bool{
-	"health": true, "ready": true, "work.ready": true, "metrics": true, "openapi": true, "whoami": true, "events": true,
-	"promise.declare": true, "promise.list": true, "promise.show": true,
-	"promise.amend": true, "promise.resolve": true, "promise.assess": true,
-	"session.export": true, "session.verify": true, "verify": true, "session.import": true,
-	"expect.raise": true, "expect.list": true, "expect.show": true, "expect.withdraw": true, "expect.supersede": true,
-	"expect.fact": true, "expect.task.outcome": true, "expect.lapses": true, "expect.lapse": true,
-	"claim.create": true, "claim.list": true, "claim.show": true, "claim.post": true, "claim.cancel": true,
-	"claim.revoke": true, "claim.supersede": true, "claim.receipt": true, "claim.adopt": true, "claim.progress": true,
-	"claim.testament.close": true, "claim.testament.post": true, "claim.testament.receive": true,
-	"claim.deadline": true, "claim.dependency": true, "claim.check.begin": true, "claim.check.report": true,
-	"claim.check.report_evidence": true, "claim.artifact.put": true, "claim.artifact.get": true,
-	"claim.artifact.verify": true, "claim.artifact.receive": true, "artifact.list": true, "artifact.content": true,
-	"claim.graph": true,
-	// A2A: what does not run through the Service yet is refused in the
-	// binding (ledgerOf), not the route.
-	"a2a.card": true, "a2a.session_card": true, "a2a.session_card_bare": true,
-	"token.create": true, "token.list": true, "token.revoke": true,
-	// MCP: its tools call the node's Service; its resources follow this
-	// replica's logs, as the event stream does.
-	"mcp": true, "mcp.stream": true, "mcp.end": true,
-	// The console reads this node's replica as applied, as the event
-	// stream does: a node shows what it holds.
-	"console": true, "console.config": true, "console.asset": true, "tenant.list": true, "session.list": true,
-	"session.summary": true, "obligation.list": true, "promise.history": true, "claim.history": true,
-	"a2a.jsonrpc": true, "a2a.send": true, "a2a.tasks": true, "a2a.task": true, "a2a.cancel": true,
-}
-
-// CodeNotInCluster refuses a route a cluster node does not serve yet.
+// CodeNotInCluster refuses a route a cluster node does not serve (its
+// route says notInCluster).
 const CodeNotInCluster = "NotInCluster"
 
 // uploadBound is a Service that bounds the bytes of one write (a cluster
@@ -54,16 +26,128 @@ type uploadBound interface {
 	MaxUploadBytes() int64
 }
 
+// ClusterNode is a cluster node's own operations (cluster.Node), which
+// the route table mounts under /v1/cluster/ (clusterRoutes). Each reads
+// its request document, if it takes one, through decode (the strict
+// decoder over the checked body: api.Decode) and answers a document,
+// written as JSON, or a refusal (service.Refuse maps it).
+type ClusterNode interface {
+	OpStatus(ctx context.Context, decode func(any) error) (any, error)
+	OpHealth(ctx context.Context, decode func(any) error) (any, error)
+	OpIdentity(ctx context.Context, decode func(any) error) (any, error)
+	OpJoin(ctx context.Context, decode func(any) error) (any, error)
+	OpAddNode(ctx context.Context, decode func(any) error) (any, error)
+	OpRemoveNode(ctx context.Context, decode func(any) error) (any, error)
+	OpTransferLeader(ctx context.Context, decode func(any) error) (any, error)
+	OpPlace(ctx context.Context, decode func(any) error) (any, error)
+	OpPlacements(ctx context.Context, decode func(any) error) (any, error)
+	// OpBackup writes a backup of the cluster to w: an error before its
+	// first byte is answered as a refusal, one after it in
+	// backup.ErrorTrailer.
+	OpBackup(ctx context.Context, decode func(any) error, w io.Writer) error
+}
+
+// clusterRequestMax bounds the body of a join and of an operator's signed
+// request (cluster.RequestMax): a member record, a few fields and the
+// envelope.
+const clusterRequestMax = 64 << 10
+
+// clusterRequest is the schema of the cluster routes' bodies.
+const clusterRequest = "ClusterRequest"
+
+// clusterRoutes are a cluster node's own routes. They are public: the
+// status is its operator's (operatorOnly), health and identity anyone's,
+// and the join and the operator's requests are signed with the join
+// secret, which the node checks.
+func (s *Server) clusterRoutes(n ClusterNode) []route {
+	const p = "/v1/cluster/"
+	op := func(run func(context.Context, func(any) error) (any, error)) endpoint {
+		return func(r *http.Request) (int, any, error) {
+			doc, err := run(r.Context(), decodeBody(r))
+			if err != nil {
+				return 0, nil, err
+			}
+			b, err := json.Marshal(doc)
+			if err != nil {
+				return 0, nil, fmt.Errorf("cluster: encode answer: %w", err)
+			}
+			return http.StatusOK, append(b, '\n'), nil
+		}
+	}
+	signed := func(name, path, summary string, run func(context.Context, func(any) error) (any, error)) route {
+		return route{name: name, method: "POST", pattern: p + path, summary: summary, body: clusterRequest, write: true, bodyMax: clusterRequestMax, public: true, serve: op(run)}
+	}
+	return []route{
+		{name: "cluster.status", method: "GET", pattern: p + "status", summary: "The node and the cluster as it sees them (its operator's: tenant \"*\", role admin)", public: true, serve: s.operatorOnlyEndpoint(op(n.OpStatus))},
+		{name: "cluster.health", method: "GET", pattern: p + "health", summary: "200 when the node serves and reaches a quorum in every group; else 503 NodeFailed or NoQuorum", public: true, serve: op(n.OpHealth)},
+		{name: "cluster.identity", method: "GET", pattern: p + "identity", summary: "The cluster and node a signed request is signed for", public: true, serve: op(n.OpIdentity)},
+		signed("cluster.join", "join", "A node joins, signed with the join secret", n.OpJoin),
+		signed("cluster.add_node", "add-node", "Record a node before it starts (signed)", n.OpAddNode),
+		signed("cluster.remove_node", "remove-node", "Remove a node from the membership and every group (signed)", n.OpRemoveNode),
+		signed("cluster.transfer_leader", "transfer-leader", "Hand a group's leadership to a voter, at its leader (signed)", n.OpTransferLeader),
+		signed("cluster.place", "place", "Place a session in a data group (signed)", n.OpPlace),
+		signed("cluster.placements", "placements", "The directory's placements (signed)", n.OpPlacements),
+		{name: "cluster.backup", method: "POST", pattern: p + "backup", summary: "A backup of every session of the cluster (signed; application/vnd.tally.backup)", body: clusterRequest, write: true, bodyMax: clusterRequestMax, public: true, stream: s.clusterBackup(n)},
+	}
+}
+
+// decodeBody is a route's strict decoder over its checked body.
+func decodeBody(r *http.Request) func(any) error {
+	return func(doc any) error {
+		body, err := readBody(r)
+		if err != nil {
+			return err
+		}
+		return api.Decode("body", body, doc)
+	}
+}
+
+// clusterBackup streams the node's backup: its media type and trailer are
+// declared at the first byte; a failure before it is answered as a
+// refusal, one after it in the trailer (the file then does not verify).
+func (s *Server) clusterBackup(n ClusterNode) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		bw := &backupWriter{w: w}
+		err := n.OpBackup(r.Context(), decodeBody(r), bw)
+		switch {
+		case err == nil:
+		case !bw.sent:
+			s.writeError(w, err)
+		default:
+			w.Header().Set(backup.ErrorTrailer, err.Error())
+		}
+	}
+}
+
+// backupWriter declares a backup's media type and trailer before its
+// first byte.
+type backupWriter struct {
+	w    http.ResponseWriter
+	sent bool
+}
+
+func (b *backupWriter) Write(p []byte) (int, error) {
+	if !b.sent && len(p) > 0 {
+		b.sent = true
+		b.w.Header().Set("Content-Type", backup.MediaType)
+		b.w.Header().Set("Trailer", backup.ErrorTrailer)
+		b.w.WriteHeader(http.StatusOK)
+	}
+	return b.w.Write(p)
+}
+
 // NewCluster is the server of a cluster node: cfg.Root is the node's
-// replica ledger directory, svc the node's Service, and the routes under
-// /v1/cluster/ are the node's own (status, join), served by cluster.
-func NewCluster(cfg Config, svc service.Service, cluster http.Handler) (*Server, error) {
+// replica ledger directory, svc the node's Service, and node's own
+// operations are served under /v1/cluster/ (clusterRoutes). A route that
+// says notInCluster answers 501 NotInCluster.
+func NewCluster(cfg Config, svc service.Service, node ClusterNode) (*Server, error) {
 	cfg.WatchEvery = 0 // a group's timekeeper runs on its leader, through the Service
 	s, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}
 	s.local, s.replicated = svc, true
+	s.routes = append(s.routes, s.clusterRoutes(node)...)
 	if ub, ok := svc.(uploadBound); ok {
 		for i, r := range s.routes {
 			if r.body == "Bytes" {
@@ -76,16 +160,14 @@ func NewCluster(cfg Config, svc service.Service, cluster http.Handler) (*Server,
 		if r.name == "metrics" {
 			r.handle, r.stream = s.operatorOnly(r.stream).ServeHTTP, nil
 		}
-		if !clusterRoutes[r.name] {
+		if r.notInCluster {
 			name := r.name
 			r.handle = func(w http.ResponseWriter, _ *http.Request) {
-				writeDoc(w, http.StatusNotImplemented, jsondoc.Error(fmt.Sprintf("%s is not served by a cluster node yet", name), CodeNotInCluster))
+				writeDoc(w, http.StatusNotImplemented, jsondoc.Error(fmt.Sprintf("%s is not served by a cluster node", name), CodeNotInCluster))
 			}
 		}
 		s.mux.Handle(r.method+" "+r.pattern, s.instrument(r))
 	}
-	s.mux.Handle("/v1/cluster/", cluster)
-	s.mux.Handle("GET "+clusterStatusPath, s.operatorOnly(cluster))
 	mux := s.mux
 	s.mux = http.NewServeMux()
 	s.mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -95,9 +177,15 @@ func NewCluster(cfg Config, svc service.Service, cluster http.Handler) (*Server,
 	return s, nil
 }
 
-// clusterStatusPath is cluster.StatusPath: a node's status, which names
-// every member and its addresses.
-const clusterStatusPath = "/v1/cluster/status"
+// operatorOnlyEndpoint is operatorOnly for a REST endpoint.
+func (s *Server) operatorOnlyEndpoint(next endpoint) endpoint {
+	return func(r *http.Request) (int, any, error) {
+		if err := s.checkOperator(r); err != nil {
+			return 0, nil, err
+		}
+		return next(r)
+	}
+}
 
 // operatorOnly serves next, a read of the whole cluster (its status, its
 // metrics), only to the cluster's operator: a token that administers
@@ -105,17 +193,25 @@ const clusterStatusPath = "/v1/cluster/status"
 // one made like it). Without tokens (--insecure-dev) it serves anyone.
 func (s *Server) operatorOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.cfg.Insecure {
-			p, err := s.authenticate(r)
-			if err != nil {
-				s.writeError(w, err)
-				return
-			}
-			if !(auth.Token{Tenant: p.tenant, Role: p.role}).Administers(auth.AllTenants) {
-				s.writeError(w, vocab.Forbiddenf("token", "a cluster's status and metrics are served to an admin of every tenant (tenant \"*\", role admin) only"))
-				return
-			}
+		if err := s.checkOperator(r); err != nil {
+			s.writeError(w, err)
+			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// checkOperator refuses a request not made by the cluster's operator.
+func (s *Server) checkOperator(r *http.Request) error {
+	if s.cfg.Insecure {
+		return nil
+	}
+	p, err := s.authenticate(r)
+	if err != nil {
+		return err
+	}
+	if !(auth.Token{Tenant: p.tenant, Role: p.role}).Administers(auth.AllTenants) {
+		return vocab.Forbiddenf("token", "a cluster's status and metrics are served to an admin of every tenant (tenant \"*\", role admin) only")
+	}
+	return nil
 }

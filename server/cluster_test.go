@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"tally/api"
 	"tally/auth"
+	"tally/jsondoc"
 	"tally/service"
 	"tally/store"
 )
@@ -50,18 +52,12 @@ func (b bounded) PublishArtifact(ctx context.Context, c service.Call, d api.Clai
 }
 
 // A cluster node serves the claims family: each of its routes runs
-// through the node's Service (here a local one), a body declared past the
-// Service's bound for bytes is refused before it is read, and a route that
-// reads the ledger directory itself still answers 501 NotInCluster.
+// through the node's Service (here a local one), and a body declared past
+// the Service's bound for bytes is refused before it is read.
 func TestClusterServesTheClaimsFamily(t *testing.T) {
 	f := newFixture(t)
-	for _, rt := range f.srv.claimRoutes() {
-		if !clusterRoutes[rt.name] {
-			t.Errorf("a cluster node does not serve %s", rt.name)
-		}
-	}
 	read := 0
-	s, err := NewCluster(insecureConfig(t), bounded{f.srv.local, &read}, http.NotFoundHandler())
+	s, err := NewCluster(insecureConfig(t), bounded{f.srv.local, &read}, fakeNode{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +124,7 @@ func TestClusterStatusAndMetricsAreTheOperators(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	status := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(`{"members":[]}`)) })
+	status := fakeNode{}
 	get := func(srv *Server, path, token string) int {
 		req := httptest.NewRequest("GET", path, nil)
 		if token != "" {
@@ -164,5 +160,175 @@ func TestClusterStatusAndMetricsAreTheOperators(t *testing.T) {
 		if got := get(open, path, ""); got != 200 {
 			t.Errorf("GET %s under --insecure-dev: %d", path, got)
 		}
+	}
+}
+
+// fakeNode is a cluster node's operations: each decodes a document of
+// one member, "group", and answers it with its operation's name, counting
+// in ran the ones that got past their decoding.
+type fakeNode struct{ ran *int }
+
+type fakeDoc struct {
+	Group uint64 `json:"group"`
+}
+
+func (f fakeNode) run(name string, decode func(any) error) (any, error) {
+	var d fakeDoc
+	if err := decode(&d); err != nil {
+		return nil, err
+	}
+	if f.ran != nil {
+		*f.ran++
+	}
+	return map[string]any{"op": name, "group": d.Group}, nil
+}
+
+func (f fakeNode) OpStatus(context.Context, func(any) error) (any, error) {
+	return map[string]any{"members": []string{}}, nil
+}
+func (f fakeNode) OpHealth(context.Context, func(any) error) (any, error) {
+	return nil, service.NewRetryable("NoQuorum", "no quorum reached from this node in group(s) [2]", jsondoc.M("groups", []byte("[2]")))
+}
+func (f fakeNode) OpIdentity(context.Context, func(any) error) (any, error) {
+	return map[string]any{"cluster_id": "c1", "node_id": 1}, nil
+}
+func (f fakeNode) OpJoin(_ context.Context, d func(any) error) (any, error) { return f.run("join", d) }
+func (f fakeNode) OpAddNode(_ context.Context, d func(any) error) (any, error) {
+	return f.run("add-node", d)
+}
+func (f fakeNode) OpRemoveNode(_ context.Context, d func(any) error) (any, error) {
+	return f.run("remove-node", d)
+}
+func (f fakeNode) OpTransferLeader(_ context.Context, d func(any) error) (any, error) {
+	return f.run("transfer-leader", d)
+}
+func (f fakeNode) OpPlace(_ context.Context, d func(any) error) (any, error) {
+	return f.run("place", d)
+}
+func (f fakeNode) OpPlacements(_ context.Context, d func(any) error) (any, error) {
+	return f.run("placements", d)
+}
+func (f fakeNode) OpBackup(_ context.Context, d func(any) error, w io.Writer) error {
+	if _, err := f.run("backup", d); err != nil {
+		return err
+	}
+	_, err := w.Write([]byte("backup\n"))
+	return err
+}
+
+// The cluster's routes are the route table's, behind the middleware of
+// every route: a member the document does not have is refused by name
+// (400), a body of another media type (415) or past the named bound (413)
+// before a byte of it is used, each with the error document and the
+// route's metric; a 503 carries Retry-After. Nothing refused runs.
+func TestClusterRoutesRefuseLikeTheOthers(t *testing.T) {
+	ran := 0
+	s, err := NewCluster(insecureConfig(t), nil, fakeNode{&ran})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	do := func(method, path, media, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		if media != "" {
+			req.Header.Set("Content-Type", media)
+		}
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, req)
+		return rec
+	}
+	over := `{"group":` + strings.Repeat(" ", clusterRequestMax) + `1}`
+	for _, path := range []string{"join", "add-node", "remove-node", "transfer-leader", "place", "placements", "backup"} {
+		p := "/v1/cluster/" + path
+		for _, c := range []struct {
+			what, media, body string
+			status            int
+			doc               string
+		}{
+			{"an unknown member", "application/json", `{"group":1,"grup":2}`, 400,
+				`{"schema_version":1,"error":"grup: is not a field of this command (group)","code":"invalid"}` + "\n"},
+			{"another media type", "text/plain", `{"group":1}`, 415,
+				`{"schema_version":1,"error":"Content-Type: must be application/json (got \"text/plain\")","code":"UnsupportedMediaType"}` + "\n"},
+			{"a body past its bound", "application/json", over, 413,
+				`{"schema_version":1,"error":"body: at most 65536 bytes","code":"invalid"}` + "\n"},
+			{"no body", "application/json", ``, 400,
+				`{"schema_version":1,"error":"body: must be one JSON object","code":"invalid"}` + "\n"},
+		} {
+			rec := do("POST", p, c.media, c.body)
+			if rec.Code != c.status || rec.Body.String() != c.doc {
+				t.Errorf("POST %s with %s: %d %s, want %d %s", p, c.what, rec.Code, rec.Body, c.status, c.doc)
+			}
+		}
+	}
+	if ran != 0 {
+		t.Fatalf("%d refused requests ran", ran)
+	}
+	if rec := do("POST", "/v1/cluster/transfer-leader", "application/json", `{"group":2}`); rec.Code != 200 || rec.Body.String() != `{"group":2,"op":"transfer-leader"}`+"\n" {
+		t.Fatalf("transfer-leader: %d %s", rec.Code, rec.Body)
+	}
+	if rec := do("POST", "/v1/cluster/backup", "application/json", `{"group":2}`); rec.Code != 200 || rec.Body.String() != "backup\n" || rec.Header().Get("Content-Type") != "application/vnd.tally.backup" {
+		t.Fatalf("backup: %d %s %v", rec.Code, rec.Body, rec.Header())
+	}
+	rec := do("GET", "/v1/cluster/health", "", "")
+	if rec.Code != 503 || rec.Header().Get("Retry-After") != "1" || rec.Body.String() != `{"schema_version":1,"error":"no quorum reached from this node in group(s) [2]","code":"NoQuorum","groups":[2]}`+"\n" {
+		t.Fatalf("health: %d %q %s", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+	if ran != 2 {
+		t.Fatalf("ran %d operations, want 2", ran)
+	}
+	// Each was counted under its route's name.
+	mrec := do("GET", "/metrics", "", "")
+	for _, want := range []string{`route="cluster.transfer_leader"`, `route="cluster.join"`, `route="cluster.health"`} {
+		if !strings.Contains(mrec.Body.String(), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+// A cluster node serves every route of the route table: none answers 501
+// NotInCluster unless its route says notInCluster (none does). expect.task
+// (an origin task's outcome) answers from the node's Service.
+func TestClusterNodeServesEveryRoute(t *testing.T) {
+	f := newFixture(t)
+	s, err := NewCluster(insecureConfig(t), f.srv.local, fakeNode{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	param := regexp.MustCompile(`\{([a-z]+)(\.\.\.)?\}`)
+	for _, rt := range s.routes {
+		path := strings.TrimSuffix(rt.pattern, "{$}")
+		path = param.ReplaceAllStringFunc(path, func(m string) string {
+			switch m {
+			case "{tenant}":
+				return "acme"
+			case "{session}":
+				return "main"
+			}
+			return "x1"
+		})
+		// A stream answers until its request ends.
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		req := httptest.NewRequestWithContext(ctx, rt.method, path, strings.NewReader("{}"))
+		req.Header.Set("Content-Type", rt.mediaType())
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, req)
+		cancel()
+		if (rec.Code == http.StatusNotImplemented) != rt.notInCluster {
+			t.Errorf("%s %s (%s): %d %s", rt.method, path, rt.name, rec.Code, rec.Body)
+		}
+	}
+	// The OpenAPI document of a node describes its cluster routes.
+	doc := s.OpenAPI()
+	join, _ := doc["paths"].(map[string]any)["/v1/cluster/join"].(map[string]any)["post"].(map[string]any)
+	if join["operationId"] != "cluster.join" || join["parameters"] != nil || schemas[clusterRequest] == nil {
+		t.Fatalf("openapi: POST /v1/cluster/join: %v", join)
+	}
+	req := httptest.NewRequest("GET", "/v1/tenants/acme/sessions/main/tasks/t1", nil)
+	req.Header.Set("X-Tally-Actor", "alice")
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	if rec.Code == http.StatusNotImplemented || strings.Contains(rec.Body.String(), CodeNotInCluster) {
+		t.Fatalf("expect.task on a cluster node: %d %s", rec.Code, rec.Body)
 	}
 }

@@ -31,6 +31,10 @@ type route struct {
 	// through the Service (the event stream): on a cluster node, the node's
 	// replica as applied. They take no consistency parameter.
 	replica bool
+	// notInCluster routes are served by `tally serve` only: a cluster
+	// node answers them 501 NotInCluster (NewCluster). None is today;
+	// the route table is the one list of what a node serves.
+	notInCluster bool
 	// serve is a REST route's endpoint; stream, a REST route that writes
 	// its answer as it goes (an event stream, bytes, an export). Both run
 	// behind the REST middleware (middleware.go).

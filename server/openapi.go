@@ -43,6 +43,7 @@ func init() {
 		"ClaimArtifactReceive": obj(nil, map[string]any{"claim": str("the path's claim"), "artifact": str("the path's artifact"), "digest": str("default: the recorded one")}),
 		"Empty":                obj(nil, map[string]any{"claim": str("the path's claim"), "testament": str("the path's testament")}),
 		"Bytes":                map[string]any{"type": "string", "format": "binary"},
+		"ClusterRequest":       map[string]any{"type": "object", "description": "a cluster node's join or operator request, signed with the join secret (tally cluster; docs/CLUSTER.md)"},
 		"ExpectWithdraw":       obj(nil, map[string]any{"reason": reason}),
 		"ExpectFact":           obj([]string{"factKey", "subject"}, map[string]any{"factKey": str(""), "subject": obj([]string{"type", "id"}, map[string]any{"type": str(""), "id": str("")}), "at": str("RFC 3339; default now")}),
 		"ExpectTaskOutcome":    obj([]string{"outcome"}, map[string]any{"outcome": map[string]any{"enum": []string{"completed", "cancelled", "failed"}}}),
@@ -128,7 +129,7 @@ func (s *Server) OpenAPI() map[string]any {
 		for _, m := range pathParam.FindAllStringSubmatch(rt.pattern, -1) {
 			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": str("")})
 		}
-		if rt.write {
+		if rt.write && !rt.public { // a public write is a cluster node's signed request: its nonce is its key
 			params = append(params, map[string]any{"name": "Idempotency-Key", "in": "header", "required": false, "schema": str("a request id: a retry with the same key and body gets the recorded response")})
 		}
 		if len(params) > 0 {

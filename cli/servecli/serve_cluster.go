@@ -124,7 +124,7 @@ func serveCluster(g cli.Env, c *cobra.Command, cfg server.Config, f *clusterFlag
 		return err
 	}
 	cfg.Tokens = n
-	s, err := server.NewCluster(cfg, n, n.Handler())
+	s, err := server.NewCluster(cfg, n, n)
 	if err != nil {
 		return errors.Join(err, n.Close())
 	}
@@ -150,7 +150,8 @@ func startNode(ctx context.Context, cfg server.Config, cc cluster.Config) (*clus
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	hs := &http.Server{Handler: st.Handler(), ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout}
+	starting := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { service.WriteRefusal(w, st.Refusal()) })
+	hs := &http.Server{Handler: starting, ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout}
 	go hs.Serve(ln)
 	n, err := st.Run(ctx)
 	if cerr := hs.Close(); cerr != nil && err == nil {
