@@ -6,7 +6,7 @@ type compaction struct {
 	snapshot bool // the group installs a snapshot in this iteration
 }
 
-func (n *Node) compactions() []compaction {
+func (n *MultiRaft) compactions() []compaction {
 	var out []compaction
 	for _, g := range n.groups {
 		first, _ := g.store.FirstIndex()

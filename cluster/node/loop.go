@@ -10,7 +10,7 @@ import (
 )
 
 // Tick advances every group's logical clock by one tick.
-func (n *Node) Tick() {
+func (n *MultiRaft) Tick() {
 	if n.failed != nil {
 		return
 	}
@@ -32,7 +32,7 @@ func (n *Node) Tick() {
 // Deliver steps an inbound message into its group. Messages for unknown
 // groups, and everything after a failure, are dropped. A MsgSnap comes
 // with its body (Snapshot), which the node then owns and closes.
-func (n *Node) Deliver(env Envelope) {
+func (n *MultiRaft) Deliver(env Envelope) {
 	g, ok := n.byID[env.Group]
 	if n.failed != nil && ok && env.Msg != nil && fromLeader(env.Msg) && env.Msg.GetFrom() != n.cfg.ID {
 		g.heard = env.Msg.GetFrom()
@@ -65,7 +65,7 @@ func fromLeader(m *pb.Message) bool {
 
 // Process runs one iteration of the loop. It reports whether there was
 // anything to do, so a driver can call it again until there is not.
-func (n *Node) Process() bool {
+func (n *MultiRaft) Process() bool {
 	if n.failed != nil {
 		return false
 	}
@@ -222,7 +222,7 @@ func (n *Node) Process() bool {
 	return true
 }
 
-func (n *Node) apply(g *group, ents []*pb.Entry) error {
+func (n *MultiRaft) apply(g *group, ents []*pb.Entry) error {
 	if len(ents) == 0 {
 		return nil
 	}
@@ -288,7 +288,7 @@ func (n *Node) apply(g *group, ents []*pb.Entry) error {
 	return nil
 }
 
-func (n *Node) anyConfDirty() bool {
+func (n *MultiRaft) anyConfDirty() bool {
 	for _, g := range n.groups {
 		if g.confDirty {
 			return true

@@ -35,9 +35,11 @@ import (
 	"tally/cluster/raftlog"
 )
 
-// Node is one cluster node. Its methods must be called from one goroutine,
-// the loop's (the simulator's single goroutine, or Run's).
-type Node struct {
+// MultiRaft is the raft groups one cluster node hosts, over one store, one
+// transport and one loop (cluster.Node is the node around it: its HTTP,
+// its replica, its operators' requests). Its methods must be called from
+// one goroutine, the loop's (the simulator's single goroutine, or Run's).
+type MultiRaft struct {
 	cfg   Config
 	db    *raftlog.DB
 	sm    StateMachine
@@ -91,7 +93,7 @@ type Peers func(group uint64) []uint64
 
 // New starts a node over an open store. A group with no saved state starts
 // with the voters peers gives it; a group with saved state resumes.
-func New(cfg Config, db *raftlog.DB, sm StateMachine, tr Transport, clock Clock, peers Peers, log *slog.Logger) (*Node, error) {
+func New(cfg Config, db *raftlog.DB, sm StateMachine, tr Transport, clock Clock, peers Peers, log *slog.Logger) (*MultiRaft, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -101,7 +103,7 @@ func New(cfg Config, db *raftlog.DB, sm StateMachine, tr Transport, clock Clock,
 	if err := db.Claim(cfg.ClusterID, cfg.ID); err != nil {
 		return nil, fmt.Errorf("node %d: %w", cfg.ID, err)
 	}
-	n := &Node{
+	n := &MultiRaft{
 		cfg: cfg, db: db, sm: sm, tr: tr, clock: clock, log: log,
 		byID:      make(map[uint64]*group),
 		proposals: make(map[uint64]*proposal),
@@ -125,7 +127,7 @@ func New(cfg Config, db *raftlog.DB, sm StateMachine, tr Transport, clock Clock,
 	return n, nil
 }
 
-func (n *Node) openGroup(gid uint64, peers Peers) (*group, error) {
+func (n *MultiRaft) openGroup(gid uint64, peers Peers) (*group, error) {
 	st, err := n.db.Group(gid)
 	if err != nil {
 		return nil, err
@@ -204,12 +206,12 @@ func (n *Node) openGroup(gid uint64, peers Peers) (*group, error) {
 }
 
 // Failed reports the error that stopped the node, or nil.
-func (n *Node) Failed() error { return n.failed }
+func (n *MultiRaft) Failed() error { return n.failed }
 
 // ID is the node's id.
-func (n *Node) ID() uint64 { return n.cfg.ID }
+func (n *MultiRaft) ID() uint64 { return n.cfg.ID }
 
-func (n *Node) fail(err error) {
+func (n *MultiRaft) fail(err error) {
 	if n.failed != nil {
 		return
 	}

@@ -44,7 +44,7 @@ type ConfResult struct {
 
 // Propose submits a command to a group; done is called from the loop with
 // its outcome.
-func (n *Node) Propose(gid uint64, cmd []byte, done func(ProposeResult)) {
+func (n *MultiRaft) Propose(gid uint64, cmd []byte, done func(ProposeResult)) {
 	if err := n.admit(gid); err != nil {
 		done(ProposeResult{Err: err})
 		return
@@ -61,7 +61,7 @@ func (n *Node) Propose(gid uint64, cmd []byte, done func(ProposeResult)) {
 	n.queue = append(n.queue, p)
 }
 
-func (n *Node) header(id uint64) []byte {
+func (n *MultiRaft) header(id uint64) []byte {
 	h := make([]byte, headerLen)
 	h[0] = headerVersion
 	binary.BigEndian.PutUint64(h[1:9], n.cfg.ID)
@@ -70,7 +70,7 @@ func (n *Node) header(id uint64) []byte {
 }
 
 // mine returns the proposal id in a header this node wrote.
-func (n *Node) mine(d []byte) (uint64, bool) {
+func (n *MultiRaft) mine(d []byte) (uint64, bool) {
 	if len(d) < headerLen || d[0] != headerVersion || binary.BigEndian.Uint64(d[1:9]) != n.cfg.ID {
 		return 0, false
 	}
@@ -83,7 +83,7 @@ func (n *Node) mine(d []byte) (uint64, bool) {
 // remove the last voter, and one that would leave fewer recently heard-from
 // voters than a quorum. done is called from the loop once the change
 // applied, or with the refusal.
-func (n *Node) ProposeConfChange(gid uint64, cc *pb.ConfChangeV2, done func(ConfResult)) {
+func (n *MultiRaft) ProposeConfChange(gid uint64, cc *pb.ConfChangeV2, done func(ConfResult)) {
 	if err := n.admit(gid); err != nil {
 		done(ConfResult{Err: err})
 		return
@@ -140,7 +140,7 @@ func (n *Node) ProposeConfChange(gid uint64, cc *pb.ConfChangeV2, done func(Conf
 
 // ReadIndex starts a linearizable read of a group; done is called from the
 // loop once this replica has applied the confirmed read index.
-func (n *Node) ReadIndex(gid uint64, done func(ReadResult)) {
+func (n *MultiRaft) ReadIndex(gid uint64, done func(ReadResult)) {
 	if err := n.admit(gid); err != nil {
 		done(ReadResult{Err: err})
 		return
@@ -152,7 +152,7 @@ func (n *Node) ReadIndex(gid uint64, done func(ReadResult)) {
 	n.readQueue = append(n.readQueue, r)
 }
 
-func (n *Node) admit(gid uint64) error {
+func (n *MultiRaft) admit(gid uint64) error {
 	if n.failed != nil {
 		return ErrFailed
 	}
@@ -171,14 +171,14 @@ func (n *Node) admit(gid uint64) error {
 
 // TransferLeader asks a group's leader (if this node) to hand leadership to
 // another voter.
-func (n *Node) TransferLeader(gid, to uint64) {
+func (n *MultiRaft) TransferLeader(gid, to uint64) {
 	if g, ok := n.byID[gid]; ok && n.failed == nil {
 		g.rn.TransferLeader(to)
 	}
 }
 
 // Campaign makes this node campaign in a group now.
-func (n *Node) Campaign(gid uint64) {
+func (n *MultiRaft) Campaign(gid uint64) {
 	if g, ok := n.byID[gid]; ok && n.failed == nil {
 		_ = g.rn.Campaign()
 	}

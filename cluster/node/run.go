@@ -12,7 +12,7 @@ import (
 // is taken in together (up to runDrain events) before the loop processes
 // it, so concurrent proposals share one Ready, one synced batch and one
 // apply.
-func (n *Node) Run(ctx context.Context, inbox <-chan []Envelope, calls <-chan func(*Node)) error {
+func (n *MultiRaft) Run(ctx context.Context, inbox <-chan []Envelope, calls <-chan func(*MultiRaft)) error {
 	t := time.NewTicker(n.cfg.TickInterval)
 	defer t.Stop()
 	for {
@@ -47,7 +47,7 @@ func (n *Node) Run(ctx context.Context, inbox <-chan []Envelope, calls <-chan fu
 // runDrain bounds the events Run takes in before it processes them.
 const runDrain = 1024
 
-func (n *Node) deliverAll(batch []Envelope) {
+func (n *MultiRaft) deliverAll(batch []Envelope) {
 	for _, e := range batch {
 		n.Deliver(e)
 	}

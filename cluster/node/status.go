@@ -24,7 +24,7 @@ type GroupStatus struct {
 }
 
 // Status reports every group, in group order.
-func (n *Node) Status() []GroupStatus {
+func (n *MultiRaft) Status() []GroupStatus {
 	out := make([]GroupStatus, 0, len(n.groups))
 	for _, g := range n.groups {
 		bs := g.rn.BasicStatus()
@@ -57,7 +57,7 @@ func (n *Node) Status() []GroupStatus {
 // Progress reports, for a group this node leads, the group's commit index
 // and how far each member's log matches the leader's (learners included);
 // ok is false if this node does not lead the group.
-func (n *Node) Progress(gid uint64) (commit uint64, match map[uint64]uint64, ok bool) {
+func (n *MultiRaft) Progress(gid uint64) (commit uint64, match map[uint64]uint64, ok bool) {
 	g, found := n.byID[gid]
 	if !found || n.failed != nil {
 		return 0, nil, false
@@ -77,7 +77,7 @@ func (n *Node) Progress(gid uint64) (commit uint64, match map[uint64]uint64, ok 
 type GroupTerm struct{ Group, Term uint64 }
 
 // Leading lists the groups this node leads, with the term of each.
-func (n *Node) Leading() []GroupTerm {
+func (n *MultiRaft) Leading() []GroupTerm {
 	if n.failed != nil {
 		return nil
 	}
@@ -91,4 +91,4 @@ func (n *Node) Leading() []GroupTerm {
 }
 
 // Pending counts proposals, reads and membership changes waiting here.
-func (n *Node) Pending() int { return len(n.proposals) + len(n.reads) + len(n.confs) }
+func (n *MultiRaft) Pending() int { return len(n.proposals) + len(n.reads) + len(n.confs) }

@@ -35,7 +35,7 @@ type read struct {
 
 // submit hands queued proposals and reads to raft; those raft drops (no
 // leader known yet) stay queued until their deadline.
-func (n *Node) submit() {
+func (n *MultiRaft) submit() {
 	keep := n.queue[:0]
 	for _, p := range n.queue {
 		if _, live := n.proposals[p.id]; !live {
@@ -71,7 +71,7 @@ func (n *Node) submit() {
 // leaderChanged fails the proposals of g handed to another leader than
 // lead: the old leader may have dropped them, and waiting out their
 // deadline would hold their clients through the whole failover.
-func (n *Node) leaderChanged(g *group, lead uint64) {
+func (n *MultiRaft) leaderChanged(g *group, lead uint64) {
 	for _, id := range sortedKeys(n.proposals) {
 		p := n.proposals[id]
 		if p.group == g.id && p.handed && p.lead != lead {
@@ -81,7 +81,7 @@ func (n *Node) leaderChanged(g *group, lead uint64) {
 	}
 }
 
-func (n *Node) expire() {
+func (n *MultiRaft) expire() {
 	now := n.clock.Now()
 	if n.nextExpiry.IsZero() || now.Before(n.nextExpiry) {
 		return // nothing waiting is due: the loop runs often, deadlines pass rarely
@@ -119,13 +119,13 @@ func (n *Node) expire() {
 }
 
 // expiresAt notes a deadline of something waiting, keeping the earliest.
-func (n *Node) expiresAt(d time.Time) {
+func (n *MultiRaft) expiresAt(d time.Time) {
 	if n.nextExpiry.IsZero() || d.Before(n.nextExpiry) {
 		n.nextExpiry = d
 	}
 }
 
-func (n *Node) finishReads() {
+func (n *MultiRaft) finishReads() {
 	if !n.anyReadDone() {
 		return
 	}
@@ -140,7 +140,7 @@ func (n *Node) finishReads() {
 
 // anyReadDone reports whether a read's index is applied, without the
 // sorting finishReads does to answer them in order.
-func (n *Node) anyReadDone() bool {
+func (n *MultiRaft) anyReadDone() bool {
 	for _, r := range n.reads {
 		if r.haveIndex && n.byID[r.group].applied >= r.index {
 			return true

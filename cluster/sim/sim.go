@@ -186,7 +186,7 @@ type simNode struct {
 	ffs   *raftlog.FaultFS
 	db    *raftlog.DB
 	sm    *replica.SM
-	n     *node.Node
+	n     *node.MultiRaft
 	up    bool
 	epoch int // bumps on every restart, so stale events for a node are ignored
 	// unsynced is, when a crash comes between a batch's session writes and
