@@ -155,7 +155,7 @@ func (n *MultiRaft) Process() bool {
 		}
 	}
 	var err error
-	if n.cfg.TestingSendBeforePersist {
+	if n.faults.SendBeforePersist {
 		err = b.CommitNoSync()
 		n.unsynced = true
 	} else {

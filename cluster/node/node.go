@@ -32,6 +32,7 @@ import (
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"tally/cluster/internal/fault"
 	"tally/cluster/raftlog"
 )
 
@@ -63,7 +64,10 @@ type MultiRaft struct {
 	reports    reports // snapshot streams' outcomes, from the transport
 
 	failed error
-	// unsynced is set when TestingSendBeforePersist committed a batch
+	// faults are the faults the simulator injected (Inject); none in
+	// production.
+	faults fault.Faults
+	// unsynced is set when faults.SendBeforePersist committed a batch
 	// without fsync; the next iteration syncs it.
 	unsynced bool
 	ticks    uint64
@@ -235,3 +239,8 @@ func (n *MultiRaft) fail(err error) {
 	n.proposals, n.reads, n.queue, n.readQueue = map[uint64]*proposal{}, map[uint64]*read{}, nil, nil
 	n.confs = map[uint64]*confProposal{}
 }
+
+// Inject gives the node faults to show, before its loop first runs: the
+// simulator's way to prove its checks catch them. Only the cluster's
+// packages can name a fault (package fault is internal).
+func (n *MultiRaft) Inject(f fault.Faults) { n.faults = f }
