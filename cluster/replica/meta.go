@@ -19,7 +19,7 @@ import (
 
 // metaState is the meta group's state: the members, by id, and the
 // cluster's tokens, by id, each stored whole (they are small); the
-// directory's placements, by tenant/session, one key each (place.go).
+// directory's placements, by tenant/session, one key each (directory.go).
 type metaState struct {
 	Members    []Member          `json:"members"`
 	Tokens     []TokenEntry      `json:"tokens,omitempty"`
@@ -51,7 +51,7 @@ type metaSM struct {
 	// and has not yet let expire.
 	nonces []NonceEntry
 	// placements are the directory's placements as applied
-	// (tenant/session → group; place.go).
+	// (tenant/session → group; directory.go).
 	placements map[string]uint64
 	outcomes   map[uint64]Outcome // index → outcome of the last batch
 }
