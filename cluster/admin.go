@@ -110,7 +110,7 @@ func (c *Node) OpTransferLeader(ctx context.Context, decode Decode) (any, error)
 func (c *Node) transferCheck(ctx context.Context, req TransferRequest) error {
 	var refusal error
 	notLeader := false
-	err := c.do(ctx, func(n *node.Node) {
+	err := c.do(ctx, func(n *node.MultiRaft) {
 		for _, st := range n.Status() {
 			if st.Group != req.Group {
 				continue

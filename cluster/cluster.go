@@ -120,8 +120,8 @@ type Node struct {
 	db      *raftlog.DB
 	sm      *replica.SM
 	tr      *transport.TCP
-	nd      *node.Node
-	calls   chan func(*node.Node)
+	nd      *node.MultiRaft
+	calls   chan func(*node.MultiRaft)
 	metrics *metrics
 	// metaSync shares one meta group read among the requests whose token
 	// this node does not know yet (catchUpMeta).
@@ -173,7 +173,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		}
 		return nil, err
 	}
-	c := &Node{cfg: cfg, id: id, log: cfg.Logger.With("node", cfg.NodeID), calls: make(chan func(*node.Node), 256), done: make(chan error, 1), metrics: newMetrics()}
+	c := &Node{cfg: cfg, id: id, log: cfg.Logger.With("node", cfg.NodeID), calls: make(chan func(*node.MultiRaft), 256), done: make(chan error, 1), metrics: newMetrics()}
 	c.cfg.Groups = id.Groups
 	if err := c.open(fresh); err != nil {
 		c.closeStores()
@@ -327,10 +327,10 @@ func (c *Node) Replica() *replica.SM { return c.sm }
 // from the loop (from f, or a callback): it would wait for itself. An
 // error that is a notRun means f was never handed to the loop; any
 // other, that it may still run.
-func (c *Node) do(ctx context.Context, f func(*node.Node)) error {
+func (c *Node) do(ctx context.Context, f func(*node.MultiRaft)) error {
 	ran := make(chan struct{})
 	select {
-	case c.calls <- func(n *node.Node) { f(n); close(ran) }:
+	case c.calls <- func(n *node.MultiRaft) { f(n); close(ran) }:
 	case <-ctx.Done():
 		return notRun{ctx.Err()}
 	case <-c.ctx.Done():
@@ -374,7 +374,7 @@ func (c *Node) propose(ctx context.Context, group uint64, data []byte) (replica.
 	}
 	ch := make(chan res, 1)
 	start := time.Now()
-	err := c.do(ctx, func(n *node.Node) {
+	err := c.do(ctx, func(n *node.MultiRaft) {
 		n.Propose(group, data, func(r node.ProposeResult) {
 			var o replica.Outcome
 			if r.Err == nil {
@@ -411,7 +411,7 @@ func (c *Node) propose(ctx context.Context, group uint64, data []byte) (replica.
 func (c *Node) readIndex(ctx context.Context, group uint64) error {
 	ch := make(chan node.ReadResult, 1)
 	start := time.Now()
-	if err := c.do(ctx, func(n *node.Node) { n.ReadIndex(group, func(r node.ReadResult) { ch <- r }) }); err != nil {
+	if err := c.do(ctx, func(n *node.MultiRaft) { n.ReadIndex(group, func(r node.ReadResult) { ch <- r }) }); err != nil {
 		return c.unavailable(group, err) // a read: nothing to commit
 	}
 	select {
@@ -493,7 +493,7 @@ func (c *Node) lastStatus() []node.GroupStatus {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	var st []node.GroupStatus
-	_ = c.do(ctx, func(n *node.Node) { st = n.Status() })
+	_ = c.do(ctx, func(n *node.MultiRaft) { st = n.Status() })
 	return st
 }
 

@@ -87,7 +87,7 @@ func (c *Node) deliverSession(ctx context.Context, ws deliveries, se store.Sessi
 // leading is the groups this node leads.
 func (c *Node) leading(ctx context.Context) map[uint64]bool {
 	leading := map[uint64]bool{}
-	_ = c.do(ctx, func(n *node.Node) {
+	_ = c.do(ctx, func(n *node.MultiRaft) {
 		for _, gt := range n.Leading() {
 			leading[gt.Group] = true
 		}

@@ -45,7 +45,7 @@ func (c *Node) reconcile(ctx context.Context) {
 		if len(members) == 0 {
 			continue
 		}
-		_ = c.do(ctx, func(n *node.Node) {
+		_ = c.do(ctx, func(n *node.MultiRaft) {
 			sts := n.Status()
 			if time.Since(lastTransfer) > rebalanceCooldown && c.rebalance(n, sts, members, pending) {
 				lastTransfer = time.Now()
@@ -73,7 +73,7 @@ func (c *Node) reconcile(ctx context.Context) {
 
 // nextChange is the one membership change a group this node leads needs
 // next, or nil.
-func (c *Node) nextChange(n *node.Node, st node.GroupStatus, members []replica.Member) *pb.ConfChangeV2 {
+func (c *Node) nextChange(n *node.MultiRaft, st node.GroupStatus, members []replica.Member) *pb.ConfChangeV2 {
 	commit, match, leading := n.Progress(st.Group)
 	if !leading {
 		return nil
@@ -114,7 +114,7 @@ func (c *Node) nextChange(n *node.Node, st node.GroupStatus, members []replica.M
 // rebalance hands one group this node leads to the caught-up voter leading
 // the fewest, if this node leads more than that voter plus one. It reports
 // whether it asked for a transfer.
-func (c *Node) rebalance(n *node.Node, sts []node.GroupStatus, members []replica.Member, pending map[uint64]bool) bool {
+func (c *Node) rebalance(n *node.MultiRaft, sts []node.GroupStatus, members []replica.Member, pending map[uint64]bool) bool {
 	me := c.cfg.NodeID
 	leads := map[uint64]int{}
 	for _, m := range members {

@@ -62,7 +62,7 @@ type Tolerance struct {
 func (c *Node) Status(ctx context.Context) (Status, error) {
 	var st []node.GroupStatus
 	var failed error
-	if err := c.do(ctx, func(n *node.Node) { st, failed = n.Status(), n.Failed() }); err != nil {
+	if err := c.do(ctx, func(n *node.MultiRaft) { st, failed = n.Status(), n.Failed() }); err != nil {
 		return Status{}, err
 	}
 	out := Status{SchemaVersion: 1, ClusterID: c.id.ClusterID, NodeID: c.cfg.NodeID, Members: c.sm.Members(), Restored: c.id.Restored, Placements: c.sm.PlacementCount()}

@@ -42,12 +42,6 @@ type Config struct {
 	// is compacted; CompactKeep of them stay for followers slightly behind.
 	CompactAfter uint64
 	CompactKeep  uint64
-
-	// TestingSendBeforePersist breaks raft's ordering rule on purpose: the
-	// Ready's writes are committed without fsync, messages go out at once,
-	// and the fsync comes only every fourth tick. It exists so the simulator can prove it catches the
-	// bug; nothing else may set it.
-	TestingSendBeforePersist bool
 }
 
 // MetaGroup is the id of the group holding the directory and membership.

@@ -80,7 +80,7 @@ type member struct {
 	fs  vfs.FS
 	db  *raftlog.DB
 	sm  *model.SM
-	n   *node.Node
+	n   *node.MultiRaft
 	ffs *raftlog.FaultFS
 }
 

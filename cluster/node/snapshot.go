@@ -34,7 +34,7 @@ import (
 // sent.
 type groupStorage struct {
 	*raftlog.Storage
-	n *Node
+	n *MultiRaft
 	g *group
 }
 
@@ -105,7 +105,7 @@ func (r *reports) take() []snapshotReport {
 // a snapshot whose index the log already holds, fast-forwards the commit
 // the same way without a snapshot in the Ready: its body is closed once
 // applied passes it.
-func (n *Node) deliverSnapshot(g *group, env Envelope) {
+func (n *MultiRaft) deliverSnapshot(g *group, env Envelope) {
 	in := env.Snapshot
 	idx := env.Msg.GetSnapshot().GetMetadata().GetIndex()
 	before := g.rn.BasicStatus().HardState.GetCommit()
@@ -122,7 +122,7 @@ func (n *Node) deliverSnapshot(g *group, env Envelope) {
 
 // settle tells the transport whether raft took a received snapshot, and
 // releases the body if not.
-func (n *Node) settle(gid uint64, in *InboundSnapshot, taken bool) {
+func (n *MultiRaft) settle(gid uint64, in *InboundSnapshot, taken bool) {
 	if !taken {
 		n.closeBody(gid, in.Body)
 	}
@@ -131,14 +131,14 @@ func (n *Node) settle(gid uint64, in *InboundSnapshot, taken bool) {
 	}
 }
 
-func (n *Node) closeInbound(g *group) {
+func (n *MultiRaft) closeInbound(g *group) {
 	if g.inbound != nil {
 		n.closeBody(g.id, g.inbound.body)
 		g.inbound = nil
 	}
 }
 
-func (n *Node) closeBody(gid uint64, body io.ReadCloser) {
+func (n *MultiRaft) closeBody(gid uint64, body io.ReadCloser) {
 	if err := body.Close(); err != nil {
 		n.log.Warn("node: release a snapshot body", "group", gid, "err", err)
 	}
@@ -152,7 +152,7 @@ func bodiless(m *pb.Message) bool {
 
 // closeStaleInbound closes a kept body that applied has passed without its
 // snapshot being restored (the fast-forward case).
-func (n *Node) closeStaleInbound() {
+func (n *MultiRaft) closeStaleInbound() {
 	for _, g := range n.groups {
 		if g.inbound != nil && g.inbound.index <= g.applied {
 			n.closeInbound(g)
@@ -162,7 +162,7 @@ func (n *Node) closeStaleInbound() {
 
 // restoreSnapshot installs the snapshot a Ready carries into the state
 // machine, from the body raft took with it, and closes the body.
-func (n *Node) restoreSnapshot(g *group, snap *pb.Snapshot) error {
+func (n *MultiRaft) restoreSnapshot(g *group, snap *pb.Snapshot) error {
 	md := snap.GetMetadata()
 	m, err := UnmarshalManifest(snap.GetData())
 	if err != nil {
@@ -191,7 +191,7 @@ func (n *Node) restoreSnapshot(g *group, snap *pb.Snapshot) error {
 // sendSnapshot hands a MsgSnap and its body to the transport. The stream's
 // outcome comes back through reports; only the latest stream to a peer
 // in a group reports to raft, since raft's report names no snapshot.
-func (n *Node) sendSnapshot(g *group, m *pb.Message) {
+func (n *MultiRaft) sendSnapshot(g *group, m *pb.Message) {
 	to := m.GetTo()
 	man, err := UnmarshalManifest(m.GetSnapshot().GetData())
 	if err != nil {
@@ -213,7 +213,7 @@ func (n *Node) sendSnapshot(g *group, m *pb.Message) {
 }
 
 // reportSnapshots tells raft how the streams that ended did.
-func (n *Node) reportSnapshots() {
+func (n *MultiRaft) reportSnapshots() {
 	for _, r := range n.reports.take() {
 		g := n.byID[r.group]
 		if g.streams[r.to] != r.stream {

@@ -72,7 +72,7 @@ type fixedClock struct{}
 
 func (fixedClock) Now() time.Time { return time.Unix(100, 0) }
 
-func newTestNode(t *testing.T, fs vfs.FS, id uint64, sm StateMachine, tr Transport, voters []uint64) (*Node, *raftlog.DB) {
+func newTestNode(t *testing.T, fs vfs.FS, id uint64, sm StateMachine, tr Transport, voters []uint64) (*MultiRaft, *raftlog.DB) {
 	t.Helper()
 	db, err := raftlog.Open("/d", raftlog.Options{FS: fs})
 	if err != nil {
@@ -88,7 +88,7 @@ func newTestNode(t *testing.T, fs vfs.FS, id uint64, sm StateMachine, tr Transpo
 	return n, db
 }
 
-func drain(n *Node) {
+func drain(n *MultiRaft) {
 	for n.Process() {
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -18,7 +19,7 @@ import (
 
 // metaState is the meta group's state: the members, by id, and the
 // cluster's tokens, by id, each stored whole (they are small); the
-// directory's placements, by tenant/session, one key each (place.go).
+// directory's placements, by tenant/session, one key each (directory.go).
 type metaState struct {
 	Members    []Member          `json:"members"`
 	Tokens     []TokenEntry      `json:"tokens,omitempty"`
@@ -34,9 +35,65 @@ type TokenEntry struct {
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
 }
 
+// metaSM is the meta group's state machine: the members, the cluster's
+// tokens, the operator requests' nonces and the directory's placements,
+// decided by one pure rule per operation (decideMeta).
+type metaSM struct {
+	base
+
+	mu      sync.Mutex
+	members []Member
+	// The cluster's tokens as applied: the entries (the meta group's
+	// state) and the table that authenticates them.
+	tokenList []TokenEntry
+	tokens    *auth.Table
+	// nonces are the operator requests' nonces the meta group recorded
+	// and has not yet let expire.
+	nonces []NonceEntry
+	// placements are the directory's placements as applied
+	// (tenant/session → group; directory.go).
+	placements map[string]uint64
+	outcomes   map[uint64]Outcome // index → outcome of the last batch
+}
+
+// newMeta opens the meta group's state.
+func newMeta(b base) (*metaSM, error) {
+	m := &metaSM{base: b}
+	st, err := m.loadMeta()
+	if err != nil {
+		return nil, err
+	}
+	if m.tokens, err = tokenTable(st.Tokens); err != nil {
+		return nil, err
+	}
+	m.members, m.tokenList, m.nonces = st.Members, st.Tokens, st.Nonces
+	if m.placements, err = m.scanGroups(gkey(node.MetaGroup, kindPlacement)); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// applied is the meta group's durable applied index.
+func (m *metaSM) applied() (uint64, error) {
+	a, err := m.restored(node.MetaGroup)
+	return a.Index, err
+}
+
+// take hands over the outcome of the meta group's entry applied in its
+// last batch, once.
+func (m *metaSM) take(index uint64) (Outcome, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o, ok := m.outcomes[index]
+	if ok {
+		delete(m.outcomes, index)
+	}
+	return o, ok
+}
+
 // loadMeta reads the meta group's state: the members under their key, the
 // tokens under theirs.
-func (m *SM) loadMeta() (metaState, error) {
+func (m *metaSM) loadMeta() (metaState, error) {
 	var st metaState
 	if _, err := m.get(gkey(node.MetaGroup, kindMembers), &st); err != nil {
 		return metaState{}, err
@@ -53,7 +110,7 @@ func (m *SM) loadMeta() (metaState, error) {
 }
 
 // metaSnapshot is the meta group's state as applied, for a snapshot.
-func (m *SM) metaSnapshot() metaState {
+func (m *metaSM) metaSnapshot() metaState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return metaState{Members: slices.Clone(m.members), Tokens: slices.Clone(m.tokenList), Nonces: slices.Clone(m.nonces), Placements: maps.Clone(m.placements)}
@@ -61,7 +118,7 @@ func (m *SM) metaSnapshot() metaState {
 
 // saveMeta writes the meta group's state and its applied record in one
 // synced batch, and then makes it the replica's.
-func (m *SM) saveMeta(st metaState, a applied, outs map[uint64]Outcome) error {
+func (m *metaSM) saveMeta(st metaState, a applied, outs map[uint64]Outcome) error {
 	m.mu.Lock()
 	old := m.placements
 	m.mu.Unlock()
@@ -94,7 +151,7 @@ func (m *SM) saveMeta(st metaState, a applied, outs map[uint64]Outcome) error {
 		m.placements = map[string]uint64{}
 	}
 	if outs != nil {
-		m.outcomes[node.MetaGroup] = outs
+		m.outcomes = outs
 	}
 	m.mu.Unlock()
 	return nil
@@ -115,7 +172,7 @@ func tokenTable(entries []TokenEntry) (*auth.Table, error) {
 }
 
 // Tokens is the cluster's token table as this replica has applied it.
-func (m *SM) Tokens() *auth.Table {
+func (m *metaSM) Tokens() *auth.Table {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.tokens
@@ -124,21 +181,21 @@ func (m *SM) Tokens() *auth.Table {
 // TokenEntries are the cluster's tokens as this replica has applied them,
 // in the order the meta group created them: their records (hashes, never
 // secrets) and revocations, for comparing replicas.
-func (m *SM) TokenEntries() []TokenEntry {
+func (m *metaSM) TokenEntries() []TokenEntry {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return slices.Clone(m.tokenList)
 }
 
 // Members is the membership as this replica has applied it, by id.
-func (m *SM) Members() []Member {
+func (m *metaSM) Members() []Member {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return slices.Clone(m.members)
 }
 
 // Member looks a member up by id.
-func (m *SM) Member(id uint64) (Member, bool) {
+func (m *metaSM) Member(id uint64) (Member, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, mb := range m.members {
@@ -154,9 +211,9 @@ const (
 	CodeDuplicateNode vocab.Code = "DuplicateNode"
 )
 
-// applyMeta applies the meta group's entries and their index in one synced
+// apply applies the meta group's entries and their index in one synced
 // batch, so it is exactly once by construction.
-func (m *SM) applyMeta(ents []node.Entry) ([][]byte, error) {
+func (m *metaSM) apply(ents []node.Entry) ([][]byte, error) {
 	a, err := m.progress(node.MetaGroup)
 	if err != nil {
 		return nil, err
@@ -333,4 +390,27 @@ func decideNonce(ns []NonceEntry, c MetaCommand) ([]NonceEntry, Outcome) {
 		return kept, Outcome{Err: vocab.New(CodeTooManySigned, "nonce", fmt.Sprintf("%d signed requests are remembered, the most the cluster holds: retry once some have expired (within minutes)", len(kept)))}
 	}
 	return append(kept, *c.Nonce), Outcome{}
+}
+
+// snapshot is the meta group's snapshot head: its whole state, inline.
+func (m *metaSM) snapshot() (snapshotHead, error) {
+	a, err := m.progress(node.MetaGroup)
+	if err != nil {
+		return snapshotHead{}, err
+	}
+	head := snapshotHead{Applied: a}
+	st := m.metaSnapshot()
+	head.Members, head.Tokens, head.Nonces, head.Placements = st.Members, st.Tokens, st.Nonces, st.Placements
+	return head, nil
+}
+
+func (m *metaSM) restoreMeta(head snapshotHead) error {
+	st := metaState{Members: head.Members, Tokens: head.Tokens, Nonces: head.Nonces, Placements: head.Placements}
+	if err := m.saveMeta(st, head.Applied, nil); err != nil {
+		return err
+	}
+	if m.cfg.OnMembers != nil {
+		m.cfg.OnMembers(st.Members)
+	}
+	return nil
 }

@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -118,79 +117,17 @@ func CheckPlacement(p Placement, groups int) error {
 	return nil
 }
 
-// decidePlacement records a placement in the directory, pure. A placement
-// recorded is final until sessions can move: the same one again answers
-// as the first, another group is refused. A session placed in its hash's
-// group needs no record.
-func decidePlacement(placements map[string]uint64, groups int, p *Placement) (map[string]uint64, Outcome) {
-	if p == nil {
-		return placements, Outcome{Err: vocab.Invalidf("placement", "required: tenant, session and group")}
-	}
-	if err := CheckPlacement(*p, groups); err != nil {
-		return placements, Outcome{Err: err}
-	}
-	if g, ok := placements[p.Name()]; ok {
-		if g == p.Group {
-			return placements, Outcome{Value: *p}
-		}
-		return placements, Outcome{Err: vocab.Conflictf("group", fmt.Sprintf("session %s is placed in group %d; moving a session is not supported yet", p.Name(), g))}
-	}
-	if p.Group == GroupOf(groups, p.Tenant, p.Session) {
-		return placements, Outcome{Value: *p}
-	}
-	out := maps.Clone(placements)
-	if out == nil {
-		out = map[string]uint64{}
-	}
-	out[p.Name()] = p.Group
-	return out, Outcome{Value: *p}
-}
-
-// GroupOf is the data group the directory routes a session to, as this
-// replica has applied the meta group: its recorded placement, else the
-// hash of its name.
-func (m *SM) GroupOf(tenant, session string) uint64 {
-	m.mu.Lock()
-	g, ok := m.placements[tenant+"/"+session]
-	m.mu.Unlock()
-	if ok {
-		return g
-	}
-	return GroupOf(m.cfg.Groups, tenant, session)
-}
-
-// Placements are the directory's recorded placements as this replica has
-// applied them, by name.
-func (m *SM) Placements() []Placement {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]Placement, 0, len(m.placements))
-	for _, name := range slices.Sorted(maps.Keys(m.placements)) {
-		t, s, _ := strings.Cut(name, "/")
-		out = append(out, Placement{Tenant: t, Session: s, Group: m.placements[name]})
-	}
-	return out
-}
-
-// PlacementCount is how many placements the directory records, as this
-// replica has applied it.
-func (m *SM) PlacementCount() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.placements)
-}
-
 // Holder is the data group whose log of the session this replica holds:
 // the group whose command first wrote it, else (a session written before
 // held records, or none yet) the hash of its name. Unlike GroupOf it never
 // depends on when this replica applied the directory.
-func (m *SM) Holder(tenant, session string) uint64 {
+func (m *dataSM) Holder(tenant, session string) uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.holderLocked(tenant + "/" + session)
 }
 
-func (m *SM) holderLocked(name string) uint64 {
+func (m *dataSM) holderLocked(name string) uint64 {
 	if g, ok := m.held[name]; ok {
 		return g
 	}
@@ -199,7 +136,7 @@ func (m *SM) holderLocked(name string) uint64 {
 }
 
 // heldBy is the group the session's held record names, if it has one.
-func (m *SM) heldBy(name string) (uint64, bool) {
+func (m *dataSM) heldBy(name string) (uint64, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g, ok := m.held[name]
@@ -208,7 +145,7 @@ func (m *SM) heldBy(name string) (uint64, bool) {
 
 // FencedTo reports whether group has fenced the session as this replica
 // has applied it, and the group the session is placed in.
-func (m *SM) FencedTo(group uint64, tenant, session string) (uint64, bool) {
+func (m *dataSM) FencedTo(group uint64, tenant, session string) (uint64, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g, ok := m.fences[group][tenant+"/"+session]
@@ -230,7 +167,7 @@ func beginPlace(group uint64) *batchPlace {
 
 // fencedTo is the session's fence in the batch's group, the batch's own
 // included.
-func (m *SM) fencedTo(b *batchPlace, name string) (uint64, bool) {
+func (m *dataSM) fencedTo(b *batchPlace, name string) (uint64, bool) {
 	if g, ok := b.fences[name]; ok {
 		return g, true
 	}
@@ -242,7 +179,7 @@ func (m *SM) fencedTo(b *batchPlace, name string) (uint64, bool) {
 
 // holds reports whether the session's log is the batch's group's, the
 // batch's own held records included.
-func (m *SM) holds(b *batchPlace, name string) bool {
+func (m *dataSM) holds(b *batchPlace, name string) bool {
 	if b.held[name] {
 		return true
 	}
@@ -253,7 +190,7 @@ func (m *SM) holds(b *batchPlace, name string) bool {
 
 // noteHeld records, after a command of the batch, that its session's log
 // is the group's once the command has written it.
-func (m *SM) noteHeld(b *batchPlace, c Command) error {
+func (m *dataSM) noteHeld(b *batchPlace, c Command) error {
 	name := c.Tenant + "/" + c.Session
 	if c.Method == MethodStage || c.Method == MethodFence || b.held[name] {
 		return nil
@@ -282,7 +219,7 @@ func (m *SM) noteHeld(b *batchPlace, c Command) error {
 // only if the session is fenced for another group. Only the session's
 // hash's group fences it: in another, the session is placed, and a placed
 // session does not move yet.
-func (m *SM) fence(b *batchPlace, c Command) Outcome {
+func (m *dataSM) fence(b *batchPlace, c Command) Outcome {
 	var d FenceDoc
 	if err := json.Unmarshal(c.Doc, &d); err != nil {
 		return Outcome{Err: vocab.Invalidf("command", "a fence command's document: "+err.Error())}
@@ -333,7 +270,7 @@ func (b *batchPlace) record(pb *pebble.Batch) error {
 }
 
 // done makes a committed batch's fences and held records the replica's.
-func (m *SM) placeDone(b *batchPlace) {
+func (m *dataSM) placeDone(b *batchPlace) {
 	if len(b.fences) == 0 && len(b.held) == 0 {
 		return
 	}
@@ -348,46 +285,9 @@ func (m *SM) placeDone(b *batchPlace) {
 	}
 }
 
-// scan calls f with the name and value of each key under prefix (a
-// group's key kind).
-func (m *SM) scan(prefix []byte, f func(name string, value []byte) error) error {
-	upper := slices.Clone(prefix)
-	upper[len(upper)-1]++
-	it, err := m.cfg.DB.Pebble().NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: upper})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		if err := f(string(it.Key()[len(prefix):]), it.Value()); err != nil {
-			return err
-		}
-	}
-	return it.Error()
-}
-
-// scanGroups reads the sessions' records of a kind under prefix: each
-// one's group.
-func (m *SM) scanGroups(prefix []byte) (map[string]uint64, error) {
-	out := map[string]uint64{}
-	err := m.scan(prefix, func(name string, v []byte) error {
-		var r groupRecord
-		if err := json.Unmarshal(v, &r); err != nil {
-			return fmt.Errorf("replica: record of %q: %w", name, err)
-		}
-		out[name] = r.Group
-		return nil
-	})
-	return out, err
-}
-
-// loadPlace reads the directory, every data group's fences and the held
-// records.
-func (m *SM) loadPlace() error {
+// loadPlace reads every data group's fences and the held records.
+func (m *dataSM) loadPlace() error {
 	var err error
-	if m.placements, err = m.scanGroups(gkey(node.MetaGroup, kindPlacement)); err != nil {
-		return err
-	}
 	m.fences, m.held = map[uint64]map[string]uint64{}, map[string]uint64{}
 	for g := node.MetaGroup + 1; g <= node.MetaGroup+uint64(m.cfg.Groups); g++ {
 		if m.fences[g], err = m.scanGroups(gkey(g, kindFence)); err != nil {
@@ -407,29 +307,8 @@ func (m *SM) loadPlace() error {
 	return nil
 }
 
-// writePlacements writes the directory's changes from old to placements
-// into pb.
-func writePlacements(pb *pebble.Batch, old, placements map[string]uint64) error {
-	for name, g := range placements {
-		if og, ok := old[name]; ok && og == g {
-			continue
-		}
-		if err := setJSON(pb, nameKey(node.MetaGroup, kindPlacement, name), groupRecord{Group: g}); err != nil {
-			return err
-		}
-	}
-	for name := range old {
-		if _, ok := placements[name]; !ok {
-			if err := pb.Delete(nameKey(node.MetaGroup, kindPlacement, name), nil); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // groupFences is a data group's fences as applied, for its snapshot.
-func (m *SM) groupFences(group uint64) map[string]uint64 {
+func (m *dataSM) groupFences(group uint64) map[string]uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return maps.Clone(m.fences[group])
@@ -438,7 +317,7 @@ func (m *SM) groupFences(group uint64) map[string]uint64 {
 // clearPlace drops the group's fences and held records, in pb and in
 // memory, for a snapshot's install, and returns the install's own: the
 // snapshot's fences, and the held records its logs add as they arrive.
-func (m *SM) clearPlace(group uint64, pb *pebble.Batch, fences map[string]uint64) (*batchPlace, error) {
+func (m *dataSM) clearPlace(group uint64, pb *pebble.Batch, fences map[string]uint64) (*batchPlace, error) {
 	for _, kind := range []byte{kindFence, kindHeld} {
 		lo := gkey(group, kind)
 		if err := pb.DeleteRange(lo, gkey(group, kind+1), nil); err != nil {

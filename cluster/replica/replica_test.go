@@ -373,9 +373,9 @@ func TestIdleSessionsCloseAndReopen(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		sm.mu.Lock()
-		open := len(sm.ledgers)
-		sm.mu.Unlock()
+		sm.dataSM.mu.Lock()
+		open := len(sm.dataSM.ledgers)
+		sm.dataSM.mu.Unlock()
 		if open != 1 {
 			t.Fatalf("%d sessions open after a batch, want 1 (MaxOpen)", open)
 		}

@@ -50,30 +50,43 @@ type snapshotHead struct {
 
 // Snapshot is the group's manifest as of its applied index.
 func (m *SM) Snapshot(group uint64) (uint64, node.Manifest, error) {
-	a, err := m.progress(group)
+	var head snapshotHead
+	var entries []node.ManifestEntry
+	var err error
+	if group == node.MetaGroup {
+		head, err = m.metaSM.snapshot()
+	} else {
+		head, entries, err = m.dataSM.snapshot(group)
+	}
 	if err != nil {
 		return 0, node.Manifest{}, err
-	}
-	head := snapshotHead{Applied: a}
-	var entries []node.ManifestEntry
-	if group == node.MetaGroup {
-		st := m.metaSnapshot()
-		head.Members, head.Tokens, head.Nonces, head.Placements = st.Members, st.Tokens, st.Nonces, st.Placements
-	} else if entries, head.Uploads, err = m.dataEntries(group); err != nil {
-		return 0, node.Manifest{}, fmt.Errorf("replica: snapshot group %d: %w", group, err)
-	} else {
-		head.Fences = m.groupFences(group)
 	}
 	inline, err := json.Marshal(head)
 	if err != nil {
 		return 0, node.Manifest{}, err
 	}
-	return a.Index, node.Manifest{Inline: inline, Entries: entries}, nil
+	return head.Applied.Index, node.Manifest{Inline: inline, Entries: entries}, nil
+}
+
+// snapshot is a data group's snapshot head (its used uploads and fences)
+// and entries (its sessions' logs and its bytes).
+func (m *dataSM) snapshot(group uint64) (snapshotHead, []node.ManifestEntry, error) {
+	a, err := m.progress(group)
+	if err != nil {
+		return snapshotHead{}, nil, err
+	}
+	head := snapshotHead{Applied: a}
+	entries, uploads, err := m.dataEntries(group)
+	if err != nil {
+		return snapshotHead{}, nil, fmt.Errorf("replica: snapshot group %d: %w", group, err)
+	}
+	head.Uploads, head.Fences = uploads, m.groupFences(group)
+	return head, entries, nil
 }
 
 // dataEntries lists a data group's sessions' logs, then its bytes
 // (snapshot_bytes.go), and returns its used uploads' records.
-func (m *SM) dataEntries(group uint64) ([]node.ManifestEntry, map[string]uploadRecord, error) {
+func (m *dataSM) dataEntries(group uint64) ([]node.ManifestEntry, map[string]uploadRecord, error) {
 	logs, err := m.sessionEntries(group)
 	if err != nil {
 		return nil, nil, err
@@ -83,7 +96,7 @@ func (m *SM) dataEntries(group uint64) ([]node.ManifestEntry, map[string]uploadR
 }
 
 // sessionEntries lists the group's sessions with their logs' lengths now.
-func (m *SM) sessionEntries(group uint64) ([]node.ManifestEntry, error) {
+func (m *dataSM) sessionEntries(group uint64) ([]node.ManifestEntry, error) {
 	sessions, err := m.heldSessions(group)
 	if err != nil {
 		return nil, err
@@ -104,8 +117,13 @@ func (m *SM) sessionEntries(group uint64) ([]node.ManifestEntry, error) {
 
 // WriteSnapshot writes the body of a manifest Snapshot made: each
 // session's log up to its length, read from the file. It touches no state
-// the loop holds, so it runs on any goroutine.
+// the loop holds, so it runs on any goroutine. Only a data group's
+// manifest has entries: the meta group's body is empty.
 func (m *SM) WriteSnapshot(group uint64, man node.Manifest, w io.Writer) error {
+	return m.dataSM.writeSnapshot(group, man, w)
+}
+
+func (m *dataSM) writeSnapshot(group uint64, man node.Manifest, w io.Writer) error {
 	err := man.WriteEntries(w, func(e node.ManifestEntry, w io.Writer) error {
 		if e.Kind != kindSessionLog {
 			return m.writeBytesEntry(group, e, w)
@@ -118,7 +136,7 @@ func (m *SM) WriteSnapshot(group uint64, man node.Manifest, w io.Writer) error {
 	return nil
 }
 
-func (m *SM) copyLog(session string, length int64, w io.Writer) error {
+func (m *dataSM) copyLog(session string, length int64, w io.Writer) error {
 	dir, err := m.sessionDir(session)
 	if err != nil {
 		return err
@@ -138,7 +156,7 @@ func (m *SM) copyLog(session string, length int64, w io.Writer) error {
 }
 
 // sessionDir is the directory of a "tenant/session" name.
-func (m *SM) sessionDir(name string) (string, error) {
+func (m *dataSM) sessionDir(name string) (string, error) {
 	t, s, _ := strings.Cut(name, "/")
 	return store.SessionDir(m.cfg.Root, t, s)
 }
@@ -163,6 +181,12 @@ func (m *SM) Restore(group uint64, index uint64, man node.Manifest, body io.Read
 		}
 		return m.restoreMeta(head)
 	}
+	return m.dataSM.restore(group, man, head, body)
+}
+
+// restore replaces a data group's state with a snapshot's: head is its
+// inline part, with the applied index.
+func (m *dataSM) restore(group uint64, man node.Manifest, head snapshotHead, body io.Reader) error {
 	if man.IsEmpty() && !m.cfg.Restored.IsZero() {
 		// The initial state of a group of a restored node: the backup's
 		// sessions of the group, already in Root, as they are.
@@ -191,22 +215,11 @@ func (m *SM) Restore(group uint64, index uint64, man node.Manifest, body io.Read
 	}, true)
 }
 
-func (m *SM) restoreMeta(head snapshotHead) error {
-	st := metaState{Members: head.Members, Tokens: head.Tokens, Nonces: head.Nonces, Placements: head.Placements}
-	if err := m.saveMeta(st, head.Applied, nil); err != nil {
-		return err
-	}
-	if m.cfg.OnMembers != nil {
-		m.cfg.OnMembers(st.Members)
-	}
-	return nil
-}
-
 // replaceGroup removes the group's sessions, uploads, fences and held
 // records and writes the snapshot's: its logs, objects and staged uploads
 // from the body, each log's held record, and its used uploads' records and
 // its fences from the head.
-func (m *SM) replaceGroup(group uint64, man node.Manifest, head snapshotHead, body io.Reader) error {
+func (m *dataSM) replaceGroup(group uint64, man node.Manifest, head snapshotHead, body io.Reader) error {
 	if err := m.removeSessions(group); err != nil {
 		return err
 	}
@@ -248,7 +261,7 @@ func (m *SM) replaceGroup(group uint64, man node.Manifest, head snapshotHead, bo
 }
 
 // heldSessions lists the sessions this replica holds for group.
-func (m *SM) heldSessions(group uint64) ([]store.Session, error) {
+func (m *dataSM) heldSessions(group uint64) ([]store.Session, error) {
 	sessions, err := store.Sessions(m.cfg.Root, "")
 	if err != nil {
 		return nil, err
@@ -256,7 +269,7 @@ func (m *SM) heldSessions(group uint64) ([]store.Session, error) {
 	return slices.DeleteFunc(sessions, func(se store.Session) bool { return m.Holder(se.Tenant, se.Name) != group }), nil
 }
 
-func (m *SM) removeSessions(group uint64) error {
+func (m *dataSM) removeSessions(group uint64) error {
 	sessions, err := m.heldSessions(group)
 	if err != nil {
 		return err

@@ -41,7 +41,7 @@ const (
 
 // byteEntries lists the group's objects and staged uploads, and returns
 // its used uploads' records, for the snapshot's head.
-func (m *SM) byteEntries(group uint64) ([]node.ManifestEntry, map[string]uploadRecord, error) {
+func (m *dataSM) byteEntries(group uint64) ([]node.ManifestEntry, map[string]uploadRecord, error) {
 	objs, err := artifact.OpenStore(store.ObjectsDir(m.cfg.Root))
 	if err != nil {
 		return nil, nil, err
@@ -74,7 +74,7 @@ func (m *SM) byteEntries(group uint64) ([]node.ManifestEntry, map[string]uploadR
 }
 
 // writeBytesEntry writes the bytes of an object or staged upload entry.
-func (m *SM) writeBytesEntry(group uint64, e node.ManifestEntry, w io.Writer) error {
+func (m *dataSM) writeBytesEntry(group uint64, e node.ManifestEntry, w io.Writer) error {
 	var r io.ReadCloser
 	switch e.Kind {
 	case kindObject:
@@ -110,7 +110,7 @@ func (m *SM) writeBytesEntry(group uint64, e node.ManifestEntry, w io.Writer) er
 
 // groupContents is every content the group's replicas hold in the content
 // store for it: its sessions' artifacts and its used uploads, sorted.
-func (m *SM) groupContents(group uint64) ([]digest.ContentDigest, error) {
+func (m *dataSM) groupContents(group uint64) ([]digest.ContentDigest, error) {
 	set := map[string]bool{}
 	sessions, err := m.heldSessions(group)
 	if err != nil {
@@ -139,7 +139,7 @@ func (m *SM) groupContents(group uint64) ([]digest.ContentDigest, error) {
 }
 
 // sessionContents adds the contents a session's artifacts record to set.
-func (m *SM) sessionContents(se store.Session, set map[string]bool) error {
+func (m *dataSM) sessionContents(se store.Session, set map[string]bool) error {
 	l, err := m.Open(context.Background(), se.Tenant, se.Name, false)
 	if err != nil {
 		return err
@@ -155,7 +155,7 @@ func (m *SM) sessionContents(se store.Session, set map[string]bool) error {
 // clearUploads replaces the group's uploads: their records (the used
 // ones the head carries, the staged ones as their entries arrive, in pb)
 // and their staging files.
-func (m *SM) clearUploads(group uint64, pb *pebble.Batch, used map[string]uploadRecord) error {
+func (m *dataSM) clearUploads(group uint64, pb *pebble.Batch, used map[string]uploadRecord) error {
 	err := m.eachUpload(group, func(id string, _ uploadRecord) error { return pb.Delete(uploadKey(group, id), nil) })
 	if err != nil {
 		return err
@@ -175,7 +175,7 @@ func (m *SM) clearUploads(group uint64, pb *pebble.Batch, used map[string]upload
 }
 
 // restoreBytesEntry installs one object or staged upload from the body.
-func (m *SM) restoreBytesEntry(group uint64, e node.ManifestEntry, r io.Reader, pb *pebble.Batch) error {
+func (m *dataSM) restoreBytesEntry(group uint64, e node.ManifestEntry, r io.Reader, pb *pebble.Batch) error {
 	switch e.Kind {
 	case kindObject:
 		return m.restoreObject(e.Name, r, int64(e.Length))
@@ -193,7 +193,7 @@ func (m *SM) restoreBytesEntry(group uint64, e node.ManifestEntry, r io.Reader, 
 
 // restoreObject puts one object in the content store: the bytes must be
 // the content its name says.
-func (m *SM) restoreObject(name string, r io.Reader, n int64) error {
+func (m *dataSM) restoreObject(name string, r io.Reader, n int64) error {
 	want, err := digest.ParseContentDigest(name)
 	if err != nil {
 		return fmt.Errorf("object %q: %w", name, err)
@@ -213,7 +213,7 @@ func (m *SM) restoreObject(name string, r io.Reader, n int64) error {
 }
 
 // restoreStaged writes one staged upload's bytes, durably.
-func (m *SM) restoreStaged(group uint64, id string, r io.Reader, n int64) error {
+func (m *dataSM) restoreStaged(group uint64, id string, r io.Reader, n int64) error {
 	dir := m.stagingDir(group)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -233,7 +233,7 @@ func (m *SM) restoreStaged(group uint64, id string, r io.Reader, n int64) error 
 }
 
 // syncStaging makes the group's staging directory's entries durable.
-func (m *SM) syncStaging(group uint64) error {
+func (m *dataSM) syncStaging(group uint64) error {
 	if _, err := os.Stat(m.stagingDir(group)); err == nil {
 		return store.SyncDir(m.stagingDir(group))
 	}

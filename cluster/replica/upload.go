@@ -125,21 +125,21 @@ func TooLarge(what string) error {
 }
 
 // stagingDir holds a group's staging files, named by upload id.
-func (m *SM) stagingDir(group uint64) string {
+func (m *dataSM) stagingDir(group uint64) string {
 	return filepath.Join(m.cfg.Root, "uploads", strconv.FormatUint(group, 10))
 }
 
 // batchUploads is one batch's view of its group's uploads: the records it
 // read or changed, and the staging files it wrote. Only the loop uses it.
 type batchUploads struct {
-	m       *SM
+	m       *dataSM
 	group   uint64
 	records map[string]*uploadRecord
 	changed map[string]bool
 	files   map[string]*os.File
 }
 
-func (m *SM) beginUploads(group uint64) *batchUploads {
+func (m *dataSM) beginUploads(group uint64) *batchUploads {
 	return &batchUploads{m: m, group: group, records: map[string]*uploadRecord{}, changed: map[string]bool{}, files: map[string]*os.File{}}
 }
 
@@ -169,7 +169,7 @@ func expired(start, now int64) bool { return now-start > int64(UploadMaxAge) }
 // stage applies a Stage command at instant now: its chunk appended at its
 // offset. A chunk already staged (a proposal committed twice) changes
 // nothing; one past the staged end, or past MaxUploadSize, is refused.
-func (m *SM) stage(c Command, now int64) Outcome {
+func (m *dataSM) stage(c Command, now int64) Outcome {
 	var d StageDoc
 	if err := json.Unmarshal(c.Doc, &d); err != nil {
 		return Outcome{Err: vocab.Invalidf("command", "a stage command's document: "+err.Error())}
@@ -268,7 +268,7 @@ func (b *batchUploads) record(pb *pebble.Batch, now int64) ([]string, error) {
 }
 
 // eachUpload calls f with each of the group's upload records, by id.
-func (m *SM) eachUpload(group uint64, f func(id string, r uploadRecord) error) error {
+func (m *dataSM) eachUpload(group uint64, f func(id string, r uploadRecord) error) error {
 	return m.scan(gkey(group, kindUpload), func(id string, v []byte) error {
 		var r uploadRecord
 		if err := json.Unmarshal(v, &r); err != nil {
@@ -280,7 +280,7 @@ func (m *SM) eachUpload(group uint64, f func(id string, r uploadRecord) error) e
 
 // removeStaged removes staging files whose records no longer need them;
 // one left behind by a crash goes at the next start (reconcileUploads).
-func (m *SM) removeStaged(paths []string) {
+func (m *dataSM) removeStaged(paths []string) {
 	for _, p := range paths {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			m.log.Warn("replica: remove a staging file", "path", p, "err", err)
@@ -291,7 +291,7 @@ func (m *SM) removeStaged(paths []string) {
 // reconcileUploads brings the group's staging files back to their
 // records: a file without a record, or of a used upload, goes; one longer
 // than its record (chunks of a batch a crash interrupted) is cut back.
-func (m *SM) reconcileUploads(group uint64) error {
+func (m *dataSM) reconcileUploads(group uint64) error {
 	dir := m.stagingDir(group)
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -349,7 +349,7 @@ func cutStaged(path string, size int64) error {
 // (a proposal committed twice) reads the same bytes from the content
 // store. A refusal (an upload abandoned, incomplete, or used for other
 // bytes) is decided from the records alone, the same on every replica.
-func (m *SM) OpenUpload(c service.Call, u Upload) (io.ReadCloser, error) {
+func (m *dataSM) OpenUpload(c service.Call, u Upload) (io.ReadCloser, error) {
 	// The call is the command the batch runs: its group's uploads are the
 	// batch's (the directory, applied at another pace, is not asked).
 	b := m.batch
@@ -390,7 +390,7 @@ func (m *SM) OpenUpload(c service.Call, u Upload) (io.ReadCloser, error) {
 
 // openStored opens content the content store holds, verified; a failure is
 // this replica's copy's.
-func (m *SM) openStored(d digest.ContentDigest) (io.ReadCloser, error) {
+func (m *dataSM) openStored(d digest.ContentDigest) (io.ReadCloser, error) {
 	objs, err := artifact.OpenStore(store.ObjectsDir(m.cfg.Root))
 	if err != nil {
 		return nil, err

@@ -307,7 +307,7 @@ func TestAnUploadPastItsBoundIsRefused(t *testing.T) {
 	if err := os.Truncate(path, MaxUploadSize-4); err != nil {
 		t.Fatal(err)
 	}
-	if err := sm.commit(func(b *pebble.Batch) error {
+	if err := sm.dataSM.commit(func(b *pebble.Batch) error {
 		return setJSON(b, uploadKey(group, id), uploadRecord{Size: MaxUploadSize - 4})
 	}, true); err != nil {
 		t.Fatal(err)

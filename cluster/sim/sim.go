@@ -73,6 +73,7 @@ import (
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"tally/cluster/internal/fault"
 	"tally/cluster/node"
 	"tally/cluster/raftlog"
 	"tally/cluster/replica"
@@ -186,7 +187,7 @@ type simNode struct {
 	ffs   *raftlog.FaultFS
 	db    *raftlog.DB
 	sm    *replica.SM
-	n     *node.Node
+	n     *node.MultiRaft
 	up    bool
 	epoch int // bumps on every restart, so stale events for a node are ignored
 	// unsynced is, when a crash comes between a batch's session writes and
@@ -262,7 +263,6 @@ func runWorld(opt Options) (w *World, err error) {
 	w.cfg.ProposalTimeout = time.Second
 	w.cfg.CompactAfter, w.cfg.CompactKeep = 24, 4
 	w.cfg.MaxEntrySize, w.cfg.MaxMsgSize = 4<<10, 64<<10
-	w.cfg.TestingSendBeforePersist = opt.SendBeforePersist
 	w.lossPct, w.dupPct = w.rng.IntN(8), w.rng.IntN(5)
 	for i := 1; i <= opt.Nodes; i++ {
 		sn := &simNode{id: uint64(i), dir: filepath.Join(w.dir, fmt.Sprintf("node%d", i)), mem: vfs.NewCrashableMem()}
@@ -358,6 +358,7 @@ func (w *World) start(sn *simNode) error {
 	if err != nil {
 		return fmt.Errorf("seed %d: node %d: %w", w.opt.Seed, sn.id, errors.Join(err, sm.Close(), db.Close()))
 	}
+	n.Inject(fault.Faults{SendBeforePersist: w.opt.SendBeforePersist})
 	sn.n, sn.up = n, true
 	sn.epoch++
 	return nil

@@ -47,7 +47,7 @@ type tcpNode struct {
 	tr    *TCP
 	db    *raftlog.DB
 	sm    *model.SM
-	calls chan func(*node.Node)
+	calls chan func(*node.MultiRaft)
 	spool string
 }
 
@@ -102,7 +102,7 @@ func (c *tcpCluster) start(id uint64, voters []uint64, tune func(*node.Config)) 
 	if tune != nil {
 		tune(&cfg)
 	}
-	tn := &tcpNode{tr: tr, db: db, sm: model.New(db), calls: make(chan func(*node.Node)), spool: tc.SpoolDir}
+	tn := &tcpNode{tr: tr, db: db, sm: model.New(db), calls: make(chan func(*node.MultiRaft)), spool: tc.SpoolDir}
 	n, err := node.New(cfg, db, tn.sm, tr, realClock{}, func(uint64) []uint64 { return voters }, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +122,7 @@ func (c *tcpCluster) append(via uint64, req uint64, value string) {
 	for attempt := 0; ; attempt++ {
 		done := make(chan node.ProposeResult, 1)
 		cmd, _ := json.Marshal(model.Command{Session: "s", Client: via, Req: req, Value: value})
-		c.nodes[via].calls <- func(n *node.Node) { n.Propose(2, cmd, func(r node.ProposeResult) { done <- r }) }
+		c.nodes[via].calls <- func(n *node.MultiRaft) { n.Propose(2, cmd, func(r node.ProposeResult) { done <- r }) }
 		r := <-done
 		if r.Err == nil {
 			return
@@ -137,7 +137,7 @@ func (c *tcpCluster) append(via uint64, req uint64, value string) {
 // log reads session s of group 2 at a node, on its loop.
 func (c *tcpCluster) log(id uint64) []model.Record {
 	ch := make(chan []model.Record, 1)
-	c.nodes[id].calls <- func(*node.Node) {
+	c.nodes[id].calls <- func(*node.MultiRaft) {
 		recs, _ := c.nodes[id].sm.Log(2, "s")
 		ch <- recs
 	}
@@ -198,7 +198,7 @@ func TestNewNodeInstallsSnapshotOverTCP(t *testing.T) {
 	waitFor(t, "node 4 added to group 2 at its leader", func() bool {
 		for _, id := range ids {
 			done := make(chan node.ConfResult, 1)
-			c.nodes[id].calls <- func(n *node.Node) { n.ProposeConfChange(2, add, func(r node.ConfResult) { done <- r }) }
+			c.nodes[id].calls <- func(n *node.MultiRaft) { n.ProposeConfChange(2, add, func(r node.ConfResult) { done <- r }) }
 			if r := <-done; r.Err == nil {
 				return true
 			}
