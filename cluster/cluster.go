@@ -128,6 +128,9 @@ type Node struct {
 	metaSync singleflight.Group
 	// deliverer makes the timekeeper's delivery watchers (Deliver).
 	deliverer atomic.Pointer[NewDeliverer]
+	// timekeeps counts the timekeeper's passes begun: one begun proves the
+	// one before it ended (the passes run one at a time).
+	timekeeps atomic.Uint64
 	// nonces are the signed requests' nonces this node took (signed.go).
 	nonces nonces
 

@@ -60,6 +60,7 @@ func (c *Node) timekeep(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 		}
+		c.timekeeps.Add(1)
 		leading := c.leading(ctx)
 		ds.dropLost(leading)
 		if len(leading) == 0 {

@@ -28,6 +28,18 @@ func startTwoWatching(t *testing.T) (*testNode, *testNode) {
 	return n1, n2
 }
 
+// timekeptAgain waits until the timekeeper of every node has run a whole
+// pass begun after the call: the event that proves more sweeps came.
+func timekeptAgain(t *testing.T, nodes ...*testNode) {
+	t.Helper()
+	for _, n := range nodes {
+		// The pass after the one under way began after this read; the
+		// one after that begins once it ended.
+		mark := n.timekeeps.Load()
+		waitFor(t, "a whole timekeeper pass", 20*time.Second, func() bool { return n.timekeeps.Load() >= mark+2 })
+	}
+}
+
 // The leader of a group commits the lapse of an expectation past due, on
 // every replica, once.
 func TestLeaderCommitsLapses(t *testing.T) {
@@ -50,7 +62,7 @@ func TestLeaderCommitsLapses(t *testing.T) {
 		}
 		return true
 	})
-	time.Sleep(300 * time.Millisecond) // sweeps go on; the lapse stays one
+	timekeptAgain(t, n1, n2) // sweeps go on; the lapse stays one
 	for _, n := range []*testNode{n1, n2} {
 		l, err := n.Lapses(ctx, service.Call{Tenant: "acme", Session: "main"}, service.LapseFilter{})
 		if err != nil || len(l.Lapses) != 1 {
@@ -82,7 +94,7 @@ func TestLeaderCommitsClaimDeadlines(t *testing.T) {
 		}
 		return true
 	})
-	time.Sleep(300 * time.Millisecond) // sweeps go on; the fact stays one
+	timekeptAgain(t, n1, n2) // sweeps go on; the fact stays one
 	logs := waitSameLogs(t, []*testNode{n1, n2})
 	if n := strings.Count(string(logs["acme/main"]), `"type":"claim.deadline"`); n != 1 {
 		t.Fatalf("%d deadline facts:\n%s", n, logs["acme/main"])

@@ -48,6 +48,9 @@ func holdLock(t *testing.T, l *Ledger) *store.Tx {
 func TestReadersSeeOnlyDurableRecords(t *testing.T) {
 	l := open(t, t.TempDir(), testConfig(t0))
 	release := make(chan struct{})
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(free) // a failing test ends instead of waiting on the fsync
 	l.syncLog = func() error { <-release; return l.log.Sync() }
 
 	submitted := make(chan error, 1)
@@ -64,14 +67,20 @@ func TestReadersSeeOnlyDurableRecords(t *testing.T) {
 	}
 	read := make(chan string, 1)
 	go func() { read <- allViews(l, t0) }()
+	// The reader waits for the fsync, or (wrongly) has read already.
+	for deadline := time.Now().Add(5 * time.Second); l.pipe.ReadersWaiting() == 0 && len(read) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the reader neither waits nor read")
+		}
+	}
 	select {
 	case v := <-read:
 		t.Fatalf("a reader saw the state before the fsync: %q", v)
 	case err := <-submitted:
 		t.Fatalf("the writer was acknowledged before the fsync: %v", err)
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
-	close(release)
+	free()
 	if err := <-submitted; err != nil {
 		t.Fatal(err)
 	}

@@ -219,16 +219,13 @@ func TestA2AExpectationLapseDelivery(t *testing.T) {
 	}
 
 	tf.set(due.Add(5 * time.Minute)) // within grace
-	time.Sleep(100 * time.Millisecond)
+	sweptAgain(t, tf.srv, "acme/main")
 	if n := len(agent.calls()); n != 0 {
 		t.Fatalf("%d calls within grace", n)
 	}
 	tf.set(due.Add(11 * time.Minute))
-	deadline := time.Now().Add(5 * time.Second)
-	for len(agent.calls()) < 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(150 * time.Millisecond) // more sweeps send nothing more
+	waitFor(t, "the failed call and its retry", func() bool { return len(agent.calls()) >= 2 })
+	sweptAgain(t, tf.srv, "acme/main") // more sweeps send nothing more
 	calls := agent.calls()
 	if len(calls) != 2 || !calls[0].failed || calls[1].failed {
 		t.Fatalf("want one failed call and its retry, got %+v", calls)
@@ -251,7 +248,7 @@ func TestA2AExpectationLapseDelivery(t *testing.T) {
 	tf.start() // restart: the journal says it was delivered
 	tf.srv.session("acme", "main")
 	tf.set(due.Add(2 * time.Hour))
-	time.Sleep(150 * time.Millisecond)
+	sweptAgain(t, tf.srv, "acme/main")
 	if n := len(agent.calls()); n != 2 {
 		t.Fatalf("%d calls after a restart", n)
 	}
@@ -319,7 +316,7 @@ func TestA2ACancelTaskWithdrawsOriginExpectations(t *testing.T) {
 	}
 
 	tf.set(due.Add(time.Hour))
-	time.Sleep(200 * time.Millisecond)
+	sweptAgain(t, tf.srv, "acme/main")
 	if n := tf.lapses(); n != 0 {
 		t.Fatalf("%d lapses after withdrawal and satisfaction", n)
 	}

@@ -363,6 +363,14 @@ func (p *Pipeline) Stats() Stats {
 	return p.stats
 }
 
+// ReadersWaiting counts the readers waiting for the lines the state folded
+// to become durable: proof, for a test, that a read waits for an fsync.
+func (p *Pipeline) ReadersWaiting() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.readers
+}
+
 // CountRefused adds n commands refused before they reached the pipeline
 // (checks that need no state), so Stats counts every refusal.
 func (p *Pipeline) CountRefused(n int) {

@@ -134,6 +134,25 @@ func testCommitConfig() CommitConfig {
 	return cfg
 }
 
+// waitQueued waits until the pipeline's committer has taken the first
+// writer's request off the queue (it then waits for the file lock another
+// process holds) and n more wait queued behind it: writers submitted one
+// at a time this way are queued in the order they were submitted.
+func waitQueued(t *testing.T, p *Pipeline, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		p.qmu.Lock()
+		queued, committing := len(p.queue), p.committing
+		p.qmu.Unlock()
+		if committing && queued == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d writers queued (committing %v), want %d behind the first", queued, committing, n)
+		}
+	}
+}
+
 func newPipeline(t *testing.T, cfg CommitConfig, lg SessionLog, m Machine) *Pipeline {
 	t.Helper()
 	p, err := NewPipeline(cfg, lg, m, nil)
@@ -225,7 +244,7 @@ func TestPipelineFullQueueWaitsForTheContext(t *testing.T) {
 			defer wg.Done()
 			_, errs[i] = submitNote(context.Background(), p, i)
 		}(i)
-		time.Sleep(20 * time.Millisecond)
+		waitQueued(t, p, i)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -278,7 +297,7 @@ func TestPipelineFailedFsyncCutsTheLogBack(t *testing.T) {
 			defer wg.Done()
 			_, errs[i] = submitNote(context.Background(), p, n)
 		}(i, n)
-		time.Sleep(20 * time.Millisecond)
+		waitQueued(t, p, i)
 	}
 	held.Abort()
 	wg.Wait()

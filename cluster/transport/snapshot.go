@@ -84,6 +84,7 @@ type streamLimit struct {
 	perPeer                          map[uint64]int
 	maxTotal, maxPerPeer, maxWaiting int
 	freed                            chan struct{} // closed, and replaced, when a place frees
+	waits                            int           // times a stream found no place and waited: proves a wait
 }
 
 func newStreamLimit(total, perPeer, waiting int) *streamLimit {
@@ -110,6 +111,7 @@ func (l *streamLimit) await(ctx context.Context, peer uint64) error {
 	defer l.mu.Unlock()
 	defer func() { l.waiting-- }()
 	for l.total >= l.maxTotal || l.perPeer[peer] >= l.maxPerPeer {
+		l.waits++
 		freed := l.freed
 		l.mu.Unlock()
 		select {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -304,12 +305,23 @@ func rawStream(t *testing.T, rcv *TCP, size uint64, alter func([]byte) []byte) s
 	return string(answer)
 }
 
+// waited counts the times a stream found no place and waited for one.
+func (l *streamLimit) waited() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.waits
+}
+
+// expectNothing checks that the inbox is empty. Call it only once an
+// event proves the receiver is done with the stream (its failure counted,
+// its answer read, the peer refused): the inbox then holds all the stream
+// ever put there, so an empty one shows nothing reached the node.
 func expectNothing(t *testing.T, rcv *TCP) {
 	t.Helper()
 	select {
 	case b := <-rcv.Inbox():
 		t.Fatalf("a failed stream reached the node: %v", b)
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 }
 
@@ -343,6 +355,9 @@ func TestSnapshotFromAnotherSecretIsRefused(t *testing.T) {
 func TestSnapshotStreamsAreBounded(t *testing.T) {
 	snd, rcv := pair(t, func(c *Config) { c.MaxSnapshotStreamsPerPeer, c.MaxSnapshotStreamsWaiting = 1, 1 })
 	release := make(chan struct{})
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(free) // a failing test ends instead of waiting on the first stream
 	first := send(snd, &generator{size: 1 << 20, pauseAt: 1 << 19, pause: func() { <-release }})
 	waitFor(t, "the first stream under way", func() bool { return rcv.inStreams.busy() == 1 })
 	var secondStarted atomic.Bool
@@ -351,11 +366,13 @@ func TestSnapshotStreamsAreBounded(t *testing.T) {
 	if err := outcome(t, send(snd, &generator{size: 1 << 20})); !errors.Is(err, errTooManyStreams) {
 		t.Fatalf("a third stream with one under way and one waiting: %v", err)
 	}
-	time.Sleep(50 * time.Millisecond)
+	// The second stream found no place and waited for one: only a place
+	// freed wakes it, and the first holds its place until release.
+	waitFor(t, "the second stream to wait for a place", func() bool { return snd.outStreams.waited() > 0 || secondStarted.Load() })
 	if secondStarted.Load() {
 		t.Fatal("a second stream to the peer started beside the first")
 	}
-	close(release)
+	free()
 	received(t, rcv).Snapshot.Stepped(true)
 	if err := outcome(t, first); err != nil {
 		t.Fatal(err)
