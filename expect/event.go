@@ -418,18 +418,15 @@ func subjectField(field string, dst *Subject) func(json.RawMessage) error {
 // keeps exactly (instant.Problem). Offsets other than Z are refused so that
 // every stored time has one spelling.
 func ParseTime(s string) (time.Time, error) {
-	if !strings.HasSuffix(s, "Z") {
-		return time.Time{}, errors.New("must be an RFC 3339 UTC time ending in Z")
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
+	t, rule := instant.Read(s)
+	if rule == instant.SyntaxRule || !strings.HasSuffix(s, "Z") {
 		return time.Time{}, errors.New("must be an RFC 3339 UTC time ending in Z")
 	}
 	// The zero instant would read as "none" (a fact at it as now, a
 	// horizon at it as no horizon): refused with the rest of what tally
 	// cannot keep.
-	if p := instant.Problem(t); p != "" {
-		return time.Time{}, errors.New(p)
+	if rule != "" {
+		return time.Time{}, errors.New(rule)
 	}
 	return t, nil
 }
