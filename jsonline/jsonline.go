@@ -484,6 +484,33 @@ func AppendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
+// AppendEscaped appends the valid JSON value v with every string in it,
+// member names included, written again by AppendString, and everything else
+// as it is. A value encoding/json wrote then reads as tally's lines are
+// written: encoding/json escapes U+2028, U+2029 and invalid UTF-8
+// (\u2028, \ufffd), which AppendString, like serde_json, writes as they are.
+func AppendEscaped(dst, v []byte) ([]byte, error) {
+	start := 0
+	for i := 0; i < len(v); {
+		if v[i] != '"' {
+			i++
+			continue
+		}
+		end, err := scanString(v, i)
+		if err != nil {
+			return dst, err
+		}
+		s, err := String(v[i:end])
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, v[start:i]...)
+		dst = AppendString(dst, s)
+		i, start = end, end
+	}
+	return append(dst, v[start:]...), nil
+}
+
 // AppendStrings appends a JSON array of strings.
 func AppendStrings(dst []byte, ss []string) []byte {
 	dst = append(dst, '[')

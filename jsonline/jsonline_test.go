@@ -82,3 +82,26 @@ func FuzzValid(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendEscaped pins that every string of a value, member names
+// included, is written again by AppendString, and nothing else changes.
+func TestAppendEscaped(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"a":"b","c":[1,true,null,"d"]}`, `{"a":"b","c":[1,true,null,"d"]}`},
+		{`"\u2028\u2029"`, "\"\u2028\u2029\""},
+		{`"a\ufffdb"`, "\"a\uFFFDb\""},
+		{`{"\u2028":"x"}`, "{\"\u2028\":\"x\"}"},
+		{`"\u0008\u000c\u0001\/"`, `"\b\f\u0001/"`},
+		{`"\\u2028"`, `"\\u2028"`},
+		{`"<>&\u003c"`, `"<>&<"`},
+		{`[ "a" , "\n" ]`, `[ "a" , "\n" ]`},
+	} {
+		got, err := AppendEscaped(nil, []byte(c.in))
+		if err != nil || string(got) != c.want {
+			t.Errorf("AppendEscaped(%s) = %q, %v; want %q", c.in, got, err, c.want)
+		}
+	}
+	if _, err := AppendEscaped(nil, []byte(`"abc`)); err == nil {
+		t.Error("an unterminated string: no error")
+	}
+}
