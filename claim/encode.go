@@ -57,12 +57,7 @@ func (e Event) Encode() []byte {
 		b = append(b, '"', ':')
 		b = append(b, v...)
 	}
-	for _, f := range e.Extra {
-		b = append(b, ',')
-		b = append(b, jsonValue(f.Key)...)
-		b = append(b, ':')
-		b = append(b, f.Value...)
-	}
+	b = jsonline.AppendFields(b, e.Extra)
 	return append(b, '}')
 }
 

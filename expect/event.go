@@ -253,10 +253,7 @@ type TaskOutcome struct {
 
 // Field is a member of a record that this package does not know, kept with
 // its value's raw (compacted) bytes so Encode writes it back.
-type Field struct {
-	Key   string
-	Value json.RawMessage
-}
+type Field = jsonline.Field
 
 // Event is one decoded record of the family. Exactly one body pointer is
 // set, the one matching Type.
@@ -911,12 +908,7 @@ func (e Event) Encode() []byte {
 		b = appendMember(b, "outcome", string(o.Outcome))
 		b = appendOptional(b, "by", o.By)
 	}
-	for _, f := range e.Extra {
-		b = append(b, ',')
-		b = jsonline.AppendString(b, f.Key)
-		b = append(b, ':')
-		b = append(b, f.Value...)
-	}
+	b = jsonline.AppendFields(b, e.Extra)
 	return append(b, '}')
 }
 

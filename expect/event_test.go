@@ -111,7 +111,7 @@ var wireCases = []struct {
 		line: `{"ts":"2026-09-02T08:00:00Z","type":"task.outcome","taskId":"t","outcome":"completed","x-note":{"a":[1,2]},"z":null}`,
 		want: Event{TS: mustTime("2026-09-02T08:00:00Z"), Type: TypeTaskOutcome,
 			TaskOutcome: &TaskOutcome{TaskID: "t", Outcome: OutcomeCompleted},
-			Extra:       []Field{{"x-note", []byte(`{"a":[1,2]}`)}, {"z", []byte(`null`)}}},
+			Extra:       []Field{{Key: "x-note", Value: []byte(`{"a":[1,2]}`)}, {Key: "z", Value: []byte(`null`)}}},
 	},
 	{
 		name: "escapes",

@@ -7,6 +7,7 @@
 package jsonline
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -509,6 +510,26 @@ func AppendEscaped(dst, v []byte) ([]byte, error) {
 		i, start = end, end
 	}
 	return append(dst, v[start:]...), nil
+}
+
+// Field is a member of a record that its family does not know, kept with
+// its value's compacted bytes so that re-encoding the record drops nothing.
+// Every family keeps its unknown members in this one type.
+type Field struct {
+	Key   string
+	Value json.RawMessage
+}
+
+// AppendFields appends each field as a further member of an object being
+// written: a comma, the key, a colon and the value's bytes.
+func AppendFields(dst []byte, fields []Field) []byte {
+	for _, f := range fields {
+		dst = append(dst, ',')
+		dst = AppendString(dst, f.Key)
+		dst = append(dst, ':')
+		dst = append(dst, f.Value...)
+	}
+	return dst
 }
 
 // AppendStrings appends a JSON array of strings.

@@ -105,3 +105,13 @@ func TestAppendEscaped(t *testing.T) {
 		t.Error("an unterminated string: no error")
 	}
 }
+
+func TestAppendFields(t *testing.T) {
+	got := AppendFields([]byte(`{"a":1`), []Field{{Key: "x-note", Value: []byte(`{"b":[1,2]}`)}, {Key: "q\"\u2028", Value: []byte(`null`)}})
+	if want := "{\"a\":1,\"x-note\":{\"b\":[1,2]},\"q\\\"\u2028\":null"; string(got) != want {
+		t.Errorf("AppendFields = %q, want %q", got, want)
+	}
+	if got := AppendFields(nil, nil); len(got) != 0 {
+		t.Errorf("AppendFields of none = %q", got)
+	}
+}
