@@ -3,6 +3,7 @@ package jsonline
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 	"unicode/utf8"
 )
@@ -114,4 +115,38 @@ func TestAppendFields(t *testing.T) {
 	if got := AppendFields(nil, nil); len(got) != 0 {
 		t.Errorf("AppendFields of none = %q", got)
 	}
+}
+
+// FuzzAppendEscaped checks that re-escaping a valid value keeps what it
+// means to encoding/json, keeps it valid, and is done once for all.
+func FuzzAppendEscaped(f *testing.F) {
+	for _, s := range []string{`{"a":"\u2028","b":["\ufffd",1,null]}`, `"\\u2028"`, `"\ud800x"`, "\"\xff\"", `{"\u0061":"\/"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, v []byte) {
+		if !Valid(v) || !json.Valid(v) {
+			return
+		}
+		out, err := AppendEscaped(nil, v)
+		if err != nil {
+			t.Fatalf("%q: %v", v, err)
+		}
+		if !Valid(out) {
+			t.Fatalf("%q: re-escaped as %q, not valid", v, out)
+		}
+		read := func(b []byte) (v any) {
+			d := json.NewDecoder(bytes.NewReader(b))
+			d.UseNumber() // numbers as written: an out-of-range one is not an error
+			if err := d.Decode(&v); err != nil {
+				t.Fatalf("%q: %v", b, err)
+			}
+			return v
+		}
+		if a, b := read(v), read(out); !reflect.DeepEqual(a, b) {
+			t.Fatalf("%q: re-escaped as %q reads as %#v, not %#v", v, out, b, a)
+		}
+		if again, _ := AppendEscaped(nil, out); !bytes.Equal(again, out) {
+			t.Fatalf("%q: re-escaped twice differs: %q, %q", v, out, again)
+		}
+	})
 }
