@@ -57,8 +57,8 @@ type rawMember struct{ key, val []byte }
 // the same way; anything else there (a member name in another case, a
 // repeated member, null) goes through encoding/json with unknown members
 // refused, so the set of lines Decode accepts, and what it makes of them,
-// are exactly those of the encoding/json decoder it replaced
-// (decode_ref_test.go keeps that decoder and fuzzes the two against each other).
+// are exactly those of a naive encoding/json decoder (decode_ref_test.go
+// writes one and fuzzes the two against each other).
 func Decode(line []byte) (Event, error) {
 	var e Event
 	var buf [24]rawMember
@@ -128,7 +128,7 @@ func Decode(line []byte) (Event, error) {
 		case "type", EnvelopeKey:
 			continue
 		case "ts":
-			if e.TS, err = parseTime("ts", m.val); err != nil {
+			if e.TS, err = timeMember("ts", m.val); err != nil {
 				return e, err
 			}
 			hasTS = true
@@ -189,8 +189,8 @@ func compact(v []byte) json.RawMessage {
 	return out
 }
 
-// parseTime reads a wire time; it must be RFC 3339 in UTC ("Z").
-func parseTime(field string, raw []byte) (time.Time, error) {
+// timeMember reads a wire time; it must be RFC 3339 in UTC ("Z").
+func timeMember(field string, raw []byte) (time.Time, error) {
 	var s string
 	if !jsonline.IsNull(raw) { // encoding/json read null as ""; it fails below
 		var err error
@@ -198,14 +198,14 @@ func parseTime(field string, raw []byte) (time.Time, error) {
 			return time.Time{}, derr(field, "must be an RFC 3339 UTC time string")
 		}
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil || !strings.HasSuffix(s, "Z") {
+	t, rule := instant.Read(s)
+	if rule == instant.SyntaxRule || !strings.HasSuffix(s, "Z") {
 		return time.Time{}, derr(field, "must be an RFC 3339 UTC time (…Z), got %q", s)
 	}
-	if p := instant.Problem(t); p != "" {
-		return time.Time{}, derr(field, "%s, got %q", p, s)
+	if rule != "" {
+		return time.Time{}, derr(field, "%s, got %q", rule, s)
 	}
-	return t.UTC(), nil
+	return t, nil
 }
 
 func (e *Event) setMember(key string, raw []byte) error {
@@ -255,7 +255,7 @@ func (e *Event) setMember(key string, raw []byte) error {
 	case "max_responses":
 		return sint(&e.MaxResponses, MaxResponsesLimit)
 	case "deadline":
-		t, err := parseTime(key, raw)
+		t, err := timeMember(key, raw)
 		e.Deadline = t
 		return err
 	case "depends_on":

@@ -9,10 +9,12 @@ import (
 
 	"tally/digest"
 	"tally/instant"
+	"tally/jsonline"
 	"tally/vocab"
 )
 
-// jsonValue encodes v without HTML escaping and without a trailing newline.
+// jsonValue encodes v without HTML escaping and without a trailing newline,
+// its strings escaped by jsonline.AppendString as every family's are.
 func jsonValue(v any) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -22,7 +24,17 @@ func jsonValue(v any) []byte {
 		// wellFormed refuses a NaN confidence).
 		panic("claim: encode: " + err.Error())
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	// encoding/json and AppendString differ only in \u escapes (U+2028,
+	// U+2029, invalid UTF-8): without one, the bytes are already the same.
+	if !bytes.Contains(b, []byte(`\u`)) {
+		return b
+	}
+	out, err := jsonline.AppendEscaped(make([]byte, 0, len(b)), b)
+	if err != nil {
+		panic("claim: encode: " + err.Error())
+	}
+	return out
 }
 
 // Encode returns the record's exact wire bytes (one JSON object, no newline):
@@ -45,12 +57,7 @@ func (e Event) Encode() []byte {
 		b = append(b, '"', ':')
 		b = append(b, v...)
 	}
-	for _, f := range e.Extra {
-		b = append(b, ',')
-		b = append(b, jsonValue(f.Key)...)
-		b = append(b, ':')
-		b = append(b, f.Value...)
-	}
+	b = jsonline.AppendFields(b, e.Extra)
 	return append(b, '}')
 }
 

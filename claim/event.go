@@ -1,11 +1,11 @@
 package claim
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
 
+	"tally/jsonline"
 	"tally/vocab"
 )
 
@@ -40,10 +40,7 @@ const (
 
 // Field is a member of a record this family does not know, kept verbatim
 // (compacted) so that nothing is dropped when a record is re-encoded.
-type Field struct {
-	Key   string
-	Value json.RawMessage
-}
+type Field = jsonline.Field
 
 // Event is one decoded claim-family record. Which fields are set depends on
 // Type; schema() lists each type's members in wire order. The wire name is

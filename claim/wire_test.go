@@ -339,3 +339,48 @@ func FuzzAggregate(f *testing.F) {
 		}
 	})
 }
+
+// TestEncodeEscapes pins the bytes a claim record's strings are written
+// with, in a member and nested in a value: jsonline.AppendString's, which
+// pinki's lines agree with (as serde_json escapes). Where encoding/json
+// wrote otherwise (U+2028, U+2029 and invalid UTF-8 escaped) lines written
+// before decode to the same record; elsewhere the bytes are unchanged.
+func TestEncodeEscapes(t *testing.T) {
+	ts := time.Date(2026, 9, 1, 17, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name, in, want, old, read string
+	}{
+		{"U+2028 and U+2029", "a\u2028b\u2029", "\"a\u2028b\u2029\"", `"a\u2028b\u2029"`, "a\u2028b\u2029"},
+		{"invalid UTF-8", "a\xffb", "\"a\uFFFDb\"", `"a\ufffdb"`, "a\uFFFDb"},
+		{"backspace and form feed", "\b\f", `"\b\f"`, `"\u0008\u000c"`, "\b\f"},
+		{"other C0 controls", "\x01\x1f", `"\u0001\u001f"`, "", ""},
+		{"newline, return, tab", "\n\r\t", `"\n\r\t"`, "", ""},
+		{"quote and backslash", `"\`, `"\"\\"`, "", ""},
+		{"HTML characters and DEL as they are", "<a>&\x7f", "\"<a>&\x7f\"", "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := Event{TS: ts, Type: TypePostFailed, Claim: "C1", Reason: c.in}
+			pre := `{"ts":"2026-09-01T17:00:00Z","type":"claim.post.failed","claim":"C1","reason":`
+			if got, want := string(e.Encode()), pre+c.want+"}"; got != want {
+				t.Fatalf("Encode =\n%q\nwant\n%q", got, want)
+			}
+			v := Event{TS: ts, Type: TypeCheckBegin, Claim: "C1", Check: "b", Artifact: "A",
+				Digest: strings.Repeat("b", 64), Phase: "programmatic", Validator: Validator{Name: "command", Version: c.in}, Attempt: 1}
+			vpre := `{"ts":"2026-09-01T17:00:00Z","type":"claim.check.begin","claim":"C1","check":"b","artifact":"A","digest":"` +
+				strings.Repeat("b", 64) + `","phase":"programmatic","handler":0,"validator":{"name":"command","version":`
+			if got, want := string(v.Encode()), vpre+c.want+`},"attempt":1}`; got != want {
+				t.Fatalf("Encode (nested) =\n%q\nwant\n%q", got, want)
+			}
+			if c.old == "" {
+				return
+			}
+			d, err := Decode([]byte(pre + c.old + "}"))
+			if err != nil {
+				t.Fatalf("Decode of the earlier bytes: %v", err)
+			}
+			if d.Reason != c.read {
+				t.Fatalf("Decode of the earlier bytes: reason %q, want %q", d.Reason, c.read)
+			}
+		})
+	}
+}

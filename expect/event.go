@@ -253,10 +253,7 @@ type TaskOutcome struct {
 
 // Field is a member of a record that this package does not know, kept with
 // its value's raw (compacted) bytes so Encode writes it back.
-type Field struct {
-	Key   string
-	Value json.RawMessage
-}
+type Field = jsonline.Field
 
 // Event is one decoded record of the family. Exactly one body pointer is
 // set, the one matching Type.
@@ -418,18 +415,15 @@ func subjectField(field string, dst *Subject) func(json.RawMessage) error {
 // keeps exactly (instant.Problem). Offsets other than Z are refused so that
 // every stored time has one spelling.
 func ParseTime(s string) (time.Time, error) {
-	if !strings.HasSuffix(s, "Z") {
-		return time.Time{}, errors.New("must be an RFC 3339 UTC time ending in Z")
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
+	t, rule := instant.Read(s)
+	if rule == instant.SyntaxRule || !strings.HasSuffix(s, "Z") {
 		return time.Time{}, errors.New("must be an RFC 3339 UTC time ending in Z")
 	}
 	// The zero instant would read as "none" (a fact at it as now, a
 	// horizon at it as no horizon): refused with the rest of what tally
 	// cannot keep.
-	if p := instant.Problem(t); p != "" {
-		return time.Time{}, errors.New(p)
+	if rule != "" {
+		return time.Time{}, errors.New(rule)
 	}
 	return t, nil
 }
@@ -797,9 +791,9 @@ func (e *Event) wellFormed() error {
 func (e Event) Encode() []byte {
 	b := make([]byte, 0, 256)
 	b = append(b, `{"ts":`...)
-	b = appendString(b, instant.Format(e.TS))
+	b = jsonline.AppendString(b, instant.Format(e.TS))
 	b = append(b, `,"type":`...)
-	b = appendString(b, e.Type)
+	b = jsonline.AppendString(b, e.Type)
 	switch {
 	case e.Raise != nil:
 		r := e.Raise
@@ -809,7 +803,7 @@ func (e Event) Encode() []byte {
 		b = appendSubject(b, r.Subject)
 		b = appendOptional(b, "expects", r.Expects)
 		b = append(b, `,"satisfiedBy":{"factKey":`...)
-		b = appendString(b, r.FactKey)
+		b = jsonline.AppendString(b, r.FactKey)
 		b = append(b, '}')
 		b = appendMember(b, "dueAt", instant.Format(r.DueAt))
 		if r.Grace != 0 {
@@ -817,9 +811,9 @@ func (e Event) Encode() []byte {
 		}
 		if r.Anchor != nil {
 			b = append(b, `,"anchor":{"expectationId":`...)
-			b = appendString(b, r.Anchor.ExpectationID)
+			b = jsonline.AppendString(b, r.Anchor.ExpectationID)
 			b = append(b, `,"offset":`...)
-			b = appendString(b, FormatDuration(r.Anchor.Offset))
+			b = jsonline.AppendString(b, FormatDuration(r.Anchor.Offset))
 			b = append(b, '}')
 		}
 		if len(r.After) > 0 {
@@ -828,7 +822,7 @@ func (e Event) Encode() []byte {
 				if i > 0 {
 					b = append(b, ',')
 				}
-				b = appendString(b, id)
+				b = jsonline.AppendString(b, id)
 			}
 			b = append(b, ']')
 		}
@@ -841,14 +835,14 @@ func (e Event) Encode() []byte {
 			b = append(b, `,"origin":{`...)
 			if r.Origin.TaskID != "" {
 				b = append(b, `"taskId":`...)
-				b = appendString(b, r.Origin.TaskID)
+				b = jsonline.AppendString(b, r.Origin.TaskID)
 			}
 			if r.Origin.ContextID != "" {
 				if r.Origin.TaskID != "" {
 					b = append(b, ',')
 				}
 				b = append(b, `"contextId":`...)
-				b = appendString(b, r.Origin.ContextID)
+				b = jsonline.AppendString(b, r.Origin.ContextID)
 			}
 			b = append(b, '}')
 		}
@@ -857,21 +851,21 @@ func (e Event) Encode() []byte {
 			sep := ""
 			if rt.URL != "" {
 				b = append(b, `"url":`...)
-				b = appendString(b, rt.URL)
+				b = jsonline.AppendString(b, rt.URL)
 				sep = ","
 			}
 			if rt.Extension != "" {
 				b = append(b, sep+`"extension":`...)
-				b = appendString(b, rt.Extension)
+				b = jsonline.AppendString(b, rt.Extension)
 				sep = ","
 			}
 			if rt.hasPush() {
 				b = append(b, sep+`"push":{"url":`...)
-				b = appendString(b, rt.PushURL)
+				b = jsonline.AppendString(b, rt.PushURL)
 				b = appendOptional(b, "token", rt.PushToken)
 				if rt.PushAuthScheme != "" || rt.PushAuthCredentials != "" {
 					b = append(b, `,"authentication":{"scheme":`...)
-					b = appendString(b, rt.PushAuthScheme)
+					b = jsonline.AppendString(b, rt.PushAuthScheme)
 					b = appendOptional(b, "credentials", rt.PushAuthCredentials)
 					b = append(b, '}')
 				}
@@ -914,12 +908,7 @@ func (e Event) Encode() []byte {
 		b = appendMember(b, "outcome", string(o.Outcome))
 		b = appendOptional(b, "by", o.By)
 	}
-	for _, f := range e.Extra {
-		b = append(b, ',')
-		b = appendString(b, f.Key)
-		b = append(b, ':')
-		b = append(b, f.Value...)
-	}
+	b = jsonline.AppendFields(b, e.Extra)
 	return append(b, '}')
 }
 
@@ -927,7 +916,7 @@ func appendMember(b []byte, key, value string) []byte {
 	b = append(b, ',', '"')
 	b = append(b, key...)
 	b = append(b, '"', ':')
-	return appendString(b, value)
+	return jsonline.AppendString(b, value)
 }
 
 // isAuthScheme reports whether s is an HTTP token (RFC 9110 §5.6.2), the
@@ -956,48 +945,10 @@ func appendOptional(b []byte, key, value string) []byte {
 
 func appendSubject(b []byte, s Subject) []byte {
 	b = append(b, `{"type":`...)
-	b = appendString(b, s.Type)
+	b = jsonline.AppendString(b, s.Type)
 	b = append(b, `,"id":`...)
-	b = appendString(b, s.ID)
+	b = jsonline.AppendString(b, s.ID)
 	return append(b, '}')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString writes s as a JSON string: quotes, backslashes and control
-// characters escaped, invalid UTF-8 replaced by U+FFFD, everything else
-// (including <, > and &) written as is.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c == '\n':
-				b = append(b, '\\', 'n')
-			case c == '\r':
-				b = append(b, '\\', 'r')
-			case c == '\t':
-				b = append(b, '\\', 't')
-			case c < 0x20:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			default:
-				b = append(b, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, `\ufffd`...)
-		} else {
-			b = append(b, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(b, '"')
 }
 
 // problem names the first member of a ReplyTo that cannot be used: URLs are

@@ -111,7 +111,7 @@ var wireCases = []struct {
 		line: `{"ts":"2026-09-02T08:00:00Z","type":"task.outcome","taskId":"t","outcome":"completed","x-note":{"a":[1,2]},"z":null}`,
 		want: Event{TS: mustTime("2026-09-02T08:00:00Z"), Type: TypeTaskOutcome,
 			TaskOutcome: &TaskOutcome{TaskID: "t", Outcome: OutcomeCompleted},
-			Extra:       []Field{{"x-note", []byte(`{"a":[1,2]}`)}, {"z", []byte(`null`)}}},
+			Extra:       []Field{{Key: "x-note", Value: []byte(`{"a":[1,2]}`)}, {Key: "z", Value: []byte(`null`)}}},
 	},
 	{
 		name: "escapes",
@@ -134,6 +134,48 @@ func TestWireExact(t *testing.T) {
 			}
 			if got := string(c.want.Encode()); got != c.line {
 				t.Fatalf("Encode =\n%s\nwant\n%s", got, c.line)
+			}
+		})
+	}
+}
+
+// TestEncodeEscapes pins the bytes the one string escaper (jsonline's, the
+// one pinki's lines agree with, as serde_json escapes) writes where the
+// family's earlier escaper wrote otherwise (\b, \f and invalid UTF-8), and
+// where both wrote the same. Lines written by the earlier escaper decode to
+// the same record.
+func TestEncodeEscapes(t *testing.T) {
+	const pre = `{"ts":"2026-09-02T08:00:00Z","type":"expect.withdraw","expectationId":"e1","by":"a","reason":`
+	for _, c := range []struct {
+		name, in, want, old, read string
+	}{
+		{"backspace", "a\bb", `"a\bb"`, `"a\u0008b"`, "a\bb"},
+		{"form feed", "a\fb", `"a\fb"`, `"a\u000cb"`, "a\fb"},
+		{"invalid UTF-8", "a\xffb", "\"a\uFFFDb\"", `"a\ufffdb"`, "a\uFFFDb"},
+		{"truncated rune", "a\xe2\x80", "\"a\uFFFD\uFFFD\"", `"a\ufffd\ufffd"`, "a\uFFFD\uFFFD"},
+		{"other C0 controls", "\x00\x01\x1b\x1f", `"\u0000\u0001\u001b\u001f"`, "", ""},
+		{"newline, return, tab", "\n\r\t", `"\n\r\t"`, "", ""},
+		{"quote and backslash", `"\`, `"\"\\"`, "", ""},
+		{"DEL written as is", "\x7f", "\"\x7f\"", "", ""},
+		{"U+2028 and U+2029 written as is", "\u2028\u2029", "\"\u2028\u2029\"", "", ""},
+		{"HTML characters written as is", "<a>&b", `"<a>&b"`, "", ""},
+		{"non-ASCII written as is", "é€😀", `"é€😀"`, "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := Event{TS: mustTime("2026-09-02T08:00:00Z"), Type: TypeWithdraw,
+				Withdraw: &Withdraw{ExpectationID: "e1", By: "a", Reason: c.in}}
+			if got, want := string(e.Encode()), pre+c.want+"}"; got != want {
+				t.Fatalf("Encode =\n%q\nwant\n%q", got, want)
+			}
+			if c.old == "" {
+				return
+			}
+			d, err := Decode([]byte(pre + c.old + "}"))
+			if err != nil {
+				t.Fatalf("Decode of the earlier bytes: %v", err)
+			}
+			if d.Withdraw.Reason != c.read {
+				t.Fatalf("Decode of the earlier bytes: reason %q, want %q", d.Withdraw.Reason, c.read)
 			}
 		})
 	}

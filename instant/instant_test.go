@@ -321,3 +321,78 @@ func TestAppendQuoted(t *testing.T) {
 		}
 	}
 }
+
+// TestRead pins the rule Read reports, on the fast path's shape and off
+// it, and that it agrees with time.Parse and Problem.
+func TestRead(t *testing.T) {
+	for _, c := range []struct{ v, rule, want string }{
+		{"2026-09-01T17:00:00Z", "", "2026-09-01T17:00:00Z"},
+		{"2024-02-29T00:00:00Z", "", "2024-02-29T00:00:00Z"},
+		{"2026-09-01T17:00:00.5Z", "", "2026-09-01T17:00:00.5Z"},
+		{"2026-09-01T19:00:00+02:00", "", "2026-09-01T17:00:00Z"},
+		{"2023-02-29T00:00:00Z", SyntaxRule, ""},
+		{"2026-13-01T00:00:00Z", SyntaxRule, ""},
+		{"2026-09-31T00:00:00Z", SyntaxRule, ""},
+		{"2026-09-01T24:00:00Z", SyntaxRule, ""},
+		{"2026-09-01 17:00:00Z", SyntaxRule, ""},
+		{"", SyntaxRule, ""},
+		{"0001-01-01T00:00:00Z", RangeRule, "0001-01-01T00:00:00Z"},
+		{"0000-01-01T00:00:00Z", RangeRule, "0000-01-01T00:00:00Z"},
+		{"1000-01-01T00:00:00.000000001Z", PrecisionRule, "1000-01-01T00:00:00.000000001Z"},
+	} {
+		for _, got := range []struct {
+			t    time.Time
+			rule string
+		}{readString(c.v), readBytes(c.v)} {
+			if got.rule != c.rule {
+				t.Errorf("Read(%q) rule %q, want %q", c.v, got.rule, c.rule)
+			}
+			if c.want != "" && Format(got.t) != c.want {
+				t.Errorf("Read(%q) = %s, want %s", c.v, Format(got.t), c.want)
+			}
+			if got.t.Location() != time.UTC {
+				t.Errorf("Read(%q) in %v, want UTC", c.v, got.t.Location())
+			}
+		}
+	}
+}
+
+func readString(v string) (r struct {
+	t    time.Time
+	rule string
+}) {
+	r.t, r.rule = Read(v)
+	return r
+}
+
+func readBytes(v string) (r struct {
+	t    time.Time
+	rule string
+}) {
+	r.t, r.rule = Read([]byte(v))
+	return r
+}
+
+// FuzzRead checks that the fast path accepts exactly what time.Parse does,
+// with the same instant, and reports Problem's rule.
+func FuzzRead(f *testing.F) {
+	for _, s := range []string{"2026-09-01T17:00:00Z", "2024-02-29T00:00:00Z", "2023-02-29T00:00:00Z", "2026-09-01T17:00:60Z",
+		"2026-09-01T17:00:00+02:00", "0000-01-01T00:00:00Z", "9999-12-31T23:59:59Z"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		a, rule := Read(v)
+		b, rule2 := Read([]byte(v))
+		want, err := time.Parse(time.RFC3339Nano, v)
+		switch {
+		case rule != rule2 || !a.Equal(b):
+			t.Fatalf("%q: string %v %q, bytes %v %q", v, a, rule, b, rule2)
+		case err != nil:
+			if rule != SyntaxRule || !a.IsZero() {
+				t.Fatalf("%q: %v %q, time.Parse %v", v, a, rule, err)
+			}
+		case !a.Equal(want) || a.Location() != time.UTC || rule != Problem(want):
+			t.Fatalf("%q: %v %q, time.Parse %v (%q)", v, a, rule, want, Problem(want))
+		}
+	})
+}

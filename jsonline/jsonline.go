@@ -7,6 +7,7 @@
 package jsonline
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -482,6 +483,53 @@ func AppendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// AppendEscaped appends the valid JSON value v with every string in it,
+// member names included, written again by AppendString, and everything else
+// as it is. A value encoding/json wrote then reads as tally's lines are
+// written: encoding/json escapes U+2028, U+2029 and invalid UTF-8
+// (\u2028, \ufffd), which AppendString, like serde_json, writes as they are.
+func AppendEscaped(dst, v []byte) ([]byte, error) {
+	start := 0
+	for i := 0; i < len(v); {
+		if v[i] != '"' {
+			i++
+			continue
+		}
+		end, err := scanString(v, i)
+		if err != nil {
+			return dst, err
+		}
+		s, err := String(v[i:end])
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, v[start:i]...)
+		dst = AppendString(dst, s)
+		i, start = end, end
+	}
+	return append(dst, v[start:]...), nil
+}
+
+// Field is a member of a record that its family does not know, kept with
+// its value's compacted bytes so that re-encoding the record drops nothing.
+// Every family keeps its unknown members in this one type.
+type Field struct {
+	Key   string
+	Value json.RawMessage
+}
+
+// AppendFields appends each field as a further member of an object being
+// written: a comma, the key, a colon and the value's bytes.
+func AppendFields(dst []byte, fields []Field) []byte {
+	for _, f := range fields {
+		dst = append(dst, ',')
+		dst = AppendString(dst, f.Key)
+		dst = append(dst, ':')
+		dst = append(dst, f.Value...)
+	}
+	return dst
 }
 
 // AppendStrings appends a JSON array of strings.

@@ -3,6 +3,7 @@ package jsonline
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 	"unicode/utf8"
 )
@@ -79,6 +80,73 @@ func FuzzValid(f *testing.F) {
 		var round string
 		if err := json.Unmarshal(AppendString(nil, got), &round); err != nil || round != got {
 			t.Fatalf("AppendString(%q) does not round-trip: %q %v", got, round, err)
+		}
+	})
+}
+
+// TestAppendEscaped pins that every string of a value, member names
+// included, is written again by AppendString, and nothing else changes.
+func TestAppendEscaped(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"a":"b","c":[1,true,null,"d"]}`, `{"a":"b","c":[1,true,null,"d"]}`},
+		{`"\u2028\u2029"`, "\"\u2028\u2029\""},
+		{`"a\ufffdb"`, "\"a\uFFFDb\""},
+		{`{"\u2028":"x"}`, "{\"\u2028\":\"x\"}"},
+		{`"\u0008\u000c\u0001\/"`, `"\b\f\u0001/"`},
+		{`"\\u2028"`, `"\\u2028"`},
+		{`"<>&\u003c"`, `"<>&<"`},
+		{`[ "a" , "\n" ]`, `[ "a" , "\n" ]`},
+	} {
+		got, err := AppendEscaped(nil, []byte(c.in))
+		if err != nil || string(got) != c.want {
+			t.Errorf("AppendEscaped(%s) = %q, %v; want %q", c.in, got, err, c.want)
+		}
+	}
+	if _, err := AppendEscaped(nil, []byte(`"abc`)); err == nil {
+		t.Error("an unterminated string: no error")
+	}
+}
+
+func TestAppendFields(t *testing.T) {
+	got := AppendFields([]byte(`{"a":1`), []Field{{Key: "x-note", Value: []byte(`{"b":[1,2]}`)}, {Key: "q\"\u2028", Value: []byte(`null`)}})
+	if want := "{\"a\":1,\"x-note\":{\"b\":[1,2]},\"q\\\"\u2028\":null"; string(got) != want {
+		t.Errorf("AppendFields = %q, want %q", got, want)
+	}
+	if got := AppendFields(nil, nil); len(got) != 0 {
+		t.Errorf("AppendFields of none = %q", got)
+	}
+}
+
+// FuzzAppendEscaped checks that re-escaping a valid value keeps what it
+// means to encoding/json, keeps it valid, and is done once for all.
+func FuzzAppendEscaped(f *testing.F) {
+	for _, s := range []string{`{"a":"\u2028","b":["\ufffd",1,null]}`, `"\\u2028"`, `"\ud800x"`, "\"\xff\"", `{"\u0061":"\/"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, v []byte) {
+		if !Valid(v) || !json.Valid(v) {
+			return
+		}
+		out, err := AppendEscaped(nil, v)
+		if err != nil {
+			t.Fatalf("%q: %v", v, err)
+		}
+		if !Valid(out) {
+			t.Fatalf("%q: re-escaped as %q, not valid", v, out)
+		}
+		read := func(b []byte) (v any) {
+			d := json.NewDecoder(bytes.NewReader(b))
+			d.UseNumber() // numbers as written: an out-of-range one is not an error
+			if err := d.Decode(&v); err != nil {
+				t.Fatalf("%q: %v", b, err)
+			}
+			return v
+		}
+		if a, b := read(v), read(out); !reflect.DeepEqual(a, b) {
+			t.Fatalf("%q: re-escaped as %q reads as %#v, not %#v", v, out, b, a)
+		}
+		if again, _ := AppendEscaped(nil, out); !bytes.Equal(again, out) {
+			t.Fatalf("%q: re-escaped twice differs: %q, %q", v, out, again)
 		}
 	})
 }

@@ -117,10 +117,13 @@ func decode(line []byte, names map[string]string) (Event, error) {
 		if raw, ok := plain(v); ok {
 			switch f {
 			case fTS:
-				if t, ok := parseCanonical(raw); ok && instant.Problem(t) == "" {
-					e.TS = t
-					return nil
+				// raw holds no escapes, so it is the string itself.
+				t, rule := instant.Read(raw)
+				if rule != "" {
+					return &vocab.DecodeError{Field: "ts", Msg: rule}
 				}
+				e.TS = t
+				return nil
 			case fType:
 				if c := constant(raw, TypePromise, TypeAmend, TypeResolve, TypeAssess); c != "" {
 					e.Type = c
@@ -154,12 +157,9 @@ func decode(line []byte, names map[string]string) (Event, error) {
 		}
 		switch f {
 		case fTS:
-			t, err := parseTime(s)
-			if err != nil {
-				return &vocab.DecodeError{Field: "ts", Msg: "must be an RFC 3339 time"}
-			}
-			if p := instant.Problem(t); p != "" {
-				return &vocab.DecodeError{Field: "ts", Msg: p}
+			t, rule := instant.Read(s)
+			if rule != "" {
+				return &vocab.DecodeError{Field: "ts", Msg: rule}
 			}
 			e.TS = t
 		case fType:
@@ -292,12 +292,9 @@ func (e *Event) wellFormed() error {
 		}
 	}
 	if e.Until != "" {
-		t, err := parseTime(e.Until)
-		if err != nil {
-			return &vocab.DecodeError{Field: "until", Msg: "must be an RFC 3339 time"}
-		}
-		if p := instant.Problem(t); p != "" {
-			return &vocab.DecodeError{Field: "until", Msg: p}
+		t, rule := instant.Read(e.Until)
+		if rule != "" {
+			return &vocab.DecodeError{Field: "until", Msg: rule}
 		}
 		e.until, e.untilSet = instant.Pack(t), true
 	}

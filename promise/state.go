@@ -238,8 +238,8 @@ func (e *Event) untilNanos() int64 {
 	if e.untilSet {
 		return e.until
 	}
-	t, err := parseTime(e.Until)
-	if err != nil {
+	t, rule := instant.Read(e.Until)
+	if rule == instant.SyntaxRule {
 		panic("promise: unvalidated time reached the fold: " + e.Until)
 	}
 	return instant.Pack(t)
