@@ -28,13 +28,13 @@ import (
 	"time"
 
 	"tally/api"
+	"tally/checkrun"
 	"tally/claim"
 	"tally/expect"
 	"tally/instant"
 	"tally/jsondoc"
 	"tally/promise"
 	"tally/service"
-	"tally/validate"
 )
 
 // Limits of prime.
@@ -474,7 +474,7 @@ func claimWaits(v *claim.View, seat string, now time.Time, t func(string) string
 // runCommand is what `tally check run` needs beyond the check and its
 // target for the validator name, and whether this tally runs it at all.
 func runCommand(validator string) (string, bool) {
-	v, ok := validate.Lookup(validator)
+	v, ok := checkrun.Lookup(validator)
 	if !ok {
 		return "", false
 	}
