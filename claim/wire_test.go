@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -338,4 +339,14 @@ func FuzzAggregate(f *testing.F) {
 			t.Fatal("replay differs")
 		}
 	})
+}
+
+// Types lists the family's record types, sorted.
+func Types() []string {
+	out := make([]string, 0, len(schemas))
+	for t := range schemas {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
 }
