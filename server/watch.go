@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"tally/ledger"
-	"tally/watch"
+	"tally/timekeeper"
 )
 
 // watchers runs one timekeeper per open session inside the server, so a
@@ -30,14 +30,14 @@ func newWatchers() *watchers {
 
 // newWatcher is a session's timekeeper as this server configures it: its
 // sinks (a webhook, a command) and the A2A lapse delivery to replyTo
-// agents. deliverOnly and now are watch.Config's.
-func (s *Server) newWatcher(l *ledger.Ledger, deliverOnly bool, now func() time.Time) (*watch.Watcher, error) {
+// agents. deliverOnly and now are timekeeper.Config's.
+func (s *Server) newWatcher(l *ledger.Ledger, deliverOnly bool, now func() time.Time) (*timekeeper.Watcher, error) {
 	cfg := s.cfg.Watch
 	if cfg.Logger == nil {
 		cfg.Logger = s.cfg.Logger
 	}
 	cfg.DeliverOnly, cfg.Now = deliverOnly, now
-	var lapses *watch.A2A
+	var lapses *timekeeper.A2A
 	if !s.cfg.A2A.NoLapseDelivery {
 		lapses = s.lapseSink(l)
 		if now != nil {
@@ -45,7 +45,7 @@ func (s *Server) newWatcher(l *ledger.Ledger, deliverOnly bool, now func() time.
 		}
 		cfg.Sinks = append(slices.Clone(cfg.Sinks), lapses)
 	}
-	w, err := watch.New(l, cfg)
+	w, err := timekeeper.New(l, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func (s *Server) newWatcher(l *ledger.Ledger, deliverOnly bool, now func() time.
 // notices (to the webhook, the command and replyTo agents of this
 // server's configuration) at the wall clock, committing nothing: the
 // group's leader proposes the facts through raft.
-func (s *Server) Deliverer(l *ledger.Ledger) (*watch.Watcher, error) {
+func (s *Server) Deliverer(l *ledger.Ledger) (*timekeeper.Watcher, error) {
 	return s.newWatcher(l, true, time.Now)
 }
 
@@ -83,7 +83,7 @@ func (s *Server) startWatcher(key string, l *ledger.Ledger) func() {
 		defer ws.wg.Done()
 		defer close(done)
 		defer w.Close()
-		_ = w.Run(ctx, s.cfg.WatchEvery, func(r watch.Report, err error) {
+		_ = w.Run(ctx, s.cfg.WatchEvery, func(r timekeeper.Report, err error) {
 			if err != nil {
 				s.cfg.Logger.Warn("watcher sweep failed", "session", key, "err", err)
 				return

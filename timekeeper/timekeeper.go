@@ -1,4 +1,4 @@
-// Package watch is tally's timekeeper: the process that lets the passage of
+// Package timekeeper is tally's timekeeper: the process that lets the passage of
 // time produce recorded, attributable facts without any agent holding a
 // clock. One Sweep, in this order:
 //
@@ -18,7 +18,7 @@
 // Deliveries are at-least-once: a watcher killed between a delivery and its
 // journal line sends it again on restart; the ledger's records are
 // exactly-once.
-package watch
+package timekeeper
 
 import (
 	"context"
