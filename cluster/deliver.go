@@ -20,7 +20,7 @@ import (
 
 // NewDeliverer makes a session's delivery watcher (timekeeper.Config
 // DeliverOnly, at the wall clock), with the sinks of the server.
-type NewDeliverer func(*ledger.Ledger) (*timekeeper.Watcher, error)
+type NewDeliverer func(*ledger.Ledger) (*timekeeper.Timekeeper, error)
 
 // Deliver gives the node's timekeeper its deliverer: from then on, after
 // its sweeps, it delivers each session of the groups this node leads
@@ -31,7 +31,7 @@ func (c *Node) Deliver(mk NewDeliverer) { c.deliverer.Store(&mk) }
 // delivering is a session's watcher over the ledger it was opened on.
 type delivering struct {
 	l     *ledger.Ledger
-	w     *timekeeper.Watcher
+	w     *timekeeper.Timekeeper
 	group uint64
 }
 

@@ -128,5 +128,5 @@ func (o *obligations) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descOpen, prometheus.GaugeValue, float64(n), k[0], k[1])
 	}
 	ch <- prometheus.MustNewConstMetric(descOverdue, prometheus.GaugeValue, float64(overdue))
-	ch <- prometheus.MustNewConstMetric(descWatcherLag, prometheus.GaugeValue, o.s.watchers.lag(time.Now()))
+	ch <- prometheus.MustNewConstMetric(descWatcherLag, prometheus.GaugeValue, o.s.timekeepers.lag(time.Now()))
 }

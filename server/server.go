@@ -104,7 +104,7 @@ type Server struct {
 	mux     *http.ServeMux
 	routes  []route
 
-	watchers *watchers
+	timekeepers *timekeepers
 
 	mu       sync.Mutex // guards closed and the session cache
 	sessions *sessionCache
@@ -135,7 +135,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, tokens: cfg.Tokens, sessions: sessions, watchers: newWatchers()}
+	s := &Server{cfg: cfg, tokens: cfg.Tokens, sessions: sessions, timekeepers: newTimekeepers()}
 	if s.tokens == nil {
 		s.tokens = auth.Open(cfg.Root)
 	}
@@ -198,11 +198,11 @@ func (s *Server) Serve(ctx context.Context, ready func(addr string)) error {
 	return err
 }
 
-// Close stops the watchers and closes every open session.
+// Close stops the timekeepers and closes every open session.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	s.watchers.stop()
+	s.timekeepers.stop()
 	return s.closeSessions()
 }
