@@ -157,22 +157,6 @@ func claimArtifacts(v *claim.View, sessionURL string) []*a2a.Artifact {
 	return out
 }
 
-// IsOrigin reports whether task is the origin of expectations in es (or
-// has a recorded outcome there).
-func IsOrigin(es *expect.State, task string) bool {
-	if _, ok := es.TaskOutcome(task); ok {
-		return true
-	}
-	return len(es.List(expect.Filter{TaskID: task})) > 0
-}
-
-// OriginTask is the task of an origin of expectations in es: OriginTaskOf
-// its expectations and its recorded outcome.
-func OriginTask(es *expect.State, task, contextID string, keys []string) *a2a.Task {
-	out, ended := es.TaskOutcome(task)
-	return OriginTaskOf(task, es.List(expect.Filter{TaskID: task}), out, ended, contextID, keys)
-}
-
 // OriginTaskOf is the task of an origin of expectations: its state from
 // its outcome (OriginState), in the context the expectations name (else
 // contextID), the document {"taskId","outcome"?,"expectations":[views]}

@@ -273,3 +273,19 @@ func TestOriginTaskWire(t *testing.T) {
 		t.Errorf("cancelled origin: %s %s (%v)", task.Status.State, task.Metadata["k"], err)
 	}
 }
+
+// IsOrigin reports whether task is the origin of expectations in es (or
+// has a recorded outcome there).
+func IsOrigin(es *expect.State, task string) bool {
+	if _, ok := es.TaskOutcome(task); ok {
+		return true
+	}
+	return len(es.List(expect.Filter{TaskID: task})) > 0
+}
+
+// OriginTask is the task of an origin of expectations in es: OriginTaskOf
+// its expectations and its recorded outcome.
+func OriginTask(es *expect.State, task, contextID string, keys []string) *a2a.Task {
+	out, ended := es.TaskOutcome(task)
+	return OriginTaskOf(task, es.List(expect.Filter{TaskID: task}), out, ended, contextID, keys)
+}

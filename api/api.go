@@ -2,7 +2,8 @@
 // once: what `tally VERB -` reads on stdin, what a REST route takes as its
 // body and what an A2A message carries in its metadata, decoded by one
 // strict decoder, with the action table that names each verb in A2A
-// metadata. A document becomes its family's command here; the rules and the
+// metadata; and the writer of the response documents (document*.go: Doc,
+// M, S, the promise and token documents, the error document). A document becomes its family's command here; the rules and the
 // defaults every binding shares are the family core's decide.
 package api
 

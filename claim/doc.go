@@ -8,7 +8,7 @@
 // The package does no I/O, reads no clock and starts no goroutines. Like
 // etcd's raft it is a state machine driven by its caller:
 //
-//	s := claim.NewState()
+//	s := claim.NewStateConfig(cfg)
 //	for each committed line:   e, err := claim.Decode(line); s.Apply(meta, e)
 //	for a command:             events, err := s.Decide(actor, now, cmd)
 //	                           append events atomically (e.Encode()), then Apply each

@@ -2,7 +2,6 @@ package claim
 
 import (
 	"fmt"
-	"sort"
 	"time"
 
 	"tally/jsonline"
@@ -150,16 +149,6 @@ var schemas = map[string][]member{
 
 // Known reports whether typ is a record type of this family.
 func Known(typ string) bool { _, ok := schemas[typ]; return ok }
-
-// Types lists the family's record types, sorted.
-func Types() []string {
-	out := make([]string, 0, len(schemas))
-	for t := range schemas {
-		out = append(out, t)
-	}
-	sort.Strings(out)
-	return out
-}
 
 func derr(field, format string, args ...any) error {
 	return &vocab.DecodeError{Field: field, Msg: fmt.Sprintf(format, args...)}

@@ -6,7 +6,6 @@ import (
 
 	"tally/duequeue"
 	"tally/instant"
-	"tally/vocab"
 )
 
 // Config holds the identities the fold trusts by role.
@@ -15,9 +14,6 @@ type Config struct {
 	// facts (the watcher).
 	Timekeeper string
 }
-
-// DefaultConfig returns the configuration NewState uses.
-func DefaultConfig() Config { return Config{Timekeeper: vocab.DefaultTimekeeper} }
 
 // Terminal says how and why a claim ended.
 type Terminal struct {
@@ -90,9 +86,6 @@ func (s *State) claim(id string) *claimRec {
 	}
 	return c
 }
-
-// NewState returns an empty state with DefaultConfig.
-func NewState() *State { return NewStateConfig(DefaultConfig()) }
 
 // NewStateConfig returns an empty state.
 func NewStateConfig(cfg Config) *State {

@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -383,4 +384,14 @@ func TestEncodeEscapes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Types lists the family's record types, sorted.
+func Types() []string {
+	out := make([]string, 0, len(schemas))
+	for t := range schemas {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
 }

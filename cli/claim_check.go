@@ -16,11 +16,11 @@ import (
 	"github.com/zeebo/blake3"
 
 	"tally/api"
+	"tally/checkrun"
 	"tally/claim"
 	"tally/instant"
 	"tally/ledger"
 	"tally/service"
-	"tally/validate"
 	"tally/vocab"
 )
 
@@ -267,7 +267,7 @@ func newCheckRun(g *global) *cobra.Command {
 		Short: "Run the check's validator on its target and record the verdict with the log as evidence (designated evaluator)",
 		Long: "run materialises the target artifact into a temporary directory (its working directory; the file's path\n" +
 			"is in TALLY_ARTIFACT), runs the validator the check names at its current handler, stores the validator's\n" +
-			"log as your result artifact, and records begin and verdict. Validators: " + strings.Join(validate.Names(), ", ") + ".\n" +
+			"log as your result artifact, and records begin and verdict. Validators: " + strings.Join(checkrun.Names(), ", ") + ".\n" +
 			"  command       exit 0 → pass, other exit → fail, cannot start or timeout → error (needs --command)\n" +
 			"  test-report   go test -json or JUnit XML (the artifact, or --command's stdout): any failed → fail,\n" +
 			"                none passed → incomplete, else pass\n" +
@@ -279,7 +279,7 @@ func newCheckRun(g *global) *cobra.Command {
 			if err := d.load(g, args); err != nil {
 				return err
 			}
-			timeout := validate.DefaultTimeout
+			timeout := checkrun.DefaultTimeout
 			if d.Timeout != "" {
 				t, err := instant.ParseDuration("timeout", d.Timeout)
 				if err != nil || t <= 0 {
@@ -332,9 +332,9 @@ func (g *global) checkRun(c *cobra.Command, d *checkDoc, timeout time.Duration) 
 	if at != nil {
 		val = at.Validator
 	}
-	runner, ok := validate.Lookup(val.Name)
+	runner, ok := checkrun.Lookup(val.Name)
 	if !ok {
-		return usagef("validator: check %s names %q, which this tally cannot run (it runs %s); report its verdict with `tally check report`", d.Check, val.Name, strings.Join(validate.Names(), ", "))
+		return usagef("validator: check %s names %q, which this tally cannot run (it runs %s); report its verdict with `tally check report`", d.Check, val.Name, strings.Join(checkrun.Names(), ", "))
 	}
 	if runner.Name() == "command" && strings.TrimSpace(d.Command) == "" {
 		return usagef("command: required: check %s runs the command validator (exit 0 → pass)", d.Check)
@@ -410,7 +410,7 @@ func (g *global) checkRun(c *cobra.Command, d *checkDoc, timeout time.Duration) 
 	if err := begin(); err != nil {
 		return err
 	}
-	out := runner.Run(ctx, validate.Input{Dir: dir, Path: path, Command: d.Command, Timeout: timeout})
+	out := runner.Run(ctx, checkrun.Input{Dir: dir, Path: path, Command: d.Command, Timeout: timeout})
 	logb := runHeader(d, a, val, runner)
 	logb = append(logb, out.Log...)
 	logb = fmt.Appendf(logb, "---\nverdict: %s (%s)\n", out.Result, out.Note)
@@ -423,7 +423,7 @@ func (g *global) checkRun(c *cobra.Command, d *checkDoc, timeout time.Duration) 
 
 // runHeader is what a run's log says before the validator's output: what
 // ran on what. A retry with the same request id must say the same.
-func runHeader(d *checkDoc, a claim.ArtifactView, val claim.Validator, runner validate.Validator) []byte {
+func runHeader(d *checkDoc, a claim.ArtifactView, val claim.Validator, runner checkrun.Validator) []byte {
 	b := fmt.Appendf(nil, "tally check run: claim %s, check %s, artifact %s (digest %s), validator %s@%s (tally's %s@%s)\n",
 		d.Claim, d.Check, a.Artifact, a.Digest, val.Name, val.Version, runner.Name(), runner.Version())
 	if d.Command != "" {

@@ -17,8 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tally/api"
 	restclient "tally/client"
-	"tally/jsondoc"
 	"tally/ledger"
 	"tally/service"
 	"tally/store"
@@ -29,7 +29,7 @@ import (
 const Version = "0.1.0"
 
 // SchemaVersion is carried by every --json document.
-const SchemaVersion = jsondoc.SchemaVersion
+const SchemaVersion = api.SchemaVersion
 
 // ExitCode is what the process returns: 0 ok, 1 refused or failed, 2 usage.
 type ExitCode int

@@ -2,7 +2,7 @@ package cli
 
 import (
 	"io"
-	"tally/jsondoc"
+	"tally/api"
 	"time"
 
 	"tally/instant"
@@ -11,14 +11,14 @@ import (
 )
 
 // writeJSONDoc writes one --json document.
-func writeJSONDoc(w io.Writer, members ...jsondoc.Member) error {
-	_, err := w.Write(jsondoc.Doc(members...))
+func writeJSONDoc(w io.Writer, members ...api.Member) error {
+	_, err := w.Write(api.Doc(members...))
 	return err
 }
 
-func member(name string, value []byte) jsondoc.Member { return jsondoc.M(name, value) }
+func member(name string, value []byte) api.Member { return api.M(name, value) }
 
-func jsonString(s string) []byte { return jsondoc.S(s) }
+func jsonString(s string) []byte { return api.S(s) }
 
 // parseNow reads --now (RFC 3339); empty means the clock.
 func parseNow(v string, clock func() time.Time) (time.Time, error) {

@@ -21,7 +21,7 @@ func commitLapse(d api.ExpectLapse) func(t *testing.T, side *paritySide) {
 		for k, v := range side.env {
 			env[k] = v
 		}
-		if tok, ok := side.tokens[timekeeper]; ok {
+		if tok, ok := side.tokens[timekeeperID]; ok {
 			env["TALLY_TOKEN"] = tok
 		}
 		var out, errb bytes.Buffer
@@ -35,7 +35,7 @@ func commitLapse(d api.ExpectLapse) func(t *testing.T, side *paritySide) {
 		if g.sessions != nil {
 			defer g.sessions.close()
 		}
-		call, err := g.call(timekeeper, "", time.Time{})
+		call, err := g.call(timekeeperID, "", time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,10 +47,10 @@ func commitLapse(d api.ExpectLapse) func(t *testing.T, side *paritySide) {
 
 // expectTokens are the identities of the expectation scenarios: agents, a
 // person (ops-lead, who gives --human) and the timekeeper.
-var expectTokens = map[string]string{"booking": "agent", "carrier-feed": "agent", "stranger": "agent", "ops-lead": "person", timekeeper: "timekeeper"}
+var expectTokens = map[string]string{"booking": "agent", "carrier-feed": "agent", "stranger": "agent", "ops-lead": "person", timekeeperID: "timekeeper"}
 
-// timekeeper is the identity a timekeeper-role token acts as.
-var timekeeper = ledger.DefaultConfig().Timekeeper
+// timekeeperID is the identity a timekeeper-role token acts as.
+var timekeeperID = ledger.DefaultConfig().Timekeeper
 
 // The expectation family, every verb and every refusal, locally and
 // through a server, byte for byte: raise (flags and stdin), fact,
@@ -182,7 +182,7 @@ func TestExpectHumanNeedsAPersonToken(t *testing.T) {
 		return out + errb
 	}
 	must(step("booking", ExitOK, claimArgs("expect raise --id soon --kind k --subject doc:soon --fact-key f --due 2h --basis declared")...))
-	for _, who := range []string{"booking", timekeeper} {
+	for _, who := range []string{"booking", timekeeperID} {
 		if got := must(step(who, ExitUsage, claimArgs("expect withdraw soon --human")...)); !strings.HasPrefix(got, "tally: human: over TALLY_URL a person is a token with role person, and this token acts as ") {
 			t.Errorf("--human as %s: %q", who, got)
 		}

@@ -12,7 +12,6 @@ import (
 
 	"tally/api"
 	"tally/instant"
-	"tally/jsondoc"
 	"tally/prime"
 	"tally/promise"
 	"tally/service"
@@ -277,7 +276,7 @@ func newOwed(g *global) *cobra.Command {
 	return c
 }
 
-func viewArray(vs []promise.View) []byte { return jsondoc.ViewArray(vs) }
+func viewArray(vs []promise.View) []byte { return api.ViewArray(vs) }
 
 func newGraph(g *global) *cobra.Command {
 	var o readOptions

@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tally/api"
 	"tally/auth"
 	restclient "tally/client"
-	"tally/jsondoc"
 )
 
 func newToken(g *global) *cobra.Command {
@@ -34,7 +34,7 @@ func newToken(g *global) *cobra.Command {
 				return err
 			}
 			if g.json {
-				_, err := g.io.Out.Write(jsondoc.TokenCreated(secret, tok))
+				_, err := g.io.Out.Write(api.TokenCreated(secret, tok))
 				return err
 			}
 			fmt.Fprintln(g.io.Out, secret)
@@ -59,7 +59,7 @@ func newToken(g *global) *cobra.Command {
 				return err
 			}
 			if g.json {
-				_, err := g.io.Out.Write(jsondoc.TokenRevoked(tok))
+				_, err := g.io.Out.Write(api.TokenRevoked(tok))
 				return err
 			}
 			fmt.Fprintf(g.io.Out, "revoked %s\n", args[0])
@@ -80,7 +80,7 @@ func newToken(g *global) *cobra.Command {
 				return err
 			}
 			if g.json {
-				_, err := g.io.Out.Write(jsondoc.TokenList(toks))
+				_, err := g.io.Out.Write(api.TokenList(toks))
 				return err
 			}
 			t := newTable(g.io.Out)

@@ -17,7 +17,7 @@ import (
 
 	"tally/ledger"
 	"tally/store"
-	"tally/watch"
+	"tally/timekeeper"
 )
 
 type watchOptions struct {
@@ -68,7 +68,7 @@ lines on stdout, and records, journals and sends nothing.`,
 	f.StringVar(&o.webhook, "webhook", "", "deliver each lapse and notice by HTTP POST to URL, retried with exponential backoff")
 	f.IntVar(&o.webhookAttempts, "webhook-attempts", 5, "attempts per webhook delivery in one sweep")
 	f.DurationVar(&o.webhookBackoff, "webhook-backoff", 500*time.Millisecond, "first wait between webhook attempts (doubles, capped at 30s)")
-	f.DurationSliceVar(&o.reminders, "reminders", watch.DefaultConfig().Reminders, "the debtor's reminders after a promise's deadline")
+	f.DurationSliceVar(&o.reminders, "reminders", timekeeper.DefaultConfig().Reminders, "the debtor's reminders after a promise's deadline")
 	f.DurationVar(&o.escalate, "escalate", 0, "when after the deadline the creditor is told (default: at the last reminder)")
 	f.BoolVar(&o.stdout, "stdout", false, "also print JSON lines on stdout when --exec or --webhook is given")
 	f.IntVar(&o.sweepMax, "sweep-max", 10_000, "records one ledger sweep commits")
@@ -97,7 +97,7 @@ func (g *global) runWatch(ctx context.Context, o *watchOptions) error {
 			return err
 		}
 		if !o.dryRun {
-			if err := watch.CheckNow(start, clock()); err != nil {
+			if err := timekeeper.CheckNow(start, clock()); err != nil {
 				return err
 			}
 		}
@@ -110,7 +110,7 @@ func (g *global) runWatch(ctx context.Context, o *watchOptions) error {
 			return start.Add(time.Since(real))
 		}
 	}
-	cfg := watch.DefaultConfig()
+	cfg := timekeeper.DefaultConfig()
 	if !o.dryRun {
 		cfg.Clock = clock
 	}
@@ -118,17 +118,17 @@ func (g *global) runWatch(ctx context.Context, o *watchOptions) error {
 	cfg.SweepMax, cfg.ClaimMax = o.sweepMax, o.claimMax
 	cfg.Logger = slog.New(&warnHandler{w: g.io.Err})
 	if o.execCmd != "" {
-		cfg.Sinks = append(cfg.Sinks, &watch.Exec{Command: o.execCmd, Stderr: g.io.Err})
+		cfg.Sinks = append(cfg.Sinks, &timekeeper.Exec{Command: o.execCmd, Stderr: g.io.Err})
 	}
 	if o.webhook != "" {
-		cfg.Sinks = append(cfg.Sinks, &watch.Webhook{URL: o.webhook, Attempts: o.webhookAttempts, Backoff: o.webhookBackoff})
+		cfg.Sinks = append(cfg.Sinks, &timekeeper.Webhook{URL: o.webhook, Attempts: o.webhookAttempts, Backoff: o.webhookBackoff})
 	}
 	if len(cfg.Sinks) == 0 || o.stdout {
-		cfg.Sinks = append([]watch.Sink{&watch.Lines{W: g.io.Out}}, cfg.Sinks...)
+		cfg.Sinks = append([]timekeeper.Sink{&timekeeper.Lines{W: g.io.Out}}, cfg.Sinks...)
 	}
 	if o.dryRun {
 		// Nothing leaves the process: the notices print, as records do.
-		cfg.Sinks = []watch.Sink{&watch.Lines{W: g.io.Out}}
+		cfg.Sinks = []timekeeper.Sink{&timekeeper.Lines{W: g.io.Out}}
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageError{err}
@@ -141,7 +141,7 @@ func (g *global) runWatch(ctx context.Context, o *watchOptions) error {
 		return err
 	}
 	defer l.Close()
-	w, err := watch.New(l, cfg)
+	w, err := timekeeper.New(l, cfg)
 	if err != nil {
 		return err
 	}
@@ -159,12 +159,12 @@ func (g *global) runWatch(ctx context.Context, o *watchOptions) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return w.Run(ctx, o.every, func(rep watch.Report, err error) { g.reportSweep(rep, err, false) })
+	return w.Run(ctx, o.every, func(rep timekeeper.Report, err error) { g.reportSweep(rep, err, false) })
 }
 
 // reportSweep prints one sweep's summary on stderr (stdout carries the
 // notices): always with --once, else only when it did something.
-func (g *global) reportSweep(rep watch.Report, err error, always bool) {
+func (g *global) reportSweep(rep timekeeper.Report, err error, always bool) {
 	if err != nil && !always {
 		fmt.Fprintln(g.io.Err, "tally watch: "+err.Error())
 	}
@@ -185,7 +185,7 @@ func (g *global) reportSweep(rep watch.Report, err error, always bool) {
 // appended there, then each notice it delivered, as JSON lines: what a
 // sweep at that instant would record and send, with nothing recorded,
 // journaled or sent.
-func (g *global) dryRunWatch(ctx context.Context, cfg watch.Config) error {
+func (g *global) dryRunWatch(ctx context.Context, cfg timekeeper.Config) error {
 	dir, err := g.sessionDir()
 	if err != nil {
 		return err
@@ -212,8 +212,8 @@ func (g *global) dryRunWatch(ctx context.Context, cfg watch.Config) error {
 	var from store.Position
 	l.ReadAt(func(_ *ledger.State, pos store.Position) { from = pos })
 	var notices bytes.Buffer
-	cfg.Sinks = []watch.Sink{&watch.Lines{W: &notices}}
-	w, err := watch.New(l, cfg)
+	cfg.Sinks = []timekeeper.Sink{&timekeeper.Lines{W: &notices}}
+	w, err := timekeeper.New(l, cfg)
 	if err != nil {
 		return err
 	}

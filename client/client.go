@@ -27,7 +27,6 @@ import (
 	"tally/api"
 	"tally/auth"
 	"tally/instant"
-	"tally/jsondoc"
 	"tally/service"
 	"tally/store"
 )
@@ -322,9 +321,9 @@ func (e *lostAnswer) Unwrap() error { return e.err }
 // what a server answers a write that may have committed (503
 // UnknownOutcome), naming its request id for a retry by hand.
 func unknownOutcome(err error, requestID string) *service.Refusal {
-	var ms []jsondoc.Member
+	var ms []api.Member
 	if requestID != "" {
-		ms = append(ms, jsondoc.M("request_id", jsondoc.S(requestID)))
+		ms = append(ms, api.M("request_id", api.S(requestID)))
 	}
 	return service.NewRetryable(service.CodeUnknownOutcome, err.Error()+"; "+service.RetryAdvice(requestID), ms...)
 }

@@ -25,12 +25,12 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"tally/api"
 	"tally/auth"
 	"tally/cluster/node"
 	"tally/cluster/raftlog"
 	"tally/cluster/replica"
 	"tally/cluster/transport"
-	"tally/jsondoc"
 	"tally/ledger"
 	"tally/service"
 )
@@ -523,15 +523,15 @@ func (e *Unavailable) Refusal() *service.Refusal {
 	if e.OutcomeUnknown {
 		code = service.CodeUnknownOutcome
 	}
-	ms := []jsondoc.Member{jsondoc.M("group", jsondoc.U(e.Group))}
+	ms := []api.Member{api.M("group", api.U(e.Group))}
 	if e.Leader != 0 {
-		ms = append(ms, jsondoc.M("leader", jsondoc.U(e.Leader)))
+		ms = append(ms, api.M("leader", api.U(e.Leader)))
 	}
 	if e.LeaderAddr != "" {
-		ms = append(ms, jsondoc.M("leader_addr", jsondoc.S(e.LeaderAddr)))
+		ms = append(ms, api.M("leader_addr", api.S(e.LeaderAddr)))
 	}
 	if e.OutcomeUnknown && e.RequestID != "" {
-		ms = append(ms, jsondoc.M("request_id", jsondoc.S(e.RequestID)))
+		ms = append(ms, api.M("request_id", api.S(e.RequestID)))
 	}
 	return service.NewRetryable(code, e.Error(), ms...)
 }

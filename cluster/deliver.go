@@ -6,7 +6,7 @@ import (
 	"tally/cluster/node"
 	"tally/ledger"
 	"tally/store"
-	"tally/watch"
+	"tally/timekeeper"
 )
 
 // Deliveries: the lapses and promise notices of a session go out from the
@@ -18,9 +18,9 @@ import (
 // webhook's Idempotency-Key): deliveries are at least once, as a restarted
 // `tally watch` makes them.
 
-// NewDeliverer makes a session's delivery watcher (watch.Config
+// NewDeliverer makes a session's delivery watcher (timekeeper.Config
 // DeliverOnly, at the wall clock), with the sinks of the server.
-type NewDeliverer func(*ledger.Ledger) (*watch.Watcher, error)
+type NewDeliverer func(*ledger.Ledger) (*timekeeper.Timekeeper, error)
 
 // Deliver gives the node's timekeeper its deliverer: from then on, after
 // its sweeps, it delivers each session of the groups this node leads
@@ -31,7 +31,7 @@ func (c *Node) Deliver(mk NewDeliverer) { c.deliverer.Store(&mk) }
 // delivering is a session's watcher over the ledger it was opened on.
 type delivering struct {
 	l     *ledger.Ledger
-	w     *watch.Watcher
+	w     *timekeeper.Timekeeper
 	group uint64
 }
 

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"tally/jsondoc"
+	"tally/api"
 	"tally/service"
 )
 
@@ -137,7 +137,7 @@ func (s *Starting) Refusal() *service.Refusal {
 	if !next.IsZero() {
 		retry = max(1, int(time.Until(next).Round(time.Second)/time.Second))
 	}
-	r := service.NewRetryable(CodeNodeStarting, msg, jsondoc.M("node_id", jsondoc.U(s.cfg.NodeID)), jsondoc.M("attempts", jsondoc.U(uint64(attempts))))
+	r := service.NewRetryable(CodeNodeStarting, msg, api.M("node_id", api.U(s.cfg.NodeID)), api.M("attempts", api.U(uint64(attempts))))
 	r.RetryAfter = time.Duration(retry) * time.Second
 	return r
 }

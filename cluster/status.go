@@ -8,9 +8,9 @@ import (
 
 	"go.etcd.io/raft/v3"
 
+	"tally/api"
 	"tally/cluster/node"
 	"tally/cluster/replica"
-	"tally/jsondoc"
 	"tally/service"
 )
 
@@ -207,7 +207,7 @@ func (c *Node) OpHealth(ctx context.Context, _ Decode) (any, error) {
 		return nil, service.NewRetryable(CodeNodeFailed, st.Failed)
 	case len(without) > 0:
 		groups, _ := json.Marshal(without)
-		return nil, service.NewRetryable(CodeNoQuorum, fmt.Sprintf("no quorum reached from this node in group(s) %v", without), jsondoc.M("groups", groups))
+		return nil, service.NewRetryable(CodeNoQuorum, fmt.Sprintf("no quorum reached from this node in group(s) %v", without), api.M("groups", groups))
 	}
 	return map[string]any{"node_id": st.NodeID, "groups": len(st.Groups), "quorum": true}, nil
 }

@@ -72,9 +72,6 @@ func Problem(t time.Time) string {
 	return ""
 }
 
-// Valid reports whether Check accepts t.
-func Valid(t time.Time) bool { return Problem(t) == "" }
-
 // Representable reports whether the packed form keeps t exactly: any
 // nanosecond inside 1680–2253, whole microseconds outside it.
 func Representable(t time.Time) bool {

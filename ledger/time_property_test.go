@@ -36,7 +36,7 @@ func randomInstant(rng *rand.Rand) time.Time {
 	if !instant.Representable(t) {
 		t = t.Truncate(time.Microsecond)
 	}
-	if !instant.Valid(t) {
+	if instant.Problem(t) != "" {
 		return randomInstant(rng)
 	}
 	return t

@@ -13,9 +13,3 @@ var errNotFound = vocab.NotFoundf("session", "not found")
 // CLI's --json prints for it (service.Refuse, the one mapping), or the
 // server's own document when err came back from one.
 func errorDocument(err error) []byte { return service.Refuse(err).Document }
-
-// noSession reports a read of a session that has no log yet: nothing is
-// owed there.
-func noSession(err error) bool {
-	return service.Refuse(err).Code == string(service.CodeNoSuchSession)
-}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"tally/api"
-	"tally/jsondoc"
 	"tally/service"
 )
 
@@ -35,9 +34,9 @@ func (u *unknownAt) DeclarePromise(ctx context.Context, c service.Call, d api.Pr
 	if err != nil || len(u.ids) > u.lost {
 		return res, err
 	}
-	var ms []jsondoc.Member
+	var ms []api.Member
 	if c.RequestID != "" {
-		ms = append(ms, jsondoc.M("request_id", jsondoc.S(c.RequestID)))
+		ms = append(ms, api.M("request_id", api.S(c.RequestID)))
 	}
 	return service.PromiseWritten{}, unknown{service.NewRetryable(service.CodeUnknownOutcome,
 		"group 2 did not answer the write at this node: node: timed out waiting for the group; "+service.RetryAdvice(c.RequestID), ms...)}

@@ -131,12 +131,6 @@ func plain[D, A any](f func(*D) A) func(*D) (A, error) {
 	return func(d *D) (A, error) { return f(d), nil }
 }
 
-// described sets the table t's members are described by.
-func (t tool) described(args ...[]arg) tool {
-	t.args = slices.Concat(args...)
-	return t
-}
-
 // renamed gives the document member doc the argument name arg.
 func (t tool) renamed(arg, doc string) tool {
 	if t.rename == nil {

@@ -28,13 +28,12 @@ import (
 	"time"
 
 	"tally/api"
+	"tally/checkrun"
 	"tally/claim"
 	"tally/expect"
 	"tally/instant"
-	"tally/jsondoc"
 	"tally/promise"
 	"tally/service"
-	"tally/validate"
 )
 
 // Limits of prime.
@@ -474,7 +473,7 @@ func claimWaits(v *claim.View, seat string, now time.Time, t func(string) string
 // runCommand is what `tally check run` needs beyond the check and its
 // target for the validator name, and whether this tally runs it at all.
 func runCommand(validator string) (string, bool) {
-	v, ok := validate.Lookup(validator)
+	v, ok := checkrun.Lookup(validator)
 	if !ok {
 		return "", false
 	}
@@ -698,8 +697,8 @@ func (p *Doc) JSON(keep []bool, maxTokens int) []byte {
 		Failed  int    `json:"failed_not_examined,omitempty"` // older failed claims not read for a successor
 		More    string `json:"more"`
 	}
-	ms := []jsondoc.Member{jsondoc.M("seat", jsondoc.S(p.seat)), jsondoc.M("now", jsondoc.S(instant.Format(p.now))),
-		jsondoc.M("max_tokens", []byte(strconv.Itoa(maxTokens)))}
+	ms := []api.Member{api.M("seat", api.S(p.seat)), api.M("now", api.S(instant.Format(p.now))),
+		api.M("max_tokens", []byte(strconv.Itoa(maxTokens)))}
 	for _, name := range SectionOrder {
 		s := p.sections[name]
 		sec := sectionDoc{Total: s.total, Items: []Item{}, Unread: s.extra, Failed: s.failed, More: s.more}
@@ -717,9 +716,9 @@ func (p *Doc) JSON(keep []bool, maxTokens int) []byte {
 			}
 		}
 		b, _ := json.Marshal(sec) // plain strings, ints and slices: cannot fail
-		ms = append(ms, jsondoc.M(name, b))
+		ms = append(ms, api.M(name, b))
 	}
-	return jsondoc.Doc(ms...)
+	return api.Doc(ms...)
 }
 
 // SortOwed orders what a seat owes: overdue first (most overdue first),

@@ -45,8 +45,8 @@ import (
 	"tally/expect"
 	"tally/ledger"
 	"tally/store"
+	"tally/timekeeper"
 	"tally/vocab"
-	"tally/watch"
 )
 
 // A2AConfig tunes the A2A binding. Empty fields take the defaults.
@@ -96,7 +96,7 @@ type A2AConfig struct {
 // Validate reports an A2A configuration that cannot work (an allow-list
 // entry that is not a host pattern), quoting the value.
 func (c A2AConfig) Validate() error {
-	if _, err := watch.NewHostPolicy(c.LapseHosts); err != nil {
+	if _, err := timekeeper.NewHostPolicy(c.LapseHosts); err != nil {
 		return fmt.Errorf("--a2a-lapse-hosts: %w", err)
 	}
 	_, _, err := c.defaultSession()
@@ -124,9 +124,9 @@ func (c A2AConfig) defaultSession() (tenant, session string, err error) {
 // lapseSink is the sink that delivers one session's lapses over A2A, on
 // the session's clock, annotating its watcher's journal (set by the caller
 // once the watcher exists).
-func (s *Server) lapseSink(l *ledger.Ledger) *watch.A2A {
+func (s *Server) lapseSink(l *ledger.Ledger) *timekeeper.A2A {
 	a := s.cfg.A2A.withDefaults()
-	return &watch.A2A{
+	return &timekeeper.A2A{
 		ExtensionURI: a.ExpectURI, Attempts: a.LapseAttempts, Backoff: a.LapseBackoff,
 		Hosts: a.LapseHosts, GiveUpSweeps: a.LapseGiveUpSweeps, GiveUpAge: a.LapseGiveUpAge,
 		SweepBackoff: a.LapseSweepBackoff, SweepBudget: a.LapseSweepBudget,
@@ -140,7 +140,7 @@ func (s *Server) checkReplyTo(field string, rt *expect.ReplyTo) error {
 	if rt == nil {
 		return nil
 	}
-	p, err := watch.NewHostPolicy(s.cfg.A2A.LapseHosts)
+	p, err := timekeeper.NewHostPolicy(s.cfg.A2A.LapseHosts)
 	if err != nil {
 		return err
 	}

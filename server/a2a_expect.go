@@ -28,7 +28,7 @@ package server
 // CancelTask on a task that is no promise's but the origin of expectations
 // records the task's outcome cancelled, which withdraws them; GetTask on
 // such a task shows them in metadata. Lapses go back to the raising agent
-// from the watcher (watch.A2A).
+// from the watcher (timekeeper.A2A).
 
 import (
 	"bytes"

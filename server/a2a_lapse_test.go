@@ -10,8 +10,8 @@ import (
 
 	"tally/expect"
 	"tally/instant"
+	"tally/timekeeper"
 	"tally/vocab"
-	"tally/watch"
 )
 
 // raiseReplyTo raises id over A2A with its lapses replied to replyTo (a URL,
@@ -30,7 +30,7 @@ func (tf *timedFixture) raiseReplyTo(id string, due time.Time, replyTo any) rpcR
 // outcome reads the session's watch journal afresh: what became of key.
 func (tf *timedFixture) outcome(key string) (sent bool, outcome string) {
 	tf.t.Helper()
-	j, err := watch.OpenJournal(watch.JournalDir(filepath.Join(tf.root, "sessions", "acme", "main")))
+	j, err := timekeeper.OpenJournal(timekeeper.JournalDir(filepath.Join(tf.root, "sessions", "acme", "main")))
 	if err != nil {
 		tf.t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func (tf *timedFixture) outcome(key string) (sent bool, outcome string) {
 // failed to deliver key so far.
 func (tf *timedFixture) failedSweeps(key string) int {
 	tf.t.Helper()
-	j, err := watch.OpenJournal(watch.JournalDir(filepath.Join(tf.root, "sessions", "acme", "main")))
+	j, err := timekeeper.OpenJournal(timekeeper.JournalDir(filepath.Join(tf.root, "sessions", "acme", "main")))
 	if err != nil {
 		tf.t.Fatal(err)
 	}
@@ -59,9 +59,9 @@ func (tf *timedFixture) failedSweeps(key string) int {
 func sweptAgain(t *testing.T, s *Server, session string) {
 	t.Helper()
 	lastEnd := func() time.Time {
-		s.watchers.mu.Lock()
-		defer s.watchers.mu.Unlock()
-		return s.watchers.last[session]
+		s.timekeepers.mu.Lock()
+		defer s.timekeepers.mu.Unlock()
+		return s.timekeepers.last[session]
 	}
 	mark := time.Now()
 	var first time.Time
@@ -140,7 +140,7 @@ func TestA2ALapseHostRefusedAtDelivery(t *testing.T) {
 	tf.set(due.Add(time.Minute))
 	key := string(expect.LapseID("exp-1", expect.LapseOverdue, due))
 	waitFor(t, "the lapse journaled", func() bool { sent, _ := tf.outcome(key); return sent })
-	if _, out := tf.outcome(key); out != watch.OutcomeUndeliverable {
+	if _, out := tf.outcome(key); out != timekeeper.OutcomeUndeliverable {
 		t.Fatalf("outcome %q", out)
 	}
 	sweptAgain(t, tf.srv, "acme/main") // a later sweep calls it no more than the first
@@ -176,7 +176,7 @@ func TestA2AUnreachableAgentAbandonedByServer(t *testing.T) {
 	}
 	tf.set(due.Add(5 * time.Minute))
 	waitFor(t, "the lapse abandoned", func() bool { sent, _ := tf.outcome(key); return sent })
-	if _, out := tf.outcome(key); out != watch.OutcomeAbandoned {
+	if _, out := tf.outcome(key); out != timekeeper.OutcomeAbandoned {
 		t.Fatalf("outcome %q", out)
 	}
 }

@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"tally/jsondoc"
+	"tally/api"
 	"tally/ledger"
 	"tally/promise"
 	"tally/store"
@@ -96,7 +96,7 @@ func stubDeclare(s *Server) func(cmd promise.Command, p principal) []byte {
 		}
 		v := promise.View{ID: d.ID, Promise: d.Text, By: cmp.Or(d.By, p.actor), To: d.To, On: d.On, Task: d.Task, Until: d.Until,
 			Horizons: []time.Time{d.Until}, State: state, Declared: s.cfg.Ledger.Now().UTC(), Meta: d.Meta, Seq: seq.Add(1)}
-		return jsondoc.PromiseWrite(v.Seq, &v, nil)
+		return api.PromiseWrite(v.Seq, &v, nil)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"tally/api"
 	"tally/auth"
 	"tally/backup"
-	"tally/jsondoc"
 	"tally/service"
 	"tally/vocab"
 )
@@ -163,7 +162,7 @@ func NewCluster(cfg Config, svc service.Service, node ClusterNode) (*Server, err
 		if r.notInCluster {
 			name := r.name
 			r.handle = func(w http.ResponseWriter, _ *http.Request) {
-				writeDoc(w, http.StatusNotImplemented, jsondoc.Error(fmt.Sprintf("%s is not served by a cluster node", name), CodeNotInCluster))
+				writeDoc(w, http.StatusNotImplemented, api.Error(fmt.Sprintf("%s is not served by a cluster node", name), CodeNotInCluster))
 			}
 		}
 		s.mux.Handle(r.method+" "+r.pattern, s.instrument(r))

@@ -7,7 +7,6 @@ import (
 
 	"tally/api"
 	"tally/auth"
-	"tally/jsondoc"
 	"tally/service"
 	"tally/store"
 )
@@ -137,12 +136,12 @@ func readBody(r *http.Request) ([]byte, error) {
 }
 
 func (s *Server) healthz(*http.Request) (int, any, error) {
-	return http.StatusOK, jsondoc.Doc(jsondoc.M("status", jsondoc.S("ok"))), nil
+	return http.StatusOK, api.Doc(api.M("status", api.S("ok"))), nil
 }
 
 func (s *Server) readyz(*http.Request) (int, any, error) {
 	if !store.IsLedger(s.cfg.Root) {
-		return http.StatusServiceUnavailable, jsondoc.Error("ledger directory missing", "unavailable"), nil
+		return http.StatusServiceUnavailable, api.Error("ledger directory missing", "unavailable"), nil
 	}
-	return http.StatusOK, jsondoc.Doc(jsondoc.M("status", jsondoc.S("ready"))), nil
+	return http.StatusOK, api.Doc(api.M("status", api.S("ready"))), nil
 }

@@ -13,7 +13,7 @@ import (
 	"tally/expect"
 	"tally/ledger"
 	"tally/promise"
-	"tally/watch"
+	"tally/timekeeper"
 )
 
 type metrics struct {
@@ -72,7 +72,7 @@ func (m *metrics) commit(ci ledger.CommitInfo) {
 	m.batch.Observe(float64(ci.Records))
 }
 
-func (m *metrics) sweep(r watch.Report) {
+func (m *metrics) sweep(r timekeeper.Report) {
 	m.lapses.Add(float64(r.Lapses))
 	m.notices.Add(float64(r.Delivered))
 }
@@ -128,5 +128,5 @@ func (o *obligations) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descOpen, prometheus.GaugeValue, float64(n), k[0], k[1])
 	}
 	ch <- prometheus.MustNewConstMetric(descOverdue, prometheus.GaugeValue, float64(overdue))
-	ch <- prometheus.MustNewConstMetric(descWatcherLag, prometheus.GaugeValue, o.s.watchers.lag(time.Now()))
+	ch <- prometheus.MustNewConstMetric(descWatcherLag, prometheus.GaugeValue, o.s.timekeepers.lag(time.Now()))
 }

@@ -25,8 +25,8 @@ import (
 	"strings"
 	"time"
 
+	"tally/api"
 	"tally/auth"
-	"tally/jsondoc"
 	"tally/ledger"
 	"tally/service"
 	"tally/vocab"
@@ -87,7 +87,7 @@ func (s *Server) instrument(rt route) http.Handler {
 			if p := recover(); p != nil {
 				s.cfg.Logger.Error("panic serving request", "route", rt.name, "panic", fmt.Sprint(p))
 				if rec.code == 0 {
-					writeDoc(rec, http.StatusInternalServerError, jsondoc.Error("internal error", "internal"))
+					writeDoc(rec, http.StatusInternalServerError, api.Error("internal error", "internal"))
 				}
 			}
 			elapsed := time.Since(start)

@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"tally/api"
-	"tally/jsondoc"
 	"tally/service"
 	"tally/vocab"
 )
@@ -40,7 +39,7 @@ func (s *Server) expectRoutes() []route {
 func expectDoc(pairs ...any) []byte {
 	var b bytes.Buffer
 	b.WriteString(`{"schema_version":`)
-	b.WriteString(strconv.Itoa(jsondoc.SchemaVersion))
+	b.WriteString(strconv.Itoa(api.SchemaVersion))
 	for i := 0; i+1 < len(pairs); i += 2 {
 		name, _ := json.Marshal(pairs[i].(string))
 		v, err := json.Marshal(pairs[i+1])

@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"tally/api"
-	"tally/jsondoc"
 	"tally/service"
 )
 
@@ -69,7 +68,7 @@ func (s *Server) showPromise(r *http.Request) (int, any, error) {
 // client, prints and acts as when no --as is given.
 func (s *Server) whoami(r *http.Request) (int, any, error) {
 	p := callerOf(r)
-	return http.StatusOK, jsondoc.Doc(jsondoc.M("tenant", jsondoc.S(r.PathValue("tenant"))), jsondoc.M("actor", jsondoc.S(p.actor)), jsondoc.M("role", jsondoc.S(p.role))), nil
+	return http.StatusOK, api.Doc(api.M("tenant", api.S(r.PathValue("tenant"))), api.M("actor", api.S(p.actor)), api.M("role", api.S(p.role))), nil
 }
 
 // The promise documents' ids, which the path's {id} sets.

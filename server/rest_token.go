@@ -5,7 +5,6 @@ import (
 
 	"tally/api"
 	"tally/auth"
-	"tally/jsondoc"
 	"tally/vocab"
 )
 
@@ -51,7 +50,7 @@ func (s *Server) createToken(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusCreated, jsondoc.TokenCreated(secret, tok), nil
+	return http.StatusCreated, api.TokenCreated(secret, tok), nil
 }
 
 func (s *Server) listTokens(r *http.Request) (int, any, error) {
@@ -71,7 +70,7 @@ func (s *Server) listTokens(r *http.Request) (int, any, error) {
 	if len(mine) == 0 && !s.administers(r, callerOf(r).tenant) {
 		return 0, nil, vocab.Forbiddenf("role", "listing tokens takes an admin-role token")
 	}
-	return http.StatusOK, jsondoc.TokenList(mine), nil
+	return http.StatusOK, api.TokenList(mine), nil
 }
 
 func (s *Server) revokeToken(r *http.Request) (int, any, error) {
@@ -91,7 +90,7 @@ func (s *Server) revokeToken(r *http.Request) (int, any, error) {
 		if err != nil {
 			return 0, nil, err
 		}
-		return http.StatusOK, jsondoc.TokenRevoked(tok), nil
+		return http.StatusOK, api.TokenRevoked(tok), nil
 	}
 	return 0, nil, vocab.NotFoundf("id", "no token "+id+" among those this token administers")
 }

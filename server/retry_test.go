@@ -6,7 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"tally/jsondoc"
+	"tally/api"
 	"tally/service"
 )
 
@@ -20,9 +20,9 @@ func (r retryable) Refusal() *service.Refusal { return r.ref }
 var (
 	unknownOutcome = retryable{service.NewRetryable(service.CodeUnknownOutcome,
 		`group 2 did not answer the write at this node: node: the group's leader changed while the proposal waited; the write may have committed: retry it with the same request id "req-1", which answers it from its record if it did`,
-		jsondoc.M("group", jsondoc.U(2)), jsondoc.M("request_id", jsondoc.S("req-1")))}
+		api.M("group", api.U(2)), api.M("request_id", api.S("req-1")))}
 	notCommitted = retryable{service.NewRetryable(service.CodeUnavailable, "group 2 unavailable at this node: node: the group has no known leader",
-		jsondoc.M("group", jsondoc.U(2)))}
+		api.M("group", api.U(2)))}
 )
 
 // Every retryable 503 carries Retry-After, over REST with its document as

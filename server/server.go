@@ -21,7 +21,7 @@ import (
 	"tally/promise"
 	"tally/service"
 	"tally/store"
-	"tally/watch"
+	"tally/timekeeper"
 )
 
 // Config tunes a server. Start from DefaultConfig.
@@ -61,7 +61,7 @@ type Config struct {
 	// session (lapses, claim deadlines, promise notices); 0 disables it.
 	WatchEvery time.Duration
 	// Watch configures the built-in timekeeper (its sinks: webhook, exec).
-	Watch watch.Config
+	Watch timekeeper.Config
 	// A2A tunes the A2A binding (extension URIs, card); zero means defaults.
 	A2A A2AConfig
 	// Console bounds the console's reads; zero means defaults.
@@ -73,7 +73,7 @@ func DefaultConfig() Config {
 	return Config{
 		Addr: "127.0.0.1:7420", Logger: slog.Default(), Ledger: ledger.DefaultConfig(),
 		BodyMax: 1 << 20, ReadHeaderTimeout: 10 * time.Second, BodyTimeout: time.Minute, IdleTimeout: 2 * time.Minute, ShutdownTimeout: 30 * time.Second, SessionsOpen: 1024, TenantSessionsMax: 10000, StreamPoll: time.Second,
-		WatchEvery: 10 * time.Second, Watch: watch.DefaultConfig(),
+		WatchEvery: 10 * time.Second, Watch: timekeeper.DefaultConfig(),
 	}
 }
 
@@ -104,7 +104,7 @@ type Server struct {
 	mux     *http.ServeMux
 	routes  []route
 
-	watchers *watchers
+	timekeepers *timekeepers
 
 	mu       sync.Mutex // guards closed and the session cache
 	sessions *sessionCache
@@ -135,7 +135,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, tokens: cfg.Tokens, sessions: sessions, watchers: newWatchers()}
+	s := &Server{cfg: cfg, tokens: cfg.Tokens, sessions: sessions, timekeepers: newTimekeepers()}
 	if s.tokens == nil {
 		s.tokens = auth.Open(cfg.Root)
 	}
@@ -198,11 +198,11 @@ func (s *Server) Serve(ctx context.Context, ready func(addr string)) error {
 	return err
 }
 
-// Close stops the watchers and closes every open session.
+// Close stops the timekeepers and closes every open session.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	s.watchers.stop()
+	s.timekeepers.stop()
 	return s.closeSessions()
 }

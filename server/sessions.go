@@ -254,7 +254,7 @@ func (s *Server) openEntry(e *sessionEntry) (*ledger.Ledger, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return l, s.startWatcher(e.key, l), nil
+	return l, s.startTimekeeper(e.key, l), nil
 }
 
 // release gives back one use of e. The last user of a fresh session that

@@ -9,10 +9,10 @@ import (
 	"os"
 	"time"
 
+	"tally/api"
 	"tally/artifact"
 	"tally/claim"
 	"tally/digest"
-	"tally/jsondoc"
 	"tally/ledger"
 	"tally/store"
 	"tally/vocab"
@@ -227,7 +227,7 @@ func ArtifactsDoc(rows []claim.StoredArtifact) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("artifacts document: %w", err)
 	}
-	return jsondoc.Doc(jsondoc.M("artifacts", b)), nil
+	return api.Doc(api.M("artifacts", b)), nil
 }
 
 func (s *Local) ListArtifacts(ctx context.Context, c Call, q ArtifactQuery) (ArtifactList, error) {

@@ -10,7 +10,6 @@ import (
 	"tally/api"
 	"tally/claim"
 	"tally/instant"
-	"tally/jsondoc"
 	"tally/ledger"
 	"tally/vocab"
 )
@@ -77,9 +76,9 @@ func ClaimWriteDoc(res []ledger.Result, v *claim.View, notes ...string) []byte {
 	}
 	if len(notes) > 0 {
 		nb, _ := json.Marshal(notes)
-		return jsondoc.Doc(jsondoc.M("records", recs), jsondoc.M("claim", vb), jsondoc.M("notes", nb))
+		return api.Doc(api.M("records", recs), api.M("claim", vb), api.M("notes", nb))
 	}
-	return jsondoc.Doc(jsondoc.M("records", recs), jsondoc.M("claim", vb))
+	return api.Doc(api.M("records", recs), api.M("claim", vb))
 }
 
 func (s *Local) CreateClaim(ctx context.Context, c Call, d api.ClaimCreate) (ClaimWritten, error) {
@@ -240,7 +239,7 @@ func (s *Local) Claim(ctx context.Context, c Call, id string) (ClaimShown, error
 	if err != nil {
 		return ClaimShown{}, fmt.Errorf("claim %s: %w", id, err)
 	}
-	doc := jsondoc.Doc(jsondoc.M("now", jsondoc.S(instant.Format(now))), jsondoc.M("claim", b))
+	doc := api.Doc(api.M("now", api.S(instant.Format(now))), api.M("claim", b))
 	return ClaimShown{Doc: Doc{JSON: doc}, Now: now, Claim: v}, nil
 }
 
@@ -255,7 +254,7 @@ func (s *Local) ListClaims(ctx context.Context, c Call, f claim.Filter) (ClaimLi
 	if err != nil {
 		return ClaimList{}, fmt.Errorf("claims: %w", err)
 	}
-	doc := jsondoc.Doc(jsondoc.M("now", jsondoc.S(instant.Format(now))), jsondoc.M("claims", b))
+	doc := api.Doc(api.M("now", api.S(instant.Format(now))), api.M("claims", b))
 	return ClaimList{Doc: Doc{JSON: doc}, Now: now, Claims: list}, nil
 }
 
@@ -296,5 +295,5 @@ func ClaimGraphDoc(nodes []claim.Summary, edges []claim.Edge) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("claim graph: %w", err)
 	}
-	return jsondoc.Doc(jsondoc.M("claims", nb), jsondoc.M("edges", eb)), nil
+	return api.Doc(api.M("claims", nb), api.M("edges", eb)), nil
 }

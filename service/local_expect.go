@@ -7,7 +7,6 @@ import (
 
 	"tally/api"
 	"tally/expect"
-	"tally/jsondoc"
 	"tally/ledger"
 	"tally/vocab"
 )
@@ -20,12 +19,12 @@ import (
 
 // expectMember encodes one member of an expectation document with
 // encoding/json, as every expectation document always has.
-func expectMember(name string, v any) jsondoc.Member {
+func expectMember(name string, v any) api.Member {
 	b, err := json.Marshal(v)
 	if err != nil {
 		b = []byte("null")
 	}
-	return jsondoc.M(name, b)
+	return api.M(name, b)
 }
 
 // onPath is what a request id is bound to for a document about what a
@@ -74,7 +73,7 @@ func renderExpectation(id string, w *ExpectationWritten) func(*ledger.State, []l
 // ExpectationDoc is the document of an expectation write: its first
 // record's sequence and the expectation as the write left it.
 func ExpectationDoc(seq uint64, v *expect.View) []byte {
-	return jsondoc.Doc(jsondoc.M("seq", jsondoc.U(seq)), expectMember("expectation", v))
+	return api.Doc(api.M("seq", api.U(seq)), expectMember("expectation", v))
 }
 
 var _ Expectations = (*Local)(nil)
@@ -169,7 +168,7 @@ func (s *Local) RecordFact(ctx context.Context, c Call, d api.ExpectFact) (FactR
 				f.Fact = Fact{FactKey: ev.Fact.FactKey, Subject: ev.Fact.Subject, At: ev.Fact.At, By: ev.Fact.By}
 			}
 		}
-		return jsondoc.Doc(jsondoc.M("seq", jsondoc.U(f.Seq)), expectMember("fact", f.Fact), expectMember("satisfied", f.Satisfied))
+		return api.Doc(api.M("seq", api.U(f.Seq)), expectMember("fact", f.Fact), expectMember("satisfied", f.Satisfied))
 	}
 	return expectWrite(ctx, s, c, MethodRecordFact, d, cmd, render, &f)
 }
@@ -187,7 +186,7 @@ func (s *Local) RecordTaskOutcome(ctx context.Context, c Call, task string, d ap
 				o.Withdrawn = append(o.Withdrawn, ev.Withdraw.ExpectationID)
 			}
 		}
-		return jsondoc.Doc(jsondoc.M("seq", jsondoc.U(o.Seq)), expectMember("task", o.Task), expectMember("withdrawn", o.Withdrawn))
+		return api.Doc(api.M("seq", api.U(o.Seq)), expectMember("task", o.Task), expectMember("withdrawn", o.Withdrawn))
 	}
 	return expectWrite(ctx, s, c, MethodRecordTaskOutcome, onPath{task, d}, d.Command(task), render, &o)
 }
@@ -203,7 +202,7 @@ func (s *Local) Expectation(ctx context.Context, c Call, id string) (Expectation
 		return v, vocab.NotFoundf("expectationId", "names no expectation in this ledger: "+id)
 	}
 	v.Expectation.DuePassed = v.Expectation.PastDue(s.at(c))
-	v.JSON = jsondoc.Doc(expectMember("expectation", &v.Expectation))
+	v.JSON = api.Doc(expectMember("expectation", &v.Expectation))
 	return v, nil
 }
 
@@ -223,7 +222,7 @@ func (s *Local) ListExpectations(ctx context.Context, c Call, f expect.Filter) (
 	for i := range vs.Expectations {
 		vs.Expectations[i].DuePassed = vs.Expectations[i].PastDue(now)
 	}
-	vs.JSON = jsondoc.Doc(expectMember("expectations", vs.Expectations))
+	vs.JSON = api.Doc(expectMember("expectations", vs.Expectations))
 	return vs, nil
 }
 
@@ -239,7 +238,7 @@ func (s *Local) Lapses(ctx context.Context, c Call, f LapseFilter) (LapseList, e
 			ls.Lapses = append(ls.Lapses, x)
 		}
 	}
-	ls.JSON = jsondoc.Doc(expectMember("lapses", ls.Lapses))
+	ls.JSON = api.Doc(expectMember("lapses", ls.Lapses))
 	return ls, nil
 }
 
@@ -260,6 +259,6 @@ func (s *Local) TaskOrigin(ctx context.Context, c Call, task string) (TaskOrigin
 	if !ended && len(o.Task.Expectations) == 0 {
 		return TaskOriginShown{}, vocab.NotFoundf("taskId", "is no origin of expectations in this ledger: "+task)
 	}
-	o.JSON = jsondoc.Doc(expectMember("task", &o.Task))
+	o.JSON = api.Doc(expectMember("task", &o.Task))
 	return o, nil
 }

@@ -14,7 +14,7 @@ import (
 	"sort"
 	"strconv"
 
-	"tally/jsondoc"
+	"tally/api"
 	"tally/ledger"
 	"tally/promise"
 	"tally/store"
@@ -39,7 +39,7 @@ func (s *Local) Export(ctx context.Context, c Call, format string, w io.Writer, 
 	}
 	if format == "json" {
 		now := s.at(c)
-		_, err := w.Write(jsondoc.PromiseList(now, "promises", l.Promises(promise.Filter{State: "all"}, now)))
+		_, err := w.Write(api.PromiseList(now, "promises", l.Promises(promise.Filter{State: "all"}, now)))
 		return Exported{}, err
 	}
 	// Only acknowledged lines, as the event stream sends: a line still
@@ -152,9 +152,9 @@ const ImportWarningsMax = 100
 // ImportDoc is an import's report as `tally import --json` prints it; with
 // warnings also the warnings the text form prints (the server's answer).
 func ImportDoc(rep ledger.ImportReport, warnings bool) []byte {
-	ms := []jsondoc.Member{
-		jsondoc.M("appended", []byte(strconv.Itoa(rep.Appended))), jsondoc.M("unknown", []byte(strconv.Itoa(rep.Unknown))),
-		jsondoc.M("first_seq", []byte(strconv.FormatUint(rep.FirstSeq, 10))), jsondoc.M("last_seq", []byte(strconv.FormatUint(rep.LastSeq, 10))),
+	ms := []api.Member{
+		api.M("appended", []byte(strconv.Itoa(rep.Appended))), api.M("unknown", []byte(strconv.Itoa(rep.Unknown))),
+		api.M("first_seq", []byte(strconv.FormatUint(rep.FirstSeq, 10))), api.M("last_seq", []byte(strconv.FormatUint(rep.LastSeq, 10))),
 	}
 	if warnings {
 		list := []byte{'['}
@@ -162,11 +162,11 @@ func ImportDoc(rep ledger.ImportReport, warnings bool) []byte {
 			if i > 0 {
 				list = append(list, ',')
 			}
-			list = append(list, jsondoc.S(w)...)
+			list = append(list, api.S(w)...)
 		}
-		ms = append(ms, jsondoc.M("warnings", append(list, ']')))
+		ms = append(ms, api.M("warnings", append(list, ']')))
 	}
-	return jsondoc.Doc(ms...)
+	return api.Doc(ms...)
 }
 
 // ImportRefusal makes a refused import line a refusal of the input (the
@@ -233,10 +233,10 @@ func (s *Local) VerifyAll(ctx context.Context, c Call) (Verified, error) {
 		if i > 0 {
 			list = append(list, ',')
 		}
-		list = fmt.Appendf(list, `{"session":%s,"log":%s,"report":%s}`, jsondoc.S(ss.String()), jsondoc.S(logName(root, path)), bytes.TrimSpace(VerifyDoc(rep)))
+		list = fmt.Appendf(list, `{"session":%s,"log":%s,"report":%s}`, api.S(ss.String()), api.S(logName(root, path)), bytes.TrimSpace(VerifyDoc(rep)))
 	}
 	list = append(list, ']')
-	return Verified{Doc: Doc{JSON: jsondoc.Doc(jsondoc.M("whole", []byte(strconv.FormatBool(whole))), jsondoc.M("sessions", list))}, Whole: whole}, nil
+	return Verified{Doc: Doc{JSON: api.Doc(api.M("whole", []byte(strconv.FormatBool(whole))), api.M("sessions", list))}, Whole: whole}, nil
 }
 
 // verifySession verifies a session's log: through its open ledger when
@@ -276,19 +276,19 @@ func VerifyDoc(rep ledger.VerifyReport) []byte {
 			unk = append(unk, ',')
 		}
 		sk := rep.Skipped[t]
-		unk = fmt.Appendf(unk, `{"type":%s,"count":%d,"first_line":%d,"reason":%s}`, jsondoc.S(t), sk.Count, sk.FirstLine, jsondoc.S(sk.Reason))
+		unk = fmt.Appendf(unk, `{"type":%s,"count":%d,"first_line":%d,"reason":%s}`, api.S(t), sk.Count, sk.FirstLine, api.S(sk.Reason))
 	}
 	unk = append(unk, ']')
 	errv := []byte("null")
 	if rep.Err != nil {
-		errv = jsondoc.S(rep.Err.Error())
+		errv = api.S(rep.Err.Error())
 	}
 	torn := []byte("null")
 	if rep.Torn != nil {
 		torn = fmt.Appendf(nil, `{"offset":%d,"bytes":%d}`, rep.Torn.Offset, rep.Torn.Size)
 	}
-	return jsondoc.Doc(jsondoc.M("whole", []byte(strconv.FormatBool(rep.Whole()))), jsondoc.M("lines", []byte(strconv.FormatUint(rep.Lines, 10))),
-		jsondoc.M("error", errv), jsondoc.M("torn", torn), jsondoc.M("unknown", unk))
+	return api.Doc(api.M("whole", []byte(strconv.FormatBool(rep.Whole()))), api.M("lines", []byte(strconv.FormatUint(rep.Lines, 10))),
+		api.M("error", errv), api.M("torn", torn), api.M("unknown", unk))
 }
 
 // root is the ledger directory.

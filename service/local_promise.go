@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"tally/api"
-	"tally/jsondoc"
 	"tally/ledger"
 	"tally/promise"
 	"tally/vocab"
@@ -85,7 +84,7 @@ func (s *Local) recordedAssessment(ctx context.Context, c Call, d api.PromiseAss
 		}
 		v := st.Promises.View(q, s.now())
 		warn := []string{promise.RecordedWarning(d.ID, a)}
-		out = PromiseWritten{Doc: Doc{JSON: jsondoc.PromiseWrite(a.Seq, &v, warn)}, Seq: a.Seq, Promise: v, Warnings: warn}
+		out = PromiseWritten{Doc: Doc{JSON: api.PromiseWrite(a.Seq, &v, warn)}, Seq: a.Seq, Promise: v, Warnings: warn}
 		found = true
 	})
 	if !found {
@@ -117,11 +116,11 @@ func (s *Local) renderPromise(id string, out *PromiseWritten) func(st *ledger.St
 			p, ok = st.Promises.Get(res[0].Event.ID)
 		}
 		if !ok || len(res) == 0 {
-			return jsondoc.Doc()
+			return api.Doc()
 		}
 		v := st.Promises.View(p, s.now())
 		*out = PromiseWritten{Seq: res[0].Seq, Promise: v, Warnings: res[0].Warnings}
-		return jsondoc.PromiseWrite(res[0].Seq, &v, res[0].Warnings)
+		return api.PromiseWrite(res[0].Seq, &v, res[0].Warnings)
 	}
 }
 
@@ -129,16 +128,16 @@ func (s *Local) renderPromise(id string, out *PromiseWritten) func(st *ledger.St
 // made from its own record (an empty document for any other write).
 func (s *Local) renderDeclared(res []ledger.Result) PromiseWritten {
 	if len(res) != 1 || res[0].Event.Type != promise.TypePromise || res[0].Event.On != "" {
-		return PromiseWritten{Doc: Doc{JSON: jsondoc.Doc()}}
+		return PromiseWritten{Doc: Doc{JSON: api.Doc()}}
 	}
 	st := promise.NewState()
 	st.Apply(promise.Meta{Seq: res[0].Seq}, &res[0].Event)
 	p, ok := st.Get(res[0].Event.ID)
 	if !ok {
-		return PromiseWritten{Doc: Doc{JSON: jsondoc.Doc()}}
+		return PromiseWritten{Doc: Doc{JSON: api.Doc()}}
 	}
 	v := st.View(p, s.now())
-	return PromiseWritten{Doc: Doc{JSON: jsondoc.PromiseWrite(res[0].Seq, &v, res[0].Warnings)}, Seq: res[0].Seq, Promise: v, Warnings: res[0].Warnings}
+	return PromiseWritten{Doc: Doc{JSON: api.PromiseWrite(res[0].Seq, &v, res[0].Warnings)}, Seq: res[0].Seq, Promise: v, Warnings: res[0].Warnings}
 }
 
 // Promise is one promise at c.Now.
@@ -152,7 +151,7 @@ func (s *Local) Promise(ctx context.Context, c Call, id string) (PromiseShown, e
 	if !ok {
 		return PromiseShown{}, vocab.NotFoundf("promise", "no promise with id "+id)
 	}
-	return PromiseShown{Doc: Doc{JSON: jsondoc.PromiseShow(now, &v)}, Now: now, Promise: v}, nil
+	return PromiseShown{Doc: Doc{JSON: api.PromiseShow(now, &v)}, Now: now, Promise: v}, nil
 }
 
 // ListPromises is the promises f selects at c.Now; its state defaults to
@@ -173,5 +172,5 @@ func (s *Local) ListPromises(ctx context.Context, c Call, f promise.Filter) (Pro
 	if c.ViewsOnly {
 		return PromiseList{Now: now, Promises: vs}, nil
 	}
-	return PromiseList{Doc: Doc{JSON: jsondoc.PromiseList(now, "promises", vs)}, Now: now, Promises: vs}, nil
+	return PromiseList{Doc: Doc{JSON: api.PromiseList(now, "promises", vs)}, Now: now, Promises: vs}, nil
 }

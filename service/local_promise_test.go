@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"tally/api"
-	"tally/jsondoc"
 	"tally/ledger"
 	"tally/promise"
 )
@@ -69,7 +68,7 @@ func TestDeclarationAnsweredFromItsRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s.renderDeclared(res); got.Seq != 0 || string(got.JSON) != string(jsondoc.Doc()) {
+	if got := s.renderDeclared(res); got.Seq != 0 || string(got.JSON) != string(api.Doc()) {
 		t.Fatalf("a conditional declaration answered from its record: %s", got.JSON)
 	}
 	w, err := s.AmendPromise(context.Background(), Call{Actor: "reviewer"}, api.PromiseAmend{ID: "r4", Until: "3h"})

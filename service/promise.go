@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"tally/api"
-	"tally/jsondoc"
 	"tally/promise"
 )
 
@@ -70,7 +69,7 @@ func ReadPromiseWritten(doc Doc) (PromiseWritten, error) {
 	if err := json.Unmarshal(doc.JSON, &m); err != nil {
 		return PromiseWritten{}, fmt.Errorf("promise write response: %w", err)
 	}
-	v, err := jsondoc.DecodeView(m.Promise)
+	v, err := api.DecodeView(m.Promise)
 	if err != nil {
 		return PromiseWritten{}, fmt.Errorf("promise write response: %w", err)
 	}
@@ -86,7 +85,7 @@ func ReadPromiseShown(doc Doc) (PromiseShown, error) {
 	if err := json.Unmarshal(doc.JSON, &m); err != nil {
 		return PromiseShown{}, fmt.Errorf("promise response: %w", err)
 	}
-	v, err := jsondoc.DecodeView(m.Promise)
+	v, err := api.DecodeView(m.Promise)
 	if err != nil {
 		return PromiseShown{}, fmt.Errorf("promise response: %w", err)
 	}
@@ -102,7 +101,7 @@ func ReadPromiseList(doc Doc) (PromiseList, error) {
 	if err := json.Unmarshal(doc.JSON, &m); err != nil {
 		return PromiseList{}, fmt.Errorf("promises response: %w", err)
 	}
-	vs, err := jsondoc.DecodeViews(m.Promises)
+	vs, err := api.DecodeViews(m.Promises)
 	if err != nil {
 		return PromiseList{}, fmt.Errorf("promises response: %w", err)
 	}

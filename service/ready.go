@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"tally/api"
 	"tally/claim"
 	"tally/instant"
-	"tally/jsondoc"
 	"tally/ledger"
 	"tally/promise"
 	"tally/store"
@@ -149,7 +149,7 @@ func ReadyDoc(now time.Time, seat string, items []ReadyItem) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ready: %w", err)
 	}
-	return jsondoc.Doc(jsondoc.M("now", jsondoc.S(instant.Format(now))), jsondoc.M("seat", jsondoc.S(seat)), jsondoc.M("items", b)), nil
+	return api.Doc(api.M("now", api.S(instant.Format(now))), api.M("seat", api.S(seat)), api.M("items", b)), nil
 }
 
 // ReadReadyList reads a ready list's document.

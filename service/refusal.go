@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"tally/api"
 	"tally/auth"
-	"tally/jsondoc"
 	"tally/ledger"
 	"tally/store"
 	"tally/vocab"
@@ -59,8 +59,8 @@ func NewRefusal(status int, code, msg string) *Refusal {
 // NewRefusalWith is NewRefusal whose document carries more members after
 // its error and code (a cluster's retryable answer names the group and its
 // leader).
-func NewRefusalWith(status int, code, msg string, members ...jsondoc.Member) *Refusal {
-	doc := jsondoc.Doc(append([]jsondoc.Member{jsondoc.M("error", jsondoc.S(msg)), jsondoc.M("code", jsondoc.S(code))}, members...)...)
+func NewRefusalWith(status int, code, msg string, members ...api.Member) *Refusal {
+	doc := api.Doc(append([]api.Member{api.M("error", api.S(msg)), api.M("code", api.S(code))}, members...)...)
 	return &Refusal{Status: status, Code: code, Message: msg, Document: doc}
 }
 

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"testing"
 
+	"tally/api"
 	"tally/auth"
-	"tally/jsondoc"
 	"tally/ledger"
 	"tally/store"
 	"tally/vocab"
@@ -55,7 +55,7 @@ func TestRefuseMapsEveryError(t *testing.T) {
 			if c.msg != "" && err == c.err && r.Message != c.msg {
 				t.Errorf("%v: message %q, want %q", err, r.Message, c.msg)
 			}
-			want := string(jsondoc.Error(r.Message, r.Code))
+			want := string(api.Error(r.Message, r.Code))
 			if c.err == server {
 				want = `{"schema_version":1,"error":"no","code":"forbidden"}` + "\n" // as the server sent it
 			}

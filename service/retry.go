@@ -19,7 +19,7 @@ import (
 	"strconv"
 	"time"
 
-	"tally/jsondoc"
+	"tally/api"
 )
 
 // Codes of the retryable answers (HTTP 503; do not rename).
@@ -46,7 +46,7 @@ const RetryAfter = time.Second
 
 // NewRetryable is a 503 answer with code, message and members that
 // carries RetryAfter.
-func NewRetryable(code, msg string, members ...jsondoc.Member) *Refusal {
+func NewRetryable(code, msg string, members ...api.Member) *Refusal {
 	r := NewRefusalWith(http.StatusServiceUnavailable, code, msg, members...)
 	r.RetryAfter = RetryAfter
 	return r

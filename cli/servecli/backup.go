@@ -25,11 +25,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tally/api"
 	"tally/backup"
 	"tally/cli"
 	"tally/cluster"
 	"tally/cluster/replica"
-	"tally/jsondoc"
 	"tally/store"
 )
 
@@ -402,9 +402,9 @@ func printBackup(g cli.Env, w io.Writer, file, into string, sum backup.Summary) 
 	if g.JSON() {
 		ms := backupMembers(file, sum)
 		if into != "" {
-			ms = append(ms, jsondoc.M("restored_into", jsondoc.S(into)))
+			ms = append(ms, api.M("restored_into", api.S(into)))
 		}
-		_, err := w.Write(jsondoc.Doc(ms...))
+		_, err := w.Write(api.Doc(ms...))
 		return err
 	}
 	verb := "holds"
@@ -429,9 +429,9 @@ func printRestoredCluster(g cli.Env, data, file, clusterID string, sum backup.Su
 		return err
 	}
 	if g.JSON() {
-		ms := append(backupMembers(file, sum), jsondoc.M("restored_into", jsondoc.S(data)),
-			jsondoc.M("cluster_id", jsondoc.S(clusterID)), jsondoc.M("node_id", jsondoc.U(m.ID)))
-		_, err := g.IO().Out.Write(jsondoc.Doc(ms...))
+		ms := append(backupMembers(file, sum), api.M("restored_into", api.S(data)),
+			api.M("cluster_id", api.S(clusterID)), api.M("node_id", api.U(m.ID)))
+		_, err := g.IO().Out.Write(api.Doc(ms...))
 		return err
 	}
 	w := g.IO().Out
@@ -473,7 +473,7 @@ func describeSource(s backup.Source) string {
 }
 
 // backupMembers is a backup's summary as --json prints it.
-func backupMembers(file string, sum backup.Summary) []jsondoc.Member {
+func backupMembers(file string, sum backup.Summary) []api.Member {
 	h := sum.Header
 	src, _ := json.Marshal(h.Source)
 	list := []byte{'['}
@@ -481,13 +481,13 @@ func backupMembers(file string, sum backup.Summary) []jsondoc.Member {
 		if i > 0 {
 			list = append(list, ',')
 		}
-		list = fmt.Appendf(list, `{"session":%s,"seq":%d,"hash":"%x","bytes":%d}`, jsondoc.S(c.Name()), c.Seq, c.Hash, c.Bytes)
+		list = fmt.Appendf(list, `{"session":%s,"seq":%d,"hash":"%x","bytes":%d}`, api.S(c.Name()), c.Seq, c.Hash, c.Bytes)
 	}
 	list = append(list, ']')
-	return []jsondoc.Member{
-		jsondoc.M("file", jsondoc.S(file)), jsondoc.M("format", []byte(strconv.Itoa(h.Format))), jsondoc.M("tally", jsondoc.S(h.Tally)),
-		jsondoc.M("created", jsondoc.S(h.Created.Format(time.RFC3339Nano))), jsondoc.M("source", src), jsondoc.M("sessions", list),
-		jsondoc.M("objects", []byte(strconv.Itoa(sum.Objects))), jsondoc.M("object_bytes", []byte(strconv.FormatInt(sum.ObjectBytes, 10))),
-		jsondoc.M("bytes", []byte(strconv.FormatInt(sum.Size, 10))), jsondoc.M("digest", jsondoc.S(hex.EncodeToString(sum.Digest[:]))),
+	return []api.Member{
+		api.M("file", api.S(file)), api.M("format", []byte(strconv.Itoa(h.Format))), api.M("tally", api.S(h.Tally)),
+		api.M("created", api.S(h.Created.Format(time.RFC3339Nano))), api.M("source", src), api.M("sessions", list),
+		api.M("objects", []byte(strconv.Itoa(sum.Objects))), api.M("object_bytes", []byte(strconv.FormatInt(sum.ObjectBytes, 10))),
+		api.M("bytes", []byte(strconv.FormatInt(sum.Size, 10))), api.M("digest", api.S(hex.EncodeToString(sum.Digest[:]))),
 	}
 }

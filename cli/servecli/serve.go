@@ -22,7 +22,7 @@ import (
 	"tally/ledger"
 	"tally/server"
 	"tally/store"
-	"tally/watch"
+	"tally/timekeeper"
 )
 
 func newServe(g cli.Env) *cobra.Command {
@@ -101,7 +101,7 @@ func newServe(g cli.Env) *cobra.Command {
 			}
 			cfg.ReadHeaderTimeout, cfg.BodyTimeout, cfg.IdleTimeout = headerTimeout, bodyTimeout, idleTimeout
 			if webhook != "" {
-				cfg.Watch.Sinks = append(cfg.Watch.Sinks, &watch.Webhook{URL: webhook, Attempts: 5, Backoff: 500 * time.Millisecond})
+				cfg.Watch.Sinks = append(cfg.Watch.Sinks, &timekeeper.Webhook{URL: webhook, Attempts: 5, Backoff: 500 * time.Millisecond})
 			}
 			if insecure {
 				fmt.Fprintln(g.IO().Err, "WARNING: --insecure-dev: no authentication; any client may act as any identity (X-Tally-Actor). Never expose this server.")

@@ -20,8 +20,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"tally/api"
 	"tally/cluster/node"
-	"tally/jsondoc"
 	"tally/service"
 	"tally/store"
 	"tally/vocab"
@@ -99,7 +99,7 @@ const CodeMoved = service.CodeMoved
 // and the one that refused it ("from_group").
 func (e *Moved) Refusal() *service.Refusal {
 	return service.NewRetryable(CodeMoved, e.Error(),
-		jsondoc.M("group", jsondoc.U(e.Group)), jsondoc.M("from_group", jsondoc.U(e.From)))
+		api.M("group", api.U(e.Group)), api.M("from_group", api.U(e.From)))
 }
 
 // CheckPlacement refuses a malformed placement: the names' shape, a group

@@ -1,4 +1,4 @@
-package watch
+package timekeeper
 
 import (
 	"bytes"
@@ -71,7 +71,7 @@ type fixture struct {
 	clk *clock
 	l   *ledger.Ledger
 	rec *recorder
-	w   *Watcher
+	w   *Timekeeper
 }
 
 func newFixture(t *testing.T) *fixture {

@@ -8,7 +8,7 @@ import (
 	"tally/vocab"
 )
 
-// What the watcher (package watch) needs from a ledger beyond Sweep.
+// What the timekeeper (package timekeeper) needs from a ledger beyond Sweep.
 
 // Timekeeper is the identity the watcher acts as.
 func (l *Ledger) Timekeeper() string { return l.cfg.Timekeeper }

@@ -1,4 +1,4 @@
-package jsondoc
+package api
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-// Package validate holds tally's runnable validators: the programs an
+// Package checkrun holds tally's runnable validators: the programs an
 // evaluator runs on one materialised artifact to reach a verdict. Each
 // returns a claim.Result and a log; `tally check run` stores the log as the
 // evaluator's evidence artifact and records the verdict.
@@ -11,7 +11,7 @@
 //   - test-report: reads `go test -json` output or JUnit XML; any failed test
 //     is fail, no passed test incomplete, otherwise pass. Unreadable input is
 //     error.
-package validate
+package checkrun
 
 import (
 	"context"

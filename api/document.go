@@ -1,7 +1,8 @@
-// Package jsondoc writes tally's JSON documents: every --json output and
-// every HTTP response body is one object carrying schema_version first, with
-// members in a fixed order, so the CLI and the server print the same bytes.
-package jsondoc
+// The response documents' writer: every --json output and every HTTP
+// response body is one object carrying schema_version first, with members
+// in a fixed order, so the CLI and the server print the same bytes.
+
+package api
 
 import (
 	"strconv"

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package validate
+package checkrun
 
 import "os/exec"
 

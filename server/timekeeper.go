@@ -9,12 +9,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"tally/ledger"
-	"tally/watch"
+	"tally/timekeeper"
 )
 
-// watchers runs one timekeeper per open session inside the server, so a
+// timekeepers runs one timekeeper per open session inside the server, so a
 // deployment needs no separate `tally watch` process.
-type watchers struct {
+type timekeepers struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -23,21 +23,21 @@ type watchers struct {
 	last map[string]time.Time // session → end of its last completed sweep
 }
 
-func newWatchers() *watchers {
+func newTimekeepers() *timekeepers {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &watchers{ctx: ctx, cancel: cancel, last: map[string]time.Time{}}
+	return &timekeepers{ctx: ctx, cancel: cancel, last: map[string]time.Time{}}
 }
 
 // newWatcher is a session's timekeeper as this server configures it: its
 // sinks (a webhook, a command) and the A2A lapse delivery to replyTo
-// agents. deliverOnly and now are watch.Config's.
-func (s *Server) newWatcher(l *ledger.Ledger, deliverOnly bool, now func() time.Time) (*watch.Watcher, error) {
+// agents. deliverOnly and now are timekeeper.Config's.
+func (s *Server) newTimekeeper(l *ledger.Ledger, deliverOnly bool, now func() time.Time) (*timekeeper.Timekeeper, error) {
 	cfg := s.cfg.Watch
 	if cfg.Logger == nil {
 		cfg.Logger = s.cfg.Logger
 	}
 	cfg.DeliverOnly, cfg.Now = deliverOnly, now
-	var lapses *watch.A2A
+	var lapses *timekeeper.A2A
 	if !s.cfg.A2A.NoLapseDelivery {
 		lapses = s.lapseSink(l)
 		if now != nil {
@@ -45,7 +45,7 @@ func (s *Server) newWatcher(l *ledger.Ledger, deliverOnly bool, now func() time.
 		}
 		cfg.Sinks = append(slices.Clone(cfg.Sinks), lapses)
 	}
-	w, err := watch.New(l, cfg)
+	w, err := timekeeper.New(l, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -59,23 +59,23 @@ func (s *Server) newWatcher(l *ledger.Ledger, deliverOnly bool, now func() time.
 // notices (to the webhook, the command and replyTo agents of this
 // server's configuration) at the wall clock, committing nothing: the
 // group's leader proposes the facts through raft.
-func (s *Server) Deliverer(l *ledger.Ledger) (*watch.Watcher, error) {
-	return s.newWatcher(l, true, time.Now)
+func (s *Server) Deliverer(l *ledger.Ledger) (*timekeeper.Timekeeper, error) {
+	return s.newTimekeeper(l, true, time.Now)
 }
 
 // startWatcher runs a watcher for a newly opened session, if the server
 // keeps time, and returns the func that stops it (letting a sweep in
 // progress finish) before the session is closed; nil if none runs.
-func (s *Server) startWatcher(key string, l *ledger.Ledger) func() {
+func (s *Server) startTimekeeper(key string, l *ledger.Ledger) func() {
 	if s.cfg.WatchEvery <= 0 {
 		return nil
 	}
-	w, err := s.newWatcher(l, false, nil)
+	w, err := s.newTimekeeper(l, false, nil)
 	if err != nil {
 		s.cfg.Logger.Error("cannot start the watcher for a session", "session", key, "err", err)
 		return nil
 	}
-	ws := s.watchers
+	ws := s.timekeepers
 	ctx, cancel := context.WithCancel(ws.ctx)
 	done := make(chan struct{})
 	ws.wg.Add(1)
@@ -83,7 +83,7 @@ func (s *Server) startWatcher(key string, l *ledger.Ledger) func() {
 		defer ws.wg.Done()
 		defer close(done)
 		defer w.Close()
-		_ = w.Run(ctx, s.cfg.WatchEvery, func(r watch.Report, err error) {
+		_ = w.Run(ctx, s.cfg.WatchEvery, func(r timekeeper.Report, err error) {
 			if err != nil {
 				s.cfg.Logger.Warn("watcher sweep failed", "session", key, "err", err)
 				return
@@ -104,13 +104,13 @@ func (s *Server) startWatcher(key string, l *ledger.Ledger) func() {
 }
 
 // stop ends every watcher, letting a sweep in progress finish.
-func (ws *watchers) stop() {
+func (ws *timekeepers) stop() {
 	ws.cancel()
 	ws.wg.Wait()
 }
 
 // lag is the longest time since a session's last completed sweep.
-func (ws *watchers) lag(now time.Time) float64 {
+func (ws *timekeepers) lag(now time.Time) float64 {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	worst := 0.0

@@ -1,4 +1,4 @@
-package watch
+package timekeeper
 
 // Lapse delivery over A2A: the expectations draft's lapse task. Each lapse
 // of an expectation raised with a replyTo goes back to the raising agent as

@@ -1,4 +1,4 @@
-// Package watch is tally's timekeeper: the process that lets the passage of
+// Package timekeeper is tally's timekeeper: the process that lets the passage of
 // time produce recorded, attributable facts without any agent holding a
 // clock. One Sweep, in this order:
 //
@@ -18,7 +18,7 @@
 // Deliveries are at-least-once: a watcher killed between a delivery and its
 // journal line sends it again on restart; the ledger's records are
 // exactly-once.
-package watch
+package timekeeper
 
 import (
 	"context"
@@ -136,9 +136,9 @@ type Report struct {
 	Waiting     int       `json:"waiting"`     // deliveries left for the next sweep
 }
 
-// Watcher sweeps one ledger. It is not safe for concurrent use; run one
-// Watcher per process (several processes may watch one ledger).
-type Watcher struct {
+// Timekeeper sweeps one ledger. It is not safe for concurrent use; run one
+// Timekeeper per process (several processes may watch one ledger).
+type Timekeeper struct {
 	cfg     Config
 	l       *ledger.Ledger
 	j       *Journal
@@ -162,7 +162,7 @@ func JournalDir(sessionDir string) string { return filepath.Join(sessionDir, "wa
 
 // New opens the journal beside l's session and reads the ledger once: every
 // lapse not yet delivered, and every promise's place on its ladder.
-func New(l *ledger.Ledger, cfg Config) (*Watcher, error) {
+func New(l *ledger.Ledger, cfg Config) (*Timekeeper, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -170,7 +170,7 @@ func New(l *ledger.Ledger, cfg Config) (*Watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Watcher{cfg: cfg, l: l, j: j, ladders: newLadders(Ladder(cfg.Reminders, cfg.Escalate))}
+	w := &Timekeeper{cfg: cfg, l: l, j: j, ladders: newLadders(Ladder(cfg.Reminders, cfg.Escalate))}
 	if err := l.Refresh(); err != nil {
 		j.Close()
 		return nil, err
@@ -191,14 +191,14 @@ func New(l *ledger.Ledger, cfg Config) (*Watcher, error) {
 }
 
 // Close releases the journal.
-func (w *Watcher) Close() error { return w.j.Close() }
+func (w *Timekeeper) Close() error { return w.j.Close() }
 
 // Journal is the watcher's delivery journal.
-func (w *Watcher) Journal() *Journal { return w.j }
+func (w *Timekeeper) Journal() *Journal { return w.j }
 
 // Sweep runs one sweep at the ledger's clock. A sweep whose instant runs
 // ahead of the process's clock (CheckNow) records and delivers nothing.
-func (w *Watcher) Sweep(ctx context.Context) (Report, error) {
+func (w *Timekeeper) Sweep(ctx context.Context) (Report, error) {
 	now := w.now()
 	rep := Report{At: now}
 	if w.cfg.Clock != nil {
@@ -243,7 +243,7 @@ func (w *Watcher) Sweep(ctx context.Context) (Report, error) {
 	return rep, nil
 }
 
-func (w *Watcher) now() time.Time {
+func (w *Timekeeper) now() time.Time {
 	if w.cfg.Now != nil {
 		return w.cfg.Now()
 	}
@@ -251,7 +251,7 @@ func (w *Watcher) now() time.Time {
 }
 
 // commit records, as the timekeeper, what is due at now: steps 1 and 2.
-func (w *Watcher) commit(ctx context.Context, now time.Time, rep *Report) error {
+func (w *Timekeeper) commit(ctx context.Context, now time.Time, rep *Report) error {
 	// 1. Expectations: withdrawals and lapses, exactly once in the ledger.
 	for round := 0; round < w.cfg.SweepRounds; round++ {
 		due := false
@@ -290,7 +290,7 @@ func (w *Watcher) commit(ctx context.Context, now time.Time, rep *Report) error 
 // follow reads the log from the cursor: lapse records join the outbox;
 // promise records name the promises to re-track. It refreshes the ledger
 // afterwards, so the state consulted is at least as new as what was read.
-func (w *Watcher) follow() (map[string]struct{}, error) {
+func (w *Timekeeper) follow() (map[string]struct{}, error) {
 	var lapses []expect.Event
 	touched := map[string]struct{}{}
 	pos, _, err := w.l.Log().Scan(w.cursor, func(e store.Entry) error {
@@ -337,7 +337,7 @@ func (w *Watcher) follow() (map[string]struct{}, error) {
 // deliver sends the outbox's lapses and the notices under the journal's
 // lock, journaling each delivered key. Nothing is locked when there is
 // nothing to send.
-func (w *Watcher) deliver(ctx context.Context, notices []delivery, rep *Report) error {
+func (w *Timekeeper) deliver(ctx context.Context, notices []delivery, rep *Report) error {
 	if len(w.outbox) == 0 && len(notices) == 0 {
 		return nil
 	}
@@ -403,7 +403,7 @@ func lapsesOf(ds []delivery) []delivery {
 }
 
 // send delivers d to every sink; the first failure stops it.
-func (w *Watcher) send(ctx context.Context, d delivery) error {
+func (w *Timekeeper) send(ctx context.Context, d delivery) error {
 	for _, s := range w.cfg.Sinks {
 		var err error
 		if ns, ok := s.(NoticeSink); ok {
@@ -423,7 +423,7 @@ func (w *Watcher) send(ctx context.Context, d delivery) error {
 // Run sweeps every interval until ctx ends, then returns nil. A sweep in
 // progress when ctx ends is finished (its ledger writes and journal lines
 // complete); report is called after each sweep.
-func (w *Watcher) Run(ctx context.Context, every time.Duration, report func(Report, error)) error {
+func (w *Timekeeper) Run(ctx context.Context, every time.Duration, report func(Report, error)) error {
 	if every <= 0 {
 		return fmt.Errorf("watch: interval %v must be positive", every)
 	}

@@ -1,4 +1,4 @@
-package watch
+package timekeeper
 
 import (
 	"context"
