@@ -22,10 +22,13 @@ func newDemo(g *global) *cobra.Command {
 	var keep bool
 	c := &cobra.Command{
 		Use:   "demo",
-		Short: "Walk a promise's whole life on a temporary ledger, with real commands",
+		Short: "Walk a promise, a claim and an expectation through their lives on a temporary ledger, with real commands",
 		Long: "demo makes a temporary ledger and runs the lifecycle from the promise-ledger seed through tally's own\n" +
 			"commands, at the seed's clock times: a promise waits on an antecedent, becomes owed, passes its\n" +
-			"deadline (nothing is appended), is amended, assessed violated, and satisfied late with evidence.",
+			"deadline (nothing is appended), is amended, assessed violated, and satisfied late with evidence. Then\n" +
+			"the proof-of-work seed's claim C17 fails its review on the artifact its tests passed, and its successor\n" +
+			"C18 is satisfied; and a shipment expectation lapses, is superseded, and is satisfied by a fact. It ends\n" +
+			"with verify.",
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			dir, err := os.MkdirTemp("", "tally-demo-*")
@@ -70,7 +73,18 @@ func runDemo(io Streams, dir string) error {
 		{"The seed's log, as pinki would write it:", "2026-09-02T10:00:00Z", []string{"export", "--format", "pinki"}},
 		{"Every line is hash-chained; verify checks them all.", "2026-09-02T10:00:00Z", []string{"verify"}},
 	}
+	steps = append(steps, demoClaimSteps()...)
+	steps = append(steps, demoExpectSteps()...)
+	steps = append(steps, demoStep{"One log holds all three families, and the chain is whole.", "2026-09-11T09:00:00Z", []string{"verify"}})
 	fmt.Fprintf(w, "A temporary ledger at %s\n", dir)
+	// The claim story's patches and reviews are files beside the ledger,
+	// named relative to the steps' working directory.
+	work := filepath.Dir(dir)
+	for name, body := range demoFiles() {
+		if err := os.WriteFile(filepath.Join(work, name), []byte(body), 0o644); err != nil {
+			return fmt.Errorf("demo file: %w", err)
+		}
+	}
 	for _, s := range steps {
 		clock, err := time.Parse(time.RFC3339, s.clock)
 		if err != nil {
@@ -82,7 +96,7 @@ func runDemo(io Streams, dir string) error {
 		args := append([]string{"--dir", dir}, s.args...)
 		fmt.Fprintf(w, "[clock %s] $ tally %s\n", s.clock, quoteArgs(s.args))
 		var out, errb bytes.Buffer
-		sub := Streams{In: strings.NewReader(""), Out: &out, Err: &errb, Getenv: func(string) string { return "" }, Cwd: io.Cwd, Now: func() time.Time { return clock }}
+		sub := Streams{In: strings.NewReader(""), Out: &out, Err: &errb, Getenv: func(string) string { return "" }, Cwd: work, Now: func() time.Time { return clock }}
 		code := Main(args, sub)
 		w.Write(out.Bytes())
 		w.Write(errb.Bytes())
@@ -103,4 +117,89 @@ func quoteArgs(args []string) string {
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// demoFiles are the files the claim story's agents produce: two patches,
+// the tests' log and two reviews.
+func demoFiles() map[string]string {
+	return map[string]string{
+		"patch-a.txt":  "--- a/parser.go\n+++ b/parser.go\n+\tif len(s) < 6 { return errIncomplete }\n",
+		"patch-b.txt":  "--- a/parser.go\n+++ b/parser.go\n+\tif len(s) < i+6 { return errIncomplete } // bounds checked\n",
+		"review-a.md":  "patch-a: rejects the incomplete escape, then reads past the end of the input\n",
+		"review-b.md":  "patch-b: bounds checked before every read\n",
+		"tests-log.md": "go test ./parser: ok\n",
+	}
+}
+
+// demoDelivery is one work cycle of the claim story: the parser publishes
+// the patch in file as artifact id, closes and posts a testament binding it,
+// and the maintainer receives it; clocks are the four steps' times.
+func demoDelivery(say, claim, testament, id, file, summary string, clocks [4]string) []demoStep {
+	return []demoStep{
+		{say, clocks[0], []string{"artifact", "put", file, "--claim", claim, "--slot", "change", "--generation", "1", "--kind", "patch", "--id", id, "--as", "parser"}},
+		{"", clocks[1], []string{"testament", "close", claim, "--id", testament, "--generation", "1", "--outcome", "complete", "--summary", summary, "--bind", "change=" + id, "--as", "parser"}},
+		{"", clocks[2], []string{"testament", "post", claim, testament, "--as", "parser"}},
+		{"", clocks[3], []string{"testament", "receive", claim, testament, "--as", "maintainer"}},
+	}
+}
+
+// demoClaimSteps is the proof-of-work seed's C17 → C18 story: a claim whose
+// checks must all pass on one artifact, a failed review, and a successor.
+func demoClaimSteps() []demoStep {
+	var steps []demoStep
+	add := func(s ...demoStep) { steps = append(steps, s...) }
+	add([]demoStep{
+		{"Claims. The maintainer asks the parser for a fix, to be accepted only when tests and a review pass on the same patch.", "2026-09-03T09:00:00Z",
+			[]string{"claim", "create", "C17", "--respondent", "parser", "--work", "reject incomplete Unicode escapes",
+				"--check", "change/behavior:validator=command@1", "--check", "change/review:validator=review@1,phases=quality", "--as", "maintainer"}},
+		{"", "2026-09-03T09:01:00Z", []string{"claim", "post", "C17", "--as", "maintainer"}},
+		{"The parser takes the claim and publishes patch-a, closing a testament that binds it.", "2026-09-03T09:05:00Z",
+			[]string{"receipt", "acquire", "C17", "--as", "parser"}},
+	}...)
+	add(demoDelivery("", "C17", "T1", "patch-a", "patch-a.txt", "length check before decoding the escape",
+		[4]string{"2026-09-03T10:30:00Z", "2026-09-03T10:31:00Z", "2026-09-03T10:32:00Z", "2026-09-03T10:40:00Z"})...)
+	add(demoDelivery("A second cycle: patch-b.", "C17", "T2", "patch-b", "patch-b.txt", "bounds checked",
+		[4]string{"2026-09-03T11:30:00Z", "2026-09-03T11:31:00Z", "2026-09-03T11:32:00Z", "2026-09-03T11:40:00Z"})...)
+	add([]demoStep{
+		{"The tests pass on patch-a and the review passes on patch-b.", "2026-09-03T12:00:00Z",
+			[]string{"check", "report", "behavior", "--claim", "C17", "--artifact", "patch-a", "--result", "pass", "--evidence-file", "tests-log.md", "--as", "maintainer"}},
+		{"", "2026-09-03T12:10:00Z", []string{"check", "report", "review", "--claim", "C17", "--artifact", "patch-b", "--result", "pass", "--evidence-file", "review-b.md", "--as", "maintainer"}},
+		{"Not satisfied: every required check of a slot must pass on one artifact. claim show says why.", "2026-09-03T12:11:00Z",
+			[]string{"claim", "show", "C17"}},
+		{"The review of patch-a finds an unchecked read. A conclusive fail ends the claim.", "2026-09-03T12:30:00Z",
+			[]string{"check", "report", "review", "--claim", "C17", "--artifact", "patch-a", "--result", "fail", "--evidence-file", "review-a.md", "--note", "unchecked read after the escape", "--as", "maintainer"}},
+		{"", "2026-09-03T12:31:00Z", []string{"claim", "show", "C17"}},
+		{"Further work needs a successor. C18 names C17 and inherits its checks.", "2026-09-03T13:00:00Z",
+			[]string{"claim", "create", "C18", "--respondent", "parser", "--work", "reject incomplete Unicode escapes, bounds checked", "--predecessor", "C17", "--as", "maintainer"}},
+		{"", "2026-09-03T13:01:00Z", []string{"claim", "post", "C18", "--as", "maintainer"}},
+		{"", "2026-09-03T13:05:00Z", []string{"receipt", "acquire", "C18", "--as", "parser"}},
+	}...)
+	add(demoDelivery("", "C18", "T1", "patch-b", "patch-b.txt", "bounds checked",
+		[4]string{"2026-09-03T13:30:00Z", "2026-09-03T13:31:00Z", "2026-09-03T13:32:00Z", "2026-09-03T13:40:00Z"})...)
+	add([]demoStep{
+		{"Both checks pass on patch-b.", "2026-09-03T14:00:00Z",
+			[]string{"check", "report", "behavior", "--claim", "C18", "--artifact", "patch-b", "--result", "pass", "--evidence-file", "tests-log.md", "--as", "maintainer"}},
+		{"", "2026-09-03T14:10:00Z", []string{"check", "report", "review", "--claim", "C18", "--artifact", "patch-b", "--result", "pass", "--evidence-file", "review-b.md", "--as", "maintainer"}},
+		{"C18 is satisfied; C17 keeps its failure, its patch and the review that rejected it.", "2026-09-03T14:11:00Z",
+			[]string{"claim", "ls"}},
+	}...)
+	return steps
+}
+
+// demoExpectSteps is the shipment expectation: it lapses, the timekeeper
+// records the lapse, it is superseded, and a fact satisfies the successor.
+// Every clock here is in the past, so the sweep is not ahead of real time.
+func demoExpectSteps() []demoStep {
+	return []demoStep{
+		{"Expectations. A booking agent expects the shipment to depart by 03:15, with two hours' grace.", "2026-09-10T12:00:00Z",
+			[]string{"expect", "raise", "--id", "exp-depart", "--kind", "shipment.departure", "--subject", "shipment:PA-2026-0901",
+				"--fact-key", "shipment.departed:PA-2026-0901", "--due", "2026-09-11T03:15:00Z", "--grace", "2h", "--basis", "observed", "--as", "agent://booking"}},
+		{"Due and grace pass with no departure. The timekeeper's sweep records the lapse.", "2026-09-11T05:20:00Z", []string{"watch", "--once"}},
+		{"", "2026-09-11T05:21:00Z", []string{"lapses"}},
+		{"The agent replaces the lapsed expectation with a later due; the lapse stays on the record.", "2026-09-11T05:30:00Z",
+			[]string{"expect", "supersede", "exp-depart", "--id", "exp-depart-2", "--due", "2026-09-11T09:00:00Z", "--as", "agent://booking"}},
+		{"The departure is reported: the fact satisfies the successor.", "2026-09-11T08:10:00Z",
+			[]string{"fact", "shipment.departed:PA-2026-0901", "--subject", "shipment:PA-2026-0901", "--as", "feed"}},
+		{"", "2026-09-11T08:11:00Z", []string{"expect", "ls"}},
+	}
 }

@@ -100,7 +100,7 @@ func localOnly(path string) string {
 	case path == "tally init":
 		return "it makes a ledger directory; make a server's where the server runs"
 	case path == "tally demo":
-		return "it walks a promise's life on a temporary ledger of its own"
+		return "it walks a promise, a claim and an expectation on a temporary ledger of its own"
 	case path == "tally serve":
 		return "it serves a ledger directory; run it where the directory is"
 	case path == "tally watch":

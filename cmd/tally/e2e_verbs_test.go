@@ -279,7 +279,7 @@ func TestE2EEveryVerb(t *testing.T) {
 		t.Errorf("export --format csv: %v", r)
 	}
 
-	// verify, version, completion, demo.
+	// verify, version, completion (demo: TestE2EDemo).
 	if out := l.must("verify"); !strings.Contains(out, "ok: 12 line(s)") {
 		t.Errorf("verify: %s", out)
 	}
@@ -298,11 +298,48 @@ func TestE2EEveryVerb(t *testing.T) {
 	if r := run(t, runOpts{}, "completion", "bash"); r.code != 0 || !strings.Contains(r.out, "bash completion") {
 		t.Errorf("completion bash: exit %d, %d bytes", r.code, len(r.out))
 	}
-	if r := run(t, runOpts{}, "demo"); r.code != 0 || !strings.Contains(r.out, "satisfied") {
-		t.Errorf("demo: %v", r)
-	}
 	if r := run(t, runOpts{}, "no-such-verb"); r.code != 2 {
 		t.Errorf("unknown verb: %v", r)
+	}
+}
+
+// TestE2EDemo: `tally demo` walks the three families on its temporary
+// ledger through real commands, each family reaching its end state, and
+// ends with a whole chain.
+func TestE2EDemo(t *testing.T) {
+	r := run(t, runOpts{}, "demo")
+	if r.code != 0 || r.err != "" {
+		t.Fatalf("demo: %v", r)
+	}
+	// Each want is found after the one before it, so the story runs in order.
+	rest := r.out
+	for _, want := range []string{
+		"$ tally show desk/ship-91\ndesk/ship-91  satisfied\n",
+		"$ tally claim show C17\nC17  Validating\n",
+		"  slot change: patch-a: behavior pass, review missing; patch-b: review pass, behavior missing\n",
+		"C17: review on patch-a: fail",
+		"C17: ValidationFailed\n",
+		"note: C18 inherits the slots and checks of its predecessor C17",
+		"C18: Satisfied\n",
+		"\nC17    ValidationFailed ",
+		"\nC18    Satisfied ",
+		"$ tally watch --once\n",
+		`"expectationId":"exp-depart","lapse":"overdue"`,
+		"1 lapse(s), 0 withdrawal(s)",
+		"satisfied exp-depart-2\n",
+		"\nexp-depart    superseded  ",
+		"\nexp-depart-2  satisfied   ",
+	} {
+		i := strings.Index(rest, want)
+		if i < 0 {
+			t.Fatalf("demo: %q missing, or out of order; after the last found:\n%s", want, rest)
+		}
+		rest = rest[i+len(want):]
+	}
+	last := strings.TrimRight(r.out, "\n")
+	last = last[strings.LastIndex(last, "\n")+1:]
+	if !strings.HasSuffix(r.out, "$ tally verify\n"+last+"\n") || !strings.HasPrefix(last, "default/default: ok: ") || !strings.HasSuffix(last, ", chain whole") {
+		t.Fatalf("demo does not end with a whole chain: %q", last)
 	}
 }
 
