@@ -33,6 +33,12 @@ func TestClusterConsoleReadsTheReplica(t *testing.T) {
 		code, body := get(other, "/v1/tenants/acme/sessions")
 		return code == 200 && strings.Contains(body, `"console"`)
 	})
+	// The listing can see the session's directory a moment before the
+	// replica has applied the declaration into its log: wait for the record.
+	waitUntil(t, "node 3 applying the declaration", 20*time.Second, func() bool {
+		code, body := get(other, "/v1/tenants/acme/sessions/console/promises/p-1/history")
+		return code == 200 && strings.Contains(body, `"show me"`)
+	})
 	for path, want := range map[string]string{
 		"/": "<html",
 		"/v1/tenants/acme/sessions/console/summary":              `"promises"`,
