@@ -319,6 +319,14 @@ func (p *Pipeline) ReadersWaiting() int {
 	return p.readers
 }
 
+// Queued counts the requests waiting in the queue for a batch: proof, for a
+// test, that its writers have queued, and in which order.
+func (p *Pipeline) Queued() int {
+	p.qmu.Lock()
+	defer p.qmu.Unlock()
+	return len(p.queue)
+}
+
 // CountRefused adds n commands refused before they reached the pipeline
 // (checks that need no state), so Stats counts every refusal.
 func (p *Pipeline) CountRefused(n int) {
