@@ -369,6 +369,7 @@ func TestFollowLocalLedger(t *testing.T) {
 		l, err := f.sessions.Open(ctx, tenant, session, false)
 		return l, func() {}, err
 	}, 20*time.Millisecond, func() bool { return false })
+	f.logs = &syncLog{}
 	updates := make(chan string, 16)
 	cs := f.connect(f.server(mcp.Who{Actor: "reviewer"}), &sdk.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, r *sdk.ResourceUpdatedNotificationRequest) {
 		updates <- r.Params.URI
@@ -376,6 +377,14 @@ func TestFollowLocalLedger(t *testing.T) {
 	ok(t, cs, "tally_promise/declare", map[string]any{"id": "p0", "promise": "x", "to": "author", "until": "2h"})
 	if err := cs.Subscribe(context.Background(), &sdk.SubscribeParams{URI: "tally://owed/reviewer"}); err != nil {
 		t.Fatal(err)
+	}
+	// A subscription is a stream that Subscribe does not wait for: wait
+	// until the server has taken it (read the resource and holds it), as
+	// its log says.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(f.logs.String(), `msg="resource subscribed" uri=tally://owed/reviewer`); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the subscription was never taken: %s", f.logs)
+		}
 	}
 	wait := func(what string) {
 		t.Helper()
@@ -385,7 +394,6 @@ func TestFollowLocalLedger(t *testing.T) {
 			t.Fatalf("no update after %s", what)
 		}
 	}
-	time.Sleep(100 * time.Millisecond) // the subscription's stream is under way
 	ok(t, cs, "tally_promise/declare", map[string]any{"id": "p1", "promise": "x", "to": "author", "until": "2h"})
 	wait("a tool's declaration")
 	// Another process: a ledger of its own on the same directory.

@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -72,6 +73,26 @@ type fixture struct {
 	changes  func(ctx context.Context, tenant, session string) (<-chan struct{}, error)
 	// readPaths lets the servers made after it is set read files.
 	readPaths bool
+	// logs, when set, holds what the servers made after it is set log.
+	logs *syncLog
+}
+
+// syncLog is a log's text, written by a server and read by its test.
+type syncLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -109,6 +130,9 @@ func (f *fixture) serverOf(who mcp.Who, svc service.Service, retry *service.Retr
 	cfg.Now = func() time.Time { return t0.Add(4 * 24 * time.Hour) }
 	cfg.Changes = f.changes
 	cfg.ReadPaths = f.readPaths
+	if f.logs != nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(f.logs, nil))
+	}
 	s, err := mcp.New(cfg)
 	if err != nil {
 		f.t.Fatal(err)
