@@ -349,7 +349,13 @@ func TestClusterKillLeaderUnderLoad(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	time.Sleep(500 * time.Millisecond)
+	// The kill comes under load: once the workers have had writes
+	// acknowledged, two each on average.
+	waitUntil(t, "writes acknowledged before the kill", 30*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked) >= 2*workers || t.Failed()
+	})
 	mu.Lock()
 	before := len(acked)
 	killedAt = time.Now()
