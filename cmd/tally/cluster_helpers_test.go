@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -174,4 +175,20 @@ func readEntries(addr, session string) (int, []entry) {
 		out = append(out, entry{Value: p.Promise, Seq: p.Seq})
 	}
 	return 200, out
+}
+
+// exchange sends req through httpc and returns the status and the whole
+// body, failing the test if either cannot be had.
+func exchange(t *testing.T, req *http.Request) (int, string) {
+	t.Helper()
+	res, err := httpc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, string(b)
 }
