@@ -91,15 +91,11 @@ func (g *global) claimWriter(requestID string) (cliService, service.Call, error)
 	return svc, c, err
 }
 
-// claimReader is the Service and the Call a claim read runs with, at now
-// (zero: the service's clock).
-func (g *global) claimReader(now time.Time) (cliService, service.Call, error) {
-	svc, err := g.service()
-	if err != nil {
-		return nil, service.Call{}, err
-	}
-	c, err := g.call(g.actor(), "", now)
-	return svc, c, err
+// actorReader is the Service and the Call a claim or expectation read
+// runs with: as the acting identity, if one is set, at now (zero: the
+// service's clock).
+func (g *global) actorReader(now time.Time) (cliService, service.Call, error) {
+	return g.serviceCall(g.actor(), "", now)
 }
 
 // claimWrite runs one claim write through the Service and prints what it

@@ -65,16 +65,6 @@ func (g *global) expectService(c *cobra.Command, o expectWrite) (cliService, ser
 	return svc, call, err
 }
 
-// expectRead is the service and the call an expectation read runs with.
-func (g *global) expectRead(now time.Time) (cliService, service.Call, error) {
-	svc, err := g.service()
-	if err != nil {
-		return nil, service.Call{}, err
-	}
-	call, err := g.call(g.actor(), "", now)
-	return svc, call, err
-}
-
 // printExpect prints a verb's answer: its document with --json, else what
 // human prints.
 func (g *global) printExpect(doc service.Doc, human func(w io.Writer) error) error {
@@ -243,7 +233,7 @@ func newExpectShow(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			svc, call, err := g.expectRead(now)
+			svc, call, err := g.actorReader(now)
 			if err != nil {
 				return err
 			}
@@ -336,7 +326,7 @@ func newExpectLs(g *global) *cobra.Command {
 				}
 				f.Subject = s
 			}
-			svc, call, err := g.expectRead(now)
+			svc, call, err := g.actorReader(now)
 			if err != nil {
 				return err
 			}
@@ -506,7 +496,7 @@ func newLapses(g *global) *cobra.Command {
 					return err
 				}
 			}
-			svc, call, err := g.expectRead(now)
+			svc, call, err := g.actorReader(now)
 			if err != nil {
 				return err
 			}
