@@ -79,16 +79,23 @@ type claimHuman func(w io.Writer, v *claim.View, recs []service.ClaimRecord)
 // claimWriter is the Service and the Call a claim write runs with: as the
 // acting identity (over TALLY_URL the token's), under requestID.
 func (g *global) claimWriter(requestID string) (cliService, service.Call, error) {
-	svc, err := g.service()
-	if err != nil {
-		return nil, service.Call{}, err
-	}
-	actor, err := g.requireActor("")
+	svc, actor, err := g.writer()
 	if err != nil {
 		return nil, service.Call{}, err
 	}
 	c, err := g.call(actor, requestID, time.Time{})
 	return svc, c, err
+}
+
+// writer is the Service and the acting identity a claim or expectation
+// write runs with.
+func (g *global) writer() (cliService, string, error) {
+	svc, err := g.service()
+	if err != nil {
+		return nil, "", err
+	}
+	actor, err := g.requireActor("")
+	return svc, actor, err
 }
 
 // actorReader is the Service and the Call a claim or expectation read

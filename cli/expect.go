@@ -45,11 +45,7 @@ func (o *expectWrite) bind(c *cobra.Command) {
 // token is refused rather than quietly ignored (against a server run with
 // --insecure-dev the role is sent with the request).
 func (g *global) expectService(c *cobra.Command, o expectWrite) (cliService, service.Call, error) {
-	svc, err := g.service()
-	if err != nil {
-		return nil, service.Call{}, err
-	}
-	actor, err := g.requireActor("")
+	svc, actor, err := g.writer()
 	if err != nil {
 		return nil, service.Call{}, err
 	}
