@@ -9,10 +9,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
+
 	"tally/cluster"
+	"tally/cluster/model"
 	"tally/cluster/replica"
 )
 
@@ -191,4 +195,21 @@ func exchange(t *testing.T, req *http.Request) (int, string) {
 		t.Fatal(err)
 	}
 	return res.StatusCode, string(b)
+}
+
+// readHistory reads through read until stopped, and records each read
+// answered as an operation of *history (under mu) by client, for
+// porcupine to check; an unanswered read has no effect.
+func readHistory(stopped func() bool, mu *sync.Mutex, history *[]porcupine.Operation, client int, session string, read func(r int) ([]string, bool)) {
+	for r := 0; !stopped(); r++ {
+		called := time.Now()
+		values, ok := read(r)
+		if !ok {
+			continue
+		}
+		mu.Lock()
+		*history = append(*history, porcupine.Operation{ClientId: client, Input: model.Op{Read: true, Session: session},
+			Call: called.UnixNano(), Output: model.Out{Values: values}, Return: time.Now().UnixNano()})
+		mu.Unlock()
+	}
 }
