@@ -369,7 +369,8 @@ func TestFollowLocalLedger(t *testing.T) {
 		l, err := f.sessions.Open(ctx, tenant, session, false)
 		return l, func() {}, err
 	}, 20*time.Millisecond, func() bool { return false })
-	f.logs = &syncLog{}
+	taken := make(subscriptionsTaken, 4)
+	f.logger = slog.New(taken)
 	updates := make(chan string, 16)
 	cs := f.connect(f.server(mcp.Who{Actor: "reviewer"}), &sdk.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, r *sdk.ResourceUpdatedNotificationRequest) {
 		updates <- r.Params.URI
@@ -381,10 +382,13 @@ func TestFollowLocalLedger(t *testing.T) {
 	// A subscription is a stream that Subscribe does not wait for: wait
 	// until the server has taken it (read the resource and holds it), as
 	// its log says.
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(f.logs.String(), `msg="resource subscribed" uri=tally://owed/reviewer`); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the subscription was never taken: %s", f.logs)
+	select {
+	case uri := <-taken:
+		if uri != "tally://owed/reviewer" {
+			t.Fatalf("the server took a subscription of %s", uri)
 		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the subscription was never taken")
 	}
 	wait := func(what string) {
 		t.Helper()
