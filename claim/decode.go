@@ -505,11 +505,14 @@ func readValidator(v []byte, dst *Validator) bool {
 	})
 }
 
-func readValidators(v []byte, dst *[]Validator) bool {
-	out := []Validator{}
+// readList reads a JSON array into *dst, each element by read: an empty
+// array is an empty slice, not nil, and *dst holds the elements read
+// before one that fails.
+func readList[T any](v []byte, dst *[]T, read func(el []byte, x *T) bool) bool {
+	out := []T{}
 	ok := elems(v, func(el []byte) bool {
-		var x Validator
-		if !readValidator(el, &x) {
+		var x T
+		if !read(el, &x) {
 			return false
 		}
 		out = append(out, x)
@@ -519,34 +522,26 @@ func readValidators(v []byte, dst *[]Validator) bool {
 	return ok
 }
 
+func readValidators(v []byte, dst *[]Validator) bool { return readList(v, dst, readValidator) }
+
 var refNames = []string{"artifact", "digest"}
 
 func readRefs(v []byte, dst *[]Ref) bool {
-	out := []Ref{}
-	ok := elems(v, func(el []byte) bool {
-		var r Ref
-		if !fields(el, refNames, func(i int, val []byte) bool {
+	return readList(v, dst, func(el []byte, r *Ref) bool {
+		return fields(el, refNames, func(i int, val []byte) bool {
 			if i == 0 {
 				return readString(val, &r.Artifact)
 			}
 			return readString(val, &r.Digest)
-		}) {
-			return false
-		}
-		out = append(out, r)
-		return true
+		})
 	})
-	*dst = out
-	return ok
 }
 
 var bindingNames = []string{"slot", "artifact", "digest"}
 
 func readBindings(v []byte, dst *[]Binding) bool {
-	out := []Binding{}
-	ok := elems(v, func(el []byte) bool {
-		var b Binding
-		if !fields(el, bindingNames, func(i int, val []byte) bool {
+	return readList(v, dst, func(el []byte, b *Binding) bool {
+		return fields(el, bindingNames, func(i int, val []byte) bool {
 			switch i {
 			case 0:
 				return readString(val, &b.Slot)
@@ -554,14 +549,8 @@ func readBindings(v []byte, dst *[]Binding) bool {
 				return readString(val, &b.Artifact)
 			}
 			return readString(val, &b.Digest)
-		}) {
-			return false
-		}
-		out = append(out, b)
-		return true
+		})
 	})
-	*dst = out
-	return ok
 }
 
 var checkNames = []string{"id", "validator", "evaluator", "mode", "phases", "attempts", "fallbacks"}
@@ -600,10 +589,8 @@ func readCheck(v []byte, c *CheckSpec) bool {
 var slotNames = []string{"name", "mode", "checks"}
 
 func readSlots(v []byte, dst *[]SlotSpec) bool {
-	out := []SlotSpec{}
-	ok := elems(v, func(el []byte) bool {
-		var sl SlotSpec
-		if !fields(el, slotNames, func(i int, val []byte) bool {
+	return readList(v, dst, func(el []byte, sl *SlotSpec) bool {
+		return fields(el, slotNames, func(i int, val []byte) bool {
 			switch i {
 			case 0:
 				return readString(val, &sl.Name)
@@ -613,21 +600,7 @@ func readSlots(v []byte, dst *[]SlotSpec) bool {
 				sl.Mode = Mode(s)
 				return ok
 			}
-			sl.Checks = []CheckSpec{}
-			return elems(val, func(el []byte) bool {
-				var c CheckSpec
-				if !readCheck(el, &c) {
-					return false
-				}
-				sl.Checks = append(sl.Checks, c)
-				return true
-			})
-		}) {
-			return false
-		}
-		out = append(out, sl)
-		return true
+			return readList(val, &sl.Checks, readCheck)
+		})
 	})
-	*dst = out
-	return ok
 }

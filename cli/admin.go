@@ -148,11 +148,7 @@ func newExport(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			svc, err := g.service()
-			if err != nil {
-				return err
-			}
-			call, err := g.call("", "", now)
+			svc, call, err := g.serviceCall("", "", now)
 			if err != nil {
 				return err
 			}
@@ -179,11 +175,7 @@ func newVerify(g *global) *cobra.Command {
 			"token's tenant), one line each; with --session, that one session's log.",
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			svc, err := g.service()
-			if err != nil {
-				return err
-			}
-			call, err := g.call("", "", time.Time{})
+			svc, call, err := g.serviceCall("", "", time.Time{})
 			if err != nil {
 				return err
 			}

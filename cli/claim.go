@@ -79,11 +79,7 @@ type claimHuman func(w io.Writer, v *claim.View, recs []service.ClaimRecord)
 // claimWriter is the Service and the Call a claim write runs with: as the
 // acting identity (over TALLY_URL the token's), under requestID.
 func (g *global) claimWriter(requestID string) (cliService, service.Call, error) {
-	svc, err := g.service()
-	if err != nil {
-		return nil, service.Call{}, err
-	}
-	actor, err := g.requireActor("")
+	svc, actor, err := g.writer()
 	if err != nil {
 		return nil, service.Call{}, err
 	}
@@ -91,15 +87,22 @@ func (g *global) claimWriter(requestID string) (cliService, service.Call, error)
 	return svc, c, err
 }
 
-// claimReader is the Service and the Call a claim read runs with, at now
-// (zero: the service's clock).
-func (g *global) claimReader(now time.Time) (cliService, service.Call, error) {
+// writer is the Service and the acting identity a claim or expectation
+// write runs with.
+func (g *global) writer() (cliService, string, error) {
 	svc, err := g.service()
 	if err != nil {
-		return nil, service.Call{}, err
+		return nil, "", err
 	}
-	c, err := g.call(g.actor(), "", now)
-	return svc, c, err
+	actor, err := g.requireActor("")
+	return svc, actor, err
+}
+
+// actorReader is the Service and the Call a claim or expectation read
+// runs with: as the acting identity, if one is set, at now (zero: the
+// service's clock).
+func (g *global) actorReader(now time.Time) (cliService, service.Call, error) {
+	return g.serviceCall(g.actor(), "", now)
 }
 
 // claimWrite runs one claim write through the Service and prints what it

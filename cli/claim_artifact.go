@@ -169,7 +169,7 @@ func newArtifactGet(g *global) *cobra.Command {
 					return usagef("claim: required unless the argument is a content digest (64 hex digits)")
 				}
 			}
-			svc, call, err := g.claimReader(g.io.Now())
+			svc, call, err := g.actorReader(g.io.Now())
 			if err != nil {
 				return err
 			}
@@ -287,7 +287,7 @@ func newArtifactLs(g *global) *cobra.Command {
 // server it is the server that checks (and, verifying, re-hashes) its own
 // copies: custody is the server's, and nothing is downloaded.
 func (g *global) listArtifacts(ctx context.Context, q service.ArtifactQuery) (service.ArtifactList, error) {
-	svc, call, err := g.claimReader(time.Time{})
+	svc, call, err := g.actorReader(time.Time{})
 	if err != nil {
 		return service.ArtifactList{}, err
 	}

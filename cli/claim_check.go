@@ -57,6 +57,14 @@ func (d *checkDoc) load(g *global, args []string) error {
 	return need("claim", d.Claim)
 }
 
+// loadTarget is load for a verb on one target: the artifact is required.
+func (d *checkDoc) loadTarget(g *global, args []string) error {
+	if err := d.load(g, args); err != nil {
+		return err
+	}
+	return need("artifact", d.Artifact)
+}
+
 func (d *checkDoc) bindTarget(c *cobra.Command) {
 	c.Flags().StringVar(&d.Claim, "claim", "", "the claim")
 	c.Flags().StringVar(&d.Artifact, "artifact", "", "the target artifact's id")
@@ -95,10 +103,7 @@ func newCheckBegin(g *global) *cobra.Command {
 		Example: `  tally check begin behavior --claim C17 --artifact patch-a --as maintainer`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := d.load(g, args); err != nil {
-				return err
-			}
-			if err := need("artifact", d.Artifact); err != nil {
+			if err := d.loadTarget(g, args); err != nil {
 				return err
 			}
 			// The service verifies the target's stored bytes first.
@@ -141,10 +146,7 @@ func newCheckReport(g *global) *cobra.Command {
       --note "unchecked read after the escape" --as maintainer`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := d.load(g, args); err != nil {
-				return err
-			}
-			if err := need("artifact", d.Artifact); err != nil {
+			if err := d.loadTarget(g, args); err != nil {
 				return err
 			}
 			// Refused before any evidence is stored, as the server would.

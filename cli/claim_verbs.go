@@ -279,7 +279,7 @@ func newClaimShow(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			svc, call, err := g.claimReader(now)
+			svc, call, err := g.actorReader(now)
 			if err != nil {
 				return err
 			}
@@ -328,7 +328,7 @@ func newClaimLs(g *global) *cobra.Command {
 				return err
 			}
 			f := api.ClaimQuery{State: d.States, Open: d.Open, Overdue: d.Overdue, Claimant: d.Claimant, Respondent: d.Respondent, Participant: d.Participant}.Filter()
-			svc, call, err := g.claimReader(now)
+			svc, call, err := g.actorReader(now)
 			if err != nil {
 				return err
 			}
@@ -389,7 +389,7 @@ func newClaimGraph(g *global) *cobra.Command {
 			if d.Format != "text" && d.Format != "dot" && d.Format != "json" {
 				return usagef("format: must be text, dot or json")
 			}
-			svc, call, err := g.claimReader(time.Time{})
+			svc, call, err := g.actorReader(time.Time{})
 			if err != nil {
 				return err
 			}

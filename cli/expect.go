@@ -45,11 +45,7 @@ func (o *expectWrite) bind(c *cobra.Command) {
 // token is refused rather than quietly ignored (against a server run with
 // --insecure-dev the role is sent with the request).
 func (g *global) expectService(c *cobra.Command, o expectWrite) (cliService, service.Call, error) {
-	svc, err := g.service()
-	if err != nil {
-		return nil, service.Call{}, err
-	}
-	actor, err := g.requireActor("")
+	svc, actor, err := g.writer()
 	if err != nil {
 		return nil, service.Call{}, err
 	}
@@ -62,16 +58,6 @@ func (g *global) expectService(c *cobra.Command, o expectWrite) (cliService, ser
 	}
 	call, err := g.call(actor, o.requestID, time.Time{})
 	call.Person = o.human
-	return svc, call, err
-}
-
-// expectRead is the service and the call an expectation read runs with.
-func (g *global) expectRead(now time.Time) (cliService, service.Call, error) {
-	svc, err := g.service()
-	if err != nil {
-		return nil, service.Call{}, err
-	}
-	call, err := g.call(g.actor(), "", now)
 	return svc, call, err
 }
 
@@ -243,7 +229,7 @@ func newExpectShow(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			svc, call, err := g.expectRead(now)
+			svc, call, err := g.actorReader(now)
 			if err != nil {
 				return err
 			}
@@ -336,7 +322,7 @@ func newExpectLs(g *global) *cobra.Command {
 				}
 				f.Subject = s
 			}
-			svc, call, err := g.expectRead(now)
+			svc, call, err := g.actorReader(now)
 			if err != nil {
 				return err
 			}
@@ -506,7 +492,7 @@ func newLapses(g *global) *cobra.Command {
 					return err
 				}
 			}
-			svc, call, err := g.expectRead(now)
+			svc, call, err := g.actorReader(now)
 			if err != nil {
 				return err
 			}

@@ -83,11 +83,7 @@ func (g *global) runPrime(ctx context.Context, o primeOptions) error {
 			return usagef("seat: required: pass --seat WHO or --as WHO, or set TALLY_ACTOR")
 		}
 	}
-	svc, err := g.service()
-	if err != nil {
-		return err
-	}
-	call, err := g.call("", "", now)
+	svc, call, err := g.serviceCall("", "", now)
 	if err != nil {
 		return err
 	}

@@ -41,12 +41,7 @@ func (g *global) reader(o readOptions) (cliService, service.Call, error) {
 	if err != nil {
 		return nil, service.Call{}, err
 	}
-	svc, err := g.service()
-	if err != nil {
-		return nil, service.Call{}, err
-	}
-	call, err := g.call("", "", now)
-	return svc, call, err
+	return g.serviceCall("", "", now)
 }
 
 func newShow(g *global) *cobra.Command {

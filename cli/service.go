@@ -98,6 +98,16 @@ func (g *global) call(actor, requestID string, now time.Time) (service.Call, err
 	return service.Call{Tenant: tenant, Session: session, Actor: actor, RequestID: requestID, Now: now}, nil
 }
 
+// serviceCall is the Service and the Call (g.call) a verb runs with.
+func (g *global) serviceCall(actor, requestID string, now time.Time) (cliService, service.Call, error) {
+	svc, err := g.service()
+	if err != nil {
+		return nil, service.Call{}, err
+	}
+	call, err := g.call(actor, requestID, now)
+	return svc, call, err
+}
+
 // requireActor returns the acting identity or a usage error naming how to
 // set it: --as or TALLY_ACTOR, else fallback (the party a record names);
 // over TALLY_URL the identity the server says the token acts as.

@@ -34,11 +34,7 @@ func (o *writeOptions) bind(c *cobra.Command) {
 func (g *global) promiseWrite(c *cobra.Command, actor string, o writeOptions,
 	run func(ctx context.Context, svc cliService, call service.Call) (service.PromiseWritten, error),
 	human func(w io.Writer, res *service.PromiseWritten)) error {
-	svc, err := g.service()
-	if err != nil {
-		return err
-	}
-	call, err := g.call(actor, o.requestID, time.Time{})
+	svc, call, err := g.serviceCall(actor, o.requestID, time.Time{})
 	if err != nil {
 		return err
 	}

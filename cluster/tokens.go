@@ -107,6 +107,9 @@ func (c *Node) tryFirstAdmin(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	if c.sm.Tokens().Len() > 0 {
+		// Said so that a restart's silence about a first token is
+		// something one can wait for, and see.
+		c.log.Info("first admin token: the cluster has tokens already; none minted")
 		return true, nil
 	}
 	now := time.Now()

@@ -637,40 +637,31 @@ func basisCode(b Basis) uint8 {
 
 // unlink removes x from the open chains (fact key and task).
 func (s *State) unlink(x *expectation) {
-	key := x.field(tFactKey)
-	if p := s.byFactKey[key]; p == x {
-		if x.nextSameKey == nil {
-			delete(s.byFactKey, key)
+	unchain(s.byFactKey, x.field(tFactKey), x, func(e *expectation) **expectation { return &e.nextSameKey })
+	if task := x.field(tTask); task != "" {
+		unchain(s.byTask, task, x, func(e *expectation) **expectation { return &e.nextSameTask })
+	}
+	delete(s.pendingWithdraw, x)
+}
+
+// unchain removes x from the chain heads[key] whose links next names,
+// dropping the key with its last member.
+func unchain(heads map[string]*expectation, key string, x *expectation, next func(*expectation) **expectation) {
+	if p := heads[key]; p == x {
+		if *next(x) == nil {
+			delete(heads, key)
 		} else {
-			s.byFactKey[key] = x.nextSameKey
+			heads[key] = *next(x)
 		}
 	} else {
-		for ; p != nil; p = p.nextSameKey {
-			if p.nextSameKey == x {
-				p.nextSameKey = x.nextSameKey
+		for ; p != nil; p = *next(p) {
+			if *next(p) == x {
+				*next(p) = *next(x)
 				break
 			}
 		}
 	}
-	x.nextSameKey = nil
-	if task := x.field(tTask); task != "" {
-		if p := s.byTask[task]; p == x {
-			if x.nextSameTask == nil {
-				delete(s.byTask, task)
-			} else {
-				s.byTask[task] = x.nextSameTask
-			}
-		} else {
-			for ; p != nil; p = p.nextSameTask {
-				if p.nextSameTask == x {
-					p.nextSameTask = x.nextSameTask
-					break
-				}
-			}
-		}
-		x.nextSameTask = nil
-	}
-	delete(s.pendingWithdraw, x)
+	*next(x) = nil
 }
 
 // close ends an open expectation by withdrawal or supersession: no lapse

@@ -119,23 +119,20 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// scanValue returns the end offset of the value starting at i.
-func scanValue(b []byte, i, depth int) (int, error) {
-	if i >= len(b) {
-		return i, errAt(i, "expected a value")
+// scanContainer returns the end offset of the object (members: a name,
+// ':' and a value) or the array (values) whose opening bracket is at i.
+func scanContainer(b []byte, i, depth int, object bool) (int, error) {
+	closing, unterminated, expected := byte(']'), "unterminated array", "expected ',' or ']'"
+	if object {
+		closing, unterminated, expected = '}', "unterminated object", "expected ',' or '}'"
 	}
-	switch c := b[i]; {
-	case c == '"':
-		return scanString(b, i)
-	case c == '{':
-		if depth >= MaxDepth {
-			return i, errAt(i, errTooDeep)
-		}
-		i = skipSpace(b, i+1)
-		if i < len(b) && b[i] == '}' {
-			return i + 1, nil
-		}
-		for {
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == closing {
+		return i + 1, nil
+	}
+	for {
+		var err error
+		if object {
 			if i >= len(b) || b[i] != '"' {
 				return i, errAt(i, "expected a member name")
 			}
@@ -148,46 +145,37 @@ func scanValue(b []byte, i, depth int) (int, error) {
 				return i, errAt(i, "expected ':'")
 			}
 			i = skipSpace(b, i+1)
-			if i, err = scanValue(b, i, depth+1); err != nil {
-				return i, err
-			}
-			i = skipSpace(b, i)
-			if i >= len(b) {
-				return i, errAt(i, "unterminated object")
-			}
-			if b[i] == '}' {
-				return i + 1, nil
-			}
-			if b[i] != ',' {
-				return i, errAt(i, "expected ',' or '}'")
-			}
-			i = skipSpace(b, i+1)
 		}
-	case c == '[':
+		if i, err = scanValue(b, i, depth+1); err != nil {
+			return i, err
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return i, errAt(i, unterminated)
+		}
+		if b[i] == closing {
+			return i + 1, nil
+		}
+		if b[i] != ',' {
+			return i, errAt(i, expected)
+		}
+		i = skipSpace(b, i+1)
+	}
+}
+
+// scanValue returns the end offset of the value starting at i.
+func scanValue(b []byte, i, depth int) (int, error) {
+	if i >= len(b) {
+		return i, errAt(i, "expected a value")
+	}
+	switch c := b[i]; {
+	case c == '"':
+		return scanString(b, i)
+	case c == '{' || c == '[':
 		if depth >= MaxDepth {
 			return i, errAt(i, errTooDeep)
 		}
-		i = skipSpace(b, i+1)
-		if i < len(b) && b[i] == ']' {
-			return i + 1, nil
-		}
-		for {
-			var err error
-			if i, err = scanValue(b, i, depth+1); err != nil {
-				return i, err
-			}
-			i = skipSpace(b, i)
-			if i >= len(b) {
-				return i, errAt(i, "unterminated array")
-			}
-			if b[i] == ']' {
-				return i + 1, nil
-			}
-			if b[i] != ',' {
-				return i, errAt(i, "expected ',' or ']'")
-			}
-			i = skipSpace(b, i+1)
-		}
+		return scanContainer(b, i, depth, c == '{')
 	case c == 't':
 		return literal(b, i, "true")
 	case c == 'f':

@@ -34,19 +34,10 @@ import (
 	"time"
 
 	"tally/instant"
+	"tally/internal/fsyncbench"
 	"tally/promise"
 	"tally/store"
 )
-
-func benchLedgerDir(b *testing.B) string {
-	b.Helper()
-	dir, err := os.MkdirTemp(os.Getenv("TALLY_BENCH_DIR"), "tally-bench-*")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
 
 func benchConfig() Config {
 	cfg := DefaultConfig()
@@ -162,7 +153,7 @@ func benchWriteLog(b *testing.B, dir string, n int, mix bool) int {
 // one, fdatasync) against a raw write+fdatasync loop of the same lines, in
 // interleaved blocks on the same filesystem.
 func BenchmarkSubmitVsRawFsync(b *testing.B) {
-	dir := benchLedgerDir(b)
+	dir := fsyncbench.Dir(b)
 	l, err := Open(filepath.Join(dir, "session"), benchConfig())
 	if err != nil {
 		b.Fatal(err)
@@ -175,22 +166,8 @@ func BenchmarkSubmitVsRawFsync(b *testing.B) {
 	defer raw.Close()
 	r := rand.New(rand.NewPCG(3, 4))
 	ctx := context.Background()
-	const block = 50
-	lines := make([][]byte, 0, block)
-	var libTime, rawTime time.Duration
-	var size int64
 	b.ResetTimer()
-	for done := 0; done < b.N; {
-		n := min(block, b.N-done)
-		// The raw side writes the lines Submit wrote; in odd blocks it
-		// repeats the previous block's lines first, so that neither side
-		// always follows the other.
-		rawFirst := len(lines) == n && (done/block)%2 == 1
-		if rawFirst {
-			rawTime += benchRawLines(b, raw, lines, &size)
-		}
-		lines = lines[:0]
-		start := time.Now()
+	libTime, rawTime, size := fsyncbench.Interleave(b, raw, 50, func(done, n int, lines [][]byte) [][]byte {
 		for i := 0; i < n; i++ {
 			cmd, actor := benchDeclare(r, done+i)
 			res, err := l.Submit(ctx, cmd, WriteOptions{Actor: actor})
@@ -199,12 +176,8 @@ func BenchmarkSubmitVsRawFsync(b *testing.B) {
 			}
 			lines = append(lines, append(res.Line, '\n'))
 		}
-		libTime += time.Since(start)
-		if !rawFirst {
-			rawTime += benchRawLines(b, raw, lines, &size)
-		}
-		done += n
-	}
+		return lines
+	})
 	b.StopTimer()
 	libRate, rawRate := float64(b.N)/libTime.Seconds(), float64(b.N)/rawTime.Seconds()
 	b.ReportMetric(float64(size)/float64(b.N), "B/line")
@@ -213,28 +186,13 @@ func BenchmarkSubmitVsRawFsync(b *testing.B) {
 	b.ReportMetric(libRate/rawRate, "x_raw")
 }
 
-// benchRawLines is the baseline: write each line and fdatasync it.
-func benchRawLines(b *testing.B, raw *os.File, lines [][]byte, size *int64) time.Duration {
-	start := time.Now()
-	for _, line := range lines {
-		if _, err := raw.Write(line); err != nil {
-			b.Fatal(err)
-		}
-		if err := syscall.Fdatasync(int(raw.Fd())); err != nil {
-			b.Fatal(err)
-		}
-		*size += int64(len(line))
-	}
-	return time.Since(start)
-}
-
 // Figure 2: 64 goroutines calling Submit at once (sharing fsyncs through
 // group commit) against one goroutine calling it in a loop, on one ledger,
 // alternating the two phases. Each op of b.N is one single-writer submit;
 // the concurrent phase carries 16 times as many.
 func BenchmarkGroupCommit(b *testing.B) {
 	const writers, factor, rounds = 64, 16, 4
-	dir := benchLedgerDir(b)
+	dir := fsyncbench.Dir(b)
 	l, err := Open(filepath.Join(dir, "session"), benchConfig())
 	if err != nil {
 		b.Fatal(err)
@@ -312,7 +270,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 // the disk's noise. It is not a figure; it is the tool for improving one.
 func BenchmarkGroupCommitNoDisk(b *testing.B) {
 	const writers = 64
-	l, err := Open(filepath.Join(benchLedgerDir(b), "session"), benchConfig())
+	l, err := Open(filepath.Join(fsyncbench.Dir(b), "session"), benchConfig())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -423,7 +381,7 @@ func BenchmarkFoldVsJSON(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("TALLY_BENCH_FOLD_LINES")); err == nil && v > 0 {
 		n = v
 	}
-	dir := filepath.Join(benchLedgerDir(b), "session")
+	dir := filepath.Join(fsyncbench.Dir(b), "session")
 	benchWriteLog(b, dir, n, true)
 	data, err := os.ReadFile(filepath.Join(dir, "log.jsonl"))
 	if err != nil {
@@ -506,7 +464,7 @@ func BenchmarkMemoryPerPromise(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("TALLY_BENCH_PROMISES")); err == nil && v > 0 {
 		n = v
 	}
-	dir := filepath.Join(benchLedgerDir(b), "session")
+	dir := filepath.Join(fsyncbench.Dir(b), "session")
 	benchWriteLog(b, dir, n, false)
 	var foldB, cpB, foldS, cpS float64
 	b.ResetTimer()

@@ -28,8 +28,10 @@ func fileLines(t *testing.T, l *Ledger) int {
 }
 
 // holdLock takes the session's file lock as another process would, so the
-// writers that come meanwhile queue; the caller releases it (Abort).
-func holdLock(t *testing.T, l *Ledger) *store.Tx {
+// writers that come meanwhile queue; the caller releases it (Abort). The
+// log it returns says when this process's committer waits for the lock
+// (Contended).
+func holdLock(t *testing.T, l *Ledger) (*store.Tx, *store.Log) {
 	t.Helper()
 	other, err := store.Open(l.Dir(), nil)
 	if err != nil {
@@ -40,7 +42,18 @@ func holdLock(t *testing.T, l *Ledger) *store.Tx {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return held
+	return held, other
+}
+
+// await polls cond until it holds, failing the test after 10s: for the
+// state a test means to wait for, where a fixed sleep would only hope.
+func await(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
 }
 
 // A record is in the file before its fsync; nobody reading this process's
@@ -101,7 +114,7 @@ func TestFailedFsyncFailsTheRestOfThePipeline(t *testing.T) {
 	// first batch is one writer and the rest are decided and written while
 	// its fsync is under way: that fsync fails once all of them are in the
 	// file.
-	held := holdLock(t, l)
+	held, other := holdLock(t, l)
 	const writers = 16
 	var once sync.Once
 	l.syncLog = func() error {
@@ -118,14 +131,21 @@ func TestFailedFsyncFailsTheRestOfThePipeline(t *testing.T) {
 	}
 	errs := make([]error, writers)
 	var wg sync.WaitGroup
-	for i := 0; i < writers; i++ {
+	submit := func(i int) {
 		wg.Add(1)
-		go func(i int) {
+		go func() {
 			defer wg.Done()
 			_, errs[i] = l.Submit(context.Background(), declare(fmt.Sprintf("w%d", i), "d"), WriteOptions{Actor: "d"})
-		}(i)
+		}()
 	}
-	time.Sleep(50 * time.Millisecond) // let the writers queue behind the lock
+	// The first writer commits alone and waits for the lock; the rest queue
+	// behind it.
+	submit(0)
+	await(t, "the first writer to wait for the file lock", other.Contended)
+	for i := 1; i < writers; i++ {
+		submit(i)
+	}
+	await(t, "the writers to queue behind the lock", func() bool { return l.pipe.Queued() == writers-1 })
 	held.Abort()
 	wg.Wait()
 	failed := 0
@@ -183,7 +203,7 @@ func TestBusyWriterLetsOtherProcessesIn(t *testing.T) {
 			}
 		}(w)
 	}
-	time.Sleep(20 * time.Millisecond)
+	await(t, "the busy process to commit", func() bool { return a.Stats().Commits > 0 })
 	start := time.Now()
 	for i := 0; i < 5; i++ {
 		if _, err := b.Submit(context.Background(), declare(fmt.Sprintf("b%d", i), "d"), WriteOptions{Actor: "d"}); err != nil {
@@ -282,7 +302,7 @@ func TestPanicAfterAppendingLeavesNoLine(t *testing.T) {
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.BatchMax = 1 // one request a batch
 	l := open(t, t.TempDir(), cfg)
-	held := holdLock(t, l)
+	held, other := holdLock(t, l)
 	gate := make(chan struct{})
 	var once sync.Once
 	l.syncLog = func() error {
@@ -292,6 +312,7 @@ func TestPanicAfterAppendingLeavesNoLine(t *testing.T) {
 	errs := make(map[string]error)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	queued := 0
 	submit := func(name string, req func() error) {
 		wg.Add(1)
 		go func() {
@@ -301,7 +322,14 @@ func TestPanicAfterAppendingLeavesNoLine(t *testing.T) {
 			errs[name] = err
 			mu.Unlock()
 		}()
-		time.Sleep(10 * time.Millisecond) // queue in this order
+		// Queue in this order: the first is the committer's batch, waiting
+		// for the lock; each after it waits in the queue.
+		if queued == 0 {
+			await(t, name+" to wait for the file lock", other.Contended)
+		} else {
+			await(t, name+" to queue", func() bool { return l.pipe.Queued() == queued })
+		}
+		queued++
 	}
 	decl := func(id string) func() error {
 		return func() error {
@@ -320,7 +348,13 @@ func TestPanicAfterAppendingLeavesNoLine(t *testing.T) {
 	})
 	submit("c", decl("c"))
 	held.Abort()
-	time.Sleep(50 * time.Millisecond)
+	// The broken batch fails while the first fsync still waits, after the
+	// batch before it was decided into the buffer.
+	await(t, "the broken batch to fail", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return errs["boom"] != nil
+	})
 	close(gate)
 	wg.Wait()
 	if errs["a"] != nil || errs["b"] != nil || errs["boom"] == nil {

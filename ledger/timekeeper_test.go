@@ -11,6 +11,7 @@ import (
 
 	"tally/claim"
 	"tally/expect"
+	"tally/internal/fsyncbench"
 	"tally/vocab"
 )
 
@@ -155,7 +156,7 @@ func BenchmarkSweepLapsesVsGroupCommit(b *testing.B) {
 		clk := &settable{t: benchEpoch}
 		cfg := benchConfig()
 		cfg.Now = clk.now
-		l, err := Open(filepath.Join(benchLedgerDir(b), "session"), cfg)
+		l, err := Open(filepath.Join(fsyncbench.Dir(b), "session"), cfg)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -28,13 +28,17 @@ func Follow(open func(ctx context.Context, tenant, session string) (*ledger.Ledg
 			for {
 				if l, release, err := open(ctx, tenant, session); err == nil {
 					defer release()
+					// The next change is taken before each signal: a commit
+					// between the signal's read and a later Changed would
+					// close a channel nobody waits on, and go untold.
+					changed := l.Changed()
 					signal() // what it reads may have changed before it was open
 					for {
-						changed := l.Changed()
 						select {
 						case <-ctx.Done():
 							return
 						case <-changed:
+							changed = l.Changed()
 							signal()
 						case <-tick.C:
 							if stopped() {
@@ -45,6 +49,7 @@ func Follow(open func(ctx context.Context, tenant, session string) (*ledger.Ledg
 							// this select no longer waits on.
 							select {
 							case <-changed:
+								changed = l.Changed()
 								signal()
 							default:
 							}

@@ -369,6 +369,8 @@ func TestFollowLocalLedger(t *testing.T) {
 		l, err := f.sessions.Open(ctx, tenant, session, false)
 		return l, func() {}, err
 	}, 20*time.Millisecond, func() bool { return false })
+	taken := make(subscriptionsTaken, 4)
+	f.logger = slog.New(taken)
 	updates := make(chan string, 16)
 	cs := f.connect(f.server(mcp.Who{Actor: "reviewer"}), &sdk.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, r *sdk.ResourceUpdatedNotificationRequest) {
 		updates <- r.Params.URI
@@ -376,6 +378,17 @@ func TestFollowLocalLedger(t *testing.T) {
 	ok(t, cs, "tally_promise/declare", map[string]any{"id": "p0", "promise": "x", "to": "author", "until": "2h"})
 	if err := cs.Subscribe(context.Background(), &sdk.SubscribeParams{URI: "tally://owed/reviewer"}); err != nil {
 		t.Fatal(err)
+	}
+	// A subscription is a stream that Subscribe does not wait for: wait
+	// until the server has taken it (read the resource and holds it), as
+	// its log says.
+	select {
+	case uri := <-taken:
+		if uri != "tally://owed/reviewer" {
+			t.Fatalf("the server took a subscription of %s", uri)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the subscription was never taken")
 	}
 	wait := func(what string) {
 		t.Helper()
@@ -385,7 +398,6 @@ func TestFollowLocalLedger(t *testing.T) {
 			t.Fatalf("no update after %s", what)
 		}
 	}
-	time.Sleep(100 * time.Millisecond) // the subscription's stream is under way
 	ok(t, cs, "tally_promise/declare", map[string]any{"id": "p1", "promise": "x", "to": "author", "until": "2h"})
 	wait("a tool's declaration")
 	// Another process: a ledger of its own on the same directory.

@@ -72,7 +72,34 @@ type fixture struct {
 	changes  func(ctx context.Context, tenant, session string) (<-chan struct{}, error)
 	// readPaths lets the servers made after it is set read files.
 	readPaths bool
+	// logger, when set, is the log of the servers made after it is set.
+	logger *slog.Logger
 }
+
+// subscriptionsTaken is a log handler that tells, on the channel, the URI
+// of each subscription the server has taken (the SDK logs it once it
+// holds it), and drops every other line.
+type subscriptionsTaken chan string
+
+func (s subscriptionsTaken) Enabled(context.Context, slog.Level) bool { return true }
+
+func (s subscriptionsTaken) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "resource subscribed" {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "uri" {
+				select {
+				case s <- a.Value.String():
+				default: // nobody waits for so many: the server must not
+				}
+			}
+			return true
+		})
+	}
+	return nil
+}
+
+func (s subscriptionsTaken) WithAttrs([]slog.Attr) slog.Handler { return s }
+func (s subscriptionsTaken) WithGroup(string) slog.Handler      { return s }
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
@@ -109,6 +136,9 @@ func (f *fixture) serverOf(who mcp.Who, svc service.Service, retry *service.Retr
 	cfg.Now = func() time.Time { return t0.Add(4 * 24 * time.Hour) }
 	cfg.Changes = f.changes
 	cfg.ReadPaths = f.readPaths
+	if f.logger != nil {
+		cfg.Logger = f.logger
+	}
 	s, err := mcp.New(cfg)
 	if err != nil {
 		f.t.Fatal(err)

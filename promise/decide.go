@@ -291,6 +291,19 @@ func prepareDeclare(lim Limits, actor string, ts time.Time, c Declare) (Event, e
 	}, nil
 }
 
+// checkNoteAndMeta checks a record's free text other than the promise's
+// own (a reason, a note: at most TextMax bytes that tally can keep) and
+// normalizes its meta.
+func checkNoteAndMeta(lim Limits, field, text, rawMeta string) (string, error) {
+	if len(text) > lim.TextMax {
+		return "", vocab.Invalidf(field, "must be at most "+itoa(lim.TextMax)+" bytes")
+	}
+	if err := vocab.CheckText(field, text); err != nil {
+		return "", err
+	}
+	return NormalizeMeta(lim, rawMeta)
+}
+
 func prepareAmend(lim Limits, actor string, ts time.Time, c Amend) (Event, error) {
 	if c.Until.IsZero() {
 		return Event{}, vocab.Invalidf("until", "a new deadline is required")
@@ -298,13 +311,7 @@ func prepareAmend(lim Limits, actor string, ts time.Time, c Amend) (Event, error
 	if err := instant.Check("until", c.Until); err != nil {
 		return Event{}, err
 	}
-	if len(c.Reason) > lim.TextMax {
-		return Event{}, vocab.Invalidf("reason", "must be at most "+itoa(lim.TextMax)+" bytes")
-	}
-	if err := vocab.CheckText("reason", c.Reason); err != nil {
-		return Event{}, err
-	}
-	meta, err := NormalizeMeta(lim, c.Meta)
+	meta, err := checkNoteAndMeta(lim, "reason", c.Reason, c.Meta)
 	if err != nil {
 		return Event{}, err
 	}
@@ -344,13 +351,7 @@ func prepareResolve(lim Limits, actor string, ts time.Time, c Resolve) (Event, e
 	default:
 		return Event{}, vocab.Invalidf("as", "must be satisfied, cancelled or released")
 	}
-	if len(c.Reason) > lim.TextMax {
-		return Event{}, vocab.Invalidf("reason", "must be at most "+itoa(lim.TextMax)+" bytes")
-	}
-	if err := vocab.CheckText("reason", c.Reason); err != nil {
-		return Event{}, err
-	}
-	meta, err := NormalizeMeta(lim, c.Meta)
+	meta, err := checkNoteAndMeta(lim, "reason", c.Reason, c.Meta)
 	if err != nil {
 		return Event{}, err
 	}
@@ -371,13 +372,7 @@ func prepareAssess(lim Limits, actor string, ts time.Time, c Assess) (Event, err
 	if err := checkParty(lim, "observer", observer); err != nil {
 		return Event{}, err
 	}
-	if len(c.Note) > lim.TextMax {
-		return Event{}, vocab.Invalidf("note", "must be at most "+itoa(lim.TextMax)+" bytes")
-	}
-	if err := vocab.CheckText("note", c.Note); err != nil {
-		return Event{}, err
-	}
-	meta, err := NormalizeMeta(lim, c.Meta)
+	meta, err := checkNoteAndMeta(lim, "note", c.Note, c.Meta)
 	if err != nil {
 		return Event{}, err
 	}

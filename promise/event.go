@@ -118,12 +118,7 @@ func decode(line []byte, names map[string]string) (Event, error) {
 			switch f {
 			case fTS:
 				// raw holds no escapes, so it is the string itself.
-				t, rule := instant.Read(raw)
-				if rule != "" {
-					return &vocab.DecodeError{Field: "ts", Msg: rule}
-				}
-				e.TS = t
-				return nil
+				return readTS(&e, raw)
 			case fType:
 				if c := constant(raw, TypePromise, TypeAmend, TypeResolve, TypeAssess); c != "" {
 					e.Type = c
@@ -157,11 +152,7 @@ func decode(line []byte, names map[string]string) (Event, error) {
 		}
 		switch f {
 		case fTS:
-			t, rule := instant.Read(s)
-			if rule != "" {
-				return &vocab.DecodeError{Field: "ts", Msg: rule}
-			}
-			e.TS = t
+			return readTS(&e, s)
 		case fType:
 			e.Type = s
 		case fID:
@@ -211,6 +202,16 @@ func decode(line []byte, names map[string]string) (Event, error) {
 		return Event{}, err
 	}
 	return e, nil
+}
+
+// readTS sets e's ts from its text, read in place.
+func readTS[T string | []byte](e *Event, v T) error {
+	t, rule := instant.Read(v)
+	if rule != "" {
+		return &vocab.DecodeError{Field: "ts", Msg: rule}
+	}
+	e.TS = t
+	return nil
 }
 
 func (e *Event) setParty(f field, v string) {

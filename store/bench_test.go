@@ -21,18 +21,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// benchStoreDir is a fresh directory for a benchmark's files.
-func benchStoreDir(b *testing.B) string {
-	b.Helper()
-	dir, err := os.MkdirTemp(os.Getenv("TALLY_BENCH_DIR"), "tally-bench-*")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
+	"tally/internal/fsyncbench"
+)
 
 // benchStoreBody is a promise declaration the size and shape the CLI writes.
 func benchStoreBody(i int) []byte {
@@ -41,7 +32,7 @@ func benchStoreBody(i int) []byte {
 }
 
 func BenchmarkDurableAppend(b *testing.B) {
-	dir := benchStoreDir(b)
+	dir := fsyncbench.Dir(b)
 	lg, err := Open(filepath.Join(dir, "session"), nil)
 	if err != nil {
 		b.Fatal(err)
@@ -56,22 +47,8 @@ func BenchmarkDurableAppend(b *testing.B) {
 	ctx := context.Background()
 	var pos Position
 	noop := func(Entry) error { return nil }
-	const block = 50
-	lines := make([][]byte, 0, block)
-	var libTime, rawTime time.Duration
-	var bytesWritten int64
 	b.ResetTimer()
-	for done := 0; done < b.N; {
-		n := min(block, b.N-done)
-		// The raw side writes the lines the store side wrote, so the store
-		// side goes first; the raw side repeats the previous block's lines
-		// in odd blocks so that neither side always follows the other.
-		rawFirst := len(lines) == n && (done/block)%2 == 1
-		if rawFirst {
-			rawTime += benchRawBlock(b, raw, lines, &bytesWritten)
-		}
-		lines = lines[:0]
-		start := time.Now()
+	libTime, rawTime, _ := fsyncbench.Interleave(b, raw, 50, func(done, n int, lines [][]byte) [][]byte {
 		for i := 0; i < n; i++ {
 			tx, err := lg.Begin(ctx)
 			if err != nil {
@@ -89,12 +66,8 @@ func BenchmarkDurableAppend(b *testing.B) {
 			}
 			lines = append(lines, line)
 		}
-		libTime += time.Since(start)
-		if !rawFirst {
-			rawTime += benchRawBlock(b, raw, lines, &bytesWritten)
-		}
-		done += n
-	}
+		return lines
+	})
 	b.StopTimer()
 	libRate := float64(b.N) / libTime.Seconds()
 	rawRate := float64(b.N) / rawTime.Seconds()
@@ -104,25 +77,10 @@ func BenchmarkDurableAppend(b *testing.B) {
 	b.ReportMetric(libRate/rawRate, "x_raw")
 }
 
-// benchRawBlock is the baseline: write each line and fdatasync it.
-func benchRawBlock(b *testing.B, raw *os.File, lines [][]byte, size *int64) time.Duration {
-	start := time.Now()
-	for _, line := range lines {
-		if _, err := raw.Write(line); err != nil {
-			b.Fatal(err)
-		}
-		if err := syscall.Fdatasync(int(raw.Fd())); err != nil {
-			b.Fatal(err)
-		}
-		*size += int64(len(line))
-	}
-	return time.Since(start)
-}
-
 // BenchmarkCatchUpEmpty is the cost a writer pays to look for other
 // writers' lines when there are none: the common case of every commit.
 func BenchmarkCatchUpEmpty(b *testing.B) {
-	dir := benchStoreDir(b)
+	dir := fsyncbench.Dir(b)
 	lg, err := Open(filepath.Join(dir, "session"), nil)
 	if err != nil {
 		b.Fatal(err)
@@ -162,7 +120,7 @@ func BenchmarkCatchUpEmpty(b *testing.B) {
 //
 //	go test ./store -run '^$' -bench FsyncUnderCPULoad -benchtime 2000x
 func BenchmarkFsyncUnderCPULoad(b *testing.B) {
-	dir := benchStoreDir(b)
+	dir := fsyncbench.Dir(b)
 	f, err := os.OpenFile(filepath.Join(dir, "raw.jsonl"), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		b.Fatal(err)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"tally/internal/fsyncbench"
 )
 
 // BenchmarkFsyncBesideBusyCPU times a raw 19 KB append + fdatasync (one
@@ -29,7 +31,7 @@ func BenchmarkFsyncBesideBusyCPU(b *testing.B) {
 	if n < 2 {
 		b.Skip("needs two CPUs")
 	}
-	f, err := os.OpenFile(filepath.Join(benchStoreDir(b), "raw.jsonl"), os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(filepath.Join(fsyncbench.Dir(b), "raw.jsonl"), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		b.Fatal(err)
 	}

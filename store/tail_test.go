@@ -122,10 +122,22 @@ func TestSettledWaitsForTheWriter(t *testing.T) {
 		}
 		got <- p
 	}()
+	// It waits for the writer's lock, and says so (Contended), or has
+	// (wrongly) settled already.
+	for deadline := time.Now().Add(10 * time.Second); !w.Contended(); time.Sleep(time.Millisecond) {
+		select {
+		case p := <-got:
+			t.Fatalf("settled at %+v while a write awaited its fsync", p)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Settled neither waits for the writer nor returns")
+		}
+	}
 	select {
 	case p := <-got:
 		t.Fatalf("settled at %+v while a write awaited its fsync", p)
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 	if err := w.Sync(); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -29,16 +28,7 @@ func a2aRPC(t *testing.T, addr, ext, body string, actor ...string) (int, string)
 	for _, a := range actor {
 		req.Header.Set("X-Tally-Actor", a)
 	}
-	res, err := httpc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.StatusCode, string(b)
+	return exchange(t, req)
 }
 
 func TestA2AClusterNodeSendMessageGetTask(t *testing.T) {

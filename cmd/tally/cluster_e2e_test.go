@@ -337,19 +337,18 @@ func TestClusterKillLeaderUnderLoad(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for r := 0; !stop.Load(); r++ {
-			called := time.Now()
+		readHistory(stop.Load, &mu, &history, workers, session, func(r int) ([]string, bool) {
 			code, texts := listPromises(nodes[r%3].addr, session)
-			if code != 200 {
-				continue // unanswered: no effect
-			}
-			mu.Lock()
-			history = append(history, porcupine.Operation{ClientId: workers, Input: model.Op{Read: true, Session: session},
-				Call: called.UnixNano(), Output: model.Out{Values: texts}, Return: time.Now().UnixNano()})
-			mu.Unlock()
-		}
+			return texts, code == 200
+		})
 	}()
-	time.Sleep(500 * time.Millisecond)
+	// The kill comes under load: once the workers have had writes
+	// acknowledged, two each on average.
+	waitUntil(t, "writes acknowledged before the kill", 30*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked) >= 2*workers || t.Failed()
+	})
 	mu.Lock()
 	before := len(acked)
 	killedAt = time.Now()

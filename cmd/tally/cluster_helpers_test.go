@@ -7,11 +7,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
+
 	"tally/cluster"
+	"tally/cluster/model"
 	"tally/cluster/replica"
 )
 
@@ -174,4 +179,37 @@ func readEntries(addr, session string) (int, []entry) {
 		out = append(out, entry{Value: p.Promise, Seq: p.Seq})
 	}
 	return 200, out
+}
+
+// exchange sends req through httpc and returns the status and the whole
+// body, failing the test if either cannot be had.
+func exchange(t *testing.T, req *http.Request) (int, string) {
+	t.Helper()
+	res, err := httpc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, string(b)
+}
+
+// readHistory reads through read until stopped, and records each read
+// answered as an operation of *history (under mu) by client, for
+// porcupine to check; an unanswered read has no effect.
+func readHistory(stopped func() bool, mu *sync.Mutex, history *[]porcupine.Operation, client int, session string, read func(r int) ([]string, bool)) {
+	for r := 0; !stopped(); r++ {
+		called := time.Now()
+		values, ok := read(r)
+		if !ok {
+			continue
+		}
+		mu.Lock()
+		*history = append(*history, porcupine.Operation{ClientId: client, Input: model.Op{Read: true, Session: session},
+			Call: called.UnixNano(), Output: model.Out{Values: values}, Return: time.Now().UnixNano()})
+		mu.Unlock()
+	}
 }

@@ -139,21 +139,18 @@ func TestClusterFrozenLeaderUnknownOutcome(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for r := 0; !stop.Load() && ctx.Err() == nil; r++ {
-			called := time.Now()
+		stopped := func() bool { return stop.Load() || ctx.Err() != nil }
+		readHistory(stopped, &mu, &history, writers, session, func(r int) ([]string, bool) {
 			l, err := clients[r%len(clients)].ListPromises(ctx, call, promise.Filter{State: "all"})
 			if err != nil {
-				continue // unanswered: no effect
+				return nil, false
 			}
 			var values []string
 			for _, p := range l.Promises {
 				values = append(values, p.Promise)
 			}
-			mu.Lock()
-			history = append(history, porcupine.Operation{ClientId: writers, Input: model.Op{Read: true, Session: session},
-				Call: called.UnixNano(), Output: model.Out{Values: values}, Return: time.Now().UnixNano()})
-			mu.Unlock()
-		}
+			return values, true
+		})
 	}()
 
 	waitUntil(t, "writes acknowledged before the freeze", 20*time.Second, func() bool {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -136,16 +135,12 @@ func TestClusterSnapshotToNewNode(t *testing.T) {
 // metricValue reads one unlabelled metric from a node's /metrics.
 func metricValue(t *testing.T, n *cnode, name string) float64 {
 	t.Helper()
-	res, err := httpc.Get(n.url() + "/metrics")
+	req, err := http.NewRequest("GET", n.url()+"/metrics", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
+	_, b := exchange(t, req)
+	for _, line := range strings.Split(b, "\n") {
 		if v, ok := strings.CutPrefix(line, name+" "); ok {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			if err != nil {

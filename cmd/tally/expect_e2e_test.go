@@ -383,15 +383,39 @@ func TestExpectWatchEveryStopsOnSignal(t *testing.T) {
 	raiseMany(l, 3, time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC))
 	cmd := exec.Command(tallyBin, "--dir", l.dir, "watch", "--every", "20ms", "--now", "2026-09-01T00:30:00Z")
 	cmd.Env = baseEnv()
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// The signal comes once the three lapses are delivered, with the
+	// watcher still sweeping every 20ms.
+	var stdout bytes.Buffer
+	lines, read := make(chan struct{}, 16), make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			stdout.WriteString(sc.Text() + "\n")
+			select {
+			case lines <- struct{}{}:
+			default: // more than it can hold: counted below
+			}
+		}
+	}()
+	for i := 0; i < 3; i++ {
+		select {
+		case <-lines:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("watch delivered %d lapses in 10s, want 3", i)
+		}
+	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() { <-read; done <- cmd.Wait() }()
 	select {
 	case err := <-done:
 		if err != nil {

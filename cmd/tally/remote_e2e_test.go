@@ -101,6 +101,21 @@ func TestRemoteCLIMatchesLocal(t *testing.T) {
 		args []string
 		exit int
 	}
+	// bothWays runs each step remotely and locally: the same exit, the
+	// same bytes.
+	bothWays := func(steps []step) {
+		t.Helper()
+		for _, st := range steps {
+			r := srv.as(t, st.who, st.args...)
+			l := loc.run(append(st.args, "--as", st.who)...)
+			if r.code != st.exit || l.code != st.exit {
+				t.Fatalf("%q as %s: want exit %d both ways\nremote: %v\nlocal: %v", st.args, st.who, st.exit, r, l)
+			}
+			if r.out != l.out || r.err != l.err {
+				t.Errorf("%q as %s: remote and local differ\nremote: %v\nlocal: %v", st.args, st.who, r, l)
+			}
+		}
+	}
 	steps := []step{
 		{"reviewer", []string{"promise", "hand back a reviewed schema", "--id", "desk/ship-91", "--to", "author", "--until", "2030-01-01T00:00:00Z"}, 0},
 		{"reviewer", []string{"promise", "then the changelog", "--id", "p2", "--to", "author", "--on", "desk/ship-91", "--until", "2030-01-02T00:00:00Z", "--meta", `{"lane":"docs"}`}, 0},
@@ -115,16 +130,7 @@ func TestRemoteCLIMatchesLocal(t *testing.T) {
 		{"reviewer", []string{"show", "nope"}, 1},
 		{"author", []string{"show", "nope", "--json"}, 1},
 	}
-	for _, st := range steps {
-		r := srv.as(t, st.who, st.args...)
-		l := loc.run(append(st.args, "--as", st.who)...)
-		if r.code != st.exit || l.code != st.exit {
-			t.Fatalf("%q as %s: want exit %d both ways\nremote: %v\nlocal: %v", st.args, st.who, st.exit, r, l)
-		}
-		if r.out != l.out || r.err != l.err {
-			t.Errorf("%q as %s: remote and local differ\nremote: %v\nlocal: %v", st.args, st.who, r, l)
-		}
-	}
+	bothWays(steps)
 
 	// Reads through the server print exactly what a local read of the
 	// server's directory prints.
@@ -183,16 +189,7 @@ func TestRemoteCLIMatchesLocal(t *testing.T) {
 		{"parser", []string{"receipt", "acquire", "C17"}, 0},
 		{"parser", []string{"progress", "C17", "--generation", "1", "--note", "found it"}, 0},
 	}
-	for _, st := range cl {
-		r := srv.as(t, st.who, st.args...)
-		l := loc.run(append(st.args, "--as", st.who)...)
-		if r.code != st.exit || l.code != st.exit {
-			t.Fatalf("%q as %s: want exit %d both ways\nremote: %v\nlocal: %v", st.args, st.who, st.exit, r, l)
-		}
-		if r.out != l.out || r.err != l.err {
-			t.Errorf("%q as %s: remote and local differ\nremote: %v\nlocal: %v", st.args, st.who, r, l)
-		}
-	}
+	bothWays(cl)
 	for _, args := range [][]string{{"claim", "show", "C17", "--now", T}, {"claim", "show", "C17", "--now", T, "--json"}, {"claim", "ls", "--now", T, "--json"}, {"claim", "ls", "--now", T}} {
 		r := srv.as(t, "maintainer", args...)
 		l := srv.local(t, args...)

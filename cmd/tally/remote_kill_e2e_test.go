@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -58,6 +59,7 @@ func TestServerKilledRetryIsIdempotent(t *testing.T) {
 		ok   bool
 	}
 	answers := make([]answer, n)
+	var answeredLive atomic.Int64 // answers before the kill
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -70,10 +72,17 @@ func TestServerKilledRetryIsIdempotent(t *testing.T) {
 				if !ok {
 					return
 				}
+				answeredLive.Add(1)
 			}
 		}(w)
 	}
-	time.Sleep(150 * time.Millisecond)
+	// The kill lands once every writer could have had an answer, while
+	// the rest are in flight.
+	for deadline := time.Now().Add(10 * time.Second); answeredLive.Load() < workers; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d answers in 10s", answeredLive.Load())
+		}
+	}
 	s.kill9(t)
 	wg.Wait()
 	committed := strings.Count(s.local(t, "ls", "--all", "--json").out, `"id":"k`)
