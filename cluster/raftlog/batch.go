@@ -115,6 +115,15 @@ func (b *Batch) Append(s *Storage, ents []*pb.Entry) error {
 	return nil
 }
 
+// Set writes a key of the state machine's (not under the raft prefix) in
+// the batch, so it is durable with the raft writes of the same iteration.
+func (b *Batch) Set(key, value []byte) error {
+	if len(key) == 0 || key[0] == prefixRaft {
+		return fmt.Errorf("raftlog: key %q is under the raft prefix %q", key, prefixRaft)
+	}
+	return b.b.Set(key, value, nil)
+}
+
 // SetHardState records a group's HardState. An empty one is ignored.
 func (b *Batch) SetHardState(s *Storage, hs *pb.HardState) error {
 	if hs == nil || raft.IsEmptyHardState(hs) {
