@@ -87,8 +87,13 @@ func freePort() string {
 
 func (p *proc) start(bin string) error {
 	cmd := exec.Command(bin, p.args...)
-	cmd.Stderr = io.Discard
+	var stderr tail
+	cmd.Stderr = &stderr
 	if profDir != "" && p.prof != "" {
+		// tally-server itself: tally would start the profile's timer and
+		// then exec it, whose SIGPROF can come before its runtime handles it.
+		cmd = exec.Command(filepath.Join(filepath.Dir(bin), "tally-server"), p.args...)
+		cmd.Stderr = &stderr
 		cmd.Env = append(os.Environ(), "TALLY_CPUPROFILE="+filepath.Join(profDir, p.prof))
 	}
 	out, err := cmd.StdoutPipe()
@@ -115,11 +120,35 @@ func (p *proc) start(bin string) error {
 		if ok {
 			return nil
 		}
-		return fmt.Errorf("%v exited before serving", p.args)
+		<-p.exited
+		return fmt.Errorf("%v exited before serving (%v): %s", p.args, cmd.ProcessState, stderr.String())
 	case <-time.After(30 * time.Second):
 		p.kill()
 		return fmt.Errorf("%v did not serve in 30s", p.args)
 	}
+}
+
+// tail keeps the last 2 KiB written to it: a server's stderr, to say why
+// it did not start.
+type tail struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > 2048 {
+		t.b = append(t.b[:0], t.b[len(t.b)-2048:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.b))
 }
 
 // cpuOf is the CPU time the processes have used (user and system), read
