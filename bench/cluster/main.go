@@ -9,6 +9,13 @@
 //	go build -o /tmp/ ./cmd/...   # tally, and tally-server, which runs its serve
 //	go run ./bench/cluster -tally /tmp/tally -clients 64 -duration 10s -rounds 3 -failovers 10
 //	go run ./bench/cluster -tally /tmp/tally -catchup 100000 -rounds 0 -failovers 0
+//	go run ./bench/cluster -tally /tmp/new/tally -before /tmp/old/tally -rounds 3 -failovers 0
+//	go run ./bench/cluster -tally /tmp/tally -rounds 1 -failovers 0 -cpuprofile /tmp/prof
+//
+// With -before, each round also runs the 3-node leg with that binary, right
+// after this one's, so the two are compared under the same load. With
+// -cpuprofile, every server writes a CPU profile of its whole run into
+// that directory (single-R.pprof, nodeN-R.pprof), for go tool pprof.
 package main
 
 import (
@@ -42,6 +49,8 @@ func main() {
 	rounds := flag.Int("rounds", 3, "throughput rounds (each: single node, then 3 nodes)")
 	failovers := flag.Int("failovers", 10, "leader kills to time")
 	catchup := flag.Int("catchup", 0, "events written before a fourth node joins, timed until it has applied them all (0: skip)")
+	before := flag.String("before", "", "a second tally binary whose 3-node leg runs after each round's, interleaved")
+	flag.StringVar(&profDir, "cpuprofile", "", "a directory for each server's CPU profile")
 	flag.Parse()
 	if *catchup > 0 {
 		if err := catchUp(*bin, *clients, *catchup); err != nil {
@@ -49,15 +58,19 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	if err := run(*bin, *clients, *duration, *rounds, *failovers); err != nil {
+	if err := run(*bin, *before, *clients, *duration, *rounds, *failovers); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
+// profDir is -cpuprofile: where servers write their CPU profiles, or "".
+var profDir string
+
 type proc struct {
 	id               uint64
 	args             []string
+	prof             string // the CPU profile's file name in profDir
 	addr, raft, data string
 	cmd              *exec.Cmd
 	exited           chan struct{}
@@ -74,7 +87,15 @@ func freePort() string {
 
 func (p *proc) start(bin string) error {
 	cmd := exec.Command(bin, p.args...)
-	cmd.Stderr = io.Discard
+	var stderr tail
+	cmd.Stderr = &stderr
+	if profDir != "" && p.prof != "" {
+		// tally-server itself: tally would start the profile's timer and
+		// then exec it, whose SIGPROF can come before its runtime handles it.
+		cmd = exec.Command(filepath.Join(filepath.Dir(bin), "tally-server"), p.args...)
+		cmd.Stderr = &stderr
+		cmd.Env = append(os.Environ(), "TALLY_CPUPROFILE="+filepath.Join(profDir, p.prof))
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
@@ -99,11 +120,35 @@ func (p *proc) start(bin string) error {
 		if ok {
 			return nil
 		}
-		return fmt.Errorf("%v exited before serving", p.args)
+		<-p.exited
+		return fmt.Errorf("%v exited before serving (%v): %s", p.args, cmd.ProcessState, stderr.String())
 	case <-time.After(30 * time.Second):
 		p.kill()
 		return fmt.Errorf("%v did not serve in 30s", p.args)
 	}
+}
+
+// tail keeps the last 2 KiB written to it: a server's stderr, to say why
+// it did not start.
+type tail struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > 2048 {
+		t.b = append(t.b[:0], t.b[len(t.b)-2048:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.b))
 }
 
 // cpuOf is the CPU time the processes have used (user and system), read
@@ -167,14 +212,18 @@ func clusterNode(dir string, id uint64, extra ...string) *proc {
 	return p
 }
 
-func startCluster(bin, dir string) ([]*proc, error) {
+// startCluster starts three nodes; their CPU profiles (with -cpuprofile)
+// are named nodeN-tag.pprof.
+func startCluster(bin, dir, tag string) ([]*proc, error) {
 	n1 := clusterNode(dir, 1, "--bootstrap")
+	n1.prof = "node1-" + tag + ".pprof"
 	if err := n1.start(bin); err != nil {
 		return nil, err
 	}
 	nodes := []*proc{n1}
 	for id := uint64(2); id <= 3; id++ {
 		n := clusterNode(dir, id, "--join", n1.addr)
+		n.prof = fmt.Sprintf("node%d-%s.pprof", id, tag)
 		if err := n.start(bin); err != nil {
 			stopAll(nodes)
 			return nil, err
@@ -267,7 +316,7 @@ func load(addrs []string, clients int, d time.Duration) float64 {
 	return float64(acked.Load()) / time.Since(start).Seconds()
 }
 
-func run(bin string, clients int, d time.Duration, rounds, failovers int) error {
+func run(bin, before string, clients int, d time.Duration, rounds, failovers int) error {
 	dir, err := os.MkdirTemp("", "tally-bench-cluster-")
 	if err != nil {
 		return err
@@ -275,10 +324,13 @@ func run(bin string, clients int, d time.Duration, rounds, failovers int) error 
 	defer os.RemoveAll(dir)
 	if rounds > 0 {
 		fmt.Printf("throughput: %d clients, %v a leg, one session (acme/main), every write durable\n", clients, d)
-		fmt.Println("round  single node /s  3 nodes /s  ratio   CPU µs a write: single (server+clients)  3 nodes (servers+clients)")
+		fmt.Println("round  binary  single node /s  3 nodes /s  ratio   CPU µs a write: single (server+clients)  3 nodes (servers+clients)  cluster/single CPU")
+	}
+	perWrite := func(cpu time.Duration, rate float64) float64 {
+		return float64(cpu.Microseconds()) / (rate * d.Seconds())
 	}
 	for r := 1; r <= rounds; r++ {
-		single := &proc{addr: freePort()}
+		single := &proc{addr: freePort(), prof: fmt.Sprintf("single-%d.pprof", r)}
 		sdir := filepath.Join(dir, fmt.Sprintf("single%d", r))
 		single.args = []string{"serve", "--insecure-dev", "--dir", sdir, "--addr", single.addr, "--watch-every", "0"}
 		if err := single.start(bin); err != nil {
@@ -288,28 +340,32 @@ func run(bin string, clients int, d time.Duration, rounds, failovers int) error 
 		one := load([]string{single.addr}, clients, d)
 		oneServer, oneClients := cpuOf(single)-cpu0, selfCPU()-self0
 		single.stop()
-		nodes, err := startCluster(bin, filepath.Join(dir, fmt.Sprintf("cluster%d", r)))
-		if err != nil {
-			return err
+		legs := []struct{ name, bin string }{{"new", bin}}
+		if before != "" {
+			legs = append(legs, struct{ name, bin string }{"before", before})
 		}
-		var addrs []string
-		for _, n := range nodes {
-			addrs = append(addrs, n.addr)
+		for _, leg := range legs {
+			nodes, err := startCluster(leg.bin, filepath.Join(dir, fmt.Sprintf("cluster%d-%s", r, leg.name)), fmt.Sprintf("%d-%s", r, leg.name))
+			if err != nil {
+				return err
+			}
+			var addrs []string
+			for _, n := range nodes {
+				addrs = append(addrs, n.addr)
+			}
+			cpu0, self0 = cpuOf(nodes...), selfCPU()
+			three := load(addrs, clients, d)
+			threeServers, threeClients := cpuOf(nodes...)-cpu0, selfCPU()-self0
+			stopAll(nodes)
+			fmt.Printf("%5d  %-6s  %13.0f  %10.0f  %5.2f   %6.0f+%-6.0f  %6.0f+%-6.0f  %5.2f\n", r, leg.name, one, three, three/one,
+				perWrite(oneServer, one), perWrite(oneClients, one), perWrite(threeServers, three), perWrite(threeClients, three),
+				perWrite(threeServers, three)/perWrite(oneServer, one))
 		}
-		cpu0, self0 = cpuOf(nodes...), selfCPU()
-		three := load(addrs, clients, d)
-		threeServers, threeClients := cpuOf(nodes...)-cpu0, selfCPU()-self0
-		stopAll(nodes)
-		perWrite := func(cpu time.Duration, rate float64) float64 {
-			return float64(cpu.Microseconds()) / (rate * d.Seconds())
-		}
-		fmt.Printf("%5d  %13.0f  %10.0f  %5.2f   %6.0f+%-6.0f  %6.0f+%-6.0f\n", r, one, three, three/one,
-			perWrite(oneServer, one), perWrite(oneClients, one), perWrite(threeServers, three), perWrite(threeClients, three))
 	}
 	if failovers == 0 {
 		return nil
 	}
-	nodes, err := startCluster(bin, filepath.Join(dir, "failover"))
+	nodes, err := startCluster(bin, filepath.Join(dir, "failover"), "failover")
 	if err != nil {
 		return err
 	}
@@ -393,7 +449,7 @@ func catchUp(bin string, clients, events int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	nodes, err := startCluster(bin, dir)
+	nodes, err := startCluster(bin, dir, "catchup")
 	if err != nil {
 		return err
 	}

@@ -60,6 +60,22 @@ type StateMachine interface {
 	Restore(group uint64, index uint64, m Manifest, body io.Reader) error
 }
 
+// Preparer is a StateMachine that must make something durable before it
+// applies a batch (a replica: where the sessions the batch writes stood
+// before it). The node hands it each group's batch before persisting the
+// iteration's raft writes, with the raft batch they go into, so that one
+// fsync makes both durable; Apply then gets exactly these entries, unless
+// the node failed in between. Prepare writes only keys of its own (not
+// starting with 'r') and changes no state a read could see.
+type Preparer interface {
+	Prepare(group uint64, ents []Entry, w PrepareWriter) error
+}
+
+// PrepareWriter is the iteration's raft batch as a Preparer may write it.
+type PrepareWriter interface {
+	Set(key, value []byte) error
+}
+
 // Envelope is one raft message of one group.
 type Envelope struct {
 	Group uint64

@@ -112,8 +112,21 @@ func (n *MultiRaft) Process() bool {
 	// 2. Persist every group's entries, HardState and snapshot in one batch.
 	// The configuration and compaction records of the last iteration go
 	// first, so that a snapshot installed now (which saves its own
-	// configuration) overrides them.
+	// configuration) overrides them. What the state machine must have
+	// durable before it applies this iteration's entries goes in it too.
 	b := n.db.NewBatch()
+	batches := make([][]Entry, len(rds))
+	for i, r := range rds {
+		floor := max(r.g.smApplied, r.rd.Snapshot.GetMetadata().GetIndex())
+		batches[i] = entries(r.rd.CommittedEntries, floor)
+		if p, ok := n.sm.(Preparer); ok && len(batches[i]) > 0 {
+			if err := p.Prepare(r.g.id, batches[i], b); err != nil {
+				b.Close()
+				n.fail(fmt.Errorf("prepare group %d: %w", r.g.id, err))
+				return false
+			}
+		}
+	}
 	for _, g := range n.groups {
 		if g.confDirty {
 			if err := b.SetConfState(g.store, g.applied, g.conf); err != nil {
@@ -190,7 +203,7 @@ func (n *MultiRaft) Process() bool {
 	}
 
 	// 4. Apply, then 5. Advance.
-	for _, r := range rds {
+	for i, r := range rds {
 		g := r.g
 		if r.rd.SoftState != nil {
 			if lead := r.rd.SoftState.Lead; lead != g.leader {
@@ -203,7 +216,7 @@ func (n *MultiRaft) Process() bool {
 			g.applied, g.appliedTerm, g.smApplied = md.GetIndex(), md.GetTerm(), md.GetIndex()
 			g.conf = proto.Clone(md.GetConfState()).(*pb.ConfState)
 		}
-		if err := n.apply(g, r.rd.CommittedEntries); err != nil {
+		if err := n.apply(g, r.rd.CommittedEntries, batches[i]); err != nil {
 			n.fail(err)
 			return false
 		}
@@ -222,11 +235,33 @@ func (n *MultiRaft) Process() bool {
 	return true
 }
 
-func (n *MultiRaft) apply(g *group, ents []*pb.Entry) error {
+// entries is what the state machine applies of a group's committed
+// entries: those after floor (applied before a restart, or by a snapshot),
+// each command without the proposer's header.
+func entries(ents []*pb.Entry, floor uint64) []Entry {
+	var batch []Entry
+	for _, e := range ents {
+		if e.GetIndex() <= floor {
+			continue
+		}
+		if batch == nil {
+			batch = make([]Entry, 0, len(ents))
+		}
+		ent := Entry{Index: e.GetIndex(), Kind: KindEmpty}
+		if d := e.GetData(); e.GetType() == pb.EntryType_EntryNormal && len(d) >= headerLen && d[0] == headerVersion {
+			ent.Kind, ent.Data = KindCommand, d[headerLen:]
+		}
+		batch = append(batch, ent)
+	}
+	return batch
+}
+
+// apply applies a group's committed entries: their configuration changes
+// to raft, and batch (entries of them) to the state machine.
+func (n *MultiRaft) apply(g *group, ents []*pb.Entry, batch []Entry) error {
 	if len(ents) == 0 {
 		return nil
 	}
-	batch := make([]Entry, 0, len(ents))
 	var mine []*proposal
 	for _, e := range ents {
 		switch e.GetType() {
@@ -254,16 +289,14 @@ func (n *MultiRaft) apply(g *group, ents []*pb.Entry) error {
 		if e.GetIndex() <= g.smApplied {
 			continue // applied before a restart
 		}
-		ent := Entry{Index: e.GetIndex(), Kind: KindEmpty}
 		var p *proposal
-		if d := e.GetData(); e.GetType() == pb.EntryType_EntryNormal && len(d) >= headerLen && d[0] == headerVersion {
-			ent.Kind, ent.Data = KindCommand, d[headerLen:]
-			if id, ok := n.mine(d); ok {
-				p = n.proposals[id]
-			}
+		if id, ok := n.mine(e.GetData()); ok && e.GetType() == pb.EntryType_EntryNormal {
+			p = n.proposals[id]
 		}
-		batch = append(batch, ent)
 		mine = append(mine, p)
+	}
+	if len(mine) != len(batch) {
+		return fmt.Errorf("apply group %d: %d entries to apply, %d prepared", g.id, len(mine), len(batch))
 	}
 	last := ents[len(ents)-1]
 	if len(batch) > 0 {

@@ -295,7 +295,7 @@ func TestProposalCommittedTwiceIsAnsweredOnce(t *testing.T) {
 		return &pb.Entry{Index: proto.Uint64(i), Term: proto.Uint64(1), Type: pb.EntryType_EntryNormal.Enum(), Data: p.data}
 	}
 	ents := []*pb.Entry{entry(first), entry(first + 1)}
-	if err := n.apply(g, ents); err != nil {
+	if err := n.apply(g, ents, entries(ents, g.smApplied)); err != nil {
 		t.Fatal(err)
 	}
 	if len(answers) != 1 || answers[0].Index != first {

@@ -3,6 +3,7 @@ package raftlog
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 	"go.etcd.io/raft/v3"
@@ -19,6 +20,7 @@ type Batch struct {
 	pending map[*Storage]*groupState
 	order   []*Storage // groups in first-touch order, so Commit is deterministic
 	termOps map[*Storage][]termOp
+	scratch []byte // an entry's key and value, as Append builds them
 }
 
 // termOp is a change to a group's in-memory terms, replayed at Commit.
@@ -45,7 +47,9 @@ func replayTerms(terms []uint64, base uint64, ops []termOp) []uint64 {
 
 // NewBatch starts a batch.
 func (d *DB) NewBatch() *Batch {
-	return &Batch{db: d, b: d.pdb.NewIndexedBatch(), pending: make(map[*Storage]*groupState), termOps: make(map[*Storage][]termOp)}
+	// Not an indexed batch: nothing reads it before it commits (terms come
+	// from memory), and an index costs a skiplist insert a write.
+	return &Batch{db: d, b: d.pdb.NewBatch(), pending: make(map[*Storage]*groupState), termOps: make(map[*Storage][]termOp)}
 }
 
 func (b *Batch) state(s *Storage) *groupState {
@@ -97,22 +101,35 @@ func (b *Batch) Append(s *Storage, ents []*pb.Entry) error {
 		}
 	}
 	op := termOp{kind: 'a', index: start, terms: make([]uint64, 0, len(ents))}
+	// The batch copies each key and value: both are built in one buffer
+	// kept for the batch.
 	for _, e := range ents {
 		op.terms = append(op.terms, e.GetTerm())
-		data, err := proto.Marshal(e)
+		buf := binary.BigEndian.AppendUint64(append(b.scratch[:0], prefixRaft), s.group)
+		buf = binary.BigEndian.AppendUint64(append(buf, kindEntry), e.GetIndex())
+		keyLen := len(buf)
+		buf = binary.BigEndian.AppendUint64(buf, e.GetTerm())
+		buf, err := proto.MarshalOptions{}.MarshalAppend(buf, e)
 		if err != nil {
 			return fmt.Errorf("raftlog: group %d entry %d: %w", s.group, e.GetIndex(), err)
 		}
-		v := make([]byte, 8, 8+len(data))
-		binary.BigEndian.PutUint64(v, e.GetTerm())
-		v = append(v, data...)
-		if err := b.b.Set(entryKey(s.group, e.GetIndex()), v, nil); err != nil {
+		b.scratch = buf
+		if err := b.b.Set(buf[:keyLen], buf[keyLen:], nil); err != nil {
 			return fmt.Errorf("raftlog: group %d entry %d: %w", s.group, e.GetIndex(), err)
 		}
 	}
 	st.last = lastNew
 	b.termOps[s] = append(b.termOps[s], op)
 	return nil
+}
+
+// Set writes a key of the state machine's (not under the raft prefix) in
+// the batch, so it is durable with the raft writes of the same iteration.
+func (b *Batch) Set(key, value []byte) error {
+	if len(key) == 0 || key[0] == prefixRaft {
+		return fmt.Errorf("raftlog: key %q is under the raft prefix %q", key, prefixRaft)
+	}
+	return b.b.Set(key, value, nil)
 }
 
 // SetHardState records a group's HardState. An empty one is ignored.
@@ -233,21 +250,20 @@ func (b *Batch) Compact(s *Storage, i uint64) error {
 	return b.setTrunc(s, st, i, term)
 }
 
-// termPending reads a term through the batch, which may hold entries not yet
-// committed.
+// termPending is a term as the batch leaves it: the group's terms in
+// memory with the batch's changes to them replayed (compactions and
+// snapshots, which ask, are rare).
 func (b *Batch) termPending(s *Storage, st *groupState, i uint64) (uint64, error) {
 	if i == st.truncIndex {
 		return st.truncTerm, nil
 	}
-	v, closer, err := b.b.Get(entryKey(s.group, i))
-	if err != nil {
-		return 0, fmt.Errorf("raftlog: group %d term %d: %w", s.group, i, err)
+	s.mu.Lock()
+	terms := replayTerms(slices.Clone(s.st.terms), s.st.truncIndex, b.termOps[s])
+	s.mu.Unlock()
+	if i < st.truncIndex || i-st.truncIndex > uint64(len(terms)) {
+		return 0, fmt.Errorf("raftlog: group %d term %d: not in the log (%d after %d)", s.group, i, len(terms), st.truncIndex)
 	}
-	defer closer.Close()
-	if len(v) < 8 {
-		return 0, fmt.Errorf("raftlog: group %d entry %d: record too short", s.group, i)
-	}
-	return binary.BigEndian.Uint64(v[:8]), nil
+	return terms[i-st.truncIndex-1], nil
 }
 
 // Commit writes the batch with one fsync, then publishes the new state of

@@ -418,3 +418,29 @@ func TestClaimRefusesAnotherNodesDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchSetRefusesRaftKeys: a state machine's key written in the raft
+// batch (Batch.Set) is refused under the raft prefix, and committed with
+// the batch otherwise.
+func TestBatchSetRefusesRaftKeys(t *testing.T) {
+	db := openMem(t, vfs.NewMem())
+	defer db.Close()
+	b := db.NewBatch()
+	if err := b.Set([]byte("r\x00x"), []byte("v")); err == nil || !strings.Contains(err.Error(), "under the raft prefix") {
+		t.Fatalf("Set of a raft key: %v, want a refusal", err)
+	}
+	if err := b.Set([]byte("Tkey"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	v, closer, err := db.Pebble().Get([]byte("Tkey"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	if string(v) != "v" {
+		t.Fatalf("Tkey = %q after the commit, want v", v)
+	}
+}

@@ -1,12 +1,15 @@
 package replica
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"tally/auth"
+	"tally/jsonline"
 )
 
 // Command is one committed entry of a data group: a Service method called
@@ -61,12 +64,72 @@ func DecodeCommand(b []byte) (Command, error) {
 		body := b[1+w:]
 		b, payload = body[:n], body[n:]
 	}
-	var c Command
-	if err := json.Unmarshal(b, &c); err != nil {
-		return Command{}, fmt.Errorf("decode command: %w", err)
+	c, ok := decodePlain(b)
+	if !ok {
+		c = Command{}
+		if err := json.Unmarshal(b, &c); err != nil {
+			return Command{}, fmt.Errorf("decode command: %w", err)
+		}
 	}
 	c.Payload = payload
 	return c, nil
+}
+
+// errNotPlain stops decodePlain at the first member it leaves to
+// encoding/json.
+var errNotPlain = errors.New("not a plain command")
+
+// decodePlain decodes a command as Encode writes it, without reflection:
+// its members by their exact names, strings without escapes, integers, a
+// bool and the document as an object (kept as the entry's bytes, which
+// every replica's apply holds until it is done). Anything else (an escape,
+// another member, a value of another type) reports false, and
+// encoding/json decodes the entry as it always did, so both read every
+// entry alike.
+func decodePlain(b []byte) (Command, bool) {
+	var c Command
+	err := jsonline.Object(b, func(key, v []byte) error {
+		ok := true
+		switch string(key) {
+		case "m":
+			c.Method, ok = plainString(v)
+		case "t":
+			c.Tenant, ok = plainString(v)
+		case "s":
+			c.Session, ok = plainString(v)
+		case "a":
+			c.Actor, ok = plainString(v)
+		case "r":
+			c.RequestID, ok = plainString(v)
+		case "p":
+			c.Person, ok = string(v) == "true", string(v) == "true" || string(v) == "false"
+		case "ts":
+			n, err := strconv.ParseInt(string(v), 10, 64)
+			c.TS, ok = n, err == nil
+		case "seed":
+			n, err := strconv.ParseUint(string(v), 10, 64)
+			c.Seed, ok = n, err == nil
+		case "d":
+			c.Doc, ok = json.RawMessage(v), jsonline.IsObject(v)
+		default:
+			ok = false
+		}
+		if !ok {
+			return errNotPlain
+		}
+		return nil
+	})
+	return c, err == nil
+}
+
+// plainString is a JSON string's text if it holds no escape (encoding/json
+// then reads the bytes between the quotes as they are; the scan checked
+// they are valid UTF-8).
+func plainString(v []byte) (string, bool) {
+	if len(v) < 2 || v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 {
+		return "", false
+	}
+	return string(v[1 : len(v)-1]), true
 }
 
 // MetaCommand is one committed entry of the meta group. Stored in the raft

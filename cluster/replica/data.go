@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -37,6 +38,7 @@ type dataSM struct {
 	ledgers  map[string]*ledger.Ledger     // open sessions by tenant/session
 	used     map[string]time.Time          // when each open session was last opened
 	outcomes map[uint64]map[uint64]Outcome // group → index → outcome of its last batch
+	prepared map[uint64]prepared           // group → the batch Prepare wrote the intent of; only the loop touches it
 	// The data groups' fences (group → tenant/session → the group it is
 	// placed in) and the held records (tenant/session → the data group
 	// whose command first wrote its log).
@@ -57,7 +59,7 @@ type dataSM struct {
 // newData opens the data groups' state: their fences and held records.
 func newData(b base) (*dataSM, error) {
 	m := &dataSM{base: b, ledgers: map[string]*ledger.Ledger{}, used: map[string]time.Time{}, outcomes: map[uint64]map[uint64]Outcome{},
-		ids: mrand.NewChaCha8([32]byte{})}
+		prepared: map[uint64]prepared{}, ids: mrand.NewChaCha8([32]byte{})}
 	m.cfg.Ledger.Now = m.Now
 	m.cfg.Ledger.MintID = m.mintID
 	m.cfg.Ledger.SyncByCaller = true // once per batch, in Apply
@@ -223,12 +225,16 @@ func (m *dataSM) cutBack(in intent) error {
 	return nil
 }
 
-// apply runs a batch of one data group's entries.
-func (m *dataSM) apply(group uint64, ents []node.Entry) ([][]byte, error) {
-	a, err := m.progress(group)
-	if err != nil {
-		return nil, err
-	}
+// prepared is a data group's batch as Prepare decoded it, with its intent
+// written in the raft batch.
+type prepared struct {
+	in   intent
+	cmds []*Command
+}
+
+// plan decodes a batch's commands (nil where an entry is not one: refused
+// as it runs) and makes its intent: where each session it writes stands.
+func (m *dataSM) plan(ents []node.Entry) ([]*Command, intent, error) {
 	cmds := make([]*Command, len(ents))
 	in := intent{First: ents[0].Index, Last: ents[len(ents)-1].Index, Sessions: map[string]store.Position{}}
 	for i, e := range ents {
@@ -249,13 +255,55 @@ func (m *dataSM) apply(group uint64, ents []node.Entry) ([][]byte, error) {
 		}
 		pos, err := m.position(c.Tenant, c.Session)
 		if err != nil {
-			return nil, err
+			return nil, intent{}, err
 		}
 		in.Sessions[key] = pos
 	}
+	return cmds, in, nil
+}
+
+// prepare writes a data group's batch's intent in the node's raft batch,
+// which the node fsyncs before it applies the batch: one fsync instead of
+// one for the raft log and one for the intent. apply takes the decoded
+// commands from it.
+func (m *dataSM) prepare(group uint64, ents []node.Entry, w node.PrepareWriter) error {
+	delete(m.prepared, group)
+	cmds, in, err := m.plan(ents)
+	if err != nil {
+		return err
+	}
 	if len(in.Sessions) > 0 {
-		if err := m.commit(func(b *pebble.Batch) error { return setJSON(b, gkey(group, kindIntent), in) }, true); err != nil {
-			return nil, fmt.Errorf("replica: group %d: record intent: %w", group, err)
+		enc, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		if err := w.Set(gkey(group, kindIntent), enc); err != nil {
+			return fmt.Errorf("replica: group %d: record intent: %w", group, err)
+		}
+	}
+	m.prepared[group] = prepared{in: in, cmds: cmds}
+	return nil
+}
+
+// apply runs a batch of one data group's entries.
+func (m *dataSM) apply(group uint64, ents []node.Entry) ([][]byte, error) {
+	a, err := m.progress(group)
+	if err != nil {
+		return nil, err
+	}
+	p, ok := m.prepared[group]
+	delete(m.prepared, group)
+	cmds, in := p.cmds, p.in
+	if !ok || in.First != ents[0].Index || in.Last != ents[len(ents)-1].Index {
+		// Not prepared (a state machine driven without a node's loop):
+		// the intent takes an fsync of its own.
+		if cmds, in, err = m.plan(ents); err != nil {
+			return nil, err
+		}
+		if len(in.Sessions) > 0 {
+			if err := m.commit(func(b *pebble.Batch) error { return setJSON(b, gkey(group, kindIntent), in) }, true); err != nil {
+				return nil, fmt.Errorf("replica: group %d: record intent: %w", group, err)
+			}
 		}
 	}
 	m.batch, m.place = m.beginUploads(group), beginPlace(group)

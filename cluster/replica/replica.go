@@ -162,6 +162,17 @@ func (m *SM) Apply(group uint64, ents []node.Entry) ([][]byte, error) {
 	return m.dataSM.apply(group, ents)
 }
 
+// Prepare writes, in the node's raft batch, what a data group's batch must
+// have durable before it runs (node.Preparer): its intent.
+func (m *SM) Prepare(group uint64, ents []node.Entry, w node.PrepareWriter) error {
+	if group == node.MetaGroup {
+		return nil
+	}
+	return m.dataSM.prepare(group, ents, w)
+}
+
+var _ node.Preparer = (*SM)(nil)
+
 // Take hands over the outcome of a group's entry applied in its last
 // batch, once; the node's loop calls it right after the batch.
 func (m *SM) Take(group, index uint64) (Outcome, bool) {

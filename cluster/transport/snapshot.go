@@ -338,7 +338,7 @@ func (t *TCP) awaitInbound(from uint64) error {
 
 // offered reads and checks a stream's MsgSnap and body size.
 func (t *TCP) offered(from uint64, r io.Reader) (node.Envelope, uint64, error) {
-	batch, err := t.readBatch(from, r)
+	batch, err := t.readBatch(from, r, nil)
 	if err != nil {
 		return node.Envelope{}, 0, err
 	}

@@ -150,33 +150,57 @@ func (t *TCP) Send(to uint64, batch []node.Envelope) {
 func encodeFrames(batch []node.Envelope, max int, sent func(group uint64, n int)) ([][]byte, error) {
 	var frames [][]byte
 	var errs []error
-	buf := make([]byte, 4, 256)
-	for _, e := range batch {
-		data, err := proto.Marshal(e.Msg)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("marshal: %w", err))
+	// Each message is marshalled straight into its frame, after its size
+	// (proto.Size caches it for the marshal): no copy of it on the way.
+	sizes := make([]int, len(batch))
+	total := 4
+	for i, e := range batch {
+		sizes[i] = proto.Size(e.Msg)
+		total += 2*binary.MaxVarintLen64 + sizes[i]
+	}
+	buf := make([]byte, 4, min(total, max+4))
+	marshal := proto.MarshalOptions{UseCachedSize: true}
+	for i, e := range batch {
+		size := sizes[i]
+		n := uvarintLen(e.Group) + uvarintLen(uint64(size)) + size
+		if n > max {
+			errs = append(errs, fmt.Errorf("a %s of %d bytes exceeds MaxFrameSize %d", e.Msg.GetType(), n, max))
 			continue
 		}
-		msg := binary.AppendUvarint(nil, e.Group)
-		msg = binary.AppendUvarint(msg, uint64(len(data)))
-		msg = append(msg, data...)
-		if len(msg) > max {
-			errs = append(errs, fmt.Errorf("a %s of %d bytes exceeds MaxFrameSize %d", e.Msg.GetType(), len(msg), max))
-			continue
-		}
-		if len(buf)-4+len(msg) > max {
+		if len(buf)-4+n > max {
 			frames = append(frames, sealFrame(buf))
 			buf = make([]byte, 4, 256)
 		}
-		buf = append(buf, msg...)
+		before := len(buf)
+		buf = binary.AppendUvarint(buf, e.Group)
+		buf = binary.AppendUvarint(buf, uint64(size))
+		out, err := marshal.MarshalAppend(buf, e.Msg)
+		if err != nil || len(out)-len(buf) != size {
+			if err == nil {
+				err = fmt.Errorf("%d bytes marshalled, %d sized", len(out)-len(buf), size)
+			}
+			errs = append(errs, fmt.Errorf("marshal: %w", err))
+			buf = buf[:before]
+			continue
+		}
+		buf = out
 		if sent != nil {
-			sent(e.Group, len(data))
+			sent(e.Group, size)
 		}
 	}
 	if len(buf) > 4 {
 		frames = append(frames, sealFrame(buf))
 	}
 	return frames, errors.Join(errs...)
+}
+
+// uvarintLen is the length of v as a uvarint.
+func uvarintLen(v uint64) int {
+	n := 1
+	for ; v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n
 }
 
 func sealFrame(buf []byte) []byte {
@@ -336,8 +360,9 @@ func (t *TCP) serve(c net.Conn) {
 
 // readFrames hands each batch a peer sends to the inbox.
 func (t *TCP) readFrames(from uint64, r *bufio.Reader) {
+	var scratch []byte // the frame's bytes: decoding copies what it keeps
 	for {
-		batch, err := t.readBatch(from, r)
+		batch, err := t.readBatch(from, r, &scratch)
 		if err != nil {
 			if errors.Is(err, errBrokenFrame) {
 				t.Stats.BrokenFrames.Add(1)
@@ -359,8 +384,10 @@ func (t *TCP) readFrames(from uint64, r *bufio.Reader) {
 var errBrokenFrame = errors.New("broken frame")
 
 // readBatch reads one frame of messages, every one of them from the
-// authenticated peer.
-func (t *TCP) readBatch(from uint64, r io.Reader) ([]node.Envelope, error) {
+// authenticated peer. scratch, if not nil, is a buffer to read the frame
+// into, grown as needed and kept for the next (up to 1 MiB): the decoded
+// messages copy their bytes out of it.
+func (t *TCP) readBatch(from uint64, r io.Reader, scratch *[]byte) ([]node.Envelope, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, err
@@ -369,7 +396,16 @@ func (t *TCP) readBatch(from uint64, r io.Reader) ([]node.Envelope, error) {
 	if int64(n) > int64(t.cfg.MaxFrameSize) {
 		return nil, fmt.Errorf("%w: %d bytes over MaxFrameSize %d", errBrokenFrame, n, t.cfg.MaxFrameSize)
 	}
-	frame := make([]byte, n)
+	var frame []byte
+	switch {
+	case scratch != nil && cap(*scratch) >= int(n):
+		frame = (*scratch)[:n]
+	case scratch != nil && n <= 1<<20:
+		*scratch = make([]byte, n, max(n, 64<<10))
+		frame = *scratch
+	default:
+		frame = make([]byte, n)
+	}
 	if _, err := io.ReadFull(r, frame); err != nil {
 		return nil, err
 	}
