@@ -114,6 +114,9 @@ func execServer(args []string) error {
 		}
 		path = found
 	}
+	// A running CPU profile's timer survives exec and its signal would kill
+	// tally-server before it installs a handler; tally-server starts its own.
+	pprof.StopCPUProfile()
 	err := syscall.Exec(path, append([]string{path}, args...), os.Environ())
 	return fmt.Errorf("%s: run %s: %w", args[0], path, err)
 }
