@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
 
 	"tally/api"
 	"tally/digest"
@@ -51,17 +52,26 @@ type ContentRef struct {
 	Content string `json:"content"`
 }
 
+// claimA2ARank is a claim record action's place in the A2A order
+// (A2ARank): the order the agent card lists them in.
+func claimA2ARank(action string) int {
+	return slices.Index([]string{"create", "post", "cancel", "revoke", "supersede", "receipt.acquire", "receipt.adopt", "progress",
+		"testament.close", "testament.post", "testament.receive", "deadline.commit", "dependency.commit", "check.begin", "check.report",
+		"artifact.publish", "artifact.receive"}, action)
+}
+
 func claimVerbs() []Verb {
 	c := SessionPath + "/claims"
 	one := c + "/{id}"
 	w := func(name, summary string, e Effect, path, body string, members []string, a2a, mcpAction, cli, command string) Verb {
+		rank := claimA2ARank(a2a)
 		method := "POST"
 		status := http.StatusOK
 		if path == c {
 			status = http.StatusCreated
 		}
 		return Verb{Name: name, Family: claimFamily, Summary: summary, Effect: e,
-			HTTP: HTTP{Method: method, Path: path, Status: status, Body: body, Members: members}, A2A: a2a,
+			HTTP: HTTP{Method: method, Path: path, Status: status, Body: body, Members: members}, A2A: a2a, A2ARank: rank,
 			MCP: mcpOf(claimTool, mcpAction), CLI: cli, Command: command}
 	}
 	on := []string{claimPathMember}
@@ -89,7 +99,7 @@ func claimVerbs() []Verb {
 		write(w(ClaimProgress, "Record progress under the receipt (holder)", Write, one+"/progress", "ClaimProgress", on, "progress", "progress", "receipt progress", service.MethodRecordProgress),
 			service.Service.RecordProgress),
 		withBytes(Verb{Name: ClaimArtifactPut, Family: claimFamily, Summary: "Store the body's bytes and publish the artifact (role, slot, generation, kind, schema, name in the query)", Effect: Write,
-			HTTP: HTTP{Method: "PUT", Path: one + "/artifacts/{artifact}", Body: BodyBytes, Members: []string{claimPathMember, "artifact"}}, A2A: "artifact.publish",
+			HTTP: HTTP{Method: "PUT", Path: one + "/artifacts/{artifact}", Body: BodyBytes, Members: []string{claimPathMember, "artifact"}}, A2A: "artifact.publish", A2ARank: claimA2ARank("artifact.publish"),
 			MCP: MCP{Tool: claimTool, Action: "artifact.publish"}, CLI: "artifact put", Command: service.MethodPublishArtifact},
 			service.Service.PublishArtifact),
 		stream(Verb{Name: ClaimArtifactGet, Family: claimFamily, Summary: "The artifact's bytes, verified against its recorded content digest", Effect: Read,

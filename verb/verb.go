@@ -14,12 +14,14 @@
 package verb
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 
 	"tally/api"
@@ -93,8 +95,12 @@ type Verb struct {
 	Request, Response reflect.Type
 	HTTP              HTTP
 	A2A               string // the action of the family's A2A record, or ""
-	MCP               MCP    // Tool "" when MCP does not offer the verb
-	CLI               string // the CLI's verb path, words space-separated
+	// A2ARank is A2A's place among its family's record actions: the
+	// order the agent card and a refusal list them in, the default (0)
+	// first.
+	A2ARank int
+	MCP     MCP    // Tool "" when MCP does not offer the verb
+	CLI     string // the CLI's verb path, words space-separated
 	// Command is the name of the command a cluster's replicas run for a
 	// write (the Service method's name). Stored in the raft log: do not
 	// rename.
@@ -196,6 +202,19 @@ func Of(name string) Verb {
 		panic("verb: no verb " + name)
 	}
 	return v
+}
+
+// A2AActions are the verbs of family that an A2A record names by its
+// action, in their A2A order (A2ARank).
+func A2AActions(family string) []Verb {
+	var out []Verb
+	for _, v := range Table() {
+		if v.Family == family && v.A2A != "" {
+			out = append(out, v)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Verb) int { return cmp.Compare(a.A2ARank, b.A2ARank) })
+	return out
 }
 
 // Lookup is the verb called name, if the table has one.
