@@ -129,11 +129,11 @@ func claimVerbs() []Verb {
 			service.Service.ReceiveArtifact),
 		write(w(ClaimTestamentClose, "Close the work cycle (holder), the claimant's result testament, or a failed one", Write, one+"/testaments", "ClaimTestament", on, "testament.close", "testament.close", "testament close", service.MethodCloseTestament),
 			service.Service.CloseTestament),
-		write(w(ClaimTestamentPost, "Post a closed testament (its author)", Write, one+"/testaments/{testament}/post", "Empty", []string{claimPathMember, "testament"}, "testament.post", "testament.post", "testament post", service.MethodPostTestament),
+		write(w(ClaimTestamentPost, "Post a closed testament (its author)", Write, one+"/testaments/{testament}/post", "ClaimTestamentRef", []string{claimPathMember, "testament"}, "testament.post", "testament.post", "testament post", service.MethodPostTestament),
 			service.Service.PostTestament),
-		write(w(ClaimTestamentReceive, "Receive a posted response testament (claimant)", Write, one+"/testaments/{testament}/receive", "Empty", []string{claimPathMember, "testament"}, "testament.receive", "testament.receive", "testament receive", service.MethodReceiveTestament),
+		write(w(ClaimTestamentReceive, "Receive a posted response testament (claimant)", Write, one+"/testaments/{testament}/receive", "ClaimTestamentRef", []string{claimPathMember, "testament"}, "testament.receive", "testament.receive", "testament receive", service.MethodReceiveTestament),
 			service.Service.ReceiveTestament),
-		write(w(ClaimCheckBegin, "Begin the next attempt of a check on one target (designated evaluator)", Write, one+"/checks/{check}/begin", "ClaimCheck", []string{claimPathMember, "check"}, "check.begin", "check.begin", "check begin", service.MethodBeginCheck),
+		write(w(ClaimCheckBegin, "Begin the next attempt of a check on one target (designated evaluator)", Write, one+"/checks/{check}/begin", "ClaimBegin", []string{claimPathMember, "check"}, "check.begin", "check.begin", "check begin", service.MethodBeginCheck),
 			service.Service.BeginCheck),
 		write(w(ClaimCheckReport, "Report a verdict with evidence (designated evaluator)", Write, one+"/checks/{check}/report", "ClaimCheck", []string{claimPathMember, "check"}, "check.report", "check.report", "check report", service.MethodReportCheck),
 			func(svc service.Service, ctx context.Context, c service.Call, d api.ClaimCheck) (service.ClaimWritten, error) {
@@ -150,9 +150,9 @@ func claimVerbs() []Verb {
 			service.Service.RevokeClaim),
 		write(w(ClaimSupersede, "End a claim in favour of its successor (claimant)", Destructive, one+"/supersede", "ClaimSupersede", on, "supersede", "supersede", "claim supersede", service.MethodSupersedeClaim),
 			service.Service.SupersedeClaim),
-		write(w(ClaimDeadline, "Commit the claim's passed deadline: Expired, or Deadlocked for a wait-cycle's victim (timekeeper)", Write, one+"/deadline", "Empty", on, "deadline.commit", "", "", service.MethodCommitDeadline),
+		write(w(ClaimDeadline, "Commit the claim's passed deadline: Expired, or Deadlocked for a wait-cycle's victim (timekeeper)", Write, one+"/deadline", "ClaimRef", on, "deadline.commit", "", "", service.MethodCommitDeadline),
 			service.Service.CommitDeadline),
-		write(w(ClaimDependency, "Commit the DependencyFailed fact of a claim whose dependency ended unsatisfied (any participant; the fact is checked)", Write, one+"/dependency", "Empty", on, "dependency.commit", "", "", service.MethodCommitDependency),
+		write(w(ClaimDependency, "Commit the DependencyFailed fact of a claim whose dependency ended unsatisfied (any participant; the fact is checked)", Write, one+"/dependency", "ClaimRef", on, "dependency.commit", "", "", service.MethodCommitDependency),
 			service.Service.CommitDependency),
 	}
 }
