@@ -1,13 +1,17 @@
 package cluster
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
+	"tally/api"
 	"tally/client"
+	"tally/expect"
 	"tally/server"
+	"tally/service"
 	"tally/store"
 	"tally/verb/verbtest"
 )
@@ -74,4 +78,30 @@ func (adminRole) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Header.Set("X-Tally-Role", "admin")
 	}
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// expect.task answers on every node of a cluster: an origin task's
+// expectations, raised through one node, read over REST from each, and
+// an unknown task refused as a local ledger refuses it.
+func TestExpectTaskOnEveryNode(t *testing.T) {
+	nodes := startThree(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	raise := api.ExpectRaise{ExpectationID: "e1", Kind: "delivery", Subject: &expect.Subject{Type: "shipment", ID: "s1"},
+		SatisfiedBy: &api.FactKeyRef{FactKey: "shipped:s1"}, DueAt: "2030-01-01T00:00:00Z", Basis: "declared", Origin: &expect.Origin{TaskID: "t1"}}
+	call := service.Call{Tenant: "acme", Session: "main", Actor: "agent"}
+	if _, err := retried(func() (service.ExpectationWritten, error) { return nodes[0].RaiseExpectation(ctx, call, raise) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		c := restClient(t, "http://"+n.cfg.Addr)
+		got, err := retried(func() (service.TaskOriginShown, error) { return c.TaskOrigin(ctx, service.Call{Tenant: "acme", Session: "main"}, "t1") })
+		if err != nil || got.Task.TaskID != "t1" || len(got.Task.Expectations) != 1 || got.Task.Expectations[0].ExpectationID != "e1" {
+			t.Fatalf("node %d: %v %+v", n.ID(), err, got.Task)
+		}
+		_, err = c.TaskOrigin(ctx, service.Call{Tenant: "acme", Session: "main"}, "nope")
+		if ref := service.Refuse(err); err == nil || ref.Code != "not_found" {
+			t.Fatalf("node %d: an unknown task: %v", n.ID(), err)
+		}
+	}
 }
