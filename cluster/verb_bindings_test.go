@@ -95,7 +95,9 @@ func TestExpectTaskOnEveryNode(t *testing.T) {
 	}
 	for _, n := range nodes {
 		c := restClient(t, "http://"+n.cfg.Addr)
-		got, err := retried(func() (service.TaskOriginShown, error) { return c.TaskOrigin(ctx, service.Call{Tenant: "acme", Session: "main"}, "t1") })
+		got, err := retried(func() (service.TaskOriginShown, error) {
+			return c.TaskOrigin(ctx, service.Call{Tenant: "acme", Session: "main"}, "t1")
+		})
 		if err != nil || got.Task.TaskID != "t1" || len(got.Task.Expectations) != 1 || got.Task.Expectations[0].ExpectationID != "e1" {
 			t.Fatalf("node %d: %v %+v", n.ID(), err, got.Task)
 		}
