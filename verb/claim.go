@@ -96,7 +96,7 @@ func claimVerbs() []Verb {
 			service.Service.AcquireReceipt),
 		write(w(ClaimAdopt, "Move the receipt to a new holder at the next generation (claimant)", Write, one+"/adopt", "ClaimAdopt", on, "receipt.adopt", "receipt.adopt", "receipt adopt", service.MethodAdoptReceipt),
 			service.Service.AdoptReceipt),
-		write(w(ClaimProgress, "Record progress under the receipt (holder)", Write, one+"/progress", "ClaimProgress", on, "progress", "progress", "receipt progress", service.MethodRecordProgress),
+		write(w(ClaimProgress, "Record progress under the receipt (holder)", Write, one+"/progress", "ClaimProgress", on, "progress", "progress", "progress", service.MethodRecordProgress),
 			service.Service.RecordProgress),
 		withBytes(Verb{Name: ClaimArtifactPut, Family: claimFamily, Summary: "Store the body's bytes and publish the artifact (role, slot, generation, kind, schema, name in the query)", Effect: Write,
 			HTTP: HTTP{Method: "PUT", Path: one + "/artifacts/{artifact}", Body: BodyBytes, Members: []string{claimPathMember, "artifact"}}, A2A: "artifact.publish", A2ARank: claimA2ARank("artifact.publish"),
