@@ -127,7 +127,7 @@ func Script() []Step {
 		ok(verb.ClaimCancel, "maintainer", `{"claim":"C20","reason":"not needed"}`),
 		no(verb.ClaimSupersede, "maintainer", `{"claim":"C17","successor":"nope"}`),
 		ok(verb.ClaimSupersede, "maintainer", `{"claim":"C18","successor":"C23","reason":"a better fix"}`),
-		no(verb.ClaimDeadline, "timekeeper", `{"claim":"C18"}`),
+		no(verb.ClaimDeadline, "tally/timekeeper", `{"claim":"C18"}`),
 		ok(verb.ClaimCreate, "maintainer", `{"claim":"C22","respondent":"parser","work":"late","deadline":"2026-01-01T00:00:00Z","no_checks":true}`),
 		ok(verb.ClaimDeadline, "tally/timekeeper", `{"claim":"C22"}`),
 		no(verb.ClaimDependency, "maintainer", `{"claim":"C18"}`),
