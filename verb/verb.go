@@ -16,7 +16,6 @@ package verb
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
@@ -239,25 +238,4 @@ type Evidence struct {
 	Name   string         `json:"name,omitempty"`
 	Kind   string         `json:"kind,omitempty"`
 	Schema string         `json:"schema,omitempty"`
-}
-
-// CommandDoc is the document a cluster proposes for v's command: the
-// request document, framed with the path's argument where v takes one
-// beside it.
-func (v Verb) CommandDoc(in Input) ([]byte, error) {
-	var doc any = in.Doc
-	if v.onPath() {
-		doc = OnPath[any]{Path: in.arg(0), Doc: in.Doc}
-	}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		return nil, fmt.Errorf("verb %s: encode command document: %w", v.Name, err)
-	}
-	return b, nil
-}
-
-// onPath says v's command document is an OnPath: its path names an
-// argument its document does not hold.
-func (v Verb) onPath() bool {
-	return len(v.Params()) > 0 && len(v.HTTP.Members) == 0 && v.Effect != Read
 }
