@@ -897,12 +897,11 @@ func answer(res any) *sdk.CallToolResult {
 
 // docOf is the Doc a result carries (each embeds one).
 func docOf(res any) service.Doc {
-	v := reflect.Indirect(reflect.ValueOf(res))
-	d, ok := v.FieldByName("Doc").Interface().(service.Doc)
+	r, ok := res.(interface{ Document() service.Doc })
 	if !ok {
 		panic(fmt.Sprintf("mcp: result %T carries no service.Doc", res))
 	}
-	return d
+	return r.Document()
 }
 
 // refused is a refusal as a tool error: its text is the error document

@@ -13,18 +13,9 @@ import (
 // write's Apply) from the Service method it runs, so an entry names the
 // method once and every binding calls it the same way.
 
-// docField is where a result type R carries its service.Doc (each embeds
-// one), found once per entry.
-func docField[R any]() func(R) service.Doc {
-	t := reflect.TypeFor[R]()
-	f, ok := t.FieldByName("Doc")
-	if !ok || f.Type != reflect.TypeFor[service.Doc]() {
-		panic(fmt.Sprintf("verb: result %s carries no service.Doc", t))
-	}
-	return func(r R) service.Doc {
-		return reflect.ValueOf(&r).Elem().FieldByIndex(f.Index).Interface().(service.Doc)
-	}
-}
+// result is what a Service method answers: a result that embeds its
+// response document (service.Doc).
+type result interface{ Document() service.Doc }
 
 // docIn is in.Doc as a D: given as D or *D; none is D's zero value.
 func docIn[D any](name string, in Input) (D, error) {
@@ -51,8 +42,7 @@ func decodeCommand[D any](doc []byte) (D, error) {
 }
 
 // write is a write whose document D is all it takes: m runs it.
-func write[D, R any](v Verb, m func(service.Service, context.Context, service.Call, D) (R, error)) Verb {
-	doc := docField[R]()
+func write[D any, R result](v Verb, m func(service.Service, context.Context, service.Call, D) (R, error)) Verb {
 	v.Request, v.Response = reflect.TypeFor[D](), reflect.TypeFor[R]()
 	v.Call = func(ctx context.Context, svc service.Service, c service.Call, in Input) (service.Doc, error) {
 		d, err := docIn[D](v.Name, in)
@@ -60,7 +50,7 @@ func write[D, R any](v Verb, m func(service.Service, context.Context, service.Ca
 			return service.Doc{}, err
 		}
 		r, err := m(svc, ctx, c, d)
-		return doc(r), err
+		return r.Document(), err
 	}
 	if v.Command != "" {
 		v.Apply = func(ctx context.Context, svc service.Service, c service.Call, raw []byte) (any, error) {
@@ -76,8 +66,7 @@ func write[D, R any](v Verb, m func(service.Service, context.Context, service.Ca
 
 // writeOn is a write that takes, beside its document D, what its path
 // names (an expectation's id, a task): its command document is an OnPath.
-func writeOn[D, R any](v Verb, m func(service.Service, context.Context, service.Call, string, D) (R, error)) Verb {
-	doc := docField[R]()
+func writeOn[D any, R result](v Verb, m func(service.Service, context.Context, service.Call, string, D) (R, error)) Verb {
 	v.Request, v.Response = reflect.TypeFor[D](), reflect.TypeFor[R]()
 	v.Call = func(ctx context.Context, svc service.Service, c service.Call, in Input) (service.Doc, error) {
 		d, err := docIn[D](v.Name, in)
@@ -85,7 +74,7 @@ func writeOn[D, R any](v Verb, m func(service.Service, context.Context, service.
 			return service.Doc{}, err
 		}
 		r, err := m(svc, ctx, c, in.arg(0), d)
-		return doc(r), err
+		return r.Document(), err
 	}
 	v.Apply = func(ctx context.Context, svc service.Service, c service.Call, raw []byte) (any, error) {
 		d, err := decodeCommand[OnPath[D]](raw)
@@ -100,8 +89,7 @@ func writeOn[D, R any](v Verb, m func(service.Service, context.Context, service.
 // read is a read whose request D (a query, or a reference the path
 // fills) becomes what the method takes by arg, which may read the Call
 // (whose seat a list of owed promises is).
-func read[D, A, R any](v Verb, arg func(d D, c service.Call) (A, error), m func(service.Service, context.Context, service.Call, A) (R, error)) Verb {
-	doc := docField[R]()
+func read[D, A any, R result](v Verb, arg func(d D, c service.Call) (A, error), m func(service.Service, context.Context, service.Call, A) (R, error)) Verb {
 	v.Request, v.Response = reflect.TypeFor[D](), reflect.TypeFor[R]()
 	v.Call = func(ctx context.Context, svc service.Service, c service.Call, in Input) (service.Doc, error) {
 		d, err := docIn[D](v.Name, in)
@@ -113,7 +101,7 @@ func read[D, A, R any](v Verb, arg func(d D, c service.Call) (A, error), m func(
 			return service.Doc{}, err
 		}
 		r, err := m(svc, ctx, c, a)
-		return doc(r), err
+		return r.Document(), err
 	}
 	return v
 }

@@ -174,8 +174,7 @@ func mcpOf(tool, action string) MCP {
 // withBytes is a write that takes bytes beside its document D (the body
 // of a PUT). A cluster stages the bytes before it proposes the command,
 // so the command is the cluster's to run (Apply is nil).
-func withBytes[D, R any](v Verb, m func(service.Service, context.Context, service.Call, D, io.Reader) (R, error)) Verb {
-	doc := docField[R]()
+func withBytes[D any, R result](v Verb, m func(service.Service, context.Context, service.Call, D, io.Reader) (R, error)) Verb {
 	v.Request, v.Response = reflect.TypeFor[D](), reflect.TypeFor[R]()
 	v.Call = func(ctx context.Context, svc service.Service, c service.Call, in Input) (service.Doc, error) {
 		d, err := docIn[D](v.Name, in)
@@ -183,7 +182,7 @@ func withBytes[D, R any](v Verb, m func(service.Service, context.Context, servic
 			return service.Doc{}, err
 		}
 		r, err := m(svc, ctx, c, d, in.Body)
-		return doc(r), err
+		return r.Document(), err
 	}
 	return v
 }
