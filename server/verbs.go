@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"reflect"
 
 	"tally/api"
 	"tally/service"
@@ -35,7 +36,11 @@ func (s *Server) verbRoutes() []route {
 			continue
 		}
 		e, ok := eps[v.Name]
-		if !ok {
+		switch {
+		case ok:
+		case v.Effect != verb.Read && v.HTTP.Body != "" && v.HTTP.Body != verb.BodyBytes:
+			e = verbEndpoint{serve: tableDefault(s)}
+		default:
 			panic("server: verb " + v.Name + " has a route in the table and no endpoint")
 		}
 		rt := route{name: v.Name, method: v.HTTP.Method, pattern: v.HTTP.Path, summary: v.Summary, body: v.HTTP.Body,
@@ -69,6 +74,22 @@ func tableWrite[D any](s *Server, in docRule[D]) func(verb.Verb) endpoint {
 	}
 }
 
+// tableDefault is the endpoint of a write whose body is its request
+// document (the table's Request), the members its path names set from
+// the path, run by its Call: every write the server names no endpoint
+// for.
+func tableDefault(s *Server) func(verb.Verb) endpoint {
+	return func(v verb.Verb) endpoint {
+		decode := func(_ *http.Request, body []byte) (any, error) {
+			d := reflect.New(v.Request).Interface()
+			return d, api.Decode("body", body, d)
+		}
+		return docWrite(s, statusOf(v), false, v.HTTP.Members, decode, func(r *http.Request, c service.Call, d any) (service.Doc, error) {
+			return v.Call(r.Context(), s.local, c, verb.Input{Doc: d, Path: pathArgs(r, v)})
+		})
+	}
+}
+
 // serviceWrite is a write route whose body is the api document D, run by
 // run (a rule of this binding's first, then the Service).
 func serviceWrite[D any](s *Server, in docRule[D], run func(r *http.Request, c service.Call, d *D) (service.Doc, error)) func(verb.Verb) endpoint {
@@ -87,7 +108,6 @@ func pathArgs(r *http.Request, v verb.Verb) []string {
 
 // verbEndpoints are the endpoints of the table's verbs, by name.
 func (s *Server) verbEndpoints() map[string]verbEndpoint {
-	on := []string{"claim"}
 	return map[string]verbEndpoint{
 		verb.PromiseDeclare: {serve: serviceWrite(s, docRule[api.PromiseDeclare]{}, s.declare)},
 		verb.PromiseList:    {serve: doc(s.listPromises)},
@@ -96,42 +116,23 @@ func (s *Server) verbEndpoints() map[string]verbEndpoint {
 		verb.PromiseResolve: {serve: tableWrite(s, docRule[api.PromiseResolve]{id: resolveID})},
 		verb.PromiseAssess:  {serve: tableWrite(s, docRule[api.PromiseAssess]{id: assessID})},
 
-		verb.ClaimCreate:           {serve: tableWrite(s, docRule[api.ClaimCreate]{})},
-		verb.ClaimList:             {serve: doc(s.claimList)},
-		verb.ClaimShow:             {serve: doc(s.claimShow)},
-		verb.ClaimPost:             {serve: tableWrite(s, docRule[api.ClaimPost]{members: on})},
-		verb.ClaimCancel:           {serve: tableWrite(s, docRule[api.ClaimEnd]{members: on})},
-		verb.ClaimRevoke:           {serve: tableWrite(s, docRule[api.ClaimEnd]{members: on})},
-		verb.ClaimSupersede:        {serve: tableWrite(s, docRule[api.ClaimSupersede]{members: on})},
-		verb.ClaimReceipt:          {serve: tableWrite(s, docRule[api.ClaimReceipt]{members: on})},
-		verb.ClaimAdopt:            {serve: tableWrite(s, docRule[api.ClaimAdopt]{members: on})},
-		verb.ClaimProgress:         {serve: tableWrite(s, docRule[api.ClaimProgress]{members: on})},
-		verb.ClaimTestamentClose:   {serve: tableWrite(s, docRule[api.ClaimTestament]{members: on})},
-		verb.ClaimTestamentPost:    {serve: tableWrite(s, docRule[api.ClaimTestamentRef]{members: []string{"claim", "testament"}})},
-		verb.ClaimTestamentReceive: {serve: tableWrite(s, docRule[api.ClaimTestamentRef]{members: []string{"claim", "testament"}})},
-		verb.ClaimDeadline:         {serve: tableWrite(s, docRule[api.ClaimRef]{members: on})},
-		verb.ClaimDependency:       {serve: tableWrite(s, docRule[api.ClaimRef]{members: on})},
-		verb.ClaimCheckBegin:       {serve: tableWrite(s, docRule[api.ClaimBegin]{members: []string{"claim", "check"}})},
-		verb.ClaimCheckReport:      {serve: tableWrite(s, docRule[api.ClaimCheck]{members: []string{"claim", "check"}})},
-		verb.ClaimCheckEvidence:    {serve: doc(s.claimReportWithEvidence), bodyMax: ArtifactBodyMax},
-		verb.ClaimArtifactPut:      {serve: doc(s.claimArtifactPut), bodyMax: ArtifactBodyMax},
-		verb.ClaimArtifactGet:      {stream: s.claimArtifactGet},
-		verb.ClaimArtifactVerify:   {serve: doc(s.artifactVerifyOne)},
-		verb.ClaimArtifactReceive:  {serve: tableWrite(s, docRule[api.ClaimArtifactRef]{members: []string{"claim", "artifact"}})},
-		verb.ArtifactList:          {serve: doc(s.artifactList)},
-		verb.ArtifactContent:       {stream: s.contentGet},
-		verb.ClaimGraph:            {serve: doc(s.claimGraph)},
+		verb.ClaimList:           {serve: doc(s.claimList)},
+		verb.ClaimShow:           {serve: doc(s.claimShow)},
+		verb.ClaimCheckEvidence:  {serve: doc(s.claimReportWithEvidence), bodyMax: ArtifactBodyMax},
+		verb.ClaimArtifactPut:    {serve: doc(s.claimArtifactPut), bodyMax: ArtifactBodyMax},
+		verb.ClaimArtifactGet:    {stream: s.claimArtifactGet},
+		verb.ClaimArtifactVerify: {serve: doc(s.artifactVerifyOne)},
+		verb.ArtifactList:        {serve: doc(s.artifactList)},
+		verb.ArtifactContent:     {stream: s.contentGet},
+		verb.ClaimGraph:          {serve: doc(s.claimGraph)},
 
-		verb.ExpectRaise:       {serve: serviceWrite(s, docRule[api.ExpectRaise]{}, s.expectRaise)},
-		verb.ExpectList:        {serve: doc(s.expectList)},
-		verb.ExpectShow:        {serve: doc(s.expectShow)},
-		verb.ExpectWithdraw:    {serve: tableWrite(s, docRule[api.ExpectWithdraw]{empty: true})},
-		verb.ExpectSupersede:   {serve: serviceWrite(s, docRule[api.ExpectRaise]{empty: true}, s.expectSupersede)},
-		verb.ExpectFact:        {serve: tableWrite(s, docRule[api.ExpectFact]{})},
-		verb.ExpectTaskOutcome: {serve: tableWrite(s, docRule[api.ExpectTaskOutcome]{})},
-		verb.ExpectTask:        {serve: doc(s.expectTaskOrigin)},
-		verb.ExpectLapses:      {serve: doc(s.expectLapses)},
-		verb.ExpectLapse:       {serve: tableWrite(s, docRule[api.ExpectLapse]{})},
+		verb.ExpectRaise:     {serve: serviceWrite(s, docRule[api.ExpectRaise]{}, s.expectRaise)},
+		verb.ExpectList:      {serve: doc(s.expectList)},
+		verb.ExpectShow:      {serve: doc(s.expectShow)},
+		verb.ExpectWithdraw:  {serve: tableWrite(s, docRule[api.ExpectWithdraw]{empty: true})},
+		verb.ExpectSupersede: {serve: serviceWrite(s, docRule[api.ExpectRaise]{empty: true}, s.expectSupersede)},
+		verb.ExpectTask:      {serve: doc(s.expectTaskOrigin)},
+		verb.ExpectLapses:    {serve: doc(s.expectLapses)},
 
 		verb.SessionExport: {stream: s.export},
 		verb.SessionVerify: {serve: doc(s.verify)},
