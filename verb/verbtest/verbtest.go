@@ -85,8 +85,8 @@ type Outcome struct {
 	NotOffered, OtherDocument bool
 }
 
-// Now is the instant every read is computed at.
-var Now = time.Date(2029, 6, 1, 12, 0, 0, 0, time.UTC)
+// readAt is the instant every read is computed at.
+func readAt() time.Time { return time.Date(2029, 6, 1, 12, 0, 0, 0, time.UTC) }
 
 // Run runs the script through b, each step under the bound d.
 func Run(t testing.TB, b Binding, d time.Duration) []Outcome {
@@ -103,7 +103,7 @@ func Run(t testing.TB, b Binding, d time.Duration) []Outcome {
 		}
 		c := service.Call{Tenant: Tenant, Session: Session, Actor: s.Actor}
 		if v.Effect == verb.Read {
-			c.Now = Now
+			c.Now = readAt()
 		} else {
 			c.RequestID = fmt.Sprintf("step-%d", i)
 		}
