@@ -37,3 +37,13 @@ func BenchmarkCall(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkTable is the cost of a fresh table.
+func BenchmarkTable(b *testing.B) {
+	b.ReportAllocs()
+	for range b.N {
+		if len(Table()) == 0 {
+			b.Fatal("no verbs")
+		}
+	}
+}
