@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"tally/api"
 	"tally/claim"
 	"tally/expect"
+	"tally/verb"
 	"tally/vocab"
 )
 
@@ -93,31 +95,55 @@ func ReadRecord[C any](as api.Actions[C], key string, raw any, what string) (Rec
 	return rec, nil
 }
 
-// PromiseActions are the promise records' actions, declare (the default)
-// first, their members api's promise documents'. A fresh table each call.
+// PromiseActions are the promise records' actions: the verb table's
+// promise verbs that A2A offers, declare (the default) first, their
+// members api's promise documents'. A fresh table each call.
 func PromiseActions() api.Actions[struct{}] {
-	return api.Actions[struct{}]{
-		{Name: "declare", Members: api.Declared(&api.PromiseDeclare{})},
-		{Name: "amend", Members: api.Declared(&api.PromiseAmend{})},
-		{Name: "resolve", Members: api.Declared(&api.PromiseResolve{})},
-		{Name: "assess", Members: api.Declared(&api.PromiseAssess{})},
-	}
+	return tableActions[struct{}](verb.A2AActions("promise"), nil, nil)
 }
 
-// ClaimActions are the claim records' actions: the claim verbs as the
-// REST routes name them (api.ClaimActions), create the default.
-func ClaimActions() api.Actions[claim.Command] { return api.ClaimActions() }
+// ClaimActions are the claim records' actions: the verb table's claim
+// verbs that A2A offers, in its order, each built into the family's
+// command as the REST route's document is (api.ClaimActions), create the
+// default.
+func ClaimActions() api.Actions[claim.Command] {
+	return tableActions(verb.A2AActions("claim"), api.ClaimActions(), nil)
+}
 
 // ExpectActions are the expect records' actions, raise (the default)
-// first; ExpectRecord decodes every member any of them takes.
+// first; ExpectRecord decodes every member any of them takes, and a
+// record names what REST names in the path (the expectation withdrawn,
+// the task) as a member of its own.
 func ExpectActions() api.Actions[struct{}] {
-	return api.Actions[struct{}]{
-		{Name: "raise", Members: []string{"expectationId", "kind", "subject", "expects", "satisfiedBy", "dueAt", "grace", "anchor",
-			"after", "horizon", "basis", "supersedes", "origin", "replyTo", "by"}},
-		{Name: "fact", Members: api.Declared(&api.ExpectFact{})},
-		{Name: "withdraw", Members: []string{"expectationId", "reason"}},
-		{Name: "outcome", Members: []string{"taskId", "outcome"}},
+	return tableActions[struct{}](verb.A2AActions("expect"), nil, map[string][]string{
+		"raise": {"expectationId", "kind", "subject", "expects", "satisfiedBy", "dueAt", "grace", "anchor",
+			"after", "horizon", "basis", "supersedes", "origin", "replyTo", "by"},
+		"withdraw": {"expectationId", "reason"},
+		"outcome":  {"taskId", "outcome"},
+	})
+}
+
+// tableActions are the actions of vs, in their order: each one's build
+// from builds (by name), its members those of members (by name) or else
+// its request document's. A verb the family cannot build is a broken
+// table: it panics, in the first test that reads a record.
+func tableActions[C any](vs []verb.Verb, builds api.Actions[C], members map[string][]string) api.Actions[C] {
+	out := make(api.Actions[C], 0, len(vs))
+	for _, v := range vs {
+		a := api.Action[C]{Name: v.A2A, Members: members[v.A2A]}
+		if builds != nil {
+			b, ok := builds.Find(v.A2A)
+			if !ok {
+				panic("a2atask: verb " + v.Name + ": no " + v.A2A + " action to build")
+			}
+			a = b
+		}
+		if a.Members == nil {
+			a.Members = api.Declared(reflect.New(v.Request).Interface())
+		}
+		out = append(out, a)
 	}
+	return out
 }
 
 // ExpectRecord is every member an expect record may carry; which are

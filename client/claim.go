@@ -14,6 +14,7 @@ import (
 	"tally/claim"
 	"tally/digest"
 	"tally/service"
+	"tally/verb"
 	"tally/vocab"
 )
 
@@ -26,27 +27,27 @@ import (
 
 var _ service.Claims = (*Client)(nil)
 
-// claimPost posts d to the session path segs and reads the write's answer.
-// A path member left empty is refused here, as the core would refuse it:
-// there is no route to send it to.
-func (c *Client) claimPost(ctx context.Context, call service.Call, d any, segs ...string) (service.ClaimWritten, error) {
-	if err := pathNamed(segs); err != nil {
+// claimPost posts d as the verb called name, args its path's other
+// parameters, and reads the write's answer. A path argument left empty is
+// refused here, as the core would refuse it: there is no route to send it
+// to.
+func (c *Client) claimPost(ctx context.Context, call service.Call, d any, name string, args ...string) (service.ClaimWritten, error) {
+	if err := pathNamed(verb.Of(name), args); err != nil {
 		return service.ClaimWritten{}, err
 	}
-	doc, err := c.post(ctx, call, d, segs...)
+	doc, err := c.post(ctx, call, d, name, args...)
 	if err != nil {
 		return service.ClaimWritten{}, err
 	}
 	return service.ReadClaimWritten(doc)
 }
 
-// pathNamed refuses an empty member of a claim route's path: segs
-// alternate a collection and the member it names.
-func pathNamed(segs []string) error {
-	names := map[string]string{"claims": "claim", "testaments": "testament", "checks": "check", "artifacts": "artifact"}
-	for i := 0; i+1 < len(segs); i += 2 {
-		if segs[i+1] == "" {
-			return vocab.Invalidf(names[segs[i]], "required")
+// pathNamed refuses an empty argument of v's path, naming the document
+// member it is.
+func pathNamed(v verb.Verb, args []string) error {
+	for i, a := range args {
+		if a == "" && i < len(v.HTTP.Members) {
+			return vocab.Invalidf(v.HTTP.Members[i], "required")
 		}
 	}
 	return nil
@@ -56,70 +57,70 @@ func (c *Client) CreateClaim(ctx context.Context, call service.Call, d api.Claim
 	if d.Slots == nil {
 		d.Slots = []claim.SlotSpec{}
 	}
-	return c.claimPost(ctx, call, d, "claims")
+	return c.claimPost(ctx, call, d, verb.ClaimCreate)
 }
 
 func (c *Client) PostClaim(ctx context.Context, call service.Call, d api.ClaimPost) (service.ClaimWritten, error) {
-	return c.claimPost(ctx, call, d, "claims", d.Claim, "post")
+	return c.claimPost(ctx, call, d, verb.ClaimPost, d.Claim)
 }
 
 func (c *Client) CancelClaim(ctx context.Context, call service.Call, d api.ClaimEnd) (service.ClaimWritten, error) {
-	return c.claimPost(ctx, call, d, "claims", d.Claim, "cancel")
+	return c.claimPost(ctx, call, d, verb.ClaimCancel, d.Claim)
 }
 
 func (c *Client) RevokeClaim(ctx context.Context, call service.Call, d api.ClaimEnd) (service.ClaimWritten, error) {
-	return c.claimPost(ctx, call, d, "claims", d.Claim, "revoke")
+	return c.claimPost(ctx, call, d, verb.ClaimRevoke, d.Claim)
 }
 
 func (c *Client) SupersedeClaim(ctx context.Context, call service.Call, d api.ClaimSupersede) (service.ClaimWritten, error) {
-	return c.claimPost(ctx, call, d, "claims", d.Claim, "supersede")
+	return c.claimPost(ctx, call, d, verb.ClaimSupersede, d.Claim)
 }
 
 func (c *Client) AcquireReceipt(ctx context.Context, call service.Call, d api.ClaimReceipt) (service.ClaimWritten, error) {
-	return c.claimPost(ctx, call, d, "claims", d.Claim, "receipt")
+	return c.claimPost(ctx, call, d, verb.ClaimReceipt, d.Claim)
 }
 
 func (c *Client) AdoptReceipt(ctx context.Context, call service.Call, d api.ClaimAdopt) (service.ClaimWritten, error) {
-	return c.claimPost(ctx, call, d, "claims", d.Claim, "adopt")
+	return c.claimPost(ctx, call, d, verb.ClaimAdopt, d.Claim)
 }
 
 func (c *Client) RecordProgress(ctx context.Context, call service.Call, d api.ClaimProgress) (service.ClaimWritten, error) {
-	return c.claimPost(ctx, call, d, "claims", d.Claim, "progress")
+	return c.claimPost(ctx, call, d, verb.ClaimProgress, d.Claim)
 }
 
 func (c *Client) CloseTestament(ctx context.Context, call service.Call, d api.ClaimTestament) (service.ClaimWritten, error) {
-	return c.claimPost(ctx, call, d, "claims", d.Claim, "testaments")
+	return c.claimPost(ctx, call, d, verb.ClaimTestamentClose, d.Claim)
 }
 
 func (c *Client) PostTestament(ctx context.Context, call service.Call, d api.ClaimTestamentRef) (service.ClaimWritten, error) {
-	return c.claimPost(ctx, call, d, "claims", d.Claim, "testaments", d.Testament, "post")
+	return c.claimPost(ctx, call, d, verb.ClaimTestamentPost, d.Claim, d.Testament)
 }
 
 func (c *Client) ReceiveTestament(ctx context.Context, call service.Call, d api.ClaimTestamentRef) (service.ClaimWritten, error) {
-	return c.claimPost(ctx, call, d, "claims", d.Claim, "testaments", d.Testament, "receive")
+	return c.claimPost(ctx, call, d, verb.ClaimTestamentReceive, d.Claim, d.Testament)
 }
 
 func (c *Client) CommitDeadline(ctx context.Context, call service.Call, d api.ClaimRef) (service.ClaimWritten, error) {
-	return c.claimPost(ctx, call, d, "claims", d.Claim, "deadline")
+	return c.claimPost(ctx, call, d, verb.ClaimDeadline, d.Claim)
 }
 
 func (c *Client) CommitDependency(ctx context.Context, call service.Call, d api.ClaimRef) (service.ClaimWritten, error) {
-	return c.claimPost(ctx, call, d, "claims", d.Claim, "dependency")
+	return c.claimPost(ctx, call, d, verb.ClaimDependency, d.Claim)
 }
 
 func (c *Client) BeginCheck(ctx context.Context, call service.Call, d api.ClaimBegin) (service.ClaimWritten, error) {
-	return c.claimPost(ctx, call, d, "claims", d.Claim, "checks", d.Check, "begin")
+	return c.claimPost(ctx, call, d, verb.ClaimCheckBegin, d.Claim, d.Check)
 }
 
 // ReportCheck posts the verdict; with ev it streams ev's bytes as the body
 // of the verdict's PUT, which stores them and reports in one write.
 func (c *Client) ReportCheck(ctx context.Context, call service.Call, d api.ClaimCheck, ev *service.Evidence) (service.ClaimWritten, error) {
 	if ev == nil {
-		return c.claimPost(ctx, call, d, "claims", d.Claim, "checks", d.Check, "report")
+		return c.claimPost(ctx, call, d, verb.ClaimCheckReport, d.Claim, d.Check)
 	}
 	q := query(map[string]string{"artifact": d.Artifact, "digest": d.Digest, "result": d.Result, "note": d.Note,
 		"evidence": d.Evidence, "kind": ev.Kind, "schema": ev.Schema, "name": ev.Name})
-	return c.claimPut(ctx, call, q, ev.Body, "claims", d.Claim, "checks", d.Check, "report")
+	return c.claimPut(ctx, call, q, ev.Body, verb.ClaimCheckEvidence, d.Claim, d.Check)
 }
 
 // PublishArtifact streams body as the artifact's bytes, its description in
@@ -129,19 +130,21 @@ func (c *Client) PublishArtifact(ctx context.Context, call service.Call, d api.C
 	if d.Generation > 0 {
 		q.Set("generation", strconv.FormatUint(d.Generation, 10))
 	}
-	return c.claimPut(ctx, call, q, body, "claims", d.Claim, "artifacts", d.Artifact)
+	return c.claimPut(ctx, call, q, body, verb.ClaimArtifactPut, d.Claim, d.Artifact)
 }
 
 func (c *Client) ReceiveArtifact(ctx context.Context, call service.Call, d api.ClaimArtifactRef) (service.ClaimWritten, error) {
-	return c.claimPost(ctx, call, d, "claims", d.Claim, "artifacts", d.Artifact, "receive")
+	return c.claimPost(ctx, call, d, verb.ClaimArtifactReceive, d.Claim, d.Artifact)
 }
 
-// claimPut streams body to the session path segs with the query q.
-func (c *Client) claimPut(ctx context.Context, call service.Call, q url.Values, body io.Reader, segs ...string) (service.ClaimWritten, error) {
-	if err := pathNamed(segs); err != nil {
+// claimPut streams body as the request of the verb called name, with the
+// query q.
+func (c *Client) claimPut(ctx context.Context, call service.Call, q url.Values, body io.Reader, name string, args ...string) (service.ClaimWritten, error) {
+	v := verb.Of(name)
+	if err := pathNamed(v, args); err != nil {
 		return service.ClaimWritten{}, err
 	}
-	doc, err := c.Exchange(ctx, call, "PUT", c.SessionURL(call.Tenant, call.Session, q, segs...), body, "application/octet-stream")
+	doc, err := c.Exchange(ctx, call, v.HTTP.Method, c.verbURL(v, call, q, args...), body, "application/octet-stream")
 	if err != nil {
 		return service.ClaimWritten{}, err
 	}
@@ -163,7 +166,7 @@ func (c *Client) Claim(ctx context.Context, call service.Call, id string) (servi
 	if id == "" {
 		return service.ClaimShown{}, claim.UnknownClaim(id)
 	}
-	doc, err := c.get(ctx, call, nil, "claims", id)
+	doc, err := c.get(ctx, call, nil, verb.ClaimShow, id)
 	if err != nil {
 		return service.ClaimShown{}, err
 	}
@@ -172,7 +175,7 @@ func (c *Client) Claim(ctx context.Context, call service.Call, id string) (servi
 
 func (c *Client) ListClaims(ctx context.Context, call service.Call, f claim.Filter) (service.ClaimList, error) {
 	q := api.ClaimQueryOf(f)
-	doc, err := c.get(ctx, call, api.EncodeQuery(&q), "claims")
+	doc, err := c.get(ctx, call, api.EncodeQuery(&q), verb.ClaimList)
 	if err != nil {
 		return service.ClaimList{}, err
 	}
@@ -180,7 +183,7 @@ func (c *Client) ListClaims(ctx context.Context, call service.Call, f claim.Filt
 }
 
 func (c *Client) ClaimGraph(ctx context.Context, call service.Call) (service.ClaimGraph, error) {
-	doc, err := c.get(ctx, call, nil, "claim-graph")
+	doc, err := c.get(ctx, call, nil, verb.ClaimGraph)
 	if err != nil {
 		return service.ClaimGraph{}, err
 	}
@@ -190,7 +193,7 @@ func (c *Client) ClaimGraph(ctx context.Context, call service.Call) (service.Cla
 func (c *Client) ListArtifacts(ctx context.Context, call service.Call, aq service.ArtifactQuery) (service.ArtifactList, error) {
 	q := api.EncodeQuery(&aq)
 	call.Now = time.Time{} // the listing takes no now
-	doc, err := c.get(ctx, call, q, "artifacts")
+	doc, err := c.get(ctx, call, q, verb.ArtifactList)
 	if err != nil {
 		return service.ArtifactList{}, err
 	}
@@ -198,10 +201,10 @@ func (c *Client) ListArtifacts(ctx context.Context, call service.Call, aq servic
 }
 
 func (c *Client) VerifyArtifact(ctx context.Context, call service.Call, claimID, id string) (service.ArtifactList, error) {
-	if err := pathNamed([]string{"claims", claimID, "artifacts", id}); err != nil {
+	if err := pathNamed(verb.Of(verb.ClaimArtifactVerify), []string{claimID, id}); err != nil {
 		return service.ArtifactList{}, err
 	}
-	doc, err := c.get(ctx, call, nil, "claims", claimID, "artifacts", id, "verify")
+	doc, err := c.get(ctx, call, nil, verb.ClaimArtifactVerify, claimID, id)
 	if err != nil {
 		return service.ArtifactList{}, err
 	}
@@ -223,7 +226,7 @@ func (c *Client) Artifact(ctx context.Context, call service.Call, claimID, id st
 	if err != nil {
 		return service.ArtifactContent{}, fmt.Errorf("artifact %s: %w", a.Artifact, err)
 	}
-	body, err := c.fetch(ctx, call, "artifact "+id, content, "claims", claimID, "artifacts", id)
+	body, err := c.fetch(ctx, call, "artifact "+id, content, verb.ClaimArtifactGet, claimID, id)
 	if err != nil {
 		return service.ArtifactContent{}, err
 	}
@@ -233,7 +236,7 @@ func (c *Client) Artifact(ctx context.Context, call service.Call, claimID, id st
 // Content reads bytes by content digest, checked as they arrive; the
 // artifact is known by what the answer's headers say of it.
 func (c *Client) Content(ctx context.Context, call service.Call, content digest.ContentDigest) (service.ArtifactContent, error) {
-	resp, done, err := c.Send(ctx, call, "GET", c.SessionURL(call.Tenant, call.Session, nil, "objects", content.String()), nil, "")
+	resp, done, err := c.Send(ctx, call, "GET", c.verbURL(verb.Of(verb.ArtifactContent), call, nil, content.String()), nil, "")
 	if err != nil {
 		return service.ArtifactContent{}, err
 	}
@@ -242,9 +245,9 @@ func (c *Client) Content(ctx context.Context, call service.Call, content digest.
 	return service.ArtifactContent{Artifact: a, Content: content, Body: body}, nil
 }
 
-// fetch opens the bytes at the session path segs, checked against want.
-func (c *Client) fetch(ctx context.Context, call service.Call, what string, want digest.ContentDigest, segs ...string) (io.ReadCloser, error) {
-	resp, done, err := c.Send(ctx, call, "GET", c.SessionURL(call.Tenant, call.Session, nil, segs...), nil, "")
+// fetch opens the bytes of the verb called name, checked against want.
+func (c *Client) fetch(ctx context.Context, call service.Call, what string, want digest.ContentDigest, name string, args ...string) (io.ReadCloser, error) {
+	resp, done, err := c.Send(ctx, call, "GET", c.verbURL(verb.Of(name), call, nil, args...), nil, "")
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,7 @@ import (
 	"tally/instant"
 	"tally/service"
 	"tally/store"
+	"tally/verb"
 )
 
 // Config is where the server is and how to reach it.
@@ -231,18 +232,29 @@ func (c *Client) Do(ctx context.Context, call service.Call, method, u string, bo
 	return c.Exchange(ctx, call, method, u, rd, contentType)
 }
 
-// post sends doc, encoded, to the session path segs.
-func (c *Client) post(ctx context.Context, call service.Call, doc any, segs ...string) (service.Doc, error) {
-	b, err := json.Marshal(doc)
-	if err != nil {
-		return service.Doc{}, fmt.Errorf("encode %s request: %w", strings.Join(segs, "/"), err)
+// verbURL is the URL of the verb v (its path in the verb table) in call's
+// session, args its path's other parameters in order, with the query q.
+func (c *Client) verbURL(v verb.Verb, call service.Call, q url.Values, args ...string) string {
+	u := c.url + v.PathOf(call.Tenant, call.Session, args...)
+	if len(q) > 0 {
+		u += "?" + q.Encode()
 	}
-	return c.Do(ctx, call, "POST", c.SessionURL(call.Tenant, call.Session, nil, segs...), b)
+	return u
 }
 
-// get reads the session path segs with the query q, at call.Now if given,
+// post sends doc, encoded, as the request of the verb called name.
+func (c *Client) post(ctx context.Context, call service.Call, doc any, name string, args ...string) (service.Doc, error) {
+	v := verb.Of(name)
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return service.Doc{}, fmt.Errorf("encode %s request: %w", name, err)
+	}
+	return c.Do(ctx, call, v.HTTP.Method, c.verbURL(v, call, nil, args...), b)
+}
+
+// get reads the verb called name with the query q, at call.Now if given,
 // and at consistency=stale if the call or the client asks for it.
-func (c *Client) get(ctx context.Context, call service.Call, q url.Values, segs ...string) (service.Doc, error) {
+func (c *Client) get(ctx context.Context, call service.Call, q url.Values, name string, args ...string) (service.Doc, error) {
 	if q == nil {
 		q = url.Values{}
 	}
@@ -252,7 +264,8 @@ func (c *Client) get(ctx context.Context, call service.Call, q url.Values, segs 
 	if call.Stale || c.stale {
 		q.Set("consistency", service.Stale)
 	}
-	return c.Do(ctx, call, "GET", c.SessionURL(call.Tenant, call.Session, q, segs...), nil)
+	v := verb.Of(name)
+	return c.Do(ctx, call, v.HTTP.Method, c.verbURL(v, call, q, args...), nil)
 }
 
 // Identity is who a request acts as, as the server sees it.

@@ -6,6 +6,7 @@ import (
 	"tally/api"
 	"tally/expect"
 	"tally/service"
+	"tally/verb"
 )
 
 var _ service.Expectations = (*Client)(nil)
@@ -17,7 +18,7 @@ func (c *Client) RaiseExpectation(ctx context.Context, call service.Call, d api.
 	if err != nil {
 		return service.ExpectationWritten{}, err
 	}
-	return expectationWritten(c.post(ctx, call, d, "expectations"))
+	return expectationWritten(c.post(ctx, call, d, verb.ExpectRaise))
 }
 
 // SupersedeExpectation posts d to old's supersede route.
@@ -26,17 +27,17 @@ func (c *Client) SupersedeExpectation(ctx context.Context, call service.Call, ol
 	if err != nil {
 		return service.ExpectationWritten{}, err
 	}
-	return expectationWritten(c.post(ctx, call, d, "expectations", old, "supersede"))
+	return expectationWritten(c.post(ctx, call, d, verb.ExpectSupersede, old))
 }
 
 // WithdrawExpectation posts d to id's withdraw route.
 func (c *Client) WithdrawExpectation(ctx context.Context, call service.Call, id string, d api.ExpectWithdraw) (service.ExpectationWritten, error) {
-	return expectationWritten(c.post(ctx, call, d, "expectations", id, "withdraw"))
+	return expectationWritten(c.post(ctx, call, d, verb.ExpectWithdraw, id))
 }
 
 // CommitLapse posts d to the session's lapses.
 func (c *Client) CommitLapse(ctx context.Context, call service.Call, d api.ExpectLapse) (service.ExpectationWritten, error) {
-	return expectationWritten(c.post(ctx, call, d, "lapses"))
+	return expectationWritten(c.post(ctx, call, d, verb.ExpectLapse))
 }
 
 func expectationWritten(doc service.Doc, err error) (service.ExpectationWritten, error) {
@@ -55,38 +56,38 @@ func answer[T any](read func(service.Doc) (T, error), doc service.Doc, err error
 
 // RecordFact posts d to the session's facts.
 func (c *Client) RecordFact(ctx context.Context, call service.Call, d api.ExpectFact) (service.FactRecorded, error) {
-	doc, err := c.post(ctx, call, d, "facts")
+	doc, err := c.post(ctx, call, d, verb.ExpectFact)
 	return answer(service.ReadFactRecorded, doc, err)
 }
 
 // RecordTaskOutcome posts d to task's outcome route.
 func (c *Client) RecordTaskOutcome(ctx context.Context, call service.Call, task string, d api.ExpectTaskOutcome) (service.TaskOutcomeRecorded, error) {
-	doc, err := c.post(ctx, call, d, "tasks", task, "outcome")
+	doc, err := c.post(ctx, call, d, verb.ExpectTaskOutcome, task)
 	return answer(service.ReadTaskOutcomeRecorded, doc, err)
 }
 
 // Expectation reads one expectation.
 func (c *Client) Expectation(ctx context.Context, call service.Call, id string) (service.ExpectationShown, error) {
-	doc, err := c.get(ctx, call, nil, "expectations", id)
+	doc, err := c.get(ctx, call, nil, verb.ExpectShow, id)
 	return answer(service.ReadExpectationShown, doc, err)
 }
 
 // ListExpectations reads the expectations f selects.
 func (c *Client) ListExpectations(ctx context.Context, call service.Call, f expect.Filter) (service.ExpectationList, error) {
 	q := api.ExpectQueryOf(f)
-	doc, err := c.get(ctx, call, api.EncodeQuery(&q), "expectations")
+	doc, err := c.get(ctx, call, api.EncodeQuery(&q), verb.ExpectList)
 	return answer(service.ReadExpectationList, doc, err)
 }
 
 // Lapses reads the recorded lapses f selects.
 func (c *Client) Lapses(ctx context.Context, call service.Call, f service.LapseFilter) (service.LapseList, error) {
 	q := f.Query()
-	doc, err := c.get(ctx, call, api.EncodeQuery(&q), "lapses")
+	doc, err := c.get(ctx, call, api.EncodeQuery(&q), verb.ExpectLapses)
 	return answer(service.ReadLapseList, doc, err)
 }
 
 // TaskOrigin reads origin task task.
 func (c *Client) TaskOrigin(ctx context.Context, call service.Call, task string) (service.TaskOriginShown, error) {
-	doc, err := c.get(ctx, call, nil, "tasks", task)
+	doc, err := c.get(ctx, call, nil, verb.ExpectTask, task)
 	return answer(service.ReadTaskOriginShown, doc, err)
 }

@@ -10,6 +10,7 @@ import (
 	"tally/api"
 	"tally/instant"
 	"tally/service"
+	"tally/verb"
 )
 
 var _ service.Logs = (*Client)(nil)
@@ -22,7 +23,7 @@ func (c *Client) Export(ctx context.Context, call service.Call, format string, w
 	if format == "json" && !call.Now.IsZero() {
 		q.Set("now", instant.Format(call.Now))
 	}
-	resp, done, err := c.Send(ctx, call, "GET", c.SessionURL(call.Tenant, call.Session, q, "export"), nil, "")
+	resp, done, err := c.Send(ctx, call, "GET", c.verbURL(verb.Of(verb.SessionExport), call, q), nil, "")
 	if err != nil {
 		return service.Exported{}, err
 	}
@@ -41,7 +42,7 @@ func (c *Client) Export(ctx context.Context, call service.Call, format string, w
 
 // Import sends lines to the server's import (an admin-role token's).
 func (c *Client) Import(ctx context.Context, call service.Call, lines []byte) (service.Imported, error) {
-	doc, err := c.Exchange(ctx, call, "POST", c.SessionURL(call.Tenant, call.Session, nil, "import"), bytes.NewReader(lines), "application/x-ndjson")
+	doc, err := c.Exchange(ctx, call, "POST", c.verbURL(verb.Of(verb.SessionImport), call, nil), bytes.NewReader(lines), "application/x-ndjson")
 	if err != nil {
 		return service.Imported{}, err
 	}
@@ -51,7 +52,7 @@ func (c *Client) Import(ctx context.Context, call service.Call, lines []byte) (s
 // Verify has the server verify the session's log: its report, and the
 // log's name under the server's ledger directory.
 func (c *Client) Verify(ctx context.Context, call service.Call) (service.Verified, error) {
-	resp, done, err := c.Send(ctx, call, "GET", c.SessionURL(call.Tenant, call.Session, nil, "verify"), nil, "")
+	resp, done, err := c.Send(ctx, call, "GET", c.verbURL(verb.Of(verb.SessionVerify), call, nil), nil, "")
 	if err != nil {
 		return service.Verified{}, err
 	}
@@ -65,7 +66,7 @@ func (c *Client) Verify(ctx context.Context, call service.Call) (service.Verifie
 
 // VerifyAll has the server verify every session of the token's tenant.
 func (c *Client) VerifyAll(ctx context.Context, call service.Call) (service.Verified, error) {
-	doc, err := c.Do(ctx, call, "GET", c.url+"/v1/verify", nil)
+	doc, err := c.Do(ctx, call, "GET", c.verbURL(verb.Of(verb.Verify), call, nil), nil)
 	if err != nil {
 		return service.Verified{}, err
 	}

@@ -6,28 +6,29 @@ import (
 	"tally/api"
 	"tally/promise"
 	"tally/service"
+	"tally/verb"
 )
 
 var _ service.Promises = (*Client)(nil)
 
-// DeclarePromise posts d to the session's promises.
+// DeclarePromise posts d as promise.declare.
 func (c *Client) DeclarePromise(ctx context.Context, call service.Call, d api.PromiseDeclare) (service.PromiseWritten, error) {
-	return written(c.post(ctx, call, d, "promises"))
+	return written(c.post(ctx, call, d, verb.PromiseDeclare))
 }
 
-// AmendPromise posts d to its promise's amend route.
+// AmendPromise posts d as promise.amend.
 func (c *Client) AmendPromise(ctx context.Context, call service.Call, d api.PromiseAmend) (service.PromiseWritten, error) {
-	return written(c.post(ctx, call, d, "promises", d.ID, "amend"))
+	return written(c.post(ctx, call, d, verb.PromiseAmend, d.ID))
 }
 
-// ResolvePromise posts d to its promise's resolve route.
+// ResolvePromise posts d as promise.resolve.
 func (c *Client) ResolvePromise(ctx context.Context, call service.Call, d api.PromiseResolve) (service.PromiseWritten, error) {
-	return written(c.post(ctx, call, d, "promises", d.ID, "resolve"))
+	return written(c.post(ctx, call, d, verb.PromiseResolve, d.ID))
 }
 
-// AssessPromise posts d to its promise's assess route.
+// AssessPromise posts d as promise.assess.
 func (c *Client) AssessPromise(ctx context.Context, call service.Call, d api.PromiseAssess) (service.PromiseWritten, error) {
-	return written(c.post(ctx, call, d, "promises", d.ID, "assess"))
+	return written(c.post(ctx, call, d, verb.PromiseAssess, d.ID))
 }
 
 func written(doc service.Doc, err error) (service.PromiseWritten, error) {
@@ -39,7 +40,7 @@ func written(doc service.Doc, err error) (service.PromiseWritten, error) {
 
 // Promise reads one promise.
 func (c *Client) Promise(ctx context.Context, call service.Call, id string) (service.PromiseShown, error) {
-	doc, err := c.get(ctx, call, nil, "promises", id)
+	doc, err := c.get(ctx, call, nil, verb.PromiseShow, id)
 	if err != nil {
 		return service.PromiseShown{}, err
 	}
@@ -49,7 +50,7 @@ func (c *Client) Promise(ctx context.Context, call service.Call, id string) (ser
 // ListPromises reads the promises f selects.
 func (c *Client) ListPromises(ctx context.Context, call service.Call, f promise.Filter) (service.PromiseList, error) {
 	q := api.PromiseQueryOf(f)
-	doc, err := c.get(ctx, call, api.EncodeQuery(&q), "promises")
+	doc, err := c.get(ctx, call, api.EncodeQuery(&q), verb.PromiseList)
 	if err != nil {
 		return service.PromiseList{}, err
 	}

@@ -5,11 +5,12 @@ import (
 
 	"tally/api"
 	"tally/service"
+	"tally/verb"
 )
 
 func (c *Client) Ready(ctx context.Context, call service.Call, seat string) (service.ReadyList, error) {
 	q := api.ReadyQuery{Seat: seat}
-	doc, err := c.get(ctx, call, api.EncodeQuery(&q), "ready")
+	doc, err := c.get(ctx, call, api.EncodeQuery(&q), verb.WorkReady)
 	if err != nil {
 		return service.ReadyList{}, err
 	}

@@ -10,6 +10,7 @@ import (
 	"tally/cluster/replica"
 	"tally/ledger"
 	"tally/service"
+	"tally/verb"
 )
 
 // A write is one Service method called on every replica: write proposes
@@ -107,7 +108,9 @@ func read[R any](ctx context.Context, c *Node, call service.Call, f func(service
 	return f(c.sm.Service(), call)
 }
 
-// Methods are the commands a replica runs, by name
+// Methods are the commands a replica runs, by name: every write of the
+// verb table (its Command, run by its Apply, or here with its staged bytes)
+// and the timekeeper's sweeps
 // (replica.Config.Methods): every node's, and the simulator's. sm is the
 // replica, through which the timekeeper's sweep opens its session and a
 // write with bytes opens its upload; it is called only as a command runs,
@@ -117,17 +120,17 @@ func Methods(sm func() *replica.SM) map[string]replica.Method {
 		MethodSweep:       sweepMethod(sm, (*ledger.Ledger).Sweep),
 		MethodSweepClaims: sweepMethod(sm, (*ledger.Ledger).SweepClaims),
 	}
-	for k, v := range promiseMethods() {
-		m[k] = v
-	}
-	for k, v := range expectMethods() {
-		m[k] = v
-	}
-	for k, v := range logMethods() {
-		m[k] = v
-	}
-	for k, v := range claimMethods(sm) {
-		m[k] = v
+	staged := bytesMethods(sm)
+	for _, v := range verb.Table() {
+		switch {
+		case v.Command == "":
+		case v.Apply != nil:
+			m[v.Command] = v.Apply
+		case staged[v.Command] != nil:
+			m[v.Command] = staged[v.Command]
+		default:
+			panic("cluster: verb " + v.Name + " names command " + v.Command + ", which no replica runs")
+		}
 	}
 	return m
 }

@@ -10,6 +10,7 @@ import (
 	"tally/cluster/replica"
 	"tally/digest"
 	"tally/service"
+	"tally/verb"
 )
 
 // The claims family through a node. A write is proposed like any other;
@@ -21,41 +22,11 @@ import (
 
 var _ service.Claims = (*Node)(nil)
 
-// methodReportEvidence is a verdict whose evidence bytes were staged: its
-// document is the verdict's, the evidence's description and the upload.
-// Stored in the raft log: do not rename.
-const methodReportEvidence = "ReportCheckWithEvidence"
-
-// evidenceDoc is a verdict with evidence as proposed: the verdict and how
-// its evidence is described (its bytes are the upload's).
-type evidenceDoc struct {
-	Check  api.ClaimCheck `json:"check"`
-	Name   string         `json:"name,omitempty"`
-	Kind   string         `json:"kind,omitempty"`
-	Schema string         `json:"schema,omitempty"`
-}
-
-func claimMethods(sm func() *replica.SM) map[string]replica.Method {
+// bytesMethods are the commands of the writes that carry bytes, which a
+// replica runs with the bytes staged for them (service_upload.go).
+func bytesMethods(sm func() *replica.SM) map[string]replica.Method {
 	return map[string]replica.Method{
-		service.MethodCreateClaim:      method(service.Service.CreateClaim),
-		service.MethodPostClaim:        method(service.Service.PostClaim),
-		service.MethodCancelClaim:      method(service.Service.CancelClaim),
-		service.MethodRevokeClaim:      method(service.Service.RevokeClaim),
-		service.MethodSupersedeClaim:   method(service.Service.SupersedeClaim),
-		service.MethodAcquireReceipt:   method(service.Service.AcquireReceipt),
-		service.MethodAdoptReceipt:     method(service.Service.AdoptReceipt),
-		service.MethodRecordProgress:   method(service.Service.RecordProgress),
-		service.MethodCloseTestament:   method(service.Service.CloseTestament),
-		service.MethodPostTestament:    method(service.Service.PostTestament),
-		service.MethodReceiveTestament: method(service.Service.ReceiveTestament),
-		service.MethodCommitDeadline:   method(service.Service.CommitDeadline),
-		service.MethodCommitDependency: method(service.Service.CommitDependency),
-		service.MethodBeginCheck:       method(service.Service.BeginCheck),
-		service.MethodReceiveArtifact:  method(service.Service.ReceiveArtifact),
-		service.MethodReportCheck: method(func(s service.Service, ctx context.Context, call service.Call, d api.ClaimCheck) (service.ClaimWritten, error) {
-			return s.ReportCheck(ctx, call, d, nil)
-		}),
-		methodReportEvidence: bytesMethod(sm, func(s service.Service, ctx context.Context, call service.Call, d evidenceDoc, body io.Reader) (service.ClaimWritten, error) {
+		verb.MethodReportEvidence: bytesMethod(sm, func(s service.Service, ctx context.Context, call service.Call, d verb.Evidence, body io.Reader) (service.ClaimWritten, error) {
 			return s.ReportCheck(ctx, call, d.Check, &service.Evidence{Name: d.Name, Kind: d.Kind, Schema: d.Schema, Body: body})
 		}),
 		service.MethodPublishArtifact: bytesMethod(sm, service.Service.PublishArtifact),
@@ -148,8 +119,8 @@ func (c *Node) ReportCheck(ctx context.Context, call service.Call, d api.ClaimCh
 	if ev == nil {
 		return claimWrite(ctx, c, service.MethodReportCheck, call, d)
 	}
-	doc := evidenceDoc{Check: d, Name: ev.Name, Kind: ev.Kind, Schema: ev.Schema}
-	return writeBytes[evidenceDoc, service.ClaimWritten](ctx, c, methodReportEvidence, call, doc, ev.Body)
+	doc := verb.Evidence{Check: d, Name: ev.Name, Kind: ev.Kind, Schema: ev.Schema}
+	return writeBytes[verb.Evidence, service.ClaimWritten](ctx, c, verb.MethodReportEvidence, call, doc, ev.Body)
 }
 
 // PublishArtifact stages body, then publishes the artifact d describes.

@@ -4,36 +4,12 @@ import (
 	"context"
 
 	"tally/api"
-	"tally/cluster/replica"
 	"tally/expect"
 	"tally/service"
+	"tally/verb"
 )
 
 var _ service.Expectations = (*Node)(nil)
-
-// onPath is the command document of a write whose route's path names what
-// it is about (the expectation extended or withdrawn, the task).
-type onPath[D any] struct {
-	Path string `json:"path"`
-	Doc  D      `json:"doc"`
-}
-
-func expectMethods() map[string]replica.Method {
-	return map[string]replica.Method{
-		service.MethodRaiseExpectation: method(service.Service.RaiseExpectation),
-		service.MethodSupersedeExpectation: method(func(s service.Service, ctx context.Context, c service.Call, d onPath[api.ExpectRaise]) (service.ExpectationWritten, error) {
-			return s.SupersedeExpectation(ctx, c, d.Path, d.Doc)
-		}),
-		service.MethodRecordFact: method(service.Service.RecordFact),
-		service.MethodWithdrawExpectation: method(func(s service.Service, ctx context.Context, c service.Call, d onPath[api.ExpectWithdraw]) (service.ExpectationWritten, error) {
-			return s.WithdrawExpectation(ctx, c, d.Path, d.Doc)
-		}),
-		service.MethodRecordTaskOutcome: method(func(s service.Service, ctx context.Context, c service.Call, d onPath[api.ExpectTaskOutcome]) (service.TaskOutcomeRecorded, error) {
-			return s.RecordTaskOutcome(ctx, c, d.Path, d.Doc)
-		}),
-		service.MethodCommitLapse: method(service.Service.CommitLapse),
-	}
-}
 
 // RaiseExpectation raises d in the session's group; its relative times
 // are read here, at the proposer, so every replica raises the same.
@@ -51,7 +27,7 @@ func (c *Node) SupersedeExpectation(ctx context.Context, call service.Call, old 
 	if err != nil {
 		return service.ExpectationWritten{}, err
 	}
-	return write[onPath[api.ExpectRaise], service.ExpectationWritten](ctx, c, service.MethodSupersedeExpectation, call, onPath[api.ExpectRaise]{old, d})
+	return write[verb.OnPath[api.ExpectRaise], service.ExpectationWritten](ctx, c, service.MethodSupersedeExpectation, call, verb.OnPath[api.ExpectRaise]{Path: old, Doc: d})
 }
 
 // RecordFact records d as observed by call.Actor.
@@ -61,12 +37,12 @@ func (c *Node) RecordFact(ctx context.Context, call service.Call, d api.ExpectFa
 
 // WithdrawExpectation withdraws id.
 func (c *Node) WithdrawExpectation(ctx context.Context, call service.Call, id string, d api.ExpectWithdraw) (service.ExpectationWritten, error) {
-	return write[onPath[api.ExpectWithdraw], service.ExpectationWritten](ctx, c, service.MethodWithdrawExpectation, call, onPath[api.ExpectWithdraw]{id, d})
+	return write[verb.OnPath[api.ExpectWithdraw], service.ExpectationWritten](ctx, c, service.MethodWithdrawExpectation, call, verb.OnPath[api.ExpectWithdraw]{Path: id, Doc: d})
 }
 
 // RecordTaskOutcome records task's outcome.
 func (c *Node) RecordTaskOutcome(ctx context.Context, call service.Call, task string, d api.ExpectTaskOutcome) (service.TaskOutcomeRecorded, error) {
-	return write[onPath[api.ExpectTaskOutcome], service.TaskOutcomeRecorded](ctx, c, service.MethodRecordTaskOutcome, call, onPath[api.ExpectTaskOutcome]{task, d})
+	return write[verb.OnPath[api.ExpectTaskOutcome], service.TaskOutcomeRecorded](ctx, c, service.MethodRecordTaskOutcome, call, verb.OnPath[api.ExpectTaskOutcome]{Path: task, Doc: d})
 }
 
 // CommitLapse commits a lapse as the timekeeper.

@@ -5,28 +5,11 @@ import (
 	"errors"
 	"io"
 
-	"tally/cluster/replica"
 	"tally/service"
+	"tally/verb"
 )
 
 var _ service.Logs = (*Node)(nil)
-
-// importDoc is an import's command document: the lines, as given.
-type importDoc struct {
-	Lines []byte `json:"lines"`
-}
-
-func logMethods() map[string]replica.Method {
-	return map[string]replica.Method{
-		service.MethodImport: method(func(s service.Service, ctx context.Context, c service.Call, d importDoc) (service.Imported, error) {
-			l, err := logsOf(s)
-			if err != nil {
-				return service.Imported{}, err
-			}
-			return l.Import(ctx, c, d.Lines)
-		}),
-	}
-}
 
 // logsOf is the replica Service's log verbs.
 func logsOf(s service.Service) (service.Logs, error) {
@@ -39,7 +22,7 @@ func logsOf(s service.Service) (service.Logs, error) {
 
 // Import appends lines to the session on every replica, all or none.
 func (c *Node) Import(ctx context.Context, call service.Call, lines []byte) (service.Imported, error) {
-	return write[importDoc, service.Imported](ctx, c, service.MethodImport, call, importDoc{Lines: lines})
+	return write[verb.ImportDoc, service.Imported](ctx, c, service.MethodImport, call, verb.ImportDoc{Lines: lines})
 }
 
 // Export writes this replica's copy of the session, read-consistent.

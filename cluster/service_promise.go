@@ -4,21 +4,11 @@ import (
 	"context"
 
 	"tally/api"
-	"tally/cluster/replica"
 	"tally/promise"
 	"tally/service"
 )
 
 var _ service.Promises = (*Node)(nil)
-
-func promiseMethods() map[string]replica.Method {
-	return map[string]replica.Method{
-		service.MethodDeclarePromise: method(service.Service.DeclarePromise),
-		service.MethodAmendPromise:   method(service.Service.AmendPromise),
-		service.MethodResolvePromise: method(service.Service.ResolvePromise),
-		service.MethodAssessPromise:  method(service.Service.AssessPromise),
-	}
-}
 
 // DeclarePromise declares d as c.Actor in the session's group.
 func (c *Node) DeclarePromise(ctx context.Context, call service.Call, d api.PromiseDeclare) (service.PromiseWritten, error) {

@@ -23,43 +23,43 @@ func claimTools(readPaths bool) []tool {
 		group("tally_claim", "Claims",
 			"A claim's steps, each by its party.", claimArgs(),
 			write("create", "", "Claimant: issue a claim.",
-				appends, service.Service.CreateClaim),
+				service.Service.CreateClaim),
 			write("post", "", "Claimant: make it actionable.",
-				appends, service.Service.PostClaim),
+				service.Service.PostClaim),
 			write("receipt.acquire", "", "Respondent: take the work.",
-				appends, service.Service.AcquireReceipt),
+				service.Service.AcquireReceipt),
 			write("receipt.adopt", "", "Claimant: give the receipt to another.",
-				appends, service.Service.AdoptReceipt),
+				service.Service.AdoptReceipt),
 			write("progress", "", "Holder: record progress.",
-				appends, service.Service.RecordProgress),
+				service.Service.RecordProgress),
 			writeBytes("artifact.publish", "", "Holder: publish its bytes ("+bytesSay("content", readPaths)+").",
-				appends, publish, func(svc service.Service, ctx context.Context, c service.Call, d api.ClaimPublish, body io.Reader) (service.ClaimWritten, error) {
+				publish, func(svc service.Service, ctx context.Context, c service.Call, d api.ClaimPublish, body io.Reader) (service.ClaimWritten, error) {
 					if body == nil {
 						return service.ClaimWritten{}, vocab.Invalidf("content_base64", "required: the artifact's bytes"+pathsSay(readPaths, "content_path"))
 					}
 					return svc.PublishArtifact(ctx, c, d, body)
 				}),
 			write("artifact.receive", "", "Claimant: saw an artifact.",
-				appends, service.Service.ReceiveArtifact),
+				service.Service.ReceiveArtifact),
 			write("testament.close", "", "Holder: end the work cycle (claimant: role result).",
-				appends, service.Service.CloseTestament),
+				service.Service.CloseTestament),
 			write("testament.post", "", "Author: post it.",
-				appends, service.Service.PostTestament),
+				service.Service.PostTestament),
 			write("testament.receive", "", "Claimant: record it received.",
-				appends, service.Service.ReceiveTestament),
+				service.Service.ReceiveTestament),
 			write("check.begin", "", "Evaluator: begin a check.",
-				appends, service.Service.BeginCheck),
+				service.Service.BeginCheck),
 			writeBytes("check.report", "", "Evaluator: a verdict, evidence in "+bytesSay("evidence", readPaths)+".",
-				appends, evidence, func(svc service.Service, ctx context.Context, c service.Call, d api.ClaimCheck, body io.Reader) (service.ClaimWritten, error) {
+				evidence, func(svc service.Service, ctx context.Context, c service.Call, d api.ClaimCheck, body io.Reader) (service.ClaimWritten, error) {
 					var ev *service.Evidence
 					if body != nil {
 						ev = &service.Evidence{Body: body}
 					}
 					return svc.ReportCheck(ctx, c, d, ev)
 				}),
-			write("cancel", "", "Claimant: end it for good.", destructive, service.Service.CancelClaim),
-			write("revoke", "", "Claimant: take the work back, for good.", destructive, service.Service.RevokeClaim),
-			write("supersede", "", "Claimant: replace it, for good.", destructive, service.Service.SupersedeClaim),
+			write("cancel", "", "Claimant: end it for good.", service.Service.CancelClaim),
+			write("revoke", "", "Claimant: take the work back, for good.", service.Service.RevokeClaim),
+			write("supersede", "", "Claimant: replace it, for good.", service.Service.SupersedeClaim),
 		),
 		group("tally_claim_read", "Read claims",
 			"Claims as of now.", slices.Concat(claimArgs(), claimReadArgs()),
@@ -106,8 +106,8 @@ func bytesArgs(prefix string, readPaths bool) []extra {
 
 // writeBytes is a write method that takes bytes beside its document D: m
 // gets those the arguments carry (at most one of args), or nil.
-func writeBytes[D, R any](name, title, description string, e effect, args []extra, m func(service.Service, context.Context, service.Call, D, io.Reader) (R, error)) tool {
-	t := tool{name: name, title: title, description: description, effect: e, doc: reflect.TypeFor[D](), extra: args}
+func writeBytes[D, R any](name, title, description string, args []extra, m func(service.Service, context.Context, service.Call, D, io.Reader) (R, error)) tool {
+	t := tool{name: name, title: title, description: description, effect: appends, doc: reflect.TypeFor[D](), extra: args}
 	t.run = func(ctx context.Context, svc service.Service, c service.Call, body []byte, given map[string]string) (any, error) {
 		d, err := decoded[D](body)
 		if err != nil {

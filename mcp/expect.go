@@ -26,17 +26,17 @@ func expectTools(now func() time.Time) []tool {
 		group("tally_expect", "Expectations",
 			"What you expect by when, and the facts that satisfy it.", expectArgs(),
 			write("raise", "", "Expect a fact by dueAt.",
-				appends, func(svc service.Service, ctx context.Context, c service.Call, d api.ExpectRaise) (service.ExpectationWritten, error) {
+				func(svc service.Service, ctx context.Context, c service.Call, d api.ExpectRaise) (service.ExpectationWritten, error) {
 					return svc.RaiseExpectation(ctx, c, relative(d))
 				}),
 			write("supersede", "", "Extend yours, inheriting.",
-				appends, func(svc service.Service, ctx context.Context, c service.Call, d api.ExpectRaise) (service.ExpectationWritten, error) {
+				func(svc service.Service, ctx context.Context, c service.Call, d api.ExpectRaise) (service.ExpectationWritten, error) {
 					return svc.SupersedeExpectation(ctx, c, d.Supersedes, relative(d))
 				}),
 			write("fact", "", "Record a fact; it satisfies its key's expectations.",
-				appends, service.Service.RecordFact),
+				service.Service.RecordFact),
 			writeAt("withdraw", "", "Raiser or a person: end it for good.",
-				destructive, expectationID, service.Service.WithdrawExpectation),
+				expectationID, service.Service.WithdrawExpectation),
 		),
 		group("tally_expect_read", "Read expectations",
 			"Expectations as of now.", expectReadArgs(),

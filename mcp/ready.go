@@ -8,8 +8,8 @@ import (
 // readyTools list what a seat can take now (service.Work).
 func readyTools() []tool {
 	return []tool{
-		read("tally_ready", "What can I take now",
+		single(read("tally_ready", "What can I take now",
 			"Work a seat can take now, by priority then deadline (tally ready).",
-			plain(func(d *api.ReadyQuery) string { return d.Seat }), service.Service.Ready),
+			plain(func(d *api.ReadyQuery) string { return d.Seat }), service.Service.Ready)),
 	}
 }

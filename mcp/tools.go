@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -18,6 +19,7 @@ import (
 	"tally/instant"
 	"tally/jsonline"
 	"tally/service"
+	"tally/verb"
 	"tally/vocab"
 )
 
@@ -55,6 +57,13 @@ type tool struct {
 	actions []tool
 	// args describe the members: the table they are read from (args.go).
 	args []arg
+
+	// verb is the verb table's name of a tool of one verb or an action;
+	// idempotent its MCP hint. err is what is wrong with the tool's
+	// place in the table: New refuses it.
+	verbName   string
+	idempotent bool
+	err        error
 }
 
 // extra is one argument beside the document.
@@ -77,8 +86,8 @@ const (
 const requestIDMax = service.RequestIDMax
 
 // write is a write method whose document is D.
-func write[D, R any](name, title, description string, e effect, m func(service.Service, context.Context, service.Call, D) (R, error)) tool {
-	return tool{name: name, title: title, description: description, effect: e, doc: reflect.TypeFor[D](),
+func write[D, R any](name, title, description string, m func(service.Service, context.Context, service.Call, D) (R, error)) tool {
+	return tool{name: name, title: title, description: description, effect: appends, doc: reflect.TypeFor[D](),
 		run: func(ctx context.Context, svc service.Service, c service.Call, body []byte, _ map[string]string) (any, error) {
 			d, err := decoded[D](body)
 			if err != nil {
@@ -98,9 +107,9 @@ func decoded[D any](body []byte) (D, error) {
 
 // writeAt is a write method that takes, besides its document D, the id of
 // what it writes to, which REST names in the path: here the argument id.
-func writeAt[D, R any](name, title, description string, e effect, id extra, m func(service.Service, context.Context, service.Call, string, D) (R, error)) tool {
+func writeAt[D, R any](name, title, description string, id extra, m func(service.Service, context.Context, service.Call, string, D) (R, error)) tool {
 	id.required = true
-	return tool{name: name, title: title, description: description, effect: e, doc: reflect.TypeFor[D](), extra: []extra{id},
+	return tool{name: name, title: title, description: description, effect: appends, doc: reflect.TypeFor[D](), extra: []extra{id},
 		run: func(ctx context.Context, svc service.Service, c service.Call, body []byte, given map[string]string) (any, error) {
 			d, err := decoded[D](body)
 			if err != nil {
@@ -141,15 +150,62 @@ func (t tool) renamed(arg, doc string) tool {
 }
 
 // group is one tool of several verbs, each a tool whose name is its
-// action; args describe the members of them all. Its effect is its most
-// lasting verb's: a group that may end an obligation for good says so.
-// Reads are never grouped with writes (New refuses it), so a read-only
-// tool stays one.
-func group(name, title, description string, args []arg, actions ...tool) tool {
-	t := tool{name: name, title: title, description: description, actions: actions, args: args}
-	for _, a := range actions {
+// action; args describe the members of them all. Which verbs it offers,
+// in which order and with which effect, is the verb table's (the verbs
+// whose MCP tool is name); impls are how each action runs, by action.
+// Its effect is its most lasting verb's: a group that may end an
+// obligation for good says so. Reads are never grouped with writes (New
+// refuses it), so a read-only tool stays one.
+func group(name, title, description string, args []arg, impls ...tool) tool {
+	t := tool{name: name, title: title, description: description, args: args}
+	byAction := map[string]tool{}
+	for _, a := range impls {
+		byAction[a.name] = a
+	}
+	for _, v := range verb.Table() {
+		if v.MCP.Tool != name {
+			continue
+		}
+		a, ok := byAction[v.MCP.Action]
+		if !ok {
+			t.err = errors.Join(t.err, fmt.Errorf("tool %s: verb %s (action %q) has no implementation", name, v.Name, v.MCP.Action))
+			continue
+		}
+		delete(byAction, v.MCP.Action)
+		t.actions = append(t.actions, a.of(v))
+	}
+	for _, action := range slices.Sorted(maps.Keys(byAction)) {
+		t.err = errors.Join(t.err, fmt.Errorf("tool %s: action %s is no verb of the table", name, action))
+	}
+	for _, a := range t.actions {
 		t.effect = max(t.effect, a.effect)
 	}
+	return t
+}
+
+// of is the tool t as the verb v: its effect and hints are v's.
+func (t tool) of(v verb.Verb) tool {
+	t.verbName = v.Name
+	t.idempotent = v.MCP.Idempotent
+	switch v.Effect {
+	case verb.Read:
+		t.effect = reads
+	case verb.Write:
+		t.effect = appends
+	default:
+		t.effect = destructive
+	}
+	return t
+}
+
+// single is a tool of one verb, the verb table's whose MCP tool is t's.
+func single(t tool) tool {
+	for _, v := range verb.Table() {
+		if v.MCP.Tool == t.name && v.MCP.Action == "" {
+			return t.of(v)
+		}
+	}
+	t.err = fmt.Errorf("tool %s: no verb of the table", t.name)
 	return t
 }
 
@@ -492,6 +548,9 @@ func (t tool) fullDescription() (string, error) {
 
 // addTool registers t with its schema, annotations and handler.
 func (s *Server) addTool(t tool) error {
+	if t.err != nil {
+		return t.err
+	}
 	in, err := t.inputSchema()
 	if err != nil {
 		return err
@@ -509,7 +568,7 @@ func (s *Server) addTool(t tool) error {
 		ann.DestructiveHint = jsonschema.Ptr(t.effect == destructive)
 		// A write given a request_id is idempotent; the hint is for the
 		// calls that give none.
-		ann.IdempotentHint = false
+		ann.IdempotentHint = t.idempotent
 	}
 	// No output schema: the answer is its document as text, once (see
 	// answer).
@@ -838,12 +897,11 @@ func answer(res any) *sdk.CallToolResult {
 
 // docOf is the Doc a result carries (each embeds one).
 func docOf(res any) service.Doc {
-	v := reflect.Indirect(reflect.ValueOf(res))
-	d, ok := v.FieldByName("Doc").Interface().(service.Doc)
+	r, ok := res.(interface{ Document() service.Doc })
 	if !ok {
 		panic(fmt.Sprintf("mcp: result %T carries no service.Doc", res))
 	}
-	return d
+	return r.Document()
 }
 
 // refused is a refusal as a tool error: its text is the error document

@@ -60,6 +60,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -69,6 +70,7 @@ import (
 	"tally/api"
 	"tally/ledger"
 	"tally/service"
+	"tally/verb"
 	"tally/vocab"
 )
 
@@ -76,71 +78,33 @@ import (
 // (a2atask.ClaimActions): every rule and default is the claim core's.
 var a2aClaimActions = a2atask.ClaimActions()
 
-// claimRun runs one claim action's document (the body, decoded) through
-// the Service; bytes is the message's one raw file part, for the actions
-// that carry bytes.
-type claimRun func(svc service.Service, ctx context.Context, c service.Call, body []byte, file *a2a.Part) (service.ClaimWritten, error)
-
-// claimVerb is the claimRun of a Service method taking an api document D.
-func claimVerb[D any](run func(service.Service, context.Context, service.Call, D) (service.ClaimWritten, error)) claimRun {
-	return func(svc service.Service, ctx context.Context, c service.Call, body []byte, _ *a2a.Part) (service.ClaimWritten, error) {
-		var d D
-		if err := api.Decode("", body, &d); err != nil {
-			return service.ClaimWritten{}, err
-		}
-		return run(svc, ctx, c, d)
-	}
-}
-
-// a2aClaimVerbs are the Service methods of the claim actions, by name.
-var a2aClaimVerbs = map[string]claimRun{
-	"create":            claimVerb(service.Service.CreateClaim),
-	"post":              claimVerb(service.Service.PostClaim),
-	"cancel":            claimVerb(service.Service.CancelClaim),
-	"revoke":            claimVerb(service.Service.RevokeClaim),
-	"supersede":         claimVerb(service.Service.SupersedeClaim),
-	"receipt.acquire":   claimVerb(service.Service.AcquireReceipt),
-	"receipt.adopt":     claimVerb(service.Service.AdoptReceipt),
-	"progress":          claimVerb(service.Service.RecordProgress),
-	"testament.close":   claimVerb(service.Service.CloseTestament),
-	"testament.post":    claimVerb(service.Service.PostTestament),
-	"testament.receive": claimVerb(service.Service.ReceiveTestament),
-	"deadline.commit":   claimVerb(service.Service.CommitDeadline),
-	"dependency.commit": claimVerb(service.Service.CommitDependency),
-	"check.begin":       claimVerb(service.Service.BeginCheck),
-	"check.report":      reportVerdict,
-	"artifact.publish":  publishArtifact,
-	"artifact.receive":  claimVerb(service.Service.ReceiveArtifact),
-}
-
-// reportVerdict reports a check's verdict: with a file part, its bytes are
-// the evidence, published as the evaluator's result artifact (d.evidence,
-// else an id derived from the request, so a retry names the same) in the
-// verdict's own write.
-func reportVerdict(svc service.Service, ctx context.Context, c service.Call, body []byte, file *a2a.Part) (service.ClaimWritten, error) {
-	var d api.ClaimCheck
-	if err := api.Decode("", body, &d); err != nil {
-		return service.ClaimWritten{}, err
+// claimInput is the verb of the table a claim record's action runs and
+// its input: the document decoded, and for the actions that carry bytes,
+// the message's one raw file part (file): an artifact's, named by the
+// document, else the part's filename; a verdict's evidence, published as
+// the evaluator's result artifact (d.evidence, else an id derived from the
+// request, so a retry names the same) in the verdict's own write.
+func claimInput(action string, c service.Call, body []byte, file *a2a.Part) (verb.Verb, verb.Input, error) {
+	v := a2aVerb("claim", action)
+	d := reflect.New(v.Request)
+	if err := api.Decode("", body, d.Interface()); err != nil {
+		return v, verb.Input{}, err
 	}
 	if file == nil {
-		return svc.ReportCheck(ctx, c, d, nil) // the evidence is an artifact published before
+		return v, verb.Input{Doc: d.Interface()}, nil // a verdict's evidence is an artifact published before
 	}
-	if d.Evidence == "" {
-		sum := blake3.Sum256([]byte("evidence\n" + c.Actor + "\n" + c.RequestID))
-		d.Evidence = "ev_" + hex.EncodeToString(sum[:6])
+	switch p := d.Interface().(type) {
+	case *api.ClaimPublish:
+		p.Name = cmp.Or(p.Name, file.Filename)
+		return v, verb.Input{Doc: p, Body: fileBytes(file)}, nil
+	case *api.ClaimCheck:
+		if p.Evidence == "" {
+			sum := blake3.Sum256([]byte("evidence\n" + c.Actor + "\n" + c.RequestID))
+			p.Evidence = "ev_" + hex.EncodeToString(sum[:6])
+		}
+		return verb.Of(verb.ClaimCheckEvidence), verb.Input{Doc: verb.Evidence{Check: *p, Name: file.Filename}, Body: fileBytes(file)}, nil
 	}
-	return svc.ReportCheck(ctx, c, d, &service.Evidence{Name: file.Filename, Body: fileBytes(file)})
-}
-
-// publishArtifact publishes the file part's bytes as the artifact the
-// document describes, named by the document, else the part's filename.
-func publishArtifact(svc service.Service, ctx context.Context, c service.Call, body []byte, file *a2a.Part) (service.ClaimWritten, error) {
-	var d api.ClaimPublish
-	if err := api.Decode("", body, &d); err != nil {
-		return service.ClaimWritten{}, err
-	}
-	d.Name = cmp.Or(d.Name, file.Filename)
-	return svc.PublishArtifact(ctx, c, d, fileBytes(file))
+	return v, verb.Input{}, fmt.Errorf("%w: claim action %s takes no bytes", a2a.ErrInternalError, action)
 }
 
 func fileBytes(p *a2a.Part) io.Reader { return bytes.NewReader(p.Content.(a2a.Raw)) }
@@ -193,15 +157,15 @@ func (h *a2aHandler) sendClaim(ctx context.Context, c *a2aCall, req *a2a.SendMes
 	if err != nil {
 		return nil, err
 	}
-	run, ok := a2aClaimVerbs[act.Name]
-	if !ok {
-		return nil, fmt.Errorf("%w: claim action %s has no Service method", a2a.ErrInternalError, act.Name)
-	}
-	res, err := run(h.s.local, ctx, call, body, file)
+	v, in, err := claimInput(act.Name, call, body, file)
 	if err != nil {
 		return nil, a2aError(err)
 	}
-	return h.claimTask(c, res.Doc, []string{a2atask.RecordKey(uri, a2atask.FamilyClaim)})
+	res, err := v.Call(ctx, h.s.local, call, in)
+	if err != nil {
+		return nil, a2aError(err)
+	}
+	return h.claimTask(c, res, []string{a2atask.RecordKey(uri, a2atask.FamilyClaim)})
 }
 
 // stringMember is a record's member name when it is a string.

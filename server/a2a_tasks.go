@@ -25,6 +25,7 @@ import (
 	"tally/ledger"
 	"tally/promise"
 	"tally/service"
+	"tally/verb"
 	"tally/vocab"
 )
 
@@ -477,21 +478,22 @@ func (h *a2aHandler) sendPromise(ctx context.Context, c *a2aCall, msg *a2a.Messa
 	if err != nil {
 		return nil, err
 	}
-	var res service.PromiseWritten
-	switch action {
-	case "declare":
-		res, err = h.s.local.DeclarePromise(ctx, call, declare)
-	case "amend":
-		res, err = h.s.local.AmendPromise(ctx, call, amend)
-	case "resolve":
-		res, err = h.s.local.ResolvePromise(ctx, call, resolve)
-	default:
-		res, err = h.s.local.AssessPromise(ctx, call, assess)
-	}
+	res, err := a2aVerb("promise", action).Call(ctx, h.s.local, call, verb.Input{Doc: doc})
 	if err != nil {
 		return nil, a2aError(err)
 	}
-	return h.promiseTask(c, res.Doc, keys)
+	return h.promiseTask(c, res, keys)
+}
+
+// a2aVerb is the verb of the table a record of family names by action
+// (one ReadRecord found).
+func a2aVerb(family, action string) verb.Verb {
+	for _, v := range verb.A2AActions(family) {
+		if v.A2A == action {
+			return v
+		}
+	}
+	panic("server: no verb of the table is the " + family + " record's action " + action)
 }
 
 // isNoSuchSession reports a read of a session that has no log.

@@ -9,6 +9,7 @@ import (
 	"tally/auth"
 	"tally/service"
 	"tally/store"
+	"tally/verb"
 )
 
 // route is one endpoint. The route table is the single source of the mux
@@ -44,7 +45,7 @@ type route struct {
 	handle func(w http.ResponseWriter, r *http.Request)
 }
 
-const sessionPath = "/v1/tenants/{tenant}/sessions/{session}"
+const sessionPath = verb.SessionPath
 
 func (s *Server) routeTable() []route {
 	routes := []route{
@@ -52,12 +53,6 @@ func (s *Server) routeTable() []route {
 		{name: "ready", method: "GET", pattern: "/readyz", summary: "Readiness: the ledger directory is usable", public: true, serve: s.readyz},
 		{name: "metrics", method: "GET", pattern: "/metrics", summary: "Prometheus metrics", public: true, stream: s.metrics.handler},
 		{name: "openapi", method: "GET", pattern: "/v1/openapi.json", summary: "This API as OpenAPI 3.1", public: true, serve: s.openapi},
-		{name: "promise.declare", method: "POST", pattern: sessionPath + "/promises", summary: "Declare a promise as the authenticated debtor", body: "Declare", write: true, serve: apiWrite(s, http.StatusCreated, docRule[api.PromiseDeclare]{}, s.declare)},
-		{name: "promise.list", method: "GET", pattern: sessionPath + "/promises", summary: "List promises (state=open|overdue|all, by, to, now)", serve: s.listPromises},
-		{name: "promise.show", method: "GET", pattern: sessionPath + "/promises/{id}", summary: "One promise with its horizons and assessments (now)", serve: s.showPromise},
-		{name: "promise.amend", method: "POST", pattern: sessionPath + "/promises/{id}/amend", summary: "Move the deadline (debtor only)", body: "Amend", write: true, serve: apiWrite(s, http.StatusOK, docRule[api.PromiseAmend]{id: amendID}, s.amend)},
-		{name: "promise.resolve", method: "POST", pattern: sessionPath + "/promises/{id}/resolve", summary: "Satisfy, cancel (debtor) or release (creditor)", body: "Resolve", write: true, serve: apiWrite(s, http.StatusOK, docRule[api.PromiseResolve]{id: resolveID}, s.resolve)},
-		{name: "promise.assess", method: "POST", pattern: sessionPath + "/promises/{id}/assess", summary: "Record the authenticated observer's judgment", body: "Assess", write: true, serve: apiWrite(s, http.StatusOK, docRule[api.PromiseAssess]{id: assessID}, s.assess)},
 		{name: "events", method: "GET", pattern: sessionPath + "/events", summary: "Server-Sent Events of committed records after a sequence (after=SEQ or Last-Event-ID); on a cluster node, its replica's applied records", stream: s.events, replica: true},
 		{name: "a2a.card", method: "GET", pattern: "/.well-known/agent-card.json", summary: "A2A AgentCard of the server: the default session's agent (ETag; --a2a-default-session)", handle: s.a2aCard},
 		{name: "a2a.session_card", method: "GET", pattern: sessionPath + "/a2a/.well-known/agent-card.json", summary: "A2A AgentCard of one session (ETag)", handle: s.a2aSessionCard},
@@ -69,12 +64,11 @@ func (s *Server) routeTable() []route {
 		{name: "a2a.cancel", method: "POST", pattern: sessionPath + "/a2a/rest/tasks/{id}", summary: "A2A v1.0 HTTP+JSON CancelTask ({id}:cancel)", write: true, media: mediaJSON, handle: s.a2aREST()},
 		{name: "whoami", method: "GET", pattern: "/v1/tenants/{tenant}/whoami", summary: "The identity and role the bearer token acts as", serve: s.whoami},
 	}
-	routes = append(routes, s.claimRoutes()...)
-	routes = append(routes, s.readyRoutes()...)
+	routes = append(routes, s.verbRoutes()...)
 	routes = append(routes, s.consoleRoutes()...)
 	routes = append(routes, s.mcpRoutes()...)
 	routes = append(routes, s.tokenRoutes()...)
-	return append(append(routes, s.expectRoutes()...), s.adminRoutes()...)
+	return routes
 }
 
 func writeDoc(w http.ResponseWriter, code int, doc []byte) {

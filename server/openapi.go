@@ -2,100 +2,88 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
-	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"tally/api"
+	"tally/verb"
 )
 
 var pathParam = regexp.MustCompile(`\{([a-z]+)\}`)
 
-// schemas are the request bodies, as JSON Schema.
-var schemas = map[string]any{
-	"Declare": obj([]string{"promise", "to", "until"}, map[string]any{
-		"id": str("your id (≤128 characters, no whitespace); default: minted pnk_xxxxxx"), "promise": str("what is promised"),
-		"by": str("the debtor; must be the authenticated identity"), "to": str("the creditor"), "on": str("antecedent promise id"),
-		"until": str("RFC 3339, or a duration from now (90m, 2h, 3d)"), "task": str("A2A task id"), "meta": map[string]any{"type": "object"},
-	}),
-	"Amend":   obj([]string{"until"}, map[string]any{"until": str("new deadline"), "reason": str("why"), "meta": map[string]any{"type": "object"}}),
-	"Resolve": obj([]string{"as"}, map[string]any{"as": map[string]any{"enum": []string{"satisfied", "cancelled", "released"}}, "evidence": map[string]any{"type": "array", "items": str("")}, "reason": str(""), "meta": map[string]any{"type": "object"}}),
-	"Assess":  obj(nil, map[string]any{"state": map[string]any{"enum": []string{"violated"}}, "observer": str("must be the authenticated identity"), "note": str(""), "meta": map[string]any{"type": "object"}}),
-	"Error":   obj([]string{"schema_version", "error", "code"}, map[string]any{"schema_version": map[string]any{"type": "integer"}, "error": str("field: rule"), "code": str("invalid, not_found, conflict, forbidden, unauthenticated, IdempotencyConflict, RequestHistoryExpired, corrupt, error")}),
-}
-
-func init() {
-	reason := str("why")
-	for name, sc := range map[string]any{
-		"ClaimCreate":          schemaOf(reflect.TypeOf(api.ClaimCreate{})),
-		"ClaimTestament":       schemaOf(reflect.TypeOf(api.ClaimTestament{})),
-		"ClaimCheck":           schemaOf(reflect.TypeOf(api.ClaimCheck{})),
-		"ExpectRaise":          schemaOf(reflect.TypeOf(api.ExpectRaise{})),
-		"TokenCreate":          schemaOf(reflect.TypeOf(api.TokenCreate{})),
-		"ClaimPost":            obj(nil, map[string]any{"claim": str("the path's claim"), "failed": boolean(), "reason": reason}),
-		"ClaimEnd":             obj([]string{"reason"}, map[string]any{"claim": str("the path's claim"), "reason": reason}),
-		"ClaimSupersede":       obj([]string{"successor"}, map[string]any{"claim": str("the path's claim"), "successor": str("names this claim as predecessor"), "reason": reason}),
-		"ClaimReceipt":         obj(nil, map[string]any{"claim": str("the path's claim"), "decline": boolean(), "reason": reason}),
-		"ClaimAdopt":           obj([]string{"holder"}, map[string]any{"claim": str("the path's claim"), "holder": str("the new receipt holder"), "reason": reason}),
-		"ClaimProgress":        obj([]string{"generation"}, map[string]any{"claim": str("the path's claim"), "generation": integer(), "note": str("")}),
-		"ClaimArtifactReceive": obj(nil, map[string]any{"claim": str("the path's claim"), "artifact": str("the path's artifact"), "digest": str("default: the recorded one")}),
-		"Empty":                obj(nil, map[string]any{"claim": str("the path's claim"), "testament": str("the path's testament")}),
-		"Bytes":                map[string]any{"type": "string", "format": "binary"},
-		"ClusterRequest":       map[string]any{"type": "object", "description": "a cluster node's join or operator request, signed with the join secret (tally cluster; docs/CLUSTER.md)"},
-		"ExpectWithdraw":       obj(nil, map[string]any{"reason": reason}),
-		"ExpectFact":           obj([]string{"factKey", "subject"}, map[string]any{"factKey": str(""), "subject": obj([]string{"type", "id"}, map[string]any{"type": str(""), "id": str("")}), "at": str("RFC 3339; default now")}),
-		"ExpectTaskOutcome":    obj([]string{"outcome"}, map[string]any{"outcome": map[string]any{"enum": []string{"completed", "cancelled", "failed"}}}),
-		"ExpectLapse":          obj([]string{"expectationId", "lapse"}, map[string]any{"expectationId": str(""), "lapse": map[string]any{"enum": []string{"overdue", "skipped", "stalled"}}, "dueAt": str("RFC 3339; default the due time in force")}),
-	} {
-		schemas[name] = sc
+// schemas are the document's components: every request body a route
+// names (route.body), each derived from its api type by reflection
+// (schemaOf): the verb table's requests, a token's, and the error
+// document every refusal is; and the two bodies that are no api document
+// (bytes, a cluster's signed request).
+func schemas() (map[string]any, error) {
+	out := map[string]any{
+		verb.BodyBytes: map[string]any{"type": "string", "format": "binary"},
+		clusterRequest: map[string]any{"type": "object", "description": "a cluster node's join or operator request, signed with the join secret (tally cluster; docs/CLUSTER.md)"},
 	}
-}
-
-func boolean() map[string]any { return map[string]any{"type": "boolean"} }
-func integer() map[string]any { return map[string]any{"type": "integer"} }
-
-// schemaOf derives a JSON Schema from a document type's json tags, so a
-// schema cannot drift from the decoder.
-func schemaOf(t reflect.Type) map[string]any {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t == reflect.TypeOf(time.Time{}) {
-		return map[string]any{"type": "string", "format": "date-time"}
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return str("")
-	case reflect.Bool:
-		return boolean()
-	case reflect.Int, reflect.Int64, reflect.Uint64, reflect.Uint, reflect.Int32:
-		return integer()
-	case reflect.Float64, reflect.Float32:
-		return map[string]any{"type": "number"}
-	case reflect.Slice:
-		return map[string]any{"type": "array", "items": schemaOf(t.Elem())}
-	case reflect.Struct:
-		props := map[string]any{}
-		for i := 0; i < t.NumField(); i++ {
-			name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-			if name == "" || name == "-" {
-				continue
+	seen := map[string]reflect.Type{}
+	add := func(name string, t reflect.Type, path []string) error {
+		if was, ok := seen[name]; ok {
+			if was != t {
+				return fmt.Errorf("openapi: schema %s is both %s and %s", name, was, t)
 			}
-			props[name] = schemaOf(t.Field(i).Type)
+			return nil
 		}
-		return obj(nil, props)
+		seen[name] = t
+		sc, err := schemaOf(t, path)
+		out[name] = sc
+		return err
 	}
-	return map[string]any{}
+	for _, v := range verb.Table() {
+		if v.HTTP.Body == "" || v.HTTP.Body == verb.BodyBytes {
+			continue
+		}
+		if err := add(v.HTTP.Body, v.Request, v.HTTP.Members); err != nil {
+			return nil, err
+		}
+	}
+	if err := add("TokenCreate", reflect.TypeFor[api.TokenCreate](), nil); err != nil {
+		return nil, err
+	}
+	return out, add("Error", reflect.TypeFor[errorDocument](), nil)
 }
 
-func obj(required []string, props map[string]any) map[string]any {
-	o := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
-	if required != nil {
-		o["required"] = required
+// errorDocument is the error document of every refusal (service.Refuse),
+// described for its schema.
+type errorDocument struct {
+	SchemaVersion int    `json:"schema_version"`
+	Error         string `json:"error" jsonschema:"field: rule"`
+	Code          string `json:"code" jsonschema:"invalid, not_found, conflict, forbidden, unauthenticated, IdempotencyConflict, RequestHistoryExpired, corrupt, error"`
+}
+
+// schemaOptions map tally's own JSON types to their schemas, as MCP's
+// tools describe them.
+var schemaOptions = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[api.Object]():      {Type: "object"},
+	reflect.TypeFor[json.RawMessage](): {Types: []string{"string", "object"}, Description: "an agent's URL, or {url, extension, push}"},
+}}
+
+// schemaOf is the JSON Schema of the document type t, from its json tags
+// (and jsonschema tags, its descriptions), so a schema cannot drift from
+// the decoder. A member is required where the type does not mark it
+// omitempty, except a list (absent reads as empty) and a member the path
+// sets (path).
+func schemaOf(t reflect.Type, path []string) (*jsonschema.Schema, error) {
+	sc, err := jsonschema.ForType(t, schemaOptions)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: schema of %s: %w", t, err)
 	}
-	return o
+	sc.Required = slices.DeleteFunc(sc.Required, func(m string) bool {
+		p := sc.Properties[m]
+		return slices.Contains(path, m) || p != nil && (p.Type == "array" || slices.Contains(p.Types, "array"))
+	})
+	return sc, nil
 }
 
 func str(desc string) map[string]any {
@@ -107,7 +95,11 @@ func str(desc string) map[string]any {
 
 // OpenAPI builds the document from the route table, so every route the
 // server registers is described and nothing else is.
-func (s *Server) OpenAPI() map[string]any {
+func (s *Server) OpenAPI() (map[string]any, error) {
+	components, err := schemas()
+	if err != nil {
+		return nil, err
+	}
 	paths := map[string]any{}
 	for _, rt := range s.routes {
 		// "/{$}" is the mux's "exactly /"; OpenAPI spells it "/".
@@ -135,7 +127,7 @@ func (s *Server) OpenAPI() map[string]any {
 		if len(params) > 0 {
 			op["parameters"] = params
 		}
-		if rt.body == "Bytes" {
+		if rt.body == verb.BodyBytes {
 			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/octet-stream": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Bytes"}}}}
 		} else if rt.body != "" {
 			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/" + rt.body}}}}
@@ -150,13 +142,20 @@ func (s *Server) OpenAPI() map[string]any {
 		"info":    map[string]any{"title": "tally", "version": "1"},
 		"paths":   paths,
 		"components": map[string]any{
-			"schemas":         schemas,
+			"schemas":         components,
 			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}},
 		},
-	}
+	}, nil
 }
 
 func (s *Server) openapi(*http.Request) (int, any, error) {
-	b, _ := json.MarshalIndent(s.OpenAPI(), "", "  ")
+	doc, err := s.OpenAPI()
+	if err != nil {
+		return 0, nil, err
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return 0, nil, fmt.Errorf("openapi: %w", err)
+	}
 	return http.StatusOK, append(b, '\n'), nil
 }

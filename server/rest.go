@@ -83,33 +83,45 @@ type docRule[D any] struct {
 // Service with the request's Call (writeCall), acting under --insecure-dev
 // as the party the document names (partyOf).
 func apiWrite[D any](s *Server, status int, in docRule[D], run func(r *http.Request, c service.Call, d *D) (service.Doc, error)) endpoint {
+	decode := func(r *http.Request, body []byte) (any, error) {
+		var d D
+		if in.id != nil {
+			return &d, decodeAt("body", body, &d, in.id(&d), r.PathValue("id"))
+		}
+		return &d, api.Decode("body", body, &d)
+	}
+	return docWrite(s, status, in.empty, in.members, decode, func(r *http.Request, c service.Call, d any) (service.Doc, error) {
+		return run(r, c, d.(*D))
+	})
+}
+
+// docWrite is apiWrite's shape whatever the document's type: decode
+// reads the body (its members named in members set from the path; empty,
+// an empty body read as {}) into a new document, run runs it.
+func docWrite(s *Server, status int, empty bool, members []string, decode func(r *http.Request, body []byte) (any, error),
+	run func(r *http.Request, c service.Call, d any) (service.Doc, error)) endpoint {
 	return func(r *http.Request) (int, any, error) {
 		body, err := readBody(r)
 		if err != nil {
 			return 0, nil, err
 		}
-		if in.empty && len(bytes.TrimSpace(body)) == 0 {
+		if empty && len(bytes.TrimSpace(body)) == 0 {
 			body = []byte("{}")
 		}
-		if len(in.members) > 0 {
-			if body, err = withPathMembers(r, body, in.members); err != nil {
+		if len(members) > 0 {
+			if body, err = withPathMembers(r, body, members); err != nil {
 				return 0, nil, err
 			}
 		}
-		var d D
-		if in.id != nil {
-			err = decodeAt("body", body, &d, in.id(&d), r.PathValue("id"))
-		} else {
-			err = api.Decode("body", body, &d)
-		}
+		d, err := decode(r, body)
 		if err != nil {
 			return 0, nil, err
 		}
-		c, err := s.writeCall(r, partyOf(&d))
+		c, err := s.writeCall(r, partyOf(d))
 		if err != nil {
 			return 0, nil, err
 		}
-		doc, err := run(r, c, &d)
+		doc, err := run(r, c, d)
 		return status, doc, err
 	}
 }

@@ -40,15 +40,6 @@ const (
 	WarningHeader      = api.WarningHeader
 )
 
-func (s *Server) adminRoutes() []route {
-	return []route{
-		{name: "session.export", method: "GET", pattern: sessionPath + "/export", summary: "The log as the CLI's export prints it: format=jsonl (lines with envelopes), pinki (promise records without envelopes) or json (states at now); acknowledged lines only", stream: s.export},
-		{name: "session.verify", method: "GET", pattern: sessionPath + "/verify", summary: "Check every line of the log and its hash chain: the report `tally verify --json` prints (whole, lines, error, torn, unknown)", serve: s.verify},
-		{name: "verify", method: "GET", pattern: "/v1/verify", summary: "Check every session of the token's tenant (every tenant's in --insecure-dev) as session.verify does: the report `tally verify --json` prints without --session (whole, and each session's name, log and report)", serve: s.verifyAll},
-		{name: "session.import", method: "POST", pattern: sessionPath + "/import", summary: "Append a pinki ledger or tally log lines (body: one JSON record a line, application/x-ndjson or text/plain), keeping each record's ts, ids and parties; admin role only; all or nothing; not idempotent by key", write: true, bodyMax: ImportBodyMax, serve: s.importLog},
-	}
-}
-
 func (s *Server) verifyAll(r *http.Request) (int, any, error) {
 	res, err := s.local.VerifyAll(r.Context(), service.Call{Tenant: callerOf(r).tenant})
 	return http.StatusOK, res.JSON, err

@@ -27,21 +27,6 @@ func (s *Server) declare(r *http.Request, c service.Call, d *api.PromiseDeclare)
 	return res.Doc, err
 }
 
-func (s *Server) amend(r *http.Request, c service.Call, d *api.PromiseAmend) (service.Doc, error) {
-	res, err := s.local.AmendPromise(r.Context(), c, *d)
-	return res.Doc, err
-}
-
-func (s *Server) resolve(r *http.Request, c service.Call, d *api.PromiseResolve) (service.Doc, error) {
-	res, err := s.local.ResolvePromise(r.Context(), c, *d)
-	return res.Doc, err
-}
-
-func (s *Server) assess(r *http.Request, c service.Call, d *api.PromiseAssess) (service.Doc, error) {
-	res, err := s.local.AssessPromise(r.Context(), c, *d)
-	return res.Doc, err
-}
-
 func (s *Server) listPromises(r *http.Request) (int, any, error) {
 	c, err := s.readCall(r)
 	if err != nil {

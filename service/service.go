@@ -65,6 +65,10 @@ type Doc struct {
 	Replayed bool
 }
 
+// Document is the Doc itself: every result embeds a Doc, so each has it,
+// and a binding reads any result's document through it.
+func (d Doc) Document() Doc { return d }
+
 // Service is every verb tally has. Each family's methods are declared in
 // its own file.
 type Service interface {
