@@ -40,6 +40,7 @@ type ClusterNode interface {
 	OpTransferLeader(ctx context.Context, decode func(any) error) (any, error)
 	OpPlace(ctx context.Context, decode func(any) error) (any, error)
 	OpPlacements(ctx context.Context, decode func(any) error) (any, error)
+	OpConfigure(ctx context.Context, decode func(any) error) (any, error)
 	// OpBackup writes a backup of the cluster to w: an error before its
 	// first byte is answered as a refusal, one after it in
 	// backup.ErrorTrailer.
@@ -86,6 +87,7 @@ func (s *Server) clusterRoutes(n ClusterNode) []route {
 		signed("cluster.transfer_leader", "transfer-leader", "Hand a group's leadership to a voter, at its leader (signed)", n.OpTransferLeader),
 		signed("cluster.place", "place", "Place a session in a data group (signed)", n.OpPlace),
 		signed("cluster.placements", "placements", "The directory's placements (signed)", n.OpPlacements),
+		signed("cluster.configure", "configure", "Set the replication factor: each data group's voters (signed)", n.OpConfigure),
 		{name: "cluster.backup", method: "POST", pattern: p + "backup", summary: "A backup of every session of the cluster (signed; application/vnd.tally.backup)", body: clusterRequest, write: true, bodyMax: clusterRequestMax, public: true, stream: s.clusterBackup(n)},
 	}
 }

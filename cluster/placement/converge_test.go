@@ -26,7 +26,7 @@ func play(t *testing.T, nodes []Node, g Group, replicas int) Group {
 		seen[key] = true
 		p := Next(nodes, g, replicas)
 		if p.Change == nil {
-			if p.Wait != "" && len(g.Learners) > 0 {
+			if len(g.Learners) > len(g.CaughtUp) {
 				g.CaughtUp = slices.Clone(g.Learners)
 				continue
 			}
@@ -46,6 +46,12 @@ func play(t *testing.T, nodes []Node, g Group, replicas int) Group {
 			g.Learners = slices.DeleteFunc(slices.Clone(g.Learners), func(x uint64) bool { return x == c.Node })
 			g.CaughtUp = slices.DeleteFunc(slices.Clone(g.CaughtUp), func(x uint64) bool { return x == c.Node })
 			g.Voters = append(slices.Clone(g.Voters), c.Node)
+		case Demote:
+			if !SafeRemoval(nodes, g.Voters, c.Node) {
+				t.Fatalf("demotes voter %d of %v: the quorum is lost", c.Node, g.Voters)
+			}
+			g.Voters = slices.DeleteFunc(slices.Clone(g.Voters), func(x uint64) bool { return x == c.Node })
+			g.Learners = append(slices.Clone(g.Learners), c.Node)
 		case Remove:
 			if slices.Contains(g.Voters, c.Node) {
 				if !SafeRemoval(nodes, g.Voters, c.Node) {
@@ -105,8 +111,18 @@ func TestConvergeExhaustive(t *testing.T) {
 func checkSettled(t *testing.T, nodes []Node, g Group, replicas int, what string) {
 	t.Helper()
 	goal := Goal(nodes, g, replicas)
-	if len(g.Learners) != 0 || len(g.Voters) != max(goal, 1) {
+	if (len(g.Learners) != 0 && !g.Meta) || len(g.Voters) != max(goal, 1) {
 		t.Fatalf("%s: settled at voters %v learners %v, goal %d", what, g.Voters, g.Learners, goal)
+	}
+	if g.Meta {
+		for _, n := range nodes {
+			if !n.Dead && !slices.Contains(g.Voters, n.ID) && !slices.Contains(g.Learners, n.ID) {
+				t.Fatalf("%s: settled with live node %d outside the meta group: %v %v", what, n.ID, g.Voters, g.Learners)
+			}
+			if n.Dead && slices.Contains(g.Learners, n.ID) {
+				t.Fatalf("%s: settled with dead node %d a learner of the meta group", what, n.ID)
+			}
+		}
 	}
 	byID := map[uint64]Node{}
 	zones := map[string]bool{}

@@ -109,6 +109,10 @@ const (
 	AddLearner Op = "add-learner"
 	Promote    Op = "promote"
 	Remove     Op = "remove"
+	// Demote makes a voter a learner: the meta group's members beyond its
+	// voters keep following it as learners (every node needs the
+	// directory, the tokens and the membership).
+	Demote Op = "demote"
 )
 
 // Change is the one change a group needs next.
@@ -117,6 +121,9 @@ type Change struct {
 	Op     Op     `json:"op"`
 	Node   uint64 `json:"node"`
 	Reason string `json:"reason"`
+	// Optional: a change for a wider spread or a better load, not for
+	// the goal; the driver makes one only when no other is in flight.
+	Optional bool `json:"optional,omitempty"`
 }
 
 // Plan is what a group needs.
@@ -206,21 +213,27 @@ func Next(nodes []Node, g Group, replicas int) Plan {
 		return p
 	}
 
-	// 1. Learners that should not be there.
+	// 1. Learners that should not be there (in the meta group, every
+	// live member follows, draining or not).
 	for _, l := range g.Learners {
+		if g.Meta && live(byID, l) {
+			continue
+		}
 		if !good(l) {
 			return change(Remove, l, "learner "+unfit(byID, g.Constraint, l))
 		}
 	}
 	goodVoters := countFunc(g.Voters, good)
-	// 2. and 3. Learners on eligible nodes.
+	// 2. and 3. Learners on eligible nodes (in the meta group, only as
+	// many as its goal wants).
+	needed := !g.Meta || goodVoters < p.Goal
 	for _, l := range g.Learners {
-		if slices.Contains(g.CaughtUp, l) {
+		if needed && good(l) && slices.Contains(g.CaughtUp, l) {
 			return change(Promote, l, fmt.Sprintf("learner on node %d caught up: %d good voters, goal %d", l, goodVoters, p.Goal))
 		}
 	}
-	if len(g.Learners) > 0 {
-		p.Wait = fmt.Sprintf("learner on node %d is catching up", g.Learners[0])
+	if waiting := slices.IndexFunc(g.Learners, good); needed && waiting >= 0 {
+		p.Wait = fmt.Sprintf("learner on node %d is catching up", g.Learners[waiting])
 		return p
 	}
 	// 4. Voters beyond the goal.
@@ -230,11 +243,23 @@ func Next(nodes []Node, g Group, replicas int) Plan {
 			if !good(v) {
 				why = unfit(byID, g.Constraint, v) + "; " + why
 			}
+			if g.Meta && live(byID, v) {
+				return change(Demote, v, fmt.Sprintf("voter on node %d: %s; it follows as a learner", v, why))
+			}
 			return change(Remove, v, fmt.Sprintf("voter on node %d: %s", v, why))
 		}
 	}
 	// 5. Too few good voters.
 	if goodVoters < p.Goal {
+		if g.Meta {
+			// A learner that fits is promoted once caught up (step 2).
+			for _, l := range g.Learners {
+				if good(l) {
+					p.Wait = fmt.Sprintf("learner on node %d is catching up", l)
+					return p
+				}
+			}
+		}
 		if c, ok := best(nodes, byID, g, nil); ok {
 			why := fmt.Sprintf("%d good voters, goal %d", goodVoters, p.Goal)
 			for _, v := range g.Voters {
@@ -252,17 +277,41 @@ func Next(nodes []Node, g Group, replicas int) Plan {
 	if goodVoters < len(g.Voters) {
 		return p
 	}
+	if g.Meta {
+		cur := spreadOf(byID, g.Voters)
+		for _, l := range g.CaughtUp {
+			if !good(l) || !slices.Contains(g.Learners, l) {
+				continue
+			}
+			if r, _ := replaced(nodes, byID, g, l, good); r.v != 0 && r.after.wider(cur) {
+				p = change(Promote, l, fmt.Sprintf("spread: %s → %s, replaces node %d", cur, r.after, r.v))
+				p.Change.Optional = true
+				return p
+			}
+		}
+		// Every live member follows the meta group.
+		for _, n := range nodes {
+			if !n.Dead && !slices.Contains(g.Voters, n.ID) && !slices.Contains(g.Learners, n.ID) {
+				return change(AddLearner, n.ID, fmt.Sprintf("node %d follows the meta group as a learner", n.ID))
+			}
+		}
+		return p
+	}
 	// 6. A wider spread.
 	if c, ok := best(nodes, byID, g, nil); ok {
 		cur := spreadOf(byID, g.Voters)
 		plan, _ := replaced(nodes, byID, g, c, good)
 		if plan.v != 0 && plan.after.wider(cur) {
-			return change(AddLearner, c, fmt.Sprintf("spread: %s → %s, replaces node %d", cur, plan.after, plan.v))
+			p = change(AddLearner, c, fmt.Sprintf("spread: %s → %s, replaces node %d", cur, plan.after, plan.v))
+			p.Change.Optional = true
+			return p
 		}
 	}
 	// 7. Load.
 	if c, v, why, ok := rebalance(nodes, byID, g, good); ok {
-		return change(AddLearner, c, fmt.Sprintf("rebalance: replaces node %d: %s", v, why))
+		p = change(AddLearner, c, fmt.Sprintf("rebalance: replaces node %d: %s", v, why))
+		p.Change.Optional = true
+		return p
 	}
 	return p
 }

@@ -25,6 +25,7 @@ type metaState struct {
 	Tokens     []TokenEntry      `json:"tokens,omitempty"`
 	Nonces     []NonceEntry      `json:"-"`
 	Placements map[string]uint64 `json:"-"`
+	Policy     Policy            `json:"-"`
 }
 
 // TokenEntry is one of the cluster's tokens: its record (the hash of its
@@ -53,7 +54,9 @@ type metaSM struct {
 	// placements are the directory's placements as applied
 	// (tenant/session → group; directory.go).
 	placements map[string]uint64
-	outcomes   map[uint64]Outcome // index → outcome of the last batch
+	// policy is the placement policy (policy.go).
+	policy   Policy
+	outcomes map[uint64]Outcome // index → outcome of the last batch
 }
 
 // newMeta opens the meta group's state.
@@ -66,7 +69,7 @@ func newMeta(b base) (*metaSM, error) {
 	if m.tokens, err = tokenTable(st.Tokens); err != nil {
 		return nil, err
 	}
-	m.members, m.tokenList, m.nonces = st.Members, st.Tokens, st.Nonces
+	m.members, m.tokenList, m.nonces, m.policy = st.Members, st.Tokens, st.Nonces, st.Policy
 	if m.placements, err = m.scanGroups(gkey(node.MetaGroup, kindPlacement)); err != nil {
 		return nil, err
 	}
@@ -106,6 +109,9 @@ func (m *metaSM) loadMeta() (metaState, error) {
 	if _, err := m.get(gkey(node.MetaGroup, kindNonces), &st.Nonces); err != nil {
 		return metaState{}, err
 	}
+	if _, err := m.get(gkey(node.MetaGroup, kindPolicy), &st.Policy); err != nil {
+		return metaState{}, err
+	}
 	return st, nil
 }
 
@@ -113,7 +119,7 @@ func (m *metaSM) loadMeta() (metaState, error) {
 func (m *metaSM) metaSnapshot() metaState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return metaState{Members: slices.Clone(m.members), Tokens: slices.Clone(m.tokenList), Nonces: slices.Clone(m.nonces), Placements: maps.Clone(m.placements)}
+	return metaState{Members: slices.Clone(m.members), Tokens: slices.Clone(m.tokenList), Nonces: slices.Clone(m.nonces), Placements: maps.Clone(m.placements), Policy: m.policy}
 }
 
 // saveMeta writes the meta group's state and its applied record in one
@@ -135,6 +141,9 @@ func (m *metaSM) saveMeta(st metaState, a applied, outs map[uint64]Outcome) erro
 		if err := setJSON(b, gkey(node.MetaGroup, kindNonces), st.Nonces); err != nil {
 			return err
 		}
+		if err := setJSON(b, gkey(node.MetaGroup, kindPolicy), st.Policy); err != nil {
+			return err
+		}
 		return setJSON(b, gkey(node.MetaGroup, kindApplied), a)
 	}, true)
 	if err != nil {
@@ -146,7 +155,7 @@ func (m *metaSM) saveMeta(st metaState, a applied, outs map[uint64]Outcome) erro
 	}
 	m.mu.Lock()
 	m.members, m.tokenList, m.tokens, m.nonces = st.Members, st.Tokens, table, st.Nonces
-	m.placements = st.Placements
+	m.placements, m.policy = st.Placements, st.Policy
 	if m.placements == nil {
 		m.placements = map[string]uint64{}
 	}
@@ -260,6 +269,10 @@ func decideMeta(st metaState, c MetaCommand, groups int) (metaState, Outcome) {
 	case OpNonceUse:
 		ns, out := decideNonce(st.Nonces, c)
 		st.Nonces = ns
+		return st, out
+	case OpConfigure, OpDecide, OpDecided, OpGroupConf:
+		p, out := decidePolicy(st.Policy, c)
+		st.Policy = p
 		return st, out
 	}
 	members, out := decideMember(st.Members, c)
@@ -401,11 +414,17 @@ func (m *metaSM) snapshot() (snapshotHead, error) {
 	head := snapshotHead{Applied: a}
 	st := m.metaSnapshot()
 	head.Members, head.Tokens, head.Nonces, head.Placements = st.Members, st.Tokens, st.Nonces, st.Placements
+	if !st.Policy.isZero() {
+		head.Policy = &st.Policy
+	}
 	return head, nil
 }
 
 func (m *metaSM) restoreMeta(head snapshotHead) error {
 	st := metaState{Members: head.Members, Tokens: head.Tokens, Nonces: head.Nonces, Placements: head.Placements}
+	if head.Policy != nil {
+		st.Policy = *head.Policy
+	}
 	if err := m.saveMeta(st, head.Applied, nil); err != nil {
 		return err
 	}
