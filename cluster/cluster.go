@@ -60,8 +60,10 @@ type Config struct {
 	// Groups is the number of data groups (fixed at bootstrap).
 	Groups int
 	// Replicas is the replication factor a bootstrap records: each data
-	// group's voters (odd; DefaultReplicas if 0). Later changed by
-	// configure (OpConfigure), never by a restart.
+	// group's voters (odd). Later changed by configure (OpConfigure),
+	// never by a restart. 0 records none: every member is a voter of
+	// every group, as before the factor existed, until configured (serve
+	// gives DefaultReplicas unless told).
 	Replicas int
 	// Tick is raft's tick; elections take 10 ticks.
 	Tick time.Duration
@@ -386,6 +388,9 @@ func (c *Node) propose(ctx context.Context, group uint64, data []byte) (replica.
 		r node.ProposeResult
 		o replica.Outcome
 	}
+	if err := c.placedHere(group); err != nil {
+		return replica.Outcome{}, c.unavailable(group, err)
+	}
 	ch := make(chan res, 1)
 	start := time.Now()
 	err := c.do(ctx, func(n *node.MultiRaft) {
@@ -423,6 +428,9 @@ func (c *Node) propose(ctx context.Context, group uint64, data []byte) (replica.
 // readIndex waits until this replica has applied everything the group's
 // leader had committed when the read began, confirmed by a quorum.
 func (c *Node) readIndex(ctx context.Context, group uint64) error {
+	if err := c.placedHere(group); err != nil {
+		return c.unavailable(group, err)
+	}
 	ch := make(chan node.ReadResult, 1)
 	start := time.Now()
 	if err := c.do(ctx, func(n *node.MultiRaft) { n.ReadIndex(group, func(r node.ReadResult) { ch <- r }) }); err != nil {
@@ -493,10 +501,16 @@ func (c *Node) proposalFailed(group uint64, err error, proposed bool) error {
 	for _, g := range c.lastStatus() {
 		if g.Group == group && g.Leader != 0 {
 			u.Leader = g.Leader
-			if m, ok := c.sm.Member(g.Leader); ok {
-				u.LeaderAddr = m.Addr
-			}
 		}
+	}
+	if rec, ok := c.sm.Policy().Groups[group]; ok && rec.Leader != c.cfg.NodeID && (u.Leader == 0 || errors.Is(err, node.ErrNotMember)) {
+		// This node does not hold the group (placed elsewhere): it names
+		// the leader that last recorded the group's configuration, which
+		// a client goes to.
+		u.Leader = rec.Leader
+	}
+	if m, ok := c.sm.Member(u.Leader); ok && u.Leader != 0 {
+		u.LeaderAddr = m.Addr
 	}
 	return u
 }

@@ -5,7 +5,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"tally/cluster/node"
@@ -53,13 +52,7 @@ func (c *Node) OpConfigure(ctx context.Context, decode Decode) (any, error) {
 	if err := replica.CheckReplicas(req.Replicas); err != nil {
 		return nil, refusal(err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	err := c.spendNonce(ctx, &req.Signed)
-	var out replica.Outcome
-	if err == nil {
-		out, err = c.configure(ctx, req.Replicas)
-	}
+	out, err := c.signedMeta(ctx, &req.Signed, replica.MetaCommand{Op: replica.OpConfigure, Replicas: req.Replicas})
 	if err != nil {
 		return nil, refusal(err)
 	}
@@ -67,17 +60,15 @@ func (c *Node) OpConfigure(ctx context.Context, decode Decode) (any, error) {
 	return Configured{Replicas: v.Replicas, Was: v.Was}, nil
 }
 
-// configure proposes the replication factor to the meta group.
-func (c *Node) configure(ctx context.Context, replicas int) (replica.Outcome, error) {
-	data, err := json.Marshal(replica.MetaCommand{Op: replica.OpConfigure, Replicas: replicas, TS: time.Now().UnixNano()})
-	if err != nil {
+// signedMeta records a signed request's nonce in the meta group, then
+// proposes its command there, within 10 s: a refusal is the error.
+func (c *Node) signedMeta(ctx context.Context, s *Signed, cmd replica.MetaCommand) (replica.Outcome, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := c.spendNonce(ctx, s); err != nil {
 		return replica.Outcome{}, err
 	}
-	out, err := c.propose(ctx, node.MetaGroup, data)
-	if err == nil {
-		err = out.Err
-	}
-	return out, err
+	return c.proposeMeta(ctx, cmd)
 }
 
 // firstPolicy records the bootstrap's replication factor in the meta
@@ -97,7 +88,7 @@ func (c *Node) firstPolicy(ctx context.Context) {
 			return
 		}
 		if err == nil {
-			_, err = c.configure(rctx, c.id.Replicas)
+			_, err = c.proposeMeta(rctx, replica.MetaCommand{Op: replica.OpConfigure, Replicas: c.id.Replicas})
 		}
 		cancel()
 		if err == nil {

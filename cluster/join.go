@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -88,7 +87,7 @@ func establish(ctx context.Context, cfg Config) (identity, bool, error) {
 		if err != nil {
 			return identity{}, false, err
 		}
-		id = identity{ClusterID: cid, NodeID: cfg.NodeID, Groups: cfg.Groups, Bootstrapped: true, BootstrapPending: true, Replicas: cmp.Or(cfg.Replicas, DefaultReplicas)}
+		id = identity{ClusterID: cid, NodeID: cfg.NodeID, Groups: cfg.Groups, Bootstrapped: true, BootstrapPending: true, Replicas: cfg.Replicas}
 	case cfg.Join != "":
 		if id, err = join(ctx, cfg); err != nil {
 			return identity{}, false, err

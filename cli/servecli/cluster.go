@@ -121,8 +121,10 @@ func newCluster(g cli.Env) *cobra.Command {
 	add.Flags().StringVar(&apiAddr, "addr", "", "the node's --addr, its API")
 	add.Flags().StringVar(&zone, "zone", "", "the node's --zone")
 	add.Flags().StringVar(&region, "region", "", "the node's --region")
+	c.AddCommand(newClusterHeal(g, &addr, signedNode)...)
 	c.AddCommand(transfer, add, remove, newClusterPlace(g, &addr, secretOf), newClusterPlacements(g, &addr, secretOf),
 		newClusterConfigure(g, &addr, secretOf),
+		view("decisions", "The placement driver's recent decisions: each group change, why, and what became of it", printClusterDecisions),
 		view("status", "The cluster id, this node, its members and the failures the placement tolerates", printClusterStatus),
 		view("members", "The members: id, raft and API addresses, zone", printClusterMembers),
 		view("groups", "Each group: leader, term, commit and applied index, voters and learners", printClusterGroups),
@@ -301,7 +303,7 @@ func printClusterStatus(g cli.Env, st cluster.Status) error {
 	if st.Placements > 0 {
 		fmt.Fprintf(w, "%d session(s) placed by the directory (tally cluster placements lists them)\n", st.Placements)
 	}
-	return nil
+	return printPlacement(g, st)
 }
 
 func printClusterMembers(g cli.Env, st cluster.Status) error {

@@ -90,7 +90,9 @@ type MetaCommand struct {
 	Decision  *Decision  `json:"decision,omitempty"`
 	Group     uint64     `json:"group,omitempty"`
 	GroupConf *GroupConf `json:"group_conf,omitempty"`
-	TS        int64      `json:"ts,omitempty"` // Unix nanoseconds, the proposer's clock
+	// Liveness is a node.liveness's fact.
+	Liveness *LivenessFact `json:"liveness,omitempty"`
+	TS       int64         `json:"ts,omitempty"` // Unix nanoseconds, the proposer's clock
 }
 
 // Meta operations.

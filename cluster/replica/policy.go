@@ -89,6 +89,25 @@ const (
 	OpGroupConf = "placement.group"
 )
 
+// OpDrain marks a node draining (MetaCommand.ID): the driver moves
+// every replica off it.
+const OpDrain = "placement.drain"
+
+// decideDrain marks a member draining; a drain asked again answers as the
+// first.
+func decideDrain(p Policy, members []Member, c MetaCommand) (Policy, Outcome) {
+	if !slices.ContainsFunc(members, func(m Member) bool { return m.ID == c.ID }) {
+		return p, Outcome{Err: vocab.NotFoundf("node", fmt.Sprintf("node %d is not a member", c.ID))}
+	}
+	if slices.Contains(p.Draining, c.ID) {
+		return p, Outcome{}
+	}
+	p = p.clone()
+	p.Draining = append(p.Draining, c.ID)
+	slices.Sort(p.Draining)
+	return p, Outcome{}
+}
+
 // CodeDecisionInFlight refuses a decision for a group that has one.
 const CodeDecisionInFlight vocab.Code = "DecisionInFlight"
 

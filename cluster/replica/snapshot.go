@@ -43,6 +43,8 @@ type snapshotHead struct {
 	Placements map[string]uint64 `json:"placements,omitempty"`
 	// Policy is the meta group's placement policy (policy.go).
 	Policy *Policy `json:"policy,omitempty"`
+	// Liveness are the meta group's committed liveness facts.
+	Liveness []LivenessFact `json:"liveness,omitempty"`
 	// Uploads are a data group's used uploads' records, by id.
 	Uploads map[string]uploadRecord `json:"uploads,omitempty"`
 	// Fences are a data group's fenced sessions: tenant/session → the
