@@ -49,6 +49,8 @@ type PlacementStatus struct {
 	// existed, where every member is a voter until configured.
 	Replicas int      `json:"replicas"`
 	Draining []uint64 `json:"draining"`
+	// Dead are the members committed dead.
+	Dead []uint64 `json:"dead"`
 	// Tolerance is the weakest group's, named.
 	Tolerance string           `json:"tolerance"`
 	Groups    []GroupPlacement `json:"groups"`
@@ -67,7 +69,12 @@ type ShortGroup struct {
 // group, with its own view (sts) of the groups no leader recorded yet.
 func (c *Node) placementStatus(sts []node.GroupStatus) PlacementStatus {
 	members, pol := c.sm.Members(), c.sm.Policy()
-	out := PlacementStatus{Replicas: pol.Replicas, Draining: nonNil(pol.Draining), Groups: c.groupPlacements(sts, members, pol), Short: []ShortGroup{}, Decisions: pol.Decisions}
+	out := PlacementStatus{Replicas: pol.Replicas, Draining: nonNil(pol.Draining), Dead: []uint64{}, Groups: c.groupPlacements(sts, members, pol), Short: []ShortGroup{}, Decisions: pol.Decisions}
+	for _, m := range members {
+		if f, ok := c.sm.Liveness(m.ID); ok && f.State == replica.LivenessDead {
+			out.Dead = append(out.Dead, m.ID)
+		}
+	}
 	if out.Decisions == nil {
 		out.Decisions = []replica.Decision{}
 	}
