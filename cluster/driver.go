@@ -99,7 +99,9 @@ func (c *Node) drive(ctx context.Context, n *node.MultiRaft, sts []node.GroupSta
 			go c.endInherited(ctx, d, conf, done)
 			continue
 		}
-		if !recorded || !sameConf(rec, conf) {
+		if !recorded || !sameConf(rec, conf) || rec.Leader != me {
+			// The meta group names each group's leader to the nodes that
+			// do not hold it: a new leader records itself.
 			pending[st.Group] = true
 			go c.recordConf(ctx, st.Group, conf, done)
 			continue
