@@ -8,7 +8,8 @@ package sim
 // (committed dead: its replicas are replaced) and a live node drained (its
 // replicas move off it). The placer keeps stepping once the faults stop,
 // and the run ends with every group at its goal, on no dead or drained
-// node.
+// node. A node the rule took out of a group may be placed in it again (it
+// rejoins as a learner over the log or the snapshot it has).
 
 import (
 	"fmt"
@@ -65,9 +66,6 @@ func (w *World) placeStep() {
 			}
 			return
 		}
-		if ch.Op == placement.AddLearner && w.removed[[2]uint64{g, ch.Node}] {
-			return // a node taken out of a group is not added back here
-		}
 		t := pb.ConfChangeType_ConfChangeRemoveNode
 		switch ch.Op {
 		case placement.AddLearner, placement.Demote:
@@ -76,16 +74,14 @@ func (w *World) placeStep() {
 			t = pb.ConfChangeType_ConfChangeAddNode
 		}
 		w.mix(12, g, uint64(t), ch.Node)
-		op, id := ch.Op, ch.Node
+		id := ch.Node
 		sn.n.ProposeConfChange(g, &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{{Type: t.Enum(), NodeId: new(id)}}}, func(r node.ConfResult) {
 			if r.Err != nil {
 				return
 			}
 			w.stats.Membership++
 			w.stats.Decisions++
-			if op == placement.Remove {
-				w.removed[[2]uint64{g, id}] = true
-			}
+			w.confs[g] = r.Conf
 		})
 		return
 	}
@@ -159,4 +155,14 @@ func (w *World) checkGoals(members map[uint64][]*simNode) error {
 		}
 	}
 	return nil
+}
+
+// placedHere is the sim's cluster.placedHere: on a placement run a node
+// the placer's last change left out of a group refuses the group's
+// requests at once, as a node does from the configuration the meta group
+// records, instead of waiting on a raft that may never learn it was taken
+// out (it was down then).
+func (w *World) placedHere(g uint64, id uint64) bool {
+	conf, ok := w.confs[g]
+	return !ok || slices.Contains(conf.GetVoters(), id) || slices.Contains(conf.GetLearners(), id)
 }

@@ -233,6 +233,7 @@ type World struct {
 	// each node's replicas as the placer last counted them.
 	dead, draining map[uint64]bool
 	replicas       map[uint64]int
+	confs          map[uint64]*pb.ConfState // each group's configuration after the placer's last change
 	stats          Stats
 	trace          uint64
 	err            error
@@ -256,6 +257,7 @@ func runWorld(opt Options) (w *World, err error) {
 		dead:     map[uint64]bool{},
 		draining: map[uint64]bool{},
 		replicas: map[uint64]int{},
+		confs:    map[uint64]*pb.ConfState{},
 	}
 	if opt.Voters == 0 || opt.Voters > opt.Nodes {
 		opt.Voters = opt.Nodes

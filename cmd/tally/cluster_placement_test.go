@@ -249,6 +249,32 @@ func TestClusterPlacement(t *testing.T) {
 	if r := run(t, runOpts{}, "cluster", "decisions", "--node", nodes[0].addr); r.code != 0 || !strings.Contains(r.out, "node 3 is dead") || !strings.Contains(r.out, "node 4 is draining") {
 		t.Errorf("decisions: %v", r)
 	}
+
+	// Nodes 1, 2 and 5 are left, in zones a, b, b: a sixth node joins in
+	// zone c, and every data group takes a voter on it, back in 3 zones.
+	n6 := newCNode(t, dir, 6, "--join", nodes[0].addr)
+	n6.extra = []string{"--zone", "c", "--raft-tick", "50ms"}
+	n6.start(t)
+	waitUntil(t, "every data group with a voter on node 6, in 3 zones", 60*time.Second, func() bool {
+		st, ok := placedAt(nodes[0], 3, 3, 4)
+		if !ok {
+			return false
+		}
+		for _, g := range st.Placement.Groups {
+			if g.Group != 1 && !slices.ContainsFunc(g.Voters, func(v cluster.NodeRef) bool { return v.ID == 6 && v.Zone == "c" }) {
+				return false
+			}
+		}
+		return true
+	})
+	for session, keys := range acked {
+		if code, got := readPlaced(n6.addr, session); code != http.StatusOK || len(got) != len(keys) {
+			t.Fatalf("session %s through node 6: %d, %d promises, want %d", session, code, len(got), len(keys))
+		}
+	}
+	if v := metricValue(t, nodes[0], "tally_cluster_groups_under_goal"); v != 0 {
+		t.Errorf("tally_cluster_groups_under_goal %v at the end, want 0", v)
+	}
 }
 
 // A cluster with every member a voter (5 replicas on 4 nodes) is
