@@ -273,7 +273,7 @@ func confChange(op placement.Op, id uint64) *pb.ConfChangeV2 {
 	return change(pb.ConfChangeType_ConfChangeRemoveNode, id)
 }
 
-var descUnderGoal = prometheus.NewDesc("tally_cluster_groups_under_goal", "Groups whose recorded voters are fewer than their placement goal, or not all fit (dead, draining, outside a constraint), as this node has applied the meta group.", nil, nil)
+var descUnderGoal = prometheus.NewDesc("tally_cluster_groups_under_goal", "Groups with fewer voters on eligible nodes (live, not draining) than their placement goal, as this node has applied the meta group.", nil, nil)
 
 // placementCollector reads the placement's state when scraped.
 type placementCollector struct{ c *Node }
@@ -283,7 +283,7 @@ func (placementCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descUnder
 func (k placementCollector) Collect(ch chan<- prometheus.Metric) {
 	under := 0
 	for _, r := range k.c.groupReports() {
-		if r.Short != "" {
+		if r.UnderGoal {
 			under++
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,5 +102,42 @@ func TestConfigureBringsAnAllVotersClusterToItsFactor(t *testing.T) {
 				t.Fatalf("session %s through node %d: %d promises, want %d (%v)", session, n.ID(), got, want, err)
 			}
 		}
+	}
+}
+
+// With one replica, a node holding a group's only voter cannot be marked
+// dead (nothing could replace its copy), nor can the node asked; an
+// unknown node is not found. Each refusal records nothing.
+func TestMarkDeadRefusals(t *testing.T) {
+	dir := t.TempDir()
+	c1 := nodeConfig(t, dir, 1)
+	c1.Bootstrap, c1.Replicas = true, 1
+	n1 := startNode(t, c1)
+	t.Cleanup(func() { n1.stop(t) })
+	startJoiner(t, dir, 2, n1)
+	waitFor(t, "a group whose only voter is node 2", 30*time.Second, func() bool {
+		for _, conf := range n1.Replica().Policy().Groups {
+			if slices.Equal(conf.Voters, []uint64{2}) {
+				return true
+			}
+		}
+		return false
+	})
+	for _, tc := range []struct {
+		id     uint64
+		status int
+		want   string
+	}{
+		{2, 409, "node 2 is the last voter of group"},
+		{1, 409, "node 1 is the node asked"},
+		{9, 404, "node 9 is not a member"},
+	} {
+		code, body := post(t, n1.cfg.Addr, MarkDeadPath, SignMarkDead(n1.cfg.Secret, n1.target(), MarkDeadRequest{ID: tc.id}))
+		if code != tc.status || !strings.Contains(body, tc.want) {
+			t.Errorf("mark-dead %d: %d %s, want %d with %q", tc.id, code, body, tc.status, tc.want)
+		}
+	}
+	if _, dead := n1.Replica().Liveness(2); dead {
+		t.Fatalf("a refused mark-dead recorded a fact")
 	}
 }

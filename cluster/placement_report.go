@@ -36,9 +36,11 @@ type GroupPlacement struct {
 	// in the meta group; otherwise it is this node's view of the group.
 	Recorded bool              `json:"recorded"`
 	InFlight *replica.Decision `json:"in_flight,omitempty"`
-	// Short says why the group is short of its goal; empty when it is
-	// not.
+	// Short says why the group is short of its goal, or of what the
+	// factor asks; empty when it is not. UnderGoal: fewer good voters than
+	// its goal.
 	Short     string              `json:"short,omitempty"`
+	UnderGoal bool                `json:"under_goal"`
 	Tolerance placement.Tolerance `json:"tolerance"`
 }
 
@@ -129,7 +131,7 @@ func (c *Node) groupPlacements(sts []node.GroupStatus, members []replica.Member,
 		g := placement.Group{ID: st.Group, Meta: st.Group == node.MetaGroup, Voters: conf.Voters, Learners: conf.Learners}
 		plan := placement.Next(nodes, g, replicas)
 		gp := GroupPlacement{Group: st.Group, Voters: refs(conf.Voters), Learners: refs(conf.Learners), Goal: plan.Goal, Epoch: conf.Epoch, Recorded: recorded,
-			Short: plan.Short, Tolerance: placement.Tolerate(nodes, conf.Voters)}
+			Short: plan.Short, UnderGoal: placement.GoodVoters(nodes, g) < plan.Goal, Tolerance: placement.Tolerate(nodes, conf.Voters)}
 		if d, ok := pol.InFlight(st.Group); ok {
 			gp.InFlight = &d
 			if gp.Short == "" && slices.Contains([]placement.Op{placement.AddLearner, placement.Promote}, d.Op) {

@@ -158,6 +158,15 @@ func Goal(nodes []Node, g Group, replicas int) int {
 	return min(n, replicas)
 }
 
+// GoodVoters counts the group's voters on eligible nodes: a group with
+// fewer than its goal is under its goal.
+func GoodVoters(nodes []Node, g Group) int {
+	el := eligible(nodes, g.Constraint)
+	return countFunc(g.Voters, func(v uint64) bool {
+		return slices.ContainsFunc(el, func(n Node) bool { return n.ID == v })
+	})
+}
+
 // Eligible lists the nodes that may receive a voter of a group under c.
 func eligible(nodes []Node, c Constraint) []Node {
 	var out []Node
