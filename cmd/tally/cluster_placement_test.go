@@ -303,6 +303,10 @@ func TestClusterConfigureDown(t *testing.T) {
 		_, ok := placedAt(nodes[0], 3)
 		return ok
 	})
+	r = run(t, runOpts{}, "cluster", "status", "--node", nodes[2].addr)
+	if r.code != 0 || !strings.Contains(r.out, "\nreplicas: 3\n") || !strings.Contains(r.out, "\nplacement: group ") || !strings.Contains(r.out, "3 voters in 3 zones: survives 1 node or 1 zone") {
+		t.Errorf("status after configure: %v", r)
+	}
 	for session, n := range acked {
 		if code, got := readPlaced(nodes[3].addr, session); code != http.StatusOK || len(got) != n {
 			t.Fatalf("session %s after configure: %d, %d promises, want %d", session, code, len(got), n)
