@@ -127,7 +127,7 @@ func newCluster(g cli.Env) *cobra.Command {
 		view("decisions", "The placement driver's recent decisions: each group change, why, and what became of it", printClusterDecisions),
 		view("status", "The cluster id, this node, its members and the failures the placement tolerates", printClusterStatus),
 		view("members", "The members: id, raft and API addresses, zone", printClusterMembers),
-		view("groups", "Each group: leader, term, commit and applied index, voters and learners", printClusterGroups),
+		view("groups", "Each group: leader, term, commit and applied index, voters and learners, its goal, placement epoch and the change in flight", printClusterGroups),
 	)
 	return c
 }
@@ -315,9 +315,21 @@ func printClusterMembers(g cli.Env, st cluster.Status) error {
 	return t.Flush()
 }
 
+func refIDs(refs []cluster.NodeRef) []uint64 {
+	out := make([]uint64, len(refs))
+	for i, r := range refs {
+		out[i] = r.ID
+	}
+	return out
+}
+
 func printClusterGroups(g cli.Env, st cluster.Status) error {
 	t := tabwriter.NewWriter(g.IO().Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(t, "GROUP\tKIND\tLEADER\tTERM\tCOMMIT\tAPPLIED\tVOTERS\tLEARNERS\tQUORUM")
+	fmt.Fprintln(t, "GROUP\tKIND\tLEADER\tTERM\tCOMMIT\tAPPLIED\tVOTERS\tLEARNERS\tQUORUM\tGOAL\tEPOCH\tMOVING")
+	placed := map[uint64]cluster.GroupPlacement{}
+	for _, gp := range st.Placement.Groups {
+		placed[gp.Group] = gp
+	}
 	ids := func(v []uint64) string {
 		s := make([]string, len(v))
 		for i, id := range v {
@@ -333,7 +345,18 @@ func printClusterGroups(g cli.Env, st cluster.Status) error {
 		if !gr.Quorum {
 			quorum = "NO"
 		}
-		fmt.Fprintf(t, "%d\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", gr.Group, gr.Kind, gr.Leader, gr.Term, gr.Commit, gr.Applied, ids(gr.Voters), ids(gr.Learners), quorum)
+		gp := placed[gr.Group]
+		voters, learners := ids(gr.Voters), ids(gr.Learners)
+		if gp.Recorded {
+			// The configuration the group's leader recorded: this node's
+			// raft view is stale for a group it does not hold.
+			voters, learners = ids(refIDs(gp.Voters)), ids(refIDs(gp.Learners))
+		}
+		moving := "-"
+		if d := gp.InFlight; d != nil {
+			moving = fmt.Sprintf("%s node %d", d.Op, d.Node)
+		}
+		fmt.Fprintf(t, "%d\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%d\t%d\t%s\n", gr.Group, gr.Kind, gr.Leader, gr.Term, gr.Commit, gr.Applied, voters, learners, quorum, gp.Goal, gp.Epoch, moving)
 	}
 	return t.Flush()
 }

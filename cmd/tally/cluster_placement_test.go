@@ -303,6 +303,9 @@ func TestClusterConfigureDown(t *testing.T) {
 		_, ok := placedAt(nodes[0], 3)
 		return ok
 	})
+	if r := run(t, runOpts{}, "cluster", "groups", "--node", nodes[3].addr); r.code != 0 || !strings.Contains(r.out, "GOAL") || strings.Count(r.out, "data ") != 8 {
+		t.Errorf("groups after configure: %v", r)
+	}
 	r = run(t, runOpts{}, "cluster", "status", "--node", nodes[2].addr)
 	if r.code != 0 || !strings.Contains(r.out, "\nreplicas: 3\n") || !strings.Contains(r.out, "\nplacement: group ") || !strings.Contains(r.out, "3 voters in 3 zones: survives 1 node or 1 zone") {
 		t.Errorf("status after configure: %v", r)
