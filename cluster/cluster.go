@@ -28,6 +28,7 @@ import (
 	"tally/api"
 	"tally/auth"
 	"tally/cluster/node"
+	"tally/cluster/placement"
 	"tally/cluster/raftlog"
 	"tally/cluster/replica"
 	"tally/cluster/transport"
@@ -41,7 +42,10 @@ type Config struct {
 	// RaftAddr is where the node listens for its peers (and what they are
 	// told); Addr is its HTTP address (the API, and where joins go).
 	RaftAddr, Addr string
-	Zone           string
+	// Zone and Region are the node's failure domains, as its operator
+	// declares them; placement spreads each group's voters over regions,
+	// then zones.
+	Zone, Region string
 	// Data is the node's directory: raft/ (the raft store), ledger/ (its
 	// replicas' session logs, a ledger directory), snapshots/ (snapshot
 	// bodies received and not yet installed) and cluster.json.
@@ -55,6 +59,12 @@ type Config struct {
 	Join      string
 	// Groups is the number of data groups (fixed at bootstrap).
 	Groups int
+	// Replicas is the replication factor a bootstrap records: each data
+	// group's voters (odd). Later changed by configure (OpConfigure),
+	// never by a restart. 0 records none: every member is a voter of
+	// every group, as before the factor existed, until configured (serve
+	// gives DefaultReplicas unless told).
+	Replicas int
 	// Tick is raft's tick; elections take 10 ticks.
 	Tick time.Duration
 	// WatchEvery is how often the leader of each group looks for due
@@ -104,6 +114,8 @@ func (c Config) Validate() error {
 		return errors.New("bootstrap, join: give one, not both")
 	case c.Groups < 1 || c.Groups > MaxGroups:
 		return fmt.Errorf("groups: %d: must be 1 to %d", c.Groups, MaxGroups)
+	case c.Replicas != 0 && placement.CheckReplicas(c.Replicas) != nil:
+		return fmt.Errorf("replicas: %w", placement.CheckReplicas(c.Replicas))
 	case c.Tick <= 0:
 		return errors.New("tick: must be positive")
 	case c.Local == nil:
@@ -215,8 +227,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		go func() { defer c.wg.Done(); c.announce(c.ctx) }()
 	}
 	if id.Bootstrapped {
-		c.wg.Add(1)
+		c.wg.Add(2)
 		go func() { defer c.wg.Done(); c.firstAdmin(c.ctx) }()
+		go func() { defer c.wg.Done(); c.firstPolicy(c.ctx) }()
 	}
 	return c, nil
 }
@@ -295,7 +308,7 @@ func groupIDs(groups int) []uint64 {
 
 // member is the node's member record, as it joins or announces itself.
 func (c Config) member() replica.Member {
-	return replica.Member{ID: c.NodeID, RaftAddr: c.RaftAddr, Addr: c.Addr, Zone: c.Zone}
+	return replica.Member{ID: c.NodeID, RaftAddr: c.RaftAddr, Addr: c.Addr, Zone: c.Zone, Region: c.Region}
 }
 
 // Close stops the node: the loop, the transport, the stores.
@@ -375,6 +388,9 @@ func (c *Node) propose(ctx context.Context, group uint64, data []byte) (replica.
 		r node.ProposeResult
 		o replica.Outcome
 	}
+	if err := c.placedHere(group); err != nil {
+		return replica.Outcome{}, c.unavailable(group, err)
+	}
 	ch := make(chan res, 1)
 	start := time.Now()
 	err := c.do(ctx, func(n *node.MultiRaft) {
@@ -412,6 +428,9 @@ func (c *Node) propose(ctx context.Context, group uint64, data []byte) (replica.
 // readIndex waits until this replica has applied everything the group's
 // leader had committed when the read began, confirmed by a quorum.
 func (c *Node) readIndex(ctx context.Context, group uint64) error {
+	if err := c.placedHere(group); err != nil {
+		return c.unavailable(group, err)
+	}
 	ch := make(chan node.ReadResult, 1)
 	start := time.Now()
 	if err := c.do(ctx, func(n *node.MultiRaft) { n.ReadIndex(group, func(r node.ReadResult) { ch <- r }) }); err != nil {
@@ -482,10 +501,16 @@ func (c *Node) proposalFailed(group uint64, err error, proposed bool) error {
 	for _, g := range c.lastStatus() {
 		if g.Group == group && g.Leader != 0 {
 			u.Leader = g.Leader
-			if m, ok := c.sm.Member(g.Leader); ok {
-				u.LeaderAddr = m.Addr
-			}
 		}
+	}
+	if rec, ok := c.sm.Policy().Groups[group]; ok && rec.Leader != c.cfg.NodeID && (u.Leader == 0 || errors.Is(err, node.ErrNotMember)) {
+		// This node does not hold the group (placed elsewhere): it names
+		// the leader that last recorded the group's configuration, which
+		// a client goes to.
+		u.Leader = rec.Leader
+	}
+	if m, ok := c.sm.Member(u.Leader); ok && u.Leader != 0 {
+		u.LeaderAddr = m.Addr
 	}
 	return u
 }

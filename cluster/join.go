@@ -39,6 +39,9 @@ type identity struct {
 	// first one crashed) bootstraps again, which is safe since no node can
 	// have joined before every group existed.
 	BootstrapPending bool `json:"bootstrap_pending,omitempty"`
+	// Replicas is the replication factor the bootstrap was given, which
+	// the bootstrapping node records in the meta group once (firstPolicy).
+	Replicas int `json:"replicas,omitempty"`
 }
 
 const identityName = "cluster.json"
@@ -84,7 +87,7 @@ func establish(ctx context.Context, cfg Config) (identity, bool, error) {
 		if err != nil {
 			return identity{}, false, err
 		}
-		id = identity{ClusterID: cid, NodeID: cfg.NodeID, Groups: cfg.Groups, Bootstrapped: true, BootstrapPending: true}
+		id = identity{ClusterID: cid, NodeID: cfg.NodeID, Groups: cfg.Groups, Bootstrapped: true, BootstrapPending: true, Replicas: cfg.Replicas}
 	case cfg.Join != "":
 		if id, err = join(ctx, cfg); err != nil {
 			return identity{}, false, err

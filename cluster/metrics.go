@@ -14,6 +14,9 @@ import (
 // this replica installed.
 type metrics struct {
 	proposal, readIndex *prometheus.HistogramVec
+	// decisions counts the placement driver's decisions at this node, by
+	// what became of them: made, done, failed, abandoned.
+	decisions *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -25,6 +28,9 @@ func newMetrics() *metrics {
 		readIndex: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "tally_cluster_read_index_seconds", Help: "From asking for a read index at this node to having applied it, by group.", Buckets: buckets,
 		}, []string{"group"}),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tally_cluster_placement_decisions_total", Help: "The placement driver's decisions at this node, by what became of them: made, done, failed, abandoned.",
+		}, []string{"state"}),
 	}
 }
 
@@ -123,5 +129,5 @@ func (k collector) Collect(ch chan<- prometheus.Metric) {
 
 // Collectors are the node's metrics, for the server's registry.
 func (c *Node) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{collector{c}, c.metrics.proposal, c.metrics.readIndex}
+	return []prometheus.Collector{collector{c}, c.metrics.proposal, c.metrics.readIndex, c.metrics.decisions, placementCollector{c}}
 }

@@ -19,8 +19,11 @@ const reconcileEvery = 250 * time.Millisecond
 // node considers another, so the leader counts it sees have caught up.
 const rebalanceCooldown = time.Second
 
-// reconcile makes every member a voter of every group, the way raft wants
-// it: the leader of each group adds a member it lacks as a learner,
+// reconcile brings the groups this node leads in line with the
+// membership. With a replication factor recorded (every cluster made by
+// this release), the placement driver decides (drive, driver.go). A
+// cluster made before the factor existed, until configured, keeps the
+// rule it had: every member a voter of every group. The leader of each group adds a member it lacks as a learner,
 // promotes a learner once its log has caught up with the group's commit,
 // and removes a node no longer a member. One change per group at a time;
 // the node refuses one that would lose quorum. It also spreads leadership:
@@ -45,10 +48,17 @@ func (c *Node) reconcile(ctx context.Context) {
 		if len(members) == 0 {
 			continue
 		}
+		pol := c.sm.Policy()
 		_ = c.do(ctx, func(n *node.MultiRaft) {
 			sts := n.Status()
 			if time.Since(lastTransfer) > rebalanceCooldown && c.rebalance(n, sts, members, pending) {
 				lastTransfer = time.Now()
+			}
+			if pol.Replicas > 0 {
+				// The cluster has a replication factor: the placement
+				// driver places every group (driver.go).
+				c.drive(ctx, n, sts, members, pol, pending, done)
+				return
 			}
 			for _, st := range sts {
 				if pending[st.Group] {

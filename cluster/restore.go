@@ -122,7 +122,7 @@ func restoredIdentity(cfg Config, pr pendingRestore) (identity, error) {
 		return identity{}, fmt.Errorf("node-id: %d, but %s holds a backup restored as node %d of the new cluster %s", cfg.NodeID, cfg.Data, pr.Member.ID, pr.ClusterID)
 	}
 	from := pr.From
-	return identity{ClusterID: pr.ClusterID, NodeID: cfg.NodeID, Groups: pr.Groups, Restored: &from}, nil
+	return identity{ClusterID: pr.ClusterID, NodeID: cfg.NodeID, Groups: pr.Groups, Restored: &from, Replicas: cfg.Replicas}, nil
 }
 
 // restoreDone removes restore.json once every group has its initial

@@ -46,6 +46,9 @@ type Status struct {
 	// Placements counts the directory's recorded placements, as this node
 	// has applied them (tally cluster placements lists them).
 	Placements int `json:"placements"`
+	// Placement is each group's placement, the cluster's tolerance, the
+	// groups short of their goal and the driver's recent decisions.
+	Placement PlacementStatus `json:"placement"`
 }
 
 // Tolerance is how many nodes, and whole zones, can fail with every group
@@ -78,6 +81,7 @@ func (c *Node) Status(ctx context.Context) (Status, error) {
 			Applied: g.Applied, Role: role(g.State), Voters: nonNil(g.Voters), Learners: nonNil(g.Learners), Quorum: g.Quorum})
 	}
 	out.Tolerates = tolerance(out.Groups, out.Members)
+	out.Placement = c.placementStatus(st)
 	return out, nil
 }
 

@@ -40,6 +40,9 @@ type ClusterNode interface {
 	OpTransferLeader(ctx context.Context, decode func(any) error) (any, error)
 	OpPlace(ctx context.Context, decode func(any) error) (any, error)
 	OpPlacements(ctx context.Context, decode func(any) error) (any, error)
+	OpConfigure(ctx context.Context, decode func(any) error) (any, error)
+	OpMarkDead(ctx context.Context, decode func(any) error) (any, error)
+	OpDrain(ctx context.Context, decode func(any) error) (any, error)
 	// OpBackup writes a backup of the cluster to w: an error before its
 	// first byte is answered as a refusal, one after it in
 	// backup.ErrorTrailer.
@@ -86,6 +89,9 @@ func (s *Server) clusterRoutes(n ClusterNode) []route {
 		signed("cluster.transfer_leader", "transfer-leader", "Hand a group's leadership to a voter, at its leader (signed)", n.OpTransferLeader),
 		signed("cluster.place", "place", "Place a session in a data group (signed)", n.OpPlace),
 		signed("cluster.placements", "placements", "The directory's placements (signed)", n.OpPlacements),
+		signed("cluster.configure", "configure", "Set the replication factor: each data group's voters (signed)", n.OpConfigure),
+		signed("cluster.mark_dead", "mark-dead", "Commit a node dead: its replicas are replaced on live nodes (signed)", n.OpMarkDead),
+		signed("cluster.drain", "drain", "Move every replica off a node, before remove-node (signed)", n.OpDrain),
 		{name: "cluster.backup", method: "POST", pattern: p + "backup", summary: "A backup of every session of the cluster (signed; application/vnd.tally.backup)", body: clusterRequest, write: true, bodyMax: clusterRequestMax, public: true, stream: s.clusterBackup(n)},
 	}
 }

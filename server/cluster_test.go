@@ -207,6 +207,15 @@ func (f fakeNode) OpPlace(_ context.Context, d func(any) error) (any, error) {
 func (f fakeNode) OpPlacements(_ context.Context, d func(any) error) (any, error) {
 	return f.run("placements", d)
 }
+func (f fakeNode) OpConfigure(_ context.Context, d func(any) error) (any, error) {
+	return f.run("configure", d)
+}
+func (f fakeNode) OpMarkDead(_ context.Context, d func(any) error) (any, error) {
+	return f.run("mark-dead", d)
+}
+func (f fakeNode) OpDrain(_ context.Context, d func(any) error) (any, error) {
+	return f.run("drain", d)
+}
 func (f fakeNode) OpBackup(_ context.Context, d func(any) error, w io.Writer) error {
 	if _, err := f.run("backup", d); err != nil {
 		return err

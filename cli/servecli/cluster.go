@@ -94,9 +94,9 @@ func newCluster(g cli.Env) *cobra.Command {
 			return clusterPost(g, c.Context(), addr, cluster.RemoveNodePath, body, fmt.Sprintf("node %d removed; each group's leader takes it out", id))
 		},
 	}
-	var raftAddr, apiAddr, zone string
+	var raftAddr, apiAddr, zone, region string
 	add := &cobra.Command{
-		Use:   "add-node N --raft-addr HOST:PORT --addr HOST:PORT [--zone Z]",
+		Use:   "add-node N --raft-addr HOST:PORT --addr HOST:PORT [--zone Z] [--region R]",
 		Short: "Record a node in the membership before it starts (its id and addresses reserved; each group adds it as a learner); then start it with serve --cluster --join",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -107,23 +107,27 @@ func newCluster(g cli.Env) *cobra.Command {
 			if raftAddr == "" || apiAddr == "" {
 				return cli.Usagef("raft-addr, addr: both required, as the node will be started with")
 			}
-			m := replica.Member{ID: id, RaftAddr: raftAddr, Addr: apiAddr, Zone: zone}
+			m := replica.Member{ID: id, RaftAddr: raftAddr, Addr: apiAddr, Zone: zone, Region: region}
 			if err := cluster.CheckMember(m, ""); err != nil {
 				return cli.Usagef("%s", strings.Replace(err.Error(), "raft_addr", "raft-addr", 1))
 			}
 			body := func(t cluster.Target) any { return cluster.SignAdd(s, t, cluster.AddRequest{Member: m}) }
 			return clusterPost(g, c.Context(), addr, cluster.AddNodePath, body,
 				fmt.Sprintf("node %d added; start it: tally serve --cluster --node-id %d --raft-addr %s --addr %s%s --data DIR --join-secret … --join %s",
-					id, id, raftAddr, apiAddr, map[bool]string{true: "", false: " --zone " + zone}[zone == ""], strings.TrimPrefix(nodeURL(g, addr), "http://")))
+					id, id, raftAddr, apiAddr, map[bool]string{true: "", false: " --zone " + zone}[zone == ""]+map[bool]string{true: "", false: " --region " + region}[region == ""], strings.TrimPrefix(nodeURL(g, addr), "http://")))
 		},
 	}
 	add.Flags().StringVar(&raftAddr, "raft-addr", "", "the node's --raft-addr, where its peers will reach it")
 	add.Flags().StringVar(&apiAddr, "addr", "", "the node's --addr, its API")
 	add.Flags().StringVar(&zone, "zone", "", "the node's --zone")
+	add.Flags().StringVar(&region, "region", "", "the node's --region")
+	c.AddCommand(newClusterHeal(g, &addr, signedNode)...)
 	c.AddCommand(transfer, add, remove, newClusterPlace(g, &addr, secretOf), newClusterPlacements(g, &addr, secretOf),
+		newClusterConfigure(g, &addr, secretOf),
+		view("decisions", "The placement driver's recent decisions: each group change, why, and what became of it", printClusterDecisions),
 		view("status", "The cluster id, this node, its members and the failures the placement tolerates", printClusterStatus),
 		view("members", "The members: id, raft and API addresses, zone", printClusterMembers),
-		view("groups", "Each group: leader, term, commit and applied index, voters and learners", printClusterGroups),
+		view("groups", "Each group: leader, term, commit and applied index, voters and learners, its goal, placement epoch and the change in flight", printClusterGroups),
 	)
 	return c
 }
@@ -299,7 +303,7 @@ func printClusterStatus(g cli.Env, st cluster.Status) error {
 	if st.Placements > 0 {
 		fmt.Fprintf(w, "%d session(s) placed by the directory (tally cluster placements lists them)\n", st.Placements)
 	}
-	return nil
+	return printPlacement(g, st)
 }
 
 func printClusterMembers(g cli.Env, st cluster.Status) error {
@@ -311,9 +315,21 @@ func printClusterMembers(g cli.Env, st cluster.Status) error {
 	return t.Flush()
 }
 
+func refIDs(refs []cluster.NodeRef) []uint64 {
+	out := make([]uint64, len(refs))
+	for i, r := range refs {
+		out[i] = r.ID
+	}
+	return out
+}
+
 func printClusterGroups(g cli.Env, st cluster.Status) error {
 	t := tabwriter.NewWriter(g.IO().Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(t, "GROUP\tKIND\tLEADER\tTERM\tCOMMIT\tAPPLIED\tVOTERS\tLEARNERS\tQUORUM")
+	fmt.Fprintln(t, "GROUP\tKIND\tLEADER\tTERM\tCOMMIT\tAPPLIED\tVOTERS\tLEARNERS\tQUORUM\tGOAL\tEPOCH\tMOVING")
+	placed := map[uint64]cluster.GroupPlacement{}
+	for _, gp := range st.Placement.Groups {
+		placed[gp.Group] = gp
+	}
 	ids := func(v []uint64) string {
 		s := make([]string, len(v))
 		for i, id := range v {
@@ -329,7 +345,18 @@ func printClusterGroups(g cli.Env, st cluster.Status) error {
 		if !gr.Quorum {
 			quorum = "NO"
 		}
-		fmt.Fprintf(t, "%d\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", gr.Group, gr.Kind, gr.Leader, gr.Term, gr.Commit, gr.Applied, ids(gr.Voters), ids(gr.Learners), quorum)
+		gp := placed[gr.Group]
+		voters, learners := ids(gr.Voters), ids(gr.Learners)
+		if gp.Recorded {
+			// The configuration the group's leader recorded: this node's
+			// raft view is stale for a group it does not hold.
+			voters, learners = ids(refIDs(gp.Voters)), ids(refIDs(gp.Learners))
+		}
+		moving := "-"
+		if d := gp.InFlight; d != nil {
+			moving = fmt.Sprintf("%s node %d", d.Op, d.Node)
+		}
+		fmt.Fprintf(t, "%d\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%d\t%d\t%s\n", gr.Group, gr.Kind, gr.Leader, gr.Term, gr.Commit, gr.Applied, voters, learners, quorum, gp.Goal, gp.Epoch, moving)
 	}
 	return t.Flush()
 }

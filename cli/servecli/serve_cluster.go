@@ -19,6 +19,7 @@ import (
 	"tally/auth"
 	"tally/cli"
 	"tally/cluster"
+	"tally/cluster/placement"
 	"tally/server"
 	"tally/service"
 )
@@ -28,8 +29,9 @@ type clusterFlags struct {
 	on, bootstrap        bool
 	nodeID               uint64
 	raftAddr, zone, data string
+	region               string
 	secret, join         string
-	groups               int
+	groups, replicas     int
 	tick                 time.Duration
 }
 
@@ -40,10 +42,12 @@ func (f *clusterFlags) register(c *cobra.Command) {
 	fl.StringVar(&f.raftAddr, "raft-addr", "", "with --cluster: HOST:PORT the node's peers reach it on")
 	fl.StringVar(&f.data, "data", "", "with --cluster: the node's data directory (its raft store and its replicas' ledger)")
 	fl.StringVar(&f.zone, "zone", "", "with --cluster: the node's failure zone (rack, availability zone)")
+	fl.StringVar(&f.region, "region", "", "with --cluster: the node's region (a group of zones); voters spread over regions, then zones")
 	fl.StringVar(&f.secret, "join-secret", "", "with --cluster: the secret every node of the cluster is given (at least 16 characters)")
 	fl.BoolVar(&f.bootstrap, "bootstrap", false, "with --cluster: make a new cluster with this node as its first member")
 	fl.StringVar(&f.join, "join", "", "with --cluster: join the cluster through a member's --addr")
 	fl.IntVar(&f.groups, "groups", cluster.DefaultGroups, "with --cluster --bootstrap: the cluster's data groups")
+	fl.IntVar(&f.replicas, "replicas", cluster.DefaultReplicas, "with --cluster --bootstrap: the replication factor, each data group's voters (odd: 1, 3, 5, …; later: tally cluster configure)")
 	fl.DurationVar(&f.tick, "raft-tick", 100*time.Millisecond, "with --cluster: raft's tick (an election takes 10)")
 }
 
@@ -53,10 +57,13 @@ func (f *clusterFlags) register(c *cobra.Command) {
 // that start bootstraps the restored cluster.
 func (f *clusterFlags) prepare(g cli.Env, c *cobra.Command, addr *string) error {
 	if !f.on {
-		if f.nodeID != 0 || f.raftAddr != "" || f.data != "" || f.secret != "" || f.bootstrap || f.join != "" {
-			return cli.Usagef("cluster: --node-id, --raft-addr, --data, --join-secret, --bootstrap and --join need --cluster")
+		if f.nodeID != 0 || f.raftAddr != "" || f.data != "" || f.secret != "" || f.bootstrap || f.join != "" || f.region != "" || c.Flags().Changed("replicas") {
+			return cli.Usagef("cluster: --node-id, --raft-addr, --data, --join-secret, --bootstrap, --join, --region and --replicas need --cluster")
 		}
 		return nil
+	}
+	if err := placement.CheckReplicas(f.replicas); err != nil {
+		return cli.Usagef("replicas: %v", err)
 	}
 	if g.Dir() != "" {
 		return cli.Usagef("dir: a cluster node keeps its ledger under --data; drop --dir")
@@ -86,6 +93,12 @@ func (f *clusterFlags) prepare(g cli.Env, c *cobra.Command, addr *string) error 
 		if !given("zone") {
 			f.zone = m.Zone
 		}
+		if !given("region") {
+			f.region = m.Region
+		}
+	}
+	if c.Flags().Changed("replicas") && !f.bootstrap && !isNode(f.data) {
+		return cli.Usagef("replicas: only with --bootstrap: the cluster's factor is recorded once; change it with tally cluster configure --replicas N")
 	}
 	if !f.bootstrap && f.join == "" && !isNode(f.data) {
 		return cli.Usagef("bootstrap, join: a new node needs --bootstrap (the first) or --join ADDR (the others)")
@@ -106,7 +119,7 @@ func serveCluster(g cli.Env, c *cobra.Command, cfg server.Config, f *clusterFlag
 	defer stop()
 	timekeeper := cfg.Ledger.Timekeeper
 	cc := cluster.Config{
-		NodeID: f.nodeID, RaftAddr: f.raftAddr, Addr: cfg.Addr, Zone: f.zone, Data: g.Abs(f.data), Secret: f.secret,
+		NodeID: f.nodeID, RaftAddr: f.raftAddr, Addr: cfg.Addr, Zone: f.zone, Region: f.region, Replicas: f.replicas, Data: g.Abs(f.data), Secret: f.secret,
 		Bootstrap: f.bootstrap, Join: f.join, Groups: f.groups, Tick: f.tick, WatchEvery: cfg.WatchEvery, Ledger: cfg.Ledger, Logger: cfg.Logger, Version: cli.Version,
 		Local: func(s service.Sessions, lc service.LocalConfig) service.Service {
 			lc.Timekeeper, lc.RelativeLogs = timekeeper, true

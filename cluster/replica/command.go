@@ -146,7 +146,16 @@ type MetaCommand struct {
 	Placement *Placement `json:"placement,omitempty"`
 	// Nonce is a nonce.use's: an operator request's one-time nonce.
 	Nonce *NonceEntry `json:"nonce,omitempty"`
-	TS    int64       `json:"ts,omitempty"` // Unix nanoseconds, the proposer's clock
+	// Replicas is a cluster.configure's replication factor.
+	Replicas int `json:"replicas,omitempty"`
+	// Decision is a placement.decide's or placement.decided's; Group and
+	// GroupConf a placement.group's.
+	Decision  *Decision  `json:"decision,omitempty"`
+	Group     uint64     `json:"group,omitempty"`
+	GroupConf *GroupConf `json:"group_conf,omitempty"`
+	// Liveness is a node.liveness's fact.
+	Liveness *LivenessFact `json:"liveness,omitempty"`
+	TS       int64         `json:"ts,omitempty"` // Unix nanoseconds, the proposer's clock
 }
 
 // Meta operations.
@@ -169,4 +178,5 @@ type Member struct {
 	RaftAddr string `json:"raft_addr"`
 	Addr     string `json:"addr"`
 	Zone     string `json:"zone,omitempty"`
+	Region   string `json:"region,omitempty"`
 }

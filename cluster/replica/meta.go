@@ -25,6 +25,9 @@ type metaState struct {
 	Tokens     []TokenEntry      `json:"tokens,omitempty"`
 	Nonces     []NonceEntry      `json:"-"`
 	Placements map[string]uint64 `json:"-"`
+	Policy     Policy            `json:"-"`
+	// Liveness are the committed liveness facts, by node (liveness.go).
+	Liveness []LivenessFact `json:"liveness,omitempty"`
 }
 
 // TokenEntry is one of the cluster's tokens: its record (the hash of its
@@ -53,7 +56,10 @@ type metaSM struct {
 	// placements are the directory's placements as applied
 	// (tenant/session → group; directory.go).
 	placements map[string]uint64
-	outcomes   map[uint64]Outcome // index → outcome of the last batch
+	// policy is the placement policy (policy.go).
+	policy   Policy
+	liveness []LivenessFact
+	outcomes map[uint64]Outcome // index → outcome of the last batch
 }
 
 // newMeta opens the meta group's state.
@@ -66,7 +72,7 @@ func newMeta(b base) (*metaSM, error) {
 	if m.tokens, err = tokenTable(st.Tokens); err != nil {
 		return nil, err
 	}
-	m.members, m.tokenList, m.nonces = st.Members, st.Tokens, st.Nonces
+	m.members, m.tokenList, m.nonces, m.policy, m.liveness = st.Members, st.Tokens, st.Nonces, st.Policy, st.Liveness
 	if m.placements, err = m.scanGroups(gkey(node.MetaGroup, kindPlacement)); err != nil {
 		return nil, err
 	}
@@ -106,6 +112,9 @@ func (m *metaSM) loadMeta() (metaState, error) {
 	if _, err := m.get(gkey(node.MetaGroup, kindNonces), &st.Nonces); err != nil {
 		return metaState{}, err
 	}
+	if _, err := m.get(gkey(node.MetaGroup, kindPolicy), &st.Policy); err != nil {
+		return metaState{}, err
+	}
 	return st, nil
 }
 
@@ -113,7 +122,7 @@ func (m *metaSM) loadMeta() (metaState, error) {
 func (m *metaSM) metaSnapshot() metaState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return metaState{Members: slices.Clone(m.members), Tokens: slices.Clone(m.tokenList), Nonces: slices.Clone(m.nonces), Placements: maps.Clone(m.placements)}
+	return metaState{Members: slices.Clone(m.members), Tokens: slices.Clone(m.tokenList), Nonces: slices.Clone(m.nonces), Placements: maps.Clone(m.placements), Policy: m.policy, Liveness: slices.Clone(m.liveness)}
 }
 
 // saveMeta writes the meta group's state and its applied record in one
@@ -126,13 +135,16 @@ func (m *metaSM) saveMeta(st metaState, a applied, outs map[uint64]Outcome) erro
 		if err := writePlacements(b, old, st.Placements); err != nil {
 			return err
 		}
-		if err := setJSON(b, gkey(node.MetaGroup, kindMembers), metaState{Members: st.Members}); err != nil {
+		if err := setJSON(b, gkey(node.MetaGroup, kindMembers), metaState{Members: st.Members, Liveness: st.Liveness}); err != nil {
 			return err
 		}
 		if err := setJSON(b, gkey(node.MetaGroup, kindTokens), st.Tokens); err != nil {
 			return err
 		}
 		if err := setJSON(b, gkey(node.MetaGroup, kindNonces), st.Nonces); err != nil {
+			return err
+		}
+		if err := setJSON(b, gkey(node.MetaGroup, kindPolicy), st.Policy); err != nil {
 			return err
 		}
 		return setJSON(b, gkey(node.MetaGroup, kindApplied), a)
@@ -146,7 +158,7 @@ func (m *metaSM) saveMeta(st metaState, a applied, outs map[uint64]Outcome) erro
 	}
 	m.mu.Lock()
 	m.members, m.tokenList, m.tokens, m.nonces = st.Members, st.Tokens, table, st.Nonces
-	m.placements = st.Placements
+	m.placements, m.policy, m.liveness = st.Placements, st.Policy, st.Liveness
 	if m.placements == nil {
 		m.placements = map[string]uint64{}
 	}
@@ -261,9 +273,26 @@ func decideMeta(st metaState, c MetaCommand, groups int) (metaState, Outcome) {
 		ns, out := decideNonce(st.Nonces, c)
 		st.Nonces = ns
 		return st, out
+	case OpLiveness:
+		facts, out := decideLiveness(st.Liveness, st.Members, c)
+		st.Liveness = facts
+		return st, out
+	case OpDrain:
+		p, out := decideDrain(st.Policy, st.Members, c)
+		st.Policy = p
+		return st, out
+	case OpConfigure, OpDecide, OpDecided, OpGroupConf:
+		p, out := decidePolicy(st.Policy, c)
+		st.Policy = p
+		return st, out
 	}
 	members, out := decideMember(st.Members, c)
 	st.Members = members
+	if c.Op == OpMemberRemove && out.Err == nil && slices.Contains(st.Policy.Draining, c.ID) {
+		// A removed node's drain is over.
+		st.Policy = st.Policy.clone()
+		st.Policy.Draining = slices.DeleteFunc(st.Policy.Draining, func(id uint64) bool { return id == c.ID })
+	}
 	return st, out
 }
 
@@ -401,11 +430,19 @@ func (m *metaSM) snapshot() (snapshotHead, error) {
 	head := snapshotHead{Applied: a}
 	st := m.metaSnapshot()
 	head.Members, head.Tokens, head.Nonces, head.Placements = st.Members, st.Tokens, st.Nonces, st.Placements
+	if !st.Policy.isZero() {
+		head.Policy = &st.Policy
+	}
+	head.Liveness = st.Liveness
 	return head, nil
 }
 
 func (m *metaSM) restoreMeta(head snapshotHead) error {
 	st := metaState{Members: head.Members, Tokens: head.Tokens, Nonces: head.Nonces, Placements: head.Placements}
+	if head.Policy != nil {
+		st.Policy = *head.Policy
+	}
+	st.Liveness = head.Liveness
 	if err := m.saveMeta(st, head.Applied, nil); err != nil {
 		return err
 	}

@@ -158,19 +158,7 @@ func TestMetaNoncesPersist(t *testing.T) {
 			t.Fatalf("replay at %d: %v", index, out.Err)
 		}
 	}
-	idx, man, err := sm.Snapshot(node.MetaGroup)
-	if err != nil || idx != 1 {
-		t.Fatalf("snapshot at %d: %v", idx, err)
-	}
-	var body bytes.Buffer
-	if err := sm.WriteSnapshot(node.MetaGroup, man, &body); err != nil {
-		t.Fatal(err)
-	}
-	other, _ := openReplica(t, filepath.Join(dir, "other"), "")
-	if err := other.Restore(node.MetaGroup, idx, man, &body); err != nil {
-		t.Fatal(err)
-	}
-	refused(other, 2)
+	refused(metaCopy(t, sm, filepath.Join(dir, "other")), 2)
 
 	if err := sm.Close(); err != nil {
 		t.Fatal(err)

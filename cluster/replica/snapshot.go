@@ -41,6 +41,10 @@ type snapshotHead struct {
 	Nonces  []NonceEntry `json:"nonces,omitempty"`  // the meta group's
 	// Placements are the meta group's directory: tenant/session → group.
 	Placements map[string]uint64 `json:"placements,omitempty"`
+	// Policy is the meta group's placement policy (policy.go).
+	Policy *Policy `json:"policy,omitempty"`
+	// Liveness are the meta group's committed liveness facts.
+	Liveness []LivenessFact `json:"liveness,omitempty"`
 	// Uploads are a data group's used uploads' records, by id.
 	Uploads map[string]uploadRecord `json:"uploads,omitempty"`
 	// Fences are a data group's fenced sessions: tenant/session → the

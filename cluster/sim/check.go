@@ -88,6 +88,11 @@ func (w *World) finalChecks() error {
 	if err != nil {
 		return fmt.Errorf("seed %d: %w", w.opt.Seed, err)
 	}
+	if w.opt.Placement {
+		if err := w.checkGoals(members); err != nil {
+			return fmt.Errorf("seed %d: %w", w.opt.Seed, err)
+		}
+	}
 	logs := map[string][]byte{}
 	for _, session := range w.sessions() {
 		log, err := w.identicalLogs(session, members[groups[session]])

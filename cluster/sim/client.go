@@ -161,6 +161,10 @@ func (w *World) propose(c *client, sn *simNode, live func() bool, retry func()) 
 		return
 	}
 	g := sm.GroupOf(cw.call.Tenant, cw.call.Session)
+	if !w.placedHere(g, sn.id) {
+		retry()
+		return
+	}
 	sn.n.Propose(g, data, func(r node.ProposeResult) {
 		if !live() {
 			return
@@ -232,6 +236,10 @@ func (w *World) written(c *client, pw service.PromiseWritten) {
 func (w *World) read(c *client, sn *simNode, live func() bool, retry func()) {
 	session, sm := c.op.Session, sn.sm
 	g := sm.GroupOf(tenant, session)
+	if !w.placedHere(g, sn.id) {
+		retry()
+		return
+	}
 	sn.n.ReadIndex(g, func(r node.ReadResult) {
 		if !live() {
 			return

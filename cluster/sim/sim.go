@@ -102,6 +102,9 @@ type Options struct {
 	Families int
 	// Pause is the range of a client's pause between two operations.
 	Pause [2]time.Duration
+	// Placement makes the membership changes placement's, with a node
+	// marked dead and one drained among the faults (placement.go).
+	Placement bool
 }
 
 // DefaultOptions is the run the test suite uses per seed.
@@ -123,8 +126,11 @@ type Stats struct {
 	Partitions int
 	Transfers  int
 	Membership int // membership changes applied
-	Messages   int
-	Snapshots  int // snapshot streams started
+	// Decisions are the placement rule's changes applied; MarkedDead and
+	// Drained the nodes so marked (placement runs).
+	Decisions, MarkedDead, Drained int
+	Messages                       int
+	Snapshots                      int // snapshot streams started
 	// SnapshotsFailed counts the streams lost on the way, cut, or whose
 	// acknowledgment was lost, each reported to its sender as a failure;
 	// SnapshotsStale, those of them whose manifest named a staged upload
@@ -223,9 +229,14 @@ type World struct {
 
 	leaders map[[2]uint64]uint64 // (group, term) -> leader
 	removed map[[2]uint64]bool   // (group, node) removed: never added again
-	stats   Stats
-	trace   uint64
-	err     error
+	// dead and draining are the nodes placement runs marked; replicas
+	// each node's replicas as the placer last counted them.
+	dead, draining map[uint64]bool
+	replicas       map[uint64]int
+	confs          map[uint64]*pb.ConfState // each group's configuration after the placer's last change
+	stats          Stats
+	trace          uint64
+	err            error
 }
 
 const tick = 20 * time.Millisecond
@@ -238,11 +249,15 @@ func Run(opt Options) (Stats, error) {
 
 func runWorld(opt Options) (w *World, err error) {
 	w = &World{
-		opt:     opt,
-		rng:     rand.New(rand.NewPCG(opt.Seed, 0x7a11)),
-		blocked: map[[2]uint64]bool{},
-		leaders: map[[2]uint64]uint64{},
-		removed: map[[2]uint64]bool{},
+		opt:      opt,
+		rng:      rand.New(rand.NewPCG(opt.Seed, 0x7a11)),
+		blocked:  map[[2]uint64]bool{},
+		leaders:  map[[2]uint64]uint64{},
+		removed:  map[[2]uint64]bool{},
+		dead:     map[uint64]bool{},
+		draining: map[uint64]bool{},
+		replicas: map[uint64]int{},
+		confs:    map[uint64]*pb.ConfState{},
 	}
 	if opt.Voters == 0 || opt.Voters > opt.Nodes {
 		opt.Voters = opt.Nodes
@@ -286,6 +301,9 @@ func runWorld(opt Options) (w *World, err error) {
 	w.startTokener()
 	chaosEnd := int64(opt.Chaos)
 	w.after(200*time.Millisecond, func() { w.chaos(chaosEnd) })
+	if opt.Placement {
+		w.after(300*time.Millisecond, w.placeStep)
+	}
 	w.at(chaosEnd, w.heal)
 	end := chaosEnd + int64(opt.Quiesce)
 	for w.queue.Len() > 0 && w.err == nil {
@@ -670,6 +688,8 @@ func (w *World) chaos(end int64) {
 		}
 	case r < 86:
 		w.lossPct, w.dupPct = w.rng.IntN(15), w.rng.IntN(8)
+	case r < 92 && w.opt.Placement:
+		w.markOrDrain(pick)
 	case r < 92:
 		w.changeMembership()
 	default:

@@ -36,19 +36,11 @@ func writeThrough(t *testing.T, nodes []*cnode, start int, session, key, text st
 	t.Fatalf("%s: not acknowledged through any node", key)
 }
 
-// groupsServed reports whether every group n reports has a leader and
-// voters voters, and no learner.
-func groupsServed(n *cnode, voters int) bool {
+// groupsServed reports whether every group n reports has a leader and is
+// placed as a cluster of members nodes wants it (groupsAt).
+func groupsServed(n *cnode, members int) bool {
 	st, err := clusterStatus(n.addr)
-	if err != nil || len(st.Groups) == 0 {
-		return false
-	}
-	for _, g := range st.Groups {
-		if g.Leader == 0 || len(g.Voters) != voters || len(g.Learners) != 0 {
-			return false
-		}
-	}
-	return true
+	return err == nil && groupsAt(st, members)
 }
 
 func TestClusterBackupRestoresANewIncarnation(t *testing.T) {

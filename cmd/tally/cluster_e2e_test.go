@@ -214,11 +214,36 @@ func clusterStatusAs(addr, token string) (cluster.Status, error) {
 	return st, json.NewDecoder(res.Body).Decode(&st)
 }
 
-// settled reports whether every group has a leader and every member (three
-// at least) as a voter.
+// settled reports whether every group has a leader and every member
+// (three at least) holds it as its placement wants: each data group on
+// min(replicas, members) voters, the meta group on its odd goal with the
+// other members following as learners (groupsAt).
 func settled(st cluster.Status) bool {
+	return len(st.Members) >= 3 && groupsAt(st, len(st.Members))
+}
+
+// groupsAt reports whether, as a node sees them, every group has a leader
+// and is placed as a cluster of members nodes wants it: a data group on
+// min(replicas, members) voters (every member when no factor is
+// recorded), the meta group on min(5, members) made odd, with the rest of
+// the members its learners.
+func groupsAt(st cluster.Status, members int) bool {
+	data := members
+	if st.Placement.Replicas > 0 {
+		data = min(st.Placement.Replicas, members)
+	}
+	meta := members
+	if st.Placement.Replicas > 0 {
+		if meta = min(5, members); meta%2 == 0 {
+			meta--
+		}
+	}
 	for _, g := range st.Groups {
-		if g.Leader == 0 || len(g.Voters) < 3 || len(g.Voters) != len(st.Members) || len(g.Learners) != 0 {
+		want, learners := data, 0
+		if g.Kind == "meta" {
+			want, learners = meta, members-meta
+		}
+		if g.Leader == 0 || len(g.Voters) != want || len(g.Learners) != learners {
 			return false
 		}
 	}

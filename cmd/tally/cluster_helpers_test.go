@@ -32,7 +32,9 @@ func startClusterWith(t *testing.T, dir string, tune func(*cnode)) []*cnode {
 	for id := uint64(1); id <= 3; id++ {
 		join := []string{"--join", dir}
 		if id == 1 {
-			join = []string{"--bootstrap"}
+			// Five replicas: every data group on every node, a joiner's
+			// too, as these tests expect.
+			join = []string{"--bootstrap", "--replicas", "5"}
 		} else {
 			join[1] = nodes[0].addr
 		}

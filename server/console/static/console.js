@@ -177,6 +177,7 @@
     const my = ++renderSeq;
     const { parts, query } = route();
     refresh = null;
+    if (parts[0] === 'cluster') { ctx = null; stopStream(); return renderCluster(my); }
     if (parts.length < 2) { ctx = null; stopStream(); return renderStart(my); }
     const [tenant, session, view = 'overview', id] = parts;
     if (!ctx || ctx.tenant !== tenant || ctx.session !== session) {
@@ -252,8 +253,10 @@
               h('li', {}, h('a', { href: '#/' + enc(t) + '/' + enc(x.session) + '/overview' }, x.session),
                 h('span', { class: 'muted' }, ' · ', kb(x.bytes)))))));
       }
+      let cluster = null;
+      try { await api('/v1/cluster/status'); cluster = h('p', {}, h('a', { href: '#/cluster' }, 'The cluster'), ': nodes, groups and what is being moved'); } catch { /* not a cluster node, or not its operator */ }
       if (my !== renderSeq) return;
-      setView('Sessions', h('h1', {}, 'Sessions'),
+      setView('Sessions', h('h1', {}, 'Sessions'), cluster,
         h('p', {}, 'Signed in as ', h('code', {}, who.actor), ' (', who.role, ')', auth.insecure && !auth.token ? ' — --insecure-dev, no token needed' : ''),
         lists);
     } catch (err) {
@@ -261,6 +264,58 @@
       setView('Error', errorBox(err));
     }
   }
+  // ---- the cluster (#/cluster): nodes by zone, each group's voters and
+  // leader, what is being moved; redrawn every 2 s while shown. The status
+  // is its operator's (a token of tenant "*", role admin).
+  async function renderCluster(my) {
+    $('#tabs').hidden = true;
+    $('#where').textContent = 'cluster';
+    let st;
+    try {
+      st = await api('/v1/cluster/status');
+    } catch (err) {
+      if (my !== renderSeq) return;
+      if (err.status === 401) return signOut('Your token was refused: ' + err.message);
+      return setView('Cluster', h('h1', {}, 'Cluster'), errorBox(err));
+    }
+    if (my !== renderSeq) return;
+    const p = st.placement;
+    const leads = {};
+    for (const g of st.groups) leads[g.leader] = (leads[g.leader] || 0) + 1;
+    const stateOf = (id) => p.dead.includes(id) ? 'dead' : p.draining.includes(id) ? 'draining' : 'alive';
+    const zones = {};
+    for (const m of st.members) (zones[m.zone || '(unlabelled)'] ||= []).push(m);
+    const leaderOf = {};
+    for (const g of st.groups) leaderOf[g.group] = g.leader;
+    const nodeRef = (v) => h('span', { class: 'cnode ' + stateOf(v.id), title: 'zone ' + (v.zone || '(unlabelled)') + (v.region ? ', region ' + v.region : '') },
+      'n' + v.id, h('span', { class: 'muted' }, '·' + (v.zone || '?')));
+    const refs = (vs, leader) => vs.length === 0 ? '–' : vs.map((v, i) => [i ? ' ' : '', v.id === leader ? h('strong', {}, nodeRef(v), '★') : nodeRef(v)]);
+    const flying = p.decisions.filter((d) => d.state === 'in-flight');
+    setView('Cluster',
+      h('h1', {}, 'Cluster ', h('code', {}, st.cluster_id)),
+      h('p', {}, 'Seen from node ', st.node_id, ' · replicas ', p.replicas || 'every member (none configured)', ' · ', p.tolerance),
+      h('section', { class: 'card', 'aria-labelledby': 'h-zones' }, h('h2', { id: 'h-zones' }, 'Nodes by zone'),
+        h('table', {}, h('thead', {}, h('tr', {}, ['Zone', 'Node', 'Region', 'Address', 'State', 'Leads'].map((c) => h('th', { scope: 'col' }, c)))),
+          h('tbody', {}, Object.entries(zones).sort().map(([z, ms]) => ms.map((m, i) =>
+            h('tr', { 'data-node': m.id }, h('td', {}, i ? '' : z), h('td', {}, 'n' + m.id), h('td', {}, m.region || ''), h('td', {}, h('code', {}, m.addr)),
+              h('td', {}, stateOf(m.id)), h('td', { class: 'n' }, leads[m.id] || 0))))))),
+      h('section', { class: 'card', 'aria-labelledby': 'h-groups' }, h('h2', { id: 'h-groups' }, 'Groups'),
+        h('table', {}, h('thead', {}, h('tr', {}, ['Group', 'Voters (★ leader)', 'Learners', 'Goal', 'Epoch', 'Moving', 'Survives'].map((c) => h('th', { scope: 'col' }, c)))),
+          h('tbody', {}, p.groups.map((g) => h('tr', { 'data-group': g.group },
+            h('td', {}, g.group === 1 ? '1 (meta)' : g.group), h('td', {}, refs(g.voters, leaderOf[g.group])), h('td', {}, refs(g.learners)),
+            h('td', { class: 'n' }, g.goal), h('td', { class: 'n' }, g.epoch),
+            h('td', {}, g.in_flight ? g.in_flight.op + ' n' + g.in_flight.node + ': ' + g.in_flight.reason : g.short || ''),
+            h('td', {}, g.tolerance.summary)))))),
+      h('section', { class: 'card', 'aria-labelledby': 'h-moves' }, h('h2', { id: 'h-moves' }, 'Being moved'),
+        flying.length === 0 ? h('p', {}, 'Nothing in flight.') :
+          h('ul', {}, flying.map((d) => h('li', {}, 'group ', d.group, ': ', d.op, ' node ', d.node, ' — ', d.reason))),
+        h('h3', {}, 'Recent decisions'),
+        h('ol', { reversed: true }, p.decisions.slice(-10).reverse().map((d) =>
+          h('li', {}, 'group ', d.group, ' ', d.op, ' n', d.node, ' ', h('span', { class: 'muted' }, d.state), ' — ', d.reason, d.error ? ' (' + d.error + ')' : '')))),
+      h('p', { class: 'muted' }, 'Redrawn every 2 s.'));
+    setTimeout(() => { if (my === renderSeq) renderCluster(my); }, 2000);
+  }
+
   const kb = (n) => n < 1024 ? n + ' B' : n < 1 << 20 ? (n / 1024).toFixed(1) + ' KiB' : (n / (1 << 20)).toFixed(1) + ' MiB';
 
   function signInForm(msg) {

@@ -1,0 +1,597 @@
+// Package placement decides where a group's replicas go: how many voters
+// it should have (its goal), and the one membership change it needs next
+// (add a learner, promote a learner, remove a replica), with the reason.
+//
+// It is pure: no clock, no I/O. Its inputs are committed facts (the
+// members and their labels, their committed liveness, drains, the
+// group's constraint) and each node's load as observed; its output is a
+// value the placement driver commits and carries out. Every rule here is
+// deterministic, so two drivers given the same facts decide the same.
+//
+// Order of preference when choosing nodes: the most distinct regions,
+// then zones, then the least loaded node (replicas, then bytes), then the
+// lowest id.
+package placement
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Named limits of the rules.
+const (
+	// MetaVotersMax is the most voters the meta group gets: min(this,
+	// eligible members), made odd.
+	MetaVotersMax = 5
+	// Band is how far above the mean (replicas or bytes per eligible node)
+	// a node must be before the driver moves a replica off it: 10%.
+	Band = 0.10
+	// MoveGapMin is the least difference in replica counts between the
+	// node a replica leaves and the node it goes to. With Band, it is the
+	// hysteresis: every move strictly lowers the sum of squared counts (or,
+	// at equal counts, of bytes), so no sequence of moves returns to where
+	// it started.
+	MoveGapMin = 2
+)
+
+// Node is one member as placement sees it.
+type Node struct {
+	ID     uint64
+	Zone   string
+	Region string
+	// Dead: the meta group committed this node dead. Its replicas are
+	// replaced; it receives none.
+	Dead bool
+	// Draining: an operator asked every replica off this node.
+	Draining bool
+	// Replicas is how many replicas (voters and learners, of every group)
+	// the node holds; Bytes their size; Leaders the groups it leads.
+	Replicas int
+	Bytes    int64
+	Leaders  int
+}
+
+// Constraint limits a group's voters to some regions or some zones
+// (operator-declared labels). The zero Constraint admits every node.
+type Constraint struct {
+	Regions []string `json:"regions,omitempty"`
+	Zones   []string `json:"zones,omitempty"`
+}
+
+// IsZero reports whether c admits every node.
+func (c Constraint) IsZero() bool { return len(c.Regions) == 0 && len(c.Zones) == 0 }
+
+// Admits reports whether a node may hold a voter under c.
+func (c Constraint) Admits(n Node) bool {
+	if len(c.Regions) > 0 && !slices.Contains(c.Regions, n.Region) {
+		return false
+	}
+	return len(c.Zones) == 0 || slices.Contains(c.Zones, n.Zone)
+}
+
+// String is the constraint as the CLI takes it.
+func (c Constraint) String() string {
+	var parts []string
+	if len(c.Regions) > 0 {
+		parts = append(parts, "regions "+strings.Join(c.Regions, ","))
+	}
+	if len(c.Zones) > 0 {
+		parts = append(parts, "zones "+strings.Join(c.Zones, ","))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " and ")
+}
+
+// Group is one raft group's configuration as its leader reports it.
+type Group struct {
+	ID   uint64
+	Meta bool
+	// Voters and Learners are the group's configuration.
+	Voters   []uint64
+	Learners []uint64
+	// CaughtUp are the learners whose log matches the group's commit: only
+	// they may be promoted.
+	CaughtUp []uint64
+	// Bytes is the group's size, moved with each replica.
+	Bytes      int64
+	Constraint Constraint
+}
+
+// Op is a membership change. Stored in the meta group's decisions: do
+// not rename.
+type Op string
+
+const (
+	AddLearner Op = "add-learner"
+	Promote    Op = "promote"
+	Remove     Op = "remove"
+	// Demote makes a voter a learner: the meta group's members beyond its
+	// voters keep following it as learners (every node needs the
+	// directory, the tokens and the membership).
+	Demote Op = "demote"
+)
+
+// Change is the one change a group needs next.
+type Change struct {
+	Group  uint64 `json:"group"`
+	Op     Op     `json:"op"`
+	Node   uint64 `json:"node"`
+	Reason string `json:"reason"`
+	// Optional: a change for a wider spread or a better load, not for
+	// the goal; the driver makes one only when no other is in flight.
+	Optional bool `json:"optional,omitempty"`
+}
+
+// Plan is what a group needs.
+type Plan struct {
+	// Goal is the voters the group should have.
+	Goal int
+	// Change is the next change toward the goal (or toward a better
+	// spread or load), nil if none is needed or possible now.
+	Change *Change
+	// Wait says why nothing is done now although a change is under way
+	// (a learner catching up).
+	Wait string
+	// Short says why the group has fewer good voters than its goal wants
+	// from the replication factor, or is less spread than it could be
+	// with the members it has; empty when it is at its goal.
+	Short string
+}
+
+// Goal is the voters a group wants: min(replicas, eligible members) for a
+// data group, min(MetaVotersMax, eligible members) made odd for the meta
+// group. Eligible members are live, not draining, and admitted by the
+// group's constraint.
+func Goal(nodes []Node, g Group, replicas int) int {
+	n := len(eligible(nodes, g.Constraint))
+	if g.Meta {
+		n = min(n, MetaVotersMax)
+		if n > 0 && n%2 == 0 {
+			n--
+		}
+		return n
+	}
+	return min(n, replicas)
+}
+
+// GoodVoters counts the group's voters on eligible nodes: a group with
+// fewer than its goal is under its goal.
+func GoodVoters(nodes []Node, g Group) int {
+	el := eligible(nodes, g.Constraint)
+	return countFunc(g.Voters, func(v uint64) bool {
+		return slices.ContainsFunc(el, func(n Node) bool { return n.ID == v })
+	})
+}
+
+// Eligible lists the nodes that may receive a voter of a group under c.
+func eligible(nodes []Node, c Constraint) []Node {
+	var out []Node
+	for _, n := range nodes {
+		if !n.Dead && !n.Draining && c.Admits(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Next is the plan for one group: its goal and the next change.
+//
+// The order, each step taken only when the ones before it have nothing
+// to do:
+//  1. remove a learner that should not be there (not a member, dead,
+//     draining, outside the constraint);
+//  2. promote a caught-up learner on an eligible node;
+//  3. wait for a learner still catching up;
+//  4. remove a voter beyond the goal: one that should not be there
+//     first, else the one whose loss keeps the widest spread and frees
+//     the most loaded node; never one whose removal leaves fewer live
+//     voters than a quorum of the voters left, and never the last;
+//  5. add a learner on the best node when the good voters are fewer than
+//     the goal (replacing a dead, drained or foreign voter this way
+//     first, and removing it by step 4 once the new one is a voter);
+//  6. add a learner that widens the spread (more regions, then zones);
+//  7. add a learner that moves a replica off a node above the band of
+//     the mean toward one at least MoveGapMin replicas below it.
+//
+// Steps 6 and 7 only add a learner whose promotion makes step 4 remove
+// the voter it was meant to replace, so the plan never undoes itself.
+func Next(nodes []Node, g Group, replicas int) Plan {
+	byID := make(map[uint64]Node, len(nodes))
+	for _, n := range nodes {
+		byID[n.ID] = n
+	}
+	p := Plan{Goal: Goal(nodes, g, replicas)}
+	good := func(id uint64) bool {
+		n, ok := byID[id]
+		return ok && !n.Dead && !n.Draining && g.Constraint.Admits(n)
+	}
+	change := func(op Op, id uint64, reason string) Plan {
+		p.Change = &Change{Group: g.ID, Op: op, Node: id, Reason: reason}
+		return p
+	}
+	p.Short = short(nodes, g, replicas, p.Goal, good)
+	if alive := countFunc(g.Voters, func(v uint64) bool { return live(byID, v) }); alive < len(g.Voters)/2+1 {
+		// No change can commit: the group needs its voters back (or an
+		// operator's recovery), not a plan.
+		p.Wait = fmt.Sprintf("the group has lost its quorum: %d of %d voters live", alive, len(g.Voters))
+		p.Short = p.Wait
+		return p
+	}
+
+	// 1. Learners that should not be there (in the meta group, every
+	// live member follows, draining or not).
+	for _, l := range g.Learners {
+		if g.Meta && live(byID, l) {
+			continue
+		}
+		if !good(l) {
+			return change(Remove, l, "learner "+unfit(byID, g.Constraint, l))
+		}
+	}
+	goodVoters := countFunc(g.Voters, good)
+	// 2. and 3. Learners on eligible nodes (in the meta group, only as
+	// many as its goal wants).
+	needed := !g.Meta || goodVoters < p.Goal
+	for _, l := range g.Learners {
+		if needed && good(l) && slices.Contains(g.CaughtUp, l) {
+			return change(Promote, l, fmt.Sprintf("learner on node %d caught up: %d good voters, goal %d", l, goodVoters, p.Goal))
+		}
+	}
+	if waiting := slices.IndexFunc(g.Learners, good); needed && waiting >= 0 {
+		p.Wait = fmt.Sprintf("learner on node %d is catching up", g.Learners[waiting])
+		return p
+	}
+	// 4. Voters beyond the goal.
+	if len(g.Voters) > max(p.Goal, 1) {
+		if v, ok := removal(byID, g, good); ok {
+			why := fmt.Sprintf("%d voters, goal %d", len(g.Voters), p.Goal)
+			if !good(v) {
+				why = unfit(byID, g.Constraint, v) + "; " + why
+			}
+			if g.Meta && live(byID, v) {
+				return change(Demote, v, fmt.Sprintf("voter on node %d: %s; it follows as a learner", v, why))
+			}
+			return change(Remove, v, fmt.Sprintf("voter on node %d: %s", v, why))
+		}
+	}
+	// 5. Too few good voters.
+	if goodVoters < p.Goal {
+		if g.Meta {
+			// A learner that fits is promoted once caught up (step 2).
+			for _, l := range g.Learners {
+				if good(l) {
+					p.Wait = fmt.Sprintf("learner on node %d is catching up", l)
+					return p
+				}
+			}
+		}
+		if c, ok := best(nodes, byID, g, nil); ok {
+			why := fmt.Sprintf("%d good voters, goal %d", goodVoters, p.Goal)
+			for _, v := range g.Voters {
+				if !good(v) {
+					why = fmt.Sprintf("replaces node %d (%s); %s", v, unfit(byID, g.Constraint, v), why)
+					break
+				}
+			}
+			return change(AddLearner, c, why)
+		}
+		return p
+	}
+	// A group with a voter that should not be there, and no node to
+	// replace it, keeps it (step 4 removes it once it is beyond the goal).
+	if goodVoters < len(g.Voters) {
+		return p
+	}
+	if g.Meta {
+		cur := spreadOf(byID, g.Voters)
+		for _, l := range g.CaughtUp {
+			if !good(l) || !slices.Contains(g.Learners, l) {
+				continue
+			}
+			if r, _ := replaced(nodes, byID, g, l, good); r.v != 0 && r.after.wider(cur) {
+				p = change(Promote, l, fmt.Sprintf("spread: %s → %s, replaces node %d", cur, r.after, r.v))
+				p.Change.Optional = true
+				return p
+			}
+		}
+		// Every live member follows the meta group.
+		for _, n := range nodes {
+			if !n.Dead && !slices.Contains(g.Voters, n.ID) && !slices.Contains(g.Learners, n.ID) {
+				return change(AddLearner, n.ID, fmt.Sprintf("node %d follows the meta group as a learner", n.ID))
+			}
+		}
+		return p
+	}
+	// 6. A wider spread.
+	if c, ok := best(nodes, byID, g, nil); ok {
+		cur := spreadOf(byID, g.Voters)
+		plan, _ := replaced(nodes, byID, g, c, good)
+		if plan.v != 0 && plan.after.wider(cur) {
+			p = change(AddLearner, c, fmt.Sprintf("spread: %s → %s, replaces node %d", cur, plan.after, plan.v))
+			p.Change.Optional = true
+			return p
+		}
+	}
+	// 7. Load.
+	if c, v, why, ok := rebalance(nodes, byID, g, good); ok {
+		p = change(AddLearner, c, fmt.Sprintf("rebalance: replaces node %d: %s", v, why))
+		p.Change.Optional = true
+		return p
+	}
+	return p
+}
+
+// short says why a group is below what the replication factor asks, or
+// less spread than the members allow; empty if neither.
+func short(nodes []Node, g Group, replicas, goal int, good func(uint64) bool) string {
+	want := replicas
+	if g.Meta {
+		want = min(MetaVotersMax, len(nodes))
+		if want%2 == 0 {
+			want--
+		}
+	}
+	if goal < want {
+		live := eligible(nodes, Constraint{})
+		switch {
+		case len(live) < want:
+			return fmt.Sprintf("too few members: %d live and not draining, %d wanted", len(live), want)
+		default:
+			return fmt.Sprintf("a constraint (%s): %d eligible members, %d wanted", g.Constraint, goal, want)
+		}
+	}
+	if n := countFunc(g.Voters, good); n < goal {
+		if len(g.Learners) > 0 {
+			return fmt.Sprintf("a decision in flight: %d good voters of %d, learner on node %d", n, goal, g.Learners[0])
+		}
+		return fmt.Sprintf("%d good voters of %d", n, goal)
+	}
+	return ""
+}
+
+// unfit says why a node should not hold a replica of the group.
+func unfit(byID map[uint64]Node, c Constraint, id uint64) string {
+	n, ok := byID[id]
+	switch {
+	case !ok:
+		return fmt.Sprintf("node %d is not a member", id)
+	case n.Dead:
+		return fmt.Sprintf("node %d is dead", id)
+	case n.Draining:
+		return fmt.Sprintf("node %d is draining", id)
+	case !c.Admits(n):
+		return fmt.Sprintf("node %d (zone %q, region %q) is outside the constraint (%s)", id, n.Zone, n.Region, c)
+	}
+	return fmt.Sprintf("node %d is fit", id)
+}
+
+// live reports whether a voter counts toward a quorum: a member not
+// committed dead (a draining node still votes).
+func live(byID map[uint64]Node, id uint64) bool {
+	n, ok := byID[id]
+	return ok && !n.Dead
+}
+
+// SafeRemoval reports whether removing voter id from voters keeps a
+// quorum of live voters in the configuration left, and a voter at all.
+func SafeRemoval(nodes []Node, voters []uint64, id uint64) bool {
+	byID := make(map[uint64]Node, len(nodes))
+	for _, n := range nodes {
+		byID[n.ID] = n
+	}
+	return safeRemoval(byID, voters, id)
+}
+
+func safeRemoval(byID map[uint64]Node, voters []uint64, id uint64) bool {
+	left := slices.DeleteFunc(slices.Clone(voters), func(v uint64) bool { return v == id })
+	if len(left) == len(voters) || len(left) == 0 {
+		return false
+	}
+	return countFunc(left, func(v uint64) bool { return live(byID, v) }) >= len(left)/2+1
+}
+
+// removal is the voter to remove from a group beyond its goal: the first
+// unfit one whose removal is safe (not a member, then dead, then
+// draining, then outside the constraint), else the one whose removal
+// keeps the widest spread, then the most loaded, then the highest id.
+func removal(byID map[uint64]Node, g Group, good func(uint64) bool) (uint64, bool) {
+	rank := func(id uint64) int {
+		n, ok := byID[id]
+		switch {
+		case !ok:
+			return 0
+		case n.Dead:
+			return 1
+		case n.Draining:
+			return 2
+		case !good(id):
+			return 3
+		}
+		return 4
+	}
+	var pick uint64
+	var pickSpread spread
+	for _, v := range g.Voters {
+		if !safeRemoval(byID, g.Voters, v) {
+			continue
+		}
+		left := slices.DeleteFunc(slices.Clone(g.Voters), func(x uint64) bool { return x == v })
+		s := spreadOf(byID, left)
+		if pick == 0 || better(rank(v), rank(pick), s, pickSpread, byID[v], byID[pick]) {
+			pick, pickSpread = v, s
+		}
+	}
+	return pick, pick != 0
+}
+
+// better reports whether removing voter a (of fitness rank ra, leaving
+// spread sa) is preferred over removing b.
+func better(ra, rb int, sa, sb spread, a, b Node) bool {
+	if ra != rb {
+		return ra < rb
+	}
+	if c := sa.compare(sb); c != 0 {
+		return c > 0
+	}
+	if a.Replicas != b.Replicas {
+		return a.Replicas > b.Replicas
+	}
+	if a.Bytes != b.Bytes {
+		return a.Bytes > b.Bytes
+	}
+	return a.ID > b.ID
+}
+
+// best is the eligible node not in the group (nor in skip) that widens
+// the group's spread the most, then the least loaded, then the lowest id.
+func best(nodes []Node, byID map[uint64]Node, g Group, skip []uint64) (uint64, bool) {
+	held := append(slices.Clone(g.Voters), g.Learners...)
+	var pick Node
+	var pickSpread spread
+	found := false
+	for _, n := range eligible(nodes, g.Constraint) {
+		if slices.Contains(held, n.ID) || slices.Contains(skip, n.ID) {
+			continue
+		}
+		s := spreadOf(byID, append(goodOnly(byID, g, held), n.ID))
+		if !found || s.compare(pickSpread) > 0 || (s.compare(pickSpread) == 0 && lighter(n, pick)) {
+			pick, pickSpread, found = n, s, true
+		}
+	}
+	return pick.ID, found
+}
+
+// goodOnly is held without the nodes that should not hold the group.
+func goodOnly(byID map[uint64]Node, g Group, held []uint64) []uint64 {
+	return slices.DeleteFunc(slices.Clone(held), func(id uint64) bool {
+		n, ok := byID[id]
+		return !ok || n.Dead || n.Draining || !g.Constraint.Admits(n)
+	})
+}
+
+// lighter reports whether a is less loaded than b.
+func lighter(a, b Node) bool {
+	if a.Replicas != b.Replicas {
+		return a.Replicas < b.Replicas
+	}
+	if a.Bytes != b.Bytes {
+		return a.Bytes < b.Bytes
+	}
+	return a.ID < b.ID
+}
+
+// replacement is what adding a learner on a node leads to: the voter step
+// 4 then removes (v, 0 if none) and the spread left.
+type replacement struct {
+	v     uint64
+	after spread
+}
+
+// replaced plays steps 2 and 4 forward: c added and promoted, which voter
+// goes. The loads count c's new replica.
+func replaced(nodes []Node, byID map[uint64]Node, g Group, c uint64, good func(uint64) bool) (replacement, map[uint64]Node) {
+	after := make(map[uint64]Node, len(byID))
+	for id, n := range byID {
+		after[id] = n
+	}
+	n := after[c]
+	n.Replicas++
+	n.Bytes += g.Bytes
+	after[c] = n
+	h := g
+	h.Voters = append(slices.Clone(g.Voters), c)
+	h.Learners = nil
+	v, ok := removal(after, h, good)
+	if !ok || v == c {
+		return replacement{}, after
+	}
+	left := slices.DeleteFunc(slices.Clone(h.Voters), func(x uint64) bool { return x == v })
+	return replacement{v: v, after: spreadOf(after, left)}, after
+}
+
+// rebalance finds a move of one of the group's replicas off a node above
+// the band toward a lighter one: the candidate c to add, the voter v it
+// replaces, and why.
+func rebalance(nodes []Node, byID map[uint64]Node, g Group, good func(uint64) bool) (c, v uint64, why string, ok bool) {
+	el := eligible(nodes, Constraint{})
+	if len(el) == 0 {
+		return 0, 0, "", false
+	}
+	var total int
+	var totalBytes int64
+	for _, n := range el {
+		total += n.Replicas
+		totalBytes += n.Bytes
+	}
+	mean := float64(total) / float64(len(el))
+	meanBytes := float64(totalBytes) / float64(len(el))
+	cur := spreadOf(byID, g.Voters)
+	var skip []uint64
+	for range len(nodes) {
+		cand, found := best(nodes, byID, g, skip)
+		if !found {
+			return 0, 0, "", false
+		}
+		skip = append(skip, cand)
+		r, _ := replaced(nodes, byID, g, cand, good)
+		if r.v == 0 || r.after.compare(cur) < 0 {
+			continue
+		}
+		src, dst := byID[r.v], byID[cand]
+		switch {
+		case src.Replicas-dst.Replicas >= MoveGapMin && (float64(src.Replicas) > mean*(1+Band) || float64(dst.Replicas) < mean*(1-Band)):
+			return cand, r.v, fmt.Sprintf("node %d holds %d replicas, node %d %d, mean %.1f, band %d%%", src.ID, src.Replicas, dst.ID, dst.Replicas, mean, int(Band*100)), true
+		case g.Bytes > 0 && dst.Replicas < src.Replicas && float64(src.Bytes) > meanBytes*(1+Band) && dst.Bytes+g.Bytes < src.Bytes-g.Bytes:
+			return cand, r.v, fmt.Sprintf("node %d holds %d bytes, node %d %d, mean %.0f, band %d%%", src.ID, src.Bytes, dst.ID, dst.Bytes, meanBytes, int(Band*100)), true
+		}
+	}
+	return 0, 0, "", false
+}
+
+// spread counts the distinct regions and zones of a set of nodes.
+type spread struct{ Regions, Zones, Nodes int }
+
+func spreadOf(byID map[uint64]Node, ids []uint64) spread {
+	regions, zones := map[string]bool{}, map[string]bool{}
+	for _, id := range ids {
+		n := byID[id]
+		regions[n.Region] = true
+		zones[n.Region+"\x00"+n.Zone] = true
+	}
+	return spread{Regions: len(regions), Zones: len(zones), Nodes: len(ids)}
+}
+
+// compare orders spreads: more regions, then more zones, then more nodes.
+func (s spread) compare(o spread) int {
+	return cmp.Or(cmp.Compare(s.Regions, o.Regions), cmp.Compare(s.Zones, o.Zones), cmp.Compare(s.Nodes, o.Nodes))
+}
+
+// wider reports whether s has more regions, or as many and more zones.
+func (s spread) wider(o spread) bool {
+	return s.Regions > o.Regions || (s.Regions == o.Regions && s.Zones > o.Zones)
+}
+
+func (s spread) String() string {
+	return fmt.Sprintf("%d region%s, %d zone%s", s.Regions, plural(s.Regions), s.Zones, plural(s.Zones))
+}
+
+func countFunc[T any](s []T, f func(T) bool) int {
+	n := 0
+	for _, x := range s {
+		if f(x) {
+			n++
+		}
+	}
+	return n
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
