@@ -14,6 +14,7 @@ import (
 
 	restclient "tally/client"
 	"tally/ledger"
+	"tally/ledgerservice"
 	"tally/service"
 	"tally/store"
 )
@@ -24,7 +25,7 @@ type cliService interface {
 }
 
 var (
-	_ cliService = (*service.Local)(nil)
+	_ cliService = (*ledgerservice.Local)(nil)
 	_ cliService = (*restclient.Client)(nil)
 )
 
@@ -50,11 +51,11 @@ func (g *global) service() (cliService, error) {
 		return c, nil
 	}
 	g.sessions = &cliSessions{g: g, open: map[string]*ledger.Ledger{}}
-	cfg := service.LocalConfig{Now: g.io.Now, Timekeeper: ledger.DefaultConfig().Timekeeper, Root: g.ledgerRoot}
+	cfg := ledgerservice.Config{Now: g.io.Now, Timekeeper: ledger.DefaultConfig().Timekeeper, Root: g.ledgerRoot}
 	if lc, err := g.ledgerConfig(); err == nil {
 		cfg.Timekeeper = lc.Timekeeper
 	}
-	g.svc = service.NewLocal(g.sessions, cfg)
+	g.svc = ledgerservice.New(g.sessions, cfg)
 	return g.svc, nil
 }
 

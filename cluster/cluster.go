@@ -32,6 +32,7 @@ import (
 	"tally/cluster/replica"
 	"tally/cluster/transport"
 	"tally/ledger"
+	"tally/ledgerservice"
 	"tally/service"
 )
 
@@ -66,12 +67,12 @@ type Config struct {
 	// it streams.
 	Version string
 	// Local makes the Service over the replica's sessions from the
-	// LocalConfig the node fixes: Now, the instant of the command being
+	// ledgerservice.Config the node fixes: Now, the instant of the command being
 	// applied; Root, the replica's ledger directory; TargetsVerified, as a
 	// check's target is verified at the proposer, never by a replica. It
 	// adds what the node leaves open (Timekeeper, RelativeLogs) and keeps
 	// the rest.
-	Local func(sessions service.Sessions, cfg service.LocalConfig) service.Service
+	Local func(sessions ledgerservice.Sessions, cfg ledgerservice.Config) service.Service
 	// OnFirstToken is given the cluster's first admin token (an admin of
 	// every tenant's tokens) when the bootstrapping node mints it: the
 	// only time its secret is shown.
@@ -262,8 +263,8 @@ func (c *Node) open(fresh bool) error {
 		rc.Restored = c.id.Restored.Created
 	}
 	var sm *replica.SM
-	rc.Service = func(s service.Sessions) service.Service {
-		return local(s, service.LocalConfig{Now: func() time.Time { return sm.Now() }, Root: func() (string, error) { return root, nil }, TargetsVerified: true,
+	rc.Service = func(s ledgerservice.Sessions) service.Service {
+		return local(s, ledgerservice.Config{Now: func() time.Time { return sm.Now() }, Root: func() (string, error) { return root, nil }, TargetsVerified: true,
 			MintExpectationID: func() string { return sm.MintExpectationID() }})
 	}
 	if sm, err = replica.New(rc); err != nil {

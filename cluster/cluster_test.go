@@ -23,6 +23,7 @@ import (
 	"tally/api"
 	"tally/cluster/replica"
 	"tally/ledger"
+	"tally/ledgerservice"
 	"tally/promise"
 	"tally/server"
 	"tally/service"
@@ -103,9 +104,9 @@ func (tn *testNode) stop(t testing.TB) {
 func nodeConfig(t testing.TB, dir string, id uint64) Config {
 	cfg := Config{NodeID: id, RaftAddr: freeAddr(t), Addr: freeAddr(t), Data: filepath.Join(dir, fmt.Sprint(id)),
 		Secret: "a join secret of some length", Groups: 4, Tick: 20 * time.Millisecond, Ledger: ledger.DefaultConfig(),
-		Local: func(s service.Sessions, lc service.LocalConfig) service.Service {
+		Local: func(s ledgerservice.Sessions, lc ledgerservice.Config) service.Service {
 			lc.Timekeeper = ledger.DefaultConfig().Timekeeper
-			return service.NewLocal(s, lc)
+			return ledgerservice.New(s, lc)
 		}}
 	cfg.Ledger.Logger = slog.New(slog.DiscardHandler)
 	return cfg

@@ -20,6 +20,7 @@ import (
 	"tally/cluster/node"
 	"tally/cluster/replica"
 	"tally/ledger"
+	"tally/ledgerservice"
 	"tally/service"
 	"tally/store"
 	"tally/vocab"
@@ -402,7 +403,7 @@ func readArtifact(t *testing.T, n *Node, call service.Call, claimID, id string) 
 	return b
 }
 
-// dirSessions is service.Sessions over a ledger directory, for a local
+// dirSessions is ledgerservice.Sessions over a ledger directory, for a local
 // Service to hold the cluster's answers against.
 type dirSessions struct {
 	root string
@@ -433,7 +434,7 @@ func (d *dirSessions) Open(_ context.Context, tenant, session string, create boo
 
 // newDirLocal is a local Service over a new ledger directory, and the
 // directory.
-func newDirLocal(t *testing.T) (*service.Local, string) {
+func newDirLocal(t *testing.T) (*ledgerservice.Local, string) {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), "ledger")
 	if err := store.Init(root); err != nil {
@@ -445,7 +446,7 @@ func newDirLocal(t *testing.T) (*service.Local, string) {
 			l.Close()
 		}
 	})
-	return service.NewLocal(ss, service.LocalConfig{Timekeeper: ledger.DefaultConfig().Timekeeper, Root: func() (string, error) { return root, nil }}), root
+	return ledgerservice.New(ss, ledgerservice.Config{Timekeeper: ledger.DefaultConfig().Timekeeper, Root: func() (string, error) { return root, nil }}), root
 }
 
 // localLog is the log of acme/parser in a local ledger directory.

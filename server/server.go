@@ -18,6 +18,7 @@ import (
 
 	"tally/auth"
 	"tally/ledger"
+	"tally/ledgerservice"
 	"tally/promise"
 	"tally/service"
 	"tally/store"
@@ -140,7 +141,7 @@ func New(cfg Config) (*Server, error) {
 		s.tokens = auth.Open(cfg.Root)
 	}
 	s.metrics = newMetrics(s)
-	s.local = service.NewLocal(serverSessions{s}, service.LocalConfig{
+	s.local = ledgerservice.New(serverSessions{s}, ledgerservice.Config{
 		Now: func() time.Time { return s.cfg.Ledger.Now() }, Timekeeper: cfg.Ledger.Timekeeper,
 		Root: func() (string, error) { return cfg.Root, nil }, RelativeLogs: true})
 	observe := cfg.Ledger.Observe

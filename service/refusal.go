@@ -136,3 +136,7 @@ func ruleStatus(c vocab.Code) int {
 	}
 	return http.StatusInternalServerError
 }
+
+// CodeDamaged is the error code of a stored copy whose bytes no longer
+// match its digest.
+const CodeDamaged vocab.Code = "damaged"

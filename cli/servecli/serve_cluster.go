@@ -19,6 +19,7 @@ import (
 	"tally/auth"
 	"tally/cli"
 	"tally/cluster"
+	"tally/ledgerservice"
 	"tally/server"
 	"tally/service"
 )
@@ -108,9 +109,9 @@ func serveCluster(g cli.Env, c *cobra.Command, cfg server.Config, f *clusterFlag
 	cc := cluster.Config{
 		NodeID: f.nodeID, RaftAddr: f.raftAddr, Addr: cfg.Addr, Zone: f.zone, Data: g.Abs(f.data), Secret: f.secret,
 		Bootstrap: f.bootstrap, Join: f.join, Groups: f.groups, Tick: f.tick, WatchEvery: cfg.WatchEvery, Ledger: cfg.Ledger, Logger: cfg.Logger, Version: cli.Version,
-		Local: func(s service.Sessions, lc service.LocalConfig) service.Service {
+		Local: func(s ledgerservice.Sessions, lc ledgerservice.Config) service.Service {
 			lc.Timekeeper, lc.RelativeLogs = timekeeper, true
-			return service.NewLocal(s, lc)
+			return ledgerservice.New(s, lc)
 		},
 		OnFirstToken: func(secret string, tok auth.Token) {
 			fmt.Fprintf(g.IO().Out, "first admin token (%s, %s of every tenant's tokens; shown only now):\n%s\n", tok.ID, tok.Role, secret)
