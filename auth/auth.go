@@ -260,7 +260,15 @@ func (t *Table) List() []Token {
 }
 
 // ErrUnauthenticated is returned for a missing, unknown or revoked token.
-var ErrUnauthenticated = errors.New("a valid bearer token is required")
+var ErrUnauthenticated error = unauthenticated{}
+
+// unauthenticated is ErrUnauthenticated's type: it names its refusal code
+// (service.Coded), so the HTTP binding answers it 401 without importing
+// auth.
+type unauthenticated struct{}
+
+func (unauthenticated) Error() string       { return "a valid bearer token is required" }
+func (unauthenticated) RefusalCode() string { return "unauthenticated" }
 
 // Authenticate returns what the bearer token grants.
 func (t *Table) Authenticate(secret string) (Token, error) {

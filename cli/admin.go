@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"tally/ledger"
+	"tally/rest"
 	"tally/service"
 	"tally/store"
 	"tally/vocab"
@@ -101,10 +102,10 @@ func newImport(g *global) *cobra.Command {
 // prefixed says what was refused before a refusal's message (a server's
 // keeps its status and code); a failure to open the ledger is its own.
 func prefixed(what string, err error) error {
-	var ref *service.Refusal
+	var ref *rest.Refusal
 	var ie *ledger.ImportError
 	if errors.As(err, &ref) {
-		return service.NewRefusal(ref.Status, ref.Code, what+": "+ref.Message)
+		return rest.NewRefusal(ref.Status, ref.Code, what+": "+ref.Message)
 	}
 	if _, ok := vocab.As(err); ok || errors.As(err, &ie) {
 		return fmt.Errorf("%s: %w", what, err)

@@ -33,6 +33,7 @@ import (
 	"tally/cluster/transport"
 	"tally/ledger"
 	"tally/ledgerservice"
+	"tally/rest"
 	"tally/service"
 )
 
@@ -364,7 +365,7 @@ type stopped struct{}
 
 func (stopped) Error() string { return "cluster: node stopped" }
 
-func (e stopped) Refusal() *service.Refusal { return service.NewRetryable(CodeUnavailable, e.Error()) }
+func (e stopped) Refusal() *rest.Refusal { return rest.NewRetryable(CodeUnavailable, e.Error()) }
 
 // propose commits data in a group and returns what applying it did here.
 // A failure once the loop has it (the proposal handed to raft, a timeout
@@ -477,7 +478,7 @@ func (c *Node) unavailable(group uint64, err error) error { return c.proposalFai
 func (c *Node) proposalFailed(group uint64, err error, proposed bool) error {
 	if errors.Is(err, node.ErrTooLarge) {
 		// Not retryable: the same command is too large anywhere.
-		return service.NewRefusal(http.StatusRequestEntityTooLarge, "invalid", "command: "+err.Error())
+		return rest.NewRefusal(http.StatusRequestEntityTooLarge, "invalid", "command: "+err.Error())
 	}
 	u := &Unavailable{Group: group, Err: err, OutcomeUnknown: proposed}
 	for _, g := range c.lastStatus() {
@@ -514,12 +515,12 @@ func seed() uint64 {
 // (HTTP 503): retry, here or at the leader the document names.
 const CodeUnavailable = service.CodeUnavailable
 
-// Refusal is the retryable answer every binding gives (service.Refuser):
+// Refusal is the retryable answer every binding gives (rest.Refuser):
 // 503 with Retry-After, the code Unavailable (nothing was proposed) or
 // UnknownOutcome (it may have committed), with the group's leader, when
 // known, as "leader" (its node id) and "leader_addr" (its HTTP address),
 // and the request id a retry must carry as "request_id".
-func (e *Unavailable) Refusal() *service.Refusal {
+func (e *Unavailable) Refusal() *rest.Refusal {
 	code := CodeUnavailable
 	if e.OutcomeUnknown {
 		code = service.CodeUnknownOutcome
@@ -534,5 +535,5 @@ func (e *Unavailable) Refusal() *service.Refusal {
 	if e.OutcomeUnknown && e.RequestID != "" {
 		ms = append(ms, api.M("request_id", api.S(e.RequestID)))
 	}
-	return service.NewRetryable(code, e.Error(), ms...)
+	return rest.NewRetryable(code, e.Error(), ms...)
 }

@@ -25,6 +25,7 @@ import (
 	"tally/ledger"
 	"tally/ledgerservice"
 	"tally/promise"
+	"tally/rest"
 	"tally/server"
 	"tally/service"
 	"tally/store"
@@ -401,7 +402,7 @@ func TestJoinRefusals(t *testing.T) {
 	waitFor(t, "a voter in every group", 20*time.Second, func() bool { return allVoters(n1.Node, 1) })
 	big := api.PromiseDeclare{Promise: strings.Repeat("x", 2<<20), To: "bob", Until: "2h"}
 	_, err := n1.DeclarePromise(context.Background(), service.Call{Tenant: "acme", Session: "big", Actor: "alice"}, big)
-	var ref *service.Refusal
+	var ref *rest.Refusal
 	if !errors.As(err, &ref) || ref.Status != 413 {
 		t.Fatalf("a 2 MiB declaration: %v", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"tally/cluster/replica"
 	"tally/ledger"
 	"tally/ledgerservice"
+	"tally/rest"
 	"tally/service"
 	"tally/store"
 	"tally/vocab"
@@ -143,7 +144,7 @@ func TestClaimsThroughThreeNodes(t *testing.T) {
 			t.Fatalf("%s, locally: %v", st.name, werr)
 		}
 		if st.refused {
-			if a, b := service.Refuse(err).Document, service.Refuse(werr).Document; !bytes.Equal(a, b) {
+			if a, b := rest.Refuse(err).Document, rest.Refuse(werr).Document; !bytes.Equal(a, b) {
 				t.Fatalf("%s through node %d: %s; locally: %s", st.name, n.ID(), a, b)
 			}
 			continue

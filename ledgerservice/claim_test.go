@@ -55,8 +55,8 @@ func TestClaimWriteReplaysItsDocument(t *testing.T) {
 	if !bytes.Equal(before, logBytes(t, l)) {
 		t.Fatal("a replay appended")
 	}
-	var ie *ledger.IdempotencyError
-	if _, err := s.CreateClaim(ctx, c, api.ClaimCreate{Claim: "C1", Respondent: "parser", Work: "w2", NoChecks: true}); !errors.As(err, &ie) || ie.Code != ledger.CodeIdempotencyConflict {
+	var ie *service.IdempotencyError
+	if _, err := s.CreateClaim(ctx, c, api.ClaimCreate{Claim: "C1", Respondent: "parser", Work: "w2", NoChecks: true}); !errors.As(err, &ie) || ie.Code != service.CodeIdempotencyConflict {
 		t.Fatalf("another document under the id: %v", err)
 	}
 }
@@ -149,7 +149,7 @@ func TestReportCheckWithEvidence(t *testing.T) {
 	if again := must(s.ReportCheck(ctx, c, report, ev("4 of 4"))); !again.Replayed || !bytes.Equal(again.JSON, w.JSON) {
 		t.Fatalf("the retry: %+v", again)
 	}
-	var ie *ledger.IdempotencyError
+	var ie *service.IdempotencyError
 	if _, err := s.ReportCheck(ctx, c, report, ev("3 of 4")); !errors.As(err, &ie) {
 		t.Fatalf("the id with other evidence bytes: %v", err)
 	}

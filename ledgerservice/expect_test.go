@@ -110,8 +110,8 @@ func TestExpectationWritesReplayTheirResult(t *testing.T) {
 			t.Fatalf("%s: a retry's result differs\nfirst: %+v\nretry: %+v", st.name, first, again)
 		}
 		if st.other != nil {
-			var ie *ledger.IdempotencyError
-			if err := st.other(c); !errors.As(err, &ie) || ie.Code != ledger.CodeIdempotencyConflict {
+			var ie *service.IdempotencyError
+			if err := st.other(c); !errors.As(err, &ie) || ie.Code != service.CodeIdempotencyConflict {
 				t.Fatalf("%s: the id with another document: %v", st.name, err)
 			}
 		}

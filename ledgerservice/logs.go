@@ -16,6 +16,7 @@ import (
 	"tally/api"
 	"tally/ledger"
 	"tally/promise"
+	"tally/rest"
 	"tally/service"
 	"tally/store"
 	"tally/vocab"
@@ -159,7 +160,7 @@ func (s *Local) Verify(ctx context.Context, c service.Call) (service.Verified, e
 	}
 	dir, err := store.SessionDir(root, c.Tenant, c.Session)
 	if err != nil {
-		return service.Verified{}, service.NewRefusal(http.StatusBadRequest, "invalid", err.Error())
+		return service.Verified{}, rest.NewRefusal(http.StatusBadRequest, "invalid", err.Error())
 	}
 	rep, path, err := s.verifySession(ctx, c.Tenant, c.Session, dir)
 	if err != nil {

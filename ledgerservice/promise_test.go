@@ -101,7 +101,7 @@ func TestRequestIDReplaysTheResponseDocument(t *testing.T) {
 	if n := l.Durable().Seq; n != before {
 		t.Fatalf("a retry appended: seq %d, was %d", n, before)
 	}
-	var ie *ledger.IdempotencyError
+	var ie *service.IdempotencyError
 	d.Promise = "y"
 	if _, err := s.DeclarePromise(ctx, c, d); !errors.As(err, &ie) {
 		t.Fatalf("another document under the same id: %v", err)

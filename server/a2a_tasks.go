@@ -24,6 +24,7 @@ import (
 	"tally/expect"
 	"tally/ledger"
 	"tally/promise"
+	"tally/rest"
 	"tally/service"
 	"tally/vocab"
 )
@@ -111,15 +112,15 @@ func a2aError(err error) error {
 		}
 		return a2a.NewError(sentinel, r.Error()).WithDetails(map[string]any{"code": string(r.Code), "field": r.Field, "rule": r.Rule})
 	}
-	var ref *service.Refusal
+	var ref *rest.Refusal
 	if errors.As(err, &ref) { // a Service's answer from elsewhere (another node)
 		return refusalError(ref)
 	}
-	var rf service.Refuser
+	var rf rest.Refuser
 	if errors.As(err, &rf) && rf.Refusal().Status == http.StatusServiceUnavailable {
 		return refusalError(rf.Refusal()) // a cluster's retryable answer
 	}
-	var ie *ledger.IdempotencyError
+	var ie *service.IdempotencyError
 	if errors.As(err, &ie) {
 		return a2a.NewError(a2a.ErrInvalidRequest, ie.Error()).WithDetails(map[string]any{"code": ie.Code, "field": "messageId"})
 	}
@@ -135,10 +136,10 @@ func a2aError(err error) error {
 
 // refusalError maps a refusal that arrives as a document (its status and
 // code) as a2aError maps the error it was made from.
-func refusalError(r *service.Refusal) error {
+func refusalError(r *rest.Refusal) error {
 	sentinel := a2a.ErrInternalError
 	switch {
-	case r.Code == ledger.CodeIdempotencyConflict || r.Code == ledger.CodeRequestHistoryExpired:
+	case r.Code == service.CodeIdempotencyConflict || r.Code == service.CodeRequestHistoryExpired:
 		return a2a.NewError(a2a.ErrInvalidRequest, r.Message).WithDetails(map[string]any{"code": r.Code, "field": "messageId"})
 	case r.Status == http.StatusNotFound:
 		sentinel = a2a.ErrTaskNotFound
@@ -159,7 +160,7 @@ func refusalError(r *service.Refusal) error {
 // retryDetails are the details of a retryable answer: its code, the
 // seconds to wait, and the request id a retry of a write of unknown
 // outcome must carry.
-func retryDetails(r *service.Refusal) map[string]any {
+func retryDetails(r *rest.Refusal) map[string]any {
 	d := map[string]any{"code": r.Code}
 	if r.RetryAfter > 0 {
 		d["retry_after_seconds"] = int(r.RetryAfter / time.Second)

@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	"tally/api"
-	"tally/ledger"
 )
 
 // Logs is what works on a session's log as a whole: export, import and
@@ -50,7 +49,7 @@ type Torn struct {
 // Imported is an import's report and its response document.
 type Imported struct {
 	Doc
-	Report ledger.ImportReport
+	Report ImportReport
 }
 
 // Verified is a verify report document: whole, and for one session the
@@ -75,6 +74,16 @@ func ReadWhole(doc Doc) (bool, error) {
 	return m.Whole, nil
 }
 
+// ImportReport says what an import appended.
+type ImportReport struct {
+	Appended int
+	Unknown  int // records of types this tally does not fold (kept)
+	Ignored  int // promise records the fold will ignore (duplicate declarations, resolves after the first…)
+	FirstSeq uint64
+	LastSeq  uint64
+	Warnings []string
+}
+
 // ReadImported reads an import's response document into its report.
 func ReadImported(doc Doc) (Imported, error) {
 	var m struct {
@@ -87,12 +96,12 @@ func ReadImported(doc Doc) (Imported, error) {
 	if err := json.Unmarshal(doc.JSON, &m); err != nil {
 		return Imported{}, fmt.Errorf("import response: %w", err)
 	}
-	return Imported{Doc: doc, Report: ledger.ImportReport{Appended: m.Appended, Unknown: m.Unknown, FirstSeq: m.FirstSeq, LastSeq: m.LastSeq, Warnings: m.Warnings}}, nil
+	return Imported{Doc: doc, Report: ImportReport{Appended: m.Appended, Unknown: m.Unknown, FirstSeq: m.FirstSeq, LastSeq: m.LastSeq, Warnings: m.Warnings}}, nil
 }
 
 // ImportDoc is an import's report as `tally import --json` prints it; with
 // warnings also the warnings the text form prints (the server's answer).
-func ImportDoc(rep ledger.ImportReport, warnings bool) []byte {
+func ImportDoc(rep ImportReport, warnings bool) []byte {
 	ms := []api.Member{
 		api.M("appended", []byte(strconv.Itoa(rep.Appended))), api.M("unknown", []byte(strconv.Itoa(rep.Unknown))),
 		api.M("first_seq", []byte(strconv.FormatUint(rep.FirstSeq, 10))), api.M("last_seq", []byte(strconv.FormatUint(rep.LastSeq, 10))),

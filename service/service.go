@@ -8,8 +8,8 @@
 // REST reads as a body and the CLI reads on stdin) and returns a typed result
 // carrying the response document byte for byte: what REST answers and what
 // --json prints. A refusal is an error the bindings map the same way: a
-// rule error (field, rule, code), a ledger.IdempotencyError, or, from the
-// client, a *Refusal holding the server's error document.
+// rule error (field, rule, code), an IdempotencyError, or, from the
+// client, a *rest.Refusal holding the server's error document.
 package service
 
 import (

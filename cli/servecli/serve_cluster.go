@@ -20,6 +20,7 @@ import (
 	"tally/cli"
 	"tally/cluster"
 	"tally/ledgerservice"
+	"tally/rest"
 	"tally/server"
 	"tally/service"
 )
@@ -151,7 +152,7 @@ func startNode(ctx context.Context, cfg server.Config, cc cluster.Config) (*clus
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	starting := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { service.WriteRefusal(w, st.Refusal()) })
+	starting := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { rest.WriteRefusal(w, st.Refusal()) })
 	hs := &http.Server{Handler: starting, ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout}
 	go hs.Serve(ln)
 	n, err := st.Run(ctx)

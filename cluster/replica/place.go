@@ -22,6 +22,7 @@ import (
 
 	"tally/api"
 	"tally/cluster/node"
+	"tally/rest"
 	"tally/service"
 	"tally/store"
 	"tally/vocab"
@@ -94,11 +95,11 @@ func (e *Moved) Error() string {
 // group has fenced (HTTP 503: retry).
 const CodeMoved = service.CodeMoved
 
-// Refusal is the retryable answer every binding gives (service.Refuser):
+// Refusal is the retryable answer every binding gives (rest.Refuser):
 // 503 Moved with Retry-After, the group the session is placed in ("group")
 // and the one that refused it ("from_group").
-func (e *Moved) Refusal() *service.Refusal {
-	return service.NewRetryable(CodeMoved, e.Error(),
+func (e *Moved) Refusal() *rest.Refusal {
+	return rest.NewRetryable(CodeMoved, e.Error(),
 		api.M("group", api.U(e.Group)), api.M("from_group", api.U(e.From)))
 }
 
