@@ -23,7 +23,6 @@ import (
 
 	"github.com/zeebo/blake3"
 
-	"tally/store"
 	"tally/vocab"
 )
 
@@ -113,7 +112,7 @@ func Check(tenant, participant, role string) error {
 		if role != RoleAdmin {
 			return vocab.Invalidf("role", fmt.Sprintf("a token of every tenant (%q) must be admin, not %q", AllTenants, role))
 		}
-	} else if err := store.CheckName("tenant", tenant); err != nil {
+	} else if err := vocab.CheckName("tenant", tenant); err != nil {
 		_, rule, _ := strings.Cut(err.Error(), ": ")
 		return vocab.Invalidf("tenant", rule)
 	}

@@ -17,6 +17,7 @@ import (
 	"tally/ledgerservice"
 	"tally/service"
 	"tally/store"
+	"tally/vocab"
 )
 
 // cliService is what the CLI runs verbs on.
@@ -72,7 +73,7 @@ func (g *global) stale() (bool, error) {
 
 // target is the session --session names (default default/default).
 func (g *global) target() (tenant, session string, err error) {
-	tenant, session = store.DefaultTenant, store.DefaultSession
+	tenant, session = vocab.DefaultTenant, vocab.DefaultSession
 	if g.session != "" {
 		t, s, ok := strings.Cut(g.session, "/")
 		if !ok {

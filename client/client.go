@@ -29,7 +29,7 @@ import (
 	"tally/instant"
 	"tally/rest"
 	"tally/service"
-	"tally/store"
+	"tally/vocab"
 )
 
 // Config is where the server is and how to reach it.
@@ -278,10 +278,10 @@ func (c *Client) Whoami(ctx context.Context, call service.Call) (Identity, error
 // CheckSession refuses a tenant or session name the server would not
 // have, before anything is sent.
 func CheckSession(tenant, session string) error {
-	if err := store.CheckName("tenant", tenant); err != nil {
+	if err := vocab.CheckName("tenant", tenant); err != nil {
 		return err
 	}
-	return store.CheckName("session", session)
+	return vocab.CheckName("session", session)
 }
 
 // heardFrom notes what an answer says of its server: whether it is a

@@ -100,7 +100,7 @@ func (s *Server) sessionList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tenant := r.PathValue("tenant")
-	if err := store.CheckName("tenant", tenant); err != nil {
+	if err := vocab.CheckName("tenant", tenant); err != nil {
 		s.writeError(w, badRequest{err.Error()})
 		return
 	}

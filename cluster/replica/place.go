@@ -24,7 +24,6 @@ import (
 	"tally/cluster/node"
 	"tally/rest"
 	"tally/service"
-	"tally/store"
 	"tally/vocab"
 )
 
@@ -107,7 +106,7 @@ func (e *Moved) Refusal() *rest.Refusal {
 // that is not one of the cluster's data groups.
 func CheckPlacement(p Placement, groups int) error {
 	for _, f := range []struct{ field, name string }{{"tenant", p.Tenant}, {"session", p.Session}} {
-		if err := store.CheckName(f.field, f.name); err != nil {
+		if err := vocab.CheckName(f.field, f.name); err != nil {
 			return vocab.Invalidf(f.field, fmt.Sprintf("%q %s", f.name, strings.TrimPrefix(err.Error(), f.field+": ")))
 		}
 	}
