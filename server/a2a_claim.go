@@ -67,7 +67,6 @@ import (
 
 	"tally/a2atask"
 	"tally/api"
-	"tally/ledger"
 	"tally/service"
 	"tally/vocab"
 )
@@ -185,7 +184,7 @@ func (h *a2aHandler) sendClaim(ctx context.Context, c *a2aCall, req *a2a.SendMes
 			}
 		}
 	}
-	var party ledger.Command
+	var party string
 	if act.Name == "create" {
 		party = claimParty(&api.ClaimCreate{Claimant: stringMember(rec.Obj, "claimant")})
 	}
@@ -260,7 +259,7 @@ func (h *a2aHandler) findClaim(ctx context.Context, c *a2aCall, id string) (*ser
 // (NotCancelable).
 func (h *a2aHandler) cancelClaim(ctx context.Context, c *a2aCall, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
 	keys := h.keysOf(c, a2atask.FamilyClaim)
-	call, err := h.writeCall(c, ledger.Command{}, c.requestID)
+	call, err := h.writeCall(c, "", c.requestID)
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,6 @@ import (
 	"tally/auth"
 	"tally/claim"
 	"tally/expect"
-	"tally/ledger"
 	"tally/promise"
 	"tally/rest"
 	"tally/service"
@@ -61,7 +60,7 @@ func (h *a2aHandler) readCall(c *a2aCall) service.Call {
 // writeCall is the service Call of a write under request id rid: the
 // caller's identity (under --insecure-dev without one, the party the
 // record names: party).
-func (h *a2aHandler) writeCall(c *a2aCall, party ledger.Command, rid string) (service.Call, error) {
+func (h *a2aHandler) writeCall(c *a2aCall, party string, rid string) (service.Call, error) {
 	if len(rid) > service.RequestIDMax {
 		return service.Call{}, a2atask.InvalidParams("messageId", "a request id is at most 256 bytes")
 	}
@@ -339,7 +338,7 @@ func (h *a2aHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest)
 	if d.As == promise.AsCancelled && strings.TrimSpace(d.Reason) == "" {
 		return nil, a2atask.InvalidParams("reason", "cancelling a promise needs a reason: put it in the request's metadata.reason")
 	}
-	call, err := h.writeCall(c, ledger.Command{}, c.requestID)
+	call, err := h.writeCall(c, "", c.requestID)
 	if err != nil {
 		return nil, err
 	}
@@ -434,7 +433,7 @@ func (h *a2aHandler) sendPromise(ctx context.Context, c *a2aCall, msg *a2a.Messa
 		doc     any
 		id      *string // the document's promise id
 		until   *string // the document's deadline, refused here under the record's name
-		party   ledger.Command
+		party   string
 	)
 	switch action {
 	case "declare":
@@ -470,9 +469,9 @@ func (h *a2aHandler) sendPromise(ctx context.Context, c *a2aCall, msg *a2a.Messa
 	switch action {
 	case "declare":
 		declare.Task = cmp.Or(declare.Task, string(msg.TaskID)) // the message's task, when it names none
-		party = ledger.Command{Promise: promise.Declare{By: declare.By}}
+		party = declare.By
 	case "assess":
-		party = ledger.Command{Promise: promise.Assess{Observer: assess.Observer}}
+		party = assess.Observer
 	}
 	call, err := h.writeCall(c, party, c.sendRequestID(msg))
 	if err != nil {

@@ -17,7 +17,6 @@ import (
 	"tally/api"
 	"tally/auth"
 	"tally/instant"
-	"tally/ledger"
 	"tally/service"
 	"tally/vocab"
 )
@@ -117,7 +116,7 @@ func apiWrite[D any](s *Server, status int, in docRule[D], run func(r *http.Requ
 // writeCall is the Call of a write: the session of the path, the acting
 // identity (under --insecure-dev without one, the party the command
 // names: party), and the request's Idempotency-Key.
-func (s *Server) writeCall(r *http.Request, party ledger.Command) (service.Call, error) {
+func (s *Server) writeCall(r *http.Request, party string) (service.Call, error) {
 	p := callerOf(r)
 	actor, err := s.writeActor(p, party)
 	if err != nil {

@@ -83,7 +83,7 @@ func (s *Server) bytesWrite(r *http.Request, what string, params ...string) (ser
 			return service.Call{}, nil, vocab.Invalidf(k, "is not a parameter of "+what+" ("+strings.Join(params, ", ")+")")
 		}
 	}
-	c, err := s.writeCall(r, ledger.Command{})
+	c, err := s.writeCall(r, "")
 	return c, q, err
 }
 
