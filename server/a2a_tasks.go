@@ -432,7 +432,7 @@ func (h *a2aHandler) sendPromise(ctx context.Context, c *a2aCall, msg *a2a.Messa
 		assess  api.PromiseAssess
 		doc     any
 		id      *string // the document's promise id
-		until   *string // the document's deadline, refused here under the record's name
+		until   *string // the document's deadline: the Service's refusal of it is named under the record
 		party   string
 	)
 	switch action {
@@ -461,11 +461,6 @@ func (h *a2aHandler) sendPromise(ctx context.Context, c *a2aCall, msg *a2a.Messa
 		}
 		*id = v.ID
 	}
-	if until != nil {
-		if _, err := promise.ParseDeadline("until", *until, h.s.cfg.Ledger.Now()); err != nil {
-			return nil, refuse(err)
-		}
-	}
 	switch action {
 	case "declare":
 		declare.Task = cmp.Or(declare.Task, string(msg.TaskID)) // the message's task, when it names none
@@ -487,6 +482,9 @@ func (h *a2aHandler) sendPromise(ctx context.Context, c *a2aCall, msg *a2a.Messa
 		res, err = h.s.local.ResolvePromise(ctx, call, resolve)
 	default:
 		res, err = h.s.local.AssessPromise(ctx, call, assess)
+	}
+	if r, ok := vocab.As(err); ok && until != nil && r.Field == "until" {
+		return nil, refuse(err) // the Service parsed the deadline: named under the record, as a decode error is
 	}
 	if err != nil {
 		return nil, a2aError(err)
