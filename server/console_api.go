@@ -2,10 +2,7 @@ package server
 
 import (
 	"cmp"
-	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +13,7 @@ import (
 	"tally/ledger"
 	"tally/promise"
 	"tally/server/console"
+	"tally/service"
 	"tally/store"
 	"tally/vocab"
 )
@@ -54,8 +52,8 @@ func (s *Server) consoleRoutes() []route {
 		{name: "session.list", method: "GET", pattern: "/v1/tenants/{tenant}/sessions", summary: "The tenant's sessions that hold a log (read only: opens and creates nothing)", handle: s.sessionList},
 		{name: "session.summary", method: "GET", pattern: sessionPath + "/summary", summary: "Counts by family and state, and the items needing attention first: overdue promises, lapsed expectations, failed or overdue claims, less those a satisfied successor answered or a person dismissed (a fact attention.dismissed:FAMILY:ID) (now); seq is where the event stream resumes", handle: s.sessionSummary},
 		{name: "obligation.list", method: "GET", pattern: sessionPath + "/obligations", summary: "Promises, claims and expectations as one table, filtered and paged on the server (family, state, by, to, party, q, attention=true, offset, limit, now)", handle: s.obligationList},
-		{name: "promise.history", method: "GET", pattern: sessionPath + "/promises/{id}/history", summary: "Every record of one promise in log order, with its state after each", handle: s.promiseHistory},
-		{name: "claim.history", method: "GET", pattern: sessionPath + "/claims/{id}/history", summary: "Every record that changed one claim, in log order, with its state after each (a lifecycle to step through)", handle: s.claimHistory},
+		{name: "promise.history", method: "GET", pattern: sessionPath + "/promises/{id}/history", summary: "Every record of one promise in log order, with its state after each", handle: s.recordHistory("promise")},
+		{name: "claim.history", method: "GET", pattern: sessionPath + "/claims/{id}/history", summary: "Every record that changed one claim, in log order, with its state after each (a lifecycle to step through)", handle: s.recordHistory("claim")},
 	}
 }
 
@@ -74,7 +72,7 @@ func (s *Server) tenantList(w http.ResponseWriter, r *http.Request) {
 	if p.tenant != "" {
 		tenants = append(tenants, p.tenant)
 	} else if s.cfg.Insecure {
-		ss, err := store.Sessions(s.cfg.Root, "")
+		ss, err := s.browse.SessionList(r.Context(), service.Call{})
 		if err != nil {
 			s.writeError(w, err)
 			return
@@ -88,12 +86,6 @@ func (s *Server) tenantList(w http.ResponseWriter, r *http.Request) {
 	writeDoc(w, http.StatusOK, expectDoc("tenants", tenants, "actor", p.actor, "role", p.role, "insecure", s.cfg.Insecure))
 }
 
-// sessionInfo is one row of session.list.
-type sessionInfo struct {
-	Session string `json:"session"`
-	Bytes   int64  `json:"bytes"`
-}
-
 func (s *Server) sessionList(w http.ResponseWriter, r *http.Request) {
 	if _, err := s.authenticate(r); err != nil {
 		s.writeError(w, err)
@@ -104,22 +96,10 @@ func (s *Server) sessionList(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, badRequest{err.Error()})
 		return
 	}
-	ss, err := store.Sessions(s.cfg.Root, tenant)
+	out, err := s.browse.SessionList(r.Context(), service.Call{Tenant: tenant})
 	if err != nil {
 		s.writeError(w, err)
 		return
-	}
-	out := []sessionInfo{}
-	for _, x := range ss {
-		dir, err := store.SessionDir(s.cfg.Root, x.Tenant, x.Name)
-		if err != nil {
-			continue
-		}
-		fi, err := os.Stat(filepath.Join(dir, "log.jsonl"))
-		if err != nil {
-			continue
-		}
-		out = append(out, sessionInfo{Session: x.Name, Bytes: fi.Size()})
 	}
 	writeDoc(w, http.StatusOK, expectDoc("tenant", tenant, "sessions", out))
 }
@@ -446,104 +426,20 @@ func (s *Server) sessionSummary(w http.ResponseWriter, r *http.Request) {
 		"expectations", fam["expectation"], "attention", attention))
 }
 
-// historyStep is one record of a history and the state after it.
-type historyStep struct {
-	Seq    uint64          `json:"seq"`
-	Type   string          `json:"type"`
-	Actor  string          `json:"actor,omitempty"`
-	State  string          `json:"state"`
-	Record json.RawMessage `json:"record"`
-	// Via is set when the record is about another claim and changed this
-	// one's state (a dependency that settled it).
-	Via string `json:"via,omitempty"`
-}
-
-// history folds the session's log afresh, up to what is durable, into one
-// family's state as the ledger folds it (vocab.Folder), calling step with
-// each line f folded, after it is applied. Lines of other families, and
-// lines f cannot read (skipped by the ledger's fold too), are passed over.
-func history(l *ledger.Ledger, f vocab.Folder, step func(e store.Entry, typ string) error) error {
-	_, _, err := l.Log().ScanUntil(store.Position{}, l.Durable().Offset, func(e store.Entry) error {
-		typ, err := promise.PeekType(e.Line)
-		if err != nil || !f.Known(typ) {
-			return nil
+// recordHistory answers the history of the path's promise or claim
+// (family), read through the Service.
+func (s *Server) recordHistory(family string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, err := s.authenticate(r); err != nil {
+			s.writeError(w, err)
+			return
 		}
-		if f.ApplyLine(vocab.Meta{Seq: vocab.Seq(e.Env.Seq), Actor: vocab.Participant(e.Env.Actor)}, e.Line) != nil {
-			return nil
+		id := r.PathValue("id")
+		steps, err := s.browse.History(r.Context(), sessionCall(r), family, id)
+		if err != nil {
+			s.writeError(w, err)
+			return
 		}
-		return step(e, typ)
-	})
-	return err
-}
-
-func (s *Server) promiseHistory(w http.ResponseWriter, r *http.Request) {
-	l, err := s.openRead(r)
-	if err != nil {
-		s.writeError(w, err)
-		return
+		writeDoc(w, http.StatusOK, expectDoc(family, id, "steps", steps))
 	}
-	id := r.PathValue("id")
-	st := promise.NewState()
-	steps := []historyStep{}
-	err = history(l, st, func(e store.Entry, typ string) error {
-		ev, _ := promise.Decode(e.Line) // which promise it is about (ApplyLine has read it)
-		if ev.ID != id {
-			return nil
-		}
-		p, _ := st.Get(id)
-		state := ""
-		if p != nil {
-			state = string(st.Status(p))
-		}
-		steps = append(steps, historyStep{Seq: e.Env.Seq, Type: typ, Actor: e.Env.Actor, State: state, Record: slices.Clone(e.Line)})
-		return nil
-	})
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if len(steps) == 0 {
-		s.writeError(w, vocab.NotFoundf("promise", "no promise with id "+id))
-		return
-	}
-	writeDoc(w, http.StatusOK, expectDoc("promise", id, "steps", steps))
-}
-
-func (s *Server) claimHistory(w http.ResponseWriter, r *http.Request) {
-	l, err := s.openRead(r)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	id := r.PathValue("id")
-	st := claim.NewStateConfig(claim.Config{Timekeeper: s.cfg.Ledger.Timekeeper})
-	steps := []historyStep{}
-	last := ""
-	err = history(l, st, func(e store.Entry, typ string) error {
-		ev, _ := claim.Decode(e.Line) // which claim it is about (ApplyLine has read it)
-		v, ok := st.Claim(id, time.Time{})
-		if !ok {
-			return nil
-		}
-		state := string(v.State)
-		if ev.Claim != id && state == last {
-			return nil
-		}
-		h := historyStep{Seq: e.Env.Seq, Type: typ, Actor: e.Env.Actor, State: state, Record: slices.Clone(e.Line)}
-		if ev.Claim != id {
-			h.Via = ev.Claim
-		}
-		steps = append(steps, h)
-		last = state
-		return nil
-	})
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if len(steps) == 0 {
-		s.writeError(w, vocab.NotFoundf("claim", "no claim with id "+id))
-		return
-	}
-	writeDoc(w, http.StatusOK, expectDoc("claim", id, "steps", steps))
 }

@@ -10,6 +10,7 @@ import (
 
 	"tally/auth"
 	"tally/server/console"
+	"tally/service"
 )
 
 func decodeJSON(t *testing.T, body string, v any) {
@@ -181,7 +182,7 @@ func TestConsoleSummaryAndObligations(t *testing.T) {
 }
 
 // stepStates lists a history as type:state-after.
-func stepStates(steps []historyStep) []string {
+func stepStates(steps []service.HistoryStep) []string {
 	var out []string
 	for _, s := range steps {
 		out = append(out, s.Type+":"+s.State)
@@ -193,7 +194,7 @@ func TestConsolePromiseHistory(t *testing.T) {
 	f := newFixture(t)
 	consoleScenario(f)
 	var h struct {
-		Steps []historyStep
+		Steps []service.HistoryStep
 	}
 	decodeJSON(t, f.want(200, "GET", base+"/promises/desk%2Fship-91/history", "observer", ""), &h)
 	got := stepStates(h.Steps)
@@ -220,7 +221,7 @@ func TestConsoleClaimHistory(t *testing.T) {
 	// shows the record about C17 that did it.
 	f.want(201, "POST", c, "maintainer", `{"claim":"M1","respondent":"parser","work":"migrate","depends_on":["C17"],"slots":[{"name":"out","mode":"required","checks":[{"id":"c","mode":"required","validator":{"name":"review","version":"1"},"evaluator":"maintainer","phases":["quality"],"attempts":1}]}]}`)
 	f.want(200, "POST", c+"/C17/cancel", "maintainer", `{"reason":"not needed"}`)
-	var h struct{ Steps []historyStep }
+	var h struct{ Steps []service.HistoryStep }
 	decodeJSON(t, f.want(200, "GET", c+"/C17/history", "parser", ""), &h)
 	got := stepStates(h.Steps)
 	if strings.Join(got, " ") != "claim.create:Generated claim.post:Posted claim.receipt:Received claim.cancel:Cancelled" {

@@ -114,6 +114,11 @@ type Server struct {
 	// local is the Service the REST and A2A bindings run verbs through,
 	// on the sessions of the cache.
 	local service.Service
+	// browse is what the console reads besides the verbs (session lists,
+	// a record's history), through the seam, over this server's own
+	// sessions: on a cluster node its replica's files as applied, as the
+	// console has always read them there (so it is not the node's Service).
+	browse service.Browse
 	// replicated: local is a cluster node's (NewCluster), where a write's
 	// outcome can be unknown; MCP's tools then give a write a request id
 	// of their own and retry it.
@@ -141,9 +146,10 @@ func New(cfg Config) (*Server, error) {
 		s.tokens = auth.Open(cfg.Root)
 	}
 	s.metrics = newMetrics(s)
-	s.local = ledgerservice.New(serverSessions{s}, ledgerservice.Config{
+	local := ledgerservice.New(serverSessions{s}, ledgerservice.Config{
 		Now: func() time.Time { return s.cfg.Ledger.Now() }, Timekeeper: cfg.Ledger.Timekeeper,
 		Root: func() (string, error) { return cfg.Root, nil }, RelativeLogs: true})
+	s.local, s.browse = local, local
 	observe := cfg.Ledger.Observe
 	s.cfg.Ledger.Observe = func(ci ledger.CommitInfo) {
 		s.metrics.commit(ci)
