@@ -14,8 +14,8 @@ type Family struct {
 }
 
 var (
-	_ vocab.Family[Command, Event, vocab.ClaimID, View] = Family{}
-	_ vocab.Folder                                      = (*State)(nil)
+	_ vocab.Family[Command, Event, View] = Family{}
+	_ vocab.Folder                       = (*State)(nil)
 )
 
 // Known reports whether typ is a claim record type.
@@ -26,7 +26,7 @@ func (f Family) ApplyLine(m vocab.Meta, line []byte) error { return f.S.ApplyLin
 
 // Decide decides cmd as in.Actor at in.Now: the events of one atomic batch.
 func (f Family) Decide(in vocab.Input, cmd Command) ([]Event, []string, error) {
-	evs, err := f.S.Decide(string(in.Actor), in.Now, cmd)
+	evs, err := f.S.Decide(in.Actor, in.Now, cmd)
 	return evs, nil, err
 }
 
@@ -38,8 +38,8 @@ func (f Family) Apply(m vocab.Meta, e Event) { f.S.Apply(metaOf(m, e), e) }
 func (f Family) Encode(e Event) vocab.Record { return vocab.Record{Type: e.Type, Body: e.Encode()} }
 
 // View returns the view of claim id at now.
-func (f Family) View(id vocab.ClaimID, now time.Time) (View, bool) {
-	return f.S.Claim(string(id), now)
+func (f Family) View(id string, now time.Time) (View, bool) {
+	return f.S.Claim(id, now)
 }
 
 // Known reports whether typ is a claim record type (vocab.Folder).
@@ -57,5 +57,5 @@ func (s *State) ApplyLine(m vocab.Meta, line []byte) error {
 }
 
 func metaOf(m vocab.Meta, e Event) Meta {
-	return Meta{Seq: uint64(m.Seq), Actor: string(m.Actor), TS: e.TS}
+	return Meta{Seq: m.Seq, Actor: m.Actor, TS: e.TS}
 }

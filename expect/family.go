@@ -14,8 +14,8 @@ type Family struct {
 }
 
 var (
-	_ vocab.Family[Command, Event, vocab.ExpectationID, View] = Family{}
-	_ vocab.Folder                                            = (*State)(nil)
+	_ vocab.Family[Command, Event, View] = Family{}
+	_ vocab.Folder                       = (*State)(nil)
 )
 
 // Known reports whether typ is an expectation record type.
@@ -27,7 +27,7 @@ func (f Family) ApplyLine(m vocab.Meta, line []byte) error { return f.S.ApplyLin
 // Decide decides cmd as in.Actor at in.Now (in.Human: a person, who may
 // extend past the lineage bound): the events of one atomic batch.
 func (f Family) Decide(in vocab.Input, cmd Command) ([]Event, []string, error) {
-	evs, err := f.S.Decide(string(in.Actor), in.Human, in.Now, cmd)
+	evs, err := f.S.Decide(in.Actor, in.Human, in.Now, cmd)
 	return evs, nil, err
 }
 
@@ -40,8 +40,8 @@ func (f Family) Encode(e Event) vocab.Record { return vocab.Record{Type: e.Type,
 
 // View returns the view of expectation id. An expectation's view does not
 // depend on now: its lapses are committed facts.
-func (f Family) View(id vocab.ExpectationID, _ time.Time) (View, bool) {
-	return f.S.Expectation(string(id))
+func (f Family) View(id string, _ time.Time) (View, bool) {
+	return f.S.Expectation(id)
 }
 
 // Known reports whether typ is an expectation record type (vocab.Folder).
@@ -59,5 +59,5 @@ func (s *State) ApplyLine(m vocab.Meta, line []byte) error {
 }
 
 func metaOf(m vocab.Meta, e Event) Meta {
-	return Meta{Seq: uint64(m.Seq), Actor: string(m.Actor), TS: e.TS}
+	return Meta{Seq: m.Seq, Actor: m.Actor, TS: e.TS}
 }

@@ -33,7 +33,7 @@ func (s *State) folders() [3]folder {
 
 // metaOf is what the log knows about an entry, for the families.
 func metaOf(e store.Entry) vocab.Meta {
-	return vocab.Meta{Seq: vocab.Seq(e.Env.Seq), Actor: vocab.Participant(e.Env.Actor)}
+	return vocab.Meta{Seq: e.Env.Seq, Actor: e.Env.Actor}
 }
 
 func (l *Ledger) promiseFamily(st *State) promise.Family {
@@ -46,13 +46,13 @@ func expectFamily(st *State) expect.Family { return expect.Family{S: st.Expects}
 
 // input is what a family's decision knows besides the state and command.
 func input(opts WriteOptions, human bool, now time.Time) vocab.Input {
-	return vocab.Input{Actor: vocab.Participant(opts.Actor), Human: human, Now: now}
+	return vocab.Input{Actor: opts.Actor, Human: human, Now: now}
 }
 
 // decideWith decides cmd with family f and encodes the events it returns
 // as the records to append. keep, if set, stores an event beside its record
 // (the promise event, which is folded as it is and handed back in Result).
-func decideWith[C, E any, ID ~string, V any](f vocab.Family[C, E, ID, V], in vocab.Input, cmd C, keep func(*pending, E)) ([]pending, []string, error) {
+func decideWith[C, E, V any](f vocab.Family[C, E, V], in vocab.Input, cmd C, keep func(*pending, E)) ([]pending, []string, error) {
 	evs, warn, err := f.Decide(in, cmd)
 	if err != nil {
 		return nil, nil, err
@@ -61,11 +61,11 @@ func decideWith[C, E any, ID ~string, V any](f vocab.Family[C, E, ID, V], in voc
 }
 
 // encodeWith encodes events of family f as records to append.
-func encodeWith[C, E any, ID ~string, V any](f vocab.Family[C, E, ID, V], evs []E, keep func(*pending, E)) []pending {
+func encodeWith[C, E, V any](f vocab.Family[C, E, V], evs []E, keep func(*pending, E)) []pending {
 	out := make([]pending, len(evs))
 	for i, ev := range evs {
 		r := f.Encode(ev)
-		out[i] = pending{typ: r.Type, body: r.Body, party: string(r.Party)}
+		out[i] = pending{typ: r.Type, body: r.Body, party: r.Party}
 		if keep != nil {
 			keep(&out[i], ev)
 		}

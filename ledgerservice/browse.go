@@ -109,7 +109,7 @@ func history(l *ledger.Ledger, f vocab.Folder, step func(e store.Entry, typ stri
 		if err != nil || !f.Known(typ) {
 			return nil
 		}
-		if f.ApplyLine(vocab.Meta{Seq: vocab.Seq(e.Env.Seq), Actor: vocab.Participant(e.Env.Actor)}, e.Line) != nil {
+		if f.ApplyLine(vocab.Meta{Seq: e.Env.Seq, Actor: e.Env.Actor}, e.Line) != nil {
 			return nil
 		}
 		return step(e, typ)

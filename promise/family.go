@@ -17,8 +17,8 @@ type Family struct {
 }
 
 var (
-	_ vocab.Family[Command, Event, vocab.PromiseID, View] = Family{}
-	_ vocab.Folder                                        = (*State)(nil)
+	_ vocab.Family[Command, Event, View] = Family{}
+	_ vocab.Folder                       = (*State)(nil)
 )
 
 // Known reports whether typ is a promise record type.
@@ -30,7 +30,7 @@ func (f Family) ApplyLine(m vocab.Meta, line []byte) error { return f.S.ApplyLin
 // Decide decides cmd as in.Actor at in.Now: one event. Ids are minted by
 // the caller (the ledger, under its lock), never here.
 func (f Family) Decide(in vocab.Input, cmd Command) ([]Event, []string, error) {
-	ev, warn, err := f.S.Decide(f.Limits, string(in.Actor), in.Now, cmd)
+	ev, warn, err := f.S.Decide(f.Limits, in.Actor, in.Now, cmd)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -42,18 +42,18 @@ func (f Family) Decide(in vocab.Input, cmd Command) ([]Event, []string, error) {
 
 // Apply folds an event appended at m.
 func (f Family) Apply(m vocab.Meta, e Event) {
-	f.S.Apply(Meta{Seq: uint64(m.Seq), Actor: string(m.Actor)}, &e)
+	f.S.Apply(Meta{Seq: m.Seq, Actor: m.Actor}, &e)
 }
 
 // Encode returns the record e is written as; its party is the debtor (the
 // observer of an assessment).
 func (f Family) Encode(e Event) vocab.Record {
-	return vocab.Record{Type: e.Type, Body: e.Encode(), Party: vocab.Participant(e.Party())}
+	return vocab.Record{Type: e.Type, Body: e.Encode(), Party: e.Party()}
 }
 
 // View returns the view of promise id at now.
-func (f Family) View(id vocab.PromiseID, now time.Time) (View, bool) {
-	p, ok := f.S.Get(string(id))
+func (f Family) View(id string, now time.Time) (View, bool) {
+	p, ok := f.S.Get(id)
 	if !ok {
 		return View{}, false
 	}
@@ -70,6 +70,6 @@ func (s *State) ApplyLine(m vocab.Meta, line []byte) error {
 	if err != nil {
 		return err
 	}
-	s.Apply(Meta{Seq: uint64(m.Seq), Actor: string(m.Actor)}, &ev)
+	s.Apply(Meta{Seq: m.Seq, Actor: m.Actor}, &ev)
 	return nil
 }
