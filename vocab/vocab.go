@@ -7,7 +7,8 @@
 // Ids are plain strings (a record's sequence a uint64): the typed ids it
 // once declared were converted at every use and checked nothing.
 //
-// The package does no I/O and imports only time, errors and fmt.
+// The characters a record may not hold are textcheck's. The package does
+// no I/O and imports only time, errors and fmt.
 package vocab
 
 // DefaultTimekeeper is the watcher's identity unless configured otherwise:
