@@ -8,6 +8,8 @@
 package ledgerservice
 
 import (
+	"cmp"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -66,6 +68,12 @@ type Config struct {
 	// replica gives its own, drawn from the command's seed, so that every
 	// replica raises the expectation under the same id.
 	MintExpectationID func() string
+	// FeedPoll is how often Changes looks for lines other processes
+	// appended; zero means FeedPollDefault.
+	FeedPoll time.Duration
+	// Stopped, when set, ends every Changes feed once it says so (a
+	// server closing); it is asked every FeedPoll.
+	Stopped func() bool
 }
 
 // Local is the Service on this machine's ledgers, opened through its
@@ -80,6 +88,9 @@ type Local struct {
 	targetsVerified bool
 	// mintExpectationID: Config.MintExpectationID.
 	mintExpectationID func() string
+	// feedPoll, stopped: Config.FeedPoll, Config.Stopped.
+	feedPoll time.Duration
+	stopped  func() bool
 	// digesters keeps request-digest hashers for reuse: deriving the key
 	// costs more than hashing a document.
 	digesters sync.Pool
@@ -90,8 +101,13 @@ func New(sessions Sessions, cfg Config) *Local {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Local{sessions: sessions, now: cfg.Now, timekeeper: cfg.Timekeeper, rootOf: cfg.Root, relativeLogs: cfg.RelativeLogs,
-		targetsVerified: cfg.TargetsVerified, mintExpectationID: cfg.MintExpectationID}
+	l := &Local{sessions: sessions, now: cfg.Now, timekeeper: cfg.Timekeeper, rootOf: cfg.Root, relativeLogs: cfg.RelativeLogs,
+		targetsVerified: cfg.TargetsVerified, mintExpectationID: cfg.MintExpectationID,
+		feedPoll: cmp.Or(cfg.FeedPoll, FeedPollDefault), stopped: cfg.Stopped}
+	if l.stopped == nil {
+		l.stopped = func() bool { return false }
+	}
+	return l
 }
 
 // Now is Local's clock.

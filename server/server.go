@@ -119,6 +119,9 @@ type Server struct {
 	// sessions: on a cluster node its replica's files as applied, as the
 	// console has always read them there (so it is not the node's Service).
 	browse service.Browse
+	// feed is the change feed a subscribed MCP resource hears, over the
+	// same sessions as browse.
+	feed service.Feed
 	// replicated: local is a cluster node's (NewCluster), where a write's
 	// outcome can be unknown; MCP's tools then give a write a request id
 	// of their own and retry it.
@@ -148,8 +151,9 @@ func New(cfg Config) (*Server, error) {
 	s.metrics = newMetrics(s)
 	local := ledgerservice.New(serverSessions{s}, ledgerservice.Config{
 		Now: func() time.Time { return s.cfg.Ledger.Now() }, Timekeeper: cfg.Ledger.Timekeeper,
-		Root: func() (string, error) { return cfg.Root, nil }, RelativeLogs: true})
-	s.local, s.browse = local, local
+		Root: func() (string, error) { return cfg.Root, nil }, RelativeLogs: true,
+		FeedPoll: cfg.StreamPoll, Stopped: s.isClosed})
+	s.local, s.browse, s.feed = local, local, local
 	observe := cfg.Ledger.Observe
 	s.cfg.Ledger.Observe = func(ci ledger.CommitInfo) {
 		s.metrics.commit(ci)

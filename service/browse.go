@@ -42,3 +42,14 @@ type HistoryStep struct {
 	// one's state (a dependency that settled it).
 	Via string `json:"via,omitempty"`
 }
+
+// Feed is a session's change feed, what a subscribed MCP resource hears.
+// ledgerservice.Local implements it over the sessions it opens.
+type Feed interface {
+	// Changes signals each commit to c's session, and the lines other
+	// processes append to its log, until ctx ends or the implementation
+	// stops. One pending signal stands for any number, and one is sent
+	// once the session is open, since what a reader read may have changed
+	// before. A session without a log is waited for.
+	Changes(ctx context.Context, c Call) (<-chan struct{}, error)
+}
