@@ -8,10 +8,10 @@ import (
 	"unicode"
 
 	"tally/digest"
+	"tally/family"
 	"tally/instant"
 	"tally/jsonline"
 	"tally/textcheck"
-	"tally/vocab"
 )
 
 // jsonValue encodes v without HTML escaping and without a trailing newline,
@@ -332,11 +332,11 @@ func (ck form) checkValidator(field string, v Validator) error {
 	// The field names are built on error only: Decide checks a validator
 	// on every check record.
 	if err := ck.checkID(field, v.Name); err != nil {
-		err.(*vocab.DecodeError).Field = field + ".name"
+		err.(*family.DecodeError).Field = field + ".name"
 		return err
 	}
 	if err := ck.checkID(field, v.Version); err != nil {
-		err.(*vocab.DecodeError).Field = field + ".version"
+		err.(*family.DecodeError).Field = field + ".version"
 		return err
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tally/claim"
+	"tally/family"
 	"tally/ledger"
 	"tally/promise"
 	"tally/service"
@@ -100,16 +101,16 @@ func (s *Local) History(ctx context.Context, c service.Call, family, id string) 
 }
 
 // history folds the session's log afresh, up to what is durable, into one
-// family's state as the ledger folds it (vocab.Folder), calling step with
+// family's state as the ledger folds it (family.Folder), calling step with
 // each line f folded, after it is applied. Lines of other families, and
 // lines f cannot read (skipped by the ledger's fold too), are passed over.
-func history(l *ledger.Ledger, f vocab.Folder, step func(e store.Entry, typ string) error) error {
+func history(l *ledger.Ledger, f family.Folder, step func(e store.Entry, typ string) error) error {
 	_, _, err := l.Log().ScanUntil(store.Position{}, l.Durable().Offset, func(e store.Entry) error {
 		typ, err := promise.PeekType(e.Line)
 		if err != nil || !f.Known(typ) {
 			return nil
 		}
-		if f.ApplyLine(vocab.Meta{Seq: e.Env.Seq, Actor: e.Env.Actor}, e.Line) != nil {
+		if f.ApplyLine(family.Meta{Seq: e.Env.Seq, Actor: e.Env.Actor}, e.Line) != nil {
 			return nil
 		}
 		return step(e, typ)

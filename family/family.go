@@ -1,4 +1,9 @@
-package vocab
+// Package family holds the shape every record family's pure core has
+// (Interface) and what the log hands it: a record's Meta, a decision's
+// Input, the Record it produces, the Folder the fold dispatches to, and a
+// line's DecodeError. The cores (promise, claim, expect) implement it and
+// the ledger drives them through it.
+package family
 
 import "time"
 
@@ -38,10 +43,10 @@ type Folder interface {
 	ApplyLine(m Meta, line []byte) error
 }
 
-// Family is one record family's pure semantics, with the same shape for
+// Interface is one record family's pure semantics, with the same shape for
 // every family: C its commands, E its events, V its view of one
 // record. Every method is pure: no I/O, no clock (now is an argument).
-type Family[C, E, V any] interface {
+type Interface[C, E, V any] interface {
 	Folder
 	// Decide decides cmd against the state: the events to append, in
 	// order, and warnings; or a refusal naming the field and the rule.
