@@ -6,15 +6,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
-	"tally/claim"
-	"tally/expect"
-	"tally/ledger"
-	"tally/promise"
 	"tally/server/console"
 	"tally/service"
-	"tally/store"
 	"tally/vocab"
 )
 
@@ -104,177 +98,13 @@ func (s *Server) sessionList(w http.ResponseWriter, r *http.Request) {
 	writeDoc(w, http.StatusOK, expectDoc("tenant", tenant, "sessions", out))
 }
 
-// obligation is one row of the console's table, whatever its family.
-type obligation struct {
-	Family string `json:"family"` // promise | claim | expectation
-	ID     string `json:"id"`
-	Text   string `json:"text"`
-	State  string `json:"state"`
-	// By is who owes it (debtor, respondent, raiser); To is whom it is
-	// owed to (creditor, claimant) or, for an expectation, its subject.
-	By string `json:"by"`
-	To string `json:"to"`
-	// Due is the deadline in force, if any.
-	Due *time.Time `json:"due"`
-	// Attention says why the row comes first: overdue, lapsed or failed.
-	Attention string `json:"attention,omitempty"`
-	Seq       uint64 `json:"seq"`
-	// Ended says the obligation ended (resolved, terminal, closed), and
-	// EndedAt when, where the log says: the Due column then says so
-	// rather than counting down.
-	Ended   bool       `json:"ended,omitempty"`
-	EndedAt *time.Time `json:"ended_at,omitempty"`
-	// AnsweredBy is the successor that answered a failed claim or a lapsed,
-	// superseded expectation (it was satisfied); Dismissed says a person
-	// dismissed the row (a fact with DismissKey). Either takes the row off
-	// the attention list; neither is set on a row that needs none.
-	AnsweredBy string `json:"answered_by,omitempty"`
-	Dismissed  bool   `json:"dismissed,omitempty"`
-}
-
-// A person dismisses an item from the attention list by recording a fact
-// (POST …/facts, the expectation family's own write): its key is
-// DismissKey(family, id), its subject {"type":"attention","id":family+":"+id}.
-// So the dismissal is in the log, attributed and replicated like every
-// record, and needs no record type of its own.
-const dismissPrefix = "attention.dismissed:"
-
-// DismissKey is the fact key that dismisses row family/id from attention.
-func DismissKey(family, id string) string { return dismissPrefix + family + ":" + id }
-
-// maxSuccessorChain bounds the walk along an expectation's successors.
-const maxSuccessorChain = 64
-
-// answeredExpectation is the successor that answered expectation x: the
-// first satisfied expectation along the ones superseding it, or "".
-func answeredExpectation(st *expect.State, x *expect.View) string {
-	next := x.SupersededBy
-	for i := 0; next != "" && i < maxSuccessorChain; i++ {
-		y, ok := st.Expectation(next)
-		if !ok {
-			return ""
-		}
-		if y.State == "satisfied" {
-			return y.ExpectationID
-		}
-		next = y.SupersededBy
-	}
-	return ""
-}
-
-// settle marks a row that ended, and takes off the attention list a row
-// answered by a successor or dismissed.
-func (o *obligation) settle(st *ledger.State, ended bool, at time.Time, answeredBy string) {
-	if ended {
-		o.Ended = true
-		if !at.IsZero() {
-			o.EndedAt = &at
-		}
-	}
-	if o.Attention == "" {
-		return // only a row needing attention is answered or dismissed: no lookup per row of a large table
-	}
-	o.AnsweredBy = answeredBy
-	_, o.Dismissed = st.Expects.Fact(DismissKey(o.Family, o.ID))
-	if o.AnsweredBy != "" || o.Dismissed {
-		o.Attention = ""
-	}
-}
-
-// claimFailed reports a claim that ended without its work being accepted
-// and without its claimant withdrawing it.
-func claimFailed(st claim.Status) bool {
-	switch st {
-	case claim.Satisfied, claim.Cancelled, claim.Revoked, claim.Superseded:
-		return false
-	}
-	return st.Terminal()
-}
-
-// consoleRows builds the rows of the session at now that f may select, in
-// log order: a family f leaves out is not built, and a debtor or creditor
-// filter narrows the promises and claims before their views are made.
-func consoleRows(st *ledger.State, now time.Time, f obligationFilter) []obligation {
-	var rows []obligation
-	want := func(family string) bool { return f.family == "" || f.family == family }
-	var promises []promise.View
-	if want("promise") {
-		promises = st.Promises.Select(promise.Filter{State: "all", By: f.by, To: f.to}, now)
-	}
-	for _, v := range promises {
-		o := obligation{Family: "promise", ID: v.ID, Text: v.Promise, State: string(v.State), By: v.By, To: v.To, Seq: v.Seq}
-		if !v.Until.IsZero() {
-			u := v.Until
-			o.Due = &u
-		}
-		if v.Overdue {
-			o.Attention = "overdue"
-		}
-		o.settle(st, !v.State.Open(), v.ResolvedAt, "")
-		rows = append(rows, o)
-	}
-	var claims []claim.Summary
-	if want("claim") {
-		claims = st.Claims.List(claim.Filter{Respondent: f.by, Claimant: f.to}, now)
-	}
-	for _, c := range claims {
-		o := obligation{Family: "claim", ID: c.Claim, Text: c.Work, State: string(c.State), By: c.Respondent, To: c.Claimant, Seq: c.CreatedSeq}
-		if t, err := time.Parse(time.RFC3339Nano, c.Deadline); err == nil {
-			o.Due = &t
-		}
-		switch {
-		case claimFailed(c.State):
-			o.Attention = "failed"
-		case c.Overdue:
-			o.Attention = "overdue"
-		}
-		at, ended := st.Claims.Ended(c.Claim)
-		answered := ""
-		if o.Attention == "failed" {
-			answered = st.Claims.AnsweredBy(c.Claim)
-		}
-		o.settle(st, ended, at, answered)
-		rows = append(rows, o)
-	}
-	var expects []expect.View
-	if want("expectation") {
-		expects = st.Expects.List(expect.Filter{})
-	}
-	for _, x := range expects {
-		text := x.Expects
-		if text == "" {
-			text = x.Kind
-		}
-		due := x.CurrentDue
-		o := obligation{Family: "expectation", ID: x.ExpectationID, Text: text, State: x.State, By: x.By,
-			To: x.Subject.Type + ":" + x.Subject.ID, Due: &due}
-		if len(x.Lapses) > 0 {
-			o.Attention = "lapsed"
-		}
-		var at time.Time
-		switch {
-		case x.ActualAt != nil && x.State == "satisfied":
-			at = *x.ActualAt
-		case x.Withdrawn != nil:
-			at = x.Withdrawn.At
-		}
-		answered := ""
-		if o.Attention != "" && x.State == "superseded" {
-			answered = answeredExpectation(st.Expects, &x)
-		}
-		o.settle(st, x.State != "open", at, answered)
-		rows = append(rows, o)
-	}
-	return rows
-}
-
 // obligationFilter is the query of obligation.list.
 type obligationFilter struct {
 	family, state, by, to, party, q string
 	attention                       bool
 }
 
-func (f obligationFilter) match(o *obligation) bool {
+func (f obligationFilter) match(o *service.Obligation) bool {
 	switch {
 	case f.family != "" && o.Family != f.family,
 		f.state != "" && o.State != f.state,
@@ -293,7 +123,7 @@ func (f obligationFilter) match(o *obligation) bool {
 // attentionFirst orders rows needing attention first (overdue promises,
 // then lapsed expectations, then failed or overdue claims, each oldest
 // deadline first), then the rest, newest first within a family.
-func attentionFirst(a, b obligation) int {
+func attentionFirst(a, b service.Obligation) int {
 	if (a.Attention != "") != (b.Attention != "") {
 		if a.Attention != "" {
 			return -1
@@ -332,7 +162,7 @@ func intParam(r *http.Request, name string, def, max int) (int, error) {
 }
 
 func (s *Server) obligationList(w http.ResponseWriter, r *http.Request) {
-	l, now, err := s.openReadAt(r)
+	c, err := s.consoleCall(r)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -355,12 +185,12 @@ func (s *Server) obligationList(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	var rows []obligation
-	var pos store.Position
-	l.ReadAt(func(st *ledger.State, p store.Position) {
-		pos = p
-		rows = consoleRows(st, now, f)
-	})
+	t, err := s.browse.Obligations(r.Context(), c, service.ObligationQuery{Family: f.family, By: f.by, To: f.to})
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	rows := t.Rows
 	kept := rows[:0]
 	for i := range rows {
 		if f.match(&rows[i]) {
@@ -370,7 +200,7 @@ func (s *Server) obligationList(w http.ResponseWriter, r *http.Request) {
 	slices.SortStableFunc(kept, attentionFirst)
 	total := len(kept)
 	page := kept[min(offset, total):min(offset+limit, total)]
-	writeDoc(w, http.StatusOK, expectDoc("now", now, "seq", pos.Seq, "total", total, "offset", offset, "rows", page))
+	writeDoc(w, http.StatusOK, expectDoc("now", t.Now, "seq", t.Seq, "total", total, "offset", offset, "rows", page))
 }
 
 // summaryCounts is one family's counts by state.
@@ -384,30 +214,24 @@ type summaryCounts struct {
 }
 
 func (s *Server) sessionSummary(w http.ResponseWriter, r *http.Request) {
-	l, now, err := s.openReadAt(r)
+	c, err := s.consoleCall(r)
 	if err != nil {
 		s.writeError(w, err)
 		return
 	}
 	cfg := s.cfg.Console.withDefaults()
-	var rows []obligation
-	var pos store.Position
-	lapses := map[string]int{}
-	l.ReadAt(func(st *ledger.State, p store.Position) {
-		pos = p
-		rows = consoleRows(st, now, obligationFilter{})
-		for _, x := range st.Expects.List(expect.Filter{}) {
-			for _, lp := range x.Lapses {
-				lapses[string(lp.Lapse)]++
-			}
-		}
-	})
+	t, err := s.browse.Obligations(r.Context(), c, service.ObligationQuery{})
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	rows, lapses := t.Rows, t.Lapses
 	fam := map[string]*summaryCounts{}
 	for _, name := range []string{"promise", "claim", "expectation"} {
 		fam[name] = &summaryCounts{ByState: map[string]int{}}
 	}
 	fam["expectation"].Lapses = lapses
-	var attention []obligation
+	var attention []service.Obligation
 	for _, o := range rows {
 		c := fam[o.Family]
 		c.Total++
@@ -420,10 +244,19 @@ func (s *Server) sessionSummary(w http.ResponseWriter, r *http.Request) {
 	slices.SortStableFunc(attention, attentionFirst)
 	attention = attention[:min(len(attention), cfg.AttentionMax)]
 	if attention == nil {
-		attention = []obligation{}
+		attention = []service.Obligation{}
 	}
-	writeDoc(w, http.StatusOK, expectDoc("now", now, "seq", pos.Seq, "promises", fam["promise"], "claims", fam["claim"],
+	writeDoc(w, http.StatusOK, expectDoc("now", t.Now, "seq", t.Seq, "promises", fam["promise"], "claims", fam["claim"],
 		"expectations", fam["expectation"], "attention", attention))
+}
+
+// consoleCall authenticates a console read and is its Call: the path's
+// session at the now query parameter (else the clock).
+func (s *Server) consoleCall(r *http.Request) (service.Call, error) {
+	if _, err := s.authenticate(r); err != nil {
+		return service.Call{}, err
+	}
+	return s.readCall(r)
 }
 
 // recordHistory answers the history of the path's promise or claim

@@ -127,7 +127,7 @@ func TestConsoleSummaryAndObligations(t *testing.T) {
 			ByState   map[string]int `json:"by_state"`
 			Attention int
 		}
-		Attention []obligation
+		Attention []service.Obligation
 	}
 	decodeJSON(t, f.want(200, "GET", base+"/summary?now=2026-09-01T14:00:00Z", "observer", ""), &sum)
 	if sum.Promises.Total != 3 || sum.Promises.ByState["satisfied"] != 1 || sum.Promises.ByState["owed"] != 2 || sum.Promises.Attention != 1 {
@@ -140,7 +140,7 @@ func TestConsoleSummaryAndObligations(t *testing.T) {
 	type page struct {
 		Total  int
 		Offset int
-		Rows   []obligation
+		Rows   []service.Obligation
 	}
 	get := func(q string) page {
 		t.Helper()
@@ -316,9 +316,9 @@ func TestConsoleAttentionAnsweredAndDismissed(t *testing.T) {
 	if got := ids(); got != "" {
 		t.Fatalf("attention after the dismissal: %s", got)
 	}
-	var p struct{ Rows []obligation }
+	var p struct{ Rows []service.Obligation }
 	decodeJSON(t, f.want(200, "GET", base+"/obligations?now=2026-09-01T14:00:00Z", "observer", ""), &p)
-	rows := map[string]obligation{}
+	rows := map[string]service.Obligation{}
 	for _, o := range p.Rows {
 		rows[o.ID] = o
 	}
@@ -360,7 +360,7 @@ func TestConsoleAttentionSupersededExpectation(t *testing.T) {
 	if got := attention(); got != "" {
 		t.Fatalf("after x3 was satisfied: %s", got)
 	}
-	var p struct{ Rows []obligation }
+	var p struct{ Rows []service.Obligation }
 	decodeJSON(t, f.want(200, "GET", base+"/obligations?family=expectation", "observer", ""), &p)
 	for _, o := range p.Rows {
 		if o.ID == "x1" && (o.AnsweredBy != "x3" || !o.Ended) {
@@ -376,7 +376,7 @@ func TestConsoleAttentionSupersededExpectation(t *testing.T) {
 // family:id:why, in order.
 func attentionList(f *fixture, query string) string {
 	f.t.Helper()
-	var s struct{ Attention []obligation }
+	var s struct{ Attention []service.Obligation }
 	if err := json.Unmarshal([]byte(f.want(200, "GET", base+"/summary"+query, "observer", "")), &s); err != nil {
 		f.t.Fatal(err)
 	}

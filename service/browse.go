@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 // Browse is what the console reads besides the families' verbs: the
@@ -21,7 +22,64 @@ type Browse interface {
 	// records about other claims that changed its state. A record without
 	// one is refused NotFound.
 	History(ctx context.Context, c Call, family, id string) ([]HistoryStep, error)
+	// Obligations is c's session at c.Now as one table: a row for each
+	// promise, claim and expectation q may select, in log order (q's
+	// family, by and to narrow which views are made), and the sequence
+	// it was read at; with expectations, their lapses by kind.
+	Obligations(ctx context.Context, c Call, q ObligationQuery) (ObligationTable, error)
 }
+
+// ObligationQuery narrows an obligation table: a family ("" every one),
+// a debtor (by) and a creditor (to).
+type ObligationQuery struct {
+	Family, By, To string
+}
+
+// ObligationTable is a session's obligations at Now, read at Seq.
+type ObligationTable struct {
+	Now    time.Time
+	Seq    uint64
+	Rows   []Obligation
+	Lapses map[string]int // expectations' lapses by kind (when the query takes expectations)
+}
+
+// Obligation is one row of the console's table, whatever its family.
+type Obligation struct {
+	Family string `json:"family"` // promise | claim | expectation
+	ID     string `json:"id"`
+	Text   string `json:"text"`
+	State  string `json:"state"`
+	// By is who owes it (debtor, respondent, raiser); To is whom it is
+	// owed to (creditor, claimant) or, for an expectation, its subject.
+	By string `json:"by"`
+	To string `json:"to"`
+	// Due is the deadline in force, if any.
+	Due *time.Time `json:"due"`
+	// Attention says why the row comes first: overdue, lapsed or failed.
+	Attention string `json:"attention,omitempty"`
+	Seq       uint64 `json:"seq"`
+	// Ended says the obligation ended (resolved, terminal, closed), and
+	// EndedAt when, where the log says: the Due column then says so
+	// rather than counting down.
+	Ended   bool       `json:"ended,omitempty"`
+	EndedAt *time.Time `json:"ended_at,omitempty"`
+	// AnsweredBy is the successor that answered a failed claim or a lapsed,
+	// superseded expectation (it was satisfied); Dismissed says a person
+	// dismissed the row (a fact with DismissKey). Either takes the row off
+	// the attention list; neither is set on a row that needs none.
+	AnsweredBy string `json:"answered_by,omitempty"`
+	Dismissed  bool   `json:"dismissed,omitempty"`
+}
+
+// A person dismisses an item from the attention list by recording a fact
+// (POST …/facts, the expectation family's own write): its key is
+// DismissKey(family, id), its subject {"type":"attention","id":family+":"+id}.
+// So the dismissal is in the log, attributed and replicated like every
+// record, and needs no record type of its own.
+const dismissPrefix = "attention.dismissed:"
+
+// DismissKey is the fact key that dismisses row family/id from attention.
+func DismissKey(family, id string) string { return dismissPrefix + family + ":" + id }
 
 // SessionInfo is one session of a list: its tenant, its name and the size
 // of its log.
