@@ -23,7 +23,6 @@ import (
 
 	"github.com/zeebo/blake3"
 
-	"tally/store"
 	"tally/vocab"
 )
 
@@ -113,7 +112,7 @@ func Check(tenant, participant, role string) error {
 		if role != RoleAdmin {
 			return vocab.Invalidf("role", fmt.Sprintf("a token of every tenant (%q) must be admin, not %q", AllTenants, role))
 		}
-	} else if err := store.CheckName("tenant", tenant); err != nil {
+	} else if err := vocab.CheckName("tenant", tenant); err != nil {
 		_, rule, _ := strings.Cut(err.Error(), ": ")
 		return vocab.Invalidf("tenant", rule)
 	}
@@ -260,7 +259,15 @@ func (t *Table) List() []Token {
 }
 
 // ErrUnauthenticated is returned for a missing, unknown or revoked token.
-var ErrUnauthenticated = errors.New("a valid bearer token is required")
+var ErrUnauthenticated error = unauthenticated{}
+
+// unauthenticated is ErrUnauthenticated's type: it names its refusal code
+// (service.Coded), so the HTTP binding answers it 401 without importing
+// auth.
+type unauthenticated struct{}
+
+func (unauthenticated) Error() string       { return "a valid bearer token is required" }
+func (unauthenticated) RefusalCode() string { return "unauthenticated" }
 
 // Authenticate returns what the bearer token grants.
 func (t *Table) Authenticate(secret string) (Token, error) {

@@ -34,6 +34,7 @@ import (
 	"tally/digest"
 	"tally/promise"
 	"tally/store"
+	"tally/vocab"
 )
 
 // Format is the backup format this build writes and reads.
@@ -132,10 +133,10 @@ func (c Cut) Name() string { return c.Tenant + "/" + c.Session }
 
 // check names what a cut breaks, given the session before it.
 func (c Cut) check(prev *Cut) error {
-	if err := store.CheckName("tenant", c.Tenant); err != nil {
+	if err := vocab.CheckName("tenant", c.Tenant); err != nil {
 		return err
 	}
-	if err := store.CheckName("session", c.Session); err != nil {
+	if err := vocab.CheckName("session", c.Session); err != nil {
 		return err
 	}
 	switch {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tally/digest"
+	"tally/family"
 	"tally/vocab"
 )
 
@@ -233,7 +234,7 @@ func (s *State) Decide(actor string, now time.Time, cmd Command) ([]Event, error
 	for i := range events {
 		events[i].TS = now
 		if err := events[i].wellFormed(true); err != nil {
-			var de *vocab.DecodeError
+			var de *family.DecodeError
 			if errors.As(err, &de) {
 				return nil, vocab.Invalidf(de.Field, de.Msg)
 			}

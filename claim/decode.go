@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"tally/family"
 	"tally/instant"
 	"tally/jsonline"
-	"tally/vocab"
 )
 
 // typeDecoder is one record type's schema as Decode reads it.
@@ -49,7 +49,7 @@ type rawMember struct{ key, val []byte }
 // member. It is strict about the members it knows (types, required members,
 // enumerations, digests, no duplicates, nothing after the object) and keeps
 // every member it does not know in Extra, in order. A line of another type
-// returns the type and an error wrapping vocab.ErrUnknownType.
+// returns the type and an error wrapping family.ErrUnknownType.
 //
 // It reads the line in one validating pass of the reflection-free wire
 // scanner and converts only the members of the record's type. Nested terms
@@ -80,7 +80,7 @@ func Decode(line []byte) (Event, error) {
 		return nil
 	})
 	if err != nil {
-		var de *vocab.DecodeError
+		var de *family.DecodeError
 		if errors.As(err, &de) {
 			return e, err
 		}
@@ -116,7 +116,7 @@ func Decode(line []byte) (Event, error) {
 		d, e.Type = decoders[s], s
 	}
 	if d == nil {
-		return e, fmt.Errorf("%q: %w", e.Type, vocab.ErrUnknownType)
+		return e, fmt.Errorf("%q: %w", e.Type, family.ErrUnknownType)
 	}
 	e.Type = d.name
 

@@ -22,8 +22,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"tally/family"
 	"tally/instant"
-	"tally/vocab"
 )
 
 // refRecord holds every member any claim record type has, as encoding/json
@@ -150,7 +150,7 @@ func decodeJSON(line []byte) (Event, error) {
 	}
 	schema, ok := schemas[e.Type]
 	if !ok {
-		return e, fmt.Errorf("%q: %w", e.Type, vocab.ErrUnknownType)
+		return e, fmt.Errorf("%q: %w", e.Type, family.ErrUnknownType)
 	}
 	known := map[string]bool{"ts": true}
 	for _, m := range schema {
@@ -291,7 +291,7 @@ func FuzzDecodeMatchesJSON(f *testing.F) {
 		if (gerr == nil) != (werr == nil) {
 			t.Fatalf("%s\nwire: %v\njson: %v", line, gerr, werr)
 		}
-		if errors.Is(gerr, vocab.ErrUnknownType) != errors.Is(werr, vocab.ErrUnknownType) {
+		if errors.Is(gerr, family.ErrUnknownType) != errors.Is(werr, family.ErrUnknownType) {
 			t.Fatalf("%s\nwire: %v\njson: %v", line, gerr, werr)
 		}
 		if gerr != nil {

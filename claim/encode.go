@@ -8,9 +8,10 @@ import (
 	"unicode"
 
 	"tally/digest"
+	"tally/family"
 	"tally/instant"
 	"tally/jsonline"
-	"tally/vocab"
+	"tally/textcheck"
 )
 
 // jsonValue encodes v without HTML escaping and without a trailing newline,
@@ -246,12 +247,12 @@ func (e *Event) normalize() {
 
 // form checks a record's fields. fresh adds the rules a record being
 // decided now must meet and one already in a log need not (it was
-// accepted before them, and must still fold): vocab.IdentifierFault and
-// vocab.TextFault.
+// accepted before them, and must still fold): textcheck.IdentifierFault and
+// textcheck.TextFault.
 type form struct{ fresh bool }
 
 // checkID validates an identifier: non-empty, bounded, no whitespace or
-// control characters (and, fresh, nothing vocab.IdentifierFault refuses).
+// control characters (and, fresh, nothing textcheck.IdentifierFault refuses).
 func (ck form) checkID(field, id string) error {
 	if id == "" {
 		return derr(field, "must not be empty")
@@ -264,7 +265,7 @@ func (ck form) checkID(field, id string) error {
 			return derr(field, "must not contain whitespace or control characters")
 		}
 	}
-	if f := vocab.IdentifierFault(id); ck.fresh && f != "" {
+	if f := textcheck.IdentifierFault(id); ck.fresh && f != "" {
 		return derr(field, "%s", f)
 	}
 	return nil
@@ -277,7 +278,7 @@ func (ck form) checkText(field, s string, required bool) error {
 	if len(s) > MaxTextLength {
 		return derr(field, "must be at most %d bytes", MaxTextLength)
 	}
-	if f := vocab.TextFault(s); ck.fresh && f != "" {
+	if f := textcheck.TextFault(s); ck.fresh && f != "" {
 		return derr(field, "%s", f)
 	}
 	return nil
@@ -331,11 +332,11 @@ func (ck form) checkValidator(field string, v Validator) error {
 	// The field names are built on error only: Decide checks a validator
 	// on every check record.
 	if err := ck.checkID(field, v.Name); err != nil {
-		err.(*vocab.DecodeError).Field = field + ".name"
+		err.(*family.DecodeError).Field = field + ".name"
 		return err
 	}
 	if err := ck.checkID(field, v.Version); err != nil {
-		err.(*vocab.DecodeError).Field = field + ".version"
+		err.(*family.DecodeError).Field = field + ".version"
 		return err
 	}
 	return nil

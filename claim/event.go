@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"tally/family"
 	"tally/jsonline"
-	"tally/vocab"
 )
 
 // EnvelopeKey is the member the log adds to every line (seq, actor, hash).
@@ -151,5 +151,5 @@ var schemas = map[string][]member{
 func Known(typ string) bool { _, ok := schemas[typ]; return ok }
 
 func derr(field, format string, args ...any) error {
-	return &vocab.DecodeError{Field: field, Msg: fmt.Sprintf(format, args...)}
+	return &family.DecodeError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }

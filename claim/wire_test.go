@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"tally/family"
 	"tally/vocab"
 )
 
@@ -111,7 +112,7 @@ func TestDecodeRefusals(t *testing.T) {
 	}
 	for line, field := range bad {
 		_, err := Decode([]byte(line))
-		var de *vocab.DecodeError
+		var de *family.DecodeError
 		if !errors.As(err, &de) {
 			t.Errorf("%s: %v", line, err)
 			continue
@@ -121,7 +122,7 @@ func TestDecodeRefusals(t *testing.T) {
 		}
 	}
 	_, err := Decode([]byte(`{"ts":"2026-09-01T17:00:00Z","type":"promise","id":"p1"}`))
-	if !errors.Is(err, vocab.ErrUnknownType) {
+	if !errors.Is(err, family.ErrUnknownType) {
 		t.Fatalf("unknown type: %v", err)
 	}
 }

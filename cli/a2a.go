@@ -20,7 +20,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"tally/a2atask"
-	"tally/ledger"
 	"tally/promise"
 	"tally/service"
 	"tally/vocab"
@@ -140,27 +139,31 @@ func (g *global) a2aTask(ctx context.Context, id string) (*a2a.Task, error) {
 		}
 		return &t, nil
 	}
-	tenant, session, err := g.target()
+	svc, err := g.service()
 	if err != nil {
 		return nil, err
 	}
-	l, err := g.open()
+	c, err := g.call("", "", time.Time{})
 	if err != nil {
 		return nil, err
 	}
-	defer l.Close()
+	c.Now = g.io.Now()
 	// The mapping GetTask answers with, under the default extension URIs;
 	// offline there is no server to fetch artifact bytes from, so a
 	// claim's artifacts carry no URL.
-	uris, contextID, now := a2atask.URIs{}.WithDefaults(), tenant+"/"+session, l.Now()
+	uris, contextID := a2atask.URIs{}.WithDefaults(), c.Tenant+"/"+c.Session
 	var t *a2a.Task
-	l.Read(func(st *ledger.State) {
-		if v, ok := a2atask.FindPromise(st.Promises.Select(promise.Filter{State: "all"}, now), id); ok {
-			t = a2atask.PromiseTask(v, contextID, []string{uris.Promise})
-		} else if v, ok := st.Claims.Claim(id, now.UTC()); ok {
-			t = a2atask.ClaimTask(&v, contextID, []string{uris.Claim}, "")
-		}
-	})
+	ps, err := svc.ListPromises(ctx, c, promise.Filter{State: "all", Task: id})
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := a2atask.FindPromise(ps.Promises, id); ok {
+		t = a2atask.PromiseTask(v, contextID, []string{uris.Promise})
+	} else if cl, err := svc.Claim(ctx, c, id); err == nil {
+		t = a2atask.ClaimTask(&cl.Claim, contextID, []string{uris.Claim}, "")
+	} else if r, ok := vocab.As(err); !ok || r.Code != vocab.NotFound {
+		return nil, err
+	}
 	if t == nil {
 		return nil, vocab.NotFoundf("task", "no promise has task id "+strconv.Quote(id)+" and no claim has that id")
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"tally/ledger"
+	"tally/rest"
 	"tally/service"
 	"tally/store"
 	"tally/vocab"
@@ -101,19 +101,20 @@ func newImport(g *global) *cobra.Command {
 // prefixed says what was refused before a refusal's message (a server's
 // keeps its status and code); a failure to open the ledger is its own.
 func prefixed(what string, err error) error {
-	var ref *service.Refusal
-	var ie *ledger.ImportError
+	var ref *rest.Refusal
 	if errors.As(err, &ref) {
-		return service.NewRefusal(ref.Status, ref.Code, what+": "+ref.Message)
+		return rest.NewRefusal(ref.Status, ref.Code, what+": "+ref.Message)
 	}
-	if _, ok := vocab.As(err); ok || errors.As(err, &ie) {
+	// A refused line is a rule's refusal by the time the Service answers
+	// (ledgerservice.ImportRefusal), so the CLI needs no ledger error.
+	if _, ok := vocab.As(err); ok {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return err
 }
 
 // printImport prints what an import appended.
-func (g *global) printImport(rep ledger.ImportReport) error {
+func (g *global) printImport(rep service.ImportReport) error {
 	if g.json {
 		_, err := g.io.Out.Write(service.ImportDoc(rep, false))
 		return err

@@ -19,7 +19,6 @@ import (
 	"tally/checkrun"
 	"tally/claim"
 	"tally/instant"
-	"tally/ledger"
 	"tally/service"
 	"tally/vocab"
 )
@@ -472,7 +471,7 @@ func (g *global) recordedLog(ctx context.Context, svc cliService, call service.C
 	got := make([]byte, len(head))
 	_, err = io.ReadFull(ac.Body, got)
 	if err == nil && !bytes.Equal(got, head) || err == io.EOF || err == io.ErrUnexpectedEOF {
-		err = &ledger.IdempotencyError{Code: ledger.CodeIdempotencyConflict, Key: call.RequestID}
+		err = &service.IdempotencyError{Code: service.CodeIdempotencyConflict, Key: call.RequestID}
 	}
 	if err != nil {
 		ac.Body.Close()

@@ -20,7 +20,7 @@ import (
 	"tally/api"
 	restclient "tally/client"
 	"tally/ledger"
-	"tally/service"
+	"tally/rest"
 	"tally/store"
 	"tally/vocab"
 )
@@ -208,7 +208,7 @@ func MainWith(args []string, io Streams, hosted Hosted) ExitCode {
 // fail prints err (its error document in --json mode) and maps it to an
 // exit code: 2 for a usage error or a refusal of the request itself (HTTP
 // 400, 413, 415), 1 otherwise. The document and the message are the ones a
-// server answers with (service.Refuse), so a verb prints the same locally
+// server answers with (rest.Refuse), so a verb prints the same locally
 // and over TALLY_URL.
 func (g *global) fail(err error) ExitCode {
 	if _, ok := err.(silentExit); ok {
@@ -227,17 +227,17 @@ func (g *global) fail(err error) ExitCode {
 }
 
 // refusal maps err to its refusal: a server's as it answered, the CLI's
-// usage errors as code "usage" (400), the rest as service.Refuse does.
-func refusal(err error) *service.Refusal {
-	var ref *service.Refusal
+// usage errors as code "usage" (400), the rest as rest.Refuse does.
+func refusal(err error) *rest.Refusal {
+	var ref *rest.Refusal
 	if errors.As(err, &ref) {
 		return ref
 	}
 	var ue usageError
 	if _, isRule := vocab.As(err); !isRule && (errors.As(err, &ue) || isFlagError(err)) {
-		return service.NewRefusal(http.StatusBadRequest, "usage", err.Error())
+		return rest.NewRefusal(http.StatusBadRequest, "usage", err.Error())
 	}
-	return service.Refuse(err)
+	return rest.Refuse(err)
 }
 
 // isFlagError recognises cobra's and pflag's parse errors, which carry no type.

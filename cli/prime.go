@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"tally/prime"
-	"tally/store"
+	"tally/vocab"
 )
 
 // primeOptions are prime's flags.
@@ -115,7 +115,7 @@ func (g *global) commands(ctx context.Context, seat string) (prime.Commands, err
 	if err != nil {
 		return c, err
 	}
-	if tenant != store.DefaultTenant || session != store.DefaultSession {
+	if tenant != vocab.DefaultTenant || session != vocab.DefaultSession {
 		c.Session = tenant + "/" + session
 	}
 	env := g.io.Getenv("TALLY_ACTOR")

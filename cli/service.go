@@ -14,8 +14,10 @@ import (
 
 	restclient "tally/client"
 	"tally/ledger"
+	"tally/ledgerservice"
 	"tally/service"
 	"tally/store"
+	"tally/vocab"
 )
 
 // cliService is what the CLI runs verbs on.
@@ -24,7 +26,7 @@ type cliService interface {
 }
 
 var (
-	_ cliService = (*service.Local)(nil)
+	_ cliService = (*ledgerservice.Local)(nil)
 	_ cliService = (*restclient.Client)(nil)
 )
 
@@ -50,11 +52,11 @@ func (g *global) service() (cliService, error) {
 		return c, nil
 	}
 	g.sessions = &cliSessions{g: g, open: map[string]*ledger.Ledger{}}
-	cfg := service.LocalConfig{Now: g.io.Now, Timekeeper: ledger.DefaultConfig().Timekeeper, Root: g.ledgerRoot}
+	cfg := ledgerservice.Config{Now: g.io.Now, Timekeeper: ledger.DefaultConfig().Timekeeper, Root: g.ledgerRoot}
 	if lc, err := g.ledgerConfig(); err == nil {
 		cfg.Timekeeper = lc.Timekeeper
 	}
-	g.svc = service.NewLocal(g.sessions, cfg)
+	g.svc = ledgerservice.New(g.sessions, cfg)
 	return g.svc, nil
 }
 
@@ -71,7 +73,7 @@ func (g *global) stale() (bool, error) {
 
 // target is the session --session names (default default/default).
 func (g *global) target() (tenant, session string, err error) {
-	tenant, session = store.DefaultTenant, store.DefaultSession
+	tenant, session = vocab.DefaultTenant, vocab.DefaultSession
 	if g.session != "" {
 		t, s, ok := strings.Cut(g.session, "/")
 		if !ok {

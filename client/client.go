@@ -1,7 +1,7 @@
 // Package client is the Service over a tally server's REST API: each
 // method sends the api document to its route and reads the response
 // document back, so a caller prints what it would print on a local ledger.
-// A refusal the server answers with comes back as a *service.Refusal
+// A refusal the server answers with comes back as a *rest.Refusal
 // holding the server's error document as is.
 //
 // The Call of a method names the session (the URL path), the acting
@@ -27,9 +27,10 @@ import (
 	"tally/api"
 	"tally/auth"
 	"tally/instant"
+	"tally/rest"
 	"tally/service"
-	"tally/store"
 	"tally/verb"
+	"tally/vocab"
 )
 
 // Config is where the server is and how to reach it.
@@ -101,7 +102,7 @@ func (c *Client) SessionURL(tenant, session string, q url.Values, segs ...string
 
 // Send sends one request as call and returns a 2xx response whose body the
 // caller reads, within the request's time bound, and then calls done; any
-// other answer is the server's refusal as a *service.Refusal.
+// other answer is the server's refusal as a *rest.Refusal.
 //
 // A write to a session's route of a cluster node (isReplicated) that
 // names no request id gets one of the client's own (service.NewRequestID)
@@ -165,7 +166,7 @@ func (c *Client) Send(ctx context.Context, call service.Call, method, u string, 
 }
 
 // send is one send of Send: a 2xx response, or the refusal it answered.
-func (c *Client) send(ctx context.Context, call service.Call, method, u string, body io.Reader, contentType string, f *sends) (*http.Response, *service.Refusal, error) {
+func (c *Client) send(ctx context.Context, call service.Call, method, u string, body io.Reader, contentType string, f *sends) (*http.Response, *rest.Refusal, error) {
 	req, err := http.NewRequestWithContext(ctx, method, u, f.first(body))
 	if err != nil {
 		return nil, nil, err
@@ -201,8 +202,8 @@ func (c *Client) send(ctx context.Context, call service.Call, method, u string, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("server %s: %w", c.serverOf(req), err)
 	}
-	ref := service.ReadRefusal(resp.StatusCode, resp.Status, b)
-	ref.RetryAfter = service.ParseRetryAfter(resp.Header.Get("Retry-After"))
+	ref := rest.ReadRefusal(resp.StatusCode, resp.Status, b)
+	ref.RetryAfter = rest.ParseRetryAfter(resp.Header.Get("Retry-After"))
 	return nil, ref, nil
 }
 
@@ -290,10 +291,10 @@ func (c *Client) Whoami(ctx context.Context, call service.Call) (Identity, error
 // CheckSession refuses a tenant or session name the server would not
 // have, before anything is sent.
 func CheckSession(tenant, session string) error {
-	if err := store.CheckName("tenant", tenant); err != nil {
+	if err := vocab.CheckName("tenant", tenant); err != nil {
 		return err
 	}
-	return store.CheckName("session", session)
+	return vocab.CheckName("session", session)
 }
 
 // heardFrom notes what an answer says of its server: whether it is a
@@ -333,12 +334,12 @@ func (e *lostAnswer) Unwrap() error { return e.err }
 // unknownOutcome is a write that got no answer as the client answers it:
 // what a server answers a write that may have committed (503
 // UnknownOutcome), naming its request id for a retry by hand.
-func unknownOutcome(err error, requestID string) *service.Refusal {
+func unknownOutcome(err error, requestID string) *rest.Refusal {
 	var ms []api.Member
 	if requestID != "" {
 		ms = append(ms, api.M("request_id", api.S(requestID)))
 	}
-	return service.NewRetryable(service.CodeUnknownOutcome, err.Error()+"; "+service.RetryAdvice(requestID), ms...)
+	return rest.NewRetryable(service.CodeUnknownOutcome, err.Error()+"; "+service.RetryAdvice(requestID), ms...)
 }
 
 func unwrapURLError(err error) error {

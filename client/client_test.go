@@ -17,6 +17,7 @@ import (
 	"tally/auth"
 	"tally/expect"
 	"tally/promise"
+	"tally/rest"
 	"tally/server"
 	"tally/service"
 	"tally/store"
@@ -85,7 +86,7 @@ func TestClientPromises(t *testing.T) {
 		t.Fatalf("retry: replayed=%v %v\n%s\nwant\n%s", again.Replayed, err, again.JSON, w.JSON)
 	}
 	_, err = cs["author"].AmendPromise(ctx, call, api.PromiseAmend{ID: "r1", Until: "3h"})
-	var ref *service.Refusal
+	var ref *rest.Refusal
 	if !errors.As(err, &ref) || ref.Status != http.StatusForbidden || ref.Code != "forbidden" || !bytes.HasPrefix(ref.Document, []byte(`{"schema_version":1,"error":`)) {
 		t.Fatalf("a stranger amends: %v", err)
 	}
@@ -150,7 +151,7 @@ func TestClientTaskOrigin(t *testing.T) {
 	if err != nil || o.Task.Outcome != "cancelled" || o.Task.Expectations[0].State != "withdrawn" || !bytes.Contains(o.JSON, []byte(`"outcome":"cancelled"`)) {
 		t.Fatalf("cancelled origin: %+v %v", o, err)
 	}
-	var ref *service.Refusal
+	var ref *rest.Refusal
 	if _, err := cs["agent"].TaskOrigin(ctx, call, "task-none"); !errors.As(err, &ref) || ref.Status != http.StatusNotFound || !strings.Contains(ref.Message, "taskId") {
 		t.Fatalf("no origin: %v", err)
 	}
@@ -164,7 +165,7 @@ func TestClientLogs(t *testing.T) {
 	call := service.Call{Tenant: "acme", Session: "main"}
 	lines := `{"ts":"2026-09-01T10:00:00Z","type":"promise","id":"p1","promise":"old","by":"reviewer","to":"author","until":"2026-09-02T10:00:00Z"}` + "\n" +
 		`{"ts":"2026-09-01T10:05:00Z","type":"nudge","promise":"p1"}` + "\n"
-	var ref *service.Refusal
+	var ref *rest.Refusal
 	if _, err := cs["reviewer"].Import(ctx, call, []byte(lines)); !errors.As(err, &ref) || ref.Status != http.StatusForbidden {
 		t.Fatalf("an agent imports: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"tally/rest"
 	"tally/service"
 )
 
@@ -101,7 +102,7 @@ func (f *sends) again() bool {
 // leader is the URL of the group's leader that ref names (503 naming
 // "leader_addr", either code), with the request's path and query, or ""
 // when it names none; fresh reports a node this request has not asked.
-func (f *sends) leader(ref *service.Refusal) (u string, fresh bool) {
+func (f *sends) leader(ref *rest.Refusal) (u string, fresh bool) {
 	if f.url == nil || !(ref.NotCommitted() || ref.OutcomeUnknown()) {
 		return "", false
 	}

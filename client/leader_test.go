@@ -17,6 +17,7 @@ import (
 
 	"tally/api"
 	"tally/promise"
+	"tally/rest"
 	"tally/service"
 )
 
@@ -137,7 +138,7 @@ func TestClientLeaderLoopBounded(t *testing.T) {
 	defer cancel()
 	call := service.Call{Tenant: "acme", Session: "main", RequestID: "k-loop"}
 	_, err := c.DeclarePromise(ctx, call, api.PromiseDeclare{ID: "r1", Promise: "x", To: "author", Until: "2h"})
-	var ref *service.Refusal
+	var ref *rest.Refusal
 	if !errors.As(err, &ref) || ref.Status != http.StatusServiceUnavailable || ref.Code != "Unavailable" || string(ref.Document) != unavailableDoc("http://"+addrA+"/") {
 		t.Fatalf("a loop: %v", err)
 	}
@@ -180,7 +181,7 @@ func TestClientLeaderNotFollowed(t *testing.T) {
 	ctx := context.Background()
 	call := service.Call{Tenant: "acme", Session: "main", RequestID: "k-none"}
 	_, err := c.DeclarePromise(ctx, call, api.PromiseDeclare{ID: "r1", Promise: "x", To: "author", Until: "2h"})
-	var ref *service.Refusal
+	var ref *rest.Refusal
 	if !errors.As(err, &ref) || ref.Status != http.StatusServiceUnavailable || string(ref.Document) != unavailableDoc("") {
 		t.Fatalf("no leader named: %v", err)
 	}
@@ -215,7 +216,7 @@ func TestClientWriteWithoutKeyGetsOne(t *testing.T) {
 	c := clientAt(t, &Client{}, startHop(t, follower))
 	c.retry = Retry{Attempts: 2, Pause: time.Millisecond}.WithDefaults()
 	_, err := c.DeclarePromise(context.Background(), service.Call{Tenant: "acme", Session: "main"}, api.PromiseDeclare{ID: "r1", Promise: "x", To: "author", Until: "2h"})
-	var ref *service.Refusal
+	var ref *rest.Refusal
 	if !errors.As(err, &ref) || ref.Status != http.StatusServiceUnavailable || string(ref.Document) != unavailableDoc("") {
 		t.Fatalf("a write without a key: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"tally/api"
 	"tally/instant"
+	"tally/rest"
 	"tally/service"
 	"tally/verb"
 )
@@ -35,7 +36,7 @@ func (c *Client) Export(ctx context.Context, call service.Call, format string, w
 		return service.Exported{}, fmt.Errorf("server %s: export: %w", c.url, err)
 	}
 	if t := resp.Trailer.Get(api.ExportErrorTrailer); t != "" {
-		return service.Exported{}, service.ReadRefusal(http.StatusInternalServerError, "500 Internal Server Error", []byte(t))
+		return service.Exported{}, rest.ReadRefusal(http.StatusInternalServerError, "500 Internal Server Error", []byte(t))
 	}
 	return service.Exported{}, nil
 }

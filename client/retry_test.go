@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"tally/api"
+	"tally/rest"
 	"tally/service"
 )
 
@@ -134,7 +135,7 @@ func TestClientRetryBounded(t *testing.T) {
 	s := &scripted{steps: []func(http.ResponseWriter){answer503(unknownDoc, "")}}
 	cl := scriptedClient(t, s, Retry{Attempts: 4, Pause: time.Millisecond})
 	_, err := cl.Do(context.Background(), where, "POST", cl.SessionURL("acme", "main", nil, "promises"), []byte(`{}`))
-	var ref *service.Refusal
+	var ref *rest.Refusal
 	if !errors.As(err, &ref) || !ref.OutcomeUnknown() || string(ref.Document) != unknownDoc {
 		t.Fatalf("the last answer: %v", err)
 	}
@@ -169,7 +170,7 @@ func TestClientUnkeyedUnknownNotRetried(t *testing.T) {
 		cl := scriptedClient(t, s, Retry{Pause: time.Millisecond})
 		_, err := cl.Do(context.Background(), service.Call{}, "POST", cl.URL()+"/v1/tokens", []byte(`{}`))
 		keys, _ := s.got()
-		var ref *service.Refusal
+		var ref *rest.Refusal
 		if len(keys) != c.sends || keys[0] != "" || (err == nil) != (c.sends == 2) || err != nil && (!errors.As(err, &ref) || !ref.OutcomeUnknown()) {
 			t.Fatalf("%s: %d sends, keys %q: %v", c.name, len(keys), keys, err)
 		}
@@ -219,7 +220,7 @@ func TestClientLostWriteIsUnknownOutcome(t *testing.T) {
 	s := &scripted{steps: []func(http.ResponseWriter){dropped}}
 	cl := scriptedClient(t, s, Retry{Attempts: 2, Pause: time.Millisecond})
 	_, err := cl.Do(context.Background(), service.Call{Tenant: "acme", Session: "main", RequestID: "k-lost"}, "POST", cl.SessionURL("acme", "main", nil, "promises"), []byte(`{}`))
-	var ref *service.Refusal
+	var ref *rest.Refusal
 	if !errors.As(err, &ref) || !ref.OutcomeUnknown() {
 		t.Fatalf("a lost write: %v", err)
 	}

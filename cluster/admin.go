@@ -14,7 +14,7 @@ import (
 
 	"tally/cluster/node"
 	"tally/cluster/replica"
-	"tally/service"
+	"tally/rest"
 	"tally/vocab"
 )
 
@@ -257,17 +257,17 @@ func (c *Node) OpRemoveNode(ctx context.Context, decode Decode) (any, error) {
 // (403 StaleRequest), a transfer not seen completed (504), a rule's
 // refusal by its code (Replayed 403, TooManySigned 429, invalid 400,
 // not_found 404, any other 409); the retryable 503s and anything else are
-// answered by the server's one mapping (service.Refuse).
+// answered by the server's one mapping (rest.Refuse).
 func refusal(err error) error {
 	var stale staleRequest
 	var pending transferPending
-	var ref *service.Refusal
-	var rf service.Refuser
+	var ref *rest.Refusal
+	var rf rest.Refuser
 	switch {
 	case errors.As(err, &stale):
-		return service.NewRefusal(http.StatusForbidden, CodeStaleRequest, stale.msg)
+		return rest.NewRefusal(http.StatusForbidden, CodeStaleRequest, stale.msg)
 	case errors.As(err, &pending):
-		return service.NewRefusal(http.StatusGatewayTimeout, CodeTransferPending, pending.Error())
+		return rest.NewRefusal(http.StatusGatewayTimeout, CodeTransferPending, pending.Error())
 	case errors.As(err, &ref), errors.As(err, &rf):
 		return err
 	}
@@ -283,7 +283,7 @@ func refusal(err error) error {
 		case replica.CodeTooManySigned:
 			status = http.StatusTooManyRequests
 		}
-		return service.NewRefusal(status, string(r.Code), err.Error())
+		return rest.NewRefusal(status, string(r.Code), err.Error())
 	}
 	return err
 }

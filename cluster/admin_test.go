@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"tally/cluster/replica"
-	"tally/service"
+	"tally/rest"
 )
 
 // A member's addresses are HOST:PORT with a host and a port from 1 to
@@ -46,7 +46,7 @@ func TestStartingAnswersWhy(t *testing.T) {
 	s := NewStarting(Config{NodeID: 3})
 	s.why, s.attempts = fmt.Errorf("raftlog: /d/raft: 0 bytes free: %w", syscall.ENOSPC), 4
 	rec := httptest.NewRecorder()
-	service.WriteRefusal(rec, s.Refusal())
+	rest.WriteRefusal(rec, s.Refusal())
 	want := `{"schema_version":1,"error":"node 3 cannot start: raftlog: /d/raft: 0 bytes free: no space left on device","code":"NodeStarting","node_id":3,"attempts":4}` + "\n"
 	if rec.Code != 503 || rec.Body.String() != want || rec.Header().Get("Retry-After") != "1" {
 		t.Fatalf("%d %q %s\nwant 503 %s", rec.Code, rec.Header().Get("Retry-After"), rec.Body, want)

@@ -33,6 +33,8 @@ import (
 	"tally/cluster/replica"
 	"tally/cluster/transport"
 	"tally/ledger"
+	"tally/ledgerservice"
+	"tally/rest"
 	"tally/service"
 )
 
@@ -76,12 +78,12 @@ type Config struct {
 	// it streams.
 	Version string
 	// Local makes the Service over the replica's sessions from the
-	// LocalConfig the node fixes: Now, the instant of the command being
+	// ledgerservice.Config the node fixes: Now, the instant of the command being
 	// applied; Root, the replica's ledger directory; TargetsVerified, as a
 	// check's target is verified at the proposer, never by a replica. It
 	// adds what the node leaves open (Timekeeper, RelativeLogs) and keeps
 	// the rest.
-	Local func(sessions service.Sessions, cfg service.LocalConfig) service.Service
+	Local func(sessions ledgerservice.Sessions, cfg ledgerservice.Config) service.Service
 	// OnFirstToken is given the cluster's first admin token (an admin of
 	// every tenant's tokens) when the bootstrapping node mints it: the
 	// only time its secret is shown.
@@ -275,8 +277,8 @@ func (c *Node) open(fresh bool) error {
 		rc.Restored = c.id.Restored.Created
 	}
 	var sm *replica.SM
-	rc.Service = func(s service.Sessions) service.Service {
-		return local(s, service.LocalConfig{Now: func() time.Time { return sm.Now() }, Root: func() (string, error) { return root, nil }, TargetsVerified: true,
+	rc.Service = func(s ledgerservice.Sessions) service.Service {
+		return local(s, ledgerservice.Config{Now: func() time.Time { return sm.Now() }, Root: func() (string, error) { return root, nil }, TargetsVerified: true,
 			MintExpectationID: func() string { return sm.MintExpectationID() }})
 	}
 	if sm, err = replica.New(rc); err != nil {
@@ -376,7 +378,7 @@ type stopped struct{}
 
 func (stopped) Error() string { return "cluster: node stopped" }
 
-func (e stopped) Refusal() *service.Refusal { return service.NewRetryable(CodeUnavailable, e.Error()) }
+func (e stopped) Refusal() *rest.Refusal { return rest.NewRetryable(CodeUnavailable, e.Error()) }
 
 // propose commits data in a group and returns what applying it did here.
 // A failure once the loop has it (the proposal handed to raft, a timeout
@@ -495,7 +497,7 @@ func (c *Node) unavailable(group uint64, err error) error { return c.proposalFai
 func (c *Node) proposalFailed(group uint64, err error, proposed bool) error {
 	if errors.Is(err, node.ErrTooLarge) {
 		// Not retryable: the same command is too large anywhere.
-		return service.NewRefusal(http.StatusRequestEntityTooLarge, "invalid", "command: "+err.Error())
+		return rest.NewRefusal(http.StatusRequestEntityTooLarge, "invalid", "command: "+err.Error())
 	}
 	u := &Unavailable{Group: group, Err: err, OutcomeUnknown: proposed}
 	for _, g := range c.lastStatus() {
@@ -538,12 +540,12 @@ func seed() uint64 {
 // (HTTP 503): retry, here or at the leader the document names.
 const CodeUnavailable = service.CodeUnavailable
 
-// Refusal is the retryable answer every binding gives (service.Refuser):
+// Refusal is the retryable answer every binding gives (rest.Refuser):
 // 503 with Retry-After, the code Unavailable (nothing was proposed) or
 // UnknownOutcome (it may have committed), with the group's leader, when
 // known, as "leader" (its node id) and "leader_addr" (its HTTP address),
 // and the request id a retry must carry as "request_id".
-func (e *Unavailable) Refusal() *service.Refusal {
+func (e *Unavailable) Refusal() *rest.Refusal {
 	code := CodeUnavailable
 	if e.OutcomeUnknown {
 		code = service.CodeUnknownOutcome
@@ -558,5 +560,5 @@ func (e *Unavailable) Refusal() *service.Refusal {
 	if e.OutcomeUnknown && e.RequestID != "" {
 		ms = append(ms, api.M("request_id", api.S(e.RequestID)))
 	}
-	return service.NewRetryable(code, e.Error(), ms...)
+	return rest.NewRetryable(code, e.Error(), ms...)
 }

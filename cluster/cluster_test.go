@@ -23,7 +23,9 @@ import (
 	"tally/api"
 	"tally/cluster/replica"
 	"tally/ledger"
+	"tally/ledgerservice"
 	"tally/promise"
+	"tally/rest"
 	"tally/server"
 	"tally/service"
 	"tally/store"
@@ -103,9 +105,9 @@ func (tn *testNode) stop(t testing.TB) {
 func nodeConfig(t testing.TB, dir string, id uint64) Config {
 	cfg := Config{NodeID: id, RaftAddr: freeAddr(t), Addr: freeAddr(t), Data: filepath.Join(dir, fmt.Sprint(id)),
 		Secret: "a join secret of some length", Groups: 4, Tick: 20 * time.Millisecond, Ledger: ledger.DefaultConfig(),
-		Local: func(s service.Sessions, lc service.LocalConfig) service.Service {
+		Local: func(s ledgerservice.Sessions, lc ledgerservice.Config) service.Service {
 			lc.Timekeeper = ledger.DefaultConfig().Timekeeper
-			return service.NewLocal(s, lc)
+			return ledgerservice.New(s, lc)
 		}}
 	cfg.Ledger.Logger = slog.New(slog.DiscardHandler)
 	return cfg
@@ -400,7 +402,7 @@ func TestJoinRefusals(t *testing.T) {
 	waitFor(t, "a voter in every group", 20*time.Second, func() bool { return allVoters(n1.Node, 1) })
 	big := api.PromiseDeclare{Promise: strings.Repeat("x", 2<<20), To: "bob", Until: "2h"}
 	_, err := n1.DeclarePromise(context.Background(), service.Call{Tenant: "acme", Session: "big", Actor: "alice"}, big)
-	var ref *service.Refusal
+	var ref *rest.Refusal
 	if !errors.As(err, &ref) || ref.Status != 413 {
 		t.Fatalf("a 2 MiB declaration: %v", err)
 	}

@@ -17,7 +17,7 @@ import (
 
 	"tally/cluster/node"
 	"tally/cluster/replica"
-	"tally/service"
+	"tally/rest"
 	"tally/vocab"
 )
 
@@ -272,12 +272,12 @@ func (c *Node) OpJoin(ctx context.Context, decode Decode) (any, error) {
 	var req joinRequest
 	if err := decode(&req); err != nil {
 		if _, ok := vocab.As(err); ok {
-			return nil, service.NewRefusal(http.StatusBadRequest, CodeBadJoin, "join: "+err.Error())
+			return nil, rest.NewRefusal(http.StatusBadRequest, CodeBadJoin, "join: "+err.Error())
 		}
 		return nil, err
 	}
 	if !hmac.Equal([]byte(req.MAC), []byte(signJoin(c.cfg.Secret, req))) {
-		return nil, service.NewRefusal(http.StatusForbidden, codeWrongSecret, "join: the request is not signed with this cluster's join secret")
+		return nil, rest.NewRefusal(http.StatusForbidden, codeWrongSecret, "join: the request is not signed with this cluster's join secret")
 	}
 	now := time.Now()
 	if err := fresh("join", req.At, now); err != nil {
@@ -288,22 +288,22 @@ func (c *Node) OpJoin(ctx context.Context, decode Decode) (any, error) {
 	// lifetime, here or, through the meta group, at another node.
 	at, _ := time.Parse(time.RFC3339Nano, req.At)
 	if len(req.Nonce) < nonceLenMin || len(req.Nonce) > nonceLenMax {
-		return nil, service.NewRefusal(http.StatusBadRequest, CodeBadJoin, fmt.Sprintf("join: nonce: must be %d to %d characters, used once", nonceLenMin, nonceLenMax))
+		return nil, rest.NewRefusal(http.StatusBadRequest, CodeBadJoin, fmt.Sprintf("join: nonce: must be %d to %d characters, used once", nonceLenMin, nonceLenMax))
 	}
 	if ok, _ := c.nonces.use(req.Nonce, at.Add(SignatureMax), now); !ok {
-		return nil, service.NewRefusal(http.StatusForbidden, CodeReplayed, fmt.Sprintf("join: nonce: %s was used already at this node, or this node holds too many: a join is good once", req.Nonce))
+		return nil, rest.NewRefusal(http.StatusForbidden, CodeReplayed, fmt.Sprintf("join: nonce: %s was used already at this node, or this node holds too many: a join is good once", req.Nonce))
 	}
 	if req.ClusterID != "" {
 		// A restart asking whether it rejoins its own cluster: nothing to
 		// add, and no node of another cluster is let in.
 		if req.ClusterID != c.id.ClusterID {
-			return nil, service.NewRefusal(http.StatusConflict, CodeWrongCluster, fmt.Sprintf("join: node %d belongs to cluster %s; this is cluster %s%s: a node never moves between clusters (remove its data directory to join it as a new node)",
+			return nil, rest.NewRefusal(http.StatusConflict, CodeWrongCluster, fmt.Sprintf("join: node %d belongs to cluster %s; this is cluster %s%s: a node never moves between clusters (remove its data directory to join it as a new node)",
 				req.Member.ID, req.ClusterID, c.id.ClusterID, c.id.restoredNote()))
 		}
 		return c.answerJoin(req.Nonce), nil
 	}
 	if err := CheckMember(req.Member, "member."); err != nil {
-		return nil, service.NewRefusal(http.StatusBadRequest, CodeBadJoin, "join: "+err.Error())
+		return nil, rest.NewRefusal(http.StatusBadRequest, CodeBadJoin, "join: "+err.Error())
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -314,7 +314,7 @@ func (c *Node) OpJoin(ctx context.Context, decode Decode) (any, error) {
 	if err != nil {
 		var u *Unavailable
 		if errors.As(err, &u) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, service.NewRetryable(CodeUnavailable, "join: "+err.Error())
+			return nil, rest.NewRetryable(CodeUnavailable, "join: "+err.Error())
 		}
 		code, status := "JoinRefused", http.StatusConflict
 		if r, ok := vocab.As(err); ok {
@@ -323,7 +323,7 @@ func (c *Node) OpJoin(ctx context.Context, decode Decode) (any, error) {
 				status = http.StatusForbidden
 			}
 		}
-		return nil, service.NewRefusal(status, code, "join: "+err.Error())
+		return nil, rest.NewRefusal(status, code, "join: "+err.Error())
 	}
 	return c.answerJoin(req.Nonce), nil
 }

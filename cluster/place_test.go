@@ -13,6 +13,7 @@ import (
 	"tally/cluster/node"
 	"tally/cluster/replica"
 	"tally/promise"
+	"tally/rest"
 	"tally/service"
 )
 
@@ -159,7 +160,7 @@ func TestPlacementBetweenItsSteps(t *testing.T) {
 	if !errors.As(err, &mv) || !mv.Unrecorded || mv.From != g0 || mv.Group != to {
 		t.Fatalf("a write while the placement is not recorded: %v", err)
 	}
-	if ref := service.Refuse(err); ref.Status != 503 || ref.Code != replica.CodeMoved || !strings.Contains(ref.Message, "tally cluster place acme/halfway --group") {
+	if ref := rest.Refuse(err); ref.Status != 503 || ref.Code != replica.CodeMoved || !strings.Contains(ref.Message, "tally cluster place acme/halfway --group") {
 		t.Fatalf("answered %d %s %q", ref.Status, ref.Code, ref.Message)
 	}
 	if _, err := n1.ListPromises(ctx, service.Call{Tenant: "acme", Session: session, Actor: "alice"}, promise.Filter{}); !errors.As(err, &mv) {

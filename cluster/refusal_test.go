@@ -6,7 +6,7 @@ import (
 
 	"tally/cluster/node"
 	"tally/cluster/replica"
-	"tally/service"
+	"tally/rest"
 )
 
 // The cluster's retryable answers are error documents like the others
@@ -15,7 +15,7 @@ import (
 // and names its request id for the retry, or says it has none.
 func TestRetryableDocuments(t *testing.T) {
 	for _, c := range []struct {
-		err  interface{ Refusal() *service.Refusal }
+		err  interface{ Refusal() *rest.Refusal }
 		want string
 	}{
 		{&Unavailable{Group: 3, Err: node.ErrNoLeader},
@@ -28,13 +28,13 @@ func TestRetryableDocuments(t *testing.T) {
 			`{"schema_version":1,"error":"group 4 did not answer the write at this node: node: timed out waiting for the group; the write may have committed; it carried no request id, so look whether it did before sending it again","code":"UnknownOutcome","group":4}` + "\n"},
 		{&Unavailable{Group: 4, Err: node.ErrTimeout},
 			`{"schema_version":1,"error":"group 4 unavailable at this node: node: timed out waiting for the group","code":"Unavailable","group":4}` + "\n"},
-		{ErrStopped.(interface{ Refusal() *service.Refusal }),
+		{ErrStopped.(interface{ Refusal() *rest.Refusal }),
 			`{"schema_version":1,"error":"cluster: node stopped","code":"Unavailable"}` + "\n"},
 		{&replica.Moved{Session: "acme/p", Group: 5, From: 4},
 			`{"schema_version":1,"error":"session acme/p is placed in group 5; group 4 no longer takes its commands: retry","code":"Moved","group":5,"from_group":4}` + "\n"},
 	} {
 		ref := c.err.Refusal()
-		if string(ref.Document) != c.want || ref.Status != 503 || ref.RetryAfter != service.RetryAfter {
+		if string(ref.Document) != c.want || ref.Status != 503 || ref.RetryAfter != rest.RetryAfter {
 			t.Errorf("%d %s\nwant %s", ref.Status, ref.Document, c.want)
 		}
 	}
@@ -44,7 +44,7 @@ func TestRetryableDocuments(t *testing.T) {
 // to unproposed: the write's answer is Unavailable, not UnknownOutcome.
 func TestStagedChunkNotCommitted(t *testing.T) {
 	err := staged(&Unavailable{Group: 2, Err: node.ErrLeaderChanged, OutcomeUnknown: true, RequestID: "k"})
-	if ref := service.Refuse(err); ref.Code != CodeUnavailable || !ref.NotCommitted() {
+	if ref := rest.Refuse(err); ref.Code != CodeUnavailable || !ref.NotCommitted() {
 		t.Fatalf("%d %s: %s", ref.Status, ref.Code, ref.Document)
 	}
 	if other := errors.New("x"); staged(other) != other {

@@ -9,6 +9,7 @@ import (
 	"tally/claim"
 	"tally/cluster/replica"
 	"tally/digest"
+	"tally/ledgerservice"
 	"tally/service"
 	"tally/verb"
 )
@@ -17,7 +18,7 @@ import (
 // one carrying bytes stages them first (service_upload.go). A check's
 // target is verified here, at the proposer, against this replica's copy,
 // and the replicas append the check without reading bytes
-// (service.LocalConfig.TargetsVerified): whether a replica's disk holds a
+// (ledgerservice.Config.TargetsVerified): whether a replica's disk holds a
 // whole copy must not change what it decides.
 
 var _ service.Claims = (*Node)(nil)
@@ -109,7 +110,7 @@ func (c *Node) BeginCheck(ctx context.Context, call service.Call, d api.ClaimBeg
 // published in the verdict's own command.
 func (c *Node) ReportCheck(ctx context.Context, call service.Call, d api.ClaimCheck, ev *service.Evidence) (service.ClaimWritten, error) {
 	if ev != nil {
-		if err := service.EvidenceNamed(d); err != nil {
+		if err := ledgerservice.EvidenceNamed(d); err != nil {
 			return service.ClaimWritten{}, err
 		}
 	}
@@ -129,7 +130,7 @@ func (c *Node) PublishArtifact(ctx context.Context, call service.Call, d api.Cla
 }
 
 // targetChecker is the replica's Service as checkTarget uses it
-// (service.Local).
+// (ledgerservice.Local).
 type targetChecker interface {
 	CheckTarget(ctx context.Context, c service.Call, cmd claim.Command) error
 }
@@ -139,7 +140,7 @@ type targetChecker interface {
 // local ledger gives for a damaged or missing copy, before anything is
 // proposed.
 func (c *Node) checkTarget(ctx context.Context, call service.Call, cmd claim.Command) error {
-	if _, ok := service.TargetOf(cmd); !ok {
+	if _, ok := ledgerservice.TargetOf(cmd); !ok {
 		return nil
 	}
 	_, err := read(ctx, c, call, func(s service.Service, call service.Call) (struct{}, error) {

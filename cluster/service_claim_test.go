@@ -20,6 +20,8 @@ import (
 	"tally/cluster/node"
 	"tally/cluster/replica"
 	"tally/ledger"
+	"tally/ledgerservice"
+	"tally/rest"
 	"tally/service"
 	"tally/store"
 	"tally/vocab"
@@ -142,7 +144,7 @@ func TestClaimsThroughThreeNodes(t *testing.T) {
 			t.Fatalf("%s, locally: %v", st.name, werr)
 		}
 		if st.refused {
-			if a, b := service.Refuse(err).Document, service.Refuse(werr).Document; !bytes.Equal(a, b) {
+			if a, b := rest.Refuse(err).Document, rest.Refuse(werr).Document; !bytes.Equal(a, b) {
 				t.Fatalf("%s through node %d: %s; locally: %s", st.name, n.ID(), a, b)
 			}
 			continue
@@ -402,7 +404,7 @@ func readArtifact(t *testing.T, n *Node, call service.Call, claimID, id string) 
 	return b
 }
 
-// dirSessions is service.Sessions over a ledger directory, for a local
+// dirSessions is ledgerservice.Sessions over a ledger directory, for a local
 // Service to hold the cluster's answers against.
 type dirSessions struct {
 	root string
@@ -433,7 +435,7 @@ func (d *dirSessions) Open(_ context.Context, tenant, session string, create boo
 
 // newDirLocal is a local Service over a new ledger directory, and the
 // directory.
-func newDirLocal(t *testing.T) (*service.Local, string) {
+func newDirLocal(t *testing.T) (*ledgerservice.Local, string) {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), "ledger")
 	if err := store.Init(root); err != nil {
@@ -445,7 +447,7 @@ func newDirLocal(t *testing.T) (*service.Local, string) {
 			l.Close()
 		}
 	})
-	return service.NewLocal(ss, service.LocalConfig{Timekeeper: ledger.DefaultConfig().Timekeeper, Root: func() (string, error) { return root, nil }}), root
+	return ledgerservice.New(ss, ledgerservice.Config{Timekeeper: ledger.DefaultConfig().Timekeeper, Root: func() (string, error) { return root, nil }}), root
 }
 
 // localLog is the log of acme/parser in a local ledger directory.

@@ -28,7 +28,7 @@ import (
 
 	"tally/cluster/node"
 	"tally/cluster/replica"
-	"tally/service"
+	"tally/rest"
 	"tally/vocab"
 )
 
@@ -156,7 +156,7 @@ func (c *Node) decodeSigned(decode Decode, req signedRequest) error {
 	}
 	what, s, fields := req.envelope()
 	if !hmac.Equal([]byte(s.MAC), []byte(s.sum(c.cfg.Secret, what, fields))) {
-		return service.NewRefusal(http.StatusForbidden, codeWrongSecret, what+": the request is not signed with this cluster's join secret")
+		return rest.NewRefusal(http.StatusForbidden, codeWrongSecret, what+": the request is not signed with this cluster's join secret")
 	}
 	now := time.Now()
 	if err := fresh(what, s.At, now); err != nil {
@@ -164,18 +164,18 @@ func (c *Node) decodeSigned(decode Decode, req signedRequest) error {
 	}
 	switch {
 	case s.ClusterID != c.id.ClusterID:
-		return service.NewRefusal(http.StatusForbidden, CodeWrongCluster, fmt.Sprintf("%s: cluster_id: signed for cluster %q; this is cluster %s", what, s.ClusterID, c.id.ClusterID))
+		return rest.NewRefusal(http.StatusForbidden, CodeWrongCluster, fmt.Sprintf("%s: cluster_id: signed for cluster %q; this is cluster %s", what, s.ClusterID, c.id.ClusterID))
 	case s.NodeID != c.cfg.NodeID:
-		return service.NewRefusal(http.StatusForbidden, CodeWrongNode, fmt.Sprintf("%s: node_id: addressed to node %d; this is node %d: a signed request is taken only by the node it names", what, s.NodeID, c.cfg.NodeID))
+		return rest.NewRefusal(http.StatusForbidden, CodeWrongNode, fmt.Sprintf("%s: node_id: addressed to node %d; this is node %d: a signed request is taken only by the node it names", what, s.NodeID, c.cfg.NodeID))
 	case len(s.Nonce) < nonceLenMin || len(s.Nonce) > nonceLenMax:
-		return service.NewRefusal(http.StatusBadRequest, "invalid", fmt.Sprintf("%s: nonce: must be %d to %d characters, used once", what, nonceLenMin, nonceLenMax))
+		return rest.NewRefusal(http.StatusBadRequest, "invalid", fmt.Sprintf("%s: nonce: must be %d to %d characters, used once", what, nonceLenMin, nonceLenMax))
 	}
 	at, _ := time.Parse(time.RFC3339Nano, s.At) // fresh parsed it
 	switch ok, full := c.nonces.use(s.Nonce, at.Add(SignatureMax), now); {
 	case full:
-		return service.NewRefusal(http.StatusTooManyRequests, string(replica.CodeTooManySigned), fmt.Sprintf("%s: this node remembers %d signed requests, the most it holds: retry once some have expired (within minutes)", what, nonceMax))
+		return rest.NewRefusal(http.StatusTooManyRequests, string(replica.CodeTooManySigned), fmt.Sprintf("%s: this node remembers %d signed requests, the most it holds: retry once some have expired (within minutes)", what, nonceMax))
 	case !ok:
-		return service.NewRefusal(http.StatusForbidden, CodeReplayed, fmt.Sprintf("%s: nonce: %s was used already at this node: a signed request is good once (sign a new one)", what, s.Nonce))
+		return rest.NewRefusal(http.StatusForbidden, CodeReplayed, fmt.Sprintf("%s: nonce: %s was used already at this node: a signed request is good once (sign a new one)", what, s.Nonce))
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"tally/api"
-	"tally/service"
+	"tally/rest"
 )
 
 // StartFreeMin is the space a node's data directory's file system must
@@ -124,8 +124,8 @@ func diskError(err error) bool {
 // Refusal is the answer to every request while the node has not
 // started: 503 NodeStarting, why, how many starts it tried, and when it
 // tries again (Retry-After). tally serve --cluster answers it
-// (service.WriteRefusal) until the node is up.
-func (s *Starting) Refusal() *service.Refusal {
+// (rest.WriteRefusal) until the node is up.
+func (s *Starting) Refusal() *rest.Refusal {
 	s.mu.Lock()
 	why, attempts, next := s.why, s.attempts, s.next
 	s.mu.Unlock()
@@ -137,7 +137,7 @@ func (s *Starting) Refusal() *service.Refusal {
 	if !next.IsZero() {
 		retry = max(1, int(time.Until(next).Round(time.Second)/time.Second))
 	}
-	r := service.NewRetryable(CodeNodeStarting, msg, api.M("node_id", api.U(s.cfg.NodeID)), api.M("attempts", api.U(uint64(attempts))))
+	r := rest.NewRetryable(CodeNodeStarting, msg, api.M("node_id", api.U(s.cfg.NodeID)), api.M("attempts", api.U(uint64(attempts))))
 	r.RetryAfter = time.Duration(retry) * time.Second
 	return r
 }

@@ -11,7 +11,7 @@ import (
 	"tally/api"
 	"tally/cluster/node"
 	"tally/cluster/replica"
-	"tally/service"
+	"tally/rest"
 )
 
 // GroupStatus is one group as this node sees it.
@@ -170,7 +170,7 @@ const (
 // the operator's signed requests) are mounted by the server's route table
 // (server.NewCluster), behind the middleware of every route: each takes
 // its document through decode and answers a document, marshalled as JSON,
-// or a refusal (service.Refusal, a service.Refuser), which the server
+// or a refusal (rest.Refusal, a rest.Refuser), which the server
 // writes.
 
 // OpStatus reports the node and the cluster as this node sees them.
@@ -181,7 +181,7 @@ func (c *Node) OpStatus(ctx context.Context, _ Decode) (any, error) { return c.s
 func (c *Node) statusNow(ctx context.Context) (Status, error) {
 	st, err := c.Status(ctx)
 	if err != nil {
-		return Status{}, service.NewRetryable(CodeUnavailable, err.Error())
+		return Status{}, rest.NewRetryable(CodeUnavailable, err.Error())
 	}
 	return st, nil
 }
@@ -208,10 +208,10 @@ func (c *Node) OpHealth(ctx context.Context, _ Decode) (any, error) {
 	}
 	switch {
 	case st.Failed != "":
-		return nil, service.NewRetryable(CodeNodeFailed, st.Failed)
+		return nil, rest.NewRetryable(CodeNodeFailed, st.Failed)
 	case len(without) > 0:
 		groups, _ := json.Marshal(without)
-		return nil, service.NewRetryable(CodeNoQuorum, fmt.Sprintf("no quorum reached from this node in group(s) %v", without), api.M("groups", groups))
+		return nil, rest.NewRetryable(CodeNoQuorum, fmt.Sprintf("no quorum reached from this node in group(s) %v", without), api.M("groups", groups))
 	}
 	return map[string]any{"node_id": st.NodeID, "groups": len(st.Groups), "quorum": true}, nil
 }

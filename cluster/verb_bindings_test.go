@@ -10,6 +10,7 @@ import (
 	"tally/api"
 	"tally/client"
 	"tally/expect"
+	"tally/rest"
 	"tally/server"
 	"tally/service"
 	"tally/store"
@@ -102,7 +103,7 @@ func TestExpectTaskOnEveryNode(t *testing.T) {
 			t.Fatalf("node %d: %v %+v", n.ID(), err, got.Task)
 		}
 		_, err = c.TaskOrigin(ctx, service.Call{Tenant: "acme", Session: "main"}, "nope")
-		if ref := service.Refuse(err); err == nil || ref.Code != "not_found" {
+		if ref := rest.Refuse(err); err == nil || ref.Code != "not_found" {
 			t.Fatalf("node %d: an unknown task: %v", n.ID(), err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"tally/instant"
+	"tally/textcheck"
 	"tally/vocab"
 )
 
@@ -133,17 +134,17 @@ func (s *State) text(field, v string, required bool) *vocab.Refusal {
 		return vocab.Invalidf(field, fmt.Sprintf("must be at most %d bytes", s.cfg.TextMax))
 	case !utf8.ValidString(v):
 		return vocab.Invalidf(field, "must be valid UTF-8")
-	case vocab.TextFault(v) != "":
-		return vocab.Invalidf(field, vocab.TextFault(v))
+	case textcheck.TextFault(v) != "":
+		return vocab.Invalidf(field, textcheck.TextFault(v))
 	}
 	return nil
 }
 
-// identifiers refuses what vocab.IdentifierFault finds in the named
+// identifiers refuses what textcheck.IdentifierFault finds in the named
 // identifiers of a command (only at decide: old records still fold).
 func identifiers(ids ...string) *vocab.Refusal {
 	for i := 0; i+1 < len(ids); i += 2 {
-		if f := vocab.IdentifierFault(ids[i+1]); f != "" {
+		if f := textcheck.IdentifierFault(ids[i+1]); f != "" {
 			return vocab.Invalidf(ids[i], f)
 		}
 	}

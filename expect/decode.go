@@ -8,14 +8,14 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"tally/family"
 	"tally/jsonline"
-	"tally/vocab"
 )
 
-// bad is this family's decode error: a vocab.DecodeError, said after
+// bad is this family's decode error: a family.DecodeError, said after
 // "decode: " as expectation records always have been.
 func bad(field, msg string) error {
-	return fmt.Errorf("decode: %w", &vocab.DecodeError{Field: field, Msg: msg})
+	return fmt.Errorf("decode: %w", &family.DecodeError{Field: field, Msg: msg})
 }
 
 // member is one raw top-level member of a line.
@@ -177,7 +177,7 @@ func idField(field string, dst *string) func(json.RawMessage) error {
 // envelope). Members it knows are validated and typed; members it does not
 // know are kept in Extra; the envelope member is skipped. A well-formed line
 // of another type returns an Event holding only TS and Type, with an error
-// wrapping vocab.ErrUnknownType, so the caller can keep the line and report it.
+// wrapping family.ErrUnknownType, so the caller can keep the line and report it.
 func Decode(line []byte) (Event, error) {
 	ms, err := members(line, "")
 	if err != nil {
@@ -203,7 +203,7 @@ func Decode(line []byte) (Event, error) {
 		return Event{}, bad("type", "missing")
 	}
 	if !Known(e.Type) {
-		return Event{TS: e.TS, Type: e.Type}, fmt.Errorf("%w %q", vocab.ErrUnknownType, e.Type)
+		return Event{TS: e.TS, Type: e.Type}, fmt.Errorf("%w %q", family.ErrUnknownType, e.Type)
 	}
 	if !tsSeen {
 		return Event{}, bad("ts", "missing")
@@ -473,7 +473,7 @@ func (e *Event) wellFormed() error {
 			return bad("outcome", "must be completed, cancelled or failed")
 		}
 	default:
-		return fmt.Errorf("%w %q", vocab.ErrUnknownType, e.Type)
+		return fmt.Errorf("%w %q", family.ErrUnknownType, e.Type)
 	}
 	return nil
 }

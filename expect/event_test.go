@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"tally/vocab"
+	"tally/family"
 )
 
 func mustTime(s string) time.Time {
@@ -261,9 +261,9 @@ func TestDecodeRefuses(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Decode([]byte(c.line))
-			var de *vocab.DecodeError
+			var de *family.DecodeError
 			if !errors.As(err, &de) {
-				t.Fatalf("Decode(%s) = %v, want a vocab.DecodeError", c.line, err)
+				t.Fatalf("Decode(%s) = %v, want a family.DecodeError", c.line, err)
 			}
 			if de.Field != c.field {
 				t.Fatalf("Decode(%s) field = %q (%v), want %q", c.line, de.Field, err, c.field)
@@ -274,7 +274,7 @@ func TestDecodeRefuses(t *testing.T) {
 
 func TestDecodeUnknownType(t *testing.T) {
 	e, err := Decode([]byte(`{"ts":"2026-09-01T17:00:00Z","type":"promise","id":"pnk_1"}`))
-	if !errors.Is(err, vocab.ErrUnknownType) || e.Type != "promise" || !e.TS.Equal(mustTime("2026-09-01T17:00:00Z")) {
+	if !errors.Is(err, family.ErrUnknownType) || e.Type != "promise" || !e.TS.Equal(mustTime("2026-09-01T17:00:00Z")) {
 		t.Fatalf("Decode = %+v, %v", e, err)
 	}
 }
@@ -340,7 +340,7 @@ func FuzzDecode(f *testing.F) {
 
 // TestDecodeErrorWords pins the words of a decode error, which reach import
 // and verify reports: the family's "decode: " prefix, then the member and
-// the rule, through the shared vocab.DecodeError.
+// the rule, through the shared family.DecodeError.
 func TestDecodeErrorWords(t *testing.T) {
 	for _, c := range []struct{ line, want string }{
 		{`{"ts":"2026-09-01T17:00:00Z","type":"expect.withdraw","by":"a"}`, "decode: expectationId: missing"},

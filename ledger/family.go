@@ -5,13 +5,13 @@ import (
 
 	"tally/claim"
 	"tally/expect"
+	"tally/family"
 	"tally/promise"
 	"tally/store"
-	"tally/vocab"
 )
 
-// The ledger reaches the families only through vocab.Family (deciding,
-// encoding, viewing) and vocab.Folder (folding): one loop folds every
+// The ledger reaches the families only through family.Interface (deciding,
+// encoding, viewing) and family.Folder (folding): one loop folds every
 // family's lines and one function turns any family's decision into records.
 // The promise writer's fast path (PrepareDeclare, Admit) and the fold of a
 // promise event just encoded are the two places that know the promise core
@@ -21,7 +21,7 @@ import (
 // a family without a snapshot codec (all but promises) is rebuilt from its
 // lines, which the state locates.
 type folder struct {
-	vocab.Folder
+	family.Folder
 	refold bool
 }
 
@@ -32,8 +32,8 @@ func (s *State) folders() [3]folder {
 }
 
 // metaOf is what the log knows about an entry, for the families.
-func metaOf(e store.Entry) vocab.Meta {
-	return vocab.Meta{Seq: vocab.Seq(e.Env.Seq), Actor: vocab.Participant(e.Env.Actor)}
+func metaOf(e store.Entry) family.Meta {
+	return family.Meta{Seq: e.Env.Seq, Actor: e.Env.Actor}
 }
 
 func (l *Ledger) promiseFamily(st *State) promise.Family {
@@ -45,14 +45,14 @@ func claimFamily(st *State) claim.Family { return claim.Family{S: st.Claims} }
 func expectFamily(st *State) expect.Family { return expect.Family{S: st.Expects} }
 
 // input is what a family's decision knows besides the state and command.
-func input(opts WriteOptions, human bool, now time.Time) vocab.Input {
-	return vocab.Input{Actor: vocab.Participant(opts.Actor), Human: human, Now: now}
+func input(opts WriteOptions, human bool, now time.Time) family.Input {
+	return family.Input{Actor: opts.Actor, Human: human, Now: now}
 }
 
 // decideWith decides cmd with family f and encodes the events it returns
 // as the records to append. keep, if set, stores an event beside its record
 // (the promise event, which is folded as it is and handed back in Result).
-func decideWith[C, E any, ID ~string, V any](f vocab.Family[C, E, ID, V], in vocab.Input, cmd C, keep func(*pending, E)) ([]pending, []string, error) {
+func decideWith[C, E, V any](f family.Interface[C, E, V], in family.Input, cmd C, keep func(*pending, E)) ([]pending, []string, error) {
 	evs, warn, err := f.Decide(in, cmd)
 	if err != nil {
 		return nil, nil, err
@@ -61,11 +61,11 @@ func decideWith[C, E any, ID ~string, V any](f vocab.Family[C, E, ID, V], in voc
 }
 
 // encodeWith encodes events of family f as records to append.
-func encodeWith[C, E any, ID ~string, V any](f vocab.Family[C, E, ID, V], evs []E, keep func(*pending, E)) []pending {
+func encodeWith[C, E, V any](f family.Interface[C, E, V], evs []E, keep func(*pending, E)) []pending {
 	out := make([]pending, len(evs))
 	for i, ev := range evs {
 		r := f.Encode(ev)
-		out[i] = pending{typ: r.Type, body: r.Body, party: string(r.Party)}
+		out[i] = pending{typ: r.Type, body: r.Body, party: r.Party}
 		if keep != nil {
 			keep(&out[i], ev)
 		}

@@ -7,8 +7,8 @@ import (
 
 	"tally/claim"
 	"tally/expect"
+	"tally/family"
 	"tally/promise"
-	"tally/vocab"
 )
 
 // foldBothWays decides cmds with family a and folds each event two ways:
@@ -16,9 +16,9 @@ import (
 // (ApplyLine of Encode's body). The two must then show the same view of
 // id: the fold of a record this process just wrote and the fold of the
 // same record read back from the log cannot drift apart.
-func foldBothWays[C, E any, ID ~string, V any](t *testing.T, a, b vocab.Family[C, E, ID, V], in vocab.Input, id ID, cmds ...C) {
+func foldBothWays[C, E, V any](t *testing.T, a, b family.Interface[C, E, V], in family.Input, id string, cmds ...C) {
 	t.Helper()
-	var seq vocab.Seq
+	var seq uint64
 	for _, c := range cmds {
 		evs, _, err := a.Decide(in, c)
 		if err != nil {
@@ -33,7 +33,7 @@ func foldBothWays[C, E any, ID ~string, V any](t *testing.T, a, b vocab.Family[C
 			if !b.Known(r.Type) {
 				t.Fatalf("%s: the family does not know its own record type", r.Type)
 			}
-			m := vocab.Meta{Seq: seq}
+			m := family.Meta{Seq: seq}
 			if r.Party != in.Actor {
 				m.Actor = in.Actor
 			}
@@ -62,7 +62,7 @@ func TestFamiliesFoldEventsAsTheirLines(t *testing.T) {
 	cfg := testConfig(t0)
 	t.Run("promise", func(t *testing.T) {
 		fam := func() promise.Family { return promise.Family{S: promise.NewState(), Limits: cfg.Limits} }
-		in := vocab.Input{Actor: "d", Now: t0}
+		in := family.Input{Actor: "d", Now: t0}
 		foldBothWays(t, fam(), fam(), in, "p1",
 			promise.Command(declare("p1", "d")),
 			promise.Command(promise.Amend{ID: "p1", Until: t0.Add(48 * time.Hour)}))
@@ -71,12 +71,12 @@ func TestFamiliesFoldEventsAsTheirLines(t *testing.T) {
 		fam := func() claim.Family {
 			return claim.Family{S: claim.NewStateConfig(claim.Config{Timekeeper: cfg.Timekeeper})}
 		}
-		in := vocab.Input{Actor: "boss", Now: t0}
+		in := family.Input{Actor: "boss", Now: t0}
 		foldBothWays(t, fam(), fam(), in, "C1", claim.Command(claimCreate("C1")), claim.Command(claim.Post{Claim: "C1"}))
 	})
 	t.Run("expect", func(t *testing.T) {
 		fam := func() expect.Family { return expect.Family{S: expect.NewState(cfg.expectConfig())} }
-		in := vocab.Input{Actor: "agent", Now: t0}
+		in := family.Input{Actor: "agent", Now: t0}
 		raise := expect.Raise{ExpectationID: "arrive", Kind: "shipment", Subject: expect.Subject{Type: "shipment", ID: "S1"},
 			FactKey: "shipment.arrived", DueAt: t0.Add(time.Hour), Basis: "declared"}
 		foldBothWays(t, fam(), fam(), in, "arrive", expect.Command(expect.RaiseCommand{Raise: raise}))

@@ -12,6 +12,7 @@ import (
 	"tally/instant"
 	"tally/jsonline"
 	"tally/promise"
+	"tally/service"
 	"tally/store"
 )
 
@@ -20,27 +21,6 @@ import (
 // the records the request produced, so a retry after a crash either finds it
 // (and gets the same response) or finds nothing was done. Stored: do not rename.
 const TypeRequest = "tally.request"
-
-// Idempotency codes, as clients see them. Do not rename.
-const (
-	CodeIdempotencyConflict   = "IdempotencyConflict"
-	CodeRequestHistoryExpired = "RequestHistoryExpired"
-)
-
-// IdempotencyError refuses a retried request: its key was used for a
-// different command, or it is older than the retained history (and so is
-// never executed a second time).
-type IdempotencyError struct {
-	Code string
-	Key  string
-}
-
-func (e *IdempotencyError) Error() string {
-	if e.Code == CodeIdempotencyConflict {
-		return fmt.Sprintf("request id %q was already used for a different command", e.Key)
-	}
-	return fmt.Sprintf("request id %q is older than the retained request history; it is not executed again", e.Key)
-}
 
 // Idempotency makes a write safe to retry: the key (principal, request id)
 // is bound to the command's digest, and the response Render produces on the
@@ -163,9 +143,9 @@ func (s *State) recorded(idem *Idempotency, now time.Time, window time.Duration)
 	case !ok:
 		return nil, false, nil
 	case now.Sub(instant.Unpack(e.at)) > window: // Sub saturates where a difference of nanoseconds would wrap
-		return nil, true, &IdempotencyError{Code: CodeRequestHistoryExpired, Key: idem.Key}
+		return nil, true, &service.IdempotencyError{Code: service.CodeRequestHistoryExpired, Key: idem.Key}
 	case e.digest != idem.Digest:
-		return nil, true, &IdempotencyError{Code: CodeIdempotencyConflict, Key: idem.Key}
+		return nil, true, &service.IdempotencyError{Code: service.CodeIdempotencyConflict, Key: idem.Key}
 	}
 	return e.response, true, nil
 }

@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"tally/service"
+
 	"bytes"
 	"context"
 	"errors"
@@ -39,8 +41,8 @@ func TestIdempotentRetries(t *testing.T) {
 		t.Fatalf("retry: %s %v %v", again, replayed, err)
 	}
 	// The same key, another command: conflict.
-	var ie *IdempotencyError
-	if _, _, _, err := l.Execute(ctx, cmd, WriteOptions{Actor: "d"}, idem("k1", 2)); !errors.As(err, &ie) || ie.Code != CodeIdempotencyConflict {
+	var ie *service.IdempotencyError
+	if _, _, _, err := l.Execute(ctx, cmd, WriteOptions{Actor: "d"}, idem("k1", 2)); !errors.As(err, &ie) || ie.Code != service.CodeIdempotencyConflict {
 		t.Fatalf("conflict: %v", err)
 	}
 	// Another principal's key of the same name is its own.
@@ -63,7 +65,7 @@ func TestIdempotentRetries(t *testing.T) {
 	clock = t0.Add(25 * time.Hour)
 	n := 0
 	l2.Read(func(st *State) { n = st.Promises.Len() })
-	if _, _, _, err := l2.Execute(ctx, cmd, WriteOptions{Actor: "d"}, idem("k1", 1)); !errors.As(err, &ie) || ie.Code != CodeRequestHistoryExpired {
+	if _, _, _, err := l2.Execute(ctx, cmd, WriteOptions{Actor: "d"}, idem("k1", 1)); !errors.As(err, &ie) || ie.Code != service.CodeRequestHistoryExpired {
 		t.Fatalf("expired: %v", err)
 	}
 	l2.Read(func(st *State) {

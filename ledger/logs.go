@@ -11,19 +11,14 @@ import (
 	"tally/expect"
 	"tally/jsonline"
 	"tally/promise"
+	"tally/service"
 	"tally/store"
 	"tally/vocab"
 )
 
-// ImportReport says what an import appended.
-type ImportReport struct {
-	Appended int
-	Unknown  int // records of types this tally does not fold (kept)
-	Ignored  int // promise records the fold will ignore (duplicate declarations, resolves after the first…)
-	FirstSeq uint64
-	LastSeq  uint64
-	Warnings []string
-}
+// ImportReport says what an import appended: the seam's document, which
+// an import's answer is rendered from.
+type ImportReport = service.ImportReport
 
 // ImportError locates a line of an import that was refused.
 type ImportError struct {
@@ -48,7 +43,7 @@ func (l *Ledger) Import(ctx context.Context, lines [][]byte, opts WriteOptions) 
 // recorded with the records in the same fsync: a retry with the same key
 // and digest gets that response byte for byte and replayed true, appending
 // nothing (the report is then empty); the same key with another digest is
-// an IdempotencyError.
+// a service.IdempotencyError.
 func (l *Ledger) ImportIdempotent(ctx context.Context, lines [][]byte, opts WriteOptions, idem *Idempotency, render func(ImportReport) []byte) (ImportReport, []byte, bool, error) {
 	recs := make([]pending, 0, len(lines))
 	var rep ImportReport

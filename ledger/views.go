@@ -7,7 +7,6 @@ import (
 	"tally/expect"
 	"tally/promise"
 	"tally/store"
-	"tally/vocab"
 )
 
 // The typed reads: each answers from the state once it holds everything
@@ -22,7 +21,7 @@ func (l *Ledger) Promises(f promise.Filter, now time.Time) (out []promise.View) 
 
 // Promise returns the view of promise id at now, and whether it exists.
 func (l *Ledger) Promise(id string, now time.Time) (v promise.View, ok bool) {
-	l.Read(func(st *State) { v, ok = l.promiseFamily(st).View(vocab.PromiseID(id), now) })
+	l.Read(func(st *State) { v, ok = l.promiseFamily(st).View(id, now) })
 	return v, ok
 }
 
@@ -34,7 +33,7 @@ func (l *Ledger) Claims(f claim.Filter, now time.Time) (out []claim.Summary) {
 
 // Claim returns the view of claim id at now, and whether it exists.
 func (l *Ledger) Claim(id string, now time.Time) (v claim.View, ok bool) {
-	l.Read(func(st *State) { v, ok = claimFamily(st).View(vocab.ClaimID(id), now) })
+	l.Read(func(st *State) { v, ok = claimFamily(st).View(id, now) })
 	return v, ok
 }
 
@@ -46,7 +45,7 @@ func (l *Ledger) Expectations(f expect.Filter) (out []expect.View) {
 
 // Expectation returns the view of expectation id, and whether it exists.
 func (l *Ledger) Expectation(id string) (v expect.View, ok bool) {
-	l.Read(func(st *State) { v, ok = expectFamily(st).View(vocab.ExpectationID(id), time.Time{}) })
+	l.Read(func(st *State) { v, ok = expectFamily(st).View(id, time.Time{}) })
 	return v, ok
 }
 

@@ -1,7 +1,7 @@
 package mcp
 
 import (
-	"tally/service"
+	"tally/rest"
 	"tally/vocab"
 )
 
@@ -10,6 +10,6 @@ import (
 var errNotFound = vocab.NotFoundf("session", "not found")
 
 // errorDocument is the error document of err: what REST answers and the
-// CLI's --json prints for it (service.Refuse, the one mapping), or the
+// CLI's --json prints for it (rest.Refuse, the one mapping), or the
 // server's own document when err came back from one.
-func errorDocument(err error) []byte { return service.Refuse(err).Document }
+func errorDocument(err error) []byte { return rest.Refuse(err).Document }

@@ -17,9 +17,11 @@ import (
 
 	"tally/auth"
 	"tally/ledger"
+	"tally/ledgerservice"
 	"tally/mcp"
 	"tally/promise"
 	"tally/server"
+	"tally/service"
 	"tally/store"
 )
 
@@ -362,13 +364,13 @@ func TestLegacySubscriptionsEndWithTheirSession(t *testing.T) {
 
 // On a local ledger (tally mcp), a subscribed resource is told of a
 // commit made through the server and of one another process appended,
-// through Follow.
+// through the Service's change feed (ledgerservice.Local.Changes).
 func TestFollowLocalLedger(t *testing.T) {
 	f := newFixture(t)
-	f.changes = mcp.Follow(func(ctx context.Context, tenant, session string) (*ledger.Ledger, func(), error) {
-		l, err := f.sessions.Open(ctx, tenant, session, false)
-		return l, func() {}, err
-	}, 20*time.Millisecond, func() bool { return false })
+	feed := ledgerservice.New(f.sessions, ledgerservice.Config{FeedPoll: 20 * time.Millisecond})
+	f.changes = func(ctx context.Context, tenant, session string) (<-chan struct{}, error) {
+		return feed.Changes(ctx, service.Call{Tenant: tenant, Session: session})
+	}
 	taken := make(subscriptionsTaken, 4)
 	f.logger = slog.New(taken)
 	updates := make(chan string, 16)

@@ -15,6 +15,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"tally/ledger"
+	"tally/ledgerservice"
 	"tally/mcp"
 	"tally/service"
 	"tally/store"
@@ -112,7 +113,7 @@ func newFixture(t testing.TB) *fixture {
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	ds := &dirSessions{root: root, cfg: cfg, open: map[string]*ledger.Ledger{}}
 	t.Cleanup(ds.close)
-	return &fixture{t: t, sessions: ds, svc: service.NewLocal(ds, service.LocalConfig{Now: cfg.Now, Timekeeper: cfg.Timekeeper,
+	return &fixture{t: t, sessions: ds, svc: ledgerservice.New(ds, ledgerservice.Config{Now: cfg.Now, Timekeeper: cfg.Timekeeper,
 		Root: func() (string, error) { return root, nil }})}
 }
 

@@ -12,7 +12,6 @@ import (
 
 	"tally/prime"
 	"tally/service"
-	"tally/store"
 	"tally/vocab"
 )
 
@@ -58,7 +57,7 @@ func (s *Server) prime(ctx context.Context, svc service.Service, c service.Call,
 		c.Now = s.cfg.Now().UTC().Truncate(time.Second) // people read it: whole seconds
 	}
 	cmds := prime.Commands{As: seat}
-	if c.Tenant != store.DefaultTenant || c.Session != store.DefaultSession {
+	if c.Tenant != vocab.DefaultTenant || c.Session != vocab.DefaultSession {
 		cmds.Session = c.Tenant + "/" + c.Session
 	}
 	return prime.Text(ctx, svc, c, seat, cmds, maxTokens)

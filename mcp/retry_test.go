@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tally/api"
+	"tally/rest"
 	"tally/service"
 )
 
@@ -21,10 +22,10 @@ type unknownAt struct {
 	ids  []string
 }
 
-type unknown struct{ ref *service.Refusal }
+type unknown struct{ ref *rest.Refusal }
 
-func (u unknown) Error() string             { return u.ref.Message }
-func (u unknown) Refusal() *service.Refusal { return u.ref }
+func (u unknown) Error() string          { return u.ref.Message }
+func (u unknown) Refusal() *rest.Refusal { return u.ref }
 
 func (u *unknownAt) DeclarePromise(ctx context.Context, c service.Call, d api.PromiseDeclare) (service.PromiseWritten, error) {
 	res, err := u.Service.DeclarePromise(ctx, c, d)
@@ -38,7 +39,7 @@ func (u *unknownAt) DeclarePromise(ctx context.Context, c service.Call, d api.Pr
 	if c.RequestID != "" {
 		ms = append(ms, api.M("request_id", api.S(c.RequestID)))
 	}
-	return service.PromiseWritten{}, unknown{service.NewRetryable(service.CodeUnknownOutcome,
+	return service.PromiseWritten{}, unknown{rest.NewRetryable(service.CodeUnknownOutcome,
 		"group 2 did not answer the write at this node: node: timed out waiting for the group; "+service.RetryAdvice(c.RequestID), ms...)}
 }
 

@@ -18,6 +18,7 @@ import (
 	"tally/api"
 	"tally/instant"
 	"tally/jsonline"
+	"tally/rest"
 	"tally/service"
 	"tally/verb"
 	"tally/vocab"
@@ -660,7 +661,7 @@ func (s *Server) run(ctx context.Context, t tool, c service.Call, body []byte, g
 		if err == nil || attempt >= r.Attempts {
 			return res, err
 		}
-		ref := service.Refuse(err)
+		ref := rest.Refuse(err)
 		if !ref.NotCommitted() && !ref.OutcomeUnknown() {
 			return res, err
 		}

@@ -10,6 +10,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"tally/rest"
 	"tally/service"
 	"tally/verb"
 	"tally/verb/verbtest"
@@ -48,7 +49,7 @@ func TestEveryVerbThroughMCP(t *testing.T) {
 			if err := json.Unmarshal([]byte(text), &e); err != nil {
 				return service.Doc{}, fmt.Errorf("%s: %s", c.Verb, text)
 			}
-			return service.Doc{}, &service.Refusal{Code: e.Code, Message: e.Error}
+			return service.Doc{}, &rest.Refusal{Code: e.Code, Message: e.Error}
 		}
 		return service.Doc{JSON: []byte(text)}, nil
 	}, 10*time.Second)

@@ -33,6 +33,7 @@ import (
 	"tally/expect"
 	"tally/instant"
 	"tally/promise"
+	"tally/rest"
 	"tally/service"
 )
 
@@ -103,7 +104,7 @@ var failures = []claim.Status{
 func Read(ctx context.Context, svc service.Service, c service.Call, seat string) (Data, error) {
 	var d Data
 	d, err := read(ctx, svc, c, seat)
-	if err != nil && service.Refuse(err).Code == string(service.CodeNoSuchSession) {
+	if err != nil && rest.Refuse(err).Code == string(service.CodeNoSuchSession) {
 		return Data{}, nil
 	}
 	return d, err

@@ -11,6 +11,7 @@ import (
 
 	"tally/instant"
 	"tally/jsonline"
+	"tally/textcheck"
 	"tally/vocab"
 )
 
@@ -253,7 +254,7 @@ func prepareDeclare(lim Limits, actor string, ts time.Time, c Declare) (Event, e
 	if len(c.Text) > lim.TextMax {
 		return Event{}, vocab.Invalidf("promise", "text must be at most "+itoa(lim.TextMax)+" bytes")
 	}
-	if err := vocab.CheckText("promise", c.Text); err != nil {
+	if err := textcheck.Text("promise", c.Text); err != nil {
 		return Event{}, err
 	}
 	if err := checkParty(lim, "by", c.By); err != nil {
@@ -298,7 +299,7 @@ func checkNoteAndMeta(lim Limits, field, text, rawMeta string) (string, error) {
 	if len(text) > lim.TextMax {
 		return "", vocab.Invalidf(field, "must be at most "+itoa(lim.TextMax)+" bytes")
 	}
-	if err := vocab.CheckText(field, text); err != nil {
+	if err := textcheck.Text(field, text); err != nil {
 		return "", err
 	}
 	return NormalizeMeta(lim, rawMeta)
@@ -334,7 +335,7 @@ func prepareResolve(lim Limits, actor string, ts time.Time, c Resolve) (Event, e
 			if len(ref) > lim.EvidenceRefMax {
 				return Event{}, vocab.Invalidf("evidence", "a reference must be at most "+itoa(lim.EvidenceRefMax)+" bytes")
 			}
-			if err := vocab.CheckIdentifier("evidence", ref); err != nil {
+			if err := textcheck.Identifier("evidence", ref); err != nil {
 				return Event{}, err
 			}
 		}
@@ -395,7 +396,7 @@ func (s *State) open(id, verb string) (*Promise, error) {
 }
 
 // CheckID enforces pinki's id rule: 1–128 characters, no whitespace, and
-// nothing vocab.IdentifierFault refuses (controls, bidirectional overrides).
+// nothing textcheck.IdentifierFault refuses (controls, bidirectional overrides).
 func CheckID(lim Limits, field, id string) error {
 	if id == "" {
 		return vocab.Invalidf(field, "must not be empty")
@@ -411,7 +412,7 @@ func CheckID(lim Limits, field, id string) error {
 			return vocab.Invalidf(field, "must not contain whitespace")
 		}
 	}
-	return vocab.CheckIdentifier(field, id)
+	return textcheck.Identifier(field, id)
 }
 
 func checkParty(lim Limits, field, v string) error {

@@ -10,9 +10,9 @@ import (
 	"fmt"
 	"time"
 
+	"tally/family"
 	"tally/instant"
 	"tally/jsonline"
-	"tally/vocab"
 )
 
 // Record types of the promise family. Stored in every log: do not rename.
@@ -79,7 +79,7 @@ func Known(typ string) bool {
 // Decode reads one log line (a JSON object, with or without tally's
 // envelope). It validates the whole line; members it does not know are left
 // in the line, which the log keeps verbatim. A line of a type this package
-// does not define returns the type and an error wrapping vocab.ErrUnknownType.
+// does not define returns the type and an error wrapping family.ErrUnknownType.
 func Decode(line []byte) (Event, error) { return decode(line, nil) }
 
 // decode is Decode taking the fold's interned participants (or nil): a by,
@@ -96,20 +96,20 @@ func decode(line []byte, names map[string]string) (Event, error) {
 			return nil
 		}
 		if seen&(1<<f) != 0 {
-			return &vocab.DecodeError{Field: fieldNames[f], Msg: "appears twice"}
+			return &family.DecodeError{Field: fieldNames[f], Msg: "appears twice"}
 		}
 		seen |= 1 << f
 		if f == fEvidence {
 			ev, err := jsonline.Strings(v)
 			if err != nil {
-				return &vocab.DecodeError{Field: "evidence", Msg: "must be an array of strings"}
+				return &family.DecodeError{Field: "evidence", Msg: "must be an array of strings"}
 			}
 			e.Evidence = ev
 			return nil
 		}
 		if f == fMeta {
 			if !jsonline.IsObject(v) {
-				return &vocab.DecodeError{Field: "meta", Msg: "must be an object"}
+				return &family.DecodeError{Field: "meta", Msg: "must be an object"}
 			}
 			e.Meta = string(v)
 			return nil
@@ -148,7 +148,7 @@ func decode(line []byte, names map[string]string) (Event, error) {
 		}
 		s, err := jsonline.String(v)
 		if err != nil {
-			return &vocab.DecodeError{Field: fieldNames[f], Msg: "must be a string"}
+			return &family.DecodeError{Field: fieldNames[f], Msg: "must be a string"}
 		}
 		switch f {
 		case fTS:
@@ -190,10 +190,10 @@ func decode(line []byte, names map[string]string) (Event, error) {
 	}
 	e.named = names != nil
 	if seen&(1<<fType) == 0 {
-		return Event{}, &vocab.DecodeError{Field: "type", Msg: "missing"}
+		return Event{}, &family.DecodeError{Field: "type", Msg: "missing"}
 	}
 	if !Known(e.Type) {
-		return Event{Type: e.Type}, fmt.Errorf("%w %q", vocab.ErrUnknownType, e.Type)
+		return Event{Type: e.Type}, fmt.Errorf("%w %q", family.ErrUnknownType, e.Type)
 	}
 	if e.Type != TypePromise {
 		e.ID, e.Text = e.Text, ""
@@ -208,7 +208,7 @@ func decode(line []byte, names map[string]string) (Event, error) {
 func readTS[T string | []byte](e *Event, v T) error {
 	t, rule := instant.Read(v)
 	if rule != "" {
-		return &vocab.DecodeError{Field: "ts", Msg: rule}
+		return &family.DecodeError{Field: "ts", Msg: rule}
 	}
 	e.TS = t
 	return nil
@@ -256,12 +256,12 @@ func constant(raw []byte, cs ...string) string {
 func (e *Event) wellFormed() error {
 	need := func(field, v string) error {
 		if v == "" {
-			return &vocab.DecodeError{Field: field, Msg: "missing"}
+			return &family.DecodeError{Field: field, Msg: "missing"}
 		}
 		return nil
 	}
 	if e.TS.IsZero() {
-		return &vocab.DecodeError{Field: "ts", Msg: "missing"}
+		return &family.DecodeError{Field: "ts", Msg: "missing"}
 	}
 	switch e.Type {
 	case TypePromise:
@@ -285,7 +285,7 @@ func (e *Event) wellFormed() error {
 		switch e.As {
 		case AsSatisfied, AsCancelled, AsReleased:
 		default:
-			return &vocab.DecodeError{Field: "as", Msg: "must be satisfied, cancelled or released"}
+			return &family.DecodeError{Field: "as", Msg: "must be satisfied, cancelled or released"}
 		}
 	case TypeAssess:
 		if err := need("promise", e.ID); err != nil {
@@ -295,7 +295,7 @@ func (e *Event) wellFormed() error {
 	if e.Until != "" {
 		t, rule := instant.Read(e.Until)
 		if rule != "" {
-			return &vocab.DecodeError{Field: "until", Msg: rule}
+			return &family.DecodeError{Field: "until", Msg: rule}
 		}
 		e.until, e.untilSet = instant.Pack(t), true
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"tally/family"
 	"tally/vocab"
 )
 
@@ -41,7 +42,7 @@ func TestFarInstantsOnTheWire(t *testing.T) {
 		{`{"ts":"0000-01-01T00:00:00Z","type":"promise","id":"z","promise":"x","by":"d","to":"c","until":"2026-09-01T17:00:00Z"}`, "ts"},
 	} {
 		_, err := Decode([]byte(c.line))
-		var de *vocab.DecodeError
+		var de *family.DecodeError
 		if err == nil || !errors.As(err, &de) || de.Field != c.field {
 			t.Errorf("%s: %v, want a decode error of %s", c.line, err, c.field)
 		}

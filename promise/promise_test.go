@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"tally/family"
 	"tally/vocab"
 )
 
@@ -333,7 +334,7 @@ func TestDecodeKeepsUnknownAndRefusesMalformed(t *testing.T) {
 		t.Fatalf("unknown field: %v", err)
 	}
 	_, err = Decode([]byte(`{"ts":"2026-08-28T20:14:03Z","type":"escalate","promise":"a"}`))
-	if !errors.Is(err, vocab.ErrUnknownType) {
+	if !errors.Is(err, family.ErrUnknownType) {
 		t.Fatalf("unknown type: %v", err)
 	}
 	for _, bad := range []string{
@@ -343,7 +344,7 @@ func TestDecodeKeepsUnknownAndRefusesMalformed(t *testing.T) {
 		`{"type":"promise","id":"a","promise":"x","by":"d","to":"c","until":"2026-09-01T17:00:00Z"}`,
 		`{"ts":"2026-08-28T20:14:03Z","type":"promise","id":"a","promise":"x","by":"d","to":"c","until":"2026-09-01T17:00:00Z"`,
 	} {
-		if _, err := Decode([]byte(bad)); err == nil || errors.Is(err, vocab.ErrUnknownType) {
+		if _, err := Decode([]byte(bad)); err == nil || errors.Is(err, family.ErrUnknownType) {
 			t.Errorf("accepted %s: %v", bad, err)
 		}
 	}
@@ -394,7 +395,7 @@ func TestDecideDefaults(t *testing.T) {
 }
 
 // TestDecodeErrorWords pins the words of a decode error, which reach import
-// and verify reports: the member and the rule, through vocab.DecodeError.
+// and verify reports: the member and the rule, through family.DecodeError.
 func TestDecodeErrorWords(t *testing.T) {
 	_, err := Decode([]byte(`{"ts":"2026-08-28T20:14:03Z","promise":"a"}`))
 	if err == nil || err.Error() != "type: missing" {

@@ -68,7 +68,6 @@ import (
 
 	"tally/a2atask"
 	"tally/api"
-	"tally/ledger"
 	"tally/service"
 	"tally/verb"
 	"tally/vocab"
@@ -149,7 +148,7 @@ func (h *a2aHandler) sendClaim(ctx context.Context, c *a2aCall, req *a2a.SendMes
 			}
 		}
 	}
-	var party ledger.Command
+	var party string
 	if act.Name == "create" {
 		party = claimParty(&api.ClaimCreate{Claimant: stringMember(rec.Obj, "claimant")})
 	}
@@ -224,7 +223,7 @@ func (h *a2aHandler) findClaim(ctx context.Context, c *a2aCall, id string) (*ser
 // (NotCancelable).
 func (h *a2aHandler) cancelClaim(ctx context.Context, c *a2aCall, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
 	keys := h.keysOf(c, a2atask.FamilyClaim)
-	call, err := h.writeCall(c, ledger.Command{}, c.requestID)
+	call, err := h.writeCall(c, "", c.requestID)
 	if err != nil {
 		return nil, err
 	}

@@ -43,7 +43,6 @@ import (
 	"tally/api"
 	"tally/expect"
 	"tally/instant"
-	"tally/ledger"
 	"tally/service"
 	"tally/vocab"
 )
@@ -72,10 +71,10 @@ func (h *a2aHandler) sendExpect(ctx context.Context, c *a2aCall, req *a2a.SendMe
 		return nil, refuseAt(where, err)
 	}
 	rid := c.sendRequestID(msg)
-	var party ledger.Command
+	var party string
 	switch cmd.(type) {
 	case expect.RaiseCommand, expect.SupersedeCommand:
-		party = ledger.Command{Expect: expect.RaiseCommand{Raise: expect.Raise{By: d.By}}}
+		party = d.By
 	}
 	call, err := h.writeCall(c, party, rid)
 	if err != nil {
@@ -199,7 +198,7 @@ func (h *a2aHandler) expectCommand(req *a2a.SendMessageRequest, uri string, d *a
 // Service, withdrawing the expectations raised on it, and returns the task
 // with them as they then stand.
 func (h *a2aHandler) cancelOrigin(ctx context.Context, c *a2aCall, task string) (*a2a.Task, error) {
-	call, err := h.writeCall(c, ledger.Command{}, c.requestID)
+	call, err := h.writeCall(c, "", c.requestID)
 	if err != nil {
 		return nil, err
 	}

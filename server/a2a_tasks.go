@@ -22,8 +22,8 @@ import (
 	"tally/auth"
 	"tally/claim"
 	"tally/expect"
-	"tally/ledger"
 	"tally/promise"
+	"tally/rest"
 	"tally/service"
 	"tally/verb"
 	"tally/vocab"
@@ -61,7 +61,7 @@ func (h *a2aHandler) readCall(c *a2aCall) service.Call {
 // writeCall is the service Call of a write under request id rid: the
 // caller's identity (under --insecure-dev without one, the party the
 // record names: party).
-func (h *a2aHandler) writeCall(c *a2aCall, party ledger.Command, rid string) (service.Call, error) {
+func (h *a2aHandler) writeCall(c *a2aCall, party string, rid string) (service.Call, error) {
 	if len(rid) > service.RequestIDMax {
 		return service.Call{}, a2atask.InvalidParams("messageId", "a request id is at most 256 bytes")
 	}
@@ -112,15 +112,15 @@ func a2aError(err error) error {
 		}
 		return a2a.NewError(sentinel, r.Error()).WithDetails(map[string]any{"code": string(r.Code), "field": r.Field, "rule": r.Rule})
 	}
-	var ref *service.Refusal
+	var ref *rest.Refusal
 	if errors.As(err, &ref) { // a Service's answer from elsewhere (another node)
 		return refusalError(ref)
 	}
-	var rf service.Refuser
+	var rf rest.Refuser
 	if errors.As(err, &rf) && rf.Refusal().Status == http.StatusServiceUnavailable {
 		return refusalError(rf.Refusal()) // a cluster's retryable answer
 	}
-	var ie *ledger.IdempotencyError
+	var ie *service.IdempotencyError
 	if errors.As(err, &ie) {
 		return a2a.NewError(a2a.ErrInvalidRequest, ie.Error()).WithDetails(map[string]any{"code": ie.Code, "field": "messageId"})
 	}
@@ -136,10 +136,10 @@ func a2aError(err error) error {
 
 // refusalError maps a refusal that arrives as a document (its status and
 // code) as a2aError maps the error it was made from.
-func refusalError(r *service.Refusal) error {
+func refusalError(r *rest.Refusal) error {
 	sentinel := a2a.ErrInternalError
 	switch {
-	case r.Code == ledger.CodeIdempotencyConflict || r.Code == ledger.CodeRequestHistoryExpired:
+	case r.Code == service.CodeIdempotencyConflict || r.Code == service.CodeRequestHistoryExpired:
 		return a2a.NewError(a2a.ErrInvalidRequest, r.Message).WithDetails(map[string]any{"code": r.Code, "field": "messageId"})
 	case r.Status == http.StatusNotFound:
 		sentinel = a2a.ErrTaskNotFound
@@ -160,7 +160,7 @@ func refusalError(r *service.Refusal) error {
 // retryDetails are the details of a retryable answer: its code, the
 // seconds to wait, and the request id a retry of a write of unknown
 // outcome must carry.
-func retryDetails(r *service.Refusal) map[string]any {
+func retryDetails(r *rest.Refusal) map[string]any {
 	d := map[string]any{"code": r.Code}
 	if r.RetryAfter > 0 {
 		d["retry_after_seconds"] = int(r.RetryAfter / time.Second)
@@ -339,7 +339,7 @@ func (h *a2aHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest)
 	if d.As == promise.AsCancelled && strings.TrimSpace(d.Reason) == "" {
 		return nil, a2atask.InvalidParams("reason", "cancelling a promise needs a reason: put it in the request's metadata.reason")
 	}
-	call, err := h.writeCall(c, ledger.Command{}, c.requestID)
+	call, err := h.writeCall(c, "", c.requestID)
 	if err != nil {
 		return nil, err
 	}
@@ -433,8 +433,8 @@ func (h *a2aHandler) sendPromise(ctx context.Context, c *a2aCall, msg *a2a.Messa
 		assess  api.PromiseAssess
 		doc     any
 		id      *string // the document's promise id
-		until   *string // the document's deadline, refused here under the record's name
-		party   ledger.Command
+		until   *string // the document's deadline: the Service's refusal of it is named under the record
+		party   string
 	)
 	switch action {
 	case "declare":
@@ -462,23 +462,21 @@ func (h *a2aHandler) sendPromise(ctx context.Context, c *a2aCall, msg *a2a.Messa
 		}
 		*id = v.ID
 	}
-	if until != nil {
-		if _, err := promise.ParseDeadline("until", *until, h.s.cfg.Ledger.Now()); err != nil {
-			return nil, refuse(err)
-		}
-	}
 	switch action {
 	case "declare":
 		declare.Task = cmp.Or(declare.Task, string(msg.TaskID)) // the message's task, when it names none
-		party = ledger.Command{Promise: promise.Declare{By: declare.By}}
+		party = declare.By
 	case "assess":
-		party = ledger.Command{Promise: promise.Assess{Observer: assess.Observer}}
+		party = assess.Observer
 	}
 	call, err := h.writeCall(c, party, c.sendRequestID(msg))
 	if err != nil {
 		return nil, err
 	}
 	res, err := a2aVerb("promise", action).Call(ctx, h.s.local, call, verb.Input{Doc: doc})
+	if r, ok := vocab.As(err); ok && until != nil && r.Field == "until" {
+		return nil, refuse(err) // the Service parsed the deadline: named under the record, as a decode error is
+	}
 	if err != nil {
 		return nil, a2aError(err)
 	}

@@ -29,7 +29,7 @@ type uploadBound interface {
 // the route table mounts under /v1/cluster/ (clusterRoutes). Each reads
 // its request document, if it takes one, through decode (the strict
 // decoder over the checked body: api.Decode) and answers a document,
-// written as JSON, or a refusal (service.Refuse maps it).
+// written as JSON, or a refusal (rest.Refuse maps it).
 type ClusterNode interface {
 	OpStatus(ctx context.Context, decode func(any) error) (any, error)
 	OpHealth(ctx context.Context, decode func(any) error) (any, error)

@@ -14,6 +14,7 @@ import (
 
 	"tally/api"
 	"tally/auth"
+	"tally/rest"
 	"tally/service"
 	"tally/store"
 )
@@ -186,7 +187,7 @@ func (f fakeNode) OpStatus(context.Context, func(any) error) (any, error) {
 	return map[string]any{"members": []string{}}, nil
 }
 func (f fakeNode) OpHealth(context.Context, func(any) error) (any, error) {
-	return nil, service.NewRetryable("NoQuorum", "no quorum reached from this node in group(s) [2]", api.M("groups", []byte("[2]")))
+	return nil, rest.NewRetryable("NoQuorum", "no quorum reached from this node in group(s) [2]", api.M("groups", []byte("[2]")))
 }
 func (f fakeNode) OpIdentity(context.Context, func(any) error) (any, error) {
 	return map[string]any{"cluster_id": "c1", "node_id": 1}, nil

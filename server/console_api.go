@@ -2,21 +2,13 @@ package server
 
 import (
 	"cmp"
-	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
-	"tally/claim"
-	"tally/expect"
-	"tally/ledger"
-	"tally/promise"
 	"tally/server/console"
-	"tally/store"
+	"tally/service"
 	"tally/vocab"
 )
 
@@ -54,8 +46,8 @@ func (s *Server) consoleRoutes() []route {
 		{name: "session.list", method: "GET", pattern: "/v1/tenants/{tenant}/sessions", summary: "The tenant's sessions that hold a log (read only: opens and creates nothing)", handle: s.sessionList},
 		{name: "session.summary", method: "GET", pattern: sessionPath + "/summary", summary: "Counts by family and state, and the items needing attention first: overdue promises, lapsed expectations, failed or overdue claims, less those a satisfied successor answered or a person dismissed (a fact attention.dismissed:FAMILY:ID) (now); seq is where the event stream resumes", handle: s.sessionSummary},
 		{name: "obligation.list", method: "GET", pattern: sessionPath + "/obligations", summary: "Promises, claims and expectations as one table, filtered and paged on the server (family, state, by, to, party, q, attention=true, offset, limit, now)", handle: s.obligationList},
-		{name: "promise.history", method: "GET", pattern: sessionPath + "/promises/{id}/history", summary: "Every record of one promise in log order, with its state after each", handle: s.promiseHistory},
-		{name: "claim.history", method: "GET", pattern: sessionPath + "/claims/{id}/history", summary: "Every record that changed one claim, in log order, with its state after each (a lifecycle to step through)", handle: s.claimHistory},
+		{name: "promise.history", method: "GET", pattern: sessionPath + "/promises/{id}/history", summary: "Every record of one promise in log order, with its state after each", handle: s.recordHistory("promise")},
+		{name: "claim.history", method: "GET", pattern: sessionPath + "/claims/{id}/history", summary: "Every record that changed one claim, in log order, with its state after each (a lifecycle to step through)", handle: s.recordHistory("claim")},
 	}
 }
 
@@ -74,7 +66,7 @@ func (s *Server) tenantList(w http.ResponseWriter, r *http.Request) {
 	if p.tenant != "" {
 		tenants = append(tenants, p.tenant)
 	} else if s.cfg.Insecure {
-		ss, err := store.Sessions(s.cfg.Root, "")
+		ss, err := s.browse.SessionList(r.Context(), service.Call{})
 		if err != nil {
 			s.writeError(w, err)
 			return
@@ -88,204 +80,22 @@ func (s *Server) tenantList(w http.ResponseWriter, r *http.Request) {
 	writeDoc(w, http.StatusOK, expectDoc("tenants", tenants, "actor", p.actor, "role", p.role, "insecure", s.cfg.Insecure))
 }
 
-// sessionInfo is one row of session.list.
-type sessionInfo struct {
-	Session string `json:"session"`
-	Bytes   int64  `json:"bytes"`
-}
-
 func (s *Server) sessionList(w http.ResponseWriter, r *http.Request) {
 	if _, err := s.authenticate(r); err != nil {
 		s.writeError(w, err)
 		return
 	}
 	tenant := r.PathValue("tenant")
-	if err := store.CheckName("tenant", tenant); err != nil {
+	if err := vocab.CheckName("tenant", tenant); err != nil {
 		s.writeError(w, badRequest{err.Error()})
 		return
 	}
-	ss, err := store.Sessions(s.cfg.Root, tenant)
+	out, err := s.browse.SessionList(r.Context(), service.Call{Tenant: tenant})
 	if err != nil {
 		s.writeError(w, err)
 		return
 	}
-	out := []sessionInfo{}
-	for _, x := range ss {
-		dir, err := store.SessionDir(s.cfg.Root, x.Tenant, x.Name)
-		if err != nil {
-			continue
-		}
-		fi, err := os.Stat(filepath.Join(dir, "log.jsonl"))
-		if err != nil {
-			continue
-		}
-		out = append(out, sessionInfo{Session: x.Name, Bytes: fi.Size()})
-	}
 	writeDoc(w, http.StatusOK, expectDoc("tenant", tenant, "sessions", out))
-}
-
-// obligation is one row of the console's table, whatever its family.
-type obligation struct {
-	Family string `json:"family"` // promise | claim | expectation
-	ID     string `json:"id"`
-	Text   string `json:"text"`
-	State  string `json:"state"`
-	// By is who owes it (debtor, respondent, raiser); To is whom it is
-	// owed to (creditor, claimant) or, for an expectation, its subject.
-	By string `json:"by"`
-	To string `json:"to"`
-	// Due is the deadline in force, if any.
-	Due *time.Time `json:"due"`
-	// Attention says why the row comes first: overdue, lapsed or failed.
-	Attention string `json:"attention,omitempty"`
-	Seq       uint64 `json:"seq"`
-	// Ended says the obligation ended (resolved, terminal, closed), and
-	// EndedAt when, where the log says: the Due column then says so
-	// rather than counting down.
-	Ended   bool       `json:"ended,omitempty"`
-	EndedAt *time.Time `json:"ended_at,omitempty"`
-	// AnsweredBy is the successor that answered a failed claim or a lapsed,
-	// superseded expectation (it was satisfied); Dismissed says a person
-	// dismissed the row (a fact with DismissKey). Either takes the row off
-	// the attention list; neither is set on a row that needs none.
-	AnsweredBy string `json:"answered_by,omitempty"`
-	Dismissed  bool   `json:"dismissed,omitempty"`
-}
-
-// A person dismisses an item from the attention list by recording a fact
-// (POST …/facts, the expectation family's own write): its key is
-// DismissKey(family, id), its subject {"type":"attention","id":family+":"+id}.
-// So the dismissal is in the log, attributed and replicated like every
-// record, and needs no record type of its own.
-const dismissPrefix = "attention.dismissed:"
-
-// DismissKey is the fact key that dismisses row family/id from attention.
-func DismissKey(family, id string) string { return dismissPrefix + family + ":" + id }
-
-// maxSuccessorChain bounds the walk along an expectation's successors.
-const maxSuccessorChain = 64
-
-// answeredExpectation is the successor that answered expectation x: the
-// first satisfied expectation along the ones superseding it, or "".
-func answeredExpectation(st *expect.State, x *expect.View) string {
-	next := x.SupersededBy
-	for i := 0; next != "" && i < maxSuccessorChain; i++ {
-		y, ok := st.Expectation(next)
-		if !ok {
-			return ""
-		}
-		if y.State == "satisfied" {
-			return y.ExpectationID
-		}
-		next = y.SupersededBy
-	}
-	return ""
-}
-
-// settle marks a row that ended, and takes off the attention list a row
-// answered by a successor or dismissed.
-func (o *obligation) settle(st *ledger.State, ended bool, at time.Time, answeredBy string) {
-	if ended {
-		o.Ended = true
-		if !at.IsZero() {
-			o.EndedAt = &at
-		}
-	}
-	if o.Attention == "" {
-		return // only a row needing attention is answered or dismissed: no lookup per row of a large table
-	}
-	o.AnsweredBy = answeredBy
-	_, o.Dismissed = st.Expects.Fact(DismissKey(o.Family, o.ID))
-	if o.AnsweredBy != "" || o.Dismissed {
-		o.Attention = ""
-	}
-}
-
-// claimFailed reports a claim that ended without its work being accepted
-// and without its claimant withdrawing it.
-func claimFailed(st claim.Status) bool {
-	switch st {
-	case claim.Satisfied, claim.Cancelled, claim.Revoked, claim.Superseded:
-		return false
-	}
-	return st.Terminal()
-}
-
-// consoleRows builds the rows of the session at now that f may select, in
-// log order: a family f leaves out is not built, and a debtor or creditor
-// filter narrows the promises and claims before their views are made.
-func consoleRows(st *ledger.State, now time.Time, f obligationFilter) []obligation {
-	var rows []obligation
-	want := func(family string) bool { return f.family == "" || f.family == family }
-	var promises []promise.View
-	if want("promise") {
-		promises = st.Promises.Select(promise.Filter{State: "all", By: f.by, To: f.to}, now)
-	}
-	for _, v := range promises {
-		o := obligation{Family: "promise", ID: v.ID, Text: v.Promise, State: string(v.State), By: v.By, To: v.To, Seq: v.Seq}
-		if !v.Until.IsZero() {
-			u := v.Until
-			o.Due = &u
-		}
-		if v.Overdue {
-			o.Attention = "overdue"
-		}
-		o.settle(st, !v.State.Open(), v.ResolvedAt, "")
-		rows = append(rows, o)
-	}
-	var claims []claim.Summary
-	if want("claim") {
-		claims = st.Claims.List(claim.Filter{Respondent: f.by, Claimant: f.to}, now)
-	}
-	for _, c := range claims {
-		o := obligation{Family: "claim", ID: c.Claim, Text: c.Work, State: string(c.State), By: c.Respondent, To: c.Claimant, Seq: c.CreatedSeq}
-		if t, err := time.Parse(time.RFC3339Nano, c.Deadline); err == nil {
-			o.Due = &t
-		}
-		switch {
-		case claimFailed(c.State):
-			o.Attention = "failed"
-		case c.Overdue:
-			o.Attention = "overdue"
-		}
-		at, ended := st.Claims.Ended(c.Claim)
-		answered := ""
-		if o.Attention == "failed" {
-			answered = st.Claims.AnsweredBy(c.Claim)
-		}
-		o.settle(st, ended, at, answered)
-		rows = append(rows, o)
-	}
-	var expects []expect.View
-	if want("expectation") {
-		expects = st.Expects.List(expect.Filter{})
-	}
-	for _, x := range expects {
-		text := x.Expects
-		if text == "" {
-			text = x.Kind
-		}
-		due := x.CurrentDue
-		o := obligation{Family: "expectation", ID: x.ExpectationID, Text: text, State: x.State, By: x.By,
-			To: x.Subject.Type + ":" + x.Subject.ID, Due: &due}
-		if len(x.Lapses) > 0 {
-			o.Attention = "lapsed"
-		}
-		var at time.Time
-		switch {
-		case x.ActualAt != nil && x.State == "satisfied":
-			at = *x.ActualAt
-		case x.Withdrawn != nil:
-			at = x.Withdrawn.At
-		}
-		answered := ""
-		if o.Attention != "" && x.State == "superseded" {
-			answered = answeredExpectation(st.Expects, &x)
-		}
-		o.settle(st, x.State != "open", at, answered)
-		rows = append(rows, o)
-	}
-	return rows
 }
 
 // obligationFilter is the query of obligation.list.
@@ -294,7 +104,7 @@ type obligationFilter struct {
 	attention                       bool
 }
 
-func (f obligationFilter) match(o *obligation) bool {
+func (f obligationFilter) match(o *service.Obligation) bool {
 	switch {
 	case f.family != "" && o.Family != f.family,
 		f.state != "" && o.State != f.state,
@@ -313,7 +123,7 @@ func (f obligationFilter) match(o *obligation) bool {
 // attentionFirst orders rows needing attention first (overdue promises,
 // then lapsed expectations, then failed or overdue claims, each oldest
 // deadline first), then the rest, newest first within a family.
-func attentionFirst(a, b obligation) int {
+func attentionFirst(a, b service.Obligation) int {
 	if (a.Attention != "") != (b.Attention != "") {
 		if a.Attention != "" {
 			return -1
@@ -352,7 +162,7 @@ func intParam(r *http.Request, name string, def, max int) (int, error) {
 }
 
 func (s *Server) obligationList(w http.ResponseWriter, r *http.Request) {
-	l, now, err := s.openReadAt(r)
+	c, err := s.consoleCall(r)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -375,12 +185,12 @@ func (s *Server) obligationList(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	var rows []obligation
-	var pos store.Position
-	l.ReadAt(func(st *ledger.State, p store.Position) {
-		pos = p
-		rows = consoleRows(st, now, f)
-	})
+	t, err := s.browse.Obligations(r.Context(), c, service.ObligationQuery{Family: f.family, By: f.by, To: f.to})
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	rows := t.Rows
 	kept := rows[:0]
 	for i := range rows {
 		if f.match(&rows[i]) {
@@ -390,7 +200,7 @@ func (s *Server) obligationList(w http.ResponseWriter, r *http.Request) {
 	slices.SortStableFunc(kept, attentionFirst)
 	total := len(kept)
 	page := kept[min(offset, total):min(offset+limit, total)]
-	writeDoc(w, http.StatusOK, expectDoc("now", now, "seq", pos.Seq, "total", total, "offset", offset, "rows", page))
+	writeDoc(w, http.StatusOK, expectDoc("now", t.Now, "seq", t.Seq, "total", total, "offset", offset, "rows", page))
 }
 
 // summaryCounts is one family's counts by state.
@@ -404,30 +214,24 @@ type summaryCounts struct {
 }
 
 func (s *Server) sessionSummary(w http.ResponseWriter, r *http.Request) {
-	l, now, err := s.openReadAt(r)
+	c, err := s.consoleCall(r)
 	if err != nil {
 		s.writeError(w, err)
 		return
 	}
 	cfg := s.cfg.Console.withDefaults()
-	var rows []obligation
-	var pos store.Position
-	lapses := map[string]int{}
-	l.ReadAt(func(st *ledger.State, p store.Position) {
-		pos = p
-		rows = consoleRows(st, now, obligationFilter{})
-		for _, x := range st.Expects.List(expect.Filter{}) {
-			for _, lp := range x.Lapses {
-				lapses[string(lp.Lapse)]++
-			}
-		}
-	})
+	t, err := s.browse.Obligations(r.Context(), c, service.ObligationQuery{})
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	rows, lapses := t.Rows, t.Lapses
 	fam := map[string]*summaryCounts{}
 	for _, name := range []string{"promise", "claim", "expectation"} {
 		fam[name] = &summaryCounts{ByState: map[string]int{}}
 	}
 	fam["expectation"].Lapses = lapses
-	var attention []obligation
+	var attention []service.Obligation
 	for _, o := range rows {
 		c := fam[o.Family]
 		c.Total++
@@ -440,110 +244,35 @@ func (s *Server) sessionSummary(w http.ResponseWriter, r *http.Request) {
 	slices.SortStableFunc(attention, attentionFirst)
 	attention = attention[:min(len(attention), cfg.AttentionMax)]
 	if attention == nil {
-		attention = []obligation{}
+		attention = []service.Obligation{}
 	}
-	writeDoc(w, http.StatusOK, expectDoc("now", now, "seq", pos.Seq, "promises", fam["promise"], "claims", fam["claim"],
+	writeDoc(w, http.StatusOK, expectDoc("now", t.Now, "seq", t.Seq, "promises", fam["promise"], "claims", fam["claim"],
 		"expectations", fam["expectation"], "attention", attention))
 }
 
-// historyStep is one record of a history and the state after it.
-type historyStep struct {
-	Seq    uint64          `json:"seq"`
-	Type   string          `json:"type"`
-	Actor  string          `json:"actor,omitempty"`
-	State  string          `json:"state"`
-	Record json.RawMessage `json:"record"`
-	// Via is set when the record is about another claim and changed this
-	// one's state (a dependency that settled it).
-	Via string `json:"via,omitempty"`
+// consoleCall authenticates a console read and is its Call: the path's
+// session at the now query parameter (else the clock).
+func (s *Server) consoleCall(r *http.Request) (service.Call, error) {
+	if _, err := s.authenticate(r); err != nil {
+		return service.Call{}, err
+	}
+	return s.readCall(r)
 }
 
-// history folds the session's log afresh, up to what is durable, into one
-// family's state as the ledger folds it (vocab.Folder), calling step with
-// each line f folded, after it is applied. Lines of other families, and
-// lines f cannot read (skipped by the ledger's fold too), are passed over.
-func history(l *ledger.Ledger, f vocab.Folder, step func(e store.Entry, typ string) error) error {
-	_, _, err := l.Log().ScanUntil(store.Position{}, l.Durable().Offset, func(e store.Entry) error {
-		typ, err := promise.PeekType(e.Line)
-		if err != nil || !f.Known(typ) {
-			return nil
+// recordHistory answers the history of the path's promise or claim
+// (family), read through the Service.
+func (s *Server) recordHistory(family string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, err := s.authenticate(r); err != nil {
+			s.writeError(w, err)
+			return
 		}
-		if f.ApplyLine(vocab.Meta{Seq: vocab.Seq(e.Env.Seq), Actor: vocab.Participant(e.Env.Actor)}, e.Line) != nil {
-			return nil
+		id := r.PathValue("id")
+		steps, err := s.browse.History(r.Context(), sessionCall(r), family, id)
+		if err != nil {
+			s.writeError(w, err)
+			return
 		}
-		return step(e, typ)
-	})
-	return err
-}
-
-func (s *Server) promiseHistory(w http.ResponseWriter, r *http.Request) {
-	l, err := s.openRead(r)
-	if err != nil {
-		s.writeError(w, err)
-		return
+		writeDoc(w, http.StatusOK, expectDoc(family, id, "steps", steps))
 	}
-	id := r.PathValue("id")
-	st := promise.NewState()
-	steps := []historyStep{}
-	err = history(l, st, func(e store.Entry, typ string) error {
-		ev, _ := promise.Decode(e.Line) // which promise it is about (ApplyLine has read it)
-		if ev.ID != id {
-			return nil
-		}
-		p, _ := st.Get(id)
-		state := ""
-		if p != nil {
-			state = string(st.Status(p))
-		}
-		steps = append(steps, historyStep{Seq: e.Env.Seq, Type: typ, Actor: e.Env.Actor, State: state, Record: slices.Clone(e.Line)})
-		return nil
-	})
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if len(steps) == 0 {
-		s.writeError(w, vocab.NotFoundf("promise", "no promise with id "+id))
-		return
-	}
-	writeDoc(w, http.StatusOK, expectDoc("promise", id, "steps", steps))
-}
-
-func (s *Server) claimHistory(w http.ResponseWriter, r *http.Request) {
-	l, err := s.openRead(r)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	id := r.PathValue("id")
-	st := claim.NewStateConfig(claim.Config{Timekeeper: s.cfg.Ledger.Timekeeper})
-	steps := []historyStep{}
-	last := ""
-	err = history(l, st, func(e store.Entry, typ string) error {
-		ev, _ := claim.Decode(e.Line) // which claim it is about (ApplyLine has read it)
-		v, ok := st.Claim(id, time.Time{})
-		if !ok {
-			return nil
-		}
-		state := string(v.State)
-		if ev.Claim != id && state == last {
-			return nil
-		}
-		h := historyStep{Seq: e.Env.Seq, Type: typ, Actor: e.Env.Actor, State: state, Record: slices.Clone(e.Line)}
-		if ev.Claim != id {
-			h.Via = ev.Claim
-		}
-		steps = append(steps, h)
-		last = state
-		return nil
-	})
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if len(steps) == 0 {
-		s.writeError(w, vocab.NotFoundf("claim", "no claim with id "+id))
-		return
-	}
-	writeDoc(w, http.StatusOK, expectDoc("claim", id, "steps", steps))
 }

@@ -10,6 +10,7 @@ import (
 
 	"tally/auth"
 	"tally/server/console"
+	"tally/service"
 )
 
 func decodeJSON(t *testing.T, body string, v any) {
@@ -126,7 +127,7 @@ func TestConsoleSummaryAndObligations(t *testing.T) {
 			ByState   map[string]int `json:"by_state"`
 			Attention int
 		}
-		Attention []obligation
+		Attention []service.Obligation
 	}
 	decodeJSON(t, f.want(200, "GET", base+"/summary?now=2026-09-01T14:00:00Z", "observer", ""), &sum)
 	if sum.Promises.Total != 3 || sum.Promises.ByState["satisfied"] != 1 || sum.Promises.ByState["owed"] != 2 || sum.Promises.Attention != 1 {
@@ -139,7 +140,7 @@ func TestConsoleSummaryAndObligations(t *testing.T) {
 	type page struct {
 		Total  int
 		Offset int
-		Rows   []obligation
+		Rows   []service.Obligation
 	}
 	get := func(q string) page {
 		t.Helper()
@@ -181,7 +182,7 @@ func TestConsoleSummaryAndObligations(t *testing.T) {
 }
 
 // stepStates lists a history as type:state-after.
-func stepStates(steps []historyStep) []string {
+func stepStates(steps []service.HistoryStep) []string {
 	var out []string
 	for _, s := range steps {
 		out = append(out, s.Type+":"+s.State)
@@ -193,7 +194,7 @@ func TestConsolePromiseHistory(t *testing.T) {
 	f := newFixture(t)
 	consoleScenario(f)
 	var h struct {
-		Steps []historyStep
+		Steps []service.HistoryStep
 	}
 	decodeJSON(t, f.want(200, "GET", base+"/promises/desk%2Fship-91/history", "observer", ""), &h)
 	got := stepStates(h.Steps)
@@ -220,7 +221,7 @@ func TestConsoleClaimHistory(t *testing.T) {
 	// shows the record about C17 that did it.
 	f.want(201, "POST", c, "maintainer", `{"claim":"M1","respondent":"parser","work":"migrate","depends_on":["C17"],"slots":[{"name":"out","mode":"required","checks":[{"id":"c","mode":"required","validator":{"name":"review","version":"1"},"evaluator":"maintainer","phases":["quality"],"attempts":1}]}]}`)
 	f.want(200, "POST", c+"/C17/cancel", "maintainer", `{"reason":"not needed"}`)
-	var h struct{ Steps []historyStep }
+	var h struct{ Steps []service.HistoryStep }
 	decodeJSON(t, f.want(200, "GET", c+"/C17/history", "parser", ""), &h)
 	got := stepStates(h.Steps)
 	if strings.Join(got, " ") != "claim.create:Generated claim.post:Posted claim.receipt:Received claim.cancel:Cancelled" {
@@ -315,9 +316,9 @@ func TestConsoleAttentionAnsweredAndDismissed(t *testing.T) {
 	if got := ids(); got != "" {
 		t.Fatalf("attention after the dismissal: %s", got)
 	}
-	var p struct{ Rows []obligation }
+	var p struct{ Rows []service.Obligation }
 	decodeJSON(t, f.want(200, "GET", base+"/obligations?now=2026-09-01T14:00:00Z", "observer", ""), &p)
-	rows := map[string]obligation{}
+	rows := map[string]service.Obligation{}
 	for _, o := range p.Rows {
 		rows[o.ID] = o
 	}
@@ -359,7 +360,7 @@ func TestConsoleAttentionSupersededExpectation(t *testing.T) {
 	if got := attention(); got != "" {
 		t.Fatalf("after x3 was satisfied: %s", got)
 	}
-	var p struct{ Rows []obligation }
+	var p struct{ Rows []service.Obligation }
 	decodeJSON(t, f.want(200, "GET", base+"/obligations?family=expectation", "observer", ""), &p)
 	for _, o := range p.Rows {
 		if o.ID == "x1" && (o.AnsweredBy != "x3" || !o.Ended) {
@@ -375,7 +376,7 @@ func TestConsoleAttentionSupersededExpectation(t *testing.T) {
 // family:id:why, in order.
 func attentionList(f *fixture, query string) string {
 	f.t.Helper()
-	var s struct{ Attention []obligation }
+	var s struct{ Attention []service.Obligation }
 	if err := json.Unmarshal([]byte(f.want(200, "GET", base+"/summary"+query, "observer", "")), &s); err != nil {
 		f.t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"tally/api"
 	"tally/auth"
-	"tally/service"
+	"tally/rest"
 	"tally/store"
 	"tally/verb"
 )
@@ -88,11 +88,11 @@ type statusError struct {
 
 func (e statusError) Error() string { return e.text }
 
-func (e statusError) Refusal() *service.Refusal {
+func (e statusError) Refusal() *rest.Refusal {
 	if e.status == http.StatusServiceUnavailable {
-		return service.NewRetryable(e.code, e.text) // refused before it ran: retry
+		return rest.NewRetryable(e.code, e.text) // refused before it ran: retry
 	}
-	return service.NewRefusal(e.status, e.code, e.text)
+	return rest.NewRefusal(e.status, e.code, e.text)
 }
 
 // badRequest is a malformed request that is not a rule's refusal.
@@ -100,12 +100,12 @@ type badRequest struct{ msg string }
 
 func (b badRequest) Error() string { return b.msg }
 
-func (b badRequest) Refusal() *service.Refusal {
-	return service.NewRefusal(http.StatusBadRequest, "invalid", b.msg)
+func (b badRequest) Refusal() *rest.Refusal {
+	return rest.NewRefusal(http.StatusBadRequest, "invalid", b.msg)
 }
 
 // writeError answers err with its status and error document, the one
-// mapping (service.Refuse) the CLI prints too.
+// mapping (rest.Refuse) the CLI prints too.
 func (s *Server) writeError(w http.ResponseWriter, err error) {
 	var bi *bodyIncomplete
 	switch {
@@ -114,11 +114,11 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 	case errors.As(err, &bi):
 		w.Header().Set("Connection", "close") // the rest of the body is not waited for
 	}
-	ref := service.Refuse(err)
+	ref := rest.Refuse(err)
 	if ref.Status == http.StatusInternalServerError {
 		s.cfg.Logger.Error("request failed", "err", err)
 	}
-	service.WriteRefusal(w, ref)
+	rest.WriteRefusal(w, ref)
 }
 
 func readBody(r *http.Request) ([]byte, error) {

@@ -11,7 +11,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"tally/auth"
-	"tally/ledger"
 	"tally/mcp"
 	"tally/service"
 )
@@ -143,7 +142,9 @@ func (s *Server) newMCP(tenant string) (*mcp.Server, error) {
 	}
 	cfg.ArgumentsMax = int(s.cfg.BodyMax)
 	cfg.Hold = s.withSessionHolds
-	cfg.Changes = mcp.Follow(s.mcpOpen, s.cfg.StreamPoll, s.isClosed)
+	cfg.Changes = func(ctx context.Context, tenant, session string) (<-chan struct{}, error) {
+		return s.feed.Changes(ctx, service.Call{Tenant: tenant, Session: session})
+	}
 	cfg.Now = func() time.Time { return s.cfg.Ledger.Now() }
 	cfg.Logger = s.cfg.Logger
 	if s.replicated {
@@ -152,18 +153,6 @@ func (s *Server) newMCP(tenant string) (*mcp.Server, error) {
 		cfg.Retry = &service.Retry{}
 	}
 	return mcp.New(cfg)
-}
-
-// mcpOpen opens tenant/session (never creating it), held open until
-// release: what a followed resource reads.
-func (s *Server) mcpOpen(ctx context.Context, tenant, session string) (*ledger.Ledger, func(), error) {
-	hctx, release := s.withSessionHolds(ctx)
-	l, err := s.sessionIn(hctx, tenant, session, false)
-	if err != nil {
-		release()
-		return nil, nil, err
-	}
-	return l, release, nil
 }
 
 func (s *Server) isClosed() bool {

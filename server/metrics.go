@@ -103,6 +103,10 @@ func (o *obligations) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descWatcherLag
 }
 
+// Collect counts over the sessions this server holds open, reading their
+// folded state beside the Service on purpose: which sessions are open is
+// the session cache's to know, and a scrape must open nothing and render
+// no document.
 func (o *obligations) Collect(ch chan<- prometheus.Metric) {
 	now := o.s.cfg.Ledger.Now()
 	counts := map[[2]string]int{}

@@ -27,7 +27,6 @@ import (
 
 	"tally/api"
 	"tally/auth"
-	"tally/ledger"
 	"tally/service"
 	"tally/vocab"
 )
@@ -221,30 +220,4 @@ func (s *Server) principalOf(participant, role string) principal {
 		return principal{actor: s.cfg.Ledger.Timekeeper, role: role}
 	}
 	return principal{actor: participant, role: role}
-}
-
-// openSessionFor authenticates and opens the path's session, held until
-// the request ends; one without a log is created only when create is set.
-// (The console's routes authenticate here; the REST routes' middleware has.)
-func (s *Server) openSessionFor(r *http.Request, create bool) (principal, *ledger.Ledger, error) {
-	p, err := s.authenticate(r)
-	if err != nil {
-		return p, nil, err
-	}
-	l, err := s.sessionIn(r.Context(), r.PathValue("tenant"), r.PathValue("session"), create)
-	return p, l, err
-}
-
-// openRead authenticates, opens the path's session (never creating it)
-// and folds what other processes appended to it, so every read route
-// answers from the log as it stands.
-func (s *Server) openRead(r *http.Request) (*ledger.Ledger, error) {
-	_, l, err := s.openSessionFor(r, false)
-	if err != nil {
-		return nil, err
-	}
-	if err := l.Refresh(); err != nil {
-		return nil, err
-	}
-	return l, nil
 }

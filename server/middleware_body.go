@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"tally/service"
+	"tally/rest"
 )
 
 // Error codes of malformed request bodies (HTTP problem bodies; do not
@@ -101,12 +101,12 @@ func (e *bodyIncomplete) describe() error {
 
 func (e *bodyIncomplete) Unwrap() error { return e.err }
 
-func (e *bodyIncomplete) Refusal() *service.Refusal {
-	return service.NewRefusal(http.StatusBadRequest, CodeBodyIncomplete, e.describe().Error())
+func (e *bodyIncomplete) Refusal() *rest.Refusal {
+	return rest.NewRefusal(http.StatusBadRequest, CodeBodyIncomplete, e.describe().Error())
 }
 
-func (e *mediaTypeError) Refusal() *service.Refusal {
-	return service.NewRefusal(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, e.Error())
+func (e *mediaTypeError) Refusal() *rest.Refusal {
+	return rest.NewRefusal(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, e.Error())
 }
 
 // checkedBody is the body of a route that takes one, bounded by limit: its

@@ -17,7 +17,6 @@ import (
 	"tally/api"
 	"tally/auth"
 	"tally/instant"
-	"tally/ledger"
 	"tally/service"
 	"tally/vocab"
 )
@@ -129,7 +128,7 @@ func docWrite(s *Server, status int, empty bool, members []string, decode func(r
 // writeCall is the Call of a write: the session of the path, the acting
 // identity (under --insecure-dev without one, the party the command
 // names: party), and the request's Idempotency-Key.
-func (s *Server) writeCall(r *http.Request, party ledger.Command) (service.Call, error) {
+func (s *Server) writeCall(r *http.Request, party string) (service.Call, error) {
 	p := callerOf(r)
 	actor, err := s.writeActor(p, party)
 	if err != nil {

@@ -6,11 +6,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"tally/api"
 	"tally/artifact"
-	"tally/ledger"
 	"tally/service"
 	"tally/store"
 	"tally/vocab"
@@ -37,7 +35,7 @@ func (s *Server) bytesWrite(r *http.Request, what string, params ...string) (ser
 			return service.Call{}, nil, vocab.Invalidf(k, "is not a parameter of "+what+" ("+strings.Join(params, ", ")+")")
 		}
 	}
-	c, err := s.writeCall(r, ledger.Command{})
+	c, err := s.writeCall(r, "")
 	return c, q, err
 }
 
@@ -73,16 +71,6 @@ func (s *Server) claimArtifactPut(r *http.Request) (int, any, error) {
 		Kind: q.Get("kind"), Schema: q.Get("schema"), Name: q.Get("name"), Generation: gen}
 	res, err := s.local.PublishArtifact(r.Context(), c, d, r.Body)
 	return http.StatusCreated, res.Doc, err
-}
-
-// openReadAt is openRead and the time the read is asked at (now=).
-func (s *Server) openReadAt(r *http.Request) (*ledger.Ledger, time.Time, error) {
-	l, err := s.openRead(r)
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	now, err := s.readNow(r)
-	return l, now, err
 }
 
 func (s *Server) claimList(r *http.Request) (int, any, error) {

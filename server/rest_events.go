@@ -17,6 +17,12 @@ import (
 // after=) resumes with no gap and no duplicate. The data is the log line as
 // written (envelope included), so a client can verify the chain itself.
 // A stream: it answers as the log grows, until the client leaves.
+//
+// It reads the log beside the Service, through the session cache, on
+// purpose: the route is a replica route (its replica flag), so on a
+// cluster node it streams the lines its own replica has applied, which no
+// Service method offers; the seam's change feed (service.Feed) signals a
+// change but carries no lines.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	l, err := s.sessionIn(r.Context(), r.PathValue("tenant"), r.PathValue("session"), false)
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 
 	"tally/api"
 	"tally/auth"
+	"tally/rest"
 	"tally/service"
 	"tally/vocab"
 )
@@ -89,7 +90,7 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.cfg.Logger.Error("export failed after its first bytes", "err", err)
-	w.Header().Set(ExportErrorTrailer, string(bytes.TrimSpace(service.Refuse(err).Document)))
+	w.Header().Set(ExportErrorTrailer, string(bytes.TrimSpace(rest.Refuse(err).Document)))
 }
 
 func (s *Server) verify(r *http.Request) (int, any, error) {

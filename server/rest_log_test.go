@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"tally/service"
+	"tally/ledgerservice"
 	"tally/store"
 )
 
@@ -326,7 +326,7 @@ func TestImportIsIdempotentByKey(t *testing.T) {
 		fmt.Fprintf(&many, `{"ts":"2026-09-01T19:00:00Z","type":"nudge%d"}`+"\n", i)
 	}
 	code, got, _ = f.do("POST", base+"/import", "boss", many.String(), "Content-Type", "application/x-ndjson", "Idempotency-Key", "imp-2")
-	if code != 200 || strings.Count(got, "kept as is") != service.ImportWarningsMax || !strings.Contains(got, "and 400 more lines") {
+	if code != 200 || strings.Count(got, "kept as is") != ledgerservice.ImportWarningsMax || !strings.Contains(got, "and 400 more lines") {
 		t.Fatalf("500 unknown types: %d %.400s", code, got)
 	}
 	if code, again, _ := f.do("POST", base+"/import", "boss", many.String(), "Content-Type", "application/x-ndjson", "Idempotency-Key", "imp-2"); code != 200 || again != got {

@@ -7,21 +7,22 @@ import (
 	"testing"
 
 	"tally/api"
+	"tally/rest"
 	"tally/service"
 )
 
 // retryable stands for a cluster node's retryable answer (the cluster's
-// Unavailable is a service.Refuser like it).
-type retryable struct{ ref *service.Refusal }
+// Unavailable is a rest.Refuser like it).
+type retryable struct{ ref *rest.Refusal }
 
-func (r retryable) Error() string             { return r.ref.Message }
-func (r retryable) Refusal() *service.Refusal { return r.ref }
+func (r retryable) Error() string          { return r.ref.Message }
+func (r retryable) Refusal() *rest.Refusal { return r.ref }
 
 var (
-	unknownOutcome = retryable{service.NewRetryable(service.CodeUnknownOutcome,
+	unknownOutcome = retryable{rest.NewRetryable(service.CodeUnknownOutcome,
 		`group 2 did not answer the write at this node: node: the group's leader changed while the proposal waited; the write may have committed: retry it with the same request id "req-1", which answers it from its record if it did`,
 		api.M("group", api.U(2)), api.M("request_id", api.S("req-1")))}
-	notCommitted = retryable{service.NewRetryable(service.CodeUnavailable, "group 2 unavailable at this node: node: the group has no known leader",
+	notCommitted = retryable{rest.NewRetryable(service.CodeUnavailable, "group 2 unavailable at this node: node: the group has no known leader",
 		api.M("group", api.U(2)))}
 )
 

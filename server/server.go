@@ -18,6 +18,7 @@ import (
 
 	"tally/auth"
 	"tally/ledger"
+	"tally/ledgerservice"
 	"tally/promise"
 	"tally/service"
 	"tally/store"
@@ -113,6 +114,14 @@ type Server struct {
 	// local is the Service the REST and A2A bindings run verbs through,
 	// on the sessions of the cache.
 	local service.Service
+	// browse is what the console reads besides the verbs (session lists,
+	// a record's history), through the seam, over this server's own
+	// sessions: on a cluster node its replica's files as applied, as the
+	// console has always read them there (so it is not the node's Service).
+	browse service.Browse
+	// feed is the change feed a subscribed MCP resource hears, over the
+	// same sessions as browse.
+	feed service.Feed
 	// replicated: local is a cluster node's (NewCluster), where a write's
 	// outcome can be unknown; MCP's tools then give a write a request id
 	// of their own and retry it.
@@ -140,9 +149,11 @@ func New(cfg Config) (*Server, error) {
 		s.tokens = auth.Open(cfg.Root)
 	}
 	s.metrics = newMetrics(s)
-	s.local = service.NewLocal(serverSessions{s}, service.LocalConfig{
+	local := ledgerservice.New(serverSessions{s}, ledgerservice.Config{
 		Now: func() time.Time { return s.cfg.Ledger.Now() }, Timekeeper: cfg.Ledger.Timekeeper,
-		Root: func() (string, error) { return cfg.Root, nil }, RelativeLogs: true})
+		Root: func() (string, error) { return cfg.Root, nil }, RelativeLogs: true,
+		FeedPoll: cfg.StreamPoll, Stopped: s.isClosed})
+	s.local, s.browse, s.feed = local, local, local
 	observe := cfg.Ledger.Observe
 	s.cfg.Ledger.Observe = func(ci ledger.CommitInfo) {
 		s.metrics.commit(ci)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tally/auth"
+	"tally/rest"
 	"tally/service"
 	"tally/verb"
 	"tally/verb/verbtest"
@@ -55,7 +56,7 @@ func TestEveryVerbThroughA2A(t *testing.T) {
 			if err := json.Unmarshal([]byte(r.raw), &e); err != nil {
 				return service.Doc{}, fmt.Errorf("%s: %d %s", c.Verb, status, r.raw)
 			}
-			return service.Doc{}, &service.Refusal{Code: e.Code, Message: e.Error}
+			return service.Doc{}, &rest.Refusal{Code: e.Code, Message: e.Error}
 		}
 		if r.Error == nil {
 			return service.Doc{}, verbtest.ErrOtherDocument
@@ -70,7 +71,7 @@ func TestEveryVerbThroughA2A(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.raw), &e); err != nil || len(e.Error.Data) == 0 {
 			return service.Doc{}, fmt.Errorf("%s: %s", c.Verb, r.raw)
 		}
-		return service.Doc{}, &service.Refusal{Code: e.Error.Data[0].Code, Message: r.Error.Message}
+		return service.Doc{}, &rest.Refusal{Code: e.Error.Data[0].Code, Message: r.Error.Message}
 	}, 10*time.Second)
 	verbtest.Compare(t, "a2a", want, got)
 }

@@ -152,58 +152,59 @@ const (
 	MethodCommitLapse          = "CommitLapse"
 )
 
-// readExpectDoc reads an expectation response document (a replayed one,
+// ReadExpectDoc reads an expectation response document (a replayed one,
 // or a server's answer) into its result, whose members carry the
 // document's names.
-func readExpectDoc[T any, P interface {
+func ReadExpectDoc[T any, P interface {
 	*T
-	setDoc(Doc)
+	SetDoc(Doc)
 }](what string, doc Doc) (T, error) {
 	var out T
 	if len(bytes.TrimSpace(doc.JSON)) == 0 {
 		// A write that appended nothing and rendered nothing (a lapse
 		// recorded already) answers an empty document: the zero result.
-		P(&out).setDoc(doc)
+		P(&out).SetDoc(doc)
 		return out, nil
 	}
 	if err := json.Unmarshal(doc.JSON, &out); err != nil {
 		return out, fmt.Errorf("%s response: %w", what, err)
 	}
-	P(&out).setDoc(doc)
+	P(&out).SetDoc(doc)
 	return out, nil
 }
 
-// setDoc sets the document a result embeds (readExpectDoc's).
-func (d *Doc) setDoc(doc Doc) { *d = doc }
+// SetDoc sets the document a result embeds (ReadExpectDoc's, and an
+// implementation's rendering a result it made).
+func (d *Doc) SetDoc(doc Doc) { *d = doc }
 
 // ReadExpectationWritten reads the response of a raise, an extension, a
 // withdrawal or a lapse.
 func ReadExpectationWritten(doc Doc) (ExpectationWritten, error) {
-	return readExpectDoc[ExpectationWritten]("expectation write", doc)
+	return ReadExpectDoc[ExpectationWritten]("expectation write", doc)
 }
 
 // ReadFactRecorded reads the response of a fact.
-func ReadFactRecorded(doc Doc) (FactRecorded, error) { return readExpectDoc[FactRecorded]("fact", doc) }
+func ReadFactRecorded(doc Doc) (FactRecorded, error) { return ReadExpectDoc[FactRecorded]("fact", doc) }
 
 // ReadTaskOutcomeRecorded reads the response of a task outcome.
 func ReadTaskOutcomeRecorded(doc Doc) (TaskOutcomeRecorded, error) {
-	return readExpectDoc[TaskOutcomeRecorded]("task outcome", doc)
+	return ReadExpectDoc[TaskOutcomeRecorded]("task outcome", doc)
 }
 
 // ReadExpectationShown reads the document of one expectation.
 func ReadExpectationShown(doc Doc) (ExpectationShown, error) {
-	return readExpectDoc[ExpectationShown]("expectation", doc)
+	return ReadExpectDoc[ExpectationShown]("expectation", doc)
 }
 
 // ReadExpectationList reads the document of a list of expectations.
 func ReadExpectationList(doc Doc) (ExpectationList, error) {
-	return readExpectDoc[ExpectationList]("expectations", doc)
+	return ReadExpectDoc[ExpectationList]("expectations", doc)
 }
 
 // ReadTaskOriginShown reads the document of an origin task.
 func ReadTaskOriginShown(doc Doc) (TaskOriginShown, error) {
-	return readExpectDoc[TaskOriginShown]("task origin", doc)
+	return ReadExpectDoc[TaskOriginShown]("task origin", doc)
 }
 
 // ReadLapseList reads the document of a list of lapses.
-func ReadLapseList(doc Doc) (LapseList, error) { return readExpectDoc[LapseList]("lapses", doc) }
+func ReadLapseList(doc Doc) (LapseList, error) { return ReadExpectDoc[LapseList]("lapses", doc) }

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 
-	"tally/ledger"
-	"tally/store"
+	"tally/api"
 )
 
 // Logs is what works on a session's log as a whole: export, import and
@@ -36,13 +36,20 @@ type Logs interface {
 type Exported struct {
 	// Torn is an incomplete last line, left by an interrupted write and not
 	// exported.
-	Torn *store.Torn
+	Torn *Torn
+}
+
+// Torn describes an incomplete last line: the bytes after the last
+// newline, from Offset.
+type Torn struct {
+	Offset int64
+	Size   int64
 }
 
 // Imported is an import's report and its response document.
 type Imported struct {
 	Doc
-	Report ledger.ImportReport
+	Report ImportReport
 }
 
 // Verified is a verify report document: whole, and for one session the
@@ -56,15 +63,6 @@ type Verified struct {
 // The log methods' names, for request ids.
 const MethodImport = "Import"
 
-// SessionVisitor is a Sessions that can hold a session for one call and
-// release it at once (the server's cache, whose open bound a verify of
-// every session must keep). Local verifies through such a session's open
-// ledger; through any other Sessions it verifies a log bare, unfolded, so a
-// log too damaged to open is reported rather than refused.
-type SessionVisitor interface {
-	Visit(ctx context.Context, tenant, session string, fn func(*ledger.Ledger)) error
-}
-
 // ReadWhole reads whether a verify report document says whole.
 func ReadWhole(doc Doc) (bool, error) {
 	var m struct {
@@ -74,4 +72,49 @@ func ReadWhole(doc Doc) (bool, error) {
 		return false, fmt.Errorf("verify report: %w", err)
 	}
 	return m.Whole, nil
+}
+
+// ImportReport says what an import appended.
+type ImportReport struct {
+	Appended int
+	Unknown  int // records of types this tally does not fold (kept)
+	Ignored  int // promise records the fold will ignore (duplicate declarations, resolves after the first…)
+	FirstSeq uint64
+	LastSeq  uint64
+	Warnings []string
+}
+
+// ReadImported reads an import's response document into its report.
+func ReadImported(doc Doc) (Imported, error) {
+	var m struct {
+		Appended int      `json:"appended"`
+		Unknown  int      `json:"unknown"`
+		FirstSeq uint64   `json:"first_seq"`
+		LastSeq  uint64   `json:"last_seq"`
+		Warnings []string `json:"warnings"`
+	}
+	if err := json.Unmarshal(doc.JSON, &m); err != nil {
+		return Imported{}, fmt.Errorf("import response: %w", err)
+	}
+	return Imported{Doc: doc, Report: ImportReport{Appended: m.Appended, Unknown: m.Unknown, FirstSeq: m.FirstSeq, LastSeq: m.LastSeq, Warnings: m.Warnings}}, nil
+}
+
+// ImportDoc is an import's report as `tally import --json` prints it; with
+// warnings also the warnings the text form prints (the server's answer).
+func ImportDoc(rep ImportReport, warnings bool) []byte {
+	ms := []api.Member{
+		api.M("appended", []byte(strconv.Itoa(rep.Appended))), api.M("unknown", []byte(strconv.Itoa(rep.Unknown))),
+		api.M("first_seq", []byte(strconv.FormatUint(rep.FirstSeq, 10))), api.M("last_seq", []byte(strconv.FormatUint(rep.LastSeq, 10))),
+	}
+	if warnings {
+		list := []byte{'['}
+		for i, w := range rep.Warnings {
+			if i > 0 {
+				list = append(list, ',')
+			}
+			list = append(list, api.S(w)...)
+		}
+		ms = append(ms, api.M("warnings", append(list, ']')))
+	}
+	return api.Doc(ms...)
 }

@@ -12,9 +12,7 @@ import (
 	"tally/api"
 	"tally/claim"
 	"tally/instant"
-	"tally/ledger"
 	"tally/promise"
-	"tally/store"
 	"tally/vocab"
 )
 
@@ -117,7 +115,7 @@ func ShellCommand(words []string, tenant, session, seat string) string {
 	for _, w := range words {
 		out = append(out, ShellWord(w))
 	}
-	if tenant != store.DefaultTenant || session != store.DefaultSession {
+	if tenant != vocab.DefaultTenant || session != vocab.DefaultSession {
 		out = append(out, "--session", ShellWord(tenant+"/"+session))
 	}
 	if seat != "" {
@@ -163,26 +161,4 @@ func ReadReadyList(d Doc) (ReadyList, error) {
 		return ReadyList{}, fmt.Errorf("ready document: %w", err)
 	}
 	return ReadyList{Doc: d, Now: m.Now.UTC(), Seat: m.Seat, Items: m.Items}, nil
-}
-
-func (s *Local) Ready(ctx context.Context, c Call, seat string) (ReadyList, error) {
-	seat = cmp.Or(seat, c.Actor)
-	if seat == "" {
-		return ReadyList{}, vocab.Invalidf("seat", "required: the seat whose ready work to list")
-	}
-	l, err := s.read(ctx, c)
-	if err != nil {
-		return ReadyList{}, err
-	}
-	now := s.at(c)
-	var items []ReadyItem
-	l.Read(func(st *ledger.State) {
-		owed := st.Promises.Select(promise.Filter{State: "open", By: seat}, now)
-		items = ReadyItems(c.Tenant, c.Session, seat, st.Claims.Takeable(seat), owed, now)
-	})
-	doc, err := ReadyDoc(now, seat, items)
-	if err != nil {
-		return ReadyList{}, err
-	}
-	return ReadyList{Doc: Doc{JSON: doc}, Now: now, Seat: seat, Items: items}, nil
 }

@@ -1,22 +1,19 @@
 // Package service is tally's one seam: every verb of the three families and
 // of the log, as a typed method. The CLI, the REST and A2A bindings, MCP and
-// the cluster call a Service; Local runs it on this machine's ledger
-// directory, the client package runs it through a server's REST API, and a
-// cluster node will be a third implementation.
+// the cluster call a Service; ledgerservice.Local runs it on this machine's
+// ledger directory, the client package runs it through a server's REST API,
+// and a cluster node is a third implementation.
 //
 // A method takes the caller's Call and an api document (the same document
 // REST reads as a body and the CLI reads on stdin) and returns a typed result
 // carrying the response document byte for byte: what REST answers and what
 // --json prints. A refusal is an error the bindings map the same way: a
-// rule error (field, rule, code), a ledger.IdempotencyError, or, from the
-// client, a *Refusal holding the server's error document.
+// rule error (field, rule, code), an IdempotencyError, or, from the
+// client, a *rest.Refusal holding the server's error document.
 package service
 
 import (
-	"context"
 	"time"
-
-	"tally/ledger"
 )
 
 // Call is who asks, in which session, and under which request id.
@@ -79,12 +76,6 @@ type Service interface {
 	Work
 }
 
-// Sessions opens the ledger of a session for Local. Its implementation
-// decides how long the ledger stays open: the server holds it for the
-// request (ctx) and caches it; the CLI holds it for the process.
-type Sessions interface {
-	// Open returns the ledger of tenant/session. A session without a log is
-	// created only when create is set (a write); otherwise Open refuses
-	// with store's NoSuchSession error and touches nothing.
-	Open(ctx context.Context, tenant, session string, create bool) (*ledger.Ledger, error)
-}
+// RequestIDMax bounds a request id (the CLI's --request-id, the REST
+// Idempotency-Key).
+const RequestIDMax = 256

@@ -59,6 +59,10 @@ func (e *CorruptError) Error() string {
 	return fmt.Sprintf("%s: line %d: %s", e.Path, e.Line, e.Reason)
 }
 
+// RefusalCode is a damaged log's refusal code, "corrupt" (service.Coded:
+// the bindings answer it without importing store).
+func (e *CorruptError) RefusalCode() string { return "corrupt" }
+
 // Log is one session's log file. It is safe for concurrent use; appends from
 // this process are serialised by a mutex and appends from other processes by
 // an exclusive flock on the session's lock file.

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"tally/vocab"
 )
 
 // DirName is the ledger directory found by walking up, like .git.
@@ -15,51 +17,16 @@ const DirName = ".tally"
 // markerName marks a directory as a tally ledger and records its format.
 const markerName = "tally.json"
 
-// DefaultTenant and DefaultSession name the session the CLI uses.
-const (
-	DefaultTenant  = "default"
-	DefaultSession = "default"
-)
-
-// CheckName enforces the shape of tenant and session names: 1–64 of
-// letters, digits, '.', '_' and '-', not starting with a punctuation mark,
-// so a name can never climb out of the ledger directory.
-func CheckName(field, name string) error {
-	if !validName(name) {
-		return fmt.Errorf("%s: must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", field)
-	}
-	return nil
-}
-
-// validName is ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$ written out: that
-// expression compiles to 64 nested states, which cost every process
-// ~900 allocations at start as a package variable.
-func validName(name string) bool {
-	if len(name) == 0 || len(name) > 64 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case (c == '.' || c == '_' || c == '-') && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 // ObjectsDir is where a ledger keeps artifact bytes, shared by its sessions
 // (content-addressed, so sessions share copies).
 func ObjectsDir(root string) string { return filepath.Join(root, "objects") }
 
 // SessionDir is where a session's log lives inside a ledger directory.
 func SessionDir(root, tenant, session string) (string, error) {
-	if err := CheckName("tenant", tenant); err != nil {
+	if err := vocab.CheckName("tenant", tenant); err != nil {
 		return "", err
 	}
-	if err := CheckName("session", session); err != nil {
+	if err := vocab.CheckName("session", session); err != nil {
 		return "", err
 	}
 	return filepath.Join(root, "sessions", tenant, session), nil
@@ -179,7 +146,7 @@ func Sessions(root, tenant string) ([]Session, error) {
 	}
 	var out []Session
 	for _, t := range tenants {
-		if CheckName("tenant", t) != nil {
+		if vocab.CheckName("tenant", t) != nil {
 			continue
 		}
 		ents, err := os.ReadDir(filepath.Join(base, t))
@@ -190,7 +157,7 @@ func Sessions(root, tenant string) ([]Session, error) {
 			return nil, fmt.Errorf("list sessions: %w", err)
 		}
 		for _, e := range ents { // os.ReadDir sorts by name
-			if !e.IsDir() || CheckName("session", e.Name()) != nil {
+			if !e.IsDir() || vocab.CheckName("session", e.Name()) != nil {
 				continue
 			}
 			if _, err := os.Stat(filepath.Join(base, t, e.Name(), logName)); err == nil {

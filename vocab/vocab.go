@@ -1,9 +1,14 @@
 // Package vocab holds the names that every layer of tally must spell alike:
-// the timekeeper's default identity, the A2A extension URIs, the typed ids
-// and the Family interface every record family's core implements. The
-// values are stored in logs and sent on the wire: do not change them.
+// the timekeeper's default identity, the A2A extension URIs, tenant and
+// session names, priorities, and the refusals every core returns. The
+// values are stored in logs and sent on the wire: do not change them. The
+// shape of a family's core is family's.
 //
-// The package does no I/O and imports only time.
+// Ids are plain strings (a record's sequence a uint64): the typed ids it
+// once declared were converted at every use and checked nothing.
+//
+// The characters a record may not hold are textcheck's. The package does
+// no I/O and imports only errors and fmt.
 package vocab
 
 // DefaultTimekeeper is the watcher's identity unless configured otherwise:

@@ -8,22 +8,18 @@ package servecli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"tally/auth"
 	"tally/cli"
-	"tally/ledger"
 	"tally/mcp"
+	"tally/service"
 )
-
-// followPoll is how often a subscribed resource of the local ledger looks
-// for lines other processes appended.
-const followPoll = time.Second
 
 func newMCP(g cli.Env) *cobra.Command {
 	return &cobra.Command{
@@ -79,12 +75,15 @@ func runMCP(g cli.Env, ctx context.Context) error {
 			return err
 		}
 		// A subscribed resource hears this process's commits at once and
-		// other processes' within followPoll; the CLI holds its sessions
-		// for the process, so there is nothing to release.
-		changes = mcp.Follow(func(ctx context.Context, tenant, session string) (*ledger.Ledger, func(), error) {
-			l, err := g.OpenSession(ctx, tenant, session)
-			return l, func() {}, err
-		}, followPoll, func() bool { return false })
+		// other processes' within a poll (ledgerservice.FeedPollDefault),
+		// through the Service's change feed.
+		feed, ok := svc.(service.Feed)
+		if !ok {
+			return fmt.Errorf("mcp: the local Service has no change feed")
+		}
+		changes = func(ctx context.Context, tenant, session string) (<-chan struct{}, error) {
+			return feed.Changes(ctx, service.Call{Tenant: tenant, Session: session})
+		}
 	}
 	cfg := mcp.DefaultConfig()
 	cfg.Service = svc

@@ -20,6 +20,8 @@ import (
 	"tally/cli"
 	"tally/cluster"
 	"tally/cluster/placement"
+	"tally/ledgerservice"
+	"tally/rest"
 	"tally/server"
 	"tally/service"
 )
@@ -121,9 +123,9 @@ func serveCluster(g cli.Env, c *cobra.Command, cfg server.Config, f *clusterFlag
 	cc := cluster.Config{
 		NodeID: f.nodeID, RaftAddr: f.raftAddr, Addr: cfg.Addr, Zone: f.zone, Region: f.region, Replicas: f.replicas, Data: g.Abs(f.data), Secret: f.secret,
 		Bootstrap: f.bootstrap, Join: f.join, Groups: f.groups, Tick: f.tick, WatchEvery: cfg.WatchEvery, Ledger: cfg.Ledger, Logger: cfg.Logger, Version: cli.Version,
-		Local: func(s service.Sessions, lc service.LocalConfig) service.Service {
+		Local: func(s ledgerservice.Sessions, lc ledgerservice.Config) service.Service {
 			lc.Timekeeper, lc.RelativeLogs = timekeeper, true
-			return service.NewLocal(s, lc)
+			return ledgerservice.New(s, lc)
 		},
 		OnFirstToken: func(secret string, tok auth.Token) {
 			fmt.Fprintf(g.IO().Out, "first admin token (%s, %s of every tenant's tokens; shown only now):\n%s\n", tok.ID, tok.Role, secret)
@@ -163,7 +165,7 @@ func startNode(ctx context.Context, cfg server.Config, cc cluster.Config) (*clus
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	starting := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { service.WriteRefusal(w, st.Refusal()) })
+	starting := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { rest.WriteRefusal(w, st.Refusal()) })
 	hs := &http.Server{Handler: starting, ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout}
 	go hs.Serve(ln)
 	n, err := st.Run(ctx)

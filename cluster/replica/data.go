@@ -106,7 +106,7 @@ func (m *dataSM) mintID() string {
 }
 
 // MintExpectationID mints the id of an expectation the command being
-// applied raises without one (service.LocalConfig.MintExpectationID):
+// applied raises without one (ledgerservice.Config.MintExpectationID):
 // drawn from the command's seed, as its promise ids are, so every replica
 // mints the same.
 func (m *dataSM) MintExpectationID() string {
@@ -117,7 +117,7 @@ func (m *dataSM) MintExpectationID() string {
 	return "exp_" + hex.EncodeToString(b[:6])
 }
 
-// Open is service.Sessions over the replica's ledger directory.
+// Open is ledgerservice.Sessions over the replica's ledger directory.
 func (m *dataSM) Open(ctx context.Context, tenant, session string, create bool) (*ledger.Ledger, error) {
 	dir, err := store.SessionDir(m.cfg.Root, tenant, session)
 	if err != nil {

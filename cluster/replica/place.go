@@ -22,8 +22,8 @@ import (
 
 	"tally/api"
 	"tally/cluster/node"
+	"tally/rest"
 	"tally/service"
-	"tally/store"
 	"tally/vocab"
 )
 
@@ -94,11 +94,11 @@ func (e *Moved) Error() string {
 // group has fenced (HTTP 503: retry).
 const CodeMoved = service.CodeMoved
 
-// Refusal is the retryable answer every binding gives (service.Refuser):
+// Refusal is the retryable answer every binding gives (rest.Refuser):
 // 503 Moved with Retry-After, the group the session is placed in ("group")
 // and the one that refused it ("from_group").
-func (e *Moved) Refusal() *service.Refusal {
-	return service.NewRetryable(CodeMoved, e.Error(),
+func (e *Moved) Refusal() *rest.Refusal {
+	return rest.NewRetryable(CodeMoved, e.Error(),
 		api.M("group", api.U(e.Group)), api.M("from_group", api.U(e.From)))
 }
 
@@ -106,7 +106,7 @@ func (e *Moved) Refusal() *service.Refusal {
 // that is not one of the cluster's data groups.
 func CheckPlacement(p Placement, groups int) error {
 	for _, f := range []struct{ field, name string }{{"tenant", p.Tenant}, {"session", p.Session}} {
-		if err := store.CheckName(f.field, f.name); err != nil {
+		if err := vocab.CheckName(f.field, f.name); err != nil {
 			return vocab.Invalidf(f.field, fmt.Sprintf("%q %s", f.name, strings.TrimPrefix(err.Error(), f.field+": ")))
 		}
 	}

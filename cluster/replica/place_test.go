@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"tally/cluster/node"
-	"tally/service"
+	"tally/rest"
 	"tally/vocab"
 )
 
@@ -170,7 +170,7 @@ func TestFence(t *testing.T) {
 	if outs[1].Err.Error() != wantMoved {
 		t.Fatalf("moved: %q, want %q", outs[1].Err, wantMoved)
 	}
-	if ref := service.Refuse(outs[1].Err); ref.Status != 503 || ref.Code != CodeMoved || !bytes.Contains(ref.Document, []byte(`"group":`+itoa(to))) {
+	if ref := rest.Refuse(outs[1].Err); ref.Status != 503 || ref.Code != CodeMoved || !bytes.Contains(ref.Document, []byte(`"group":`+itoa(to))) {
 		t.Fatalf("moved as a binding answers it: %d %s %s", ref.Status, ref.Code, ref.Document)
 	}
 	if outs[2].Err != nil {

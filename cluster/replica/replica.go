@@ -34,6 +34,7 @@ import (
 	"tally/cluster/node"
 	"tally/cluster/raftlog"
 	"tally/ledger"
+	"tally/ledgerservice"
 	"tally/service"
 	"tally/store"
 )
@@ -60,8 +61,8 @@ type Config struct {
 	// Methods are the commands by name.
 	Methods map[string]Method
 	// Service makes the Service that runs commands over the replica's
-	// sessions (service.Local over them).
-	Service func(service.Sessions) service.Service
+	// sessions (ledgerservice.Local over them).
+	Service func(ledgerservice.Sessions) service.Service
 	// MaxOpen bounds the sessions kept open (each holds a few files): past
 	// it the least recently opened are closed once idle for IdleClose. A
 	// read holding a session longer than IdleClose after opening it may

@@ -20,6 +20,7 @@ import (
 	"tally/cluster/node"
 	"tally/cluster/raftlog"
 	"tally/ledger"
+	"tally/ledgerservice"
 	"tally/promise"
 	"tally/service"
 	"tally/store"
@@ -72,7 +73,7 @@ func openReplicaFS(t *testing.T, dir string, fs vfs.FS, failOn string, tweak fun
 	var sm *SM
 	cfg := Config{Root: filepath.Join(dir, "ledger"), DB: db, Ledger: ledger.DefaultConfig(), Groups: 1,
 		Methods: map[string]Method{"declare": declare(&sm, failOn), "use": use(&sm)},
-		Service: func(service.Sessions) service.Service { return nil }, IdleClose: time.Nanosecond}
+		Service: func(ledgerservice.Sessions) service.Service { return nil }, IdleClose: time.Nanosecond}
 	cfg.Ledger.Logger = slog.New(slog.DiscardHandler)
 	if tweak != nil {
 		tweak(&cfg)

@@ -28,7 +28,7 @@ import (
 	"tally/cluster/node"
 	"tally/digest"
 	"tally/ledger"
-	"tally/service"
+	"tally/ledgerservice"
 	"tally/store"
 )
 
@@ -145,7 +145,7 @@ func (m *dataSM) sessionContents(se store.Session, set map[string]bool) error {
 		return err
 	}
 	var rows []claim.StoredArtifact
-	l.Read(func(st *ledger.State) { rows, err = service.ArtifactRows(st, "", m.Now()) })
+	l.Read(func(st *ledger.State) { rows, err = ledgerservice.ArtifactRows(st, "", m.Now()) })
 	for _, r := range rows {
 		set[r.Content] = true
 	}

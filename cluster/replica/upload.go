@@ -36,6 +36,7 @@ import (
 
 	"tally/artifact"
 	"tally/digest"
+	"tally/rest"
 	"tally/service"
 	"tally/store"
 	"tally/vocab"
@@ -120,7 +121,7 @@ var errLocalCopy = errors.New("replica: this node's copy of the bytes or of thei
 
 // TooLarge is the refusal of bytes past MaxUploadSize.
 func TooLarge(what string) error {
-	return service.NewRefusal(http.StatusRequestEntityTooLarge, string(vocab.Invalid),
+	return rest.NewRefusal(http.StatusRequestEntityTooLarge, string(vocab.Invalid),
 		fmt.Sprintf("%s: at most %d bytes (%d MiB) on a cluster node", what, MaxUploadSize, MaxUploadSize>>20))
 }
 

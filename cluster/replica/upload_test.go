@@ -19,6 +19,7 @@ import (
 	"tally/artifact"
 	"tally/cluster/node"
 	"tally/digest"
+	"tally/rest"
 	"tally/service"
 	"tally/store"
 	"tally/vocab"
@@ -313,7 +314,7 @@ func TestAnUploadPastItsBoundIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	outs := applyAll(t, sm, []node.Entry{chunkEntry(t, 2, id, MaxUploadSize-4, []byte("12345678")), chunkEntry(t, 3, id, MaxUploadSize-4, []byte("1234"))})
-	var ref *service.Refusal
+	var ref *rest.Refusal
 	if !errors.As(outs[2].Err, &ref) || ref.Status != http.StatusRequestEntityTooLarge || !strings.Contains(ref.Message, "67108864") {
 		t.Fatalf("a chunk past the bound: %v", outs[2].Err)
 	}

@@ -16,6 +16,7 @@ import (
 	"tally/cluster/raftlog"
 	"tally/cluster/replica"
 	"tally/ledger"
+	"tally/ledgerservice"
 	"tally/service"
 	"tally/store"
 )
@@ -57,7 +58,7 @@ func tempDir() (string, error) {
 }
 
 // openReplica opens the node's state machine as a cluster node does: the
-// methods every node registers, service.Local over the replica's own
+// methods every node registers, ledgerservice.Local over the replica's own
 // sessions, its ledger directory; with the virtual clock for its session
 // cache and the simulator's crash point before a batch's fsync.
 func (w *World) openReplica(sn *simNode, db *raftlog.DB) (*replica.SM, error) {
@@ -68,8 +69,8 @@ func (w *World) openReplica(sn *simNode, db *raftlog.DB) (*replica.SM, error) {
 	cfg := replica.Config{
 		Root: sn.dir, DB: db, Ledger: lc, Groups: w.opt.Groups,
 		Methods: cluster.Methods(func() *replica.SM { return sm }),
-		Service: func(s service.Sessions) service.Service {
-			return service.NewLocal(s, service.LocalConfig{Now: func() time.Time { return sm.Now() }, Timekeeper: lc.Timekeeper,
+		Service: func(s ledgerservice.Sessions) service.Service {
+			return ledgerservice.New(s, ledgerservice.Config{Now: func() time.Time { return sm.Now() }, Timekeeper: lc.Timekeeper,
 				Root: func() (string, error) { return sn.dir, nil }, RelativeLogs: true,
 				MintExpectationID: func() string { return sm.MintExpectationID() }})
 		},

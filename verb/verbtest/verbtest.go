@@ -18,6 +18,7 @@ import (
 
 	"tally/api"
 	"tally/digest"
+	"tally/rest"
 	"tally/service"
 	"tally/verb"
 )
@@ -117,7 +118,7 @@ func Run(t testing.TB, b Binding, d time.Duration) []Outcome {
 		case errors.Is(err, ErrOtherDocument):
 			o.OtherDocument = true
 		case err != nil:
-			o.Code, o.Msg = service.Refuse(err).Code, err.Error()
+			o.Code, o.Msg = rest.Refuse(err).Code, err.Error()
 		default:
 			o.Doc = normalize(doc.JSON)
 		}

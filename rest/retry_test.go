@@ -1,9 +1,11 @@
-package service
+package rest
 
 import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"tally/service"
 )
 
 // The retryable answers: which may have committed, and Retry-After as a
@@ -13,11 +15,11 @@ func TestRetryableRefusals(t *testing.T) {
 		ref                   *Refusal
 		notCommitted, unknown bool
 	}{
-		{NewRetryable(CodeUnavailable, "m"), true, false},
-		{NewRetryable(CodeMoved, "m"), true, false},
-		{NewRetryable(CodeShuttingDown, "m"), true, false},
-		{NewRetryable(CodeUnknownOutcome, "m"), false, true},
-		{NewRefusal(500, CodeUnavailable, "m"), false, false},
+		{NewRetryable(service.CodeUnavailable, "m"), true, false},
+		{NewRetryable(service.CodeMoved, "m"), true, false},
+		{NewRetryable(service.CodeShuttingDown, "m"), true, false},
+		{NewRetryable(service.CodeUnknownOutcome, "m"), false, true},
+		{NewRefusal(500, service.CodeUnavailable, "m"), false, false},
 		{NewRefusal(409, "conflict", "m"), false, false},
 	} {
 		if c.ref.NotCommitted() != c.notCommitted || c.ref.OutcomeUnknown() != c.unknown {
@@ -25,7 +27,7 @@ func TestRetryableRefusals(t *testing.T) {
 		}
 	}
 	rec := httptest.NewRecorder()
-	WriteRefusal(rec, NewRetryable(CodeUnknownOutcome, "m"))
+	WriteRefusal(rec, NewRetryable(service.CodeUnknownOutcome, "m"))
 	if rec.Code != 503 || rec.Header().Get("Retry-After") != "1" || rec.Body.String() != `{"schema_version":1,"error":"m","code":"UnknownOutcome"}`+"\n" {
 		t.Errorf("%d %q %s", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
 	}
@@ -39,7 +41,7 @@ func TestRetryableRefusals(t *testing.T) {
 			t.Errorf("ParseRetryAfter(%q) = %v, want %v", in, got, want)
 		}
 	}
-	if RetryAdvice("") == RetryAdvice("k") || RetryAdvice("k") != `the write may have committed: retry it with the same request id "k", which answers it from its record if it did` {
-		t.Errorf("advice: %q", RetryAdvice("k"))
+	if service.RetryAdvice("") == service.RetryAdvice("k") || service.RetryAdvice("k") != `the write may have committed: retry it with the same request id "k", which answers it from its record if it did` {
+		t.Errorf("advice: %q", service.RetryAdvice("k"))
 	}
 }

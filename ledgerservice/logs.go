@@ -1,10 +1,9 @@
-package service
+package ledgerservice
 
 import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,17 +16,19 @@ import (
 	"tally/api"
 	"tally/ledger"
 	"tally/promise"
+	"tally/rest"
+	"tally/service"
 	"tally/store"
 	"tally/vocab"
 )
 
-var _ Logs = (*Local)(nil)
+var _ service.Logs = (*Local)(nil)
 
 // Export writes c's session as format.
-func (s *Local) Export(ctx context.Context, c Call, format string, w io.Writer, warn func(string)) (Exported, error) {
+func (s *Local) Export(ctx context.Context, c service.Call, format string, w io.Writer, warn func(string)) (service.Exported, error) {
 	l, err := s.read(ctx, c)
 	if err != nil {
-		return Exported{}, err
+		return service.Exported{}, err
 	}
 	if summary := l.SkippedSummary(); summary != "" && warn != nil {
 		warn(summary)
@@ -35,12 +36,12 @@ func (s *Local) Export(ctx context.Context, c Call, format string, w io.Writer, 
 	switch format {
 	case "", "jsonl", "pinki", "json":
 	default:
-		return Exported{}, vocab.Invalidf("format", "must be jsonl, json or pinki")
+		return service.Exported{}, vocab.Invalidf("format", "must be jsonl, json or pinki")
 	}
 	if format == "json" {
 		now := s.at(c)
 		_, err := w.Write(api.PromiseList(now, "promises", l.Promises(promise.Filter{State: "all"}, now)))
-		return Exported{}, err
+		return service.Exported{}, err
 	}
 	// Only acknowledged lines, as the event stream sends: a line still
 	// being written is not the ledger's yet.
@@ -49,12 +50,15 @@ func (s *Local) Export(ctx context.Context, c Call, format string, w io.Writer, 
 		return l.Log().ScanUntil(store.Position{}, end, fn)
 	})
 	if err != nil {
-		return Exported{}, s.relative(err)
+		return service.Exported{}, s.relative(err)
 	}
 	// What follows the acknowledged lines is another writer's line being
 	// written, or a torn tail an interrupted write left.
 	_, torn, _ := l.Log().Scan(pos, func(store.Entry) error { return errFollowed })
-	return Exported{Torn: torn}, nil
+	if torn == nil {
+		return service.Exported{}, nil
+	}
+	return service.Exported{Torn: &service.Torn{Offset: torn.Offset, Size: torn.Size}}, nil
 }
 
 // errFollowed stops a scan at the first whole line.
@@ -88,52 +92,37 @@ func ExportLines(w io.Writer, pinki bool, scan func(fn func(store.Entry) error) 
 // Import appends lines to c's session, all or none; with a request id the
 // answer is recorded with the records (one log line), so a retry gets it
 // byte for byte and appends nothing.
-func (s *Local) Import(ctx context.Context, c Call, lines []byte) (Imported, error) {
-	if len(c.RequestID) > RequestIDMax {
-		return Imported{}, vocab.Invalidf("request_id", fmt.Sprintf("at most %d bytes", RequestIDMax))
+func (s *Local) Import(ctx context.Context, c service.Call, lines []byte) (service.Imported, error) {
+	if len(c.RequestID) > service.RequestIDMax {
+		return service.Imported{}, vocab.Invalidf("request_id", fmt.Sprintf("at most %d bytes", service.RequestIDMax))
 	}
 	l, err := s.sessions.Open(ctx, c.Tenant, c.Session, true)
 	if err != nil {
-		return Imported{}, err
+		return service.Imported{}, err
 	}
 	split := bytes.Split(lines, []byte{'\n'})
 	opts := ledger.WriteOptions{Actor: c.Actor, RequestID: c.RequestID}
 	if c.RequestID == "" {
 		rep, err := l.Import(ctx, split, opts)
 		if err != nil {
-			return Imported{}, ImportRefusal(err)
+			return service.Imported{}, ImportRefusal(err)
 		}
-		return Imported{Doc: Doc{JSON: ImportDoc(rep, true)}, Report: rep}, nil
+		return service.Imported{Doc: service.Doc{JSON: service.ImportDoc(rep, true)}, Report: rep}, nil
 	}
-	digest, err := s.digest(MethodImport, lines)
+	digest, err := s.digest(service.MethodImport, lines)
 	if err != nil {
-		return Imported{}, err
+		return service.Imported{}, err
 	}
 	idem := &ledger.Idempotency{Principal: c.Actor, Key: c.RequestID, Digest: digest}
 	rep, resp, replayed, err := l.ImportIdempotent(ctx, split, opts, idem, recordedImportDoc)
 	if err != nil {
-		return Imported{}, ImportRefusal(err)
+		return service.Imported{}, ImportRefusal(err)
 	}
-	doc := Doc{JSON: append(resp[:len(resp):len(resp)], '\n'), Replayed: replayed}
+	doc := service.Doc{JSON: append(resp[:len(resp):len(resp)], '\n'), Replayed: replayed}
 	if replayed {
-		return ReadImported(doc)
+		return service.ReadImported(doc)
 	}
-	return Imported{Doc: doc, Report: rep}, nil
-}
-
-// ReadImported reads an import's response document into its report.
-func ReadImported(doc Doc) (Imported, error) {
-	var m struct {
-		Appended int      `json:"appended"`
-		Unknown  int      `json:"unknown"`
-		FirstSeq uint64   `json:"first_seq"`
-		LastSeq  uint64   `json:"last_seq"`
-		Warnings []string `json:"warnings"`
-	}
-	if err := json.Unmarshal(doc.JSON, &m); err != nil {
-		return Imported{}, fmt.Errorf("import response: %w", err)
-	}
-	return Imported{Doc: doc, Report: ledger.ImportReport{Appended: m.Appended, Unknown: m.Unknown, FirstSeq: m.FirstSeq, LastSeq: m.LastSeq, Warnings: m.Warnings}}, nil
+	return service.Imported{Doc: doc, Report: rep}, nil
 }
 
 // recordedImportDoc is the answer to an import with a request id:
@@ -143,31 +132,11 @@ func recordedImportDoc(rep ledger.ImportReport) []byte {
 	if n := len(rep.Warnings); n > ImportWarningsMax {
 		rep.Warnings = append(rep.Warnings[:ImportWarningsMax:ImportWarningsMax], fmt.Sprintf("and %d more lines of types tally does not fold, kept as they are", n-ImportWarningsMax))
 	}
-	return ImportDoc(rep, true)
+	return service.ImportDoc(rep, true)
 }
 
 // ImportWarningsMax bounds the warnings a recorded import answer lists.
 const ImportWarningsMax = 100
-
-// ImportDoc is an import's report as `tally import --json` prints it; with
-// warnings also the warnings the text form prints (the server's answer).
-func ImportDoc(rep ledger.ImportReport, warnings bool) []byte {
-	ms := []api.Member{
-		api.M("appended", []byte(strconv.Itoa(rep.Appended))), api.M("unknown", []byte(strconv.Itoa(rep.Unknown))),
-		api.M("first_seq", []byte(strconv.FormatUint(rep.FirstSeq, 10))), api.M("last_seq", []byte(strconv.FormatUint(rep.LastSeq, 10))),
-	}
-	if warnings {
-		list := []byte{'['}
-		for i, w := range rep.Warnings {
-			if i > 0 {
-				list = append(list, ',')
-			}
-			list = append(list, api.S(w)...)
-		}
-		ms = append(ms, api.M("warnings", append(list, ']')))
-	}
-	return api.Doc(ms...)
-}
 
 // ImportRefusal makes a refused import line a refusal of the input (the
 // line is the field at fault), so a bad line is a usage error both ways:
@@ -184,49 +153,49 @@ func ImportRefusal(err error) error {
 }
 
 // Verify checks c's session's log.
-func (s *Local) Verify(ctx context.Context, c Call) (Verified, error) {
+func (s *Local) Verify(ctx context.Context, c service.Call) (service.Verified, error) {
 	root, err := s.root()
 	if err != nil {
-		return Verified{}, err
+		return service.Verified{}, err
 	}
 	dir, err := store.SessionDir(root, c.Tenant, c.Session)
 	if err != nil {
-		return Verified{}, NewRefusal(http.StatusBadRequest, "invalid", err.Error())
+		return service.Verified{}, rest.NewRefusal(http.StatusBadRequest, "invalid", err.Error())
 	}
 	rep, path, err := s.verifySession(ctx, c.Tenant, c.Session, dir)
 	if err != nil {
-		return Verified{}, err
+		return service.Verified{}, err
 	}
 	rep.Err = s.relative(rep.Err)
 	if s.relativeLogs {
 		path = logName(root, path)
 	}
-	return Verified{Doc: Doc{JSON: VerifyDoc(rep)}, Log: path, Whole: rep.Whole()}, nil
+	return service.Verified{Doc: service.Doc{JSON: VerifyDoc(rep)}, Log: path, Whole: rep.Whole()}, nil
 }
 
 // VerifyAll checks every session of c.Tenant, or of every tenant: the
 // report `tally verify --json` prints without --session: whole (every
 // session is), and each session's name, its log named relative to the
 // ledger directory, and its report as VerifyDoc makes it.
-func (s *Local) VerifyAll(ctx context.Context, c Call) (Verified, error) {
+func (s *Local) VerifyAll(ctx context.Context, c service.Call) (service.Verified, error) {
 	root, err := s.root()
 	if err != nil {
-		return Verified{}, err
+		return service.Verified{}, err
 	}
 	sessions, err := store.Sessions(root, c.Tenant)
 	if err != nil {
-		return Verified{}, err
+		return service.Verified{}, err
 	}
 	whole := true
 	list := []byte{'['}
 	for i, ss := range sessions {
 		dir, err := store.SessionDir(root, ss.Tenant, ss.Name)
 		if err != nil {
-			return Verified{}, err
+			return service.Verified{}, err
 		}
 		rep, path, err := s.verifySession(ctx, ss.Tenant, ss.Name, dir)
 		if err != nil {
-			return Verified{}, fmt.Errorf("session %s: %w", ss, err)
+			return service.Verified{}, fmt.Errorf("session %s: %w", ss, err)
 		}
 		rep.Err = relative(root, rep.Err)
 		whole = whole && rep.Whole()
@@ -236,7 +205,7 @@ func (s *Local) VerifyAll(ctx context.Context, c Call) (Verified, error) {
 		list = fmt.Appendf(list, `{"session":%s,"log":%s,"report":%s}`, api.S(ss.String()), api.S(logName(root, path)), bytes.TrimSpace(VerifyDoc(rep)))
 	}
 	list = append(list, ']')
-	return Verified{Doc: Doc{JSON: api.Doc(api.M("whole", []byte(strconv.FormatBool(whole))), api.M("sessions", list))}, Whole: whole}, nil
+	return service.Verified{Doc: service.Doc{JSON: api.Doc(api.M("whole", []byte(strconv.FormatBool(whole))), api.M("sessions", list))}, Whole: whole}, nil
 }
 
 // verifySession verifies a session's log: through its open ledger when

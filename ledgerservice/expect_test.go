@@ -1,4 +1,4 @@
-package service
+package ledgerservice
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"tally/api"
 	"tally/expect"
 	"tally/ledger"
+	"tally/service"
 	"tally/store"
 )
 
@@ -28,68 +29,68 @@ func lastSeq(l *ledger.Ledger) (seq uint64) {
 func TestExpectationWritesReplayTheirResult(t *testing.T) {
 	s, l := newLocal(t)
 	ctx := context.Background()
-	as := func(actor, rid string) Call { return Call{Actor: actor, RequestID: rid} }
+	as := func(actor, rid string) service.Call { return service.Call{Actor: actor, RequestID: rid} }
 	raise := api.ExpectRaise{ExpectationID: "e1", Kind: "k", Subject: &expect.Subject{Type: "s", ID: "1"},
 		SatisfiedBy: &api.FactKeyRef{FactKey: "f:1"}, DueAt: "2026-09-01T11:00:00Z", Basis: "observed",
 		Origin: &expect.Origin{TaskID: "t1"}}
 	steps := []struct {
 		name  string
-		run   func(c Call) (any, Doc, error)
-		other func(c Call) error // the same id, another document
+		run   func(c service.Call) (any, service.Doc, error)
+		other func(c service.Call) error // the same id, another document
 	}{
-		{"raise", func(c Call) (any, Doc, error) {
+		{"raise", func(c service.Call) (any, service.Doc, error) {
 			w, err := s.RaiseExpectation(ctx, c, raise)
 			return w.Expectation, w.Doc, err
-		}, func(c Call) error {
+		}, func(c service.Call) error {
 			d := raise
 			d.Basis = "declared"
 			_, err := s.RaiseExpectation(ctx, c, d)
 			return err
 		}},
-		{"supersede", func(c Call) (any, Doc, error) {
+		{"supersede", func(c service.Call) (any, service.Doc, error) {
 			w, err := s.SupersedeExpectation(ctx, c, "e1", api.ExpectRaise{ExpectationID: "e2", DueAt: "2026-09-01T11:30:00Z"})
 			return w.Expectation, w.Doc, err
-		}, func(c Call) error {
+		}, func(c service.Call) error {
 			_, err := s.SupersedeExpectation(ctx, c, "e1", api.ExpectRaise{ExpectationID: "e2", DueAt: "2026-09-01T11:45:00Z"})
 			return err
 		}},
-		{"lapse", func(c Call) (any, Doc, error) {
-			w, err := s.CommitLapse(ctx, Call{Actor: s.timekeeper, RequestID: c.RequestID}, api.ExpectLapse{ExpectationID: "e2", Lapse: "overdue"})
+		{"lapse", func(c service.Call) (any, service.Doc, error) {
+			w, err := s.CommitLapse(ctx, service.Call{Actor: s.timekeeper, RequestID: c.RequestID}, api.ExpectLapse{ExpectationID: "e2", Lapse: "overdue"})
 			return w.Expectation.Lapses, w.Doc, err
-		}, func(c Call) error {
-			_, err := s.CommitLapse(ctx, Call{Actor: s.timekeeper, RequestID: c.RequestID}, api.ExpectLapse{ExpectationID: "e1", Lapse: "overdue"})
+		}, func(c service.Call) error {
+			_, err := s.CommitLapse(ctx, service.Call{Actor: s.timekeeper, RequestID: c.RequestID}, api.ExpectLapse{ExpectationID: "e1", Lapse: "overdue"})
 			return err
 		}},
-		{"fact", func(c Call) (any, Doc, error) {
-			f, err := s.RecordFact(ctx, Call{Actor: "feed", RequestID: c.RequestID}, api.ExpectFact{FactKey: "f:1", Subject: &expect.Subject{Type: "s", ID: "1"}})
+		{"fact", func(c service.Call) (any, service.Doc, error) {
+			f, err := s.RecordFact(ctx, service.Call{Actor: "feed", RequestID: c.RequestID}, api.ExpectFact{FactKey: "f:1", Subject: &expect.Subject{Type: "s", ID: "1"}})
 			return []any{f.Seq, f.Fact, f.Satisfied}, f.Doc, err
-		}, func(c Call) error {
-			_, err := s.RecordFact(ctx, Call{Actor: "feed", RequestID: c.RequestID}, api.ExpectFact{FactKey: "f:2", Subject: &expect.Subject{Type: "s", ID: "1"}})
+		}, func(c service.Call) error {
+			_, err := s.RecordFact(ctx, service.Call{Actor: "feed", RequestID: c.RequestID}, api.ExpectFact{FactKey: "f:2", Subject: &expect.Subject{Type: "s", ID: "1"}})
 			return err
 		}},
-		{"raise e3", func(c Call) (any, Doc, error) {
+		{"raise e3", func(c service.Call) (any, service.Doc, error) {
 			d := raise
 			d.ExpectationID, d.SatisfiedBy = "e3", &api.FactKeyRef{FactKey: "f:3"}
 			w, err := s.RaiseExpectation(ctx, c, d)
 			return w.Expectation, w.Doc, err
 		}, nil},
-		{"withdraw", func(c Call) (any, Doc, error) {
+		{"withdraw", func(c service.Call) (any, service.Doc, error) {
 			w, err := s.WithdrawExpectation(ctx, c, "e3", api.ExpectWithdraw{Reason: "rerouted"})
 			return w.Expectation, w.Doc, err
-		}, func(c Call) error {
+		}, func(c service.Call) error {
 			_, err := s.WithdrawExpectation(ctx, c, "e3", api.ExpectWithdraw{Reason: "other"})
 			return err
 		}},
-		{"raise e4", func(c Call) (any, Doc, error) {
+		{"raise e4", func(c service.Call) (any, service.Doc, error) {
 			d := raise
 			d.ExpectationID, d.SatisfiedBy = "e4", &api.FactKeyRef{FactKey: "f:4"}
 			w, err := s.RaiseExpectation(ctx, c, d)
 			return w.Expectation, w.Doc, err
 		}, nil},
-		{"task outcome", func(c Call) (any, Doc, error) {
+		{"task outcome", func(c service.Call) (any, service.Doc, error) {
 			o, err := s.RecordTaskOutcome(ctx, c, "t1", api.ExpectTaskOutcome{Outcome: "cancelled"})
 			return []any{o.Seq, o.Task, o.Withdrawn}, o.Doc, err
-		}, func(c Call) error {
+		}, func(c service.Call) error {
 			_, err := s.RecordTaskOutcome(ctx, c, "t1", api.ExpectTaskOutcome{Outcome: "failed"})
 			return err
 		}},
@@ -109,8 +110,8 @@ func TestExpectationWritesReplayTheirResult(t *testing.T) {
 			t.Fatalf("%s: a retry's result differs\nfirst: %+v\nretry: %+v", st.name, first, again)
 		}
 		if st.other != nil {
-			var ie *ledger.IdempotencyError
-			if err := st.other(c); !errors.As(err, &ie) || ie.Code != ledger.CodeIdempotencyConflict {
+			var ie *service.IdempotencyError
+			if err := st.other(c); !errors.As(err, &ie) || ie.Code != service.CodeIdempotencyConflict {
 				t.Fatalf("%s: the id with another document: %v", st.name, err)
 			}
 		}
@@ -127,7 +128,7 @@ func TestExpectationRelativeTimeRetriesLater(t *testing.T) {
 	ctx := context.Background()
 	d := api.ExpectRaise{ExpectationID: "e1", Kind: "k", Subject: &expect.Subject{Type: "s", ID: "1"},
 		SatisfiedBy: &api.FactKeyRef{FactKey: "f"}, DueAt: "2h", Horizon: "1d", Basis: "declared", RelativeTo: t0}
-	c := Call{Actor: "agent", RequestID: "r1"}
+	c := service.Call{Actor: "agent", RequestID: "r1"}
 	w, err := s.RaiseExpectation(ctx, c, d)
 	if err != nil || !w.Expectation.CurrentDue.Equal(t0.Add(2*time.Hour)) || !w.Expectation.Horizon.Equal(t0.Add(24*time.Hour)) {
 		t.Fatalf("raise: %v %+v", err, w.Expectation)
@@ -139,7 +140,7 @@ func TestExpectationRelativeTimeRetriesLater(t *testing.T) {
 	}
 	// Without RelativeTo (a REST body, an A2A record) a time is an instant.
 	d.RelativeTo, d.ExpectationID = time.Time{}, "e2"
-	if _, err := s.RaiseExpectation(ctx, Call{Actor: "agent"}, d); err == nil || !strings.Contains(err.Error(), "dueAt: must be an RFC 3339 UTC time ending in Z") {
+	if _, err := s.RaiseExpectation(ctx, service.Call{Actor: "agent"}, d); err == nil || !strings.Contains(err.Error(), "dueAt: must be an RFC 3339 UTC time ending in Z") {
 		t.Fatalf("a relative dueAt in a REST document: %v", err)
 	}
 	abs, err := api.ExpectRaise{DueAt: "2h", Horizon: "2026-09-02T14:00:00+02:00", RelativeTo: t0}.Absolute()
@@ -153,7 +154,7 @@ func TestExpectationRelativeTimeRetriesLater(t *testing.T) {
 func TestTaskOrigin(t *testing.T) {
 	s, _ := newLocal(t)
 	ctx := context.Background()
-	c := Call{Actor: "agent"}
+	c := service.Call{Actor: "agent"}
 	if _, err := s.TaskOrigin(ctx, c, "t1"); err == nil || !strings.Contains(err.Error(), "taskId") {
 		t.Fatalf("no origin yet: %v", err)
 	}
@@ -172,7 +173,7 @@ func TestTaskOrigin(t *testing.T) {
 	if bytes.Contains(o.JSON, []byte(`"outcome"`)) || !bytes.HasPrefix(o.JSON, []byte(`{"schema_version":1,"task":{"taskId":"t1","expectations":[`)) {
 		t.Fatalf("open origin's document: %s", o.JSON)
 	}
-	if back, err := ReadTaskOriginShown(o.Doc); err != nil || !reflect.DeepEqual(back.Task, o.Task) {
+	if back, err := service.ReadTaskOriginShown(o.Doc); err != nil || !reflect.DeepEqual(back.Task, o.Task) {
 		t.Fatalf("read back: %+v %v", back.Task, err)
 	}
 	if _, err := s.RecordTaskOutcome(ctx, c, "t1", api.ExpectTaskOutcome{Outcome: "cancelled"}); err != nil {

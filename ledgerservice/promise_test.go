@@ -1,4 +1,4 @@
-package service
+package ledgerservice
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"tally/api"
 	"tally/ledger"
 	"tally/promise"
+	"tally/service"
 )
 
 var t0 = time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
@@ -34,7 +35,7 @@ func newLocal(t *testing.T) (*Local, *ledger.Ledger) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	return NewLocal(oneSession{l}, LocalConfig{Now: cfg.Now, Timekeeper: cfg.Timekeeper}), l
+	return New(oneSession{l}, Config{Now: cfg.Now, Timekeeper: cfg.Timekeeper}), l
 }
 
 // A declaration is answered from its own record (renderDeclared) instead of
@@ -51,7 +52,7 @@ func TestDeclarationAnsweredFromItsRecord(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var fromState PromiseWritten
+		var fromState service.PromiseWritten
 		fromRecord := s.renderDeclared(res)
 		var want []byte
 		l.Read(func(st *ledger.State) { want = s.renderPromise(d.ID, &fromState)(st, res) })
@@ -71,7 +72,7 @@ func TestDeclarationAnsweredFromItsRecord(t *testing.T) {
 	if got := s.renderDeclared(res); got.Seq != 0 || string(got.JSON) != string(api.Doc()) {
 		t.Fatalf("a conditional declaration answered from its record: %s", got.JSON)
 	}
-	w, err := s.AmendPromise(context.Background(), Call{Actor: "reviewer"}, api.PromiseAmend{ID: "r4", Until: "3h"})
+	w, err := s.AmendPromise(context.Background(), service.Call{Actor: "reviewer"}, api.PromiseAmend{ID: "r4", Until: "3h"})
 	if err != nil || w.Promise.State != promise.Conditional || !strings.Contains(string(w.JSON), `"state":"conditional"`) {
 		t.Fatalf("amend: %v %+v %s", err, w.Promise, w.JSON)
 	}
@@ -83,7 +84,7 @@ func TestDeclarationAnsweredFromItsRecord(t *testing.T) {
 func TestRequestIDReplaysTheResponseDocument(t *testing.T) {
 	s, l := newLocal(t)
 	ctx := context.Background()
-	c := Call{Actor: "reviewer", RequestID: "k1"}
+	c := service.Call{Actor: "reviewer", RequestID: "k1"}
 	d := api.PromiseDeclare{Promise: "x", To: "author", Until: "2h", Meta: api.Object(`{"a": 1}`)}
 	first, err := s.DeclarePromise(ctx, c, d)
 	if err != nil || first.Replayed {
@@ -100,7 +101,7 @@ func TestRequestIDReplaysTheResponseDocument(t *testing.T) {
 	if n := l.Durable().Seq; n != before {
 		t.Fatalf("a retry appended: seq %d, was %d", n, before)
 	}
-	var ie *ledger.IdempotencyError
+	var ie *service.IdempotencyError
 	d.Promise = "y"
 	if _, err := s.DeclarePromise(ctx, c, d); !errors.As(err, &ie) {
 		t.Fatalf("another document under the same id: %v", err)
@@ -109,7 +110,7 @@ func TestRequestIDReplaysTheResponseDocument(t *testing.T) {
 		t.Fatalf("another method under the same id: %v", err)
 	}
 	// Without a request id the fast path's result is filled as well.
-	w, err := s.DeclarePromise(ctx, Call{Actor: "reviewer"}, api.PromiseDeclare{Promise: "z", To: "author", Until: "1h"})
+	w, err := s.DeclarePromise(ctx, service.Call{Actor: "reviewer"}, api.PromiseDeclare{Promise: "z", To: "author", Until: "1h"})
 	if err != nil || w.Seq <= first.Seq || w.Promise.Until != t0.Add(time.Hour) || len(w.JSON) == 0 {
 		t.Fatalf("declare: %v %+v", err, w)
 	}
@@ -118,13 +119,13 @@ func TestRequestIDReplaysTheResponseDocument(t *testing.T) {
 // The digest is the same from a reused hasher as from a fresh one.
 func TestDigestReusesHashers(t *testing.T) {
 	s, _ := newLocal(t)
-	fresh, _ := NewLocal(nil, LocalConfig{}).digest(MethodDeclarePromise, api.PromiseDeclare{Promise: "a"})
+	fresh, _ := New(nil, Config{}).digest(service.MethodDeclarePromise, api.PromiseDeclare{Promise: "a"})
 	for i := 0; i < 3; i++ {
-		if got, _ := s.digest(MethodDeclarePromise, api.PromiseDeclare{Promise: "a"}); got != fresh {
+		if got, _ := s.digest(service.MethodDeclarePromise, api.PromiseDeclare{Promise: "a"}); got != fresh {
 			t.Fatalf("digest %d: %x, want %x", i, got, fresh)
 		}
 	}
-	if other, _ := s.digest(MethodDeclarePromise, api.PromiseDeclare{Promise: "b"}); other == fresh {
+	if other, _ := s.digest(service.MethodDeclarePromise, api.PromiseDeclare{Promise: "b"}); other == fresh {
 		t.Fatal("two documents, one digest")
 	}
 }

@@ -1,4 +1,4 @@
-package service
+package ledgerservice
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"tally/api"
 	"tally/claim"
 	"tally/ledger"
+	"tally/service"
 	"tally/store"
 	"tally/vocab"
 )
@@ -34,7 +35,7 @@ func newClaimsLocal(t *testing.T) (*Local, *ledger.Ledger, string) {
 func TestClaimWriteReplaysItsDocument(t *testing.T) {
 	s, l, _ := newClaimsLocal(t)
 	ctx := context.Background()
-	c := Call{Actor: "maintainer", RequestID: "k1"}
+	c := service.Call{Actor: "maintainer", RequestID: "k1"}
 	first, err := s.CreateClaim(ctx, c, api.ClaimCreate{Claim: "C1", Respondent: "parser", Work: "w", NoChecks: true})
 	if err != nil {
 		t.Fatal(err)
@@ -54,8 +55,8 @@ func TestClaimWriteReplaysItsDocument(t *testing.T) {
 	if !bytes.Equal(before, logBytes(t, l)) {
 		t.Fatal("a replay appended")
 	}
-	var ie *ledger.IdempotencyError
-	if _, err := s.CreateClaim(ctx, c, api.ClaimCreate{Claim: "C1", Respondent: "parser", Work: "w2", NoChecks: true}); !errors.As(err, &ie) || ie.Code != ledger.CodeIdempotencyConflict {
+	var ie *service.IdempotencyError
+	if _, err := s.CreateClaim(ctx, c, api.ClaimCreate{Claim: "C1", Respondent: "parser", Work: "w2", NoChecks: true}); !errors.As(err, &ie) || ie.Code != service.CodeIdempotencyConflict {
 		t.Fatalf("another document under the id: %v", err)
 	}
 }
@@ -67,8 +68,8 @@ func TestClaimWriteReplaysItsDocument(t *testing.T) {
 func TestReportCheckWithEvidence(t *testing.T) {
 	s, l, root := newClaimsLocal(t)
 	ctx := context.Background()
-	m, p := Call{Actor: "maintainer"}, Call{Actor: "parser"}
-	must := func(w ClaimWritten, err error) ClaimWritten {
+	m, p := service.Call{Actor: "maintainer"}, service.Call{Actor: "parser"}
+	must := func(w service.ClaimWritten, err error) service.ClaimWritten {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
@@ -88,7 +89,7 @@ func TestReportCheckWithEvidence(t *testing.T) {
 		Bindings: []claim.Binding{{Slot: "change", Artifact: "pa"}}}))
 	must(s.PostTestament(ctx, p, api.ClaimTestamentRef{Claim: "C1", Testament: "T1"}))
 	must(s.ReceiveTestament(ctx, m, api.ClaimTestamentRef{Claim: "C1", Testament: "T1"}))
-	ev := func(s string) *Evidence { return &Evidence{Name: "log", Body: strings.NewReader(s)} }
+	ev := func(s string) *service.Evidence { return &service.Evidence{Name: "log", Body: strings.NewReader(s)} }
 	report := api.ClaimCheck{Claim: "C1", Check: "behavior", Artifact: "pa", Result: "pass", Evidence: "E1"}
 
 	before := logBytes(t, l)
@@ -115,20 +116,20 @@ func TestReportCheckWithEvidence(t *testing.T) {
 	if err := os.WriteFile(path, []byte("broken\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ReportCheck(ctx, m, report, ev("never stored")); !isCode(err, CodeDamaged) {
+	if _, err := s.ReportCheck(ctx, m, report, ev("never stored")); !isCode(err, service.CodeDamaged) {
 		t.Fatalf("a verdict on a damaged target: %v", err)
 	}
-	if _, err := s.BeginCheck(ctx, m, api.ClaimBegin{Claim: "C1", Check: "behavior", Artifact: "pa"}); !isCode(err, CodeDamaged) {
+	if _, err := s.BeginCheck(ctx, m, api.ClaimBegin{Claim: "C1", Check: "behavior", Artifact: "pa"}); !isCode(err, service.CodeDamaged) {
 		t.Fatalf("a begin on a damaged target: %v", err)
 	}
-	if _, err := s.Artifact(ctx, m, "C1", "pa"); !isCode(err, CodeDamaged) {
+	if _, err := s.Artifact(ctx, m, "C1", "pa"); !isCode(err, service.CodeDamaged) {
 		t.Fatalf("reading a damaged copy: %v", err)
 	}
 	// A Local whose caller verifies targets (a cluster's replica) appends
 	// without reading them; its CheckTarget still reads them.
 	begin := api.ClaimBegin{Claim: "C1", Check: "behavior", Artifact: "pa"}
-	replica := NewLocal(s.sessions, LocalConfig{Now: s.now, Root: s.rootOf, TargetsVerified: true})
-	if err := replica.CheckTarget(ctx, m, begin.Command()); !isCode(err, CodeDamaged) {
+	replica := New(s.sessions, Config{Now: s.now, Root: s.rootOf, TargetsVerified: true})
+	if err := replica.CheckTarget(ctx, m, begin.Command()); !isCode(err, service.CodeDamaged) {
 		t.Fatalf("CheckTarget of a damaged target: %v", err)
 	}
 	if w, err := replica.BeginCheck(ctx, m, begin); err != nil || len(w.Records) != 1 {
@@ -148,7 +149,7 @@ func TestReportCheckWithEvidence(t *testing.T) {
 	if again := must(s.ReportCheck(ctx, c, report, ev("4 of 4"))); !again.Replayed || !bytes.Equal(again.JSON, w.JSON) {
 		t.Fatalf("the retry: %+v", again)
 	}
-	var ie *ledger.IdempotencyError
+	var ie *service.IdempotencyError
 	if _, err := s.ReportCheck(ctx, c, report, ev("3 of 4")); !errors.As(err, &ie) {
 		t.Fatalf("the id with other evidence bytes: %v", err)
 	}

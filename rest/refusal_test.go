@@ -1,4 +1,4 @@
-package service
+package rest
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 
 	"tally/api"
 	"tally/auth"
-	"tally/ledger"
+	"tally/service"
 	"tally/store"
 	"tally/vocab"
 )
@@ -35,11 +35,11 @@ func TestRefuseMapsEveryError(t *testing.T) {
 		{vocab.NotFoundf("promise", "no promise with id x"), 404, "not_found", "promise: no promise with id x", false},
 		{vocab.New(vocab.Conflict, "id", "taken"), 409, "conflict", "id: taken", false},
 		{vocab.New(vocab.Forbidden, "by", "only the debtor"), 403, "forbidden", "by: only the debtor", false},
-		{vocab.New(CodeNoSuchSession, "session", "none"), 404, "NoSuchSession", "session: none", false},
-		{vocab.New(CodeSessionQuotaExceeded, "session", "full"), 429, "SessionQuotaExceeded", "session: full", false},
+		{vocab.New(service.CodeNoSuchSession, "session", "none"), 404, "NoSuchSession", "session: none", false},
+		{vocab.New(service.CodeSessionQuotaExceeded, "session", "full"), 429, "SessionQuotaExceeded", "session: full", false},
 		{vocab.New("Damaged", "artifact", "bad bytes"), 500, "Damaged", "artifact: bad bytes", false},
-		{&ledger.IdempotencyError{Code: ledger.CodeIdempotencyConflict, Key: "k"}, 409, "IdempotencyConflict", `request id "k" was already used for a different command`, false},
-		{&ledger.IdempotencyError{Code: ledger.CodeRequestHistoryExpired, Key: "k"}, 410, "RequestHistoryExpired", "", false},
+		{&service.IdempotencyError{Code: service.CodeIdempotencyConflict, Key: "k"}, 409, "IdempotencyConflict", `request id "k" was already used for a different command`, false},
+		{&service.IdempotencyError{Code: service.CodeRequestHistoryExpired, Key: "k"}, 410, "RequestHistoryExpired", "", false},
 		{auth.ErrUnauthenticated, 401, "unauthenticated", auth.ErrUnauthenticated.Error(), false},
 		{&http.MaxBytesError{Limit: 10}, 413, "invalid", "body: at most 10 bytes", true},
 		{&store.CorruptError{Path: "log.jsonl", Line: 3, Reason: "chain"}, 500, "corrupt", "", false},

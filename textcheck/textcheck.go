@@ -1,11 +1,14 @@
-package vocab
+// Package textcheck holds the characters every family refuses in what it
+// is asked to record, in one place so that the CLI, REST and A2A refuse the
+// same. They apply to commands being decided, never to records already in
+// a log: a log written before a rule was added still folds.
+package textcheck
 
-import "fmt"
+import (
+	"fmt"
 
-// The characters every family refuses in what it is asked to record, in
-// one place so that the CLI, REST and A2A refuse the same. They apply to
-// commands being decided, never to records already in a log: a log
-// written before a rule was added still folds.
+	"tally/vocab"
+)
 
 // IdentifierFault says what an identifier or a reference (a promise, claim,
 // artifact or expectation id, a check name, an evidence reference) holds
@@ -41,20 +44,20 @@ func TextFault(s string) string {
 	return ""
 }
 
-// CheckIdentifier refuses s as field (Invalid) when IdentifierFault finds
+// Identifier refuses s as field (Invalid) when IdentifierFault finds
 // something in it.
-func CheckIdentifier(field, s string) error {
+func Identifier(field, s string) error {
 	if f := IdentifierFault(s); f != "" {
-		return Invalidf(field, f)
+		return vocab.Invalidf(field, f)
 	}
 	return nil
 }
 
-// CheckText refuses s as field (Invalid) when TextFault finds something
+// Text refuses s as field (Invalid) when TextFault finds something
 // in it.
-func CheckText(field, s string) error {
+func Text(field, s string) error {
 	if f := TextFault(s); f != "" {
-		return Invalidf(field, f)
+		return vocab.Invalidf(field, f)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package service
+package ledgerservice
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"tally/api"
 	"tally/expect"
 	"tally/ledger"
+	"tally/service"
 	"tally/vocab"
 )
 
@@ -46,23 +47,23 @@ func firstSeq(res []ledger.Result) uint64 {
 // from its recorded document instead.
 func expectWrite[T any, P interface {
 	*T
-	setDoc(Doc)
-}](ctx context.Context, s *Local, c Call, method string, doc any, cmd expect.Command, render func(*ledger.State, []ledger.Result) []byte, out *T) (T, error) {
+	SetDoc(service.Doc)
+}](ctx context.Context, s *Local, c service.Call, method string, doc any, cmd expect.Command, render func(*ledger.State, []ledger.Result) []byte, out *T) (T, error) {
 	d, _, err := s.execute(ctx, c, write{method: method, doc: doc, cmd: ledger.Command{Expect: cmd, Human: c.Person}, render: render})
 	if err != nil {
 		var zero T
 		return zero, err
 	}
 	if d.Replayed {
-		return readExpectDoc[T, P](method, d)
+		return service.ReadExpectDoc[T, P](method, d)
 	}
-	P(out).setDoc(d)
+	P(out).SetDoc(d)
 	return *out, nil
 }
 
 // renderExpectation renders {"seq","expectation"} for the expectation id
 // and keeps what it rendered in w.
-func renderExpectation(id string, w *ExpectationWritten) func(*ledger.State, []ledger.Result) []byte {
+func renderExpectation(id string, w *service.ExpectationWritten) func(*ledger.State, []ledger.Result) []byte {
 	return func(st *ledger.State, res []ledger.Result) []byte {
 		w.Seq = firstSeq(res)
 		w.Expectation, _ = st.Expects.Expectation(id)
@@ -76,22 +77,22 @@ func ExpectationDoc(seq uint64, v *expect.View) []byte {
 	return api.Doc(api.M("seq", api.U(seq)), expectMember("expectation", v))
 }
 
-var _ Expectations = (*Local)(nil)
+var _ service.Expectations = (*Local)(nil)
 
 // RaiseExpectation raises d as c.Actor.
-func (s *Local) RaiseExpectation(ctx context.Context, c Call, d api.ExpectRaise) (ExpectationWritten, error) {
-	var w ExpectationWritten
+func (s *Local) RaiseExpectation(ctx context.Context, c service.Call, d api.ExpectRaise) (service.ExpectationWritten, error) {
+	var w service.ExpectationWritten
 	named := s.withExpectationID(d)
 	r, err := named.Raise()
 	if err != nil {
 		return w, err
 	}
-	return expectWrite(ctx, s, c, MethodRaiseExpectation, d, expect.RaiseCommand{Raise: r}, renderExpectation(r.ExpectationID, &w), &w)
+	return expectWrite(ctx, s, c, service.MethodRaiseExpectation, d, expect.RaiseCommand{Raise: r}, renderExpectation(r.ExpectationID, &w), &w)
 }
 
 // SupersedeExpectation extends old with d.
-func (s *Local) SupersedeExpectation(ctx context.Context, c Call, old string, d api.ExpectRaise) (ExpectationWritten, error) {
-	var w ExpectationWritten
+func (s *Local) SupersedeExpectation(ctx context.Context, c service.Call, old string, d api.ExpectRaise) (service.ExpectationWritten, error) {
+	var w service.ExpectationWritten
 	if d.Supersedes != "" && d.Supersedes != old {
 		return w, vocab.Invalidf("supersedes", "names "+strconv.Quote(d.Supersedes)+" but the path names "+strconv.Quote(old))
 	}
@@ -101,11 +102,11 @@ func (s *Local) SupersedeExpectation(ctx context.Context, c Call, old string, d 
 	if err != nil {
 		return w, err
 	}
-	return expectWrite(ctx, s, c, MethodSupersedeExpectation, d, cmd, renderExpectation(cmd.Raise.ExpectationID, &w), &w)
+	return expectWrite(ctx, s, c, service.MethodSupersedeExpectation, d, cmd, renderExpectation(cmd.Raise.ExpectationID, &w), &w)
 }
 
 // withExpectationID is d naming the expectation it raises: its own id, or
-// one minted by LocalConfig.MintExpectationID. The request id stays bound
+// one minted by Config.MintExpectationID. The request id stays bound
 // to d as sent, so a retry that names no id either is answered as the
 // first.
 func (s *Local) withExpectationID(d api.ExpectRaise) api.ExpectRaise {
@@ -116,24 +117,24 @@ func (s *Local) withExpectationID(d api.ExpectRaise) api.ExpectRaise {
 }
 
 // WithdrawExpectation withdraws id.
-func (s *Local) WithdrawExpectation(ctx context.Context, c Call, id string, d api.ExpectWithdraw) (ExpectationWritten, error) {
-	var w ExpectationWritten
-	return expectWrite(ctx, s, c, MethodWithdrawExpectation, onPath{id, d}, d.Command(id), renderExpectation(id, &w), &w)
+func (s *Local) WithdrawExpectation(ctx context.Context, c service.Call, id string, d api.ExpectWithdraw) (service.ExpectationWritten, error) {
+	var w service.ExpectationWritten
+	return expectWrite(ctx, s, c, service.MethodWithdrawExpectation, onPath{id, d}, d.Command(id), renderExpectation(id, &w), &w)
 }
 
 // CommitLapse commits a lapse as the timekeeper.
-func (s *Local) CommitLapse(ctx context.Context, c Call, d api.ExpectLapse) (ExpectationWritten, error) {
-	var w ExpectationWritten
+func (s *Local) CommitLapse(ctx context.Context, c service.Call, d api.ExpectLapse) (service.ExpectationWritten, error) {
+	var w service.ExpectationWritten
 	cmd, err := d.Command()
 	if err != nil {
 		return w, err
 	}
-	return expectWrite(ctx, s, c, MethodCommitLapse, d, cmd, renderExpectation(d.ExpectationID, &w), &w)
+	return expectWrite(ctx, s, c, service.MethodCommitLapse, d, cmd, renderExpectation(d.ExpectationID, &w), &w)
 }
 
 // RecordFact records d as observed by c.Actor.
-func (s *Local) RecordFact(ctx context.Context, c Call, d api.ExpectFact) (FactRecorded, error) {
-	var f FactRecorded
+func (s *Local) RecordFact(ctx context.Context, c service.Call, d api.ExpectFact) (service.FactRecorded, error) {
+	var f service.FactRecorded
 	cmd, err := d.Command(api.ParseInstant)
 	if err != nil {
 		return f, err
@@ -165,19 +166,19 @@ func (s *Local) RecordFact(ctx context.Context, c Call, d api.ExpectFact) (FactR
 		}
 		if len(res) > 0 {
 			if ev, err := expect.Decode(res[0].Line); err == nil && ev.Fact != nil {
-				f.Fact = Fact{FactKey: ev.Fact.FactKey, Subject: ev.Fact.Subject, At: ev.Fact.At, By: ev.Fact.By}
+				f.Fact = service.Fact{FactKey: ev.Fact.FactKey, Subject: ev.Fact.Subject, At: ev.Fact.At, By: ev.Fact.By}
 			}
 		}
 		return api.Doc(api.M("seq", api.U(f.Seq)), expectMember("fact", f.Fact), expectMember("satisfied", f.Satisfied))
 	}
-	return expectWrite(ctx, s, c, MethodRecordFact, d, cmd, render, &f)
+	return expectWrite(ctx, s, c, service.MethodRecordFact, d, cmd, render, &f)
 }
 
 // RecordTaskOutcome records task's outcome.
-func (s *Local) RecordTaskOutcome(ctx context.Context, c Call, task string, d api.ExpectTaskOutcome) (TaskOutcomeRecorded, error) {
-	var o TaskOutcomeRecorded
+func (s *Local) RecordTaskOutcome(ctx context.Context, c service.Call, task string, d api.ExpectTaskOutcome) (service.TaskOutcomeRecorded, error) {
+	var o service.TaskOutcomeRecorded
 	render := func(_ *ledger.State, res []ledger.Result) []byte {
-		o.Seq, o.Task, o.Withdrawn = firstSeq(res), TaskOutcome{TaskID: task, Outcome: d.Outcome}, []string{}
+		o.Seq, o.Task, o.Withdrawn = firstSeq(res), service.TaskOutcome{TaskID: task, Outcome: d.Outcome}, []string{}
 		for _, x := range res {
 			if x.Type != expect.TypeWithdraw {
 				continue
@@ -188,11 +189,11 @@ func (s *Local) RecordTaskOutcome(ctx context.Context, c Call, task string, d ap
 		}
 		return api.Doc(api.M("seq", api.U(o.Seq)), expectMember("task", o.Task), expectMember("withdrawn", o.Withdrawn))
 	}
-	return expectWrite(ctx, s, c, MethodRecordTaskOutcome, onPath{task, d}, d.Command(task), render, &o)
+	return expectWrite(ctx, s, c, service.MethodRecordTaskOutcome, onPath{task, d}, d.Command(task), render, &o)
 }
 
-func (s *Local) Expectation(ctx context.Context, c Call, id string) (ExpectationShown, error) {
-	var v ExpectationShown
+func (s *Local) Expectation(ctx context.Context, c service.Call, id string) (service.ExpectationShown, error) {
+	var v service.ExpectationShown
 	l, err := s.read(ctx, c)
 	if err != nil {
 		return v, err
@@ -206,8 +207,8 @@ func (s *Local) Expectation(ctx context.Context, c Call, id string) (Expectation
 	return v, nil
 }
 
-func (s *Local) ListExpectations(ctx context.Context, c Call, f expect.Filter) (ExpectationList, error) {
-	var vs ExpectationList
+func (s *Local) ListExpectations(ctx context.Context, c service.Call, f expect.Filter) (service.ExpectationList, error) {
+	var vs service.ExpectationList
 	l, err := s.read(ctx, c)
 	if err != nil {
 		return vs, err
@@ -226,8 +227,8 @@ func (s *Local) ListExpectations(ctx context.Context, c Call, f expect.Filter) (
 	return vs, nil
 }
 
-func (s *Local) Lapses(ctx context.Context, c Call, f LapseFilter) (LapseList, error) {
-	var ls LapseList
+func (s *Local) Lapses(ctx context.Context, c service.Call, f service.LapseFilter) (service.LapseList, error) {
+	var ls service.LapseList
 	l, err := s.read(ctx, c)
 	if err != nil {
 		return ls, err
@@ -242,8 +243,8 @@ func (s *Local) Lapses(ctx context.Context, c Call, f LapseFilter) (LapseList, e
 	return ls, nil
 }
 
-func (s *Local) TaskOrigin(ctx context.Context, c Call, task string) (TaskOriginShown, error) {
-	var o TaskOriginShown
+func (s *Local) TaskOrigin(ctx context.Context, c service.Call, task string) (service.TaskOriginShown, error) {
+	var o service.TaskOriginShown
 	l, err := s.read(ctx, c)
 	if err != nil {
 		return o, err
@@ -257,7 +258,7 @@ func (s *Local) TaskOrigin(ctx context.Context, c Call, task string) (TaskOrigin
 		o.Task.Expectations = st.Expects.List(expect.Filter{TaskID: task})
 	})
 	if !ended && len(o.Task.Expectations) == 0 {
-		return TaskOriginShown{}, vocab.NotFoundf("taskId", "is no origin of expectations in this ledger: "+task)
+		return service.TaskOriginShown{}, vocab.NotFoundf("taskId", "is no origin of expectations in this ledger: "+task)
 	}
 	o.JSON = api.Doc(expectMember("task", &o.Task))
 	return o, nil

@@ -1,4 +1,4 @@
-package vocab
+package textcheck
 
 import (
 	"strings"
@@ -32,10 +32,10 @@ func TestTextFault(t *testing.T) {
 			t.Errorf("%q: got %q, want it to name %s", s, f, want)
 		}
 	}
-	if err := CheckText("promise", "a\x1bb"); err == nil || !strings.HasPrefix(err.Error(), "promise: must not hold U+001B") {
-		t.Errorf("CheckText: %v", err)
+	if err := Text("promise", "a\x1bb"); err == nil || !strings.HasPrefix(err.Error(), "promise: must not hold U+001B") {
+		t.Errorf("Text: %v", err)
 	}
-	if err := CheckIdentifier("id", "ok"); err != nil {
-		t.Errorf("CheckIdentifier: %v", err)
+	if err := Identifier("id", "ok"); err != nil {
+		t.Errorf("Identifier: %v", err)
 	}
 }

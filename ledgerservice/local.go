@@ -1,6 +1,15 @@
-package service
+// Package ledgerservice is the Service on this machine's ledgers: Local
+// runs every verb of service.Service on the sessions its Sessions opens
+// (the CLI's ledger directory, the server's session cache, a cluster
+// replica's own sessions). It is named for what it holds, the one
+// implementation of the seam over ledger, store and artifact, so that the
+// seam itself and every binding that only calls it (the REST client, MCP
+// over a client) compile none of them.
+package ledgerservice
 
 import (
+	"cmp"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,15 +19,31 @@ import (
 	"github.com/zeebo/blake3"
 
 	"tally/ledger"
+	"tally/service"
 	"tally/vocab"
 )
 
-// RequestIDMax bounds a request id (the CLI's --request-id, the REST
-// Idempotency-Key).
-const RequestIDMax = 256
+// Sessions opens the ledger of a session for Local. Its implementation
+// decides how long the ledger stays open: the server holds it for the
+// request (ctx) and caches it; the CLI holds it for the process.
+type Sessions interface {
+	// Open returns the ledger of tenant/session. A session without a log is
+	// created only when create is set (a write); otherwise Open refuses
+	// with store's NoSuchSession error and touches nothing.
+	Open(ctx context.Context, tenant, session string, create bool) (*ledger.Ledger, error)
+}
 
-// LocalConfig is what Local needs besides its sessions.
-type LocalConfig struct {
+// SessionVisitor is a Sessions that can hold a session for one call and
+// release it at once (the server's cache, whose open bound a verify of
+// every session must keep). Local verifies through such a session's open
+// ledger; through any other Sessions it verifies a log bare, unfolded, so a
+// log too damaged to open is reported rather than refused.
+type SessionVisitor interface {
+	Visit(ctx context.Context, tenant, session string, fn func(*ledger.Ledger)) error
+}
+
+// Config is what Local needs besides its sessions.
+type Config struct {
 	// Now is the clock: a write's time, the time its response's views are
 	// computed at, and a read's when its Call gives none. Nil means
 	// time.Now. It should be the ledgers' own clock (ledger.Config.Now).
@@ -43,6 +68,12 @@ type LocalConfig struct {
 	// replica gives its own, drawn from the command's seed, so that every
 	// replica raises the expectation under the same id.
 	MintExpectationID func() string
+	// FeedPoll is how often Changes looks for lines other processes
+	// appended; zero means FeedPollDefault.
+	FeedPoll time.Duration
+	// Stopped, when set, ends every Changes feed once it says so (a
+	// server closing); it is asked every FeedPoll.
+	Stopped func() bool
 }
 
 // Local is the Service on this machine's ledgers, opened through its
@@ -53,29 +84,37 @@ type Local struct {
 	timekeeper   string
 	rootOf       func() (string, error)
 	relativeLogs bool
-	// targetsVerified: LocalConfig.TargetsVerified.
+	// targetsVerified: Config.TargetsVerified.
 	targetsVerified bool
-	// mintExpectationID: LocalConfig.MintExpectationID.
+	// mintExpectationID: Config.MintExpectationID.
 	mintExpectationID func() string
+	// feedPoll, stopped: Config.FeedPoll, Config.Stopped.
+	feedPoll time.Duration
+	stopped  func() bool
 	// digesters keeps request-digest hashers for reuse: deriving the key
 	// costs more than hashing a document.
 	digesters sync.Pool
 }
 
-// NewLocal is the Service on the ledgers sessions opens.
-func NewLocal(sessions Sessions, cfg LocalConfig) *Local {
+// New is the Service on the ledgers sessions opens.
+func New(sessions Sessions, cfg Config) *Local {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Local{sessions: sessions, now: cfg.Now, timekeeper: cfg.Timekeeper, rootOf: cfg.Root, relativeLogs: cfg.RelativeLogs,
-		targetsVerified: cfg.TargetsVerified, mintExpectationID: cfg.MintExpectationID}
+	l := &Local{sessions: sessions, now: cfg.Now, timekeeper: cfg.Timekeeper, rootOf: cfg.Root, relativeLogs: cfg.RelativeLogs,
+		targetsVerified: cfg.TargetsVerified, mintExpectationID: cfg.MintExpectationID,
+		feedPoll: cmp.Or(cfg.FeedPoll, FeedPollDefault), stopped: cfg.Stopped}
+	if l.stopped == nil {
+		l.stopped = func() bool { return false }
+	}
+	return l
 }
 
 // Now is Local's clock.
 func (s *Local) Now() time.Time { return s.now() }
 
 // at is the instant a read of c computes its views at: c.Now, else the clock.
-func (s *Local) at(c Call) time.Time {
+func (s *Local) at(c service.Call) time.Time {
 	if !c.Now.IsZero() {
 		return c.Now.UTC()
 	}
@@ -100,31 +139,31 @@ type write struct {
 // request id: the first execution's response document is recorded in the
 // same fsync as its records, and a retry with the same id and the same
 // document gets it back, byte for byte, with Replayed set, appending nothing.
-func (s *Local) execute(ctx context.Context, c Call, w write) (Doc, []ledger.Result, error) {
-	if len(c.RequestID) > RequestIDMax {
-		return Doc{}, nil, vocab.Invalidf("request_id", fmt.Sprintf("at most %d bytes", RequestIDMax))
+func (s *Local) execute(ctx context.Context, c service.Call, w write) (service.Doc, []ledger.Result, error) {
+	if len(c.RequestID) > service.RequestIDMax {
+		return service.Doc{}, nil, vocab.Invalidf("request_id", fmt.Sprintf("at most %d bytes", service.RequestIDMax))
 	}
 	l, err := s.sessions.Open(ctx, c.Tenant, c.Session, true)
 	if err != nil {
-		return Doc{}, nil, err
+		return service.Doc{}, nil, err
 	}
 	opts := ledger.WriteOptions{Actor: c.Actor, RequestID: c.RequestID, Render: w.render}
 	var idem *ledger.Idempotency
 	if c.RequestID != "" {
 		digest, err := s.digest(w.method, w.doc)
 		if err != nil {
-			return Doc{}, nil, err
+			return service.Doc{}, nil, err
 		}
 		idem = &ledger.Idempotency{Principal: c.Actor, Key: c.RequestID, Digest: digest, Render: w.render}
 	}
 	res, resp, replayed, err := l.Execute(ctx, w.cmd, opts, idem)
 	if err != nil {
-		return Doc{}, nil, err
+		return service.Doc{}, nil, err
 	}
 	if len(resp) > 0 && resp[len(resp)-1] != '\n' {
 		resp = append(resp[:len(resp):len(resp)], '\n')
 	}
-	return Doc{JSON: resp, Replayed: replayed}, res, nil
+	return service.Doc{JSON: resp, Replayed: replayed}, res, nil
 }
 
 // digest binds a request id to what it asked: the method's name and the
@@ -155,7 +194,7 @@ func (s *Local) digest(method string, doc any) ([32]byte, error) {
 
 // read opens c's session for a read (never creating it) with what other
 // processes appended to its log folded.
-func (s *Local) read(ctx context.Context, c Call) (*ledger.Ledger, error) {
+func (s *Local) read(ctx context.Context, c service.Call) (*ledger.Ledger, error) {
 	l, err := s.sessions.Open(ctx, c.Tenant, c.Session, false)
 	if err != nil {
 		return nil, err

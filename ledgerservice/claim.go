@@ -1,4 +1,4 @@
-package service
+package ledgerservice
 
 import (
 	"cmp"
@@ -11,6 +11,7 @@ import (
 	"tally/claim"
 	"tally/instant"
 	"tally/ledger"
+	"tally/service"
 	"tally/vocab"
 )
 
@@ -20,13 +21,13 @@ import (
 // content digest of those bytes too, so the same id with other bytes is a
 // conflict.
 
-var _ Claims = (*Local)(nil)
+var _ service.Claims = (*Local)(nil)
 
 // claimWrite runs cmd, the command of the api document doc given to
 // method, and answers with the records it appended and claim id as the
 // write left it.
-func (s *Local) claimWrite(ctx context.Context, c Call, method string, doc any, id string, cmd claim.Command) (ClaimWritten, error) {
-	var out ClaimWritten
+func (s *Local) claimWrite(ctx context.Context, c service.Call, method string, doc any, id string, cmd claim.Command) (service.ClaimWritten, error) {
+	var out service.ClaimWritten
 	rendered := false
 	render := func(st *ledger.State, res []ledger.Result) []byte {
 		v, _ := st.Claims.Claim(id, s.now().UTC())
@@ -35,14 +36,14 @@ func (s *Local) claimWrite(ctx context.Context, c Call, method string, doc any, 
 	}
 	d, res, err := s.execute(ctx, c, write{method: method, doc: doc, cmd: ledger.Command{Claim: cmd}, render: render})
 	if err != nil {
-		return ClaimWritten{}, err
+		return service.ClaimWritten{}, err
 	}
 	if !rendered { // a replay: the recorded document is the answer
-		return ReadClaimWritten(d)
+		return service.ReadClaimWritten(d)
 	}
 	out.Doc = d
 	for _, r := range res {
-		out.Records = append(out.Records, ClaimRecord{Type: r.Type, Line: r.Line})
+		out.Records = append(out.Records, service.ClaimRecord{Type: r.Type, Line: r.Line})
 	}
 	return out, nil
 }
@@ -81,76 +82,76 @@ func ClaimWriteDoc(res []ledger.Result, v *claim.View, notes ...string) []byte {
 	return api.Doc(api.M("records", recs), api.M("claim", vb))
 }
 
-func (s *Local) CreateClaim(ctx context.Context, c Call, d api.ClaimCreate) (ClaimWritten, error) {
+func (s *Local) CreateClaim(ctx context.Context, c service.Call, d api.ClaimCreate) (service.ClaimWritten, error) {
 	cmd, err := d.Command(s.now())
 	if err != nil {
-		return ClaimWritten{}, err
+		return service.ClaimWritten{}, err
 	}
 	// No slots given and an empty list of them ask the same.
 	doc := d
 	if doc.Slots == nil {
 		doc.Slots = []claim.SlotSpec{}
 	}
-	return s.claimWrite(ctx, c, MethodCreateClaim, doc, d.Claim, cmd)
+	return s.claimWrite(ctx, c, service.MethodCreateClaim, doc, d.Claim, cmd)
 }
 
-func (s *Local) PostClaim(ctx context.Context, c Call, d api.ClaimPost) (ClaimWritten, error) {
-	return s.claimWrite(ctx, c, MethodPostClaim, d, d.Claim, d.Command())
+func (s *Local) PostClaim(ctx context.Context, c service.Call, d api.ClaimPost) (service.ClaimWritten, error) {
+	return s.claimWrite(ctx, c, service.MethodPostClaim, d, d.Claim, d.Command())
 }
 
-func (s *Local) CancelClaim(ctx context.Context, c Call, d api.ClaimEnd) (ClaimWritten, error) {
-	return s.claimWrite(ctx, c, MethodCancelClaim, d, d.Claim, d.Cancel())
+func (s *Local) CancelClaim(ctx context.Context, c service.Call, d api.ClaimEnd) (service.ClaimWritten, error) {
+	return s.claimWrite(ctx, c, service.MethodCancelClaim, d, d.Claim, d.Cancel())
 }
 
-func (s *Local) RevokeClaim(ctx context.Context, c Call, d api.ClaimEnd) (ClaimWritten, error) {
-	return s.claimWrite(ctx, c, MethodRevokeClaim, d, d.Claim, d.Revoke())
+func (s *Local) RevokeClaim(ctx context.Context, c service.Call, d api.ClaimEnd) (service.ClaimWritten, error) {
+	return s.claimWrite(ctx, c, service.MethodRevokeClaim, d, d.Claim, d.Revoke())
 }
 
-func (s *Local) SupersedeClaim(ctx context.Context, c Call, d api.ClaimSupersede) (ClaimWritten, error) {
-	return s.claimWrite(ctx, c, MethodSupersedeClaim, d, d.Claim, d.Command())
+func (s *Local) SupersedeClaim(ctx context.Context, c service.Call, d api.ClaimSupersede) (service.ClaimWritten, error) {
+	return s.claimWrite(ctx, c, service.MethodSupersedeClaim, d, d.Claim, d.Command())
 }
 
-func (s *Local) AcquireReceipt(ctx context.Context, c Call, d api.ClaimReceipt) (ClaimWritten, error) {
-	return s.claimWrite(ctx, c, MethodAcquireReceipt, d, d.Claim, d.Command())
+func (s *Local) AcquireReceipt(ctx context.Context, c service.Call, d api.ClaimReceipt) (service.ClaimWritten, error) {
+	return s.claimWrite(ctx, c, service.MethodAcquireReceipt, d, d.Claim, d.Command())
 }
 
-func (s *Local) AdoptReceipt(ctx context.Context, c Call, d api.ClaimAdopt) (ClaimWritten, error) {
-	return s.claimWrite(ctx, c, MethodAdoptReceipt, d, d.Claim, d.Command())
+func (s *Local) AdoptReceipt(ctx context.Context, c service.Call, d api.ClaimAdopt) (service.ClaimWritten, error) {
+	return s.claimWrite(ctx, c, service.MethodAdoptReceipt, d, d.Claim, d.Command())
 }
 
-func (s *Local) RecordProgress(ctx context.Context, c Call, d api.ClaimProgress) (ClaimWritten, error) {
-	return s.claimWrite(ctx, c, MethodRecordProgress, d, d.Claim, d.Command())
+func (s *Local) RecordProgress(ctx context.Context, c service.Call, d api.ClaimProgress) (service.ClaimWritten, error) {
+	return s.claimWrite(ctx, c, service.MethodRecordProgress, d, d.Claim, d.Command())
 }
 
-func (s *Local) CloseTestament(ctx context.Context, c Call, d api.ClaimTestament) (ClaimWritten, error) {
+func (s *Local) CloseTestament(ctx context.Context, c service.Call, d api.ClaimTestament) (service.ClaimWritten, error) {
 	cmd, err := d.Command()
 	if err != nil {
-		return ClaimWritten{}, err
+		return service.ClaimWritten{}, err
 	}
-	return s.claimWrite(ctx, c, MethodCloseTestament, d, d.Claim, cmd)
+	return s.claimWrite(ctx, c, service.MethodCloseTestament, d, d.Claim, cmd)
 }
 
-func (s *Local) PostTestament(ctx context.Context, c Call, d api.ClaimTestamentRef) (ClaimWritten, error) {
-	return s.claimWrite(ctx, c, MethodPostTestament, d, d.Claim, d.Post())
+func (s *Local) PostTestament(ctx context.Context, c service.Call, d api.ClaimTestamentRef) (service.ClaimWritten, error) {
+	return s.claimWrite(ctx, c, service.MethodPostTestament, d, d.Claim, d.Post())
 }
 
-func (s *Local) ReceiveTestament(ctx context.Context, c Call, d api.ClaimTestamentRef) (ClaimWritten, error) {
-	return s.claimWrite(ctx, c, MethodReceiveTestament, d, d.Claim, d.Receive())
+func (s *Local) ReceiveTestament(ctx context.Context, c service.Call, d api.ClaimTestamentRef) (service.ClaimWritten, error) {
+	return s.claimWrite(ctx, c, service.MethodReceiveTestament, d, d.Claim, d.Receive())
 }
 
-func (s *Local) CommitDeadline(ctx context.Context, c Call, d api.ClaimRef) (ClaimWritten, error) {
-	return s.claimWrite(ctx, c, MethodCommitDeadline, d, d.Claim, claim.CommitDeadline{Claim: d.Claim})
+func (s *Local) CommitDeadline(ctx context.Context, c service.Call, d api.ClaimRef) (service.ClaimWritten, error) {
+	return s.claimWrite(ctx, c, service.MethodCommitDeadline, d, d.Claim, claim.CommitDeadline{Claim: d.Claim})
 }
 
-func (s *Local) CommitDependency(ctx context.Context, c Call, d api.ClaimRef) (ClaimWritten, error) {
-	return s.claimWrite(ctx, c, MethodCommitDependency, d, d.Claim, claim.CommitDependency{Claim: d.Claim})
+func (s *Local) CommitDependency(ctx context.Context, c service.Call, d api.ClaimRef) (service.ClaimWritten, error) {
+	return s.claimWrite(ctx, c, service.MethodCommitDependency, d, d.Claim, claim.CommitDependency{Claim: d.Claim})
 }
 
-func (s *Local) BeginCheck(ctx context.Context, c Call, d api.ClaimBegin) (ClaimWritten, error) {
+func (s *Local) BeginCheck(ctx context.Context, c service.Call, d api.ClaimBegin) (service.ClaimWritten, error) {
 	if err := s.GuardTarget(ctx, c, d.Command()); err != nil {
-		return ClaimWritten{}, err
+		return service.ClaimWritten{}, err
 	}
-	return s.claimWrite(ctx, c, MethodBeginCheck, d, d.Claim, d.Command())
+	return s.claimWrite(ctx, c, service.MethodBeginCheck, d, d.Claim, d.Command())
 }
 
 // evidenceDoc is what a request id of a verdict with evidence is bound
@@ -164,30 +165,30 @@ type evidenceDoc struct {
 	Content string `json:"content"`
 }
 
-func (s *Local) ReportCheck(ctx context.Context, c Call, d api.ClaimCheck, ev *Evidence) (ClaimWritten, error) {
+func (s *Local) ReportCheck(ctx context.Context, c service.Call, d api.ClaimCheck, ev *service.Evidence) (service.ClaimWritten, error) {
 	cmd := d.Report()
 	if ev == nil {
 		if err := s.GuardTarget(ctx, c, cmd); err != nil {
-			return ClaimWritten{}, err
+			return service.ClaimWritten{}, err
 		}
-		return s.claimWrite(ctx, c, MethodReportCheck, d, d.Claim, cmd)
+		return s.claimWrite(ctx, c, service.MethodReportCheck, d, d.Claim, cmd)
 	}
 	if err := EvidenceNamed(d); err != nil {
-		return ClaimWritten{}, err
+		return service.ClaimWritten{}, err
 	}
 	// The target's bytes are verified before the evidence is stored.
 	if err := s.GuardTarget(ctx, c, cmd); err != nil {
-		return ClaimWritten{}, err
+		return service.ClaimWritten{}, err
 	}
 	content, size, err := s.putBytes(ctx, ev.Body)
 	if err != nil {
-		return ClaimWritten{}, err
+		return service.ClaimWritten{}, err
 	}
 	cmd.Evidence = ""
 	cmd.Publish = &claim.PublishArtifact{Claim: d.Claim, Artifact: d.Evidence, Role: claim.RoleResult,
 		Kind: cmp.Or(ev.Kind, "evidence"), Schema: ev.Schema, Name: cmp.Or(ev.Name, d.Evidence), Content: content, Size: size}
 	doc := evidenceDoc{ClaimCheck: d, Name: ev.Name, Kind: ev.Kind, Schema: ev.Schema, Content: content.String()}
-	return s.claimWrite(ctx, c, MethodReportCheck, doc, d.Claim, cmd)
+	return s.claimWrite(ctx, c, service.MethodReportCheck, doc, d.Claim, cmd)
 }
 
 // EvidenceNamed refuses a verdict that carries evidence bytes without
@@ -209,62 +210,62 @@ type publishDoc struct {
 	Content string `json:"content"`
 }
 
-func (s *Local) PublishArtifact(ctx context.Context, c Call, d api.ClaimPublish, body io.Reader) (ClaimWritten, error) {
+func (s *Local) PublishArtifact(ctx context.Context, c service.Call, d api.ClaimPublish, body io.Reader) (service.ClaimWritten, error) {
 	content, size, err := s.putBytes(ctx, body)
 	if err != nil {
-		return ClaimWritten{}, err
+		return service.ClaimWritten{}, err
 	}
 	cmd := d.Command()
 	// The role and kind default in the claim core; the name is the id.
 	cmd.Name = cmp.Or(cmd.Name, d.Artifact)
 	cmd.Content, cmd.Size = content, size
-	return s.claimWrite(ctx, c, MethodPublishArtifact, publishDoc{ClaimPublish: d, Content: content.String()}, d.Claim, cmd)
+	return s.claimWrite(ctx, c, service.MethodPublishArtifact, publishDoc{ClaimPublish: d, Content: content.String()}, d.Claim, cmd)
 }
 
-func (s *Local) ReceiveArtifact(ctx context.Context, c Call, d api.ClaimArtifactRef) (ClaimWritten, error) {
-	return s.claimWrite(ctx, c, MethodReceiveArtifact, d, d.Claim, d.Command())
+func (s *Local) ReceiveArtifact(ctx context.Context, c service.Call, d api.ClaimArtifactRef) (service.ClaimWritten, error) {
+	return s.claimWrite(ctx, c, service.MethodReceiveArtifact, d, d.Claim, d.Command())
 }
 
-func (s *Local) Claim(ctx context.Context, c Call, id string) (ClaimShown, error) {
+func (s *Local) Claim(ctx context.Context, c service.Call, id string) (service.ClaimShown, error) {
 	l, err := s.read(ctx, c)
 	if err != nil {
-		return ClaimShown{}, err
+		return service.ClaimShown{}, err
 	}
 	now := s.at(c)
 	v, ok := l.Claim(id, now)
 	if !ok {
-		return ClaimShown{}, claim.UnknownClaim(id)
+		return service.ClaimShown{}, claim.UnknownClaim(id)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return ClaimShown{}, fmt.Errorf("claim %s: %w", id, err)
+		return service.ClaimShown{}, fmt.Errorf("claim %s: %w", id, err)
 	}
 	doc := api.Doc(api.M("now", api.S(instant.Format(now))), api.M("claim", b))
-	return ClaimShown{Doc: Doc{JSON: doc}, Now: now, Claim: v}, nil
+	return service.ClaimShown{Doc: service.Doc{JSON: doc}, Now: now, Claim: v}, nil
 }
 
-func (s *Local) ListClaims(ctx context.Context, c Call, f claim.Filter) (ClaimList, error) {
+func (s *Local) ListClaims(ctx context.Context, c service.Call, f claim.Filter) (service.ClaimList, error) {
 	l, err := s.read(ctx, c)
 	if err != nil {
-		return ClaimList{}, err
+		return service.ClaimList{}, err
 	}
 	now := s.at(c)
 	list := l.Claims(f, now)
 	b, err := json.Marshal(list)
 	if err != nil {
-		return ClaimList{}, fmt.Errorf("claims: %w", err)
+		return service.ClaimList{}, fmt.Errorf("claims: %w", err)
 	}
 	doc := api.Doc(api.M("now", api.S(instant.Format(now))), api.M("claims", b))
-	return ClaimList{Doc: Doc{JSON: doc}, Now: now, Claims: list}, nil
+	return service.ClaimList{Doc: service.Doc{JSON: doc}, Now: now, Claims: list}, nil
 }
 
-func (s *Local) ClaimGraph(ctx context.Context, c Call) (ClaimGraph, error) {
+func (s *Local) ClaimGraph(ctx context.Context, c service.Call) (service.ClaimGraph, error) {
 	l, err := s.read(ctx, c)
 	if err != nil {
-		return ClaimGraph{}, err
+		return service.ClaimGraph{}, err
 	}
 	now := s.at(c)
-	var g ClaimGraph
+	var g service.ClaimGraph
 	l.Read(func(st *ledger.State) {
 		g.Edges = st.Claims.Graph()
 		g.Claims = st.Claims.List(claim.Filter{}, now)

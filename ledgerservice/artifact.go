@@ -1,4 +1,4 @@
-package service
+package ledgerservice
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"tally/claim"
 	"tally/digest"
 	"tally/ledger"
+	"tally/service"
 	"tally/store"
 	"tally/vocab"
 )
@@ -23,10 +24,6 @@ import (
 // verifies a check's target before a record about it is appended and
 // re-hashes stored copies on request.
 
-// CodeDamaged is the error code of a stored copy whose bytes no longer
-// match its digest.
-const CodeDamaged vocab.Code = "damaged"
-
 // ArtifactReadError turns a content store error about what ("artifact X",
 // "content D") into a refusal: damaged or not in the store.
 func ArtifactReadError(what string, err error) error {
@@ -35,7 +32,7 @@ func ArtifactReadError(what string, err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &de):
-		return vocab.New(CodeDamaged, "artifact", fmt.Sprintf("the stored copy of %s is damaged (content %s, read as %s); nothing was written", what, de.Want, de.Got))
+		return vocab.New(service.CodeDamaged, "artifact", fmt.Sprintf("the stored copy of %s is damaged (content %s, read as %s); nothing was written", what, de.Want, de.Got))
 	case errors.Is(err, artifact.ErrNotFound):
 		return vocab.NotFoundf("artifact", "the bytes of "+what+" are not in the content store")
 	}
@@ -46,7 +43,7 @@ func ArtifactReadError(what string, err error) error {
 // directory's objects/, shared by every session in it.
 func (s *Local) objectStore() (*artifact.Store, error) {
 	if s.rootOf == nil {
-		return nil, errors.New("service: no ledger directory for the content store (LocalConfig.Root)")
+		return nil, errors.New("service: no ledger directory for the content store (Config.Root)")
 	}
 	root, err := s.rootOf()
 	if err != nil {
@@ -99,9 +96,9 @@ func TargetOf(cmd claim.Command) (Target, bool) {
 }
 
 // GuardTarget verifies the stored bytes of a check command's target before
-// the command is appended (CheckTarget), unless LocalConfig.TargetsVerified
+// the command is appended (CheckTarget), unless Config.TargetsVerified
 // says the caller did.
-func (s *Local) GuardTarget(ctx context.Context, c Call, cmd claim.Command) error {
+func (s *Local) GuardTarget(ctx context.Context, c service.Call, cmd claim.Command) error {
 	if s.targetsVerified {
 		return nil
 	}
@@ -112,13 +109,13 @@ func (s *Local) GuardTarget(ctx context.Context, c Call, cmd claim.Command) erro
 // session, at c.Now (else the clock). Other commands pass, and so do a
 // session without a log and an unknown claim or artifact: the claim core
 // refuses those itself.
-func (s *Local) CheckTarget(ctx context.Context, c Call, cmd claim.Command) error {
+func (s *Local) CheckTarget(ctx context.Context, c service.Call, cmd claim.Command) error {
 	t, ok := TargetOf(cmd)
 	if !ok {
 		return nil
 	}
 	l, err := s.sessions.Open(ctx, c.Tenant, c.Session, false)
-	if r, rule := vocab.As(err); rule && r.Code == CodeNoSuchSession {
+	if r, rule := vocab.As(err); rule && r.Code == service.CodeNoSuchSession {
 		return nil
 	}
 	if err != nil {
@@ -230,17 +227,17 @@ func ArtifactsDoc(rows []claim.StoredArtifact) ([]byte, error) {
 	return api.Doc(api.M("artifacts", b)), nil
 }
 
-func (s *Local) ListArtifacts(ctx context.Context, c Call, q ArtifactQuery) (ArtifactList, error) {
+func (s *Local) ListArtifacts(ctx context.Context, c service.Call, q service.ArtifactQuery) (service.ArtifactList, error) {
 	if q.Artifact != "" && q.Claim == "" {
-		return ArtifactList{}, vocab.Invalidf("claim", "required with an artifact id")
+		return service.ArtifactList{}, vocab.Invalidf("claim", "required with an artifact id")
 	}
 	l, err := s.read(ctx, c)
 	if err != nil {
-		return ArtifactList{}, err
+		return service.ArtifactList{}, err
 	}
 	objs, err := s.objectStore()
 	if err != nil {
-		return ArtifactList{}, err
+		return service.ArtifactList{}, err
 	}
 	var rows []claim.StoredArtifact
 	l.Read(func(st *ledger.State) { rows, err = ArtifactRows(st, q.Claim, s.now().UTC()) })
@@ -248,7 +245,7 @@ func (s *Local) ListArtifacts(ctx context.Context, c Call, q ArtifactQuery) (Art
 		rows, err = claim.SelectArtifact(rows, q.Claim, q.Artifact)
 	}
 	if err != nil {
-		return ArtifactList{}, err
+		return service.ArtifactList{}, err
 	}
 	if q.Verify {
 		err = verifyRows(ctx, objs, rows)
@@ -256,15 +253,15 @@ func (s *Local) ListArtifacts(ctx context.Context, c Call, q ArtifactQuery) (Art
 		markPresent(objs, rows)
 	}
 	if err != nil {
-		return ArtifactList{}, err
+		return service.ArtifactList{}, err
 	}
 	doc, err := ArtifactsDoc(rows)
-	return ArtifactList{Doc: Doc{JSON: doc}, Artifacts: rows}, err
+	return service.ArtifactList{Doc: service.Doc{JSON: doc}, Artifacts: rows}, err
 }
 
 // lookupArtifact finds artifact id of claim claimID in c's session, or
 // refuses: no such claim, no such artifact.
-func (s *Local) lookupArtifact(ctx context.Context, c Call, claimID, id string) (claim.ArtifactView, *artifact.Store, error) {
+func (s *Local) lookupArtifact(ctx context.Context, c service.Call, claimID, id string) (claim.ArtifactView, *artifact.Store, error) {
 	l, err := s.read(ctx, c)
 	if err != nil {
 		return claim.ArtifactView{}, nil, err
@@ -288,35 +285,35 @@ func (s *Local) lookupArtifact(ctx context.Context, c Call, claimID, id string) 
 	return av, objs, nil
 }
 
-func (s *Local) VerifyArtifact(ctx context.Context, c Call, claimID, id string) (ArtifactList, error) {
+func (s *Local) VerifyArtifact(ctx context.Context, c service.Call, claimID, id string) (service.ArtifactList, error) {
 	av, objs, err := s.lookupArtifact(ctx, c, claimID, id)
 	if err == nil {
 		err = VerifyStored(ctx, objs, av)
 	}
 	if err != nil {
-		return ArtifactList{}, err
+		return service.ArtifactList{}, err
 	}
 	rows := []claim.StoredArtifact{{Claim: claimID, ArtifactView: av, Stored: "ok"}}
 	doc, err := ArtifactsDoc(rows)
-	return ArtifactList{Doc: Doc{JSON: doc}, Artifacts: rows}, err
+	return service.ArtifactList{Doc: service.Doc{JSON: doc}, Artifacts: rows}, err
 }
 
-func (s *Local) Artifact(ctx context.Context, c Call, claimID, id string) (ArtifactContent, error) {
+func (s *Local) Artifact(ctx context.Context, c service.Call, claimID, id string) (service.ArtifactContent, error) {
 	av, objs, err := s.lookupArtifact(ctx, c, claimID, id)
 	if err != nil {
-		return ArtifactContent{}, err
+		return service.ArtifactContent{}, err
 	}
 	return openContent(ctx, objs, "artifact "+av.Artifact, av)
 }
 
-func (s *Local) Content(ctx context.Context, c Call, content digest.ContentDigest) (ArtifactContent, error) {
+func (s *Local) Content(ctx context.Context, c service.Call, content digest.ContentDigest) (service.ArtifactContent, error) {
 	l, err := s.read(ctx, c)
 	if err != nil {
-		return ArtifactContent{}, err
+		return service.ArtifactContent{}, err
 	}
 	objs, err := s.objectStore()
 	if err != nil {
-		return ArtifactContent{}, err
+		return service.ArtifactContent{}, err
 	}
 	// The content store is shared by every session of the ledger
 	// directory: only content an artifact of this session records is
@@ -324,7 +321,7 @@ func (s *Local) Content(ctx context.Context, c Call, content digest.ContentDiges
 	var rows []claim.StoredArtifact
 	l.Read(func(st *ledger.State) { rows, err = ArtifactRows(st, "", s.now().UTC()) })
 	if err != nil {
-		return ArtifactContent{}, err
+		return service.ArtifactContent{}, err
 	}
 	what := "content " + content.String()
 	for _, a := range rows {
@@ -332,21 +329,21 @@ func (s *Local) Content(ctx context.Context, c Call, content digest.ContentDiges
 			return openContent(ctx, objs, what, a.ArtifactView)
 		}
 	}
-	return ArtifactContent{}, ArtifactReadError(what, artifact.ErrNotFound)
+	return service.ArtifactContent{}, ArtifactReadError(what, artifact.ErrNotFound)
 }
 
 // openContent opens the stored copy of av's content, verified before the
 // first byte is read and hashed again as it is read.
-func openContent(ctx context.Context, objs *artifact.Store, what string, av claim.ArtifactView) (ArtifactContent, error) {
+func openContent(ctx context.Context, objs *artifact.Store, what string, av claim.ArtifactView) (service.ArtifactContent, error) {
 	cd, err := digest.ParseContentDigest(av.Content)
 	if err != nil {
-		return ArtifactContent{}, fmt.Errorf("%s: %w", what, err)
+		return service.ArtifactContent{}, fmt.Errorf("%s: %w", what, err)
 	}
 	rc, err := objs.Open(ctx, cd)
 	if err != nil {
-		return ArtifactContent{}, ArtifactReadError(what, err)
+		return service.ArtifactContent{}, ArtifactReadError(what, err)
 	}
-	return ArtifactContent{Artifact: &av, Content: cd, Body: refusingReader{rc, what}, Checked: true}, nil
+	return service.ArtifactContent{Artifact: &av, Content: cd, Body: refusingReader{rc, what}, Checked: true}, nil
 }
 
 // refusingReader reports a read of the stored copy that fails (its bytes
