@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/zeebo/blake3"
 
@@ -20,6 +21,12 @@ import (
 
 // ErrNotFound is returned for a content digest the store does not hold.
 var ErrNotFound = errors.New("artifact content not found")
+
+// IsNoSpace reports whether err is the disk refusing more bytes: full, over
+// a quota, or past the file size a process may write.
+func IsNoSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG)
+}
 
 // DamagedError reports a stored copy whose bytes no longer match its digest.
 // The bytes of a damaged copy are never returned.

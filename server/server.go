@@ -38,6 +38,11 @@ type Config struct {
 	Ledger ledger.Config
 	// BodyMax bounds a request body.
 	BodyMax int64
+	// MaxArtifactBytes bounds the bytes of one artifact or evidence
+	// upload (serve --max-artifact-bytes): one declared past it is refused
+	// (413 ArtifactTooLarge) before a byte is staged, one streamed past it
+	// is cut there and what it staged removed.
+	MaxArtifactBytes int64
 	// ReadHeaderTimeout bounds the time a client may take to send a
 	// request's headers; BodyTimeout, its body (from the end of the
 	// headers); IdleTimeout, the wait for the next request on a kept-alive
@@ -72,7 +77,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Addr: "127.0.0.1:7420", Logger: slog.Default(), Ledger: ledger.DefaultConfig(),
-		BodyMax: 1 << 20, ReadHeaderTimeout: 10 * time.Second, BodyTimeout: time.Minute, IdleTimeout: 2 * time.Minute, ShutdownTimeout: 30 * time.Second, SessionsOpen: 1024, TenantSessionsMax: 10000, StreamPoll: time.Second,
+		BodyMax: 1 << 20, MaxArtifactBytes: DefaultMaxArtifactBytes, ReadHeaderTimeout: 10 * time.Second, BodyTimeout: time.Minute, IdleTimeout: 2 * time.Minute, ShutdownTimeout: 30 * time.Second, SessionsOpen: 1024, TenantSessionsMax: 10000, StreamPoll: time.Second,
 		WatchEvery: 10 * time.Second, Watch: timekeeper.DefaultConfig(),
 	}
 }
@@ -84,6 +89,8 @@ func (c Config) Validate() error {
 		return errors.New("server config: Root is empty")
 	case c.BodyMax < 1024:
 		return fmt.Errorf("server config: BodyMax %d must be at least 1024", c.BodyMax)
+	case c.MaxArtifactBytes < 1:
+		return fmt.Errorf("server config: MaxArtifactBytes %d must be at least 1", c.MaxArtifactBytes)
 	case c.ReadHeaderTimeout <= 0 || c.BodyTimeout <= 0 || c.IdleTimeout <= 0:
 		return fmt.Errorf("server config: ReadHeaderTimeout %v, BodyTimeout %v and IdleTimeout %v must be positive", c.ReadHeaderTimeout, c.BodyTimeout, c.IdleTimeout)
 	case c.SessionsOpen < 1:

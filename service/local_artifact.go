@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"time"
 
@@ -68,6 +69,10 @@ func (s *Local) putBytes(ctx context.Context, body io.Reader) (digest.ContentDig
 		return digest.ContentDigest{}, 0, err
 	}
 	content, size, err := objs.Put(ctx, body)
+	if artifact.IsNoSpace(err) {
+		return content, size, NewRefusal(http.StatusInsufficientStorage, CodeInsufficientStorage,
+			fmt.Sprintf("the disk of this server's content store (%s) filled while it staged the bytes: nothing of them was kept (%v)", objs.Dir(), err))
+	}
 	if err != nil {
 		return content, size, fmt.Errorf("store the bytes: %w", err)
 	}

@@ -24,6 +24,17 @@ const (
 	CodeSessionQuotaExceeded vocab.Code = "SessionQuotaExceeded"
 )
 
+// Error codes of an artifact's bytes (HTTP problem bodies; do not rename).
+const (
+	// CodeArtifactTooLarge (413): the bytes are over the server's limit
+	// (serve --max-artifact-bytes), declared or as they came; nothing of
+	// them is kept.
+	CodeArtifactTooLarge = "ArtifactTooLarge"
+	// CodeInsufficientStorage (507): the node's disk filled while it
+	// staged the bytes; nothing of them is kept and the node serves on.
+	CodeInsufficientStorage = "InsufficientStorage"
+)
+
 // Refusal is a refusal or failure as a binding answers it: the HTTP status,
 // the code and message, and the error document. From the client it is the
 // server's answer, its document as the server sent it, so the CLI prints

@@ -33,6 +33,7 @@ func newServe(g cli.Env) *cobra.Command {
 	var lineageMax int
 	var sessionsOpen, tenantSessions int
 	var headerTimeout, bodyTimeout, idleTimeout time.Duration
+	var maxArtifact string
 	var cf clusterFlags
 	c := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:7420]",
@@ -100,6 +101,9 @@ func newServe(g cli.Env) *cobra.Command {
 				return cli.Usagef("read-header-timeout, body-timeout, idle-timeout: must be positive durations such as 10s")
 			}
 			cfg.ReadHeaderTimeout, cfg.BodyTimeout, cfg.IdleTimeout = headerTimeout, bodyTimeout, idleTimeout
+			if cfg.MaxArtifactBytes, err = parseByteSize(maxArtifact); err != nil || cfg.MaxArtifactBytes < 1 {
+				return cli.Usagef("max-artifact-bytes: must be a size of at least 1 byte, such as 64MiB (got %q)", maxArtifact)
+			}
 			if webhook != "" {
 				cfg.Watch.Sinks = append(cfg.Watch.Sinks, &timekeeper.Webhook{URL: webhook, Attempts: 5, Backoff: 500 * time.Millisecond})
 			}
@@ -133,6 +137,7 @@ func newServe(g cli.Env) *cobra.Command {
 	c.Flags().DurationVar(&headerTimeout, "read-header-timeout", server.DefaultConfig().ReadHeaderTimeout, "how long a client may take to send a request's headers")
 	c.Flags().DurationVar(&bodyTimeout, "body-timeout", server.DefaultConfig().BodyTimeout, "how long a client may take to send a request's body; past it: 400 BodyIncomplete")
 	c.Flags().DurationVar(&idleTimeout, "idle-timeout", server.DefaultConfig().IdleTimeout, "how long a kept-alive connection may wait for its next request")
+	c.Flags().StringVar(&maxArtifact, "max-artifact-bytes", "1GiB", "the bytes one artifact or evidence upload may hold (bytes, or with a unit: 64MiB); past it: 413 ArtifactTooLarge, nothing kept")
 	c.Flags().StringVar(&webhook, "webhook", "", "deliver lapses and promise notices by HTTP POST to URL (retried, with Idempotency-Key)")
 	c.Flags().IntVar(&lineageMax, "lineage-max", ledger.DefaultConfig().LineageMax, "expectations a lineage may hold before only a person extends it (default: the ledger's lineage_max, else 3)")
 	cf.register(c)
