@@ -53,7 +53,7 @@ func objectFiles(t *testing.T, root string) []string {
 	t.Helper()
 	var out []string
 	filepath.WalkDir(store.ObjectsDir(root), func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
+		if err == nil && !d.IsDir() && d.Name() != "collect.lock" {
 			out = append(out, p)
 		}
 		return nil

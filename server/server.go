@@ -71,6 +71,15 @@ type Config struct {
 	A2A A2AConfig
 	// Console bounds the console's reads; zero means defaults.
 	Console ConsoleConfig
+	// ScrubRate bounds the bytes a second the scrubber re-reads (0: no
+	// scrubbing); ScrubEvery is the wait from one pass's start to the
+	// next's.
+	ScrubRate  int64
+	ScrubEvery time.Duration
+	// CollectGrace is how long bytes no record references are kept after
+	// their last upload; CollectEvery, how often a server collects them (0:
+	// never).
+	CollectGrace, CollectEvery time.Duration
 }
 
 // DefaultConfig returns the configuration `tally serve` starts from.
@@ -79,6 +88,7 @@ func DefaultConfig() Config {
 		Addr: "127.0.0.1:7420", Logger: slog.Default(), Ledger: ledger.DefaultConfig(),
 		BodyMax: 1 << 20, MaxArtifactBytes: DefaultMaxArtifactBytes, ReadHeaderTimeout: 10 * time.Second, BodyTimeout: time.Minute, IdleTimeout: 2 * time.Minute, ShutdownTimeout: 30 * time.Second, SessionsOpen: 1024, TenantSessionsMax: 10000, StreamPoll: time.Second,
 		WatchEvery: 10 * time.Second, Watch: timekeeper.DefaultConfig(),
+		ScrubRate: DefaultScrubRate, ScrubEvery: DefaultScrubEvery, CollectGrace: DefaultCollectGrace, CollectEvery: DefaultCollectEvery,
 	}
 }
 
@@ -89,6 +99,8 @@ func (c Config) Validate() error {
 		return errors.New("server config: Root is empty")
 	case c.BodyMax < 1024:
 		return fmt.Errorf("server config: BodyMax %d must be at least 1024", c.BodyMax)
+	case c.ScrubRate < 0 || c.ScrubEvery < 0 || c.CollectGrace < 0 || c.CollectEvery < 0:
+		return fmt.Errorf("server config: ScrubRate %d, ScrubEvery %v, CollectGrace %v and CollectEvery %v must not be negative", c.ScrubRate, c.ScrubEvery, c.CollectGrace, c.CollectEvery)
 	case c.MaxArtifactBytes < 1:
 		return fmt.Errorf("server config: MaxArtifactBytes %d must be at least 1", c.MaxArtifactBytes)
 	case c.ReadHeaderTimeout <= 0 || c.BodyTimeout <= 0 || c.IdleTimeout <= 0:
@@ -108,6 +120,7 @@ type Server struct {
 	cfg     Config
 	tokens  auth.Keeper
 	metrics *metrics
+	custody custody
 	mux     *http.ServeMux
 	routes  []route
 
@@ -147,6 +160,7 @@ func New(cfg Config) (*Server, error) {
 		s.tokens = auth.Open(cfg.Root)
 	}
 	s.metrics = newMetrics(s)
+	s.custody.register(s.metrics.reg)
 	s.local = service.NewLocal(serverSessions{s}, service.LocalConfig{
 		Now: func() time.Time { return s.cfg.Ledger.Now() }, Timekeeper: cfg.Ledger.Timekeeper,
 		Root: func() (string, error) { return cfg.Root, nil }, RelativeLogs: true})
@@ -185,6 +199,7 @@ func (s *Server) Serve(ctx context.Context, ready func(addr string)) error {
 	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: s.cfg.ReadHeaderTimeout, IdleTimeout: s.cfg.IdleTimeout, BaseContext: func(net.Listener) context.Context { return ctx }}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	s.startCustody(ctx)
 	s.cfg.Logger.Info("tally serving", "addr", ln.Addr().String(), "dir", s.cfg.Root)
 	if ready != nil {
 		ready(ln.Addr().String())

@@ -62,12 +62,24 @@ func (s *Local) objectStore() (*artifact.Store, error) {
 
 // putBytes streams body into the content store and checks the stored
 // copy's size: Put hashed the bytes as it wrote them, and the copy in place
-// must be the one it wrote.
-func (s *Local) putBytes(ctx context.Context, body io.Reader) (digest.ContentDigest, int64, error) {
+// must be the one it wrote. It holds collections off (artifact.Store.Hold)
+// until release is called, after the record naming the bytes is appended
+// or refused; release is set even when it fails.
+func (s *Local) putBytes(ctx context.Context, body io.Reader) (content digest.ContentDigest, size int64, release func(), err error) {
+	release = func() {}
 	objs, err := s.objectStore()
 	if err != nil {
-		return digest.ContentDigest{}, 0, err
+		return digest.ContentDigest{}, 0, release, err
 	}
+	if release, err = objs.Hold(); err != nil {
+		return digest.ContentDigest{}, 0, func() {}, err
+	}
+	content, size, err = s.storeBytes(ctx, objs, body)
+	return content, size, release, err
+}
+
+// storeBytes is putBytes's put.
+func (s *Local) storeBytes(ctx context.Context, objs *artifact.Store, body io.Reader) (digest.ContentDigest, int64, error) {
 	content, size, err := objs.Put(ctx, body)
 	if artifact.IsNoSpace(err) {
 		return content, size, NewRefusal(http.StatusInsufficientStorage, CodeInsufficientStorage,

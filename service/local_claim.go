@@ -179,7 +179,8 @@ func (s *Local) ReportCheck(ctx context.Context, c Call, d api.ClaimCheck, ev *E
 	if err := s.GuardTarget(ctx, c, cmd); err != nil {
 		return ClaimWritten{}, err
 	}
-	content, size, err := s.putBytes(ctx, ev.Body)
+	content, size, release, err := s.putBytes(ctx, ev.Body)
+	defer release()
 	if err != nil {
 		return ClaimWritten{}, err
 	}
@@ -210,7 +211,8 @@ type publishDoc struct {
 }
 
 func (s *Local) PublishArtifact(ctx context.Context, c Call, d api.ClaimPublish, body io.Reader) (ClaimWritten, error) {
-	content, size, err := s.putBytes(ctx, body)
+	content, size, release, err := s.putBytes(ctx, body)
+	defer release()
 	if err != nil {
 		return ClaimWritten{}, err
 	}
