@@ -255,6 +255,9 @@ func (n *MultiRaft) apply(g *group, ents []*pb.Entry) error {
 			continue // applied before a restart
 		}
 		ent := Entry{Index: e.GetIndex(), Kind: KindEmpty}
+		if t := e.GetType(); t == pb.EntryType_EntryConfChange || t == pb.EntryType_EntryConfChangeV2 {
+			ent.Kind = KindConf
+		}
 		var p *proposal
 		if d := e.GetData(); e.GetType() == pb.EntryType_EntryNormal && len(d) >= headerLen && d[0] == headerVersion {
 			ent.Kind, ent.Data = KindCommand, d[headerLen:]

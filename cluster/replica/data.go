@@ -263,6 +263,7 @@ func (m *dataSM) apply(group uint64, ents []node.Entry) ([][]byte, error) {
 	outs := make(map[uint64]Outcome, len(ents))
 	results := make([][]byte, len(ents))
 	for i, e := range ents {
+		a.Epoch = nextEpoch(a.Epoch, e)
 		if e.Kind != node.KindCommand {
 			continue
 		}
