@@ -1,8 +1,8 @@
 package server
 
 // The custody of the content store over time, on a server: a scrubber
-// re-reads every stored object at Config.ScrubRate, and on a single
-// server a collector removes the bytes no record references once
+// re-reads every stored object at Config.ScrubRate (a cluster node's too),
+// and on a single server a collector removes the bytes no record references once
 // Config.CollectGrace has passed (a cluster node's collection is decided
 // by its groups' logs, not here). Their counts are in /metrics.
 
@@ -15,6 +15,7 @@ import (
 
 	"tally/artifact"
 	"tally/service"
+	"tally/store"
 )
 
 // The custody defaults (serve --scrub-rate, --scrub-every, --collect-grace,
@@ -51,11 +52,9 @@ func (c *custody) register(reg prometheus.Registerer) {
 // startCustody runs the scrubber and, on a single server, the collector
 // until ctx ends.
 func (s *Server) startCustody(ctx context.Context) {
-	local, ok := s.local.(*service.Local)
-	if !ok {
-		return
-	}
-	objs, err := local.ObjectStore()
+	// A cluster node's Root is its replica's ledger directory, whose
+	// content store holds the bytes of its groups' records.
+	objs, err := artifact.OpenStore(store.ObjectsDir(s.cfg.Root))
 	if err != nil {
 		s.cfg.Logger.Error("custody: no content store", "err", err)
 		return
@@ -64,7 +63,7 @@ func (s *Server) startCustody(ctx context.Context) {
 		sc := &artifact.Scrubber{Store: objs, Rate: s.cfg.ScrubRate, Every: s.cfg.ScrubEvery, Logger: s.cfg.Logger, Stats: &s.custody.scrub}
 		go sc.Run(ctx)
 	}
-	if s.cfg.CollectEvery > 0 && !s.replicated {
+	if local, ok := s.local.(*service.Local); ok && s.cfg.CollectEvery > 0 && !s.replicated {
 		go s.collectEvery(ctx, local)
 	}
 }

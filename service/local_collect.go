@@ -71,7 +71,3 @@ func (s *Local) CollectArtifacts(ctx context.Context, grace time.Duration) (arti
 			return s.referencedContent(ctx, root)
 		})
 }
-
-// ObjectStore is the content store beside the ledgers, for the custody
-// tasks that run over all of it (a scrub, a verify of every object).
-func (s *Local) ObjectStore() (*artifact.Store, error) { return s.objectStore() }

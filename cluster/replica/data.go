@@ -240,7 +240,7 @@ func (m *dataSM) apply(group uint64, ents []node.Entry) ([][]byte, error) {
 			continue // refused below, the same everywhere
 		}
 		cmds[i] = &c
-		if c.Method == MethodStage || c.Method == MethodFence {
+		if c.Method == MethodStage || c.Method == MethodUnstage || c.Method == MethodFence {
 			continue // stages bytes or fences: writes no session's log
 		}
 		key := c.Tenant + "/" + c.Session
@@ -409,6 +409,8 @@ func (m *dataSM) runEntry(c Command, ts int64) Outcome {
 	switch c.Method {
 	case MethodStage:
 		return m.stage(c, ts)
+	case MethodUnstage:
+		return m.unstage(c, ts)
 	case MethodFence:
 		return m.fence(m.place, c)
 	}

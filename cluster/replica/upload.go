@@ -45,6 +45,12 @@ import (
 // the raft log: do not rename.
 const MethodStage = "Stage"
 
+// MethodUnstage is the command that abandons an upload at once (its bytes
+// went past the limit, or stopped coming): every replica removes its
+// record and staged bytes after the batch. Stored in the raft log: do not
+// rename.
+const MethodUnstage = "Unstage"
+
 // The bounds of an upload.
 const (
 	// MaxUploadSize bounds the bytes of one upload: a group's snapshot
@@ -107,6 +113,9 @@ func lowerHex(s string, n int) bool {
 type uploadRecord struct {
 	Size    int64  `json:"size"`
 	Content string `json:"content,omitempty"`
+	// abandoned: an Unstage of this batch dropped it (never written: its
+	// record is deleted).
+	abandoned bool
 }
 
 func (r *uploadRecord) used() bool { return r.Content != "" }
@@ -153,7 +162,9 @@ func (b *batchUploads) usable(id string, now int64) (*uploadRecord, error) {
 	if expired(start, now) {
 		return nil, vocab.Conflictf("upload", fmt.Sprintf("upload %s started more than %v before this command: abandoned; send the bytes again", id, UploadMaxAge))
 	}
-	if r, ok := b.records[id]; ok {
+	if r, ok := b.records[id]; ok && r.abandoned {
+		return nil, vocab.Conflictf("upload", "upload "+id+" was abandoned: send the bytes again")
+	} else if ok {
 		return r, nil
 	}
 	r := &uploadRecord{}
@@ -196,6 +207,31 @@ func (m *dataSM) stage(c Command, now int64) Outcome {
 		return Outcome{Err: err}
 	}
 	r.Size = end
+	b.changed[d.Upload] = true
+	return Outcome{Value: r.Size}
+}
+
+// unstage applies an Unstage command: the upload is abandoned, its record
+// and staged bytes removed after the batch. One used is refused (its
+// bytes are a record's); one unknown or already gone changes nothing.
+func (m *dataSM) unstage(c Command, now int64) Outcome {
+	var d StageDoc
+	if err := json.Unmarshal(c.Doc, &d); err != nil {
+		return Outcome{Err: vocab.Invalidf("command", "an unstage command's document: "+err.Error())}
+	}
+	b := m.batch
+	r, err := b.usable(d.Upload, now)
+	if err != nil {
+		return Outcome{Err: err}
+	}
+	if r.used() {
+		return Outcome{Err: vocab.Conflictf("upload", "upload "+d.Upload+" was used: its bytes are a record's")}
+	}
+	if f, ok := b.files[d.Upload]; ok {
+		f.Close()
+		delete(b.files, d.Upload)
+	}
+	r.abandoned = true
 	b.changed[d.Upload] = true
 	return Outcome{Value: r.Size}
 }
@@ -250,8 +286,14 @@ func (b *batchUploads) record(pb *pebble.Batch, now int64) ([]string, error) {
 	var drop []string
 	for id := range b.changed {
 		r := b.records[id]
-		if r.used() {
+		if r.used() || r.abandoned {
 			drop = append(drop, filepath.Join(b.m.stagingDir(b.group), id))
+		}
+		if r.abandoned {
+			if err := pb.Delete(uploadKey(b.group, id), nil); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if err := setJSON(pb, uploadKey(b.group, id), r); err != nil {
 			return nil, err
