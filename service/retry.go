@@ -38,6 +38,11 @@ const (
 	// (the group's leader changed while it waited, a timeout, the node
 	// stopping): it may have committed. Retry it with the same request id.
 	CodeUnknownOutcome = "UnknownOutcome"
+	// CodeCustodyPending: an evaluation of an artifact may not begin
+	// until every copy its group requires holds a custody receipt at the
+	// current placement epoch; the answer names the nodes still missing.
+	// Nothing was proposed.
+	CodeCustodyPending = "CustodyPending"
 )
 
 // RetryAfter is the Retry-After of every retryable answer: about an
@@ -59,7 +64,7 @@ func (r *Refusal) NotCommitted() bool {
 		return false
 	}
 	switch r.Code {
-	case CodeUnavailable, CodeMoved, CodeShuttingDown:
+	case CodeUnavailable, CodeMoved, CodeShuttingDown, CodeCustodyPending:
 		return true
 	}
 	return false

@@ -146,10 +146,15 @@ type batchUploads struct {
 	records map[string]*uploadRecord
 	changed map[string]bool
 	files   map[string]*os.File
+	// epoch is the group's placement epoch as of the entry being applied;
+	// receipts, the custody receipts the batch recorded (custody.go).
+	epoch    uint64
+	receipts map[string]receiptRecord
 }
 
 func (m *dataSM) beginUploads(group uint64) *batchUploads {
-	return &batchUploads{m: m, group: group, records: map[string]*uploadRecord{}, changed: map[string]bool{}, files: map[string]*os.File{}}
+	return &batchUploads{m: m, group: group, records: map[string]*uploadRecord{}, changed: map[string]bool{}, files: map[string]*os.File{},
+		receipts: map[string]receiptRecord{}}
 }
 
 // usable is upload id's record, as of this batch, for a command at
@@ -283,6 +288,9 @@ func (b *batchUploads) close() {
 // abandoned ones as of instant now, and returns the staging files to
 // remove once pb is committed: those of uploads used or abandoned.
 func (b *batchUploads) record(pb *pebble.Batch, now int64) ([]string, error) {
+	if err := b.recordReceipts(pb); err != nil {
+		return nil, err
+	}
 	var drop []string
 	for id := range b.changed {
 		r := b.records[id]
