@@ -61,6 +61,8 @@ func (c *Node) custodySweep(ctx context.Context) {
 		return
 	}
 	me := c.id.NodeID
+	awaiting := 0
+	defer func() { c.metrics.awaiting.Store(int64(awaiting)) }()
 	for _, st := range sts {
 		if st.Group == node.MetaGroup || !slices.Contains(st.Voters, me) {
 			continue
@@ -79,22 +81,27 @@ func (c *Node) custodySweep(ctx context.Context) {
 			if e, held := rs[me]; err != nil || held && e == epoch {
 				continue
 			}
+			awaiting++
 			d, err := digest.ParseContentDigest(content)
 			if err != nil {
 				continue
 			}
 			if err := objs.Verify(ctx, d); err != nil {
+				c.metrics.unverified.Add(1)
 				c.log.Warn("custody: this node's copy does not verify: no receipt", "group", st.Group, "content", content, "err", err)
 				continue
 			}
-			c.commitReceipt(ctx, st.Group, replica.ReceiptDoc{Content: content, Node: me, Epoch: epoch})
+			if c.commitReceipt(ctx, st.Group, replica.ReceiptDoc{Content: content, Node: me, Epoch: epoch}) {
+				awaiting--
+				c.metrics.receipts.Add(1)
+			}
 		}
 	}
 }
 
-// commitReceipt proposes a receipt; a refusal (a stale epoch) or a
-// failure is tried again by the next sweep.
-func (c *Node) commitReceipt(ctx context.Context, group uint64, d replica.ReceiptDoc) {
+// commitReceipt proposes a receipt and reports whether it committed; a
+// refusal (a stale epoch) or a failure is tried again by the next sweep.
+func (c *Node) commitReceipt(ctx context.Context, group uint64, d replica.ReceiptDoc) bool {
 	cmd, err := NewCommand(replica.MethodReceipt, service.Call{}, d, time.Now(), seed())
 	var data []byte
 	if err == nil {
@@ -110,6 +117,7 @@ func (c *Node) commitReceipt(ctx context.Context, group uint64, d replica.Receip
 	if err != nil {
 		c.log.Debug("custody: a receipt was not committed; the next sweep tries again", "group", group, "content", d.Content, "epoch", d.Epoch, "err", err)
 	}
+	return err == nil
 }
 
 // custodyPending refuses the beginning of an evaluation of the target of
@@ -164,6 +172,7 @@ func (c *Node) custodyPending(ctx context.Context, call service.Call, cmd claim.
 	if len(missing) == 0 {
 		return nil
 	}
+	c.metrics.pendingRefused.Add(1)
 	slices.Sort(missing)
 	names := make([]string, len(missing))
 	list := []byte{'['}

@@ -59,6 +59,9 @@ func TestCheckBeginWaitsForCustodyOnEveryVoter(t *testing.T) {
 	if ref.Status != 503 || ref.RetryAfter <= 0 || !ref.NotCommitted() || !strings.Contains(ref.Message, "no receipt yet from node(s) 3; nothing was proposed") {
 		t.Fatalf("the refusal: %d %v %s", ref.Status, ref.RetryAfter, ref.Message)
 	}
+	if got := nodes[0].metrics.pendingRefused.Load(); got < 1 {
+		t.Fatalf("refusals counted: %v", got)
+	}
 	late.holdReceipts.Store(false)
 	got, err := retried(func() (service.ClaimWritten, error) { return begin.run(ctx, nodes[0].Node, call) })
 	if err != nil {
@@ -66,5 +69,10 @@ func TestCheckBeginWaitsForCustodyOnEveryVoter(t *testing.T) {
 	}
 	if types := recordTypes(got); len(types) != 1 || types[0] != "claim.check.begin" {
 		t.Fatalf("begin recorded %v", types)
+	}
+	for _, n := range nodes {
+		if got := n.metrics.receipts.Load(); got < 1 {
+			t.Errorf("node %d counted %v receipts", n.ID(), got)
+		}
 	}
 }
