@@ -33,16 +33,7 @@ func TestClusterCheckBeginWaitsForEveryVotersCustody(t *testing.T) {
 	}
 	tally := func(n *cnode, stdin string, args ...string) {
 		t.Helper()
-		o := runOpts{stdin: stdin, cwd: work, env: []string{"TALLY_URL=" + n.url()}}
-		args = append(args, "--session", "acme/parser")
-		r := run(t, o, args...)
-		for try := 0; try < 10 && r.code != 0 && strings.Contains(r.err, cluster.CodeUnavailable); try++ {
-			time.Sleep(200 * time.Millisecond)
-			r = run(t, o, args...)
-		}
-		if r.code != 0 {
-			t.Fatalf("through node %d: %v", n.id, r)
-		}
+		tallyThrough(t, n, work, stdin, args...)
 	}
 	tally(asked, `{"claim":"C17","respondent":"parser","work":"w","slots":[{"name":"change","mode":"required","checks":[{"id":"behavior","validator":{"name":"command","version":"1"},"evaluator":"maintainer","mode":"required","attempts":2}]}]}`,
 		"claim", "create", "-", "--as", maintainer, "--request-id", "create")
@@ -95,4 +86,22 @@ func TestClusterCheckBeginWaitsForEveryVotersCustody(t *testing.T) {
 	// Woken, it verifies its copy and commits its receipt; the CLI sends
 	// the begin again by itself until then.
 	tally(asked, "", "check", "begin", "behavior", "--claim", "C17", "--artifact", "patch-a", "--as", maintainer, "--request-id", "begin")
+}
+
+// tallyThrough runs a verb in session acme/parser through node n, from
+// the directory work; one the node could not serve now (503, a leader
+// moving) is retried under its request id. It returns stdout.
+func tallyThrough(t *testing.T, n *cnode, work, stdin string, args ...string) string {
+	t.Helper()
+	o := runOpts{stdin: stdin, cwd: work, env: []string{"TALLY_URL=" + n.url()}}
+	args = append(args, "--session", "acme/parser")
+	r := run(t, o, args...)
+	for try := 0; try < 10 && r.code != 0 && strings.Contains(r.err, cluster.CodeUnavailable); try++ {
+		time.Sleep(200 * time.Millisecond)
+		r = run(t, o, args...)
+	}
+	if r.code != 0 {
+		t.Fatalf("through node %d: %v", n.id, r)
+	}
+	return r.out
 }
