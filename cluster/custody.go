@@ -34,20 +34,25 @@ const custodyEvery = 250 * time.Millisecond
 func (c *Node) keepCustody(ctx context.Context) {
 	t := time.NewTicker(custodyEvery)
 	defer t.Stop()
+	// verified remembers the copies this loop verified, by group and
+	// content, at the epoch it verified them for, so that a receipt not
+	// yet committed (no leader for a while) does not cost a re-read each
+	// sweep; the scrubber re-reads them at its own pace.
+	verified := map[string]uint64{}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		c.custodySweep(ctx)
+		c.custodySweep(ctx, verified)
 	}
 }
 
 // custodySweep commits a receipt for each content of each group this node
 // is a voter of whose copy here verifies and has no receipt at the
 // group's epoch. A copy that does not verify gets none: it is reported.
-func (c *Node) custodySweep(ctx context.Context) {
+func (c *Node) custodySweep(ctx context.Context, verified map[string]uint64) {
 	if c.holdReceipts.Load() {
 		return
 	}
@@ -86,12 +91,17 @@ func (c *Node) custodySweep(ctx context.Context) {
 			if err != nil {
 				continue
 			}
-			if err := objs.Verify(ctx, d); err != nil {
-				c.metrics.unverified.Add(1)
-				c.log.Warn("custody: this node's copy does not verify: no receipt", "group", st.Group, "content", content, "err", err)
-				continue
+			key := fmt.Sprintf("%d/%s", st.Group, content)
+			if e, ok := verified[key]; !ok || e != epoch {
+				if err := objs.Verify(ctx, d); err != nil {
+					c.metrics.unverified.Add(1)
+					c.log.Warn("custody: this node's copy does not verify: no receipt", "group", st.Group, "content", content, "err", err)
+					continue
+				}
+				verified[key] = epoch
 			}
 			if c.commitReceipt(ctx, st.Group, replica.ReceiptDoc{Content: content, Node: me, Epoch: epoch}) {
+				delete(verified, key)
 				awaiting--
 				c.metrics.receipts.Add(1)
 			}
