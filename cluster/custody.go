@@ -9,7 +9,10 @@ package cluster
 // the new placement requires establishes custody again.
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -130,6 +133,62 @@ func (c *Node) commitReceipt(ctx context.Context, group uint64, d replica.Receip
 	return err == nil
 }
 
+// custodyOf is the custody of content in group: the voters whose receipt
+// is at the group's current epoch, and the others.
+func (c *Node) custodyOf(ctx context.Context, group uint64, content string) (epoch uint64, holders, missing []uint64, err error) {
+	var voters []uint64
+	if err := c.do(ctx, func(n *node.MultiRaft) {
+		for _, st := range n.Status() {
+			if st.Group == group {
+				voters = st.Voters
+			}
+		}
+	}); err != nil {
+		return 0, nil, nil, err
+	}
+	epoch = c.sm.PlacementEpoch(group)
+	rs, err := c.sm.Receipts(group, content)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	holders, missing = []uint64{}, []uint64{}
+	for _, v := range voters {
+		if e, ok := rs[v]; ok && e == epoch {
+			holders = append(holders, v)
+		} else {
+			missing = append(missing, v)
+		}
+	}
+	slices.Sort(holders)
+	slices.Sort(missing)
+	return epoch, holders, missing, nil
+}
+
+// withCustody adds to a claim's document each of its artifacts' custody
+// (its "custody" member).
+func (c *Node) withCustody(ctx context.Context, call service.Call, shown service.ClaimShown) (service.ClaimShown, error) {
+	group := c.sm.GroupOf(call.Tenant, call.Session)
+	custody := []service.ArtifactCustody{}
+	for _, a := range shown.Claim.Artifacts {
+		epoch, holders, missing, err := c.custodyOf(ctx, group, a.Content)
+		if err != nil {
+			return shown, err
+		}
+		custody = append(custody, service.ArtifactCustody{Artifact: a.Artifact, Content: a.Content, Group: group, Epoch: epoch, Holders: holders, Missing: missing})
+	}
+	b, err := json.Marshal(custody)
+	if err != nil {
+		return shown, fmt.Errorf("custody document: %w", err)
+	}
+	doc := bytes.TrimRight(shown.JSON, " \n")
+	if len(doc) == 0 || doc[len(doc)-1] != '}' {
+		return shown, errors.New("cluster: a claim's document is not an object")
+	}
+	out := append(append(append(slices.Clone(doc[:len(doc)-1]), `,"custody":`...), b...), "}\n"...)
+	shown.JSON, shown.Custody = out, custody
+	return shown, nil
+}
+
 // custodyPending refuses the beginning of an evaluation of the target of
 // cmd until every voter of its session's group holds a receipt for its
 // bytes at the group's current epoch. It runs once read-consistent.
@@ -158,32 +217,11 @@ func (c *Node) custodyPending(ctx context.Context, call service.Call, cmd claim.
 	if content == "" {
 		return nil
 	}
-	var voters []uint64
-	if err := c.do(ctx, func(n *node.MultiRaft) {
-		for _, st := range n.Status() {
-			if st.Group == group {
-				voters = st.Voters
-			}
-		}
-	}); err != nil {
+	epoch, _, missing, err := c.custodyOf(ctx, group, content)
+	if err != nil || len(missing) == 0 {
 		return err
-	}
-	epoch := c.sm.PlacementEpoch(group)
-	rs, err := c.sm.Receipts(group, content)
-	if err != nil {
-		return err
-	}
-	var missing []uint64
-	for _, v := range voters {
-		if e, ok := rs[v]; !ok || e != epoch {
-			missing = append(missing, v)
-		}
-	}
-	if len(missing) == 0 {
-		return nil
 	}
 	c.metrics.pendingRefused.Add(1)
-	slices.Sort(missing)
 	names := make([]string, len(missing))
 	list := []byte{'['}
 	for i, m := range missing {

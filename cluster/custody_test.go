@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +63,13 @@ func TestCheckBeginWaitsForCustodyOnEveryVoter(t *testing.T) {
 	if got := nodes[0].metrics.pendingRefused.Load(); got < 1 {
 		t.Fatalf("refusals counted: %v", got)
 	}
+	shown, err := nodes[0].Claim(ctx, call("", ""), "C17")
+	if err != nil || len(shown.Custody) != 1 || shown.Custody[0].Artifact != "patch-a" || !slices.Equal(shown.Custody[0].Missing, []uint64{late.ID()}) || len(shown.Custody[0].Holders) != 2 {
+		t.Fatalf("custody shown while node %d holds no receipt: %v %+v", late.ID(), err, shown.Custody)
+	}
+	if !strings.Contains(string(shown.JSON), `"custody":[{"artifact":"patch-a"`) {
+		t.Fatalf("the claim's document: %s", shown.JSON)
+	}
 	late.holdReceipts.Store(false)
 	got, err := retried(func() (service.ClaimWritten, error) { return begin.run(ctx, nodes[0].Node, call) })
 	if err != nil {
@@ -69,6 +77,10 @@ func TestCheckBeginWaitsForCustodyOnEveryVoter(t *testing.T) {
 	}
 	if types := recordTypes(got); len(types) != 1 || types[0] != "claim.check.begin" {
 		t.Fatalf("begin recorded %v", types)
+	}
+	shown, err = nodes[1].Claim(ctx, call("", ""), "C17")
+	if err != nil || len(shown.Custody) != 1 || len(shown.Custody[0].Missing) != 0 || !slices.Equal(shown.Custody[0].Holders, []uint64{1, 2, 3}) {
+		t.Fatalf("custody shown once whole: %v %+v", err, shown.Custody)
 	}
 	for _, n := range nodes {
 		if got := n.metrics.receipts.Load(); got < 1 {

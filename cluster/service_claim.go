@@ -185,9 +185,14 @@ func (c *Node) checkTarget(ctx context.Context, call service.Call, cmd claim.Com
 }
 
 // Claim is one claim, read linearizably.
+// Claim is one claim, read linearizably, with its artifacts' custody.
 func (c *Node) Claim(ctx context.Context, call service.Call, id string) (service.ClaimShown, error) {
 	return read(ctx, c, call, func(s service.Service, call service.Call) (service.ClaimShown, error) {
-		return s.Claim(ctx, call, id)
+		shown, err := s.Claim(ctx, call, id)
+		if err != nil {
+			return shown, err
+		}
+		return c.withCustody(ctx, call, shown)
 	})
 }
 

@@ -9,10 +9,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -82,10 +84,18 @@ func TestClusterCheckBeginWaitsForEveryVotersCustody(t *testing.T) {
 		}
 		return len(doc.Missing) == 1 && doc.Missing[0] == stopped.id
 	})
+	show := run(t, runOpts{env: []string{"TALLY_URL=" + asked.url()}}, "claim", "show", "C17", "--session", "acme/parser")
+	if show.code != 0 || !strings.Contains(show.out, "\ncustody\n") || !strings.Contains(show.out, fmt.Sprintf("pending: no receipt from node %d", stopped.id)) {
+		t.Fatalf("claim show while node %d is stopped: %v", stopped.id, show)
+	}
 	cont()
 	// Woken, it verifies its copy and commits its receipt; the CLI sends
 	// the begin again by itself until then.
 	tally(asked, "", "check", "begin", "behavior", "--claim", "C17", "--artifact", "patch-a", "--as", maintainer, "--request-id", "begin")
+	show = run(t, runOpts{env: []string{"TALLY_URL=" + asked.url()}}, "claim", "show", "C17", "--session", "acme/parser")
+	if show.code != 0 || !regexp.MustCompile(`patch-a +group \d+, epoch \d+ +held by node 1, 2, 3 +whole`).MatchString(show.out) {
+		t.Fatalf("claim show once custody is whole: %v", show)
+	}
 }
 
 // tallyThrough runs a verb in session acme/parser through node n, from
