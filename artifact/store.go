@@ -12,6 +12,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
+	"time"
 
 	"github.com/zeebo/blake3"
 
@@ -20,6 +22,12 @@ import (
 
 // ErrNotFound is returned for a content digest the store does not hold.
 var ErrNotFound = errors.New("artifact content not found")
+
+// IsNoSpace reports whether err is the disk refusing more bytes: full, over
+// a quota, or past the file size a process may write.
+func IsNoSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG)
+}
 
 // DamagedError reports a stored copy whose bytes no longer match its digest.
 // The bytes of a damaged copy are never returned.
@@ -126,6 +134,11 @@ func (s *Store) Put(ctx context.Context, r io.Reader) (digest.ContentDigest, int
 		if verr := s.Verify(ctx, d); verr == nil {
 			os.Remove(tmpName)
 			committed = true
+			// Put again now: a collection's grace runs from here.
+			now := time.Now()
+			if err := os.Chtimes(final, now, now); err != nil {
+				return digest.ContentDigest{}, 0, fmt.Errorf("put artifact: %w", err)
+			}
 			return d, size, nil
 		}
 	}

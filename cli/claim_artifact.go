@@ -26,7 +26,7 @@ func newArtifactCmd(g *global) *cobra.Command {
 		Use:   "artifact",
 		Short: "Content-addressed artifacts: bytes in <ledger>/objects, verified on every read, recorded in a claim",
 	}
-	c.AddCommand(newArtifactPut(g), newArtifactGet(g), newArtifactLs(g), newArtifactVerify(g), newArtifactReceive(g))
+	c.AddCommand(newArtifactPut(g), newArtifactGet(g), newArtifactLs(g), newArtifactVerify(g), newArtifactReceive(g), newArtifactCollect(g))
 	return c
 }
 
@@ -317,11 +317,18 @@ func (g *global) printArtifacts(list service.ArtifactList) error {
 
 func newArtifactVerify(g *global) *cobra.Command {
 	var claimID string
+	var whole bool
 	c := &cobra.Command{
-		Use:   "verify [ID] [--claim C]",
-		Short: "Re-hash stored copies (one artifact, a claim's, or all): exit 1 if any is missing or damaged",
+		Use:   "verify [ID] [--claim C] | verify --store",
+		Short: "Re-hash stored copies (one artifact, a claim's, all the session's, or with --store every object of the directory): exit 1 if any is missing or damaged",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
+			if whole {
+				if len(args) > 0 || claimID != "" {
+					return usagef("store: takes no artifact or --claim (it checks every object)")
+				}
+				return g.verifyStore(c.Context())
+			}
 			var d struct {
 				Artifact string `json:"artifact,omitempty"`
 				Claim    string `json:"claim,omitempty"`
@@ -360,5 +367,6 @@ func newArtifactVerify(g *global) *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&claimID, "claim", "", "only this claim's artifacts")
+	c.Flags().BoolVar(&whole, "store", false, "re-hash every object of the local content store (a ledger directory's, or a cluster node's with --dir D/ledger), referenced or not")
 	return c
 }

@@ -3,10 +3,12 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
 	"tally/claim"
+	"tally/service"
 )
 
 func claimColor(s claim.Status, overdue bool) string {
@@ -44,6 +46,38 @@ func short12(d string) string {
 		return d[:12]
 	}
 	return d
+}
+
+// printCustody is the custody of a claim's artifacts on a cluster: which
+// copies hold a receipt at the group's placement epoch, and which do not
+// yet (an evaluation of the artifact waits for them). A single server
+// reports none and nothing is printed.
+func printCustody(w io.Writer, custody []service.ArtifactCustody, color bool) {
+	if len(custody) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\ncustody")
+	t := newTable(w)
+	for _, c := range custody {
+		state := "whole"
+		if len(c.Missing) > 0 {
+			state = paint(color, ansiRed, "pending: no receipt from "+nodeList(c.Missing))
+		}
+		fmt.Fprintf(t, "  %s\tgroup %d, epoch %d\theld by %s\t%s\n", c.Artifact, c.Group, c.Epoch, orDash(nodeList(c.Holders)), state)
+	}
+	t.Flush()
+}
+
+// nodeList names nodes: "node 1, 2, 3".
+func nodeList(ns []uint64) string {
+	if len(ns) == 0 {
+		return ""
+	}
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.FormatUint(n, 10)
+	}
+	return "node " + strings.Join(s, ", ")
 }
 
 // printClaim is `tally claim show`'s human form.

@@ -292,6 +292,7 @@ func newClaimShow(g *global) *cobra.Command {
 				return err
 			}
 			printClaim(g.io.Out, &shown.Claim, now, g.color())
+			printCustody(g.io.Out, shown.Custody, g.color())
 			return nil
 		},
 	}

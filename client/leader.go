@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -80,6 +81,8 @@ func (f *sends) body(req *http.Request, body io.Reader) error {
 	case f.n == 0 && body != nil:
 		f.stream = &unreadBody{r: body}
 		req.Body = f.stream
+		f.length = streamLength(body)
+		req.ContentLength = f.length
 	case f.getBody != nil:
 		b, err := f.getBody()
 		if err != nil {
@@ -88,9 +91,31 @@ func (f *sends) body(req *http.Request, body io.Reader) error {
 		req.Body, req.GetBody, req.ContentLength = b, f.getBody, f.length
 	case f.stream != nil:
 		f.stream = &unreadBody{r: f.stream.r}
-		req.Body = f.stream
+		req.Body, req.ContentLength = f.stream, f.length
 	}
 	return nil
+}
+
+// streamLength is the length a stream declares, so that a server can
+// refuse bytes over its bound before any is sent: what is left of a
+// regular file, or of a reader that knows its length; 0 (none declared,
+// the body goes chunked) otherwise.
+func streamLength(body io.Reader) int64 {
+	switch b := body.(type) {
+	case *os.File:
+		fi, err := b.Stat()
+		if err != nil || !fi.Mode().IsRegular() {
+			return 0
+		}
+		off, err := b.Seek(0, io.SeekCurrent)
+		if err != nil || off > fi.Size() {
+			return 0
+		}
+		return fi.Size() - off
+	case interface{ Len() int }:
+		return int64(b.Len())
+	}
+	return 0
 }
 
 // again reports whether the body can be sent once more, and takes a stream

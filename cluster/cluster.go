@@ -151,7 +151,10 @@ type Node struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	done   chan error // the loop's end
+	// holdReceipts, set by tests, keeps this node from committing custody
+	// receipts (custody.go), as a copy still fetching would.
+	holdReceipts atomic.Bool
+	done         chan error // the loop's end
 }
 
 type wallClock struct{}
@@ -220,6 +223,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		c.done <- c.nd.Run(c.ctx, c.tr.Inbox(), c.calls)
 	}()
 	go func() { defer c.wg.Done(); c.reconcile(c.ctx) }()
+	c.wg.Add(1)
+	go func() { defer c.wg.Done(); c.keepCustody(c.ctx) }()
 	if cfg.WatchEvery > 0 {
 		c.wg.Add(1)
 		go func() { defer c.wg.Done(); c.timekeep(c.ctx, cfg.WatchEvery) }()

@@ -344,7 +344,8 @@ func TestThreeNodesReplicateIdenticalChains(t *testing.T) {
 
 func isUnavailable(err error) bool {
 	var u *Unavailable
-	return errors.As(err, &u)
+	var r *rest.Refusal
+	return errors.As(err, &u) || errors.As(err, &r) && r.Code == service.CodeCustodyPending
 }
 
 func post(t *testing.T, addr, path string, body any) (int, string) {

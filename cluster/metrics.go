@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"strconv"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -17,6 +18,10 @@ type metrics struct {
 	// decisions counts the placement driver's decisions at this node, by
 	// what became of them: made, done, failed, abandoned.
 	decisions *prometheus.CounterVec
+	// Custody (custody.go): receipts this node committed, copies here
+	// that did not verify, begins refused CustodyPending, and the
+	// contents awaiting this node's receipt as of its last sweep.
+	receipts, unverified, pendingRefused, awaiting atomic.Int64
 }
 
 func newMetrics() *metrics {
@@ -31,6 +36,20 @@ func newMetrics() *metrics {
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tally_cluster_placement_decisions_total", Help: "The placement driver's decisions at this node, by what became of them: made, done, failed, abandoned.",
 		}, []string{"state"}),
+	}
+}
+
+// custodyCollectors are the custody counts as metrics.
+func (m *metrics) custodyCollectors() []prometheus.Collector {
+	counter := func(name, help string, v *atomic.Int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v.Load()) })
+	}
+	return []prometheus.Collector{
+		counter("tally_cluster_custody_receipts_total", "Custody receipts this node committed: its copy verified whole at the group's placement epoch.", &m.receipts),
+		counter("tally_cluster_custody_unverified_total", "Times this node's copy of bytes its groups name did not verify (damaged or missing): no receipt.", &m.unverified),
+		counter("tally_cluster_custody_pending_refusals_total", "Check beginnings refused at this node with CustodyPending.", &m.pendingRefused),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tally_cluster_custody_pending", Help: "Contents of this node's groups awaiting its receipt at the current placement epoch, as of its last custody sweep."},
+			func() float64 { return float64(m.awaiting.Load()) }),
 	}
 }
 
@@ -129,5 +148,5 @@ func (k collector) Collect(ch chan<- prometheus.Metric) {
 
 // Collectors are the node's metrics, for the server's registry.
 func (c *Node) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{collector{c}, c.metrics.proposal, c.metrics.readIndex, c.metrics.decisions, placementCollector{c}}
+	return append([]prometheus.Collector{collector{c}, c.metrics.proposal, c.metrics.readIndex, c.metrics.decisions, placementCollector{c}}, c.metrics.custodyCollectors()...)
 }

@@ -138,7 +138,7 @@ type targetChecker interface {
 // checkTarget verifies the stored bytes of a check command's target in
 // this replica's content store, once read-consistent: the same refusal a
 // local ledger gives for a damaged or missing copy, before anything is
-// proposed.
+// proposed; and then that custody of them is whole (custodyPending).
 func (c *Node) checkTarget(ctx context.Context, call service.Call, cmd claim.Command) error {
 	if _, ok := ledgerservice.TargetOf(cmd); !ok {
 		return nil
@@ -148,15 +148,23 @@ func (c *Node) checkTarget(ctx context.Context, call service.Call, cmd claim.Com
 		if !ok {
 			return struct{}{}, errors.New("cluster: the replica's Service cannot verify a check's target")
 		}
-		return struct{}{}, tc.CheckTarget(ctx, call, cmd)
+		if err := tc.CheckTarget(ctx, call, cmd); err != nil {
+			return struct{}{}, err
+		}
+		return struct{}{}, c.custodyPending(ctx, call, cmd)
 	})
 	return err
 }
 
 // Claim is one claim, read linearizably.
+// Claim is one claim, read linearizably, with its artifacts' custody.
 func (c *Node) Claim(ctx context.Context, call service.Call, id string) (service.ClaimShown, error) {
 	return read(ctx, c, call, func(s service.Service, call service.Call) (service.ClaimShown, error) {
-		return s.Claim(ctx, call, id)
+		shown, err := s.Claim(ctx, call, id)
+		if err != nil {
+			return shown, err
+		}
+		return c.withCustody(ctx, call, shown)
 	})
 }
 

@@ -358,7 +358,8 @@ func nodeLogs(t *testing.T, n *Node) map[string][]byte {
 
 // objectFiles lists a node's content store objects (not its temp files).
 func objectFiles(t *testing.T, n *Node) []string {
-	return filesUnder(t, store.ObjectsDir(n.Replica().Root()), "tmp")
+	// The collection lock is the store's, not an object.
+	return slices.DeleteFunc(filesUnder(t, store.ObjectsDir(n.Replica().Root()), "tmp"), func(f string) bool { return f == "collect.lock" })
 }
 
 // stagedFiles lists a node's staged uploads.

@@ -84,12 +84,17 @@ func bytesMethod[D, R any](sm func() *replica.SM, f func(service.Service, contex
 }
 
 // upload stages body in call's session's group, chunk by chunk, and names
-// what it staged. Past MaxUploadSize it is refused; what it staged by then
-// is abandoned (replica.UploadMaxAge). The first chunk follows the
+// what it staged. Past MaxUploadSize it is refused; what it staged by then,
+// or by any other failure, is abandoned at once (unstage). The first chunk follows the
 // session to its placement (route.go); the others go where it went.
-func (c *Node) upload(ctx context.Context, call service.Call, body io.Reader) (replica.Upload, error) {
+func (c *Node) upload(ctx context.Context, call service.Call, body io.Reader) (up replica.Upload, err error) {
 	group := uint64(0)
-	up := replica.Upload{ID: replica.NewUploadID(time.Now(), seed())}
+	up = replica.Upload{ID: replica.NewUploadID(time.Now(), seed())}
+	defer func() {
+		if err != nil && group != 0 {
+			c.unstage(group, call, up.ID)
+		}
+	}()
 	h := digest.NewContentHasher()
 	buf := make([]byte, UploadChunkSize)
 	for {
@@ -142,6 +147,35 @@ func (c *Node) stage(ctx context.Context, group *uint64, call service.Call, id s
 	}
 	*group = g
 	return out.Err
+}
+
+// unstageWithin bounds the proposal that abandons an upload whose bytes
+// did not all arrive; past it the upload is abandoned by its age
+// (replica.UploadMaxAge).
+const unstageWithin = 10 * time.Second
+
+// unstage abandons upload id in group at once, so that its staged bytes
+// are removed on every replica now rather than after UploadMaxAge: the
+// write that would have used it failed (its bytes went past the limit or
+// stopped coming, a chunk was refused). It runs on its own context: the
+// request's may be what ended.
+func (c *Node) unstage(group uint64, call service.Call, id string) {
+	ctx, cancel := context.WithTimeout(c.ctx, unstageWithin)
+	defer cancel()
+	cmd, err := NewCommand(replica.MethodUnstage, service.Call{Tenant: call.Tenant, Session: call.Session},
+		replica.StageDoc{Upload: id}, time.Now(), seed())
+	var data []byte
+	if err == nil {
+		data, err = cmd.Encode()
+	}
+	if err == nil {
+		var out replica.Outcome
+		out, err = c.proposeAgain(ctx, group, data)
+		err = errors.Join(err, out.Err)
+	}
+	if err != nil {
+		c.log.Warn("cluster: abandon an upload; it goes after replica.UploadMaxAge instead", "group", group, "upload", id, "err", err)
+	}
 }
 
 // staged is a chunk's failure as the write's answer: whatever became of

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"tally/claim"
 	"tally/digest"
 	"tally/ledger"
+	"tally/rest"
 	"tally/service"
 	"tally/store"
 	"tally/vocab"
@@ -58,13 +60,29 @@ func (s *Local) objectStore() (*artifact.Store, error) {
 
 // putBytes streams body into the content store and checks the stored
 // copy's size: Put hashed the bytes as it wrote them, and the copy in place
-// must be the one it wrote.
-func (s *Local) putBytes(ctx context.Context, body io.Reader) (digest.ContentDigest, int64, error) {
+// must be the one it wrote. It holds collections off (artifact.Store.Hold)
+// until release is called, after the record naming the bytes is appended
+// or refused; release is set even when it fails.
+func (s *Local) putBytes(ctx context.Context, body io.Reader) (content digest.ContentDigest, size int64, release func(), err error) {
+	release = func() {}
 	objs, err := s.objectStore()
 	if err != nil {
-		return digest.ContentDigest{}, 0, err
+		return digest.ContentDigest{}, 0, release, err
 	}
+	if release, err = objs.Hold(); err != nil {
+		return digest.ContentDigest{}, 0, func() {}, err
+	}
+	content, size, err = s.storeBytes(ctx, objs, body)
+	return content, size, release, err
+}
+
+// storeBytes is putBytes's put.
+func (s *Local) storeBytes(ctx context.Context, objs *artifact.Store, body io.Reader) (digest.ContentDigest, int64, error) {
 	content, size, err := objs.Put(ctx, body)
+	if artifact.IsNoSpace(err) {
+		return content, size, rest.NewRefusal(http.StatusInsufficientStorage, service.CodeInsufficientStorage,
+			fmt.Sprintf("the disk of this server's content store (%s) filled while it staged the bytes: nothing of them was kept (%v)", objs.Dir(), err))
+	}
 	if err != nil {
 		return content, size, fmt.Errorf("store the bytes: %w", err)
 	}

@@ -180,7 +180,8 @@ func (s *Local) ReportCheck(ctx context.Context, c service.Call, d api.ClaimChec
 	if err := s.GuardTarget(ctx, c, cmd); err != nil {
 		return service.ClaimWritten{}, err
 	}
-	content, size, err := s.putBytes(ctx, ev.Body)
+	content, size, release, err := s.putBytes(ctx, ev.Body)
+	defer release()
 	if err != nil {
 		return service.ClaimWritten{}, err
 	}
@@ -211,7 +212,8 @@ type publishDoc struct {
 }
 
 func (s *Local) PublishArtifact(ctx context.Context, c service.Call, d api.ClaimPublish, body io.Reader) (service.ClaimWritten, error) {
-	content, size, err := s.putBytes(ctx, body)
+	content, size, release, err := s.putBytes(ctx, body)
+	defer release()
 	if err != nil {
 		return service.ClaimWritten{}, err
 	}

@@ -153,13 +153,6 @@ func NewCluster(cfg Config, svc service.Service, node ClusterNode) (*Server, err
 	}
 	s.local, s.replicated = svc, true
 	s.routes = append(s.routes, s.clusterRoutes(node)...)
-	if ub, ok := svc.(uploadBound); ok {
-		for i, r := range s.routes {
-			if r.body == "Bytes" {
-				s.routes[i].bodyMax = min(r.bodyMax, ub.MaxUploadBytes())
-			}
-		}
-	}
 	s.mux = http.NewServeMux()
 	for _, r := range s.routes {
 		if r.name == "metrics" {

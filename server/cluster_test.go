@@ -97,7 +97,7 @@ func TestClusterServesTheClaimsFamily(t *testing.T) {
 		}
 		if code, body := do(st.method, st.path, st.body); code != st.want {
 			t.Fatalf("%s %s: %d %s", st.method, st.path, code, body)
-		} else if code == http.StatusRequestEntityTooLarge && !strings.Contains(body, "at most 16 bytes") {
+		} else if code == http.StatusRequestEntityTooLarge && !(strings.Contains(body, `"code":"ArtifactTooLarge"`) && strings.Contains(body, "over this server's limit of 16 bytes")) {
 			t.Fatalf("%s %s: %s", st.method, st.path, body)
 		}
 	}

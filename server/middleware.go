@@ -100,6 +100,9 @@ func (s *Server) instrument(rt route) http.Handler {
 			if rt.bodyMax > 0 {
 				limit = rt.bodyMax
 			}
+			if rt.body == "Bytes" {
+				limit = s.artifactMax()
+			}
 			r.Body = s.checkedBody(w, r, media, limit, http.MaxBytesReader(rec, r.Body, limit))
 		}
 		if rt.readsSessions() {

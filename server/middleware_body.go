@@ -128,6 +128,12 @@ func (s *Server) checkedBody(w http.ResponseWriter, r *http.Request, media strin
 	if b.refused == nil && r.ContentLength > limit {
 		b.refused = &http.MaxBytesError{Limit: limit}
 	}
+	if media == mediaBytes {
+		b.artifact = true
+		if b.refused != nil && r.ContentLength > limit {
+			b.refused = &artifactTooLarge{limit: limit, declared: r.ContentLength}
+		}
+	}
 	return b
 }
 
@@ -139,6 +145,9 @@ type checkedBodyReader struct {
 	// declares more bytes than its bound.
 	refused error
 	done    bool
+	// artifact: the body is an artifact's bytes, whose bound is
+	// refused as ArtifactTooLarge.
+	artifact bool
 }
 
 func (b *checkedBodyReader) Read(p []byte) (int, error) {
@@ -152,6 +161,9 @@ func (b *checkedBodyReader) Read(p []byte) (int, error) {
 		b.lift()
 	default:
 		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) && b.artifact {
+			return n, &artifactTooLarge{limit: mbe.Limit, declared: -1}
+		}
 		if errors.As(err, &mbe) {
 			return n, err
 		}

@@ -15,6 +15,7 @@ import (
 	"tally/api"
 	"tally/claim"
 	"tally/digest"
+	"tally/rest"
 	"tally/service"
 	"tally/vocab"
 )
@@ -23,10 +24,59 @@ import (
 // match its digest.
 const CodeDamaged = service.CodeDamaged
 
-// ArtifactBodyMax bounds the body of an artifact PUT. Other writes are
-// commands bound by Config.BodyMax; an artifact is a file (a patch, a test
-// log), streamed into the content store rather than held in memory.
-const ArtifactBodyMax = 1 << 30
+// DefaultMaxArtifactBytes is Config.MaxArtifactBytes unless set: 1 GiB.
+// Other writes are commands bound by Config.BodyMax; an artifact is a file
+// (a patch, a test log), streamed into the content store rather than held
+// in memory.
+const DefaultMaxArtifactBytes = 1 << 30
+
+// ArtifactBodyMax is the byte routes' declared bound; the one applied is
+// the server's (artifactMax).
+const ArtifactBodyMax = DefaultMaxArtifactBytes
+
+// artifactMax bounds the body of a byte route (an artifact, evidence):
+// Config.MaxArtifactBytes, and no more than a Service that bounds its
+// uploads takes.
+func (s *Server) artifactMax() int64 {
+	n := s.cfg.MaxArtifactBytes
+	if ub, ok := s.local.(uploadBound); ok {
+		n = min(n, ub.MaxUploadBytes())
+	}
+	return n
+}
+
+// artifactTooLarge refuses bytes over the server's limit: declared is the
+// length the request declared, or -1 for a stream cut at the limit.
+type artifactTooLarge struct {
+	limit, declared int64
+}
+
+func (e *artifactTooLarge) Error() string {
+	bound := fmt.Sprintf("this server's limit of %d bytes (%s, serve --max-artifact-bytes)", e.limit, byteSize(e.limit))
+	if e.declared >= 0 {
+		return fmt.Sprintf("body: %d bytes declared, over %s; nothing was stored", e.declared, bound)
+	}
+	return fmt.Sprintf("body: the bytes went past %s; the stream was cut there and nothing of it was kept", bound)
+}
+
+func (e *artifactTooLarge) Refusal() *rest.Refusal {
+	return rest.NewRefusalWith(http.StatusRequestEntityTooLarge, service.CodeArtifactTooLarge, e.Error(),
+		api.M("limit", api.U(uint64(e.limit))))
+}
+
+// byteSize writes n in the largest binary unit that divides it (64MiB),
+// else in bytes.
+func byteSize(n int64) string {
+	for _, u := range []struct {
+		name  string
+		shift uint
+	}{{"GiB", 30}, {"MiB", 20}, {"KiB", 10}} {
+		if n > 0 && n%(1<<u.shift) == 0 {
+			return strconv.FormatInt(n>>u.shift, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10) + "B"
+}
 
 // StoredArtifact is one row of an artifact listing.
 type StoredArtifact = claim.StoredArtifact

@@ -137,12 +137,8 @@ func TestClaimRoutesLifecycleAndRoles(t *testing.T) {
 // binding it. It returns the claims path.
 func c17Artifacts(f *fixture) string {
 	f.t.Helper()
-	f.token("maintainer", auth.RoleAgent)
-	f.token("parser", auth.RoleAgent)
+	claimToPublish(f)
 	c := base + "/claims"
-	f.want(201, "POST", c, "maintainer", `{"claim":"C17","respondent":"parser","work":"w","slots":[{"name":"change","mode":"required","checks":[{"id":"behavior","validator":{"name":"command","version":"1"},"evaluator":"maintainer","mode":"required","phases":["programmatic"],"attempts":1}]}]}`)
-	f.want(200, "POST", c+"/C17/post", "maintainer", ``)
-	f.want(200, "POST", c+"/C17/receipt", "parser", `{}`)
 	f.want(201, "PUT", c+"/C17/artifacts/patch-a?slot=change&generation=1&kind=patch&name=patch.txt", "parser", "diff --git a b")
 	f.want(200, "POST", c+"/C17/testaments", "parser", `{"testament":"T1","generation":1,"summary":"s","bindings":[{"slot":"change","artifact":"patch-a","digest":""}]}`)
 	f.want(200, "POST", c+"/C17/testaments/T1/post", "parser", ``)

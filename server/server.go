@@ -39,6 +39,11 @@ type Config struct {
 	Ledger ledger.Config
 	// BodyMax bounds a request body.
 	BodyMax int64
+	// MaxArtifactBytes bounds the bytes of one artifact or evidence
+	// upload (serve --max-artifact-bytes): one declared past it is refused
+	// (413 ArtifactTooLarge) before a byte is staged, one streamed past it
+	// is cut there and what it staged removed.
+	MaxArtifactBytes int64
 	// ReadHeaderTimeout bounds the time a client may take to send a
 	// request's headers; BodyTimeout, its body (from the end of the
 	// headers); IdleTimeout, the wait for the next request on a kept-alive
@@ -67,14 +72,24 @@ type Config struct {
 	A2A A2AConfig
 	// Console bounds the console's reads; zero means defaults.
 	Console ConsoleConfig
+	// ScrubRate bounds the bytes a second the scrubber re-reads (0: no
+	// scrubbing); ScrubEvery is the wait from one pass's start to the
+	// next's.
+	ScrubRate  int64
+	ScrubEvery time.Duration
+	// CollectGrace is how long bytes no record references are kept after
+	// their last upload; CollectEvery, how often a server collects them (0:
+	// never).
+	CollectGrace, CollectEvery time.Duration
 }
 
 // DefaultConfig returns the configuration `tally serve` starts from.
 func DefaultConfig() Config {
 	return Config{
 		Addr: "127.0.0.1:7420", Logger: slog.Default(), Ledger: ledger.DefaultConfig(),
-		BodyMax: 1 << 20, ReadHeaderTimeout: 10 * time.Second, BodyTimeout: time.Minute, IdleTimeout: 2 * time.Minute, ShutdownTimeout: 30 * time.Second, SessionsOpen: 1024, TenantSessionsMax: 10000, StreamPoll: time.Second,
+		BodyMax: 1 << 20, MaxArtifactBytes: DefaultMaxArtifactBytes, ReadHeaderTimeout: 10 * time.Second, BodyTimeout: time.Minute, IdleTimeout: 2 * time.Minute, ShutdownTimeout: 30 * time.Second, SessionsOpen: 1024, TenantSessionsMax: 10000, StreamPoll: time.Second,
 		WatchEvery: 10 * time.Second, Watch: timekeeper.DefaultConfig(),
+		ScrubRate: DefaultScrubRate, ScrubEvery: DefaultScrubEvery, CollectGrace: DefaultCollectGrace, CollectEvery: DefaultCollectEvery,
 	}
 }
 
@@ -85,6 +100,10 @@ func (c Config) Validate() error {
 		return errors.New("server config: Root is empty")
 	case c.BodyMax < 1024:
 		return fmt.Errorf("server config: BodyMax %d must be at least 1024", c.BodyMax)
+	case c.ScrubRate < 0 || c.ScrubEvery < 0 || c.CollectGrace < 0 || c.CollectEvery < 0:
+		return fmt.Errorf("server config: ScrubRate %d, ScrubEvery %v, CollectGrace %v and CollectEvery %v must not be negative", c.ScrubRate, c.ScrubEvery, c.CollectGrace, c.CollectEvery)
+	case c.MaxArtifactBytes < 1:
+		return fmt.Errorf("server config: MaxArtifactBytes %d must be at least 1", c.MaxArtifactBytes)
 	case c.ReadHeaderTimeout <= 0 || c.BodyTimeout <= 0 || c.IdleTimeout <= 0:
 		return fmt.Errorf("server config: ReadHeaderTimeout %v, BodyTimeout %v and IdleTimeout %v must be positive", c.ReadHeaderTimeout, c.BodyTimeout, c.IdleTimeout)
 	case c.SessionsOpen < 1:
@@ -102,6 +121,7 @@ type Server struct {
 	cfg     Config
 	tokens  auth.Keeper
 	metrics *metrics
+	custody custody
 	mux     *http.ServeMux
 	routes  []route
 
@@ -149,6 +169,7 @@ func New(cfg Config) (*Server, error) {
 		s.tokens = auth.Open(cfg.Root)
 	}
 	s.metrics = newMetrics(s)
+	s.custody.register(s.metrics.reg)
 	local := ledgerservice.New(serverSessions{s}, ledgerservice.Config{
 		Now: func() time.Time { return s.cfg.Ledger.Now() }, Timekeeper: cfg.Ledger.Timekeeper,
 		Root: func() (string, error) { return cfg.Root, nil }, RelativeLogs: true,
@@ -189,6 +210,7 @@ func (s *Server) Serve(ctx context.Context, ready func(addr string)) error {
 	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: s.cfg.ReadHeaderTimeout, IdleTimeout: s.cfg.IdleTimeout, BaseContext: func(net.Listener) context.Context { return ctx }}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	s.startCustody(ctx)
 	s.cfg.Logger.Info("tally serving", "addr", ln.Addr().String(), "dir", s.cfg.Root)
 	if ready != nil {
 		ready(ln.Addr().String())

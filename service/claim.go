@@ -142,6 +142,9 @@ type ClaimShown struct {
 	Doc
 	Now   time.Time
 	Claim claim.View
+	// Custody is each artifact's custody on a cluster (its "custody"
+	// member); none on a single server.
+	Custody []ArtifactCustody
 }
 
 // ClaimList is the claims a filter selected at Now.
@@ -208,13 +211,14 @@ func ReadClaimWritten(d Doc) (ClaimWritten, error) {
 // ReadClaimShown reads a claim's document ({"now":…,"claim":…}).
 func ReadClaimShown(d Doc) (ClaimShown, error) {
 	var m struct {
-		Now   time.Time  `json:"now"`
-		Claim claim.View `json:"claim"`
+		Now     time.Time         `json:"now"`
+		Claim   claim.View        `json:"claim"`
+		Custody []ArtifactCustody `json:"custody"`
 	}
 	if err := json.Unmarshal(d.JSON, &m); err != nil {
 		return ClaimShown{}, fmt.Errorf("claim document: %w", err)
 	}
-	return ClaimShown{Doc: d, Now: m.Now, Claim: m.Claim}, nil
+	return ClaimShown{Doc: d, Now: m.Now, Claim: m.Claim, Custody: m.Custody}, nil
 }
 
 // ReadClaimList reads a claim listing's document ({"now":…,"claims":[…]}).

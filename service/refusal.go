@@ -16,6 +16,17 @@ const (
 	CodeSessionQuotaExceeded vocab.Code = "SessionQuotaExceeded"
 )
 
+// Error codes of an artifact's bytes (HTTP problem bodies; do not rename).
+const (
+	// CodeArtifactTooLarge (413): the bytes are over the server's limit
+	// (serve --max-artifact-bytes), declared or as they came; nothing of
+	// them is kept.
+	CodeArtifactTooLarge = "ArtifactTooLarge"
+	// CodeInsufficientStorage (507): the node's disk filled while it
+	// staged the bytes; nothing of them is kept and the node serves on.
+	CodeInsufficientStorage = "InsufficientStorage"
+)
+
 // CodeDamaged is the error code of a stored copy whose bytes no longer
 // match its digest.
 const CodeDamaged vocab.Code = "damaged"

@@ -34,6 +34,11 @@ const (
 	// (the group's leader changed while it waited, a timeout, the node
 	// stopping): it may have committed. Retry it with the same request id.
 	CodeUnknownOutcome = "UnknownOutcome"
+	// CodeCustodyPending: an evaluation of an artifact may not begin
+	// until every copy its group requires holds a custody receipt at the
+	// current placement epoch; the answer names the nodes still missing.
+	// Nothing was proposed.
+	CodeCustodyPending = "CustodyPending"
 )
 
 // RetryAdvice is what an answer of unknown outcome tells its caller to

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -34,6 +35,8 @@ func newServe(g cli.Env) *cobra.Command {
 	var lineageMax int
 	var sessionsOpen, tenantSessions int
 	var headerTimeout, bodyTimeout, idleTimeout time.Duration
+	var maxArtifact, scrubRate string
+	var scrubEvery, collectGrace, collectEvery time.Duration
 	var cf clusterFlags
 	c := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:7420]",
@@ -101,6 +104,16 @@ func newServe(g cli.Env) *cobra.Command {
 				return cli.Usagef("read-header-timeout, body-timeout, idle-timeout: must be positive durations such as 10s")
 			}
 			cfg.ReadHeaderTimeout, cfg.BodyTimeout, cfg.IdleTimeout = headerTimeout, bodyTimeout, idleTimeout
+			if cfg.MaxArtifactBytes, err = parseByteSize(maxArtifact); err != nil || cfg.MaxArtifactBytes < 1 {
+				return cli.Usagef("max-artifact-bytes: must be a size of at least 1 byte, such as 64MiB (got %q)", maxArtifact)
+			}
+			if cfg.ScrubRate, err = parseByteSize(strings.TrimSuffix(scrubRate, "/s")); err != nil {
+				return cli.Usagef("scrub-rate: must be a size a second such as 16MiB/s, or 0 for no scrubbing (got %q)", scrubRate)
+			}
+			if scrubEvery < 0 || collectGrace < 0 || collectEvery < 0 {
+				return cli.Usagef("scrub-every, collect-grace, collect-every: must not be negative")
+			}
+			cfg.ScrubEvery, cfg.CollectGrace, cfg.CollectEvery = scrubEvery, collectGrace, collectEvery
 			if webhook != "" {
 				cfg.Watch.Sinks = append(cfg.Watch.Sinks, &timekeeper.Webhook{URL: webhook, Attempts: 5, Backoff: 500 * time.Millisecond})
 			}
@@ -134,6 +147,11 @@ func newServe(g cli.Env) *cobra.Command {
 	c.Flags().DurationVar(&headerTimeout, "read-header-timeout", server.DefaultConfig().ReadHeaderTimeout, "how long a client may take to send a request's headers")
 	c.Flags().DurationVar(&bodyTimeout, "body-timeout", server.DefaultConfig().BodyTimeout, "how long a client may take to send a request's body; past it: 400 BodyIncomplete")
 	c.Flags().DurationVar(&idleTimeout, "idle-timeout", server.DefaultConfig().IdleTimeout, "how long a kept-alive connection may wait for its next request")
+	c.Flags().StringVar(&maxArtifact, "max-artifact-bytes", "1GiB", "the bytes one artifact or evidence upload may hold (bytes, or with a unit: 64MiB); past it: 413 ArtifactTooLarge, nothing kept")
+	c.Flags().StringVar(&scrubRate, "scrub-rate", "16MiB/s", "how fast stored artifacts are re-read to find damaged copies (a size a second; 0: no scrubbing)")
+	c.Flags().DurationVar(&scrubEvery, "scrub-every", server.DefaultScrubEvery, "the wait from the start of one scrub of the whole content store to the next")
+	c.Flags().DurationVar(&collectGrace, "collect-grace", server.DefaultCollectGrace, "how long bytes no record references (a refused publish's, an upload cut off) are kept after their last upload")
+	c.Flags().DurationVar(&collectEvery, "collect-every", server.DefaultCollectEvery, "how often the content store is collected (0: never)")
 	c.Flags().StringVar(&webhook, "webhook", "", "deliver lapses and promise notices by HTTP POST to URL (retried, with Idempotency-Key)")
 	c.Flags().IntVar(&lineageMax, "lineage-max", ledger.DefaultConfig().LineageMax, "expectations a lineage may hold before only a person extends it (default: the ledger's lineage_max, else 3)")
 	cf.register(c)

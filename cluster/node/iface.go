@@ -13,17 +13,20 @@ type EntryKind uint8
 const (
 	// KindCommand is a client command proposed through Propose.
 	KindCommand EntryKind = iota + 1
-	// KindEmpty is raft's own entry (a new leader's no-op or a
-	// configuration change): it carries no command but still advances the
-	// applied index.
+	// KindEmpty is raft's own entry (a new leader's no-op): it carries no
+	// command but still advances the applied index.
 	KindEmpty
+	// KindConf is a configuration change applied in the group (a voter or
+	// learner added or removed, a joint change entered or left): no
+	// command; its index is the group's placement epoch from then on.
+	KindConf
 )
 
 // Entry is one committed entry handed to the state machine.
 type Entry struct {
 	Index uint64
 	Kind  EntryKind
-	Data  []byte // the command as proposed; nil for KindEmpty
+	Data  []byte // the command as proposed; nil for KindEmpty and KindConf
 }
 
 // StateMachine is what a node replicates. The node calls it from its loop

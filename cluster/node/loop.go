@@ -248,7 +248,9 @@ func entries(ents []*pb.Entry, floor uint64) []Entry {
 			batch = make([]Entry, 0, len(ents))
 		}
 		ent := Entry{Index: e.GetIndex(), Kind: KindEmpty}
-		if d := e.GetData(); e.GetType() == pb.EntryType_EntryNormal && len(d) >= headerLen && d[0] == headerVersion {
+		if t := e.GetType(); t == pb.EntryType_EntryConfChange || t == pb.EntryType_EntryConfChangeV2 {
+			ent.Kind = KindConf
+		} else if d := e.GetData(); e.GetType() == pb.EntryType_EntryNormal && len(d) >= headerLen && d[0] == headerVersion {
 			ent.Kind, ent.Data = KindCommand, d[headerLen:]
 		}
 		batch = append(batch, ent)

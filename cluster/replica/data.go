@@ -246,7 +246,7 @@ func (m *dataSM) plan(ents []node.Entry) ([]*Command, intent, error) {
 			continue // refused below, the same everywhere
 		}
 		cmds[i] = &c
-		if c.Method == MethodStage || c.Method == MethodFence {
+		if c.Method == MethodStage || c.Method == MethodUnstage || c.Method == MethodReceipt || c.Method == MethodFence {
 			continue // stages bytes or fences: writes no session's log
 		}
 		key := c.Tenant + "/" + c.Session
@@ -311,6 +311,8 @@ func (m *dataSM) apply(group uint64, ents []node.Entry) ([][]byte, error) {
 	outs := make(map[uint64]Outcome, len(ents))
 	results := make([][]byte, len(ents))
 	for i, e := range ents {
+		a.Epoch = nextEpoch(a.Epoch, e)
+		m.batch.epoch = a.Epoch
 		if e.Kind != node.KindCommand {
 			continue
 		}
@@ -456,6 +458,10 @@ func (m *dataSM) runEntry(c Command, ts int64) Outcome {
 	switch c.Method {
 	case MethodStage:
 		return m.stage(c, ts)
+	case MethodUnstage:
+		return m.unstage(c, ts)
+	case MethodReceipt:
+		return m.receipt(c)
 	case MethodFence:
 		return m.fence(m.place, c)
 	}

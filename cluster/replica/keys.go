@@ -44,6 +44,9 @@ const (
 type applied struct {
 	Index uint64 `json:"index"`
 	TS    int64  `json:"ts"`
+	// Epoch is the group's placement epoch: the index of the last
+	// configuration change applied in it, 0 before any (epoch.go).
+	Epoch uint64 `json:"epoch,omitempty"`
 }
 
 // intent is a batch under way: its range and where each session it

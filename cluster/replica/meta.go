@@ -234,6 +234,7 @@ func (m *metaSM) apply(ents []node.Entry) ([][]byte, error) {
 	outs := make(map[uint64]Outcome, len(ents))
 	changed := false
 	for _, e := range ents {
+		a.Epoch = nextEpoch(a.Epoch, e)
 		if e.Kind != node.KindCommand {
 			continue
 		}

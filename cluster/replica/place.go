@@ -192,7 +192,7 @@ func (m *dataSM) holds(b *batchPlace, name string) bool {
 // is the group's once the command has written it.
 func (m *dataSM) noteHeld(b *batchPlace, c Command) error {
 	name := c.Tenant + "/" + c.Session
-	if c.Method == MethodStage || c.Method == MethodFence || b.held[name] {
+	if c.Method == MethodStage || c.Method == MethodUnstage || c.Method == MethodReceipt || c.Method == MethodFence || b.held[name] {
 		return nil
 	}
 	m.mu.Lock()

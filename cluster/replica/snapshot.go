@@ -50,6 +50,9 @@ type snapshotHead struct {
 	// Fences are a data group's fenced sessions: tenant/session → the
 	// group each is placed in.
 	Fences map[string]uint64 `json:"fences,omitempty"`
+	// Receipts are a data group's custody receipts: content/node → the
+	// placement epoch each was made at.
+	Receipts map[string]uint64 `json:"receipts,omitempty"`
 }
 
 // Snapshot is the group's manifest as of its applied index.
@@ -85,6 +88,9 @@ func (m *dataSM) snapshot(group uint64) (snapshotHead, []node.ManifestEntry, err
 		return snapshotHead{}, nil, fmt.Errorf("replica: snapshot group %d: %w", group, err)
 	}
 	head.Uploads, head.Fences = uploads, m.groupFences(group)
+	if head.Receipts, err = m.groupReceipts(group); err != nil {
+		return snapshotHead{}, nil, fmt.Errorf("replica: snapshot group %d: %w", group, err)
+	}
 	return head, entries, nil
 }
 
@@ -230,6 +236,9 @@ func (m *dataSM) replaceGroup(group uint64, man node.Manifest, head snapshotHead
 	pb := m.cfg.DB.Pebble().NewBatch()
 	defer pb.Close()
 	if err := m.clearUploads(group, pb, head.Uploads); err != nil {
+		return err
+	}
+	if err := m.clearReceipts(group, pb, head.Receipts); err != nil {
 		return err
 	}
 	place, err := m.clearPlace(group, pb, head.Fences)

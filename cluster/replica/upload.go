@@ -46,6 +46,12 @@ import (
 // the raft log: do not rename.
 const MethodStage = "Stage"
 
+// MethodUnstage is the command that abandons an upload at once (its bytes
+// went past the limit, or stopped coming): every replica removes its
+// record and staged bytes after the batch. Stored in the raft log: do not
+// rename.
+const MethodUnstage = "Unstage"
+
 // The bounds of an upload.
 const (
 	// MaxUploadSize bounds the bytes of one upload: a group's snapshot
@@ -108,6 +114,9 @@ func lowerHex(s string, n int) bool {
 type uploadRecord struct {
 	Size    int64  `json:"size"`
 	Content string `json:"content,omitempty"`
+	// abandoned: an Unstage of this batch dropped it (never written: its
+	// record is deleted).
+	abandoned bool
 }
 
 func (r *uploadRecord) used() bool { return r.Content != "" }
@@ -138,10 +147,15 @@ type batchUploads struct {
 	records map[string]*uploadRecord
 	changed map[string]bool
 	files   map[string]*os.File
+	// epoch is the group's placement epoch as of the entry being applied;
+	// receipts, the custody receipts the batch recorded (custody.go).
+	epoch    uint64
+	receipts map[string]receiptRecord
 }
 
 func (m *dataSM) beginUploads(group uint64) *batchUploads {
-	return &batchUploads{m: m, group: group, records: map[string]*uploadRecord{}, changed: map[string]bool{}, files: map[string]*os.File{}}
+	return &batchUploads{m: m, group: group, records: map[string]*uploadRecord{}, changed: map[string]bool{}, files: map[string]*os.File{},
+		receipts: map[string]receiptRecord{}}
 }
 
 // usable is upload id's record, as of this batch, for a command at
@@ -154,7 +168,9 @@ func (b *batchUploads) usable(id string, now int64) (*uploadRecord, error) {
 	if expired(start, now) {
 		return nil, vocab.Conflictf("upload", fmt.Sprintf("upload %s started more than %v before this command: abandoned; send the bytes again", id, UploadMaxAge))
 	}
-	if r, ok := b.records[id]; ok {
+	if r, ok := b.records[id]; ok && r.abandoned {
+		return nil, vocab.Conflictf("upload", "upload "+id+" was abandoned: send the bytes again")
+	} else if ok {
 		return r, nil
 	}
 	r := &uploadRecord{}
@@ -197,6 +213,31 @@ func (m *dataSM) stage(c Command, now int64) Outcome {
 		return Outcome{Err: err}
 	}
 	r.Size = end
+	b.changed[d.Upload] = true
+	return Outcome{Value: r.Size}
+}
+
+// unstage applies an Unstage command: the upload is abandoned, its record
+// and staged bytes removed after the batch. One used is refused (its
+// bytes are a record's); one unknown or already gone changes nothing.
+func (m *dataSM) unstage(c Command, now int64) Outcome {
+	var d StageDoc
+	if err := json.Unmarshal(c.Doc, &d); err != nil {
+		return Outcome{Err: vocab.Invalidf("command", "an unstage command's document: "+err.Error())}
+	}
+	b := m.batch
+	r, err := b.usable(d.Upload, now)
+	if err != nil {
+		return Outcome{Err: err}
+	}
+	if r.used() {
+		return Outcome{Err: vocab.Conflictf("upload", "upload "+d.Upload+" was used: its bytes are a record's")}
+	}
+	if f, ok := b.files[d.Upload]; ok {
+		f.Close()
+		delete(b.files, d.Upload)
+	}
+	r.abandoned = true
 	b.changed[d.Upload] = true
 	return Outcome{Value: r.Size}
 }
@@ -248,11 +289,20 @@ func (b *batchUploads) close() {
 // abandoned ones as of instant now, and returns the staging files to
 // remove once pb is committed: those of uploads used or abandoned.
 func (b *batchUploads) record(pb *pebble.Batch, now int64) ([]string, error) {
+	if err := b.recordReceipts(pb); err != nil {
+		return nil, err
+	}
 	var drop []string
 	for id := range b.changed {
 		r := b.records[id]
-		if r.used() {
+		if r.used() || r.abandoned {
 			drop = append(drop, filepath.Join(b.m.stagingDir(b.group), id))
+		}
+		if r.abandoned {
+			if err := pb.Delete(uploadKey(b.group, id), nil); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if err := setJSON(pb, uploadKey(b.group, id), r); err != nil {
 			return nil, err

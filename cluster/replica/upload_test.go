@@ -401,3 +401,43 @@ func TestAUsedUploadSurvivesACrashLosingItsRecord(t *testing.T) {
 		t.Fatalf("the upload's object after the crash: %v", err)
 	}
 }
+
+func unstageEntry(t *testing.T, index uint64, id string) node.Entry {
+	t.Helper()
+	doc, _ := json.Marshal(StageDoc{Upload: id})
+	data, err := Command{Method: MethodUnstage, Tenant: "acme", Session: "s", TS: at(index), Doc: doc}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return node.Entry{Index: index, Kind: node.KindCommand, Data: data}
+}
+
+// An upload whose write failed is abandoned at once: its record and its
+// staged bytes go after the batch, on every replica; a chunk of it later
+// in the same batch is refused; a used upload is not abandoned.
+func TestAnUnstagedUploadGoesAtOnce(t *testing.T) {
+	sm, db := openReplica(t, t.TempDir(), "")
+	defer db.Close()
+	defer sm.Close()
+	id, kept := NewUploadID(start, 4), NewUploadID(start, 5)
+	applyAll(t, sm, []node.Entry{chunkEntry(t, 2, id, 0, []byte("abc")), chunkEntry(t, 3, kept, 0, []byte("kept"))})
+	outs := applyAll(t, sm, []node.Entry{chunkEntry(t, 4, id, 3, []byte("def")), unstageEntry(t, 5, id), chunkEntry(t, 6, id, 6, []byte("ghi"))})
+	if outs[4].Err != nil || outs[5].Err != nil || outs[5].Value != int64(6) {
+		t.Fatalf("stage, unstage: %+v %+v", outs[4], outs[5])
+	}
+	if r, ok := vocab.As(outs[6].Err); !ok || r.Code != vocab.Conflict || !strings.Contains(r.Rule, "was abandoned") {
+		t.Fatalf("a chunk after the unstage: %v", outs[6].Err)
+	}
+	if left := staged(t, sm); !slices.Equal(left, []string{kept}) {
+		t.Fatalf("staging files after the unstage: %v", left)
+	}
+	var ids []string
+	sm.eachUpload(node.MetaGroup+1, func(id string, _ uploadRecord) error { ids = append(ids, id); return nil })
+	if !slices.Equal(ids, []string{kept}) {
+		t.Fatalf("records after the unstage: %v", ids)
+	}
+	outs = applyAll(t, sm, []node.Entry{useEntry(t, 7, upload(kept, []byte("kept"))), unstageEntry(t, 8, kept)})
+	if r, ok := vocab.As(outs[8].Err); outs[7].Err != nil || !ok || r.Code != vocab.Conflict || !strings.Contains(r.Rule, "was used") {
+		t.Fatalf("use, unstage of a used upload: %+v %v", outs[7], outs[8].Err)
+	}
+}

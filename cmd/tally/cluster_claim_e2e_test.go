@@ -61,17 +61,7 @@ func TestClusterClaimVerbsThroughAFollower(t *testing.T) {
 	// (503, a leader moving) is retried under its request id.
 	tally := func(n *cnode, stdin string, args ...string) string {
 		t.Helper()
-		o := runOpts{stdin: stdin, cwd: work, env: []string{"TALLY_URL=" + n.url()}}
-		args = append(args, "--session", "acme/parser")
-		r := run(t, o, args...)
-		for try := 0; try < 10 && r.code != 0 && strings.Contains(r.err, cluster.CodeUnavailable); try++ {
-			time.Sleep(200 * time.Millisecond)
-			r = run(t, o, args...)
-		}
-		if r.code != 0 {
-			t.Fatalf("through node %d: %v", n.id, r)
-		}
-		return r.out
+		return tallyThrough(t, n, work, stdin, args...)
 	}
 	const c17 = `{"claim":"C17","respondent":"parser","work":"reject incomplete Unicode escapes",
  "slots":[{"name":"change","mode":"required","checks":[

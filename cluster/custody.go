@@ -1,0 +1,241 @@
+package cluster
+
+// Evidence custody on a node: each node establishes, for the bytes its
+// groups' records name, that its own copy verifies whole, and commits a
+// custody receipt bound to the group's placement epoch
+// (replica.MethodReceipt); an evaluation of an artifact begins only once
+// every voter of its group at the current epoch has one (CustodyPending
+// otherwise). After a placement change the epoch moves and every copy
+// the new placement requires establishes custody again.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"tally/api"
+	"tally/artifact"
+	"tally/claim"
+	"tally/cluster/node"
+	"tally/cluster/replica"
+	"tally/digest"
+	"tally/ledger"
+	"tally/ledgerservice"
+	"tally/rest"
+	"tally/service"
+	"tally/store"
+)
+
+// custodyEvery is how often a node looks for bytes of its groups it holds
+// without a receipt at the current epoch.
+const custodyEvery = 250 * time.Millisecond
+
+// keepCustody commits this node's receipts until ctx ends.
+func (c *Node) keepCustody(ctx context.Context) {
+	t := time.NewTicker(custodyEvery)
+	defer t.Stop()
+	// verified remembers the copies this loop verified, by group and
+	// content, at the epoch it verified them for, so that a receipt not
+	// yet committed (no leader for a while) does not cost a re-read each
+	// sweep; the scrubber re-reads them at its own pace.
+	verified := map[string]uint64{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		c.custodySweep(ctx, verified)
+	}
+}
+
+// custodySweep commits a receipt for each content of each group this node
+// is a voter of whose copy here verifies and has no receipt at the
+// group's epoch. A copy that does not verify gets none: it is reported.
+func (c *Node) custodySweep(ctx context.Context, verified map[string]uint64) {
+	if c.holdReceipts.Load() {
+		return
+	}
+	var sts []node.GroupStatus
+	if err := c.do(ctx, func(n *node.MultiRaft) { sts = n.Status() }); err != nil {
+		return
+	}
+	objs, err := artifact.OpenStore(store.ObjectsDir(c.sm.Root()))
+	if err != nil {
+		c.log.Error("custody: no content store", "err", err)
+		return
+	}
+	me := c.id.NodeID
+	awaiting := 0
+	defer func() { c.metrics.awaiting.Store(int64(awaiting)) }()
+	for _, st := range sts {
+		if st.Group == node.MetaGroup || !slices.Contains(st.Voters, me) {
+			continue
+		}
+		contents, err := c.sm.Contents(st.Group)
+		if err != nil {
+			c.log.Error("custody: list a group's contents", "group", st.Group, "err", err)
+			continue
+		}
+		epoch := c.sm.PlacementEpoch(st.Group)
+		for _, content := range contents {
+			if ctx.Err() != nil {
+				return
+			}
+			rs, err := c.sm.Receipts(st.Group, content)
+			if e, held := rs[me]; err != nil || held && e == epoch {
+				continue
+			}
+			awaiting++
+			d, err := digest.ParseContentDigest(content)
+			if err != nil {
+				continue
+			}
+			key := fmt.Sprintf("%d/%s", st.Group, content)
+			if e, ok := verified[key]; !ok || e != epoch {
+				if err := objs.Verify(ctx, d); err != nil {
+					c.metrics.unverified.Add(1)
+					c.log.Warn("custody: this node's copy does not verify: no receipt", "group", st.Group, "content", content, "err", err)
+					continue
+				}
+				verified[key] = epoch
+			}
+			if c.commitReceipt(ctx, st.Group, replica.ReceiptDoc{Content: content, Node: me, Epoch: epoch}) {
+				delete(verified, key)
+				awaiting--
+				c.metrics.receipts.Add(1)
+			}
+		}
+	}
+}
+
+// commitReceipt proposes a receipt and reports whether it committed; a
+// refusal (a stale epoch) or a failure is tried again by the next sweep.
+func (c *Node) commitReceipt(ctx context.Context, group uint64, d replica.ReceiptDoc) bool {
+	cmd, err := NewCommand(replica.MethodReceipt, service.Call{}, d, time.Now(), seed())
+	var data []byte
+	if err == nil {
+		data, err = cmd.Encode()
+	}
+	var out replica.Outcome
+	if err == nil {
+		out, err = c.propose(ctx, group, data)
+	}
+	if err == nil {
+		err = out.Err
+	}
+	if err != nil {
+		c.log.Debug("custody: a receipt was not committed; the next sweep tries again", "group", group, "content", d.Content, "epoch", d.Epoch, "err", err)
+	}
+	return err == nil
+}
+
+// custodyOf is the custody of content in group: the voters whose receipt
+// is at the group's current epoch, and the others.
+func (c *Node) custodyOf(ctx context.Context, group uint64, content string) (epoch uint64, holders, missing []uint64, err error) {
+	var voters []uint64
+	if err := c.do(ctx, func(n *node.MultiRaft) {
+		for _, st := range n.Status() {
+			if st.Group == group {
+				voters = st.Voters
+			}
+		}
+	}); err != nil {
+		return 0, nil, nil, err
+	}
+	epoch = c.sm.PlacementEpoch(group)
+	rs, err := c.sm.Receipts(group, content)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	holders, missing = []uint64{}, []uint64{}
+	for _, v := range voters {
+		if e, ok := rs[v]; ok && e == epoch {
+			holders = append(holders, v)
+		} else {
+			missing = append(missing, v)
+		}
+	}
+	slices.Sort(holders)
+	slices.Sort(missing)
+	return epoch, holders, missing, nil
+}
+
+// withCustody adds to a claim's document each of its artifacts' custody
+// (its "custody" member).
+func (c *Node) withCustody(ctx context.Context, call service.Call, shown service.ClaimShown) (service.ClaimShown, error) {
+	group := c.sm.GroupOf(call.Tenant, call.Session)
+	custody := []service.ArtifactCustody{}
+	for _, a := range shown.Claim.Artifacts {
+		epoch, holders, missing, err := c.custodyOf(ctx, group, a.Content)
+		if err != nil {
+			return shown, err
+		}
+		custody = append(custody, service.ArtifactCustody{Artifact: a.Artifact, Content: a.Content, Group: group, Epoch: epoch, Holders: holders, Missing: missing})
+	}
+	b, err := json.Marshal(custody)
+	if err != nil {
+		return shown, fmt.Errorf("custody document: %w", err)
+	}
+	doc := bytes.TrimRight(shown.JSON, " \n")
+	if len(doc) == 0 || doc[len(doc)-1] != '}' {
+		return shown, errors.New("cluster: a claim's document is not an object")
+	}
+	out := append(append(append(slices.Clone(doc[:len(doc)-1]), `,"custody":`...), b...), "}\n"...)
+	shown.JSON, shown.Custody = out, custody
+	return shown, nil
+}
+
+// custodyPending refuses the beginning of an evaluation of the target of
+// cmd until every voter of its session's group holds a receipt for its
+// bytes at the group's current epoch. It runs once read-consistent.
+func (c *Node) custodyPending(ctx context.Context, call service.Call, cmd claim.Command) error {
+	t, ok := ledgerservice.TargetOf(cmd)
+	if !ok {
+		return nil
+	}
+	group := c.sm.GroupOf(call.Tenant, call.Session)
+	var content string
+	l, err := c.sm.Open(ctx, call.Tenant, call.Session, false)
+	if err != nil {
+		return nil // no session: the claim core refuses it itself
+	}
+	now := call.Now
+	if now.IsZero() {
+		now = time.Now().UTC()
+	}
+	l.Read(func(st *ledger.State) {
+		if v, known := st.Claims.Claim(t.Claim, now); known {
+			if a, ok := v.TargetToVerify(t.Check, t.Artifact, t.OnlyIfNew); ok {
+				content = a.Content
+			}
+		}
+	})
+	if content == "" {
+		return nil
+	}
+	epoch, _, missing, err := c.custodyOf(ctx, group, content)
+	if err != nil || len(missing) == 0 {
+		return err
+	}
+	c.metrics.pendingRefused.Add(1)
+	names := make([]string, len(missing))
+	list := []byte{'['}
+	for i, m := range missing {
+		names[i] = fmt.Sprint(m)
+		if i > 0 {
+			list = append(list, ',')
+		}
+		list = fmt.Append(list, m)
+	}
+	list = append(list, ']')
+	return rest.NewRetryable(service.CodeCustodyPending,
+		fmt.Sprintf("custody of artifact %s (content %s) is not whole at placement epoch %d of group %d: no receipt yet from node(s) %s; nothing was proposed, send it again",
+			t.Artifact, content, epoch, group, strings.Join(names, ", ")),
+		api.M("group", api.U(group)), api.M("epoch", api.U(epoch)), api.M("missing", list))
+}

@@ -1,0 +1,146 @@
+package replica
+
+// Custody receipts: a node commits, to the group's log, that its copy of
+// an artifact's bytes verified whole at the group's current placement
+// epoch (epoch.go). A receipt names the content, the node and the epoch;
+// one made at another epoch than the group's when it applies is refused
+// as stale, so after a placement change each required copy establishes
+// custody again. Receipts are part of the group's state: recorded with
+// its applied index and carried by its snapshot.
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"tally/digest"
+	"tally/vocab"
+)
+
+// MethodReceipt is the command that records a custody receipt. Stored in
+// the raft log: do not rename.
+const MethodReceipt = "Receipt"
+
+// kindReceipt keys a receipt: gkey(group, kindReceipt) + content + "/" +
+// the node in 16 hex digits.
+const kindReceipt = 'c'
+
+// ReceiptDoc is a Receipt command's document.
+type ReceiptDoc struct {
+	Content string `json:"content"`
+	Node    uint64 `json:"node"`
+	Epoch   uint64 `json:"epoch"`
+}
+
+// receiptRecord is a receipt's record: the epoch it was made at.
+type receiptRecord struct {
+	Epoch uint64 `json:"epoch"`
+}
+
+func receiptName(content string, node uint64) string {
+	return fmt.Sprintf("%s/%016x", content, node)
+}
+
+func receiptKey(group uint64, name string) []byte {
+	return append(gkey(group, kindReceipt), name...)
+}
+
+// receipt applies a Receipt command at the batch's epoch.
+func (m *dataSM) receipt(c Command) Outcome {
+	var d ReceiptDoc
+	if err := json.Unmarshal(c.Doc, &d); err != nil {
+		return Outcome{Err: vocab.Invalidf("command", "a receipt's document: "+err.Error())}
+	}
+	if _, err := digest.ParseContentDigest(d.Content); err != nil {
+		return Outcome{Err: vocab.Invalidf("content", "must be a content digest (64 hex digits)")}
+	}
+	if d.Node == 0 {
+		return Outcome{Err: vocab.Invalidf("node", "must be a node id")}
+	}
+	b := m.batch
+	if d.Epoch != b.epoch {
+		return Outcome{Err: vocab.Conflictf("epoch", fmt.Sprintf("a receipt made at placement epoch %d; the group's is %d: verify the copy again and send one at %d", d.Epoch, b.epoch, b.epoch))}
+	}
+	b.receipts[receiptName(d.Content, d.Node)] = receiptRecord{Epoch: d.Epoch}
+	return Outcome{Value: d.Epoch}
+}
+
+// recordReceipts writes the batch's receipts into pb.
+func (b *batchUploads) recordReceipts(pb *pebble.Batch) error {
+	for name, r := range b.receipts {
+		if err := setJSON(pb, receiptKey(b.group, name), r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eachReceipt calls f with each of the group's receipts whose name starts
+// with from (a content and "/", or "" for all).
+func (m *dataSM) eachReceipt(group uint64, from string, f func(name string, r receiptRecord) error) error {
+	return m.scan(receiptKey(group, from), func(rest string, v []byte) error {
+		var r receiptRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("replica: receipt %q: %w", from+rest, err)
+		}
+		return f(from+rest, r)
+	})
+}
+
+// Receipts are the custody receipts of content in group as this replica
+// has applied them: the epoch each node's was made at, by node.
+func (m *SM) Receipts(group uint64, content string) (map[uint64]uint64, error) {
+	out := map[uint64]uint64{}
+	err := m.dataSM.eachReceipt(group, content+"/", func(name string, r receiptRecord) error {
+		_, hex, _ := strings.Cut(name, "/")
+		n, err := strconv.ParseUint(hex, 16, 64)
+		if err != nil {
+			return fmt.Errorf("replica: receipt %q: %w", name, err)
+		}
+		out[n] = r.Epoch
+		return nil
+	})
+	return out, err
+}
+
+// Contents are the contents of the group's used uploads (the bytes its
+// records name), each once.
+func (m *SM) Contents(group uint64) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	err := m.dataSM.eachUpload(group, func(_ string, r uploadRecord) error {
+		if r.used() && !seen[r.Content] {
+			seen[r.Content] = true
+			out = append(out, r.Content)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// groupReceipts are the group's receipts for its snapshot, by name.
+func (m *dataSM) groupReceipts(group uint64) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	err := m.eachReceipt(group, "", func(name string, r receiptRecord) error {
+		out[name] = r.Epoch
+		return nil
+	})
+	return out, err
+}
+
+// clearReceipts replaces the group's receipts with a snapshot's, in pb.
+func (m *dataSM) clearReceipts(group uint64, pb *pebble.Batch, receipts map[string]uint64) error {
+	err := m.eachReceipt(group, "", func(name string, _ receiptRecord) error { return pb.Delete(receiptKey(group, name), nil) })
+	if err != nil {
+		return err
+	}
+	for name, epoch := range receipts {
+		if err := setJSON(pb, receiptKey(group, name), receiptRecord{Epoch: epoch}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,58 @@
+package replica
+
+import (
+	"encoding/json"
+	"maps"
+	"strings"
+	"testing"
+
+	"tally/cluster/node"
+	"tally/digest"
+	"tally/vocab"
+)
+
+func receiptEntry(t *testing.T, index uint64, content string, n, epoch uint64) node.Entry {
+	t.Helper()
+	doc, _ := json.Marshal(ReceiptDoc{Content: content, Node: n, Epoch: epoch})
+	data, err := Command{Method: MethodReceipt, TS: at(index), Doc: doc}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return node.Entry{Index: index, Kind: node.KindCommand, Data: data}
+}
+
+// A receipt counts at the epoch it was made at, only if that is the
+// group's when it applies; it is kept across a snapshot, and after a
+// placement change a receipt of the old epoch is refused.
+func TestReceiptsAreBoundToThePlacementEpoch(t *testing.T) {
+	group := node.MetaGroup + 1
+	sm, db := openReplica(t, t.TempDir(), "")
+	defer db.Close()
+	defer sm.Close()
+	content := digest.HashContent([]byte("patch")).String()
+	outs := applyAll(t, sm, []node.Entry{{Index: 2, Kind: node.KindConf},
+		receiptEntry(t, 3, content, 1, 2), receiptEntry(t, 4, content, 2, 0), receiptEntry(t, 5, "nope", 3, 2), receiptEntry(t, 6, content, 3, 2)})
+	if outs[3].Err != nil || outs[6].Err != nil {
+		t.Fatalf("receipts at the group's epoch: %v %v", outs[3].Err, outs[6].Err)
+	}
+	if r, ok := vocab.As(outs[4].Err); !ok || r.Code != vocab.Conflict || !strings.Contains(r.Rule, "a receipt made at placement epoch 0; the group's is 2") {
+		t.Fatalf("a stale receipt: %v", outs[4].Err)
+	}
+	if r, ok := vocab.As(outs[5].Err); !ok || r.Code != vocab.Invalid {
+		t.Fatalf("a receipt of no content: %v", outs[5].Err)
+	}
+	want := map[uint64]uint64{1: 2, 3: 2}
+	if got, err := sm.Receipts(group, content); err != nil || !maps.Equal(got, want) {
+		t.Fatalf("receipts %v %v, want %v", got, err, want)
+	}
+	if got, _ := restoredCopy(t, sm, 6).Receipts(group, content); !maps.Equal(got, want) {
+		t.Fatalf("receipts restored from a snapshot: %v", got)
+	}
+	outs = applyAll(t, sm, []node.Entry{{Index: 7, Kind: node.KindConf}, receiptEntry(t, 8, content, 2, 2), receiptEntry(t, 9, content, 2, 7)})
+	if outs[8].Err == nil || outs[9].Err != nil {
+		t.Fatalf("after a change: an old epoch's %v, the new one's %v", outs[8].Err, outs[9].Err)
+	}
+	if got, _ := sm.Receipts(group, content); !maps.Equal(got, map[uint64]uint64{1: 2, 2: 7, 3: 2}) {
+		t.Fatalf("receipts after the change: %v", got)
+	}
+}

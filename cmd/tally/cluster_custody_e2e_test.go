@@ -1,0 +1,117 @@
+package main
+
+// Evidence custody on a cluster of three processes: an artifact published
+// while one voter is stopped (SIGSTOP) commits with the other two, but a
+// check on it does not begin until the stopped node, woken, has verified
+// its copy and committed its custody receipt: until then the begin is
+// refused with 503 CustodyPending naming that node.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"tally/cluster"
+	"tally/cluster/replica"
+)
+
+func TestClusterCheckBeginWaitsForEveryVotersCustody(t *testing.T) {
+	nodes := startCluster(t, t.TempDir())
+	waitSpread(t, nodes)
+	leader := leaderOf(t, nodes, nodes[0], replica.GroupOf(cluster.DefaultGroups, "acme", "parser"))
+	asked, stopped := nodes[leader.id%3], nodes[(leader.id+1)%3]
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "patch.txt"), bytes.Repeat([]byte("+\tif len(s) < 6 { return errIncomplete }\n"), 1000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tally := func(n *cnode, stdin string, args ...string) {
+		t.Helper()
+		tallyThrough(t, n, work, stdin, args...)
+	}
+	tally(asked, `{"claim":"C17","respondent":"parser","work":"w","slots":[{"name":"change","mode":"required","checks":[{"id":"behavior","validator":{"name":"command","version":"1"},"evaluator":"maintainer","mode":"required","attempts":2}]}]}`,
+		"claim", "create", "-", "--as", maintainer, "--request-id", "create")
+	tally(asked, "", "claim", "post", "C17", "--as", maintainer, "--request-id", "post")
+	tally(asked, "", "receipt", "acquire", "C17", "--as", parser, "--request-id", "receipt")
+
+	if err := stopped.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	cont := func() { stopped.cmd.Process.Signal(syscall.SIGCONT) }
+	defer cont()
+	tally(asked, "", "artifact", "put", "patch.txt", "--claim", "C17", "--slot", "change", "--generation", "1", "--id", "patch-a", "--as", parser, "--request-id", "put")
+	tally(asked, "", "testament", "close", "C17", "--id", "T1", "--generation", "1", "--outcome", "complete", "--summary", "s",
+		"--bind", "change=patch-a", "--as", parser, "--request-id", "close")
+	tally(asked, "", "testament", "post", "C17", "T1", "--as", parser, "--request-id", "tpost")
+	tally(asked, "", "testament", "receive", "C17", "T1", "--as", maintainer, "--request-id", "treceive")
+
+	// One request, not retried: refused, naming the stopped node alone
+	// once the two running nodes' receipts have committed.
+	begin := func() (int, string, http.Header) {
+		req, _ := http.NewRequest("POST", asked.url()+"/v1/tenants/acme/sessions/parser/claims/C17/checks/behavior/begin", strings.NewReader(`{"artifact":"patch-a"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Tally-Actor", maintainer)
+		res, err := httpc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b), res.Header
+	}
+	var doc struct {
+		Code    string   `json:"code"`
+		Missing []uint64 `json:"missing"`
+	}
+	waitUntil(t, "a refusal naming only the stopped node", 30*time.Second, func() bool {
+		code, body, hdr := begin()
+		if code != http.StatusServiceUnavailable {
+			t.Fatalf("begin while node %d is stopped: %d %s", stopped.id, code, body)
+		}
+		if json.Unmarshal([]byte(body), &doc) != nil || doc.Code == cluster.CodeUnavailable {
+			return false // a leader moving
+		}
+		if doc.Code != "CustodyPending" || hdr.Get("Retry-After") == "" {
+			t.Fatalf("begin while node %d is stopped: %s (Retry-After %q)", stopped.id, body, hdr.Get("Retry-After"))
+		}
+		return len(doc.Missing) == 1 && doc.Missing[0] == stopped.id
+	})
+	show := run(t, runOpts{env: []string{"TALLY_URL=" + asked.url()}}, "claim", "show", "C17", "--session", "acme/parser")
+	if show.code != 0 || !strings.Contains(show.out, "\ncustody\n") || !strings.Contains(show.out, fmt.Sprintf("pending: no receipt from node %d", stopped.id)) {
+		t.Fatalf("claim show while node %d is stopped: %v", stopped.id, show)
+	}
+	cont()
+	// Woken, it verifies its copy and commits its receipt; the CLI sends
+	// the begin again by itself until then.
+	tally(asked, "", "check", "begin", "behavior", "--claim", "C17", "--artifact", "patch-a", "--as", maintainer, "--request-id", "begin")
+	show = run(t, runOpts{env: []string{"TALLY_URL=" + asked.url()}}, "claim", "show", "C17", "--session", "acme/parser")
+	if show.code != 0 || !regexp.MustCompile(`patch-a +group \d+, epoch \d+ +held by node 1, 2, 3 +whole`).MatchString(show.out) {
+		t.Fatalf("claim show once custody is whole: %v", show)
+	}
+}
+
+// tallyThrough runs a verb in session acme/parser through node n, from
+// the directory work; one the node could not serve now (503, a leader
+// moving) is retried under its request id. It returns stdout.
+func tallyThrough(t *testing.T, n *cnode, work, stdin string, args ...string) string {
+	t.Helper()
+	o := runOpts{stdin: stdin, cwd: work, env: []string{"TALLY_URL=" + n.url()}}
+	args = append(args, "--session", "acme/parser")
+	r := run(t, o, args...)
+	for try := 0; try < 10 && r.code != 0 && strings.Contains(r.err, cluster.CodeUnavailable); try++ {
+		time.Sleep(200 * time.Millisecond)
+		r = run(t, o, args...)
+	}
+	if r.code != 0 {
+		t.Fatalf("through node %d: %v", n.id, r)
+	}
+	return r.out
+}
