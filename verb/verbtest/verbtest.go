@@ -110,6 +110,16 @@ func Run(t testing.TB, b Binding, d time.Duration) []Outcome {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), d)
 		doc, err := b(ctx, Call{Step: s, V: v, In: in, Call: c})
+		// A refusal before anything was proposed (a cluster's
+		// CustodyPending while the copies' receipts come in) is sent
+		// again, as every client does, with the input made afresh.
+		for err != nil && rest.Refuse(err).NotCommitted() && ctx.Err() == nil {
+			time.Sleep(50 * time.Millisecond)
+			if in, err = input(v, s); err != nil {
+				t.Fatalf("step %d (%s): %v", i, s.Verb, err)
+			}
+			doc, err = b(ctx, Call{Step: s, V: v, In: in, Call: c})
+		}
 		cancel()
 		o := Outcome{Step: i, Verb: s.Verb}
 		switch {
@@ -150,6 +160,7 @@ func input(v verb.Verb, s Step) (verb.Input, error) {
 var (
 	instants = regexp.MustCompile(`"20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z"`)
 	digests  = regexp.MustCompile(`"(sha256:|blake3:)?[0-9a-f]{64}"`)
+	custody  = regexp.MustCompile(`,"custody":\[.*\]\}$`)
 )
 
 // normalize is a document with the instants a binding stamps (every
@@ -157,6 +168,9 @@ var (
 // replaced, so two bindings' answers compare by what the script decides.
 func normalize(doc []byte) string {
 	doc = bytes.TrimSpace(doc)
+	// A cluster node's claim shows each artifact's custody (its last
+	// member), which a single server, holding one verified copy, has not.
+	doc = custody.ReplaceAll(doc, []byte("}"))
 	doc = instants.ReplaceAllFunc(doc, func(b []byte) []byte {
 		if bytes.HasPrefix(b, []byte(`"203`)) || bytes.HasPrefix(b, []byte(`"2029-06-01T12:00:00Z"`)) {
 			return b
