@@ -268,6 +268,21 @@ func TestDamagedTargetRefusedAtTheProposerOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	content := ls.Artifacts[0].Content
+	// Custody first: every voter's receipt for the bytes, which a copy
+	// damaged before its node's receipt would withhold (a check would
+	// then wait CustodyPending at every node).
+	waitFor(t, "every voter's custody receipt", 30*time.Second, func() bool {
+		shown, err := nodes[1].Claim(ctx, call("", ""), "C17")
+		if err != nil || len(shown.Custody) == 0 {
+			return false
+		}
+		for _, c := range shown.Custody {
+			if len(c.Missing) > 0 {
+				return false
+			}
+		}
+		return true
+	})
 	path := filepath.Join(store.ObjectsDir(nodes[0].Replica().Root()), content[:2], content[2:])
 	if err := os.WriteFile(path, []byte("damaged"), 0o644); err != nil {
 		t.Fatal(err)
