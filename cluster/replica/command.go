@@ -83,7 +83,9 @@ type MetaCommand struct {
 	Placement *Placement `json:"placement,omitempty"`
 	// Nonce is a nonce.use's: an operator request's one-time nonce.
 	Nonce *NonceEntry `json:"nonce,omitempty"`
-	TS    int64       `json:"ts,omitempty"` // Unix nanoseconds, the proposer's clock
+	// Liveness is a node.liveness's settled fact (liveness.go).
+	Liveness *LivenessFact `json:"liveness,omitempty"`
+	TS       int64         `json:"ts,omitempty"` // Unix nanoseconds, the proposer's clock
 }
 
 // Meta operations.
@@ -106,4 +108,7 @@ type Member struct {
 	RaftAddr string `json:"raft_addr"`
 	Addr     string `json:"addr"`
 	Zone     string `json:"zone,omitempty"`
+	// GossipAddr is where the node's failure detector listens (UDP and
+	// TCP); empty, the default derived from RaftAddr (cluster.GossipAddr).
+	GossipAddr string `json:"gossip_addr,omitempty"`
 }

@@ -25,6 +25,9 @@ type metaState struct {
 	Tokens     []TokenEntry      `json:"tokens,omitempty"`
 	Nonces     []NonceEntry      `json:"-"`
 	Placements map[string]uint64 `json:"-"`
+	// Liveness are the members' settled liveness facts, by node
+	// (liveness.go); stored with the members.
+	Liveness []LivenessFact `json:"liveness,omitempty"`
 }
 
 // TokenEntry is one of the cluster's tokens: its record (the hash of its
@@ -53,7 +56,9 @@ type metaSM struct {
 	// placements are the directory's placements as applied
 	// (tenant/session → group; directory.go).
 	placements map[string]uint64
-	outcomes   map[uint64]Outcome // index → outcome of the last batch
+	// liveness are the members' settled liveness facts, by node.
+	liveness []LivenessFact
+	outcomes map[uint64]Outcome // index → outcome of the last batch
 }
 
 // newMeta opens the meta group's state.
@@ -66,7 +71,7 @@ func newMeta(b base) (*metaSM, error) {
 	if m.tokens, err = tokenTable(st.Tokens); err != nil {
 		return nil, err
 	}
-	m.members, m.tokenList, m.nonces = st.Members, st.Tokens, st.Nonces
+	m.members, m.tokenList, m.nonces, m.liveness = st.Members, st.Tokens, st.Nonces, st.Liveness
 	if m.placements, err = m.scanGroups(gkey(node.MetaGroup, kindPlacement)); err != nil {
 		return nil, err
 	}
@@ -113,7 +118,7 @@ func (m *metaSM) loadMeta() (metaState, error) {
 func (m *metaSM) metaSnapshot() metaState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return metaState{Members: slices.Clone(m.members), Tokens: slices.Clone(m.tokenList), Nonces: slices.Clone(m.nonces), Placements: maps.Clone(m.placements)}
+	return metaState{Members: slices.Clone(m.members), Tokens: slices.Clone(m.tokenList), Nonces: slices.Clone(m.nonces), Placements: maps.Clone(m.placements), Liveness: slices.Clone(m.liveness)}
 }
 
 // saveMeta writes the meta group's state and its applied record in one
@@ -126,7 +131,7 @@ func (m *metaSM) saveMeta(st metaState, a applied, outs map[uint64]Outcome) erro
 		if err := writePlacements(b, old, st.Placements); err != nil {
 			return err
 		}
-		if err := setJSON(b, gkey(node.MetaGroup, kindMembers), metaState{Members: st.Members}); err != nil {
+		if err := setJSON(b, gkey(node.MetaGroup, kindMembers), metaState{Members: st.Members, Liveness: st.Liveness}); err != nil {
 			return err
 		}
 		if err := setJSON(b, gkey(node.MetaGroup, kindTokens), st.Tokens); err != nil {
@@ -146,7 +151,7 @@ func (m *metaSM) saveMeta(st metaState, a applied, outs map[uint64]Outcome) erro
 	}
 	m.mu.Lock()
 	m.members, m.tokenList, m.tokens, m.nonces = st.Members, st.Tokens, table, st.Nonces
-	m.placements = st.Placements
+	m.placements, m.liveness = st.Placements, st.Liveness
 	if m.placements == nil {
 		m.placements = map[string]uint64{}
 	}
@@ -260,6 +265,10 @@ func decideMeta(st metaState, c MetaCommand, groups int) (metaState, Outcome) {
 	case OpNonceUse:
 		ns, out := decideNonce(st.Nonces, c)
 		st.Nonces = ns
+		return st, out
+	case OpLiveness:
+		facts, out := decideLiveness(st.Liveness, st.Members, c)
+		st.Liveness = facts
 		return st, out
 	}
 	members, out := decideMember(st.Members, c)
@@ -400,12 +409,12 @@ func (m *metaSM) snapshot() (snapshotHead, error) {
 	}
 	head := snapshotHead{Applied: a}
 	st := m.metaSnapshot()
-	head.Members, head.Tokens, head.Nonces, head.Placements = st.Members, st.Tokens, st.Nonces, st.Placements
+	head.Members, head.Tokens, head.Nonces, head.Placements, head.Liveness = st.Members, st.Tokens, st.Nonces, st.Placements, st.Liveness
 	return head, nil
 }
 
 func (m *metaSM) restoreMeta(head snapshotHead) error {
-	st := metaState{Members: head.Members, Tokens: head.Tokens, Nonces: head.Nonces, Placements: head.Placements}
+	st := metaState{Members: head.Members, Tokens: head.Tokens, Nonces: head.Nonces, Placements: head.Placements, Liveness: head.Liveness}
 	if err := m.saveMeta(st, head.Applied, nil); err != nil {
 		return err
 	}

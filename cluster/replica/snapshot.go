@@ -41,6 +41,8 @@ type snapshotHead struct {
 	Nonces  []NonceEntry `json:"nonces,omitempty"`  // the meta group's
 	// Placements are the meta group's directory: tenant/session → group.
 	Placements map[string]uint64 `json:"placements,omitempty"`
+	// Liveness are the meta group's settled liveness facts.
+	Liveness []LivenessFact `json:"liveness,omitempty"`
 	// Uploads are a data group's used uploads' records, by id.
 	Uploads map[string]uploadRecord `json:"uploads,omitempty"`
 	// Fences are a data group's fenced sessions: tenant/session → the
