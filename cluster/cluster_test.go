@@ -101,13 +101,16 @@ func (tn *testNode) stop(t testing.TB) {
 }
 
 func nodeConfig(t testing.TB, dir string, id uint64) Config {
-	cfg := Config{NodeID: id, RaftAddr: freeAddr(t), Addr: freeAddr(t), Data: filepath.Join(dir, fmt.Sprint(id)),
+	cfg := Config{NodeID: id, RaftAddr: freeAddr(t), GossipAddr: freeAddr(t), Addr: freeAddr(t), Data: filepath.Join(dir, fmt.Sprint(id)),
 		Secret: "a join secret of some length", Groups: 4, Tick: 20 * time.Millisecond, Ledger: ledger.DefaultConfig(),
 		Local: func(s service.Sessions, lc service.LocalConfig) service.Service {
 			lc.Timekeeper = ledger.DefaultConfig().Timekeeper
 			return service.NewLocal(s, lc)
 		}}
 	cfg.Ledger.Logger = slog.New(slog.DiscardHandler)
+	if os.Getenv("TALLY_TEST_LOG") != "" {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
 	return cfg
 }
 
