@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"math"
 	"net"
@@ -142,8 +143,8 @@ type answer struct {
 
 // gossipStats are the layer's counters (metrics).
 type gossipStats struct {
-	probes, indirect, mlSuspicions, suspicions, refutations, grants, deaths, late atomic.Uint64
-	denials                                                                       [8]atomic.Uint64 // by liveness.Denials' order
+	probes, indirect, mlSuspicions, suspicions, refutations, grants, deaths, late, sentBytes atomic.Uint64
+	denials                                                                                  [8]atomic.Uint64 // by liveness.Denials' order
 }
 
 // peerView is what this node learnt of another: its coordinate and health
@@ -246,7 +247,15 @@ func (c *Node) startGossip() (*gossip, error) {
 	mc.Delegate = gossipDelegate{g}
 	mc.Ping = gossipPinger{g}
 	mc.LogOutput = &memberlistLog{g: g}
+	mc.Logger = log.New(mc.LogOutput, "", 0)
+	mc.LogOutput = nil
+	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{mc.BindAddr}, BindPort: mc.BindPort, Logger: mc.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("gossip-addr: %s: %w", addr, err)
+	}
+	mc.Transport = countingTransport{nt, &g.stats.sentBytes}
 	if g.ml, err = memberlist.Create(mc); err != nil {
+		_ = nt.Shutdown()
 		return nil, fmt.Errorf("gossip-addr: %s: %w", addr, err)
 	}
 	return g, nil

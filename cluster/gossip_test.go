@@ -1,9 +1,12 @@
 package cluster
 
 import (
-	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"tally/cluster/node"
 	"tally/cluster/replica"
@@ -76,6 +79,44 @@ func TestLivenessStoppedNodeSettledDeadThenAlive(t *testing.T) {
 	if dead.Incarnation != before.Incarnation || dead.Source != replica.LivenessDetector {
 		t.Fatalf("dead fact %+v, alive fact before %+v", dead, before)
 	}
+	row := func(n *Node, id uint64) MemberLiveness {
+		for _, m := range n.Members().Members {
+			if m.ID == id {
+				return m
+			}
+		}
+		return MemberLiveness{}
+	}
+	waitFor(t, "the members view says dead", 5*time.Second, func() bool { return row(watcher.Node, victim.ID()).State == "dead" })
+	if m := row(watcher.Node, victim.ID()); m.Incarnation != dead.Incarnation || m.Settled == nil || *m.Settled != dead {
+		t.Errorf("members view of the dead node: %+v", m)
+	}
+	if m := row(watcher.Node, watcher.ID()); m.State != "alive" || m.HealthScore < 0 || m.HealthScore > 8 {
+		t.Errorf("members view of itself: %+v", m)
+	}
+	var other *testNode
+	for _, n := range nodes {
+		if n != victim && n != watcher {
+			other = n
+		}
+	}
+	if m := row(other.Node, watcher.ID()); !m.RTTKnown || m.RTTMillis <= 0 || m.ProbeDeadlineMillis < 300 || m.ProbeDeadlineMillis > 6000 {
+		t.Errorf("members view of a live peer: %+v", m)
+	}
+	var scrape strings.Builder
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(gossipCollector{watcher.gossip})
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			fmt.Fprintf(&scrape, "%s%v %v\n", mf.GetName(), m.GetLabel(), m.GetCounter().GetValue()+m.GetGauge().GetValue())
+		}
+	}
+	for _, want := range []string{"tally_liveness_committed_deaths_total[] 1\n", "tally_liveness_grant_denials_total[name:\"reason\" value:\"overloaded\"] 0\n"} {
+		if !strings.Contains(scrape.String(), want) {
+			t.Errorf("metrics lack %q:\n%s", want, scrape.String())
+		}
+	}
 	if watcher.gossip.stats.deaths.Load() != 1 || watcher.gossip.stats.suspicions.Load() < 1 {
 		t.Errorf("leader's counters: deaths %d suspicions %d", watcher.gossip.stats.deaths.Load(), watcher.gossip.stats.suspicions.Load())
 	}
@@ -99,5 +140,4 @@ func TestLivenessStoppedNodeSettledDeadThenAlive(t *testing.T) {
 			t.Errorf("node %d: %+v", n.ID(), fact(watcher.Node, n.ID()))
 		}
 	}
-	_ = context.Background
 }

@@ -123,5 +123,5 @@ func (k collector) Collect(ch chan<- prometheus.Metric) {
 
 // Collectors are the node's metrics, for the server's registry.
 func (c *Node) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{collector{c}, c.metrics.proposal, c.metrics.readIndex}
+	return []prometheus.Collector{collector{c}, gossipCollector{c.gossip}, c.metrics.proposal, c.metrics.readIndex}
 }

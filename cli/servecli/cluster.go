@@ -122,7 +122,7 @@ func newCluster(g cli.Env) *cobra.Command {
 	add.Flags().StringVar(&zone, "zone", "", "the node's --zone")
 	c.AddCommand(transfer, add, remove, newClusterPlace(g, &addr, secretOf), newClusterPlacements(g, &addr, secretOf),
 		view("status", "The cluster id, this node, its members and the failures the placement tolerates", printClusterStatus),
-		view("members", "The members: id, raft and API addresses, zone", printClusterMembers),
+		newClusterMembers(g, &addr),
 		view("groups", "Each group: leader, term, commit and applied index, voters and learners", printClusterGroups),
 	)
 	return c
@@ -300,15 +300,6 @@ func printClusterStatus(g cli.Env, st cluster.Status) error {
 		fmt.Fprintf(w, "%d session(s) placed by the directory (tally cluster placements lists them)\n", st.Placements)
 	}
 	return nil
-}
-
-func printClusterMembers(g cli.Env, st cluster.Status) error {
-	t := tabwriter.NewWriter(g.IO().Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(t, "ID\tRAFT\tADDR\tZONE")
-	for _, m := range st.Members {
-		fmt.Fprintf(t, "%d\t%s\t%s\t%s\n", m.ID, m.RaftAddr, m.Addr, m.Zone)
-	}
-	return t.Flush()
 }
 
 func printClusterGroups(g cli.Env, st cluster.Status) error {
