@@ -227,34 +227,41 @@ func clusterCall(g cli.Env, ctx context.Context, addr, path string, body func(cl
 
 // clusterStatus asks the node for its status document.
 func clusterStatus(g cli.Env, ctx context.Context, addr string) ([]byte, cluster.Status, error) {
+	var st cluster.Status
+	raw, err := clusterGet(g, ctx, addr, cluster.StatusPath, "cluster status", &st)
+	return raw, st, err
+}
+
+// clusterGet asks the node for one of its documents (what names it in
+// errors) and decodes it into doc; a node with tokens shows it to an admin
+// of every tenant.
+func clusterGet(g cli.Env, ctx context.Context, addr, path, what string, doc any) ([]byte, error) {
 	addr = nodeURL(g, addr)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, addr+cluster.StatusPath, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, addr+path, nil)
 	if err != nil {
-		return nil, cluster.Status{}, cli.Usagef("node: %v", err)
+		return nil, cli.Usagef("node: %v", err)
 	}
-	// A node with tokens shows its status to an admin of every tenant.
 	if tok := g.IO().Getenv("TALLY_TOKEN"); tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, cluster.Status{}, fmt.Errorf("cluster status: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
-		return nil, cluster.Status{}, fmt.Errorf("cluster status: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, cluster.Status{}, fmt.Errorf("cluster status: %s answered %s: %s", addr, resp.Status, strings.TrimSpace(string(raw)))
+		return nil, fmt.Errorf("%s: %s answered %s: %s", what, addr, resp.Status, strings.TrimSpace(string(raw)))
 	}
-	var st cluster.Status
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return nil, cluster.Status{}, fmt.Errorf("cluster status: %s is not a cluster node: %w", addr, err)
+	if err := json.Unmarshal(raw, doc); err != nil {
+		return nil, fmt.Errorf("%s: %s is not a cluster node: %w", what, addr, err)
 	}
-	return raw, st, nil
+	return raw, nil
 }
 
 func printClusterStatus(g cli.Env, st cluster.Status) error {

@@ -2,13 +2,8 @@ package servecli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -37,33 +32,9 @@ func newClusterMembers(g cli.Env, addr *string) *cobra.Command {
 
 // clusterMembers asks the node for its members document.
 func clusterMembers(g cli.Env, ctx context.Context, addr string) ([]byte, cluster.Members, error) {
-	addr = nodeURL(g, addr)
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, addr+cluster.MembersPath, nil)
-	if err != nil {
-		return nil, cluster.Members{}, cli.Usagef("node: %v", err)
-	}
-	if tok := g.IO().Getenv("TALLY_TOKEN"); tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, cluster.Members{}, fmt.Errorf("cluster members: %w", err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		return nil, cluster.Members{}, fmt.Errorf("cluster members: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, cluster.Members{}, fmt.Errorf("cluster members: %s answered %s: %s", addr, resp.Status, strings.TrimSpace(string(raw)))
-	}
 	var ms cluster.Members
-	if err := json.Unmarshal(raw, &ms); err != nil {
-		return nil, cluster.Members{}, fmt.Errorf("cluster members: %s is not a cluster node: %w", addr, err)
-	}
-	return raw, ms, nil
+	raw, err := clusterGet(g, ctx, addr, cluster.MembersPath, "cluster members", &ms)
+	return raw, ms, err
 }
 
 func printClusterMembers(g cli.Env, ms cluster.Members) error {
