@@ -159,7 +159,16 @@ type peerView struct {
 	probeSent   time.Time
 	probeDue    time.Time
 	probeAnswer bool
+	accused     bool // its last probe here went unanswered
+	// mlSuspectAt is when memberlist last said it failed its probes here.
+	mlSuspectAt time.Time
 }
+
+// mlSuspectFor is how long memberlist's word that a member failed its
+// probes holds, unless an acknowledged probe clears it sooner: memberlist
+// says it again at each failed probe (every member is probed within n
+// periods).
+const mlSuspectFor = 3 * liveness.ProbePeriod
 
 // gossip is the node's failure detector.
 type gossip struct {
@@ -177,6 +186,7 @@ type gossip struct {
 	inc     uint64
 	health  liveness.Health
 	witness uint64
+	loopOK  bool // the control loop ticked in the last round
 	leader  uint64
 	peers   map[uint64]*peerView
 	table   map[uint64]verdictRow // the leader's, as last answered
@@ -320,6 +330,12 @@ func (g *gossip) tick(ctx context.Context, now time.Time) {
 	if now.Sub(g.lastRound) >= liveness.ProbePeriod {
 		g.lastRound = now
 		g.round(ctx, now)
+		return
+	}
+	// Between rounds, this node's own probes go on at every tick, and a
+	// member newly accused is reported at once.
+	if suspects, fresh := g.probe(g.c.sm.Members(), now); fresh {
+		g.report(ctx, suspects, now)
 	}
 }
 
@@ -340,7 +356,8 @@ func (g *gossip) round(ctx context.Context, now time.Time) {
 		g.witness++
 		g.leader = leader
 	}
-	witness, health := g.witness, g.health
+	g.loopOK = ok
+	health := g.health
 	g.mu.Unlock()
 	g.join(members)
 	// The deciding table lives at the meta group's leader.
@@ -359,9 +376,17 @@ func (g *gossip) round(ctx context.Context, now time.Time) {
 		g.det.Members(ids)
 		g.det.SetHealth(health)
 	}
-	suspects := g.probe(members, now)
+	suspects, _ := g.probe(members, now)
+	g.report(ctx, suspects, now)
+}
+
+// report sends this node's report to the meta group's leader (or hears it
+// itself, leading).
+func (g *gossip) report(ctx context.Context, suspects []accusation, now time.Time) {
+	self := g.c.cfg.NodeID
 	g.mu.Lock()
-	r := report{From: self, Incarnation: g.inc, Witness: witness, Health: g.health.Score(), Load: g.load(), Suspects: suspects, Leader: leader}
+	leader := g.leader
+	r := report{From: self, Incarnation: g.inc, Witness: g.witness, Health: g.health.Score(), Load: g.load(), Suspects: suspects, Leader: leader}
 	g.mu.Unlock()
 	switch {
 	case leader == self:
@@ -412,10 +437,11 @@ func (g *gossip) join(members []replica.Member) {
 
 // probe looks at memberlist's view of each member: one it suspects (or
 // lost) gets this node's own direct probe, with the deadline its
-// coordinate and this node's health give; one that missed the previous
-// such probe is accused in the report. A probe answered in time leaves the
-// suspicion inconclusive here.
-func (g *gossip) probe(members []replica.Member, now time.Time) []accusation {
+// coordinate and this node's health give; one that missed it is accused,
+// until memberlist sees it alive or it answers such a probe in time (which
+// leaves the suspicion inconclusive here). It returns the accusations, and
+// whether one is new.
+func (g *gossip) probe(members []replica.Member, now time.Time) ([]accusation, bool) {
 	self := g.c.cfg.NodeID
 	state := map[uint64]*memberlist.Node{}
 	for _, n := range g.ml.Members() {
@@ -424,6 +450,7 @@ func (g *gossip) probe(members []replica.Member, now time.Time) []accusation {
 		}
 	}
 	var out []accusation
+	fresh := false
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, m := range members {
@@ -442,18 +469,30 @@ func (g *gossip) probe(members []replica.Member, now time.Time) []accusation {
 				p.inc = inc
 			}
 		}
-		failing := p.seen && (n == nil || n.State != memberlist.StateAlive)
+		// memberlist's own suspicion (its direct, indirect and TCP probes
+		// all failed) is in its log only: its member list shows a suspect
+		// as alive until it is dead.
+		mlSuspect := !p.mlSuspectAt.IsZero() && now.Sub(p.mlSuspectAt) < mlSuspectFor
+		failing := p.seen && (n == nil || mlSuspect)
 		if !failing {
-			p.probeNonce = 0
+			p.probeNonce, p.accused = 0, false
 			continue
 		}
 		if p.probeNonce != 0 && !now.Before(p.probeDue) {
 			if p.probeAnswer {
 				g.health = g.health.Answered()
+				p.accused = false
 			} else {
 				g.health = g.health.Missed()
-				out = append(out, accusation{Node: m.ID, Incarnation: p.inc})
+				if !p.accused {
+					fresh = true
+					g.log.Info("accusing: missed this node's probe", "member", m.ID, "incarnation", p.inc, "deadline", p.probeDue.Sub(p.probeSent))
+				}
+				p.accused = true
 			}
+		}
+		if p.accused {
+			out = append(out, accusation{Node: m.ID, Incarnation: p.inc})
 		}
 		if p.probeNonce == 0 || !now.Before(p.probeDue) {
 			g.nonce++
@@ -463,7 +502,7 @@ func (g *gossip) probe(members []replica.Member, now time.Time) []accusation {
 			go g.send(m, msgPing, gossipPing{From: self, Nonce: p.probeNonce})
 		}
 	}
-	return out
+	return out, fresh
 }
 
 // hear is the leader's handling of a report: the member answered (a
@@ -534,9 +573,11 @@ func (g *gossip) hear(ctx context.Context, r report, now time.Time) {
 }
 
 // answered is a member's handling of the leader's answer: keep the table;
-// suspected or dead at its incarnation and not granted, refute with a
-// higher one, unless it is overloaded (an overloaded member is healed, not
-// extended).
+// suspected or dead at its incarnation, refute with a higher one, unless
+// it is overloaded (an overloaded member is healed, not extended) or its
+// control loop did not tick this period (a member whose witness does not
+// advance is not doing its work). A grant it was given holds off the next
+// suspicion (the grace window) while it refutes this one.
 func (g *gossip) answered(a answer) {
 	g.mu.Lock()
 	g.last = a
@@ -544,10 +585,14 @@ func (g *gossip) answered(a answer) {
 	for _, r := range a.Table {
 		g.table[r.Node] = r
 	}
-	inc := g.inc
+	inc, loopOK := g.inc, g.loopOK
 	load := g.load()
 	g.mu.Unlock()
-	if a.State == liveness.Alive || a.Incarnation != inc || (a.Asked && a.Denial == string(liveness.Granted)) {
+	if a.State == liveness.Alive || a.Incarnation != inc {
+		return
+	}
+	if !loopOK {
+		g.log.Warn("suspected, and the control loop did not tick: not refuting", "state", a.State)
 		return
 	}
 	if over, why := load.Overloaded(); over {
@@ -747,14 +792,17 @@ func (p gossipPinger) NotifyPingComplete(other *memberlist.Node, rtt time.Durati
 		p.g.peers[id] = v
 	}
 	v.coord, v.rtt = &c, rtt
+	v.mlSuspectAt = time.Time{}
 	p.g.health = p.g.health.Answered()
 	p.g.mu.Unlock()
 }
 
-// memberlistLog counts what memberlist v0.7.0 says only in its log (it
+// memberlistLog takes what memberlist v0.7.0 says only in its log (it
 // has no hook for them): direct probes that timed out and went to
-// indirect probes, and its own suspicions. It passes each line on at
-// debug.
+// indirect probes (counted), and its own suspicions (counted, and the
+// member marked failing for the layer's own probe). It passes each line
+// on at its level. TestLivenessStoppedNodeSettledDeadThenAlive fails if
+// another memberlist words them otherwise.
 type memberlistLog struct{ g *gossip }
 
 func (w *memberlistLog) Write(b []byte) (int, error) {
@@ -762,10 +810,26 @@ func (w *memberlistLog) Write(b []byte) (int, error) {
 	switch {
 	case strings.Contains(s, "memberlist: Failed UDP ping:"):
 		w.g.stats.indirect.Add(1)
-	case strings.Contains(s, "memberlist: Suspect ") && strings.Contains(s, "has failed"):
+	case strings.Contains(s, "memberlist: Suspect ") && strings.Contains(s, " has failed"):
 		w.g.stats.mlSuspicions.Add(1)
+		name := s[strings.Index(s, "memberlist: Suspect ")+len("memberlist: Suspect "):]
+		name = name[:strings.Index(name, " has failed")]
+		if id, err := strconv.ParseUint(name, 10, 64); err == nil {
+			w.g.mu.Lock()
+			v := w.g.peers[id]
+			if v == nil {
+				v = &peerView{}
+				w.g.peers[id] = v
+			}
+			v.mlSuspectAt = time.Now()
+			w.g.mu.Unlock()
+		}
 	}
-	w.g.log.Debug(strings.TrimSpace(s))
+	if strings.Contains(s, "[DEBUG]") {
+		w.g.log.Debug(strings.TrimSpace(s))
+	} else {
+		w.g.log.Info(strings.TrimSpace(s))
+	}
 	return len(b), nil
 }
 

@@ -109,10 +109,14 @@ func TestLivenessStoppedNodeSettledDeadThenAlive(t *testing.T) {
 	mfs, _ := reg.Gather()
 	for _, mf := range mfs {
 		for _, m := range mf.GetMetric() {
-			fmt.Fprintf(&scrape, "%s%v %v\n", mf.GetName(), m.GetLabel(), m.GetCounter().GetValue()+m.GetGauge().GetValue())
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			fmt.Fprintf(&scrape, "%s{%s} %v\n", mf.GetName(), strings.Join(labels, ","), m.GetCounter().GetValue()+m.GetGauge().GetValue())
 		}
 	}
-	for _, want := range []string{"tally_liveness_committed_deaths_total[] 1\n", "tally_liveness_grant_denials_total[name:\"reason\" value:\"overloaded\"] 0\n"} {
+	for _, want := range []string{"tally_liveness_committed_deaths_total{} 1\n", "tally_liveness_grants_total{} 0\n", "tally_liveness_suspicions_total{layer=detector} 1\n"} {
 		if !strings.Contains(scrape.String(), want) {
 			t.Errorf("metrics lack %q:\n%s", want, scrape.String())
 		}

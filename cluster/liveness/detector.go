@@ -187,12 +187,17 @@ func (d *Detector) Expire(now time.Time) []Verdict {
 	return out
 }
 
-// Settle records a death committed elsewhere (the meta group's fact, an
-// operator's mark-dead) at incarnation inc, unless the table knows a
-// higher one.
+// Settle records a fact committed elsewhere (the meta group's, by a
+// previous decider or an operator's mark-dead) at incarnation inc, unless
+// the table knows a higher one. A member settled at all answered before,
+// so a new decider may suspect it at once.
 func (d *Detector) Settle(node, inc uint64, state State) {
 	p := d.peers[node]
-	if p == nil || inc < p.inc || (inc == p.inc && p.state == state) {
+	if p == nil {
+		return
+	}
+	p.answered = true
+	if inc < p.inc || (inc == p.inc && p.state == state) {
 		return
 	}
 	if inc > p.inc || state == Dead {

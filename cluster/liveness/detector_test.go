@@ -100,6 +100,11 @@ func TestDetectorSettleAndMembers(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	d := NewDetector(1, ProbePeriod)
 	d.Members([]uint64{1, 2, 3})
+	// A new decider may suspect a member settled before it heard it.
+	d.Settle(3, 1, Alive)
+	if got := d.Accuse(3, 1, 2, 3, t0); got != AccuseStarted {
+		t.Fatalf("accusing a settled member: %s", got)
+	}
 	d.Hear(2, 3, 1, Load{}, t0)
 	d.Settle(2, 2, Dead) // older: ignored
 	if p, _ := d.Peer(2); p.State != Alive || p.Incarnation != 3 {
