@@ -9,6 +9,7 @@
 //	go build -o /tmp/ ./cmd/...   # tally, and tally-server, which runs its serve
 //	go run ./bench/cluster -tally /tmp/tally -clients 64 -duration 10s -rounds 3 -failovers 10
 //	go run ./bench/cluster -tally /tmp/tally -catchup 100000 -rounds 0 -failovers 0
+//	go run ./bench/cluster -tally /tmp/tally -liveness -stops 10
 package main
 
 import (
@@ -42,7 +43,20 @@ func main() {
 	rounds := flag.Int("rounds", 3, "throughput rounds (each: single node, then 3 nodes)")
 	failovers := flag.Int("failovers", 10, "leader kills to time")
 	catchup := flag.Int("catchup", 0, "events written before a fourth node joins, timed until it has applied them all (0: skip)")
+	live := flag.Bool("liveness", false, "measure the failure detector instead: a stopped node's time to suspicion and to settled dead (-stops times, 3 nodes), and idle gossip bytes per node per second at 3 and 9 nodes")
+	stops := flag.Int("stops", 10, "with -liveness: nodes stopped with SIGSTOP to time")
 	flag.Parse()
+	if *live {
+		err := livenessBench(*bin, []int{3}, *stops, 20*time.Second)
+		if err == nil {
+			err = livenessBench(*bin, []int{9}, 0, 20*time.Second)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *catchup > 0 {
 		if err := catchUp(*bin, *clients, *catchup); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
