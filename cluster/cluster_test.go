@@ -546,7 +546,7 @@ func TestAddNode(t *testing.T) {
 
 	c2 := nodeConfig(t, dir, 2)
 	c2.Join = c1.Addr
-	m := replica.Member{ID: 2, RaftAddr: c2.RaftAddr, Addr: c2.Addr}
+	m := replica.Member{ID: 2, RaftAddr: c2.RaftAddr, Addr: c2.Addr, GossipAddr: c2.GossipAddr}
 	for _, c := range []struct {
 		req    AddRequest
 		status int

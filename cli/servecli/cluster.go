@@ -94,9 +94,9 @@ func newCluster(g cli.Env) *cobra.Command {
 			return clusterPost(g, c.Context(), addr, cluster.RemoveNodePath, body, fmt.Sprintf("node %d removed; each group's leader takes it out", id))
 		},
 	}
-	var raftAddr, apiAddr, zone string
+	var raftAddr, apiAddr, zone, gossipAddr string
 	add := &cobra.Command{
-		Use:   "add-node N --raft-addr HOST:PORT --addr HOST:PORT [--zone Z]",
+		Use:   "add-node N --raft-addr HOST:PORT --addr HOST:PORT [--zone Z] [--gossip-addr HOST:PORT]",
 		Short: "Record a node in the membership before it starts (its id and addresses reserved; each group adds it as a learner); then start it with serve --cluster --join",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -108,18 +108,22 @@ func newCluster(g cli.Env) *cobra.Command {
 				return cli.Usagef("raft-addr, addr: both required, as the node will be started with")
 			}
 			m := replica.Member{ID: id, RaftAddr: raftAddr, Addr: apiAddr, Zone: zone}
+			if gossipAddr != cluster.GossipAddr(raftAddr) {
+				m.GossipAddr = gossipAddr // as serve records it: the default is derived
+			}
 			if err := cluster.CheckMember(m, ""); err != nil {
-				return cli.Usagef("%s", strings.Replace(err.Error(), "raft_addr", "raft-addr", 1))
+				return cli.Usagef("%s", strings.NewReplacer("raft_addr", "raft-addr", "gossip_addr", "gossip-addr").Replace(err.Error()))
 			}
 			body := func(t cluster.Target) any { return cluster.SignAdd(s, t, cluster.AddRequest{Member: m}) }
 			return clusterPost(g, c.Context(), addr, cluster.AddNodePath, body,
 				fmt.Sprintf("node %d added; start it: tally serve --cluster --node-id %d --raft-addr %s --addr %s%s --data DIR --join-secret … --join %s",
-					id, id, raftAddr, apiAddr, map[bool]string{true: "", false: " --zone " + zone}[zone == ""], strings.TrimPrefix(nodeURL(g, addr), "http://")))
+					id, id, raftAddr, apiAddr, map[bool]string{true: "", false: " --zone " + zone}[zone == ""]+map[bool]string{true: "", false: " --gossip-addr " + gossipAddr}[m.GossipAddr == ""], strings.TrimPrefix(nodeURL(g, addr), "http://")))
 		},
 	}
 	add.Flags().StringVar(&raftAddr, "raft-addr", "", "the node's --raft-addr, where its peers will reach it")
 	add.Flags().StringVar(&apiAddr, "addr", "", "the node's --addr, its API")
 	add.Flags().StringVar(&zone, "zone", "", "the node's --zone")
+	add.Flags().StringVar(&gossipAddr, "gossip-addr", "", "the node's --gossip-addr, if it is given one")
 	c.AddCommand(transfer, add, remove, newClusterPlace(g, &addr, secretOf), newClusterPlacements(g, &addr, secretOf),
 		view("status", "The cluster id, this node, its members and the failures the placement tolerates", printClusterStatus),
 		newClusterMembers(g, &addr),
