@@ -357,9 +357,14 @@ func (g *gossip) round(ctx context.Context, now time.Time) {
 		g.leader = leader
 	}
 	g.loopOK = ok
-	health := g.health
+	health, inc := g.health, g.inc
 	g.mu.Unlock()
 	g.join(members)
+	// Settled dead at this incarnation (seen before any leader's answer:
+	// this node may still believe it leads), it refutes.
+	if f, found := g.c.sm.Liveness(self); found && f.State == replica.LivenessDead && f.Incarnation >= inc {
+		g.refute(liveness.Dead, "settled dead", f.Incarnation)
+	}
 	// The deciding table lives at the meta group's leader.
 	switch {
 	case leader == self && g.det == nil:
@@ -585,27 +590,43 @@ func (g *gossip) answered(a answer) {
 	for _, r := range a.Table {
 		g.table[r.Node] = r
 	}
-	inc, loopOK := g.inc, g.loopOK
-	load := g.load()
+	inc := g.inc
 	g.mu.Unlock()
 	if a.State == liveness.Alive || a.Incarnation != inc {
 		return
 	}
+	g.refute(a.State, a.Denial, inc)
+}
+
+// refute raises this node's incarnation past past, unless it is
+// overloaded or its control loop did not tick, and gossips it.
+func (g *gossip) refute(state liveness.State, why string, past uint64) {
+	g.mu.Lock()
+	loopOK, load := g.loopOK, g.load()
+	g.mu.Unlock()
 	if !loopOK {
-		g.log.Warn("suspected, and the control loop did not tick: not refuting", "state", a.State)
+		g.log.Warn("suspected, and the control loop did not tick: not refuting", "state", state)
 		return
 	}
-	if over, why := load.Overloaded(); over {
-		g.log.Warn("suspected and overloaded: not refuting", "state", a.State, "load", why)
+	if over, detail := load.Overloaded(); over {
+		g.log.Warn("suspected and overloaded: not refuting", "state", state, "load", detail)
 		return
 	}
+	g.mu.Lock()
+	g.inc = max(g.inc, past) // raise goes one past it
+	g.mu.Unlock()
 	if err := g.raise(); err != nil {
 		g.log.Error("refute: cannot keep the incarnation", "err", err)
 		return
 	}
 	g.stats.refutations.Add(1)
-	g.log.Info("refuting", "state", a.State, "denial", a.Denial, "incarnation", inc+1)
-	if err := g.ml.UpdateNode(0); err != nil {
+	g.mu.Lock()
+	inc := g.inc
+	g.mu.Unlock()
+	g.log.Info("refuting", "state", state, "why", why, "incarnation", inc)
+	// Bounded: with no timeout memberlist waits for the broadcast to go out
+	// however long that takes.
+	if err := g.ml.UpdateNode(liveness.ProbePeriod / 2); err != nil {
 		g.log.Debug("refute: gossip", "err", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,12 +53,14 @@ func gossipBytes(addr string) (float64, error) {
 // address.
 func startN(bin, dir string, n int) ([]*proc, error) {
 	n1 := clusterNode(dir, 1, "--bootstrap", "--gossip-addr", freePort())
+	keepLog(n1, dir)
 	if err := n1.start(bin); err != nil {
 		return nil, err
 	}
 	nodes := []*proc{n1}
 	for id := uint64(2); id <= uint64(n); id++ {
 		p := clusterNode(dir, id, "--join", n1.addr, "--gossip-addr", freePort())
+		keepLog(p, dir)
 		if err := p.start(bin); err != nil {
 			stopAll(nodes)
 			return nil, err
@@ -65,6 +68,13 @@ func startN(bin, dir string, n int) ([]*proc, error) {
 		nodes = append(nodes, p)
 	}
 	return nodes, waitSettled(nodes, 60*time.Second)
+}
+
+// keepLog sends a node's log to dir/nN.log (kept when the run fails).
+func keepLog(p *proc, dir string) {
+	if f, err := os.Create(filepath.Join(dir, fmt.Sprintf("n%d.log", p.id))); err == nil {
+		p.stderr = f
+	}
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -86,10 +96,10 @@ func livenessBench(bin string, sizes []int, stops int, idle time.Duration) error
 		}
 		err = livenessRun(nodes, size, stops, idle)
 		stopAll(nodes)
-		os.RemoveAll(dir)
 		if err != nil {
-			return err
+			return fmt.Errorf("%w (the nodes' logs: %s)", err, dir)
 		}
+		os.RemoveAll(dir)
 	}
 	return nil
 }

@@ -75,6 +75,7 @@ type proc struct {
 	addr, raft, data string
 	cmd              *exec.Cmd
 	exited           chan struct{}
+	stderr           io.Writer // where its log goes (nil: nowhere)
 }
 
 func freePort() string {
@@ -89,6 +90,9 @@ func freePort() string {
 func (p *proc) start(bin string) error {
 	cmd := exec.Command(bin, p.args...)
 	cmd.Stderr = io.Discard
+	if p.stderr != nil {
+		cmd.Stderr = p.stderr
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
