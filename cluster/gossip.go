@@ -314,11 +314,15 @@ func (g *gossip) run(ctx context.Context) {
 
 func (g *gossip) tick(ctx context.Context, now time.Time) {
 	if !g.lastTick.IsZero() && liveness.LateTick(g.lastTick, now, gossipTick) {
-		// The node itself did not run on time: its timeouts stretch.
+		// The node itself did not run on time: its timeouts stretch, and
+		// the suspicions it holds wait for what it could not hear.
 		g.stats.late.Add(1)
 		g.mu.Lock()
 		g.health = g.health.Late()
 		g.mu.Unlock()
+		if g.det != nil {
+			g.det.Stalled(now.Sub(g.lastTick) - gossipTick)
+		}
 	}
 	g.lastTick = now
 	if g.det != nil {

@@ -167,6 +167,18 @@ func (d *Detector) Accuse(node, inc, from uint64, n int, now time.Time) Accused 
 	return AccuseStarted
 }
 
+// Stalled records that the observer itself did not run for gap (a late
+// tick): every standing suspicion's deadline moves by gap, since no
+// evidence could be heard meanwhile, so an observer that was stopped does
+// not settle its peers dead the moment it runs again.
+func (d *Detector) Stalled(gap time.Duration) {
+	for _, p := range d.peers {
+		if p.susp != nil && gap > 0 {
+			p.susp.Extend(gap)
+		}
+	}
+}
+
 // Verdict is a settled death: the member's suspicion at Incarnation ran to
 // its deadline with no refutation and no grant left to extend it.
 type Verdict struct {

@@ -127,3 +127,18 @@ func TestDetectorSettleAndMembers(t *testing.T) {
 		t.Fatalf("removed member kept: %+v", d.Peers())
 	}
 }
+
+func TestDetectorStalledObserverMovesDeadlines(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	d := NewDetector(1, ProbePeriod)
+	d.Members([]uint64{1, 2})
+	d.Hear(2, 1, 1, Load{}, t0)
+	d.Accuse(2, 1, 1, 2, t0) // n = 2: the shortest, 3 s
+	d.Stalled(10 * time.Second)
+	if v := d.Expire(t0.Add(12 * time.Second)); len(v) != 0 {
+		t.Fatalf("settled while the observer was stalled: %v", v)
+	}
+	if v := d.Expire(t0.Add(13 * time.Second)); len(v) != 1 {
+		t.Fatalf("not settled after the moved deadline: %v", v)
+	}
+}
