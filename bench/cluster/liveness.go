@@ -49,17 +49,16 @@ func gossipBytes(addr string) (float64, error) {
 	return 0, errors.New("no tally_liveness_gossip_sent_bytes_total")
 }
 
-// startN starts an n-node cluster under dir, each node with its own gossip
-// address.
+// startN starts an n-node cluster under dir.
 func startN(bin, dir string, n int) ([]*proc, error) {
-	n1 := clusterNode(dir, 1, "--bootstrap", "--gossip-addr", freePort())
+	n1 := clusterNode(dir, 1, "--bootstrap")
 	keepLog(n1, dir)
 	if err := n1.start(bin); err != nil {
 		return nil, err
 	}
 	nodes := []*proc{n1}
 	for id := uint64(2); id <= uint64(n); id++ {
-		p := clusterNode(dir, id, "--join", n1.addr, "--gossip-addr", freePort())
+		p := clusterNode(dir, id, "--join", n1.addr)
 		keepLog(p, dir)
 		if err := p.start(bin); err != nil {
 			stopAll(nodes)

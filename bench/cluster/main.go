@@ -180,8 +180,10 @@ const secret = "bench-join-secret-0123456789"
 
 func clusterNode(dir string, id uint64, extra ...string) *proc {
 	p := &proc{id: id, addr: freePort(), raft: freePort(), data: filepath.Join(dir, fmt.Sprintf("n%d", id))}
+	// Its own gossip address: the default (the raft port + 1) may be a port
+	// another node here was given.
 	p.args = append([]string{"serve", "--cluster", "--insecure-dev", "--node-id", fmt.Sprint(id), "--raft-addr", p.raft,
-		"--addr", p.addr, "--data", p.data, "--join-secret", secret}, extra...)
+		"--addr", p.addr, "--data", p.data, "--join-secret", secret, "--gossip-addr", freePort()}, extra...)
 	return p
 }
 
