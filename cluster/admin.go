@@ -209,6 +209,11 @@ func CheckMember(m replica.Member, prefix string) error {
 			return vocab.Invalidf(prefix+f.field, err.Error())
 		}
 	}
+	if m.GossipAddr != "" {
+		if err := CheckHostPort(m.GossipAddr); err != nil {
+			return vocab.Invalidf(prefix+"gossip_addr", err.Error())
+		}
+	}
 	return nil
 }
 

@@ -44,6 +44,9 @@ type Config struct {
 	// RaftAddr is where the node listens for its peers (and what they are
 	// told); Addr is its HTTP address (the API, and where joins go).
 	RaftAddr, Addr string
+	// GossipAddr is where the node's failure detector listens, UDP and
+	// TCP; empty, GossipAddr(RaftAddr).
+	GossipAddr string
 	// Zone and Region are the node's failure domains, as its operator
 	// declares them; placement spreads each group's voters over regions,
 	// then zones.
@@ -74,6 +77,10 @@ type Config struct {
 	WatchEvery time.Duration
 	// Ledger configures the replicas' session ledgers.
 	Ledger ledger.Config
+	// MemoryLimit is the memory the node may use, against which it reports
+	// itself overloaded (liveness.MemoryShareMax); 0, GOMEMLIMIT's or the
+	// cgroup's.
+	MemoryLimit uint64
 	// Version is the tally release the node runs, written into the backups
 	// it streams.
 	Version string
@@ -108,6 +115,10 @@ func (c Config) Validate() error {
 		return errors.New("node-id: required, not 0")
 	case c.RaftAddr == "" || c.Addr == "":
 		return errors.New("raft-addr, addr: required")
+	case c.GossipAddr != "" && CheckHostPort(c.GossipAddr) != nil:
+		return fmt.Errorf("gossip-addr: %w", CheckHostPort(c.GossipAddr))
+	case c.GossipAddr == "" && GossipAddr(c.RaftAddr) == "":
+		return fmt.Errorf("gossip-addr: none given, and none derives from raft-addr %q", c.RaftAddr)
 	case c.Data == "":
 		return errors.New("data: required")
 	case len(c.Secret) < 16:
@@ -147,6 +158,8 @@ type Node struct {
 	timekeeps atomic.Uint64
 	// nonces are the signed requests' nonces this node took (signed.go).
 	nonces nonces
+	// gossip is the node's failure detector (gossip.go).
+	gossip *gossip
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -216,8 +229,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		}
 		c.log.Info("restored cluster bootstrapped", "cluster", id.ClusterID, "from_cluster", id.Restored.ClusterID, "backup_created", id.Restored.Created, "sessions", id.Restored.Sessions)
 	}
+	if c.gossip, err = c.startGossip(); err != nil {
+		c.closeStores()
+		return nil, err
+	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.wg.Add(2)
+	c.wg.Add(3)
+	go func() { defer c.wg.Done(); c.gossip.run(c.ctx) }()
 	go func() {
 		defer c.wg.Done()
 		c.done <- c.nd.Run(c.ctx, c.tr.Inbox(), c.calls)
@@ -315,7 +333,11 @@ func groupIDs(groups int) []uint64 {
 
 // member is the node's member record, as it joins or announces itself.
 func (c Config) member() replica.Member {
-	return replica.Member{ID: c.NodeID, RaftAddr: c.RaftAddr, Addr: c.Addr, Zone: c.Zone, Region: c.Region}
+	m := replica.Member{ID: c.NodeID, RaftAddr: c.RaftAddr, Addr: c.Addr, Zone: c.Zone, Region: c.Region}
+	if c.GossipAddr != GossipAddr(c.RaftAddr) {
+		m.GossipAddr = c.GossipAddr // the default is derived, not recorded
+	}
+	return m
 }
 
 // Close stops the node: the loop, the transport, the stores.
@@ -327,6 +349,9 @@ func (c *Node) Close() error {
 
 func (c *Node) closeStores() error {
 	var errs []error
+	if c.gossip != nil {
+		errs = append(errs, c.gossip.close())
+	}
 	if c.tr != nil {
 		errs = append(errs, c.tr.Close())
 	}

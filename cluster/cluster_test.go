@@ -103,13 +103,16 @@ func (tn *testNode) stop(t testing.TB) {
 }
 
 func nodeConfig(t testing.TB, dir string, id uint64) Config {
-	cfg := Config{NodeID: id, RaftAddr: freeAddr(t), Addr: freeAddr(t), Data: filepath.Join(dir, fmt.Sprint(id)),
+	cfg := Config{NodeID: id, RaftAddr: freeAddr(t), GossipAddr: freeAddr(t), Addr: freeAddr(t), Data: filepath.Join(dir, fmt.Sprint(id)),
 		Secret: "a join secret of some length", Groups: 4, Tick: 20 * time.Millisecond, Ledger: ledger.DefaultConfig(),
 		Local: func(s ledgerservice.Sessions, lc ledgerservice.Config) service.Service {
 			lc.Timekeeper = ledger.DefaultConfig().Timekeeper
 			return ledgerservice.New(s, lc)
 		}}
 	cfg.Ledger.Logger = slog.New(slog.DiscardHandler)
+	if os.Getenv("TALLY_TEST_LOG") != "" {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
 	return cfg
 }
 
@@ -546,7 +549,7 @@ func TestAddNode(t *testing.T) {
 
 	c2 := nodeConfig(t, dir, 2)
 	c2.Join = c1.Addr
-	m := replica.Member{ID: 2, RaftAddr: c2.RaftAddr, Addr: c2.Addr}
+	m := replica.Member{ID: 2, RaftAddr: c2.RaftAddr, Addr: c2.Addr, GossipAddr: c2.GossipAddr}
 	for _, c := range []struct {
 		req    AddRequest
 		status int

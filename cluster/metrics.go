@@ -148,5 +148,5 @@ func (k collector) Collect(ch chan<- prometheus.Metric) {
 
 // Collectors are the node's metrics, for the server's registry.
 func (c *Node) Collectors() []prometheus.Collector {
-	return append([]prometheus.Collector{collector{c}, c.metrics.proposal, c.metrics.readIndex, c.metrics.decisions, placementCollector{c}}, c.metrics.custodyCollectors()...)
+	return append([]prometheus.Collector{collector{c}, gossipCollector{c.gossip}, c.metrics.proposal, c.metrics.readIndex, c.metrics.decisions, placementCollector{c}}, c.metrics.custodyCollectors()...)
 }

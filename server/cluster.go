@@ -32,6 +32,7 @@ type uploadBound interface {
 // written as JSON, or a refusal (rest.Refuse maps it).
 type ClusterNode interface {
 	OpStatus(ctx context.Context, decode func(any) error) (any, error)
+	OpMembers(ctx context.Context, decode func(any) error) (any, error)
 	OpHealth(ctx context.Context, decode func(any) error) (any, error)
 	OpIdentity(ctx context.Context, decode func(any) error) (any, error)
 	OpJoin(ctx context.Context, decode func(any) error) (any, error)
@@ -81,6 +82,7 @@ func (s *Server) clusterRoutes(n ClusterNode) []route {
 	}
 	return []route{
 		{name: "cluster.status", method: "GET", pattern: p + "status", summary: "The node and the cluster as it sees them (its operator's: tenant \"*\", role admin)", public: true, serve: s.operatorOnlyEndpoint(op(n.OpStatus))},
+		{name: "cluster.members", method: "GET", pattern: p + "members", summary: "The members' liveness as the node sees them: state, incarnation, health score, predicted round trip, grants (its operator's)", public: true, serve: s.operatorOnlyEndpoint(op(n.OpMembers))},
 		{name: "cluster.health", method: "GET", pattern: p + "health", summary: "200 when the node serves and reaches a quorum in every group; else 503 NodeFailed or NoQuorum", public: true, serve: op(n.OpHealth)},
 		{name: "cluster.identity", method: "GET", pattern: p + "identity", summary: "The cluster and node a signed request is signed for", public: true, serve: op(n.OpIdentity)},
 		signed("cluster.join", "join", "A node joins, signed with the join secret", n.OpJoin),

@@ -186,6 +186,9 @@ func (f fakeNode) run(name string, decode func(any) error) (any, error) {
 func (f fakeNode) OpStatus(context.Context, func(any) error) (any, error) {
 	return map[string]any{"members": []string{}}, nil
 }
+func (f fakeNode) OpMembers(context.Context, func(any) error) (any, error) {
+	return map[string]any{"members": []string{}}, nil
+}
 func (f fakeNode) OpHealth(context.Context, func(any) error) (any, error) {
 	return nil, rest.NewRetryable("NoQuorum", "no quorum reached from this node in group(s) [2]", api.M("groups", []byte("[2]")))
 }

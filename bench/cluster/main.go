@@ -11,6 +11,7 @@
 //	go run ./bench/cluster -tally /tmp/tally -catchup 100000 -rounds 0 -failovers 0
 //	go run ./bench/cluster -tally /tmp/new/tally -before /tmp/old/tally -rounds 3 -failovers 0
 //	go run ./bench/cluster -tally /tmp/tally -rounds 1 -failovers 0 -cpuprofile /tmp/prof
+//	go run ./bench/cluster -tally /tmp/tally -liveness -stops 10
 //
 // With -before, each round also runs the 3-node leg with that binary, right
 // after this one's, so the two are compared under the same load. With
@@ -51,7 +52,20 @@ func main() {
 	catchup := flag.Int("catchup", 0, "events written before a fourth node joins, timed until it has applied them all (0: skip)")
 	before := flag.String("before", "", "a second tally binary whose 3-node leg runs after each round's, interleaved")
 	flag.StringVar(&profDir, "cpuprofile", "", "a directory for each server's CPU profile")
+	live := flag.Bool("liveness", false, "measure the failure detector instead: a stopped node's time to suspicion and to settled dead (-stops times, 3 nodes), and idle gossip bytes per node per second at 3 and 9 nodes")
+	stops := flag.Int("stops", 10, "with -liveness: nodes stopped with SIGSTOP to time")
 	flag.Parse()
+	if *live {
+		err := livenessBench(*bin, []int{3}, *stops, 20*time.Second)
+		if err == nil {
+			err = livenessBench(*bin, []int{9}, 0, 20*time.Second)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *catchup > 0 {
 		if err := catchUp(*bin, *clients, *catchup); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -74,6 +88,7 @@ type proc struct {
 	addr, raft, data string
 	cmd              *exec.Cmd
 	exited           chan struct{}
+	stderr           io.Writer // where its log goes (nil: nowhere)
 }
 
 func freePort() string {
@@ -89,6 +104,9 @@ func (p *proc) start(bin string) error {
 	cmd := exec.Command(bin, p.args...)
 	var stderr tail
 	cmd.Stderr = &stderr
+	if p.stderr != nil {
+		cmd.Stderr = p.stderr
+	}
 	if profDir != "" && p.prof != "" {
 		// tally-server itself: tally would start the profile's timer and
 		// then exec it, whose SIGPROF can come before its runtime handles it.
@@ -207,8 +225,10 @@ const secret = "bench-join-secret-0123456789"
 
 func clusterNode(dir string, id uint64, extra ...string) *proc {
 	p := &proc{id: id, addr: freePort(), raft: freePort(), data: filepath.Join(dir, fmt.Sprintf("n%d", id))}
+	// Its own gossip address: the default (the raft port + 1) may be a port
+	// another node here was given.
 	p.args = append([]string{"serve", "--cluster", "--insecure-dev", "--node-id", fmt.Sprint(id), "--raft-addr", p.raft,
-		"--addr", p.addr, "--data", p.data, "--join-secret", secret}, extra...)
+		"--addr", p.addr, "--data", p.data, "--join-secret", secret, "--gossip-addr", freePort()}, extra...)
 	return p
 }
 

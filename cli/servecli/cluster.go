@@ -94,9 +94,9 @@ func newCluster(g cli.Env) *cobra.Command {
 			return clusterPost(g, c.Context(), addr, cluster.RemoveNodePath, body, fmt.Sprintf("node %d removed; each group's leader takes it out", id))
 		},
 	}
-	var raftAddr, apiAddr, zone, region string
+	var raftAddr, apiAddr, zone, region, gossipAddr string
 	add := &cobra.Command{
-		Use:   "add-node N --raft-addr HOST:PORT --addr HOST:PORT [--zone Z] [--region R]",
+		Use:   "add-node N --raft-addr HOST:PORT --addr HOST:PORT [--zone Z] [--region R] [--gossip-addr HOST:PORT]",
 		Short: "Record a node in the membership before it starts (its id and addresses reserved; each group adds it as a learner); then start it with serve --cluster --join",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -108,25 +108,29 @@ func newCluster(g cli.Env) *cobra.Command {
 				return cli.Usagef("raft-addr, addr: both required, as the node will be started with")
 			}
 			m := replica.Member{ID: id, RaftAddr: raftAddr, Addr: apiAddr, Zone: zone, Region: region}
+			if gossipAddr != cluster.GossipAddr(raftAddr) {
+				m.GossipAddr = gossipAddr // as serve records it: the default is derived
+			}
 			if err := cluster.CheckMember(m, ""); err != nil {
-				return cli.Usagef("%s", strings.Replace(err.Error(), "raft_addr", "raft-addr", 1))
+				return cli.Usagef("%s", strings.NewReplacer("raft_addr", "raft-addr", "gossip_addr", "gossip-addr").Replace(err.Error()))
 			}
 			body := func(t cluster.Target) any { return cluster.SignAdd(s, t, cluster.AddRequest{Member: m}) }
 			return clusterPost(g, c.Context(), addr, cluster.AddNodePath, body,
 				fmt.Sprintf("node %d added; start it: tally serve --cluster --node-id %d --raft-addr %s --addr %s%s --data DIR --join-secret … --join %s",
-					id, id, raftAddr, apiAddr, map[bool]string{true: "", false: " --zone " + zone}[zone == ""]+map[bool]string{true: "", false: " --region " + region}[region == ""], strings.TrimPrefix(nodeURL(g, addr), "http://")))
+					id, id, raftAddr, apiAddr, map[bool]string{true: "", false: " --zone " + zone}[zone == ""]+map[bool]string{true: "", false: " --region " + region}[region == ""]+map[bool]string{true: "", false: " --gossip-addr " + gossipAddr}[m.GossipAddr == ""], strings.TrimPrefix(nodeURL(g, addr), "http://")))
 		},
 	}
 	add.Flags().StringVar(&raftAddr, "raft-addr", "", "the node's --raft-addr, where its peers will reach it")
 	add.Flags().StringVar(&apiAddr, "addr", "", "the node's --addr, its API")
 	add.Flags().StringVar(&zone, "zone", "", "the node's --zone")
 	add.Flags().StringVar(&region, "region", "", "the node's --region")
+	add.Flags().StringVar(&gossipAddr, "gossip-addr", "", "the node's --gossip-addr, if it is given one")
 	c.AddCommand(newClusterHeal(g, &addr, signedNode)...)
 	c.AddCommand(transfer, add, remove, newClusterPlace(g, &addr, secretOf), newClusterPlacements(g, &addr, secretOf),
 		newClusterConfigure(g, &addr, secretOf),
 		view("decisions", "The placement driver's recent decisions: each group change, why, and what became of it", printClusterDecisions),
 		view("status", "The cluster id, this node, its members and the failures the placement tolerates", printClusterStatus),
-		view("members", "The members: id, raft and API addresses, zone", printClusterMembers),
+		newClusterMembers(g, &addr),
 		view("groups", "Each group: leader, term, commit and applied index, voters and learners, its goal, placement epoch and the change in flight", printClusterGroups),
 	)
 	return c
@@ -231,34 +235,41 @@ func clusterCall(g cli.Env, ctx context.Context, addr, path string, body func(cl
 
 // clusterStatus asks the node for its status document.
 func clusterStatus(g cli.Env, ctx context.Context, addr string) ([]byte, cluster.Status, error) {
+	var st cluster.Status
+	raw, err := clusterGet(g, ctx, addr, cluster.StatusPath, "cluster status", &st)
+	return raw, st, err
+}
+
+// clusterGet asks the node for one of its documents (what names it in
+// errors) and decodes it into doc; a node with tokens shows it to an admin
+// of every tenant.
+func clusterGet(g cli.Env, ctx context.Context, addr, path, what string, doc any) ([]byte, error) {
 	addr = nodeURL(g, addr)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, addr+cluster.StatusPath, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, addr+path, nil)
 	if err != nil {
-		return nil, cluster.Status{}, cli.Usagef("node: %v", err)
+		return nil, cli.Usagef("node: %v", err)
 	}
-	// A node with tokens shows its status to an admin of every tenant.
 	if tok := g.IO().Getenv("TALLY_TOKEN"); tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, cluster.Status{}, fmt.Errorf("cluster status: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
-		return nil, cluster.Status{}, fmt.Errorf("cluster status: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, cluster.Status{}, fmt.Errorf("cluster status: %s answered %s: %s", addr, resp.Status, strings.TrimSpace(string(raw)))
+		return nil, fmt.Errorf("%s: %s answered %s: %s", what, addr, resp.Status, strings.TrimSpace(string(raw)))
 	}
-	var st cluster.Status
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return nil, cluster.Status{}, fmt.Errorf("cluster status: %s is not a cluster node: %w", addr, err)
+	if err := json.Unmarshal(raw, doc); err != nil {
+		return nil, fmt.Errorf("%s: %s is not a cluster node: %w", what, addr, err)
 	}
-	return raw, st, nil
+	return raw, nil
 }
 
 func printClusterStatus(g cli.Env, st cluster.Status) error {
@@ -304,15 +315,6 @@ func printClusterStatus(g cli.Env, st cluster.Status) error {
 		fmt.Fprintf(w, "%d session(s) placed by the directory (tally cluster placements lists them)\n", st.Placements)
 	}
 	return printPlacement(g, st)
-}
-
-func printClusterMembers(g cli.Env, st cluster.Status) error {
-	t := tabwriter.NewWriter(g.IO().Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(t, "ID\tRAFT\tADDR\tZONE")
-	for _, m := range st.Members {
-		fmt.Fprintf(t, "%d\t%s\t%s\t%s\n", m.ID, m.RaftAddr, m.Addr, m.Zone)
-	}
-	return t.Flush()
 }
 
 func refIDs(refs []cluster.NodeRef) []uint64 {

@@ -35,6 +35,8 @@ type clusterFlags struct {
 	secret, join         string
 	groups, replicas     int
 	tick                 time.Duration
+	gossipAddr           string
+	memoryLimit          uint64
 }
 
 func (f *clusterFlags) register(c *cobra.Command) {
@@ -51,6 +53,8 @@ func (f *clusterFlags) register(c *cobra.Command) {
 	fl.IntVar(&f.groups, "groups", cluster.DefaultGroups, "with --cluster --bootstrap: the cluster's data groups")
 	fl.IntVar(&f.replicas, "replicas", cluster.DefaultReplicas, "with --cluster --bootstrap: the replication factor, each data group's voters (odd: 1, 3, 5, …; later: tally cluster configure)")
 	fl.DurationVar(&f.tick, "raft-tick", 100*time.Millisecond, "with --cluster: raft's tick (an election takes 10)")
+	fl.StringVar(&f.gossipAddr, "gossip-addr", "", "with --cluster: HOST:PORT (UDP and TCP) of the node's failure detector (default: --raft-addr's host, its port + 1)")
+	fl.Uint64Var(&f.memoryLimit, "memory-limit", 0, "with --cluster: bytes of memory the node may use; past 90% of it the node reports itself overloaded and is not granted extra time when suspected (default: GOMEMLIMIT, else the cgroup's limit)")
 }
 
 // prepare checks the cluster flags and points the server at the node's
@@ -59,8 +63,8 @@ func (f *clusterFlags) register(c *cobra.Command) {
 // that start bootstraps the restored cluster.
 func (f *clusterFlags) prepare(g cli.Env, c *cobra.Command, addr *string) error {
 	if !f.on {
-		if f.nodeID != 0 || f.raftAddr != "" || f.data != "" || f.secret != "" || f.bootstrap || f.join != "" || f.region != "" || c.Flags().Changed("replicas") {
-			return cli.Usagef("cluster: --node-id, --raft-addr, --data, --join-secret, --bootstrap, --join, --region and --replicas need --cluster")
+		if f.nodeID != 0 || f.raftAddr != "" || f.data != "" || f.secret != "" || f.bootstrap || f.join != "" || f.region != "" || c.Flags().Changed("replicas") || f.gossipAddr != "" || f.memoryLimit != 0 {
+			return cli.Usagef("cluster: --node-id, --raft-addr, --gossip-addr, --memory-limit, --data, --join-secret, --bootstrap, --join, --region and --replicas need --cluster")
 		}
 		return nil
 	}
@@ -121,7 +125,7 @@ func serveCluster(g cli.Env, c *cobra.Command, cfg server.Config, f *clusterFlag
 	defer stop()
 	timekeeper := cfg.Ledger.Timekeeper
 	cc := cluster.Config{
-		NodeID: f.nodeID, RaftAddr: f.raftAddr, Addr: cfg.Addr, Zone: f.zone, Region: f.region, Replicas: f.replicas, Data: g.Abs(f.data), Secret: f.secret,
+		NodeID: f.nodeID, RaftAddr: f.raftAddr, GossipAddr: f.gossipAddr, MemoryLimit: f.memoryLimit, Addr: cfg.Addr, Zone: f.zone, Region: f.region, Replicas: f.replicas, Data: g.Abs(f.data), Secret: f.secret,
 		Bootstrap: f.bootstrap, Join: f.join, Groups: f.groups, Tick: f.tick, WatchEvery: cfg.WatchEvery, Ledger: cfg.Ledger, Logger: cfg.Logger, Version: cli.Version,
 		Local: func(s ledgerservice.Sessions, lc ledgerservice.Config) service.Service {
 			lc.Timekeeper, lc.RelativeLogs = timekeeper, true

@@ -179,4 +179,7 @@ type Member struct {
 	Addr     string `json:"addr"`
 	Zone     string `json:"zone,omitempty"`
 	Region   string `json:"region,omitempty"`
+	// GossipAddr is where the node's failure detector listens (UDP and
+	// TCP); empty, the default derived from RaftAddr (cluster.GossipAddr).
+	GossipAddr string `json:"gossip_addr,omitempty"`
 }

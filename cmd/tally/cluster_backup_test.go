@@ -114,7 +114,7 @@ func TestClusterBackupRestoresANewIncarnation(t *testing.T) {
 		t.Fatalf("verify: %v", human)
 	}
 
-	n1 := &cnode{id: 1, raft: nodes[0].raft, addr: nodes[0].addr, data: data, restored: true}
+	n1 := &cnode{id: 1, raft: nodes[0].raft, addr: nodes[0].addr, gossip: nodes[0].gossip, data: data, restored: true}
 	n1.start(t)
 	waitUntil(t, "a leader in every group of the restored cluster", 30*time.Second, func() bool { return groupsServed(n1, 1) })
 	st, err := clusterStatus(n1.addr)

@@ -32,7 +32,10 @@ import (
 type cnode struct {
 	id               uint64
 	raft, addr, data string
-	joinArgs         []string
+	// gossip is its --gossip-addr: given, since the default (the raft
+	// port + 1) may be a port another node here was given.
+	gossip   string
+	joinArgs []string
 	// secure runs the node with tokens (without --insecure-dev); operator
 	// is then the first admin token, which the helpers read status with.
 	secure   bool
@@ -65,7 +68,7 @@ func freePort(t *testing.T) string {
 const clusterSecret = "e2e-join-secret-0123456789"
 
 func newCNode(t *testing.T, dir string, id uint64, join ...string) *cnode {
-	return &cnode{id: id, raft: freePort(t), addr: freePort(t), data: filepath.Join(dir, fmt.Sprintf("n%d", id)), joinArgs: join}
+	return &cnode{id: id, raft: freePort(t), addr: freePort(t), gossip: freePort(t), data: filepath.Join(dir, fmt.Sprintf("n%d", id)), joinArgs: join}
 }
 
 func (n *cnode) Write(p []byte) (int, error) {
@@ -101,6 +104,9 @@ func (n *cnode) launch(t *testing.T) <-chan bool {
 	args := []string{"serve", "--cluster", "--data", n.data, "--join-secret", clusterSecret}
 	if !n.restored {
 		args = append(args, "--node-id", fmt.Sprint(n.id), "--raft-addr", n.raft, "--addr", n.addr)
+	}
+	if n.gossip != "" {
+		args = append(args, "--gossip-addr", n.gossip)
 	}
 	if !n.secure {
 		args = append(args, "--insecure-dev")

@@ -1,0 +1,147 @@
+package cluster
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"tally/cluster/node"
+	"tally/cluster/replica"
+)
+
+func TestGossipAddrDerived(t *testing.T) {
+	for _, c := range []struct{ raft, want string }{
+		{"10.0.0.1:7421", "10.0.0.1:7422"},
+		{"node1.example:7421", "node1.example:7422"},
+		{"[::1]:9000", "[::1]:9001"},
+		{"127.0.0.1:65535", "127.0.0.1:65534"},
+		{"no port", ""},
+		{"h:x", ""},
+	} {
+		if got := GossipAddr(c.raft); got != c.want {
+			t.Errorf("%s: %q, want %q", c.raft, got, c.want)
+		}
+	}
+}
+
+// metaLeader is the meta group's leader as n sees it.
+func metaLeader(n *Node) uint64 {
+	for _, g := range n.lastStatus() {
+		if g.Group == node.MetaGroup {
+			return g.Leader
+		}
+	}
+	return 0
+}
+
+// A stopped node is settled dead by the detector at the meta group's
+// leader, at the incarnation it had; restarted, it speaks at a higher
+// incarnation and is settled alive again. Every node holds the same facts.
+func TestLivenessStoppedNodeSettledDeadThenAlive(t *testing.T) {
+	nodes := startThree(t)
+	fact := func(n *Node, id uint64) replica.LivenessFact {
+		f, _ := n.Replica().Liveness(id)
+		return f
+	}
+	waitFor(t, "every node settled alive", 20*time.Second, func() bool {
+		for _, id := range []uint64{1, 2, 3} {
+			if fact(nodes[0].Node, id).State != replica.LivenessAlive {
+				return false
+			}
+		}
+		return true
+	})
+	leader := metaLeader(nodes[0].Node)
+	var victim, watcher *testNode
+	for _, n := range nodes {
+		switch {
+		case n.ID() == leader:
+			watcher = n
+		case victim == nil:
+			victim = n
+		}
+	}
+	if watcher == nil {
+		t.Fatalf("no meta leader among the nodes (%d)", leader)
+	}
+	before := fact(watcher.Node, victim.ID())
+	stoppedAt := time.Now()
+	victim.stop(t)
+	waitFor(t, "the stopped node settled dead", 40*time.Second, func() bool {
+		f := fact(watcher.Node, victim.ID())
+		return f.State == replica.LivenessDead
+	})
+	dead := fact(watcher.Node, victim.ID())
+	t.Logf("settled dead after %v: %+v", time.Since(stoppedAt).Round(100*time.Millisecond), dead)
+	if dead.Incarnation != before.Incarnation || dead.Source != replica.LivenessDetector {
+		t.Fatalf("dead fact %+v, alive fact before %+v", dead, before)
+	}
+	row := func(n *Node, id uint64) MemberLiveness {
+		for _, m := range n.Members().Members {
+			if m.ID == id {
+				return m
+			}
+		}
+		return MemberLiveness{}
+	}
+	waitFor(t, "the members view says dead", 5*time.Second, func() bool { return row(watcher.Node, victim.ID()).State == "dead" })
+	if m := row(watcher.Node, victim.ID()); m.Incarnation != dead.Incarnation || m.Settled == nil || *m.Settled != dead {
+		t.Errorf("members view of the dead node: %+v", m)
+	}
+	if m := row(watcher.Node, watcher.ID()); m.State != "alive" || m.HealthScore < 0 || m.HealthScore > 8 {
+		t.Errorf("members view of itself: %+v", m)
+	}
+	var other *testNode
+	for _, n := range nodes {
+		if n != victim && n != watcher {
+			other = n
+		}
+	}
+	if m := row(other.Node, watcher.ID()); !m.RTTKnown || m.RTTMillis <= 0 || m.ProbeDeadlineMillis < 300 || m.ProbeDeadlineMillis > 6000 {
+		t.Errorf("members view of a live peer: %+v", m)
+	}
+	var scrape strings.Builder
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(gossipCollector{watcher.gossip})
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			fmt.Fprintf(&scrape, "%s{%s} %v\n", mf.GetName(), strings.Join(labels, ","), m.GetCounter().GetValue()+m.GetGauge().GetValue())
+		}
+	}
+	for _, want := range []string{"tally_liveness_committed_deaths_total{} 1\n", "tally_liveness_grants_total{} 0\n", "tally_liveness_suspicions_total{layer=detector} 1\n"} {
+		if !strings.Contains(scrape.String(), want) {
+			t.Errorf("metrics lack %q:\n%s", want, scrape.String())
+		}
+	}
+	if watcher.gossip.stats.deaths.Load() != 1 || watcher.gossip.stats.suspicions.Load() < 1 {
+		t.Errorf("leader's counters: deaths %d suspicions %d", watcher.gossip.stats.deaths.Load(), watcher.gossip.stats.suspicions.Load())
+	}
+	// Back, at a higher incarnation.
+	cfg := victim.cfg
+	cfg.Join, cfg.Bootstrap = "", false
+	again := startNode(t, cfg)
+	t.Cleanup(func() { again.stop(t) })
+	waitFor(t, "the restarted node settled alive", 30*time.Second, func() bool {
+		f := fact(watcher.Node, victim.ID())
+		return f.State == replica.LivenessAlive && f.Incarnation > dead.Incarnation
+	})
+	for _, n := range []*testNode{watcher, again} {
+		waitFor(t, "the fact applied everywhere", 10*time.Second, func() bool {
+			return fact(n.Node, victim.ID()) == fact(watcher.Node, victim.ID())
+		})
+	}
+	// A node alive all along was never settled dead.
+	for _, n := range nodes {
+		if n != victim && fact(watcher.Node, n.ID()).State != replica.LivenessAlive {
+			t.Errorf("node %d: %+v", n.ID(), fact(watcher.Node, n.ID()))
+		}
+	}
+}

@@ -1,0 +1,364 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"tally/cluster"
+	"tally/cluster/node"
+	"tally/cluster/replica"
+)
+
+// The failure detector end to end: real nodes on 127.0.0.1, one stopped
+// and continued with signals.
+
+// startLivenessCluster starts three nodes (with tune's flags) and waits
+// until every member is settled alive.
+func startLivenessCluster(t *testing.T, tune func(*cnode)) []*cnode {
+	t.Helper()
+	nodes := startClusterWith(t, t.TempDir(), tune)
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, n := range nodes {
+			var lines []string
+			for _, l := range strings.Split(n.log(), "\n") {
+				if strings.Contains(l, "liveness") || strings.Contains(l, "memberlist") {
+					lines = append(lines, l)
+				}
+			}
+			t.Logf("node %d's failure detector:\n%s", n.id, strings.Join(lines[max(0, len(lines)-60):], "\n"))
+		}
+	})
+	waitUntil(t, "every member settled alive", 30*time.Second, func() bool {
+		ms, err := membersOf(nodes[0].addr)
+		if err != nil {
+			return false
+		}
+		for _, m := range ms.Members {
+			if m.Settled == nil || m.Settled.State != replica.LivenessAlive {
+				return false
+			}
+		}
+		return len(ms.Members) == 3
+	})
+	return nodes
+}
+
+func membersOf(addr string) (cluster.Members, error) {
+	res, err := httpc.Get("http://" + addr + cluster.MembersPath)
+	if err != nil {
+		return cluster.Members{}, err
+	}
+	defer res.Body.Close()
+	var ms cluster.Members
+	if res.StatusCode != 200 {
+		return ms, fmt.Errorf("members: %s", res.Status)
+	}
+	return ms, json.NewDecoder(res.Body).Decode(&ms)
+}
+
+func memberOf(ms cluster.Members, id uint64) cluster.MemberLiveness {
+	for _, m := range ms.Members {
+		if m.ID == id {
+			return m
+		}
+	}
+	return cluster.MemberLiveness{}
+}
+
+// metric sums a metric's samples (those whose line holds match) in a
+// node's /metrics.
+func metric(t *testing.T, addr, name, match string) float64 {
+	t.Helper()
+	res, err := httpc.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("metrics of %s: %v", addr, err)
+	}
+	defer res.Body.Close()
+	var sum float64
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, name) && (line[len(name)] == ' ' || line[len(name)] == '{') && strings.Contains(line, match) {
+			v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+			sum += v
+		}
+	}
+	return sum
+}
+
+// metaLeaderOf is the node leading the meta group (the deciding table),
+// and one that does not.
+func metaLeaderOf(t *testing.T, nodes []*cnode) (leader, other *cnode) {
+	t.Helper()
+	leader = leaderOf(t, nodes, nodes[0], node.MetaGroup)
+	for _, n := range nodes {
+		if n != leader {
+			return leader, n
+		}
+	}
+	return leader, nil
+}
+
+// A node stopped with SIGSTOP becomes suspect, then is settled dead at its
+// incarnation; continued, it refutes with a higher incarnation and is
+// settled alive again.
+func TestClusterLivenessStoppedNodeDeadThenRefutes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a cluster with a stopped node: slow")
+	}
+	nodes := startLivenessCluster(t, nil)
+	leader, victim := metaLeaderOf(t, nodes)
+	before := memberOf(must(membersOf(leader.addr)), victim.id)
+	if err := victim.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer victim.cmd.Process.Signal(syscall.SIGCONT)
+	stopped := time.Now()
+	var suspected, dead time.Duration
+	waitUntil(t, "the stopped node settled dead", 60*time.Second, func() bool {
+		ms, err := membersOf(leader.addr)
+		if err != nil {
+			return false
+		}
+		m := memberOf(ms, victim.id)
+		if m.State == "suspect" && suspected == 0 {
+			suspected = time.Since(stopped)
+		}
+		if m.Settled != nil && m.Settled.State == replica.LivenessDead {
+			dead = time.Since(stopped)
+			if m.Settled.Incarnation != before.Incarnation || m.Settled.Source != replica.LivenessDetector {
+				t.Fatalf("settled %+v; before the stop %+v", *m.Settled, before)
+			}
+			return true
+		}
+		return false
+	})
+	t.Logf("stopped node: suspect at %v, settled dead at %v", suspected.Round(100*time.Millisecond), dead.Round(100*time.Millisecond))
+	if suspected == 0 {
+		t.Error("never seen suspect before dead")
+	}
+	// Committed by whichever node led the meta group then.
+	var deaths float64
+	for _, n := range nodes {
+		if n != victim {
+			deaths += metric(t, n.addr, "tally_liveness_committed_deaths_total", "")
+		}
+	}
+	if deaths != 1 {
+		t.Errorf("committed deaths: %v", deaths)
+	}
+	if err := victim.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the continued node settled alive at a higher incarnation", 30*time.Second, func() bool {
+		m := memberOf(must(membersOf(leader.addr)), victim.id)
+		return m.Settled != nil && m.Settled.State == replica.LivenessAlive && m.Settled.Incarnation > before.Incarnation && m.State == "alive"
+	})
+	if got := metric(t, victim.addr, "tally_liveness_refutations_total", ""); got < 1 {
+		t.Errorf("refutations at the continued node: %v", got)
+	}
+	// Through the CLI too, once the asked node has enough round trips to
+	// the continued one to predict it.
+	waitUntil(t, "round trips predicted to every peer", 30*time.Second, func() bool {
+		for _, m := range must(membersOf(leader.addr)).Members {
+			if m.ID != leader.id && !m.RTTKnown {
+				return false
+			}
+		}
+		return true
+	})
+	out := run(t, runOpts{}, "cluster", "members", "--json", "--node", leader.addr)
+	var ms cluster.Members
+	if out.code != 0 || json.Unmarshal([]byte(out.out), &ms) != nil || len(ms.Members) != 3 {
+		t.Fatalf("cluster members --json: %v", out)
+	}
+	for _, m := range ms.Members {
+		if m.State != "alive" || m.Incarnation == 0 || m.HealthScore < 0 || m.HealthScore > 8 {
+			t.Errorf("member %+v", m)
+		}
+		if m.ID != leader.id && (!m.RTTKnown || m.RTTMillis <= 0 || m.ProbeDeadlineMillis < 300) {
+			t.Errorf("member %d: no predicted round trip: %+v", m.ID, m)
+		}
+	}
+	human := run(t, runOpts{}, "cluster", "members", "--node", leader.addr)
+	if human.code != 0 || !strings.HasPrefix(human.out, "ID  RAFT") || !strings.Contains(human.out, "STATE  INCARNATION  HEALTH  RTT") {
+		t.Fatalf("cluster members: %v", human)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		var zero T
+		return zero
+	}
+	return v
+}
+
+// burst stops and continues n for the given time, cycle after cycle,
+// calling check between the steps; it leaves n running.
+func burst(t *testing.T, n *cnode, stop, run, total time.Duration, check func()) {
+	t.Helper()
+	defer n.cmd.Process.Signal(syscall.SIGCONT)
+	for end := time.Now().Add(total); time.Now().Before(end); {
+		n.cmd.Process.Signal(syscall.SIGSTOP)
+		for s := time.Now().Add(stop); time.Now().Before(s); time.Sleep(250 * time.Millisecond) {
+			check()
+		}
+		n.cmd.Process.Signal(syscall.SIGCONT)
+		for s := time.Now().Add(run); time.Now().Before(s); time.Sleep(250 * time.Millisecond) {
+			check()
+		}
+	}
+}
+
+// burstFor is the bursts' length: about 30 s, a minute with
+// TALLY_LIVENESS_LONG set.
+func burstFor() time.Duration {
+	if os.Getenv("TALLY_LIVENESS_LONG") != "" {
+		return time.Minute
+	}
+	return 30 * time.Second
+}
+
+// A node stopped 4 s and running 1 s, again and again (long enough a stop
+// to be suspected on 127.0.0.1 most times), advances its
+// witness while it runs: it is granted late homework and never settled
+// dead.
+func TestClusterLivenessBurstsGrantedNotDead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("bursts of a stopped node: slow")
+	}
+	nodes := startLivenessCluster(t, nil)
+	leader, victim := metaLeaderOf(t, nodes)
+	neverDead := func() {
+		m := memberOf(must(membersOf(leader.addr)), victim.id)
+		if m.Settled != nil && m.Settled.State == replica.LivenessDead {
+			t.Fatalf("the bursting node was settled dead: %+v", *m.Settled)
+		}
+	}
+	burst(t, victim, 4*time.Second, time.Second, burstFor(), neverDead)
+	var grants, suspicions float64
+	for _, n := range nodes {
+		if n != victim {
+			grants += metric(t, n.addr, "tally_liveness_grants_total", "")
+			suspicions += metric(t, n.addr, "tally_liveness_suspicions_total", `layer="detector"`)
+		}
+	}
+	t.Logf("over %v of bursts: %v suspicions, %v grants, %v refutations at the node", burstFor(), suspicions, grants, metric(t, victim.addr, "tally_liveness_refutations_total", ""))
+	if suspicions < 1 || grants < 1 {
+		t.Errorf("suspicions %v, grants %v: the bursts never drew a suspicion and a grant", suspicions, grants)
+	}
+	waitUntil(t, "the node alive after the bursts", 20*time.Second, func() bool {
+		return memberOf(must(membersOf(leader.addr)), victim.id).State == "alive"
+	})
+	neverDead()
+}
+
+// A node that reports itself overloaded (its memory past 90% of the limit
+// it was given) is denied late homework when suspected, and does not
+// refute: healed, not extended (it is settled dead if it stays
+// unanswering past its suspicion's deadline).
+func TestClusterLivenessOverloadedDenied(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a stopped, overloaded node: slow")
+	}
+	var victimID uint64
+	nodes := startLivenessCluster(t, nil)
+	leader, victim := metaLeaderOf(t, nodes)
+	victimID = victim.id
+	// Restart the victim with a memory limit it is far past.
+	victim.stop()
+	victim.extra = append(victim.extra, "--memory-limit", "1024")
+	victim.joinArgs = nil
+	victim.start(t)
+	waitUntil(t, "the restarted node settled alive", 30*time.Second, func() bool {
+		m := memberOf(must(membersOf(leader.addr)), victimID)
+		return m.Settled != nil && m.Settled.State == replica.LivenessAlive && m.State == "alive"
+	})
+	// Summed over the nodes that may have decided (the meta group's
+	// leadership may move).
+	others := func(name, match string) float64 {
+		var sum float64
+		for _, n := range nodes {
+			if n != victim {
+				sum += metric(t, n.addr, name, match)
+			}
+		}
+		return sum
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) && others("tally_liveness_grant_denials_total", `reason="overloaded"`) < 1 {
+		burst(t, victim, 3*time.Second, 1500*time.Millisecond, 4500*time.Millisecond, func() {})
+	}
+	if got := others("tally_liveness_grant_denials_total", `reason="overloaded"`); got < 1 {
+		t.Fatalf("no grant denied as overloaded:\n%s", victim.log())
+	}
+	if got := others("tally_liveness_grants_total", ""); got != 0 {
+		t.Errorf("the overloaded node was granted %v times", got)
+	}
+	if !strings.Contains(victim.log(), "overloaded: not refuting") {
+		t.Errorf("the node did not say why it does not refute:\n%s", victim.log())
+	}
+}
+
+// Under a CPU stress of both cores for 5 minutes, no healthy node is
+// settled dead (run with TALLY_LIVENESS_STRESS=1; TALLY_LIVENESS_STRESS_FOR
+// sets another length).
+func TestClusterLivenessCPUStressNoFalseDeath(t *testing.T) {
+	if os.Getenv("TALLY_LIVENESS_STRESS") == "" {
+		t.Skip("set TALLY_LIVENESS_STRESS=1: five minutes of both cores busy")
+	}
+	length := 5 * time.Minute
+	if d, err := time.ParseDuration(os.Getenv("TALLY_LIVENESS_STRESS_FOR")); err == nil {
+		length = d
+	}
+	nodes := startLivenessCluster(t, nil)
+	stop := make(chan struct{})
+	defer close(stop)
+	for range 2 * runtime.NumCPU() {
+		go func() {
+			x := 1.0
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for i := 0; i < 1e6; i++ {
+					x = x*1.0000001 + 1
+				}
+			}
+		}()
+	}
+	end := time.Now().Add(length)
+	for time.Now().Before(end) {
+		for _, n := range nodes {
+			ms, err := membersOf(n.addr)
+			if err != nil {
+				continue // busy: asked again
+			}
+			for _, m := range ms.Members {
+				if m.Settled != nil && m.Settled.State == replica.LivenessDead {
+					t.Fatalf("node %d settled dead under CPU stress: %+v", m.ID, *m.Settled)
+				}
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	var suspicions float64
+	for _, n := range nodes {
+		suspicions += metric(t, n.addr, "tally_liveness_suspicions_total", `layer="detector"`)
+	}
+	t.Logf("%v of CPU stress: no false death; %v suspicions by the deciding table", length, suspicions)
+}
