@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -141,5 +143,50 @@ func TestMarkDeadRefusals(t *testing.T) {
 	// mark-dead records nothing dead.
 	if f, ok := n1.Replica().Liveness(2); ok && f.State == replica.LivenessDead {
 		t.Fatalf("a refused mark-dead recorded a fact: %+v", f)
+	}
+}
+
+// A node that does not hold a session's group passes a request about it to
+// one that does: a plain HTTP client, which follows no leader, is answered
+// through any node, and the record is in the group that holds the session.
+func TestRequestForwardedToTheSessionsGroup(t *testing.T) {
+	dir := t.TempDir()
+	c1 := nodeConfig(t, dir, 1)
+	c1.Bootstrap, c1.Replicas = true, 1
+	n1 := startNode(t, c1)
+	t.Cleanup(func() { n1.stop(t) })
+	startJoiner(t, dir, 2, n1)
+	var session string
+	waitFor(t, "a session whose group only node 2 holds, as node 1 knows", 30*time.Second, func() bool {
+		for i := range 64 {
+			s := fmt.Sprintf("s%d", i)
+			if conf, ok := n1.Replica().Policy().Groups[n1.Replica().GroupOf("acme", s)]; ok && slices.Equal(conf.Voters, []uint64{2}) && len(conf.Learners) == 0 {
+				session = s
+				return true
+			}
+		}
+		return false
+	})
+	if _, ok := n1.Forward("acme", session); !ok {
+		t.Fatalf("node 1 would serve acme/%s itself", session)
+	}
+	path := "/v1/tenants/acme/sessions/" + session + "/promises"
+	req, err := http.NewRequest("POST", "http://"+n1.cfg.Addr+path, strings.NewReader(`{"id":"p1","promise":"forwarded","to":"lead","until":"2030-01-01T00:00:00Z"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Tally-Actor", "agent")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusCreated || !strings.Contains(string(body), `"forwarded"`) {
+		t.Fatalf("a declaration through node 1: %d %s", res.StatusCode, body)
+	}
+	if _, err := n1.Replica().Open(context.Background(), "acme", session, false); err == nil {
+		t.Fatalf("node 1 holds a replica of acme/%s", session)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"tally/api"
 	"tally/auth"
@@ -44,6 +45,9 @@ type ClusterNode interface {
 	OpConfigure(ctx context.Context, decode func(any) error) (any, error)
 	OpMarkDead(ctx context.Context, decode func(any) error) (any, error)
 	OpDrain(ctx context.Context, decode func(any) error) (any, error)
+	// Forward is the HTTP address of a node holding tenant/session's
+	// group, when this node does not (forward.go).
+	Forward(tenant, session string) (addr string, ok bool)
 	// OpBackup writes a backup of the cluster to w: an error before its
 	// first byte is answered as a refusal, one after it in
 	// backup.ErrorTrailer.
@@ -166,7 +170,11 @@ func NewCluster(cfg Config, svc service.Service, node ClusterNode) (*Server, err
 				writeDoc(w, http.StatusNotImplemented, api.Error(fmt.Sprintf("%s is not served by a cluster node", name), CodeNotInCluster))
 			}
 		}
-		s.mux.Handle(r.method+" "+r.pattern, s.instrument(r))
+		h := s.instrument(r)
+		if strings.HasPrefix(r.pattern, sessionPath) {
+			h = s.forwarding(node, h)
+		}
+		s.mux.Handle(r.method+" "+r.pattern, h)
 	}
 	mux := s.mux
 	s.mux = http.NewServeMux()

@@ -183,6 +183,9 @@ func (f fakeNode) run(name string, decode func(any) error) (any, error) {
 	return map[string]any{"op": name, "group": d.Group}, nil
 }
 
+// Forward: the fake holds every session.
+func (f fakeNode) Forward(string, string) (string, bool) { return "", false }
+
 func (f fakeNode) OpStatus(context.Context, func(any) error) (any, error) {
 	return map[string]any{"members": []string{}}, nil
 }
