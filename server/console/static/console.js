@@ -115,8 +115,12 @@
   class APIError extends Error {
     constructor(status, msg, code) { super(msg); this.status = status; this.code = code; }
   }
+  // replicated: the server is a cluster node (its answers say so), which
+  // alone has a cluster view to link.
+  let replicated = false;
   async function api(path, opts) {
     const r = await fetch(path, Object.assign({ headers: headers(), cache: 'no-store' }, opts || {}));
+    if (r.headers.get('Tally-Replicated') === 'true') replicated = true; // a cluster node answers
     let body = null;
     try { body = await r.json(); } catch { /* not JSON */ }
     if (!r.ok) throw new APIError(r.status, (body && body.error) || r.status + ' ' + r.statusText, body && body.code);
@@ -254,7 +258,7 @@
                 h('span', { class: 'muted' }, ' · ', kb(x.bytes)))))));
       }
       let cluster = null;
-      try { await api('/v1/cluster/status'); cluster = h('p', {}, h('a', { href: '#/cluster' }, 'The cluster'), ': nodes, groups and what is being moved'); } catch { /* not a cluster node, or not its operator */ }
+      if (replicated) try { await api('/v1/cluster/status'); cluster = h('p', {}, h('a', { href: '#/cluster' }, 'The cluster'), ': nodes, groups and what is being moved'); } catch { /* not a cluster node, or not its operator */ }
       if (my !== renderSeq) return;
       setView('Sessions', h('h1', {}, 'Sessions'), cluster,
         h('p', {}, 'Signed in as ', h('code', {}, who.actor), ' (', who.role, ')', auth.insecure && !auth.token ? ' — --insecure-dev, no token needed' : ''),
