@@ -70,6 +70,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
@@ -314,12 +315,50 @@ func runWorld(opt Options) (w *World, err error) {
 		w.now = e.at
 		w.dispatch(e.fn)
 	}
+	// The quiet period ends at a fixed instant, which can fall between a
+	// commit and the heartbeat that tells a follower of it (the placement
+	// driver may have changed a group just before): run on, boundedly,
+	// until every replica has applied its group's commit.
+	for settleEnd := end + int64(settleMax); w.err == nil && !w.applied() && w.queue.Len() > 0; {
+		e := heap.Pop(&w.queue).(*event)
+		if e.at > settleEnd {
+			break
+		}
+		w.now = e.at
+		w.dispatch(e.fn)
+	}
 	w.stats.Virtual = time.Duration(w.now)
 	if w.err == nil {
 		w.err = w.finalChecks() // which adds the sessions' chain heads to the trace
 	}
 	w.stats.Trace = w.trace
 	return w, w.err
+}
+
+// settleMax bounds how long past the quiet period the world runs until every
+// replica has applied its group's commit.
+const settleMax = 5 * time.Second
+
+// applied reports whether every replica of every group, as its leader has
+// the group's configuration, has applied the leader's commit index.
+func (w *World) applied() bool {
+	for i := range w.groups {
+		var lead *node.GroupStatus
+		for _, sn := range w.nodes {
+			if st := sn.n.Status()[i]; st.State == raft.StateLeader {
+				lead = &st
+			}
+		}
+		if lead == nil {
+			return false
+		}
+		for _, id := range append(slices.Clone(lead.Voters), lead.Learners...) {
+			if st := w.nodes[id-1].n.Status()[i]; st.Applied < lead.Commit {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // dispatch runs one event. Raft panics when it finds its own invariants
