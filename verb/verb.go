@@ -22,6 +22,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"tally/api"
 	"tally/service"
@@ -174,12 +175,16 @@ func (v Verb) PathOf(tenant, session string, args ...string) string {
 
 // Table is every verb, family by family: a copy of the table, whose
 // entries' slices the caller must not change.
-func Table() []Verb { return slices.Clone(table) }
+func Table() []Verb {
+	table, _ := built()
+	return slices.Clone(table)
+}
 
-// table is every verb, built once (building it costs a tenth of a
-// millisecond, and a binding reads it on a request's path: an A2A record's
-// actions); index is it by name. Neither changes after.
-var table, index = build()
+// built is every verb and its index by name, built once on first use:
+// building costs a tenth of a millisecond, which a binding must not pay on
+// a request's path (an A2A record's actions), nor every process at its
+// start (most tally commands never read the table). Neither changes after.
+var built = sync.OnceValues(build)
 
 // build makes the table and its index.
 func build() ([]Verb, map[string]Verb) {
@@ -200,6 +205,7 @@ func build() ([]Verb, map[string]Verb) {
 // Of is the verb called name; it panics for a name the table lacks (a
 // caller's broken constant, caught by any test that calls it).
 func Of(name string) Verb {
+	_, index := built()
 	v, ok := index[name]
 	if !ok {
 		panic("verb: no verb " + name)
@@ -211,6 +217,7 @@ func Of(name string) Verb {
 // action, in their A2A order (A2ARank).
 func A2AActions(family string) []Verb {
 	var out []Verb
+	table, _ := built()
 	for _, v := range table {
 		if v.Family == family && v.A2A != "" {
 			out = append(out, v)
@@ -222,6 +229,7 @@ func A2AActions(family string) []Verb {
 
 // Lookup is the verb called name, if the table has one.
 func Lookup(name string) (Verb, bool) {
+	_, index := built()
 	v, ok := index[name]
 	return v, ok
 }
