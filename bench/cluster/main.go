@@ -101,6 +101,10 @@ func freePort() string {
 }
 
 func (p *proc) start(bin string) error {
+	if i := slices.Index(p.args, "--gossip-addr"); i >= 0 && !knows(bin, "--gossip-addr") {
+		// An older binary, from before the failure detector: no gossip.
+		p.args = slices.Delete(slices.Clone(p.args), i, i+2)
+	}
 	cmd := exec.Command(bin, p.args...)
 	var stderr tail
 	cmd.Stderr = &stderr
@@ -515,4 +519,10 @@ func catchUp(bin string, clients, events int) error {
 	fmt.Printf("catch-up: node 4 joined and applied all %d events in %v: %.0f events/s; installed logs %d bytes, %.0f MB per million events\n",
 		events, took.Round(time.Millisecond), float64(events)/took.Seconds(), size, float64(size)/float64(events))
 	return nil
+}
+
+// knows reports whether bin's serve takes flag (an older binary may not).
+func knows(bin, flag string) bool {
+	out, _ := exec.Command(bin, "serve", "--help").CombinedOutput()
+	return strings.Contains(string(out), flag)
 }
