@@ -362,3 +362,52 @@ func TestClusterLivenessCPUStressNoFalseDeath(t *testing.T) {
 	}
 	t.Logf("%v of CPU stress: no false death; %v suspicions by the deciding table", length, suspicions)
 }
+
+// A node the failure detector settles dead has its replicas replaced by
+// the placement driver, with no operator: four nodes, three replicas, one
+// stopped with SIGSTOP; every data group ends at three voters, none of
+// them the stopped node.
+func TestClusterLivenessDeathIsHealed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a cluster with a stopped node: slow")
+	}
+	nodes := startPlaced(t, t.TempDir(), []string{"a", "b", "a", "b"}, "--replicas", "3")
+	waitUntil(t, "every data group at 3 voters", 60*time.Second, func() bool {
+		_, ok := placedAt(nodes[0], 3)
+		return ok
+	})
+	leader := leaderOf(t, nodes, nodes[0], node.MetaGroup)
+	var victim *cnode
+	st, _ := placedAt(leader, 3)
+	for _, n := range nodes {
+		holds := false
+		for _, g := range st.Placement.Groups {
+			for _, v := range g.Voters {
+				holds = holds || (g.Group != node.MetaGroup && v.ID == n.id)
+			}
+		}
+		if n != leader && holds {
+			victim = n
+			break
+		}
+	}
+	if victim == nil {
+		t.Fatal("no node but the meta leader holds a data group")
+	}
+	if err := victim.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer victim.cmd.Process.Signal(syscall.SIGCONT)
+	waitUntil(t, "the stopped node settled dead by the detector", 60*time.Second, func() bool {
+		ms, err := membersOf(leader.addr)
+		if err != nil {
+			return false
+		}
+		m := memberOf(ms, victim.id)
+		return m.Settled != nil && m.Settled.State == replica.LivenessDead && m.Settled.Source == replica.LivenessDetector
+	})
+	waitUntil(t, "every data group back at 3 voters without the dead node", 60*time.Second, func() bool {
+		_, ok := placedAt(leader, 3, victim.id)
+		return ok
+	})
+}
