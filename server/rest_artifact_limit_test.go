@@ -127,6 +127,9 @@ func TestArtifactUploadOnAFullDiskIsRefusedAndTheServerServesOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", objs).CombinedOutput(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("mount a small tmpfs (CI runs as root): %v %s", err, out)
+		}
 		t.Skipf("cannot mount a small tmpfs here: %v %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("umount", objs).Run() })
