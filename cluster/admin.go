@@ -49,23 +49,6 @@ type RemoveRequest struct {
 	Signed
 }
 
-// SignAdd, SignTransfer and SignRemove sign an operator's request for the
-// node to with the join secret, now.
-func SignAdd(secret string, to Target, r AddRequest) AddRequest {
-	sign(secret, to, time.Now(), &r)
-	return r
-}
-
-func SignTransfer(secret string, to Target, r TransferRequest) TransferRequest {
-	sign(secret, to, time.Now(), &r)
-	return r
-}
-
-func SignRemove(secret string, to Target, r RemoveRequest) RemoveRequest {
-	sign(secret, to, time.Now(), &r)
-	return r
-}
-
 func (r *AddRequest) envelope() (string, *Signed, []any) {
 	return "add-node", &r.Signed, []any{r.Member}
 }

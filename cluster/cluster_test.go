@@ -317,18 +317,18 @@ func TestThreeNodesReplicateIdenticalChains(t *testing.T) {
 		to = g.Voters[1]
 	}
 	at := nodes[to-1] // not the leader
-	if code, body := post(t, at.cfg.Addr, TransferLeaderPath, SignTransfer(c1.Secret, at.target(), TransferRequest{Group: g.Group, To: to})); code != 503 || !strings.Contains(body, `"leader_addr"`) {
+	if code, body := post(t, at.cfg.Addr, TransferLeaderPath, Sign(c1.Secret, at.target(), TransferRequest{Group: g.Group, To: to})); code != 503 || !strings.Contains(body, `"leader_addr"`) {
 		t.Fatalf("transfer asked at a follower: %d %s", code, body)
 	}
 	leader := nodes[g.Leader-1]
 	leaderAddr := leader.cfg.Addr
-	if code, body := post(t, leaderAddr, TransferLeaderPath, SignTransfer("another secret of some length", leader.target(), TransferRequest{Group: g.Group, To: to})); code != 403 {
+	if code, body := post(t, leaderAddr, TransferLeaderPath, Sign("another secret of some length", leader.target(), TransferRequest{Group: g.Group, To: to})); code != 403 {
 		t.Fatalf("transfer with another secret: %d %s", code, body)
 	}
-	if code, body := post(t, leaderAddr, TransferLeaderPath, SignTransfer(c1.Secret, leader.target(), TransferRequest{Group: g.Group, To: to})); code != 200 {
+	if code, body := post(t, leaderAddr, TransferLeaderPath, Sign(c1.Secret, leader.target(), TransferRequest{Group: g.Group, To: to})); code != 200 {
 		t.Fatalf("transfer at the leader: %d %s", code, body)
 	}
-	if code, body := post(t, c1.Addr, RemoveNodePath, SignRemove(c1.Secret, n1.target(), RemoveRequest{ID: 3})); code != 200 {
+	if code, body := post(t, c1.Addr, RemoveNodePath, Sign(c1.Secret, n1.target(), RemoveRequest{ID: 3})); code != 200 {
 		t.Fatalf("remove node 3: %d %s", code, body)
 	}
 	waitFor(t, "node 3 out of every group", 20*time.Second, func() bool {
@@ -555,17 +555,17 @@ func TestAddNode(t *testing.T) {
 		status int
 		want   string
 	}{
-		{SignAdd("another secret of some length", n1.target(), AddRequest{Member: m}), 403, "WrongJoinSecret"},
-		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{RaftAddr: "x:1", Addr: "x:2"}}), 400, "member.id: required"},
-		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, Addr: "x:2"}}), 400, "member.raft_addr"},
-		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: "not an addr", Addr: "::::"}}), 400, `member.raft_addr: \"not an addr\" is not HOST:PORT`},
-		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: "127.0.0.1:7", Addr: "::::"}}), 400, `member.addr: \"::::\" is not HOST:PORT`},
-		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: ":7421", Addr: "127.0.0.1:8"}}), 400, `member.raft_addr: \":7421\": the host must be a name or an IP address`},
-		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: "127.0.0.1:0", Addr: "127.0.0.1:8"}}), 400, `member.raft_addr: \"127.0.0.1:0\": the port must be a number from 1 to 65535`},
-		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: "127.0.0.1:7", Addr: "h:65536"}}), 400, `member.addr: \"h:65536\": the port must be a number from 1 to 65535`},
-		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: c1.RaftAddr, Addr: "x:2"}}), 409, "DuplicateNode"},
-		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: m}), 200, `"added"`},
-		{SignAdd(c1.Secret, n1.target(), AddRequest{Member: m}), 200, `"added"`}, // retried
+		{Sign("another secret of some length", n1.target(), AddRequest{Member: m}), 403, "WrongJoinSecret"},
+		{Sign(c1.Secret, n1.target(), AddRequest{Member: replica.Member{RaftAddr: "x:1", Addr: "x:2"}}), 400, "member.id: required"},
+		{Sign(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, Addr: "x:2"}}), 400, "member.raft_addr"},
+		{Sign(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: "not an addr", Addr: "::::"}}), 400, `member.raft_addr: \"not an addr\" is not HOST:PORT`},
+		{Sign(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: "127.0.0.1:7", Addr: "::::"}}), 400, `member.addr: \"::::\" is not HOST:PORT`},
+		{Sign(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: ":7421", Addr: "127.0.0.1:8"}}), 400, `member.raft_addr: \":7421\": the host must be a name or an IP address`},
+		{Sign(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: "127.0.0.1:0", Addr: "127.0.0.1:8"}}), 400, `member.raft_addr: \"127.0.0.1:0\": the port must be a number from 1 to 65535`},
+		{Sign(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: "127.0.0.1:7", Addr: "h:65536"}}), 400, `member.addr: \"h:65536\": the port must be a number from 1 to 65535`},
+		{Sign(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: c1.RaftAddr, Addr: "x:2"}}), 409, "DuplicateNode"},
+		{Sign(c1.Secret, n1.target(), AddRequest{Member: m}), 200, `"added"`},
+		{Sign(c1.Secret, n1.target(), AddRequest{Member: m}), 200, `"added"`}, // retried
 	} {
 		code, body := post(t, c1.Addr, AddNodePath, c.req)
 		if code != c.status || !strings.Contains(body, c.want) {
@@ -632,7 +632,7 @@ func TestSignedRequestsExpire(t *testing.T) {
 	waitFor(t, "node 1 a member", 20*time.Second, func() bool { return len(n1.Replica().Members()) == 1 })
 
 	old := time.Now().Add(-2 * SignatureMax).UTC().Format(time.RFC3339Nano)
-	add := SignAdd(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: "127.0.0.1:1", Addr: "127.0.0.1:2"}})
+	add := Sign(c1.Secret, n1.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: "127.0.0.1:1", Addr: "127.0.0.1:2"}})
 	add.At = old
 	resign(c1.Secret, &add)
 	if code, body := post(t, c1.Addr, AddNodePath, add); code != 403 || !strings.Contains(body, CodeStaleRequest) {
@@ -641,7 +641,7 @@ func TestSignedRequestsExpire(t *testing.T) {
 	if ms := n1.Replica().Members(); len(ms) != 1 {
 		t.Fatalf("a stale add-node changed the members: %+v", ms)
 	}
-	rm := SignRemove(c1.Secret, n1.target(), RemoveRequest{ID: 1})
+	rm := Sign(c1.Secret, n1.target(), RemoveRequest{ID: 1})
 	rm.At = "yesterday"
 	resign(c1.Secret, &rm)
 	if code, body := post(t, c1.Addr, RemoveNodePath, rm); code != 400 || !strings.Contains(body, "at: must be the RFC 3339 instant") {

@@ -23,12 +23,6 @@ type ConfigureRequest struct {
 	Signed
 }
 
-// SignConfigure signs a configure request for the node to, now.
-func SignConfigure(secret string, to Target, r ConfigureRequest) ConfigureRequest {
-	sign(secret, to, time.Now(), &r)
-	return r
-}
-
 func (r *ConfigureRequest) envelope() (string, *Signed, []any) {
 	return "configure", &r.Signed, []any{r.Replicas}
 }

@@ -50,11 +50,11 @@ func TestConfigureBringsAnAllVotersClusterToItsFactor(t *testing.T) {
 	}
 
 	// Refused with nothing recorded: an even factor.
-	code, body := post(t, n1.cfg.Addr, ConfigurePath, SignConfigure(n1.cfg.Secret, n1.target(), ConfigureRequest{Replicas: 4}))
+	code, body := post(t, n1.cfg.Addr, ConfigurePath, Sign(n1.cfg.Secret, n1.target(), ConfigureRequest{Replicas: 4}))
 	if code != 400 || n1.Replica().Policy().Replicas != 0 {
 		t.Fatalf("configure 4: %d %s; factor %d", code, body, n1.Replica().Policy().Replicas)
 	}
-	code, body = post(t, n1.cfg.Addr, ConfigurePath, SignConfigure(n1.cfg.Secret, n1.target(), ConfigureRequest{Replicas: 3}))
+	code, body = post(t, n1.cfg.Addr, ConfigurePath, Sign(n1.cfg.Secret, n1.target(), ConfigureRequest{Replicas: 3}))
 	if code != 200 || body != `{"replicas":3,"was":0}`+"\n" {
 		t.Fatalf("configure 3: %d %s", code, body)
 	}
@@ -134,7 +134,7 @@ func TestMarkDeadRefusals(t *testing.T) {
 		{1, 409, "node 1 is the node asked"},
 		{9, 404, "node 9 is not a member"},
 	} {
-		code, body := post(t, n1.cfg.Addr, MarkDeadPath, SignMarkDead(n1.cfg.Secret, n1.target(), MarkDeadRequest{ID: tc.id}))
+		code, body := post(t, n1.cfg.Addr, MarkDeadPath, Sign(n1.cfg.Secret, n1.target(), MarkDeadRequest{ID: tc.id}))
 		if code != tc.status || !strings.Contains(body, tc.want) {
 			t.Errorf("mark-dead %d: %d %s, want %d with %q", tc.id, code, body, tc.status, tc.want)
 		}

@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"tally/cluster/node"
 	"tally/cluster/placement"
@@ -34,18 +33,6 @@ type MarkDeadRequest struct {
 type DrainRequest struct {
 	ID uint64 `json:"id"`
 	Signed
-}
-
-// SignMarkDead and SignDrain sign an operator's request for the node to
-// with the join secret, now.
-func SignMarkDead(secret string, to Target, r MarkDeadRequest) MarkDeadRequest {
-	sign(secret, to, time.Now(), &r)
-	return r
-}
-
-func SignDrain(secret string, to Target, r DrainRequest) DrainRequest {
-	sign(secret, to, time.Now(), &r)
-	return r
 }
 
 func (r *MarkDeadRequest) envelope() (string, *Signed, []any) {

@@ -39,13 +39,6 @@ type PlaceRequest struct {
 	Signed
 }
 
-// SignPlace signs a place request for the node to with the join secret,
-// now.
-func SignPlace(secret string, to Target, r PlaceRequest) PlaceRequest {
-	sign(secret, to, time.Now(), &r)
-	return r
-}
-
 func (r *PlaceRequest) envelope() (string, *Signed, []any) {
 	return "place", &r.Signed, []any{r.Tenant, r.Session, r.Group}
 }

@@ -67,7 +67,7 @@ func TestPlaceSession(t *testing.T) {
 		{PlaceRequest{Tenant: "acme", Session: "busy", Group: otherGroup("busy")}, secret, 409,
 			fmt.Sprintf("session acme/busy already has 2 records in group %d; moving a session is not supported yet", replica.GroupOf(4, "acme", "busy"))},
 	} {
-		code, body := post(t, nodes[1].cfg.Addr, PlacePath, SignPlace(c.secret, nodes[1].target(), c.req))
+		code, body := post(t, nodes[1].cfg.Addr, PlacePath, Sign(c.secret, nodes[1].target(), c.req))
 		if code != c.status || !strings.Contains(body, c.want) {
 			t.Fatalf("place %+v: %d %s, want %d with %q", c.req, code, body, c.status, c.want)
 		}
@@ -78,15 +78,15 @@ func TestPlaceSession(t *testing.T) {
 		}
 	}
 
-	code, body := post(t, nodes[1].cfg.Addr, PlacePath, SignPlace(secret, nodes[1].target(), PlaceRequest{Tenant: "acme", Session: session, Group: to}))
+	code, body := post(t, nodes[1].cfg.Addr, PlacePath, Sign(secret, nodes[1].target(), PlaceRequest{Tenant: "acme", Session: session, Group: to}))
 	var placed Placed
 	if err := json.Unmarshal([]byte(body), &placed); code != 200 || err != nil || placed.Group != to || placed.HashGroup != g0 || !placed.Recorded {
 		t.Fatalf("place: %d %s", code, body)
 	}
-	if code, body := post(t, nodes[2].cfg.Addr, PlacePath, SignPlace(secret, nodes[2].target(), PlaceRequest{Tenant: "acme", Session: session, Group: to})); code != 200 {
+	if code, body := post(t, nodes[2].cfg.Addr, PlacePath, Sign(secret, nodes[2].target(), PlaceRequest{Tenant: "acme", Session: session, Group: to})); code != 200 {
 		t.Fatalf("the same placement again: %d %s", code, body)
 	}
-	if code, body := post(t, nodes[2].cfg.Addr, PlacePath, SignPlace(secret, nodes[2].target(), PlaceRequest{Tenant: "acme", Session: session, Group: g0})); code != 409 || !strings.Contains(body, "moving a session is not supported yet") {
+	if code, body := post(t, nodes[2].cfg.Addr, PlacePath, Sign(secret, nodes[2].target(), PlaceRequest{Tenant: "acme", Session: session, Group: g0})); code != 409 || !strings.Contains(body, "moving a session is not supported yet") {
 		t.Fatalf("a placed session placed elsewhere: %d %s", code, body)
 	}
 

@@ -60,6 +60,16 @@ type signedRequest interface {
 }
 
 // sign fills r's envelope for the node to, signed with secret at at.
+// Sign signs an operator's request r for the node to with the join secret,
+// now.
+func Sign[R any, P interface {
+	*R
+	signedRequest
+}](secret string, to Target, r R) R {
+	sign(secret, to, time.Now(), P(&r))
+	return r
+}
+
 func sign(secret string, to Target, at time.Time, r signedRequest) {
 	what, s, fields := r.envelope()
 	s.ClusterID, s.NodeID, s.Nonce, s.At = to.ClusterID, to.NodeID, newNonce(), at.UTC().Format(time.RFC3339Nano)

@@ -29,11 +29,11 @@ func TestSignedRequestsAreOneTime(t *testing.T) {
 	other := startFirst(t, t.TempDir()) // another cluster, the same secret
 	secret := n1.cfg.Secret
 
-	add := SignAdd(secret, n1.target(), AddRequest{Member: replica.Member{ID: 7, RaftAddr: "127.0.0.1:17", Addr: "127.0.0.1:18"}})
+	add := Sign(secret, n1.target(), AddRequest{Member: replica.Member{ID: 7, RaftAddr: "127.0.0.1:17", Addr: "127.0.0.1:18"}})
 	if code, body := post(t, n1.cfg.Addr, AddNodePath, add); code != 200 {
 		t.Fatalf("add-node: %d %s", code, body)
 	}
-	remove := SignRemove(secret, n1.target(), RemoveRequest{ID: 7})
+	remove := Sign(secret, n1.target(), RemoveRequest{ID: 7})
 	if code, body := post(t, n1.cfg.Addr, RemoveNodePath, remove); code != 200 {
 		t.Fatalf("remove-node: %d %s", code, body)
 	}
@@ -121,7 +121,7 @@ func TestTransferToAStoppedVoter(t *testing.T) {
 	}
 	stopped.stop(t)
 	start := time.Now()
-	code, body := post(t, leader.cfg.Addr, TransferLeaderPath, SignTransfer(leader.cfg.Secret, leader.target(), TransferRequest{Group: g.Group, To: stopped.ID()}))
+	code, body := post(t, leader.cfg.Addr, TransferLeaderPath, Sign(leader.cfg.Secret, leader.target(), TransferRequest{Group: g.Group, To: stopped.ID()}))
 	if code != http.StatusGatewayTimeout || !strings.Contains(body, `"code":"TransferPending"`) || !strings.Contains(body, "has not within") {
 		t.Fatalf("transfer to stopped node %d: %d %s", stopped.ID(), code, body)
 	}
@@ -158,7 +158,7 @@ func TestClusterRequestsAreDecodedStrictly(t *testing.T) {
 		b, _ := io.ReadAll(res.Body)
 		return res.StatusCode, string(b)
 	}
-	add := SignAdd(n.cfg.Secret, n.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: "127.0.0.1:1", Addr: "127.0.0.1:2"}})
+	add := Sign(n.cfg.Secret, n.target(), AddRequest{Member: replica.Member{ID: 2, RaftAddr: "127.0.0.1:1", Addr: "127.0.0.1:2"}})
 	withMember := func(v any, name string, inside bool) string {
 		b, _ := json.Marshal(v)
 		var doc map[string]any
@@ -180,7 +180,7 @@ func TestClusterRequestsAreDecodedStrictly(t *testing.T) {
 		status                  int
 		doc                     string
 	}{
-		{"an unknown member", TransferLeaderPath, "application/json", withMember(SignTransfer(n.cfg.Secret, n.target(), TransferRequest{Group: 1, To: 1}), "too", false), 400,
+		{"an unknown member", TransferLeaderPath, "application/json", withMember(Sign(n.cfg.Secret, n.target(), TransferRequest{Group: 1, To: 1}), "too", false), 400,
 			doc("too: is not a field of this command (at, cluster_id, group, mac, node_id, nonce, to)", "invalid")},
 		{"an unknown member of the member", AddNodePath, "application/json", withMember(add, "zone_name", true), 400,
 			doc("zone_name: is not a field of this command (at, cluster_id, mac, member, node_id, nonce)", "invalid")},

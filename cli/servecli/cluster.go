@@ -76,7 +76,7 @@ func newCluster(g cli.Env) *cobra.Command {
 				return cli.Usagef("group, to: both required")
 			}
 			body := func(t cluster.Target) any {
-				return cluster.SignTransfer(s, t, cluster.TransferRequest{Group: group, To: to})
+				return cluster.Sign(s, t, cluster.TransferRequest{Group: group, To: to})
 			}
 			return clusterPost(g, c.Context(), addr, cluster.TransferLeaderPath, body, fmt.Sprintf("group %d is led by node %d", group, to))
 		},
@@ -90,7 +90,7 @@ func newCluster(g cli.Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			body := func(t cluster.Target) any { return cluster.SignRemove(s, t, cluster.RemoveRequest{ID: id}) }
+			body := func(t cluster.Target) any { return cluster.Sign(s, t, cluster.RemoveRequest{ID: id}) }
 			return clusterPost(g, c.Context(), addr, cluster.RemoveNodePath, body, fmt.Sprintf("node %d removed; each group's leader takes it out", id))
 		},
 	}
@@ -114,7 +114,7 @@ func newCluster(g cli.Env) *cobra.Command {
 			if err := cluster.CheckMember(m, ""); err != nil {
 				return cli.Usagef("%s", strings.NewReplacer("raft_addr", "raft-addr", "gossip_addr", "gossip-addr").Replace(err.Error()))
 			}
-			body := func(t cluster.Target) any { return cluster.SignAdd(s, t, cluster.AddRequest{Member: m}) }
+			body := func(t cluster.Target) any { return cluster.Sign(s, t, cluster.AddRequest{Member: m}) }
 			return clusterPost(g, c.Context(), addr, cluster.AddNodePath, body,
 				fmt.Sprintf("node %d added; start it: tally serve --cluster --node-id %d --raft-addr %s --addr %s%s --data DIR --join-secret … --join %s",
 					id, id, raftAddr, apiAddr, map[bool]string{true: "", false: " --zone " + zone}[zone == ""]+map[bool]string{true: "", false: " --region " + region}[region == ""]+map[bool]string{true: "", false: " --gossip-addr " + gossipAddr}[m.GossipAddr == ""], strings.TrimPrefix(nodeURL(g, addr), "http://")))

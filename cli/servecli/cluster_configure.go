@@ -50,7 +50,7 @@ func runConfigure(ctx context.Context, g cli.Env, o *configureOptions) error {
 		return err
 	}
 	body := func(t cluster.Target) any {
-		return cluster.SignConfigure(s, t, cluster.ConfigureRequest{Replicas: o.replicas})
+		return cluster.Sign(s, t, cluster.ConfigureRequest{Replicas: o.replicas})
 	}
 	return clusterPrint(g, ctx, *o.addr, cluster.ConfigurePath, body, func(raw []byte) error {
 		var a cluster.Configured

@@ -27,7 +27,7 @@ func newClusterHeal(g cli.Env, addr *string, signedNode func(string) (string, ui
 			if err != nil {
 				return err
 			}
-			body := func(t cluster.Target) any { return cluster.SignMarkDead(s, t, cluster.MarkDeadRequest{ID: id}) }
+			body := func(t cluster.Target) any { return cluster.Sign(s, t, cluster.MarkDeadRequest{ID: id}) }
 			return clusterPost(g, c.Context(), *addr, cluster.MarkDeadPath, body, fmt.Sprintf("node %d is dead: its replicas are replaced on live nodes (tally cluster status); it comes back only as a new learner", id))
 		},
 	}
@@ -40,7 +40,7 @@ func newClusterHeal(g cli.Env, addr *string, signedNode func(string) (string, ui
 			if err != nil {
 				return err
 			}
-			body := func(t cluster.Target) any { return cluster.SignDrain(s, t, cluster.DrainRequest{ID: id}) }
+			body := func(t cluster.Target) any { return cluster.Sign(s, t, cluster.DrainRequest{ID: id}) }
 			return clusterPost(g, c.Context(), *addr, cluster.DrainPath, body, fmt.Sprintf("node %d is draining: its replicas move off it (tally cluster groups); then tally cluster remove-node %d", id, id))
 		},
 	}

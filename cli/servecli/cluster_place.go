@@ -55,7 +55,7 @@ func runPlace(ctx context.Context, g cli.Env, o *placeOptions) error {
 		return err
 	}
 	body := func(t cluster.Target) any {
-		return cluster.SignPlace(s, t, cluster.PlaceRequest{Tenant: tenant, Session: session, Group: o.group})
+		return cluster.Sign(s, t, cluster.PlaceRequest{Tenant: tenant, Session: session, Group: o.group})
 	}
 	return clusterPrint(g, ctx, *o.addr, cluster.PlacePath, body, func(raw []byte) error {
 		var p cluster.Placed
