@@ -31,14 +31,7 @@ func newReceiptAcquire(g *global) *cobra.Command {
 		Short:   "Take a posted claim's execution receipt at generation 1 (respondent), or decline it: ReceiptFailed",
 		Example: `  tally receipt acquire C17 --as parser`,
 		Args:    cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
-				return err
-			}
-			return g.claimWrite(d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
-				return svc.AcquireReceipt(c.Context(), call, d.ClaimReceipt)
-			}, printReceipt)
-		},
+		RunE:    claimStep(g, &d, &d.ClaimReceipt, &d.Claim, &d.RequestID, cliService.AcquireReceipt, printReceipt),
 	}
 	c.Flags().BoolVar(&d.Decline, "decline", false, "the respondent cannot take the work: ReceiptFailed (needs --reason)")
 	c.Flags().StringVar(&d.Reason, "reason", "", "why the receipt is declined")
@@ -62,14 +55,7 @@ func newReceiptAdopt(g *global) *cobra.Command {
 		Short:   "Move the receipt to a new holder at the next generation (claimant): the old holder's later writes are refused",
 		Example: `  tally receipt adopt C17 --holder parser-2 --reason "parser stopped answering" --as maintainer`,
 		Args:    cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
-				return err
-			}
-			return g.claimWrite(d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
-				return svc.AdoptReceipt(c.Context(), call, d.ClaimAdopt)
-			}, printReceipt)
-		},
+		RunE:    claimStep(g, &d, &d.ClaimAdopt, &d.Claim, &d.RequestID, cliService.AdoptReceipt, printReceipt),
 	}
 	c.Flags().StringVar(&d.Holder, "holder", "", "the new receipt holder")
 	c.Flags().StringVar(&d.Reason, "reason", "", "why the receipt moves")
@@ -87,14 +73,7 @@ func newProgressCmd(g *global) *cobra.Command {
 		Short:   "Record progress under the execution receipt (holder, current generation): Progressed",
 		Example: `  tally progress C17 --generation 1 --note "found the faulty branch" --as parser`,
 		Args:    cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
-				return err
-			}
-			return g.claimWrite(d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
-				return svc.RecordProgress(c.Context(), call, d.ClaimProgress)
-			}, nil)
-		},
+		RunE:    claimStep(g, &d, &d.ClaimProgress, &d.Claim, &d.RequestID, cliService.RecordProgress, nil),
 	}
 	c.Flags().Uint64Var(&d.Generation, "generation", 0, "the receipt generation you hold")
 	c.Flags().StringVar(&d.Note, "note", "", "what happened")
