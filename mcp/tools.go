@@ -86,6 +86,15 @@ const (
 // requestIDMax bounds a request id, as REST bounds Idempotency-Key.
 const requestIDMax = service.RequestIDMax
 
+// act is an action the verb table runs as every binding does: its
+// arguments are the verb's request document (verb.Verb.Request), read by
+// the one strict decoder, and its answer the verb's (verb.Verb.Call). A
+// group or single fills it in from its verb (of); the tools below name a
+// Service method only where MCP reads its arguments its own way.
+func act(name, description string) tool {
+	return tool{name: name, description: description}
+}
+
 // write is a write method whose document is D.
 func write[D, R any](name, title, description string, m func(service.Service, context.Context, service.Call, D) (R, error)) tool {
 	return tool{name: name, title: title, description: description, effect: appends, doc: reflect.TypeFor[D](),
@@ -184,10 +193,21 @@ func group(name, title, description string, args []arg, impls ...tool) tool {
 	return t
 }
 
-// of is the tool t as the verb v: its effect and hints are v's.
+// of is the tool t as the verb v: its effect and hints are v's, and an
+// action (act) runs v.
 func (t tool) of(v verb.Verb) tool {
 	t.verbName = v.Name
 	t.idempotent = v.MCP.Idempotent
+	if t.run == nil {
+		t.doc = v.Request
+		t.run = func(ctx context.Context, svc service.Service, c service.Call, body []byte, _ map[string]string) (any, error) {
+			d := reflect.New(v.Request)
+			if err := api.Decode("arguments", body, d.Interface()); err != nil {
+				return nil, err
+			}
+			return v.Call(ctx, svc, c, verb.Input{Doc: d.Interface()})
+		}
+	}
 	switch v.Effect {
 	case verb.Read:
 		t.effect = reads
