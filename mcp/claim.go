@@ -14,6 +14,7 @@ import (
 
 	"tally/api"
 	"tally/service"
+	"tally/verb"
 	"tally/vocab"
 )
 
@@ -91,7 +92,7 @@ func bytesArgs(prefix string, readPaths bool) []extra {
 // writeBytes is a write method that takes bytes beside its document D: m
 // gets those the arguments carry (at most one of args), or nil.
 func writeBytes[D, R any](name, title, description string, args []extra, m func(service.Service, context.Context, service.Call, D, io.Reader) (R, error)) tool {
-	t := tool{name: name, title: title, description: description, effect: appends, doc: reflect.TypeFor[D](), extra: args}
+	t := tool{name: name, title: title, description: description, effect: verb.Write, doc: reflect.TypeFor[D](), extra: args}
 	t.run = func(ctx context.Context, svc service.Service, c service.Call, body []byte, given map[string]string) (any, error) {
 		d, err := decoded[D](body)
 		if err != nil {
