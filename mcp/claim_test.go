@@ -74,13 +74,7 @@ func TestClaimsC17C18(t *testing.T) {
 		{maintainer, "tally_claim/create", "conflict", args(c17)},
 		{maintainer, "tally_claim_read/show", "not_found", map[string]any{"claim": "C99"}},
 	} {
-		msg, code := refusal(t, c.who, c.tool, c.args)
-		if c.code != "" && code != c.code || !strings.Contains(msg, ": ") {
-			t.Errorf("%s %v: %q (%s), want %s", c.tool, c.args, msg, code, c.code)
-		}
-		if f.logSize("default", "default") != size {
-			t.Fatalf("%s: the log grew", c.tool)
-		}
+		f.wantRefused(t, c.who, c.tool, c.args, c.code, "")
 	}
 	ok(t, maintainer, "tally_claim/post", map[string]any{"claim": "C17"})
 	ok(t, parser, "tally_claim/receipt.acquire", map[string]any{"claim": "C17"})

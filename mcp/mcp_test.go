@@ -234,6 +234,22 @@ func ok(t *testing.T, cs *sdk.ClientSession, name string, args any) map[string]a
 	return m
 }
 
+// wantRefused calls a tool as who that must be refused with code ("" any),
+// its message holding says and, but for an idempotency refusal (the
+// ledger's words), naming the field at fault ("FIELD: RULE"); and the
+// default session's log must be as it was.
+func (f *fixture) wantRefused(t *testing.T, who *sdk.ClientSession, name string, args any, code, says string) {
+	t.Helper()
+	size := f.logSize("default", "default")
+	msg, got := refusal(t, who, name, args)
+	if code != "" && got != code || !strings.Contains(msg, says) || got != "IdempotencyConflict" && !strings.Contains(msg, ": ") {
+		t.Errorf("%s %.80v: %q (%s), want %s saying %q", name, args, msg, got, code, says)
+	}
+	if after := f.logSize("default", "default"); after != size {
+		t.Fatalf("%s %.80v: the log grew from %d to %d bytes", name, args, size, after)
+	}
+}
+
 // refusal calls a tool that must be refused and returns its error document.
 func refusal(t *testing.T, cs *sdk.ClientSession, name string, args any) (msg, code string) {
 	t.Helper()
