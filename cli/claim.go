@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"tally/api"
 	"tally/claim"
@@ -118,6 +119,18 @@ func (g *global) claimWrite(requestID string, run func(svc cliService, call serv
 		return err
 	}
 	return g.printClaimWrites(human, w)
+}
+
+// WithRequestID is the request id a write's document carries beside its
+// api document: request_id on stdin, --request-id as a flag. (Exported:
+// the document decoder sets it through the embedding.)
+type WithRequestID struct {
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// requestIDFlag binds --request-id to the request id.
+func (w *WithRequestID) requestIDFlag(f *pflag.FlagSet) {
+	f.StringVar(&w.RequestID, "request-id", "", "your id for this request")
 }
 
 // claimStep is the run of a claim write whose one argument names the

@@ -34,7 +34,7 @@ func newClaimCmd(g *global) *cobra.Command {
 // request_id) and the create flags.
 type createDoc struct {
 	api.ClaimCreate
-	RequestID string `json:"request_id,omitempty"`
+	WithRequestID
 }
 
 func newClaimCreate(g *global) *cobra.Command {
@@ -183,7 +183,7 @@ func parseValidator(v string) claim.Validator {
 func newClaimPost(g *global) *cobra.Command {
 	var d struct {
 		api.ClaimPost
-		RequestID string `json:"request_id,omitempty"`
+		WithRequestID
 	}
 	c := &cobra.Command{
 		Use:   "post ID [--failed --reason TEXT] | post -",
@@ -193,7 +193,7 @@ func newClaimPost(g *global) *cobra.Command {
 	}
 	c.Flags().BoolVar(&d.Failed, "failed", false, "posting failed: PostFailed (needs --reason)")
 	c.Flags().StringVar(&d.Reason, "reason", "", "why posting failed")
-	c.Flags().StringVar(&d.RequestID, "request-id", "", "your id for this request")
+	d.requestIDFlag(c.Flags())
 	return c
 }
 
@@ -201,7 +201,7 @@ func newClaimPost(g *global) *cobra.Command {
 func newClaimEnd(g *global, verb string) *cobra.Command {
 	var d struct {
 		api.ClaimEnd
-		RequestID string `json:"request_id,omitempty"`
+		WithRequestID
 	}
 	short := map[string]string{
 		"cancel": "End a claim: Cancelled (claimant; fences running checks)",
@@ -218,14 +218,14 @@ func newClaimEnd(g *global, verb string) *cobra.Command {
 		RunE:  claimStep(g, &d, &d.ClaimEnd, &d.Claim, &d.RequestID, write, nil),
 	}
 	c.Flags().StringVar(&d.Reason, "reason", "", "why (required)")
-	c.Flags().StringVar(&d.RequestID, "request-id", "", "your id for this request")
+	d.requestIDFlag(c.Flags())
 	return c
 }
 
 func newClaimSupersede(g *global) *cobra.Command {
 	var d struct {
 		api.ClaimSupersede
-		RequestID string `json:"request_id,omitempty"`
+		WithRequestID
 	}
 	c := &cobra.Command{
 		Use:     "supersede ID --successor ID [--reason TEXT] | supersede -",
@@ -236,7 +236,7 @@ func newClaimSupersede(g *global) *cobra.Command {
 	}
 	c.Flags().StringVar(&d.Successor, "successor", "", "the successor claim (must name this one as predecessor)")
 	c.Flags().StringVar(&d.Reason, "reason", "", "why")
-	c.Flags().StringVar(&d.RequestID, "request-id", "", "your id for this request")
+	d.requestIDFlag(c.Flags())
 	return c
 }
 

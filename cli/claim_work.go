@@ -24,7 +24,7 @@ func newReceiptCmd(g *global) *cobra.Command {
 func newReceiptAcquire(g *global) *cobra.Command {
 	var d struct {
 		api.ClaimReceipt
-		RequestID string `json:"request_id,omitempty"`
+		WithRequestID
 	}
 	c := &cobra.Command{
 		Use:     "acquire CLAIM [--decline --reason TEXT] | acquire -",
@@ -35,7 +35,7 @@ func newReceiptAcquire(g *global) *cobra.Command {
 	}
 	c.Flags().BoolVar(&d.Decline, "decline", false, "the respondent cannot take the work: ReceiptFailed (needs --reason)")
 	c.Flags().StringVar(&d.Reason, "reason", "", "why the receipt is declined")
-	c.Flags().StringVar(&d.RequestID, "request-id", "", "your id for this request")
+	d.requestIDFlag(c.Flags())
 	return c
 }
 
@@ -48,7 +48,7 @@ func printReceipt(w io.Writer, v *claim.View, _ []service.ClaimRecord) {
 func newReceiptAdopt(g *global) *cobra.Command {
 	var d struct {
 		api.ClaimAdopt
-		RequestID string `json:"request_id,omitempty"`
+		WithRequestID
 	}
 	c := &cobra.Command{
 		Use:     "adopt CLAIM --holder WHO [--reason TEXT] | adopt -",
@@ -59,14 +59,14 @@ func newReceiptAdopt(g *global) *cobra.Command {
 	}
 	c.Flags().StringVar(&d.Holder, "holder", "", "the new receipt holder")
 	c.Flags().StringVar(&d.Reason, "reason", "", "why the receipt moves")
-	c.Flags().StringVar(&d.RequestID, "request-id", "", "your id for this request")
+	d.requestIDFlag(c.Flags())
 	return c
 }
 
 func newProgressCmd(g *global) *cobra.Command {
 	var d struct {
 		api.ClaimProgress
-		RequestID string `json:"request_id,omitempty"`
+		WithRequestID
 	}
 	c := &cobra.Command{
 		Use:     "progress CLAIM --generation N --note TEXT | progress -",
@@ -77,7 +77,7 @@ func newProgressCmd(g *global) *cobra.Command {
 	}
 	c.Flags().Uint64Var(&d.Generation, "generation", 0, "the receipt generation you hold")
 	c.Flags().StringVar(&d.Note, "note", "", "what happened")
-	c.Flags().StringVar(&d.RequestID, "request-id", "", "your id for this request")
+	d.requestIDFlag(c.Flags())
 	return c
 }
 
@@ -94,7 +94,7 @@ func newTestamentCmd(g *global) *cobra.Command {
 // and request_id).
 type closeDoc struct {
 	api.ClaimTestament
-	RequestID string `json:"request_id,omitempty"`
+	WithRequestID
 }
 
 func newTestamentClose(g *global) *cobra.Command {
@@ -151,7 +151,7 @@ func newTestamentClose(g *global) *cobra.Command {
 	f.StringArrayVar(&results, "evidence", nil, "with --result: ARTIFACT[@DIGEST] of a result artifact (repeatable)")
 	f.BoolVar(&d.Failed, "failed", false, "the testament could not be generated: TestamentGenerationFailed (needs --generation, --reason)")
 	f.StringVar(&d.Reason, "reason", "", "with --failed: why")
-	f.StringVar(&d.RequestID, "request-id", "", "your id for this request")
+	d.requestIDFlag(f)
 	return c
 }
 
@@ -168,7 +168,7 @@ func refs(list []string) []claim.Ref {
 func newTestamentStep(g *global, verb string) *cobra.Command {
 	var d struct {
 		api.ClaimTestamentRef
-		RequestID string `json:"request_id,omitempty"`
+		WithRequestID
 	}
 	short := map[string]string{
 		"post":    "Post a closed testament (its author; the claimant for a result testament)",
@@ -204,6 +204,6 @@ func newTestamentStep(g *global, verb string) *cobra.Command {
 			}, human)
 		},
 	}
-	c.Flags().StringVar(&d.RequestID, "request-id", "", "your id for this request")
+	d.requestIDFlag(c.Flags())
 	return c
 }
