@@ -10,15 +10,12 @@ import (
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"tally/verb/verbtest"
 )
 
-// c17 is the seed's claim: Behavior (a command) and Review (a quality
-// check) on the same change, both the maintainer's to evaluate.
-const c17 = `{"claim":"C17","respondent":"parser","work":"reject incomplete Unicode escapes",
- "scope":"string parser and its regression tests",
- "slots":[{"name":"change","mode":"required","checks":[
-  {"id":"behavior","validator":{"name":"command","version":"1"},"evaluator":"maintainer","mode":"required","phases":["programmatic"],"attempts":2},
-  {"id":"review","validator":{"name":"review","version":"1"},"evaluator":"maintainer","mode":"required","phases":["quality"],"attempts":1}]}]}`
+// c17 is the seed's claim (verbtest.C17).
+const c17 = verbtest.C17
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 
