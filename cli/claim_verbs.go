@@ -267,13 +267,11 @@ func newClaimShow(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if g.json {
-				_, err := g.io.Out.Write(shown.JSON)
-				return err
-			}
-			printClaim(g.io.Out, &shown.Claim, now, g.color())
-			printCustody(g.io.Out, shown.Custody, g.color())
-			return nil
+			return g.printDoc(shown.Doc, func(w io.Writer) error {
+				printClaim(w, &shown.Claim, now, g.color())
+				printCustody(w, shown.Custody, g.color())
+				return nil
+			})
 		},
 	}
 	o.bind(c)
