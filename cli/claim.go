@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"tally/api"
 	"tally/claim"
@@ -117,6 +119,33 @@ func (g *global) claimWrite(requestID string, run func(svc cliService, call serv
 		return err
 	}
 	return g.printClaimWrites(human, w)
+}
+
+// WithRequestID is the request id a write's document carries beside its
+// api document: request_id on stdin, --request-id as a flag. (Exported:
+// the document decoder sets it through the embedding.)
+type WithRequestID struct {
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// requestIDFlag binds --request-id to the request id.
+func (w *WithRequestID) requestIDFlag(f *pflag.FlagSet) {
+	f.StringVar(&w.RequestID, "request-id", "", "your id for this request")
+}
+
+// claimStep is the run of a claim write whose one argument names the
+// claim (or whose whole document comes on stdin): it reads doc (the verb's
+// document: d and its request id) and writes d through write.
+func claimStep[D any](g *global, doc any, d *D, claimID, requestID *string,
+	write func(cliService, context.Context, service.Call, D) (service.ClaimWritten, error), human claimHuman) func(*cobra.Command, []string) error {
+	return func(c *cobra.Command, args []string) error {
+		if err := g.claimDoc(args, doc, claimID); err != nil {
+			return err
+		}
+		return g.claimWrite(*requestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
+			return write(svc, c.Context(), call, *d)
+		}, human)
+	}
 }
 
 // printClaimWrites prints the answers of one or more claim writes of one

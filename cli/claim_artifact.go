@@ -35,7 +35,7 @@ func newArtifactCmd(g *global) *cobra.Command {
 func newArtifactReceive(g *global) *cobra.Command {
 	var d struct {
 		api.ClaimArtifactRef
-		RequestID string `json:"request_id,omitempty"`
+		WithRequestID
 	}
 	c := &cobra.Command{
 		Use:     "receive CLAIM ARTIFACT [--digest D] | receive -",
@@ -59,7 +59,7 @@ func newArtifactReceive(g *global) *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&d.Digest, "digest", "", "the artifact digest you observed (default: the recorded one)")
-	c.Flags().StringVar(&d.RequestID, "request-id", "", "your id for this request")
+	d.requestIDFlag(c.Flags())
 	return c
 }
 
@@ -76,8 +76,8 @@ func printArtifactReceipt(id string) claimHuman {
 // flags.
 type putDoc struct {
 	api.ClaimPublish
-	File      string `json:"file"`
-	RequestID string `json:"request_id,omitempty"`
+	File string `json:"file"`
+	WithRequestID
 }
 
 func newArtifactPut(g *global) *cobra.Command {
@@ -129,7 +129,7 @@ func newArtifactPut(g *global) *cobra.Command {
 	f.StringVar(&d.Schema, "schema", "", "the format of its bytes: text/x-diff, go-test-json, …")
 	f.StringVar(&d.Name, "name", "", "display name, not digested (default: the file's base name)")
 	f.Uint64Var(&d.Generation, "generation", 0, "the receipt generation you hold (output and diagnostic)")
-	f.StringVar(&d.RequestID, "request-id", "", "your id for this request")
+	d.requestIDFlag(f)
 	return c
 }
 

@@ -39,7 +39,7 @@ type checkDoc struct {
 	EvidenceFile string `json:"evidence_file,omitempty"`
 	Command      string `json:"command,omitempty"`
 	Timeout      string `json:"timeout,omitempty"`
-	RequestID    string `json:"request_id,omitempty"`
+	WithRequestID
 }
 
 func (d *checkDoc) load(g *global, args []string) error {
@@ -68,7 +68,7 @@ func (d *checkDoc) bindTarget(c *cobra.Command) {
 	c.Flags().StringVar(&d.Claim, "claim", "", "the claim")
 	c.Flags().StringVar(&d.Artifact, "artifact", "", "the target artifact's id")
 	c.Flags().StringVar(&d.Digest, "digest", "", "the target's artifact digest (default: the recorded one)")
-	c.Flags().StringVar(&d.RequestID, "request-id", "", "your id for this request")
+	d.requestIDFlag(c.Flags())
 }
 
 // stepKey is the request id of one step of a check verb: the request id

@@ -34,7 +34,7 @@ func newClaimCmd(g *global) *cobra.Command {
 // request_id) and the create flags.
 type createDoc struct {
 	api.ClaimCreate
-	RequestID string `json:"request_id,omitempty"`
+	WithRequestID
 }
 
 func newClaimCreate(g *global) *cobra.Command {
@@ -183,24 +183,17 @@ func parseValidator(v string) claim.Validator {
 func newClaimPost(g *global) *cobra.Command {
 	var d struct {
 		api.ClaimPost
-		RequestID string `json:"request_id,omitempty"`
+		WithRequestID
 	}
 	c := &cobra.Command{
 		Use:   "post ID [--failed --reason TEXT] | post -",
 		Short: "Make a generated claim actionable (claimant), or record that posting failed",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
-				return err
-			}
-			return g.claimWrite(d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
-				return svc.PostClaim(c.Context(), call, d.ClaimPost)
-			}, nil)
-		},
+		RunE:  claimStep(g, &d, &d.ClaimPost, &d.Claim, &d.RequestID, cliService.PostClaim, nil),
 	}
 	c.Flags().BoolVar(&d.Failed, "failed", false, "posting failed: PostFailed (needs --reason)")
 	c.Flags().StringVar(&d.Reason, "reason", "", "why posting failed")
-	c.Flags().StringVar(&d.RequestID, "request-id", "", "your id for this request")
+	d.requestIDFlag(c.Flags())
 	return c
 }
 
@@ -208,55 +201,42 @@ func newClaimPost(g *global) *cobra.Command {
 func newClaimEnd(g *global, verb string) *cobra.Command {
 	var d struct {
 		api.ClaimEnd
-		RequestID string `json:"request_id,omitempty"`
+		WithRequestID
 	}
 	short := map[string]string{
 		"cancel": "End a claim: Cancelled (claimant; fences running checks)",
 		"revoke": "Withdraw the work from its receipt holder: Revoked (claimant; fences running checks)",
 	}[verb]
+	write := cliService.CancelClaim
+	if verb == "revoke" {
+		write = cliService.RevokeClaim
+	}
 	c := &cobra.Command{
 		Use:   verb + " ID --reason TEXT | " + verb + " -",
 		Short: short,
 		Args:  cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
-				return err
-			}
-			return g.claimWrite(d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
-				if verb == "revoke" {
-					return svc.RevokeClaim(c.Context(), call, d.ClaimEnd)
-				}
-				return svc.CancelClaim(c.Context(), call, d.ClaimEnd)
-			}, nil)
-		},
+		RunE:  claimStep(g, &d, &d.ClaimEnd, &d.Claim, &d.RequestID, write, nil),
 	}
 	c.Flags().StringVar(&d.Reason, "reason", "", "why (required)")
-	c.Flags().StringVar(&d.RequestID, "request-id", "", "your id for this request")
+	d.requestIDFlag(c.Flags())
 	return c
 }
 
 func newClaimSupersede(g *global) *cobra.Command {
 	var d struct {
 		api.ClaimSupersede
-		RequestID string `json:"request_id,omitempty"`
+		WithRequestID
 	}
 	c := &cobra.Command{
 		Use:     "supersede ID --successor ID [--reason TEXT] | supersede -",
 		Short:   "End an open claim in favour of a successor that names it as predecessor: Superseded",
 		Example: `  tally claim create C18 --predecessor C17 ... && tally claim supersede C17 --successor C18 --as maintainer`,
 		Args:    cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
-				return err
-			}
-			return g.claimWrite(d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
-				return svc.SupersedeClaim(c.Context(), call, d.ClaimSupersede)
-			}, nil)
-		},
+		RunE:    claimStep(g, &d, &d.ClaimSupersede, &d.Claim, &d.RequestID, cliService.SupersedeClaim, nil),
 	}
 	c.Flags().StringVar(&d.Successor, "successor", "", "the successor claim (must name this one as predecessor)")
 	c.Flags().StringVar(&d.Reason, "reason", "", "why")
-	c.Flags().StringVar(&d.RequestID, "request-id", "", "your id for this request")
+	d.requestIDFlag(c.Flags())
 	return c
 }
 
@@ -287,13 +267,11 @@ func newClaimShow(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if g.json {
-				_, err := g.io.Out.Write(shown.JSON)
-				return err
-			}
-			printClaim(g.io.Out, &shown.Claim, now, g.color())
-			printCustody(g.io.Out, shown.Custody, g.color())
-			return nil
+			return g.printDoc(shown.Doc, func(w io.Writer) error {
+				printClaim(w, &shown.Claim, now, g.color())
+				printCustody(w, shown.Custody, g.color())
+				return nil
+			})
 		},
 	}
 	o.bind(c)

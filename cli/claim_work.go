@@ -24,25 +24,18 @@ func newReceiptCmd(g *global) *cobra.Command {
 func newReceiptAcquire(g *global) *cobra.Command {
 	var d struct {
 		api.ClaimReceipt
-		RequestID string `json:"request_id,omitempty"`
+		WithRequestID
 	}
 	c := &cobra.Command{
 		Use:     "acquire CLAIM [--decline --reason TEXT] | acquire -",
 		Short:   "Take a posted claim's execution receipt at generation 1 (respondent), or decline it: ReceiptFailed",
 		Example: `  tally receipt acquire C17 --as parser`,
 		Args:    cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
-				return err
-			}
-			return g.claimWrite(d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
-				return svc.AcquireReceipt(c.Context(), call, d.ClaimReceipt)
-			}, printReceipt)
-		},
+		RunE:    claimStep(g, &d, &d.ClaimReceipt, &d.Claim, &d.RequestID, cliService.AcquireReceipt, printReceipt),
 	}
 	c.Flags().BoolVar(&d.Decline, "decline", false, "the respondent cannot take the work: ReceiptFailed (needs --reason)")
 	c.Flags().StringVar(&d.Reason, "reason", "", "why the receipt is declined")
-	c.Flags().StringVar(&d.RequestID, "request-id", "", "your id for this request")
+	d.requestIDFlag(c.Flags())
 	return c
 }
 
@@ -55,50 +48,36 @@ func printReceipt(w io.Writer, v *claim.View, _ []service.ClaimRecord) {
 func newReceiptAdopt(g *global) *cobra.Command {
 	var d struct {
 		api.ClaimAdopt
-		RequestID string `json:"request_id,omitempty"`
+		WithRequestID
 	}
 	c := &cobra.Command{
 		Use:     "adopt CLAIM --holder WHO [--reason TEXT] | adopt -",
 		Short:   "Move the receipt to a new holder at the next generation (claimant): the old holder's later writes are refused",
 		Example: `  tally receipt adopt C17 --holder parser-2 --reason "parser stopped answering" --as maintainer`,
 		Args:    cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
-				return err
-			}
-			return g.claimWrite(d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
-				return svc.AdoptReceipt(c.Context(), call, d.ClaimAdopt)
-			}, printReceipt)
-		},
+		RunE:    claimStep(g, &d, &d.ClaimAdopt, &d.Claim, &d.RequestID, cliService.AdoptReceipt, printReceipt),
 	}
 	c.Flags().StringVar(&d.Holder, "holder", "", "the new receipt holder")
 	c.Flags().StringVar(&d.Reason, "reason", "", "why the receipt moves")
-	c.Flags().StringVar(&d.RequestID, "request-id", "", "your id for this request")
+	d.requestIDFlag(c.Flags())
 	return c
 }
 
 func newProgressCmd(g *global) *cobra.Command {
 	var d struct {
 		api.ClaimProgress
-		RequestID string `json:"request_id,omitempty"`
+		WithRequestID
 	}
 	c := &cobra.Command{
 		Use:     "progress CLAIM --generation N --note TEXT | progress -",
 		Short:   "Record progress under the execution receipt (holder, current generation): Progressed",
 		Example: `  tally progress C17 --generation 1 --note "found the faulty branch" --as parser`,
 		Args:    cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := g.claimDoc(args, &d, &d.Claim); err != nil {
-				return err
-			}
-			return g.claimWrite(d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
-				return svc.RecordProgress(c.Context(), call, d.ClaimProgress)
-			}, nil)
-		},
+		RunE:    claimStep(g, &d, &d.ClaimProgress, &d.Claim, &d.RequestID, cliService.RecordProgress, nil),
 	}
 	c.Flags().Uint64Var(&d.Generation, "generation", 0, "the receipt generation you hold")
 	c.Flags().StringVar(&d.Note, "note", "", "what happened")
-	c.Flags().StringVar(&d.RequestID, "request-id", "", "your id for this request")
+	d.requestIDFlag(c.Flags())
 	return c
 }
 
@@ -115,7 +94,7 @@ func newTestamentCmd(g *global) *cobra.Command {
 // and request_id).
 type closeDoc struct {
 	api.ClaimTestament
-	RequestID string `json:"request_id,omitempty"`
+	WithRequestID
 }
 
 func newTestamentClose(g *global) *cobra.Command {
@@ -172,7 +151,7 @@ func newTestamentClose(g *global) *cobra.Command {
 	f.StringArrayVar(&results, "evidence", nil, "with --result: ARTIFACT[@DIGEST] of a result artifact (repeatable)")
 	f.BoolVar(&d.Failed, "failed", false, "the testament could not be generated: TestamentGenerationFailed (needs --generation, --reason)")
 	f.StringVar(&d.Reason, "reason", "", "with --failed: why")
-	f.StringVar(&d.RequestID, "request-id", "", "your id for this request")
+	d.requestIDFlag(f)
 	return c
 }
 
@@ -189,7 +168,7 @@ func refs(list []string) []claim.Ref {
 func newTestamentStep(g *global, verb string) *cobra.Command {
 	var d struct {
 		api.ClaimTestamentRef
-		RequestID string `json:"request_id,omitempty"`
+		WithRequestID
 	}
 	short := map[string]string{
 		"post":    "Post a closed testament (its author; the claimant for a result testament)",
@@ -225,6 +204,6 @@ func newTestamentStep(g *global, verb string) *cobra.Command {
 			}, human)
 		},
 	}
-	c.Flags().StringVar(&d.RequestID, "request-id", "", "your id for this request")
+	d.requestIDFlag(c.Flags())
 	return c
 }

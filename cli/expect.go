@@ -61,9 +61,9 @@ func (g *global) expectService(c *cobra.Command, o expectWrite) (cliService, ser
 	return svc, call, err
 }
 
-// printExpect prints a verb's answer: its document with --json, else what
+// printDoc prints a verb's answer: its document with --json, else what
 // human prints.
-func (g *global) printExpect(doc service.Doc, human func(w io.Writer) error) error {
+func (g *global) printDoc(doc service.Doc, human func(w io.Writer) error) error {
 	if g.json {
 		_, err := g.io.Out.Write(doc.JSON)
 		return err
@@ -149,7 +149,7 @@ func (g *global) printRaised(w service.ExpectationWritten, err error) error {
 	if err != nil {
 		return err
 	}
-	return g.printExpect(w.Doc, func(out io.Writer) error { return printLine(out, w.Expectation.ExpectationID) })
+	return g.printDoc(w.Doc, func(out io.Writer) error { return printLine(out, w.Expectation.ExpectationID) })
 }
 
 // overrideChanged copies into doc every raise flag given on the command line.
@@ -237,7 +237,7 @@ func newExpectShow(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.printExpect(v.Doc, func(out io.Writer) error { return printExpectation(out, &v.Expectation, now) })
+			return g.printDoc(v.Doc, func(out io.Writer) error { return printExpectation(out, &v.Expectation, now) })
 		},
 	}
 	bindExpectNow(c, &nowFlag)
@@ -330,7 +330,7 @@ func newExpectLs(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.printExpect(vs.Doc, func(out io.Writer) error {
+			return g.printDoc(vs.Doc, func(out io.Writer) error {
 				t := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 				for _, v := range vs.Expectations {
 					state := v.State
@@ -369,7 +369,7 @@ func newExpectWithdraw(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.printExpect(w.Doc, func(out io.Writer) error { return printLine(out, args[0]+": withdrawn") })
+			return g.printDoc(w.Doc, func(out io.Writer) error { return printLine(out, args[0]+": withdrawn") })
 		},
 	}
 	c.Flags().StringVar(&reason, "reason", "", "why")
@@ -406,7 +406,7 @@ func newFact(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.printExpect(f.Doc, func(out io.Writer) error { return printFact(out, f.Fact, f.Satisfied) })
+			return g.printDoc(f.Doc, func(out io.Writer) error { return printFact(out, f.Fact, f.Satisfied) })
 		},
 	}
 	c.Flags().StringVar(&subject, "subject", "", "the subject observed, as TYPE:ID")
@@ -455,7 +455,7 @@ func newTaskOutcome(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.printExpect(r.Doc, func(out io.Writer) error { return printOutcome(out, args[0], outcome, r.Withdrawn) })
+			return g.printDoc(r.Doc, func(out io.Writer) error { return printOutcome(out, args[0], outcome, r.Withdrawn) })
 		},
 	}
 	c.Flags().BoolVar(&completed, "completed", false, "the task completed")
@@ -500,7 +500,7 @@ func newLapses(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.printExpect(ls.Doc, func(out io.Writer) error {
+			return g.printDoc(ls.Doc, func(out io.Writer) error {
 				t := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 				for _, x := range ls.Lapses {
 					fmt.Fprintf(t, "%s\t%s\t%s\tdue %s\tlapsed %s\tnoticed %s\n", x.LapseID, x.ExpectationID, x.Lapse,

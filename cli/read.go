@@ -60,12 +60,10 @@ func newShow(g *global) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if g.json {
-				_, err := g.io.Out.Write(res.JSON)
-				return err
-			}
-			printShow(g.io.Out, &res.Promise, res.Now, g.color())
-			return nil
+			return g.printDoc(res.Doc, func(w io.Writer) error {
+				printShow(w, &res.Promise, res.Now, g.color())
+				return nil
+			})
 		},
 	}
 	o.bind(c)

@@ -6,6 +6,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -53,11 +54,7 @@ The first seat to acquire a pool claim's receipt becomes its respondent; another
 			if err != nil {
 				return err
 			}
-			if g.json {
-				_, err := g.io.Out.Write(res.JSON)
-				return err
-			}
-			return g.printReady(res, call)
+			return g.printDoc(res.Doc, func(w io.Writer) error { return g.printReady(w, res, call) })
 		},
 	}
 	o.bind(c)
@@ -68,8 +65,7 @@ The first seat to acquire a pool claim's receipt becomes its respondent; another
 // --session when it is not the default, and --as when the identity came
 // from --as rather than the environment (TALLY_ACTOR, a token), so that it
 // runs as printed in the shell that ran tally ready.
-func (g *global) printReady(res service.ReadyList, call service.Call) error {
-	w := g.io.Out
+func (g *global) printReady(w io.Writer, res service.ReadyList, call service.Call) error {
 	if len(res.Items) == 0 {
 		fmt.Fprintf(w, "%s has nothing ready to take (as of %s).\n", res.Seat, instant.Format(res.Now))
 		return nil

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	restclient "tally/client"
@@ -51,7 +50,7 @@ func (g *global) service() (cliService, error) {
 		g.rest, g.svc = c, c
 		return c, nil
 	}
-	g.sessions = &cliSessions{g: g, open: map[string]*ledger.Ledger{}}
+	g.sessions = &cliSessions{g: g}
 	cfg := ledgerservice.Config{Now: g.io.Now, Timekeeper: ledger.DefaultConfig().Timekeeper, Root: g.ledgerRoot}
 	if lc, err := g.ledgerConfig(); err == nil {
 		cfg.Timekeeper = lc.Timekeeper
@@ -192,51 +191,30 @@ func (g *global) whoamiAs(ctx context.Context) (restclient.Identity, error) {
 // works on, each opened once and held until the process ends.
 type cliSessions struct {
 	g *global
-	// mu serialises opening: tally mcp runs tool calls concurrently (so
-	// their appends share fsyncs), and a session must be opened once.
-	mu   sync.Mutex
-	open map[string]*ledger.Ledger
+	// ledgers are opened once each: tally mcp runs tool calls
+	// concurrently (so their appends share fsyncs).
+	ledgers ledger.OpenOnce
 }
 
 // Open opens tenant/session of the ledger directory, warning once about
 // records it skips. The CLI creates a session's log on its first write,
 // as ledger.Open does, read or write alike.
 func (s *cliSessions) Open(_ context.Context, tenant, session string, _ bool) (*ledger.Ledger, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	key := tenant + "/" + session
-	if l, ok := s.open[key]; ok {
-		return l, nil
-	}
-	root, err := s.g.ledgerRoot()
-	if err != nil {
-		return nil, err
-	}
-	dir, err := store.SessionDir(root, tenant, session)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	l, err := s.g.openDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	s.open[key] = l
-	return l, nil
+	return s.ledgers.Get(tenant+"/"+session, func() (*ledger.Ledger, error) {
+		root, err := s.g.ledgerRoot()
+		if err != nil {
+			return nil, err
+		}
+		dir, err := store.SessionDir(root, tenant, session)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		return s.g.openDir(dir)
+	})
 }
 
 // close closes every session opened.
-func (s *cliSessions) close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var first error
-	for k, l := range s.open {
-		if err := l.Close(); err != nil && first == nil {
-			first = fmt.Errorf("close session %s: %w", k, err)
-		}
-		delete(s.open, k)
-	}
-	return first
-}
+func (s *cliSessions) close() error { return s.ledgers.Close() }
 
 // openDir opens the ledger of a session directory with the directory's
 // settings and the CLI's clock, warning once about records it skips.

@@ -42,15 +42,13 @@ func (g *global) promiseWrite(c *cobra.Command, actor string, o writeOptions,
 	if err != nil {
 		return err
 	}
-	if g.json {
-		_, err := g.io.Out.Write(res.JSON)
-		return err
-	}
-	for _, w := range res.Warnings {
-		fmt.Fprintln(g.io.Err, "warning: "+w)
-	}
-	human(g.io.Out, &res)
-	return nil
+	return g.printDoc(res.Doc, func(w io.Writer) error {
+		for _, warning := range res.Warnings {
+			fmt.Fprintln(g.io.Err, "warning: "+warning)
+		}
+		human(w, &res)
+		return nil
+	})
 }
 
 type promiseOptions struct {

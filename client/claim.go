@@ -36,10 +36,7 @@ func (c *Client) claimPost(ctx context.Context, call service.Call, d any, name s
 		return service.ClaimWritten{}, err
 	}
 	doc, err := c.post(ctx, call, d, name, args...)
-	if err != nil {
-		return service.ClaimWritten{}, err
-	}
-	return service.ReadClaimWritten(doc)
+	return answer(service.ReadClaimWritten, doc, err)
 }
 
 // pathNamed refuses an empty argument of v's path, naming the document
@@ -145,10 +142,7 @@ func (c *Client) claimPut(ctx context.Context, call service.Call, q url.Values, 
 		return service.ClaimWritten{}, err
 	}
 	doc, err := c.Exchange(ctx, call, v.HTTP.Method, c.verbURL(v, call, q, args...), body, "application/octet-stream")
-	if err != nil {
-		return service.ClaimWritten{}, err
-	}
-	return service.ReadClaimWritten(doc)
+	return answer(service.ReadClaimWritten, doc, err)
 }
 
 // query is the members of m that are not empty, as a query.
@@ -167,37 +161,25 @@ func (c *Client) Claim(ctx context.Context, call service.Call, id string) (servi
 		return service.ClaimShown{}, claim.UnknownClaim(id)
 	}
 	doc, err := c.get(ctx, call, nil, verb.ClaimShow, id)
-	if err != nil {
-		return service.ClaimShown{}, err
-	}
-	return service.ReadClaimShown(doc)
+	return answer(service.ReadClaimShown, doc, err)
 }
 
 func (c *Client) ListClaims(ctx context.Context, call service.Call, f claim.Filter) (service.ClaimList, error) {
 	q := api.ClaimQueryOf(f)
 	doc, err := c.get(ctx, call, api.EncodeQuery(&q), verb.ClaimList)
-	if err != nil {
-		return service.ClaimList{}, err
-	}
-	return service.ReadClaimList(doc)
+	return answer(service.ReadClaimList, doc, err)
 }
 
 func (c *Client) ClaimGraph(ctx context.Context, call service.Call) (service.ClaimGraph, error) {
 	doc, err := c.get(ctx, call, nil, verb.ClaimGraph)
-	if err != nil {
-		return service.ClaimGraph{}, err
-	}
-	return service.ReadClaimGraph(doc)
+	return answer(service.ReadClaimGraph, doc, err)
 }
 
 func (c *Client) ListArtifacts(ctx context.Context, call service.Call, aq service.ArtifactQuery) (service.ArtifactList, error) {
 	q := api.EncodeQuery(&aq)
 	call.Now = time.Time{} // the listing takes no now
 	doc, err := c.get(ctx, call, q, verb.ArtifactList)
-	if err != nil {
-		return service.ArtifactList{}, err
-	}
-	return service.ReadArtifactList(doc)
+	return answer(service.ReadArtifactList, doc, err)
 }
 
 func (c *Client) VerifyArtifact(ctx context.Context, call service.Call, claimID, id string) (service.ArtifactList, error) {
@@ -205,10 +187,7 @@ func (c *Client) VerifyArtifact(ctx context.Context, call service.Call, claimID,
 		return service.ArtifactList{}, err
 	}
 	doc, err := c.get(ctx, call, nil, verb.ClaimArtifactVerify, claimID, id)
-	if err != nil {
-		return service.ArtifactList{}, err
-	}
-	return service.ReadArtifactList(doc)
+	return answer(service.ReadArtifactList, doc, err)
 }
 
 // Artifact reads the claim (the artifact's record) and then its bytes,

@@ -349,3 +349,13 @@ func unwrapURLError(err error) error {
 	}
 	return err
 }
+
+// answer is the result read from a response document, or the request's
+// error.
+func answer[T any](read func(service.Doc) (T, error), doc service.Doc, err error) (T, error) {
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return read(doc)
+}

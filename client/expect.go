@@ -44,16 +44,6 @@ func expectationWritten(doc service.Doc, err error) (service.ExpectationWritten,
 	return answer(service.ReadExpectationWritten, doc, err)
 }
 
-// answer is the result read from a response document, or the request's
-// error.
-func answer[T any](read func(service.Doc) (T, error), doc service.Doc, err error) (T, error) {
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return read(doc)
-}
-
 // RecordFact posts d to the session's facts.
 func (c *Client) RecordFact(ctx context.Context, call service.Call, d api.ExpectFact) (service.FactRecorded, error) {
 	doc, err := c.post(ctx, call, d, verb.ExpectFact)

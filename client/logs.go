@@ -44,10 +44,7 @@ func (c *Client) Export(ctx context.Context, call service.Call, format string, w
 // Import sends lines to the server's import (an admin-role token's).
 func (c *Client) Import(ctx context.Context, call service.Call, lines []byte) (service.Imported, error) {
 	doc, err := c.Exchange(ctx, call, "POST", c.verbURL(verb.Of(verb.SessionImport), call, nil), bytes.NewReader(lines), "application/x-ndjson")
-	if err != nil {
-		return service.Imported{}, err
-	}
-	return service.ReadImported(doc)
+	return answer(service.ReadImported, doc, err)
 }
 
 // Verify has the server verify the session's log: its report, and the

@@ -32,27 +32,18 @@ func (c *Client) AssessPromise(ctx context.Context, call service.Call, d api.Pro
 }
 
 func written(doc service.Doc, err error) (service.PromiseWritten, error) {
-	if err != nil {
-		return service.PromiseWritten{}, err
-	}
-	return service.ReadPromiseWritten(doc)
+	return answer(service.ReadPromiseWritten, doc, err)
 }
 
 // Promise reads one promise.
 func (c *Client) Promise(ctx context.Context, call service.Call, id string) (service.PromiseShown, error) {
 	doc, err := c.get(ctx, call, nil, verb.PromiseShow, id)
-	if err != nil {
-		return service.PromiseShown{}, err
-	}
-	return service.ReadPromiseShown(doc)
+	return answer(service.ReadPromiseShown, doc, err)
 }
 
 // ListPromises reads the promises f selects.
 func (c *Client) ListPromises(ctx context.Context, call service.Call, f promise.Filter) (service.PromiseList, error) {
 	q := api.PromiseQueryOf(f)
 	doc, err := c.get(ctx, call, api.EncodeQuery(&q), verb.PromiseList)
-	if err != nil {
-		return service.PromiseList{}, err
-	}
-	return service.ReadPromiseList(doc)
+	return answer(service.ReadPromiseList, doc, err)
 }

@@ -11,8 +11,5 @@ import (
 func (c *Client) Ready(ctx context.Context, call service.Call, seat string) (service.ReadyList, error) {
 	q := api.ReadyQuery{Seat: seat}
 	doc, err := c.get(ctx, call, api.EncodeQuery(&q), verb.WorkReady)
-	if err != nil {
-		return service.ReadyList{}, err
-	}
-	return service.ReadReadyList(doc)
+	return answer(service.ReadReadyList, doc, err)
 }

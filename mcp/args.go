@@ -6,6 +6,7 @@ import (
 	"tally/claim"
 	"tally/expect"
 	"tally/promise"
+	"tally/verb"
 )
 
 // arg is one argument of a tool as a model reads it: what it is and, for a
@@ -90,8 +91,8 @@ func lifeNames(ls ...expect.Life) []string {
 const deadlineForms = "RFC 3339, or from now (30m, 2h)"
 
 // contextArgs describe the call's context a tool of effect e takes.
-func contextArgs(e effect) []arg {
-	if e == reads {
+func contextArgs(e verb.Effect) []arg {
+	if e == verb.Read {
 		return []arg{{argSession, "[TENANT/]SESSION", nil, nil}, {argNow, "RFC 3339 (default: now)", nil, nil}}
 	}
 	return []arg{{argSession, "[TENANT/]SESSION", nil, nil}, {argRequestID, "idempotency key", nil, nil}}

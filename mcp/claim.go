@@ -14,6 +14,7 @@ import (
 
 	"tally/api"
 	"tally/service"
+	"tally/verb"
 	"tally/vocab"
 )
 
@@ -22,16 +23,11 @@ func claimTools(readPaths bool) []tool {
 	return []tool{
 		group("tally_claim", "Claims",
 			"A claim's steps, each by its party.", claimArgs(),
-			write("create", "", "Claimant: issue a claim.",
-				service.Service.CreateClaim),
-			write("post", "", "Claimant: make it actionable.",
-				service.Service.PostClaim),
-			write("receipt.acquire", "", "Respondent: take the work.",
-				service.Service.AcquireReceipt),
-			write("receipt.adopt", "", "Claimant: give the receipt to another.",
-				service.Service.AdoptReceipt),
-			write("progress", "", "Holder: record progress.",
-				service.Service.RecordProgress),
+			act("create", "Claimant: issue a claim."),
+			act("post", "Claimant: make it actionable."),
+			act("receipt.acquire", "Respondent: take the work."),
+			act("receipt.adopt", "Claimant: give the receipt to another."),
+			act("progress", "Holder: record progress."),
 			writeBytes("artifact.publish", "", "Holder: publish its bytes ("+bytesSay("content", readPaths)+").",
 				publish, func(svc service.Service, ctx context.Context, c service.Call, d api.ClaimPublish, body io.Reader) (service.ClaimWritten, error) {
 					if body == nil {
@@ -39,16 +35,11 @@ func claimTools(readPaths bool) []tool {
 					}
 					return svc.PublishArtifact(ctx, c, d, body)
 				}),
-			write("artifact.receive", "", "Claimant: saw an artifact.",
-				service.Service.ReceiveArtifact),
-			write("testament.close", "", "Holder: end the work cycle (claimant: role result).",
-				service.Service.CloseTestament),
-			write("testament.post", "", "Author: post it.",
-				service.Service.PostTestament),
-			write("testament.receive", "", "Claimant: record it received.",
-				service.Service.ReceiveTestament),
-			write("check.begin", "", "Evaluator: begin a check.",
-				service.Service.BeginCheck),
+			act("artifact.receive", "Claimant: saw an artifact."),
+			act("testament.close", "Holder: end the work cycle (claimant: role result)."),
+			act("testament.post", "Author: post it."),
+			act("testament.receive", "Claimant: record it received."),
+			act("check.begin", "Evaluator: begin a check."),
 			writeBytes("check.report", "", "Evaluator: a verdict, evidence in "+bytesSay("evidence", readPaths)+".",
 				evidence, func(svc service.Service, ctx context.Context, c service.Call, d api.ClaimCheck, body io.Reader) (service.ClaimWritten, error) {
 					var ev *service.Evidence
@@ -57,21 +48,15 @@ func claimTools(readPaths bool) []tool {
 					}
 					return svc.ReportCheck(ctx, c, d, ev)
 				}),
-			write("cancel", "", "Claimant: end it for good.", service.Service.CancelClaim),
-			write("revoke", "", "Claimant: take the work back, for good.", service.Service.RevokeClaim),
-			write("supersede", "", "Claimant: replace it, for good.", service.Service.SupersedeClaim),
+			act("cancel", "Claimant: end it for good."),
+			act("revoke", "Claimant: take the work back, for good."),
+			act("supersede", "Claimant: replace it, for good."),
 		),
 		group("tally_claim_read", "Read claims",
 			"Claims as of now.", slices.Concat(claimArgs(), claimReadArgs()),
-			read("show", "", "One claim, and why it is not satisfied.",
-				plain(func(d *api.ClaimRef) string { return d.Claim }), service.Service.Claim),
-			read("list", "", "By state and party.",
-				plain((*api.ClaimQuery).Filter), service.Service.ListClaims),
-			read("graph", "", "Every claim and relation.",
-				plain(func(*api.SessionQuery) struct{} { return struct{}{} }),
-				func(svc service.Service, ctx context.Context, c service.Call, _ struct{}) (service.ClaimGraph, error) {
-					return svc.ClaimGraph(ctx, c)
-				}),
+			act("show", "One claim, and why it is not satisfied."),
+			act("list", "By state and party."),
+			act("graph", "Every claim and relation."),
 			artifactRead(),
 		),
 	}
@@ -107,7 +92,7 @@ func bytesArgs(prefix string, readPaths bool) []extra {
 // writeBytes is a write method that takes bytes beside its document D: m
 // gets those the arguments carry (at most one of args), or nil.
 func writeBytes[D, R any](name, title, description string, args []extra, m func(service.Service, context.Context, service.Call, D, io.Reader) (R, error)) tool {
-	t := tool{name: name, title: title, description: description, effect: appends, doc: reflect.TypeFor[D](), extra: args}
+	t := tool{name: name, title: title, description: description, effect: verb.Write, doc: reflect.TypeFor[D](), extra: args}
 	t.run = func(ctx context.Context, svc service.Service, c service.Call, body []byte, given map[string]string) (any, error) {
 		d, err := decoded[D](body)
 		if err != nil {

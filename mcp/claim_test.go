@@ -10,15 +10,12 @@ import (
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"tally/verb/verbtest"
 )
 
-// c17 is the seed's claim: Behavior (a command) and Review (a quality
-// check) on the same change, both the maintainer's to evaluate.
-const c17 = `{"claim":"C17","respondent":"parser","work":"reject incomplete Unicode escapes",
- "scope":"string parser and its regression tests",
- "slots":[{"name":"change","mode":"required","checks":[
-  {"id":"behavior","validator":{"name":"command","version":"1"},"evaluator":"maintainer","mode":"required","phases":["programmatic"],"attempts":2},
-  {"id":"review","validator":{"name":"review","version":"1"},"evaluator":"maintainer","mode":"required","phases":["quality"],"attempts":1}]}]}`
+// c17 is the seed's claim (verbtest.C17).
+const c17 = verbtest.C17
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 
@@ -74,13 +71,7 @@ func TestClaimsC17C18(t *testing.T) {
 		{maintainer, "tally_claim/create", "conflict", args(c17)},
 		{maintainer, "tally_claim_read/show", "not_found", map[string]any{"claim": "C99"}},
 	} {
-		msg, code := refusal(t, c.who, c.tool, c.args)
-		if c.code != "" && code != c.code || !strings.Contains(msg, ": ") {
-			t.Errorf("%s %v: %q (%s), want %s", c.tool, c.args, msg, code, c.code)
-		}
-		if f.logSize("default", "default") != size {
-			t.Fatalf("%s: the log grew", c.tool)
-		}
+		f.wantRefused(t, c.who, c.tool, c.args, c.code, "")
 	}
 	ok(t, maintainer, "tally_claim/post", map[string]any{"claim": "C17"})
 	ok(t, parser, "tally_claim/receipt.acquire", map[string]any{"claim": "C17"})

@@ -33,17 +33,14 @@ func expectTools(now func() time.Time) []tool {
 				func(svc service.Service, ctx context.Context, c service.Call, d api.ExpectRaise) (service.ExpectationWritten, error) {
 					return svc.SupersedeExpectation(ctx, c, d.Supersedes, relative(d))
 				}),
-			write("fact", "", "Record a fact; it satisfies its key's expectations.",
-				service.Service.RecordFact),
+			act("fact", "Record a fact; it satisfies its key's expectations."),
 			writeAt("withdraw", "", "Raiser or a person: end it for good.",
 				expectationID, service.Service.WithdrawExpectation),
 		),
 		group("tally_expect_read", "Read expectations",
 			"Expectations as of now.", expectReadArgs(),
-			read("show", "", "One expectation.",
-				plain(func(d *api.ExpectationRef) string { return d.ExpectationID }), service.Service.Expectation),
-			read("list", "", "By state, kind, subject, origin.",
-				plain((*api.ExpectQuery).Filter), service.Service.ListExpectations),
+			act("show", "One expectation."),
+			act("list", "By state, kind, subject, origin."),
 			read("lapses", "", "Recorded lapses (overdue, skipped, stalled).",
 				plain(func(q *api.LapsesQuery) api.LapsesQuery { return *q }),
 				func(svc service.Service, ctx context.Context, c service.Call, q api.LapsesQuery) (service.LapseList, error) {

@@ -51,7 +51,6 @@ func TestExpectations(t *testing.T) {
 		t.Fatalf("superseded (the subject inherited): %v", sup)
 	}
 
-	size := f.logSize("default", "default")
 	for _, c := range []struct {
 		who        *sdk.ClientSession
 		tool, code string
@@ -70,13 +69,7 @@ func TestExpectations(t *testing.T) {
 		{stranger, "tally_expect_read/show", "not_found", map[string]any{"expectationId": "exp_none"}, ""},
 		{stranger, "tally_expect_read/lapses", "invalid", map[string]any{"since": "last week"}, "since"},
 	} {
-		msg, code := refusal(t, c.who, c.tool, c.args)
-		if code != c.code || !strings.Contains(msg, c.says) || !strings.Contains(msg, ": ") {
-			t.Errorf("%s %v: %q (%s), want %s saying %q", c.tool, c.args, msg, code, c.code, c.says)
-		}
-		if f.logSize("default", "default") != size {
-			t.Fatalf("%s %v: the log grew", c.tool, c.args)
-		}
+		f.wantRefused(t, c.who, c.tool, c.args, c.code, c.says)
 	}
 	w := ok(t, reviewer, "tally_expect/withdraw", map[string]any{"expectationId": "exp_three", "reason": "the promise was renegotiated"})
 	if str(w, "expectation", "state") != "withdrawn" {

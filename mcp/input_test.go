@@ -42,13 +42,7 @@ func TestBadInput(t *testing.T) {
 		{"tally_promise_read/list", map[string]any{"now": 3}, "now: must be a string"},
 		{"tally_promise_read/list", []string{"not", "an", "object"}, "arguments: must be one JSON object"},
 	} {
-		msg, code := refusal(t, reviewer, c.tool, c.args)
-		if code != "invalid" || !strings.Contains(msg, c.says) {
-			t.Errorf("%s %.80v: %q (%s), want invalid saying %q", c.tool, c.args, msg, code, c.says)
-		}
-		if got := f.logSize("default", "default"); got != size {
-			t.Fatalf("%s: the log grew", c.tool)
-		}
+		f.wantRefused(t, reviewer, c.tool, c.args, "invalid", c.says)
 	}
 	// A member given twice is refused by the strict decoder, which the
 	// schema (reading the last) cannot see.

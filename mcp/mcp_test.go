@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,41 +27,26 @@ var t0 = time.Date(2026, 8, 28, 20, 14, 3, 0, time.UTC)
 // dirSessions opens the sessions of one ledger directory, as the CLI does:
 // a session without a log is created only by a write.
 type dirSessions struct {
-	root string
-	cfg  ledger.Config
-	mu   sync.Mutex
-	open map[string]*ledger.Ledger
+	root    string
+	cfg     ledger.Config
+	ledgers ledger.OpenOnce
 }
 
 func (d *dirSessions) Open(_ context.Context, tenant, session string, create bool) (*ledger.Ledger, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	key := tenant + "/" + session
-	if l, ok := d.open[key]; ok {
-		return l, nil
-	}
-	dir, err := store.SessionDir(d.root, tenant, session)
-	if err != nil {
-		return nil, err
-	}
-	if !create && !store.HasLog(dir) {
-		return nil, vocab.New("NoSuchSession", "session", "no session "+key)
-	}
-	l, err := ledger.Open(dir, d.cfg)
-	if err != nil {
-		return nil, err
-	}
-	d.open[key] = l
-	return l, nil
+	return d.ledgers.Get(key, func() (*ledger.Ledger, error) {
+		dir, err := store.SessionDir(d.root, tenant, session)
+		if err != nil {
+			return nil, err
+		}
+		if !create && !store.HasLog(dir) {
+			return nil, vocab.New("NoSuchSession", "session", "no session "+key)
+		}
+		return ledger.Open(dir, d.cfg)
+	})
 }
 
-func (d *dirSessions) close() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, l := range d.open {
-		l.Close()
-	}
-}
+func (d *dirSessions) close() { d.ledgers.Close() }
 
 // fixture is one ledger directory and its Service, which MCP servers of
 // several identities share.
@@ -111,7 +95,7 @@ func newFixture(t testing.TB) *fixture {
 	cfg := ledger.DefaultConfig()
 	cfg.Now = func() time.Time { return t0 }
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	ds := &dirSessions{root: root, cfg: cfg, open: map[string]*ledger.Ledger{}}
+	ds := &dirSessions{root: root, cfg: cfg}
 	t.Cleanup(ds.close)
 	return &fixture{t: t, sessions: ds, svc: ledgerservice.New(ds, ledgerservice.Config{Now: cfg.Now, Timekeeper: cfg.Timekeeper,
 		Root: func() (string, error) { return root, nil }})}
@@ -232,6 +216,22 @@ func ok(t *testing.T, cs *sdk.ClientSession, name string, args any) map[string]a
 		t.Fatalf("%s: no schema_version: %v", name, m)
 	}
 	return m
+}
+
+// wantRefused calls a tool as who that must be refused with code ("" any),
+// its message holding says and, but for an idempotency refusal (the
+// ledger's words), naming the field at fault ("FIELD: RULE"); and the
+// default session's log must be as it was.
+func (f *fixture) wantRefused(t *testing.T, who *sdk.ClientSession, name string, args any, code, says string) {
+	t.Helper()
+	size := f.logSize("default", "default")
+	msg, got := refusal(t, who, name, args)
+	if code != "" && got != code || !strings.Contains(msg, says) || got != "IdempotencyConflict" && !strings.Contains(msg, ": ") {
+		t.Errorf("%s %.80v: %q (%s), want %s saying %q", name, args, msg, got, code, says)
+	}
+	if after := f.logSize("default", "default"); after != size {
+		t.Fatalf("%s %.80v: the log grew from %d to %d bytes", name, args, size, after)
+	}
 }
 
 // refusal calls a tool that must be refused and returns its error document.

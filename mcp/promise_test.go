@@ -83,7 +83,6 @@ func TestPromiseRefusals(t *testing.T) {
 	reviewer, author, stranger := f.client("reviewer"), f.client("author"), f.client("stranger")
 	ok(t, reviewer, "tally_promise/declare", declareShip)
 	ok(t, reviewer, "tally_promise/declare", map[string]any{"id": "r2", "promise": "x", "to": "author", "until": "2h", "request_id": "k1"})
-	size := f.logSize("default", "default")
 	for _, c := range []struct {
 		who  *sdk.ClientSession
 		tool string
@@ -106,14 +105,7 @@ func TestPromiseRefusals(t *testing.T) {
 		{reviewer, "tally_promise/declare", map[string]any{"id": "r3", "promise": "y", "to": "author", "until": "2h", "request_id": "k1"}, "IdempotencyConflict", "request id"},
 		{reviewer, "tally_promise_read/list", map[string]any{"session": "no-such"}, "NoSuchSession", "session"},
 	} {
-		msg, code := refusal(t, c.who, c.tool, c.args)
-		// A rule's refusal says "FIELD: RULE"; an idempotency refusal is the ledger's.
-		if code != c.code || !strings.Contains(msg, c.says) || code != "IdempotencyConflict" && !strings.Contains(msg, ": ") {
-			t.Errorf("%s %v: %q (%s), want code %s naming %q", c.tool, c.args, msg, code, c.code, c.says)
-		}
-		if got := f.logSize("default", "default"); got != size {
-			t.Fatalf("%s %v: the log grew from %d to %d bytes", c.tool, c.args, size, got)
-		}
+		f.wantRefused(t, c.who, c.tool, c.args, c.code, c.says)
 	}
 }
 

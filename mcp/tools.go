@@ -24,15 +24,6 @@ import (
 	"tally/vocab"
 )
 
-// effect is what a tool does to the ledger, for its annotations.
-type effect int
-
-const (
-	reads       effect = iota // changes nothing
-	appends                   // adds a record that moves an obligation on
-	destructive               // ends an obligation for good (resolve, cancel, revoke, withdraw)
-)
-
 // A tool is what MCP lists: one Service method (a verb), or a group of
 // verbs of one family that all read or all write, chosen by the argument
 // "action". A
@@ -41,7 +32,7 @@ const (
 // arguments with the one strict decoder and calls the method.
 type tool struct {
 	name, title, description string
-	effect                   effect
+	effect                   verb.Effect  // for its annotations
 	doc                      reflect.Type // the document's struct type
 	// extra are arguments beside the document and the Call: what REST
 	// carries in the path (an expectation's id) or as the body (an
@@ -86,9 +77,18 @@ const (
 // requestIDMax bounds a request id, as REST bounds Idempotency-Key.
 const requestIDMax = service.RequestIDMax
 
+// act is an action the verb table runs as every binding does: its
+// arguments are the verb's request document (verb.Verb.Request), read by
+// the one strict decoder, and its answer the verb's (verb.Verb.Call). A
+// group or single fills it in from its verb (of); the tools below name a
+// Service method only where MCP reads its arguments its own way.
+func act(name, description string) tool {
+	return tool{name: name, description: description}
+}
+
 // write is a write method whose document is D.
 func write[D, R any](name, title, description string, m func(service.Service, context.Context, service.Call, D) (R, error)) tool {
-	return tool{name: name, title: title, description: description, effect: appends, doc: reflect.TypeFor[D](),
+	return tool{name: name, title: title, description: description, effect: verb.Write, doc: reflect.TypeFor[D](),
 		run: func(ctx context.Context, svc service.Service, c service.Call, body []byte, _ map[string]string) (any, error) {
 			d, err := decoded[D](body)
 			if err != nil {
@@ -110,7 +110,7 @@ func decoded[D any](body []byte) (D, error) {
 // what it writes to, which REST names in the path: here the argument id.
 func writeAt[D, R any](name, title, description string, id extra, m func(service.Service, context.Context, service.Call, string, D) (R, error)) tool {
 	id.required = true
-	return tool{name: name, title: title, description: description, effect: appends, doc: reflect.TypeFor[D](), extra: []extra{id},
+	return tool{name: name, title: title, description: description, effect: verb.Write, doc: reflect.TypeFor[D](), extra: []extra{id},
 		run: func(ctx context.Context, svc service.Service, c service.Call, body []byte, given map[string]string) (any, error) {
 			d, err := decoded[D](body)
 			if err != nil {
@@ -122,7 +122,7 @@ func writeAt[D, R any](name, title, description string, id extra, m func(service
 
 // read is a read method whose arguments D become what it takes by arg.
 func read[D, A, R any](name, title, description string, arg func(*D) (A, error), m func(service.Service, context.Context, service.Call, A) (R, error)) tool {
-	return tool{name: name, title: title, description: description, effect: reads, doc: reflect.TypeFor[D](),
+	return tool{name: name, title: title, description: description, effect: verb.Read, doc: reflect.TypeFor[D](),
 		run: func(ctx context.Context, svc service.Service, c service.Call, body []byte, _ map[string]string) (any, error) {
 			d, err := decoded[D](body)
 			if err != nil {
@@ -184,18 +184,22 @@ func group(name, title, description string, args []arg, impls ...tool) tool {
 	return t
 }
 
-// of is the tool t as the verb v: its effect and hints are v's.
+// of is the tool t as the verb v: its effect and hints are v's, and an
+// action (act) runs v.
 func (t tool) of(v verb.Verb) tool {
 	t.verbName = v.Name
 	t.idempotent = v.MCP.Idempotent
-	switch v.Effect {
-	case verb.Read:
-		t.effect = reads
-	case verb.Write:
-		t.effect = appends
-	default:
-		t.effect = destructive
+	if t.run == nil {
+		t.doc = v.Request
+		t.run = func(ctx context.Context, svc service.Service, c service.Call, body []byte, _ map[string]string) (any, error) {
+			d := reflect.New(v.Request)
+			if err := api.Decode("arguments", body, d.Interface()); err != nil {
+				return nil, err
+			}
+			return v.Call(ctx, svc, c, verb.Input{Doc: d.Interface()})
+		}
 	}
+	t.effect = v.Effect
 	return t
 }
 
@@ -257,9 +261,9 @@ func (t tool) takes(name string, grouped bool) bool {
 	case argSession:
 		return true
 	case argRequestID:
-		return t.effect != reads
+		return t.effect != verb.Read
 	case argNow:
-		return t.effect == reads
+		return t.effect == verb.Read
 	case argAction:
 		return grouped
 	}
@@ -391,7 +395,7 @@ func (t tool) inputSchema() (*jsonschema.Schema, error) {
 	s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}, AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}}
 	var common []string
 	for i, v := range t.verbs() {
-		if (v.effect == reads) != (t.effect == reads) {
+		if (v.effect == verb.Read) != (t.effect == verb.Read) {
 			return nil, fmt.Errorf("tool %s: verb %s reads in a tool that writes, or writes in one that reads", t.name, v.name)
 		}
 		props, _, err := v.verbSchema()
@@ -564,9 +568,9 @@ func (s *Server) addTool(t tool) error {
 	if err != nil {
 		return err
 	}
-	ann := &sdk.ToolAnnotations{ReadOnlyHint: t.effect == reads, OpenWorldHint: jsonschema.Ptr(false)}
-	if t.effect != reads {
-		ann.DestructiveHint = jsonschema.Ptr(t.effect == destructive)
+	ann := &sdk.ToolAnnotations{ReadOnlyHint: t.effect == verb.Read, OpenWorldHint: jsonschema.Ptr(false)}
+	if t.effect != verb.Read {
+		ann.DestructiveHint = jsonschema.Ptr(t.effect == verb.Destructive)
 		// A write given a request_id is idempotent; the hint is for the
 		// calls that give none.
 		ann.IdempotentHint = t.idempotent
@@ -651,7 +655,7 @@ func (s *Server) run(ctx context.Context, t tool, c service.Call, body []byte, g
 		return t.run(ctx, s.cfg.Service, c, body, given)
 	}
 	r := s.cfg.Retry.WithDefaults()
-	if t.effect != reads && c.RequestID == "" {
+	if t.effect != verb.Read && c.RequestID == "" {
 		c.RequestID = service.NewRequestID()
 		given[argRequestID] = c.RequestID
 	}

@@ -23,7 +23,6 @@ func TestToolsAreTheTables(t *testing.T) {
 			offered[[2]string{tl.name, a.name}] = a
 		}
 	}
-	effects := map[verb.Effect]effect{verb.Read: reads, verb.Write: appends, verb.Destructive: destructive}
 	for _, v := range verb.Table() {
 		if v.MCP.Tool == "" {
 			continue
@@ -34,8 +33,8 @@ func TestToolsAreTheTables(t *testing.T) {
 			t.Errorf("%s: tool %s action %q is not offered", v.Name, k[0], k[1])
 			continue
 		}
-		if a.verbName != v.Name || a.effect != effects[v.Effect] {
-			t.Errorf("%s: offered as %s with effect %d, the table's %s", v.Name, a.verbName, a.effect, v.Effect)
+		if a.verbName != v.Name || a.effect != v.Effect {
+			t.Errorf("%s: offered as %s with effect %s, the table's %s", v.Name, a.verbName, a.effect, v.Effect)
 		}
 		delete(offered, k)
 	}

@@ -256,6 +256,27 @@ func (r *snapReader) count() int {
 	return int(n)
 }
 
+// readRun reads a count and that many items into the slab, a slice whose
+// capacity the snapshot's header gave, and returns them as a full slice
+// expression of it, so a later append (an amend) copies instead of writing
+// into the next promise's items; nil when there are none. A count past the
+// slab's capacity is damage: it sets r.err and reads nothing.
+func readRun[T any](r *snapReader, slab *[]T, item func() T) []T {
+	n := r.count()
+	if len(*slab)+n > cap(*slab) {
+		r.err = errSnapshot
+		return nil
+	}
+	if n == 0 {
+		return nil
+	}
+	start := len(*slab)
+	for range n {
+		*slab = append(*slab, item())
+	}
+	return (*slab)[start:len(*slab):len(*slab)]
+}
+
 // ReadSnapshot decodes a snapshot written by AppendSnapshot, returning the
 // state and the bytes after it. The state keeps references into data: the
 // caller must not modify data afterwards.
@@ -300,18 +321,10 @@ func ReadSnapshot(data []byte) (*State, []byte, error) {
 		p.ID, p.Text, p.By, p.To = r.str(), r.str(), name(), name()
 		p.On, p.Task, p.Meta = r.str(), r.str(), r.str()
 		p.Seq, p.Declared = r.uvarint(), r.varint()
-		nh := r.count()
-		if nh == 0 || len(horizons)+nh > cap(horizons) {
-			r.err = errSnapshot
+		if p.Horizons = readRun(r, &horizons, r.varint); len(p.Horizons) == 0 {
+			r.err = errSnapshot // every promise has a deadline
 			break
 		}
-		start := len(horizons)
-		for j := 0; j < nh; j++ {
-			horizons = append(horizons, r.varint())
-		}
-		// A full slice expression, so a later amend copies instead of
-		// writing into the next promise's horizons.
-		p.Horizons = horizons[start:len(horizons):len(horizons)]
 		if r.byte1() == 1 {
 			if len(resolutions) == cap(resolutions) {
 				r.err = errSnapshot
@@ -319,33 +332,13 @@ func ReadSnapshot(data []byte) (*State, []byte, error) {
 			}
 			resolutions = append(resolutions, Resolution{As: r.str(), By: name()})
 			res := &resolutions[len(resolutions)-1]
-			ne := r.count()
-			if len(evidence)+ne > cap(evidence) {
-				r.err = errSnapshot
-				break
-			}
-			es := len(evidence)
-			for j := 0; j < ne; j++ {
-				evidence = append(evidence, r.str())
-			}
-			if ne > 0 {
-				res.Evidence = evidence[es:len(evidence):len(evidence)]
-			}
+			res.Evidence = readRun(r, &evidence, r.str)
 			res.Reason, res.At, res.Seq = r.str(), r.varint(), r.uvarint()
 			p.Resolution = res
 		}
-		na := r.count()
-		if len(assessments)+na > cap(assessments) {
-			r.err = errSnapshot
-			break
-		}
-		as := len(assessments)
-		for j := 0; j < na; j++ {
-			assessments = append(assessments, Assessment{Observer: name(), State: r.str(), Note: r.str(), Meta: r.str(), At: r.varint(), Seq: r.uvarint()})
-		}
-		if na > 0 {
-			p.Assessments = assessments[as:len(assessments):len(assessments)]
-		}
+		p.Assessments = readRun(r, &assessments, func() Assessment {
+			return Assessment{Observer: name(), State: r.str(), Note: r.str(), Meta: r.str(), At: r.varint(), Seq: r.uvarint()}
+		})
 		s.order = append(s.order, p)
 	}
 	if r.err != nil {

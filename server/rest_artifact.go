@@ -113,17 +113,6 @@ func (s *Server) artifactList(r *http.Request) (int, any, error) {
 	return http.StatusOK, res.JSON, err
 }
 
-// artifactVerifyOne re-hashes one artifact's stored copy: 200 with its row
-// when intact, else the refusal reading its bytes would give.
-func (s *Server) artifactVerifyOne(r *http.Request) (int, any, error) {
-	c, err := s.readCall(r)
-	if err != nil {
-		return 0, nil, err
-	}
-	res, err := s.local.VerifyArtifact(r.Context(), c, r.PathValue("id"), r.PathValue("artifact"))
-	return http.StatusOK, res.JSON, err
-}
-
 // claimArtifactGet streams an artifact's bytes after verifying them against
 // the recorded content digest; a damaged copy is refused, never served.
 func (s *Server) claimArtifactGet(w http.ResponseWriter, r *http.Request) {
@@ -173,15 +162,4 @@ func (s *Server) serveContent(w http.ResponseWriter, what string, ac service.Art
 	if _, err := io.Copy(w, ac.Body); err != nil {
 		s.cfg.Logger.Error("serving artifact bytes", "what", what, "err", err)
 	}
-}
-
-// claimGraph answers `tally claim graph`: every claim's state and every
-// relation between claims (now).
-func (s *Server) claimGraph(r *http.Request) (int, any, error) {
-	c, err := s.readCall(r)
-	if err != nil {
-		return 0, nil, err
-	}
-	res, err := s.local.ClaimGraph(r.Context(), c)
-	return http.StatusOK, res.JSON, err
 }

@@ -72,25 +72,3 @@ func (s *Server) claimArtifactPut(r *http.Request) (int, any, error) {
 	res, err := s.local.PublishArtifact(r.Context(), c, d, r.Body)
 	return http.StatusCreated, res.Doc, err
 }
-
-func (s *Server) claimList(r *http.Request) (int, any, error) {
-	c, err := s.readCall(r)
-	if err != nil {
-		return 0, nil, err
-	}
-	var q api.ClaimQuery
-	if err := api.DecodeQuery(r.URL.Query(), &q); err != nil {
-		return 0, nil, err
-	}
-	res, err := s.local.ListClaims(r.Context(), c, q.Filter())
-	return http.StatusOK, res.JSON, err
-}
-
-func (s *Server) claimShow(r *http.Request) (int, any, error) {
-	c, err := s.readCall(r)
-	if err != nil {
-		return 0, nil, err
-	}
-	res, err := s.local.Claim(r.Context(), c, r.PathValue("id"))
-	return http.StatusOK, res.JSON, err
-}

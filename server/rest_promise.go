@@ -27,28 +27,6 @@ func (s *Server) declare(r *http.Request, c service.Call, d *api.PromiseDeclare)
 	return res.Doc, err
 }
 
-func (s *Server) listPromises(r *http.Request) (int, any, error) {
-	c, err := s.readCall(r)
-	if err != nil {
-		return 0, nil, err
-	}
-	var q api.PromiseQuery
-	if err := api.DecodeQuery(r.URL.Query(), &q); err != nil {
-		return 0, nil, err
-	}
-	res, err := s.local.ListPromises(r.Context(), c, q.Filter())
-	return http.StatusOK, res.JSON, err
-}
-
-func (s *Server) showPromise(r *http.Request) (int, any, error) {
-	c, err := s.readCall(r)
-	if err != nil {
-		return 0, nil, err
-	}
-	res, err := s.local.Promise(r.Context(), c, r.PathValue("id"))
-	return http.StatusOK, res.JSON, err
-}
-
 // whoami answers with the identity the request acts as: what the CLI, as a
 // client, prints and acts as when no --as is given.
 func (s *Server) whoami(r *http.Request) (int, any, error) {

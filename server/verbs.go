@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"net/http"
 	"reflect"
 
@@ -25,9 +26,10 @@ type verbEndpoint struct {
 }
 
 // verbRoutes are the routes of every verb of the table that has one,
-// in the table's order. A verb without an endpoint here is a broken
-// build, refused by the first test that starts a server (and named by
-// TestVerbRoutes).
+// in the table's order. A write whose body is its document and a read
+// by GET that name no endpoint here are the table's (tableDefault,
+// tableRead); any other verb without one is a broken build, refused by
+// the first test that starts a server (and named by TestVerbRoutes).
 func (s *Server) verbRoutes() []route {
 	eps := s.verbEndpoints()
 	var out []route
@@ -40,6 +42,8 @@ func (s *Server) verbRoutes() []route {
 		case ok:
 		case v.Effect != verb.Read && v.HTTP.Body != "" && v.HTTP.Body != verb.BodyBytes:
 			e = verbEndpoint{serve: tableDefault(s)}
+		case v.Effect == verb.Read && v.HTTP.Method == "GET" && !v.HTTP.Stream:
+			e = verbEndpoint{serve: tableRead(s)}
 		default:
 			panic("server: verb " + v.Name + " has a route in the table and no endpoint")
 		}
@@ -90,6 +94,38 @@ func tableDefault(s *Server) func(verb.Verb) endpoint {
 	}
 }
 
+// tableRead is the endpoint of a read whose request is the table's (its
+// Request): its query parameters (an api.Query) and the members its path
+// names, run by its Call at the now the query names: every read the
+// server names no endpoint for.
+func tableRead(s *Server) func(verb.Verb) endpoint {
+	return func(v verb.Verb) endpoint {
+		return func(r *http.Request) (int, any, error) {
+			c, err := s.readCall(r)
+			if err != nil {
+				return 0, nil, err
+			}
+			d := reflect.New(v.Request).Interface()
+			if q, ok := d.(api.Query); ok {
+				if err := api.DecodeQuery(r.URL.Query(), q); err != nil {
+					return 0, nil, err
+				}
+			}
+			if len(v.HTTP.Members) > 0 {
+				path, err := withPathMembers(r, nil, v.HTTP.Members)
+				if err == nil {
+					err = json.Unmarshal(path, d)
+				}
+				if err != nil {
+					return 0, nil, err
+				}
+			}
+			doc, err := v.Call(r.Context(), s.local, c, verb.Input{Doc: d, Path: pathArgs(r, v)})
+			return statusOf(v), doc.JSON, err
+		}
+	}
+}
+
 // serviceWrite is a write route whose body is the api document D, run by
 // run (a rule of this binding's first, then the Service).
 func serviceWrite[D any](s *Server, in docRule[D], run func(r *http.Request, c service.Call, d *D) (service.Doc, error)) func(verb.Verb) endpoint {
@@ -110,21 +146,15 @@ func pathArgs(r *http.Request, v verb.Verb) []string {
 func (s *Server) verbEndpoints() map[string]verbEndpoint {
 	return map[string]verbEndpoint{
 		verb.PromiseDeclare: {serve: serviceWrite(s, docRule[api.PromiseDeclare]{}, s.declare)},
-		verb.PromiseList:    {serve: doc(s.listPromises)},
-		verb.PromiseShow:    {serve: doc(s.showPromise)},
 		verb.PromiseAmend:   {serve: tableWrite(s, docRule[api.PromiseAmend]{id: amendID})},
 		verb.PromiseResolve: {serve: tableWrite(s, docRule[api.PromiseResolve]{id: resolveID})},
 		verb.PromiseAssess:  {serve: tableWrite(s, docRule[api.PromiseAssess]{id: assessID})},
 
-		verb.ClaimList:           {serve: doc(s.claimList)},
-		verb.ClaimShow:           {serve: doc(s.claimShow)},
-		verb.ClaimCheckEvidence:  {serve: doc(s.claimReportWithEvidence), bodyMax: ArtifactBodyMax},
-		verb.ClaimArtifactPut:    {serve: doc(s.claimArtifactPut), bodyMax: ArtifactBodyMax},
-		verb.ClaimArtifactGet:    {stream: s.claimArtifactGet},
-		verb.ClaimArtifactVerify: {serve: doc(s.artifactVerifyOne)},
-		verb.ArtifactList:        {serve: doc(s.artifactList)},
-		verb.ArtifactContent:     {stream: s.contentGet},
-		verb.ClaimGraph:          {serve: doc(s.claimGraph)},
+		verb.ClaimCheckEvidence: {serve: doc(s.claimReportWithEvidence), bodyMax: ArtifactBodyMax},
+		verb.ClaimArtifactPut:   {serve: doc(s.claimArtifactPut), bodyMax: ArtifactBodyMax},
+		verb.ClaimArtifactGet:   {stream: s.claimArtifactGet},
+		verb.ArtifactList:       {serve: doc(s.artifactList)},
+		verb.ArtifactContent:    {stream: s.contentGet},
 
 		verb.ExpectRaise:     {serve: serviceWrite(s, docRule[api.ExpectRaise]{}, s.expectRaise)},
 		verb.ExpectList:      {serve: doc(s.expectList)},
@@ -138,7 +168,5 @@ func (s *Server) verbEndpoints() map[string]verbEndpoint {
 		verb.SessionVerify: {serve: doc(s.verify)},
 		verb.Verify:        {serve: doc(s.verifyAll)},
 		verb.SessionImport: {serve: doc(s.importLog), bodyMax: ImportBodyMax},
-
-		verb.WorkReady: {serve: doc(s.ready)},
 	}
 }

@@ -8,7 +8,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -19,18 +18,13 @@ import (
 	"syscall"
 	"time"
 
+	"tally/bench/internal/benchproc"
 	"tally/cluster"
 	"tally/cluster/replica"
 )
 
 func members(addr string) (cluster.Members, error) {
-	res, err := client.Get("http://" + addr + cluster.MembersPath)
-	if err != nil {
-		return cluster.Members{}, err
-	}
-	defer res.Body.Close()
-	var ms cluster.Members
-	return ms, json.NewDecoder(res.Body).Decode(&ms)
+	return benchproc.GetJSON[cluster.Members](client, "http://"+addr+cluster.MembersPath)
 }
 
 // gossipBytes is a node's tally_liveness_gossip_sent_bytes_total.
@@ -153,7 +147,7 @@ func livenessRun(nodes []*proc, size, stops int, idle time.Duration) error {
 				inc = m.Incarnation
 			}
 		}
-		victim.cmd.Process.Signal(syscall.SIGSTOP)
+		victim.run.Signal(syscall.SIGSTOP)
 		t0 := time.Now()
 		var s, d time.Duration
 		for end := t0.Add(60 * time.Second); time.Now().Before(end) && d == 0; time.Sleep(50 * time.Millisecond) {
@@ -173,7 +167,7 @@ func livenessRun(nodes []*proc, size, stops int, idle time.Duration) error {
 				}
 			}
 		}
-		victim.cmd.Process.Signal(syscall.SIGCONT)
+		victim.run.Signal(syscall.SIGCONT)
 		if d == 0 {
 			return fmt.Errorf("node %d not settled dead within 60s", victim.id)
 		}

@@ -20,14 +20,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -39,6 +36,7 @@ import (
 	"syscall"
 	"time"
 
+	"tally/bench/internal/benchproc"
 	"tally/cluster"
 	"tally/cluster/replica"
 )
@@ -86,18 +84,8 @@ type proc struct {
 	args             []string
 	prof             string // the CPU profile's file name in profDir
 	addr, raft, data string
-	cmd              *exec.Cmd
-	exited           chan struct{}
 	stderr           io.Writer // where its log goes (nil: nowhere)
-}
-
-func freePort() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	run              *benchproc.Process
 }
 
 func (p *proc) start(bin string) error {
@@ -106,95 +94,28 @@ func (p *proc) start(bin string) error {
 		p.args = slices.Delete(slices.Clone(p.args), i, i+2)
 	}
 	cmd := exec.Command(bin, p.args...)
-	var stderr tail
-	cmd.Stderr = &stderr
-	if p.stderr != nil {
-		cmd.Stderr = p.stderr
-	}
+	cmd.Stderr = p.stderr
 	if profDir != "" && p.prof != "" {
 		// tally-server itself: tally would start the profile's timer and
 		// then exec it, whose SIGPROF can come before its runtime handles it.
 		cmd = exec.Command(filepath.Join(filepath.Dir(bin), "tally-server"), p.args...)
-		cmd.Stderr = &stderr
 		cmd.Env = append(os.Environ(), "TALLY_CPUPROFILE="+filepath.Join(profDir, p.prof))
 	}
-	out, err := cmd.StdoutPipe()
+	run, err := benchproc.Start(cmd)
 	if err != nil {
 		return err
 	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	p.cmd, p.exited = cmd, make(chan struct{})
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "serving") {
-				ready <- true
-			}
-		}
-		ready <- false
-	}()
-	go func() { cmd.Wait(); close(p.exited) }()
-	select {
-	case ok := <-ready:
-		if ok {
-			return nil
-		}
-		<-p.exited
-		return fmt.Errorf("%v exited before serving (%v): %s", p.args, cmd.ProcessState, stderr.String())
-	case <-time.After(30 * time.Second):
-		p.kill()
-		return fmt.Errorf("%v did not serve in 30s", p.args)
-	}
+	p.run = run
+	return nil
 }
 
-// tail keeps the last 2 KiB written to it: a server's stderr, to say why
-// it did not start.
-type tail struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > 2048 {
-		t.b = append(t.b[:0], t.b[len(t.b)-2048:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.TrimSpace(string(t.b))
-}
-
-// cpuOf is the CPU time the processes have used (user and system), read
-// from /proc; zero where it cannot be read.
+// cpuOf is the CPU time the processes have used (user and system).
 func cpuOf(ps ...*proc) time.Duration {
-	var total time.Duration
+	var pids []int
 	for _, p := range ps {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
-		if err != nil {
-			continue
-		}
-		// Fields after the command's closing parenthesis; utime and stime
-		// are the 14th and 15th of the whole line, in clock ticks (100 a
-		// second on Linux).
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(f) < 13 {
-			continue
-		}
-		var ut, st int64
-		fmt.Sscan(f[11], &ut)
-		fmt.Sscan(f[12], &st)
-		total += time.Duration(ut+st) * 10 * time.Millisecond
+		pids = append(pids, p.run.Pid())
 	}
-	return total
+	return benchproc.CPU(pids...)
 }
 
 // selfCPU is this process's CPU time: the load generator's.
@@ -207,32 +128,25 @@ func selfCPU() time.Duration {
 }
 
 func (p *proc) kill() {
-	if p.cmd != nil {
-		p.cmd.Process.Kill()
-		<-p.exited
+	if p.run != nil {
+		p.run.Kill()
 	}
 }
 
 func (p *proc) stop() {
-	if p.cmd == nil {
-		return
-	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(5 * time.Second):
-		p.kill()
+	if p.run != nil {
+		p.run.Stop()
 	}
 }
 
 const secret = "bench-join-secret-0123456789"
 
 func clusterNode(dir string, id uint64, extra ...string) *proc {
-	p := &proc{id: id, addr: freePort(), raft: freePort(), data: filepath.Join(dir, fmt.Sprintf("n%d", id))}
+	p := &proc{id: id, addr: benchproc.FreePort(), raft: benchproc.FreePort(), data: filepath.Join(dir, fmt.Sprintf("n%d", id))}
 	// Its own gossip address: the default (the raft port + 1) may be a port
 	// another node here was given.
 	p.args = append([]string{"serve", "--cluster", "--insecure-dev", "--node-id", fmt.Sprint(id), "--raft-addr", p.raft,
-		"--addr", p.addr, "--data", p.data, "--join-secret", secret, "--gossip-addr", freePort()}, extra...)
+		"--addr", p.addr, "--data", p.data, "--join-secret", secret, "--gossip-addr", benchproc.FreePort()}, extra...)
 	return p
 }
 
@@ -266,13 +180,7 @@ func stopAll(ps []*proc) {
 var client = &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 
 func status(addr string) (cluster.Status, error) {
-	res, err := client.Get("http://" + addr + cluster.StatusPath)
-	if err != nil {
-		return cluster.Status{}, err
-	}
-	defer res.Body.Close()
-	var st cluster.Status
-	return st, json.NewDecoder(res.Body).Decode(&st)
+	return benchproc.GetJSON[cluster.Status](client, "http://"+addr+cluster.StatusPath)
 }
 
 // waitSettled waits until every live node sees a leader and every member a
@@ -325,16 +233,14 @@ func load(addrs []string, clients int, d time.Duration) float64 {
 	defer cancel()
 	var wg sync.WaitGroup
 	start := time.Now()
-	for i := 0; i < clients; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
+	for i := range clients {
+		wg.Go(func() {
 			for ctx.Err() == nil {
 				if declare(addrs[i%len(addrs)]) {
 					acked.Add(1)
 				}
 			}
-		}(i)
+		})
 	}
 	wg.Wait()
 	return float64(acked.Load()) / time.Since(start).Seconds()
@@ -354,7 +260,7 @@ func run(bin, before string, clients int, d time.Duration, rounds, failovers int
 		return float64(cpu.Microseconds()) / (rate * d.Seconds())
 	}
 	for r := 1; r <= rounds; r++ {
-		single := &proc{addr: freePort(), prof: fmt.Sprintf("single-%d.pprof", r)}
+		single := &proc{addr: benchproc.FreePort(), prof: fmt.Sprintf("single-%d.pprof", r)}
 		sdir := filepath.Join(dir, fmt.Sprintf("single%d", r))
 		single.args = []string{"serve", "--insecure-dev", "--dir", sdir, "--addr", single.addr, "--watch-every", "0"}
 		if err := single.start(bin); err != nil {
@@ -423,10 +329,8 @@ func run(bin, before string, clients int, d time.Duration, rounds, failovers int
 		first := make(chan time.Duration, 1)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		var wg sync.WaitGroup
-		for c := 0; c < 8; c++ {
-			wg.Add(1)
-			go func(c int) {
-				defer wg.Done()
+		for c := range 8 {
+			wg.Go(func() {
 				for ctx.Err() == nil {
 					if declare(others[c%len(others)]) {
 						select {
@@ -436,7 +340,7 @@ func run(bin, before string, clients int, d time.Duration, rounds, failovers int
 						cancel()
 					}
 				}
-			}(c)
+			})
 		}
 		wg.Wait()
 		cancel()
@@ -486,16 +390,14 @@ func catchUp(bin string, clients, events int) error {
 	left.Store(int64(events))
 	var wg sync.WaitGroup
 	start := time.Now()
-	for i := 0; i < clients; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
+	for i := range clients {
+		wg.Go(func() {
 			for left.Add(-1) >= 0 {
 				for !declare(addrs[i%len(addrs)]) {
 					time.Sleep(10 * time.Millisecond)
 				}
 			}
-		}(i)
+		})
 	}
 	wg.Wait()
 	fmt.Printf("catch-up: %d events written in %v\n", events, time.Since(start).Round(time.Millisecond))

@@ -10,24 +10,21 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"tally/bench/internal/benchproc"
 	"tally/cluster"
 )
 
@@ -66,18 +63,9 @@ func (r result) meanBytes() float64 {
 	return float64(sum) / float64(len(r.bytes))
 }
 
-func freePort() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 type proc struct {
 	addr, data string
-	cmd        *exec.Cmd
+	run        *benchproc.Process
 }
 
 // measure runs a cluster of n nodes, writes, stops it and measures it.
@@ -90,33 +78,24 @@ func measure(bin string, n, writes, clients, sessions int) (result, error) {
 	var procs []*proc
 	defer func() {
 		for _, p := range procs {
-			p.cmd.Process.Kill()
-			p.cmd.Wait()
+			p.run.Kill()
 		}
 	}()
 	for i := 1; i <= n; i++ {
-		p := &proc{addr: freePort(), data: filepath.Join(dir, fmt.Sprint(i))}
-		args := []string{"serve", "--cluster", "--insecure-dev", "--node-id", fmt.Sprint(i), "--raft-addr", freePort(), "--addr", p.addr,
+		p := &proc{addr: benchproc.FreePort(), data: filepath.Join(dir, fmt.Sprint(i))}
+		args := []string{"serve", "--cluster", "--insecure-dev", "--node-id", fmt.Sprint(i), "--raft-addr", benchproc.FreePort(), "--addr", p.addr,
 			"--data", p.data, "--zone", string(rune('a' + (i-1)%3)), "--join-secret", "bench-join-secret-0123456789"}
 		if i == 1 {
 			args = append(args, "--bootstrap", "--replicas", "3")
 		} else {
 			args = append(args, "--join", procs[0].addr)
 		}
-		p.cmd = exec.Command(bin, args...)
-		p.cmd.Stderr = io.Discard
-		out, err := p.cmd.StdoutPipe()
+		run, err := benchproc.Start(exec.Command(bin, args...))
 		if err != nil {
 			return result{}, err
 		}
-		if err := p.cmd.Start(); err != nil {
-			return result{}, err
-		}
+		p.run = run
 		procs = append(procs, p)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() && !strings.Contains(sc.Text(), "serving on") {
-		}
-		go io.Copy(io.Discard, out)
 	}
 	if err := settle(procs[0].addr, 90*time.Second); err != nil {
 		return result{}, err
@@ -128,16 +107,14 @@ func measure(bin string, n, writes, clients, sessions int) (result, error) {
 	var wg sync.WaitGroup
 	start := time.Now()
 	for c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := next.Add(1) - 1; i < int64(writes); i = next.Add(1) - 1 {
 				if err := write(hc, procs[(int(i)+c)%n].addr, fmt.Sprintf("s%d", i%int64(sessions)), fmt.Sprintf("w%d", i)); err != nil {
 					failed.Store(err)
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	took := time.Since(start)
@@ -148,8 +125,7 @@ func measure(bin string, n, writes, clients, sessions int) (result, error) {
 	time.Sleep(2 * time.Second)
 	r := result{took: took, cpu: cpuOf(procs) - cpu0}
 	for _, p := range procs {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		p.cmd.Wait()
+		p.run.Stop()
 	}
 	for _, p := range procs {
 		r.bytes = append(r.bytes, du(p.data))
@@ -162,13 +138,7 @@ func measure(bin string, n, writes, clients, sessions int) (result, error) {
 // in flight.
 func settle(addr string, d time.Duration) error {
 	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-		res, err := http.Get("http://" + addr + cluster.StatusPath)
-		if err != nil {
-			continue
-		}
-		var st cluster.Status
-		err = json.NewDecoder(res.Body).Decode(&st)
-		res.Body.Close()
+		st, err := benchproc.GetJSON[cluster.Status](http.DefaultClient, "http://"+addr+cluster.StatusPath)
 		if err != nil || len(st.Placement.Groups) == 0 {
 			continue
 		}
@@ -220,36 +190,13 @@ func write(hc *http.Client, addr, session, key string) error {
 	return fmt.Errorf("write %s: no answer after 50 tries", key)
 }
 
-// cpuOf is the processes' user and system CPU so far (with their
-// children: tally runs tally-server), from /proc.
+// cpuOf is the processes' user and system CPU so far.
 func cpuOf(procs []*proc) time.Duration {
-	var total time.Duration
+	var pids []int
 	for _, p := range procs {
-		for _, pid := range append([]int{p.cmd.Process.Pid}, children(p.cmd.Process.Pid)...) {
-			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-			if err != nil {
-				continue
-			}
-			f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-			ut, _ := strconv.ParseInt(f[11], 10, 64)
-			st, _ := strconv.ParseInt(f[12], 10, 64)
-			total += time.Duration(ut+st) * time.Second / 100 // USER_HZ
-		}
+		pids = append(pids, p.run.Pid())
 	}
-	return total
-}
-
-// children are a process's child pids.
-func children(pid int) []int {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		if c, err := strconv.Atoi(f); err == nil {
-			out = append(out, c)
-			out = append(out, children(c)...)
-		}
-	}
-	return out
+	return benchproc.CPU(pids...)
 }
 
 // du is the bytes of the files under dir.

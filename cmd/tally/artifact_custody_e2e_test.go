@@ -6,12 +6,8 @@ package main
 // `artifact verify --store` and `artifact collect` do the same on demand.
 
 import (
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,19 +37,14 @@ func custodyClaim(t *testing.T, as func(who string, args ...string) result) {
 // fails after ten seconds.
 func awaitMetric(t *testing.T, url, name string, ok func(float64) bool) float64 {
 	t.Helper()
-	re := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var v float64
-		resp, err := http.Get(url + "/metrics")
+		text, err := metricsText(url)
 		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if m := re.FindSubmatch(b); m != nil {
-				v, _ = strconv.ParseFloat(string(m[1]), 64)
-				if ok(v) {
-					return v
-				}
+			var found bool
+			if v, found = sampleSum(text, name, ""); found && ok(v) {
+				return v
 			}
 		}
 		if time.Now().After(deadline) {

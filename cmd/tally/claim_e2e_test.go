@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"tally/verb/verbtest"
 )
 
 const (
@@ -121,13 +123,8 @@ func targetState(check map[string]any, art string) string {
 	return ""
 }
 
-// c17 is the claim document of the seed: Behavior (a command) and Review (an
-// agentic-only quality check) on the same change.
-const c17 = `{"claim":"C17","respondent":"parser","work":"reject incomplete Unicode escapes",
- "scope":"string parser and its regression tests",
- "slots":[{"name":"change","mode":"required","checks":[
-  {"id":"behavior","validator":{"name":"command","version":"1"},"evaluator":"maintainer","mode":"required","phases":["programmatic"],"attempts":2},
-  {"id":"review","validator":{"name":"review","version":"1"},"evaluator":"maintainer","mode":"required","phases":["quality"],"attempts":1}]}]}`
+// c17 is the claim document of the seed (verbtest.C17).
+const c17 = verbtest.C17
 
 // deliver publishes a patch for the change slot and closes, posts and has
 // the claimant receive a testament binding it.

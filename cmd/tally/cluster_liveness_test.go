@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -80,21 +78,12 @@ func memberOf(ms cluster.Members, id uint64) cluster.MemberLiveness {
 // node's /metrics.
 func metric(t *testing.T, addr, name, match string) float64 {
 	t.Helper()
-	res, err := httpc.Get("http://" + addr + "/metrics")
+	text, err := metricsText("http://" + addr)
 	if err != nil {
 		t.Fatalf("metrics of %s: %v", addr, err)
 	}
-	defer res.Body.Close()
-	var sum float64
-	sc := bufio.NewScanner(res.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, name) && (line[len(name)] == ' ' || line[len(name)] == '{') && strings.Contains(line, match) {
-			v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-			sum += v
-		}
-	}
-	return sum
+	v, _ := sampleSum(text, name, match)
+	return v
 }
 
 // metaLeaderOf is the node leading the meta group (the deciding table),

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -132,23 +131,16 @@ func TestClusterSnapshotToNewNode(t *testing.T) {
 	}
 }
 
-// metricValue reads one unlabelled metric from a node's /metrics.
+// metricValue reads one metric from a node's /metrics.
 func metricValue(t *testing.T, n *cnode, name string) float64 {
 	t.Helper()
-	req, err := http.NewRequest("GET", n.url()+"/metrics", nil)
+	text, err := metricsText(n.url())
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, b := exchange(t, req)
-	for _, line := range strings.Split(b, "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				t.Fatalf("metric %s: %q", name, line)
-			}
-			return f
-		}
+	v, ok := sampleSum(text, name, "")
+	if !ok {
+		t.Fatalf("node %d's /metrics has no %s", n.id, name)
 	}
-	t.Fatalf("node %d's /metrics has no %s", n.id, name)
-	return 0
+	return v
 }

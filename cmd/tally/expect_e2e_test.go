@@ -290,16 +290,22 @@ func raiseMany(l *led, n int, base time.Time) {
 	}
 }
 
+// checkOnce wants want distinct lapses in the log, each recorded once.
 func checkOnce(t *testing.T, l *led, want int) {
 	t.Helper()
-	recs := l.lapseRecords()
-	for k, n := range recs {
+	eachOnce(t, "recorded", l.lapseRecords(), want)
+}
+
+// eachOnce wants want distinct lapses in counts, each counted once.
+func eachOnce(t *testing.T, what string, counts map[string]int, want int) {
+	t.Helper()
+	for k, n := range counts {
 		if n != 1 {
-			t.Fatalf("lapse %s recorded %d times", k, n)
+			t.Fatalf("lapse %s %s %d times", k, what, n)
 		}
 	}
-	if len(recs) != want {
-		t.Fatalf("%d distinct lapses, want %d", len(recs), want)
+	if len(counts) != want {
+		t.Fatalf("%d distinct lapses %s, want %d", len(counts), what, want)
 	}
 }
 
@@ -332,14 +338,7 @@ func TestExpectConcurrentWatchersRecordEachLapseOnce(t *testing.T) {
 		wg.Wait()
 	}
 	checkOnce(t, l, n) // every expectation overdue once; no horizon passed yet
-	for k, c := range delivered {
-		if c != 1 {
-			t.Fatalf("lapse %s delivered %d times by two watchers sharing a journal", k, c)
-		}
-	}
-	if len(delivered) != n {
-		t.Fatalf("delivered %d lapses, want %d", len(delivered), n)
-	}
+	eachOnce(t, "delivered by two watchers sharing a journal", delivered, n)
 }
 
 func TestExpectKilledWatcherRestarts(t *testing.T) {

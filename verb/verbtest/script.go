@@ -9,9 +9,11 @@ import (
 // pinkiLine is a promise as pinki wrote it, for an import.
 const pinkiLine = `{"ts":"2026-01-01T00:00:00Z","type":"promise","id":"pnk_000001","promise":"old","by":"carol","to":"dan","until":"2026-02-01T00:00:00Z"}` + "\n"
 
-// c17 is the proof-of-work seed's claim: two checks of the maintainer's
-// on one change.
-const c17 = `{"claim":"C17","respondent":"parser","work":"reject incomplete Unicode escapes",
+// C17 is the proof-of-work seed's claim: Behavior (a command) and Review
+// (an agentic-only quality check), both the maintainer's, on the same
+// change. Every binding's tests create it.
+const C17 = `{"claim":"C17","respondent":"parser","work":"reject incomplete Unicode escapes",
+ "scope":"string parser and its regression tests",
  "slots":[{"name":"change","mode":"required","checks":[
   {"id":"behavior","validator":{"name":"command","version":"1"},"evaluator":"maintainer","mode":"required","phases":["programmatic"],"attempts":2},
   {"id":"review","validator":{"name":"review","version":"1"},"evaluator":"maintainer","mode":"required","phases":["quality"],"attempts":1}]}]}`
@@ -76,8 +78,8 @@ func Script() []Step {
 		ok(verb.ExpectLapse, "tally/timekeeper", `{"expectationId":"e5","lapse":"overdue"}`),
 
 		// Claims.
-		ok(verb.ClaimCreate, "maintainer", c17),
-		no(verb.ClaimCreate, "maintainer", c17),
+		ok(verb.ClaimCreate, "maintainer", C17),
+		no(verb.ClaimCreate, "maintainer", C17),
 		ok(verb.ClaimShow, "", `{"claim":"C17"}`),
 		no(verb.ClaimShow, "", `{"claim":"nope"}`),
 		ok(verb.ClaimList, "", `{}`),
