@@ -155,6 +155,8 @@ type MetaCommand struct {
 	GroupConf *GroupConf `json:"group_conf,omitempty"`
 	// Liveness is a node.liveness's fact.
 	Liveness *LivenessFact `json:"liveness,omitempty"`
+	// Move is a move.begin's or move.step's (move.go).
+	Move *MoveStep `json:"move,omitempty"`
 	TS       int64         `json:"ts,omitempty"` // Unix nanoseconds, the proposer's clock
 }
 

@@ -45,6 +45,12 @@ type snapshotHead struct {
 	Policy *Policy `json:"policy,omitempty"`
 	// Liveness are the meta group's committed liveness facts.
 	Liveness []LivenessFact `json:"liveness,omitempty"`
+	// Epochs and Moves are the meta group's sessions' epochs and moves.
+	Epochs map[string]uint64 `json:"epochs,omitempty"`
+	Moves  []Move            `json:"moves,omitempty"`
+	// Moving are a data group's sessions fenced for a move: tenant/session
+	// → the group each moves to.
+	Moving map[string]uint64 `json:"moving,omitempty"`
 	// Uploads are a data group's used uploads' records, by id.
 	Uploads map[string]uploadRecord `json:"uploads,omitempty"`
 	// Fences are a data group's fenced sessions: tenant/session → the
