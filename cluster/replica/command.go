@@ -157,7 +157,7 @@ type MetaCommand struct {
 	Liveness *LivenessFact `json:"liveness,omitempty"`
 	// Move is a move.begin's or move.step's (move.go).
 	Move *MoveStep `json:"move,omitempty"`
-	TS       int64         `json:"ts,omitempty"` // Unix nanoseconds, the proposer's clock
+	TS   int64     `json:"ts,omitempty"` // Unix nanoseconds, the proposer's clock
 }
 
 // Meta operations.
