@@ -127,6 +127,7 @@ func newCluster(g cli.Env) *cobra.Command {
 	add.Flags().StringVar(&gossipAddr, "gossip-addr", "", "the node's --gossip-addr, if it is given one")
 	c.AddCommand(newClusterHeal(g, &addr, signedNode)...)
 	c.AddCommand(transfer, add, remove, newClusterPlace(g, &addr, secretOf), newClusterPlacements(g, &addr, secretOf),
+		newClusterMove(g, &addr, secretOf), newClusterMoves(g, &addr, secretOf),
 		newClusterConfigure(g, &addr, secretOf),
 		view("decisions", "The placement driver's recent decisions: each group change, why, and what became of it", printClusterDecisions),
 		view("status", "The cluster id, this node, its members and the failures the placement tolerates", printClusterStatus),
@@ -313,6 +314,11 @@ func printClusterStatus(g cli.Env, st cluster.Status) error {
 	fmt.Fprintln(w, st.Tolerates.Summary)
 	if st.Placements > 0 {
 		fmt.Fprintf(w, "%d session(s) placed by the directory (tally cluster placements lists them)\n", st.Placements)
+	}
+	for _, mv := range st.Moves {
+		if !mv.Ended() {
+			fmt.Fprintf(w, "moving %s from group %d to group %d: %s (move %d)\n", mv.Name(), mv.From, mv.To, mv.Step, mv.ID)
+		}
 	}
 	return printPlacement(g, st)
 }

@@ -42,6 +42,10 @@ const (
 	MoveActivated = "activated"
 	MoveRetired   = "retired"
 	MoveAborted   = "aborted"
+	// After an abort: the source took the session's writes again
+	// (unfenced), then the destination's copy went (unwound).
+	MoveUnfenced = "unfenced"
+	MoveUnwound  = "unwound"
 )
 
 // Refusal codes of a move's requests.
@@ -75,6 +79,10 @@ type Move struct {
 	Chain  string `json:"chain,omitempty"`
 	Length uint64 `json:"length,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Unfenced and Unwound follow an abort: the source serves the
+	// session's writes again; the destination's copy is gone.
+	Unfenced bool `json:"unfenced,omitempty"`
+	Unwound  bool `json:"unwound,omitempty"`
 	// The instants (Unix nanoseconds, the proposers' clocks) of its begin,
 	// fence, activation and last step.
 	Began     int64 `json:"began"`
@@ -163,6 +171,11 @@ func beginMove(d directory, s MoveStep, groups int, ts int64) (directory, Outcom
 	if from == s.To {
 		return d, Outcome{Err: vocab.Conflictf("group", fmt.Sprintf("session %s is in group %d already", name, s.To))}
 	}
+	for _, mv := range d.moves {
+		if mv.Name() == name && mv.Step == MoveAborted && !mv.Unwound && mv.To == s.To {
+			return d, Outcome{Err: vocab.Conflictf("group", fmt.Sprintf("move %d of %s to group %d was aborted and its copy there is not dropped yet: retry once it is (tally cluster moves)", mv.ID, name, s.To))}
+		}
+	}
 	var id uint64
 	for _, mv := range d.moves {
 		id = max(id, mv.ID)
@@ -182,6 +195,11 @@ func stepMove(d directory, s MoveStep, ts int64) (directory, Outcome) {
 			if mv := d.moves[j]; mv.Name() == name {
 				if mv.Step == s.Step {
 					return d, Outcome{Value: mv}
+				}
+				if mv.Step == MoveAborted && (s.Step == MoveUnfenced || s.Step == MoveUnwound) {
+					mv.Unfenced = true
+					mv.Unwound = mv.Unwound || s.Step == MoveUnwound
+					return d.with(j, mv, ts), Outcome{Value: mv}
 				}
 				if s.Step == MoveAborted && mv.Step == MoveRetired {
 					return d, Outcome{Err: vocab.Conflictf("session", fmt.Sprintf("move %d of %s was activated: there is no abort after activation (moving back is another move)", mv.ID, name))}

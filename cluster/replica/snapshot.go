@@ -93,7 +93,7 @@ func (m *dataSM) snapshot(group uint64) (snapshotHead, []node.ManifestEntry, err
 	if err != nil {
 		return snapshotHead{}, nil, fmt.Errorf("replica: snapshot group %d: %w", group, err)
 	}
-	head.Uploads, head.Fences = uploads, m.groupFences(group)
+	head.Uploads, head.Fences, head.Moving = uploads, m.groupFences(group), m.groupMoving(group)
 	if head.Receipts, err = m.groupReceipts(group); err != nil {
 		return snapshotHead{}, nil, fmt.Errorf("replica: snapshot group %d: %w", group, err)
 	}
@@ -249,6 +249,9 @@ func (m *dataSM) replaceGroup(group uint64, man node.Manifest, head snapshotHead
 	}
 	place, err := m.clearPlace(group, pb, head.Fences)
 	if err != nil {
+		return err
+	}
+	if err := m.restoreMoving(group, pb, place, head.Moving); err != nil {
 		return err
 	}
 	err = man.ReadEntries(body, func(e node.ManifestEntry, r io.Reader) error {
