@@ -167,3 +167,146 @@ func TestClusterMove(t *testing.T) {
 		t.Errorf("a write after the move did not commit in group %d", to)
 	}
 }
+
+// Three nodes, one voter a data group: a move to a group whose only node
+// is killed stalls before its fence; the operator aborts it and the
+// session takes writes as before. A second move there, left alone, is
+// aborted by the mover once it made no step for MoveStallMax, and the
+// source serves the session's writes again.
+func TestClusterMoveAborted(t *testing.T) {
+	nodes := startPlaced(t, t.TempDir(), []string{"a", "b", "c"}, "--replicas", "1")
+	var st cluster.Status
+	waitUntil(t, "every data group at 1 voter, spread over the nodes", 90*time.Second, func() bool {
+		var ok bool
+		if st, ok = placedAt(nodes[0], 1); !ok {
+			return false
+		}
+		per := map[uint64]int{}
+		for _, g := range st.Placement.Groups {
+			if g.Group != 1 {
+				per[g.Voters[0].ID]++
+			}
+		}
+		return per[1] >= 2 && per[2] >= 2 && per[3] >= 2
+	})
+	on := map[uint64][]uint64{} // node → its data groups
+	for _, g := range st.Placement.Groups {
+		if g.Group != 1 {
+			on[g.Voters[0].ID] = append(on[g.Voters[0].ID], g.Group)
+		}
+	}
+	var dead uint64
+	for id, gs := range on {
+		if len(gs) >= 2 && (dead == 0 || id > dead) {
+			dead = id
+		}
+	}
+	if dead == 0 {
+		t.Fatalf("no node holds two data groups: %v", on)
+	}
+	var src, srcNode, third uint64
+	for id, gs := range on {
+		if id != dead && len(gs) > 0 {
+			src, srcNode = gs[0], id
+		}
+	}
+	for _, n := range nodes {
+		if n.id != dead && n.id != srcNode {
+			third = n.id
+		}
+	}
+	if len(on[third]) == 0 {
+		t.Fatalf("node %d holds no data group: %v", third, on)
+	}
+	session := sessionOf("moving", src)
+	var live []*cnode
+	for _, n := range nodes {
+		if n.id != dead {
+			live = append(live, n)
+		}
+	}
+	for i := range 50 {
+		if !placedWrite(live[i%2].addr, session, fmt.Sprintf("before-%d", i)) {
+			t.Fatalf("write %d to %s", i, session)
+		}
+	}
+	secret := secretEnv()
+
+	// A move between two nodes: the destination's node copies the log
+	// from the source's, and the source's drops it once retired.
+	copied := sessionOf("copied", src)
+	for i := range 100 {
+		if !placedWrite(live[i%2].addr, copied, fmt.Sprintf("before-%d", i)) {
+			t.Fatalf("write %d to %s", i, copied)
+		}
+	}
+	dest := on[third][0]
+	r := run(t, secret, "cluster", "move", "acme/"+copied, "--group", fmt.Sprint(dest), "--node", nodes[dead-1].addr)
+	if r.code != 0 || !strings.Contains(r.out, fmt.Sprintf("acme/%s moved from group %d to group %d", copied, src, dest)) {
+		t.Fatalf("move to node %d: %v", third, r)
+	}
+	waitUntil(t, "the source's copy dropped", 30*time.Second, func() bool {
+		_, held := nodeLogs(t, nodes[srcNode-1])["acme/"+copied]
+		return !held
+	})
+	if log := nodeLogs(t, nodes[third-1])["acme/"+copied]; strings.Count(string(log), "\n") < 100 {
+		t.Errorf("node %d holds %d lines of acme/%s", third, strings.Count(string(log), "\n"), copied)
+	}
+	if !placedWrite(live[0].addr, copied, "after") {
+		t.Error("a write after the move between nodes")
+	}
+	if code, got := readPlaced(nodes[srcNode-1].addr, copied); code != http.StatusOK || len(got) != 101 {
+		t.Errorf("read through the source's node: %d, %d promises, want 101", code, len(got))
+	}
+
+	nodes[dead-1].kill9()
+
+	// The operator's abort.
+	r = run(t, secret, "cluster", "move", "acme/"+session, "--group", fmt.Sprint(on[dead][0]), "--wait", "0", "--node", live[0].addr)
+	if r.code != 0 || !strings.Contains(r.out, "begun") {
+		t.Fatalf("move to the dead node's group: %v", r)
+	}
+	if r := run(t, secret, "cluster", "move", "acme/"+session, "--group", fmt.Sprint(on[dead][1]), "--node", live[1].addr); r.code != 1 || !strings.Contains(r.err, "is moving already") {
+		t.Errorf("a second move: %v", r)
+	}
+	r = run(t, secret, "cluster", "move", "acme/"+session, "--abort", "--node", live[1].addr)
+	if r.code != 0 || !strings.Contains(r.out, "aborted (aborted by the operator)") {
+		t.Fatalf("abort: %v", r)
+	}
+	if r := run(t, secret, "cluster", "move", "acme/"+session, "--abort", "--node", live[1].addr); r.code != 0 || !strings.Contains(r.out, "move 2 of acme/"+session+" aborted") {
+		t.Errorf("abort again (answered as the first): %v", r)
+	}
+	waitUntil(t, "a write after the abort", 10*time.Second, func() bool { return placedWrite(live[0].addr, session, "after-abort") })
+
+	// The mover's abort, MoveStallMax after its last step.
+	start := time.Now()
+	r = run(t, secret, "cluster", "move", "acme/"+session, "--group", fmt.Sprint(on[dead][1]), "--node", live[0].addr)
+	if r.code != 1 || !strings.Contains(r.err, "was aborted: no step for 10s") {
+		t.Fatalf("move left to stall: %v", r)
+	}
+	waitUntil(t, "a write after the mover's abort", 5*time.Second, func() bool { return placedWrite(live[1].addr, session, "after-timeout") })
+	t.Logf("the stalled move aborted and the source serving after %s", time.Since(start).Round(time.Millisecond))
+	if d := time.Since(start); d > cluster.MoveStallMax+15*time.Second {
+		t.Errorf("the source served again after %s", d)
+	}
+	r = run(t, secret, "cluster", "moves", "--node", live[0].addr, "--json")
+	var doc cluster.Moves
+	if err := json.Unmarshal([]byte(r.out), &doc); r.code != 0 || err != nil || len(doc.Moves) != 3 {
+		t.Fatalf("moves: %v (%v)", r, err)
+	}
+	if mv := doc.Moves[0]; mv.Session != copied || mv.Step != replica.MoveRetired {
+		t.Errorf("move %d: %+v", mv.ID, mv)
+	}
+	for _, mv := range doc.Moves[1:] {
+		if mv.Step != replica.MoveAborted || !mv.Unfenced || mv.Unwound {
+			t.Errorf("move %d: %+v", mv.ID, mv)
+		}
+	}
+	if r := run(t, secret, "cluster", "placements", "--node", live[1].addr); r.code != 0 || strings.Contains(r.out, session) {
+		t.Errorf("placements after the aborts: %v", r)
+	}
+	code, got := readPlaced(live[1].addr, session)
+	if code != http.StatusOK || len(got) != 52 {
+		t.Errorf("read after the aborts: %d, %d promises, want 52", code, len(got))
+	}
+}
