@@ -339,7 +339,10 @@ func (m *dataSM) moveFence(b *batchPlace, c Command, d MoveDoc) Outcome {
 	if to, ok := m.fencedTo(b, name); ok {
 		return Outcome{Err: vocab.Conflictf("session", fmt.Sprintf("session %s is placed in group %d, not group %d", name, to, b.group))}
 	}
-	if g, ok := m.heldHere(b, name); ok && g != b.group {
+	if g, ok := m.heldHere(b, name); ok && g != b.group && (c.Method != MethodMoveFence || g != d.To) {
+		// (A fence this replica applies after its node's install took the
+		// log to the destination is decided as the others decide it: the
+		// log is at the same end.)
 		return Outcome{Err: vocab.Conflictf("session", fmt.Sprintf("session %s is in group %d, not group %d", name, g, b.group))}
 	}
 	pos, err := m.position(c.Tenant, c.Session)
@@ -668,7 +671,11 @@ func (sm *SM) ReadLog(group uint64, tenant, session string, from, to int64, w io
 	m := sm.dataSM
 	name := tenant + "/" + session
 	if g := m.Holder(tenant, session); g != group {
-		return vocab.Conflictf("group", fmt.Sprintf("node holds %s for group %d, not group %d", name, g, group))
+		// A log moved here from group holds group's log up to the fence.
+		var in moveIn
+		if ok, err := m.get(nameKey(g, kindMoveIn, name), &in); err != nil || !ok || in.From != group {
+			return vocab.Conflictf("group", fmt.Sprintf("node holds %s for group %d, not group %d", name, g, group))
+		}
 	}
 	dir, err := store.SessionDir(m.cfg.Root, tenant, session)
 	if err != nil {
