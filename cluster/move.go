@@ -562,6 +562,13 @@ func (c *Node) moveOnce(ctx context.Context, mv replica.Move) (replica.Move, err
 		if _, err := c.stageAll(ctx, mv, int64(mv.Length)); err != nil {
 			return mv, err
 		}
+		// An abort committed meanwhile: the install must not follow it.
+		if err := c.readIndex(ctx, node.MetaGroup); err != nil {
+			return mv, err
+		}
+		if now, ok := c.moveOf(mv.ID); !ok || now.Step != replica.MoveFenced {
+			return now, nil
+		}
 		got, err := c.moveCommand(ctx, mv.To, replica.MethodMoveInstall, mv.Tenant, mv.Session,
 			replica.MoveDoc{Move: mv.ID, From: mv.From, To: mv.To, Seq: mv.Seq, Chain: mv.Chain, Length: int64(mv.Length)})
 		if err != nil {
@@ -610,6 +617,16 @@ func (c *Node) moveOnce(ctx context.Context, mv replica.Move) (replica.Move, err
 		return c.moveStep(ctx, replica.MoveStep{Step: replica.MoveUnwound}, mv)
 	}
 	return mv, nil
+}
+
+// moveOf is the move with id as this node has applied the meta group.
+func (c *Node) moveOf(id uint64) (replica.Move, bool) {
+	for _, mv := range c.sm.Moves() {
+		if mv.ID == id {
+			return mv, true
+		}
+	}
+	return replica.Move{}, false
 }
 
 // unstageAll removes the destination nodes' staged copies, as far as

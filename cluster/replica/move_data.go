@@ -579,6 +579,11 @@ func (sm *SM) Unstage(tenant, session string) error {
 // each line verified against the chain as it arrives; the file is synced.
 // It returns where the verified log ends.
 func (m *dataSM) stageFile(ctx context.Context, path, tenant, session string, from uint64, upto int64) (store.Position, error) {
+	// One stage at a time on a node: a mover's and an install's, or two
+	// movers' across a change of the meta group's leader, never append
+	// to one file together.
+	m.stageMu.Lock()
+	defer m.stageMu.Unlock()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return store.Position{}, err
 	}

@@ -8,6 +8,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net/http"
 	"strings"
@@ -18,6 +19,14 @@ import (
 
 	"tally/cluster"
 	"tally/cluster/replica"
+)
+
+// The size of TestClusterMove: the records the session holds before its
+// move (the 100,000 with -move.records 100000) and the writers
+// writing to it and to another session during the move (64).
+var (
+	moveRecords = flag.Int("move.records", 200, "records the moving session holds before TestClusterMove moves it")
+	moveWriters = flag.Int("move.writers", 4, "writers to each of the two sessions during TestClusterMove's move")
 )
 
 // moveWriter writes promises to session through the nodes in turn, each
@@ -47,14 +56,26 @@ func TestClusterMove(t *testing.T) {
 	to := from%uint64(cluster.DefaultGroups) + 2
 	// Records before the move, one kept to be retried after it.
 	var firstSeq uint64
-	for i := range 200 {
-		code, seq, resp := declareText(nodes[i%3].addr, "moving", fmt.Sprintf("before-%d", i), fmt.Sprintf("before %d", i))
-		if code != http.StatusCreated {
-			t.Fatalf("write %d: %d %s", i, code, resp)
-		}
-		if i == 0 {
-			firstSeq = seq
-		}
+	code, firstSeq, resp := declareText(nodes[0].addr, "moving", "before-0", "before 0")
+	if code != http.StatusCreated {
+		t.Fatalf("first write: %d %s", code, resp)
+	}
+	var fill sync.WaitGroup
+	for w := range 16 {
+		fill.Add(1)
+		go func() {
+			defer fill.Done()
+			for i := 1 + w; i < *moveRecords; i += 16 {
+				if code, _, resp := declareText(nodes[i%3].addr, "moving", fmt.Sprintf("before-%d", i), fmt.Sprintf("before %d", i)); code != http.StatusCreated {
+					t.Errorf("write %d: %d %s", i, code, resp)
+					return
+				}
+			}
+		}()
+	}
+	fill.Wait()
+	if t.Failed() {
+		t.FailNow()
 	}
 	if code, _, resp := declareText(nodes[0].addr, "other", "other-0", "other 0"); code != http.StatusCreated {
 		t.Fatalf("write to acme/other: %d %s", code, resp)
@@ -89,7 +110,7 @@ func TestClusterMove(t *testing.T) {
 	var mu sync.Mutex
 	acked, ackedOther := map[string]uint64{}, map[string]uint64{}
 	var wg sync.WaitGroup
-	for w := range 4 {
+	for w := range *moveWriters {
 		wg.Add(2)
 		go moveWriter(nodes, "moving", fmt.Sprintf("w%d", w), &stop, &mu, acked, &wg)
 		go moveWriter(nodes, "other", fmt.Sprintf("o%d", w), &stop, &mu, ackedOther, &wg)
@@ -102,14 +123,14 @@ func TestClusterMove(t *testing.T) {
 		wg.Wait()
 		t.Fatalf("move: %v (%v)", r, err)
 	}
-	if mv.Step != replica.MoveActivated && mv.Step != replica.MoveRetired || mv.From != from || mv.To != to || mv.Seq < 200 || mv.Epoch != 0 {
+	if mv.Step != replica.MoveActivated && mv.Step != replica.MoveRetired || mv.From != from || mv.To != to || mv.Seq < uint64(*moveRecords) || mv.Epoch != 0 {
 		t.Errorf("move: %+v", mv)
 	}
 	time.Sleep(500 * time.Millisecond) // writes after the move
 	stop.Store(true)
 	wg.Wait()
-	t.Logf("move %d: %d records at the fence, fenced %s; %d writes acknowledged to the moving session, %d to the other",
-		mv.ID, mv.Seq, time.Duration(mv.Activated-mv.Fenced), len(acked), len(ackedOther))
+	t.Logf("move %d: %d records (%d bytes) at the fence, %d copied before it; begun to activated %s, fenced %s; %d writes acknowledged to the moving session, %d to the other",
+		mv.ID, mv.Seq, mv.Length, mv.Bytes, time.Duration(mv.Activated-mv.Began), time.Duration(mv.Activated-mv.Fenced), len(acked), len(ackedOther))
 	if len(acked) == 0 || len(ackedOther) == 0 {
 		t.Fatalf("acknowledged writes: %d to the moving session, %d to the other", len(acked), len(ackedOther))
 	}
@@ -122,6 +143,9 @@ func TestClusterMove(t *testing.T) {
 	})
 	if r := run(t, secret, "cluster", "moves", "--node", nodes[2].addr); r.code != 0 || !strings.Contains(r.out, "acme/moving") || !strings.Contains(r.out, "retired") {
 		t.Errorf("moves: %v", r)
+	}
+	if st, err := clusterStatus(nodes[1].addr); err != nil || len(st.Moves) != 1 || st.Moves[0].Step != replica.MoveRetired {
+		t.Errorf("status: the moves %+v (%v)", st.Moves, err)
 	}
 	if r := run(t, secret, "cluster", "placements", "--node", nodes[2].addr); r.code != 0 || !strings.Contains(r.out, fmt.Sprintf("acme/moving  %d", to)) {
 		t.Errorf("placements: %v", r)
