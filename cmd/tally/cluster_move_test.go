@@ -334,3 +334,60 @@ func TestClusterMoveAborted(t *testing.T) {
 		t.Errorf("read after the aborts: %d, %d promises, want 52", code, len(got))
 	}
 }
+
+// The mover is killed mid-move: the meta group's leader, which carries
+// the move, is killed with SIGKILL right after the move began; the next
+// leader carries it on from the step recorded, to its retirement, and no
+// acknowledged write is lost.
+func TestClusterMoveMoverKilled(t *testing.T) {
+	nodes := startCluster(t, t.TempDir())
+	secret := secretEnv()
+	from := replica.GroupOf(cluster.DefaultGroups, "acme", "moving")
+	to := from%uint64(cluster.DefaultGroups) + 2
+	for i := range 100 {
+		if code, _, resp := declareText(nodes[i%3].addr, "moving", fmt.Sprintf("before-%d", i), fmt.Sprintf("before-%d", i)); code != http.StatusCreated {
+			t.Fatalf("write %d: %d %s", i, code, resp)
+		}
+	}
+	mover := leaderOf(t, nodes, nodes[0], 1)
+	var ask *cnode
+	for _, n := range nodes {
+		if n != mover {
+			ask = n
+		}
+	}
+	if r := run(t, secret, "cluster", "move", "acme/moving", "--group", fmt.Sprint(to), "--wait", "0", "--node", ask.addr); r.code != 0 {
+		t.Fatalf("move: %v", r)
+	}
+	mover.kill9()
+	var live []*cnode
+	for _, n := range nodes {
+		if n != mover {
+			live = append(live, n)
+		}
+	}
+	var mv replica.Move
+	waitUntil(t, "the move retired by the next leader", 60*time.Second, func() bool {
+		r := run(t, secret, "cluster", "moves", "--node", ask.addr, "--json")
+		var doc cluster.Moves
+		if r.code != 0 || json.Unmarshal([]byte(r.out), &doc) != nil || len(doc.Moves) != 1 {
+			return false
+		}
+		mv = doc.Moves[0]
+		return mv.Step == replica.MoveRetired || mv.Step == replica.MoveAborted
+	})
+	if mv.Step != replica.MoveRetired || mv.To != to {
+		t.Fatalf("the move ended %+v", mv)
+	}
+	for i, n := range live {
+		if code, _, resp := declareText(n.addr, "moving", fmt.Sprintf("after-%d", i), fmt.Sprintf("after-%d", i)); code != http.StatusCreated {
+			t.Fatalf("write after through node %d: %d %s", n.id, code, resp)
+		}
+	}
+	code, got := listPromises(live[0].addr, "moving")
+	if code != http.StatusOK || len(got) != 102 {
+		t.Fatalf("read: %d, %d promises, want 102", code, len(got))
+	}
+	waitCaughtUp(t, live)
+	sameLogs(t, live)
+}
