@@ -115,9 +115,10 @@ func (r *moveStageRequest) envelope() (string, *Signed, []any) {
 	return "move-stage", &r.Signed, []any{r.Tenant, r.Session, r.From, r.Upto}
 }
 
-// moveFetchRequest asks a node for bytes of a session's log as its
-// replica of a group holds them.
-type moveFetchRequest struct {
+// MoveFetchRequest asks a node for bytes of a session's log as its
+// replica of a group holds them (a node's request to another, signed with
+// the join secret; MoveFetchPath).
+type MoveFetchRequest struct {
 	Group   uint64 `json:"group"`
 	Tenant  string `json:"tenant"`
 	Session string `json:"session"`
@@ -126,7 +127,7 @@ type moveFetchRequest struct {
 	Signed
 }
 
-func (r *moveFetchRequest) envelope() (string, *Signed, []any) {
+func (r *MoveFetchRequest) envelope() (string, *Signed, []any) {
 	return "move-fetch", &r.Signed, []any{r.Group, r.Tenant, r.Session, r.From, r.To}
 }
 
@@ -273,7 +274,7 @@ func moveMethod(m string) bool {
 // OpMoveFetch writes bytes of a session's log as this node's replica of
 // a group holds them.
 func (c *Node) OpMoveFetch(ctx context.Context, decode Decode, w io.Writer) error {
-	var req moveFetchRequest
+	var req MoveFetchRequest
 	if err := c.decodeSigned(decode, &req); err != nil {
 		return err
 	}
@@ -398,7 +399,7 @@ func (c *Node) fetchLog(ctx context.Context, group uint64, tenant, session strin
 	var last error = fmt.Errorf("no other node holds group %d", group)
 	cw := &countingWriter{w: w}
 	for _, id := range c.groupNodes(group) {
-		req := Sign(c.cfg.Secret, Target{ClusterID: c.id.ClusterID, NodeID: id}, moveFetchRequest{Group: group, Tenant: tenant, Session: session, From: from + cw.n, To: to})
+		req := Sign(c.cfg.Secret, Target{ClusterID: c.id.ClusterID, NodeID: id}, MoveFetchRequest{Group: group, Tenant: tenant, Session: session, From: from + cw.n, To: to})
 		resp, err := c.postNode(ctx, id, MoveFetchPath, &req)
 		if err != nil {
 			last = err

@@ -230,9 +230,18 @@ func clusterCall(g cli.Env, ctx context.Context, addr, path string, body func(cl
 		if resp.StatusCode == http.StatusBadRequest {
 			return nil, cli.Usagef("%s", ref.Error)
 		}
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			return nil, unavailableError{ref.Error}
+		}
 		return nil, errors.New(ref.Error)
 	}
 }
+
+// unavailableError is a node's 503: it could not take the request now (no
+// leader, a group unavailable there).
+type unavailableError struct{ msg string }
+
+func (e unavailableError) Error() string { return e.msg }
 
 // clusterStatus asks the node for its status document.
 func clusterStatus(g cli.Env, ctx context.Context, addr string) ([]byte, cluster.Status, error) {

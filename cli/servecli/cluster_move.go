@@ -7,6 +7,7 @@ package servecli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -18,6 +19,9 @@ import (
 	"tally/cluster"
 	"tally/cluster/replica"
 )
+
+// moveAttempts bounds the sends of one move request a node answers 503.
+const moveAttempts = 5
 
 // moveOptions are tally cluster move's.
 type moveOptions struct {
@@ -66,7 +70,22 @@ func runMove(ctx context.Context, g cli.Env, o *moveOptions) error {
 	body := func(t cluster.Target) any {
 		return cluster.Sign(s, t, cluster.MoveRequest{Tenant: tenant, Session: session, Group: o.group, Abort: o.abort})
 	}
-	raw, err := clusterCall(g, ctx, *o.addr, cluster.MovePath, body)
+	// A move's request is decided once (a begin again answers the move
+	// begun, an abort again the abort), so a node that could not take it
+	// now is asked again, a few times.
+	var raw []byte
+	for attempt := 1; ; attempt++ {
+		raw, err = clusterCall(g, ctx, *o.addr, cluster.MovePath, body)
+		var ue unavailableError
+		if err == nil || !errors.As(err, &ue) || attempt == moveAttempts {
+			break
+		}
+		select {
+		case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -106,12 +125,15 @@ func waitMove(ctx context.Context, g cli.Env, o *moveOptions, secret string, mv 
 	deadline := time.Now().Add(o.wait)
 	for {
 		raw, err := clusterCall(g, ctx, *o.addr, cluster.MovesPath, func(t cluster.Target) any { return cluster.SignMoves(secret, t, g.IO().Now()) })
-		if err != nil {
+		var ue unavailableError
+		if err != nil && !errors.As(err, &ue) {
 			return mv, err
 		}
 		var doc cluster.Moves
-		if err := json.Unmarshal(raw, &doc); err != nil {
-			return mv, fmt.Errorf("moves: the node's answer: %w", err)
+		if err == nil {
+			if err := json.Unmarshal(raw, &doc); err != nil {
+				return mv, fmt.Errorf("moves: the node's answer: %w", err)
+			}
 		}
 		for _, m := range doc.Moves {
 			if m.ID == mv.ID {

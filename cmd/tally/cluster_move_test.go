@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -31,6 +32,7 @@ import (
 var (
 	moveRecords = flag.Int("move.records", 200, "records the moving session holds before TestClusterMove moves it")
 	moveWriters = flag.Int("move.writers", 4, "writers to each of the two sessions during TestClusterMove's move")
+	moveCopied  = flag.Int("move.copied", 100, "records of the session TestClusterMoveAborted moves between two nodes")
 )
 
 // moveWriter writes promises to session through the nodes in turn, each
@@ -263,28 +265,65 @@ func TestClusterMoveAborted(t *testing.T) {
 	// A move between two nodes: the destination's node copies the log
 	// from the source's, and the source's drops it once retired.
 	copied := sessionOf("copied", src)
-	for i := range 100 {
-		if !placedWrite(live[i%2].addr, copied, fmt.Sprintf("before-%d", i)) {
-			t.Fatalf("write %d to %s", i, copied)
-		}
+	var fill sync.WaitGroup
+	var failed atomic.Bool
+	for w := range 16 {
+		fill.Add(1)
+		go func() {
+			defer fill.Done()
+			for i := w; i < *moveCopied; i += 16 {
+				if !placedWrite(live[i%2].addr, copied, fmt.Sprintf("before-%d", i)) {
+					failed.Store(true)
+					return
+				}
+			}
+		}()
+	}
+	fill.Wait()
+	if failed.Load() {
+		t.Fatalf("writes to %s", copied)
 	}
 	dest := on[third][0]
-	r := run(t, secret, "cluster", "move", "acme/"+copied, "--group", fmt.Sprint(dest), "--node", nodes[dead-1].addr)
-	if r.code != 0 || !strings.Contains(r.out, fmt.Sprintf("acme/%s moved from group %d to group %d", copied, src, dest)) {
+	r := run(t, secret, "cluster", "move", "acme/"+copied, "--group", fmt.Sprint(dest), "--node", nodes[dead-1].addr, "--json")
+	var mv replica.Move
+	if err := json.Unmarshal([]byte(r.out), &mv); r.code != 0 || err != nil || mv.From != src || mv.To != dest || mv.Step == replica.MoveAborted {
 		t.Fatalf("move to node %d: %v", third, r)
+	}
+	// Against a raw copy of the log between two processes: the same bytes
+	// read from the destination's node over the same route.
+	target, err := cluster.ReadTarget(t.Context(), nodes[third-1].url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	fetch := cluster.Sign(clusterSecret, target,
+		cluster.MoveFetchRequest{Group: dest, Tenant: "acme", Session: copied, To: int64(mv.Length)})
+	body, _ := json.Marshal(fetch)
+	res, err := http.Post(nodes[third-1].url()+cluster.MoveFetchPath, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	raw := time.Since(t0)
+	took := time.Duration(mv.Activated - mv.Began)
+	t.Logf("moved %d records, %d bytes between two nodes: begun to activated %s (%.1f MB/s), fenced %s; a raw read of the same %d bytes between two processes %s (%.1f MB/s)",
+		mv.Seq, mv.Length, took, float64(mv.Length)/took.Seconds()/1e6, time.Duration(mv.Activated-mv.Fenced), n, raw, float64(n)/raw.Seconds()/1e6)
+	if n != int64(mv.Length) {
+		t.Errorf("raw read: %d bytes of %d", n, mv.Length)
 	}
 	waitUntil(t, "the source's copy dropped", 30*time.Second, func() bool {
 		_, held := nodeLogs(t, nodes[srcNode-1])["acme/"+copied]
 		return !held
 	})
-	if log := nodeLogs(t, nodes[third-1])["acme/"+copied]; strings.Count(string(log), "\n") < 100 {
+	if log := nodeLogs(t, nodes[third-1])["acme/"+copied]; strings.Count(string(log), "\n") < *moveCopied {
 		t.Errorf("node %d holds %d lines of acme/%s", third, strings.Count(string(log), "\n"), copied)
 	}
 	if !placedWrite(live[0].addr, copied, "after") {
 		t.Error("a write after the move between nodes")
 	}
-	if code, got := readPlaced(nodes[srcNode-1].addr, copied); code != http.StatusOK || len(got) != 101 {
-		t.Errorf("read through the source's node: %d, %d promises, want 101", code, len(got))
+	if code, got := readPlaced(nodes[srcNode-1].addr, copied); code != http.StatusOK || len(got) != *moveCopied+1 {
+		t.Errorf("read through the source's node: %d, %d promises, want %d", code, len(got), *moveCopied+1)
 	}
 
 	nodes[dead-1].kill9()
