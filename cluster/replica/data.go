@@ -47,8 +47,10 @@ type dataSM struct {
 	// moving are the data groups' sessions fenced for a move (group →
 	// tenant/session → the group it moves to; move_data.go).
 	moving map[uint64]map[string]uint64
-	// stageMu serializes the staging of moving sessions' copies.
-	stageMu sync.Mutex
+	// stageMu serializes the staging of moving sessions' copies; stagedAt
+	// is where each staged copy was last verified to end (under stageMu).
+	stageMu  sync.Mutex
+	stagedAt map[string]store.Position
 
 	now atomic.Int64 // the instant of the command being applied
 	// batch is the uploads of the data group batch Apply runs, nil

@@ -466,6 +466,7 @@ func (m *dataSM) installStaged(tenant, session string, from uint64, want store.P
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	m.forgetStaged(staged)
 	if err := os.Rename(staged, store.LogPath(dir)); err != nil {
 		return err
 	}
@@ -481,6 +482,7 @@ func (m *dataSM) installStaged(tenant, session string, from uint64, want store.P
 // source group too, returns to it.
 func (m *dataSM) moveDrop(b *batchPlace, c Command, d MoveDoc) Outcome {
 	name := c.Tenant + "/" + c.Session
+	m.forgetStaged(m.stagedPath(c.Tenant, c.Session))
 	_ = os.Remove(m.stagedPath(c.Tenant, c.Session))
 	if g, ok := m.heldHere(b, name); !ok || g != b.group {
 		return Outcome{Value: LogEnd{}}
@@ -567,11 +569,19 @@ func (m *dataSM) hasLog(tenant, session string) bool {
 // Unstage removes this node's staged copy of a session, if any.
 func (sm *SM) Unstage(tenant, session string) error {
 	m := sm.dataSM
+	m.forgetStaged(m.stagedPath(tenant, session))
 	err := os.Remove(m.stagedPath(tenant, session))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	return err
+}
+
+// forgetStaged drops what stageFile knows of the staged copy at path.
+func (m *dataSM) forgetStaged(path string) {
+	m.stageMu.Lock()
+	delete(m.stagedAt, path)
+	m.stageMu.Unlock()
 }
 
 // stageFile verifies the log at path (a torn last line is cut) and
@@ -592,7 +602,21 @@ func (m *dataSM) stageFile(ctx context.Context, path, tenant, session string, fr
 		return store.Position{}, err
 	}
 	defer f.Close()
-	ch := store.ChainFrom(store.Position{})
+	// A staged copy this node verified already goes on from where it
+	// ended (the catch-up, the tail after the fence, the install), rather
+	// than be read and verified whole again.
+	start := store.Position{}
+	staged := strings.HasPrefix(path, filepath.Join(m.cfg.Root, "moves")+string(filepath.Separator))
+	if p, ok := m.stagedAt[path]; ok && staged && p.Offset <= upto {
+		if fi, err := f.Stat(); err == nil && fi.Size() >= p.Offset {
+			start = p
+		}
+	}
+	delete(m.stagedAt, path)
+	if _, err := f.Seek(start.Offset, io.SeekStart); err != nil {
+		return store.Position{}, err
+	}
+	ch := store.ChainFrom(start)
 	r := bufio.NewReaderSize(f, 1<<16)
 	for ch.Position().Offset < upto {
 		line, err := r.ReadBytes('\n')
@@ -633,7 +657,16 @@ func (m *dataSM) stageFile(ctx context.Context, path, tenant, session string, fr
 		}
 		pos = ch.Position()
 	}
-	return pos, f.Sync()
+	if err := f.Sync(); err != nil {
+		return store.Position{}, err
+	}
+	if staged {
+		if m.stagedAt == nil {
+			m.stagedAt = map[string]store.Position{}
+		}
+		m.stagedAt[path] = pos
+	}
+	return pos, nil
 }
 
 // verifyingWriter passes on whole lines that continue the chain.
