@@ -23,6 +23,7 @@ package replica
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -679,7 +680,7 @@ type verifyingWriter struct {
 func (v *verifyingWriter) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
-		i := strings.IndexByte(string(p), '\n')
+		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
 			v.part = append(v.part, p...)
 			break
