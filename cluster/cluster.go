@@ -241,8 +241,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		c.done <- c.nd.Run(c.ctx, c.tr.Inbox(), c.calls)
 	}()
 	go func() { defer c.wg.Done(); c.reconcile(c.ctx) }()
-	c.wg.Add(1)
+	c.wg.Add(2)
 	go func() { defer c.wg.Done(); c.keepCustody(c.ctx) }()
+	go func() { defer c.wg.Done(); c.mover(c.ctx) }()
 	if cfg.WatchEvery > 0 {
 		c.wg.Add(1)
 		go func() { defer c.wg.Done(); c.timekeep(c.ctx, cfg.WatchEvery) }()
@@ -289,7 +290,7 @@ func (c *Node) open(fresh bool) error {
 	local, root := c.cfg.Local, filepath.Join(c.cfg.Data, "ledger")
 	rc := replica.Config{
 		Root: root, DB: c.db, Ledger: c.cfg.Ledger, Groups: c.cfg.Groups,
-		Methods: Methods(func() *replica.SM { return c.sm }), Logger: c.log,
+		Methods: Methods(func() *replica.SM { return c.sm }), Logger: c.log, Fetch: c.fetchLog,
 		OnMembers: func(ms []replica.Member) {
 			for _, m := range ms {
 				c.tr.AddPeer(m.ID, m.RaftAddr)

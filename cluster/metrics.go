@@ -22,6 +22,11 @@ type metrics struct {
 	// that did not verify, begins refused CustodyPending, and the
 	// contents awaiting this node's receipt as of its last sweep.
 	receipts, unverified, pendingRefused, awaiting atomic.Int64
+	// moves counts the moves this node's mover ended, by outcome
+	// (activated, aborted, timed_out); moveFenced is each activated
+	// move's fenced time (move.go).
+	moves      *prometheus.CounterVec
+	moveFenced prometheus.Histogram
 }
 
 func newMetrics() *metrics {
@@ -36,6 +41,12 @@ func newMetrics() *metrics {
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tally_cluster_placement_decisions_total", Help: "The placement driver's decisions at this node, by what became of them: made, done, failed, abandoned.",
 		}, []string{"state"}),
+		moves: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tally_cluster_moves_total", Help: "Session moves this node's mover ended, by outcome: activated, aborted, timed_out (aborted for no progress).",
+		}, []string{"outcome"}),
+		moveFenced: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "tally_cluster_move_fenced_seconds", Help: "From a moving session's fence in its source group to its activation in the directory: its writes' stall.", Buckets: buckets,
+		}),
 	}
 }
 
@@ -148,5 +159,5 @@ func (k collector) Collect(ch chan<- prometheus.Metric) {
 
 // Collectors are the node's metrics, for the server's registry.
 func (c *Node) Collectors() []prometheus.Collector {
-	return append([]prometheus.Collector{collector{c}, gossipCollector{c.gossip}, c.metrics.proposal, c.metrics.readIndex, c.metrics.decisions, placementCollector{c}}, c.metrics.custodyCollectors()...)
+	return append([]prometheus.Collector{collector{c}, gossipCollector{c.gossip}, c.metrics.proposal, c.metrics.readIndex, c.metrics.decisions, c.metrics.moves, c.metrics.moveFenced, placementCollector{c}}, c.metrics.custodyCollectors()...)
 }

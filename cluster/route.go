@@ -42,6 +42,17 @@ func (c *Node) routed(ctx context.Context, tenant, session string, op func(group
 	for hop := 1; ; hop++ {
 		out, err := op(g)
 		var mv *replica.Moved
+		var moving *replica.Moving
+		if err == nil && errors.As(out.Err, &moving) && hop < routeHopsMax {
+			// The session is moving: its cut-over is short, so wait for
+			// the directory to name its new group, else answer Moving.
+			next, err := c.placed(ctx, &replica.Moved{Session: moving.Session, From: g, Group: moving.To})
+			if err != nil || next == g {
+				return out, g, err
+			}
+			g = next
+			continue
+		}
 		if err != nil || !errors.As(out.Err, &mv) || hop == routeHopsMax {
 			return out, g, err
 		}

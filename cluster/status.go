@@ -46,6 +46,9 @@ type Status struct {
 	// Placements counts the directory's recorded placements, as this node
 	// has applied them (tally cluster placements lists them).
 	Placements int `json:"placements"`
+	// Moves are the session moves in progress and the recent ones, as
+	// this node has applied the meta group (tally cluster moves).
+	Moves []replica.Move `json:"moves,omitempty"`
 	// Placement is each group's placement, the cluster's tolerance, the
 	// groups short of their goal and the driver's recent decisions.
 	Placement PlacementStatus `json:"placement"`
@@ -68,7 +71,7 @@ func (c *Node) Status(ctx context.Context) (Status, error) {
 	if err := c.do(ctx, func(n *node.MultiRaft) { st, failed = n.Status(), n.Failed() }); err != nil {
 		return Status{}, err
 	}
-	out := Status{SchemaVersion: 1, ClusterID: c.id.ClusterID, NodeID: c.cfg.NodeID, Members: c.sm.Members(), Restored: c.id.Restored, Placements: c.sm.PlacementCount()}
+	out := Status{SchemaVersion: 1, ClusterID: c.id.ClusterID, NodeID: c.cfg.NodeID, Members: c.sm.Members(), Restored: c.id.Restored, Placements: c.sm.PlacementCount(), Moves: c.sm.Moves()}
 	if failed != nil {
 		out.Failed = failed.Error()
 	}

@@ -28,7 +28,7 @@ func (r *Refusal) NotCommitted() bool {
 		return false
 	}
 	switch r.Code {
-	case service.CodeUnavailable, service.CodeMoved, service.CodeShuttingDown, service.CodeCustodyPending:
+	case service.CodeUnavailable, service.CodeMoved, service.CodeMoving, service.CodeShuttingDown, service.CodeCustodyPending:
 		return true
 	}
 	return false

@@ -54,6 +54,17 @@ type ClusterNode interface {
 	OpBackup(ctx context.Context, decode func(any) error, w io.Writer) error
 }
 
+// ClusterMover is a cluster node that moves sessions between its groups
+// (cluster.Node): the operator's move and moves, and the nodes' own
+// stage, command and fetch, each signed with the join secret.
+type ClusterMover interface {
+	OpMove(ctx context.Context, decode func(any) error) (any, error)
+	OpMoves(ctx context.Context, decode func(any) error) (any, error)
+	OpMoveStage(ctx context.Context, decode func(any) error) (any, error)
+	OpMoveCommand(ctx context.Context, decode func(any) error) (any, error)
+	OpMoveFetch(ctx context.Context, decode func(any) error, w io.Writer) error
+}
+
 // clusterRequestMax bounds the body of a join and of an operator's signed
 // request (cluster.RequestMax): a member record, a few fields and the
 // envelope.
@@ -84,7 +95,7 @@ func (s *Server) clusterRoutes(n ClusterNode) []route {
 	signed := func(name, path, summary string, run func(context.Context, func(any) error) (any, error)) route {
 		return route{name: name, method: "POST", pattern: p + path, summary: summary, body: clusterRequest, write: true, bodyMax: clusterRequestMax, public: true, serve: op(run)}
 	}
-	return []route{
+	routes := []route{
 		{name: "cluster.status", method: "GET", pattern: p + "status", summary: "The node and the cluster as it sees them (its operator's: tenant \"*\", role admin)", public: true, serve: s.operatorOnlyEndpoint(op(n.OpStatus))},
 		{name: "cluster.members", method: "GET", pattern: p + "members", summary: "The members' liveness as the node sees them: state, incarnation, health score, predicted round trip, grants (its operator's)", public: true, serve: s.operatorOnlyEndpoint(op(n.OpMembers))},
 		{name: "cluster.health", method: "GET", pattern: p + "health", summary: "200 when the node serves and reaches a quorum in every group; else 503 NodeFailed or NoQuorum", public: true, serve: op(n.OpHealth)},
@@ -100,6 +111,44 @@ func (s *Server) clusterRoutes(n ClusterNode) []route {
 		signed("cluster.drain", "drain", "Move every replica off a node, before remove-node (signed)", n.OpDrain),
 		{name: "cluster.backup", method: "POST", pattern: p + "backup", summary: "A backup of every session of the cluster (signed; application/vnd.tally.backup)", body: clusterRequest, write: true, bodyMax: clusterRequestMax, public: true, stream: s.clusterBackup(n)},
 	}
+	if mv, ok := n.(ClusterMover); ok {
+		routes = append(routes,
+			signed("cluster.move", "move", "Move a session to another data group, or abort its move (signed)", mv.OpMove),
+			signed("cluster.moves", "moves", "The moves in progress and the recent ones (signed)", mv.OpMoves),
+			signed("cluster.move_stage", "move-stage", "A node stages a moving session's log from the source group (signed, between nodes)", mv.OpMoveStage),
+			signed("cluster.move_command", "move-command", "A node proposes a move's command in a group it holds (signed, between nodes)", mv.OpMoveCommand),
+			route{name: "cluster.move_fetch", method: "POST", pattern: p + "move-fetch", summary: "Bytes of a session's log as this node holds them (signed, between nodes)", body: clusterRequest, write: true, bodyMax: clusterRequestMax, public: true, stream: s.clusterMoveFetch(mv)},
+		)
+	}
+	return routes
+}
+
+// clusterMoveFetch streams part of a session's log: a refusal before the
+// first byte is answered as one; a failure after it cuts the stream,
+// which the fetching node finds short.
+func (s *Server) clusterMoveFetch(n ClusterMover) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		bw := &streamWriter{w: w, mediaType: "application/octet-stream"}
+		if err := n.OpMoveFetch(r.Context(), decodeBody(r), bw); err != nil && !bw.sent {
+			s.writeError(w, err)
+		}
+	}
+}
+
+// streamWriter declares a stream's media type before its first byte.
+type streamWriter struct {
+	w         http.ResponseWriter
+	mediaType string
+	sent      bool
+}
+
+func (b *streamWriter) Write(p []byte) (int, error) {
+	if !b.sent && len(p) > 0 {
+		b.sent = true
+		b.w.Header().Set("Content-Type", b.mediaType)
+		b.w.WriteHeader(http.StatusOK)
+	}
+	return b.w.Write(p)
 }
 
 // decodeBody is a route's strict decoder over its checked body.

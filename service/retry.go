@@ -27,6 +27,10 @@ const (
 	// CodeMoved: the session's group has fenced it for a move; the
 	// command was refused, nothing of it committed.
 	CodeMoved = "Moved"
+	// CodeMoving: the session is being moved to another group and its
+	// group refuses its writes for the moment of the cut-over; nothing of
+	// the write was proposed. Its reads are served.
+	CodeMoving = "Moving"
 	// CodeShuttingDown: a server refused the request while it stops,
 	// before running it (lower case, as `tally serve` has always sent it).
 	CodeShuttingDown = "unavailable"

@@ -127,6 +127,7 @@ func newCluster(g cli.Env) *cobra.Command {
 	add.Flags().StringVar(&gossipAddr, "gossip-addr", "", "the node's --gossip-addr, if it is given one")
 	c.AddCommand(newClusterHeal(g, &addr, signedNode)...)
 	c.AddCommand(transfer, add, remove, newClusterPlace(g, &addr, secretOf), newClusterPlacements(g, &addr, secretOf),
+		newClusterMove(g, &addr, secretOf), newClusterMoves(g, &addr, secretOf),
 		newClusterConfigure(g, &addr, secretOf),
 		view("decisions", "The placement driver's recent decisions: each group change, why, and what became of it", printClusterDecisions),
 		view("status", "The cluster id, this node, its members and the failures the placement tolerates", printClusterStatus),
@@ -229,9 +230,18 @@ func clusterCall(g cli.Env, ctx context.Context, addr, path string, body func(cl
 		if resp.StatusCode == http.StatusBadRequest {
 			return nil, cli.Usagef("%s", ref.Error)
 		}
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			return nil, unavailableError{ref.Error}
+		}
 		return nil, errors.New(ref.Error)
 	}
 }
+
+// unavailableError is a node's 503: it could not take the request now (no
+// leader, a group unavailable there).
+type unavailableError struct{ msg string }
+
+func (e unavailableError) Error() string { return e.msg }
 
 // clusterStatus asks the node for its status document.
 func clusterStatus(g cli.Env, ctx context.Context, addr string) ([]byte, cluster.Status, error) {
@@ -313,6 +323,11 @@ func printClusterStatus(g cli.Env, st cluster.Status) error {
 	fmt.Fprintln(w, st.Tolerates.Summary)
 	if st.Placements > 0 {
 		fmt.Fprintf(w, "%d session(s) placed by the directory (tally cluster placements lists them)\n", st.Placements)
+	}
+	for _, mv := range st.Moves {
+		if !mv.Ended() {
+			fmt.Fprintf(w, "moving %s from group %d to group %d: %s (move %d)\n", mv.Name(), mv.From, mv.To, mv.Step, mv.ID)
+		}
 	}
 	return printPlacement(g, st)
 }

@@ -155,7 +155,9 @@ type MetaCommand struct {
 	GroupConf *GroupConf `json:"group_conf,omitempty"`
 	// Liveness is a node.liveness's fact.
 	Liveness *LivenessFact `json:"liveness,omitempty"`
-	TS       int64         `json:"ts,omitempty"` // Unix nanoseconds, the proposer's clock
+	// Move is a move.begin's or move.step's (move.go).
+	Move *MoveStep `json:"move,omitempty"`
+	TS   int64     `json:"ts,omitempty"` // Unix nanoseconds, the proposer's clock
 }
 
 // Meta operations.

@@ -44,6 +44,13 @@ type dataSM struct {
 	// whose command first wrote its log).
 	fences map[uint64]map[string]uint64
 	held   map[string]uint64
+	// moving are the data groups' sessions fenced for a move (group →
+	// tenant/session → the group it moves to; move_data.go).
+	moving map[uint64]map[string]uint64
+	// stageMu serializes the staging of moving sessions' copies; stagedAt
+	// is where each staged copy was last verified to end (under stageMu).
+	stageMu  sync.Mutex
+	stagedAt map[string]store.Position
 
 	now atomic.Int64 // the instant of the command being applied
 	// batch is the uploads of the data group batch Apply runs, nil
@@ -246,7 +253,7 @@ func (m *dataSM) plan(ents []node.Entry) ([]*Command, intent, error) {
 			continue // refused below, the same everywhere
 		}
 		cmds[i] = &c
-		if c.Method == MethodStage || c.Method == MethodUnstage || c.Method == MethodReceipt || c.Method == MethodFence {
+		if c.Method == MethodStage || c.Method == MethodUnstage || c.Method == MethodReceipt || c.Method == MethodFence || isMoveMethod(c.Method) {
 			continue // stages bytes or fences: writes no session's log
 		}
 		key := c.Tenant + "/" + c.Session
@@ -452,8 +459,11 @@ func (m *dataSM) position(tenant, session string) (store.Position, error) {
 // no command there but a fence.
 func (m *dataSM) runEntry(c Command, ts int64) Outcome {
 	name := c.Tenant + "/" + c.Session
-	if to, ok := m.fencedTo(m.place, name); ok && c.Method != MethodFence {
+	if to, ok := m.fencedTo(m.place, name); ok && c.Method != MethodFence && c.Method != MethodMoveInstall {
 		return Outcome{Err: &Moved{Session: name, From: m.place.group, Group: to}}
+	}
+	if out, ok := m.moveEntry(m.place, c); ok {
+		return out
 	}
 	switch c.Method {
 	case MethodStage:

@@ -28,6 +28,10 @@ type metaState struct {
 	Policy     Policy            `json:"-"`
 	// Liveness are the committed liveness facts, by node (liveness.go).
 	Liveness []LivenessFact `json:"liveness,omitempty"`
+	// Epochs are the sessions' epochs (how many times each one's group
+	// changed), Moves the moves (move.go).
+	Epochs map[string]uint64 `json:"-"`
+	Moves  []Move            `json:"-"`
 }
 
 // TokenEntry is one of the cluster's tokens: its record (the hash of its
@@ -59,6 +63,9 @@ type metaSM struct {
 	// policy is the placement policy (policy.go).
 	policy   Policy
 	liveness []LivenessFact
+	// epochs and moves are the sessions' epochs and the moves (move.go).
+	epochs   map[string]uint64
+	moves    []Move
 	outcomes map[uint64]Outcome // index → outcome of the last batch
 }
 
@@ -74,6 +81,9 @@ func newMeta(b base) (*metaSM, error) {
 	}
 	m.members, m.tokenList, m.nonces, m.policy, m.liveness = st.Members, st.Tokens, st.Nonces, st.Policy, st.Liveness
 	if m.placements, err = m.scanGroups(gkey(node.MetaGroup, kindPlacement)); err != nil {
+		return nil, err
+	}
+	if m.epochs, m.moves, err = m.loadMoves(); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -122,17 +132,21 @@ func (m *metaSM) loadMeta() (metaState, error) {
 func (m *metaSM) metaSnapshot() metaState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return metaState{Members: slices.Clone(m.members), Tokens: slices.Clone(m.tokenList), Nonces: slices.Clone(m.nonces), Placements: maps.Clone(m.placements), Policy: m.policy, Liveness: slices.Clone(m.liveness)}
+	return metaState{Members: slices.Clone(m.members), Tokens: slices.Clone(m.tokenList), Nonces: slices.Clone(m.nonces), Placements: maps.Clone(m.placements), Policy: m.policy, Liveness: slices.Clone(m.liveness),
+		Epochs: maps.Clone(m.epochs), Moves: slices.Clone(m.moves)}
 }
 
 // saveMeta writes the meta group's state and its applied record in one
 // synced batch, and then makes it the replica's.
 func (m *metaSM) saveMeta(st metaState, a applied, outs map[uint64]Outcome) error {
 	m.mu.Lock()
-	old := m.placements
+	old, oldEpochs := m.placements, m.epochs
 	m.mu.Unlock()
 	err := m.commit(func(b *pebble.Batch) error {
 		if err := writePlacements(b, old, st.Placements); err != nil {
+			return err
+		}
+		if err := writeMoves(b, st.Placements, oldEpochs, st.Epochs, st.Moves); err != nil {
 			return err
 		}
 		if err := setJSON(b, gkey(node.MetaGroup, kindMembers), metaState{Members: st.Members, Liveness: st.Liveness}); err != nil {
@@ -162,6 +176,7 @@ func (m *metaSM) saveMeta(st metaState, a applied, outs map[uint64]Outcome) erro
 	if m.placements == nil {
 		m.placements = map[string]uint64{}
 	}
+	m.epochs, m.moves = st.Epochs, st.Moves
 	if outs != nil {
 		m.outcomes = outs
 	}
@@ -268,7 +283,16 @@ func decideMeta(st metaState, c MetaCommand, groups int) (metaState, Outcome) {
 		return st, out
 	case OpPlacementSet:
 		pl, out := decidePlacement(st.Placements, groups, c.Placement)
+		if name := c.Placement.Name(); out.Err == nil && pl[name] != st.Placements[name] {
+			// The session's group changed: its epoch follows.
+			st.Epochs = cloneMap(st.Epochs)
+			st.Epochs[name]++
+		}
 		st.Placements = pl
+		return st, out
+	case OpMoveBegin, OpMoveStep:
+		d, out := decideMove(directory{placements: st.Placements, epochs: st.Epochs, moves: st.Moves}, c, groups)
+		st.Placements, st.Epochs, st.Moves = d.placements, d.epochs, d.moves
 		return st, out
 	case OpNonceUse:
 		ns, out := decideNonce(st.Nonces, c)
@@ -435,6 +459,7 @@ func (m *metaSM) snapshot() (snapshotHead, error) {
 		head.Policy = &st.Policy
 	}
 	head.Liveness = st.Liveness
+	head.Epochs, head.Moves = st.Epochs, st.Moves
 	return head, nil
 }
 
@@ -444,6 +469,7 @@ func (m *metaSM) restoreMeta(head snapshotHead) error {
 		st.Policy = *head.Policy
 	}
 	st.Liveness = head.Liveness
+	st.Epochs, st.Moves = head.Epochs, head.Moves
 	if err := m.saveMeta(st, head.Applied, nil); err != nil {
 		return err
 	}

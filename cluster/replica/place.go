@@ -159,10 +159,12 @@ type batchPlace struct {
 	group  uint64
 	fences map[string]uint64
 	held   map[string]bool
+	// move is the batch's move records (move_data.go).
+	move *batchMove
 }
 
 func beginPlace(group uint64) *batchPlace {
-	return &batchPlace{group: group, fences: map[string]uint64{}, held: map[string]bool{}}
+	return &batchPlace{group: group, fences: map[string]uint64{}, held: map[string]bool{}, move: newBatchMove()}
 }
 
 // fencedTo is the session's fence in the batch's group, the batch's own
@@ -192,7 +194,7 @@ func (m *dataSM) holds(b *batchPlace, name string) bool {
 // is the group's once the command has written it.
 func (m *dataSM) noteHeld(b *batchPlace, c Command) error {
 	name := c.Tenant + "/" + c.Session
-	if c.Method == MethodStage || c.Method == MethodUnstage || c.Method == MethodReceipt || c.Method == MethodFence || b.held[name] {
+	if c.Method == MethodStage || c.Method == MethodUnstage || c.Method == MethodReceipt || c.Method == MethodFence || isMoveMethod(c.Method) || b.held[name] {
 		return nil
 	}
 	m.mu.Lock()
@@ -266,12 +268,12 @@ func (b *batchPlace) record(pb *pebble.Batch) error {
 			return err
 		}
 	}
-	return nil
+	return b.move.record(b.group, pb)
 }
 
 // done makes a committed batch's fences and held records the replica's.
 func (m *dataSM) placeDone(b *batchPlace) {
-	if len(b.fences) == 0 && len(b.held) == 0 {
+	if len(b.fences) == 0 && len(b.held) == 0 && b.move.empty() {
 		return
 	}
 	m.mu.Lock()
@@ -280,6 +282,7 @@ func (m *dataSM) placeDone(b *batchPlace) {
 		m.fences[b.group] = map[string]uint64{}
 	}
 	maps.Copy(m.fences[b.group], b.fences)
+	m.moveDoneLocked(b.group, b.move)
 	for name := range b.held {
 		m.held[name] = b.group
 	}
@@ -291,6 +294,9 @@ func (m *dataSM) loadPlace() error {
 	m.fences, m.held = map[uint64]map[string]uint64{}, map[string]uint64{}
 	for g := node.MetaGroup + 1; g <= node.MetaGroup+uint64(m.cfg.Groups); g++ {
 		if m.fences[g], err = m.scanGroups(gkey(g, kindFence)); err != nil {
+			return err
+		}
+		if err := m.loadMoving(g); err != nil {
 			return err
 		}
 		err = m.scan(gkey(g, kindHeld), func(name string, _ []byte) error {

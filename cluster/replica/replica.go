@@ -82,6 +82,10 @@ type Config struct {
 	// node while its sessions' logs hold writes that are not durable.
 	// Nothing else may set it.
 	TestingBeforeSync func(group uint64, before map[string]store.Position) error
+	// Fetch streams part of a session's log from another node's replica
+	// of a group: how a moving session's destination gets its copy
+	// (move_data.go). Nil on a node that never receives a move.
+	Fetch Fetch
 	// OnMembers is told the membership after the meta group changes it,
 	// from the node's loop.
 	OnMembers func([]Member)

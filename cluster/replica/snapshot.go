@@ -45,6 +45,12 @@ type snapshotHead struct {
 	Policy *Policy `json:"policy,omitempty"`
 	// Liveness are the meta group's committed liveness facts.
 	Liveness []LivenessFact `json:"liveness,omitempty"`
+	// Epochs and Moves are the meta group's sessions' epochs and moves.
+	Epochs map[string]uint64 `json:"epochs,omitempty"`
+	Moves  []Move            `json:"moves,omitempty"`
+	// Moving are a data group's sessions fenced for a move: tenant/session
+	// → the group each moves to.
+	Moving map[string]uint64 `json:"moving,omitempty"`
 	// Uploads are a data group's used uploads' records, by id.
 	Uploads map[string]uploadRecord `json:"uploads,omitempty"`
 	// Fences are a data group's fenced sessions: tenant/session → the
@@ -87,7 +93,7 @@ func (m *dataSM) snapshot(group uint64) (snapshotHead, []node.ManifestEntry, err
 	if err != nil {
 		return snapshotHead{}, nil, fmt.Errorf("replica: snapshot group %d: %w", group, err)
 	}
-	head.Uploads, head.Fences = uploads, m.groupFences(group)
+	head.Uploads, head.Fences, head.Moving = uploads, m.groupFences(group), m.groupMoving(group)
 	if head.Receipts, err = m.groupReceipts(group); err != nil {
 		return snapshotHead{}, nil, fmt.Errorf("replica: snapshot group %d: %w", group, err)
 	}
@@ -243,6 +249,9 @@ func (m *dataSM) replaceGroup(group uint64, man node.Manifest, head snapshotHead
 	}
 	place, err := m.clearPlace(group, pb, head.Fences)
 	if err != nil {
+		return err
+	}
+	if err := m.restoreMoving(group, pb, place, head.Moving); err != nil {
 		return err
 	}
 	err = man.ReadEntries(body, func(e node.ManifestEntry, r io.Reader) error {

@@ -315,7 +315,12 @@
           h('ul', {}, flying.map((d) => h('li', {}, 'group ', d.group, ': ', d.op, ' node ', d.node, ' — ', d.reason))),
         h('h3', {}, 'Recent decisions'),
         h('ol', { reversed: true }, p.decisions.slice(-10).reverse().map((d) =>
-          h('li', {}, 'group ', d.group, ' ', d.op, ' n', d.node, ' ', h('span', { class: 'muted' }, d.state), ' — ', d.reason, d.error ? ' (' + d.error + ')' : '')))),
+          h('li', {}, 'group ', d.group, ' ', d.op, ' n', d.node, ' ', h('span', { class: 'muted' }, d.state), ' — ', d.reason, d.error ? ' (' + d.error + ')' : ''))),
+        h('h3', {}, 'Sessions moving between groups'),
+        (st.moves || []).length === 0 ? h('p', {}, 'No session moves.') :
+          h('ol', { reversed: true }, st.moves.slice(-10).reverse().map((m) =>
+            h('li', { 'data-move': m.id }, m.tenant + '/' + m.session, ': group ', m.from, ' → ', m.to, ' ', h('strong', {}, m.step),
+              ' · ', Math.max(m.bytes || 0, m.length || 0), ' bytes', m.reason ? ' — ' + m.reason : '')))),
       h('p', { class: 'muted' }, 'Redrawn every 2 s.'));
     setTimeout(() => { if (my === renderSeq) renderCluster(my); }, 2000);
   }

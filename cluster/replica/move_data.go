@@ -1,0 +1,737 @@
+package replica
+
+// A move's commands in the two data groups. In the source group:
+// MoveProbe (where the session's log stands), MoveFence (the source
+// refuses the session's writes from then on, 503 Moving, and names where
+// its log stands: every command of the session it applied is before it),
+// MoveUnfence (an abort: the session writes there again) and MoveRetire
+// (after activation: the source refuses the session as moved, and a
+// replica that holds the session for the source alone drops its copy).
+// In the destination group: MoveInstall (every replica holds the source's
+// log up to the fenced sequence and chain hash: the copy its node staged
+// before, completed from a source replica if short, verified line by line,
+// or, on a node that holds both groups, the very log the source wrote)
+// and MoveDrop (an abort after the install: the copy goes, or returns to
+// the source on a node that holds both).
+//
+// A node keeps one directory of sessions for all its groups, so which
+// group's a session's log is on a node is its held record (place.go): the
+// install moves it to the destination, the drop back. A source group does
+// not run a command of a session another group holds on the node: that
+// is a command before the fence that a lagging replica applies after the
+// install took the log with it (its lines are in the log already).
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"tally/api"
+	"tally/rest"
+	"tally/service"
+	"tally/store"
+	"tally/vocab"
+)
+
+// A move's commands in the data groups. Stored in the raft log: do not
+// rename.
+const (
+	MethodMoveProbe   = "MoveProbe"
+	MethodMoveFence   = "MoveFence"
+	MethodMoveUnfence = "MoveUnfence"
+	MethodMoveInstall = "MoveInstall"
+	MethodMoveDrop    = "MoveDrop"
+	MethodMoveRetire  = "MoveRetire"
+)
+
+// isMoveMethod reports a move's command: it writes no session's log
+// through the Service.
+func isMoveMethod(m string) bool {
+	switch m {
+	case MethodMoveProbe, MethodMoveFence, MethodMoveUnfence, MethodMoveInstall, MethodMoveDrop, MethodMoveRetire:
+		return true
+	}
+	return false
+}
+
+// Keys of a data group's moves, each followed by a session's name.
+// Stored: do not rename.
+const (
+	kindMoving = 'x' // source: the session is fenced for its move to the group named
+	kindMoveIn = 'y' // destination: the session was installed from the group named
+)
+
+// MoveDoc is a move command's document: the move's groups and, for an
+// install, where the source's log stood when it was fenced.
+type MoveDoc struct {
+	Move   uint64 `json:"move"`
+	From   uint64 `json:"from,omitempty"`
+	To     uint64 `json:"to,omitempty"`
+	Seq    uint64 `json:"seq,omitempty"`
+	Chain  string `json:"chain,omitempty"`
+	Length int64  `json:"length,omitempty"`
+}
+
+// LogEnd is where a session's log stands in a group: its last sequence,
+// chain hash (hex) and length.
+type LogEnd struct {
+	Seq    uint64 `json:"seq"`
+	Chain  string `json:"chain"`
+	Length int64  `json:"length"`
+}
+
+func logEnd(p store.Position) LogEnd {
+	return LogEnd{Seq: p.Seq, Chain: hex.EncodeToString(p.Hash[:]), Length: p.Offset}
+}
+
+// moveIn is a destination's record of an install. Stored: do not rename.
+type moveIn struct {
+	From uint64 `json:"from"`
+	// Shared: the node holds the source group too, and the install took
+	// the source's log as it was.
+	Shared bool `json:"shared,omitempty"`
+}
+
+// Moving refuses a write of a session its group has fenced for a move:
+// retryable (503 Moving, Retry-After); the session's reads are served.
+type Moving struct {
+	Session  string
+	From, To uint64
+}
+
+func (e *Moving) Error() string {
+	return fmt.Sprintf("session %s is moving from group %d to group %d: its writes resume once the move is activated or aborted: retry", e.Session, e.From, e.To)
+}
+
+// Refusal is 503 Moving with Retry-After, naming both groups.
+func (e *Moving) Refusal() *rest.Refusal {
+	return rest.NewRetryable(service.CodeMoving, e.Error(), api.M("group", api.U(e.From)), api.M("to_group", api.U(e.To)))
+}
+
+// Fetch streams the bytes [from, to) of a session's log from a replica of
+// group (other than this node's) into w: how a destination's node gets
+// the source's log. The cluster provides it (Config.Fetch).
+type Fetch func(ctx context.Context, group uint64, tenant, session string, from, to int64, w io.Writer) error
+
+// FetchTimeout bounds the fetch an install makes in the apply loop when
+// its node's staged copy is short of the fenced end (normally a tail of
+// a few lines: the mover stages before it fences).
+const FetchTimeout = 30 * time.Second
+
+// errMoveCopy marks a failure of this node's copy of a moving session at
+// its install (a fetch that failed, a copy that does not end where the
+// source was fenced): the replica's own, never a refusal, so the node
+// stops rather than decide differently from the others, and applies the
+// install again when it starts.
+var errMoveCopy = fmt.Errorf("%w: a moving session's copy", errLocalCopy)
+
+// batchMove is a data group batch's move records, written with its
+// applied index.
+type batchMove struct {
+	moving   map[string]uint64 // set
+	unmoving map[string]bool
+	unfence  map[string]bool
+	setHeld  map[string]uint64 // name → group
+	dropHeld map[string]uint64 // name → group
+	ins      map[string]*moveIn
+}
+
+func newBatchMove() *batchMove {
+	return &batchMove{moving: map[string]uint64{}, unmoving: map[string]bool{}, unfence: map[string]bool{},
+		setHeld: map[string]uint64{}, dropHeld: map[string]uint64{}, ins: map[string]*moveIn{}}
+}
+
+func (b *batchMove) empty() bool {
+	return len(b.moving)+len(b.unmoving)+len(b.unfence)+len(b.setHeld)+len(b.dropHeld)+len(b.ins) == 0
+}
+
+// record writes the batch's move records into pb.
+func (b *batchMove) record(group uint64, pb *pebble.Batch) error {
+	for name, to := range b.moving {
+		if err := setJSON(pb, nameKey(group, kindMoving, name), groupRecord{Group: to}); err != nil {
+			return err
+		}
+	}
+	for name := range b.unmoving {
+		if err := pb.Delete(nameKey(group, kindMoving, name), nil); err != nil {
+			return err
+		}
+	}
+	for name := range b.unfence {
+		if err := pb.Delete(nameKey(group, kindFence, name), nil); err != nil {
+			return err
+		}
+	}
+	for name, g := range b.dropHeld {
+		if err := pb.Delete(nameKey(g, kindHeld, name), nil); err != nil {
+			return err
+		}
+	}
+	for name, g := range b.setHeld {
+		if err := setJSON(pb, nameKey(g, kindHeld, name), heldRecord{}); err != nil {
+			return err
+		}
+	}
+	for name, in := range b.ins {
+		var err error
+		if in == nil {
+			err = pb.Delete(nameKey(group, kindMoveIn, name), nil)
+		} else {
+			err = setJSON(pb, nameKey(group, kindMoveIn, name), in)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// moveDone makes a committed batch's move records the replica's; mu is
+// held.
+func (m *dataSM) moveDoneLocked(group uint64, b *batchMove) {
+	if m.moving[group] == nil {
+		m.moving[group] = map[string]uint64{}
+	}
+	maps.Copy(m.moving[group], b.moving)
+	for name := range b.unmoving {
+		delete(m.moving[group], name)
+	}
+	for name := range b.unfence {
+		delete(m.fences[group], name)
+	}
+	for name, g := range b.dropHeld {
+		if m.held[name] == g {
+			delete(m.held, name)
+		}
+	}
+	maps.Copy(m.held, b.setHeld)
+}
+
+// loadMoving reads a data group's move fences.
+func (m *dataSM) loadMoving(group uint64) error {
+	if m.moving == nil {
+		m.moving = map[uint64]map[string]uint64{}
+	}
+	var err error
+	m.moving[group], err = m.scanGroups(gkey(group, kindMoving))
+	return err
+}
+
+// MovingTo reports whether group has fenced the session for a move as
+// this replica has applied it, and where to.
+func (m *dataSM) MovingTo(group uint64, tenant, session string) (uint64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g, ok := m.moving[group][tenant+"/"+session]
+	return g, ok
+}
+
+// groupMoving is a data group's move fences as applied, for its snapshot.
+func (m *dataSM) groupMoving(group uint64) map[string]uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.moving[group])
+}
+
+// restoreMoving replaces a data group's move fences with a snapshot's,
+// in pb and the batch that records the install.
+func (m *dataSM) restoreMoving(group uint64, pb *pebble.Batch, b *batchPlace, moving map[string]uint64) error {
+	if err := pb.DeleteRange(gkey(group, kindMoving), gkey(group, kindMoving+1), nil); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	delete(m.moving, group)
+	m.mu.Unlock()
+	maps.Copy(b.move.moving, moving)
+	return nil
+}
+
+// movingTo is the session's move fence in the batch's group, the batch's
+// own included.
+func (m *dataSM) movingTo(b *batchPlace, name string) (uint64, bool) {
+	if b.move.unmoving[name] {
+		return 0, false
+	}
+	if g, ok := b.move.moving[name]; ok {
+		return g, true
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g, ok := m.moving[b.group][name]
+	return g, ok
+}
+
+// heldHere is the group that holds the session on this replica, the
+// batch's changes included, and whether a record says so.
+func (m *dataSM) heldHere(b *batchPlace, name string) (uint64, bool) {
+	if b.held[name] {
+		return b.group, true
+	}
+	if g, ok := b.move.setHeld[name]; ok {
+		return g, true
+	}
+	if _, ok := b.move.dropHeld[name]; ok {
+		return 0, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g, ok := m.held[name]
+	return g, ok
+}
+
+// moveEntry runs a move's command, or refuses a write of a session fenced
+// for a move or held here by another group; it reports false for any
+// other command, which runs as it would.
+func (m *dataSM) moveEntry(b *batchPlace, c Command) (Outcome, bool) {
+	name := c.Tenant + "/" + c.Session
+	if !isMoveMethod(c.Method) {
+		if c.Method == MethodStage || c.Method == MethodUnstage || c.Method == MethodReceipt || c.Method == MethodFence {
+			return Outcome{}, false
+		}
+		if to, ok := m.movingTo(b, name); ok {
+			return Outcome{Err: &Moving{Session: name, From: b.group, To: to}}, true
+		}
+		if g, ok := m.heldHere(b, name); ok && g != b.group {
+			return Outcome{Err: &Moved{Session: name, From: b.group, Group: g}}, true
+		}
+		return Outcome{}, false
+	}
+	var d MoveDoc
+	if err := json.Unmarshal(c.Doc, &d); err != nil {
+		return Outcome{Err: vocab.Invalidf("command", "a move command's document: "+err.Error())}, true
+	}
+	if err := CheckPlacement(Placement{Tenant: c.Tenant, Session: c.Session, Group: b.group}, m.cfg.Groups); err != nil {
+		return Outcome{Err: err}, true
+	}
+	switch c.Method {
+	case MethodMoveProbe, MethodMoveFence:
+		return m.moveFence(b, c, d), true
+	case MethodMoveUnfence:
+		if _, ok := m.movingTo(b, name); ok {
+			delete(b.move.moving, name)
+			b.move.unmoving[name] = true
+		}
+		return Outcome{Value: LogEnd{}}, true
+	case MethodMoveInstall:
+		return m.moveInstall(b, c, d), true
+	case MethodMoveDrop:
+		return m.moveDrop(b, c, d), true
+	default: // MethodMoveRetire
+		return m.moveRetire(b, c, d), true
+	}
+}
+
+// moveFence answers where the session's log stands in the source group,
+// and for a fence fences it there.
+func (m *dataSM) moveFence(b *batchPlace, c Command, d MoveDoc) Outcome {
+	name := c.Tenant + "/" + c.Session
+	if to, ok := m.fencedTo(b, name); ok {
+		return Outcome{Err: vocab.Conflictf("session", fmt.Sprintf("session %s is placed in group %d, not group %d", name, to, b.group))}
+	}
+	if g, ok := m.heldHere(b, name); ok && g != b.group && (c.Method != MethodMoveFence || g != d.To) {
+		// (A fence this replica applies after its node's install took the
+		// log to the destination is decided as the others decide it: the
+		// log is at the same end.)
+		return Outcome{Err: vocab.Conflictf("session", fmt.Sprintf("session %s is in group %d, not group %d", name, g, b.group))}
+	}
+	pos, err := m.position(c.Tenant, c.Session)
+	if err != nil {
+		return Outcome{Err: err}
+	}
+	if pos.Seq == 0 {
+		return Outcome{Err: vocab.NotFoundf("session", fmt.Sprintf("no session %s in group %d: it has no records (an empty session is placed: tally cluster place)", name, b.group))}
+	}
+	if c.Method == MethodMoveFence {
+		if to, ok := m.movingTo(b, name); ok && to != d.To {
+			return Outcome{Err: vocab.Conflictf("session", fmt.Sprintf("session %s is fenced for its move to group %d", name, to))}
+		}
+		b.move.moving[name] = d.To
+		delete(b.move.unmoving, name)
+	}
+	return Outcome{Value: logEnd(pos)}
+}
+
+// moveInstall makes the session the destination group's on this replica,
+// its log the source's up to the fenced end.
+func (m *dataSM) moveInstall(b *batchPlace, c Command, d MoveDoc) Outcome {
+	name := c.Tenant + "/" + c.Session
+	want, err := d.end()
+	if err != nil {
+		return Outcome{Err: err}
+	}
+	if g, ok := m.heldHere(b, name); ok && g == b.group {
+		pos, err := m.position(c.Tenant, c.Session)
+		if err != nil {
+			return Outcome{Err: err}
+		}
+		return Outcome{Value: logEnd(pos)} // installed already
+	}
+	in := &moveIn{From: d.From}
+	if g, ok := m.heldHere(b, name); ok && g == d.From {
+		// The node holds the source group too: its log is the source's.
+		in.Shared = true
+		if err := m.completeShared(c.Tenant, c.Session, d.From, want); err != nil {
+			return Outcome{Err: fmt.Errorf("%w: %w", errMoveCopy, err)}
+		}
+		b.move.dropHeld[name] = d.From
+	} else if err := m.installStaged(c.Tenant, c.Session, d.From, want); err != nil {
+		return Outcome{Err: fmt.Errorf("%w: %w", errMoveCopy, err)}
+	}
+	b.held[name] = true
+	b.move.ins[name] = in
+	if _, ok := m.fencedTo(b, name); ok {
+		delete(b.fences, name)
+		b.move.unfence[name] = true // it had moved away from here before
+	}
+	return Outcome{Value: logEnd(want)}
+}
+
+// end is the fenced end an install names.
+func (d MoveDoc) end() (store.Position, error) {
+	var p store.Position
+	h, err := hex.DecodeString(d.Chain)
+	if err != nil || len(h) != len(p.Hash) || d.Seq == 0 || d.Length <= 0 {
+		return p, vocab.Invalidf("chain", fmt.Sprintf("an install names the fenced end: a sequence, a %d-byte chain hash in hex and a length (got %d, %q, %d)", len(p.Hash), d.Seq, d.Chain, d.Length))
+	}
+	copy(p.Hash[:], h)
+	p.Seq, p.Offset = d.Seq, d.Length
+	return p, nil
+}
+
+// completeShared checks that the log this node's source replica wrote
+// ends at want; one still short of it (the source group applied less
+// here than the install's proposer saw) is completed from another source
+// replica, and the source's commands it then applies late are refused
+// (moveEntry), their lines being in the log already.
+func (m *dataSM) completeShared(tenant, session string, from uint64, want store.Position) error {
+	pos, err := m.position(tenant, session)
+	if err != nil {
+		return err
+	}
+	if pos.Offset < want.Offset {
+		name := tenant + "/" + session
+		m.mu.Lock()
+		err := m.closeSession(name)
+		m.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		dir, err := store.SessionDir(m.cfg.Root, tenant, session)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), FetchTimeout)
+		defer cancel()
+		if pos, err = m.stageFile(ctx, store.LogPath(dir), tenant, session, from, want.Offset); err != nil {
+			return err
+		}
+	}
+	if pos != want {
+		return fmt.Errorf("replica: install %s/%s: this node's log ends at sequence %d, %d bytes, not the fenced sequence %d, %d bytes, chain %x", tenant, session, pos.Seq, pos.Offset, want.Seq, want.Offset, want.Hash)
+	}
+	return nil
+}
+
+// installStaged puts the copy this node staged (completed to want if
+// short) in place as the session's log.
+func (m *dataSM) installStaged(tenant, session string, from uint64, want store.Position) error {
+	staged := m.stagedPath(tenant, session)
+	ctx, cancel := context.WithTimeout(context.Background(), FetchTimeout)
+	defer cancel()
+	pos, err := m.stageFile(ctx, staged, tenant, session, from, want.Offset)
+	if err != nil {
+		return err
+	}
+	if pos != want {
+		return fmt.Errorf("replica: install %s/%s: the copy ends at sequence %d, %d bytes, not the fenced sequence %d, %d bytes, chain %x", tenant, session, pos.Seq, pos.Offset, want.Seq, want.Offset, want.Hash)
+	}
+	if err := m.removeSession(tenant, session); err != nil {
+		return err
+	}
+	dir, err := store.SessionDir(m.cfg.Root, tenant, session)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	m.forgetStaged(staged)
+	if err := os.Rename(staged, store.LogPath(dir)); err != nil {
+		return err
+	}
+	for d, i := dir, 0; i < 3; d, i = filepath.Dir(d), i+1 {
+		if err := store.SyncDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// moveDrop undoes an install: the copy goes, or on a node that holds the
+// source group too, returns to it.
+func (m *dataSM) moveDrop(b *batchPlace, c Command, d MoveDoc) Outcome {
+	name := c.Tenant + "/" + c.Session
+	m.forgetStaged(m.stagedPath(c.Tenant, c.Session))
+	_ = os.Remove(m.stagedPath(c.Tenant, c.Session))
+	if g, ok := m.heldHere(b, name); !ok || g != b.group {
+		return Outcome{Value: LogEnd{}}
+	}
+	var in moveIn
+	if _, err := m.get(nameKey(b.group, kindMoveIn, name), &in); err != nil {
+		return Outcome{Err: err}
+	}
+	if in.Shared {
+		b.move.setHeld[name] = in.From
+	} else if err := m.removeSession(c.Tenant, c.Session); err != nil {
+		return Outcome{Err: err}
+	}
+	delete(b.held, name)
+	b.move.dropHeld[name] = b.group
+	b.move.ins[name] = nil
+	return Outcome{Value: LogEnd{}}
+}
+
+// moveRetire ends the session in the source group: refused there as moved
+// from now on, and its copy dropped on a node that holds it for the source
+// alone.
+func (m *dataSM) moveRetire(b *batchPlace, c Command, d MoveDoc) Outcome {
+	name := c.Tenant + "/" + c.Session
+	if _, ok := m.movingTo(b, name); ok {
+		delete(b.move.moving, name)
+		b.move.unmoving[name] = true
+	}
+	b.fences[name] = d.To
+	if g, ok := m.heldHere(b, name); (ok && g == b.group) || (!ok && GroupOf(m.cfg.Groups, c.Tenant, c.Session) == b.group) {
+		if err := m.removeSession(c.Tenant, c.Session); err != nil {
+			return Outcome{Err: err}
+		}
+		delete(b.held, name)
+		b.move.dropHeld[name] = b.group
+	}
+	return Outcome{Value: LogEnd{}}
+}
+
+// removeSession closes and removes a session's directory.
+func (m *dataSM) removeSession(tenant, session string) error {
+	dir, err := store.SessionDir(m.cfg.Root, tenant, session)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.closeSession(tenant + "/" + session); err != nil {
+		return err
+	}
+	return os.RemoveAll(dir)
+}
+
+// stagedPath is where a node stages the copy of a session it is to
+// receive, beside the sessions.
+func (m *dataSM) stagedPath(tenant, session string) string {
+	return filepath.Join(m.cfg.Root, "moves", tenant, session+".jsonl")
+}
+
+// Stage brings this node's staged copy of a session moving from group up
+// to length upto (the source's log at some instant), fetched from a
+// source replica and verified line by line, and returns where it ends. A
+// node that holds the source group holds the log already: nothing is
+// staged, and its log's end is answered.
+func (sm *SM) Stage(ctx context.Context, tenant, session string, from uint64, upto int64) (LogEnd, error) {
+	m := sm.dataSM
+	name := tenant + "/" + session
+	if _, err := store.SessionDir(m.cfg.Root, tenant, session); err != nil {
+		return LogEnd{}, err
+	}
+	if g, ok := m.heldBy(name); (ok && g == from) || (!ok && GroupOf(m.cfg.Groups, tenant, session) == from && m.hasLog(tenant, session)) {
+		pos, err := m.position(tenant, session)
+		return logEnd(pos), err
+	}
+	pos, err := m.stageFile(ctx, m.stagedPath(tenant, session), tenant, session, from, upto)
+	return logEnd(pos), err
+}
+
+func (m *dataSM) hasLog(tenant, session string) bool {
+	dir, err := store.SessionDir(m.cfg.Root, tenant, session)
+	return err == nil && store.HasLog(dir)
+}
+
+// Unstage removes this node's staged copy of a session, if any.
+func (sm *SM) Unstage(tenant, session string) error {
+	m := sm.dataSM
+	m.forgetStaged(m.stagedPath(tenant, session))
+	err := os.Remove(m.stagedPath(tenant, session))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// forgetStaged drops what stageFile knows of the staged copy at path.
+func (m *dataSM) forgetStaged(path string) {
+	m.stageMu.Lock()
+	delete(m.stagedAt, path)
+	m.stageMu.Unlock()
+}
+
+// stageFile verifies the log at path (a torn last line is cut) and
+// appends to it, from a replica of group from, what it lacks up to upto,
+// each line verified against the chain as it arrives; the file is synced.
+// It returns where the verified log ends.
+func (m *dataSM) stageFile(ctx context.Context, path, tenant, session string, from uint64, upto int64) (store.Position, error) {
+	// One stage at a time on a node: a mover's and an install's, or two
+	// movers' across a change of the meta group's leader, never append
+	// to one file together.
+	m.stageMu.Lock()
+	defer m.stageMu.Unlock()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return store.Position{}, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return store.Position{}, err
+	}
+	defer f.Close()
+	// A staged copy this node verified already goes on from where it
+	// ended (the catch-up, the tail after the fence, the install), rather
+	// than be read and verified whole again.
+	start := store.Position{}
+	staged := strings.HasPrefix(path, filepath.Join(m.cfg.Root, "moves")+string(filepath.Separator))
+	if p, ok := m.stagedAt[path]; ok && staged && p.Offset <= upto {
+		if fi, err := f.Stat(); err == nil && fi.Size() >= p.Offset {
+			start = p
+		}
+	}
+	delete(m.stagedAt, path)
+	if _, err := f.Seek(start.Offset, io.SeekStart); err != nil {
+		return store.Position{}, err
+	}
+	ch := store.ChainFrom(start)
+	r := bufio.NewReaderSize(f, 1<<16)
+	for ch.Position().Offset < upto {
+		line, err := r.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return store.Position{}, err
+		}
+		if _, err := ch.Next(line[:len(line)-1]); err != nil {
+			return store.Position{}, fmt.Errorf("staged copy of %s/%s: line %d: %w", tenant, session, ch.Position().Seq+1, err)
+		}
+	}
+	pos := ch.Position()
+	if err := f.Truncate(pos.Offset); err != nil {
+		return store.Position{}, err
+	}
+	if pos.Offset < upto {
+		if m.cfg.Fetch == nil {
+			return store.Position{}, errors.New("replica: no way to fetch a session's log from another node")
+		}
+		if _, err := f.Seek(pos.Offset, io.SeekStart); err != nil {
+			return store.Position{}, err
+		}
+		vw := &verifyingWriter{ch: ch, w: bufio.NewWriterSize(f, 1<<16)}
+		err := m.cfg.Fetch(ctx, from, tenant, session, pos.Offset, upto, vw)
+		if ferr := vw.w.Flush(); err == nil {
+			err = ferr
+		}
+		if err == nil && len(vw.part) > 0 {
+			err = fmt.Errorf("the copy ends in the middle of a line")
+		}
+		if err != nil {
+			// Keep the whole lines verified so far: the next stage goes on
+			// from them.
+			_ = f.Truncate(ch.Position().Offset)
+			return store.Position{}, fmt.Errorf("fetch %s/%s from group %d: %w", tenant, session, from, err)
+		}
+		pos = ch.Position()
+	}
+	if err := f.Sync(); err != nil {
+		return store.Position{}, err
+	}
+	if staged {
+		if m.stagedAt == nil {
+			m.stagedAt = map[string]store.Position{}
+		}
+		m.stagedAt[path] = pos
+	}
+	return pos, nil
+}
+
+// verifyingWriter passes on whole lines that continue the chain.
+type verifyingWriter struct {
+	ch   *store.Chain
+	w    *bufio.Writer
+	part []byte
+}
+
+func (v *verifyingWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			v.part = append(v.part, p...)
+			break
+		}
+		line := p[:i]
+		if len(v.part) > 0 {
+			line = append(v.part, line...)
+		}
+		if _, err := v.ch.Next(line); err != nil {
+			return 0, fmt.Errorf("line %d: %w", v.ch.Position().Seq+1, err)
+		}
+		if _, err := v.w.Write(line); err != nil {
+			return 0, err
+		}
+		if err := v.w.WriteByte('\n'); err != nil {
+			return 0, err
+		}
+		v.part, p = v.part[:0], p[i+1:]
+	}
+	return n, nil
+}
+
+// ReadLog writes the bytes [from, to) of the session's log as this node's
+// replica of group holds it: refused if the node does not hold the
+// session for that group, or holds less of it.
+func (sm *SM) ReadLog(group uint64, tenant, session string, from, to int64, w io.Writer) error {
+	m := sm.dataSM
+	name := tenant + "/" + session
+	if g := m.Holder(tenant, session); g != group {
+		// A log moved here from group holds group's log up to the fence.
+		var in moveIn
+		if ok, err := m.get(nameKey(g, kindMoveIn, name), &in); err != nil || !ok || in.From != group {
+			return vocab.Conflictf("group", fmt.Sprintf("node holds %s for group %d, not group %d", name, g, group))
+		}
+	}
+	dir, err := store.SessionDir(m.cfg.Root, tenant, session)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(store.LogPath(dir))
+	if err != nil {
+		return vocab.NotFoundf("session", fmt.Sprintf("node holds no log of %s", name))
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() < to || from > to || from < 0 {
+		return vocab.Conflictf("length", fmt.Sprintf("node holds %d bytes of %s, not %d", fi.Size(), name, to))
+	}
+	_, err = io.Copy(w, io.NewSectionReader(f, from, to-from))
+	return err
+}

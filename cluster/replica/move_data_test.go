@@ -1,0 +1,189 @@
+package replica
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"tally/cluster/node"
+	"tally/rest"
+	"tally/service"
+	"tally/store"
+)
+
+func moveEntry(t *testing.T, index uint64, method, session string, d MoveDoc) node.Entry {
+	t.Helper()
+	doc, _ := json.Marshal(d)
+	b, err := Command{Method: method, Tenant: "acme", Session: session, TS: int64(index) * 1e9, Doc: doc}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return node.Entry{Index: index, Kind: node.KindCommand, Data: b}
+}
+
+// openMoving opens a replica whose Fetch reads from the replica *src.
+func openMoving(t *testing.T, src **SM) *SM {
+	t.Helper()
+	sm, db := openReplicaWith(t, t.TempDir(), "", func(c *Config) {
+		c.Groups = testGroups
+		c.Fetch = func(_ context.Context, group uint64, tenant, session string, from, to int64, w io.Writer) error {
+			return (*src).ReadLog(group, tenant, session, from, to, w)
+		}
+	})
+	t.Cleanup(func() { sm.Close(); db.Close() })
+	return sm
+}
+
+func logBytes(t *testing.T, sm *SM, session string) []byte {
+	t.Helper()
+	dir, _ := store.SessionDir(sm.dataSM.cfg.Root, "acme", session)
+	b, err := os.ReadFile(store.LogPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A move's commands on a node that holds the source group (a), one that
+// holds the destination alone (b) and one that holds both (a again): the
+// fence refuses writes with 503 Moving; the install on b completes its
+// staged copy from a, on a takes the log as it is; both end at the fenced
+// sequence and chain hash, and both write on in the destination the same
+// bytes; a late source command on a is refused as moved; the retire keeps
+// a's log, the destination's now.
+func TestMoveCommands(t *testing.T) {
+	var a *SM
+	a = openMoving(t, &a)
+	b := openMoving(t, &a)
+	src := GroupOf(testGroups, "acme", "s")
+	dst := elsewhere("s")
+	var idx uint64
+	next := func() uint64 { idx++; return idx }
+	for i := range 5 {
+		if out := apply(t, a, src, entryIn(t, "s", next(), "p"+itoa(uint64(i)))); out[0].Err != nil {
+			t.Fatal(out[0].Err)
+		}
+	}
+	probe := apply(t, a, src, moveEntry(t, next(), MethodMoveProbe, "s", MoveDoc{Move: 1}))[0]
+	end, _ := probe.Value.(LogEnd)
+	if probe.Err != nil || end.Seq != 5 {
+		t.Fatalf("probe: %+v", probe)
+	}
+	// b stages what the probe saw; a writes on meanwhile.
+	if got, err := b.Stage(context.Background(), "acme", "s", src, end.Length); err != nil || got != end {
+		t.Fatalf("stage: %+v %v", got, err)
+	}
+	apply(t, a, src, entryIn(t, "s", next(), "p5"), entryIn(t, "s", next(), "p6"))
+	fence := apply(t, a, src, moveEntry(t, next(), MethodMoveFence, "s", MoveDoc{Move: 1, To: dst}),
+		entryIn(t, "s", next(), "refused"))
+	fenced, _ := fence[0].Value.(LogEnd)
+	if fence[0].Err != nil || fenced.Seq != 7 {
+		t.Fatalf("fence: %+v", fence[0])
+	}
+	want := "session acme/s is moving from group " + itoa(src) + " to group " + itoa(dst) + ": its writes resume once the move is activated or aborted: retry"
+	var ref rest.Refuser
+	if errString(fence[1].Err) != want || !errors.As(fence[1].Err, &ref) || ref.Refusal().Code != service.CodeMoving || ref.Refusal().Status != 503 {
+		t.Fatalf("a write after the fence: %v", fence[1].Err)
+	}
+	if _, ok := a.MovingTo(src, "acme", "s"); !ok {
+		t.Fatal("not fenced for the move")
+	}
+
+	install := MoveDoc{Move: 1, From: src, To: dst, Seq: fenced.Seq, Chain: fenced.Chain, Length: fenced.Length}
+	for _, sm := range []*SM{b, a} {
+		out := apply(t, sm, dst, moveEntry(t, next(), MethodMoveInstall, "s", install))[0]
+		if got, _ := out.Value.(LogEnd); out.Err != nil || got != fenced {
+			t.Fatalf("install: %+v", out)
+		}
+		if g := sm.Holder("acme", "s"); g != dst {
+			t.Fatalf("held by group %d after the install", g)
+		}
+	}
+	if !bytes.Equal(logBytes(t, a, "s"), logBytes(t, b, "s")) {
+		t.Fatal("the copies differ")
+	}
+	// c holds both groups and applied the source's first five commands
+	// only when it applies the install: it completes its log from a, and
+	// refuses the source's commands it applies late (their lines are in
+	// its log already); the fence it then applies answers as a's did.
+	c := openMoving(t, &a)
+	for i := range 5 {
+		apply(t, c, src, entryIn(t, "s", uint64(i+1), "p"+itoa(uint64(i))))
+	}
+	if out := apply(t, c, dst, moveEntry(t, 1, MethodMoveInstall, "s", install))[0]; out.Err != nil {
+		t.Fatalf("install on a node behind: %v", out.Err)
+	}
+	late := apply(t, c, src, entryIn(t, "s", 7, "p5"), entryIn(t, "s", 8, "p6"), moveEntry(t, 9, MethodMoveFence, "s", MoveDoc{Move: 1, To: dst}))
+	var mv *Moved
+	if !errors.As(late[0].Err, &mv) || mv.Group != dst || !errors.As(late[1].Err, &mv) {
+		t.Fatalf("late source commands: %v, %v", late[0].Err, late[1].Err)
+	}
+	if got, _ := late[2].Value.(LogEnd); late[2].Err != nil || got != fenced {
+		t.Fatalf("a late fence: %+v", late[2])
+	}
+	if !bytes.Equal(logBytes(t, a, "s"), logBytes(t, c, "s")) {
+		t.Fatal("the completed log differs")
+	}
+	w := next()
+	for _, sm := range []*SM{a, b} {
+		if out := apply(t, sm, dst, entryIn(t, "s", w, "in the destination"))[0]; out.Err != nil {
+			t.Fatal(out.Err)
+		}
+	}
+	if !bytes.Equal(logBytes(t, a, "s"), logBytes(t, b, "s")) || strings.Count(string(logBytes(t, b, "s")), "\n") != 8 {
+		t.Fatal("the destination's writes differ, or are not the eighth line")
+	}
+	retire := apply(t, a, src, moveEntry(t, next(), MethodMoveRetire, "s", MoveDoc{Move: 1, To: dst}),
+		entryIn(t, "s", next(), "after the retire"))
+	if retire[0].Err != nil || !errors.As(retire[1].Err, &mv) || mv.Group != dst {
+		t.Fatalf("retire: %+v", retire)
+	}
+	if _, ok := a.MovingTo(src, "acme", "s"); ok || len(logBytes(t, a, "s")) == 0 {
+		t.Fatal("retire on a node that holds both groups: still fenced for the move, or the log gone")
+	}
+}
+
+// An abort after the install: the destination's copy goes on a node that
+// holds it alone; the source, unfenced, writes on. A copy that does not
+// continue the chain is refused at the stage.
+func TestMoveAbortAndABadCopy(t *testing.T) {
+	var a *SM
+	a = openMoving(t, &a)
+	b := openMoving(t, &a)
+	src, dst := GroupOf(testGroups, "acme", "s"), elsewhere("s")
+	apply(t, a, src, entryIn(t, "s", 1, "p1"), entryIn(t, "s", 2, "p2"))
+	fenced, _ := apply(t, a, src, moveEntry(t, 3, MethodMoveFence, "s", MoveDoc{Move: 1, To: dst}))[0].Value.(LogEnd)
+	out := apply(t, b, dst, moveEntry(t, 1, MethodMoveInstall, "s", MoveDoc{Move: 1, From: src, To: dst, Seq: fenced.Seq, Chain: fenced.Chain, Length: fenced.Length}))[0]
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	if out := apply(t, b, dst, moveEntry(t, 2, MethodMoveDrop, "s", MoveDoc{Move: 1, From: src}))[0]; out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	dir, _ := store.SessionDir(b.dataSM.cfg.Root, "acme", "s")
+	if store.HasLog(dir) || b.Holder("acme", "s") == dst {
+		t.Fatal("the dropped copy is still there")
+	}
+	outs := apply(t, a, src, moveEntry(t, 4, MethodMoveUnfence, "s", MoveDoc{Move: 1}), entryIn(t, "s", 5, "p3"))
+	if outs[0].Err != nil || outs[1].Err != nil {
+		t.Fatalf("unfence and write: %+v", outs)
+	}
+
+	bad := openMoving(t, &a)
+	bad.dataSM.cfg.Fetch = func(_ context.Context, group uint64, tenant, session string, from, to int64, w io.Writer) error {
+		var buf bytes.Buffer
+		if err := a.ReadLog(group, tenant, session, from, to, &buf); err != nil {
+			return err
+		}
+		_, err := w.Write(bytes.Replace(buf.Bytes(), []byte("p2"), []byte("p9"), 1))
+		return err
+	}
+	if _, err := bad.Stage(context.Background(), "acme", "s", src, fenced.Length); err == nil || !strings.Contains(err.Error(), "line 2: chain hash does not match the line and the line before it") {
+		t.Fatalf("a tampered copy: %v", err)
+	}
+}
