@@ -15,7 +15,8 @@ import (
 )
 
 // The claims family through a node. A write is proposed like any other;
-// one carrying bytes stages them first (service_upload.go). A check's
+// one carrying bytes stores them here first, and its command names them
+// (service_upload.go). A check's
 // target is verified here, at the proposer, against this replica's copy,
 // and the replicas append the check without reading bytes
 // (ledgerservice.Config.TargetsVerified): whether a replica's disk holds a
@@ -136,9 +137,9 @@ type targetChecker interface {
 }
 
 // checkTarget verifies the stored bytes of a check command's target in
-// this replica's content store, once read-consistent: the same refusal a
-// local ledger gives for a damaged or missing copy, before anything is
-// proposed; and then that custody of them is whole (custodyPending).
+// this replica's content store, once read-consistent and once custody of
+// them is whole (custodyPending): the same refusal a local ledger gives
+// for a damaged or missing copy, before anything is proposed.
 func (c *Node) checkTarget(ctx context.Context, call service.Call, cmd claim.Command) error {
 	if _, ok := ledgerservice.TargetOf(cmd); !ok {
 		return nil
@@ -148,10 +149,12 @@ func (c *Node) checkTarget(ctx context.Context, call service.Call, cmd claim.Com
 		if !ok {
 			return struct{}{}, errors.New("cluster: the replica's Service cannot verify a check's target")
 		}
-		if err := tc.CheckTarget(ctx, call, cmd); err != nil {
+		// Custody first: a copy still on its way here is pending
+		// (retryable), not missing.
+		if err := c.custodyPending(ctx, call, cmd); err != nil {
 			return struct{}{}, err
 		}
-		return struct{}{}, c.custodyPending(ctx, call, cmd)
+		return struct{}{}, tc.CheckTarget(ctx, call, cmd)
 	})
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"tally/api"
@@ -54,6 +55,16 @@ type ClusterNode interface {
 	OpBackup(ctx context.Context, decode func(any) error, w io.Writer) error
 }
 
+// contentServer is a ClusterNode that serves its copies of content to the
+// other nodes (cluster.Node): OpContent writes the node's verified copy of
+// the content a signed request names to w, after telling setSize its
+// size, for another node fetching bytes that travel beside the raft log.
+// An error before the first byte is answered as a refusal; one after it
+// cuts the stream.
+type contentServer interface {
+	OpContent(ctx context.Context, decode func(any) error, setSize func(int64), w io.Writer) error
+}
+
 // clusterRequestMax bounds the body of a join and of an operator's signed
 // request (cluster.RequestMax): a member record, a few fields and the
 // envelope.
@@ -84,7 +95,7 @@ func (s *Server) clusterRoutes(n ClusterNode) []route {
 	signed := func(name, path, summary string, run func(context.Context, func(any) error) (any, error)) route {
 		return route{name: name, method: "POST", pattern: p + path, summary: summary, body: clusterRequest, write: true, bodyMax: clusterRequestMax, public: true, serve: op(run)}
 	}
-	return []route{
+	routes := []route{
 		{name: "cluster.status", method: "GET", pattern: p + "status", summary: "The node and the cluster as it sees them (its operator's: tenant \"*\", role admin)", public: true, serve: s.operatorOnlyEndpoint(op(n.OpStatus))},
 		{name: "cluster.members", method: "GET", pattern: p + "members", summary: "The members' liveness as the node sees them: state, incarnation, health score, predicted round trip, grants (its operator's)", public: true, serve: s.operatorOnlyEndpoint(op(n.OpMembers))},
 		{name: "cluster.health", method: "GET", pattern: p + "health", summary: "200 when the node serves and reaches a quorum in every group; else 503 NodeFailed or NoQuorum", public: true, serve: op(n.OpHealth)},
@@ -100,6 +111,10 @@ func (s *Server) clusterRoutes(n ClusterNode) []route {
 		signed("cluster.drain", "drain", "Move every replica off a node, before remove-node (signed)", n.OpDrain),
 		{name: "cluster.backup", method: "POST", pattern: p + "backup", summary: "A backup of every session of the cluster (signed; application/vnd.tally.backup)", body: clusterRequest, write: true, bodyMax: clusterRequestMax, public: true, stream: s.clusterBackup(n)},
 	}
+	if cs, ok := n.(contentServer); ok {
+		routes = append(routes, route{name: "cluster.content", method: "POST", pattern: p + "content", summary: "A node's verified copy of content, fetched by another node of the cluster (signed; application/octet-stream)", body: clusterRequest, bodyMax: clusterRequestMax, public: true, stream: s.clusterContent(cs)})
+	}
+	return routes
 }
 
 // decodeBody is a route's strict decoder over its checked body.
@@ -128,6 +143,52 @@ func (s *Server) clusterBackup(n ClusterNode) http.HandlerFunc {
 			w.Header().Set(backup.ErrorTrailer, err.Error())
 		}
 	}
+}
+
+// clusterContent streams a node's copy of content to another node: its
+// length and media type are declared at the first byte; a failure before
+// it is answered as a refusal, one after it cuts the stream short (the
+// fetching node's check of the digest and size discards what it got).
+func (s *Server) clusterContent(n contentServer) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		cw := &contentWriter{w: w, size: -1}
+		err := n.OpContent(r.Context(), decodeBody(r), func(size int64) { cw.size = size }, cw)
+		switch {
+		case err == nil:
+			if !cw.sent {
+				cw.start() // empty content
+			}
+		case !cw.sent:
+			s.writeError(w, err)
+		default:
+			s.cfg.Logger.Warn("cluster: a copy's stream was cut", "err", err)
+			panic(http.ErrAbortHandler) // the fetcher sees the stream cut, not an end
+		}
+	}
+}
+
+// contentWriter declares a copy's length and media type before its first
+// byte.
+type contentWriter struct {
+	w    http.ResponseWriter
+	size int64
+	sent bool
+}
+
+func (c *contentWriter) start() {
+	c.sent = true
+	c.w.Header().Set("Content-Type", "application/octet-stream")
+	if c.size >= 0 {
+		c.w.Header().Set("Content-Length", strconv.FormatInt(c.size, 10))
+	}
+	c.w.WriteHeader(http.StatusOK)
+}
+
+func (c *contentWriter) Write(p []byte) (int, error) {
+	if !c.sent && len(p) > 0 {
+		c.start()
+	}
+	return c.w.Write(p)
 }
 
 // backupWriter declares a backup's media type and trailer before its
