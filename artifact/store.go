@@ -359,6 +359,27 @@ func (s *Store) Open(ctx context.Context, d digest.ContentDigest) (io.ReadCloser
 	return &verifyingReader{f: f, h: digest.NewContentHasher(), want: d, path: s.Path(d)}, nil
 }
 
+// OpenChecked returns a reader of the stored copy of d and its size
+// without reading it first: the reader hashes as it is read and returns a
+// *DamagedError instead of io.EOF if the bytes are not the content d
+// names. For a reader that checks the digest itself as well (a node
+// fetching a copy), which is then read once rather than twice.
+func (s *Store) OpenChecked(d digest.ContentDigest) (io.ReadCloser, int64, error) {
+	f, err := os.Open(s.Path(d))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, fmt.Errorf("open artifact %s: %w", d, ErrNotFound)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("open artifact: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("open artifact: %w", err)
+	}
+	return &verifyingReader{f: f, h: digest.NewContentHasher(), want: d, path: s.Path(d)}, fi.Size(), nil
+}
+
 type verifyingReader struct {
 	f    *os.File
 	h    *blake3.Hasher

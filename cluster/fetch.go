@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -145,10 +144,10 @@ func (s *custodyState) fetchDone(content string) {
 }
 
 // OpContent writes this node's copy of the content a signed request names
-// to w, verified whole before the first byte (a damaged or missing copy is
-// refused, never served) and hashed again as it is read: a copy that
-// changes meanwhile cuts the stream, and the fetcher's own check discards
-// what it got. setSize is told the size before the first byte.
+// to w, hashed as it is read: a copy that does not verify cuts the stream
+// before its end, so the fetcher never takes it (its own check of the
+// whole digest discards what it got), and is repaired here. A missing copy
+// is refused. setSize is told the size before the first byte.
 func (c *Node) OpContent(ctx context.Context, decode Decode, setSize func(int64), w io.Writer) error {
 	var req ContentRequest
 	if err := c.decodeSigned(decode, &req); err != nil {
@@ -162,20 +161,34 @@ func (c *Node) OpContent(ctx context.Context, decode Decode, setSize func(int64)
 	if err != nil {
 		return err
 	}
-	rc, err := objs.Open(ctx, d)
+	// Read once, hashed as it streams: the fetcher verifies the whole
+	// digest itself and discards bytes that do not match; a copy found
+	// damaged here is cut short and repaired.
+	rc, size, err := objs.OpenChecked(d)
 	if err != nil {
-		if artifact.IsDamaged(err) {
-			c.custody.found(d.String())
-			c.custody.wake()
-		}
-		return rest.NewRetryable(codeNoCopy, fmt.Sprintf("node %d holds no verified copy of content %s: %v", c.cfg.NodeID, d, err))
+		return rest.NewRetryable(codeNoCopy, fmt.Sprintf("node %d holds no copy of content %s: %v", c.cfg.NodeID, d, err))
 	}
 	defer rc.Close()
-	if fi, err := os.Stat(objs.Path(d)); err == nil {
-		setSize(fi.Size())
+	setSize(size)
+	_, err = io.CopyBuffer(w, ctxReader{ctx, rc}, make([]byte, 1<<20))
+	if artifact.IsDamaged(err) {
+		c.custody.found(d.String())
+		c.custody.wake()
 	}
-	_, err = io.CopyBuffer(w, rc, make([]byte, 1<<20))
 	return err
+}
+
+// ctxReader stops a stream when its context is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // codeNoCopy refuses a fetch of content the node holds no verified copy of.
@@ -203,11 +216,12 @@ func (c *Node) fetch(ctx context.Context, group uint64, content string, size int
 		if !ok || m.Addr == "" {
 			continue
 		}
+		start := time.Now()
 		n, err := c.fetchFrom(ctx, objs, h, m.Addr, d, size)
 		if err == nil {
 			c.metrics.fetched.Add(1)
 			c.metrics.fetchedBytes.Add(n)
-			c.log.Info("custody: fetched a copy", "group", group, "content", content, "size", n, "from", h)
+			c.log.Info("custody: fetched a copy", "group", group, "content", content, "size", n, "from", h, "took", time.Since(start).Round(time.Millisecond).String())
 			return nil
 		}
 		c.metrics.fetchFailed.Add(1)
@@ -259,7 +273,7 @@ func (c *Node) fetchFrom(ctx context.Context, objs *artifact.Store, id uint64, a
 // fetchClient fetches copies: a holder's answer must begin within
 // fetchAnswerIn; the bytes then stream for as long as they take (the
 // fetch's context bounds them).
-var fetchClient = &http.Client{Transport: &http.Transport{ResponseHeaderTimeout: fetchAnswerIn, MaxIdleConnsPerHost: fetchesMax}}
+var fetchClient = &http.Client{Transport: &http.Transport{ResponseHeaderTimeout: fetchAnswerIn, MaxIdleConnsPerHost: fetchesMax, ReadBufferSize: 256 << 10}}
 
 // holdersOf are the nodes to fetch content of group from, in order: those
 // its records name, those with a receipt (at the current epoch first), the

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,7 +26,10 @@ import (
 	"tally/cluster/replica"
 )
 
-const custodyClaim = `{"claim":"C17","respondent":"parser","work":"w","slots":[{"name":"change","mode":"required","checks":[{"id":"behavior","validator":{"name":"command","version":"1"},"evaluator":"maintainer","mode":"required","attempts":2}]}]}`
+// custodyClaim is the claim each round publishes to: C<round>.
+func custodyClaim(id string) string {
+	return `{"claim":"` + id + `","respondent":"parser","work":"w","slots":[{"name":"change","mode":"required","checks":[{"id":"behavior","validator":{"name":"command","version":"1"},"evaluator":"maintainer","mode":"required","attempts":2}]}]}`
+}
 
 // tallyAt runs a verb of session acme/parser through the server at addr.
 func tallyAt(bin, addr, work, stdin string, args ...string) error {
@@ -40,16 +44,16 @@ func tallyAt(bin, addr, work, stdin string, args ...string) error {
 	return nil
 }
 
-// openClaim creates, posts and receipts C17 through addr.
-func openClaim(bin, addr, work string) error {
+// openClaim creates, posts and receipts claim id through addr.
+func openClaim(bin, addr, work, id string) error {
 	for _, step := range [][]string{
 		{"claim", "create", "-", "--as", "maintainer"},
-		{"claim", "post", "C17", "--as", "maintainer"},
-		{"receipt", "acquire", "C17", "--as", "parser"},
+		{"claim", "post", id, "--as", "maintainer"},
+		{"receipt", "acquire", id, "--as", "parser"},
 	} {
 		stdin := ""
 		if step[1] == "create" {
-			stdin = custodyClaim
+			stdin = custodyClaim(id)
 		}
 		if err := tallyAt(bin, addr, work, stdin, step...); err != nil {
 			return err
@@ -58,15 +62,15 @@ func openClaim(bin, addr, work string) error {
 	return nil
 }
 
-// putArtifact publishes work/patch.bin as C17's patch-a through addr.
-func putArtifact(bin, addr, work string) error {
-	return tallyAt(bin, addr, work, "", "artifact", "put", "patch.bin", "--claim", "C17", "--slot", "change", "--generation", "1", "--id", "patch-a", "--as", "parser")
+// putArtifact publishes file as claim id's patch-a through addr.
+func putArtifact(bin, addr, work, id, file string) error {
+	return tallyAt(bin, addr, work, "", "artifact", "put", file, "--claim", id, "--slot", "change", "--generation", "1", "--id", "patch-a", "--as", "parser")
 }
 
-// custodyWhole reports whether C17's patch-a has every voter's receipt,
+// custodyWhole reports whether claim id's patch-a has every voter's receipt,
 // as the node at addr shows the claim.
-func custodyWhole(addr string) bool {
-	res, err := client.Get("http://" + addr + "/v1/tenants/acme/sessions/parser/claims/C17")
+func custodyWhole(addr, id string) bool {
+	res, err := client.Get("http://" + addr + "/v1/tenants/acme/sessions/parser/claims/" + id)
 	if err != nil {
 		return false
 	}
@@ -97,7 +101,17 @@ func treeSize(dir string) int64 {
 	return n
 }
 
-func custodyBench(bin string, size int64) error {
+// randomFile writes size bytes from seed to path.
+func randomFile(path string, size int64, seed byte) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	_, err = io.CopyN(f, rand.NewChaCha8([32]byte{seed}), size)
+	return errors.Join(err, f.Close())
+}
+
+func custodyBench(bin string, size int64, rounds int) error {
 	dir, err := os.MkdirTemp("", "tally-custody-bench-")
 	if err != nil {
 		return err
@@ -107,33 +121,12 @@ func custodyBench(bin string, size int64) error {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(work, "patch.bin"))
-	if err != nil {
-		return err
-	}
-	_, err = io.CopyN(f, rand.NewChaCha8([32]byte{24}), size)
-	if err = errors.Join(err, f.Close()); err != nil {
-		return err
-	}
-
-	// One node: a single server.
 	single := &proc{addr: freePort()}
 	single.args = []string{"serve", "--insecure-dev", "--dir", filepath.Join(dir, "single"), "--addr", single.addr, "--watch-every", "0"}
 	if err := single.start(bin); err != nil {
 		return err
 	}
-	err = openClaim(bin, single.addr, work)
-	start := time.Now()
-	if err == nil {
-		err = putArtifact(bin, single.addr, work)
-	}
-	one := time.Since(start)
-	single.stop()
-	if err != nil {
-		return err
-	}
-
-	// Three nodes, through a follower, until custody is whole.
+	defer single.stop()
 	nodes, err := startCluster(bin, dir, "custody")
 	if err != nil {
 		return err
@@ -151,36 +144,55 @@ func custodyBench(bin string, size int64) error {
 		}
 	}
 	asked := nodes[leader%3] // ids 1..3: the node after the leader
-	if err := openClaim(bin, asked.addr, work); err != nil {
-		return err
-	}
-	before := make([]int64, len(nodes))
-	for i, n := range nodes {
-		before[i] = treeSize(filepath.Join(n.data, "raft"))
-	}
-	start = time.Now()
-	if err := putArtifact(bin, asked.addr, work); err != nil {
-		return err
-	}
-	committed := time.Since(start)
-	for !custodyWhole(asked.addr) {
-		if time.Since(start) > 10*time.Minute {
-			return fmt.Errorf("custody not whole after %v", time.Since(start))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	whole := time.Since(start)
-	var grew int64
-	for i, n := range nodes {
-		grew = max(grew, treeSize(filepath.Join(n.data, "raft"))-before[i])
-	}
 	mb := float64(size) / 1e6
-	fmt.Printf("artifact: %d bytes (%.0f MB)\n", size, mb)
-	fmt.Printf("one node, tally artifact put:                %8.0f ms  %7.1f MB/s\n", ms(one), mb/one.Seconds())
-	fmt.Printf("3 nodes through node %d (a follower), committed: %5.0f ms\n", asked.id, ms(committed))
-	fmt.Printf("3 nodes through node %d, custody whole on 3:  %8.0f ms  %7.1f MB/s\n", asked.id, ms(whole), mb/whole.Seconds())
-	fmt.Printf("throughput ratio (3 nodes until full custody / one node): %.2fx (want >= 0.3x)\n", one.Seconds()/whole.Seconds())
-	fmt.Printf("raft store growth, the most of the 3 nodes: %d bytes; per artifact byte: %.6f (want <= 0.001)\n", grew, float64(grew)/float64(size))
+	fmt.Printf("artifact: %d bytes (%.0f MB) a round, new bytes each round; 3 nodes through node %d (group %d's leader is node %d)\n", size, mb, asked.id, g, leader)
+	fmt.Println("round  one node put  3 nodes committed  3 nodes full custody  ratio  raft bytes per artifact byte")
+	var ratios, perByte []float64
+	for r := 1; r <= rounds; r++ {
+		id := fmt.Sprintf("C%d", r)
+		file := fmt.Sprintf("patch%d.bin", r)
+		if err := randomFile(filepath.Join(work, file), size, byte(r)); err != nil {
+			return err
+		}
+		if err := openClaim(bin, single.addr, work, id); err != nil {
+			return err
+		}
+		if err := openClaim(bin, asked.addr, work, id); err != nil {
+			return err
+		}
+		start := time.Now()
+		if err := putArtifact(bin, single.addr, work, id, file); err != nil {
+			return err
+		}
+		one := time.Since(start)
+		before := make([]int64, len(nodes))
+		for i, n := range nodes {
+			before[i] = treeSize(filepath.Join(n.data, "raft"))
+		}
+		start = time.Now()
+		if err := putArtifact(bin, asked.addr, work, id, file); err != nil {
+			return err
+		}
+		committed := time.Since(start)
+		for !custodyWhole(asked.addr, id) {
+			if time.Since(start) > 10*time.Minute {
+				return fmt.Errorf("custody not whole after %v", time.Since(start))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		whole := time.Since(start)
+		var grew int64
+		for i, n := range nodes {
+			grew = max(grew, treeSize(filepath.Join(n.data, "raft"))-before[i])
+		}
+		ratios = append(ratios, one.Seconds()/whole.Seconds())
+		perByte = append(perByte, float64(grew)/float64(size))
+		fmt.Printf("%5d  %7.0f ms %4.0f MB/s  %7.0f ms  %7.0f ms %4.0f MB/s  %.2fx  %.6f (%d bytes)\n", r, ms(one), mb/one.Seconds(), ms(committed), ms(whole), mb/whole.Seconds(), ratios[len(ratios)-1], perByte[len(perByte)-1], grew)
+		os.Remove(filepath.Join(work, file))
+	}
+	slices.Sort(ratios)
+	slices.Sort(perByte)
+	fmt.Printf("median ratio (3 nodes until full custody / one node): %.2fx (want >= 0.3x); median raft bytes per artifact byte: %.6f (want <= 0.001)\n", ratios[len(ratios)/2], perByte[len(perByte)/2])
 	return nil
 }
 
