@@ -86,6 +86,9 @@ func ObjectPath(dir string, d digest.ContentDigest) string {
 	return filepath.Join(dir, h[:2], h[2:])
 }
 
+// WithContext is r, stopping when ctx is done.
+func WithContext(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx: ctx, r: r} }
+
 // ctxReader stops a copy when its context is done.
 type ctxReader struct {
 	ctx context.Context

@@ -170,25 +170,12 @@ func (c *Node) OpContent(ctx context.Context, decode Decode, setSize func(int64)
 	}
 	defer rc.Close()
 	setSize(size)
-	_, err = io.CopyBuffer(w, ctxReader{ctx, rc}, make([]byte, 1<<20))
+	_, err = io.CopyBuffer(w, artifact.WithContext(ctx, rc), make([]byte, 1<<20))
 	if artifact.IsDamaged(err) {
 		c.custody.found(d.String())
 		c.custody.wake()
 	}
 	return err
-}
-
-// ctxReader stops a stream when its context is done.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
 
 // codeNoCopy refuses a fetch of content the node holds no verified copy of.

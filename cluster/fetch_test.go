@@ -163,3 +163,48 @@ func TestBytesBesideTheLogFetchedRepairedCollected(t *testing.T) {
 		t.Fatal("the collection removed the wrong bytes")
 	}
 }
+
+// A fetch whose holder is gone goes on to another node holding a verified
+// copy: the node that took the bytes stops before the last voter fetched
+// them, which then fetches from the node that receipted its copy, and
+// receipts its own.
+func TestAFetchGoesOnToAnotherHolder(t *testing.T) {
+	nodes := startThree(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	call := func(actor, rid string) service.Call {
+		return service.Call{Tenant: "acme", Session: "parser", Actor: actor, RequestID: rid}
+	}
+	for _, st := range proofOfWork()[:3] {
+		if _, err := retried(func() (service.ClaimWritten, error) { return st.run(ctx, nodes[0].Node, call) }); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+	}
+	took, first, last := nodes[1], nodes[0], nodes[2]
+	last.holdReceipts.Store(true) // as a node whose fetch has not begun
+	body := bytes.Repeat([]byte("+\tif len(s) < 6 { return errIncomplete }\n"), 50_000)
+	content := digest.HashContent(body)
+	if _, err := retried(func() (service.ClaimWritten, error) {
+		return took.PublishArtifact(ctx, call("parser", "pub"), api.ClaimPublish{Claim: "C17", Artifact: "patch", Slot: "change", Generation: 1, Kind: "patch"}, bytes.NewReader(body))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first node's receipt", 60*time.Second, func() bool {
+		shown, err := first.Claim(ctx, call("", ""), "C17")
+		return err == nil && len(shown.Custody) == 1 && slices.Equal(shown.Custody[0].Holders, []uint64{first.ID(), took.ID()})
+	})
+	took.stop(t)
+	last.holdReceipts.Store(false)
+	objs, err := artifact.OpenStore(store.ObjectsDir(last.Replica().Root()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the last node's copy", 60*time.Second, func() bool { return objs.Verify(ctx, content) == nil })
+	if got := last.metrics.fetchFailed.Load(); got < 1 {
+		t.Errorf("fetches failed at node %d: %d (its first holder was stopped)", last.ID(), got)
+	}
+	waitFor(t, "the last node's receipt", 60*time.Second, func() bool {
+		shown, err := first.Claim(ctx, call("", ""), "C17")
+		return err == nil && len(shown.Custody) == 1 && slices.Contains(shown.Custody[0].Holders, last.ID())
+	})
+}
