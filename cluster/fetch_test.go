@@ -56,17 +56,12 @@ func custodyWhole(t *testing.T, n *testNode, call service.Call, claimID string) 
 	})
 }
 
-// An artifact's bytes travel beside the raft log: published through one
-// node, every other node fetches them from it, verifies and stores them,
-// and commits its receipt; the raft stores grow by far less than the
-// bytes. A copy then damaged on one node is refused there, found by a
-// scrub, its receipt withdrawn, repaired from another node's copy and
-// receipted again; and a refused publication's bytes are collected while
-// the recorded ones stay.
-func TestBytesBesideTheLogFetchedRepairedCollected(t *testing.T) {
+// threeWithClaim starts three nodes and opens C17 (created, posted,
+// receipted) through the first, with a context for the test.
+func threeWithClaim(t *testing.T) ([]*testNode, context.Context, func(actor, rid string) service.Call) {
 	nodes := startThree(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	call := func(actor, rid string) service.Call {
 		return service.Call{Tenant: "acme", Session: "parser", Actor: actor, RequestID: rid}
 	}
@@ -75,6 +70,18 @@ func TestBytesBesideTheLogFetchedRepairedCollected(t *testing.T) {
 			t.Fatalf("%s: %v", st.name, err)
 		}
 	}
+	return nodes, ctx, call
+}
+
+// An artifact's bytes travel beside the raft log: published through one
+// node, every other node fetches them from it, verifies and stores them,
+// and commits its receipt; the raft stores grow by far less than the
+// bytes. A copy then damaged on one node is refused there, found by a
+// scrub, its receipt withdrawn, repaired from another node's copy and
+// receipted again; and a refused publication's bytes are collected while
+// the recorded ones stay.
+func TestBytesBesideTheLogFetchedRepairedCollected(t *testing.T) {
+	nodes, ctx, call := threeWithClaim(t)
 	raftBefore := make([]int64, 3)
 	for i, n := range nodes {
 		raftBefore[i] = dirBytes(t, filepath.Join(n.cfg.Data, "raft"))
@@ -169,17 +176,7 @@ func TestBytesBesideTheLogFetchedRepairedCollected(t *testing.T) {
 // them, which then fetches from the node that receipted its copy, and
 // receipts its own.
 func TestAFetchGoesOnToAnotherHolder(t *testing.T) {
-	nodes := startThree(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	call := func(actor, rid string) service.Call {
-		return service.Call{Tenant: "acme", Session: "parser", Actor: actor, RequestID: rid}
-	}
-	for _, st := range proofOfWork()[:3] {
-		if _, err := retried(func() (service.ClaimWritten, error) { return st.run(ctx, nodes[0].Node, call) }); err != nil {
-			t.Fatalf("%s: %v", st.name, err)
-		}
-	}
+	nodes, ctx, call := threeWithClaim(t)
 	took, first, last := nodes[1], nodes[0], nodes[2]
 	last.holdReceipts.Store(true) // as a node whose fetch has not begun
 	body := bytes.Repeat([]byte("+\tif len(s) < 6 { return errIncomplete }\n"), 50_000)
