@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -116,11 +117,6 @@ func TestBytesBesideTheLogFetchedRepairedCollected(t *testing.T) {
 	if err := os.WriteFile(path, append(slices.Clone(big[:len(big)-1]), 'x'), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := damaged.Artifact(ctx, call("", ""), "C17", "big"); err == nil {
-		t.Fatal("a damaged copy was served")
-	} else if r, ok := vocab.As(err); !ok || r.Code != service.CodeDamaged {
-		t.Fatalf("a read of a damaged copy: %v", err)
-	}
 	// The scrubber finds it: the node withdraws its receipt and repairs
 	// its copy from another's, then receipts it again.
 	objs, err := artifact.OpenStore(store.ObjectsDir(damaged.Replica().Root()))
@@ -131,6 +127,16 @@ func TestBytesBesideTheLogFetchedRepairedCollected(t *testing.T) {
 	bad, err := sc.Pass(ctx)
 	if err != nil || len(bad) != 1 || bad[0].Content != content {
 		t.Fatalf("the scrub found %v: %v", bad, err)
+	}
+	// Read meanwhile, it is refused, or served whole once repaired.
+	if ac, err := damaged.Artifact(ctx, call("", ""), "C17", "big"); err == nil {
+		got, rerr := io.ReadAll(ac.Body)
+		ac.Body.Close()
+		if rerr == nil && !bytes.Equal(got, big) {
+			t.Fatal("a damaged copy was served")
+		}
+	} else if r, ok := vocab.As(err); !ok || r.Code != service.CodeDamaged {
+		t.Fatalf("a read of a damaged copy: %v", err)
 	}
 	waitFor(t, "the damaged copy repaired", 60*time.Second, func() bool {
 		return damaged.metrics.repaired.Load() >= 1 && objs.Verify(ctx, content) == nil

@@ -12,6 +12,7 @@ import (
 	"tally/ledgerservice"
 	"tally/service"
 	"tally/verb"
+	"tally/vocab"
 )
 
 // The claims family through a node. A write is proposed like any other;
@@ -189,15 +190,36 @@ func (c *Node) ClaimGraph(ctx context.Context, call service.Call) (service.Claim
 // read-consistent.
 func (c *Node) Artifact(ctx context.Context, call service.Call, claimID, id string) (service.ArtifactContent, error) {
 	return read(ctx, c, call, func(s service.Service, call service.Call) (service.ArtifactContent, error) {
-		return s.Artifact(ctx, call, claimID, id)
+		ac, err := s.Artifact(ctx, call, claimID, id)
+		if badCopy(err) {
+			if ls, lerr := s.ListArtifacts(ctx, call, service.ArtifactQuery{Claim: claimID, Artifact: id}); lerr == nil && len(ls.Artifacts) == 1 {
+				c.custody.found(ls.Artifacts[0].Content)
+				c.custody.wake()
+			}
+		}
+		return ac, err
 	})
+}
+
+// badCopy reports whether a read was refused for this node's copy: damaged
+// or missing. The read stays refused (never served from a bad copy), and
+// the custody sweep repairs the copy from a holder at once rather than at
+// the scrubber's next pass.
+func badCopy(err error) bool {
+	r, ok := vocab.As(err)
+	return ok && (r.Code == service.CodeDamaged || r.Code == vocab.NotFound)
 }
 
 // Content opens bytes by content digest from this replica's content
 // store, read-consistent.
 func (c *Node) Content(ctx context.Context, call service.Call, content digest.ContentDigest) (service.ArtifactContent, error) {
 	return read(ctx, c, call, func(s service.Service, call service.Call) (service.ArtifactContent, error) {
-		return s.Content(ctx, call, content)
+		ac, err := s.Content(ctx, call, content)
+		if badCopy(err) {
+			c.custody.found(content.String())
+			c.custody.wake()
+		}
+		return ac, err
 	})
 }
 
