@@ -295,7 +295,7 @@ func (c *Node) open(fresh bool) error {
 	local, root := c.cfg.Local, filepath.Join(c.cfg.Data, "ledger")
 	rc := replica.Config{
 		Root: root, DB: c.db, Ledger: c.cfg.Ledger, Groups: c.cfg.Groups,
-		Methods: Methods(func() *replica.SM { return c.sm }), Logger: c.log,
+		Methods: c.wakeOnBytes(Methods(func() *replica.SM { return c.sm })), Logger: c.log,
 		OnMembers: func(ms []replica.Member) {
 			for _, m := range ms {
 				c.tr.AddPeer(m.ID, m.RaftAddr)

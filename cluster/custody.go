@@ -33,7 +33,7 @@ import (
 
 // custodyEvery is how often a node looks for bytes of its groups it holds
 // without a receipt at the current epoch.
-const custodyEvery = 100 * time.Millisecond
+const custodyEvery = 250 * time.Millisecond
 
 // keepCustody commits this node's receipts until ctx ends, fetching the
 // copies it lacks (fetch.go).

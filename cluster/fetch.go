@@ -28,8 +28,10 @@ import (
 
 	"tally/artifact"
 	"tally/cluster/node"
+	"tally/cluster/replica"
 	"tally/digest"
 	"tally/rest"
+	"tally/service"
 	"tally/store"
 )
 
@@ -345,4 +347,27 @@ func (c *Node) CollectArtifacts(ctx context.Context, grace time.Duration) (artif
 		}
 		return refs, nil
 	})
+}
+
+// wakeAfterApply is how long after a write naming bytes applies the
+// custody sweep looks for them: time for its batch's records to commit.
+const wakeAfterApply = 20 * time.Millisecond
+
+// wakeOnBytes wraps the writes that name bytes so that, applied here, they
+// start this node's fetch soon rather than at the sweep's next tick.
+func (c *Node) wakeOnBytes(methods map[string]replica.Method) map[string]replica.Method {
+	for name := range bytesMethods(nil) {
+		m, ok := methods[name]
+		if !ok {
+			continue
+		}
+		methods[name] = func(ctx context.Context, svc service.Service, call service.Call, doc []byte) (any, error) {
+			v, err := m(ctx, svc, call, doc)
+			if err == nil {
+				time.AfterFunc(wakeAfterApply, c.custody.wake)
+			}
+			return v, err
+		}
+	}
+	return methods
 }
