@@ -177,37 +177,55 @@ func TestBytesBesideTheLogFetchedRepairedCollected(t *testing.T) {
 	}
 }
 
-// A fetch whose holder is gone goes on to another node holding a verified
-// copy: the node that took the bytes stops before the last voter fetched
-// them, which then fetches from the node that receipted its copy, and
-// receipts its own.
+// A fetch whose holder is gone, or holds a damaged copy, goes on to
+// another node holding a verified copy: the node that took the bytes
+// stops (or its copy rots) before the last voter fetched them, which then
+// fetches from the node that receipted its copy, and receipts its own; a
+// holder found serving a damaged copy repairs it.
 func TestAFetchGoesOnToAnotherHolder(t *testing.T) {
-	nodes, ctx, call := threeWithClaim(t)
-	took, first, last := nodes[1], nodes[0], nodes[2]
-	last.holdReceipts.Store(true) // as a node whose fetch has not begun
-	body := bytes.Repeat([]byte("+\tif len(s) < 6 { return errIncomplete }\n"), 50_000)
-	content := digest.HashContent(body)
-	if _, err := retried(func() (service.ClaimWritten, error) {
-		return took.PublishArtifact(ctx, call("parser", "pub"), api.ClaimPublish{Claim: "C17", Artifact: "patch", Slot: "change", Generation: 1, Kind: "patch"}, bytes.NewReader(body))
-	}); err != nil {
-		t.Fatal(err)
+	for _, holderDamaged := range []bool{false, true} {
+		t.Run(map[bool]string{false: "stopped", true: "damaged"}[holderDamaged], func(t *testing.T) {
+			nodes, ctx, call := threeWithClaim(t)
+			took, first, last := nodes[1], nodes[0], nodes[2]
+			last.holdReceipts.Store(true) // as a node whose fetch has not begun
+			body := bytes.Repeat([]byte("+\tif len(s) < 6 { return errIncomplete }\n"), 50_000)
+			content := digest.HashContent(body)
+			if _, err := retried(func() (service.ClaimWritten, error) {
+				return took.PublishArtifact(ctx, call("parser", "pub"), api.ClaimPublish{Claim: "C17", Artifact: "patch", Slot: "change", Generation: 1, Kind: "patch"}, bytes.NewReader(body))
+			}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the first node's receipt", 60*time.Second, func() bool {
+				shown, err := first.Claim(ctx, call("", ""), "C17")
+				return err == nil && len(shown.Custody) == 1 && slices.Equal(shown.Custody[0].Holders, []uint64{first.ID(), took.ID()})
+			})
+			tookPath := artifact.ObjectPath(store.ObjectsDir(took.Replica().Root()), content)
+			if holderDamaged {
+				if err := os.WriteFile(tookPath, append(slices.Clone(body[:len(body)-1]), 'x'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				took.stop(t)
+			}
+			last.holdReceipts.Store(false)
+			objs, err := artifact.OpenStore(store.ObjectsDir(last.Replica().Root()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the last node's copy", 60*time.Second, func() bool { return objs.Verify(ctx, content) == nil })
+			if got := last.metrics.fetchFailed.Load(); got < 1 {
+				t.Errorf("fetches failed at node %d: %d (its first holder was stopped or damaged)", last.ID(), got)
+			}
+			waitFor(t, "the last node's receipt", 60*time.Second, func() bool {
+				shown, err := first.Claim(ctx, call("", ""), "C17")
+				return err == nil && len(shown.Custody) == 1 && slices.Contains(shown.Custody[0].Holders, last.ID())
+			})
+			if holderDamaged {
+				waitFor(t, "the damaged holder's copy repaired", 60*time.Second, func() bool {
+					b, err := os.ReadFile(tookPath)
+					return err == nil && bytes.Equal(b, body)
+				})
+			}
+		})
 	}
-	waitFor(t, "the first node's receipt", 60*time.Second, func() bool {
-		shown, err := first.Claim(ctx, call("", ""), "C17")
-		return err == nil && len(shown.Custody) == 1 && slices.Equal(shown.Custody[0].Holders, []uint64{first.ID(), took.ID()})
-	})
-	took.stop(t)
-	last.holdReceipts.Store(false)
-	objs, err := artifact.OpenStore(store.ObjectsDir(last.Replica().Root()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the last node's copy", 60*time.Second, func() bool { return objs.Verify(ctx, content) == nil })
-	if got := last.metrics.fetchFailed.Load(); got < 1 {
-		t.Errorf("fetches failed at node %d: %d (its first holder was stopped)", last.ID(), got)
-	}
-	waitFor(t, "the last node's receipt", 60*time.Second, func() bool {
-		shown, err := first.Claim(ctx, call("", ""), "C17")
-		return err == nil && len(shown.Custody) == 1 && slices.Contains(shown.Custody[0].Holders, last.ID())
-	})
 }

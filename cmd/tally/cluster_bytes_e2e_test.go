@@ -165,6 +165,15 @@ func TestClusterArtifactBytesBesideTheLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
+	waitUntil(t, fmt.Sprintf("node %d's scrubber finding the damaged copy", bad.id), 60*time.Second, func() bool {
+		res, err := httpc.Get(bad.url() + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return regexp.MustCompile(`(?m)^tally_artifact_damaged_found_total [1-9]`).Match(b)
+	})
 	req, _ := http.NewRequest("GET", bad.url()+"/v1/tenants/acme/sessions/parser/claims/C17/artifacts/patch-a", nil)
 	req.Header.Set("X-Tally-Actor", maintainer)
 	res, err := httpc.Do(req)
@@ -178,6 +187,7 @@ func TestClusterArtifactBytesBesideTheLog(t *testing.T) {
 	if got := digest.ContentSum(h).String(); res.StatusCode == http.StatusOK && got != content {
 		t.Fatalf("node %d served a damaged copy (content %s)", bad.id, got)
 	}
+	// Refused while damaged, or served whole once repaired.
 	if res.StatusCode != http.StatusOK && !strings.Contains(head.String(), `"code":"damaged"`) {
 		t.Fatalf("a read of the damaged copy through node %d: %d %s", bad.id, res.StatusCode, head.String())
 	}
