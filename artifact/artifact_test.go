@@ -387,3 +387,48 @@ func FuzzParseDigest(f *testing.F) {
 		}
 	})
 }
+
+// A copy fetched from another node is named only if its bytes are the
+// content and size asked for: bytes that are not, or are cut short, are
+// discarded and nothing is left in the store; a damaged copy in place is
+// replaced by bytes that verify.
+func TestPutVerifiedStoresOnlyBytesThatVerify(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	want := bytes.Repeat([]byte("patch "), 300_000)
+	d := digest.HashContent(want)
+	other := append(bytes.Clone(want[:len(want)-1]), 'x')
+	for _, c := range []struct {
+		name string
+		body []byte
+		size int64
+		why  string
+	}{
+		{"other bytes", other, int64(len(want)), "damaged"},
+		{"cut short", want[:len(want)/2], int64(len(want)), "bytes arrived"},
+		{"more than said", want, int64(len(want)) - 1, "bytes arrived"},
+	} {
+		err := s.PutVerified(ctx, bytes.NewReader(c.body), d, c.size)
+		if err == nil || !strings.Contains(err.Error(), c.why) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+		if s.Has(d) {
+			t.Fatalf("%s: stored under %s", c.name, d)
+		}
+		if left, _ := os.ReadDir(filepath.Join(s.Dir(), "tmp")); len(left) != 0 {
+			t.Fatalf("%s: left %v", c.name, left)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(s.Path(d)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.Path(d), other, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutVerified(ctx, bytes.NewReader(want), d, int64(len(want))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Verify(ctx, d); err != nil {
+		t.Fatalf("the damaged copy was not replaced: %v", err)
+	}
+}

@@ -86,6 +86,9 @@ func ObjectPath(dir string, d digest.ContentDigest) string {
 	return filepath.Join(dir, h[:2], h[2:])
 }
 
+// WithContext is r, stopping when ctx is done.
+func WithContext(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx: ctx, r: r} }
+
 // ctxReader stops a copy when its context is done.
 type ctxReader struct {
 	ctx context.Context
@@ -105,6 +108,29 @@ func (c ctxReader) Read(p []byte) (int, error) {
 // of content already held (and intact) leaves the existing copy; a damaged
 // existing copy is replaced by the new, verified bytes.
 func (s *Store) Put(ctx context.Context, r io.Reader) (digest.ContentDigest, int64, error) {
+	return s.put(ctx, r, nil)
+}
+
+// PutVerified is Put of bytes that must be content want, of size bytes
+// (a copy fetched from another node): bytes that are not are discarded
+// before they are named, and the error is a *DamagedError (or says the
+// size), so that no copy that did not verify is ever stored under want.
+func (s *Store) PutVerified(ctx context.Context, r io.Reader, want digest.ContentDigest, size int64) error {
+	_, _, err := s.put(ctx, r, func(got digest.ContentDigest, n int64) error {
+		switch {
+		case n != size:
+			return fmt.Errorf("put artifact: %d bytes arrived for content %s, which is %d bytes: discarded", n, want, size)
+		case got != want:
+			return &DamagedError{Want: want, Got: got, Path: "the bytes fetched"}
+		}
+		return nil
+	})
+	return err
+}
+
+// put is Put, with check (if set) deciding on the bytes' digest and size
+// before they are synced and named.
+func (s *Store) put(ctx context.Context, r io.Reader, check func(digest.ContentDigest, int64) error) (digest.ContentDigest, int64, error) {
 	tmp, err := os.CreateTemp(filepath.Join(s.dir, "tmp"), "put-*")
 	if err != nil {
 		return digest.ContentDigest{}, 0, fmt.Errorf("put artifact: %w", err)
@@ -121,6 +147,11 @@ func (s *Store) Put(ctx context.Context, r io.Reader) (digest.ContentDigest, int
 	d, size, err := s.copyHashing(ctx, tmp, r)
 	if err != nil {
 		return digest.ContentDigest{}, 0, fmt.Errorf("put artifact: %w", err)
+	}
+	if check != nil {
+		if err := check(d, size); err != nil {
+			return digest.ContentDigest{}, 0, err
+		}
 	}
 	if err := tmp.Sync(); err != nil {
 		return digest.ContentDigest{}, 0, fmt.Errorf("put artifact: sync: %w", err)
@@ -222,6 +253,22 @@ func (s *Store) copyHashing(ctx context.Context, f *os.File, r io.Reader) (diges
 	return d, size, nil
 }
 
+// Declared stands for bytes a caller vouches for by their content and
+// size without reading them here: a cluster replica applying a write
+// whose bytes were verified at the node that took them, and reach this
+// node's store beside the log. A reader of it gets an error: whoever
+// stores bytes checks for it first (ledgerservice).
+type Declared struct {
+	Content digest.ContentDigest
+	Size    int64
+}
+
+func (Declared) Read([]byte) (int, error) {
+	return 0, errors.New("artifact: declared content: its bytes are not read here")
+}
+
+func (Declared) Close() error { return nil }
+
 // PutBytes is Put for content already in memory.
 func (s *Store) PutBytes(ctx context.Context, b []byte) (digest.ContentDigest, error) {
 	d, _, err := s.Put(ctx, bytes.NewReader(b))
@@ -313,6 +360,27 @@ func (s *Store) Open(ctx context.Context, d digest.ContentDigest) (io.ReadCloser
 		return nil, fmt.Errorf("open artifact: %w", err)
 	}
 	return &verifyingReader{f: f, h: digest.NewContentHasher(), want: d, path: s.Path(d)}, nil
+}
+
+// OpenChecked returns a reader of the stored copy of d and its size
+// without reading it first: the reader hashes as it is read and returns a
+// *DamagedError instead of io.EOF if the bytes are not the content d
+// names. For a reader that checks the digest itself as well (a node
+// fetching a copy), which is then read once rather than twice.
+func (s *Store) OpenChecked(d digest.ContentDigest) (io.ReadCloser, int64, error) {
+	f, err := os.Open(s.Path(d))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, fmt.Errorf("open artifact %s: %w", d, ErrNotFound)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("open artifact: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("open artifact: %w", err)
+	}
+	return &verifyingReader{f: f, h: digest.NewContentHasher(), want: d, path: s.Path(d)}, fi.Size(), nil
 }
 
 type verifyingReader struct {

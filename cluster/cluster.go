@@ -96,6 +96,10 @@ type Config struct {
 	// only time its secret is shown.
 	OnFirstToken func(secret string, tok auth.Token)
 	Logger       *slog.Logger
+	// MaxUploadBytes bounds the bytes of one artifact or evidence sent to
+	// the node, streamed into its content store (serve
+	// --max-artifact-bytes); 0 is DefaultMaxUploadBytes.
+	MaxUploadBytes int64
 	// storeErrors hears the raft store's background errors (Starting's,
 	// so it can say why a start does not end).
 	storeErrors func(error)
@@ -167,7 +171,9 @@ type Node struct {
 	// holdReceipts, set by tests, keeps this node from committing custody
 	// receipts (custody.go), as a copy still fetching would.
 	holdReceipts atomic.Bool
-	done         chan error // the loop's end
+	// custody is what the custody sweep and the fetches share (fetch.go).
+	custody custodyState
+	done    chan error // the loop's end
 }
 
 type wallClock struct{}
@@ -290,7 +296,7 @@ func (c *Node) open(fresh bool) error {
 	local, root := c.cfg.Local, filepath.Join(c.cfg.Data, "ledger")
 	rc := replica.Config{
 		Root: root, DB: c.db, Ledger: c.cfg.Ledger, Groups: c.cfg.Groups,
-		Methods: Methods(func() *replica.SM { return c.sm }), Logger: c.log, Fetch: c.fetchLog,
+		Methods: c.wakeOnBytes(Methods(func() *replica.SM { return c.sm })), Logger: c.log, Fetch: c.fetchLog,
 		OnMembers: func(ms []replica.Member) {
 			for _, m := range ms {
 				c.tr.AddPeer(m.ID, m.RaftAddr)

@@ -35,29 +35,29 @@ import (
 // without a receipt at the current epoch.
 const custodyEvery = 250 * time.Millisecond
 
-// keepCustody commits this node's receipts until ctx ends.
+// keepCustody commits this node's receipts until ctx ends, fetching the
+// copies it lacks (fetch.go).
 func (c *Node) keepCustody(ctx context.Context) {
 	t := time.NewTicker(custodyEvery)
 	defer t.Stop()
-	// verified remembers the copies this loop verified, by group and
-	// content, at the epoch it verified them for, so that a receipt not
-	// yet committed (no leader for a while) does not cost a re-read each
-	// sweep; the scrubber re-reads them at its own pace.
-	verified := map[string]uint64{}
+	woken := c.custody.woken()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-woken:
 		}
-		c.custodySweep(ctx, verified)
+		c.custodySweep(ctx)
 	}
 }
 
-// custodySweep commits a receipt for each content of each group this node
-// is a voter of whose copy here verifies and has no receipt at the
-// group's epoch. A copy that does not verify gets none: it is reported.
-func (c *Node) custodySweep(ctx context.Context, verified map[string]uint64) {
+// custodySweep goes over the contents the records of each group this node
+// holds name. A copy here that is missing or does not verify is fetched
+// from a holder (started here, run on its own goroutine), and a receipt
+// this node made for it withdrawn; a copy that verifies, with no receipt
+// at the group's epoch, gets one, if this node is a voter.
+func (c *Node) custodySweep(ctx context.Context) {
 	if c.holdReceipts.Load() {
 		return
 	}
@@ -74,7 +74,8 @@ func (c *Node) custodySweep(ctx context.Context, verified map[string]uint64) {
 	awaiting := 0
 	defer func() { c.metrics.awaiting.Store(int64(awaiting)) }()
 	for _, st := range sts {
-		if st.Group == node.MetaGroup || !slices.Contains(st.Voters, me) {
+		voter := slices.Contains(st.Voters, me)
+		if st.Group == node.MetaGroup || !voter && !slices.Contains(st.Learners, me) {
 			continue
 		}
 		contents, err := c.sm.Contents(st.Group)
@@ -88,30 +89,72 @@ func (c *Node) custodySweep(ctx context.Context, verified map[string]uint64) {
 				return
 			}
 			rs, err := c.sm.Receipts(st.Group, content)
-			if e, held := rs[me]; err != nil || held && e == epoch {
-				continue
-			}
-			awaiting++
-			d, err := digest.ParseContentDigest(content)
 			if err != nil {
 				continue
 			}
-			key := fmt.Sprintf("%d/%s", st.Group, content)
-			if e, ok := verified[key]; !ok || e != epoch {
+			verifiedAt, verified, suspect, fetching := c.custody.state(content)
+			mine, held := rs[me]
+			if held && mine == epoch && !suspect {
+				continue
+			}
+			if voter {
+				awaiting++
+			}
+			d, err := digest.ParseContentDigest(content)
+			if err != nil || fetching {
+				continue
+			}
+			if !verified || verifiedAt != epoch || suspect {
 				if err := objs.Verify(ctx, d); err != nil {
 					c.metrics.unverified.Add(1)
-					c.log.Warn("custody: this node's copy does not verify: no receipt", "group", st.Group, "content", content, "err", err)
+					c.custody.found(content)
+					c.log.Warn("custody: this node's copy is missing or does not verify: no receipt; fetching it", "group", st.Group, "content", content, "err", err)
+					if held && c.commitReceipt(ctx, st.Group, replica.ReceiptDoc{Content: content, Node: me, Epoch: mine, Withdrawn: true}) {
+						c.metrics.withdrawn.Add(1)
+					}
+					c.startFetch(ctx, st, content, held || !errors.Is(err, artifact.ErrNotFound))
 					continue
 				}
-				verified[key] = epoch
+				c.custody.stored(content, epoch)
 			}
-			if c.commitReceipt(ctx, st.Group, replica.ReceiptDoc{Content: content, Node: me, Epoch: epoch}) {
-				delete(verified, key)
+			if voter && c.commitReceipt(ctx, st.Group, replica.ReceiptDoc{Content: content, Node: me, Epoch: epoch}) {
 				awaiting--
 				c.metrics.receipts.Add(1)
 			}
 		}
 	}
+}
+
+// startFetch fetches content of the group st on its own goroutine, unless
+// it is fetched already or fetchesMax fetches run; repair says the copy
+// here was held and went bad (counted repaired once fetched).
+func (c *Node) startFetch(ctx context.Context, st node.GroupStatus, content string, repair bool) {
+	if !c.custody.startFetch(content) {
+		return
+	}
+	size, named, _, err := c.sm.ContentHolders(st.Group, content)
+	if err != nil {
+		c.custody.fetchDone(content)
+		return
+	}
+	if len(named) == 0 {
+		size = -1 // a record from before holders: whatever the holder says, the digest checks it
+	}
+	from := c.holdersOf(st.Group, content, named, st.Voters)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer c.custody.fetchDone(content)
+		if err := c.fetch(ctx, st.Group, content, size, from); err != nil {
+			c.log.Warn("custody: no copy fetched; the next sweep tries again", "group", st.Group, "content", content, "err", err)
+			return
+		}
+		if repair {
+			c.metrics.repaired.Add(1)
+		}
+		c.custody.stored(content, c.sm.PlacementEpoch(st.Group))
+		c.custody.wake()
+	}()
 }
 
 // commitReceipt proposes a receipt and reports whether it committed; a

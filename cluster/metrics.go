@@ -27,6 +27,10 @@ type metrics struct {
 	// move's fenced time (move.go).
 	moves      *prometheus.CounterVec
 	moveFenced prometheus.Histogram
+	// Bytes beside the log (fetch.go): copies fetched from a holder and
+	// stored, their bytes, fetches that failed or did not verify, damaged
+	// or missing copies repaired, and receipts withdrawn.
+	fetched, fetchedBytes, fetchFailed, repaired, withdrawn atomic.Int64
 }
 
 func newMetrics() *metrics {
@@ -59,6 +63,11 @@ func (m *metrics) custodyCollectors() []prometheus.Collector {
 		counter("tally_cluster_custody_receipts_total", "Custody receipts this node committed: its copy verified whole at the group's placement epoch.", &m.receipts),
 		counter("tally_cluster_custody_unverified_total", "Times this node's copy of bytes its groups name did not verify (damaged or missing): no receipt.", &m.unverified),
 		counter("tally_cluster_custody_pending_refusals_total", "Check beginnings refused at this node with CustodyPending.", &m.pendingRefused),
+		counter("tally_cluster_custody_fetched_total", "Copies this node fetched from a holder, verified whole and stored.", &m.fetched),
+		counter("tally_cluster_custody_fetched_bytes_total", "Bytes of the copies this node fetched and stored.", &m.fetchedBytes),
+		counter("tally_cluster_custody_fetch_failures_total", "Fetches from a holder that failed or whose bytes did not verify (discarded).", &m.fetchFailed),
+		counter("tally_cluster_custody_repaired_total", "Damaged or missing copies at this node repaired from a holder.", &m.repaired),
+		counter("tally_cluster_custody_withdrawn_total", "Receipts this node withdrew: its copy was found damaged or missing.", &m.withdrawn),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tally_cluster_custody_pending", Help: "Contents of this node's groups awaiting its receipt at the current placement epoch, as of its last custody sweep."},
 			func() float64 { return float64(m.awaiting.Load()) }),
 	}

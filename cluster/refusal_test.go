@@ -39,15 +39,3 @@ func TestRetryableDocuments(t *testing.T) {
 		}
 	}
 }
-
-// A chunk of an upload whose fate is unknown leaves the write it belongs
-// to unproposed: the write's answer is Unavailable, not UnknownOutcome.
-func TestStagedChunkNotCommitted(t *testing.T) {
-	err := staged(&Unavailable{Group: 2, Err: node.ErrLeaderChanged, OutcomeUnknown: true, RequestID: "k"})
-	if ref := rest.Refuse(err); ref.Code != CodeUnavailable || !ref.NotCommitted() {
-		t.Fatalf("%d %s: %s", ref.Status, ref.Code, ref.Document)
-	}
-	if other := errors.New("x"); staged(other) != other {
-		t.Fatal("another error is kept as it is")
-	}
-}

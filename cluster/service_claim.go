@@ -12,10 +12,12 @@ import (
 	"tally/ledgerservice"
 	"tally/service"
 	"tally/verb"
+	"tally/vocab"
 )
 
 // The claims family through a node. A write is proposed like any other;
-// one carrying bytes stages them first (service_upload.go). A check's
+// one carrying bytes stores them here first, and its command names them
+// (service_upload.go). A check's
 // target is verified here, at the proposer, against this replica's copy,
 // and the replicas append the check without reading bytes
 // (ledgerservice.Config.TargetsVerified): whether a replica's disk holds a
@@ -136,9 +138,9 @@ type targetChecker interface {
 }
 
 // checkTarget verifies the stored bytes of a check command's target in
-// this replica's content store, once read-consistent: the same refusal a
-// local ledger gives for a damaged or missing copy, before anything is
-// proposed; and then that custody of them is whole (custodyPending).
+// this replica's content store, once read-consistent and once custody of
+// them is whole (custodyPending): the same refusal a local ledger gives
+// for a damaged or missing copy, before anything is proposed.
 func (c *Node) checkTarget(ctx context.Context, call service.Call, cmd claim.Command) error {
 	if _, ok := ledgerservice.TargetOf(cmd); !ok {
 		return nil
@@ -148,10 +150,12 @@ func (c *Node) checkTarget(ctx context.Context, call service.Call, cmd claim.Com
 		if !ok {
 			return struct{}{}, errors.New("cluster: the replica's Service cannot verify a check's target")
 		}
-		if err := tc.CheckTarget(ctx, call, cmd); err != nil {
+		// Custody first: a copy still on its way here is pending
+		// (retryable), not missing.
+		if err := c.custodyPending(ctx, call, cmd); err != nil {
 			return struct{}{}, err
 		}
-		return struct{}{}, c.custodyPending(ctx, call, cmd)
+		return struct{}{}, tc.CheckTarget(ctx, call, cmd)
 	})
 	return err
 }
@@ -186,15 +190,36 @@ func (c *Node) ClaimGraph(ctx context.Context, call service.Call) (service.Claim
 // read-consistent.
 func (c *Node) Artifact(ctx context.Context, call service.Call, claimID, id string) (service.ArtifactContent, error) {
 	return read(ctx, c, call, func(s service.Service, call service.Call) (service.ArtifactContent, error) {
-		return s.Artifact(ctx, call, claimID, id)
+		ac, err := s.Artifact(ctx, call, claimID, id)
+		if badCopy(err) {
+			if ls, lerr := s.ListArtifacts(ctx, call, service.ArtifactQuery{Claim: claimID, Artifact: id}); lerr == nil && len(ls.Artifacts) == 1 {
+				c.custody.found(ls.Artifacts[0].Content)
+				c.custody.wake()
+			}
+		}
+		return ac, err
 	})
+}
+
+// badCopy reports whether a read was refused for this node's copy: damaged
+// or missing. The read stays refused (never served from a bad copy), and
+// the custody sweep repairs the copy from a holder at once rather than at
+// the scrubber's next pass.
+func badCopy(err error) bool {
+	r, ok := vocab.As(err)
+	return ok && (r.Code == service.CodeDamaged || r.Code == vocab.NotFound)
 }
 
 // Content opens bytes by content digest from this replica's content
 // store, read-consistent.
 func (c *Node) Content(ctx context.Context, call service.Call, content digest.ContentDigest) (service.ArtifactContent, error) {
 	return read(ctx, c, call, func(s service.Service, call service.Call) (service.ArtifactContent, error) {
-		return s.Content(ctx, call, content)
+		ac, err := s.Content(ctx, call, content)
+		if badCopy(err) {
+			c.custody.found(content.String())
+			c.custody.wake()
+		}
+		return ac, err
 	})
 }
 

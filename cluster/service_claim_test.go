@@ -209,7 +209,8 @@ func TestClaimsThroughThreeNodes(t *testing.T) {
 }
 
 // A node that joins after artifacts were published installs the group's
-// snapshot with their bytes: it serves and verifies them.
+// snapshot, with the records of their bytes, and fetches the bytes from
+// their holders: it serves and verifies them.
 func TestLateJoinerServesArtifacts(t *testing.T) {
 	dir := t.TempDir()
 	n1 := startFirst(t, dir)

@@ -1,45 +1,67 @@
 package cluster
 
-// Bytes through a node (an artifact's, a verdict's evidence): the proposer
-// streams them into the session's group as Stage commands of at most
-// UploadChunkSize bytes each, carried raw beside the command's JSON, each
-// committed before the next is read; then it proposes the command that uses
-// them, naming the upload with the size and content digest it read. Every
-// replica stages each chunk in a file named by the upload, and on the final
-// command checks its staged bytes against that size and digest while the
-// Service stores them in its content store (replica.OpenUpload). A reply
-// thus means a quorum has the bytes on disk, and every replica holds them.
+// Bytes through a node (an artifact's, a verdict's evidence) travel beside
+// the raft log, not in it. The node asked streams them into its own
+// content store (hashed as they are written, fsynced, renamed into place:
+// artifact.Store.Put), holding collections off until the write is
+// decided; then it proposes the write's command naming the upload with the
+// size and content digest it read and itself as the holder of a verified
+// copy (replica.Upload.Holders). No byte enters the log. Each replica
+// applying the command records the content as owed to it (replica
+// content.go); every other node then fetches the bytes from a holder,
+// verifies them whole and stores them before it commits its custody
+// receipt (fetch.go, custody.go). A reply thus means the write is
+// committed and one verified copy is durable; a check on the artifact
+// begins once every voter has its receipt (CustodyPending).
+//
+// Commands of the earlier form, whose bytes were staged through the log
+// chunk by chunk (replica.MethodStage), are still applied as they were, so
+// that an old log replays the same.
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"time"
 
+	"tally/api"
+	"tally/artifact"
 	"tally/cluster/replica"
-	"tally/digest"
+	"tally/ledgerservice"
+	"tally/rest"
 	"tally/service"
+	"tally/store"
 )
 
-// UploadChunkSize is the bytes one Stage command carries: with its
-// envelope, well under a node's entry bound (node.Config.MaxEntrySize,
-// 1 MiB), so a chunk is never refused for its size.
+// UploadChunkSize is the bytes one Stage command carried when bytes were
+// staged through the log; kept for the commands of that form.
 const UploadChunkSize = 512 << 10
 
-// MaxUploadSize bounds the bytes of one artifact or evidence sent to a
-// node; past it the write is refused (413).
+// DefaultMaxUploadBytes is Config.MaxUploadBytes unless set: 1 GiB, a
+// single server's bound too.
+const DefaultMaxUploadBytes = 1 << 30
+
+// MaxUploadSize is the bound of bytes staged through the log, in the
+// commands of that earlier form.
 const MaxUploadSize = replica.MaxUploadSize
 
-// MaxUploadBytes is MaxUploadSize: the server bounds the byte routes' bodies
-// by it, refusing one declared past it before a byte is staged.
-func (c *Node) MaxUploadBytes() int64 { return MaxUploadSize }
+// MaxUploadBytes bounds the bytes of one write sent to the node
+// (Config.MaxUploadBytes): the server bounds the byte routes' bodies by
+// it, refusing one declared past it before a byte is stored.
+func (c *Node) MaxUploadBytes() int64 {
+	if c.cfg.MaxUploadBytes > 0 {
+		return c.cfg.MaxUploadBytes
+	}
+	return DefaultMaxUploadBytes
+}
 
-// A command whose repetition is harmless (a chunk: its offset says what is
-// staged; a command under a request id: its record answers) is proposed
-// again while its group is unavailable here (a leader changing, none yet),
-// up to retryAttemptsMax times, retryPause apart: the bytes of a stream
-// already read cannot be sent again by the client.
+// A command whose repetition is harmless (a command under a request id:
+// its record answers) is proposed again while its group is unavailable
+// here (a leader changing, none yet), up to retryAttemptsMax times,
+// retryPause apart: the bytes of a stream already read cannot be sent
+// again by the client.
 const (
 	retryAttemptsMax = 40
 	retryPause       = 250 * time.Millisecond
@@ -53,11 +75,12 @@ type WithUpload[D any] struct {
 	Upload replica.Upload `json:"upload"`
 }
 
-// writeBytes stages body in the session's group, then proposes the command
-// of method name with d and the upload, and returns what applying it here
-// returned.
+// writeBytes stores body in this node's content store, then proposes the
+// command of method name with d and the upload, and returns what applying
+// it here returned.
 func writeBytes[D, R any](ctx context.Context, c *Node, name string, call service.Call, d D, body io.Reader) (R, error) {
-	up, err := c.upload(ctx, call, body)
+	up, release, err := c.upload(ctx, body)
+	defer release()
 	if err != nil {
 		var zero R
 		return zero, err
@@ -66,128 +89,78 @@ func writeBytes[D, R any](ctx context.Context, c *Node, name string, call servic
 	if call.RequestID != "" {
 		propose = c.proposeAgain
 	}
-	return commit[WithUpload[D], R](ctx, c, name, call, WithUpload[D]{Doc: d, Upload: up}, propose)
+	r, err := commit[WithUpload[D], R](ctx, c, name, call, WithUpload[D]{Doc: d, Upload: up}, propose)
+	if err == nil {
+		c.custody.stored(up.Content, c.sm.PlacementEpoch(c.sm.GroupOf(call.Tenant, call.Session)))
+		c.custody.wake()
+	}
+	return r, err
 }
 
-// bytesMethod is how a replica runs a write that uses an upload: open the
-// staged bytes, checked as they are read, and call the Service with them.
+// bytesMethod is how a replica runs a write that uses an upload: open its
+// bytes (declared, when they travel beside the log; staged and checked as
+// they are read, in the earlier form), call the Service with them, and
+// once it succeeded record the content the group now names.
 func bytesMethod[D, R any](sm func() *replica.SM, f func(service.Service, context.Context, service.Call, D, io.Reader) (R, error)) replica.Method {
 	return method(func(s service.Service, ctx context.Context, call service.Call, d WithUpload[D]) (R, error) {
+		var zero R
 		body, err := sm().OpenUpload(call, d.Upload)
 		if err != nil {
-			var zero R
 			return zero, err
 		}
 		defer body.Close()
-		return f(s, ctx, call, d.Doc, body)
+		r, err := f(s, ctx, call, d.Doc, body)
+		if err != nil {
+			return zero, err
+		}
+		if err := sm().UsedUpload(d.Upload); err != nil {
+			return zero, err
+		}
+		return r, nil
 	})
 }
 
-// upload stages body in call's session's group, chunk by chunk, and names
-// what it staged. Past MaxUploadSize it is refused; what it staged by then,
-// or by any other failure, is abandoned at once (unstage). The first chunk follows the
-// session to its placement (route.go); the others go where it went.
-func (c *Node) upload(ctx context.Context, call service.Call, body io.Reader) (up replica.Upload, err error) {
-	group := uint64(0)
-	up = replica.Upload{ID: replica.NewUploadID(time.Now(), seed())}
-	defer func() {
-		if err != nil && group != 0 {
-			c.unstage(group, call, up.ID)
-		}
-	}()
-	h := digest.NewContentHasher()
-	buf := make([]byte, UploadChunkSize)
-	for {
-		n, err := io.ReadFull(body, buf)
-		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
-			return up, fmt.Errorf("read the bytes: %w", err)
-		}
-		if n > 0 {
-			if up.Size+int64(n) > MaxUploadSize {
-				return up, replica.TooLarge("body")
-			}
-			if err := c.stage(ctx, &group, call, up.ID, up.Size, buf[:n]); err != nil {
-				return up, err
-			}
-			h.Write(buf[:n])
-			up.Size += int64(n)
-		}
-		if err != nil {
-			break // the end of the bytes
-		}
+// upload streams body into this node's content store and names what it
+// stored, with this node its holder. Past MaxUploadBytes it is refused
+// and nothing of it is kept; a disk that fills is refused 507. release
+// lets collections in again: the caller calls it once the write that
+// names the bytes is decided (and it is set when upload fails).
+func (c *Node) upload(ctx context.Context, body io.Reader) (up replica.Upload, release func(), err error) {
+	release = func() {}
+	objs, err := artifact.OpenStore(store.ObjectsDir(c.sm.Root()))
+	if err != nil {
+		return up, release, err
 	}
-	up.Content = digest.ContentSum(h).String()
-	return up, nil
+	if release, err = objs.Hold(); err != nil {
+		return up, func() {}, err
+	}
+	limit := c.MaxUploadBytes()
+	content, size, err := ledgerservice.StoreBytes(ctx, objs, &boundedBody{r: body, left: limit, limit: limit})
+	if err != nil {
+		return up, release, err
+	}
+	up = replica.Upload{ID: replica.NewUploadID(time.Now(), seed()), Size: size, Content: content.String(), Holders: []uint64{c.cfg.NodeID}}
+	return up, release, nil
 }
 
-// stage commits one chunk of upload id at offset in *group, or, when it is
-// 0, in the session's group, which it sets.
-func (c *Node) stage(ctx context.Context, group *uint64, call service.Call, id string, offset int64, chunk []byte) error {
-	cmd, err := NewCommand(replica.MethodStage, service.Call{Tenant: call.Tenant, Session: call.Session},
-		replica.StageDoc{Upload: id, Offset: offset}, time.Now(), seed())
-	if err != nil {
-		return err
-	}
-	cmd.Payload = chunk
-	data, err := cmd.Encode()
-	if err != nil {
-		return err
-	}
-	propose := func(g uint64) (replica.Outcome, error) { return c.proposeAgain(ctx, g, data) }
-	if *group != 0 {
-		out, err := propose(*group)
-		if err != nil {
-			return staged(err)
-		}
-		return out.Err
-	}
-	out, g, err := c.routed(ctx, call.Tenant, call.Session, propose)
-	if err != nil {
-		return staged(err)
-	}
-	*group = g
-	return out.Err
+// boundedBody reads a write's bytes up to limit, and refuses one more.
+type boundedBody struct {
+	r           io.Reader
+	left, limit int64
 }
 
-// unstageWithin bounds the proposal that abandons an upload whose bytes
-// did not all arrive; past it the upload is abandoned by its age
-// (replica.UploadMaxAge).
-const unstageWithin = 10 * time.Second
-
-// unstage abandons upload id in group at once, so that its staged bytes
-// are removed on every replica now rather than after UploadMaxAge: the
-// write that would have used it failed (its bytes went past the limit or
-// stopped coming, a chunk was refused). It runs on its own context: the
-// request's may be what ended.
-func (c *Node) unstage(group uint64, call service.Call, id string) {
-	ctx, cancel := context.WithTimeout(c.ctx, unstageWithin)
-	defer cancel()
-	cmd, err := NewCommand(replica.MethodUnstage, service.Call{Tenant: call.Tenant, Session: call.Session},
-		replica.StageDoc{Upload: id}, time.Now(), seed())
-	var data []byte
-	if err == nil {
-		data, err = cmd.Encode()
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1] // one byte past the limit tells it is passed
 	}
-	if err == nil {
-		var out replica.Outcome
-		out, err = c.proposeAgain(ctx, group, data)
-		err = errors.Join(err, out.Err)
+	n, err := b.r.Read(p)
+	if int64(n) > b.left {
+		return 0, rest.NewRefusalWith(http.StatusRequestEntityTooLarge, service.CodeArtifactTooLarge,
+			fmt.Sprintf("body: the bytes went past this node's limit of %d bytes (serve --max-artifact-bytes); nothing of them was kept", b.limit),
+			api.M("limit", api.U(uint64(b.limit))))
 	}
-	if err != nil {
-		c.log.Warn("cluster: abandon an upload; it goes after replica.UploadMaxAge instead", "group", group, "upload", id, "err", err)
-	}
-}
-
-// staged is a chunk's failure as the write's answer: whatever became of
-// the chunk, the write that would use it was never proposed.
-func staged(err error) error {
-	var u *Unavailable
-	if errors.As(err, &u) && u.OutcomeUnknown {
-		known := *u
-		known.OutcomeUnknown = false
-		return &known
-	}
-	return err
+	b.left -= int64(n)
+	return n, err
 }
 
 // proposeAgain is propose, repeated while the group is unavailable here,

@@ -4,14 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"tally/api"
+	"tally/rest"
 	"tally/service"
+	"tally/store"
 )
 
 // cutReader gives its bytes and then fails, as a client's connection
@@ -26,27 +28,44 @@ func (c *cutReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// An upload whose bytes stop coming after some were staged is abandoned
-// at once: every node removes what it staged now, not after
-// replica.UploadMaxAge.
+// An upload whose bytes stop coming leaves nothing: the node asked
+// removes what it stored of them at once, no command was proposed, and no
+// other node fetches anything.
 func TestAnUploadCutOffIsRemovedFromEveryNodeAtOnce(t *testing.T) {
 	nodes := startThree(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	call := service.Call{Tenant: "acme", Session: "parser", Actor: "parser"}
 	staged := bytes.Repeat([]byte("x"), 2*UploadChunkSize+100)
-	var err error
-	for try := 0; try < 20; try++ {
-		_, err = nodes[1].PublishArtifact(ctx, call, api.ClaimPublish{Claim: "C17", Artifact: "cut", Generation: 1}, &cutReader{bytes.NewReader(staged)})
-		if !isUnavailable(err) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	_, err := nodes[1].PublishArtifact(ctx, call, api.ClaimPublish{Claim: "C17", Artifact: "cut", Generation: 1}, &cutReader{bytes.NewReader(staged)})
 	if err == nil || !strings.Contains(err.Error(), "connection reset by peer") {
 		t.Fatalf("an upload cut off: %v", err)
 	}
 	for _, n := range nodes {
-		waitFor(t, fmt.Sprintf("node %d removing the bytes it staged", n.ID()), 10*time.Second, func() bool { return len(stagedFiles(t, n.Node)) == 0 })
+		if got := objectFiles(t, n.Node); len(got) != 0 {
+			t.Errorf("node %d holds %v", n.ID(), got)
+		}
+		if got := filesUnder(t, filepath.Join(store.ObjectsDir(n.Replica().Root()), "tmp"), ""); len(got) != 0 {
+			t.Errorf("node %d staged %v", n.ID(), got)
+		}
+	}
+}
+
+// An upload past the node's limit is refused 413 ArtifactTooLarge, and
+// what was stored of it is removed at once.
+func TestAnUploadPastTheLimitIsRefused(t *testing.T) {
+	nodes := startThree(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	nodes[1].cfg.MaxUploadBytes = 1000
+	nodes[1].Node.cfg.MaxUploadBytes = 1000
+	call := service.Call{Tenant: "acme", Session: "parser", Actor: "parser"}
+	_, err := nodes[1].PublishArtifact(ctx, call, api.ClaimPublish{Claim: "C17", Artifact: "big", Generation: 1}, bytes.NewReader(make([]byte, 1001)))
+	ref := rest.Refuse(err)
+	if ref.Status != 413 || ref.Code != service.CodeArtifactTooLarge || !strings.Contains(ref.Message, "limit of 1000 bytes") {
+		t.Fatalf("%d %s %s", ref.Status, ref.Code, ref.Message)
+	}
+	if got := filesUnder(t, store.ObjectsDir(nodes[1].Replica().Root()), ""); len(got) != 1 || got[0] != "collect.lock" {
+		t.Fatalf("the node keeps %v", got)
 	}
 }

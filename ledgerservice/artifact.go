@@ -76,8 +76,19 @@ func (s *Local) putBytes(ctx context.Context, body io.Reader) (content digest.Co
 	return content, size, release, err
 }
 
-// storeBytes is putBytes's put.
+// storeBytes is putBytes's put. Bytes declared by their content
+// (artifact.Declared: a cluster replica's, whose copy arrives beside the
+// log) are not read: the record names them, and the node fetches them.
 func (s *Local) storeBytes(ctx context.Context, objs *artifact.Store, body io.Reader) (digest.ContentDigest, int64, error) {
+	if d, ok := body.(artifact.Declared); ok {
+		return d.Content, d.Size, nil
+	}
+	return StoreBytes(ctx, objs, body)
+}
+
+// StoreBytes streams body into objs and checks the stored copy's size; a
+// disk that fills is refused 507 InsufficientStorage, with nothing kept.
+func StoreBytes(ctx context.Context, objs *artifact.Store, body io.Reader) (digest.ContentDigest, int64, error) {
 	content, size, err := objs.Put(ctx, body)
 	if artifact.IsNoSpace(err) {
 		return content, size, rest.NewRefusal(http.StatusInsufficientStorage, service.CodeInsufficientStorage,

@@ -2,6 +2,7 @@ package ledgerservice
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -50,6 +51,20 @@ func (s *Local) referencedContent(ctx context.Context, root string) (map[digest.
 		}
 	}
 	return refs, nil
+}
+
+// ReferencedContent is every content digest a record of a session of the
+// ledger directory names: what a collection keeps (a cluster node's
+// decides with it too).
+func (s *Local) ReferencedContent(ctx context.Context) (map[digest.ContentDigest]bool, error) {
+	if s.rootOf == nil {
+		return nil, errors.New("service: no ledger directory (Config.Root)")
+	}
+	root, err := s.rootOf()
+	if err != nil {
+		return nil, err
+	}
+	return s.referencedContent(ctx, root)
 }
 
 // CollectArtifacts removes from the content store the bytes no record of

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"tally/api"
@@ -65,6 +66,16 @@ type ClusterMover interface {
 	OpMoveFetch(ctx context.Context, decode func(any) error, w io.Writer) error
 }
 
+// contentServer is a ClusterNode that serves its copies of content to the
+// other nodes (cluster.Node): OpContent writes the node's verified copy of
+// the content a signed request names to w, after telling setSize its
+// size, for another node fetching bytes that travel beside the raft log.
+// An error before the first byte is answered as a refusal; one after it
+// cuts the stream.
+type contentServer interface {
+	OpContent(ctx context.Context, decode func(any) error, setSize func(int64), w io.Writer) error
+}
+
 // clusterRequestMax bounds the body of a join and of an operator's signed
 // request (cluster.RequestMax): a member record, a few fields and the
 // envelope.
@@ -119,6 +130,9 @@ func (s *Server) clusterRoutes(n ClusterNode) []route {
 			signed("cluster.move_command", "move-command", "A node proposes a move's command in a group it holds (signed, between nodes)", mv.OpMoveCommand),
 			route{name: "cluster.move_fetch", method: "POST", pattern: p + "move-fetch", summary: "Bytes of a session's log as this node holds them (signed, between nodes)", body: clusterRequest, write: true, bodyMax: clusterRequestMax, public: true, stream: s.clusterMoveFetch(mv)},
 		)
+	}
+	if cs, ok := n.(contentServer); ok {
+		routes = append(routes, route{name: "cluster.content", method: "POST", pattern: p + "content", summary: "A node's verified copy of content, fetched by another node of the cluster (signed; application/octet-stream)", body: clusterRequest, bodyMax: clusterRequestMax, public: true, stream: s.clusterContent(cs)})
 	}
 	return routes
 }
@@ -177,6 +191,52 @@ func (s *Server) clusterBackup(n ClusterNode) http.HandlerFunc {
 			w.Header().Set(backup.ErrorTrailer, err.Error())
 		}
 	}
+}
+
+// clusterContent streams a node's copy of content to another node: its
+// length and media type are declared at the first byte; a failure before
+// it is answered as a refusal, one after it cuts the stream short (the
+// fetching node's check of the digest and size discards what it got).
+func (s *Server) clusterContent(n contentServer) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		cw := &contentWriter{w: w, size: -1}
+		err := n.OpContent(r.Context(), decodeBody(r), func(size int64) { cw.size = size }, cw)
+		switch {
+		case err == nil:
+			if !cw.sent {
+				cw.start() // empty content
+			}
+		case !cw.sent:
+			s.writeError(w, err)
+		default:
+			s.cfg.Logger.Warn("cluster: a copy's stream was cut", "err", err)
+			panic(http.ErrAbortHandler) // the fetcher sees the stream cut, not an end
+		}
+	}
+}
+
+// contentWriter declares a copy's length and media type before its first
+// byte.
+type contentWriter struct {
+	w    http.ResponseWriter
+	size int64
+	sent bool
+}
+
+func (c *contentWriter) start() {
+	c.sent = true
+	c.w.Header().Set("Content-Type", "application/octet-stream")
+	if c.size >= 0 {
+		c.w.Header().Set("Content-Length", strconv.FormatInt(c.size, 10))
+	}
+	c.w.WriteHeader(http.StatusOK)
+}
+
+func (c *contentWriter) Write(p []byte) (int, error) {
+	if !c.sent && len(p) > 0 {
+		c.start()
+	}
+	return c.w.Write(p)
 }
 
 // backupWriter declares a backup's media type and trailer before its

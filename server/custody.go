@@ -2,9 +2,10 @@ package server
 
 // The custody of the content store over time, on a server: a scrubber
 // re-reads every stored object at Config.ScrubRate (a cluster node's too),
-// and on a single server a collector removes the bytes no record references once
+// (a damaged copy a cluster node finds is repaired from another node's),
+// and a collector removes the bytes no record references once
 // Config.CollectGrace has passed (a cluster node's collection is decided
-// by its groups' logs, not here). Their counts are in /metrics.
+// by its groups' logs). Their counts are in /metrics.
 
 import (
 	"context"
@@ -61,15 +62,33 @@ func (s *Server) startCustody(ctx context.Context) {
 	}
 	if s.cfg.ScrubRate > 0 {
 		sc := &artifact.Scrubber{Store: objs, Rate: s.cfg.ScrubRate, Every: s.cfg.ScrubEvery, Logger: s.cfg.Logger, Stats: &s.custody.scrub}
+		if r, ok := s.local.(damageRepairer); ok {
+			sc.Found = r.FoundDamaged
+		}
 		go sc.Run(ctx)
 	}
-	if local, ok := s.local.(*ledgerservice.Local); ok && s.cfg.CollectEvery > 0 && !s.replicated {
+	if local, ok := s.local.(artifactCollector); ok && s.cfg.CollectEvery > 0 {
 		go s.collectEvery(ctx, local)
 	}
 }
 
+// damageRepairer is a Service that repairs a damaged or missing copy the
+// scrubber finds (a cluster node's, from another node's copy).
+type damageRepairer interface {
+	FoundDamaged(artifact.Checked)
+}
+
+// artifactCollector is a Service that collects its content store:
+// ledgerservice.Local by its sessions' records, a cluster node by its
+// groups' logs.
+type artifactCollector interface {
+	CollectArtifacts(ctx context.Context, grace time.Duration) (artifact.Collected, error)
+}
+
+var _ artifactCollector = (*ledgerservice.Local)(nil)
+
 // collectEvery collects the content store every Config.CollectEvery.
-func (s *Server) collectEvery(ctx context.Context, local *ledgerservice.Local) {
+func (s *Server) collectEvery(ctx context.Context, local artifactCollector) {
 	t := time.NewTicker(s.cfg.CollectEvery)
 	defer t.Stop()
 	for {
@@ -83,7 +102,7 @@ func (s *Server) collectEvery(ctx context.Context, local *ledgerservice.Local) {
 }
 
 // collect runs one collection and counts and logs what it removed.
-func (s *Server) collect(ctx context.Context, local *ledgerservice.Local) {
+func (s *Server) collect(ctx context.Context, local artifactCollector) {
 	got, err := local.CollectArtifacts(ctx, s.cfg.CollectGrace)
 	if err != nil {
 		s.cfg.Logger.Error("custody: a collection stopped", "err", err)

@@ -52,7 +52,15 @@ func main() {
 	flag.StringVar(&profDir, "cpuprofile", "", "a directory for each server's CPU profile")
 	live := flag.Bool("liveness", false, "measure the failure detector instead: a stopped node's time to suspicion and to settled dead (-stops times, 3 nodes), and idle gossip bytes per node per second at 3 and 9 nodes")
 	stops := flag.Int("stops", 10, "with -liveness: nodes stopped with SIGSTOP to time")
+	custody := flag.Int64("custody", 0, "measure an artifact of this many bytes beside the raft log instead: published through a follower of 3 nodes until full custody vs through one node, and the raft stores' growth per artifact byte, -rounds times")
 	flag.Parse()
+	if *custody > 0 {
+		if err := custodyBench(*bin, *custody, *rounds); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *live {
 		err := livenessBench(*bin, []int{3}, *stops, 20*time.Second)
 		if err == nil {

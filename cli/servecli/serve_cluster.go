@@ -127,6 +127,7 @@ func serveCluster(g cli.Env, c *cobra.Command, cfg server.Config, f *clusterFlag
 	cc := cluster.Config{
 		NodeID: f.nodeID, RaftAddr: f.raftAddr, GossipAddr: f.gossipAddr, MemoryLimit: f.memoryLimit, Addr: cfg.Addr, Zone: f.zone, Region: f.region, Replicas: f.replicas, Data: g.Abs(f.data), Secret: f.secret,
 		Bootstrap: f.bootstrap, Join: f.join, Groups: f.groups, Tick: f.tick, WatchEvery: cfg.WatchEvery, Ledger: cfg.Ledger, Logger: cfg.Logger, Version: cli.Version,
+		MaxUploadBytes: cfg.MaxArtifactBytes,
 		Local: func(s ledgerservice.Sessions, lc ledgerservice.Config) service.Service {
 			lc.Timekeeper, lc.RelativeLogs = timekeeper, true
 			return ledgerservice.New(s, lc)

@@ -11,6 +11,8 @@ package replica
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -33,11 +35,18 @@ type ReceiptDoc struct {
 	Content string `json:"content"`
 	Node    uint64 `json:"node"`
 	Epoch   uint64 `json:"epoch"`
+	// Withdrawn takes the node's receipt back: its copy was found
+	// damaged or missing (the scrubber), and it counts again only once
+	// repaired and receipted anew. Taken at any epoch.
+	Withdrawn bool `json:"withdrawn,omitempty"`
 }
 
 // receiptRecord is a receipt's record: the epoch it was made at.
 type receiptRecord struct {
 	Epoch uint64 `json:"epoch"`
+	// gone: withdrawn in this batch (never written: its record is
+	// deleted).
+	gone bool
 }
 
 func receiptName(content string, node uint64) string {
@@ -61,6 +70,10 @@ func (m *dataSM) receipt(c Command) Outcome {
 		return Outcome{Err: vocab.Invalidf("node", "must be a node id")}
 	}
 	b := m.batch
+	if d.Withdrawn {
+		b.receipts[receiptName(d.Content, d.Node)] = receiptRecord{gone: true}
+		return Outcome{Value: d.Epoch}
+	}
 	if d.Epoch != b.epoch {
 		return Outcome{Err: vocab.Conflictf("epoch", fmt.Sprintf("a receipt made at placement epoch %d; the group's is %d: verify the copy again and send one at %d", d.Epoch, b.epoch, b.epoch))}
 	}
@@ -71,6 +84,12 @@ func (m *dataSM) receipt(c Command) Outcome {
 // recordReceipts writes the batch's receipts into pb.
 func (b *batchUploads) recordReceipts(pb *pebble.Batch) error {
 	for name, r := range b.receipts {
+		if r.gone {
+			if err := pb.Delete(receiptKey(b.group, name), nil); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := setJSON(pb, receiptKey(b.group, name), r); err != nil {
 			return err
 		}
@@ -106,19 +125,11 @@ func (m *SM) Receipts(group uint64, content string) (map[uint64]uint64, error) {
 	return out, err
 }
 
-// Contents are the contents of the group's used uploads (the bytes its
-// records name), each once.
+// Contents are the contents the group's records name (content.go, and
+// its used uploads from before those records), each once, sorted.
 func (m *SM) Contents(group uint64) ([]string, error) {
-	seen := map[string]bool{}
-	var out []string
-	err := m.dataSM.eachUpload(group, func(_ string, r uploadRecord) error {
-		if r.used() && !seen[r.Content] {
-			seen[r.Content] = true
-			out = append(out, r.Content)
-		}
-		return nil
-	})
-	return out, err
+	recs, err := m.dataSM.groupContentRecords(group)
+	return slices.Sorted(maps.Keys(recs)), err
 }
 
 // groupReceipts are the group's receipts for its snapshot, by name.

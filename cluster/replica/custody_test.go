@@ -56,3 +56,33 @@ func TestReceiptsAreBoundToThePlacementEpoch(t *testing.T) {
 		t.Fatalf("receipts after the change: %v", got)
 	}
 }
+
+// A receipt withdrawn (its node's copy found damaged) is gone, whatever
+// the epoch it names, until the node receipts its repaired copy again.
+func TestAWithdrawnReceiptIsGoneUntilMadeAgain(t *testing.T) {
+	group := node.MetaGroup + 1
+	sm, db := openReplica(t, t.TempDir(), "")
+	defer db.Close()
+	defer sm.Close()
+	content := digest.HashContent([]byte("patch")).String()
+	withdraw := func(index, n uint64) node.Entry {
+		doc, _ := json.Marshal(ReceiptDoc{Content: content, Node: n, Epoch: 0, Withdrawn: true})
+		data, err := Command{Method: MethodReceipt, TS: at(index), Doc: doc}.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return node.Entry{Index: index, Kind: node.KindCommand, Data: data}
+	}
+	outs := applyAll(t, sm, []node.Entry{{Index: 2, Kind: node.KindConf},
+		receiptEntry(t, 3, content, 1, 2), receiptEntry(t, 4, content, 2, 2), withdraw(5, 2)})
+	if outs[5].Err != nil {
+		t.Fatalf("a withdrawal: %v", outs[5].Err)
+	}
+	if got, _ := sm.Receipts(group, content); !maps.Equal(got, map[uint64]uint64{1: 2}) {
+		t.Fatalf("receipts after a withdrawal: %v", got)
+	}
+	applyAll(t, sm, []node.Entry{receiptEntry(t, 6, content, 2, 2)})
+	if got, _ := sm.Receipts(group, content); !maps.Equal(got, map[uint64]uint64{1: 2, 2: 2}) {
+		t.Fatalf("receipts once made again: %v", got)
+	}
+}

@@ -59,6 +59,10 @@ type snapshotHead struct {
 	// Receipts are a data group's custody receipts: content/node → the
 	// placement epoch each was made at.
 	Receipts map[string]uint64 `json:"receipts,omitempty"`
+	// Contents are a data group's content records (content.go): the
+	// bytes its records name, their size and holders. The bytes are not
+	// in the snapshot: the node installing it fetches them.
+	Contents map[string]contentRecord `json:"contents,omitempty"`
 }
 
 // Snapshot is the group's manifest as of its applied index.
@@ -95,6 +99,9 @@ func (m *dataSM) snapshot(group uint64) (snapshotHead, []node.ManifestEntry, err
 	}
 	head.Uploads, head.Fences, head.Moving = uploads, m.groupFences(group), m.groupMoving(group)
 	if head.Receipts, err = m.groupReceipts(group); err != nil {
+		return snapshotHead{}, nil, fmt.Errorf("replica: snapshot group %d: %w", group, err)
+	}
+	if head.Contents, err = m.groupContentRecords(group); err != nil {
 		return snapshotHead{}, nil, fmt.Errorf("replica: snapshot group %d: %w", group, err)
 	}
 	return head, entries, nil
@@ -245,6 +252,9 @@ func (m *dataSM) replaceGroup(group uint64, man node.Manifest, head snapshotHead
 		return err
 	}
 	if err := m.clearReceipts(group, pb, head.Receipts); err != nil {
+		return err
+	}
+	if err := m.clearContents(group, pb, head); err != nil {
 		return err
 	}
 	place, err := m.clearPlace(group, pb, head.Fences)

@@ -50,8 +50,22 @@ func (m *dataSM) byteEntries(group uint64) ([]node.ManifestEntry, map[string]upl
 	if err != nil {
 		return nil, nil, err
 	}
+	// Bytes that travel beside the log are fetched by the node installing
+	// the snapshot, from their holders (content.go): only those staged
+	// through the log, which no holder names, travel in it.
+	beside := map[string]bool{}
+	err = m.eachContent(group, func(content string, r contentRecord) error {
+		beside[content] = len(r.Holders) > 0
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
 	var out []node.ManifestEntry
 	for _, d := range contents {
+		if beside[d.String()] {
+			continue
+		}
 		fi, err := os.Stat(objs.Path(d))
 		if err != nil {
 			// Left out: the node that installs the snapshot lists it

@@ -54,8 +54,9 @@ const MethodUnstage = "Unstage"
 
 // The bounds of an upload.
 const (
-	// MaxUploadSize bounds the bytes of one upload: a group's snapshot
-	// carries its artifacts' bytes, and travels in one transport frame.
+	// MaxUploadSize bounds the bytes of one upload staged through the log
+	// (the form before bytes travelled beside it, still applied so that
+	// an old log replays the same).
 	MaxUploadSize = 64 << 20
 	// UploadMaxAge is how long after its start (its id's instant) an
 	// upload may still be staged or used; past it, it is abandoned.
@@ -77,6 +78,10 @@ type Upload struct {
 	ID      string `json:"id"`
 	Size    int64  `json:"size"`
 	Content string `json:"content"`
+	// Holders are the nodes holding a verified copy of bytes that travel
+	// beside the log (content.go): the node that took them. None for
+	// bytes staged through the log, as commands before them were.
+	Holders []uint64 `json:"holders,omitempty"`
 }
 
 // NewUploadID names an upload started at start (its proposer's clock),
@@ -151,11 +156,13 @@ type batchUploads struct {
 	// receipts, the custody receipts the batch recorded (custody.go).
 	epoch    uint64
 	receipts map[string]receiptRecord
+	// contents, the content records the batch wrote (content.go).
+	contents map[string]contentRecord
 }
 
 func (m *dataSM) beginUploads(group uint64) *batchUploads {
 	return &batchUploads{m: m, group: group, records: map[string]*uploadRecord{}, changed: map[string]bool{}, files: map[string]*os.File{},
-		receipts: map[string]receiptRecord{}}
+		receipts: map[string]receiptRecord{}, contents: map[string]contentRecord{}}
 }
 
 // usable is upload id's record, as of this batch, for a command at
@@ -179,6 +186,16 @@ func (b *batchUploads) usable(id string, now int64) (*uploadRecord, error) {
 	}
 	b.records[id] = r
 	return r, nil
+}
+
+// usableFor is usable for the command that names u: refused, too, if the
+// upload was used for other bytes than u's.
+func (b *batchUploads) usableFor(u Upload, now int64) (*uploadRecord, error) {
+	r, err := b.usable(u.ID, now)
+	if err == nil && r.used() && (r.Content != u.Content || r.Size != u.Size) {
+		return nil, vocab.Conflictf("upload", fmt.Sprintf("upload %s was used for other bytes (%d bytes, content %s)", u.ID, r.Size, r.Content))
+	}
+	return r, err
 }
 
 func expired(start, now int64) bool { return now-start > int64(UploadMaxAge) }
@@ -290,6 +307,9 @@ func (b *batchUploads) close() {
 // remove once pb is committed: those of uploads used or abandoned.
 func (b *batchUploads) record(pb *pebble.Batch, now int64) ([]string, error) {
 	if err := b.recordReceipts(pb); err != nil {
+		return nil, err
+	}
+	if err := b.recordContents(pb); err != nil {
 		return nil, err
 	}
 	var drop []string
@@ -411,16 +431,17 @@ func (m *dataSM) OpenUpload(c service.Call, u Upload) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, vocab.Invalidf("content", "must be a content digest (64 hex digits)")
 	}
+	if u.Beside() {
+		return m.openBeside(b, want, u)
+	}
 	if u.Size > MaxUploadSize {
 		return nil, TooLarge("upload " + u.ID)
 	}
-	r, err := b.usable(u.ID, m.now.Load())
+	r, err := b.usableFor(u, m.now.Load())
 	if err != nil {
 		return nil, err
 	}
 	switch {
-	case r.used() && (r.Content != u.Content || r.Size != u.Size):
-		return nil, vocab.Conflictf("upload", fmt.Sprintf("upload %s was used for other bytes (%d bytes, content %s)", u.ID, r.Size, r.Content))
 	case r.used():
 		return m.openStored(want)
 	case r.Size != u.Size:
