@@ -117,6 +117,12 @@ type report struct {
 	Suspects    []accusation    `json:"suspects,omitempty"`
 	Leader      uint64          `json:"leader"`
 	Coordinate  json.RawMessage `json:"coord,omitempty"`
+	// Seq numbers the reporter's reports at its incarnation, so that the
+	// leader hears one once when it comes both directly and passed on.
+	Seq uint64 `json:"seq"`
+	// Forwarded: a member that does not decide passed it on to the leader
+	// it knows (once: a forwarded report is not passed again).
+	Forwarded bool `json:"fwd,omitempty"`
 }
 
 // verdictRow is one member in the leader's table, as answered.
@@ -138,7 +144,11 @@ type answer struct {
 	Detail      string         `json:"detail,omitempty"`
 	GrantMillis int64          `json:"grant_ms,omitempty"`
 	Asked       bool           `json:"asked,omitempty"`
-	Table       []verdictRow   `json:"table"`
+	// Known is the incarnation the deciding table holds for the reporter:
+	// above the reporter's own (its kept incarnation was lost), it must
+	// speak above it to be heard at all.
+	Known uint64       `json:"known,omitempty"`
+	Table []verdictRow `json:"table"`
 }
 
 // gossipStats are the layer's counters (metrics).
@@ -188,12 +198,24 @@ type gossip struct {
 	witness uint64
 	loopOK  bool // the control loop ticked in the last round
 	leader  uint64
+	// heard is the leader that last answered this node, and when: where
+	// its reports go while raft names no leader (a node removed from the
+	// meta group while it was settled dead hears from no leader there).
+	heard   uint64
+	heardAt time.Time
 	peers   map[uint64]*peerView
 	table   map[uint64]verdictRow // the leader's, as last answered
 	last    answer                // the leader's last answer to this node
 
 	// Only the layer's loop touches these.
-	det       *liveness.Detector
+	det *liveness.Detector
+	// seq numbers this node's reports; lastHeard is each reporter's last
+	// report heard, as incarnation and seq.
+	seq       uint64
+	lastHeard map[uint64][2]uint64
+	// relay rotates over the members a report also goes to while no
+	// leader answers, any of which passes it to the leader it knows.
+	relay     int
 	pending   map[uint64]bool // facts being committed, by node
 	nonce     uint64
 	joined    bool
@@ -209,7 +231,7 @@ const incarnationFile = "liveness.json"
 
 func (c *Node) startGossip() (*gossip, error) {
 	g := &gossip{c: c, log: c.log.With("layer", "liveness"), viv: liveness.NewVivaldi(), inbox: make(chan []byte, gossipInboxMax),
-		peers: map[uint64]*peerView{}, table: map[uint64]verdictRow{}, pending: map[uint64]bool{}, incPath: filepath.Join(c.cfg.Data, incarnationFile)}
+		peers: map[uint64]*peerView{}, table: map[uint64]verdictRow{}, pending: map[uint64]bool{}, lastHeard: map[uint64][2]uint64{}, incPath: filepath.Join(c.cfg.Data, incarnationFile)}
 	g.memLimit = c.cfg.MemoryLimit
 	if g.memLimit == 0 {
 		g.memLimit = memoryLimit()
@@ -224,7 +246,13 @@ func (c *Node) startGossip() (*gossip, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("liveness: %w", err)
 	}
+	// Above any incarnation it used (kept) or was recorded at (a fact its
+	// replica of the meta group applied), kept before it gossips: a node
+	// restarting after it was settled dead speaks at once above its death.
 	g.inc = st.Incarnation
+	if f, ok := c.sm.Liveness(c.cfg.NodeID); ok && f.Incarnation > g.inc {
+		g.inc = f.Incarnation
+	}
 	if err := g.raise(); err != nil {
 		return nil, err
 	}
@@ -389,21 +417,62 @@ func (g *gossip) round(ctx context.Context, now time.Time) {
 	g.report(ctx, suspects, now)
 }
 
+// answerSilence is how long without an answer from a leader before a
+// node's reports also go to another member, which passes them on.
+const answerSilence = 3 * liveness.ProbePeriod
+
 // report sends this node's report to the meta group's leader (or hears it
-// itself, leading).
+// itself, leading): the leader raft names, else the one that last
+// answered. While no leader has answered for answerSilence (it names none,
+// or one that no longer leads), the report also goes to the next other
+// member in turn, which passes it to the leader it knows: so a node
+// removed from every group while it was settled dead, which hears from no
+// leader, still reaches the decider and refutes its death.
 func (g *gossip) report(ctx context.Context, suspects []accusation, now time.Time) {
 	self := g.c.cfg.NodeID
 	g.mu.Lock()
 	leader := g.leader
-	r := report{From: self, Incarnation: g.inc, Witness: g.witness, Health: g.health.Score(), Load: g.load(), Suspects: suspects, Leader: leader}
+	if leader == 0 {
+		leader = g.heard
+	}
+	silent := now.Sub(g.heardAt) >= answerSilence
+	g.seq++
+	r := report{From: self, Incarnation: g.inc, Witness: g.witness, Health: g.health.Score(), Load: g.load(), Suspects: suspects, Leader: leader, Seq: g.seq}
 	g.mu.Unlock()
-	switch {
-	case leader == self:
+	if leader == self {
 		g.hear(ctx, r, now)
-	case leader != 0:
-		if m, ok := g.c.sm.Member(leader); ok {
-			g.send(m, msgReport, r)
+		return
+	}
+	if m, ok := g.c.sm.Member(leader); ok && leader != 0 {
+		g.send(m, msgReport, r)
+	}
+	if !silent {
+		return
+	}
+	var others []replica.Member
+	for _, m := range g.c.sm.Members() {
+		if m.ID != self && m.ID != leader {
+			others = append(others, m)
 		}
+	}
+	if len(others) > 0 {
+		g.relay++
+		g.send(others[g.relay%len(others)], msgReport, r)
+	}
+}
+
+// relayReport passes a report this node cannot decide to the leader it
+// knows, once.
+func (g *gossip) relayReport(r report) {
+	g.mu.Lock()
+	leader := g.leader
+	g.mu.Unlock()
+	if r.Forwarded || leader == 0 || leader == g.c.cfg.NodeID || leader == r.From {
+		return
+	}
+	if m, ok := g.c.sm.Member(leader); ok {
+		r.Forwarded = true
+		g.send(m, msgReport, r)
 	}
 }
 
@@ -522,12 +591,19 @@ func (g *gossip) hear(ctx context.Context, r report, now time.Time) {
 	if g.det == nil {
 		return
 	}
+	if last := g.lastHeard[r.From]; last == [2]uint64{r.Incarnation, r.Seq} {
+		return // heard already, by another way
+	}
+	g.lastHeard[r.From] = [2]uint64{r.Incarnation, r.Seq}
 	n := len(g.c.sm.Members())
 	h := g.det.Hear(r.From, r.Incarnation, r.Witness, r.Load, now)
 	if h.Refuted {
 		g.stats.refutations.Add(1)
 	}
 	a := answer{Leader: g.c.cfg.NodeID, State: h.State, Incarnation: r.Incarnation}
+	if p, ok := g.det.Peer(r.From); ok {
+		a.Known = p.Incarnation
+	}
 	if r.From == g.c.cfg.NodeID {
 		a.State = liveness.Alive // the decider does not judge itself
 	}
@@ -573,7 +649,7 @@ func (g *gossip) hear(ctx context.Context, r report, now time.Time) {
 		a.Table = append(a.Table, row)
 	}
 	if r.From == g.c.cfg.NodeID {
-		g.answered(a)
+		g.answered(a, now)
 		return
 	}
 	if m, ok := g.c.sm.Member(r.From); ok {
@@ -587,19 +663,25 @@ func (g *gossip) hear(ctx context.Context, r report, now time.Time) {
 // control loop did not tick this period (a member whose witness does not
 // advance is not doing its work). A grant it was given holds off the next
 // suspicion (the grace window) while it refutes this one.
-func (g *gossip) answered(a answer) {
+func (g *gossip) answered(a answer, now time.Time) {
 	g.mu.Lock()
 	g.last = a
+	g.heard, g.heardAt = a.Leader, now
 	g.table = map[uint64]verdictRow{}
 	for _, r := range a.Table {
 		g.table[r.Node] = r
 	}
 	inc := g.inc
 	g.mu.Unlock()
-	if a.State == liveness.Alive || a.Incarnation != inc {
-		return
+	switch {
+	case a.Known > inc:
+		// The table holds it at an incarnation above its own (the one it
+		// kept was lost): its reports are stale there until it speaks
+		// above it.
+		g.refute(a.State, "the deciding table holds a higher incarnation", a.Known)
+	case a.State != liveness.Alive && a.Incarnation == inc:
+		g.refute(a.State, a.Denial, inc)
 	}
-	g.refute(a.State, a.Denial, inc)
 }
 
 // refute raises this node's incarnation past past, unless it is
@@ -707,12 +789,16 @@ func (g *gossip) handle(ctx context.Context, b []byte, now time.Time) {
 	case msgReport:
 		var r report
 		if json.Unmarshal(body, &r) == nil && r.From != 0 {
+			if g.det == nil {
+				g.relayReport(r)
+				return
+			}
 			g.hear(ctx, r, now)
 		}
 	case msgAnswer:
 		var a answer
 		if json.Unmarshal(body, &a) == nil {
-			g.answered(a)
+			g.answered(a, now)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,20 +26,7 @@ import (
 func startLivenessCluster(t *testing.T, tune func(*cnode)) []*cnode {
 	t.Helper()
 	nodes := startClusterWith(t, t.TempDir(), tune)
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		for _, n := range nodes {
-			var lines []string
-			for _, l := range strings.Split(n.log(), "\n") {
-				if strings.Contains(l, "liveness") || strings.Contains(l, "memberlist") {
-					lines = append(lines, l)
-				}
-			}
-			t.Logf("node %d's failure detector:\n%s", n.id, strings.Join(lines[max(0, len(lines)-60):], "\n"))
-		}
-	})
+	logOnFailure(t, nodes, 60, "liveness", "memberlist")
 	waitUntil(t, "every member settled alive", 30*time.Second, func() bool {
 		ms, err := membersOf(nodes[0].addr)
 		if err != nil {
@@ -52,6 +40,25 @@ func startLivenessCluster(t *testing.T, tune func(*cnode)) []*cnode {
 		return len(ms.Members) == 3
 	})
 	return nodes
+}
+
+// logOnFailure logs, if the test fails, the last keep lines of each
+// node's log that hold one of words.
+func logOnFailure(t *testing.T, nodes []*cnode, keep int, words ...string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, n := range nodes {
+			var lines []string
+			for _, l := range strings.Split(n.log(), "\n") {
+				if slices.ContainsFunc(words, func(w string) bool { return strings.Contains(l, w) }) {
+					lines = append(lines, l)
+				}
+			}
+			t.Logf("node %d (%s):\n%s", n.id, strings.Join(words, ", "), strings.Join(lines[max(0, len(lines)-keep):], "\n"))
+		}
+	})
 }
 
 func membersOf(addr string) (cluster.Members, error) {
@@ -409,5 +416,118 @@ func TestClusterLivenessDeathIsHealed(t *testing.T) {
 	waitUntil(t, "every data group back at 3 voters without the dead node", 60*time.Second, func() bool {
 		_, ok := placedAt(leader, 3, victim.id)
 		return ok
+	})
+}
+
+// settledAs is node id's settled fact as node ask has applied the meta
+// group, if it has one.
+func settledAs(ask *cnode, id uint64) (replica.LivenessFact, bool) {
+	ms, err := membersOf(ask.addr)
+	if err != nil {
+		return replica.LivenessFact{}, false
+	}
+	m := memberOf(ms, id)
+	if m.Settled == nil {
+		return replica.LivenessFact{}, false
+	}
+	return *m.Settled, true
+}
+
+// placedOn reports, as node ask has applied the meta group, whether node
+// id is a voter of some data group, and whether it is a voter or learner
+// of the meta group.
+func placedOn(ask *cnode, id uint64) (data, meta, ok bool) {
+	st, err := clusterStatus(ask.addr)
+	if err != nil {
+		return false, false, false
+	}
+	for _, g := range st.Placement.Groups {
+		for _, v := range g.Voters {
+			data = data || (g.Group != node.MetaGroup && v.ID == id)
+			meta = meta || (g.Group == node.MetaGroup && v.ID == id)
+		}
+		for _, l := range g.Learners {
+			meta = meta || (g.Group == node.MetaGroup && l.ID == id)
+		}
+	}
+	return data, meta, true
+}
+
+// A node settled dead that restarts (killed, then started again on its
+// data: not continued) comes back at a higher incarnation than the one it
+// died at, is settled alive at it, and is placed again like a new node:
+// it follows the meta group and takes data replicas again, and serves.
+// Four nodes, three replicas; the killed node's groups are healed on the
+// others first, so it is in no group when it returns.
+func TestClusterLivenessRestartedDeadNodeReadmitted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a cluster with a killed node: slow")
+	}
+	nodes := startPlaced(t, t.TempDir(), []string{"a", "b", "a", "b"}, "--replicas", "3")
+	logOnFailure(t, nodes, 80, "liveness", "placement")
+	waitUntil(t, "every data group at 3 voters", 60*time.Second, func() bool {
+		_, ok := placedAt(nodes[0], 3)
+		return ok
+	})
+	// The victim is the meta group's learner (4 members: 3 voters and a
+	// learner), which never campaigns there.
+	leader := leaderOf(t, nodes, nodes[0], node.MetaGroup)
+	var victim *cnode
+	waitUntil(t, "the meta group's learner holding a data group", 30*time.Second, func() bool {
+		st, err := clusterStatus(leader.addr)
+		if err != nil {
+			return false
+		}
+		for _, g := range st.Placement.Groups {
+			if g.Group != node.MetaGroup || len(g.Learners) != 1 {
+				continue
+			}
+			for _, n := range nodes {
+				if data, _, _ := placedOn(leader, n.id); data && n.id == g.Learners[0].ID && n != leader {
+					victim = n
+				}
+			}
+		}
+		return victim != nil
+	})
+	var ask *cnode // a node that stays up
+	for _, n := range nodes {
+		if n != victim {
+			ask = n
+			break
+		}
+	}
+	waitUntil(t, "the victim settled alive", 30*time.Second, func() bool {
+		f, ok := settledAs(ask, victim.id)
+		return ok && f.State == replica.LivenessAlive
+	})
+	victim.kill9()
+	var dead replica.LivenessFact
+	waitUntil(t, "the killed node settled dead by the detector", 60*time.Second, func() bool {
+		f, ok := settledAs(ask, victim.id)
+		dead = f
+		return ok && f.State == replica.LivenessDead && f.Source == replica.LivenessDetector
+	})
+	waitUntil(t, "every group without the dead node, every data group back at 3 voters", 90*time.Second, func() bool {
+		_, placed := placedAt(ask, 3, victim.id)
+		data, meta, ok := placedOn(ask, victim.id)
+		return placed && ok && !data && !meta
+	})
+	victim.joinArgs = nil
+	victim.start(t)
+	waitUntil(t, "the restarted node settled alive above its death's incarnation", 60*time.Second, func() bool {
+		f, ok := settledAs(ask, victim.id)
+		return ok && f.State == replica.LivenessAlive && f.Incarnation > dead.Incarnation
+	})
+	waitUntil(t, "the restarted node placed again: the meta group and a data group", 120*time.Second, func() bool {
+		data, meta, _ := placedOn(ask, victim.id)
+		return data && meta
+	})
+	waitUntil(t, "every data group at 3 voters again", 60*time.Second, func() bool {
+		_, ok := placedAt(ask, 3)
+		return ok
+	})
+	waitUntil(t, "a write through the readmitted node acknowledged", 30*time.Second, func() bool {
+		return placedWrite(victim.addr, "readmitted", fmt.Sprintf("back-%d", time.Now().UnixNano()))
 	})
 }
