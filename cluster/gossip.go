@@ -35,6 +35,7 @@ import (
 	"github.com/hashicorp/serf/coordinate"
 	"golang.org/x/sys/unix"
 
+	"tally/cluster/internal/fault"
 	"tally/cluster/liveness"
 	"tally/cluster/node"
 	"tally/cluster/replica"
@@ -191,6 +192,8 @@ type gossip struct {
 	// memLimit is the memory limit the node's load is measured against (0:
 	// unknown).
 	memLimit uint64
+	// faults are the node's fault-injection switches (tests only).
+	faults fault.Node
 
 	mu      sync.Mutex
 	inc     uint64
@@ -232,6 +235,10 @@ const incarnationFile = "liveness.json"
 func (c *Node) startGossip() (*gossip, error) {
 	g := &gossip{c: c, log: c.log.With("layer", "liveness"), viv: liveness.NewVivaldi(), inbox: make(chan []byte, gossipInboxMax),
 		peers: map[uint64]*peerView{}, table: map[uint64]verdictRow{}, pending: map[uint64]bool{}, lastHeard: map[uint64][2]uint64{}, incPath: filepath.Join(c.cfg.Data, incarnationFile)}
+	g.faults = fault.FromEnv()
+	if g.faults.FreezeControlLoop {
+		g.log.Warn("fault injected: the control loop's turns are not counted, so this node's witness never advances", "env", fault.FreezeControlLoopEnv)
+	}
 	g.memLimit = c.cfg.MemoryLimit
 	if g.memLimit == 0 {
 		g.memLimit = memoryLimit()
@@ -377,6 +384,7 @@ func (g *gossip) tick(ctx context.Context, now time.Time) {
 // deadlines, and report to the leader.
 func (g *gossip) round(ctx context.Context, now time.Time) {
 	leader, ok := g.controlTick(ctx)
+	ticked := ok && !g.faults.FreezeControlLoop
 	members := g.c.sm.Members()
 	ids := make([]uint64, len(members))
 	for i, m := range members {
@@ -385,10 +393,12 @@ func (g *gossip) round(ctx context.Context, now time.Time) {
 	self := g.c.cfg.NodeID
 	g.mu.Lock()
 	if ok {
-		g.witness++
 		g.leader = leader
 	}
-	g.loopOK = ok
+	if ticked {
+		g.witness++
+	}
+	g.loopOK = ticked
 	health, inc := g.health, g.inc
 	g.mu.Unlock()
 	g.join(members)

@@ -531,3 +531,62 @@ func TestClusterLivenessRestartedDeadNodeReadmitted(t *testing.T) {
 		return placedWrite(victim.addr, "readmitted", fmt.Sprintf("back-%d", time.Now().UnixNano()))
 	})
 }
+
+// A node whose control loop does not turn (the fault-injection switch
+// TALLY_FAULT_FREEZE_CONTROL_LOOP) never advances its witness: stopped
+// until it is suspected, then continued, it answers its probes and asks
+// for late homework, is denied (witness unchanged) and does not refute,
+// and is settled dead while it runs.
+func TestClusterLivenessFrozenWitnessDead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a cluster with a stopped node: slow")
+	}
+	nodes := startLivenessCluster(t, nil)
+	leader, victim := metaLeaderOf(t, nodes)
+	victim.stop()
+	victim.env = []string{"TALLY_FAULT_FREEZE_CONTROL_LOOP=1"}
+	victim.joinArgs = nil
+	victim.start(t)
+	waitUntil(t, "the restarted node settled alive", 30*time.Second, func() bool {
+		m := memberOf(must(membersOf(leader.addr)), victim.id)
+		return m.Settled != nil && m.Settled.State == replica.LivenessAlive && m.State == "alive" && m.Incarnation > 1
+	})
+	if err := victim.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer victim.cmd.Process.Signal(syscall.SIGCONT)
+	waitUntil(t, "the stopped node suspected", 30*time.Second, func() bool {
+		return memberOf(must(membersOf(leader.addr)), victim.id).State == "suspect"
+	})
+	if err := victim.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	continued := time.Now()
+	waitUntil(t, "the continued node settled dead", 60*time.Second, func() bool {
+		f, ok := settledAs(leader, victim.id)
+		return ok && f.State == replica.LivenessDead && f.Source == replica.LivenessDetector
+	})
+	t.Logf("settled dead %v after it was continued", time.Since(continued).Round(100*time.Millisecond))
+	// It runs and answers: its own view, and its acknowledged probes of
+	// the others go on.
+	probes := metric(t, victim.addr, "tally_liveness_probes_total", "")
+	waitUntil(t, "the dead node still probing and answering", 10*time.Second, func() bool {
+		return metric(t, victim.addr, "tally_liveness_probes_total", "") > probes
+	})
+	if _, err := membersOf(victim.addr); err != nil {
+		t.Errorf("the dead node does not answer: %v", err)
+	}
+	var unchanged, grants float64
+	for _, n := range nodes {
+		if n != victim {
+			unchanged += metric(t, n.addr, "tally_liveness_grant_denials_total", `reason="witness_unchanged"`)
+			grants += metric(t, n.addr, "tally_liveness_grants_total", "")
+		}
+	}
+	if unchanged < 1 || grants != 0 {
+		t.Errorf("denials for an unchanged witness %v, grants %v: want some, and none", unchanged, grants)
+	}
+	if !strings.Contains(victim.log(), "the control loop did not tick: not refuting") {
+		t.Errorf("the node did not say why it does not refute:\n%s", victim.log())
+	}
+}
