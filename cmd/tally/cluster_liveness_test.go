@@ -373,7 +373,7 @@ func TestClusterLivenessCPUStressNoFalseDeath(t *testing.T) {
 // A node the failure detector settles dead has its replicas replaced by
 // the placement driver, with no operator: four nodes, three replicas, one
 // stopped with SIGSTOP; every data group ends at three voters, none of
-// them the stopped node.
+// them the stopped node. Continued, it rejoins as the placement docs say.
 func TestClusterLivenessDeathIsHealed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a cluster with a stopped node: slow")
@@ -416,6 +416,20 @@ func TestClusterLivenessDeathIsHealed(t *testing.T) {
 	waitUntil(t, "every data group back at 3 voters without the dead node", 60*time.Second, func() bool {
 		_, ok := placedAt(leader, 3, victim.id)
 		return ok
+	})
+	// Continued, it refutes its death at a higher incarnation, is settled
+	// alive and is placed again like a new node.
+	dead, _ := settledAs(leader, victim.id)
+	if err := victim.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the continued node settled alive above its death", 30*time.Second, func() bool {
+		f, ok := settledAs(leader, victim.id)
+		return ok && f.State == replica.LivenessAlive && f.Incarnation > dead.Incarnation
+	})
+	waitUntil(t, "the continued node placed again: the meta group and a data group", 120*time.Second, func() bool {
+		data, meta, _ := placedOn(leader, victim.id)
+		return data && meta
 	})
 }
 
