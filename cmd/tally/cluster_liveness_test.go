@@ -423,14 +423,7 @@ func TestClusterLivenessDeathIsHealed(t *testing.T) {
 	if err := victim.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the continued node settled alive above its death", 30*time.Second, func() bool {
-		f, ok := settledAs(leader, victim.id)
-		return ok && f.State == replica.LivenessAlive && f.Incarnation > dead.Incarnation
-	})
-	waitUntil(t, "the continued node placed again: the meta group and a data group", 120*time.Second, func() bool {
-		data, meta, _ := placedOn(leader, victim.id)
-		return data && meta
-	})
+	waitReadmitted(t, leader, victim.id, dead)
 }
 
 // settledAs is node id's settled fact as node ask has applied the meta
@@ -465,6 +458,21 @@ func placedOn(ask *cnode, id uint64) (data, meta, ok bool) {
 		}
 	}
 	return data, meta, true
+}
+
+// waitReadmitted waits, as node ask has applied the meta group, until node
+// id, settled dead at dead, is settled alive at a higher incarnation and
+// placed again: following the meta group and a voter of a data group.
+func waitReadmitted(t *testing.T, ask *cnode, id uint64, dead replica.LivenessFact) {
+	t.Helper()
+	waitUntil(t, fmt.Sprintf("node %d settled alive above its death's incarnation %d", id, dead.Incarnation), 60*time.Second, func() bool {
+		f, ok := settledAs(ask, id)
+		return ok && f.State == replica.LivenessAlive && f.Incarnation > dead.Incarnation
+	})
+	waitUntil(t, fmt.Sprintf("node %d placed again: the meta group and a data group", id), 120*time.Second, func() bool {
+		data, meta, _ := placedOn(ask, id)
+		return data && meta
+	})
 }
 
 // A node settled dead that restarts (killed, then started again on its
@@ -529,14 +537,7 @@ func TestClusterLivenessRestartedDeadNodeReadmitted(t *testing.T) {
 	})
 	victim.joinArgs = nil
 	victim.start(t)
-	waitUntil(t, "the restarted node settled alive above its death's incarnation", 60*time.Second, func() bool {
-		f, ok := settledAs(ask, victim.id)
-		return ok && f.State == replica.LivenessAlive && f.Incarnation > dead.Incarnation
-	})
-	waitUntil(t, "the restarted node placed again: the meta group and a data group", 120*time.Second, func() bool {
-		data, meta, _ := placedOn(ask, victim.id)
-		return data && meta
-	})
+	waitReadmitted(t, ask, victim.id, dead)
 	waitUntil(t, "every data group at 3 voters again", 60*time.Second, func() bool {
 		_, ok := placedAt(ask, 3)
 		return ok
