@@ -242,6 +242,11 @@ func (w *World) commitFact(d *simNode, f replica.LivenessFact) {
 // dead.
 func (w *World) liveNodes(sn *simNode) {
 	clear(w.dead)
+	if w.opt.placeOnSuspicion && w.live.det != nil {
+		for _, p := range w.live.det.Peers() {
+			w.dead[p.Node] = p.State == liveness.Suspect
+		}
+	}
 	for _, f := range sn.sm.LivenessFacts() {
 		if f.State == replica.LivenessDead {
 			w.dead[f.Node] = true

@@ -110,6 +110,10 @@ type Options struct {
 	// failure detector's deciding table commits dead and alive facts
 	// from the members' modelled reports (liveness.go).
 	Liveness bool
+	// placeOnSuspicion breaks the rule that a suspicion alone changes no
+	// placement: the placer also takes a node the decider suspects for
+	// dead, to show the liveness checks catch it.
+	placeOnSuspicion bool
 }
 
 // DefaultOptions is the run the test suite uses per seed.

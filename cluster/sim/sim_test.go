@@ -194,6 +194,24 @@ func TestSimCatchesSendBeforePersist(t *testing.T) {
 	t.Fatalf("no seed in 1..%d caught messages sent before persisting", maxSeeds)
 }
 
+// TestSimCatchesPlacementOnSuspicion has the placer take a node the
+// deciding table only suspects for dead, and requires the liveness checks
+// to catch it within a bounded number of liveness seeds.
+func TestSimCatchesPlacementOnSuspicion(t *testing.T) {
+	defer simGC()()
+	const maxSeeds = 12
+	for i := uint64(0); i < maxSeeds; i++ {
+		opt := optionsFor(8 + 16*i)
+		opt.placeOnSuspicion = true
+		_, err := runSeed(t, opt)
+		if err != nil && strings.Contains(err.Error(), "no dead fact committed") {
+			t.Logf("caught by seed %d: %v", opt.Seed, err)
+			return
+		}
+	}
+	t.Fatalf("no liveness seed of %d caught a placement change made on a suspicion", maxSeeds)
+}
+
 // BenchmarkSim runs one seed per iteration and reports simulated seconds
 // per wall second and per CPU second (the machine may be shared), and seeds
 // per minute.
