@@ -373,7 +373,7 @@ func (g *gossip) tick(ctx context.Context, now time.Time) {
 	}
 	// Between rounds, this node's own probes go on at every tick, and a
 	// member newly accused is reported at once.
-	if suspects, fresh := g.probe(g.c.sm.Members(), now); fresh {
+	if suspects, fresh := g.probe(g.members(), now); fresh {
 		g.report(ctx, suspects, now)
 	}
 }
@@ -385,7 +385,7 @@ func (g *gossip) tick(ctx context.Context, now time.Time) {
 func (g *gossip) round(ctx context.Context, now time.Time) {
 	leader, ok := g.controlTick(ctx)
 	ticked := ok && !g.faults.FreezeControlLoop
-	members := g.c.sm.Members()
+	members := g.members()
 	ids := make([]uint64, len(members))
 	for i, m := range members {
 		ids[i] = m.ID
@@ -453,14 +453,14 @@ func (g *gossip) report(ctx context.Context, suspects []accusation, now time.Tim
 		g.hear(ctx, r, now)
 		return
 	}
-	if m, ok := g.c.sm.Member(leader); ok && leader != 0 {
+	if m, ok := g.member(leader); ok && leader != 0 {
 		g.send(m, msgReport, r)
 	}
 	if !silent {
 		return
 	}
 	var others []replica.Member
-	for _, m := range g.c.sm.Members() {
+	for _, m := range g.members() {
 		if m.ID != self && m.ID != leader {
 			others = append(others, m)
 		}
@@ -469,6 +469,29 @@ func (g *gossip) report(ctx context.Context, suspects []accusation, now time.Tim
 		g.relay++
 		g.send(others[g.relay%len(others)], msgReport, r)
 	}
+}
+
+// members are the members as this node's replica of the meta group holds
+// them, or, while it holds none yet (a node that joined, before the meta
+// group took it in), as the join's answer gave them: so a new node joins
+// the gossip and reaches the decider before its replica catches up.
+func (g *gossip) members() []replica.Member {
+	if ms := g.c.sm.Members(); len(ms) > 0 {
+		return ms
+	}
+	return g.c.id.Members
+}
+
+// member is member id as members gives it.
+func (g *gossip) member(id uint64) (replica.Member, bool) {
+	if m, ok := g.c.sm.Member(id); ok {
+		return m, true
+	}
+	i := slices.IndexFunc(g.c.id.Members, func(m replica.Member) bool { return m.ID == id })
+	if i < 0 {
+		return replica.Member{}, false
+	}
+	return g.c.id.Members[i], true
 }
 
 // relayReport passes a report this node cannot decide to the leader it
