@@ -624,8 +624,8 @@ func (g *gossip) hear(ctx context.Context, r report, now time.Time) {
 	if g.det == nil {
 		return
 	}
-	if last := g.lastHeard[r.From]; last == [2]uint64{r.Incarnation, r.Seq} {
-		return // heard already, by another way
+	if last, ok := g.lastHeard[r.From]; ok && (r.Incarnation < last[0] || r.Incarnation == last[0] && r.Seq <= last[1]) {
+		return // heard already by another way, or overtaken by a later one
 	}
 	g.lastHeard[r.From] = [2]uint64{r.Incarnation, r.Seq}
 	n := len(g.c.sm.Members())
