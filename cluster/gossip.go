@@ -624,10 +624,14 @@ func (g *gossip) hear(ctx context.Context, r report, now time.Time) {
 	if g.det == nil {
 		return
 	}
-	if last, ok := g.lastHeard[r.From]; ok && (r.Incarnation < last[0] || r.Incarnation == last[0] && r.Seq <= last[1]) {
+	// At a lower incarnation it is heard (as stale), so that the answer
+	// tells the reporter the incarnation it must speak above.
+	if last, ok := g.lastHeard[r.From]; ok && r.Incarnation == last[0] && r.Seq <= last[1] {
 		return // heard already by another way, or overtaken by a later one
 	}
-	g.lastHeard[r.From] = [2]uint64{r.Incarnation, r.Seq}
+	if last := g.lastHeard[r.From]; r.Incarnation >= last[0] {
+		g.lastHeard[r.From] = [2]uint64{r.Incarnation, r.Seq}
+	}
 	n := len(g.c.sm.Members())
 	h := g.det.Hear(r.From, r.Incarnation, r.Witness, r.Load, now)
 	if h.Refuted {
