@@ -35,6 +35,7 @@ import (
 	"github.com/hashicorp/serf/coordinate"
 	"golang.org/x/sys/unix"
 
+	"tally/cluster/internal/fault"
 	"tally/cluster/liveness"
 	"tally/cluster/node"
 	"tally/cluster/replica"
@@ -117,6 +118,12 @@ type report struct {
 	Suspects    []accusation    `json:"suspects,omitempty"`
 	Leader      uint64          `json:"leader"`
 	Coordinate  json.RawMessage `json:"coord,omitempty"`
+	// Seq numbers the reporter's reports at its incarnation, so that the
+	// leader hears one once when it comes both directly and passed on.
+	Seq uint64 `json:"seq"`
+	// Forwarded: a member that does not decide passed it on to the leader
+	// it knows (once: a forwarded report is not passed again).
+	Forwarded bool `json:"fwd,omitempty"`
 }
 
 // verdictRow is one member in the leader's table, as answered.
@@ -138,7 +145,11 @@ type answer struct {
 	Detail      string         `json:"detail,omitempty"`
 	GrantMillis int64          `json:"grant_ms,omitempty"`
 	Asked       bool           `json:"asked,omitempty"`
-	Table       []verdictRow   `json:"table"`
+	// Known is the incarnation the deciding table holds for the reporter:
+	// above the reporter's own (its kept incarnation was lost), it must
+	// speak above it to be heard at all.
+	Known uint64       `json:"known,omitempty"`
+	Table []verdictRow `json:"table"`
 }
 
 // gossipStats are the layer's counters (metrics).
@@ -181,6 +192,8 @@ type gossip struct {
 	// memLimit is the memory limit the node's load is measured against (0:
 	// unknown).
 	memLimit uint64
+	// faults are the node's fault-injection switches (tests only).
+	faults fault.Node
 
 	mu      sync.Mutex
 	inc     uint64
@@ -188,12 +201,24 @@ type gossip struct {
 	witness uint64
 	loopOK  bool // the control loop ticked in the last round
 	leader  uint64
+	// heard is the leader that last answered this node, and when: where
+	// its reports go while raft names no leader (a node removed from the
+	// meta group while it was settled dead hears from no leader there).
+	heard   uint64
+	heardAt time.Time
 	peers   map[uint64]*peerView
 	table   map[uint64]verdictRow // the leader's, as last answered
 	last    answer                // the leader's last answer to this node
 
 	// Only the layer's loop touches these.
-	det       *liveness.Detector
+	det *liveness.Detector
+	// seq numbers this node's reports; lastHeard is each reporter's last
+	// report heard, as incarnation and seq.
+	seq       uint64
+	lastHeard map[uint64][2]uint64
+	// relay rotates over the members a report also goes to while no
+	// leader answers, any of which passes it to the leader it knows.
+	relay     int
 	pending   map[uint64]bool // facts being committed, by node
 	nonce     uint64
 	joined    bool
@@ -209,7 +234,11 @@ const incarnationFile = "liveness.json"
 
 func (c *Node) startGossip() (*gossip, error) {
 	g := &gossip{c: c, log: c.log.With("layer", "liveness"), viv: liveness.NewVivaldi(), inbox: make(chan []byte, gossipInboxMax),
-		peers: map[uint64]*peerView{}, table: map[uint64]verdictRow{}, pending: map[uint64]bool{}, incPath: filepath.Join(c.cfg.Data, incarnationFile)}
+		peers: map[uint64]*peerView{}, table: map[uint64]verdictRow{}, pending: map[uint64]bool{}, lastHeard: map[uint64][2]uint64{}, incPath: filepath.Join(c.cfg.Data, incarnationFile)}
+	g.faults = fault.FromEnv()
+	if g.faults.FreezeControlLoop {
+		g.log.Warn("fault injected: the control loop's turns are not counted, so this node's witness never advances", "env", fault.FreezeControlLoopEnv)
+	}
 	g.memLimit = c.cfg.MemoryLimit
 	if g.memLimit == 0 {
 		g.memLimit = memoryLimit()
@@ -224,7 +253,13 @@ func (c *Node) startGossip() (*gossip, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("liveness: %w", err)
 	}
+	// Above any incarnation it used (kept) or was recorded at (a fact its
+	// replica of the meta group applied), kept before it gossips: a node
+	// restarting after it was settled dead speaks at once above its death.
 	g.inc = st.Incarnation
+	if f, ok := c.sm.Liveness(c.cfg.NodeID); ok && f.Incarnation > g.inc {
+		g.inc = f.Incarnation
+	}
 	if err := g.raise(); err != nil {
 		return nil, err
 	}
@@ -338,7 +373,7 @@ func (g *gossip) tick(ctx context.Context, now time.Time) {
 	}
 	// Between rounds, this node's own probes go on at every tick, and a
 	// member newly accused is reported at once.
-	if suspects, fresh := g.probe(g.c.sm.Members(), now); fresh {
+	if suspects, fresh := g.probe(g.members(), now); fresh {
 		g.report(ctx, suspects, now)
 	}
 }
@@ -349,7 +384,8 @@ func (g *gossip) tick(ctx context.Context, now time.Time) {
 // deadlines, and report to the leader.
 func (g *gossip) round(ctx context.Context, now time.Time) {
 	leader, ok := g.controlTick(ctx)
-	members := g.c.sm.Members()
+	ticked := ok && !g.faults.FreezeControlLoop
+	members := g.members()
 	ids := make([]uint64, len(members))
 	for i, m := range members {
 		ids[i] = m.ID
@@ -357,10 +393,12 @@ func (g *gossip) round(ctx context.Context, now time.Time) {
 	self := g.c.cfg.NodeID
 	g.mu.Lock()
 	if ok {
-		g.witness++
 		g.leader = leader
 	}
-	g.loopOK = ok
+	if ticked {
+		g.witness++
+	}
+	g.loopOK = ticked
 	health, inc := g.health, g.inc
 	g.mu.Unlock()
 	g.join(members)
@@ -389,21 +427,85 @@ func (g *gossip) round(ctx context.Context, now time.Time) {
 	g.report(ctx, suspects, now)
 }
 
+// answerSilence is how long without an answer from a leader before a
+// node's reports also go to another member, which passes them on.
+const answerSilence = 3 * liveness.ProbePeriod
+
 // report sends this node's report to the meta group's leader (or hears it
-// itself, leading).
+// itself, leading): the leader raft names, else the one that last
+// answered. While no leader has answered for answerSilence (it names none,
+// or one that no longer leads), the report also goes to the next other
+// member in turn, which passes it to the leader it knows: so a node
+// removed from every group while it was settled dead, which hears from no
+// leader, still reaches the decider and refutes its death.
 func (g *gossip) report(ctx context.Context, suspects []accusation, now time.Time) {
 	self := g.c.cfg.NodeID
 	g.mu.Lock()
 	leader := g.leader
-	r := report{From: self, Incarnation: g.inc, Witness: g.witness, Health: g.health.Score(), Load: g.load(), Suspects: suspects, Leader: leader}
+	if leader == 0 {
+		leader = g.heard
+	}
+	silent := now.Sub(g.heardAt) >= answerSilence
+	g.seq++
+	r := report{From: self, Incarnation: g.inc, Witness: g.witness, Health: g.health.Score(), Load: g.load(), Suspects: suspects, Leader: leader, Seq: g.seq}
 	g.mu.Unlock()
-	switch {
-	case leader == self:
+	if leader == self {
 		g.hear(ctx, r, now)
-	case leader != 0:
-		if m, ok := g.c.sm.Member(leader); ok {
-			g.send(m, msgReport, r)
+		return
+	}
+	if m, ok := g.member(leader); ok && leader != 0 {
+		g.send(m, msgReport, r)
+	}
+	if !silent {
+		return
+	}
+	var others []replica.Member
+	for _, m := range g.members() {
+		if m.ID != self && m.ID != leader {
+			others = append(others, m)
 		}
+	}
+	if len(others) > 0 {
+		g.relay++
+		g.send(others[g.relay%len(others)], msgReport, r)
+	}
+}
+
+// members are the members as this node's replica of the meta group holds
+// them, or, while it holds none yet (a node that joined, before the meta
+// group took it in), as the join's answer gave them: so a new node joins
+// the gossip and reaches the decider before its replica catches up.
+func (g *gossip) members() []replica.Member {
+	if ms := g.c.sm.Members(); len(ms) > 0 {
+		return ms
+	}
+	return g.c.id.Members
+}
+
+// member is member id as members gives it.
+func (g *gossip) member(id uint64) (replica.Member, bool) {
+	if m, ok := g.c.sm.Member(id); ok {
+		return m, true
+	}
+	i := slices.IndexFunc(g.c.id.Members, func(m replica.Member) bool { return m.ID == id })
+	if i < 0 {
+		return replica.Member{}, false
+	}
+	return g.c.id.Members[i], true
+}
+
+// relayReport passes a report this node cannot decide to the leader it
+// knows, once.
+func (g *gossip) relayReport(r report) {
+	g.mu.Lock()
+	leader := g.leader
+	g.mu.Unlock()
+	if r.Forwarded || leader == 0 || leader == g.c.cfg.NodeID || leader == r.From {
+		return
+	}
+	if m, ok := g.c.sm.Member(leader); ok {
+		r.Forwarded = true
+		g.send(m, msgReport, r)
 	}
 }
 
@@ -522,12 +624,23 @@ func (g *gossip) hear(ctx context.Context, r report, now time.Time) {
 	if g.det == nil {
 		return
 	}
+	// At a lower incarnation it is heard (as stale), so that the answer
+	// tells the reporter the incarnation it must speak above.
+	if last, ok := g.lastHeard[r.From]; ok && r.Incarnation == last[0] && r.Seq <= last[1] {
+		return // heard already by another way, or overtaken by a later one
+	}
+	if last := g.lastHeard[r.From]; r.Incarnation >= last[0] {
+		g.lastHeard[r.From] = [2]uint64{r.Incarnation, r.Seq}
+	}
 	n := len(g.c.sm.Members())
 	h := g.det.Hear(r.From, r.Incarnation, r.Witness, r.Load, now)
 	if h.Refuted {
 		g.stats.refutations.Add(1)
 	}
 	a := answer{Leader: g.c.cfg.NodeID, State: h.State, Incarnation: r.Incarnation}
+	if p, ok := g.det.Peer(r.From); ok {
+		a.Known = p.Incarnation
+	}
 	if r.From == g.c.cfg.NodeID {
 		a.State = liveness.Alive // the decider does not judge itself
 	}
@@ -573,7 +686,7 @@ func (g *gossip) hear(ctx context.Context, r report, now time.Time) {
 		a.Table = append(a.Table, row)
 	}
 	if r.From == g.c.cfg.NodeID {
-		g.answered(a)
+		g.answered(a, now)
 		return
 	}
 	if m, ok := g.c.sm.Member(r.From); ok {
@@ -587,19 +700,25 @@ func (g *gossip) hear(ctx context.Context, r report, now time.Time) {
 // control loop did not tick this period (a member whose witness does not
 // advance is not doing its work). A grant it was given holds off the next
 // suspicion (the grace window) while it refutes this one.
-func (g *gossip) answered(a answer) {
+func (g *gossip) answered(a answer, now time.Time) {
 	g.mu.Lock()
 	g.last = a
+	g.heard, g.heardAt = a.Leader, now
 	g.table = map[uint64]verdictRow{}
 	for _, r := range a.Table {
 		g.table[r.Node] = r
 	}
 	inc := g.inc
 	g.mu.Unlock()
-	if a.State == liveness.Alive || a.Incarnation != inc {
-		return
+	switch {
+	case a.Known > inc:
+		// The table holds it at an incarnation above its own (the one it
+		// kept was lost): its reports are stale there until it speaks
+		// above it.
+		g.refute(a.State, "the deciding table holds a higher incarnation", a.Known)
+	case a.State != liveness.Alive && a.Incarnation == inc:
+		g.refute(a.State, a.Denial, inc)
 	}
-	g.refute(a.State, a.Denial, inc)
 }
 
 // refute raises this node's incarnation past past, unless it is
@@ -707,12 +826,16 @@ func (g *gossip) handle(ctx context.Context, b []byte, now time.Time) {
 	case msgReport:
 		var r report
 		if json.Unmarshal(body, &r) == nil && r.From != 0 {
+			if g.det == nil {
+				g.relayReport(r)
+				return
+			}
 			g.hear(ctx, r, now)
 		}
 	case msgAnswer:
 		var a answer
 		if json.Unmarshal(body, &a) == nil {
-			g.answered(a)
+			g.answered(a, now)
 		}
 	}
 }

@@ -100,6 +100,9 @@ func TestLivenessStoppedNodeSettledDeadThenAlive(t *testing.T) {
 			other = n
 		}
 	}
+	// Predicted once enough acknowledged probes of it were seen (memberlist
+	// probes each peer in turn, so on a busy machine this can take a while).
+	waitFor(t, "a round trip predicted to a live peer", 20*time.Second, func() bool { return row(other.Node, watcher.ID()).RTTKnown })
 	if m := row(other.Node, watcher.ID()); !m.RTTKnown || m.RTTMillis <= 0 || m.ProbeDeadlineMillis < 300 || m.ProbeDeadlineMillis > 6000 {
 		t.Errorf("members view of a live peer: %+v", m)
 	}

@@ -21,7 +21,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -191,20 +190,39 @@ func status(addr string) (cluster.Status, error) {
 	return benchproc.GetJSON[cluster.Status](client, "http://"+addr+cluster.StatusPath)
 }
 
-// waitSettled waits until every live node sees a leader and every member a
-// voter in every group, and has applied all it has committed.
+// waitSettled waits until every live node sees a leader and the voters
+// placement wants in every group (every member, up to the replication
+// factor), and has applied all it has committed.
 func waitSettled(nodes []*proc, d time.Duration) error {
+	why := "no status answered"
 	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		ok := true
 		for _, n := range nodes {
 			st, err := status(n.addr)
 			if err != nil {
-				ok = false
+				ok, why = false, fmt.Sprintf("node %d: %v", n.id, err)
 				break
 			}
+			goal, elsewhere := map[uint64]int{}, map[uint64]bool{}
+			for _, g := range st.Placement.Groups {
+				goal[g.Group] = g.Goal
+				held := false
+				for _, v := range append(slices.Clone(g.Voters), g.Learners...) {
+					held = held || v.ID == n.id
+				}
+				elsewhere[g.Group] = g.Recorded && !held
+			}
 			for _, g := range st.Groups {
-				if g.Leader == 0 || len(g.Voters) != len(nodes) || g.Applied != g.Commit {
+				if elsewhere[g.Group] {
+					continue // placed on other nodes: this one hears no leader of it
+				}
+				want, placed := goal[g.Group]
+				if !placed {
+					want = len(nodes)
+				}
+				if g.Leader == 0 || len(g.Voters) != want || g.Applied != g.Commit {
 					ok = false
+					why = fmt.Sprintf("node %d: group %d: leader %d, voters %v (%d wanted), applied %d of %d", n.id, g.Group, g.Leader, g.Voters, want, g.Applied, g.Commit)
 				}
 			}
 		}
@@ -212,7 +230,7 @@ func waitSettled(nodes []*proc, d time.Duration) error {
 			return nil
 		}
 	}
-	return errors.New("the cluster did not settle")
+	return fmt.Errorf("the cluster did not settle: %s", why)
 }
 
 var seq atomic.Uint64

@@ -146,6 +146,14 @@ func (d *Detector) Accuse(node, inc, from uint64, n int, now time.Time) Accused 
 		return AccuseStale
 	}
 	if inc > p.inc {
+		if p.state == Dead {
+			// A member settled dead that gossip knows at a higher
+			// incarnation restarted: it is settled alive on its own word
+			// (Hear), never suspected at an incarnation it has not
+			// spoken at here, which would make its first report a
+			// homework request instead of a refutation.
+			return AccuseIgnored
+		}
 		// An incarnation gossip knew before this table did: a fresh one.
 		p.inc, p.state, p.susp = inc, Alive, nil
 		p.grants = Grants{Incarnation: inc}

@@ -59,6 +59,8 @@ func TestDetectorLifecycle(t *testing.T) {
 	step("accused when dead", string(d.Accuse(2, 1, 3, 4, at(9000))), "ignored")
 	h = d.Hear(2, 1, 20, Load{}, at(9000))
 	step("dead at the same incarnation", fmt.Sprintf("%s %s", h.Homework.Denial, row()), "not_suspected dead inc=1 grants=1")
+	step("dead, accused at a higher incarnation gossip knows", string(d.Accuse(2, 2, 3, 4, at(9050))), "ignored")
+	step("still dead at the settled one", row(), "dead inc=1 grants=1")
 	h = d.Hear(2, 2, 20, Load{}, at(9100))
 	step("refuted", fmt.Sprintf("%v %s", h.Refuted, row()), "true alive inc=2 grants=0")
 }

@@ -53,7 +53,13 @@ func (w *World) placeStep() {
 			}
 		}
 		w.countReplicas(sn)
+		if w.live != nil {
+			w.liveNodes(sn)
+		}
 		ch := placement.Next(w.placementNodes(), pg, w.opt.Voters).Change
+		if ch != nil && w.live != nil {
+			w.liveChange(sn, ch)
+		}
 		if ch == nil || ch.Node == sn.id && (ch.Op == placement.Remove || ch.Op == placement.Demote) {
 			if ch != nil {
 				// The leader does not take itself out: it hands over.
@@ -106,7 +112,7 @@ func (w *World) countReplicas(sn *simNode) {
 // groups want.
 func (w *World) markOrDrain(pick *simNode) {
 	nodes := w.placementNodes()
-	if len(w.dead) == 0 {
+	if len(w.dead) == 0 && w.live == nil {
 		for _, sn := range w.nodes {
 			if !sn.up && !w.draining[sn.id] && placement.CheckDrain(nodes, sn.id, w.opt.Voters, nil) == nil {
 				w.mix(13, sn.id)
@@ -127,6 +133,12 @@ func (w *World) markOrDrain(pick *simNode) {
 // goal's voters, none of them on a dead or drained node, no learner of a
 // data group left.
 func (w *World) checkGoals(members map[uint64][]*simNode) error {
+	if w.live != nil {
+		if err := w.checkLive(); err != nil {
+			return err
+		}
+		w.liveNodes(w.metaLeader())
+	}
 	nodes := w.placementNodes()
 	for _, g := range w.groups {
 		var st node.GroupStatus

@@ -106,6 +106,14 @@ type Options struct {
 	// Placement makes the membership changes placement's, with a node
 	// marked dead and one drained among the faults (placement.go).
 	Placement bool
+	// Liveness, on a placement run, has no node marked dead by hand: the
+	// failure detector's deciding table commits dead and alive facts
+	// from the members' modelled reports (liveness.go).
+	Liveness bool
+	// placeOnSuspicion breaks the rule that a suspicion alone changes no
+	// placement: the placer also takes a node the decider suspects for
+	// dead, to show the liveness checks catch it.
+	placeOnSuspicion bool
 }
 
 // DefaultOptions is the run the test suite uses per seed.
@@ -152,7 +160,9 @@ type Stats struct {
 	// Tokens created, and TokensRevoked, in the meta group; MetaSnapshots
 	// of the meta group sent.
 	Tokens, TokensRevoked, MetaSnapshots int
-	Trace                                uint64 // a hash of the run's events, equal for equal runs
+	// Live counts the failure detector's work (liveness runs).
+	Live  LiveStats
+	Trace uint64 // a hash of the run's events, equal for equal runs
 }
 
 type event struct {
@@ -223,7 +233,8 @@ type World struct {
 	clients []*client
 	expects []*simExpect
 	claims  []*simClaim
-	placer  *placer // nil unless Options.Place
+	placer  *placer    // nil unless Options.Place
+	live    *liveWorld // nil unless Options.Liveness
 	tokener *tokener
 	history []porcupine.Operation
 	acked   []ackedWrite
@@ -304,6 +315,9 @@ func runWorld(opt Options) (w *World, err error) {
 	w.after(200*time.Millisecond, func() { w.chaos(chaosEnd) })
 	if opt.Placement {
 		w.after(300*time.Millisecond, w.placeStep)
+		if opt.Liveness {
+			w.startLiveness()
+		}
 	}
 	w.at(chaosEnd, w.heal)
 	end := chaosEnd + int64(opt.Quiesce)
@@ -461,6 +475,7 @@ func (w *World) restart(sn *simNode) {
 		return
 	}
 	w.mix(2, sn.id)
+	w.liveRestarted(sn)
 	if err := w.start(sn); err != nil {
 		w.fail("restart: %v", err)
 		return

@@ -40,6 +40,14 @@ func optionsFor(seed uint64) Options {
 	// Every eighth, the placement rule changes the membership, with a
 	// node marked dead and one drained among the faults.
 	opt.Placement = seed%8 == 0
+	// Half of those have no node marked dead by hand: the failure
+	// detector settles the deaths and the returns (liveness.go).
+	opt.Liveness = seed%16 == 8
+	if opt.Liveness {
+		// A death settled as the faults end is healed, and the node's
+		// return placed again, in the quiet period: a longer one.
+		opt.Quiesce = 8 * time.Second
+	}
 	return opt
 }
 
@@ -105,6 +113,12 @@ func TestSim(t *testing.T) {
 		total.TokensRevoked += st.TokensRevoked
 		total.MetaSnapshots += st.MetaSnapshots
 		total.Decisions += st.Decisions
+		total.Live.Suspicions += st.Live.Suspicions
+		total.Live.Deaths += st.Live.Deaths
+		total.Live.Alive += st.Live.Alive
+		total.Live.Refutations += st.Live.Refutations
+		total.Live.Grants += st.Live.Grants
+		total.Live.WhileSuspect += st.Live.WhileSuspect
 		total.MarkedDead += st.MarkedDead
 		total.Drained += st.Drained
 		if n == 1 {
@@ -116,6 +130,8 @@ func TestSim(t *testing.T) {
 		n, wall.Round(time.Millisecond), total.Virtual, total.Virtual.Seconds()/wall.Seconds(), total.Ops, total.Crashes, total.Unsynced, total.Torn,
 		total.DiskFaults, total.Partitions, total.Transfers, total.Membership, total.Snapshots, total.SnapshotsFailed, total.SnapshotsStale, total.Placements, total.PlacementsRefused, total.Moved)
 	t.Logf("placement: %d changes by the placement rule, %d nodes marked dead, %d drained", total.Decisions, total.MarkedDead, total.Drained)
+	l := total.Live
+	t.Logf("liveness: %d suspicions, %d deaths and %d alive facts committed, %d refutations, %d grants, %d placement changes while a node was suspected and not dead", l.Suspicions, l.Deaths, l.Alive, l.Refutations, l.Grants, l.WhileSuspect)
 	t.Logf("%d expectations raised, %d facts recorded, %d lapses committed by %d sweeps (%d more sweeps committed nothing); %d claims created (%d refused a step past their deadline, %d expired, %d artifacts published); %d tokens created, %d revoked, %d meta snapshots sent",
 		total.Expectations, total.Facts, total.Lapses, total.Sweeps, total.SweepsEmpty, total.Claims, total.ClaimsRefused, total.Expired, total.Artifacts,
 		total.Tokens, total.TokensRevoked, total.MetaSnapshots)
@@ -176,6 +192,24 @@ func TestSimCatchesSendBeforePersist(t *testing.T) {
 		}
 	}
 	t.Fatalf("no seed in 1..%d caught messages sent before persisting", maxSeeds)
+}
+
+// TestSimCatchesPlacementOnSuspicion has the placer take a node the
+// deciding table only suspects for dead, and requires the liveness checks
+// to catch it within a bounded number of liveness seeds.
+func TestSimCatchesPlacementOnSuspicion(t *testing.T) {
+	defer simGC()()
+	const maxSeeds = 12
+	for i := uint64(0); i < maxSeeds; i++ {
+		opt := optionsFor(8 + 16*i)
+		opt.placeOnSuspicion = true
+		_, err := runSeed(t, opt)
+		if err != nil && strings.Contains(err.Error(), "no dead fact committed") {
+			t.Logf("caught by seed %d: %v", opt.Seed, err)
+			return
+		}
+	}
+	t.Fatalf("no liveness seed of %d caught a placement change made on a suspicion", maxSeeds)
 }
 
 // BenchmarkSim runs one seed per iteration and reports simulated seconds

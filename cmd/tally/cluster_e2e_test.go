@@ -41,6 +41,7 @@ type cnode struct {
 	secure   bool
 	operator string
 	extra    []string // more serve flags
+	env      []string // more environment (a fault-injection switch)
 	// restored: the node starts on data tally restore made, which gives
 	// it its id and addresses; only the data and the secret are passed.
 	restored bool
@@ -113,7 +114,7 @@ func (n *cnode) launch(t *testing.T) <-chan bool {
 	}
 	args = append(args, n.extra...)
 	cmd := exec.Command(tallyBin, append(args, n.joinArgs...)...)
-	cmd.Env = baseEnv()
+	cmd.Env = append(baseEnv(), n.env...)
 	cmd.Stderr = n
 	out, err := cmd.StdoutPipe()
 	if err != nil {

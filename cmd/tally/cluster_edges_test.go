@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"tally/cluster"
+	"tally/cluster/replica"
 )
 
 // capture is a proxy in front of a node that keeps the body of every POST
@@ -319,7 +320,9 @@ func TestClusterNodeOnAFullDisk(t *testing.T) {
 	}
 	dir := t.TempDir()
 	disk := filepath.Join(dir, "disk")
-	mountTmpfs(t, disk, "64m")
+	// Larger than the overload floor (liveness.DiskFloor), so that once
+	// the filler is gone the node is not overloaded and comes back.
+	mountTmpfs(t, disk, "160m")
 	nodes := startClusterWith(t, dir, func(n *cnode) {
 		if n.id == 3 {
 			n.data = filepath.Join(disk, "n3")
@@ -417,16 +420,25 @@ func TestClusterNodeOnAFullDisk(t *testing.T) {
 	case <-time.After(40 * time.Second):
 		t.Fatalf("node 3 did not start once space was freed: %s", n3.log())
 	}
-	// It serves again. Down this long, the failure detector has settled it
-	// dead and the placement driver has taken its replicas to the others,
-	// so the rest of the cluster is whole without it; whether it is then
-	// re-admitted is the liveness issue's (a node settled dead that
-	// restarts is not re-admitted yet), not this disk's.
-	waitUntil(t, "node 3 serving its health", 30*time.Second, func() bool {
-		code := getAs(t, n3, cluster.HealthPath, "")
-		return code == 200 || code == 503
+	// Down this long, the failure detector settled it dead and the
+	// placement driver took its groups to the others; back, with its disk
+	// above the overload floor again, it refutes its death at a higher
+	// incarnation, is settled alive and placed again, and every node is
+	// healthy.
+	waitUntil(t, "node 3 settled alive again", 60*time.Second, func() bool {
+		ms, err := membersOf(nodes[0].addr)
+		if err != nil {
+			return false
+		}
+		m := memberOf(ms, 3)
+		return m.Settled != nil && m.Settled.State == replica.LivenessAlive && m.Settled.Incarnation > 1
 	})
-	waitUntil(t, "nodes 1 and 2 healthy", 30*time.Second, func() bool {
-		return getAs(t, nodes[0], cluster.HealthPath, "") == 200 && getAs(t, nodes[1], cluster.HealthPath, "") == 200
+	waitUntil(t, "every node healthy", 60*time.Second, func() bool {
+		for _, n := range nodes {
+			if getAs(t, n, cluster.HealthPath, "") != 200 {
+				return false
+			}
+		}
+		return true
 	})
 }

@@ -1,8 +1,12 @@
 // Package fault names the faults the simulator puts into a node on
-// purpose, to prove that its checks catch them. It is internal to the
-// cluster's packages, so nothing outside them can name a fault, and no
-// production path sets one: a node's Config holds its limits only.
+// purpose, to prove that its checks catch them, and the fault-injection
+// switches a test turns on in a real node through its environment. It is
+// internal to the cluster's packages, so nothing outside them can name a
+// fault, and no production path sets one: a node's Config holds its
+// limits only.
 package fault
+
+import "os"
 
 // Faults are the faults of one node.
 type Faults struct {
@@ -10,4 +14,23 @@ type Faults struct {
 	// are committed without fsync, messages go out at once, and the fsync
 	// comes only every fourth tick.
 	SendBeforePersist bool
+}
+
+// FreezeControlLoopEnv is the environment variable that, set to 1, turns
+// on Node.FreezeControlLoop in a node (a fault-injection switch for
+// tests; docs/CLUSTER.md "Liveness").
+const FreezeControlLoopEnv = "TALLY_FAULT_FREEZE_CONTROL_LOOP"
+
+// Node are the fault-injection switches of a cluster node.
+type Node struct {
+	// FreezeControlLoop: the failure detector counts no turn of the
+	// node's control loop, so its progress witness never advances, while
+	// the node runs, answers its probes and reports: a node that is busy
+	// elsewhere and does none of its work.
+	FreezeControlLoop bool
+}
+
+// FromEnv reads a node's switches from its environment.
+func FromEnv() Node {
+	return Node{FreezeControlLoop: os.Getenv(FreezeControlLoopEnv) == "1"}
 }

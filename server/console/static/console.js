@@ -282,6 +282,13 @@
       if (err.status === 401) return signOut('Your token was refused: ' + err.message);
       return setView('Cluster', h('h1', {}, 'Cluster'), errorBox(err));
     }
+    // The members' liveness as this node sees it (the failure detector's
+    // states, incarnations, health); the placement's state is the meta
+    // group's settled facts only.
+    let live = {};
+    try {
+      for (const m of (await api('/v1/cluster/members')).members) live[m.id] = m;
+    } catch { live = {}; }
     if (my !== renderSeq) return;
     const p = st.placement;
     const leads = {};
@@ -299,10 +306,14 @@
       h('h1', {}, 'Cluster ', h('code', {}, st.cluster_id)),
       h('p', {}, 'Seen from node ', st.node_id, ' · replicas ', p.replicas || 'every member (none configured)', ' · ', p.tolerance),
       h('section', { class: 'card', 'aria-labelledby': 'h-zones' }, h('h2', { id: 'h-zones' }, 'Nodes by zone'),
-        h('table', {}, h('thead', {}, h('tr', {}, ['Zone', 'Node', 'Region', 'Address', 'State', 'Leads'].map((c) => h('th', { scope: 'col' }, c)))),
+        h('table', {}, h('thead', {}, h('tr', {}, ['Zone', 'Node', 'Region', 'Address', 'State', 'Liveness', 'Incarnation', 'Health', 'Leads'].map((c) => h('th', { scope: 'col' }, c)))),
           h('tbody', {}, Object.entries(zones).sort().map(([z, ms]) => ms.map((m, i) =>
             h('tr', { 'data-node': m.id }, h('td', {}, i ? '' : z), h('td', {}, 'n' + m.id), h('td', {}, m.region || ''), h('td', {}, h('code', {}, m.addr)),
-              h('td', {}, stateOf(m.id)), h('td', { class: 'n' }, leads[m.id] || 0))))))),
+              h('td', {}, stateOf(m.id)),
+              h('td', { 'data-liveness': m.id, class: 'live ' + (live[m.id] ? live[m.id].state : '') }, live[m.id] ? live[m.id].state : '?'),
+              h('td', { class: 'n' }, live[m.id] ? live[m.id].incarnation : ''),
+              h('td', { class: 'n', title: 'health score 0 (healthy) to 8' }, live[m.id] ? live[m.id].health_score : ''),
+              h('td', { class: 'n' }, leads[m.id] || 0))))))),
       h('section', { class: 'card', 'aria-labelledby': 'h-groups' }, h('h2', { id: 'h-groups' }, 'Groups'),
         h('table', {}, h('thead', {}, h('tr', {}, ['Group', 'Voters (★ leader)', 'Learners', 'Goal', 'Epoch', 'Moving', 'Survives'].map((c) => h('th', { scope: 'col' }, c)))),
           h('tbody', {}, p.groups.map((g) => h('tr', { 'data-group': g.group },
