@@ -39,30 +39,10 @@ const (
 	driveTimeout = 30 * time.Second
 )
 
-// placementNodes are the members as placement sees them: labels, drains,
-// committed liveness, and each node's replicas counted from the groups' recorded
-// configurations.
+// placementNodes are the members as placement sees them
+// (replica.PlacementNodes).
 func placementNodes(members []replica.Member, pol replica.Policy, liveness func(uint64) (replica.LivenessFact, bool)) []placement.Node {
-	out := make([]placement.Node, 0, len(members))
-	for _, m := range members {
-		n := placement.Node{ID: m.ID, Zone: m.Zone, Region: m.Region, Draining: slices.Contains(pol.Draining, m.ID)}
-		if f, ok := liveness(m.ID); ok && f.State == replica.LivenessDead {
-			n.Dead = true
-		}
-		for g, conf := range pol.Groups {
-			if g == node.MetaGroup {
-				continue // every member follows it
-			}
-			if slices.Contains(conf.Voters, m.ID) || slices.Contains(conf.Learners, m.ID) {
-				n.Replicas++
-			}
-			if conf.Leader == m.ID {
-				n.Leaders++
-			}
-		}
-		out = append(out, n)
-	}
-	return out
+	return replica.PlacementNodes(members, pol, liveness)
 }
 
 // drive is the placement driver's pass over the groups this node leads,
@@ -70,6 +50,7 @@ func placementNodes(members []replica.Member, pol replica.Policy, liveness func(
 // out on its own goroutine, which reports the group on done.
 func (c *Node) drive(ctx context.Context, n *node.MultiRaft, sts []node.GroupStatus, members []replica.Member, pol replica.Policy, pending map[uint64]bool, done chan<- uint64) {
 	nodes := placementNodes(members, pol, c.sm.Liveness)
+	_, constraints := c.sm.Constraints()
 	flying := 0
 	toward := map[uint64]int{}
 	for _, d := range pol.Decisions {
@@ -106,7 +87,7 @@ func (c *Node) drive(ctx context.Context, n *node.MultiRaft, sts []node.GroupSta
 			go c.recordConf(ctx, st.Group, conf, done)
 			continue
 		}
-		g := placement.Group{ID: st.Group, Meta: st.Group == node.MetaGroup, Voters: st.Voters, Learners: st.Learners}
+		g := placement.Group{ID: st.Group, Meta: st.Group == node.MetaGroup, Voters: st.Voters, Learners: st.Learners, Constraint: constraints[st.Group], Bytes: rec.Bytes}
 		for _, l := range st.Learners {
 			if match[l] >= commit {
 				g.CaughtUp = append(g.CaughtUp, l)

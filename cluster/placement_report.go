@@ -106,6 +106,7 @@ func (c *Node) groupReports() []GroupPlacement {
 
 func (c *Node) groupPlacements(sts []node.GroupStatus, members []replica.Member, pol replica.Policy) []GroupPlacement {
 	nodes := placementNodes(members, pol, c.sm.Liveness)
+	_, constraints := c.sm.Constraints()
 	byID := map[uint64]replica.Member{}
 	for _, m := range members {
 		byID[m.ID] = m
@@ -128,7 +129,7 @@ func (c *Node) groupPlacements(sts []node.GroupStatus, members []replica.Member,
 		if !recorded {
 			conf = replica.GroupConf{Voters: st.Voters, Learners: st.Learners}
 		}
-		g := placement.Group{ID: st.Group, Meta: st.Group == node.MetaGroup, Voters: conf.Voters, Learners: conf.Learners}
+		g := placement.Group{ID: st.Group, Meta: st.Group == node.MetaGroup, Voters: conf.Voters, Learners: conf.Learners, Constraint: constraints[st.Group], Bytes: conf.Bytes}
 		plan := placement.Next(nodes, g, replicas)
 		gp := GroupPlacement{Group: st.Group, Voters: refs(conf.Voters), Learners: refs(conf.Learners), Goal: plan.Goal, Epoch: conf.Epoch, Recorded: recorded,
 			Short: plan.Short, UnderGoal: placement.GoodVoters(nodes, g) < plan.Goal, Tolerance: placement.Tolerate(nodes, conf.Voters)}

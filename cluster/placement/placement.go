@@ -348,9 +348,23 @@ func short(nodes []Node, g Group, replicas, goal int, good func(uint64) bool) st
 		if len(g.Learners) > 0 {
 			return fmt.Sprintf("a decision in flight: %d good voters of %d, learner on node %d", n, goal, g.Learners[0])
 		}
+		for _, v := range g.Voters {
+			if n, ok := byIDOf(nodes, v); ok && !n.Dead && !n.Draining && !g.Constraint.Admits(n) {
+				return fmt.Sprintf("a constraint (%s): node %d (zone %q, region %q) is outside it; %d good voters of %d", g.Constraint, v, n.Zone, n.Region, countFunc(g.Voters, good), goal)
+			}
+		}
 		return fmt.Sprintf("%d good voters of %d", n, goal)
 	}
 	return ""
+}
+
+// byIDOf looks a node up by id.
+func byIDOf(nodes []Node, id uint64) (Node, bool) {
+	i := slices.IndexFunc(nodes, func(n Node) bool { return n.ID == id })
+	if i < 0 {
+		return Node{}, false
+	}
+	return nodes[i], true
 }
 
 // unfit says why a node should not hold a replica of the group.

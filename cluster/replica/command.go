@@ -156,6 +156,9 @@ type MetaCommand struct {
 	// Liveness is a node.liveness's fact.
 	Liveness *LivenessFact `json:"liveness,omitempty"`
 	TS       int64         `json:"ts,omitempty"` // Unix nanoseconds, the proposer's clock
+
+	// Constraint is a placement.constrain's (constraint.go).
+	Constraint *ConstraintEntry `json:"constraint,omitempty"`
 }
 
 // Meta operations.

@@ -29,6 +29,9 @@ type Policy struct {
 	Decisions []Decision `json:"decisions,omitempty"`
 	// NextDecision numbers the next decision.
 	NextDecision uint64 `json:"next_decision,omitempty"`
+	// Constraints are the tenants' and sessions' constraints, by name
+	// (constraint.go).
+	Constraints []ConstraintEntry `json:"constraints,omitempty"`
 }
 
 // GroupConf is a group's configuration as its leader recorded it.
@@ -40,6 +43,9 @@ type GroupConf struct {
 	Epoch uint64 `json:"epoch"`
 	// Leader recorded it.
 	Leader uint64 `json:"leader"`
+	// Bytes is the group's size on its leader's disk when it recorded
+	// the configuration: the load a replica of it adds to a node.
+	Bytes int64 `json:"bytes,omitempty"`
 }
 
 // Decision is one change the placement driver committed before making
@@ -169,7 +175,7 @@ func decidePolicy(p Policy, c MetaCommand) (Policy, Outcome) {
 }
 
 func (p Policy) isZero() bool {
-	return p.Replicas == 0 && len(p.Draining) == 0 && len(p.Groups) == 0 && len(p.Decisions) == 0 && p.NextDecision == 0
+	return p.Replicas == 0 && len(p.Draining) == 0 && len(p.Groups) == 0 && len(p.Decisions) == 0 && p.NextDecision == 0 && len(p.Constraints) == 0
 }
 
 // inFlight is the index of the group's decision in flight, or -1.
@@ -190,6 +196,7 @@ func (p Policy) InFlight(group uint64) (Decision, bool) {
 func (p Policy) clone() Policy {
 	p.Draining = slices.Clone(p.Draining)
 	p.Decisions = slices.Clone(p.Decisions)
+	p.Constraints = slices.Clone(p.Constraints)
 	g := make(map[uint64]GroupConf, len(p.Groups)+1)
 	maps.Copy(g, p.Groups)
 	p.Groups = g
