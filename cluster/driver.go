@@ -123,6 +123,38 @@ func (c *Node) drive(ctx context.Context, n *node.MultiRaft, sts []node.GroupSta
 	}
 }
 
+// spreadLeaders hands one group this node leads to the voter
+// placement.Leader names: a constrained group's leader inside its
+// constraint, a draining node's leaderships elsewhere, and the leaders
+// spread by count over the groups' recorded leaders. It reports whether
+// it asked for a transfer.
+func (c *Node) spreadLeaders(n *node.MultiRaft, sts []node.GroupStatus, members []replica.Member, pol replica.Policy, pending map[uint64]bool) bool {
+	nodes := placementNodes(members, pol, c.sm.Liveness)
+	_, constraints := c.sm.Constraints()
+	for _, st := range sts {
+		if _, flying := pol.InFlight(st.Group); st.Group == node.MetaGroup || pending[st.Group] || flying || len(st.Learners) > 0 {
+			continue
+		}
+		commit, match, leading := n.Progress(st.Group)
+		if !leading {
+			continue
+		}
+		var caughtUp []uint64
+		for _, v := range st.Voters {
+			if match[v] >= commit {
+				caughtUp = append(caughtUp, v)
+			}
+		}
+		g := placement.Group{ID: st.Group, Voters: st.Voters, Constraint: constraints[st.Group]}
+		if to, why := placement.Leader(nodes, g, c.cfg.NodeID, caughtUp); to != 0 {
+			c.log.Info("placement: handing over leadership", "group", st.Group, "to", to, "why", why)
+			n.TransferLeader(st.Group, to)
+			return true
+		}
+	}
+	return false
+}
+
 // sameConf reports whether a recorded configuration names the same
 // voters and learners.
 func sameConf(a, b replica.GroupConf) bool {

@@ -51,7 +51,7 @@ func (c *Node) reconcile(ctx context.Context) {
 		pol := c.sm.Policy()
 		_ = c.do(ctx, func(n *node.MultiRaft) {
 			sts := n.Status()
-			if time.Since(lastTransfer) > rebalanceCooldown && c.rebalance(n, sts, members, pending) {
+			if time.Since(lastTransfer) > rebalanceCooldown && c.rebalance(n, sts, members, pol, pending) {
 				lastTransfer = time.Now()
 			}
 			if pol.Replicas > 0 {
@@ -124,7 +124,10 @@ func (c *Node) nextChange(n *node.MultiRaft, st node.GroupStatus, members []repl
 // rebalance hands one group this node leads to the caught-up voter leading
 // the fewest, if this node leads more than that voter plus one. It reports
 // whether it asked for a transfer.
-func (c *Node) rebalance(n *node.MultiRaft, sts []node.GroupStatus, members []replica.Member, pending map[uint64]bool) bool {
+func (c *Node) rebalance(n *node.MultiRaft, sts []node.GroupStatus, members []replica.Member, pol replica.Policy, pending map[uint64]bool) bool {
+	if pol.Replicas > 0 {
+		return c.spreadLeaders(n, sts, members, pol, pending)
+	}
 	me := c.cfg.NodeID
 	leads := map[uint64]int{}
 	for _, m := range members {
