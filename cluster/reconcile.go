@@ -31,6 +31,7 @@ const rebalanceCooldown = time.Second
 // one of them over.
 func (c *Node) reconcile(ctx context.Context) {
 	pending := map[uint64]bool{}
+	ds := newDriverState()
 	done := make(chan uint64, 64)
 	t := time.NewTicker(reconcileEvery)
 	defer t.Stop()
@@ -57,7 +58,7 @@ func (c *Node) reconcile(ctx context.Context) {
 			if pol.Replicas > 0 {
 				// The cluster has a replication factor: the placement
 				// driver places every group (driver.go).
-				c.drive(ctx, n, sts, members, pol, pending, done)
+				c.drive(ctx, n, sts, members, pol, ds, pending, done)
 				return
 			}
 			for _, st := range sts {

@@ -46,6 +46,10 @@ type GroupConf struct {
 	// Bytes is the group's size on its leader's disk when it recorded
 	// the configuration: the load a replica of it adds to a node.
 	Bytes int64 `json:"bytes,omitempty"`
+	// CaughtUp are the learners whose log matched the group's commit at
+	// the leader when it recorded the configuration: the ones the
+	// placement driver may promote.
+	CaughtUp []uint64 `json:"caught_up,omitempty"`
 }
 
 // Decision is one change the placement driver committed before making
@@ -58,8 +62,8 @@ type Decision struct {
 	Reason string       `json:"reason"`
 	// Epoch is the group's placement epoch the decision was made at.
 	Epoch uint64 `json:"epoch"`
-	// By is the node that made it (the group's leader then), Term its
-	// term in the group.
+	// By is the node that made it (the meta group's leader then; the
+	// group's leader before the driver moved there), Term its term.
 	By   uint64 `json:"by"`
 	Term uint64 `json:"term,omitempty"`
 	// State is DecisionInFlight until ended: DecisionDone, DecisionFailed
