@@ -46,6 +46,10 @@ func TestNext(t *testing.T) {
 		short    string
 	}{
 		{"at goal", zoned("abc"), Group{ID: 2, Voters: []uint64{1, 2, 3}}, 3, "goal 3: none", ""},
+		{"at goal in too few zones", zoned("aab"), Group{ID: 2, Voters: []uint64{1, 2, 3}}, 3, "goal 3: none", "too few zones: the eligible members are in 2 zones; losing zone a loses quorum"},
+		{"at goal, constrained to too few zones", zoned("aabc"), Group{ID: 2, Voters: []uint64{1, 2, 3}, Constraint: Constraint{Zones: []string{"a", "b"}}}, 3, "goal 3: none",
+			"a constraint (zones a,b): its members are in 2 zones; losing zone a loses quorum"},
+		{"unlabelled: no zone to speak of", []Node{{ID: 1}, {ID: 2}, {ID: 3}}, Group{ID: 2, Voters: []uint64{1, 2, 3}}, 3, "goal 3: none", ""},
 		{"previous release: every member a voter", zoned("abcab"), Group{ID: 2, Voters: []uint64{1, 2, 3, 4, 5}}, 3,
 			"goal 3: remove 5: voter on node 5: 5 voters, goal 3", ""},
 		{"four voters, the one in a shared zone goes", zoned("abca"), Group{ID: 2, Voters: []uint64{1, 2, 3, 4}}, 3,

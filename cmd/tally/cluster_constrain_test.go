@@ -101,6 +101,8 @@ func TestClusterConstrain(t *testing.T) {
 	}
 	if r := run(t, runOpts{}, "cluster", "status", "--node", nodes[4].addr); r.code != 0 || !strings.Contains(r.out, fmt.Sprintf("  group %d (constrained to zones a,b): 3 voters in 2 zones: survives 1 node; losing zone a loses quorum", g1)) {
 		t.Errorf("status with a constrained group: %v", r)
+	} else if !strings.Contains(r.out, fmt.Sprintf("group %d short of its goal: a constraint (zones a,b): its members are in 2 zones; losing zone a loses quorum", g1)) {
+		t.Errorf("status does not say why the constrained group survives no zone: %v", r)
 	}
 
 	// Zone b's only node dies: a two-zone constraint over a and b is
