@@ -31,7 +31,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
 )
 
 func main() {
