@@ -41,8 +41,10 @@ func (c *Node) reconcile(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case g := <-done:
+			// A step ended: the next may be ready now (its record
+			// applied here), so the pass runs at once rather than a
+			// tick later.
 			delete(pending, g)
-			continue
 		case <-t.C:
 		}
 		members := c.sm.Members()
