@@ -33,7 +33,7 @@ func heal(bin string, mb, clients int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	procs, err := startCluster(bin, dir, 4, func(i int) string { return []string{"a", "b", "c", "c"}[i-1] })
+	procs, err := startCluster(bin, dir, 4, func(i int) string { return []string{"a", "b", "c", "c"}[i-1] }, "")
 	defer stopAll(procs)
 	if err != nil {
 		return err

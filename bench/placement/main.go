@@ -38,6 +38,7 @@ func main() {
 	writes := flag.Int("writes", 20000, "acknowledged writes per cluster")
 	clients := flag.Int("clients", 32, "concurrent clients")
 	sessions := flag.Int("sessions", 64, "sessions the writes spread over")
+	profDir := flag.String("cpuprofile", "", "write each node's CPU profile of the 5-node run to DIR/node-N.prof (go tool pprof -top DIR/*.prof)")
 	healMB := flag.Int("heal", 0, "measure healing instead: MiB of session data on 4 nodes, one killed and marked dead")
 	rawSendTo := flag.String("raw-send", "", "(internal) send -raw-file to this address: the raw copy's sender")
 	rawFile := flag.String("raw-file", "", "(internal) the raw copy's file")
@@ -58,7 +59,11 @@ func main() {
 	}
 	res := map[int]result{}
 	for _, n := range []int{3, 5} {
-		r, err := measure(*bin, n, *writes, *clients, *sessions)
+		prof := ""
+		if n == 5 {
+			prof = *profDir
+		}
+		r, err := measure(*bin, n, *writes, *clients, *sessions, prof)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
@@ -100,13 +105,13 @@ type proc struct {
 }
 
 // measure runs a cluster of n nodes, writes, stops it and measures it.
-func measure(bin string, n, writes, clients, sessions int) (result, error) {
+func measure(bin string, n, writes, clients, sessions int, profDir string) (result, error) {
 	dir, err := os.MkdirTemp("", "tally-placement-")
 	if err != nil {
 		return result{}, err
 	}
 	defer os.RemoveAll(dir)
-	procs, err := startCluster(bin, dir, n, func(i int) string { return string(rune('a' + (i-1)%3)) })
+	procs, err := startCluster(bin, dir, n, func(i int) string { return string(rune('a' + (i-1)%3)) }, profDir)
 	defer stopAll(procs)
 	if err != nil {
 		return result{}, err
@@ -158,9 +163,9 @@ func writeAll(n, clients int, fn func(i, c int) error) error {
 }
 
 // startCluster starts n nodes under dir, node i in zone zone(i), the
-// first bootstrapping with --replicas 3, and waits until the placement
-// has settled.
-func startCluster(bin, dir string, n int, zone func(int) string) ([]*proc, error) {
+// first bootstrapping with --replicas 3, each writing its CPU profile
+// into profDir if given, and waits until the placement has settled.
+func startCluster(bin, dir string, n int, zone func(int) string, profDir string) ([]*proc, error) {
 	var procs []*proc
 	for i := 1; i <= n; i++ {
 		p := &proc{addr: freePort(), data: filepath.Join(dir, fmt.Sprint(i))}
@@ -172,6 +177,9 @@ func startCluster(bin, dir string, n int, zone func(int) string) ([]*proc, error
 			args = append(args, "--join", procs[0].addr)
 		}
 		p.cmd = exec.Command(bin, args...)
+		if profDir != "" {
+			p.cmd.Env = append(os.Environ(), "TALLY_CPUPROFILE="+filepath.Join(profDir, fmt.Sprintf("node-%d.prof", i)))
+		}
 		p.cmd.Stderr = io.Discard
 		out, err := p.cmd.StdoutPipe()
 		if err != nil {
