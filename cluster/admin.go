@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -225,17 +224,7 @@ func (c *Node) OpRemoveNode(ctx context.Context, decode Decode) (any, error) {
 	if err := c.decodeSigned(decode, &req); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	err := c.spendNonce(ctx, &req.Signed)
-	if err == nil {
-		data, _ := json.Marshal(replica.MetaCommand{Op: replica.OpMemberRemove, ID: req.ID})
-		var out replica.Outcome
-		if out, err = c.propose(ctx, node.MetaGroup, data); err == nil {
-			err = out.Err
-		}
-	}
-	if err != nil {
+	if _, err := c.signedMeta(ctx, &req.Signed, replica.MetaCommand{Op: replica.OpMemberRemove, ID: req.ID}); err != nil {
 		return nil, refusal(err)
 	}
 	return map[string]any{"removed": req.ID, "members": c.sm.Members()}, nil

@@ -106,7 +106,8 @@ func (c *Node) OpDrain(ctx context.Context, decode Decode) (any, error) {
 		return nil, refusal(vocab.Conflictf("replicas", "the cluster has no replication factor (every member is a voter): configure one first (tally cluster configure --replicas N)"))
 	}
 	nodes := placementNodes(c.sm.Members(), pol, c.sm.Liveness)
-	if err := placement.CheckDrain(nodes, req.ID, replicas, nil); err != nil {
+	_, constraints := c.sm.Constraints()
+	if err := placement.CheckDrain(nodes, req.ID, replicas, constraintsOf(constraints)); err != nil {
 		return nil, refusal(vocab.Conflictf("id", err.Error()))
 	}
 	if _, err := c.signedMeta(ctx, &req.Signed, replica.MetaCommand{Op: replica.OpDrain, ID: req.ID}); err != nil {

@@ -42,6 +42,9 @@ type GroupPlacement struct {
 	Short     string              `json:"short,omitempty"`
 	UnderGoal bool                `json:"under_goal"`
 	Tolerance placement.Tolerance `json:"tolerance"`
+	// Constraint is the group's effective constraint (its sessions' and
+	// their tenants'), if any.
+	Constraint *placement.Constraint `json:"constraint,omitempty"`
 }
 
 // PlacementStatus is the cluster's placement as this node has applied the
@@ -106,6 +109,7 @@ func (c *Node) groupReports() []GroupPlacement {
 
 func (c *Node) groupPlacements(sts []node.GroupStatus, members []replica.Member, pol replica.Policy) []GroupPlacement {
 	nodes := placementNodes(members, pol, c.sm.Liveness)
+	_, constraints := c.sm.Constraints()
 	byID := map[uint64]replica.Member{}
 	for _, m := range members {
 		byID[m.ID] = m
@@ -128,10 +132,13 @@ func (c *Node) groupPlacements(sts []node.GroupStatus, members []replica.Member,
 		if !recorded {
 			conf = replica.GroupConf{Voters: st.Voters, Learners: st.Learners}
 		}
-		g := placement.Group{ID: st.Group, Meta: st.Group == node.MetaGroup, Voters: conf.Voters, Learners: conf.Learners}
+		g := placement.Group{ID: st.Group, Meta: st.Group == node.MetaGroup, Voters: conf.Voters, Learners: conf.Learners, Constraint: constraints[st.Group], Bytes: conf.Bytes}
 		plan := placement.Next(nodes, g, replicas)
 		gp := GroupPlacement{Group: st.Group, Voters: refs(conf.Voters), Learners: refs(conf.Learners), Goal: plan.Goal, Epoch: conf.Epoch, Recorded: recorded,
 			Short: plan.Short, UnderGoal: placement.GoodVoters(nodes, g) < plan.Goal, Tolerance: placement.Tolerate(nodes, conf.Voters)}
+		if k, ok := constraints[st.Group]; ok {
+			gp.Constraint = &k
+		}
 		if d, ok := pol.InFlight(st.Group); ok {
 			gp.InFlight = &d
 			if gp.Short == "" && slices.Contains([]placement.Op{placement.AddLearner, placement.Promote}, d.Op) {

@@ -31,6 +31,7 @@ const rebalanceCooldown = time.Second
 // one of them over.
 func (c *Node) reconcile(ctx context.Context) {
 	pending := map[uint64]bool{}
+	ds := newDriverState()
 	done := make(chan uint64, 64)
 	t := time.NewTicker(reconcileEvery)
 	defer t.Stop()
@@ -40,8 +41,10 @@ func (c *Node) reconcile(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case g := <-done:
+			// A step ended: the next may be ready now (its record
+			// applied here), so the pass runs at once rather than a
+			// tick later.
 			delete(pending, g)
-			continue
 		case <-t.C:
 		}
 		members := c.sm.Members()
@@ -51,13 +54,13 @@ func (c *Node) reconcile(ctx context.Context) {
 		pol := c.sm.Policy()
 		_ = c.do(ctx, func(n *node.MultiRaft) {
 			sts := n.Status()
-			if time.Since(lastTransfer) > rebalanceCooldown && c.rebalance(n, sts, members, pending) {
+			if time.Since(lastTransfer) > rebalanceCooldown && c.rebalance(n, sts, members, pol, pending) {
 				lastTransfer = time.Now()
 			}
 			if pol.Replicas > 0 {
 				// The cluster has a replication factor: the placement
 				// driver places every group (driver.go).
-				c.drive(ctx, n, sts, members, pol, pending, done)
+				c.drive(ctx, n, sts, members, pol, ds, pending, done)
 				return
 			}
 			for _, st := range sts {
@@ -124,7 +127,10 @@ func (c *Node) nextChange(n *node.MultiRaft, st node.GroupStatus, members []repl
 // rebalance hands one group this node leads to the caught-up voter leading
 // the fewest, if this node leads more than that voter plus one. It reports
 // whether it asked for a transfer.
-func (c *Node) rebalance(n *node.MultiRaft, sts []node.GroupStatus, members []replica.Member, pending map[uint64]bool) bool {
+func (c *Node) rebalance(n *node.MultiRaft, sts []node.GroupStatus, members []replica.Member, pol replica.Policy, pending map[uint64]bool) bool {
+	if pol.Replicas > 0 {
+		return c.spreadLeaders(n, sts, members, pol, pending)
+	}
 	me := c.cfg.NodeID
 	leads := map[uint64]int{}
 	for _, m := range members {

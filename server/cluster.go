@@ -46,6 +46,7 @@ type ClusterNode interface {
 	OpConfigure(ctx context.Context, decode func(any) error) (any, error)
 	OpMarkDead(ctx context.Context, decode func(any) error) (any, error)
 	OpDrain(ctx context.Context, decode func(any) error) (any, error)
+	OpConstrain(ctx context.Context, decode func(any) error) (any, error)
 	// Forward is the HTTP address of a node holding tenant/session's
 	// group, when this node does not (forward.go).
 	Forward(tenant, session string) (addr string, ok bool)
@@ -120,6 +121,7 @@ func (s *Server) clusterRoutes(n ClusterNode) []route {
 		signed("cluster.configure", "configure", "Set the replication factor: each data group's voters (signed)", n.OpConfigure),
 		signed("cluster.mark_dead", "mark-dead", "Commit a node dead: its replicas are replaced on live nodes (signed)", n.OpMarkDead),
 		signed("cluster.drain", "drain", "Move every replica off a node, before remove-node (signed)", n.OpDrain),
+		signed("cluster.constrain", "constrain", "Keep a tenant's or a session's voters in some regions or zones (signed)", n.OpConstrain),
 		{name: "cluster.backup", method: "POST", pattern: p + "backup", summary: "A backup of every session of the cluster (signed; application/vnd.tally.backup)", body: clusterRequest, write: true, bodyMax: clusterRequestMax, public: true, stream: s.clusterBackup(n)},
 	}
 	if mv, ok := n.(ClusterMover); ok {

@@ -223,6 +223,9 @@ func (f fakeNode) OpMarkDead(_ context.Context, d func(any) error) (any, error) 
 func (f fakeNode) OpDrain(_ context.Context, d func(any) error) (any, error) {
 	return f.run("drain", d)
 }
+func (f fakeNode) OpConstrain(_ context.Context, d func(any) error) (any, error) {
+	return f.run("constrain", d)
+}
 func (f fakeNode) OpBackup(_ context.Context, d func(any) error, w io.Writer) error {
 	if _, err := f.run("backup", d); err != nil {
 		return err

@@ -7,25 +7,30 @@
 //
 //	go build -o /tmp/ ./cmd/...
 //	go run ./bench/placement -tally /tmp/tally -writes 100000 -clients 32
+//
+// With -heal MB it measures healing instead (heal.go):
+//
+//	go run ./bench/placement -tally /tmp/tally -heal 1024 -clients 16
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
-
-	"tally/bench/internal/benchproc"
-	"tally/cluster"
 )
 
 func main() {
@@ -33,10 +38,32 @@ func main() {
 	writes := flag.Int("writes", 20000, "acknowledged writes per cluster")
 	clients := flag.Int("clients", 32, "concurrent clients")
 	sessions := flag.Int("sessions", 64, "sessions the writes spread over")
+	profDir := flag.String("cpuprofile", "", "write each node's CPU profile of the 5-node run to DIR/node-N.prof (go tool pprof -top DIR/*.prof)")
+	healMB := flag.Int("heal", 0, "measure healing instead: MiB of session data on 4 nodes, one killed and marked dead")
+	rawSendTo := flag.String("raw-send", "", "(internal) send -raw-file to this address: the raw copy's sender")
+	rawFile := flag.String("raw-file", "", "(internal) the raw copy's file")
 	flag.Parse()
+	if *rawSendTo != "" {
+		if err := rawSend(*rawSendTo, *rawFile); err != nil {
+			fmt.Fprintln(os.Stderr, "raw send:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *healMB > 0 {
+		if err := heal(*bin, *healMB, *clients); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	res := map[int]result{}
 	for _, n := range []int{3, 5} {
-		r, err := measure(*bin, n, *writes, *clients, *sessions)
+		prof := ""
+		if n == 5 {
+			prof = *profDir
+		}
+		r, err := measure(*bin, n, *writes, *clients, *sessions, prof)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
@@ -63,82 +90,130 @@ func (r result) meanBytes() float64 {
 	return float64(sum) / float64(len(r.bytes))
 }
 
+func freePort() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
 type proc struct {
 	addr, data string
-	run        *benchproc.Process
+	cmd        *exec.Cmd
 }
 
 // measure runs a cluster of n nodes, writes, stops it and measures it.
-func measure(bin string, n, writes, clients, sessions int) (result, error) {
+func measure(bin string, n, writes, clients, sessions int, profDir string) (result, error) {
 	dir, err := os.MkdirTemp("", "tally-placement-")
 	if err != nil {
 		return result{}, err
 	}
 	defer os.RemoveAll(dir)
-	var procs []*proc
-	defer func() {
-		for _, p := range procs {
-			p.run.Kill()
-		}
-	}()
-	for i := 1; i <= n; i++ {
-		p := &proc{addr: benchproc.FreePort(), data: filepath.Join(dir, fmt.Sprint(i))}
-		args := []string{"serve", "--cluster", "--insecure-dev", "--node-id", fmt.Sprint(i), "--raft-addr", benchproc.FreePort(), "--addr", p.addr,
-			"--data", p.data, "--zone", string(rune('a' + (i-1)%3)), "--join-secret", "bench-join-secret-0123456789"}
-		if i == 1 {
-			args = append(args, "--bootstrap", "--replicas", "3")
-		} else {
-			args = append(args, "--join", procs[0].addr)
-		}
-		run, err := benchproc.Start(exec.Command(bin, args...))
-		if err != nil {
-			return result{}, err
-		}
-		p.run = run
-		procs = append(procs, p)
-	}
-	if err := settle(procs[0].addr, 90*time.Second); err != nil {
+	procs, err := startCluster(bin, dir, n, func(i int) string { return string(rune('a' + (i-1)%3)) }, profDir)
+	defer stopAll(procs)
+	if err != nil {
 		return result{}, err
 	}
 	cpu0 := cpuOf(procs)
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
-	var next atomic.Int64
-	var failed atomic.Value
-	var wg sync.WaitGroup
 	start := time.Now()
-	for c := range clients {
-		wg.Go(func() {
-			for i := next.Add(1) - 1; i < int64(writes); i = next.Add(1) - 1 {
-				if err := write(hc, procs[(int(i)+c)%n].addr, fmt.Sprintf("s%d", i%int64(sessions)), fmt.Sprintf("w%d", i)); err != nil {
-					failed.Store(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	err = writeAll(writes, clients, func(i, c int) error {
+		return write(hc, procs[(i+c)%n].addr, fmt.Sprintf("s%d", i%sessions), fmt.Sprintf("w%d", i))
+	})
 	took := time.Since(start)
-	if err, ok := failed.Load().(error); ok {
+	if err != nil {
 		return result{}, err
 	}
 	// Let every replica apply what was acknowledged before measuring.
 	time.Sleep(2 * time.Second)
 	r := result{took: took, cpu: cpuOf(procs) - cpu0}
 	for _, p := range procs {
-		p.run.Stop()
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		p.cmd.Wait()
 	}
 	for _, p := range procs {
 		r.bytes = append(r.bytes, du(p.data))
 	}
-	procs = nil
 	return r, nil
 }
+
+// writeAll runs n writes over clients concurrent clients: write i by
+// client c is fn(i, c). It stops at the first error, and returns it.
+func writeAll(n, clients int, fn func(i, c int) error) error {
+	var next atomic.Int64
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < int64(n) && failed.Load() == nil; i = next.Add(1) - 1 {
+				if err := fn(int(i), c); err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	err, _ := failed.Load().(error)
+	return err
+}
+
+// startCluster starts n nodes under dir, node i in zone zone(i), the
+// first bootstrapping with --replicas 3, each writing its CPU profile
+// into profDir if given, and waits until the placement has settled.
+func startCluster(bin, dir string, n int, zone func(int) string, profDir string) ([]*proc, error) {
+	var procs []*proc
+	for i := 1; i <= n; i++ {
+		p := &proc{addr: freePort(), data: filepath.Join(dir, fmt.Sprint(i))}
+		args := []string{"serve", "--cluster", "--insecure-dev", "--node-id", fmt.Sprint(i), "--raft-addr", freePort(), "--gossip-addr", freePort(), "--addr", p.addr,
+			"--data", p.data, "--zone", zone(i), "--join-secret", joinSecret}
+		if i == 1 {
+			args = append(args, "--bootstrap", "--replicas", "3")
+		} else {
+			args = append(args, "--join", procs[0].addr)
+		}
+		p.cmd = exec.Command(bin, args...)
+		if profDir != "" {
+			p.cmd.Env = append(os.Environ(), "TALLY_CPUPROFILE="+filepath.Join(profDir, fmt.Sprintf("node-%d.prof", i)))
+		}
+		p.cmd.Stderr = io.Discard
+		out, err := p.cmd.StdoutPipe()
+		if err != nil {
+			return procs, err
+		}
+		if err := p.cmd.Start(); err != nil {
+			return procs, err
+		}
+		procs = append(procs, p)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() && !strings.Contains(sc.Text(), "serving on") {
+		}
+		go io.Copy(io.Discard, out)
+	}
+	return procs, settle(procs[0].addr, 90*time.Second)
+}
+
+// stopAll kills what is left of the nodes.
+func stopAll(procs []*proc) {
+	for _, p := range procs {
+		if p.cmd.ProcessState == nil {
+			p.cmd.Process.Kill()
+			p.cmd.Wait()
+		}
+	}
+}
+
+const joinSecret = "bench-join-secret-0123456789"
 
 // settle waits until every data group has 3 voters recorded and nothing
 // in flight.
 func settle(addr string, d time.Duration) error {
 	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-		st, err := benchproc.GetJSON[cluster.Status](http.DefaultClient, "http://"+addr+cluster.StatusPath)
+		st, err := status(addr)
 		if err != nil || len(st.Placement.Groups) == 0 {
 			continue
 		}
@@ -158,7 +233,11 @@ func settle(addr string, d time.Duration) error {
 // write declares a promise, following the answer's leader_addr and
 // retrying a 503 under the same idempotency key.
 func write(hc *http.Client, addr, session, key string) error {
-	body := fmt.Sprintf(`{"promise":%q,"to":"bob","until":"2h"}`, key)
+	return post(hc, addr, session, key, fmt.Sprintf(`{"promise":%q,"to":"bob","until":"2h"}`, key))
+}
+
+// post declares the promise body under key, as write does.
+func post(hc *http.Client, addr, session, key, body string) error {
 	for try := 0; try < 50; try++ {
 		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/tenants/acme/sessions/"+session+"/promises", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
@@ -190,13 +269,36 @@ func write(hc *http.Client, addr, session, key string) error {
 	return fmt.Errorf("write %s: no answer after 50 tries", key)
 }
 
-// cpuOf is the processes' user and system CPU so far.
+// cpuOf is the processes' user and system CPU so far (with their
+// children: tally runs tally-server), from /proc.
 func cpuOf(procs []*proc) time.Duration {
-	var pids []int
+	var total time.Duration
 	for _, p := range procs {
-		pids = append(pids, p.run.Pid())
+		for _, pid := range append([]int{p.cmd.Process.Pid}, children(p.cmd.Process.Pid)...) {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if err != nil {
+				continue
+			}
+			f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+			ut, _ := strconv.ParseInt(f[11], 10, 64)
+			st, _ := strconv.ParseInt(f[12], 10, 64)
+			total += time.Duration(ut+st) * time.Second / 100 // USER_HZ
+		}
 	}
-	return benchproc.CPU(pids...)
+	return total
+}
+
+// children are a process's child pids.
+func children(pid int) []int {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if c, err := strconv.Atoi(f); err == nil {
+			out = append(out, c)
+			out = append(out, children(c)...)
+		}
+	}
+	return out
 }
 
 // du is the bytes of the files under dir.

@@ -129,6 +129,7 @@ func newCluster(g cli.Env) *cobra.Command {
 	c.AddCommand(transfer, add, remove, newClusterPlace(g, &addr, secretOf), newClusterPlacements(g, &addr, secretOf),
 		newClusterMove(g, &addr, secretOf), newClusterMoves(g, &addr, secretOf),
 		newClusterConfigure(g, &addr, secretOf),
+		newClusterConstrain(g, &addr, secretOf),
 		view("decisions", "The placement driver's recent decisions: each group change, why, and what became of it", printClusterDecisions),
 		view("status", "The cluster id, this node, its members and the failures the placement tolerates", printClusterStatus),
 		newClusterMembers(g, &addr),

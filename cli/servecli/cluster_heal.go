@@ -74,6 +74,13 @@ func printPlacement(g cli.Env, st cluster.Status) error {
 		fmt.Fprintf(out, "draining: %s\n", joinIDs(p.Draining))
 	}
 	fmt.Fprintf(out, "placement: %s\n", p.Tolerance)
+	for _, gp := range p.Groups {
+		constraint := ""
+		if gp.Constraint != nil {
+			constraint = " (constrained to " + gp.Constraint.String() + ")"
+		}
+		fmt.Fprintf(out, "  group %d%s: %s\n", gp.Group, constraint, gp.Tolerance.Summary)
+	}
 	for _, s := range p.Short {
 		fmt.Fprintf(out, "group %d short of its goal: %s\n", s.Group, s.Why)
 	}

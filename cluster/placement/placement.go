@@ -348,9 +348,56 @@ func short(nodes []Node, g Group, replicas, goal int, good func(uint64) bool) st
 		if len(g.Learners) > 0 {
 			return fmt.Sprintf("a decision in flight: %d good voters of %d, learner on node %d", n, goal, g.Learners[0])
 		}
+		for _, v := range g.Voters {
+			if n, ok := byIDOf(nodes, v); ok && !n.Dead && !n.Draining && !g.Constraint.Admits(n) {
+				return fmt.Sprintf("a constraint (%s): node %d (zone %q, region %q) is outside it; %d good voters of %d", g.Constraint, v, n.Zone, n.Region, countFunc(g.Voters, good), goal)
+			}
+		}
 		return fmt.Sprintf("%d good voters of %d", n, goal)
 	}
-	return ""
+	if len(g.Voters) != goal || countFunc(g.Voters, good) != goal {
+		return "" // a change under way: the group is not settled yet
+	}
+	return fewZones(nodes, g)
+}
+
+// fewZones says why a group at its goal survives the loss of no zone,
+// when its voters already span every zone its eligible members are in:
+// too few zones (or a constraint to too few). Empty when no member
+// declares a zone, or when the group survives a zone, or could spread
+// wider (the driver then widens it).
+func fewZones(nodes []Node, g Group) string {
+	el := eligible(nodes, g.Constraint)
+	if !slices.ContainsFunc(el, func(n Node) bool { return n.Zone != "" }) || len(g.Voters) < 2 {
+		return ""
+	}
+	t := Tolerate(nodes, g.Voters)
+	ids := make([]uint64, len(el))
+	for i, n := range el {
+		ids[i] = n.ID
+	}
+	byID := make(map[uint64]Node, len(nodes))
+	for _, n := range nodes {
+		byID[n.ID] = n
+	}
+	zones := spreadOf(byID, ids).Zones
+	if len(t.FatalZones) == 0 || t.Zones < zones {
+		return ""
+	}
+	why := fmt.Sprintf("too few zones: the eligible members are in %d zone%s; losing zone %s loses quorum", zones, plural(zones), joinOr(t.FatalZones))
+	if !g.Constraint.IsZero() {
+		why = fmt.Sprintf("a constraint (%s): its members are in %d zone%s; losing zone %s loses quorum", g.Constraint, zones, plural(zones), joinOr(t.FatalZones))
+	}
+	return why
+}
+
+// byIDOf looks a node up by id.
+func byIDOf(nodes []Node, id uint64) (Node, bool) {
+	i := slices.IndexFunc(nodes, func(n Node) bool { return n.ID == id })
+	if i < 0 {
+		return Node{}, false
+	}
+	return nodes[i], true
 }
 
 // unfit says why a node should not hold a replica of the group.

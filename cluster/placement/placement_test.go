@@ -46,6 +46,10 @@ func TestNext(t *testing.T) {
 		short    string
 	}{
 		{"at goal", zoned("abc"), Group{ID: 2, Voters: []uint64{1, 2, 3}}, 3, "goal 3: none", ""},
+		{"at goal in too few zones", zoned("aab"), Group{ID: 2, Voters: []uint64{1, 2, 3}}, 3, "goal 3: none", "too few zones: the eligible members are in 2 zones; losing zone a loses quorum"},
+		{"at goal, constrained to too few zones", zoned("aabc"), Group{ID: 2, Voters: []uint64{1, 2, 3}, Constraint: Constraint{Zones: []string{"a", "b"}}}, 3, "goal 3: none",
+			"a constraint (zones a,b): its members are in 2 zones; losing zone a loses quorum"},
+		{"unlabelled: no zone to speak of", []Node{{ID: 1}, {ID: 2}, {ID: 3}}, Group{ID: 2, Voters: []uint64{1, 2, 3}}, 3, "goal 3: none", ""},
 		{"previous release: every member a voter", zoned("abcab"), Group{ID: 2, Voters: []uint64{1, 2, 3, 4, 5}}, 3,
 			"goal 3: remove 5: voter on node 5: 5 voters, goal 3", ""},
 		{"four voters, the one in a shared zone goes", zoned("abca"), Group{ID: 2, Voters: []uint64{1, 2, 3, 4}}, 3,
@@ -92,7 +96,7 @@ func TestNext(t *testing.T) {
 		{"meta group: 4 members make 3 voters", zoned("abcd"), Group{ID: 1, Meta: true, Voters: []uint64{1, 2, 3, 4}}, 3,
 			"goal 3: demote 4: voter on node 4: 4 voters, goal 3; it follows as a learner", ""},
 		{"constraint: voter outside it replaced", zoned("abcab"), Group{ID: 2, Voters: []uint64{1, 2, 3}, Constraint: Constraint{Zones: []string{"a", "b"}}}, 3,
-			`goal 3: add-learner 4: replaces node 3 (node 3 (zone "c", region "") is outside the constraint (zones a,b)); 2 good voters, goal 3`, "2 good voters of 3"},
+			`goal 3: add-learner 4: replaces node 3 (node 3 (zone "c", region "") is outside the constraint (zones a,b)); 2 good voters, goal 3`, `a constraint (zones a,b): node 3 (zone "c", region "") is outside it; 2 good voters of 3`},
 		{"constraint: short of the factor", zoned("abc"), Group{ID: 2, Voters: []uint64{1, 2}, Constraint: Constraint{Zones: []string{"a", "b"}}}, 3,
 			"goal 2: none", "a constraint (zones a,b): 2 eligible members, 3 wanted"},
 		{"rebalance off a loaded node", with(zoned("abcabc"), load(6, 6, 6, 1, 1, 1)), Group{ID: 2, Voters: []uint64{1, 2, 3}}, 3,

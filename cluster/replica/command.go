@@ -158,6 +158,9 @@ type MetaCommand struct {
 	// Move is a move.begin's or move.step's (move.go).
 	Move *MoveStep `json:"move,omitempty"`
 	TS   int64     `json:"ts,omitempty"` // Unix nanoseconds, the proposer's clock
+
+	// Constraint is a placement.constrain's (constraint.go).
+	Constraint *ConstraintEntry `json:"constraint,omitempty"`
 }
 
 // Meta operations.

@@ -5,8 +5,6 @@ package replica
 import (
 	"fmt"
 	"maps"
-	"slices"
-	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -60,12 +58,7 @@ func (m *metaSM) GroupOf(tenant, session string) uint64 {
 func (m *metaSM) Placements() []Placement {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]Placement, 0, len(m.placements))
-	for _, name := range slices.Sorted(maps.Keys(m.placements)) {
-		t, s, _ := strings.Cut(name, "/")
-		out = append(out, Placement{Tenant: t, Session: s, Group: m.placements[name]})
-	}
-	return out
+	return placementList(m.placements)
 }
 
 // PlacementCount is how many placements the directory records, as this

@@ -306,6 +306,10 @@ func decideMeta(st metaState, c MetaCommand, groups int) (metaState, Outcome) {
 		p, out := decideDrain(st.Policy, st.Members, c)
 		st.Policy = p
 		return st, out
+	case OpConstrain:
+		p, out := decideConstrain(st, c, groups)
+		st.Policy = p
+		return st, out
 	case OpConfigure, OpDecide, OpDecided, OpGroupConf:
 		p, out := decidePolicy(st.Policy, c)
 		st.Policy = p

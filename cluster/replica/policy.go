@@ -29,6 +29,9 @@ type Policy struct {
 	Decisions []Decision `json:"decisions,omitempty"`
 	// NextDecision numbers the next decision.
 	NextDecision uint64 `json:"next_decision,omitempty"`
+	// Constraints are the tenants' and sessions' constraints, by name
+	// (constraint.go).
+	Constraints []ConstraintEntry `json:"constraints,omitempty"`
 }
 
 // GroupConf is a group's configuration as its leader recorded it.
@@ -40,6 +43,13 @@ type GroupConf struct {
 	Epoch uint64 `json:"epoch"`
 	// Leader recorded it.
 	Leader uint64 `json:"leader"`
+	// Bytes is the group's size on its leader's disk when it recorded
+	// the configuration: the load a replica of it adds to a node.
+	Bytes int64 `json:"bytes,omitempty"`
+	// CaughtUp are the learners whose log matched the group's commit at
+	// the leader when it recorded the configuration: the ones the
+	// placement driver may promote.
+	CaughtUp []uint64 `json:"caught_up,omitempty"`
 }
 
 // Decision is one change the placement driver committed before making
@@ -52,8 +62,8 @@ type Decision struct {
 	Reason string       `json:"reason"`
 	// Epoch is the group's placement epoch the decision was made at.
 	Epoch uint64 `json:"epoch"`
-	// By is the node that made it (the group's leader then), Term its
-	// term in the group.
+	// By is the node that made it (the meta group's leader then; the
+	// group's leader before the driver moved there), Term its term.
 	By   uint64 `json:"by"`
 	Term uint64 `json:"term,omitempty"`
 	// State is DecisionInFlight until ended: DecisionDone, DecisionFailed
@@ -169,7 +179,7 @@ func decidePolicy(p Policy, c MetaCommand) (Policy, Outcome) {
 }
 
 func (p Policy) isZero() bool {
-	return p.Replicas == 0 && len(p.Draining) == 0 && len(p.Groups) == 0 && len(p.Decisions) == 0 && p.NextDecision == 0
+	return p.Replicas == 0 && len(p.Draining) == 0 && len(p.Groups) == 0 && len(p.Decisions) == 0 && p.NextDecision == 0 && len(p.Constraints) == 0
 }
 
 // inFlight is the index of the group's decision in flight, or -1.
@@ -190,6 +200,7 @@ func (p Policy) InFlight(group uint64) (Decision, bool) {
 func (p Policy) clone() Policy {
 	p.Draining = slices.Clone(p.Draining)
 	p.Decisions = slices.Clone(p.Decisions)
+	p.Constraints = slices.Clone(p.Constraints)
 	g := make(map[uint64]GroupConf, len(p.Groups)+1)
 	maps.Copy(g, p.Groups)
 	p.Groups = g

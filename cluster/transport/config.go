@@ -52,6 +52,9 @@ type Config struct {
 	// SnapshotIdleTimeout fails a snapshot stream that makes no progress
 	// for this long (a chunk not taken or not coming, an answer not given).
 	SnapshotIdleTimeout time.Duration
+	// SnapshotBytesPerSecond bounds the snapshot bytes the node sends,
+	// over all its streams (0: no bound).
+	SnapshotBytesPerSecond int64
 }
 
 // DefaultMaxFrameSize bounds a frame of messages. It is sized for raft's
@@ -63,6 +66,11 @@ const DefaultMaxFrameSize = 4 << 20
 // DefaultSnapshotChunkSize is the snapshot stream's chunk: large enough
 // for the disk and the socket to work in big writes, small beside a body.
 const DefaultSnapshotChunkSize = 1 << 20
+
+// DefaultSnapshotBytesPerSecond is the snapshot byte rate a node sends
+// at most: 128 MiB/s, well within a local disk's, so a re-replication
+// leaves room to the writes of the groups it does not change.
+const DefaultSnapshotBytesPerSecond = 128 << 20
 
 // DefaultMaxSnapshotSize bounds a received snapshot body (a group's
 // sessions' logs): far beyond any group's expected size, but a bound.
@@ -85,6 +93,7 @@ func DefaultConfig() Config {
 		MaxSnapshotStreamsWaiting: 64,
 		MaxSnapshotSize:           DefaultMaxSnapshotSize,
 		SnapshotIdleTimeout:       30 * time.Second,
+		SnapshotBytesPerSecond:    DefaultSnapshotBytesPerSecond,
 	}
 }
 

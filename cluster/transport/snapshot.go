@@ -217,7 +217,7 @@ func (t *TCP) streamTo(p *peer, head []byte, s node.OutboundSnapshot) error {
 	if err := expectAnswer(ic, answerGo); err != nil {
 		return err
 	}
-	body := &bodyWriter{w: w, h: blake3.NewDeriveKey(sumContext), left: s.Size}
+	body := &bodyWriter{w: w, h: blake3.NewDeriveKey(sumContext), left: s.Size, ctx: t.ctx, pace: t.pace}
 	if err := s.Write(body); err != nil {
 		return fmt.Errorf("write the body: %w", err)
 	}
@@ -269,11 +269,16 @@ type bodyWriter struct {
 	w    io.Writer
 	h    *blake3.Hasher
 	left uint64
+	ctx  context.Context
+	pace *pacer
 }
 
 func (b *bodyWriter) Write(p []byte) (int, error) {
 	if uint64(len(p)) > b.left {
 		return 0, fmt.Errorf("the body runs past its size (%d bytes more, %d left)", len(p), b.left)
+	}
+	if err := b.pace.wait(b.ctx, len(p)); err != nil {
+		return 0, err
 	}
 	n, err := b.w.Write(p)
 	b.h.Write(p[:n])

@@ -45,6 +45,8 @@ type TCP struct {
 
 	// Snapshot streams under way or waiting, sending and receiving.
 	outStreams, inStreams *streamLimit
+	// pace holds the bodies sent to SnapshotBytesPerSecond.
+	pace *pacer
 }
 
 type peer struct {
@@ -75,6 +77,7 @@ func Listen(cfg Config, log *slog.Logger) (*TCP, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &TCP{cfg: cfg, log: log, ln: ln, inbox: make(chan []node.Envelope, cfg.InboxLen),
 		ctx: ctx, cancel: cancel, peers: map[uint64]*peer{}, conns: map[net.Conn]struct{}{},
+		pace:       newPacer(cfg.SnapshotBytesPerSecond),
 		outStreams: newStreamLimit(cfg.MaxSnapshotStreams, cfg.MaxSnapshotStreamsPerPeer, cfg.MaxSnapshotStreamsWaiting),
 		inStreams:  newStreamLimit(cfg.MaxSnapshotStreams, cfg.MaxSnapshotStreamsPerPeer, cfg.MaxSnapshotStreamsWaiting)}
 	t.wg.Add(1)
