@@ -177,6 +177,7 @@ func newLs(g *global) *cobra.Command {
 				return nil
 			}
 			t := newTable(g.io.Out)
+			t.Grow(128 * (len(vs) + 1))
 			fmt.Fprintln(t, "ID\tSTATE\tDUE\tBY → TO\tPROMISE")
 			// Each row appended into one buffer: Fprintf's boxing and
 			// clip's copies were most of a long list's allocations.

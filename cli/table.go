@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"unicode/utf8"
 )
@@ -23,6 +24,10 @@ type table struct {
 
 func newTable(w io.Writer) *table { return &table{w: w} }
 
+// Grow makes room for n more bytes of cells, so a long list is not copied
+// as it grows.
+func (t *table) Grow(n int) { t.buf = slices.Grow(t.buf, n) }
+
 // Write adds p to the table.
 func (t *table) Write(p []byte) (int, error) {
 	t.buf = append(t.buf, p...)
@@ -36,8 +41,7 @@ func (t *table) Flush() error {
 	if len(b) == 0 {
 		return nil
 	}
-	if out, ok := alignUniform(b); ok {
-		_, err := t.w.Write(out)
+	if ok, err := alignUniform(t.w, b); ok {
 		return err
 	}
 	bw := bufio.NewWriterSize(t.w, 64<<10)
@@ -51,17 +55,17 @@ func (t *table) Flush() error {
 	return bw.Flush()
 }
 
-// alignUniform aligns lines that each end in a newline and hold the same
-// number (at least one) of tab-ended cells, as text/tabwriter would with
-// minimum width 0 and padding 2 spaces; ok is false for anything else,
-// including the bytes the tabwriter gives meaning to ('\v', '\f', 0xff).
-func alignUniform(b []byte) (out []byte, ok bool) {
+// alignUniform writes to w lines that each end in a newline and hold the
+// same number (at least one) of tab-ended cells, aligned as text/tabwriter
+// aligns them with minimum width 0 and padding 2 spaces. It writes nothing
+// and returns false for anything else, including the bytes the tabwriter
+// gives meaning to ('\v', '\f', 0xff).
+func alignUniform(w io.Writer, b []byte) (ok bool, err error) {
 	if b[len(b)-1] != '\n' {
-		return nil, false
+		return false, nil
 	}
 	var widths []int
-	lines := 0
-	for rest := b; len(rest) > 0; lines++ {
+	for rest, first := b, true; len(rest) > 0; first = false {
 		nl := bytes.IndexByte(rest, '\n')
 		line := rest[:nl]
 		rest = rest[nl+1:]
@@ -71,29 +75,29 @@ func alignUniform(b []byte) (out []byte, ok bool) {
 			if tab < 0 {
 				break
 			}
-			w := utf8.RuneCount(line[:tab])
-			if lines == 0 {
-				widths = append(widths, w)
-			} else if col >= len(widths) {
-				return nil, false
-			} else if w > widths[col] {
-				widths[col] = w
+			n := utf8.RuneCount(line[:tab])
+			switch {
+			case first:
+				widths = append(widths, n)
+			case col >= len(widths):
+				return false, nil
+			case n > widths[col]:
+				widths[col] = n
 			}
 			line = line[tab+1:]
 			col++
 		}
 		if col != len(widths) || col == 0 {
-			return nil, false
+			return false, nil
 		}
 	}
 	if bytes.ContainsAny(b, "\v\f") || bytes.IndexByte(b, 0xff) >= 0 {
-		return nil, false
+		return false, nil
 	}
-	size := len(b)
-	for _, w := range widths {
-		size += lines * (w + 2) // at most: the padding of each cell
-	}
-	out = make([]byte, 0, size)
+	// Written in chunks: a whole list aligned in memory first was
+	// megabytes to allocate and clear.
+	const chunk = 64 << 10
+	out := make([]byte, 0, chunk+4096)
 	for rest := b; len(rest) > 0; {
 		nl := bytes.IndexByte(rest, '\n')
 		line := rest[:nl]
@@ -108,8 +112,15 @@ func alignUniform(b []byte) (out []byte, ok bool) {
 			line = line[tab+1:]
 		}
 		out = append(append(out, line...), '\n')
+		if len(out) >= chunk {
+			if _, err := w.Write(out); err != nil {
+				return true, err
+			}
+			out = out[:0]
+		}
 	}
-	return out, true
+	_, err = w.Write(out)
+	return true, err
 }
 
 // appendClip appends clip(s, n), without allocating when s is already one

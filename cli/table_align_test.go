@@ -36,7 +36,15 @@ func TestTableAlignsAsTabwriter(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := strings.ReplaceAll(tc.want, "␣", "")
-			out, ok := alignUniform([]byte(tc.in))
+			var aligned bytes.Buffer
+			ok, err := alignUniform(&aligned, []byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := aligned.Bytes()
+			if !ok && len(out) > 0 {
+				t.Fatalf("not aligned by itself, yet wrote %q", out)
+			}
 			if ok != tc.uniform {
 				t.Fatalf("aligned by itself: %v, want %v", ok, tc.uniform)
 			}
@@ -56,5 +64,23 @@ func TestTableAlignsAsTabwriter(t *testing.T) {
 				t.Fatalf("table wrote\n%q\nthe tabwriter\n%q", got, viaTabwriter(tc.in))
 			}
 		})
+	}
+}
+
+// A list longer than one written chunk comes out whole and in order.
+func TestTableAlignsALongList(t *testing.T) {
+	var in strings.Builder
+	for i := range 5000 {
+		in.WriteString(strings.Repeat("x", i%13) + "\tπ" + strings.Repeat("y", i%7) + "\tpromise text\n")
+	}
+	var b bytes.Buffer
+	tb := newTable(&b)
+	tb.Grow(in.Len())
+	tb.Write([]byte(in.String()))
+	if err := tb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if want := viaTabwriter(in.String()); b.String() != want {
+		t.Fatalf("a long list: %d bytes, the tabwriter's %d, and they differ", b.Len(), len(want))
 	}
 }
