@@ -1,6 +1,8 @@
 package api
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,8 +34,9 @@ func TestDecodeViewRoundTrip(t *testing.T) {
 	}
 }
 
-// TestPromiseListAsMembers: the list document written into one buffer is
-// the document its members make, byte for byte, empty or not.
+// TestPromiseListAsMembers: the list document written into one buffer, or
+// written out in chunks, is the document its members make, byte for byte,
+// empty or not.
 func TestPromiseListAsMembers(t *testing.T) {
 	at := time.Date(2026, 9, 1, 17, 0, 0, 123456789, time.UTC)
 	views := []promise.View{
@@ -46,6 +49,26 @@ func TestPromiseListAsMembers(t *testing.T) {
 			if got := PromiseList(time.Date(2026, 9, 2, 0, 0, 0, 0, time.UTC), name, vs); string(got) != string(want) {
 				t.Errorf("%d views under %s:\n got %s\nwant %s", len(vs), name, got, want)
 			}
+			var w bytes.Buffer
+			if err := WritePromiseList(&w, time.Date(2026, 9, 2, 0, 0, 0, 0, time.UTC), name, vs); err != nil || w.String() != string(want) {
+				t.Errorf("%d views under %s, written: %v\n got %s\nwant %s", len(vs), name, err, w.Bytes(), want)
+			}
 		}
+	}
+}
+
+// A list longer than one chunk is written whole and in order.
+func TestWritePromiseListLong(t *testing.T) {
+	at := time.Date(2026, 9, 1, 17, 0, 0, 0, time.UTC)
+	vs := make([]promise.View, 3000)
+	for i := range vs {
+		vs[i] = promise.View{ID: "p" + strings.Repeat("x", i%17), Promise: "ship", By: "a", To: "b", Until: at, Horizons: []time.Time{at}, State: promise.Owed, Declared: at}
+	}
+	var w bytes.Buffer
+	if err := WritePromiseList(&w, at, "promises", vs); err != nil {
+		t.Fatal(err)
+	}
+	if want := PromiseList(at, "promises", vs); w.String() != string(want) {
+		t.Fatalf("written %d bytes, the document is %d, and they differ", w.Len(), len(want))
 	}
 }

@@ -188,7 +188,7 @@ func Main(args []string, io Streams) ExitCode { return MainWith(args, io, nil) }
 // stand-ins that run them through io.Server) and returns its exit code.
 func MainWith(args []string, io Streams, hosted Hosted) ExitCode {
 	g := &global{io: io, args: args}
-	root := newRoot(g, hosted)
+	root := newRootFor(g, hosted, args)
 	root.SetArgs(args)
 	root.SetIn(g.io.In)
 	root.SetOut(io.Out)
@@ -252,6 +252,11 @@ func isFlagError(err error) bool {
 }
 
 func newRoot(g *global, hosted Hosted) *cobra.Command {
+	return addVerbs(newRootBare(g), g, hosted)
+}
+
+// newRootBare is the root command with its persistent flags and no verbs.
+func newRootBare(g *global) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "tally",
 		Short: "A durable ledger of obligations between agents",
@@ -276,6 +281,64 @@ func newRoot(g *global, hosted Hosted) *cobra.Command {
 	pf.BoolVar(&g.json, "json", false, "print JSON (with schema_version) instead of text")
 	pf.StringVar(&g.as, "as", "", "acting identity (default: $TALLY_ACTOR)")
 	pf.StringVar(&g.consistency, "consistency", "", "reads through a cluster node (TALLY_URL): linearizable (the default: confirmed with the group's leader) or stale (this node's replica as applied, which may miss recent writes); a local ledger's reads are always current")
+	return root
+}
+
+// newRootFor is newRoot for a call with args. tally (hosted nil) called
+// with a soloVerb first builds only that verb under the root: a
+// call builds one cobra command, not a hundred (the whole tree was about
+// a seventh of `tally version`'s time). Any other call, tally-server's
+// included, gets the whole tree, for help, suggestions and completion.
+func newRootFor(g *global, hosted Hosted, args []string) *cobra.Command {
+	if hosted == nil && len(args) > 0 {
+		if verb := soloVerb(args[0]); verb != nil {
+			root := newRootBare(g)
+			root.AddCommand(verb(g))
+			guardGroups(root)
+			return root
+		}
+	}
+	return newRoot(g, hosted)
+}
+
+// soloVerb is the constructor of a verb newRootFor may build alone, by
+// name (nil for any other): each a command of its own with no verbs under
+// it (TestSoloVerbsAreTheTree holds each to the command the whole tree
+// has). A switch, not a map: nothing to build at every start.
+func soloVerb(name string) func(*global) *cobra.Command {
+	switch name {
+	case "init":
+		return newInit
+	case "promise":
+		return newPromise
+	case "amend":
+		return newAmend
+	case "resolve":
+		return newResolve
+	case "assess":
+		return newAssess
+	case "show":
+		return newShow
+	case "ls":
+		return newLs
+	case "owed":
+		return newOwed
+	case "graph":
+		return newGraph
+	case "export":
+		return newExport
+	case "import":
+		return newImport
+	case "verify":
+		return newVerify
+	case "version":
+		return newVersion
+	}
+	return nil
+}
+
+// addVerbs adds every verb to root.
+func addVerbs(root *cobra.Command, g *global, hosted Hosted) *cobra.Command {
 	root.AddCommand(
 		newInit(g), newPromise(g), newAmend(g), newResolve(g), newAssess(g),
 		newShow(g), newLs(g), newOwed(g), newGraph(g),

@@ -35,6 +35,27 @@ func (g *global) promises(ctx context.Context, o readOptions, f promise.Filter) 
 	return svc.ListPromises(ctx, call, f)
 }
 
+// printPromiseList prints the list document of the promises f selects at
+// --now under name: the document a server sent, or, from a local ledger,
+// the same bytes written out from the views in chunks (api.WritePromiseList)
+// rather than built whole first.
+func (g *global) printPromiseList(ctx context.Context, o readOptions, f promise.Filter, name string) error {
+	svc, call, err := g.reader(o)
+	if err != nil {
+		return err
+	}
+	call.ViewsOnly = true
+	res, err := svc.ListPromises(ctx, call, f)
+	if err != nil {
+		return err
+	}
+	if len(res.JSON) > 0 {
+		_, err := g.io.Out.Write(res.JSON)
+		return err
+	}
+	return api.WritePromiseList(g.io.Out, res.Now, name, res.Promises)
+}
+
 // reader is the Service and the Call of a read at --now.
 func (g *global) reader(o readOptions) (cliService, service.Call, error) {
 	now, err := parseNow(o.now, g.io.Now)
@@ -161,12 +182,11 @@ func newLs(g *global) *cobra.Command {
 			} else if overdue {
 				state = "overdue"
 			}
+			if g.json {
+				return g.printPromiseList(c.Context(), o, promise.Filter{State: state, By: by, To: to}, "promises")
+			}
 			res, err := g.promises(c.Context(), o, promise.Filter{State: state, By: by, To: to})
 			if err != nil {
-				return err
-			}
-			if g.json {
-				_, err := g.io.Out.Write(res.JSON)
 				return err
 			}
 			vs, now := res.Promises, res.Now
@@ -175,6 +195,7 @@ func newLs(g *global) *cobra.Command {
 				return nil
 			}
 			t := newTable(g.io.Out)
+			t.Grow(128 * (len(vs) + 1))
 			fmt.Fprintln(t, "ID\tSTATE\tDUE\tBY → TO\tPROMISE")
 			// Each row appended into one buffer: Fprintf's boxing and
 			// clip's copies were most of a long list's allocations.

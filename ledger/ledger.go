@@ -200,6 +200,18 @@ func (l *Ledger) Close() error {
 // caller's fsync.
 func (l *Ledger) Sync() error { return l.log.Sync() }
 
+// Hold has the ledger's writes, until Unhold, decided and folded one by
+// one but written to the log together, under one lock, at Unhold (or when
+// a read needs them): for a caller that is the ledger's only writer and
+// makes its writes durable itself (SyncByCaller), such as a cluster
+// replica applying a batch (store.Pipeline.Hold). A write returns once
+// decided; Unhold's error fails every write since Hold.
+func (l *Ledger) Hold() { l.pipe.Hold() }
+
+// Unhold writes what the ledger decided since Hold and releases the log's
+// lock (store.Pipeline.Unhold).
+func (l *Ledger) Unhold() error { return l.pipe.Unhold() }
+
 // Log is the underlying store.
 func (l *Ledger) Log() *store.Log { return l.log }
 

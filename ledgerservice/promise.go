@@ -25,13 +25,13 @@ func (s *Local) DeclarePromise(ctx context.Context, c service.Call, d api.Promis
 	}
 	if cmd.On == "" && c.RequestID == "" {
 		_, res, err := s.execute(ctx, c, write{method: service.MethodDeclarePromise, doc: d, cmd: ledger.Command{Promise: cmd}})
-		if err != nil {
+		if err != nil || c.NoAnswer {
 			return service.PromiseWritten{}, err
 		}
 		return s.renderDeclared(res), nil
 	}
 	var out service.PromiseWritten
-	return s.promiseWrite(ctx, c, write{method: service.MethodDeclarePromise, doc: d, cmd: ledger.Command{Promise: cmd}, render: s.renderPromise(cmd.ID, &out)}, &out)
+	return s.promiseWrite(ctx, c, write{method: service.MethodDeclarePromise, doc: d, cmd: ledger.Command{Promise: cmd}, render: s.answer(c, s.renderPromise(cmd.ID, &out))}, &out)
 }
 
 // AmendPromise moves a deadline.
@@ -41,13 +41,13 @@ func (s *Local) AmendPromise(ctx context.Context, c service.Call, d api.PromiseA
 		return service.PromiseWritten{}, err
 	}
 	var out service.PromiseWritten
-	return s.promiseWrite(ctx, c, write{method: service.MethodAmendPromise, doc: d, cmd: ledger.Command{Promise: cmd}, render: s.renderPromise(d.ID, &out)}, &out)
+	return s.promiseWrite(ctx, c, write{method: service.MethodAmendPromise, doc: d, cmd: ledger.Command{Promise: cmd}, render: s.answer(c, s.renderPromise(d.ID, &out))}, &out)
 }
 
 // ResolvePromise satisfies, cancels or releases.
 func (s *Local) ResolvePromise(ctx context.Context, c service.Call, d api.PromiseResolve) (service.PromiseWritten, error) {
 	var out service.PromiseWritten
-	return s.promiseWrite(ctx, c, write{method: service.MethodResolvePromise, doc: d, cmd: ledger.Command{Promise: d.Command()}, render: s.renderPromise(d.ID, &out)}, &out)
+	return s.promiseWrite(ctx, c, write{method: service.MethodResolvePromise, doc: d, cmd: ledger.Command{Promise: d.Command()}, render: s.answer(c, s.renderPromise(d.ID, &out))}, &out)
 }
 
 // AssessPromise records a judgment. One the observer already recorded
@@ -55,8 +55,8 @@ func (s *Local) ResolvePromise(ctx context.Context, c service.Call, d api.Promis
 // recorded one, with a warning saying so (promise.State.RecordedAssessment).
 func (s *Local) AssessPromise(ctx context.Context, c service.Call, d api.PromiseAssess) (service.PromiseWritten, error) {
 	var out service.PromiseWritten
-	res, err := s.promiseWrite(ctx, c, write{method: service.MethodAssessPromise, doc: d, cmd: ledger.Command{Promise: d.Command()}, render: s.renderPromise(d.ID, &out)}, &out)
-	if err != nil || len(res.Doc.JSON) > 0 {
+	res, err := s.promiseWrite(ctx, c, write{method: service.MethodAssessPromise, doc: d, cmd: ledger.Command{Promise: d.Command()}, render: s.answer(c, s.renderPromise(d.ID, &out))}, &out)
+	if err != nil || len(res.Doc.JSON) > 0 || (c.NoAnswer && c.RequestID == "") {
 		return res, err
 	}
 	return s.recordedAssessment(ctx, c, d)
@@ -106,6 +106,16 @@ func (s *Local) promiseWrite(ctx context.Context, c service.Call, w write, out *
 	}
 	out.Doc = doc
 	return *out, nil
+}
+
+// answer is render, unless c's caller takes no answer and no request id
+// records one (service.Call.NoAnswer): then nil, and the write renders
+// nothing under the session lock.
+func (s *Local) answer(c service.Call, render func(*ledger.State, []ledger.Result) []byte) func(*ledger.State, []ledger.Result) []byte {
+	if c.NoAnswer && c.RequestID == "" {
+		return nil
+	}
+	return render
 }
 
 // renderPromise makes a write's response, filling out: the record's

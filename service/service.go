@@ -43,6 +43,12 @@ type Call struct {
 	// of 10,000 promises is megabytes to encode for nothing). A Service
 	// that gets its views from the document ignores it.
 	ViewsOnly bool
+	// NoAnswer says the caller of a write uses only whether it was
+	// accepted or refused, never its answer (a cluster replica applying a
+	// command another node proposed and answers): a Service may leave the
+	// answer's document and views out. A write with a request id still
+	// records its answer, which a retry gets back.
+	NoAnswer bool
 }
 
 // Consistency names a read's consistency in the API (the consistency query

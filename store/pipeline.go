@@ -219,6 +219,13 @@ type Pipeline struct {
 	loops     sync.WaitGroup // the commit loop, the syncer and acknowledgers, joined by Close
 	cpWrite   sync.Mutex     // one checkpoint at a time, in order
 	cpBusy    bool           // a checkpoint is being made; guarded by dmu
+
+	// Holding (pipeline_hold.go): the committer keeps the lock when idle,
+	// and batches decided meanwhile wait in the tx's buffer, settled.
+	holding  atomic.Bool
+	held     []*written // decided while holding, not yet written; guarded by mu
+	holdErr  error      // the first failure to write held lines, for Unhold; guarded by mu
+	heldInfo CommitInfo // what the held lines written so far hold, for Observe; guarded by mu
 }
 
 // written is one decided batch on its way to the disk: in the tx's buffer

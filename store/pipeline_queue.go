@@ -112,6 +112,15 @@ func (p *Pipeline) commitLoopN(inline int) {
 		if n == 0 {
 			p.qmu.Unlock()
 			if p.idle() {
+				p.qmu.Lock()
+				if len(p.queue) == 0 && p.holding.Load() {
+					// Holding: the tx and its held lines wait for the
+					// next write, or for Unhold.
+					p.committing = false
+					p.qmu.Unlock()
+					return
+				}
+				p.qmu.Unlock()
 				// Everything written is durable: let other processes in.
 				p.drainAndRelease()
 				p.qmu.Lock()

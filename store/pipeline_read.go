@@ -33,6 +33,7 @@ func (p *Pipeline) Position() Position {
 // between the look and the Wait was never heard, and the reader waited, and
 // the committer for the reader, for ever.
 func (p *Pipeline) waitDurableLocked() {
+	p.flushHeldLocked() // a holder's lines: written now, for the read
 	for {
 		p.waiting.Add(1)
 		p.dmu.Lock()

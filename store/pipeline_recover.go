@@ -25,6 +25,9 @@ func (p *Pipeline) drain() {
 // the file lock; if an fsync failed meanwhile, it first cuts the log back.
 func (p *Pipeline) drainAndRelease() {
 	p.drain()
+	p.mu.Lock()
+	p.flushHeldLocked() // lines held for a holder that has stopped holding
+	p.mu.Unlock()
 	if p.failed() {
 		p.recoverFromSyncFailure()
 		return
@@ -51,6 +54,7 @@ func (p *Pipeline) recoverFromSyncFailure() {
 	p.rebuildLocked()
 	p.dmu.Lock()
 	err, ws := p.syncErr, p.failedWs
+	p.dropHeldLocked(err) // cut with the buffer
 	p.syncErr, p.failedWs = nil, nil
 	p.dmu.Unlock()
 	p.mu.Unlock()

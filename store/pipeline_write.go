@@ -26,6 +26,12 @@ func (p *Pipeline) decideAndWrite(batch []Request) (start bool, err error) {
 	w := &written{batch: batch, from: from, to: to, records: int(to.Seq - from.Seq), appended: appended}
 	p.dmu.Lock()
 	p.stats.Refused += uint64(refused)
+	if p.holding.Load() {
+		p.dmu.Unlock()
+		p.pos = to
+		p.holdDecided(w)
+		return false, nil
+	}
 	if p.syncing {
 		p.unwritten = append(p.unwritten, w)
 		p.unwrittenReqs += len(batch)

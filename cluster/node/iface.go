@@ -27,6 +27,11 @@ type Entry struct {
 	Index uint64
 	Kind  EntryKind
 	Data  []byte // the command as proposed; nil for KindEmpty and KindConf
+	// Waited says a proposal of this node waits for the entry's result:
+	// set for Apply (not Prepare). Without it nobody reads the result, so
+	// a state machine may leave out what serves only the answer (the
+	// views of a reply another node sends), never what changes its state.
+	Waited bool
 }
 
 // StateMachine is what a node replicates. The node calls it from its loop

@@ -302,6 +302,9 @@ func (n *MultiRaft) apply(g *group, ents []*pb.Entry, batch []Entry) error {
 	}
 	last := ents[len(ents)-1]
 	if len(batch) > 0 {
+		for i, p := range mine {
+			batch[i].Waited = p != nil && n.proposals[p.id] == p
+		}
 		results, err := n.sm.Apply(g.id, batch)
 		if err != nil {
 			return fmt.Errorf("apply group %d: %w", g.id, err)

@@ -9,10 +9,12 @@ import (
 
 // preparerSM is a nopSM that is a Preparer: it records what Prepare and
 // Apply were handed, in order, and writes a key of its own in the raft
-// batch at each Prepare.
+// batch at each Prepare. Apply's entries are recorded without Waited,
+// which only Apply is given, and the indexes it marks in waited.
 type preparerSM struct {
 	*nopSM
-	calls []string
+	calls  []string
+	waited []uint64
 }
 
 func (s *preparerSM) Prepare(g uint64, ents []Entry, w PrepareWriter) error {
@@ -21,7 +23,15 @@ func (s *preparerSM) Prepare(g uint64, ents []Entry, w PrepareWriter) error {
 }
 
 func (s *preparerSM) Apply(g uint64, ents []Entry) ([][]byte, error) {
-	s.calls = append(s.calls, fmt.Sprintf("apply %v", ents))
+	bare := make([]Entry, len(ents))
+	for i, e := range ents {
+		if e.Waited {
+			s.waited = append(s.waited, e.Index)
+		}
+		e.Waited = false
+		bare[i] = e
+	}
+	s.calls = append(s.calls, fmt.Sprintf("apply %v", bare))
 	return s.nopSM.Apply(g, ents)
 }
 
@@ -64,5 +74,10 @@ func TestPrepareGetsTheBatchApplyGets(t *testing.T) {
 	}
 	if sm.applied[2] != got.Index {
 		t.Fatalf("applied %d, want %d", sm.applied[2], got.Index)
+	}
+	// Only the entry this node proposed, and waits for, is marked waited
+	// (not the new leader's empty entry).
+	if len(sm.waited) != 1 || sm.waited[0] != got.Index {
+		t.Fatalf("entries applied as waited for: %v, want only the proposal's %d", sm.waited, got.Index)
 	}
 }

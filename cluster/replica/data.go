@@ -58,9 +58,13 @@ type dataSM struct {
 	batch *batchUploads
 	// place is the fences and held records of the data group batch Apply
 	// runs, nil between batches; only the loop touches it.
-	place  *batchPlace
-	mintMu sync.Mutex
-	ids    *mrand.ChaCha8 // the command's ids, from its seed
+	place *batchPlace
+	// holding is the sessions whose ledgers hold their writes for the
+	// data group batch Apply runs (ledger.Ledger.Hold), by tenant/session;
+	// only the loop touches it.
+	holding map[string]*ledger.Ledger
+	mintMu  sync.Mutex
+	ids     *mrand.ChaCha8 // the command's ids, from its seed
 }
 
 // newData opens the data groups' state: their fences and held records.
@@ -315,6 +319,7 @@ func (m *dataSM) apply(group uint64, ents []node.Entry) ([][]byte, error) {
 	}
 	m.batch, m.place = m.beginUploads(group), beginPlace(group)
 	defer func() { m.batch.close(); m.batch, m.place = nil, nil }()
+	defer m.unholdAll() // a failed batch's sessions let go of their locks too
 	outs := make(map[uint64]Outcome, len(ents))
 	results := make([][]byte, len(ents))
 	for i, e := range ents {
@@ -328,7 +333,7 @@ func (m *dataSM) apply(group uint64, ents []node.Entry) ([][]byte, error) {
 			out.Err = vocab.Invalidf("command", "entry is not a tally command")
 		} else {
 			a.TS = max(a.TS, c.TS) // an instant never goes back within a group
-			out = m.runEntry(*c, a.TS)
+			out = m.runEntry(*c, a.TS, e.Waited)
 			if out.Err != nil && Operational(out.Err) {
 				return nil, fmt.Errorf("replica: group %d entry %d (%s %s/%s): %w", group, e.Index, c.Method, c.Tenant, c.Session, out.Err)
 			}
@@ -337,6 +342,9 @@ func (m *dataSM) apply(group uint64, ents []node.Entry) ([][]byte, error) {
 			}
 		}
 		outs[e.Index] = out
+	}
+	if err := m.unholdAll(); err != nil {
+		return nil, fmt.Errorf("replica: group %d: %w", group, err)
 	}
 	if m.cfg.TestingBeforeSync != nil {
 		if err := m.cfg.TestingBeforeSync(group, in.Sessions); err != nil {
@@ -417,6 +425,41 @@ func (m *dataSM) evictLocked() error {
 	return nil
 }
 
+// hold has the session's ledger, if open, hold its writes until the
+// batch ends: a batch's commands in one session are then written to its
+// log together, under one lock, rather than each in a group commit of its
+// own. Every command is still decided alone, in order, by the same code.
+func (m *dataSM) hold(tenant, session string) {
+	key := tenant + "/" + session
+	if _, ok := m.holding[key]; ok {
+		return
+	}
+	m.mu.Lock()
+	l, ok := m.ledgers[key]
+	m.mu.Unlock()
+	if !ok {
+		return // not open yet: its first command opens it, the next hold it
+	}
+	l.Hold()
+	if m.holding == nil {
+		m.holding = map[string]*ledger.Ledger{}
+	}
+	m.holding[key] = l
+}
+
+// unholdAll writes what the batch's held sessions decided and lets go of
+// their locks; the first failure fails the batch.
+func (m *dataSM) unholdAll() error {
+	var first error
+	for key, l := range m.holding {
+		if err := l.Unhold(); err != nil && first == nil {
+			first = fmt.Errorf("write session %s: %w", key, err)
+		}
+		delete(m.holding, key)
+	}
+	return first
+}
+
 // syncSessions makes the batch's writes to its sessions durable, before
 // its applied index is recorded.
 func (m *dataSM) syncSessions(sessions map[string]store.Position) error {
@@ -456,8 +499,9 @@ func (m *dataSM) position(tenant, session string) (store.Position, error) {
 
 // runEntry applies one command of a data group at instant ts: a chunk of
 // an upload, a fence, or a method. A session its group has fenced takes
-// no command there but a fence.
-func (m *dataSM) runEntry(c Command, ts int64) Outcome {
+// no command there but a fence. answered: a proposal here waits for the
+// outcome (node.Entry.Waited).
+func (m *dataSM) runEntry(c Command, ts int64, answered bool) Outcome {
 	name := c.Tenant + "/" + c.Session
 	if to, ok := m.fencedTo(m.place, name); ok && c.Method != MethodFence && c.Method != MethodMoveInstall {
 		return Outcome{Err: &Moved{Session: name, From: m.place.group, Group: to}}
@@ -475,11 +519,14 @@ func (m *dataSM) runEntry(c Command, ts int64) Outcome {
 	case MethodFence:
 		return m.fence(m.place, c)
 	}
-	return m.run(c, ts)
+	return m.run(c, ts, answered)
 }
 
-// run applies one method's command at instant ts.
-func (m *dataSM) run(c Command, ts int64) Outcome {
+// run applies one method's command at instant ts. Unless answered (a
+// proposal here waits for its outcome) the Service leaves the answer's
+// views out (service.Call.NoAnswer): the command is decided and written
+// the same.
+func (m *dataSM) run(c Command, ts int64, answered bool) Outcome {
 	meth, ok := m.cfg.Methods[c.Method]
 	if !ok {
 		return Outcome{Err: vocab.Invalidf("method", fmt.Sprintf("%q is not a command this node knows", c.Method))}
@@ -490,7 +537,9 @@ func (m *dataSM) run(c Command, ts int64) Outcome {
 	m.mintMu.Lock()
 	m.ids = mrand.NewChaCha8(seed)
 	m.mintMu.Unlock()
-	call := service.Call{Tenant: c.Tenant, Session: c.Session, Actor: c.Actor, Person: c.Person, RequestID: c.RequestID, Now: time.Unix(0, ts).UTC()}
+	m.hold(c.Tenant, c.Session)
+	defer m.hold(c.Tenant, c.Session) // a session the command created
+	call := service.Call{Tenant: c.Tenant, Session: c.Session, Actor: c.Actor, Person: c.Person, RequestID: c.RequestID, Now: time.Unix(0, ts).UTC(), NoAnswer: !answered}
 	v, err := meth(context.Background(), m.svc, call, c.Doc)
 	return Outcome{Value: v, Err: err}
 }
