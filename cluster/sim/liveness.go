@@ -49,10 +49,14 @@ type liveWorld struct {
 	// decider is the node whose table det is (0: none yet).
 	decider uint64
 	det     *liveness.Detector
-	pending map[uint64]bool
+	// pending is each node's fact in flight, by the decider node and
+	// restart epoch that proposed it: a proposal lost to its proposer's
+	// crash never calls back, and must not hold the node's next fact.
+	pending map[uint64][2]int
 	// committed is each node's last fact the meta group committed, as its
-	// proposer took the outcome; deadAt, the incarnations each node was
-	// committed dead at.
+	// proposer took the outcome; deadAt, the incarnations the decider
+	// proposed each node dead at (a proposal whose proposer lost its
+	// outcome, to a crash or a lost leadership, may still commit).
 	committed map[uint64]replica.LivenessFact
 	deadAt    map[uint64][]uint64
 	members   bool // every node recorded a member of the meta group
@@ -68,7 +72,7 @@ type LiveStats struct {
 }
 
 func (w *World) startLiveness() {
-	w.live = &liveWorld{inc: map[uint64]uint64{}, witness: map[uint64]uint64{}, pending: map[uint64]bool{},
+	w.live = &liveWorld{inc: map[uint64]uint64{}, witness: map[uint64]uint64{}, pending: map[uint64][2]int{},
 		committed: map[uint64]replica.LivenessFact{}, deadAt: map[uint64][]uint64{}}
 	for _, sn := range w.nodes {
 		w.live.inc[sn.id] = 1
@@ -204,15 +208,21 @@ func (w *World) recordMembers(d *simNode) {
 // incarnation below one committed before.
 func (w *World) commitFact(d *simNode, f replica.LivenessFact) {
 	lw := w.live
-	if lw.pending[f.Node] {
+	at := [2]int{int(d.id), d.epoch}
+	if lw.pending[f.Node] == at {
 		return
 	}
-	lw.pending[f.Node] = true
+	lw.pending[f.Node] = at
 	f.TS = w.now
+	if f.State == replica.LivenessDead && !slices.Contains(lw.deadAt[f.Node], f.Incarnation) {
+		lw.deadAt[f.Node] = append(lw.deadAt[f.Node], f.Incarnation)
+	}
 	data, _ := json.Marshal(replica.MetaCommand{Op: replica.OpLiveness, Liveness: &f, TS: f.TS})
 	sm, epoch := d.sm, d.epoch
 	d.n.Propose(node.MetaGroup, data, func(r node.ProposeResult) {
-		delete(lw.pending, f.Node)
+		if lw.pending[f.Node] == at {
+			delete(lw.pending, f.Node)
+		}
 		if r.Err != nil || d.epoch != epoch {
 			return
 		}
@@ -229,7 +239,6 @@ func (w *World) commitFact(d *simNode, f replica.LivenessFact) {
 		w.mix(22, got.Node, got.Incarnation)
 		if got.State == replica.LivenessDead {
 			w.stats.Live.Deaths++
-			lw.deadAt[got.Node] = append(lw.deadAt[got.Node], got.Incarnation)
 		} else {
 			w.stats.Live.Alive++
 		}
@@ -251,7 +260,7 @@ func (w *World) liveNodes(sn *simNode) {
 		if f.State == replica.LivenessDead {
 			w.dead[f.Node] = true
 			if !slices.Contains(w.live.deadAt[f.Node], f.Incarnation) {
-				w.fail("liveness: node %d is dead at incarnation %d in node %d's meta replica, which the decider never committed", f.Node, f.Incarnation, sn.id)
+				w.fail("liveness: node %d is dead at incarnation %d in node %d's meta replica, which the decider never proposed", f.Node, f.Incarnation, sn.id)
 			}
 		}
 	}
