@@ -43,7 +43,6 @@ import (
 
 	"tally/a2atask"
 	"tally/expect"
-	"tally/ledger"
 	"tally/timekeeper"
 	"tally/vocab"
 )
@@ -123,13 +122,13 @@ func (c A2AConfig) defaultSession() (tenant, session string, err error) {
 // lapseSink is the sink that delivers one session's lapses over A2A, on
 // the session's clock, annotating its watcher's journal (set by the caller
 // once the watcher exists).
-func (s *Server) lapseSink(l *ledger.Ledger) *timekeeper.A2A {
+func (s *Server) lapseSink(now func() time.Time) *timekeeper.A2A {
 	a := s.cfg.A2A.withDefaults()
 	return &timekeeper.A2A{
 		ExtensionURI: a.ExpectURI, Attempts: a.LapseAttempts, Backoff: a.LapseBackoff,
 		Hosts: a.LapseHosts, GiveUpSweeps: a.LapseGiveUpSweeps, GiveUpAge: a.LapseGiveUpAge,
 		SweepBackoff: a.LapseSweepBackoff, SweepBudget: a.LapseSweepBudget,
-		Now: l.Now, Logger: s.cfg.Logger,
+		Now: now, Logger: s.cfg.Logger,
 	}
 }
 
