@@ -65,7 +65,7 @@ func (s *Server) Deliverer(ctx context.Context, svc service.Timekeeping, call se
 	return s.newTimekeeper(ctx, svc, call, true, time.Now)
 }
 
-// startWatcher runs a watcher for a newly opened session, if the server
+// startTimekeeper runs a timekeeper for a newly opened session, if the server
 // keeps time, and returns the func that stops it (letting a sweep in
 // progress finish) before the session is closed; nil if none runs.
 func (s *Server) startTimekeeper(key string, l *ledger.Ledger) func() {
@@ -107,7 +107,7 @@ func (s *Server) startTimekeeper(key string, l *ledger.Ledger) func() {
 	}
 }
 
-// stop ends every watcher, letting a sweep in progress finish.
+// stop ends every timekeeper, letting a sweep in progress finish.
 func (ws *timekeepers) stop() {
 	ws.cancel()
 	ws.wg.Wait()
