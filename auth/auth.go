@@ -23,6 +23,7 @@ import (
 
 	"github.com/zeebo/blake3"
 
+	"tally/sessionname"
 	"tally/vocab"
 )
 
@@ -112,7 +113,7 @@ func Check(tenant, participant, role string) error {
 		if role != RoleAdmin {
 			return vocab.Invalidf("role", fmt.Sprintf("a token of every tenant (%q) must be admin, not %q", AllTenants, role))
 		}
-	} else if err := vocab.CheckName("tenant", tenant); err != nil {
+	} else if err := sessionname.Check("tenant", tenant); err != nil {
 		_, rule, _ := strings.Cut(err.Error(), ": ")
 		return vocab.Invalidf("tenant", rule)
 	}

@@ -33,8 +33,8 @@ import (
 	"tally/claim"
 	"tally/digest"
 	"tally/promise"
+	"tally/sessionname"
 	"tally/store"
-	"tally/vocab"
 )
 
 // Format is the backup format this build writes and reads.
@@ -133,10 +133,10 @@ func (c Cut) Name() string { return c.Tenant + "/" + c.Session }
 
 // check names what a cut breaks, given the session before it.
 func (c Cut) check(prev *Cut) error {
-	if err := vocab.CheckName("tenant", c.Tenant); err != nil {
+	if err := sessionname.Check("tenant", c.Tenant); err != nil {
 		return err
 	}
-	if err := vocab.CheckName("session", c.Session); err != nil {
+	if err := sessionname.Check("session", c.Session); err != nil {
 		return err
 	}
 	switch {

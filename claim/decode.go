@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"tally/family"
@@ -198,8 +197,8 @@ func timeMember(field string, raw []byte) (time.Time, error) {
 			return time.Time{}, derr(field, "must be an RFC 3339 UTC time string")
 		}
 	}
-	t, rule := instant.Read(s)
-	if rule == instant.SyntaxRule || !strings.HasSuffix(s, "Z") {
+	t, rule := instant.ReadUTC(s)
+	if rule == instant.UTCRule {
 		return time.Time{}, derr(field, "must be an RFC 3339 UTC time (…Z), got %q", s)
 	}
 	if rule != "" {

@@ -6,14 +6,15 @@ import (
 	"time"
 
 	"tally/instant"
+	prio "tally/priority"
 	"tally/vocab"
 )
 
 // Priorities, as beads users know them: 0 is the highest. A claim or a
 // promise that records none has DefaultPriority.
 const (
-	DefaultPriority = vocab.DefaultPriority
-	MaxPriority     = vocab.MaxPriority
+	DefaultPriority = prio.Default
+	MaxPriority     = prio.Max
 )
 
 // MaxPoolSeats bounds the seats a claim's pool names.

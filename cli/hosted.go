@@ -10,7 +10,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -22,7 +21,6 @@ import (
 	"github.com/spf13/cobra"
 
 	restclient "tally/client"
-	"tally/ledger"
 	"tally/service"
 )
 
@@ -186,18 +184,6 @@ func (e Env) Service() (service.Service, error) { return e.g.service() }
 // Identity asks the server (TALLY_URL) who the CLI acts as.
 func (e Env) Identity(ctx context.Context) (restclient.Identity, error) {
 	return e.g.identity(ctx)
-}
-
-// OpenSession opens tenant/session of the local ledger directory, as the
-// Service does; the process holds it until it exits.
-func (e Env) OpenSession(ctx context.Context, tenant, session string) (*ledger.Ledger, error) {
-	if _, err := e.g.service(); err != nil {
-		return nil, err
-	}
-	if e.g.sessions == nil {
-		return nil, errors.New("open session: TALLY_URL is set: the sessions are the server's")
-	}
-	return e.g.sessions.Open(ctx, tenant, session, false)
 }
 
 // Usagef is a usage error (exit 2).

@@ -25,8 +25,8 @@ import (
 
 	"tally/auth"
 	"tally/server"
+	"tally/sessionname"
 	"tally/store"
-	"tally/vocab"
 )
 
 // parityClock is the instant every scenario starts at, on both sides.
@@ -206,7 +206,7 @@ func remoteSide(t *testing.T, sc parityScenario, work string) *paritySide {
 	p := &paritySide{name: "server", root: root, tokens: map[string]string{}, work: work, clock: newSideClock()}
 	tokens := auth.Open(root)
 	for who, role := range sc.tokens {
-		tok, _, err := tokens.Create(vocab.DefaultTenant, who, role, parityClock)
+		tok, _, err := tokens.Create(sessionname.DefaultTenant, who, role, parityClock)
 		if err != nil {
 			t.Fatal(err)
 		}

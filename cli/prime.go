@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"tally/prime"
-	"tally/vocab"
+	"tally/sessionname"
 )
 
 // primeOptions are prime's flags.
@@ -115,7 +115,7 @@ func (g *global) commands(ctx context.Context, seat string) (prime.Commands, err
 	if err != nil {
 		return c, err
 	}
-	if tenant != vocab.DefaultTenant || session != vocab.DefaultSession {
+	if tenant != sessionname.DefaultTenant || session != sessionname.DefaultSession {
 		c.Session = tenant + "/" + session
 	}
 	env := g.io.Getenv("TALLY_ACTOR")

@@ -14,9 +14,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"tally/instant"
+	"tally/priority"
 	"tally/promise"
 	"tally/service"
-	"tally/vocab"
 )
 
 func addReadyCommands(root *cobra.Command, g *global) { root.AddCommand(newReady(g)) }
@@ -117,8 +117,8 @@ func (v priorityValue) String() string {
 
 func (v priorityValue) Set(s string) error {
 	n, err := strconv.Atoi(strings.TrimPrefix(strings.ToUpper(s), "P"))
-	if err != nil || n < 0 || n > vocab.MaxPriority {
-		return fmt.Errorf("priority: must be an integer from 0 (highest) to %d, not %q", vocab.MaxPriority, s)
+	if err != nil || n < 0 || n > priority.Max {
+		return fmt.Errorf("priority: must be an integer from 0 (highest) to %d, not %q", priority.Max, s)
 	}
 	*v.p = &n
 	return nil

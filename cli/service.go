@@ -15,8 +15,8 @@ import (
 	"tally/ledger"
 	"tally/ledgerservice"
 	"tally/service"
+	"tally/sessionname"
 	"tally/store"
-	"tally/vocab"
 )
 
 // cliService is what the CLI runs verbs on.
@@ -72,7 +72,7 @@ func (g *global) stale() (bool, error) {
 
 // target is the session --session names (default default/default).
 func (g *global) target() (tenant, session string, err error) {
-	tenant, session = vocab.DefaultTenant, vocab.DefaultSession
+	tenant, session = sessionname.DefaultTenant, sessionname.DefaultSession
 	if g.session != "" {
 		t, s, ok := strings.Cut(g.session, "/")
 		if !ok {

@@ -16,6 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"tally/ledger"
+	"tally/ledgerservice"
+	"tally/service"
 	"tally/store"
 	"tally/timekeeper"
 )
@@ -141,7 +143,7 @@ func (g *global) runWatch(ctx context.Context, o *watchOptions) error {
 		return err
 	}
 	defer l.Close()
-	w, err := timekeeper.New(l, cfg)
+	w, err := g.timekeeper(ctx, l, cfg)
 	if err != nil {
 		return err
 	}
@@ -160,6 +162,15 @@ func (g *global) runWatch(ctx context.Context, o *watchOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return w.Run(ctx, o.every, func(rep timekeeper.Report, err error) { g.reportSweep(rep, err, false) })
+}
+
+// timekeeper is the session's timekeeper over the Service on l, at the
+// ledger's clock (this process's, or --now's).
+func (g *global) timekeeper(ctx context.Context, l *ledger.Ledger, cfg timekeeper.Config) (*timekeeper.Timekeeper, error) {
+	cfg.Now = l.Now
+	svc := ledgerservice.OneSession(l, ledgerservice.Config{Timekeeper: l.Timekeeper()})
+	tenant, session, _ := g.target() // g.open checked it
+	return timekeeper.New(ctx, svc, service.Call{Tenant: tenant, Session: session}, cfg)
 }
 
 // reportSweep prints one sweep's summary on stderr (stdout carries the
@@ -213,7 +224,7 @@ func (g *global) dryRunWatch(ctx context.Context, cfg timekeeper.Config) error {
 	l.ReadAt(func(_ *ledger.State, pos store.Position) { from = pos })
 	var notices bytes.Buffer
 	cfg.Sinks = []timekeeper.Sink{&timekeeper.Lines{W: &notices}}
-	w, err := timekeeper.New(l, cfg)
+	w, err := g.timekeeper(ctx, l, cfg)
 	if err != nil {
 		return err
 	}

@@ -29,8 +29,8 @@ import (
 	"tally/instant"
 	"tally/rest"
 	"tally/service"
+	"tally/sessionname"
 	"tally/verb"
-	"tally/vocab"
 )
 
 // Config is where the server is and how to reach it.
@@ -291,10 +291,10 @@ func (c *Client) Whoami(ctx context.Context, call service.Call) (Identity, error
 // CheckSession refuses a tenant or session name the server would not
 // have, before anything is sent.
 func CheckSession(tenant, session string) error {
-	if err := vocab.CheckName("tenant", tenant); err != nil {
+	if err := sessionname.Check("tenant", tenant); err != nil {
 		return err
 	}
-	return vocab.CheckName("session", session)
+	return sessionname.Check("session", session)
 }
 
 // heardFrom notes what an answer says of its server: whether it is a

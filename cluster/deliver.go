@@ -4,8 +4,7 @@ import (
 	"context"
 
 	"tally/cluster/node"
-	"tally/ledger"
-	"tally/store"
+	"tally/service"
 	"tally/timekeeper"
 )
 
@@ -19,8 +18,9 @@ import (
 // `tally watch` makes them.
 
 // NewDeliverer makes a session's delivery watcher (timekeeper.Config
-// DeliverOnly, at the wall clock), with the sinks of the server.
-type NewDeliverer func(*ledger.Ledger) (*timekeeper.Timekeeper, error)
+// DeliverOnly, at the wall clock), with the sinks of the server, over the
+// node's Service (it reads this replica's log and journals beside it).
+type NewDeliverer func(ctx context.Context, svc service.Timekeeping, call service.Call) (*timekeeper.Timekeeper, error)
 
 // Deliver gives the node's timekeeper its deliverer: from then on, after
 // its sweeps, it delivers each session of the groups this node leads
@@ -28,9 +28,8 @@ type NewDeliverer func(*ledger.Ledger) (*timekeeper.Timekeeper, error)
 // a timekeeper (WatchEvery 0) nothing is delivered.
 func (c *Node) Deliver(mk NewDeliverer) { c.deliverer.Store(&mk) }
 
-// delivering is a session's watcher over the ledger it was opened on.
+// delivering is a session's watcher and the group it was made for.
 type delivering struct {
-	l     *ledger.Ledger
 	w     *timekeeper.Timekeeper
 	group uint64
 }
@@ -55,26 +54,25 @@ func (ds deliveries) close() {
 	}
 }
 
-// deliverSession sweeps one session's watcher, made anew when the replica
-// reopened the session's ledger.
-func (c *Node) deliverSession(ctx context.Context, ws deliveries, se store.Session, group uint64, mk NewDeliverer) {
-	key := se.String()
-	l, err := c.sm.Open(ctx, se.Tenant, se.Name, false)
-	if err != nil {
-		return
-	}
+// deliverSession sweeps one session's watcher. A replica that installed
+// another copy of the session's log is followed from its start again
+// (service.Timeline's Reset), so the watcher lives as long as the node
+// leads the group.
+func (c *Node) deliverSession(ctx context.Context, ws deliveries, call service.Call, group uint64, mk NewDeliverer) {
+	key := call.Tenant + "/" + call.Session
 	d := ws[key]
-	if d == nil || d.l != l {
-		if d != nil {
-			d.w.Close()
-		}
-		w, err := mk(l)
+	if d != nil && d.group != group {
+		d.w.Close()
+		d = nil
+	}
+	if d == nil {
+		w, err := mk(ctx, c, call)
 		if err != nil {
 			delete(ws, key)
 			c.log.Warn("deliveries: watcher", "session", key, "err", err)
 			return
 		}
-		d = &delivering{l: l, w: w, group: group}
+		d = &delivering{w: w, group: group}
 		ws[key] = d
 	}
 	if rep, err := d.w.Sweep(ctx); err != nil {

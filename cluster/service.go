@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"tally/cluster/replica"
-	"tally/ledger"
 	"tally/service"
 	"tally/verb"
 )
@@ -117,8 +116,8 @@ func read[R any](ctx context.Context, c *Node, call service.Call, f func(service
 // so it may return a replica made after the table.
 func Methods(sm func() *replica.SM) map[string]replica.Method {
 	m := map[string]replica.Method{
-		MethodSweep:       sweepMethod(sm, (*ledger.Ledger).Sweep),
-		MethodSweepClaims: sweepMethod(sm, (*ledger.Ledger).SweepClaims),
+		MethodSweep:       sweepMethod(service.SweepExpectations),
+		MethodSweepClaims: sweepMethod(service.SweepClaims),
 	}
 	staged := bytesMethods(sm)
 	for _, v := range verb.Table() {

@@ -2,7 +2,6 @@ package expect
 
 import (
 	"errors"
-	"strings"
 	"time"
 
 	"tally/instant"
@@ -13,8 +12,8 @@ import (
 // keeps exactly (instant.Problem). Offsets other than Z are refused so that
 // every stored time has one spelling.
 func ParseTime(s string) (time.Time, error) {
-	t, rule := instant.Read(s)
-	if rule == instant.SyntaxRule || !strings.HasSuffix(s, "Z") {
+	t, rule := instant.ReadUTC(s)
+	if rule == instant.UTCRule {
 		return time.Time{}, errors.New("must be an RFC 3339 UTC time ending in Z")
 	}
 	// The zero instant would read as "none" (a fact at it as now, a

@@ -17,6 +17,7 @@ package instant
 import (
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"tally/vocab"
@@ -187,6 +188,20 @@ func Read[T string | []byte](v T) (time.Time, string) {
 		t = t.UTC()
 	}
 	return t, Problem(t)
+}
+
+// UTCRule is the rule ReadUTC reports for text that is not an RFC 3339
+// time in UTC (ending in Z).
+const UTCRule = "must be an RFC 3339 UTC time"
+
+// ReadUTC is Read for a record's times, which tally writes in UTC: text
+// with another offset breaks UTCRule, as text that is no time does.
+func ReadUTC(v string) (time.Time, string) {
+	t, rule := Read(v)
+	if rule == SyntaxRule || !strings.HasSuffix(v, "Z") {
+		return time.Time{}, UTCRule
+	}
+	return t, rule
 }
 
 // readCanonical reads YYYY-MM-DDTHH:MM:SSZ, and declines anything else or

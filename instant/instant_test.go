@@ -396,3 +396,20 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// ReadUTC takes a record's time in UTC only, reporting the other rules
+// as Read does.
+func TestReadUTC(t *testing.T) {
+	for _, c := range []struct{ in, want, rule string }{
+		{"2026-09-01T17:00:00Z", "2026-09-01T17:00:00Z", ""},
+		{"2026-09-01T17:00:00.5Z", "2026-09-01T17:00:00.5Z", ""},
+		{"2026-09-01T19:00:00+02:00", "0001-01-01T00:00:00Z", UTCRule},
+		{"yesterday", "0001-01-01T00:00:00Z", UTCRule},
+		{"0001-01-01T00:00:00Z", "0001-01-01T00:00:00Z", RangeRule},
+	} {
+		got, rule := ReadUTC(c.in)
+		if got.Format(time.RFC3339Nano) != c.want || rule != c.rule {
+			t.Errorf("ReadUTC(%q) = %s %q, want %s %q", c.in, got.Format(time.RFC3339Nano), rule, c.want, c.rule)
+		}
+	}
+}

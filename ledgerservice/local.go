@@ -204,3 +204,21 @@ func (s *Local) read(ctx context.Context, c service.Call) (*ledger.Ledger, error
 	}
 	return l, nil
 }
+
+// OneSession is the Service on one open ledger, whatever session a call
+// names: for a process that holds a session's ledger itself (the CLI's
+// watcher, a server's per-session timekeeper, which must not reopen it
+// through a cache that closes it only after stopping the timekeeper).
+// cfg.Now nil means the ledger's clock.
+func OneSession(l *ledger.Ledger, cfg Config) *Local {
+	if cfg.Now == nil {
+		cfg.Now = l.Now
+	}
+	return New(oneSession{l}, cfg)
+}
+
+type oneSession struct{ l *ledger.Ledger }
+
+func (o oneSession) Open(context.Context, string, string, bool) (*ledger.Ledger, error) {
+	return o.l, nil
+}

@@ -18,13 +18,6 @@ import (
 
 var t0 = time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
 
-// oneSession is one ledger in a temporary directory, as every session.
-type oneSession struct{ l *ledger.Ledger }
-
-func (o oneSession) Open(context.Context, string, string, bool) (*ledger.Ledger, error) {
-	return o.l, nil
-}
-
 func newLocal(t *testing.T) (*Local, *ledger.Ledger) {
 	t.Helper()
 	cfg := ledger.DefaultConfig()

@@ -21,6 +21,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"tally/service"
+	"tally/sessionname"
 	"tally/vocab"
 )
 
@@ -70,7 +71,7 @@ type Config struct {
 // DefaultConfig is the configuration `tally mcp` and `tally serve` start from.
 func DefaultConfig() Config {
 	return Config{
-		Tenant: vocab.DefaultTenant, Session: vocab.DefaultSession, ArgumentsMax: 1 << 20,
+		Tenant: sessionname.DefaultTenant, Session: sessionname.DefaultSession, ArgumentsMax: 1 << 20,
 		SubscriptionsMax: 64, Now: time.Now, Logger: slog.New(slog.DiscardHandler), Version: "0",
 	}
 }
@@ -166,7 +167,7 @@ func (s *Server) where(who Who, arg string) (tenant, session string, err error) 
 		session = arg
 	}
 	for _, n := range [][2]string{{"tenant", tenant}, {"session", session}} {
-		if err := vocab.CheckName(n[0], n[1]); err != nil {
+		if err := sessionname.Check(n[0], n[1]); err != nil {
 			// The argument is "session" whichever half is at fault.
 			return "", "", vocab.Invalidf("session", strings.TrimPrefix(err.Error(), n[0]+": "))
 		}

@@ -12,6 +12,7 @@ import (
 
 	"tally/prime"
 	"tally/service"
+	"tally/sessionname"
 	"tally/vocab"
 )
 
@@ -57,7 +58,7 @@ func (s *Server) prime(ctx context.Context, svc service.Service, c service.Call,
 		c.Now = s.cfg.Now().UTC().Truncate(time.Second) // people read it: whole seconds
 	}
 	cmds := prime.Commands{As: seat}
-	if c.Tenant != vocab.DefaultTenant || c.Session != vocab.DefaultSession {
+	if c.Tenant != sessionname.DefaultTenant || c.Session != sessionname.DefaultSession {
 		cmds.Session = c.Tenant + "/" + c.Session
 	}
 	return prime.Text(ctx, svc, c, seat, cmds, maxTokens)

@@ -4,19 +4,20 @@ import (
 	"strconv"
 
 	"tally/jsonline"
+	"tally/priority"
 	"tally/vocab"
 )
 
 // A promise's priority lives in its meta object, as "priority": 0 (highest)
-// to vocab.MaxPriority. A promise line keeps pinki's members exactly, and
+// to priority.Max. A promise line keeps pinki's members exactly, and
 // pinki keeps meta as it is, so a ledger exported to pinki and imported
 // back carries the priority unchanged. Absent, or anything but an integer
-// in range (meta is the user's own), it is vocab.DefaultPriority.
+// in range (meta is the user's own), it is priority.Default.
 
 // MetaPriority is the priority a meta object records, and whether it
 // records one.
 func MetaPriority(meta string) (int, bool) {
-	p, ok := vocab.DefaultPriority, false
+	p, ok := priority.Default, false
 	if meta == "" {
 		return p, false
 	}
@@ -24,7 +25,7 @@ func MetaPriority(meta string) (int, bool) {
 		if !jsonline.KeyIs(k, "priority") {
 			return nil
 		}
-		if n, err := strconv.Atoi(string(v)); err == nil && n >= 0 && n <= vocab.MaxPriority {
+		if n, err := strconv.Atoi(string(v)); err == nil && n >= 0 && n <= priority.Max {
 			p, ok = n, true
 		}
 		return nil
@@ -37,8 +38,8 @@ func MetaPriority(meta string) (int, bool) {
 // declaration's --priority records. The default priority is not recorded;
 // a meta that already names another priority is refused.
 func WithPriority(meta string, p int) (string, error) {
-	if p < 0 || p > vocab.MaxPriority {
-		return "", vocab.Invalidf("priority", "must be an integer from 0 (highest) to "+strconv.Itoa(vocab.MaxPriority))
+	if p < 0 || p > priority.Max {
+		return "", vocab.Invalidf("priority", "must be an integer from 0 (highest) to "+strconv.Itoa(priority.Max))
 	}
 	meta, err := NormalizeMeta(DefaultLimits(), meta)
 	if err != nil {
@@ -57,7 +58,7 @@ func WithPriority(meta string, p int) (string, error) {
 		}
 		return meta, nil
 	}
-	if p == vocab.DefaultPriority {
+	if p == priority.Default {
 		return meta, nil
 	}
 	member := `"priority":` + strconv.Itoa(p)

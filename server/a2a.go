@@ -43,7 +43,7 @@ import (
 
 	"tally/a2atask"
 	"tally/expect"
-	"tally/ledger"
+	"tally/sessionname"
 	"tally/timekeeper"
 	"tally/vocab"
 )
@@ -105,16 +105,16 @@ func (c A2AConfig) Validate() error {
 // defaultSession is DefaultSession's tenant and session.
 func (c A2AConfig) defaultSession() (tenant, session string, err error) {
 	if c.DefaultSession == "" {
-		return vocab.DefaultTenant, vocab.DefaultSession, nil
+		return sessionname.DefaultTenant, sessionname.DefaultSession, nil
 	}
 	tenant, session, ok := strings.Cut(c.DefaultSession, "/")
 	if !ok {
 		return "", "", fmt.Errorf("--a2a-default-session %q: must be TENANT/SESSION", c.DefaultSession)
 	}
-	if err := vocab.CheckName("tenant", tenant); err != nil {
+	if err := sessionname.Check("tenant", tenant); err != nil {
 		return "", "", fmt.Errorf("--a2a-default-session %q: %w", c.DefaultSession, err)
 	}
-	if err := vocab.CheckName("session", session); err != nil {
+	if err := sessionname.Check("session", session); err != nil {
 		return "", "", fmt.Errorf("--a2a-default-session %q: %w", c.DefaultSession, err)
 	}
 	return tenant, session, nil
@@ -123,13 +123,13 @@ func (c A2AConfig) defaultSession() (tenant, session string, err error) {
 // lapseSink is the sink that delivers one session's lapses over A2A, on
 // the session's clock, annotating its watcher's journal (set by the caller
 // once the watcher exists).
-func (s *Server) lapseSink(l *ledger.Ledger) *timekeeper.A2A {
+func (s *Server) lapseSink(now func() time.Time) *timekeeper.A2A {
 	a := s.cfg.A2A.withDefaults()
 	return &timekeeper.A2A{
 		ExtensionURI: a.ExpectURI, Attempts: a.LapseAttempts, Backoff: a.LapseBackoff,
 		Hosts: a.LapseHosts, GiveUpSweeps: a.LapseGiveUpSweeps, GiveUpAge: a.LapseGiveUpAge,
 		SweepBackoff: a.LapseSweepBackoff, SweepBudget: a.LapseSweepBudget,
-		Now: l.Now, Logger: s.cfg.Logger,
+		Now: now, Logger: s.cfg.Logger,
 	}
 }
 
@@ -235,7 +235,7 @@ func (cfg A2AConfig) AgentCard(base, tenant, session string) *a2a.AgentCard {
 	if root {
 		var err error
 		if tenant, session, err = c.defaultSession(); err != nil {
-			tenant, session = vocab.DefaultTenant, vocab.DefaultSession // refused by Validate before serving
+			tenant, session = sessionname.DefaultTenant, sessionname.DefaultSession // refused by Validate before serving
 		}
 	}
 	return a2atask.Card{URIs: c.uris(), Base: base, Tenant: tenant, Session: session, Root: root, LapseDelivery: !c.NoLapseDelivery}.AgentCard()

@@ -10,6 +10,7 @@ import (
 
 	"tally/expect"
 	"tally/instant"
+	"tally/ledgerservice"
 	"tally/timekeeper"
 	"tally/vocab"
 )
@@ -30,7 +31,7 @@ func (tf *timedFixture) raiseReplyTo(id string, due time.Time, replyTo any) rpcR
 // outcome reads the session's watch journal afresh: what became of key.
 func (tf *timedFixture) outcome(key string) (sent bool, outcome string) {
 	tf.t.Helper()
-	j, err := timekeeper.OpenJournal(timekeeper.JournalDir(filepath.Join(tf.root, "sessions", "acme", "main")))
+	j, err := timekeeper.OpenJournal(filepath.Join(tf.root, "sessions", "acme", "main", ledgerservice.JournalDirName))
 	if err != nil {
 		tf.t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func (tf *timedFixture) outcome(key string) (sent bool, outcome string) {
 // failed to deliver key so far.
 func (tf *timedFixture) failedSweeps(key string) int {
 	tf.t.Helper()
-	j, err := timekeeper.OpenJournal(timekeeper.JournalDir(filepath.Join(tf.root, "sessions", "acme", "main")))
+	j, err := timekeeper.OpenJournal(filepath.Join(tf.root, "sessions", "acme", "main", ledgerservice.JournalDirName))
 	if err != nil {
 		tf.t.Fatal(err)
 	}

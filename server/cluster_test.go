@@ -256,8 +256,16 @@ func TestClusterRoutesRefuseLikeTheOthers(t *testing.T) {
 		return rec
 	}
 	over := `{"group":` + strings.Repeat(" ", clusterRequestMax) + `1}`
-	for _, path := range []string{"join", "add-node", "remove-node", "transfer-leader", "place", "placements", "backup"} {
-		p := "/v1/cluster/" + path
+	var signed []string // every route that takes a body: the signed ones, the join and the backup
+	for _, r := range s.routes {
+		if r.body == clusterRequest {
+			signed = append(signed, r.pattern)
+		}
+	}
+	if len(signed) < 10 {
+		t.Fatalf("the cluster's routes with a body: %v", signed)
+	}
+	for _, p := range signed {
 		for _, c := range []struct {
 			what, media, body string
 			status            int

@@ -9,6 +9,7 @@ import (
 
 	"tally/server/console"
 	"tally/service"
+	"tally/sessionname"
 	"tally/vocab"
 )
 
@@ -86,7 +87,7 @@ func (s *Server) sessionList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tenant := r.PathValue("tenant")
-	if err := vocab.CheckName("tenant", tenant); err != nil {
+	if err := sessionname.Check("tenant", tenant); err != nil {
 		s.writeError(w, badRequest{err.Error()})
 		return
 	}

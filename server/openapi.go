@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -20,8 +21,9 @@ var pathParam = regexp.MustCompile(`\{([a-z]+)\}`)
 // schemas are the document's components: every request body a route
 // names (route.body), each derived from its api type by reflection
 // (schemaOf): the verb table's requests, a token's, and the error
-// document every refusal is; and the two bodies that are no api document
-// (bytes, a cluster's signed request).
+// document every refusal is; the two bodies that are no api document
+// (bytes, a cluster's signed request); and each verb's success document,
+// inferred from what the server answers (responseSchemas).
 func schemas() (map[string]any, error) {
 	out := map[string]any{
 		verb.BodyBytes: map[string]any{"type": "string", "format": "binary"},
@@ -50,6 +52,13 @@ func schemas() (map[string]any, error) {
 	}
 	if err := add("TokenCreate", reflect.TypeFor[api.TokenCreate](), nil); err != nil {
 		return nil, err
+	}
+	responses, err := responseSchemas()
+	if err != nil {
+		return nil, err
+	}
+	for name, sc := range responses {
+		out[responseSchemaName(name)] = sc
 	}
 	return out, add("Error", reflect.TypeFor[errorDocument](), nil)
 }
@@ -109,11 +118,19 @@ func (s *Server) OpenAPI() (map[string]any, error) {
 			item = map[string]any{}
 			paths[path] = item
 		}
+		ok := map[string]any{"description": "OK"}
+		status := "200"
+		if _, documented := components[responseSchemaName(rt.name)]; documented {
+			ok["content"] = map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/" + responseSchemaName(rt.name)}}}
+			if v, _ := verb.Lookup(rt.name); v.HTTP.Status != 0 {
+				status = strconv.Itoa(v.HTTP.Status)
+			}
+		}
 		op := map[string]any{
 			"operationId": rt.name,
 			"summary":     rt.summary,
 			"responses": map[string]any{
-				"200":     map[string]any{"description": "OK"},
+				status:    ok,
 				"default": map[string]any{"description": "A refusal or failure", "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}}},
 			},
 		}

@@ -8,9 +8,7 @@ import (
 	"strings"
 
 	"tally/api"
-	"tally/artifact"
 	"tally/service"
-	"tally/store"
 	"tally/vocab"
 )
 
@@ -20,10 +18,6 @@ import (
 // and with the claim id taken from the path (a "claim" member, if given, must
 // name the same claim). Responses are the documents the CLI prints with
 // --json: {"records":[…],"claim":VIEW} for writes.
-
-func (s *Server) objects() (*artifact.Store, error) {
-	return artifact.OpenStore(store.ObjectsDir(s.cfg.Root))
-}
 
 // bytesWrite is the preamble of a route whose body is bytes and whose
 // description is in the query: the caller (the route's media type, octet-

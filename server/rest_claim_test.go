@@ -7,8 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"tally/artifact"
 	"tally/auth"
 	"tally/digest"
+	"tally/store"
 )
 
 // token adds a token of role for who in tenant acme.
@@ -379,3 +381,8 @@ func TestReportWithEvidenceRoute(t *testing.T) {
 
 // fileTokens is the server's tokens file, where a test mints its tokens.
 func fileTokens(s *Server) *auth.Store { return s.tokens.(*auth.Store) }
+
+// objects is the server's content store, as a test reads it.
+func (s *Server) objects() (*artifact.Store, error) {
+	return artifact.OpenStore(store.ObjectsDir(s.cfg.Root))
+}

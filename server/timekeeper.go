@@ -3,12 +3,15 @@ package server
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"tally/ledger"
+	"tally/ledgerservice"
+	"tally/service"
 	"tally/timekeeper"
 )
 
@@ -28,10 +31,11 @@ func newTimekeepers() *timekeepers {
 	return &timekeepers{ctx: ctx, cancel: cancel, last: map[string]time.Time{}}
 }
 
-// newWatcher is a session's timekeeper as this server configures it: its
-// sinks (a webhook, a command) and the A2A lapse delivery to replyTo
-// agents. deliverOnly and now are timekeeper.Config's.
-func (s *Server) newTimekeeper(l *ledger.Ledger, deliverOnly bool, now func() time.Time) (*timekeeper.Timekeeper, error) {
+// newTimekeeper is a session's timekeeper as this server configures it:
+// its sinks (a webhook, a command) and the A2A lapse delivery to replyTo
+// agents, over svc's session call. deliverOnly and now are
+// timekeeper.Config's.
+func (s *Server) newTimekeeper(ctx context.Context, svc service.Timekeeping, call service.Call, deliverOnly bool, now func() time.Time) (*timekeeper.Timekeeper, error) {
 	cfg := s.cfg.Watch
 	if cfg.Logger == nil {
 		cfg.Logger = s.cfg.Logger
@@ -39,13 +43,10 @@ func (s *Server) newTimekeeper(l *ledger.Ledger, deliverOnly bool, now func() ti
 	cfg.DeliverOnly, cfg.Now = deliverOnly, now
 	var lapses *timekeeper.A2A
 	if !s.cfg.A2A.NoLapseDelivery {
-		lapses = s.lapseSink(l)
-		if now != nil {
-			lapses.Now = now
-		}
+		lapses = s.lapseSink(now)
 		cfg.Sinks = append(slices.Clone(cfg.Sinks), lapses)
 	}
-	w, err := timekeeper.New(l, cfg)
+	w, err := timekeeper.New(ctx, svc, call, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -58,19 +59,22 @@ func (s *Server) newTimekeeper(l *ledger.Ledger, deliverOnly bool, now func() ti
 // Deliverer is a cluster node's delivery of a session's lapses and promise
 // notices (to the webhook, the command and replyTo agents of this
 // server's configuration) at the wall clock, committing nothing: the
-// group's leader proposes the facts through raft.
-func (s *Server) Deliverer(l *ledger.Ledger) (*timekeeper.Timekeeper, error) {
-	return s.newTimekeeper(l, true, time.Now)
+// group's leader proposes the facts through raft. svc is the node's
+// replica's Service.
+func (s *Server) Deliverer(ctx context.Context, svc service.Timekeeping, call service.Call) (*timekeeper.Timekeeper, error) {
+	return s.newTimekeeper(ctx, svc, call, true, time.Now)
 }
 
-// startWatcher runs a watcher for a newly opened session, if the server
+// startTimekeeper runs a timekeeper for a newly opened session, if the server
 // keeps time, and returns the func that stops it (letting a sweep in
 // progress finish) before the session is closed; nil if none runs.
 func (s *Server) startTimekeeper(key string, l *ledger.Ledger) func() {
 	if s.cfg.WatchEvery <= 0 {
 		return nil
 	}
-	w, err := s.newTimekeeper(l, false, nil)
+	tenant, session, _ := strings.Cut(key, "/")
+	svc := ledgerservice.OneSession(l, ledgerservice.Config{Timekeeper: s.cfg.Ledger.Timekeeper})
+	w, err := s.newTimekeeper(s.timekeepers.ctx, svc, service.Call{Tenant: tenant, Session: session}, false, l.Now)
 	if err != nil {
 		s.cfg.Logger.Error("cannot start the watcher for a session", "session", key, "err", err)
 		return nil
@@ -103,7 +107,7 @@ func (s *Server) startTimekeeper(key string, l *ledger.Ledger) func() {
 	}
 }
 
-// stop ends every watcher, letting a sweep in progress finish.
+// stop ends every timekeeper, letting a sweep in progress finish.
 func (ws *timekeepers) stop() {
 	ws.cancel()
 	ws.wg.Wait()

@@ -17,6 +17,9 @@ func TestSeamCompilesNoStorage(t *testing.T) {
 	}{
 		{"tally/service", []string{"tally/ledger", "tally/ledgerservice", "tally/store", "tally/artifact", "net/http"}},
 		{"tally/client", []string{"tally/ledger", "tally/ledgerservice", "tally/store", "tally/artifact"}},
+		// The timekeeper asks the Service (Timekeeping) for what it reads
+		// and commits.
+		{"tally/timekeeper", []string{"tally/ledger", "tally/ledgerservice", "tally/store"}},
 	} {
 		out, err := exec.Command("go", "list", "-deps", c.pkg).CombinedOutput()
 		if err != nil {

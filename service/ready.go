@@ -13,7 +13,7 @@ import (
 	"tally/claim"
 	"tally/instant"
 	"tally/promise"
-	"tally/vocab"
+	"tally/sessionname"
 )
 
 // Work is what a seat can take now.
@@ -115,7 +115,7 @@ func ShellCommand(words []string, tenant, session, seat string) string {
 	for _, w := range words {
 		out = append(out, ShellWord(w))
 	}
-	if tenant != vocab.DefaultTenant || session != vocab.DefaultSession {
+	if tenant != sessionname.DefaultTenant || session != sessionname.DefaultSession {
 		out = append(out, "--session", ShellWord(tenant+"/"+session))
 	}
 	if seat != "" {

@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"tally/vocab"
+	"tally/sessionname"
 )
 
 // DirName is the ledger directory found by walking up, like .git.
@@ -23,10 +23,10 @@ func ObjectsDir(root string) string { return filepath.Join(root, "objects") }
 
 // SessionDir is where a session's log lives inside a ledger directory.
 func SessionDir(root, tenant, session string) (string, error) {
-	if err := vocab.CheckName("tenant", tenant); err != nil {
+	if err := sessionname.Check("tenant", tenant); err != nil {
 		return "", err
 	}
-	if err := vocab.CheckName("session", session); err != nil {
+	if err := sessionname.Check("session", session); err != nil {
 		return "", err
 	}
 	return filepath.Join(root, "sessions", tenant, session), nil
@@ -146,7 +146,7 @@ func Sessions(root, tenant string) ([]Session, error) {
 	}
 	var out []Session
 	for _, t := range tenants {
-		if vocab.CheckName("tenant", t) != nil {
+		if sessionname.Check("tenant", t) != nil {
 			continue
 		}
 		ents, err := os.ReadDir(filepath.Join(base, t))
@@ -157,7 +157,7 @@ func Sessions(root, tenant string) ([]Session, error) {
 			return nil, fmt.Errorf("list sessions: %w", err)
 		}
 		for _, e := range ents { // os.ReadDir sorts by name
-			if !e.IsDir() || vocab.CheckName("session", e.Name()) != nil {
+			if !e.IsDir() || sessionname.Check("session", e.Name()) != nil {
 				continue
 			}
 			if _, err := os.Stat(filepath.Join(base, t, e.Name(), logName)); err == nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,8 @@ import (
 
 	"tally/expect"
 	"tally/ledger"
+	"tally/ledgerservice"
+	"tally/service"
 )
 
 // fakeAgent is a raising agent on 127.0.0.1: an agent card, a JSON-RPC
@@ -105,7 +108,7 @@ func (f *fixture) withA2A(sink *A2A) {
 	f.w.Close()
 	wc := DefaultConfig()
 	wc.Sinks = []Sink{f.rec, sink}
-	w, err := New(f.l, wc)
+	w, err := New(context.Background(), ledgerservice.OneSession(f.l, ledgerservice.Config{}), service.Call{Tenant: "acme", Session: "main"}, wc)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -349,7 +352,7 @@ func TestA2ALapseHostRefusedAtDelivery(t *testing.T) {
 		t.Fatalf("%d calls to a listed agent", len(rpcs))
 	}
 	// The journal line says why, and a reopened journal reads it back.
-	j, err := OpenJournal(JournalDir(f.l.Dir()))
+	j, err := OpenJournal(filepath.Join(f.l.Dir(), ledgerservice.JournalDirName))
 	if err != nil {
 		t.Fatal(err)
 	}

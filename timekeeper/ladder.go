@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"tally/duequeue"
-	"tally/promise"
+	"tally/service"
 )
 
 // Recipient says who a ladder rung notifies. Stored in notices: do not rename.
@@ -81,9 +81,13 @@ func newLadders(rungs []Rung) *ladders {
 // trackMax bounds the promises one track call visits through waiting lists.
 const trackMax = 1 << 20
 
-// track re-reads promise id from ps and sent, and re-tracks the promises
-// waiting on it whose status may follow it.
-func (ls *ladders) track(ps *promise.State, sent func(string) bool, id string) {
+// promiseOf reads a promise as the session holds it; false when it holds
+// none of that id.
+type promiseOf func(id string) (service.PromiseTime, bool)
+
+// track re-reads promise id through get and sent, and re-tracks the
+// promises waiting on it whose standing may follow it.
+func (ls *ladders) track(get promiseOf, sent func(string) bool, id string) {
 	work := []string{id}
 	seen := map[string]bool{}
 	for n := 0; len(work) > 0 && n < trackMax; n++ {
@@ -93,15 +97,32 @@ func (ls *ladders) track(ps *promise.State, sent func(string) bool, id string) {
 			continue
 		}
 		seen[cur] = true
-		ls.trackOne(ps, sent, cur)
+		ls.trackOne(get, sent, cur)
 		for dep := range ls.waiting[cur] {
 			work = append(work, dep)
 		}
 	}
 }
 
-func (ls *ladders) trackOne(ps *promise.State, sent func(string) bool, id string) {
-	p, ok := ps.Get(id)
+// waiters is id and every promise waiting on it, transitively, as the
+// ladders know them now: what track(id) may read.
+func (ls *ladders) waiters(id string, into map[string]struct{}) {
+	work := []string{id}
+	for n := 0; len(work) > 0 && n < trackMax; n++ {
+		cur := work[len(work)-1]
+		work = work[:len(work)-1]
+		if _, seen := into[cur]; seen {
+			continue
+		}
+		into[cur] = struct{}{}
+		for dep := range ls.waiting[cur] {
+			work = append(work, dep)
+		}
+	}
+}
+
+func (ls *ladders) trackOne(get promiseOf, sent func(string) bool, id string) {
+	p, ok := get(id)
 	if !ok {
 		ls.drop(id)
 		return
@@ -115,9 +136,9 @@ func (ls *ladders) trackOne(ps *promise.State, sent func(string) bool, id string
 			}
 		}
 	}
-	switch ps.Status(p) {
-	case promise.Owed:
-	case promise.Conditional:
+	switch p.Standing {
+	case service.StandingOwed:
+	case service.StandingConditional:
 		ls.drop(id)
 		w := ls.waiting[p.On]
 		if w == nil {
@@ -130,7 +151,7 @@ func (ls *ladders) trackOne(ps *promise.State, sent func(string) bool, id string
 		ls.drop(id)
 		return
 	}
-	s := step{horizon: len(p.Horizons), deadline: p.Until()}
+	s := step{horizon: p.Horizon, deadline: p.Deadline}
 	for s.next < len(ls.rungs) && sent(NoticeKey(id, s.horizon, s.next)) {
 		s.next++
 	}

@@ -26,14 +26,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
+	"maps"
+	"slices"
 	"time"
 
 	"tally/expect"
 	"tally/instant"
-	"tally/ledger"
-	"tally/promise"
-	"tally/store"
+	"tally/service"
 	"tally/vocab"
 )
 
@@ -136,14 +135,16 @@ type Report struct {
 	Waiting     int       `json:"waiting"`     // deliveries left for the next sweep
 }
 
-// Timekeeper sweeps one ledger. It is not safe for concurrent use; run one
-// Timekeeper per process (several processes may watch one ledger).
+// Timekeeper sweeps one session, through the Service (service.Timekeeping):
+// it reads no ledger itself. It is not safe for concurrent use; run one
+// Timekeeper per process (several processes may watch one session).
 type Timekeeper struct {
 	cfg     Config
-	l       *ledger.Ledger
+	svc     service.Timekeeping
+	call    service.Call
 	j       *Journal
 	ladders *ladders
-	cursor  store.Position // how far the log was read for lapses and promise changes
+	cursor  service.Cursor // how far the log was read for lapses and promise changes
 	outbox  []delivery     // lapses seen in the log, not yet delivered
 }
 
@@ -157,37 +158,47 @@ type delivery struct {
 	notice  Notice // what a NoticeSink receives
 }
 
-// JournalDir is where a session's watch journal lives: beside its log.
-func JournalDir(sessionDir string) string { return filepath.Join(sessionDir, "watch") }
-
-// New opens the journal beside l's session and reads the ledger once: every
-// lapse not yet delivered, and every promise's place on its ladder.
-func New(l *ledger.Ledger, cfg Config) (*Timekeeper, error) {
+// New opens the journal of call's session (service.Timekeeping.JournalDir)
+// and reads the session once: every lapse not yet delivered, and every
+// promise's place on its ladder. call names the session; its Now is
+// ignored (the sweep's instant is Config.Now, else the Service's clock).
+func New(ctx context.Context, svc service.Timekeeping, call service.Call, cfg Config) (*Timekeeper, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	j, err := OpenJournal(JournalDir(l.Dir()))
+	call.Now = time.Time{}
+	dir, err := svc.JournalDir(ctx, call)
 	if err != nil {
 		return nil, err
 	}
-	w := &Timekeeper{cfg: cfg, l: l, j: j, ladders: newLadders(Ladder(cfg.Reminders, cfg.Escalate))}
-	if err := l.Refresh(); err != nil {
+	j, err := OpenJournal(dir)
+	if err != nil {
+		return nil, err
+	}
+	w := &Timekeeper{cfg: cfg, svc: svc, call: call, j: j, ladders: newLadders(Ladder(cfg.Reminders, cfg.Escalate))}
+	tl, err := svc.Timeline(ctx, call, service.Cursor{})
+	if err != nil {
 		j.Close()
 		return nil, err
 	}
-	l.ReadAt(func(st *ledger.State, pos store.Position) {
-		w.cursor = pos
-		for _, lv := range st.Expects.Lapses(time.Time{}) {
-			if !j.Sent(lv.LapseID) {
-				w.outbox = append(w.outbox, lapseDelivery(st, lv))
-			}
-		}
-		st.Promises.Each(func(p *promise.Promise) bool {
-			w.ladders.trackOne(st.Promises, j.Sent, p.ID)
-			return true
-		})
-	})
+	w.restart(tl)
 	return w, nil
+}
+
+// restart rebuilds the outbox and the ladders from a timeline read from
+// the start.
+func (w *Timekeeper) restart(tl service.Timeline) {
+	w.cursor, w.outbox = tl.To, nil
+	w.ladders = newLadders(w.ladders.rungs)
+	for _, lv := range tl.Lapses {
+		if !w.j.Sent(lv.Lapse.LapseID) {
+			w.outbox = append(w.outbox, lapseDelivery(lv))
+		}
+	}
+	get := func(id string) (service.PromiseTime, bool) { p, ok := tl.Promises[id]; return p, ok }
+	for id := range tl.Promises {
+		w.ladders.trackOne(get, w.j.Sent, id)
+	}
 }
 
 // Close releases the journal.
@@ -196,148 +207,177 @@ func (w *Timekeeper) Close() error { return w.j.Close() }
 // Journal is the watcher's delivery journal.
 func (w *Timekeeper) Journal() *Journal { return w.j }
 
-// Sweep runs one sweep at the ledger's clock. A sweep whose instant runs
+// Sweep runs one sweep at the session's clock. A sweep whose instant runs
 // ahead of the process's clock (CheckNow) records and delivers nothing.
 func (w *Timekeeper) Sweep(ctx context.Context) (Report, error) {
-	now := w.now()
+	due, err := w.due(ctx)
+	now := due.At
 	rep := Report{At: now}
+	if err != nil {
+		return rep, err
+	}
 	if w.cfg.Clock != nil {
 		if err := CheckNow(now, w.cfg.Clock()); err != nil {
 			return rep, err
 		}
 	}
-	if err := w.l.Refresh(); err != nil {
-		return rep, err
-	}
 	if !w.cfg.DeliverOnly {
-		if err := w.commit(ctx, now, &rep); err != nil {
+		if err := w.commit(ctx, due, &rep); err != nil {
 			return rep, err
 		}
 	}
 	// 3. Read what the log gained (ours and other processes'): lapses to
 	// deliver and promises whose ladder may have changed.
-	touched, err := w.follow()
+	times, err := w.follow(ctx)
 	if err != nil {
 		return rep, err
 	}
 	// 4. Promises: the notices due, from the ladder index.
+	for id := range times.touched {
+		w.ladders.track(times.get, w.j.Sent, id)
+	}
+	dueIDs := w.ladders.due(now, w.cfg.DeliverMax)
+	if err := times.fetch(ctx, dueIDs); err != nil {
+		return rep, err
+	}
 	var notices []delivery
-	w.l.Read(func(st *ledger.State) {
-		for id := range touched {
-			w.ladders.track(st.Promises, w.j.Sent, id)
+	for _, id := range dueIDs {
+		p, ok := times.get(id)
+		if !ok {
+			continue
 		}
-		for _, id := range w.ladders.due(now, w.cfg.DeliverMax) {
-			p, ok := st.Promises.Get(id)
-			if !ok {
-				continue
-			}
-			for _, n := range w.ladders.owed(id, now, w.j.Sent) {
-				notices = append(notices, noticeDelivery(w.ladders.rungs, p, n, now))
-			}
+		for _, n := range w.ladders.owed(id, now, w.j.Sent) {
+			notices = append(notices, noticeDelivery(w.ladders.rungs, p, n, now))
 		}
-	})
+	}
 	// 5. Deliver.
-	if err := w.deliver(ctx, notices, &rep); err != nil {
+	if err := w.deliver(ctx, notices, times, &rep); err != nil {
 		return rep, err
 	}
 	return rep, nil
 }
 
+// due asks what the session owes at Config.Now, else at the Service's
+// clock, which is then the sweep's instant.
+func (w *Timekeeper) due(ctx context.Context) (service.Due, error) {
+	call := w.call
+	if w.cfg.Now != nil {
+		call.Now = w.cfg.Now()
+	}
+	due, err := w.svc.Due(ctx, call)
+	if due.At.IsZero() {
+		due.At = call.Now
+	}
+	return due, err
+}
+
+// now is the instant a journal line is stamped with.
 func (w *Timekeeper) now() time.Time {
 	if w.cfg.Now != nil {
 		return w.cfg.Now()
 	}
-	return w.l.Now()
+	return time.Now()
 }
 
-// commit records, as the timekeeper, what is due at now: steps 1 and 2.
-func (w *Timekeeper) commit(ctx context.Context, now time.Time, rep *Report) error {
+// commit records, as the timekeeper, what is due: steps 1 and 2.
+func (w *Timekeeper) commit(ctx context.Context, due service.Due, rep *Report) error {
 	// 1. Expectations: withdrawals and lapses, exactly once in the ledger.
-	for round := 0; round < w.cfg.SweepRounds; round++ {
-		due := false
-		w.l.Read(func(st *ledger.State) {
-			next, ok := st.Expects.NextDue()
-			due = st.Expects.PendingWithdrawals() > 0 || ok && now.After(next)
-		})
-		if !due {
-			break
-		}
-		res, err := w.l.Sweep(ctx, w.cfg.SweepMax)
+	for round := 0; round < w.cfg.SweepRounds && due.Expectations; round++ {
+		sw, err := w.svc.Sweep(ctx, w.call, service.SweepExpectations, w.cfg.SweepMax)
+		rep.Lapses += sw.Lapses
+		rep.Withdrawals += sw.Withdrawals
 		if err != nil {
-			return fmt.Errorf("sweep expectations: %w", err)
+			return err
 		}
-		for _, r := range res {
-			switch r.Type {
-			case expect.TypeLapse:
-				rep.Lapses++
-			case expect.TypeWithdraw:
-				rep.Withdrawals++
-			}
-		}
-		if len(res) < w.cfg.SweepMax {
+		if sw.Count() < w.cfg.SweepMax {
 			break
+		}
+		if due, err = w.due(ctx); err != nil {
+			return err
 		}
 	}
 	// 2. Claims: deadline facts.
-	res, err := w.l.SweepClaims(ctx, w.cfg.ClaimMax)
-	rep.ClaimFacts = len(res)
+	sw, err := w.svc.Sweep(ctx, w.call, service.SweepClaims, w.cfg.ClaimMax)
+	rep.ClaimFacts = sw.ClaimFacts
+	return err
+}
+
+// promiseTimes are the promises one sweep read: those whose records it
+// followed (touched), and what it fetched besides, each once.
+type promiseTimes struct {
+	w       *Timekeeper
+	touched map[string]struct{}
+	have    map[string]service.PromiseTime
+	missing map[string]bool // fetched and not held
+}
+
+func (t *promiseTimes) get(id string) (service.PromiseTime, bool) {
+	p, ok := t.have[id]
+	return p, ok
+}
+
+// fetch reads, in one call, those of ids not read yet.
+func (t *promiseTimes) fetch(ctx context.Context, ids []string) error {
+	var want []string
+	for _, id := range ids {
+		if _, ok := t.have[id]; !ok && !t.missing[id] {
+			want = append(want, id)
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	got, err := t.w.svc.PromiseTimes(ctx, t.w.call, want)
 	if err != nil {
-		return fmt.Errorf("sweep claims: %w", err)
+		return err
+	}
+	for _, id := range want {
+		if p, ok := got[id]; ok {
+			t.have[id] = p
+		} else {
+			t.missing[id] = true
+		}
 	}
 	return nil
 }
 
 // follow reads the log from the cursor: lapse records join the outbox;
-// promise records name the promises to re-track. It refreshes the ledger
-// afterwards, so the state consulted is at least as new as what was read.
-func (w *Timekeeper) follow() (map[string]struct{}, error) {
-	var lapses []expect.Event
-	touched := map[string]struct{}{}
-	pos, _, err := w.l.Log().Scan(w.cursor, func(e store.Entry) error {
-		typ, err := promise.PeekType(e.Line)
-		if err != nil {
-			return nil
-		}
-		switch {
-		case typ == expect.TypeLapse:
-			if ev, err := expect.Decode(e.Line); err == nil {
-				lapses = append(lapses, ev)
-			}
-		case promise.Known(typ):
-			if ev, err := promise.Decode(e.Line); err == nil {
-				touched[ev.ID] = struct{}{}
-			}
-		}
-		return nil
-	})
+// promise records name the promises to re-track, which are read with the
+// promises waiting on them. A timeline read from the start (the log was
+// replaced under the cursor) rebuilds the outbox and the ladders.
+func (w *Timekeeper) follow(ctx context.Context) (*promiseTimes, error) {
+	tl, err := w.svc.Timeline(ctx, w.call, w.cursor)
 	if err != nil {
-		return nil, fmt.Errorf("read log: %w", err)
-	}
-	w.cursor = pos
-	if err := w.l.Refresh(); err != nil {
 		return nil, err
 	}
-	if len(lapses) > 0 {
-		w.l.Read(func(st *ledger.State) {
-			for _, ev := range lapses {
-				lv := expect.LapseView{
-					LapseID: ev.Lapse.LapseID, ExpectationID: ev.Lapse.ExpectationID, Lapse: ev.Lapse.Kind,
-					DueAt: ev.Lapse.DueAt, LapsedAt: ev.Lapse.LapsedAt, NoticedAt: ev.TS, By: ev.Lapse.By,
-				}
-				if w.j.Sent(lv.LapseID) {
-					continue
-				}
-				w.outbox = append(w.outbox, lapseDelivery(st, lv))
-			}
-		})
+	times := &promiseTimes{w: w, touched: map[string]struct{}{}, have: map[string]service.PromiseTime{}, missing: map[string]bool{}}
+	if tl.Reset {
+		w.restart(tl)
+		maps.Copy(times.have, tl.Promises)
+		return times, nil
 	}
-	return touched, nil
+	w.cursor = tl.To
+	for _, lv := range tl.Lapses {
+		if !w.j.Sent(lv.Lapse.LapseID) {
+			w.outbox = append(w.outbox, lapseDelivery(lv))
+		}
+	}
+	maps.Copy(times.have, tl.Promises)
+	need := map[string]struct{}{}
+	for id := range tl.Promises {
+		times.touched[id] = struct{}{}
+		w.ladders.waiters(id, need)
+	}
+	if err := times.fetch(ctx, slices.Collect(maps.Keys(need))); err != nil {
+		return nil, err
+	}
+	return times, nil
 }
 
 // deliver sends the outbox's lapses and the notices under the journal's
 // lock, journaling each delivered key. Nothing is locked when there is
 // nothing to send.
-func (w *Timekeeper) deliver(ctx context.Context, notices []delivery, rep *Report) error {
+func (w *Timekeeper) deliver(ctx context.Context, notices []delivery, times *promiseTimes, rep *Report) error {
 	if len(w.outbox) == 0 && len(notices) == 0 {
 		return nil
 	}
@@ -383,12 +423,11 @@ func (w *Timekeeper) deliver(ctx context.Context, notices []delivery, rep *Repor
 		}
 		rep.Delivered++
 	}
-	// Move each notified promise to its next undelivered rung.
-	w.l.Read(func(st *ledger.State) {
-		for id := range promises {
-			w.ladders.trackOne(st.Promises, w.j.Sent, id)
-		}
-	})
+	// Move each notified promise to its next undelivered rung (each was
+	// read for its notice).
+	for id := range promises {
+		w.ladders.trackOne(times.get, w.j.Sent, id)
+	}
 	return nil
 }
 
@@ -467,9 +506,10 @@ type ExpectationBrief struct {
 	State   string          `json:"state"`
 }
 
-func lapseDelivery(st *ledger.State, lv expect.LapseView) delivery {
+func lapseDelivery(ld service.Lapsed) delivery {
+	lv := ld.Lapse
 	n := LapseNotice{SchemaVersion: SchemaVersion, Kind: KindLapse, Key: lv.LapseID, Lapse: lv}
-	if v, ok := st.Expects.Expectation(lv.ExpectationID); ok {
+	if v := ld.Expectation; v != nil {
 		n.Expectation = &ExpectationBrief{
 			ExpectationID: v.ExpectationID, Kind: v.Kind, Subject: v.Subject, Expects: v.Expects,
 			By: v.By, Basis: v.Basis, Origin: v.Origin, ReplyTo: v.ReplyTo, State: v.State,
@@ -477,10 +517,7 @@ func lapseDelivery(st *ledger.State, lv expect.LapseView) delivery {
 	}
 	doc, _ := json.Marshal(n)
 	lapse := lv
-	notice := Notice{Lapse: &lapse, Expectation: n.Expectation}
-	if rt, ok := st.Expects.ReplyTo(lv.ExpectationID); ok {
-		notice.ReplyTo = &rt
-	}
+	notice := Notice{Lapse: &lapse, Expectation: n.Expectation, ReplyTo: ld.ReplyTo}
 	return delivery{key: lv.LapseID, kind: KindLapse, dueAt: lv.LapsedAt, doc: doc, notice: notice}
 }
 
@@ -504,7 +541,7 @@ type PromiseNotice struct {
 	OverdueBy     string    `json:"overdueBy"` // ISO 8601, now - deadline
 }
 
-func noticeDelivery(rungs []Rung, p *promise.Promise, n pendingNotice, now time.Time) delivery {
+func noticeDelivery(rungs []Rung, p service.PromiseTime, n pendingNotice, now time.Time) delivery {
 	r := rungs[n.rung]
 	recipient := p.By
 	if r.To == Creditor {

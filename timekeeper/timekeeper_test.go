@@ -17,7 +17,9 @@ import (
 
 	"tally/expect"
 	"tally/ledger"
+	"tally/ledgerservice"
 	"tally/promise"
+	"tally/service"
 )
 
 var t0 = time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
@@ -95,7 +97,7 @@ func (f *fixture) open() {
 	}
 	wc := DefaultConfig()
 	wc.Sinks = []Sink{f.rec}
-	w, err := New(l, wc)
+	w, err := New(context.Background(), ledgerservice.OneSession(l, ledgerservice.Config{}), service.Call{Tenant: "acme", Session: "main"}, wc)
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
-// Package vocab holds the names that every layer of tally must spell alike:
-// the timekeeper's default identity, the A2A extension URIs, tenant and
-// session names, priorities, and the refusals every core returns. The
+// Package vocab holds the refusals every core returns (refusal.go) and the
+// names every layer must spell alike: the timekeeper's default identity
+// and the A2A extension URIs. Tenant and session names are sessionname's. The
 // values are stored in logs and sent on the wire: do not change them. The
 // shape of a family's core is family's.
 //

@@ -16,7 +16,7 @@ import (
 	"tally/cli"
 	"tally/cluster"
 	"tally/cluster/replica"
-	"tally/vocab"
+	"tally/sessionname"
 )
 
 // placeOptions are tally cluster place's.
@@ -78,7 +78,7 @@ func splitSession(arg string) (string, string, error) {
 		return "", "", cli.Usagef("session: %q is not TENANT/SESSION", arg)
 	}
 	for _, f := range []struct{ field, name string }{{"tenant", tenant}, {"session", session}} {
-		if err := vocab.CheckName(f.field, f.name); err != nil {
+		if err := sessionname.Check(f.field, f.name); err != nil {
 			return "", "", cli.Usagef("session: %q: %v", arg, err)
 		}
 	}

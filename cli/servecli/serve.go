@@ -22,9 +22,9 @@ import (
 	"tally/cli"
 	"tally/ledger"
 	"tally/server"
+	"tally/sessionname"
 	"tally/store"
 	"tally/timekeeper"
-	"tally/vocab"
 )
 
 func newServe(g cli.Env) *cobra.Command {
@@ -141,7 +141,7 @@ func newServe(g cli.Env) *cobra.Command {
 	c.Flags().BoolVar(&insecure, "insecure-dev", false, "serve without authentication (development only; prints a warning)")
 	c.Flags().DurationVar(&watchEvery, "watch-every", 10*time.Second, "how often the built-in timekeeper sweeps each open session (0: off)")
 	c.Flags().StringSliceVar(&lapseHosts, "a2a-lapse-hosts", nil, "hosts lapses may be sent to over A2A (host, host:port or *.domain, comma-separated; default: any host but loopback, link-local and private addresses)")
-	c.Flags().StringVar(&defaultSession, "a2a-default-session", vocab.DefaultTenant+"/"+vocab.DefaultSession, "the session (TENANT/SESSION) whose A2A agent the server's own card, /.well-known/agent-card.json, describes")
+	c.Flags().StringVar(&defaultSession, "a2a-default-session", sessionname.DefaultTenant+"/"+sessionname.DefaultSession, "the session (TENANT/SESSION) whose A2A agent the server's own card, /.well-known/agent-card.json, describes")
 	c.Flags().IntVar(&sessionsOpen, "sessions-open", server.DefaultConfig().SessionsOpen, "sessions kept open at once; past it the least recently used idle ones are closed and reopened on demand")
 	c.Flags().IntVar(&tenantSessions, "tenant-sessions", server.DefaultConfig().TenantSessionsMax, "sessions one tenant may hold; a write that would create one more is refused (429 SessionQuotaExceeded)")
 	c.Flags().DurationVar(&headerTimeout, "read-header-timeout", server.DefaultConfig().ReadHeaderTimeout, "how long a client may take to send a request's headers")

@@ -20,6 +20,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"tally/cluster/internal/fault"
 	"tally/cluster/node"
 	"tally/ledger"
 	"tally/service"
@@ -32,7 +33,8 @@ import (
 // (upload.go) and its fences and held records (place.go).
 type dataSM struct {
 	base
-	svc service.Service
+	svc    service.Service
+	faults fault.Replica // the simulator's (Inject); zero in production
 
 	mu       sync.Mutex
 	ledgers  map[string]*ledger.Ledger     // open sessions by tenant/session
@@ -346,8 +348,8 @@ func (m *dataSM) apply(group uint64, ents []node.Entry) ([][]byte, error) {
 	if err := m.unholdAll(); err != nil {
 		return nil, fmt.Errorf("replica: group %d: %w", group, err)
 	}
-	if m.cfg.TestingBeforeSync != nil {
-		if err := m.cfg.TestingBeforeSync(group, in.Sessions); err != nil {
+	if m.faults.BeforeSync != nil {
+		if err := m.faults.BeforeSync(group, in.Sessions); err != nil {
 			return nil, fmt.Errorf("replica: group %d: %w", group, err)
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	"tally/cluster/node"
 	"tally/rest"
 	"tally/service"
+	"tally/sessionname"
 	"tally/vocab"
 )
 
@@ -106,7 +107,7 @@ func (e *Moved) Refusal() *rest.Refusal {
 // that is not one of the cluster's data groups.
 func CheckPlacement(p Placement, groups int) error {
 	for _, f := range []struct{ field, name string }{{"tenant", p.Tenant}, {"session", p.Session}} {
-		if err := vocab.CheckName(f.field, f.name); err != nil {
+		if err := sessionname.Check(f.field, f.name); err != nil {
 			return vocab.Invalidf(f.field, fmt.Sprintf("%q %s", f.name, strings.TrimPrefix(err.Error(), f.field+": ")))
 		}
 	}

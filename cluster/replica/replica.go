@@ -31,6 +31,7 @@ import (
 	"syscall"
 	"time"
 
+	"tally/cluster/internal/fault"
 	"tally/cluster/node"
 	"tally/cluster/raftlog"
 	"tally/ledger"
@@ -74,14 +75,6 @@ type Config struct {
 	// simulator gives its virtual clock, so closes happen the same on
 	// every run of a seed.
 	Clock func() time.Time
-	// TestingBeforeSync, when set, is called in each data group's batch
-	// after its commands have written their sessions' logs and before
-	// those are fsynced, with where each session stood before the batch
-	// (its intent, durable). An error ends the batch there, and stops the
-	// node, as a crash at that point would: the simulator's way to crash a
-	// node while its sessions' logs hold writes that are not durable.
-	// Nothing else may set it.
-	TestingBeforeSync func(group uint64, before map[string]store.Position) error
 	// Fetch streams part of a session's log from another node's replica
 	// of a group: how a moving session's destination gets its copy
 	// (move_data.go). Nil on a node that never receives a move.
@@ -117,6 +110,11 @@ type SM struct {
 }
 
 var _ node.StateMachine = (*SM)(nil)
+
+// Inject puts f into the replica, before it applies anything: the
+// simulator's crash before a batch's fsync (fault.Replica.BeforeSync).
+// No production path calls it; the fault package is the cluster's own.
+func (s *SM) Inject(f fault.Replica) { s.dataSM.faults = f }
 
 // New opens a replica over cfg.Root (created if need be).
 func New(cfg Config) (*SM, error) {

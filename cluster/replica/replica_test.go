@@ -17,6 +17,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"tally/cluster/internal/fault"
 	"tally/cluster/node"
 	"tally/cluster/raftlog"
 	"tally/ledger"
@@ -153,7 +154,7 @@ func TestInterruptedBatchReplaysToTheSameChain(t *testing.T) {
 }
 
 // A crash after a batch wrote its sessions' logs and before their fsync
-// (TestingBeforeSync) may leave any tail of what it wrote, down to the
+// (fault.Replica.BeforeSync) may leave any tail of what it wrote, down to the
 // durable position before it and cut mid-line: the restart cuts it back
 // and the batch runs again to the same chain.
 func TestCrashBeforeSyncRecoversATornTail(t *testing.T) {
@@ -170,15 +171,14 @@ func TestCrashBeforeSyncRecoversATornTail(t *testing.T) {
 	dir := t.TempDir()
 	crash := errors.New("crash")
 	var before map[string]store.Position
-	sm, db := openReplicaWith(t, dir, "", func(c *Config) {
-		c.TestingBeforeSync = func(_ uint64, b map[string]store.Position) error {
-			if b["acme/s"].Seq > 0 { // the second batch: the session holds a record
-				before = maps.Clone(b)
-				return crash
-			}
-			return nil
+	sm, db := openReplicaWith(t, dir, "", nil)
+	sm.Inject(fault.Replica{BeforeSync: func(_ uint64, b map[string]store.Position) error {
+		if b["acme/s"].Seq > 0 { // the second batch: the session holds a record
+			before = maps.Clone(b)
+			return crash
 		}
-	})
+		return nil
+	}})
 	if _, err := sm.Apply(group, all[:1]); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"tally/cluster"
+	"tally/cluster/internal/fault"
 	"tally/cluster/raftlog"
 	"tally/cluster/replica"
 	"tally/ledger"
@@ -75,15 +76,17 @@ func (w *World) openReplica(sn *simNode, db *raftlog.DB) (*replica.SM, error) {
 				MintExpectationID: func() string { return sm.MintExpectationID() }})
 		},
 		MaxOpen: maxOpen, IdleClose: idleClose, Clock: w.clock.Now,
-		TestingBeforeSync: w.beforeSync(sn),
-		Logger:            discard,
+		Logger: discard,
 	}
 	var err error
-	sm, err = replica.New(cfg)
-	return sm, err
+	if sm, err = replica.New(cfg); err != nil {
+		return nil, err
+	}
+	sm.Inject(fault.Replica{BeforeSync: w.beforeSync(sn)})
+	return sm, nil
 }
 
-// beforeSync is the replica's TestingBeforeSync: now and then during the
+// beforeSync is the replica's fault.Replica.BeforeSync: now and then during the
 // faults, the node crashes after a batch wrote its sessions' logs and
 // before their fsync, the one moment those logs hold writes that are not
 // durable.

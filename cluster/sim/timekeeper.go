@@ -77,7 +77,8 @@ func (w *World) keep(sn *simNode) {
 						w.fail("node %d has no outcome for entry %d of group %d", sn.id, r.Index, g)
 						return
 					}
-					n, _ := out.Value.(int)
+					swept, _ := out.Value.(service.Swept)
+					n := swept.Count()
 					switch {
 					case out.Err != nil:
 						w.fail("node %d: %s of %s: %v", sn.id, m, se.Name, out.Err)

@@ -6,7 +6,11 @@
 // limits only.
 package fault
 
-import "os"
+import (
+	"os"
+
+	"tally/store"
+)
 
 // Faults are the faults of one node.
 type Faults struct {
@@ -33,4 +37,15 @@ type Node struct {
 // FromEnv reads a node's switches from its environment.
 func FromEnv() Node {
 	return Node{FreezeControlLoop: os.Getenv(FreezeControlLoopEnv) == "1"}
+}
+
+// Replica is the fault put into a node's replica (replica.SM.Inject).
+type Replica struct {
+	// BeforeSync, when set, is called in each data group's batch after its
+	// commands have written their sessions' logs and before those are
+	// fsynced, with where each session stood before the batch (its
+	// intent, durable). An error ends the batch there, and stops the node,
+	// as a crash at that point would: the simulator's way to crash a node
+	// while its sessions' logs hold writes that are not durable.
+	BeforeSync func(group uint64, before map[string]store.Position) error
 }

@@ -1,4 +1,4 @@
-package vocab
+package sessionname
 
 import (
 	"regexp"
@@ -8,12 +8,12 @@ import (
 
 func TestNames(t *testing.T) {
 	for _, ok := range []string{"default", "acme-1", "a.b_c"} {
-		if CheckName("tenant", ok) != nil {
+		if Check("tenant", ok) != nil {
 			t.Errorf("refused %q", ok)
 		}
 	}
 	for _, bad := range []string{"", "..", ".hidden", "a/b", "a b", strings.Repeat("x", 65)} {
-		if CheckName("tenant", bad) == nil {
+		if Check("tenant", bad) == nil {
 			t.Errorf("accepted %q", bad)
 		}
 	}
