@@ -16,6 +16,7 @@ import (
 	"slices"
 	"time"
 
+	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 
 	"tally/cluster/node"
@@ -175,6 +176,15 @@ func (w *World) checkGoals(members map[uint64][]*simNode) error {
 // records, instead of waiting on a raft that may never learn it was taken
 // out (it was down then).
 func (w *World) placedHere(g uint64, id uint64) bool {
+	// The group's leader knows its configuration best: a change the placer
+	// proposed may have committed though its proposer never heard so.
+	for _, sn := range w.upNodes() {
+		for _, st := range sn.n.Status() {
+			if st.Group == g && st.State == raft.StateLeader {
+				return slices.Contains(st.Voters, id) || slices.Contains(st.Learners, id)
+			}
+		}
+	}
 	conf, ok := w.confs[g]
 	return !ok || slices.Contains(conf.GetVoters(), id) || slices.Contains(conf.GetLearners(), id)
 }
