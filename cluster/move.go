@@ -643,7 +643,7 @@ func (c *Node) unstageAll(ctx context.Context, mv replica.Move) {
 
 // moveStep commits a move's step and returns the move as recorded.
 func (c *Node) moveStep(ctx context.Context, s replica.MoveStep, mv replica.Move) (replica.Move, error) {
-	s.Tenant, s.Session = mv.Tenant, mv.Session
+	s.Tenant, s.Session, s.Move = mv.Tenant, mv.Session, mv.ID
 	out, err := c.proposeMeta(ctx, replica.MetaCommand{Op: replica.OpMoveStep, Move: &s})
 	if err != nil {
 		return mv, err

@@ -58,7 +58,8 @@ func (e ConstraintEntry) Of() string {
 
 // PlacementNodes are the members as placement sees them: labels, drains,
 // committed liveness, and each node's replicas and leaderships counted
-// from the groups' recorded configurations.
+// from the groups' recorded configurations (the meta group's leadership
+// among them).
 func PlacementNodes(members []Member, pol Policy, liveness func(uint64) (LivenessFact, bool)) []placement.Node {
 	out := make([]placement.Node, 0, len(members))
 	for _, m := range members {
@@ -67,15 +68,18 @@ func PlacementNodes(members []Member, pol Policy, liveness func(uint64) (Livenes
 			n.Dead = true
 		}
 		for g, conf := range pol.Groups {
+			// Leading the meta group is work like leading any group, so it
+			// counts in the spread; its replicas do not count, since every
+			// member follows it.
+			if conf.Leader == m.ID {
+				n.Leaders++
+			}
 			if g == node.MetaGroup {
-				continue // every member follows it
+				continue
 			}
 			if slices.Contains(conf.Voters, m.ID) || slices.Contains(conf.Learners, m.ID) {
 				n.Replicas++
 				n.Bytes += conf.Bytes
-			}
-			if conf.Leader == m.ID {
-				n.Leaders++
 			}
 		}
 		out = append(out, n)

@@ -101,6 +101,10 @@ func (mv Move) Ended() bool { return mv.Step == MoveRetired || mv.Step == MoveAb
 type MoveStep struct {
 	Tenant  string `json:"tenant"`
 	Session string `json:"session"`
+	// Move is the move a step is for, when its sender knows it (the
+	// mover does): an aborted move's unfence and unwind can come after
+	// another move of the same session began.
+	Move uint64 `json:"move,omitempty"`
 	// To and Epoch are a begin's: the destination, and the session's
 	// epoch the request was decided at (refused if it moved since).
 	To    uint64 `json:"to,omitempty"`
@@ -188,11 +192,14 @@ func beginMove(d directory, s MoveStep, groups int, ts int64) (directory, Outcom
 func stepMove(d directory, s MoveStep, ts int64) (directory, Outcome) {
 	name := s.name()
 	i := d.active(name)
+	if i >= 0 && s.Move != 0 && d.moves[i].ID != s.Move {
+		i = -1 // a step of an earlier move of the session
+	}
 	if i < 0 {
 		// The step of a move that ended: a repeat of its last step answers
 		// it; anything else finds no move.
 		for j := len(d.moves) - 1; j >= 0; j-- {
-			if mv := d.moves[j]; mv.Name() == name {
+			if mv := d.moves[j]; mv.Name() == name && (s.Move == 0 || mv.ID == s.Move) {
 				if mv.Step == s.Step {
 					return d, Outcome{Value: mv}
 				}

@@ -114,3 +114,29 @@ func TestDecideMoveEpochsAndKept(t *testing.T) {
 }
 
 func u(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// An aborted move's unfence, sent after another move of the same session
+// began, is that move's: it marks the aborted one and leaves the new one
+// as it is (the mover names the move; without the name the step went to
+// the new move and was refused, so the aborted one stayed fenced).
+func TestDecideMoveStepOfAnEarlierMove(t *testing.T) {
+	const groups = 3
+	hash := GroupOf(groups, "acme", "main")
+	aborted := Move{ID: 1, Tenant: "acme", Session: "main", From: hash, To: hash%3 + 2, Step: MoveAborted, Began: 10, Updated: 20}
+	again := Move{ID: 2, Tenant: "acme", Session: "main", From: hash, To: (hash+1)%3 + 2, Step: MoveBegun, Began: 30, Updated: 30}
+	d := directory{moves: []Move{aborted, again}}
+	got, out := decideMove(d, MetaCommand{Op: OpMoveStep, Move: &MoveStep{Tenant: "acme", Session: "main", Move: 1, Step: MoveUnfenced}, TS: 40}, groups)
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	if mv := out.Value.(Move); mv.ID != 1 || !mv.Unfenced || mv.Unwound {
+		t.Fatalf("answered %+v", mv)
+	}
+	if got.moves[0].ID != 1 || !got.moves[0].Unfenced || got.moves[1] != again {
+		t.Fatalf("moves %+v", got.moves)
+	}
+	// Unnamed, as an old log's step was, it is the active move's: refused.
+	if _, out := decideMove(d, MetaCommand{Op: OpMoveStep, Move: &MoveStep{Tenant: "acme", Session: "main", Step: MoveUnfenced}, TS: 40}, groups); out.Err == nil {
+		t.Fatal("an unnamed unfence applied to the active move")
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -356,11 +357,17 @@ func TestClusterMoveAborted(t *testing.T) {
 	if d := time.Since(start); d > cluster.MoveStallMax+15*time.Second {
 		t.Errorf("the source served again after %s", d)
 	}
-	r = run(t, secret, "cluster", "moves", "--node", live[0].addr, "--json")
+	// An abort's unfence is the mover's next step, taken after the abort
+	// is answered: wait for it.
 	var doc cluster.Moves
-	if err := json.Unmarshal([]byte(r.out), &doc); r.code != 0 || err != nil || len(doc.Moves) != 3 {
-		t.Fatalf("moves: %v (%v)", r, err)
-	}
+	waitUntil(t, "every aborted move unfenced", 30*time.Second, func() bool {
+		r = run(t, secret, "cluster", "moves", "--node", live[0].addr, "--json")
+		doc = cluster.Moves{}
+		if err := json.Unmarshal([]byte(r.out), &doc); r.code != 0 || err != nil || len(doc.Moves) != 3 {
+			return false
+		}
+		return !slices.ContainsFunc(doc.Moves[1:], func(mv replica.Move) bool { return !mv.Unfenced })
+	})
 	if mv := doc.Moves[0]; mv.Session != copied || mv.Step != replica.MoveRetired {
 		t.Errorf("move %d: %+v", mv.ID, mv)
 	}
