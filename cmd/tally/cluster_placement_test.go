@@ -71,7 +71,10 @@ func placedAt(ask *cnode, want int, skip ...uint64) (cluster.Status, bool) {
 // answer's leader_addr when the node does not hold the session's group
 // (as the client does); it reports whether it was acknowledged.
 func placedWrite(addr, session, key string) bool {
-	for hop := 0; hop < 3; hop++ {
+	// As a client does: follow leader_addr, and resend a retryable 503
+	// (a leadership changing hands, a command not committed) under the
+	// same idempotency key, boundedly.
+	for try := 0; try < 20; try++ {
 		code, resp, ok := declare(addr, session, key, fmt.Sprintf(`{"promise":%q,"to":"bob","until":"2h"}`, key))
 		if ok && code == http.StatusCreated {
 			return true
@@ -79,10 +82,14 @@ func placedWrite(addr, session, key string) bool {
 		var ref struct {
 			LeaderAddr string `json:"leader_addr"`
 		}
-		if !ok || code != http.StatusServiceUnavailable || json.Unmarshal([]byte(resp), &ref) != nil || ref.LeaderAddr == "" {
+		if ok && code != http.StatusServiceUnavailable {
 			return false
 		}
-		addr = ref.LeaderAddr
+		if ok && json.Unmarshal([]byte(resp), &ref) == nil && ref.LeaderAddr != "" {
+			addr = ref.LeaderAddr
+			continue
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	return false
 }
