@@ -400,7 +400,7 @@ func TestClusterLivenessDeathIsHealed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer victim.cmd.Process.Signal(syscall.SIGCONT)
-	waitUntil(t, "the stopped node settled dead by the detector", 60*time.Second, func() bool {
+	waitUntil(t, "the stopped node settled dead by the detector", 120*time.Second, func() bool {
 		ms, err := membersOf(leader.addr)
 		if err != nil {
 			return false
