@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -31,6 +30,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"tally/bench/internal/benchproc"
 )
 
 func main() {
@@ -88,15 +89,6 @@ func (r result) meanBytes() float64 {
 		sum += b
 	}
 	return float64(sum) / float64(len(r.bytes))
-}
-
-func freePort() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 type proc struct {
@@ -168,8 +160,8 @@ func writeAll(n, clients int, fn func(i, c int) error) error {
 func startCluster(bin, dir string, n int, zone func(int) string, profDir string) ([]*proc, error) {
 	var procs []*proc
 	for i := 1; i <= n; i++ {
-		p := &proc{addr: freePort(), data: filepath.Join(dir, fmt.Sprint(i))}
-		args := []string{"serve", "--cluster", "--insecure-dev", "--node-id", fmt.Sprint(i), "--raft-addr", freePort(), "--gossip-addr", freePort(), "--addr", p.addr,
+		p := &proc{addr: benchproc.FreePort(), data: filepath.Join(dir, fmt.Sprint(i))}
+		args := []string{"serve", "--cluster", "--insecure-dev", "--node-id", fmt.Sprint(i), "--raft-addr", benchproc.FreePort(), "--gossip-addr", benchproc.FreePort(), "--addr", p.addr,
 			"--data", p.data, "--zone", zone(i), "--join-secret", joinSecret}
 		if i == 1 {
 			args = append(args, "--bootstrap", "--replicas", "3")
