@@ -24,7 +24,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -261,36 +260,14 @@ func post(hc *http.Client, addr, session, key, body string) error {
 	return fmt.Errorf("write %s: no answer after 50 tries", key)
 }
 
-// cpuOf is the processes' user and system CPU so far (with their
-// children: tally runs tally-server), from /proc.
+// cpuOf is the processes' user and system CPU so far, with their
+// children (tally runs tally-server).
 func cpuOf(procs []*proc) time.Duration {
-	var total time.Duration
-	for _, p := range procs {
-		for _, pid := range append([]int{p.cmd.Process.Pid}, children(p.cmd.Process.Pid)...) {
-			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-			if err != nil {
-				continue
-			}
-			f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-			ut, _ := strconv.ParseInt(f[11], 10, 64)
-			st, _ := strconv.ParseInt(f[12], 10, 64)
-			total += time.Duration(ut+st) * time.Second / 100 // USER_HZ
-		}
+	pids := make([]int, len(procs))
+	for i, p := range procs {
+		pids[i] = p.cmd.Process.Pid
 	}
-	return total
-}
-
-// children are a process's child pids.
-func children(pid int) []int {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		if c, err := strconv.Atoi(f); err == nil {
-			out = append(out, c)
-			out = append(out, children(c)...)
-		}
-	}
-	return out
+	return benchproc.CPU(pids...)
 }
 
 // du is the bytes of the files under dir.
