@@ -214,25 +214,8 @@ func TestClusterPlacement(t *testing.T) {
 	}
 	// Each session's log is the same bytes on every current voter of its
 	// group, and every ledger verifies.
-	logs := map[uint64]map[string][]byte{}
-	for _, n := range live {
-		logs[n.id] = nodeLogs(t, n)
-	}
-	for _, g := range st.Placement.Groups {
-		if g.Group == 1 {
-			continue
-		}
-		for session := range acked {
-			if replica.GroupOf(cluster.DefaultGroups, "acme", session) != g.Group {
-				continue
-			}
-			ref := logs[g.Voters[0].ID]["acme/"+session]
-			for _, v := range g.Voters[1:] {
-				if string(logs[v.ID]["acme/"+session]) != string(ref) || len(ref) == 0 {
-					t.Errorf("acme/%s: node %d's log differs from node %d's (or is empty)", session, v.ID, g.Voters[0].ID)
-				}
-			}
-		}
+	if why := votersDiffer(t, live, st, acked); why != "" {
+		t.Error(why)
 	}
 
 	// Drain node 4, then remove it; the rest cannot absorb another drain.
@@ -336,4 +319,32 @@ func TestServeReplicasRefused(t *testing.T) {
 			t.Errorf("--replicas %s: exit %d, %q", n, r.code, r.err)
 		}
 	}
+}
+
+// votersDiffer says which session's log, of those acked, is empty or not
+// the same bytes on every current voter of its group (as st places them,
+// read from the live nodes); "" when every one is the same.
+func votersDiffer[V any](t *testing.T, live []*cnode, st cluster.Status, acked map[string]V) string {
+	t.Helper()
+	logs := map[uint64]map[string][]byte{}
+	for _, n := range live {
+		logs[n.id] = nodeLogs(t, n)
+	}
+	for _, g := range st.Placement.Groups {
+		if g.Group == 1 {
+			continue
+		}
+		for session := range acked {
+			if replica.GroupOf(cluster.DefaultGroups, "acme", session) != g.Group {
+				continue
+			}
+			ref := logs[g.Voters[0].ID]["acme/"+session]
+			for _, v := range g.Voters[1:] {
+				if string(logs[v.ID]["acme/"+session]) != string(ref) || len(ref) == 0 {
+					return fmt.Sprintf("acme/%s: node %d's log differs from node %d's (or is empty)", session, v.ID, g.Voters[0].ID)
+				}
+			}
+		}
+	}
+	return ""
 }
