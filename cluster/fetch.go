@@ -371,3 +371,35 @@ func (c *Node) wakeOnBytes(methods map[string]replica.Method) map[string]replica
 	}
 	return methods
 }
+
+// fetchForRead fetches, for a read refused for this node's copy (missing:
+// not fetched yet, as on a node that has just joined; or damaged), a
+// verified copy of content from the session's group's holders at once,
+// bounded by the read's context, and reports whether the read may be
+// answered again from it. The copy is marked suspect first, so no receipt
+// is made for it until it verifies; the custody sweep is woken either way
+// to receipt or repair it.
+func (c *Node) fetchForRead(ctx context.Context, call service.Call, content string) bool {
+	c.custody.found(content)
+	defer c.custody.wake()
+	group := c.sm.GroupOf(call.Tenant, call.Session)
+	size, named, _, err := c.sm.ContentHolders(group, content)
+	if err != nil {
+		return false
+	}
+	if len(named) == 0 {
+		size = -1
+	}
+	var voters []uint64
+	for _, st := range c.lastStatus() {
+		if st.Group == group {
+			voters = st.Voters
+		}
+	}
+	if err := c.fetch(ctx, group, content, size, c.holdersOf(group, content, named, voters)); err != nil {
+		c.log.Warn("custody: a read found no copy here and fetched none", "group", group, "content", content, "err", err)
+		return false
+	}
+	c.custody.stored(content, c.sm.PlacementEpoch(group))
+	return true
+}

@@ -193,8 +193,9 @@ func (c *Node) Artifact(ctx context.Context, call service.Call, claimID, id stri
 		ac, err := s.Artifact(ctx, call, claimID, id)
 		if badCopy(err) {
 			if ls, lerr := s.ListArtifacts(ctx, call, service.ArtifactQuery{Claim: claimID, Artifact: id}); lerr == nil && len(ls.Artifacts) == 1 {
-				c.custody.found(ls.Artifacts[0].Content)
-				c.custody.wake()
+				if c.fetchForRead(ctx, call, ls.Artifacts[0].Content) {
+					return s.Artifact(ctx, call, claimID, id)
+				}
 			}
 		}
 		return ac, err
@@ -202,9 +203,8 @@ func (c *Node) Artifact(ctx context.Context, call service.Call, claimID, id stri
 }
 
 // badCopy reports whether a read was refused for this node's copy: damaged
-// or missing. The read stays refused (never served from a bad copy), and
-// the custody sweep repairs the copy from a holder at once rather than at
-// the scrubber's next pass.
+// or missing. A bad copy is never served: the read fetches a verified copy
+// from a holder (fetchForRead) and is answered from it, or stays refused.
 func badCopy(err error) bool {
 	r, ok := vocab.As(err)
 	return ok && (r.Code == service.CodeDamaged || r.Code == vocab.NotFound)
@@ -215,9 +215,8 @@ func badCopy(err error) bool {
 func (c *Node) Content(ctx context.Context, call service.Call, content digest.ContentDigest) (service.ArtifactContent, error) {
 	return read(ctx, c, call, func(s service.Service, call service.Call) (service.ArtifactContent, error) {
 		ac, err := s.Content(ctx, call, content)
-		if badCopy(err) {
-			c.custody.found(content.String())
-			c.custody.wake()
+		if badCopy(err) && c.fetchForRead(ctx, call, content.String()) {
+			return s.Content(ctx, call, content)
 		}
 		return ac, err
 	})
