@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"tally/a2atask"
 	"tally/expect"
 	"tally/instant"
 	"tally/ledgerservice"
 	"tally/timekeeper"
-	"tally/vocab"
 )
 
 // raiseReplyTo raises id over A2A with its lapses replied to replyTo (a URL,
@@ -24,7 +24,7 @@ func (tf *timedFixture) raiseReplyTo(id string, due time.Time, replyTo any) rpcR
 		"satisfiedBy": map[string]any{"factKey": "done:" + id}, "dueAt": instant.Format(due), "basis": "declared",
 		"replyTo": replyTo,
 	}
-	_, r, _ := tf.rpc("author", vocab.ExpectationsDraftURI, "SendMessage", expectSend("m-"+id, "task-1", "ctx-1", vocab.ExpectationsDraftURI, rec))
+	_, r, _ := tf.rpc("author", a2atask.ExpectationsDraftURI, "SendMessage", expectSend("m-"+id, "task-1", "ctx-1", a2atask.ExpectationsDraftURI, rec))
 	return r
 }
 

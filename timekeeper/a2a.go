@@ -46,7 +46,6 @@ import (
 	"tally/a2atask"
 	"tally/expect"
 	"tally/instant"
-	"tally/vocab"
 )
 
 // PushTokenHeader carries a push-notification config's token.
@@ -345,7 +344,7 @@ func (s *A2A) uri(rt *expect.ReplyTo) string {
 	if s.ExtensionURI != "" {
 		return s.ExtensionURI
 	}
-	return vocab.ExpectURI
+	return a2atask.ExpectURI
 }
 
 // lapseMessage is the A2A message a lapse is delivered as (see the comment

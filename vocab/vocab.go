@@ -14,21 +14,3 @@ package vocab
 // DefaultTimekeeper is the watcher's identity unless configured otherwise:
 // the only identity that may commit deadline, deadlock and lapse facts.
 const DefaultTimekeeper = "tally/timekeeper"
-
-// Extension URIs of tally's own families: the A2A binding's defaults (its
-// configuration may name others) and the one a lapse is sent under when
-// neither the expectation nor the sink names one.
-const (
-	PromiseURI = "urn:tally:ext:promise"
-	ClaimURI   = "urn:tally:ext:claim"
-	ExpectURI  = "urn:tally:ext:expect"
-)
-
-// Extension URIs tally accepts besides its own.
-const (
-	// PinkiPromiseURI is pinki's promise extension; its records ride in
-	// metadata["<URI>/promise"].
-	PinkiPromiseURI = "https://github.com/azigler/pinki/ext/promise/v0"
-	// ExpectationsDraftURI is the A2A expectations proposal's extension.
-	ExpectationsDraftURI = "https://rsaxb.com/a2a/expectations/v1"
-)
