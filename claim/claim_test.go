@@ -507,13 +507,13 @@ func TestControlTransitions(t *testing.T) {
 func TestDeadlineOnlyFromTimekeeperFact(t *testing.T) {
 	l := newLedger(t)
 	l.open("C1", parserSlots(), func(c *Create) { c.Deadline = t0.Add(time.Hour) })
-	l.refuse(vocab.DefaultTimekeeper, CommitDeadline{Claim: "C1"}, vocab.Conflict, "deadline")
+	l.refuse(timekeeperActor, CommitDeadline{Claim: "C1"}, vocab.Conflict, "deadline")
 	l.now = t0.Add(2 * time.Hour)
 	if !l.view("C1").Overdue || l.state("C1") != Received {
 		t.Fatal("a passed deadline changed state by itself")
 	}
 	l.refuse(maintainer, CommitDeadline{Claim: "C1"}, vocab.Forbidden, "actor")
-	l.do(vocab.DefaultTimekeeper, CommitDeadline{Claim: "C1"})
+	l.do(timekeeperActor, CommitDeadline{Claim: "C1"})
 	l.expect("C1", Expired)
 	if len(l.s.List(Filter{Overdue: true}, l.now)) != 0 {
 		t.Fatal("an expired claim is still listed overdue")

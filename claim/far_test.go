@@ -39,7 +39,7 @@ func TestFarDeadlines(t *testing.T) {
 		}
 	}
 	// The timekeeper cannot commit the year-9999 deadline in 2026.
-	l.refuse(vocab.DefaultTimekeeper, CommitDeadline{Claim: "C9999"}, vocab.Conflict, "deadline")
+	l.refuse(timekeeperActor, CommitDeadline{Claim: "C9999"}, vocab.Conflict, "deadline")
 
 	// What the packed form cannot keep is refused, naming the field.
 	r := l.refuse(maintainer, Create{Claim: "Cfine", Respondent: parser, Work: "w", Slots: parserSlots(),

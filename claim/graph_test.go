@@ -109,7 +109,7 @@ func TestDeadlockVictimIsLowestCreationSequence(t *testing.T) {
 	l.done("X")
 	l.done("Y")
 	l.now = t0.Add(2 * time.Hour)
-	evs := l.do(vocab.DefaultTimekeeper, CommitDeadline{Claim: "X"})
+	evs := l.do(timekeeperActor, CommitDeadline{Claim: "X"})
 	if evs[0].Type != TypeDeadlock || evs[0].Claim != "Y" || fmt.Sprint(evs[0].Members) != "[X Y]" {
 		t.Fatalf("deadlock batch %v", evs)
 	}

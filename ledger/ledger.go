@@ -21,7 +21,6 @@ import (
 	"tally/jsonline"
 	"tally/promise"
 	"tally/store"
-	"tally/vocab"
 )
 
 // Config tunes a ledger. The zero value is not valid: start from
@@ -90,12 +89,17 @@ func (c Config) WithSettings(s store.Settings) (Config, error) {
 	return c, nil
 }
 
+// DefaultTimekeeper is the timekeeper's identity unless configured
+// otherwise: the only identity that may commit deadline, deadlock and lapse
+// facts. Stored as the actor of those facts: do not change it.
+const DefaultTimekeeper = "tally/timekeeper"
+
 // DefaultConfig returns the configuration the CLI and server use.
 func DefaultConfig() Config {
 	return Config{
 		Limits: promise.DefaultLimits(), Now: time.Now, Logger: slog.Default(),
 		CommitConfig: store.DefaultCommitConfig(),
-		Timekeeper:   vocab.DefaultTimekeeper, LineageMax: expect.DefaultConfig().LineageMax,
+		Timekeeper:   DefaultTimekeeper, LineageMax: expect.DefaultConfig().LineageMax,
 		IdempotencyWindow: 24 * time.Hour,
 	}
 }

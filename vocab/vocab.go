@@ -10,7 +10,3 @@
 // The characters a record may not hold are textcheck's. The package does
 // no I/O and imports only errors and fmt.
 package vocab
-
-// DefaultTimekeeper is the watcher's identity unless configured otherwise:
-// the only identity that may commit deadline, deadlock and lapse facts.
-const DefaultTimekeeper = "tally/timekeeper"
