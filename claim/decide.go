@@ -10,7 +10,7 @@ import (
 
 	"tally/digest"
 	"tally/family"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // Command is one verb of the claim family. Decide turns it into records.
@@ -216,7 +216,7 @@ func (CommitDependency) isCommand()  {}
 
 // Decide validates cmd against the state and the acting identity at time now
 // and returns the records to append, in order, as one atomic batch; or a
-// *vocab.Refusal and nothing. It does not change the state: the caller
+// *refuse.Refusal and nothing. It does not change the state: the caller
 // appends the records and then Applies each of them. When a record ends a
 // claim unsatisfied, the batch also carries the DependencyFailed facts of
 // every claim that depends on it, transitively.
@@ -236,9 +236,9 @@ func (s *State) Decide(actor string, now time.Time, cmd Command) ([]Event, error
 		if err := events[i].wellFormed(true); err != nil {
 			var de *family.DecodeError
 			if errors.As(err, &de) {
-				return nil, vocab.Invalidf(de.Field, de.Msg)
+				return nil, refuse.Invalidf(de.Field, de.Msg)
 			}
-			return nil, vocab.Invalidf("", err.Error())
+			return nil, refuse.Invalidf("", err.Error())
 		}
 	}
 	m := Meta{Seq: s.seq + 1, Actor: actor, TS: now}
@@ -261,7 +261,7 @@ func (s *State) Decide(actor string, now time.Time, cmd Command) ([]Event, error
 	// of the batch leave it, by folding them into a clone swapped in place.
 	orig := s.claim(target)
 	if orig == nil {
-		return nil, vocab.NotFoundf("claim", "no claim "+quote(target))
+		return nil, refuse.NotFoundf("claim", "no claim "+quote(target))
 	}
 	if len(events) == 1 && len(s.dependents[target]) == 0 {
 		// One record on a claim nobody depends on: validating it against the
@@ -318,12 +318,12 @@ func (s *State) propagate(now time.Time, failed, origin string, done map[string]
 func quote(s string) string { return `"` + s + `"` }
 
 // build turns a command into records, filling what the state determines.
-func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *vocab.Refusal) {
-	one := func(e Event) ([]Event, *vocab.Refusal) { return []Event{e}, nil }
+func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *refuse.Refusal) {
+	one := func(e Event) ([]Event, *refuse.Refusal) { return []Event{e}, nil }
 	switch c := cmd.(type) {
 	case Create:
 		if c.Claimant != "" && c.Claimant != actor {
-			return nil, vocab.Forbiddenf("claimant", "a claim's claimant is the identity that creates it, "+actor+", not "+c.Claimant)
+			return nil, refuse.Forbiddenf("claimant", "a claim's claimant is the identity that creates it, "+actor+", not "+c.Claimant)
 		}
 		max := c.MaxResponses
 		if max == 0 {
@@ -353,24 +353,24 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *vocab
 		return one(Event{Type: TypeAdopt, Claim: c.Claim, Holder: c.Holder, Generation: gen, Reason: c.Reason})
 	case Progress:
 		if c.Generation == 0 {
-			return nil, vocab.Invalidf("generation", "is required: the receipt generation the writer holds")
+			return nil, refuse.Invalidf("generation", "is required: the receipt generation the writer holds")
 		}
 		return one(Event{Type: TypeProgress, Claim: c.Claim, Generation: c.Generation, Note: c.Note})
 	case PublishArtifact:
 		c.Role, c.Kind = DefaultRole(c.Role, c.Slot, c.Generation), cmp.Or(c.Kind, "file")
 		cr := s.claim(c.Claim)
 		if cr == nil {
-			return nil, vocab.NotFoundf("claim", "no claim "+quote(c.Claim))
+			return nil, refuse.NotFoundf("claim", "no claim "+quote(c.Claim))
 		}
 		var cycle uint64
 		if c.Role != RoleResult {
 			if c.Generation == 0 {
-				return nil, vocab.Invalidf("generation", "is required: the receipt generation the writer holds")
+				return nil, refuse.Invalidf("generation", "is required: the receipt generation the writer holds")
 			}
 			cycle = cr.cycles + 1
 		}
 		if c.Content.IsZero() {
-			return nil, vocab.Invalidf("content", "is required")
+			return nil, refuse.Invalidf("content", "is required")
 		}
 		d := digest.ArtifactDigest(digest.Description{Kind: c.Kind, Schema: c.Schema, Producer: actor,
 			Claim: c.Claim, Cycle: cycle, Role: string(c.Role), Slot: c.Slot, Size: c.Size, Content: c.Content})
@@ -387,14 +387,14 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *vocab
 		c.Outcome = cmp.Or(c.Outcome, Complete)
 		cr := s.claim(c.Claim)
 		if cr == nil {
-			return nil, vocab.NotFoundf("claim", "no claim "+quote(c.Claim))
+			return nil, refuse.NotFoundf("claim", "no claim "+quote(c.Claim))
 		}
 		if c.Generation == 0 {
-			return nil, vocab.Invalidf("generation", "is required: the receipt generation the writer holds")
+			return nil, refuse.Invalidf("generation", "is required: the receipt generation the writer holds")
 		}
 		bindings := make([]Binding, len(c.Bindings))
 		for i, b := range c.Bindings {
-			var r *vocab.Refusal
+			var r *refuse.Refusal
 			if b.Digest, r = s.pinned("bindings.artifact", c.Claim, b.Artifact, b.Digest); r != nil {
 				return nil, r
 			}
@@ -416,7 +416,7 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *vocab
 			Summary: c.Summary, Confidence: c.Confidence, Results: results})
 	case FailTestament:
 		if c.Generation == 0 {
-			return nil, vocab.Invalidf("generation", "is required: the receipt generation the writer holds")
+			return nil, refuse.Invalidf("generation", "is required: the receipt generation the writer holds")
 		}
 		return one(Event{Type: TypeTestamentFailed, Claim: c.Claim, Generation: c.Generation, Reason: c.Reason})
 	case PostTestament:
@@ -442,13 +442,13 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *vocab
 		if c.Publish != nil {
 			p := *c.Publish
 			if p.Claim != "" && p.Claim != c.Claim {
-				return nil, vocab.Invalidf("evidence_artifact.claim", "names "+quote(p.Claim)+" but the verdict is on "+quote(c.Claim))
+				return nil, refuse.Invalidf("evidence_artifact.claim", "names "+quote(p.Claim)+" but the verdict is on "+quote(c.Claim))
 			}
 			if p.Role != RoleResult {
-				return nil, vocab.Invalidf("evidence_artifact.role", "evidence is a result artifact")
+				return nil, refuse.Invalidf("evidence_artifact.role", "evidence is a result artifact")
 			}
 			if c.Evidence != "" && c.Evidence != p.Artifact {
-				return nil, vocab.Invalidf("evidence", "names "+quote(c.Evidence)+" but the evidence published with it is "+quote(p.Artifact))
+				return nil, refuse.Invalidf("evidence", "names "+quote(c.Evidence)+" but the evidence published with it is "+quote(p.Artifact))
 			}
 			p.Claim = c.Claim
 			pub, r := s.build(actor, now, p)
@@ -485,10 +485,10 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *vocab
 	case CommitDeadline:
 		cr := s.claim(c.Claim)
 		if cr == nil {
-			return nil, vocab.NotFoundf("claim", "no claim "+quote(c.Claim))
+			return nil, refuse.NotFoundf("claim", "no claim "+quote(c.Claim))
 		}
 		if cr.terms.Deadline.IsZero() {
-			return nil, vocab.Conflictf("claim", "has no deadline")
+			return nil, refuse.Conflictf("claim", "has no deadline")
 		}
 		if members := s.awaitCycle(c.Claim); members != nil && !now.Before(cr.terms.Deadline) {
 			return one(Event{Type: TypeDeadlock, Claim: s.victim(members), Members: members})
@@ -497,18 +497,18 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *vocab
 	case CommitDependency:
 		cr := s.claim(c.Claim)
 		if cr == nil {
-			return nil, vocab.NotFoundf("claim", "no claim "+quote(c.Claim))
+			return nil, refuse.NotFoundf("claim", "no claim "+quote(c.Claim))
 		}
 		for _, id := range cr.terms.DependsOn {
 			if origin, failed := s.failedOrigin(id); failed {
 				return one(Event{Type: TypeDependency, Claim: c.Claim, On: id, Origin: origin})
 			}
 		}
-		return nil, vocab.Conflictf("depends_on", "no DependsOn target of "+c.Claim+" has ended unsatisfied")
+		return nil, refuse.Conflictf("depends_on", "no DependsOn target of "+c.Claim+" has ended unsatisfied")
 	case nil:
-		return nil, vocab.Invalidf("command", "is required")
+		return nil, refuse.Invalidf("command", "is required")
 	}
-	return nil, vocab.Invalidf("command", "is not a claim command")
+	return nil, refuse.Invalidf("command", "is not a claim command")
 }
 
 // pin returns digest, or the recorded digest of the artifact when empty.
@@ -527,23 +527,23 @@ func (s *State) pin(claim, art, digest string) string {
 // pinned is pin for a command naming art in field: an artifact with no
 // digest given that the claim does not record is refused by name (there is
 // nothing to pin), as validate would refuse it.
-func (s *State) pinned(field, claim, art, digest string) (string, *vocab.Refusal) {
+func (s *State) pinned(field, claim, art, digest string) (string, *refuse.Refusal) {
 	if digest != "" {
 		return digest, nil
 	}
 	if s.claim(claim) == nil {
-		return "", vocab.NotFoundf("claim", "no claim "+quote(claim))
+		return "", refuse.NotFoundf("claim", "no claim "+quote(claim))
 	}
 	if art == "" {
-		return "", vocab.Invalidf(field, "is required")
+		return "", refuse.Invalidf(field, "is required")
 	}
 	if d := s.pin(claim, art, ""); d != "" {
 		return d, nil
 	}
-	return "", vocab.NotFoundf(field, "no artifact "+quote(art)+" in claim "+claim)
+	return "", refuse.NotFoundf(field, "no artifact "+quote(art)+" in claim "+claim)
 }
 
-func (s *State) pinRefs(field, claim string, refs []Ref) ([]Ref, *vocab.Refusal) {
+func (s *State) pinRefs(field, claim string, refs []Ref) ([]Ref, *refuse.Refusal) {
 	out := make([]Ref, len(refs))
 	for i, r := range refs {
 		d, rf := s.pinned(field, claim, r.Artifact, r.Digest)
@@ -556,14 +556,14 @@ func (s *State) pinRefs(field, claim string, refs []Ref) ([]Ref, *vocab.Refusal)
 }
 
 // nextAttempt builds the begin record of the next attempt of a check.
-func (s *State) nextAttempt(claim, check, art, digest string) (Event, *vocab.Refusal) {
+func (s *State) nextAttempt(claim, check, art, digest string) (Event, *refuse.Refusal) {
 	cr := s.claim(claim)
 	if cr == nil {
-		return Event{}, vocab.NotFoundf("claim", "no claim "+quote(claim))
+		return Event{}, refuse.NotFoundf("claim", "no claim "+quote(claim))
 	}
 	_, ch, ok := cr.check(check)
 	if !ok {
-		return Event{}, vocab.NotFoundf("check", "claim "+claim+" declares no check "+quote(check))
+		return Event{}, refuse.NotFoundf("check", "claim "+claim+" declares no check "+quote(check))
 	}
 	digest, r := s.pinned("artifact", claim, art, digest)
 	if r != nil {
@@ -579,17 +579,17 @@ func (s *State) nextAttempt(claim, check, art, digest string) (Event, *vocab.Ref
 
 // createSlots is the slots a Create records: its own with their defaults,
 // or its predecessor's (see Create).
-func (s *State) createSlots(claimant string, c Create) ([]SlotSpec, *vocab.Refusal) {
+func (s *State) createSlots(claimant string, c Create) ([]SlotSpec, *refuse.Refusal) {
 	switch {
 	case c.NoChecks && len(c.Slots) > 0:
-		return nil, vocab.Invalidf("no_checks", "says the claim declares no slots, but it declares "+strconv.Itoa(len(c.Slots)))
+		return nil, refuse.Invalidf("no_checks", "says the claim declares no slots, but it declares "+strconv.Itoa(len(c.Slots)))
 	case c.Inherits():
 		p := s.claim(c.Predecessor)
 		if p == nil {
 			return nil, nil // validate refuses the unknown predecessor by name
 		}
 		if len(p.terms.Slots) == 0 {
-			return nil, vocab.Invalidf("slots", "successor "+c.Claim+" declares none and its predecessor "+p.id+
+			return nil, refuse.Invalidf("slots", "successor "+c.Claim+" declares none and its predecessor "+p.id+
 				" has none to inherit: declare them, or pass no_checks (--no-checks) if the closing testament is the only requirement")
 		}
 		return cloneSlots(p.terms.Slots), nil

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // done drives a claim without slots to local success: its testament received.
@@ -79,7 +79,7 @@ func TestDependsOnFailurePropagatesAwaitsDoesNot(t *testing.T) {
 	l.expect("LATE", DependencyFailed)
 	// A dependency fact that does not hold is refused.
 	l.create("FREE", []string{"WAITER"}, nil)
-	l.refuse(maintainer, CommitDependency{Claim: "FREE"}, vocab.Conflict, "depends_on")
+	l.refuse(maintainer, CommitDependency{Claim: "FREE"}, refuse.Conflict, "depends_on")
 	l.append(maintainer, Event{TS: l.now, Type: TypeDependency, Claim: "FREE", On: "WAITER", Origin: "WAITER"})
 	if _, n := l.s.Ignored(); n != 1 {
 		t.Fatal("false dependency fact applied")

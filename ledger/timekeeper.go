@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"tally/claim"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // What the timekeeper (package timekeeper) needs from a ledger beyond Sweep.
@@ -42,7 +42,7 @@ func (l *Ledger) SweepClaims(ctx context.Context, max int) ([]Result, error) {
 	for _, id := range ids {
 		res, err := l.SubmitClaim(ctx, claim.CommitDeadline{Claim: id}, WriteOptions{Actor: l.cfg.Timekeeper})
 		if err != nil {
-			if _, ok := vocab.As(err); ok {
+			if _, ok := refuse.As(err); ok {
 				continue // committed by another watcher, or ended meanwhile
 			}
 			return out, err

@@ -18,10 +18,10 @@ import (
 	"tally/api"
 	"tally/instant"
 	"tally/jsonline"
+	"tally/refuse"
 	"tally/rest"
 	"tally/service"
 	"tally/verb"
-	"tally/vocab"
 )
 
 // A tool is what MCP lists: one Service method (a verb), or a group of
@@ -228,14 +228,14 @@ func (t tool) verb(action string) (tool, error) {
 		return t, nil
 	}
 	if action == "" {
-		return tool{}, vocab.Invalidf(argAction, "required: one of "+orList(t.actionNames()))
+		return tool{}, refuse.Invalidf(argAction, "required: one of "+orList(t.actionNames()))
 	}
 	for _, a := range t.actions {
 		if a.name == action {
 			return a, nil
 		}
 	}
-	return tool{}, vocab.Invalidf(argAction, "must be "+orList(t.actionNames()))
+	return tool{}, refuse.Invalidf(argAction, "must be "+orList(t.actionNames()))
 }
 
 func (t tool) actionNames() []string {
@@ -595,22 +595,22 @@ func (s *Server) handler(t tool, in *jsonschema.Schema, resolved *jsonschema.Res
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		raw := []byte(req.Params.Arguments)
 		if len(raw) > s.cfg.ArgumentsMax {
-			return refused(vocab.Invalidf("arguments", fmt.Sprintf("at most %d bytes", s.cfg.ArgumentsMax))), nil
+			return refused(refuse.Invalidf("arguments", fmt.Sprintf("at most %d bytes", s.cfg.ArgumentsMax))), nil
 		}
 		if len(raw) == 0 || string(raw) == "null" {
 			raw = []byte("{}")
 		}
 		var inst any
 		if err := json.Unmarshal(raw, &inst); err != nil {
-			return refused(vocab.Invalidf("arguments", "must be one JSON object")), nil
+			return refused(refuse.Invalidf("arguments", "must be one JSON object")), nil
 		}
 		args, isObject := inst.(map[string]any)
 		if !isObject {
-			return refused(vocab.Invalidf("arguments", "must be one JSON object")), nil
+			return refused(refuse.Invalidf("arguments", "must be one JSON object")), nil
 		}
 		action, isString := args[argAction].(string)
 		if _, given := args[argAction]; given && !isString && t.actions != nil {
-			return refused(vocab.Invalidf(argAction, "must be a string: "+orList(t.actionNames()))), nil
+			return refused(refuse.Invalidf(argAction, "must be a string: "+orList(t.actionNames()))), nil
 		}
 		v, err := t.verb(action)
 		if err != nil {
@@ -625,7 +625,7 @@ func (s *Server) handler(t tool, in *jsonschema.Schema, resolved *jsonschema.Res
 		}
 		for _, name := range required[v.name] {
 			if _, ok := args[name]; !ok {
-				return refused(vocab.Invalidf(name, "required")), nil
+				return refused(refuse.Invalidf(name, "required")), nil
 			}
 		}
 		c, err := s.call(ctx, req, given)
@@ -680,7 +680,7 @@ func (s *Server) run(ctx context.Context, t tool, c service.Call, body []byte, g
 // named is err naming the arguments where it names renamed members: the
 // member at fault, and those the decoder lists as the verb's.
 func (t tool) named(err error) error {
-	r, ok := vocab.As(err)
+	r, ok := refuse.As(err)
 	if !ok || t.rename == nil {
 		return err
 	}
@@ -692,7 +692,7 @@ func (t tool) named(err error) error {
 		}
 		rule = notAField + strings.Join(members, ", ") + ")"
 	}
-	return vocab.New(r.Code, field, rule)
+	return refuse.New(r.Code, field, rule)
 }
 
 // notAField begins the decoder's refusal of an unknown member.
@@ -709,10 +709,10 @@ func split(raw []byte, taken func(name string) bool, rename map[string]string) (
 		if taken(name) {
 			str, err := jsonline.String(v)
 			if err != nil {
-				return vocab.Invalidf(name, "must be a string")
+				return refuse.Invalidf(name, "must be a string")
 			}
 			if _, twice := given[name]; twice {
-				return vocab.Invalidf(name, "appears twice")
+				return refuse.Invalidf(name, "appears twice")
 			}
 			given[name] = str
 			return nil
@@ -727,10 +727,10 @@ func split(raw []byte, taken func(name string) bool, rename map[string]string) (
 		return nil
 	})
 	if err != nil {
-		if _, ok := vocab.As(err); ok {
+		if _, ok := refuse.As(err); ok {
 			return nil, nil, err
 		}
-		return nil, nil, vocab.Invalidf("arguments", "must be one JSON object")
+		return nil, nil, refuse.Invalidf("arguments", "must be one JSON object")
 	}
 	return append(body, '}'), given, nil
 }
@@ -742,12 +742,12 @@ func split(raw []byte, taken func(name string) bool, rename map[string]string) (
 func (t tool) schemaRefusal(in *jsonschema.Schema, required []string, args map[string]any, body []byte, err error) error {
 	for _, name := range slices.Sorted(maps.Keys(args)) {
 		if _, ok := in.Properties[name]; !ok {
-			return vocab.Invalidf(name, notAField+strings.Join(t.argNames(), ", ")+")")
+			return refuse.Invalidf(name, notAField+strings.Join(t.argNames(), ", ")+")")
 		}
 	}
 	for _, name := range slices.Concat(in.Required, required) {
 		if _, ok := args[name]; !ok {
-			return vocab.Invalidf(name, "required")
+			return refuse.Invalidf(name, "required")
 		}
 	}
 	if r := firstRefused("", in, args, outsideEnum); r != nil {
@@ -762,9 +762,9 @@ func (t tool) schemaRefusal(in *jsonschema.Schema, required []string, args map[s
 		return r
 	}
 	if v, ok := args[argRequestID].(string); ok && len(v) > requestIDMax {
-		return vocab.Invalidf(argRequestID, fmt.Sprintf("at most %d bytes", requestIDMax))
+		return refuse.Invalidf(argRequestID, fmt.Sprintf("at most %d bytes", requestIDMax))
 	}
-	return vocab.Invalidf("arguments", err.Error())
+	return refuse.Invalidf("arguments", err.Error())
 }
 
 // firstRefused walks v beside its schema s, members in name order, and
@@ -808,7 +808,7 @@ func outsideEnum(path string, s *jsonschema.Schema, v any) error {
 	for _, e := range s.Enum {
 		set = append(set, fmt.Sprint(e))
 	}
-	return vocab.Invalidf(path, strconv.Quote(str)+" is not "+orList(set))
+	return refuse.Invalidf(path, strconv.Quote(str)+" is not "+orList(set))
 }
 
 // wrongType refuses a value that is not of its schema's type.
@@ -828,7 +828,7 @@ func wrongType(path string, s *jsonschema.Schema, v any) error {
 	if kind == "integer" {
 		kind = "number"
 	}
-	return vocab.Invalidf(path, "must be "+orList(want)+", not "+kind)
+	return refuse.Invalidf(path, "must be "+orList(want)+", not "+kind)
 }
 
 // jsonKind is the JSON Schema type of a decoded JSON value.

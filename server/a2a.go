@@ -43,9 +43,9 @@ import (
 
 	"tally/a2atask"
 	"tally/expect"
+	"tally/refuse"
 	"tally/sessionname"
 	"tally/timekeeper"
-	"tally/vocab"
 )
 
 // A2AConfig tunes the A2A binding. Empty fields take the defaults.
@@ -148,7 +148,7 @@ func (s *Server) checkReplyTo(field string, rt *expect.ReplyTo) error {
 			continue
 		}
 		if err := p.CheckURL(u.url); err != nil {
-			return vocab.Invalidf(u.field, err.Error())
+			return refuse.Invalidf(u.field, err.Error())
 		}
 	}
 	return nil

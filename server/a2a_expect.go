@@ -43,8 +43,8 @@ import (
 	"tally/api"
 	"tally/expect"
 	"tally/instant"
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 // sendExpect runs one expect record of a SendMessage through the Service
@@ -120,7 +120,7 @@ func replyID(rid string) string {
 
 // refuseAt names a refusal's field inside the record.
 func refuseAt(where string, err error) error {
-	if r, ok := vocab.As(err); ok {
+	if r, ok := refuse.As(err); ok {
 		field := r.Field
 		if !strings.HasPrefix(field, where) {
 			field = where + "." + field
@@ -148,7 +148,7 @@ func (h *a2aHandler) expectCommand(req *a2a.SendMessageRequest, uri string, d *a
 			task = string(msg.TaskID)
 		}
 		if task == "" {
-			return nil, nil, vocab.Invalidf("taskId", "names the origin task (or send the message in it: message.taskId)")
+			return nil, nil, refuse.Invalidf("taskId", "names the origin task (or send the message in it: message.taskId)")
 		}
 		od := api.ExpectTaskOutcome{Outcome: d.Outcome}
 		oc := od.Command(task)
@@ -156,7 +156,7 @@ func (h *a2aHandler) expectCommand(req *a2a.SendMessageRequest, uri string, d *a
 		case expect.OutcomeCompleted, expect.OutcomeCancelled, expect.OutcomeFailed:
 		default:
 			// Refused here, not by the core, to name the record's member.
-			return nil, nil, vocab.Invalidf("outcome", "must be completed, cancelled or failed")
+			return nil, nil, refuse.Invalidf("outcome", "must be completed, cancelled or failed")
 		}
 		return oc, nil, nil
 	}

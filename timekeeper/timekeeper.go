@@ -32,8 +32,8 @@ import (
 
 	"tally/expect"
 	"tally/instant"
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 // SchemaVersion is carried by every notice document.
@@ -91,7 +91,7 @@ func CheckNow(now, clock time.Time) error {
 	if !now.After(clock.Add(FutureSkewMax)) {
 		return nil
 	}
-	return vocab.Invalidf("now", fmt.Sprintf("%s is later than this process's clock (%s) by more than %v: the timekeeper records only what has happened (a dry run shows what it would record)",
+	return refuse.Invalidf("now", fmt.Sprintf("%s is later than this process's clock (%s) by more than %v: the timekeeper records only what has happened (a dry run shows what it would record)",
 		instant.Format(now), clock.UTC().Truncate(time.Second).Format(time.RFC3339), FutureSkewMax))
 }
 
