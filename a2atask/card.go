@@ -14,7 +14,7 @@ type Card struct {
 	// Root is the server's own card (its default session's), which says
 	// where every other session's agent is.
 	Root bool
-	// LapseDelivery: the server's watcher sends lapses to the agents that
+	// LapseDelivery: the server's timekeeper sends lapses to the agents that
 	// raised the expectations.
 	LapseDelivery bool
 }

@@ -4,7 +4,7 @@
 // artifacts, the actions a record may name, the message a lapse goes back
 // to its raising agent as, and the agent card that says all this to a
 // client. It does no I/O. The server's A2A binding
-// and the watcher's A2A sink both build their wire objects here, so the
+// and the timekeeper's A2A sink both build their wire objects here, so the
 // two cannot drift apart.
 package a2atask
 

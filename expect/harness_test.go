@@ -69,7 +69,7 @@ func (h *harness) refuse(actor string, human bool, now time.Time, cmd Command, c
 	}
 }
 
-// commit is one watcher pass: sweep at now and commit what it returns, each
+// commit is one timekeeper pass: sweep at now and commit what it returns, each
 // lapse through Decide as the timekeeper would.
 func (h *harness) commit(now time.Time) []Event {
 	h.t.Helper()

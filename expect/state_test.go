@@ -121,7 +121,7 @@ func TestShipmentArrivalWithoutDepartureIsSkipped(t *testing.T) {
 
 func TestShipmentSilenceStallsAndLateWatcherGetsEverythingOnce(t *testing.T) {
 	h := shipmentHarness(t)
-	// The watcher was down from the raise until two days after the horizon.
+	// The timekeeper was down from the raise until two days after the horizon.
 	expectLapses(t, h.commit(mustTime("2026-09-15T00:00:00Z")),
 		"exp-01J8Q0DEPART overdue 2026-09-11T03:15:00Z 2026-09-11T09:15:00Z",
 		"exp-01J8Q0DEPART stalled 2026-09-11T03:15:00Z 2026-09-13T05:00:00Z",
@@ -154,7 +154,7 @@ func TestShipmentStalledOnlyWithoutAnyFact(t *testing.T) {
 
 func TestLateSatisfactionDoesNotUndoALapse(t *testing.T) {
 	h := shipmentHarness(t)
-	// The watcher is down; the departure lands after its due + grace.
+	// The timekeeper is down; the departure lands after its due + grace.
 	h.do("carrier-feed", false, mustTime("2026-09-11T10:00:00Z"), fact("shipment.departed:PA-2026-0901", "2026-09-11T10:00:00Z"))
 	// In time on the other hand: the arrival at exactly its due + grace.
 	h.do("carrier-feed", false, mustTime("2026-09-11T17:45:00Z"), fact("shipment.arrived:PA-2026-0901", "2026-09-11T17:45:00Z"))
@@ -232,7 +232,7 @@ func TestCompletedOriginWithdrawsNothing(t *testing.T) {
 	}
 }
 
-// An outcome written by another tool without the withdrawals: the watcher
+// An outcome written by another tool without the withdrawals: the timekeeper
 // withdraws on its next sweep, and nothing lapses meanwhile.
 func TestSweepWithdrawsForAnOutcomeRecordedElsewhere(t *testing.T) {
 	h := shipmentHarness(t)
@@ -556,14 +556,14 @@ func FuzzFold(f *testing.F) {
 }
 
 // shipmentLog is the draft's example as a log: both steps raised, the
-// arrival reported without a departure, the watcher's commits.
+// arrival reported without a departure, the timekeeper's commits.
 const shipmentLog = `{"ts":"2026-09-01T17:00:00Z","type":"expect.raise","expectationId":"exp-01J8Q0DEPART","kind":"shipment.departure","subject":{"type":"shipment","id":"PA-2026-0901"},"expects":"a departure event at FRA","satisfiedBy":{"factKey":"shipment.departed:PA-2026-0901"},"dueAt":"2026-09-11T03:15:00Z","grace":"PT6H","horizon":"2026-09-13T05:00:00Z","basis":"observed","origin":{"taskId":"task-7","contextId":"ctx-3"},"by":"agent://booking"}
 {"ts":"2026-09-01T17:00:00Z","type":"expect.raise","expectationId":"exp-01J8Q0ARRIVE","kind":"shipment.arrival","subject":{"type":"shipment","id":"PA-2026-0901"},"expects":"an arrival event at DOH","satisfiedBy":{"factKey":"shipment.arrived:PA-2026-0901"},"dueAt":"2026-09-11T05:00:00Z","grace":"PT6H","anchor":{"expectationId":"exp-01J8Q0DEPART","offset":"PT1H45M"},"after":["exp-01J8Q0DEPART"],"horizon":"2026-09-13T05:00:00Z","basis":"observed","origin":{"taskId":"task-7","contextId":"ctx-3"},"by":"agent://booking"}
 {"ts":"2026-09-11T06:10:00Z","type":"fact","factKey":"shipment.arrived:PA-2026-0901","subject":{"type":"shipment","id":"PA-2026-0901"},"at":"2026-09-11T06:00:00Z","by":"feed"}
 {"ts":"2026-09-12T00:00:00Z","type":"lapse","lapseId":"lps_7ad8cd7dd2f27394f49f3e90","expectationId":"exp-01J8Q0DEPART","lapse":"skipped","dueAt":"2026-09-11T03:15:00Z","lapsedAt":"2026-09-11T06:00:00Z","by":"watch"}
 {"ts":"2026-09-12T00:00:00Z","type":"lapse","lapseId":"lps_c6f34f55949b7460476735ab","expectationId":"exp-01J8Q0DEPART","lapse":"overdue","dueAt":"2026-09-11T03:15:00Z","lapsedAt":"2026-09-11T09:15:00Z","by":"watch"}`
 
-// A raise's replyTo is kept for the watcher (token included), shown in the
+// A raise's replyTo is kept for the timekeeper (token included), shown in the
 // view without its token, and inherited by an extension that gives none.
 func TestReplyToKeptAndInherited(t *testing.T) {
 	h := newHarness(t)

@@ -35,7 +35,7 @@ type Config struct {
 	// cohort wait, the lock timeout, checkpoint thresholds and the commit
 	// observer (store.CommitConfig documents each).
 	store.CommitConfig
-	// Timekeeper is the identity of the watcher: the only one that commits
+	// Timekeeper is the identity of the timekeeper: the only one that commits
 	// lapses and deadline facts.
 	Timekeeper string
 	// LineageMax bounds an expectation's lineage of extensions (past it only
@@ -342,7 +342,7 @@ func (l *Ledger) SubmitExpect(ctx context.Context, cmd expect.Command, human boo
 
 // Sweep commits, as the timekeeper, every expectation lapse and withdrawal
 // due at the ledger's clock (at most max). The records are decided under the
-// log's lock, so two watchers sweeping at once never record a fact twice.
+// log's lock, so two timekeepers sweeping at once never record a fact twice.
 func (l *Ledger) Sweep(ctx context.Context, max int) ([]Result, error) {
 	return l.submit(ctx, &request{opts: WriteOptions{Actor: l.cfg.Timekeeper}, decide: func(st *State, now time.Time) ([]pending, []string, error) {
 		return encodeWith(expectFamily(st), st.Expects.Sweep(now, max), nil), nil, nil

@@ -79,7 +79,7 @@ func TestSweepClaimsDeadlocksTheCanonicalVictim(t *testing.T) {
 		}
 	}
 	clk.set(t0.Add(3 * time.Hour))
-	// Two ledgers (two watchers) sweep at once: one victim, recorded once.
+	// Two ledgers (two timekeepers) sweep at once: one victim, recorded once.
 	l2 := open(t, dir, clockConfig(clk))
 	var wg sync.WaitGroup
 	results := make([][]Result, 2)

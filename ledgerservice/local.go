@@ -207,7 +207,7 @@ func (s *Local) read(ctx context.Context, c service.Call) (*ledger.Ledger, error
 
 // OneSession is the Service on one open ledger, whatever session a call
 // names: for a process that holds a session's ledger itself (the CLI's
-// watcher, a server's per-session timekeeper, which must not reopen it
+// timekeeper, a server's per-session timekeeper, which must not reopen it
 // through a cache that closes it only after stopping the timekeeper).
 // cfg.Now nil means the ledger's clock.
 func OneSession(l *ledger.Ledger, cfg Config) *Local {

@@ -6,7 +6,7 @@ package server
 // on the expectations family as the caller. The record's "action":
 //
 //	raise (default)  the draft's expectation document (as POST …/expectations
-//	                 takes it), plus "replyTo": where the watcher sends its
+//	                 takes it), plus "replyTo": where the timekeeper sends its
 //	                 lapses — a URL string (the agent's JSON-RPC endpoint or
 //	                 its agent card's URL) or {"url","push":{"url","token"}}.
 //	                 origin defaults to the message's taskId and contextId;
@@ -28,7 +28,7 @@ package server
 // CancelTask on a task that is no promise's but the origin of expectations
 // records the task's outcome cancelled, which withdraws them; GetTask on
 // such a task shows them in metadata. Lapses go back to the raising agent
-// from the watcher (timekeeper.A2A).
+// from the timekeeper (timekeeper.A2A).
 
 import (
 	"bytes"

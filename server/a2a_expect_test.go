@@ -73,7 +73,7 @@ func (a *raisingAgent) calls() []raisingCall {
 }
 
 // timedFixture is a fixture whose ledger clock the test moves and whose
-// built-in watcher sweeps every 20ms.
+// built-in timekeeper sweeps every 20ms.
 type timedFixture struct {
 	*fixture
 	mu    sync.Mutex
@@ -184,7 +184,7 @@ func (tf *timedFixture) lapses() int {
 }
 
 // An expectation raised over A2A (the draft's URI) with a replyTo: once its
-// due and grace pass, the built-in watcher sends the raising agent exactly
+// due and grace pass, the built-in timekeeper sends the raising agent exactly
 // one SendMessage in the origin context, referencing the origin task, with
 // the lapse id as messageId; the failed first attempt is retried with the
 // same message; a restarted server does not send it again.
@@ -345,7 +345,7 @@ func TestA2AExpectationPushConfigFromRequest(t *testing.T) {
 		auth["scheme"] != "Bearer" || auth["credentials"] != "set" {
 		t.Fatalf("view %v", view)
 	}
-	// The watcher gets the credentials themselves.
+	// The timekeeper gets the credentials themselves.
 	l, err := tf.srv.session("acme", "main")
 	if err != nil {
 		t.Fatal(err)

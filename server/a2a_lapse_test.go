@@ -52,7 +52,7 @@ func (tf *timedFixture) failedSweeps(key string) int {
 	return r.Sweeps
 }
 
-// sweptAgain waits until the built-in watcher of session (tenant/name)
+// sweptAgain waits until the built-in timekeeper of session (tenant/name)
 // has completed a whole sweep begun after the call: the event that proves
 // what a sweep at the clock the test set would do has been done. The first
 // sweep to end after the call may have begun before it, at an earlier
@@ -151,7 +151,7 @@ func TestA2ALapseHostRefusedAtDelivery(t *testing.T) {
 }
 
 // An agent that stays unreachable is given up after LapseGiveUpSweeps
-// failed sweeps: journaled abandoned, and the watcher keeps sweeping.
+// failed sweeps: journaled abandoned, and the timekeeper keeps sweeping.
 func TestA2AUnreachableAgentAbandonedByServer(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	deadURL := dead.URL + "/rpc"
