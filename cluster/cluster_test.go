@@ -169,6 +169,14 @@ func startFirst(t *testing.T, dir string) *testNode {
 	return n1
 }
 
+// startAlone starts a bootstrapped first node in dir (startFirst) and waits
+// until it is the one voter of every group.
+func startAlone(t *testing.T, dir string) *testNode {
+	n := startFirst(t, dir)
+	waitFor(t, "a voter in every group", 20*time.Second, func() bool { return allVoters(n.Node, 1) })
+	return n
+}
+
 // startJoiner starts node id joining through first, stopped when the test
 // ends.
 func startJoiner(t *testing.T, dir string, id uint64, first *testNode) *testNode {
@@ -417,8 +425,7 @@ func TestJoinRefusals(t *testing.T) {
 // chains; it then applies new writes like the others.
 func TestLateJoinerInstallsSnapshot(t *testing.T) {
 	dir := t.TempDir()
-	n1 := startFirst(t, dir)
-	waitFor(t, "a voter in every group", 20*time.Second, func() bool { return allVoters(n1.Node, 1) })
+	n1 := startAlone(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	write := func(n *Node, i int) {
