@@ -22,6 +22,7 @@ import (
 
 	"tally/api"
 	"tally/cluster/replica"
+	"tally/internal/poll"
 	"tally/ledger"
 	"tally/ledgerservice"
 	"tally/promise"
@@ -119,12 +120,7 @@ func nodeConfig(t testing.TB, dir string, id uint64) Config {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting for %s", what)
+	poll.Until(t, what, d, cond)
 }
 
 func allVoters(n *Node, want int) bool {

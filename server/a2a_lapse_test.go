@@ -11,6 +11,7 @@ import (
 	"tally/a2atask"
 	"tally/expect"
 	"tally/instant"
+	"tally/internal/poll"
 	"tally/ledgerservice"
 	"tally/timekeeper"
 )
@@ -80,13 +81,7 @@ func sweptAgain(t *testing.T, s *Server, session string) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, what, 5*time.Second, cond)
 }
 
 // By default (no allow-list) a replyTo on 127.0.0.1, localhost or a private
