@@ -2,8 +2,6 @@ package a2atask
 
 import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
-
-	"tally/vocab"
 )
 
 // Card is what an agent card of a tally session says beyond the mapping:
@@ -16,7 +14,7 @@ type Card struct {
 	// Root is the server's own card (its default session's), which says
 	// where every other session's agent is.
 	Root bool
-	// LapseDelivery: the server's watcher sends lapses to the agents that
+	// LapseDelivery: the server's timekeeper sends lapses to the agents that
 	// raised the expectations.
 	LapseDelivery bool
 }
@@ -58,7 +56,7 @@ func (c Card) AgentCard() *a2a.AgentCard {
 		SupportedInterfaces: []*a2a.AgentInterface{jsonrpc, rest},
 		Capabilities: a2a.AgentCapabilities{Extensions: []a2a.AgentExtension{
 			ext(u.Promise, FamilyPromise, "Promises: declare, amend, resolve (satisfied, cancelled, released) and assess. Tasks map satisfied → COMPLETED, cancelled → REJECTED, released → CANCELED; overdue and violated stay in the record.",
-				[]string{vocab.PinkiPromiseURI}, map[string]any{
+				[]string{PinkiPromiseURI}, map[string]any{
 					"actions":       PromiseActions().Names(),
 					"assessmentsAt": events,
 				}),
@@ -72,7 +70,7 @@ func (c Card) AgentCard() *a2a.AgentCard {
 					"artifactURLs": sess + "/claims/{claim}/artifacts/{artifact}",
 				}),
 			ext(u.Expect, FamilyExpect, "Expectations, facts and lapses; the server's watcher keeps time. Raise with the draft's expectation document (origin: the message's task and context; replyTo: where lapses go), record facts, withdraw, or report an origin task's outcome. Each lapse goes back to the raising agent as a new message in the origin context, referencing the origin task, its messageId the lapse id. CancelTask on an origin task withdraws its expectations.",
-				[]string{vocab.ExpectationsDraftURI}, map[string]any{
+				[]string{ExpectationsDraftURI}, map[string]any{
 					"actions":       ExpectActions().Names(),
 					"lapseDelivery": c.LapseDelivery,
 				}),

@@ -3,8 +3,6 @@ package a2atask
 import (
 	"strings"
 	"testing"
-
-	"tally/vocab"
 )
 
 // The card's extensions say, per family, the key a record rides under,
@@ -15,12 +13,12 @@ func TestAgentCardWire(t *testing.T) {
 	card := c.AgentCard()
 	const sess = "https://t.example/v1/tenants/acme/sessions/main"
 	want := []string{
-		`{"params":{"actions":["declare","amend","resolve","assess"],"aliases":["` + vocab.PinkiPromiseURI + `"],` +
+		`{"params":{"actions":["declare","amend","resolve","assess"],"aliases":["` + PinkiPromiseURI + `"],` +
 			`"assessmentsAt":"` + sess + `/events","events":"` + sess + `/events","family":"promise","keepsTime":true,"metadataKey":"urn:tally:ext:promise"},"uri":"urn:tally:ext:promise"}`,
 		`{"params":{"actions":["create","post","cancel","revoke","supersede","receipt.acquire","receipt.adopt","progress","testament.close","testament.post",` +
 			`"testament.receive","deadline.commit","dependency.commit","check.begin","check.report","artifact.publish","artifact.receive"],` +
 			`"artifactURLs":"` + sess + `/claims/{claim}/artifacts/{artifact}","events":"` + sess + `/events","family":"claim","keepsTime":true,"metadataKey":"urn:acme:claim"},"uri":"urn:acme:claim"}`,
-		`{"params":{"actions":["raise","fact","withdraw","outcome"],"aliases":["` + vocab.ExpectationsDraftURI + `"],` +
+		`{"params":{"actions":["raise","fact","withdraw","outcome"],"aliases":["` + ExpectationsDraftURI + `"],` +
 			`"events":"` + sess + `/events","family":"expect","keepsTime":true,"lapseDelivery":true,"metadataKey":"urn:tally:ext:expect"},"uri":"urn:tally:ext:expect"}`,
 	}
 	exts := card.Capabilities.Extensions

@@ -14,14 +14,14 @@ import (
 	"tally/api"
 	"tally/claim"
 	"tally/expect"
+	"tally/refuse"
 	"tally/verb"
-	"tally/vocab"
 )
 
 // InvalidParams is A2A's invalid-params error naming the field and the rule
 // it breaks, with the details every binding gives a refusal.
 func InvalidParams(field, msg string) error {
-	return a2a.NewError(a2a.ErrInvalidParams, field+": "+msg).WithDetails(map[string]any{"code": string(vocab.Invalid), "field": field, "rule": msg})
+	return a2a.NewError(a2a.ErrInvalidParams, field+": "+msg).WithDetails(map[string]any{"code": string(refuse.Invalid), "field": field, "rule": msg})
 }
 
 // FindRecord finds the one tally record in a message's metadata: the URI

@@ -9,7 +9,6 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"tally/expect"
-	"tally/vocab"
 )
 
 // errText is err's message, "" for none.
@@ -29,21 +28,21 @@ func TestKeys(t *testing.T) {
 		f      Family
 		want   string
 	}{
-		{nil, FamilyPromise, vocab.PromiseURI},
+		{nil, FamilyPromise, PromiseURI},
 		{nil, FamilyClaim, "urn:acme:claim"},
-		{[]string{vocab.ClaimURI}, FamilyClaim, "urn:acme:claim"}, // not this server's claim URI
-		{[]string{vocab.PinkiPromiseURI}, FamilyPromise, vocab.PinkiPromiseURI + "/promise"},
-		{[]string{vocab.PromiseURI, vocab.PinkiPromiseURI}, FamilyPromise, vocab.PromiseURI + " " + vocab.PinkiPromiseURI + "/promise"},
-		{[]string{vocab.ExpectationsDraftURI, "urn:acme:claim"}, FamilyExpect, vocab.ExpectationsDraftURI},
+		{[]string{ClaimURI}, FamilyClaim, "urn:acme:claim"}, // not this server's claim URI
+		{[]string{PinkiPromiseURI}, FamilyPromise, PinkiPromiseURI + "/promise"},
+		{[]string{PromiseURI, PinkiPromiseURI}, FamilyPromise, PromiseURI + " " + PinkiPromiseURI + "/promise"},
+		{[]string{ExpectationsDraftURI, "urn:acme:claim"}, FamilyExpect, ExpectationsDraftURI},
 	} {
 		if got := strings.Join(own.Keys(c.active, c.f), " "); got != c.want {
 			t.Errorf("%v %s: %s, want %s", c.active, c.f, got, c.want)
 		}
 	}
-	if f, ok := own.FamilyOf(vocab.ClaimURI); ok {
+	if f, ok := own.FamilyOf(ClaimURI); ok {
 		t.Errorf("a URI the server does not use is %s", f)
 	}
-	if got := RecordKeys(vocab.PinkiPromiseURI, FamilyPromise); len(got) != 2 || got[1] != vocab.PinkiPromiseURI+"/promise" {
+	if got := RecordKeys(PinkiPromiseURI, FamilyPromise); len(got) != 2 || got[1] != PinkiPromiseURI+"/promise" {
 		t.Errorf("RecordKeys: %v", got)
 	}
 }
@@ -58,10 +57,10 @@ func TestFindRecord(t *testing.T) {
 		meta map[string]any
 		want string // uri key, or the refusal
 	}{
-		{"tally's", map[string]any{vocab.PromiseURI: rec, "other": 1}, vocab.PromiseURI + " " + vocab.PromiseURI},
-		{"pinki's", map[string]any{vocab.PinkiPromiseURI + "/promise": rec}, vocab.PinkiPromiseURI + " " + vocab.PinkiPromiseURI + "/promise"},
-		{"the draft's", map[string]any{vocab.ExpectationsDraftURI: rec}, vocab.ExpectationsDraftURI + " " + vocab.ExpectationsDraftURI},
-		{"two", map[string]any{vocab.PromiseURI: rec, vocab.ClaimURI: rec},
+		{"tally's", map[string]any{PromiseURI: rec, "other": 1}, PromiseURI + " " + PromiseURI},
+		{"pinki's", map[string]any{PinkiPromiseURI + "/promise": rec}, PinkiPromiseURI + " " + PinkiPromiseURI + "/promise"},
+		{"the draft's", map[string]any{ExpectationsDraftURI: rec}, ExpectationsDraftURI + " " + ExpectationsDraftURI},
+		{"two", map[string]any{PromiseURI: rec, ClaimURI: rec},
 			`message.metadata: carries two tally records ("urn:tally:ext:promise" and "urn:tally:ext:claim"); send one per message`},
 		{"none", map[string]any{"urn:other": rec},
 			`message.metadata: carries no tally record: put one under metadata["urn:tally:ext:promise"] (or another extension URI of the agent card) and activate that URI in the A2A-Extensions header`},
@@ -209,7 +208,7 @@ func TestMessagesWire(t *testing.T) {
 		{"expect reply in a task", ExpectReply("tally-01", "ctx-3", "task-7", "urn:tally:ext:expect", "urn:tally:ext:expect", "raise", []byte(`{"seq":4}`)),
 			`{"messageId":"tally-01","contextId":"ctx-3","extensions":["urn:tally:ext:expect"],"metadata":{"urn:tally:ext:expect":{"seq":4}},` +
 				`"parts":[{"text":"raise recorded"}],"referenceTaskIds":["task-7"],"role":"ROLE_AGENT"}`},
-		{"expect reply outside a task", ExpectReply("tally-02", "", "", vocab.ExpectationsDraftURI, vocab.ExpectationsDraftURI, "fact", []byte(`{"seq":5}`)),
+		{"expect reply outside a task", ExpectReply("tally-02", "", "", ExpectationsDraftURI, ExpectationsDraftURI, "fact", []byte(`{"seq":5}`)),
 			`{"messageId":"tally-02","extensions":["https://rsaxb.com/a2a/expectations/v1"],"metadata":{"https://rsaxb.com/a2a/expectations/v1":{"seq":5}},` +
 				`"parts":[{"text":"fact recorded"}],"role":"ROLE_AGENT"}`},
 		{"lapse of a known expectation", LapseMessage(lv, known, []byte(`{"kind":"lapse"}`), "urn:x"),

@@ -4,12 +4,27 @@
 // artifacts, the actions a record may name, the message a lapse goes back
 // to its raising agent as, and the agent card that says all this to a
 // client. It does no I/O. The server's A2A binding
-// and the watcher's A2A sink both build their wire objects here, so the
+// and the timekeeper's A2A sink both build their wire objects here, so the
 // two cannot drift apart.
 package a2atask
 
-import (
-	"tally/vocab"
+// Extension URIs of tally's own families: the A2A binding's defaults (its
+// configuration may name others) and the one a lapse is sent under when
+// neither the expectation nor the sink names one. Sent on the wire and named
+// in agents' configurations: do not change them.
+const (
+	PromiseURI = "urn:tally:ext:promise"
+	ClaimURI   = "urn:tally:ext:claim"
+	ExpectURI  = "urn:tally:ext:expect"
+)
+
+// Extension URIs tally accepts besides its own.
+const (
+	// PinkiPromiseURI is pinki's promise extension; its records ride in
+	// metadata["<URI>/promise"].
+	PinkiPromiseURI = "https://github.com/azigler/pinki/ext/promise/v0"
+	// ExpectationsDraftURI is the A2A expectations proposal's extension.
+	ExpectationsDraftURI = "https://rsaxb.com/a2a/expectations/v1"
 )
 
 // Family is the tally family an extension URI carries.
@@ -22,19 +37,19 @@ const (
 )
 
 // URIs are the extension URIs of tally's own families; an empty one is
-// vocab's default.
+// the default above.
 type URIs struct{ Promise, Claim, Expect string }
 
-// WithDefaults fills the empty URIs with vocab's.
+// WithDefaults fills the empty URIs with the defaults above.
 func (u URIs) WithDefaults() URIs {
 	if u.Promise == "" {
-		u.Promise = vocab.PromiseURI
+		u.Promise = PromiseURI
 	}
 	if u.Claim == "" {
-		u.Claim = vocab.ClaimURI
+		u.Claim = ClaimURI
 	}
 	if u.Expect == "" {
-		u.Expect = vocab.ExpectURI
+		u.Expect = ExpectURI
 	}
 	return u
 }
@@ -50,9 +65,9 @@ type Extension struct {
 func (u URIs) Accepted() []Extension {
 	u = u.WithDefaults()
 	return []Extension{
-		{u.Promise, FamilyPromise}, {vocab.PinkiPromiseURI, FamilyPromise},
+		{u.Promise, FamilyPromise}, {PinkiPromiseURI, FamilyPromise},
 		{u.Claim, FamilyClaim},
-		{u.Expect, FamilyExpect}, {vocab.ExpectationsDraftURI, FamilyExpect},
+		{u.Expect, FamilyExpect}, {ExpectationsDraftURI, FamilyExpect},
 	}
 }
 
@@ -103,7 +118,7 @@ func RecordKeys(uri string, f Family) []string {
 // RecordKey is the key tally writes a record under: pinki's form for
 // pinki's URI, the URI itself otherwise.
 func RecordKey(uri string, f Family) string {
-	if uri == vocab.PinkiPromiseURI {
+	if uri == PinkiPromiseURI {
 		return uri + "/" + string(f)
 	}
 	return uri

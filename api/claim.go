@@ -5,7 +5,7 @@ import (
 
 	"tally/claim"
 	"tally/promise"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // The claim family's documents. Each is what `tally … -` reads on stdin
@@ -149,7 +149,7 @@ func (d *ClaimTestament) Command() (claim.Command, error) {
 	case d.Role == claim.TestamentResult:
 		return claim.ResultTestament{Claim: d.Claim, Testament: d.Testament, Summary: d.Summary, Confidence: d.Confidence, Results: d.Results}, nil
 	case d.Role != "" && d.Role != claim.TestamentResponse:
-		return nil, vocab.Invalidf("role", "must be response or result")
+		return nil, refuse.Invalidf("role", "must be response or result")
 	}
 	return claim.CloseTestament{Claim: d.Claim, Testament: d.Testament, Generation: d.Generation, Outcome: claim.Outcome(d.Outcome),
 		Summary: d.Summary, Confidence: d.Confidence, Bindings: d.Bindings, Diagnostics: d.Diagnostics}, nil

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"tally/claim"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 var testNow = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -53,7 +53,7 @@ func TestClaimRefusals(t *testing.T) {
 			t.Errorf("%s %s: got %v, want %q", tc.action, tc.body, err, tc.want)
 			continue
 		}
-		if r, ok := vocab.As(err); !ok || r.Code != vocab.Invalid {
+		if r, ok := refuse.As(err); !ok || r.Code != refuse.Invalid {
 			t.Errorf("%s %s: %v is not an invalid refusal", tc.action, tc.body, err)
 		}
 	}

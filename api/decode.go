@@ -12,7 +12,7 @@ import (
 	"sync"
 
 	"tally/jsonline"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // Decode decodes b, which must be one JSON object and nothing after it,
@@ -30,7 +30,7 @@ import (
 func Decode(where string, b []byte, doc any) error {
 	b = bytes.Trim(b, " \t\r\n") // JSON's whitespace, not Unicode's
 	if len(b) == 0 || b[0] != '{' {
-		return vocab.Invalidf(where, "must be one JSON object")
+		return refuse.Invalidf(where, "must be one JSON object")
 	}
 	if err := jsonline.CheckSyntax(where, b); err != nil {
 		return err
@@ -50,10 +50,10 @@ func Decode(where string, b []byte, doc any) error {
 		f, ok := fields.value(rv, name)
 		switch {
 		case !ok:
-			return vocab.Invalidf(name, "is not a field of this command ("+strings.Join(Members(doc), ", ")+")")
+			return refuse.Invalidf(name, "is not a field of this command ("+strings.Join(Members(doc), ", ")+")")
 		case f.Type() == objectType:
 			if !jsonline.IsObject(v) {
-				return vocab.Invalidf(name, "must be a JSON object")
+				return refuse.Invalidf(name, "must be a JSON object")
 			}
 			f.SetString(string(v))
 		case jsonline.IsNull(v): // as encoding/json: the member stays unset
@@ -82,10 +82,10 @@ func Decode(where string, b []byte, doc any) error {
 		return nil
 	})
 	if err != nil {
-		if _, ok := vocab.As(err); ok {
+		if _, ok := refuse.As(err); ok {
 			return err
 		}
-		return vocab.Invalidf(where, "must be one JSON object")
+		return refuse.Invalidf(where, "must be one JSON object")
 	}
 	if !slow {
 		return nil
@@ -96,7 +96,7 @@ func Decode(where string, b []byte, doc any) error {
 		return decodeError(where, err, doc)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return vocab.Invalidf(where, "must be one JSON object and nothing after it")
+		return refuse.Invalidf(where, "must be one JSON object and nothing after it")
 	}
 	return nil
 }
@@ -158,9 +158,9 @@ func eachMember(b []byte, owner, prefix string, fn func(name string, v []byte) e
 		}
 		switch {
 		case name == "":
-			return vocab.Invalidf(owner, "has a member with an empty name")
+			return refuse.Invalidf(owner, "has a member with an empty name")
 		case contains(seen, name):
-			return vocab.Invalidf(prefix+name, "appears twice")
+			return refuse.Invalidf(prefix+name, "appears twice")
 		}
 		seen = append(seen, name)
 		return fn(name, v)
@@ -206,15 +206,15 @@ func decodeError(where string, err error, doc any) error {
 	if name, ok := strings.CutPrefix(msg, `json: unknown field "`); ok {
 		name = strings.TrimSuffix(name, `"`)
 		if name == "" { // inside an array, where the walk does not reach
-			return vocab.Invalidf(where, "has a member with an empty name")
+			return refuse.Invalidf(where, "has a member with an empty name")
 		}
-		return vocab.Invalidf(name, "is not a field of this command ("+strings.Join(Members(doc), ", ")+")")
+		return refuse.Invalidf(name, "is not a field of this command ("+strings.Join(Members(doc), ", ")+")")
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return vocab.Invalidf(te.Field, "must be "+jsonKind(te.Type.Kind().String())+", not "+te.Value)
+		return refuse.Invalidf(te.Field, "must be "+jsonKind(te.Type.Kind().String())+", not "+te.Value)
 	}
-	return vocab.Invalidf(where, "not a JSON object: "+strings.TrimPrefix(msg, "json: "))
+	return refuse.Invalidf(where, "not a JSON object: "+strings.TrimPrefix(msg, "json: "))
 }
 
 func jsonKind(k string) string {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // TestDecodeRefusals pins the one decoder's refusals, word for word, as
@@ -47,7 +47,7 @@ func TestDecodeRefusals(t *testing.T) {
 			t.Errorf("%s: %s: got %v, want %q", tc.name, tc.body, err, tc.want)
 			continue
 		}
-		if r, ok := vocab.As(err); !ok || r.Code != vocab.Invalid || r.Field == "" {
+		if r, ok := refuse.As(err); !ok || r.Code != refuse.Invalid || r.Field == "" {
 			t.Errorf("%s: %v is not an invalid refusal naming a field", tc.name, err)
 		}
 	}
@@ -85,7 +85,7 @@ func FuzzDecode(f *testing.F) {
 			d := doc()
 			err := Decode("body", b, d)
 			if err != nil {
-				if r, ok := vocab.As(err); !ok || r.Field == "" {
+				if r, ok := refuse.As(err); !ok || r.Field == "" {
 					t.Fatalf("%T: refusal without a field: %v", d, err)
 				}
 				continue

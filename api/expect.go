@@ -9,7 +9,7 @@ import (
 
 	"tally/expect"
 	"tally/instant"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // The expectation family's documents, in the draft's names (camelCase):
@@ -112,7 +112,7 @@ func (d *ExpectRaise) instant(field, v string) (time.Time, error) {
 	}
 	t, err := expect.ParseTime(v)
 	if err != nil {
-		return t, vocab.Invalidf(field, err.Error())
+		return t, refuse.Invalidf(field, err.Error())
 	}
 	return t, nil
 }
@@ -125,7 +125,7 @@ func (d *ExpectRaise) duration(field, v string) (time.Duration, error) {
 	}
 	t, err := expect.ParseDuration(v)
 	if err != nil {
-		return t, vocab.Invalidf(field, err.Error())
+		return t, refuse.Invalidf(field, err.Error())
 	}
 	return t, nil
 }
@@ -158,7 +158,7 @@ func (d *ExpectRaise) convert(extend bool) (expect.Raise, error) {
 		r.ExpectationID = MintExpectationID()
 	}
 	if d.Subject == nil && !extend {
-		return r, vocab.Invalidf("subject", "required: {\"type\",\"id\"}")
+		return r, refuse.Invalidf("subject", "required: {\"type\",\"id\"}")
 	}
 	if d.Subject != nil {
 		r.Subject = *d.Subject
@@ -171,7 +171,7 @@ func (d *ExpectRaise) convert(extend bool) (expect.Raise, error) {
 	}
 	var err error
 	if d.DueAt == "" && !extend {
-		return r, vocab.Invalidf("dueAt", "required: there is no open-ended expectation")
+		return r, refuse.Invalidf("dueAt", "required: there is no open-ended expectation")
 	}
 	if d.DueAt != "" {
 		if r.DueAt, err = d.instant("dueAt", d.DueAt); err != nil {
@@ -261,7 +261,7 @@ type ExpectFact struct {
 // 3339 time, an A2A record one in UTC).
 func (d *ExpectFact) Command(parse func(field, v string) (time.Time, error)) (expect.FactCommand, error) {
 	if d.Subject == nil {
-		return expect.FactCommand{}, vocab.Invalidf("subject", "required: {\"type\",\"id\"}")
+		return expect.FactCommand{}, refuse.Invalidf("subject", "required: {\"type\",\"id\"}")
 	}
 	cmd := expect.FactCommand{FactKey: d.FactKey, Subject: *d.Subject}
 	if d.At != "" {
@@ -281,7 +281,7 @@ func ParseInstant(field, v string) (time.Time, error) { return instant.Parse(fie
 func ParseUTC(field, v string) (time.Time, error) {
 	t, err := expect.ParseTime(v)
 	if err != nil {
-		return t, vocab.Invalidf(field, err.Error())
+		return t, refuse.Invalidf(field, err.Error())
 	}
 	return t, nil
 }
@@ -319,7 +319,7 @@ func (d *ExpectLapse) Command() (expect.LapseCommand, error) {
 	if d.DueAt != "" {
 		t, err := expect.ParseTime(d.DueAt)
 		if err != nil {
-			return cmd, vocab.Invalidf("dueAt", err.Error())
+			return cmd, refuse.Invalidf("dueAt", err.Error())
 		}
 		cmd.DueAt = t
 	}

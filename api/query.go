@@ -10,7 +10,7 @@ import (
 	"tally/expect"
 	"tally/instant"
 	"tally/promise"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // The read documents: what a read verb selects by. Each is the query of
@@ -93,7 +93,7 @@ func flag(name string, b *bool) param {
 			}
 			x, err := strconv.ParseBool(vs[0])
 			if err != nil {
-				return vocab.Invalidf(name, "must be true or false")
+				return refuse.Invalidf(name, "must be true or false")
 			}
 			*b = x
 			return nil
@@ -206,7 +206,7 @@ func (q *ExpectQuery) params() []param {
 			}
 			t, id, ok := strings.Cut(vs[0], ":")
 			if !ok || t == "" || id == "" {
-				return vocab.Invalidf("subject", "must be TYPE:ID")
+				return refuse.Invalidf("subject", "must be TYPE:ID")
 			}
 			q.Subject = &expect.Subject{Type: t, ID: id}
 			return nil

@@ -9,7 +9,7 @@ import (
 	"tally/claim"
 	"tally/expect"
 	"tally/promise"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // TestQueryRoundTrip checks each read document's parameters: what a client
@@ -53,8 +53,8 @@ func TestQueryRefusals(t *testing.T) {
 	} {
 		v, _ := url.ParseQuery(c.query)
 		err := DecodeQuery(v, c.doc)
-		r, ok := vocab.As(err)
-		if !ok || r.Code != vocab.Invalid || err.Error() != c.want {
+		r, ok := refuse.As(err)
+		if !ok || r.Code != refuse.Invalid || err.Error() != c.want {
 			t.Errorf("%s: %v, want %s", c.query, err, c.want)
 		}
 	}

@@ -34,43 +34,6 @@ func TestDigestWireForm(t *testing.T) {
 	}
 }
 
-// The content family is domain-separated from a plain BLAKE3 hash and from
-// every other family.
-func TestDomainSeparation(t *testing.T) {
-	b := []byte("same bytes")
-	plain := blake3.Sum256(b)
-	if digest.HashContent(b) == digest.ContentDigest(plain) {
-		t.Fatal("content digest equals plain blake3")
-	}
-	seen := map[digest.Digest]digest.Family{}
-	for _, f := range []digest.Family{digest.FamilyContent, digest.FamilyArtifact, digest.FamilyTestament, digest.FamilyClaim} {
-		d := digest.DigestFields(f, b)
-		if g, ok := seen[d]; ok {
-			t.Fatalf("families %q and %q collide", f, g)
-		}
-		seen[d] = f
-	}
-}
-
-// ab|c must differ from a|bc: fields are length-prefixed.
-func TestLengthPrefixedFields(t *testing.T) {
-	a := digest.DigestFields(digest.FamilyTestament, []byte("ab"), []byte("c"))
-	b := digest.DigestFields(digest.FamilyTestament, []byte("a"), []byte("bc"))
-	if a == b {
-		t.Fatal("ab|c == a|bc")
-	}
-	c := digest.DigestFields(digest.FamilyTestament, []byte("abc"))
-	if a == c {
-		t.Fatal("ab|c == abc")
-	}
-	base := digest.Description{Kind: "ab", Schema: "c", Producer: "p", Claim: "C1", Cycle: 1, Role: "output", Slot: "s", Size: 3, Content: digest.HashContent([]byte("xyz"))}
-	shifted := base
-	shifted.Kind, shifted.Schema = "a", "bc"
-	if digest.ArtifactDigest(base) == digest.ArtifactDigest(shifted) {
-		t.Fatal("kind/schema boundary not separated")
-	}
-}
-
 // Every description field is covered; the artifact id is not part of it.
 func TestArtifactDigestCoversDescription(t *testing.T) {
 	base := digest.Description{Kind: "patch", Schema: "text/x-diff", Producer: "parser", Claim: "C17", Cycle: 1, Role: "output", Slot: "change", Size: 5, Content: digest.HashContent([]byte("patch"))}

@@ -23,8 +23,8 @@ import (
 
 	"github.com/zeebo/blake3"
 
+	"tally/refuse"
 	"tally/sessionname"
-	"tally/vocab"
 )
 
 // Roles a token may carry. Stored: do not rename.
@@ -105,23 +105,23 @@ type Keeper interface {
 }
 
 // Check validates what a token would grant, naming the field.
-// An empty role is RoleAgent. The refusal names its field (vocab), so
+// An empty role is RoleAgent. The refusal names its field (refuse), so
 // every binding answers it the same (400, or the CLI's exit 2).
 func Check(tenant, participant, role string) error {
 	role = roleOrAgent(role)
 	if tenant == AllTenants {
 		if role != RoleAdmin {
-			return vocab.Invalidf("role", fmt.Sprintf("a token of every tenant (%q) must be admin, not %q", AllTenants, role))
+			return refuse.Invalidf("role", fmt.Sprintf("a token of every tenant (%q) must be admin, not %q", AllTenants, role))
 		}
 	} else if err := sessionname.Check("tenant", tenant); err != nil {
 		_, rule, _ := strings.Cut(err.Error(), ": ")
-		return vocab.Invalidf("tenant", rule)
+		return refuse.Invalidf("tenant", rule)
 	}
 	if participant == "" || len(participant) > 1024 {
-		return vocab.Invalidf("participant", "an identity of 1-1024 bytes is required")
+		return refuse.Invalidf("participant", "an identity of 1-1024 bytes is required")
 	}
 	if !ValidRole(role) {
-		return vocab.Invalidf("role", fmt.Sprintf("must be agent, person, timekeeper or admin, not %q", role))
+		return refuse.Invalidf("role", fmt.Sprintf("must be agent, person, timekeeper or admin, not %q", role))
 	}
 	return nil
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"tally/digest"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // The seed's parser story: tests pass on patch A, review passes on patch B:
@@ -48,7 +48,7 @@ func TestParserStory(t *testing.T) {
 
 	// More work on C17 is refused: the failure is committed.
 	l.refuse(parser, PublishArtifact{Claim: "C17", Artifact: "patch-c", Role: RoleOutput, Slot: "change", Kind: "patch",
-		Generation: 1, Content: digest.HashContent([]byte("c"))}, vocab.Conflict, "claim")
+		Generation: 1, Content: digest.HashContent([]byte("c"))}, refuse.Conflict, "claim")
 
 	// The successor.
 	l.open("C18", parserSlots(), func(c *Create) { c.Predecessor = "C17" })
@@ -124,11 +124,11 @@ func TestChecksAccumulateOnlyOnSameIDAndDigest(t *testing.T) {
 	}
 	ev := l.evidence(maintainer, "C1")
 	wrong := strings.Repeat("0", 64)
-	l.refuse(maintainer, BeginCheck{Claim: "C1", Check: "review", Artifact: "A1", Digest: wrong}, vocab.Conflict, "artifact")
-	l.refuse(maintainer, ReportVerdict{Claim: "C1", Check: "review", Artifact: "A1", Digest: wrong, Result: Pass, Evidence: ev}, vocab.Conflict, "artifact")
+	l.refuse(maintainer, BeginCheck{Claim: "C1", Check: "review", Artifact: "A1", Digest: wrong}, refuse.Conflict, "artifact")
+	l.refuse(maintainer, ReportVerdict{Claim: "C1", Check: "review", Artifact: "A1", Digest: wrong, Result: Pass, Evidence: ev}, refuse.Conflict, "artifact")
 	// An artifact not bound in any received response cannot be evaluated.
 	l.publish("C1", "A3", "change", 1)
-	l.refuse(maintainer, BeginCheck{Claim: "C1", Check: "review", Artifact: "A3"}, vocab.Conflict, "artifact")
+	l.refuse(maintainer, BeginCheck{Claim: "C1", Check: "review", Artifact: "A3"}, refuse.Conflict, "artifact")
 }
 
 func TestLaterAlternativeNeverHealsCommittedFailure(t *testing.T) {
@@ -145,8 +145,8 @@ func TestLaterAlternativeNeverHealsCommittedFailure(t *testing.T) {
 	l.verdict(maintainer, "C1", "review", "A", Fail)
 	l.expect("C1", ValidationFailed)
 	// The posted alternative can no longer be received, evaluated or extended.
-	l.refuse(maintainer, ReceiveTestament{Claim: "C1", Testament: "T2"}, vocab.Conflict, "claim")
-	l.refuse(maintainer, BeginCheck{Claim: "C1", Check: "review", Artifact: "B"}, vocab.Conflict, "claim")
+	l.refuse(maintainer, ReceiveTestament{Claim: "C1", Testament: "T2"}, refuse.Conflict, "claim")
+	l.refuse(maintainer, BeginCheck{Claim: "C1", Check: "review", Artifact: "B"}, refuse.Conflict, "claim")
 	// The check already running may finish for the audit; nothing changes.
 	ev := l.evidence(maintainer, "C1")
 	l.do(maintainer, ReportVerdict{Claim: "C1", Check: "behavior", Artifact: "A", Result: Pass, Evidence: ev})
@@ -253,7 +253,7 @@ func TestOnlyErrorAdvancesAttemptsAndFallbacks(t *testing.T) {
 	l3.respond("C3", "T1", 1, map[string]string{"style": "S"})
 	l3.verdict(maintainer, "C3", "lint", "S", Incomplete)
 	l3.expect("C3", ValidationIncomplete)
-	l3.refuse(maintainer, BeginCheck{Claim: "C3", Check: "lint", Artifact: "S"}, vocab.Conflict, "claim")
+	l3.refuse(maintainer, BeginCheck{Claim: "C3", Check: "lint", Artifact: "S"}, refuse.Conflict, "claim")
 }
 
 func TestFailIsConclusiveWithAttemptsLeft(t *testing.T) {
@@ -264,21 +264,21 @@ func TestFailIsConclusiveWithAttemptsLeft(t *testing.T) {
 	l.publish("C1", "A", "code", 1)
 	l.respond("C1", "T1", 1, map[string]string{"code": "A"})
 	l.verdict(maintainer, "C1", "lint", "A", Fail)
-	l.refuse(maintainer, BeginCheck{Claim: "C1", Check: "lint", Artifact: "A"}, vocab.Conflict, "check")
+	l.refuse(maintainer, BeginCheck{Claim: "C1", Check: "lint", Artifact: "A"}, refuse.Conflict, "check")
 }
 
 func TestStaleReceiptGenerationRefused(t *testing.T) {
 	l := newLedger(t)
 	l.open("C1", parserSlots())
-	l.refuse(parser, Adopt{Claim: "C1", Holder: "rescuer"}, vocab.Forbidden, "actor")
+	l.refuse(parser, Adopt{Claim: "C1", Holder: "rescuer"}, refuse.Forbidden, "actor")
 	l.do(maintainer, Adopt{Claim: "C1", Holder: "rescuer", Reason: "parser stopped answering"})
 	if r := l.view("C1").Receipt; r.Holder != "rescuer" || r.Generation != 2 {
 		t.Fatalf("receipt %+v", r)
 	}
-	l.refuse(parser, Progress{Claim: "C1", Generation: 1, Note: "still here"}, vocab.Conflict, "generation")
-	l.refuse(parser, Progress{Claim: "C1", Generation: 2, Note: "still here"}, vocab.Forbidden, "actor")
+	l.refuse(parser, Progress{Claim: "C1", Generation: 1, Note: "still here"}, refuse.Conflict, "generation")
+	l.refuse(parser, Progress{Claim: "C1", Generation: 2, Note: "still here"}, refuse.Forbidden, "actor")
 	l.refuse(parser, PublishArtifact{Claim: "C1", Artifact: "A", Role: RoleOutput, Slot: "change", Kind: "patch",
-		Generation: 1, Content: digest.HashContent([]byte("a"))}, vocab.Conflict, "generation")
+		Generation: 1, Content: digest.HashContent([]byte("a"))}, refuse.Conflict, "generation")
 	l.do("rescuer", Progress{Claim: "C1", Generation: 2, Note: "took over"})
 	// A stale write appended by another tool is ignored by the fold.
 	l.append(parser, Event{TS: l.now, Type: TypeProgress, Claim: "C1", Generation: 1, Note: "late"})
@@ -294,13 +294,13 @@ func TestStaleReceiptGenerationRefused(t *testing.T) {
 	l2.publish("C2", "A", "change", 1)
 	l2.do(parser, CloseTestament{Claim: "C2", Testament: "T1", Generation: 1, Outcome: Complete, Summary: "A", Bindings: []Binding{{Slot: "change", Artifact: "A"}}})
 	l2.do(maintainer, Adopt{Claim: "C2", Holder: "rescuer"})
-	l2.refuse(parser, PostTestament{Claim: "C2", Testament: "T1"}, vocab.Conflict, "generation")
+	l2.refuse(parser, PostTestament{Claim: "C2", Testament: "T1"}, refuse.Conflict, "generation")
 	// Only the respondent takes the first receipt.
 	l3 := newLedger(t)
 	l3.do(maintainer, Create{Claim: "C3", Respondent: parser, Work: "w", Slots: parserSlots()})
-	l3.refuse(parser, AcquireReceipt{Claim: "C3"}, vocab.Conflict, "claim") // not posted
+	l3.refuse(parser, AcquireReceipt{Claim: "C3"}, refuse.Conflict, "claim") // not posted
 	l3.do(maintainer, Post{Claim: "C3"})
-	l3.refuse("someone", AcquireReceipt{Claim: "C3"}, vocab.Forbidden, "actor")
+	l3.refuse("someone", AcquireReceipt{Claim: "C3"}, refuse.Forbidden, "actor")
 }
 
 func TestWrongEvaluatorRefused(t *testing.T) {
@@ -310,10 +310,10 @@ func TestWrongEvaluatorRefused(t *testing.T) {
 	l.publish("C1", "A", "change", 1)
 	l.respond("C1", "T1", 1, map[string]string{"change": "A"})
 	ev := l.evidence(maintainer, "C1")
-	l.refuse(maintainer, ReportVerdict{Claim: "C1", Check: "review", Artifact: "A", Result: Pass, Evidence: ev}, vocab.Forbidden, "actor")
-	l.refuse(parser, BeginCheck{Claim: "C1", Check: "behavior", Artifact: "A"}, vocab.Forbidden, "actor")
+	l.refuse(maintainer, ReportVerdict{Claim: "C1", Check: "review", Artifact: "A", Result: Pass, Evidence: ev}, refuse.Forbidden, "actor")
+	l.refuse(parser, BeginCheck{Claim: "C1", Check: "behavior", Artifact: "A"}, refuse.Forbidden, "actor")
 	// Someone else's evidence is refused too.
-	l.refuse(reviewer, ReportVerdict{Claim: "C1", Check: "review", Artifact: "A", Result: Pass, Evidence: ev}, vocab.Forbidden, "evidence")
+	l.refuse(reviewer, ReportVerdict{Claim: "C1", Check: "review", Artifact: "A", Result: Pass, Evidence: ev}, refuse.Forbidden, "evidence")
 	// A verdict from the wrong evaluator written by another tool is ignored.
 	begin, _ := l.s.Decide(reviewer, l.now, BeginCheck{Claim: "C1", Check: "review", Artifact: "A"})
 	l.append(reviewer, begin[0])
@@ -327,7 +327,7 @@ func TestWrongEvaluatorRefused(t *testing.T) {
 		t.Fatal("forged verdict applied")
 	}
 	// Participants who are not evaluators cannot publish result artifacts.
-	l.refuse(parser, PublishArtifact{Claim: "C1", Artifact: "X", Role: RoleResult, Kind: "log", Content: digest.HashContent([]byte("x"))}, vocab.Forbidden, "actor")
+	l.refuse(parser, PublishArtifact{Claim: "C1", Artifact: "X", Role: RoleResult, Kind: "log", Content: digest.HashContent([]byte("x"))}, refuse.Forbidden, "actor")
 }
 
 func TestArtifactDigestMustMatchDescription(t *testing.T) {
@@ -435,10 +435,10 @@ func TestMissingRequiredSlotIsIncompleteByDeclarationIndex(t *testing.T) {
 func TestNonCompleteOutcomeNeedsDiagnostic(t *testing.T) {
 	l := newLedger(t)
 	l.open("C1", parserSlots())
-	l.refuse(parser, CloseTestament{Claim: "C1", Testament: "T1", Generation: 1, Outcome: Refused, Summary: "cannot"}, vocab.Invalid, "diagnostics")
+	l.refuse(parser, CloseTestament{Claim: "C1", Testament: "T1", Generation: 1, Outcome: Refused, Summary: "cannot"}, refuse.Invalid, "diagnostics")
 	l.publish("C1", "D", "", 1)
 	l.do(parser, CloseTestament{Claim: "C1", Testament: "T1", Generation: 1, Outcome: Refused, Summary: "cannot", Diagnostics: []Ref{{Artifact: "D"}}})
-	l.refuse(parser, CloseTestament{Claim: "C1", Testament: "T2", Generation: 1, Outcome: Complete, Summary: "x", Bindings: []Binding{{Slot: "change", Artifact: "D"}}}, vocab.Conflict, "bindings.artifact")
+	l.refuse(parser, CloseTestament{Claim: "C1", Testament: "T2", Generation: 1, Outcome: Complete, Summary: "x", Bindings: []Binding{{Slot: "change", Artifact: "D"}}}, refuse.Conflict, "bindings.artifact")
 }
 
 func TestResultEvidenceEndsAtGeneratedAndPosted(t *testing.T) {
@@ -449,26 +449,26 @@ func TestResultEvidenceEndsAtGeneratedAndPosted(t *testing.T) {
 	l.verdict(maintainer, "C1", "behavior", "A", Pass)
 	l.verdict(maintainer, "C1", "review", "A", Fail)
 	ev := l.view("C1").Artifacts[1].Artifact
-	l.refuse(maintainer, ReceiveArtifact{Claim: "C1", Artifact: ev}, vocab.Conflict, "claim")
+	l.refuse(maintainer, ReceiveArtifact{Claim: "C1", Artifact: ev}, refuse.Conflict, "claim")
 	l.do(maintainer, ResultTestament{Claim: "C1", Testament: "R1", Summary: "behavior passed; review failed", Results: []Ref{{Artifact: ev}}})
 	l.do(maintainer, PostTestament{Claim: "C1", Testament: "R1"})
-	l.refuse(maintainer, ReceiveTestament{Claim: "C1", Testament: "R1"}, vocab.Conflict, "")
+	l.refuse(maintainer, ReceiveTestament{Claim: "C1", Testament: "R1"}, refuse.Conflict, "")
 	l.expect("C1", ValidationFailed)
 	// Before the end, a result artifact cannot be received either, and a
 	// result artifact cannot be bound as work.
 	l2 := newLedger(t)
 	l2.open("C2", parserSlots())
 	ev2 := l2.evidence(maintainer, "C2")
-	l2.refuse(maintainer, ReceiveArtifact{Claim: "C2", Artifact: ev2}, vocab.Conflict, "artifact")
+	l2.refuse(maintainer, ReceiveArtifact{Claim: "C2", Artifact: ev2}, refuse.Conflict, "artifact")
 	l2.refuse(parser, CloseTestament{Claim: "C2", Testament: "T1", Generation: 1, Outcome: Complete, Summary: "x",
-		Bindings: []Binding{{Slot: "change", Artifact: ev2}}}, vocab.Conflict, "bindings.artifact")
+		Bindings: []Binding{{Slot: "change", Artifact: ev2}}}, refuse.Conflict, "bindings.artifact")
 }
 
 func TestControlTransitions(t *testing.T) {
 	l := newLedger(t)
 	l.do(maintainer, Create{Claim: "C1", Respondent: parser, Work: "w", Slots: parserSlots()})
-	l.refuse(parser, Cancel{Claim: "C1", Reason: "x"}, vocab.Forbidden, "actor")
-	l.refuse(maintainer, Revoke{Claim: "C1", Reason: "x"}, vocab.Conflict, "claim")
+	l.refuse(parser, Cancel{Claim: "C1", Reason: "x"}, refuse.Forbidden, "actor")
+	l.refuse(maintainer, Revoke{Claim: "C1", Reason: "x"}, refuse.Conflict, "claim")
 	l.do(maintainer, ReportPostFailure{Claim: "C1", Reason: "unreachable"})
 	l.expect("C1", PostFailed)
 
@@ -489,31 +489,31 @@ func TestControlTransitions(t *testing.T) {
 	l.do(maintainer, Revoke{Claim: "C4", Reason: "withdrawn"})
 	l.expect("C4", Revoked)
 	// Revoke fenced the running check: its late verdict is refused.
-	l.refuse(maintainer, ReportVerdict{Claim: "C4", Check: "behavior", Artifact: "A", Result: Pass, Evidence: ev}, vocab.Conflict, "claim")
+	l.refuse(maintainer, ReportVerdict{Claim: "C4", Check: "behavior", Artifact: "A", Result: Pass, Evidence: ev}, refuse.Conflict, "claim")
 
 	l.open("C5", parserSlots())
-	l.refuse(maintainer, Supersede{Claim: "C5", Successor: "C6"}, vocab.NotFound, "successor")
+	l.refuse(maintainer, Supersede{Claim: "C5", Successor: "C6"}, refuse.NotFound, "successor")
 	l.do(maintainer, Create{Claim: "C6", Respondent: parser, Work: "w", Predecessor: "C5"})
-	l.refuse(parser, Create{Claim: "C7", Respondent: parser, Work: "w", Predecessor: "C5"}, vocab.Forbidden, "predecessor")
+	l.refuse(parser, Create{Claim: "C7", Respondent: parser, Work: "w", Predecessor: "C5"}, refuse.Forbidden, "predecessor")
 	l.do(maintainer, Supersede{Claim: "C5", Successor: "C6"})
 	l.expect("C5", Superseded)
-	l.refuse(maintainer, Cancel{Claim: "C5", Reason: "again"}, vocab.Conflict, "claim")
+	l.refuse(maintainer, Cancel{Claim: "C5", Reason: "again"}, refuse.Conflict, "claim")
 	l.do(maintainer, Cancel{Claim: "C6", Reason: "not needed"})
 	l.expect("C6", Cancelled)
-	l.refuse(maintainer, Create{Claim: "C6", Respondent: parser, Work: "w"}, vocab.Conflict, "claim")
-	l.refuse(parser, Create{Claim: "C9", Respondent: parser, Work: "w", Slots: []SlotSpec{slot("s", Required, CheckSpec{ID: "x"})}}, vocab.Invalid, "")
+	l.refuse(maintainer, Create{Claim: "C6", Respondent: parser, Work: "w"}, refuse.Conflict, "claim")
+	l.refuse(parser, Create{Claim: "C9", Respondent: parser, Work: "w", Slots: []SlotSpec{slot("s", Required, CheckSpec{ID: "x"})}}, refuse.Invalid, "")
 }
 
 func TestDeadlineOnlyFromTimekeeperFact(t *testing.T) {
 	l := newLedger(t)
 	l.open("C1", parserSlots(), func(c *Create) { c.Deadline = t0.Add(time.Hour) })
-	l.refuse(vocab.DefaultTimekeeper, CommitDeadline{Claim: "C1"}, vocab.Conflict, "deadline")
+	l.refuse(timekeeperActor, CommitDeadline{Claim: "C1"}, refuse.Conflict, "deadline")
 	l.now = t0.Add(2 * time.Hour)
 	if !l.view("C1").Overdue || l.state("C1") != Received {
 		t.Fatal("a passed deadline changed state by itself")
 	}
-	l.refuse(maintainer, CommitDeadline{Claim: "C1"}, vocab.Forbidden, "actor")
-	l.do(vocab.DefaultTimekeeper, CommitDeadline{Claim: "C1"})
+	l.refuse(maintainer, CommitDeadline{Claim: "C1"}, refuse.Forbidden, "actor")
+	l.do(timekeeperActor, CommitDeadline{Claim: "C1"})
 	l.expect("C1", Expired)
 	if len(l.s.List(Filter{Overdue: true}, l.now)) != 0 {
 		t.Fatal("an expired claim is still listed overdue")
@@ -546,13 +546,13 @@ func TestVerdictPublishesItsEvidence(t *testing.T) {
 	l.respond("C1", "T1", 1, map[string]string{"change": "A"})
 	pub := &PublishArtifact{Artifact: "EV1", Role: RoleResult, Kind: "log", Content: digest.HashContent([]byte("log")), Size: 3}
 	// The wrong evaluator: refused, and the evidence with it.
-	l.refuse(maintainer, ReportVerdict{Claim: "C1", Check: "review", Artifact: "A", Result: Pass, Publish: pub}, vocab.Forbidden, "actor")
+	l.refuse(maintainer, ReportVerdict{Claim: "C1", Check: "review", Artifact: "A", Result: Pass, Publish: pub}, refuse.Forbidden, "actor")
 	if _, ok := l.s.claims["C1"].artifacts["EV1"]; ok {
 		t.Fatal("a refused verdict left its evidence")
 	}
 	l.refuse(maintainer, ReportVerdict{Claim: "C1", Check: "behavior", Artifact: "A", Result: Pass,
-		Publish: &PublishArtifact{Artifact: "EV1", Role: RoleOutput, Kind: "log", Content: pub.Content}}, vocab.Invalid, "evidence_artifact.role")
-	l.refuse(maintainer, ReportVerdict{Claim: "C1", Check: "behavior", Artifact: "A", Result: Pass, Evidence: "OTHER", Publish: pub}, vocab.Invalid, "evidence")
+		Publish: &PublishArtifact{Artifact: "EV1", Role: RoleOutput, Kind: "log", Content: pub.Content}}, refuse.Invalid, "evidence_artifact.role")
+	l.refuse(maintainer, ReportVerdict{Claim: "C1", Check: "behavior", Artifact: "A", Result: Pass, Evidence: "OTHER", Publish: pub}, refuse.Invalid, "evidence")
 	evs := l.do(maintainer, ReportVerdict{Claim: "C1", Check: "behavior", Artifact: "A", Result: Pass, Publish: pub})
 	if len(evs) != 3 || evs[0].Type != TypeArtifact || evs[1].Type != TypeCheckBegin || evs[2].Type != TypeCheckVerdict {
 		t.Fatalf("records %v", evs)
@@ -636,12 +636,12 @@ func TestCreateDefaultsAndInheritance(t *testing.T) {
 	}
 
 	l.do(maintainer, Create{Claim: "C20", Respondent: parser, Work: "w"})
-	r := l.refuse(maintainer, Create{Claim: "C21", Respondent: parser, Work: "w", Predecessor: "C20"}, vocab.Invalid, "slots")
+	r := l.refuse(maintainer, Create{Claim: "C21", Respondent: parser, Work: "w", Predecessor: "C20"}, refuse.Invalid, "slots")
 	if r.Error() != "slots: successor C21 declares none and its predecessor C20 has none to inherit: declare them, or pass no_checks (--no-checks) if the closing testament is the only requirement" {
 		t.Fatalf("refusal %q", r.Error())
 	}
-	l.refuse(maintainer, Create{Claim: "C21", Respondent: parser, Work: "w", NoChecks: true, Slots: parserSlots()}, vocab.Invalid, "no_checks")
-	l.refuse(maintainer, Create{Claim: "C21", Respondent: parser, Work: "w", Predecessor: "C99"}, vocab.NotFound, "predecessor")
+	l.refuse(maintainer, Create{Claim: "C21", Respondent: parser, Work: "w", NoChecks: true, Slots: parserSlots()}, refuse.Invalid, "no_checks")
+	l.refuse(maintainer, Create{Claim: "C21", Respondent: parser, Work: "w", Predecessor: "C99"}, refuse.NotFound, "predecessor")
 	if evs := l.do(maintainer, Create{Claim: "C21", Respondent: parser, Work: "w", Predecessor: "C20", NoChecks: true}); len(evs[0].Slots) != 0 {
 		t.Fatalf("no_checks: %+v", evs[0].Slots)
 	}

@@ -8,7 +8,7 @@ import (
 
 // The deadline index holds every open claim that has a deadline, keyed by
 // the claim's record; a claim leaves it when it ends (by any cause), so the
-// watcher's question "which deadlines passed without a fact?" costs
+// timekeeper's question "which deadlines passed without a fact?" costs
 // O(k log n) for k due claims and O(1) when none is due.
 
 func lessClaimRec(a, b *claimRec) bool { return a.seq < b.seq }
@@ -54,7 +54,7 @@ func (s *State) DueDeadlines(now time.Time, max int) []string {
 }
 
 // NextDeadline returns the earliest deadline of an open claim, and false
-// when no open claim has one (so a watcher knows how long to sleep).
+// when no open claim has one (so a timekeeper knows how long to sleep).
 func (s *State) NextDeadline() (time.Time, bool) {
 	if s.deadlines == nil {
 		return time.Time{}, false

@@ -4,8 +4,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"tally/vocab"
 )
 
 func TestDueDeadlines(t *testing.T) {
@@ -32,7 +30,7 @@ func TestDueDeadlines(t *testing.T) {
 
 	// A committed fact, or any other end, removes a claim from the index.
 	l.now = t0.Add(90 * time.Minute)
-	l.do(vocab.DefaultTimekeeper, CommitDeadline{Claim: "C2"})
+	l.do(timekeeperActor, CommitDeadline{Claim: "C2"})
 	l.expect("C2", Expired)
 	l.do(maintainer, Cancel{Claim: "C4", Reason: "dropped"})
 	if got := l.s.DueDeadlines(t0.Add(5*time.Hour), 0); !slices.Equal(got, []string{"C1", "C5"}) {

@@ -5,218 +5,16 @@ import (
 	"errors"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"tally/digest"
 	"tally/family"
-	"tally/vocab"
+	"tally/refuse"
 )
-
-// Command is one verb of the claim family. Decide turns it into records.
-type Command interface{ isCommand() }
-
-// Create issues a claim; the acting identity is its claimant. MaxResponses 0
-// means DefaultMaxResponses; a zero Deadline means none. The terms default
-// here, for every mode alike: a slot or check without a mode is Required, a
-// check without an evaluator is run by the claimant, without phases it is
-// programmatic, without attempts it has 1, a validator without a version is
-// version 1. A successor (Predecessor set) that declares no slots inherits
-// its predecessor's slots and checks (Inherits); one that would have no
-// requirement at all is refused unless NoChecks says so.
-type Create struct {
-	Claim, Respondent, Work, Scope string
-	Claimant                       string // defaults to the acting identity; must equal it
-	MaxResponses                   int
-	Deadline                       time.Time
-	DependsOn, Awaits              []string
-	Reviews, DerivedFrom           []string
-	Predecessor                    string
-	Slots                          []SlotSpec
-	NoChecks                       bool // no slots, on purpose: the closing testament is the only requirement
-	// Without a Respondent the claim is posted to a pool: Pool names the
-	// seats that may take it (none: any seat), and the first to acquire
-	// the receipt becomes the respondent.
-	Pool     []string
-	Priority *int // 0 (highest) to MaxPriority; nil: DefaultPriority, not recorded
-}
-
-// Inherits reports whether the claim takes its predecessor's slots and
-// checks: a successor that declares none and does not say NoChecks.
-func (c Create) Inherits() bool { return c.Predecessor != "" && len(c.Slots) == 0 && !c.NoChecks }
-
-// InheritNote is what a write of c says beside its records when c
-// inherited its terms (else ""): the slots and checks now required.
-func InheritNote(c Create, v *View) string {
-	if !c.Inherits() {
-		return ""
-	}
-	var slots []string
-	for _, sl := range v.Slots {
-		ids := make([]string, len(sl.Checks))
-		for i, ch := range sl.Checks {
-			ids[i] = ch.ID
-		}
-		slots = append(slots, sl.Name+" ("+strings.Join(ids, ", ")+")")
-	}
-	return c.Claim + " inherits the slots and checks of its predecessor " + c.Predecessor + ": " + strings.Join(slots, "; ")
-}
-
-// Post makes a generated claim actionable (claimant).
-type Post struct{ Claim string }
-
-// ReportPostFailure records that posting failed (claimant): PostFailed.
-type ReportPostFailure struct{ Claim, Reason string }
-
-// AcquireReceipt takes the execution receipt at generation 1 (the
-// respondent, or for a claim posted to a pool the first seat that may).
-type AcquireReceipt struct{ Claim string }
-
-// DeclineReceipt records that the respondent could not take the receipt:
-// ReceiptFailed.
-type DeclineReceipt struct{ Claim, Reason string }
-
-// Adopt moves the receipt to Holder at the next generation (claimant): the
-// reclaim path for work whose agent died. The old holder is fenced.
-type Adopt struct{ Claim, Holder, Reason string }
-
-// Progress records a progress note under the receipt (holder).
-type Progress struct {
-	Claim      string
-	Generation uint64
-	Note       string
-}
-
-// PublishArtifact records an artifact whose bytes the caller has stored.
-// Output and diagnostic artifacts belong to the holder's open work cycle
-// (Generation required); result artifacts are an evaluator's or the
-// claimant's evidence. The digest is computed here. The description
-// defaults here, for every mode alike: without a role an artifact for a slot
-// is an output, one under a receipt generation a diagnostic, else a result;
-// without a kind it is a "file".
-type PublishArtifact struct {
-	Claim, Artifact          string
-	Role                     Role
-	Slot, Kind, Schema, Name string
-	Generation               uint64
-	Content                  digest.ContentDigest
-	Size                     int64
-}
-
-// DefaultRole is role, else the role an artifact's description implies: an
-// output for a slot, a diagnostic under a receipt generation, else a result
-// (an evaluator's or the claimant's evidence).
-func DefaultRole(role Role, slot string, generation uint64) Role {
-	switch {
-	case role != "":
-		return role
-	case slot != "":
-		return RoleOutput
-	case generation > 0:
-		return RoleDiagnostic
-	}
-	return RoleResult
-}
-
-// ReceiveArtifact records the claimant's receipt of one artifact. An empty
-// Digest pins the artifact's recorded digest.
-type ReceiveArtifact struct{ Claim, Artifact, Digest string }
-
-// CloseTestament closes the open work cycle with the holder's account.
-// Bindings and diagnostics with an empty digest pin the recorded one; an
-// empty Outcome is Complete.
-type CloseTestament struct {
-	Claim, Testament string
-	Generation       uint64
-	Outcome          Outcome
-	Summary          string
-	Confidence       *float64
-	Bindings         []Binding
-	Diagnostics      []Ref
-}
-
-// ResultTestament records the claimant's audit of the checks (ends at Posted).
-type ResultTestament struct {
-	Claim, Testament, Summary string
-	Confidence                *float64
-	Results                   []Ref
-}
-
-// FailTestament records that the holder could not generate a testament.
-type FailTestament struct {
-	Claim      string
-	Generation uint64
-	Reason     string
-}
-
-// PostTestament posts a closed testament (its author, or the claimant for a
-// result testament).
-type PostTestament struct{ Claim, Testament string }
-
-// ReceiveTestament records the claimant's receipt of a posted testament.
-type ReceiveTestament struct{ Claim, Testament string }
-
-// BeginCheck records the start of the next attempt of a check on one pinned
-// target (designated evaluator). Phase, handler, validator and attempt are
-// filled from the state. An empty Digest pins the artifact's recorded digest.
-type BeginCheck struct{ Claim, Check, Artifact, Digest string }
-
-// ReportVerdict records a verdict with its evidence (designated evaluator).
-// If no attempt is running on the target, Decide records its begin first.
-// With Publish set, the evidence is published in the same batch, first:
-// Evidence and EvidenceDigest then name that artifact, and a refused verdict
-// leaves no evidence behind either.
-type ReportVerdict struct {
-	Claim, Check, Artifact, Digest string
-	Result                         Result
-	Evidence, EvidenceDigest, Note string
-	Publish                        *PublishArtifact // the evidence to publish with the verdict (role result)
-}
-
-// Cancel ends the claim (claimant).
-type Cancel struct{ Claim, Reason string }
-
-// Revoke withdraws the work from its receipt holder (claimant).
-type Revoke struct{ Claim, Reason string }
-
-// Supersede ends the claim in favour of a successor naming it (claimant).
-type Supersede struct{ Claim, Successor, Reason string }
-
-// CommitDeadline commits a passed deadline (timekeeper): Expired, or, when
-// the claim sits on a wait-cycle of Awaits edges, Deadlocked for the cycle's
-// canonical victim.
-type CommitDeadline struct{ Claim string }
-
-// CommitDependency commits the DependencyFailed fact for a claim whose
-// DependsOn target ended unsatisfied (any participant; the fact is checked).
-// Decide emits these facts itself; this verb repairs a log that lacks them.
-type CommitDependency struct{ Claim string }
-
-func (Create) isCommand()            {}
-func (Post) isCommand()              {}
-func (ReportPostFailure) isCommand() {}
-func (AcquireReceipt) isCommand()    {}
-func (DeclineReceipt) isCommand()    {}
-func (Adopt) isCommand()             {}
-func (Progress) isCommand()          {}
-func (PublishArtifact) isCommand()   {}
-func (ReceiveArtifact) isCommand()   {}
-func (CloseTestament) isCommand()    {}
-func (ResultTestament) isCommand()   {}
-func (FailTestament) isCommand()     {}
-func (PostTestament) isCommand()     {}
-func (ReceiveTestament) isCommand()  {}
-func (BeginCheck) isCommand()        {}
-func (ReportVerdict) isCommand()     {}
-func (Cancel) isCommand()            {}
-func (Revoke) isCommand()            {}
-func (Supersede) isCommand()         {}
-func (CommitDeadline) isCommand()    {}
-func (CommitDependency) isCommand()  {}
 
 // Decide validates cmd against the state and the acting identity at time now
 // and returns the records to append, in order, as one atomic batch; or a
-// *vocab.Refusal and nothing. It does not change the state: the caller
+// *refuse.Refusal and nothing. It does not change the state: the caller
 // appends the records and then Applies each of them. When a record ends a
 // claim unsatisfied, the batch also carries the DependencyFailed facts of
 // every claim that depends on it, transitively.
@@ -236,9 +34,9 @@ func (s *State) Decide(actor string, now time.Time, cmd Command) ([]Event, error
 		if err := events[i].wellFormed(true); err != nil {
 			var de *family.DecodeError
 			if errors.As(err, &de) {
-				return nil, vocab.Invalidf(de.Field, de.Msg)
+				return nil, refuse.Invalidf(de.Field, de.Msg)
 			}
-			return nil, vocab.Invalidf("", err.Error())
+			return nil, refuse.Invalidf("", err.Error())
 		}
 	}
 	m := Meta{Seq: s.seq + 1, Actor: actor, TS: now}
@@ -261,7 +59,7 @@ func (s *State) Decide(actor string, now time.Time, cmd Command) ([]Event, error
 	// of the batch leave it, by folding them into a clone swapped in place.
 	orig := s.claim(target)
 	if orig == nil {
-		return nil, vocab.NotFoundf("claim", "no claim "+quote(target))
+		return nil, refuse.NotFoundf("claim", "no claim "+quote(target))
 	}
 	if len(events) == 1 && len(s.dependents[target]) == 0 {
 		// One record on a claim nobody depends on: validating it against the
@@ -318,12 +116,12 @@ func (s *State) propagate(now time.Time, failed, origin string, done map[string]
 func quote(s string) string { return `"` + s + `"` }
 
 // build turns a command into records, filling what the state determines.
-func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *vocab.Refusal) {
-	one := func(e Event) ([]Event, *vocab.Refusal) { return []Event{e}, nil }
+func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *refuse.Refusal) {
+	one := func(e Event) ([]Event, *refuse.Refusal) { return []Event{e}, nil }
 	switch c := cmd.(type) {
 	case Create:
 		if c.Claimant != "" && c.Claimant != actor {
-			return nil, vocab.Forbiddenf("claimant", "a claim's claimant is the identity that creates it, "+actor+", not "+c.Claimant)
+			return nil, refuse.Forbiddenf("claimant", "a claim's claimant is the identity that creates it, "+actor+", not "+c.Claimant)
 		}
 		max := c.MaxResponses
 		if max == 0 {
@@ -353,24 +151,24 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *vocab
 		return one(Event{Type: TypeAdopt, Claim: c.Claim, Holder: c.Holder, Generation: gen, Reason: c.Reason})
 	case Progress:
 		if c.Generation == 0 {
-			return nil, vocab.Invalidf("generation", "is required: the receipt generation the writer holds")
+			return nil, refuse.Invalidf("generation", "is required: the receipt generation the writer holds")
 		}
 		return one(Event{Type: TypeProgress, Claim: c.Claim, Generation: c.Generation, Note: c.Note})
 	case PublishArtifact:
 		c.Role, c.Kind = DefaultRole(c.Role, c.Slot, c.Generation), cmp.Or(c.Kind, "file")
 		cr := s.claim(c.Claim)
 		if cr == nil {
-			return nil, vocab.NotFoundf("claim", "no claim "+quote(c.Claim))
+			return nil, refuse.NotFoundf("claim", "no claim "+quote(c.Claim))
 		}
 		var cycle uint64
 		if c.Role != RoleResult {
 			if c.Generation == 0 {
-				return nil, vocab.Invalidf("generation", "is required: the receipt generation the writer holds")
+				return nil, refuse.Invalidf("generation", "is required: the receipt generation the writer holds")
 			}
 			cycle = cr.cycles + 1
 		}
 		if c.Content.IsZero() {
-			return nil, vocab.Invalidf("content", "is required")
+			return nil, refuse.Invalidf("content", "is required")
 		}
 		d := digest.ArtifactDigest(digest.Description{Kind: c.Kind, Schema: c.Schema, Producer: actor,
 			Claim: c.Claim, Cycle: cycle, Role: string(c.Role), Slot: c.Slot, Size: c.Size, Content: c.Content})
@@ -387,14 +185,14 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *vocab
 		c.Outcome = cmp.Or(c.Outcome, Complete)
 		cr := s.claim(c.Claim)
 		if cr == nil {
-			return nil, vocab.NotFoundf("claim", "no claim "+quote(c.Claim))
+			return nil, refuse.NotFoundf("claim", "no claim "+quote(c.Claim))
 		}
 		if c.Generation == 0 {
-			return nil, vocab.Invalidf("generation", "is required: the receipt generation the writer holds")
+			return nil, refuse.Invalidf("generation", "is required: the receipt generation the writer holds")
 		}
 		bindings := make([]Binding, len(c.Bindings))
 		for i, b := range c.Bindings {
-			var r *vocab.Refusal
+			var r *refuse.Refusal
 			if b.Digest, r = s.pinned("bindings.artifact", c.Claim, b.Artifact, b.Digest); r != nil {
 				return nil, r
 			}
@@ -416,7 +214,7 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *vocab
 			Summary: c.Summary, Confidence: c.Confidence, Results: results})
 	case FailTestament:
 		if c.Generation == 0 {
-			return nil, vocab.Invalidf("generation", "is required: the receipt generation the writer holds")
+			return nil, refuse.Invalidf("generation", "is required: the receipt generation the writer holds")
 		}
 		return one(Event{Type: TypeTestamentFailed, Claim: c.Claim, Generation: c.Generation, Reason: c.Reason})
 	case PostTestament:
@@ -442,13 +240,13 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *vocab
 		if c.Publish != nil {
 			p := *c.Publish
 			if p.Claim != "" && p.Claim != c.Claim {
-				return nil, vocab.Invalidf("evidence_artifact.claim", "names "+quote(p.Claim)+" but the verdict is on "+quote(c.Claim))
+				return nil, refuse.Invalidf("evidence_artifact.claim", "names "+quote(p.Claim)+" but the verdict is on "+quote(c.Claim))
 			}
 			if p.Role != RoleResult {
-				return nil, vocab.Invalidf("evidence_artifact.role", "evidence is a result artifact")
+				return nil, refuse.Invalidf("evidence_artifact.role", "evidence is a result artifact")
 			}
 			if c.Evidence != "" && c.Evidence != p.Artifact {
-				return nil, vocab.Invalidf("evidence", "names "+quote(c.Evidence)+" but the evidence published with it is "+quote(p.Artifact))
+				return nil, refuse.Invalidf("evidence", "names "+quote(c.Evidence)+" but the evidence published with it is "+quote(p.Artifact))
 			}
 			p.Claim = c.Claim
 			pub, r := s.build(actor, now, p)
@@ -485,10 +283,10 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *vocab
 	case CommitDeadline:
 		cr := s.claim(c.Claim)
 		if cr == nil {
-			return nil, vocab.NotFoundf("claim", "no claim "+quote(c.Claim))
+			return nil, refuse.NotFoundf("claim", "no claim "+quote(c.Claim))
 		}
 		if cr.terms.Deadline.IsZero() {
-			return nil, vocab.Conflictf("claim", "has no deadline")
+			return nil, refuse.Conflictf("claim", "has no deadline")
 		}
 		if members := s.awaitCycle(c.Claim); members != nil && !now.Before(cr.terms.Deadline) {
 			return one(Event{Type: TypeDeadlock, Claim: s.victim(members), Members: members})
@@ -497,18 +295,18 @@ func (s *State) build(actor string, now time.Time, cmd Command) ([]Event, *vocab
 	case CommitDependency:
 		cr := s.claim(c.Claim)
 		if cr == nil {
-			return nil, vocab.NotFoundf("claim", "no claim "+quote(c.Claim))
+			return nil, refuse.NotFoundf("claim", "no claim "+quote(c.Claim))
 		}
 		for _, id := range cr.terms.DependsOn {
 			if origin, failed := s.failedOrigin(id); failed {
 				return one(Event{Type: TypeDependency, Claim: c.Claim, On: id, Origin: origin})
 			}
 		}
-		return nil, vocab.Conflictf("depends_on", "no DependsOn target of "+c.Claim+" has ended unsatisfied")
+		return nil, refuse.Conflictf("depends_on", "no DependsOn target of "+c.Claim+" has ended unsatisfied")
 	case nil:
-		return nil, vocab.Invalidf("command", "is required")
+		return nil, refuse.Invalidf("command", "is required")
 	}
-	return nil, vocab.Invalidf("command", "is not a claim command")
+	return nil, refuse.Invalidf("command", "is not a claim command")
 }
 
 // pin returns digest, or the recorded digest of the artifact when empty.
@@ -527,23 +325,23 @@ func (s *State) pin(claim, art, digest string) string {
 // pinned is pin for a command naming art in field: an artifact with no
 // digest given that the claim does not record is refused by name (there is
 // nothing to pin), as validate would refuse it.
-func (s *State) pinned(field, claim, art, digest string) (string, *vocab.Refusal) {
+func (s *State) pinned(field, claim, art, digest string) (string, *refuse.Refusal) {
 	if digest != "" {
 		return digest, nil
 	}
 	if s.claim(claim) == nil {
-		return "", vocab.NotFoundf("claim", "no claim "+quote(claim))
+		return "", refuse.NotFoundf("claim", "no claim "+quote(claim))
 	}
 	if art == "" {
-		return "", vocab.Invalidf(field, "is required")
+		return "", refuse.Invalidf(field, "is required")
 	}
 	if d := s.pin(claim, art, ""); d != "" {
 		return d, nil
 	}
-	return "", vocab.NotFoundf(field, "no artifact "+quote(art)+" in claim "+claim)
+	return "", refuse.NotFoundf(field, "no artifact "+quote(art)+" in claim "+claim)
 }
 
-func (s *State) pinRefs(field, claim string, refs []Ref) ([]Ref, *vocab.Refusal) {
+func (s *State) pinRefs(field, claim string, refs []Ref) ([]Ref, *refuse.Refusal) {
 	out := make([]Ref, len(refs))
 	for i, r := range refs {
 		d, rf := s.pinned(field, claim, r.Artifact, r.Digest)
@@ -556,14 +354,14 @@ func (s *State) pinRefs(field, claim string, refs []Ref) ([]Ref, *vocab.Refusal)
 }
 
 // nextAttempt builds the begin record of the next attempt of a check.
-func (s *State) nextAttempt(claim, check, art, digest string) (Event, *vocab.Refusal) {
+func (s *State) nextAttempt(claim, check, art, digest string) (Event, *refuse.Refusal) {
 	cr := s.claim(claim)
 	if cr == nil {
-		return Event{}, vocab.NotFoundf("claim", "no claim "+quote(claim))
+		return Event{}, refuse.NotFoundf("claim", "no claim "+quote(claim))
 	}
 	_, ch, ok := cr.check(check)
 	if !ok {
-		return Event{}, vocab.NotFoundf("check", "claim "+claim+" declares no check "+quote(check))
+		return Event{}, refuse.NotFoundf("check", "claim "+claim+" declares no check "+quote(check))
 	}
 	digest, r := s.pinned("artifact", claim, art, digest)
 	if r != nil {
@@ -579,17 +377,17 @@ func (s *State) nextAttempt(claim, check, art, digest string) (Event, *vocab.Ref
 
 // createSlots is the slots a Create records: its own with their defaults,
 // or its predecessor's (see Create).
-func (s *State) createSlots(claimant string, c Create) ([]SlotSpec, *vocab.Refusal) {
+func (s *State) createSlots(claimant string, c Create) ([]SlotSpec, *refuse.Refusal) {
 	switch {
 	case c.NoChecks && len(c.Slots) > 0:
-		return nil, vocab.Invalidf("no_checks", "says the claim declares no slots, but it declares "+strconv.Itoa(len(c.Slots)))
+		return nil, refuse.Invalidf("no_checks", "says the claim declares no slots, but it declares "+strconv.Itoa(len(c.Slots)))
 	case c.Inherits():
 		p := s.claim(c.Predecessor)
 		if p == nil {
 			return nil, nil // validate refuses the unknown predecessor by name
 		}
 		if len(p.terms.Slots) == 0 {
-			return nil, vocab.Invalidf("slots", "successor "+c.Claim+" declares none and its predecessor "+p.id+
+			return nil, refuse.Invalidf("slots", "successor "+c.Claim+" declares none and its predecessor "+p.id+
 				" has none to inherit: declare them, or pass no_checks (--no-checks) if the closing testament is the only requirement")
 		}
 		return cloneSlots(p.terms.Slots), nil

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // Claim deadlines across years 1–9999 keep their value and order in the
@@ -39,11 +39,11 @@ func TestFarDeadlines(t *testing.T) {
 		}
 	}
 	// The timekeeper cannot commit the year-9999 deadline in 2026.
-	l.refuse(vocab.DefaultTimekeeper, CommitDeadline{Claim: "C9999"}, vocab.Conflict, "deadline")
+	l.refuse(timekeeperActor, CommitDeadline{Claim: "C9999"}, refuse.Conflict, "deadline")
 
 	// What the packed form cannot keep is refused, naming the field.
 	r := l.refuse(maintainer, Create{Claim: "Cfine", Respondent: parser, Work: "w", Slots: parserSlots(),
-		Deadline: time.Date(9999, 1, 1, 0, 0, 0, 100, time.UTC)}, vocab.Invalid, "deadline")
+		Deadline: time.Date(9999, 1, 1, 0, 0, 0, 100, time.UTC)}, refuse.Invalid, "deadline")
 	if !strings.Contains(r.Rule, "kept to the microsecond") {
 		t.Fatalf("refusal %v", r)
 	}

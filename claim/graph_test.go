@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // done drives a claim without slots to local success: its testament received.
@@ -79,7 +79,7 @@ func TestDependsOnFailurePropagatesAwaitsDoesNot(t *testing.T) {
 	l.expect("LATE", DependencyFailed)
 	// A dependency fact that does not hold is refused.
 	l.create("FREE", []string{"WAITER"}, nil)
-	l.refuse(maintainer, CommitDependency{Claim: "FREE"}, vocab.Conflict, "depends_on")
+	l.refuse(maintainer, CommitDependency{Claim: "FREE"}, refuse.Conflict, "depends_on")
 	l.append(maintainer, Event{TS: l.now, Type: TypeDependency, Claim: "FREE", On: "WAITER", Origin: "WAITER"})
 	if _, n := l.s.Ignored(); n != 1 {
 		t.Fatal("false dependency fact applied")
@@ -109,7 +109,7 @@ func TestDeadlockVictimIsLowestCreationSequence(t *testing.T) {
 	l.done("X")
 	l.done("Y")
 	l.now = t0.Add(2 * time.Hour)
-	evs := l.do(vocab.DefaultTimekeeper, CommitDeadline{Claim: "X"})
+	evs := l.do(timekeeperActor, CommitDeadline{Claim: "X"})
 	if evs[0].Type != TypeDeadlock || evs[0].Claim != "Y" || fmt.Sprint(evs[0].Members) != "[X Y]" {
 		t.Fatalf("deadlock batch %v", evs)
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"tally/digest"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 var t0 = time.Date(2026, 9, 1, 17, 0, 0, 0, time.UTC)
@@ -62,13 +62,13 @@ func (l *ledger) append(actor string, e Event) {
 }
 
 // refuse runs a command that must be refused with code on field.
-func (l *ledger) refuse(actor string, cmd Command, code vocab.Code, field string) *vocab.Refusal {
+func (l *ledger) refuse(actor string, cmd Command, code refuse.Code, field string) *refuse.Refusal {
 	l.t.Helper()
 	evs, err := l.s.Decide(actor, l.now, cmd)
 	if err == nil {
 		l.t.Fatalf("%s %T accepted: %d records (%s)", actor, cmd, len(evs), evs[0].Encode())
 	}
-	r, ok := vocab.As(err)
+	r, ok := refuse.As(err)
 	if !ok {
 		l.t.Fatalf("%s %T: not a refusal: %v", actor, cmd, err)
 	}

@@ -3,7 +3,7 @@ package claim
 import (
 	"strconv"
 
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // Lookups on a claim's view that every binding shares: the CLI picks a
@@ -81,11 +81,11 @@ func SelectArtifact(rows []StoredArtifact, claimID, id string) ([]StoredArtifact
 }
 
 // UnknownClaim is the refusal for a verb naming no known claim.
-func UnknownClaim(id string) error { return vocab.NotFoundf("claim", "no claim "+strconv.Quote(id)) }
+func UnknownClaim(id string) error { return refuse.NotFoundf("claim", "no claim "+strconv.Quote(id)) }
 
 // UnknownArtifact is the refusal for an artifact a claim does not record.
 func UnknownArtifact(claimID, id string) error {
-	return vocab.NotFoundf("artifact", "claim "+claimID+" has no artifact "+strconv.Quote(id))
+	return refuse.NotFoundf("artifact", "claim "+claimID+" has no artifact "+strconv.Quote(id))
 }
 
 // AttemptResult is one verdict an attempt on a target recorded.

@@ -7,7 +7,7 @@ import (
 
 	"tally/instant"
 	prio "tally/priority"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // Priorities, as beads users know them: 0 is the highest. A claim or a
@@ -51,21 +51,21 @@ func (c *claimRec) mayTake(seat string) bool {
 // seat of the pool to acquire it becomes the respondent, and its generation
 // fences every later acquirer, who is refused naming the holder. A pool
 // claim is not declined: a seat that cannot take it leaves it to the others.
-func (c *claimRec) validatePoolReceipt(m Meta, e *Event) *vocab.Refusal {
+func (c *claimRec) validatePoolReceipt(m Meta, e *Event) *refuse.Refusal {
 	if c.receipt.generation > 0 {
-		return vocab.Conflictf("claim", "receipt already acquired by "+c.receipt.holder+" (generation "+u(c.receipt.generation)+")")
+		return refuse.Conflictf("claim", "receipt already acquired by "+c.receipt.holder+" (generation "+u(c.receipt.generation)+")")
 	}
 	if !c.mayTake(m.Actor) {
-		return vocab.Forbiddenf("actor", "only a seat of the pool ("+strings.Join(c.terms.Pool, ", ")+") acquires the receipt")
+		return refuse.Forbiddenf("actor", "only a seat of the pool ("+strings.Join(c.terms.Pool, ", ")+") acquires the receipt")
 	}
 	if c.stage == Generated {
-		return vocab.Conflictf("claim", "not posted yet")
+		return refuse.Conflictf("claim", "not posted yet")
 	}
 	if e.Type == TypeReceiptFailed {
-		return vocab.Conflictf("claim", "a claim posted to a pool is not declined: leave it to another seat")
+		return refuse.Conflictf("claim", "a claim posted to a pool is not declined: leave it to another seat")
 	}
 	if e.Holder != m.Actor || e.Generation != 1 {
-		return vocab.Invalidf("holder", "the first receipt is held by the seat taking it, at generation 1")
+		return refuse.Invalidf("holder", "the first receipt is held by the seat taking it, at generation 1")
 	}
 	return nil
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"testing/quick"
 
-	"tally/vocab"
+	"tally/refuse"
 )
 
 func intp(n int) *int { return &n }
@@ -69,8 +69,8 @@ func TestPoolCreateRefusals(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := NewState().Decide(maintainer, t0, tc.cmd)
-			r, ok := vocab.As(err)
-			if !ok || r.Code != vocab.Invalid || r.Error() != tc.want {
+			r, ok := refuse.As(err)
+			if !ok || r.Code != refuse.Invalid || r.Error() != tc.want {
 				t.Fatalf("got %v, want invalid %q", err, tc.want)
 			}
 		})
@@ -93,7 +93,7 @@ func TestPoolFirstAcquirerIsRespondent(t *testing.T) {
 	if why := l.view("C1").Why[0].Text; why != "the claim is not posted yet (claimant maintainer)" {
 		t.Fatalf("why %q", why)
 	}
-	r := l.refuse("worker-1", AcquireReceipt{Claim: "C1"}, vocab.Conflict, "claim")
+	r := l.refuse("worker-1", AcquireReceipt{Claim: "C1"}, refuse.Conflict, "claim")
 	if r.Error() != "claim: not posted yet" {
 		t.Fatal(r)
 	}
@@ -104,11 +104,11 @@ func TestPoolFirstAcquirerIsRespondent(t *testing.T) {
 	for _, tc := range []struct {
 		actor string
 		cmd   Command
-		code  vocab.Code
+		code  refuse.Code
 		want  string
 	}{
-		{"outsider", AcquireReceipt{Claim: "C1"}, vocab.Forbidden, "actor: only a seat of the pool (worker-1, worker-2) acquires the receipt"},
-		{"worker-1", DeclineReceipt{Claim: "C1", Reason: "busy"}, vocab.Conflict, "claim: a claim posted to a pool is not declined: leave it to another seat"},
+		{"outsider", AcquireReceipt{Claim: "C1"}, refuse.Forbidden, "actor: only a seat of the pool (worker-1, worker-2) acquires the receipt"},
+		{"worker-1", DeclineReceipt{Claim: "C1", Reason: "busy"}, refuse.Conflict, "claim: a claim posted to a pool is not declined: leave it to another seat"},
 	} {
 		if r := l.refuse(tc.actor, tc.cmd, tc.code, ""); r.Error() != tc.want {
 			t.Fatalf("%s: %q, want %q", tc.actor, r.Error(), tc.want)
@@ -118,7 +118,7 @@ func TestPoolFirstAcquirerIsRespondent(t *testing.T) {
 	if got, want := string(evs[0].Encode()), `{"ts":"2026-09-01T17:00:00Z","type":"claim.receipt","claim":"C1","holder":"worker-2","generation":1}`; got != want {
 		t.Fatalf("got %s", got)
 	}
-	r = l.refuse("worker-1", AcquireReceipt{Claim: "C1"}, vocab.Conflict, "claim")
+	r = l.refuse("worker-1", AcquireReceipt{Claim: "C1"}, refuse.Conflict, "claim")
 	if r.Error() != "claim: receipt already acquired by worker-2 (generation 1)" {
 		t.Fatal(r)
 	}
@@ -135,7 +135,7 @@ func TestPoolFirstAcquirerIsRespondent(t *testing.T) {
 		t.Fatalf("list %+v", got)
 	}
 	// The respondent publishes under its receipt; the other seat is fenced.
-	l.refuse("worker-1", Progress{Claim: "C1", Generation: 1, Note: "mine"}, vocab.Forbidden, "actor")
+	l.refuse("worker-1", Progress{Claim: "C1", Generation: 1, Note: "mine"}, refuse.Forbidden, "actor")
 	l.do("worker-2", Progress{Claim: "C1", Generation: 1, Note: "started"})
 	// An open pool: any seat.
 	l.do(maintainer, Create{Claim: "C2", Work: "w", NoChecks: true})

@@ -7,34 +7,34 @@ import (
 
 	"tally/digest"
 	"tally/instant"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // validate is the one place for every rule that depends on the state and the
 // acting identity. Decide refuses what it rejects; Apply skips it.
-func (s *State) validate(m Meta, e *Event) *vocab.Refusal {
+func (s *State) validate(m Meta, e *Event) *refuse.Refusal {
 	if !Known(e.Type) {
-		return vocab.Invalidf("type", "is not a claim record type")
+		return refuse.Invalidf("type", "is not a claim record type")
 	}
 	if e.Type == TypeCreate {
 		return s.validateCreate(m, e)
 	}
 	c := s.claim(e.Claim)
 	if c == nil {
-		return vocab.NotFoundf("claim", "no claim "+strconv.Quote(e.Claim))
+		return refuse.NotFoundf("claim", "no claim "+strconv.Quote(e.Claim))
 	}
 	if c.end != nil && !s.auditAllowed(m, c, e) {
-		return vocab.Conflictf("claim", "claim "+c.id+" is "+string(c.end.State)+": terminal states absorb")
+		return refuse.Conflictf("claim", "claim "+c.id+" is "+string(c.end.State)+": terminal states absorb")
 	}
-	claimant := func() *vocab.Refusal {
+	claimant := func() *refuse.Refusal {
 		if m.Actor != c.terms.Claimant {
-			return vocab.Forbiddenf("actor", "only the claimant "+c.terms.Claimant+" may "+verb(e.Type))
+			return refuse.Forbiddenf("actor", "only the claimant "+c.terms.Claimant+" may "+verb(e.Type))
 		}
 		return nil
 	}
-	timekeeper := func() *vocab.Refusal {
+	timekeeper := func() *refuse.Refusal {
 		if m.Actor != s.cfg.Timekeeper {
-			return vocab.Forbiddenf("actor", "only the timekeeper commits "+e.Type+" facts")
+			return refuse.Forbiddenf("actor", "only the timekeeper commits "+e.Type+" facts")
 		}
 		return nil
 	}
@@ -44,33 +44,33 @@ func (s *State) validate(m Meta, e *Event) *vocab.Refusal {
 			return r
 		}
 		if c.stage != Generated {
-			return vocab.Conflictf("claim", "already posted")
+			return refuse.Conflictf("claim", "already posted")
 		}
 	case TypeReceipt, TypeReceiptFailed:
 		if c.pooled() {
 			return c.validatePoolReceipt(m, e)
 		}
 		if m.Actor != c.terms.Respondent {
-			return vocab.Forbiddenf("actor", "only the respondent "+c.terms.Respondent+" acquires the receipt")
+			return refuse.Forbiddenf("actor", "only the respondent "+c.terms.Respondent+" acquires the receipt")
 		}
 		switch {
 		case c.stage == Generated:
-			return vocab.Conflictf("claim", "not posted yet")
+			return refuse.Conflictf("claim", "not posted yet")
 		case c.stage != Posted:
-			return vocab.Conflictf("claim", "receipt already acquired (generation "+u(c.receipt.generation)+")")
+			return refuse.Conflictf("claim", "receipt already acquired (generation "+u(c.receipt.generation)+")")
 		}
 		if e.Type == TypeReceipt && (e.Holder != m.Actor || e.Generation != 1) {
-			return vocab.Invalidf("holder", "the first receipt is held by the respondent at generation 1")
+			return refuse.Invalidf("holder", "the first receipt is held by the respondent at generation 1")
 		}
 	case TypeAdopt:
 		if r := claimant(); r != nil {
 			return r
 		}
 		if c.receipt.generation == 0 {
-			return vocab.Conflictf("claim", "no receipt to adopt")
+			return refuse.Conflictf("claim", "no receipt to adopt")
 		}
 		if e.Generation != c.receipt.generation+1 {
-			return vocab.Conflictf("generation", "must be "+u(c.receipt.generation+1))
+			return refuse.Conflictf("generation", "must be "+u(c.receipt.generation+1))
 		}
 	case TypeProgress, TypeTestamentFailed:
 		return s.holder(m, c, e.Generation)
@@ -82,26 +82,26 @@ func (s *State) validate(m Meta, e *Event) *vocab.Refusal {
 		}
 		a := c.artifacts[e.Artifact]
 		if a == nil {
-			return vocab.NotFoundf("artifact", "no artifact "+strconv.Quote(e.Artifact)+" in claim "+c.id)
+			return refuse.NotFoundf("artifact", "no artifact "+strconv.Quote(e.Artifact)+" in claim "+c.id)
 		}
 		if a.digest != e.Digest {
-			return vocab.Conflictf("digest", "does not match artifact "+a.id)
+			return refuse.Conflictf("digest", "does not match artifact "+a.id)
 		}
 		if a.role == string(RoleResult) {
-			return vocab.Conflictf("artifact", "a result artifact ends at Generated")
+			return refuse.Conflictf("artifact", "a result artifact ends at Generated")
 		}
 		if a.received != 0 {
-			return vocab.Conflictf("artifact", "already received")
+			return refuse.Conflictf("artifact", "already received")
 		}
 	case TypeTestament:
 		return s.validateTestament(m, c, e)
 	case TypeTestamentPost:
 		t := c.testaments[e.Testament]
 		if t == nil {
-			return vocab.NotFoundf("testament", "no testament "+strconv.Quote(e.Testament)+" in claim "+c.id)
+			return refuse.NotFoundf("testament", "no testament "+strconv.Quote(e.Testament)+" in claim "+c.id)
 		}
 		if t.posted != 0 {
-			return vocab.Conflictf("testament", "already posted")
+			return refuse.Conflictf("testament", "already posted")
 		}
 		if t.role == TestamentResult {
 			return claimant()
@@ -116,13 +116,13 @@ func (s *State) validate(m Meta, e *Event) *vocab.Refusal {
 		t := c.testaments[e.Testament]
 		switch {
 		case t == nil:
-			return vocab.NotFoundf("testament", "no testament "+strconv.Quote(e.Testament)+" in claim "+c.id)
+			return refuse.NotFoundf("testament", "no testament "+strconv.Quote(e.Testament)+" in claim "+c.id)
 		case t.role == TestamentResult:
-			return vocab.Conflictf("testament", "a result testament ends at Posted")
+			return refuse.Conflictf("testament", "a result testament ends at Posted")
 		case t.posted == 0:
-			return vocab.Conflictf("testament", "not posted yet")
+			return refuse.Conflictf("testament", "not posted yet")
 		case t.recvd != 0:
-			return vocab.Conflictf("testament", "already received")
+			return refuse.Conflictf("testament", "already received")
 		}
 	case TypeCheckBegin, TypeCheckVerdict:
 		return s.validateCheck(m, c, e)
@@ -133,10 +133,10 @@ func (s *State) validate(m Meta, e *Event) *vocab.Refusal {
 		if e.Type == TypeSupersede {
 			succ := s.claim(e.Successor)
 			if succ == nil {
-				return vocab.NotFoundf("successor", "no claim "+strconv.Quote(e.Successor))
+				return refuse.NotFoundf("successor", "no claim "+strconv.Quote(e.Successor))
 			}
 			if succ.terms.Predecessor != c.id {
-				return vocab.Conflictf("successor", "claim "+succ.id+" does not name "+c.id+" as its predecessor")
+				return refuse.Conflictf("successor", "claim "+succ.id+" does not name "+c.id+" as its predecessor")
 			}
 		}
 	case TypeRevoke:
@@ -144,31 +144,31 @@ func (s *State) validate(m Meta, e *Event) *vocab.Refusal {
 			return r
 		}
 		if c.receipt.generation == 0 {
-			return vocab.Conflictf("claim", "no receipt to revoke; cancel instead")
+			return refuse.Conflictf("claim", "no receipt to revoke; cancel instead")
 		}
 	case TypeDeadline:
 		if r := timekeeper(); r != nil {
 			return r
 		}
 		if c.terms.Deadline.IsZero() {
-			return vocab.Conflictf("claim", "has no deadline")
+			return refuse.Conflictf("claim", "has no deadline")
 		}
 		if !e.Deadline.Equal(c.terms.Deadline) {
-			return vocab.Conflictf("deadline", "must be the claim's deadline "+instant.Format(c.terms.Deadline))
+			return refuse.Conflictf("deadline", "must be the claim's deadline "+instant.Format(c.terms.Deadline))
 		}
 		if m.TS.Before(c.terms.Deadline) {
-			return vocab.Conflictf("deadline", "has not passed")
+			return refuse.Conflictf("deadline", "has not passed")
 		}
 	case TypeDependency:
 		if !slices.Contains(c.terms.DependsOn, e.On) {
-			return vocab.Conflictf("on", "claim "+c.id+" does not depend on "+strconv.Quote(e.On))
+			return refuse.Conflictf("on", "claim "+c.id+" does not depend on "+strconv.Quote(e.On))
 		}
 		origin, failed := s.failedOrigin(e.On)
 		if !failed {
-			return vocab.Conflictf("on", "claim "+e.On+" has not ended unsatisfied")
+			return refuse.Conflictf("on", "claim "+e.On+" has not ended unsatisfied")
 		}
 		if e.Origin != origin {
-			return vocab.Conflictf("origin", "must be "+origin)
+			return refuse.Conflictf("origin", "must be "+origin)
 		}
 	case TypeDeadlock:
 		if r := timekeeper(); r != nil {
@@ -176,10 +176,10 @@ func (s *State) validate(m Meta, e *Event) *vocab.Refusal {
 		}
 		members := s.awaitCycle(c.id)
 		if members == nil || !slices.Equal(members, e.Members) {
-			return vocab.Conflictf("members", "must be the wait-cycle through "+c.id)
+			return refuse.Conflictf("members", "must be the wait-cycle through "+c.id)
 		}
 		if v := s.victim(members); v != c.id {
-			return vocab.Conflictf("claim", "the canonical victim of this wait-cycle is "+v)
+			return refuse.Conflictf("claim", "the canonical victim of this wait-cycle is "+v)
 		}
 		due := false
 		for _, id := range members {
@@ -188,7 +188,7 @@ func (s *State) validate(m Meta, e *Event) *vocab.Refusal {
 			}
 		}
 		if !due {
-			return vocab.Conflictf("members", "no deadline in the wait-cycle has passed")
+			return refuse.Conflictf("members", "no deadline in the wait-cycle has passed")
 		}
 	}
 	return nil
@@ -221,15 +221,15 @@ func verb(typ string) string {
 // holder checks a write that needs the current execution receipt: the
 // generation must be current (an adopted receipt fences its old holder) and
 // the actor must hold it.
-func (s *State) holder(m Meta, c *claimRec, generation uint64) *vocab.Refusal {
+func (s *State) holder(m Meta, c *claimRec, generation uint64) *refuse.Refusal {
 	if c.receipt.generation == 0 {
-		return vocab.Conflictf("claim", "no execution receipt acquired")
+		return refuse.Conflictf("claim", "no execution receipt acquired")
 	}
 	if generation != c.receipt.generation {
-		return vocab.Conflictf("generation", "stale receipt generation "+u(generation)+"; current is "+u(c.receipt.generation))
+		return refuse.Conflictf("generation", "stale receipt generation "+u(generation)+"; current is "+u(c.receipt.generation))
 	}
 	if m.Actor != c.receipt.holder {
-		return vocab.Forbiddenf("actor", "only the receipt holder "+c.receipt.holder+" may publish work")
+		return refuse.Forbiddenf("actor", "only the receipt holder "+c.receipt.holder+" may publish work")
 	}
 	return nil
 }
@@ -257,43 +257,43 @@ func (s *State) auditAllowed(m Meta, c *claimRec, e *Event) bool {
 	return false
 }
 
-func (s *State) validateCreate(m Meta, e *Event) *vocab.Refusal {
+func (s *State) validateCreate(m Meta, e *Event) *refuse.Refusal {
 	if s.claim(e.Claim) != nil {
-		return vocab.Conflictf("claim", "claim "+strconv.Quote(e.Claim)+" already exists")
+		return refuse.Conflictf("claim", "claim "+strconv.Quote(e.Claim)+" already exists")
 	}
 	if m.Actor != e.Claimant {
-		return vocab.Forbiddenf("claimant", "must be the acting identity")
+		return refuse.Forbiddenf("claimant", "must be the acting identity")
 	}
 	if !e.Deadline.IsZero() {
 		if p := instant.Problem(e.Deadline); p != "" {
-			return vocab.Invalidf("deadline", p+", got "+instant.Format(e.Deadline))
+			return refuse.Invalidf("deadline", p+", got "+instant.Format(e.Deadline))
 		}
 	}
 	if e.Predecessor != "" {
 		p := s.claim(e.Predecessor)
 		if p == nil {
-			return vocab.NotFoundf("predecessor", "no claim "+strconv.Quote(e.Predecessor))
+			return refuse.NotFoundf("predecessor", "no claim "+strconv.Quote(e.Predecessor))
 		}
 		if p.terms.Claimant != m.Actor {
-			return vocab.Forbiddenf("predecessor", "only its claimant "+p.terms.Claimant+" may issue a successor")
+			return refuse.Forbiddenf("predecessor", "only its claimant "+p.terms.Claimant+" may issue a successor")
 		}
 	}
 	return nil
 }
 
-func (s *State) validateArtifact(m Meta, c *claimRec, e *Event) *vocab.Refusal {
+func (s *State) validateArtifact(m Meta, c *claimRec, e *Event) *refuse.Refusal {
 	if _, dup := c.artifacts[e.Artifact]; dup {
-		return vocab.Conflictf("artifact", "artifact "+strconv.Quote(e.Artifact)+" already exists in claim "+c.id)
+		return refuse.Conflictf("artifact", "artifact "+strconv.Quote(e.Artifact)+" already exists in claim "+c.id)
 	}
 	content, _ := digest.ParseContentDigest(e.Content)
 	want := digest.ArtifactDigest(digest.Description{Kind: e.Kind, Schema: e.Schema, Producer: m.Actor,
 		Claim: c.id, Cycle: e.Cycle, Role: e.Role, Slot: e.Slot, Size: e.Size, Content: content})
 	if want.String() != e.Digest {
-		return vocab.Invalidf("digest", "does not match the artifact's description and content (want "+want.String()+")")
+		return refuse.Invalidf("digest", "does not match the artifact's description and content (want "+want.String()+")")
 	}
 	if e.Role == string(RoleResult) {
 		if m.Actor != c.terms.Claimant && !c.isEvaluator(m.Actor) {
-			return vocab.Forbiddenf("actor", "only the claimant or a designated evaluator publishes result artifacts")
+			return refuse.Forbiddenf("actor", "only the claimant or a designated evaluator publishes result artifacts")
 		}
 		return nil
 	}
@@ -305,35 +305,35 @@ func (s *State) validateArtifact(m Meta, c *claimRec, e *Event) *vocab.Refusal {
 	}
 	if e.Role == string(RoleOutput) {
 		if c.slotIndex(e.Slot) < 0 {
-			return vocab.NotFoundf("slot", "claim "+c.id+" declares no slot "+strconv.Quote(e.Slot))
+			return refuse.NotFoundf("slot", "claim "+c.id+" declares no slot "+strconv.Quote(e.Slot))
 		}
 	}
 	return nil
 }
 
 // openCycle checks that cycle is the claim's open work cycle.
-func (c *claimRec) openCycle(cycle uint64) *vocab.Refusal {
+func (c *claimRec) openCycle(cycle uint64) *refuse.Refusal {
 	if c.cycles >= uint64(c.terms.MaxResponses) {
-		return vocab.Conflictf("cycle", "all "+strconv.Itoa(c.terms.MaxResponses)+" work cycles are closed")
+		return refuse.Conflictf("cycle", "all "+strconv.Itoa(c.terms.MaxResponses)+" work cycles are closed")
 	}
 	if cycle != c.cycles+1 {
-		return vocab.Conflictf("cycle", "the open work cycle is "+u(c.cycles+1))
+		return refuse.Conflictf("cycle", "the open work cycle is "+u(c.cycles+1))
 	}
 	return nil
 }
 
-func (s *State) validateTestament(m Meta, c *claimRec, e *Event) *vocab.Refusal {
+func (s *State) validateTestament(m Meta, c *claimRec, e *Event) *refuse.Refusal {
 	if _, dup := c.testaments[e.Testament]; dup {
-		return vocab.Conflictf("testament", "testament "+strconv.Quote(e.Testament)+" already exists in claim "+c.id)
+		return refuse.Conflictf("testament", "testament "+strconv.Quote(e.Testament)+" already exists in claim "+c.id)
 	}
 	if e.Role == TestamentResult {
 		if m.Actor != c.terms.Claimant {
-			return vocab.Forbiddenf("actor", "only the claimant authors a result testament")
+			return refuse.Forbiddenf("actor", "only the claimant authors a result testament")
 		}
 		for _, r := range e.Results {
 			a := c.artifacts[r.Artifact]
 			if a == nil || a.role != string(RoleResult) || a.digest != r.Digest {
-				return vocab.Conflictf("results", "must name result artifacts of claim "+c.id+" by id and digest")
+				return refuse.Conflictf("results", "must name result artifacts of claim "+c.id+" by id and digest")
 			}
 		}
 		return nil
@@ -346,27 +346,27 @@ func (s *State) validateTestament(m Meta, c *claimRec, e *Event) *vocab.Refusal 
 	}
 	for _, b := range e.Bindings {
 		if c.slotIndex(b.Slot) < 0 {
-			return vocab.NotFoundf("bindings.slot", "claim "+c.id+" declares no slot "+strconv.Quote(b.Slot))
+			return refuse.NotFoundf("bindings.slot", "claim "+c.id+" declares no slot "+strconv.Quote(b.Slot))
 		}
 		a := c.artifacts[b.Artifact]
 		switch {
 		case a == nil:
-			return vocab.NotFoundf("bindings.artifact", "no artifact "+strconv.Quote(b.Artifact)+" in claim "+c.id)
+			return refuse.NotFoundf("bindings.artifact", "no artifact "+strconv.Quote(b.Artifact)+" in claim "+c.id)
 		case a.role != string(RoleOutput) || a.slot != b.Slot:
-			return vocab.Conflictf("bindings.artifact", "artifact "+a.id+" is not an output for slot "+b.Slot)
+			return refuse.Conflictf("bindings.artifact", "artifact "+a.id+" is not an output for slot "+b.Slot)
 		case a.digest != b.Digest:
-			return vocab.Conflictf("bindings.digest", "does not match artifact "+a.id)
+			return refuse.Conflictf("bindings.digest", "does not match artifact "+a.id)
 		}
 	}
 	for _, d := range e.Diagnostics {
 		a := c.artifacts[d.Artifact]
 		switch {
 		case a == nil:
-			return vocab.NotFoundf("diagnostics", "no artifact "+strconv.Quote(d.Artifact)+" in claim "+c.id)
+			return refuse.NotFoundf("diagnostics", "no artifact "+strconv.Quote(d.Artifact)+" in claim "+c.id)
 		case a.role != string(RoleDiagnostic):
-			return vocab.Conflictf("diagnostics", "artifact "+a.id+" is not a diagnostic")
+			return refuse.Conflictf("diagnostics", "artifact "+a.id+" is not a diagnostic")
 		case a.digest != d.Digest:
-			return vocab.Conflictf("diagnostics", "digest does not match artifact "+a.id)
+			return refuse.Conflictf("diagnostics", "digest does not match artifact "+a.id)
 		}
 	}
 	return nil
@@ -375,24 +375,24 @@ func (s *State) validateTestament(m Meta, c *claimRec, e *Event) *vocab.Refusal 
 // validateCheck holds the evaluator rules: only the designated evaluator;
 // only a target bound to the check's slot in a received response, pinned by
 // id and digest; phases in order; attempts and fallbacks as declared.
-func (s *State) validateCheck(m Meta, c *claimRec, e *Event) *vocab.Refusal {
+func (s *State) validateCheck(m Meta, c *claimRec, e *Event) *refuse.Refusal {
 	sl, ch, ok := c.check(e.Check)
 	if !ok {
-		return vocab.NotFoundf("check", "claim "+c.id+" declares no check "+strconv.Quote(e.Check))
+		return refuse.NotFoundf("check", "claim "+c.id+" declares no check "+strconv.Quote(e.Check))
 	}
 	if m.Actor != ch.Evaluator {
-		return vocab.Forbiddenf("actor", "only the designated evaluator "+ch.Evaluator+" may run check "+ch.ID)
+		return refuse.Forbiddenf("actor", "only the designated evaluator "+ch.Evaluator+" may run check "+ch.ID)
 	}
 	a := c.attempts[attemptKey{e.Check, e.Artifact, e.Digest}]
 	if e.Type == TypeCheckBegin {
 		if !c.boundInReceived(sl.Name, e.Artifact, e.Digest) {
-			return vocab.Conflictf("artifact", "artifact "+e.Artifact+" with that digest is not bound to slot "+sl.Name+" in a received testament")
+			return refuse.Conflictf("artifact", "artifact "+e.Artifact+" with that digest is not bound to slot "+sl.Name+" in a received testament")
 		}
 		if a != nil && a.concludedState() {
-			return vocab.Conflictf("check", "check "+ch.ID+" already concluded "+a.state+" on "+e.Artifact)
+			return refuse.Conflictf("check", "check "+ch.ID+" already concluded "+a.state+" on "+e.Artifact)
 		}
 		if a != nil && a.state == attemptRunning {
-			return vocab.Conflictf("check", "attempt "+strconv.Itoa(a.runningAttempt)+" is already running")
+			return refuse.Conflictf("check", "attempt "+strconv.Itoa(a.runningAttempt)+" is already running")
 		}
 		phase, handler, used := 0, 0, 0
 		if a != nil {
@@ -401,7 +401,7 @@ func (s *State) validateCheck(m Meta, c *claimRec, e *Event) *vocab.Refusal {
 		return expectAttempt(ch, e, phase, handler, used+1)
 	}
 	if a == nil || a.state != attemptRunning {
-		return vocab.Conflictf("check", "check "+ch.ID+" has not begun on "+e.Artifact)
+		return refuse.Conflictf("check", "check "+ch.ID+" has not begun on "+e.Artifact)
 	}
 	if r := expectAttempt(ch, e, a.phase, a.handler, a.runningAttempt); r != nil {
 		return r
@@ -409,29 +409,29 @@ func (s *State) validateCheck(m Meta, c *claimRec, e *Event) *vocab.Refusal {
 	ev := c.artifacts[e.Evidence]
 	switch {
 	case ev == nil:
-		return vocab.NotFoundf("evidence", "no artifact "+strconv.Quote(e.Evidence)+" in claim "+c.id)
+		return refuse.NotFoundf("evidence", "no artifact "+strconv.Quote(e.Evidence)+" in claim "+c.id)
 	case ev.role != string(RoleResult):
-		return vocab.Conflictf("evidence", "artifact "+ev.id+" is not a result artifact")
+		return refuse.Conflictf("evidence", "artifact "+ev.id+" is not a result artifact")
 	case ev.producer != m.Actor:
-		return vocab.Forbiddenf("evidence", "must be the evaluator's own result artifact")
+		return refuse.Forbiddenf("evidence", "must be the evaluator's own result artifact")
 	case ev.digest != e.EvidenceHash:
-		return vocab.Conflictf("evidence_digest", "does not match artifact "+ev.id)
+		return refuse.Conflictf("evidence_digest", "does not match artifact "+ev.id)
 	}
 	return nil
 }
 
-func expectAttempt(ch *CheckSpec, e *Event, phase, handler, attempt int) *vocab.Refusal {
+func expectAttempt(ch *CheckSpec, e *Event, phase, handler, attempt int) *refuse.Refusal {
 	if want := ch.Phases[phase]; Phase(e.Phase) != want {
-		return vocab.Conflictf("phase", fmt.Sprintf("check %s is in its %s phase", ch.ID, want))
+		return refuse.Conflictf("phase", fmt.Sprintf("check %s is in its %s phase", ch.ID, want))
 	}
 	if e.Handler != handler {
-		return vocab.Conflictf("handler", fmt.Sprintf("check %s runs handler %d", ch.ID, handler))
+		return refuse.Conflictf("handler", fmt.Sprintf("check %s runs handler %d", ch.ID, handler))
 	}
 	if v := ch.handler(handler); e.Validator != v {
-		return vocab.Conflictf("validator", fmt.Sprintf("handler %d of check %s is %s@%s", handler, ch.ID, v.Name, v.Version))
+		return refuse.Conflictf("validator", fmt.Sprintf("handler %d of check %s is %s@%s", handler, ch.ID, v.Name, v.Version))
 	}
 	if e.Attempt != attempt {
-		return vocab.Conflictf("attempt", fmt.Sprintf("must be %d", attempt))
+		return refuse.Conflictf("attempt", fmt.Sprintf("must be %d", attempt))
 	}
 	return nil
 }

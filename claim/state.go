@@ -9,7 +9,7 @@ import (
 // Config holds the identities the fold trusts by role.
 type Config struct {
 	// Timekeeper is the only identity that may commit deadline and deadlock
-	// facts (the watcher).
+	// facts (the timekeeper).
 	Timekeeper string
 }
 

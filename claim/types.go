@@ -3,7 +3,7 @@ package claim
 import (
 	"time"
 
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // Status is a claim's state. Stored in views and --json output: do not rename.
@@ -90,9 +90,9 @@ func (r Result) Valid() bool { return r == Pass || r == Fail || r == Incomplete 
 
 // CheckResult refuses a result that is not one of the four, as Decide does:
 // for a caller that must refuse before it stores evidence.
-func CheckResult(r Result) *vocab.Refusal {
+func CheckResult(r Result) *refuse.Refusal {
 	if !r.Valid() {
-		return vocab.Invalidf("result", resultRule)
+		return refuse.Invalidf("result", resultRule)
 	}
 	return nil
 }

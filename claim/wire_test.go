@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"tally/family"
-	"tally/vocab"
 )
 
 func exampleLines(t testing.TB) []string {
@@ -132,7 +131,7 @@ func TestDecodeRefusals(t *testing.T) {
 func randomSession(t testing.TB, seed int64, steps int) *ledger {
 	rng := rand.New(rand.NewSource(seed))
 	l := newLedger(t)
-	actors := []string{maintainer, parser, reviewer, "rescuer", vocab.DefaultTimekeeper}
+	actors := []string{maintainer, parser, reviewer, "rescuer", timekeeperActor}
 	claims := []string{"C1", "C2", "C3", "C4"}
 	arts := []string{"A", "B", "D"}
 	checks := []string{"behavior", "review", "bench"}
@@ -228,7 +227,7 @@ func randomSession(t testing.TB, seed int64, steps int) *ledger {
 			if rng.Intn(4) != 0 {
 				continue
 			}
-			actor, cmd = vocab.DefaultTimekeeper, CommitDeadline{Claim: c}
+			actor, cmd = timekeeperActor, CommitDeadline{Claim: c}
 		case 15:
 			actor, cmd = holder, Progress{Claim: c, Generation: gen, Note: "n"}
 		}

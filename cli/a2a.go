@@ -21,8 +21,8 @@ import (
 
 	"tally/a2atask"
 	"tally/promise"
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 // defaultCardBase is where `tally serve` listens by default: the base URL an
@@ -161,11 +161,11 @@ func (g *global) a2aTask(ctx context.Context, id string) (*a2a.Task, error) {
 		t = a2atask.PromiseTask(v, contextID, []string{uris.Promise})
 	} else if cl, err := svc.Claim(ctx, c, id); err == nil {
 		t = a2atask.ClaimTask(&cl.Claim, contextID, []string{uris.Claim}, "")
-	} else if r, ok := vocab.As(err); !ok || r.Code != vocab.NotFound {
+	} else if r, ok := refuse.As(err); !ok || r.Code != refuse.NotFound {
 		return nil, err
 	}
 	if t == nil {
-		return nil, vocab.NotFoundf("task", "no promise has task id "+strconv.Quote(id)+" and no claim has that id")
+		return nil, refuse.NotFoundf("task", "no promise has task id "+strconv.Quote(id)+" and no claim has that id")
 	}
 	return t, nil
 }

@@ -12,10 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tally/refuse"
 	"tally/rest"
 	"tally/service"
 	"tally/store"
-	"tally/vocab"
 )
 
 func newInit(g *global) *cobra.Command {
@@ -107,7 +107,7 @@ func prefixed(what string, err error) error {
 	}
 	// A refused line is a rule's refusal by the time the Service answers
 	// (ledgerservice.ImportRefusal), so the CLI needs no ledger error.
-	if _, ok := vocab.As(err); ok {
+	if _, ok := refuse.As(err); ok {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return err

@@ -15,8 +15,8 @@ import (
 
 	"tally/api"
 	"tally/claim"
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 // addClaimCommands adds the claims family's verbs: claim, receipt, progress,
@@ -69,7 +69,7 @@ func oneArg(args []string) string {
 // the same document (invalid, exit 2).
 func need(field, v string) error {
 	if strings.TrimSpace(v) == "" {
-		return vocab.Invalidf(field, "required")
+		return refuse.Invalidf(field, "required")
 	}
 	return nil
 }

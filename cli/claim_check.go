@@ -19,8 +19,8 @@ import (
 	"tally/checkrun"
 	"tally/claim"
 	"tally/instant"
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 func newCheckCmd(g *global) *cobra.Command {
@@ -153,7 +153,7 @@ func newCheckReport(g *global) *cobra.Command {
 				return err
 			}
 			if (d.Evidence == "") == (d.EvidenceFile == "") {
-				return vocab.Invalidf("evidence", "give exactly one of --evidence ID and --evidence-file FILE")
+				return refuse.Invalidf("evidence", "give exactly one of --evidence ID and --evidence-file FILE")
 			}
 			// A report the ledger would refuse is refused before any
 			// evidence is stored.
@@ -225,10 +225,10 @@ func (g *global) asRead(c service.Call) service.Call {
 func evaluatorRefusal(v *claim.View, check, actor string) error {
 	ch, _ := v.AttemptOn(check, "")
 	if ch == nil {
-		return vocab.NotFoundf("check", "claim "+v.Claim+" declares no check "+strconv.Quote(check))
+		return refuse.NotFoundf("check", "claim "+v.Claim+" declares no check "+strconv.Quote(check))
 	}
 	if ch.Evaluator != actor {
-		return vocab.Forbiddenf("actor", "only the designated evaluator "+ch.Evaluator+" may run check "+check)
+		return refuse.Forbiddenf("actor", "only the designated evaluator "+ch.Evaluator+" may run check "+check)
 	}
 	return nil
 }

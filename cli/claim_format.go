@@ -25,7 +25,7 @@ func claimColor(s claim.Status, overdue bool) string {
 }
 
 // stateLabel is a state for tables: an open claim past its deadline (the
-// watcher has not committed the fact yet) says so.
+// timekeeper has not committed the fact yet) says so.
 func stateLabel(s claim.Status, overdue bool) string {
 	if overdue {
 		return string(s) + " (overdue)"

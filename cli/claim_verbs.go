@@ -12,8 +12,8 @@ import (
 
 	"tally/api"
 	"tally/claim"
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 func newClaimCmd(g *global) *cobra.Command {
@@ -118,10 +118,10 @@ func parseSlotFlags(slots, checks []string) ([]claim.SlotSpec, error) {
 		case "observe":
 			m = claim.Observe
 		default:
-			return nil, vocab.Invalidf("slots.mode", "must be required or observe (--slot "+strconv.Quote(s)+")")
+			return nil, refuse.Invalidf("slots.mode", "must be required or observe (--slot "+strconv.Quote(s)+")")
 		}
 		if _, dup := idx[name]; dup {
-			return nil, vocab.Invalidf("slots.name", "declares "+strconv.Quote(name)+" twice")
+			return nil, refuse.Invalidf("slots.name", "declares "+strconv.Quote(name)+" twice")
 		}
 		add(name, m)
 	}

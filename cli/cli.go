@@ -20,9 +20,9 @@ import (
 	"tally/api"
 	restclient "tally/client"
 	"tally/ledger"
+	"tally/refuse"
 	"tally/rest"
 	"tally/store"
-	"tally/vocab"
 )
 
 // Version is tally's release; the log format version comes from store.
@@ -234,7 +234,7 @@ func refusal(err error) *rest.Refusal {
 		return ref
 	}
 	var ue usageError
-	if _, isRule := vocab.As(err); !isRule && (errors.As(err, &ue) || isFlagError(err)) {
+	if _, isRule := refuse.As(err); !isRule && (errors.As(err, &ue) || isFlagError(err)) {
 		return rest.NewRefusal(http.StatusBadRequest, "usage", err.Error())
 	}
 	return rest.Refuse(err)

@@ -16,7 +16,7 @@ import (
 	"tally/service"
 )
 
-// addExpectCommands adds the expectations family's verbs and the watcher.
+// addExpectCommands adds the expectations family's verbs and the timekeeper.
 func addExpectCommands(root *cobra.Command, g *global) {
 	ex := &cobra.Command{
 		Use:   "expect",

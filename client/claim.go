@@ -13,9 +13,9 @@ import (
 	"tally/api"
 	"tally/claim"
 	"tally/digest"
+	"tally/refuse"
 	"tally/service"
 	"tally/verb"
-	"tally/vocab"
 )
 
 // The claims family over REST: a write posts its api document to the
@@ -44,7 +44,7 @@ func (c *Client) claimPost(ctx context.Context, call service.Call, d any, name s
 func pathNamed(v verb.Verb, args []string) error {
 	for i, a := range args {
 		if a == "" && i < len(v.HTTP.Members) {
-			return vocab.Invalidf(v.HTTP.Members[i], "required")
+			return refuse.Invalidf(v.HTTP.Members[i], "required")
 		}
 	}
 	return nil
@@ -249,7 +249,7 @@ func (b *checkedBody) Read(p []byte) (int, error) {
 	b.h.Write(p[:n])
 	if err == io.EOF {
 		if got := digest.ContentSum(b.h); got != b.want {
-			return n, vocab.New(service.CodeDamaged, "artifact", fmt.Sprintf("the bytes of %s the server sent are not its content (content %s, received %s); nothing was written", b.what, b.want, got))
+			return n, refuse.New(service.CodeDamaged, "artifact", fmt.Sprintf("the bytes of %s the server sent are not its content (content %s, received %s); nothing was written", b.what, b.want, got))
 		}
 	}
 	return n, err

@@ -13,8 +13,8 @@ import (
 
 	"tally/cluster/node"
 	"tally/cluster/replica"
+	"tally/refuse"
 	"tally/rest"
-	"tally/vocab"
 )
 
 // The operator's routes: a leadership transfer and a node's removal, each
@@ -99,7 +99,7 @@ func (c *Node) transferCheck(ctx context.Context, req TransferRequest) error {
 			}
 			switch {
 			case !slices.Contains(st.Voters, req.To):
-				refusal = vocab.Invalidf("to", fmt.Sprintf("node %d is not a voter of group %d", req.To, req.Group))
+				refusal = refuse.Invalidf("to", fmt.Sprintf("node %d is not a voter of group %d", req.To, req.Group))
 			case st.Leader != c.cfg.NodeID:
 				notLeader = true
 			default:
@@ -107,7 +107,7 @@ func (c *Node) transferCheck(ctx context.Context, req TransferRequest) error {
 			}
 			return
 		}
-		refusal = vocab.NotFoundf("group", fmt.Sprintf("no group %d", req.Group))
+		refusal = refuse.NotFoundf("group", fmt.Sprintf("no group %d", req.Group))
 	})
 	switch {
 	case err != nil:
@@ -184,16 +184,16 @@ func (c *Node) OpAddNode(ctx context.Context, decode Decode) (any, error) {
 // (prefix names where the record is: "member." in a request).
 func CheckMember(m replica.Member, prefix string) error {
 	if m.ID == 0 {
-		return vocab.Invalidf(prefix+"id", "required, not 0")
+		return refuse.Invalidf(prefix+"id", "required, not 0")
 	}
 	for _, f := range []struct{ field, addr string }{{"raft_addr", m.RaftAddr}, {"addr", m.Addr}} {
 		if err := CheckHostPort(f.addr); err != nil {
-			return vocab.Invalidf(prefix+f.field, err.Error())
+			return refuse.Invalidf(prefix+f.field, err.Error())
 		}
 	}
 	if m.GossipAddr != "" {
 		if err := CheckHostPort(m.GossipAddr); err != nil {
-			return vocab.Invalidf(prefix+"gossip_addr", err.Error())
+			return refuse.Invalidf(prefix+"gossip_addr", err.Error())
 		}
 	}
 	return nil
@@ -248,12 +248,12 @@ func refusal(err error) error {
 	case errors.As(err, &ref), errors.As(err, &rf):
 		return err
 	}
-	if r, ok := vocab.As(err); ok {
+	if r, ok := refuse.As(err); ok {
 		status := http.StatusConflict
 		switch r.Code {
-		case vocab.Invalid:
+		case refuse.Invalid:
 			status = http.StatusBadRequest
-		case vocab.NotFound:
+		case refuse.NotFound:
 			status = http.StatusNotFound
 		case replica.CodeReplayed:
 			status = http.StatusForbidden

@@ -22,6 +22,7 @@ import (
 
 	"tally/api"
 	"tally/cluster/replica"
+	"tally/internal/poll"
 	"tally/ledger"
 	"tally/ledgerservice"
 	"tally/promise"
@@ -119,12 +120,7 @@ func nodeConfig(t testing.TB, dir string, id uint64) Config {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting for %s", what)
+	poll.Until(t, what, d, cond)
 }
 
 func allVoters(n *Node, want int) bool {
@@ -167,6 +163,14 @@ func startFirst(t *testing.T, dir string) *testNode {
 	n1 := startNode(t, c1)
 	t.Cleanup(func() { n1.stop(t) })
 	return n1
+}
+
+// startAlone starts a bootstrapped first node in dir (startFirst) and waits
+// until it is the one voter of every group.
+func startAlone(t *testing.T, dir string) *testNode {
+	n := startFirst(t, dir)
+	waitFor(t, "a voter in every group", 20*time.Second, func() bool { return allVoters(n.Node, 1) })
+	return n
 }
 
 // startJoiner starts node id joining through first, stopped when the test
@@ -417,8 +421,7 @@ func TestJoinRefusals(t *testing.T) {
 // chains; it then applies new writes like the others.
 func TestLateJoinerInstallsSnapshot(t *testing.T) {
 	dir := t.TempDir()
-	n1 := startFirst(t, dir)
-	waitFor(t, "a voter in every group", 20*time.Second, func() bool { return allVoters(n1.Node, 1) })
+	n1 := startAlone(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	write := func(n *Node, i int) {

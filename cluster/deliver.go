@@ -9,15 +9,15 @@ import (
 )
 
 // Deliveries: the lapses and promise notices of a session go out from the
-// leader of its group, through a watcher that commits nothing (the facts
+// leader of its group, through a timekeeper that commits nothing (the facts
 // are proposed by the group's timekeeper, timekeep) and reads this
-// replica's log. Each watcher journals what it delivered beside the
+// replica's log. Each timekeeper journals what it delivered beside the
 // session's log on this node; a new leader, whose journal lacks what the
 // old one sent, sends it again, under the same key (the A2A message id, the
 // webhook's Idempotency-Key): deliveries are at least once, as a restarted
 // `tally watch` makes them.
 
-// NewDeliverer makes a session's delivery watcher (timekeeper.Config
+// NewDeliverer makes a session's delivery timekeeper (timekeeper.Config
 // DeliverOnly, at the wall clock), with the sinks of the server, over the
 // node's Service (it reads this replica's log and journals beside it).
 type NewDeliverer func(ctx context.Context, svc service.Timekeeping, call service.Call) (*timekeeper.Timekeeper, error)
@@ -28,16 +28,16 @@ type NewDeliverer func(ctx context.Context, svc service.Timekeeping, call servic
 // a timekeeper (WatchEvery 0) nothing is delivered.
 func (c *Node) Deliver(mk NewDeliverer) { c.deliverer.Store(&mk) }
 
-// delivering is a session's watcher and the group it was made for.
+// delivering is a session's timekeeper and the group it was made for.
 type delivering struct {
 	w     *timekeeper.Timekeeper
 	group uint64
 }
 
-// deliveries are the timekeeper's watchers, by session.
+// deliveries are the timekeeper's timekeepers, by session.
 type deliveries map[string]*delivering
 
-// dropLost closes the watchers of groups this node no longer leads:
+// dropLost closes the timekeepers of groups this node no longer leads:
 // another node leads them now, and delivers.
 func (ds deliveries) dropLost(leading map[uint64]bool) {
 	for key, d := range ds {
@@ -54,9 +54,9 @@ func (ds deliveries) close() {
 	}
 }
 
-// deliverSession sweeps one session's watcher. A replica that installed
+// deliverSession sweeps one session's timekeeper. A replica that installed
 // another copy of the session's log is followed from its start again
-// (service.Timeline's Reset), so the watcher lives as long as the node
+// (service.Timeline's Reset), so the timekeeper lives as long as the node
 // leads the group.
 func (c *Node) deliverSession(ctx context.Context, ws deliveries, call service.Call, group uint64, mk NewDeliverer) {
 	key := call.Tenant + "/" + call.Session

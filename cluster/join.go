@@ -17,8 +17,8 @@ import (
 
 	"tally/cluster/node"
 	"tally/cluster/replica"
+	"tally/refuse"
 	"tally/rest"
-	"tally/vocab"
 )
 
 // identity is what a node's data directory says it is: written once, when
@@ -271,7 +271,7 @@ const CodeBadJoin = "BadJoin"
 func (c *Node) OpJoin(ctx context.Context, decode Decode) (any, error) {
 	var req joinRequest
 	if err := decode(&req); err != nil {
-		if _, ok := vocab.As(err); ok {
+		if _, ok := refuse.As(err); ok {
 			return nil, rest.NewRefusal(http.StatusBadRequest, CodeBadJoin, "join: "+err.Error())
 		}
 		return nil, err
@@ -317,7 +317,7 @@ func (c *Node) OpJoin(ctx context.Context, decode Decode) (any, error) {
 			return nil, rest.NewRetryable(CodeUnavailable, "join: "+err.Error())
 		}
 		code, status := "JoinRefused", http.StatusConflict
-		if r, ok := vocab.As(err); ok {
+		if r, ok := refuse.As(err); ok {
 			code = string(r.Code)
 			if r.Code == replica.CodeReplayed {
 				status = http.StatusForbidden

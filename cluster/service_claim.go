@@ -10,9 +10,9 @@ import (
 	"tally/cluster/replica"
 	"tally/digest"
 	"tally/ledgerservice"
+	"tally/refuse"
 	"tally/service"
 	"tally/verb"
-	"tally/vocab"
 )
 
 // The claims family through a node. A write is proposed like any other;
@@ -206,8 +206,8 @@ func (c *Node) Artifact(ctx context.Context, call service.Call, claimID, id stri
 // or missing. A bad copy is never served: the read fetches a verified copy
 // from a holder (fetchForRead) and is answered from it, or stays refused.
 func badCopy(err error) bool {
-	r, ok := vocab.As(err)
-	return ok && (r.Code == service.CodeDamaged || r.Code == vocab.NotFound)
+	r, ok := refuse.As(err)
+	return ok && (r.Code == service.CodeDamaged || r.Code == refuse.NotFound)
 }
 
 // Content opens bytes by content digest from this replica's content

@@ -21,10 +21,10 @@ import (
 	"tally/cluster/replica"
 	"tally/ledger"
 	"tally/ledgerservice"
+	"tally/refuse"
 	"tally/rest"
 	"tally/service"
 	"tally/store"
-	"tally/vocab"
 )
 
 // c17 is the seed's claim: Behavior and Review, both the maintainer's, on
@@ -213,8 +213,7 @@ func TestClaimsThroughThreeNodes(t *testing.T) {
 // their holders: it serves and verifies them.
 func TestLateJoinerServesArtifacts(t *testing.T) {
 	dir := t.TempDir()
-	n1 := startFirst(t, dir)
-	waitFor(t, "a voter in every group", 20*time.Second, func() bool { return allVoters(n1.Node, 1) })
+	n1 := startAlone(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	call := func(actor, rid string) service.Call {
@@ -292,7 +291,7 @@ func TestDamagedTargetRefusedAtTheProposerOnly(t *testing.T) {
 	_, err = retried(func() (service.ClaimWritten, error) {
 		return nodes[0].BeginCheck(ctx, call("maintainer", "begin"), begin)
 	})
-	if r, ok := vocab.As(err); !ok || r.Code != service.CodeDamaged {
+	if r, ok := refuse.As(err); !ok || r.Code != service.CodeDamaged {
 		t.Fatalf("a check on a damaged copy: %v", err)
 	}
 	if again := waitSameLogs(t, nodes); !bytes.Equal(again["acme/parser"], logs["acme/parser"]) {
@@ -438,7 +437,7 @@ func (d *dirSessions) Open(_ context.Context, tenant, session string, create boo
 		return nil, err
 	}
 	if !create && !store.HasLog(dir) {
-		return nil, vocab.New(service.CodeNoSuchSession, "session", "no session "+key)
+		return nil, refuse.New(service.CodeNoSuchSession, "session", "no session "+key)
 	}
 	cfg := ledger.DefaultConfig()
 	cfg.Logger = slog.New(slog.DiscardHandler)

@@ -16,11 +16,7 @@ import (
 // a relative time is read at the proposer, a retry under the same request
 // id replays the first answer, and the reads see the writes.
 func TestExpectationsThroughANode(t *testing.T) {
-	cfg := nodeConfig(t, t.TempDir(), 1)
-	cfg.Bootstrap = true
-	n := startNode(t, cfg)
-	defer n.stop(t)
-	waitFor(t, "a voter in every group", 20*time.Second, func() bool { return allVoters(n.Node, 1) })
+	n := startAlone(t, t.TempDir())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	as := func(actor, rid string) service.Call {

@@ -14,11 +14,7 @@ import (
 // local ledger answers; a pool claim's second acquirer is refused there
 // as it is locally, naming the holder.
 func TestReadyThroughANode(t *testing.T) {
-	cfg := nodeConfig(t, t.TempDir(), 1)
-	cfg.Bootstrap = true
-	n := startNode(t, cfg)
-	defer n.stop(t)
-	waitFor(t, "a voter in every group", 20*time.Second, func() bool { return allVoters(n.Node, 1) })
+	n := startAlone(t, t.TempDir())
 	local, _ := newDirLocal(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

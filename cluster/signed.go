@@ -28,8 +28,8 @@ import (
 
 	"tally/cluster/node"
 	"tally/cluster/replica"
+	"tally/refuse"
 	"tally/rest"
-	"tally/vocab"
 )
 
 // IdentityPath answers which cluster and node this is (Target), without a
@@ -198,7 +198,7 @@ func (c *Node) decodeSigned(decode Decode, req signedRequest) error {
 func (c *Node) spendNonce(ctx context.Context, s *Signed) error {
 	at, err := time.Parse(time.RFC3339Nano, s.At)
 	if err != nil {
-		return vocab.Invalidf("at", "must be the RFC 3339 instant the request was signed at")
+		return refuse.Invalidf("at", "must be the RFC 3339 instant the request was signed at")
 	}
 	use := &replica.NonceEntry{Nonce: s.Nonce, Expires: at.Add(2 * SignatureMax).UnixNano(), By: newNonce()}
 	for attempt := 0; ; attempt++ {
@@ -237,7 +237,7 @@ func (e staleRequest) Error() string { return e.msg }
 func fresh(what, at string, now time.Time) error {
 	t, err := time.Parse(time.RFC3339Nano, at)
 	if err != nil {
-		return vocab.Invalidf("at", "must be the RFC 3339 instant the request was signed at")
+		return refuse.Invalidf("at", "must be the RFC 3339 instant the request was signed at")
 	}
 	if d := now.Sub(t).Abs(); d > SignatureMax {
 		return staleRequest{fmt.Sprintf("%s: at: signed %s, %v from this node's clock; a signed %s request is good for %v", what, at, d.Round(time.Second), what, SignatureMax)}

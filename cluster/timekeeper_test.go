@@ -75,7 +75,7 @@ func TestLeaderCommitsLapses(t *testing.T) {
 }
 
 // The leader of a group commits a claim's passed deadline (Expired), as
-// `tally serve`'s watcher does, on every replica, once.
+// `tally serve`'s timekeeper does, on every replica, once.
 func TestLeaderCommitsClaimDeadlines(t *testing.T) {
 	n1, n2 := startTwoWatching(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -43,11 +43,7 @@ func TestEveryVerbThroughEveryBinding(t *testing.T) {
 	verbtest.Compare(t, "rest", want, verbtest.Run(t, verbtest.Of(restClient(t, ts.URL)), 10*time.Second))
 
 	// A cluster node, called as a Service and through its REST routes.
-	cfg := nodeConfig(t, t.TempDir(), 1)
-	cfg.Bootstrap = true
-	n := startNode(t, cfg)
-	defer n.stop(t)
-	waitFor(t, "a voter in every group", 20*time.Second, func() bool { return allVoters(n.Node, 1) })
+	n := startAlone(t, t.TempDir())
 	verbtest.Compare(t, "node", want, verbtest.Run(t, verbtest.Of(n.Node), 20*time.Second))
 
 	cfg2 := nodeConfig(t, t.TempDir(), 1)

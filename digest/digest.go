@@ -32,10 +32,8 @@ type Family string
 // The object families. Each context string is the BLAKE3 derive-key context;
 // a new version of a definition gets a new context, never an edited one.
 const (
-	FamilyContent   Family = "tally 2026-09 artifact content v1"
-	FamilyArtifact  Family = "tally 2026-09 artifact description v1"
-	FamilyTestament Family = "tally 2026-09 testament v1"
-	FamilyClaim     Family = "tally 2026-09 claim terms v1"
+	FamilyContent  Family = "tally 2026-09 artifact content v1"
+	FamilyArtifact Family = "tally 2026-09 artifact description v1"
 )
 
 // Size is the length of every digest in bytes.
@@ -167,21 +165,6 @@ func (w *fieldWriter) uint64(v uint64) {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], v)
 	w.bytes(b[:])
-}
-
-// DigestFields is the digest of family f over fields, each length-prefixed and
-// preceded by the field count. It is the one hash definition every family
-// shares; the family context keeps families apart.
-func DigestFields(f Family, fields ...[]byte) Digest {
-	w := fieldWriter{h: getHasher(f)}
-	w.uint64(uint64(len(fields)))
-	for _, b := range fields {
-		w.bytes(b)
-	}
-	var d Digest
-	w.h.Sum(d[:0])
-	putHasher(f, w.h)
-	return d
 }
 
 // descriptionFieldCount is the number of fields the artifact family hashes.

@@ -3,7 +3,7 @@
 // keys and "is anything due?" in O(1).
 //
 // The index is family-agnostic: the expectations core keys it by
-// expectation, the promise watcher by (promise, rung). It does no I/O and
+// expectation, the promise timekeeper by (promise, rung). It does no I/O and
 // never reads a clock: now is always an argument.
 //
 // Due times are stored packed (instant.Pack) to keep an entry small (a key

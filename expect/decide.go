@@ -7,8 +7,8 @@ import (
 	"unicode/utf8"
 
 	"tally/instant"
+	"tally/refuse"
 	"tally/textcheck"
-	"tally/vocab"
 )
 
 // Command is a request to change the ledger: one of RaiseCommand,
@@ -68,20 +68,20 @@ func (TaskOutcomeCommand) command() {}
 func (LapseCommand) command()       {}
 
 // Decide validates cmd against the state as of now and returns the records
-// to append, each stamped ts = now, or a *vocab.Refusal and nothing. actor is
+// to append, each stamped ts = now, or a *refuse.Refusal and nothing. actor is
 // the authenticated identity; human says the actor is a person. Decide never
 // changes the state: the caller appends the records, then applies them.
 // A lapse that is already recorded returns no records and no error.
 func (s *State) Decide(actor string, human bool, now time.Time, cmd Command) ([]Event, error) {
 	if actor == "" {
-		return nil, vocab.Forbiddenf("actor", "a command needs an authenticated actor")
+		return nil, refuse.Forbiddenf("actor", "a command needs an authenticated actor")
 	}
 	if now.IsZero() || !inRange(now) {
-		return nil, vocab.Invalidf("ts", "now "+timeProblem(now))
+		return nil, refuse.Invalidf("ts", "now "+timeProblem(now))
 	}
 	now = now.UTC()
 	var out []Event
-	var err *vocab.Refusal
+	var err *refuse.Refusal
 	switch c := cmd.(type) {
 	case RaiseCommand:
 		out, err = s.decideRaise(actor, human, now, c.Raise, false)
@@ -108,7 +108,7 @@ func (s *State) Decide(actor string, human bool, now time.Time, cmd Command) ([]
 	case *LapseCommand:
 		out, err = s.decideLapse(actor, now, *c)
 	default:
-		return nil, vocab.Invalidf("command", fmt.Sprintf("unknown command %T", cmd))
+		return nil, refuse.Invalidf("command", fmt.Sprintf("unknown command %T", cmd))
 	}
 	if err != nil {
 		return nil, err
@@ -121,31 +121,31 @@ func (s *State) Decide(actor string, human bool, now time.Time, cmd Command) ([]
 	return out, nil
 }
 
-func refusal(code, field, rule_ string) *vocab.Refusal {
-	return vocab.New(vocab.Code(code), field, rule_)
+func refusal(code, field, rule_ string) *refuse.Refusal {
+	return refuse.New(refuse.Code(code), field, rule_)
 }
 
 // text checks a free-text or key field's length and encoding.
-func (s *State) text(field, v string, required bool) *vocab.Refusal {
+func (s *State) text(field, v string, required bool) *refuse.Refusal {
 	switch {
 	case required && v == "":
-		return vocab.Invalidf(field, "required")
+		return refuse.Invalidf(field, "required")
 	case len(v) > s.cfg.TextMax:
-		return vocab.Invalidf(field, fmt.Sprintf("must be at most %d bytes", s.cfg.TextMax))
+		return refuse.Invalidf(field, fmt.Sprintf("must be at most %d bytes", s.cfg.TextMax))
 	case !utf8.ValidString(v):
-		return vocab.Invalidf(field, "must be valid UTF-8")
+		return refuse.Invalidf(field, "must be valid UTF-8")
 	case textcheck.TextFault(v) != "":
-		return vocab.Invalidf(field, textcheck.TextFault(v))
+		return refuse.Invalidf(field, textcheck.TextFault(v))
 	}
 	return nil
 }
 
 // identifiers refuses what textcheck.IdentifierFault finds in the named
 // identifiers of a command (only at decide: old records still fold).
-func identifiers(ids ...string) *vocab.Refusal {
+func identifiers(ids ...string) *refuse.Refusal {
 	for i := 0; i+1 < len(ids); i += 2 {
 		if f := textcheck.IdentifierFault(ids[i+1]); f != "" {
-			return vocab.Invalidf(ids[i], f)
+			return refuse.Invalidf(ids[i], f)
 		}
 	}
 	return nil
@@ -153,7 +153,7 @@ func identifiers(ids ...string) *vocab.Refusal {
 
 // decideSupersede fills the extension's terms from the expectation it
 // extends, then decides it as a raise.
-func (s *State) decideSupersede(actor string, human bool, now time.Time, c SupersedeCommand) ([]Event, *vocab.Refusal) {
+func (s *State) decideSupersede(actor string, human bool, now time.Time, c SupersedeCommand) ([]Event, *refuse.Refusal) {
 	if err := s.inherit(&c.Raise, c.GraceGiven, now); err != nil {
 		return nil, err
 	}
@@ -166,7 +166,7 @@ func (s *State) decideSupersede(actor string, human bool, now time.Time, c Super
 // replace the dueAt given (an anchor stated is kept); and an inherited
 // horizon that has passed is refused, because the extension would stall at
 // once and give no more time.
-func (s *State) inherit(r *Raise, graceGiven bool, now time.Time) *vocab.Refusal {
+func (s *State) inherit(r *Raise, graceGiven bool, now time.Time) *refuse.Refusal {
 	x := s.byID[r.Supersedes]
 	if x == nil {
 		return nil // raiseProblem names it
@@ -204,7 +204,7 @@ func (s *State) inherit(r *Raise, graceGiven bool, now time.Time) *vocab.Refusal
 	}
 	if r.Horizon.IsZero() && !old.Horizon.IsZero() {
 		if !old.Horizon.After(now) {
-			return vocab.Invalidf("horizon", fmt.Sprintf("inherited from %s, %s has passed, so the extension would stall at once: pass a later horizon (--horizon)",
+			return refuse.Invalidf("horizon", fmt.Sprintf("inherited from %s, %s has passed, so the extension would stall at once: pass a later horizon (--horizon)",
 				x.id(), instant.Format(old.Horizon)))
 		}
 		r.Horizon = old.Horizon
@@ -218,9 +218,9 @@ func (s *State) inherit(r *Raise, graceGiven bool, now time.Time) *vocab.Refusal
 	return nil
 }
 
-func (s *State) decideRaise(actor string, human bool, now time.Time, r Raise, extend bool) ([]Event, *vocab.Refusal) {
+func (s *State) decideRaise(actor string, human bool, now time.Time, r Raise, extend bool) ([]Event, *refuse.Refusal) {
 	if r.By != "" && r.By != actor {
-		return nil, vocab.Forbiddenf("by", "an expectation is raised by the acting identity "+actor+", not "+r.By)
+		return nil, refuse.Forbiddenf("by", "an expectation is raised by the acting identity "+actor+", not "+r.By)
 	}
 	r.By, r.Human = actor, human
 	r.After = slices.Clone(r.After)
@@ -230,19 +230,19 @@ func (s *State) decideRaise(actor string, human bool, now time.Time, r Raise, ex
 	}
 	r.DueAt, r.Horizon = r.DueAt.UTC(), r.Horizon.UTC()
 	if r.DueAt.IsZero() {
-		return nil, vocab.Invalidf("dueAt", "required: there is no open-ended expectation")
+		return nil, refuse.Invalidf("dueAt", "required: there is no open-ended expectation")
 	}
 	if r.Basis == "" {
-		return nil, vocab.Invalidf("basis", "required: observed, contract or declared, truthfully")
+		return nil, refuse.Invalidf("basis", "required: observed, contract or declared, truthfully")
 	}
 	if !r.Basis.valid() {
-		return nil, vocab.Invalidf("basis", "must be observed, contract or declared")
+		return nil, refuse.Invalidf("basis", "must be observed, contract or declared")
 	}
 	if !extend && r.Supersedes != "" {
-		return nil, vocab.Invalidf("supersedes", "an extension is raised with supersede")
+		return nil, refuse.Invalidf("supersedes", "an extension is raised with supersede")
 	}
 	if extend && r.Supersedes == "" {
-		return nil, vocab.Invalidf("supersedes", "required: the expectation this one extends")
+		return nil, refuse.Invalidf("supersedes", "required: the expectation this one extends")
 	}
 	for _, f := range []struct {
 		name, value string
@@ -261,25 +261,25 @@ func (s *State) decideRaise(actor string, human bool, now time.Time, r Raise, ex
 		}
 	}
 	if len(r.After) > s.cfg.AfterMax {
-		return nil, vocab.Invalidf("after", fmt.Sprintf("names %d expectations, at most %d", len(r.After), s.cfg.AfterMax))
+		return nil, refuse.Invalidf("after", fmt.Sprintf("names %d expectations, at most %d", len(r.After), s.cfg.AfterMax))
 	}
 	if r.Origin.ContextID != "" && r.Origin.TaskID == "" {
-		return nil, vocab.Invalidf("origin.taskId", "required with origin.contextId")
+		return nil, refuse.Invalidf("origin.taskId", "required with origin.contextId")
 	}
 	for _, id := range []struct{ name, value string }{{"origin.taskId", r.Origin.TaskID}, {"origin.contextId", r.Origin.ContextID}} {
 		if id.value != "" && !validID(id.value) {
-			return nil, vocab.Invalidf(id.name, fmt.Sprintf("must be 1..%d characters without whitespace", IDMax))
+			return nil, refuse.Invalidf(id.name, fmt.Sprintf("must be 1..%d characters without whitespace", IDMax))
 		}
 	}
 	if r.ReplyTo != nil {
 		if field, why := r.ReplyTo.problem(); field != "" {
-			return nil, vocab.Invalidf(field, why)
+			return nil, refuse.Invalidf(field, why)
 		}
 		rt := *r.ReplyTo
 		r.ReplyTo = &rt
 	}
 	if r.Anchor != nil && !validID(r.Anchor.ExpectationID) {
-		return nil, vocab.Invalidf("anchor.expectationId", "required with anchor")
+		return nil, refuse.Invalidf("anchor.expectationId", "required with anchor")
 	}
 	if err := identifiers("expectationId", r.ExpectationID, "kind", r.Kind, "subject.type", r.Subject.Type, "subject.id", r.Subject.ID,
 		"satisfiedBy.factKey", r.FactKey, "supersedes", r.Supersedes, "origin.taskId", r.Origin.TaskID, "origin.contextId", r.Origin.ContextID); err != nil {
@@ -294,7 +294,7 @@ func (s *State) decideRaise(actor string, human bool, now time.Time, r Raise, ex
 		prev := s.byID[r.Supersedes]
 		if prev != nil {
 			if actor != s.name(prev.by) && !human {
-				return nil, vocab.Forbiddenf("supersedes", "only its raiser or a person may extend "+prev.id())
+				return nil, refuse.Forbiddenf("supersedes", "only its raiser or a person may extend "+prev.id())
 			}
 		}
 	}
@@ -303,17 +303,17 @@ func (s *State) decideRaise(actor string, human bool, now time.Time, r Raise, ex
 	}
 	if extend {
 		if d := depth(s.byID[r.Supersedes]) + 1; d > s.cfg.LineageMax && !human {
-			return nil, vocab.Forbiddenf("supersedes", fmt.Sprintf(
+			return nil, refuse.Forbiddenf("supersedes", fmt.Sprintf(
 				"lineage bound %d reached: past it only a person may give more time", s.cfg.LineageMax))
 		}
 	}
 	if task := r.Origin.TaskID; task != "" && s.tasks[task].withdraws() {
-		return nil, vocab.Conflictf("origin.taskId", "task "+task+" was "+string(s.tasks[task])+": nothing may be expected on it")
+		return nil, refuse.Conflictf("origin.taskId", "task "+task+" was "+string(s.tasks[task])+": nothing may be expected on it")
 	}
 	return []Event{{TS: now, Type: TypeRaise, Raise: &r}}, nil
 }
 
-func (s *State) decideFact(actor string, now time.Time, c FactCommand) ([]Event, *vocab.Refusal) {
+func (s *State) decideFact(actor string, now time.Time, c FactCommand) ([]Event, *refuse.Refusal) {
 	for _, f := range []struct{ name, value string }{
 		{"factKey", c.FactKey}, {"subject.type", c.Subject.Type}, {"subject.id", c.Subject.ID}, {"by", actor},
 	} {
@@ -329,43 +329,43 @@ func (s *State) decideFact(actor string, now time.Time, c FactCommand) ([]Event,
 		at = now
 	}
 	if at.After(now) {
-		return nil, vocab.Invalidf("at", "must not be in the future: a fact is observed, not expected")
+		return nil, refuse.Invalidf("at", "must not be in the future: a fact is observed, not expected")
 	}
 	if !inRange(at) {
-		return nil, vocab.Invalidf("at", timeProblem(at))
+		return nil, refuse.Invalidf("at", timeProblem(at))
 	}
 	return []Event{{TS: now, Type: TypeFact, Fact: &Fact{FactKey: c.FactKey, Subject: c.Subject, At: at, By: actor}}}, nil
 }
 
-func (s *State) decideWithdraw(actor string, human bool, now time.Time, c WithdrawCommand) ([]Event, *vocab.Refusal) {
+func (s *State) decideWithdraw(actor string, human bool, now time.Time, c WithdrawCommand) ([]Event, *refuse.Refusal) {
 	if err := s.text("reason", c.Reason, false); err != nil {
 		return nil, err
 	}
 	x := s.byID[c.ExpectationID]
 	switch {
 	case c.ExpectationID == "":
-		return nil, vocab.Invalidf("expectationId", "required")
+		return nil, refuse.Invalidf("expectationId", "required")
 	case x == nil:
-		return nil, vocab.NotFoundf("expectationId", "names no expectation in this ledger")
+		return nil, refuse.NotFoundf("expectationId", "names no expectation in this ledger")
 	case x.life != Open:
-		return nil, vocab.Conflictf("expectationId", "is "+x.life.String()+": only an open expectation can be withdrawn")
+		return nil, refuse.Conflictf("expectationId", "is "+x.life.String()+": only an open expectation can be withdrawn")
 	case actor != s.name(x.by) && actor != s.cfg.Timekeeper && !human:
-		return nil, vocab.Forbiddenf("by", "only its raiser, the timekeeper or a person may withdraw "+x.id())
+		return nil, refuse.Forbiddenf("by", "only its raiser, the timekeeper or a person may withdraw "+x.id())
 	}
 	return []Event{{TS: now, Type: TypeWithdraw, Withdraw: &Withdraw{ExpectationID: x.id(), By: actor, Reason: c.Reason}}}, nil
 }
 
-func (s *State) decideTaskOutcome(actor string, now time.Time, c TaskOutcomeCommand) ([]Event, *vocab.Refusal) {
+func (s *State) decideTaskOutcome(actor string, now time.Time, c TaskOutcomeCommand) ([]Event, *refuse.Refusal) {
 	switch {
 	case !validID(c.TaskID):
-		return nil, vocab.Invalidf("taskId", fmt.Sprintf("must be 1..%d characters without whitespace", IDMax))
+		return nil, refuse.Invalidf("taskId", fmt.Sprintf("must be 1..%d characters without whitespace", IDMax))
 	case identifiers("taskId", c.TaskID) != nil:
 		return nil, identifiers("taskId", c.TaskID)
 	case !c.Outcome.valid():
-		return nil, vocab.Invalidf("outcome", "must be completed, cancelled or failed")
+		return nil, refuse.Invalidf("outcome", "must be completed, cancelled or failed")
 	}
 	if prev, ok := s.tasks[c.TaskID]; ok {
-		return nil, vocab.Conflictf("taskId", "task "+c.TaskID+" already ended "+string(prev))
+		return nil, refuse.Conflictf("taskId", "task "+c.TaskID+" already ended "+string(prev))
 	}
 	out := []Event{{TS: now, Type: TypeTaskOutcome, TaskOutcome: &TaskOutcome{TaskID: c.TaskID, Outcome: c.Outcome, By: actor}}}
 	if c.Outcome.withdraws() {
@@ -402,16 +402,16 @@ func (s *State) withdrawals(xs []*expectation, by string, now time.Time, reason 
 	return out
 }
 
-func (s *State) decideLapse(actor string, now time.Time, c LapseCommand) ([]Event, *vocab.Refusal) {
+func (s *State) decideLapse(actor string, now time.Time, c LapseCommand) ([]Event, *refuse.Refusal) {
 	if actor != s.cfg.Timekeeper {
-		return nil, vocab.Forbiddenf("by", "only the timekeeper commits lapses")
+		return nil, refuse.Forbiddenf("by", "only the timekeeper commits lapses")
 	}
 	if !c.Kind.valid() {
-		return nil, vocab.Invalidf("lapse", "must be overdue, skipped or stalled")
+		return nil, refuse.Invalidf("lapse", "must be overdue, skipped or stalled")
 	}
 	x := s.byID[c.ExpectationID]
 	if x == nil {
-		return nil, vocab.NotFoundf("expectationId", "names no expectation in this ledger")
+		return nil, refuse.NotFoundf("expectationId", "names no expectation in this ledger")
 	}
 	due := c.DueAt
 	if due.IsZero() {
@@ -421,7 +421,7 @@ func (s *State) decideLapse(actor string, now time.Time, c LapseCommand) ([]Even
 		return nil, nil // recorded already: recording it again is a no-op
 	}
 	if nanos(due) != x.currentDue {
-		return nil, vocab.Conflictf("dueAt", "is not the due time in force ("+instant.Format(fromNanos(x.currentDue))+")")
+		return nil, refuse.Conflictf("dueAt", "is not the due time in force ("+instant.Format(fromNanos(x.currentDue))+")")
 	}
 	for _, c2 := range s.pending(x) {
 		if c2.kind != c.Kind || c2.lapsedAt >= nanos(now) {
@@ -432,7 +432,7 @@ func (s *State) decideLapse(actor string, now time.Time, c LapseCommand) ([]Even
 		}
 		return []Event{s.lapseEvent(x, c2, now)}, nil
 	}
-	return nil, vocab.Conflictf("lapse", "no "+string(c.Kind)+" lapse of "+x.id()+" is due at "+instant.Format(now))
+	return nil, refuse.Conflictf("lapse", "no "+string(c.Kind)+" lapse of "+x.id()+" is due at "+instant.Format(now))
 }
 
 func (s *State) lapseEvent(x *expectation, c candidate, now time.Time) Event {

@@ -1,5 +1,5 @@
 // Package expect is the pure semantic core of tally's expectations family:
-// an agent states what it expects to happen next and by when; a watcher (the
+// an agent states what it expects to happen next and by when; a timekeeper (the
 // timekeeper) notices the absences and commits them as lapses.
 //
 // The package does no I/O, starts no goroutines and never reads a clock: now
@@ -40,7 +40,7 @@
 //
 // A lapse falls due strictly after its instant, and only if the expectation
 // was still open then: a satisfaction that came later does not undo it (the
-// watcher may be late; the record is not). A lapse never changes the
+// timekeeper may be late; the record is not). A lapse never changes the
 // expectation's state. Withdrawal and supersession end an expectation: no
 // lapse is recorded for it afterwards. When an origin task is cancelled or
 // fails, every open expectation raised on it is withdrawn.
@@ -62,7 +62,7 @@
 // kind, subject{type,id}, expects?, satisfiedBy{factKey}, dueAt, grace?
 // (ISO 8601), anchor{expectationId,offset}?, after[]?, horizon?, basis
 // (observed|contract|declared), supersedes?, origin{taskId,contextId?}?,
-// replyTo{url?,extension?,push?{url,token?}}? (where the watcher sends the
+// replyTo{url?,extension?,push?{url,token?}}? (where the timekeeper sends the
 // lapses over A2A: the raising agent's endpoint or card URL, the extension
 // URI, a push-notification config), by, human? (true when a person raised it):
 //

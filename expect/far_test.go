@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"tally/instant"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // Expectations due anywhere in years 1–9999 lapse exactly when due + grace
@@ -86,9 +86,9 @@ func TestFarDueRefusals(t *testing.T) {
 	raise := func(due time.Time, grace time.Duration) Command {
 		return RaiseCommand{Raise{ExpectationID: "e", Kind: "k", Subject: Subject{"t", "1"}, FactKey: "f", DueAt: due, Grace: grace, Basis: BasisDeclared}}
 	}
-	h.refuse(agent, false, tRaise, raise(mustTime("9999-12-31T23:30:00Z"), time.Hour), vocab.Invalid, "grace")
-	h.refuse(agent, false, tRaise, raise(time.Date(9999, 1, 1, 0, 0, 0, 100, time.UTC), 0), vocab.Invalid, "dueAt")
-	h.refuse(agent, false, tRaise, raise(mustTime("9000-01-01T00:00:00Z"), time.Nanosecond), vocab.Invalid, "grace")
+	h.refuse(agent, false, tRaise, raise(mustTime("9999-12-31T23:30:00Z"), time.Hour), refuse.Invalid, "grace")
+	h.refuse(agent, false, tRaise, raise(time.Date(9999, 1, 1, 0, 0, 0, 100, time.UTC), 0), refuse.Invalid, "dueAt")
+	h.refuse(agent, false, tRaise, raise(mustTime("9000-01-01T00:00:00Z"), time.Nanosecond), refuse.Invalid, "grace")
 	h.do(agent, false, tRaise, raise(mustTime("9999-12-31T22:30:00Z"), time.Hour))
 	if len(h.lines) != 1 {
 		t.Fatalf("refusals appended: %v", h.lines)

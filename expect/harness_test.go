@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"tally/instant"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 const timekeeper = "watch"
@@ -57,10 +57,10 @@ func (h *harness) do(actor string, human bool, now time.Time, cmd Command) []Eve
 }
 
 // refuse decides cmd, which must be refused with code.
-func (h *harness) refuse(actor string, human bool, now time.Time, cmd Command, code vocab.Code, field string) {
+func (h *harness) refuse(actor string, human bool, now time.Time, cmd Command, code refuse.Code, field string) {
 	h.t.Helper()
 	evs, err := h.s.Decide(actor, human, now, cmd)
-	r, ok := vocab.As(err)
+	r, ok := refuse.As(err)
 	if !ok {
 		h.t.Fatalf("Decide(%s, %+v) = %v, %v; want a %s refusal", actor, cmd, evs, err, code)
 	}
@@ -69,7 +69,7 @@ func (h *harness) refuse(actor string, human bool, now time.Time, cmd Command, c
 	}
 }
 
-// commit is one watcher pass: sweep at now and commit what it returns, each
+// commit is one timekeeper pass: sweep at now and commit what it returns, each
 // lapse through Decide as the timekeeper would.
 func (h *harness) commit(now time.Time) []Event {
 	h.t.Helper()

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // TestSupersedeInheritsTheNewPlan: an extension states only what it
@@ -53,7 +53,7 @@ func TestSupersedeInheritsTheNewPlan(t *testing.T) {
 	late := mustTime("2026-09-14T00:00:00Z")
 	cmd := SupersedeCommand{Raise: Raise{ExpectationID: "a5", Supersedes: "a4", DueAt: mustTime("2026-09-15T00:00:00Z")}}
 	_, err := h.s.Decide("ops", true, late, cmd)
-	if r, ok := vocab.As(err); !ok || r.Code != vocab.Invalid || r.Field != "horizon" || !strings.Contains(r.Error(), "--horizon") || !strings.Contains(r.Error(), "2026-09-13T05:00:00Z") {
+	if r, ok := refuse.As(err); !ok || r.Code != refuse.Invalid || r.Field != "horizon" || !strings.Contains(r.Error(), "--horizon") || !strings.Contains(r.Error(), "2026-09-13T05:00:00Z") {
 		t.Fatalf("passed inherited horizon: %v", err)
 	}
 	// A later horizon stated: accepted.

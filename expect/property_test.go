@@ -10,16 +10,16 @@ import (
 )
 
 // script is a random ledger history: commands at advancing times, with a
-// watcher that sweeps at some of them.
+// timekeeper that sweeps at some of them.
 type script struct {
 	rng      *rand.Rand
-	watch    *rand.Rand // the watcher's own choices, so eager and lazy scripts issue the same commands
+	watch    *rand.Rand // the timekeeper's own choices, so eager and lazy scripts issue the same commands
 	h        *harness
 	now      time.Time
 	ids      []string
 	anchors  bool // whether raises may carry anchors
 	backdate bool // whether facts may be recorded after they happened
-	eager    bool // whether the watcher sweeps between commands
+	eager    bool // whether the timekeeper sweeps between commands
 }
 
 var subjects = []Subject{{"shipment", "A"}, {"shipment", "B"}, {"doc", "C"}}
@@ -152,7 +152,7 @@ func TestReplayIsDeterministic(t *testing.T) {
 
 // TestSweepApplySweep: once a sweep's records are applied, sweeping again
 // at the same instant returns nothing, and committing them twice changes
-// nothing (at-least-once watchers).
+// nothing (at-least-once timekeepers).
 func TestSweepApplySweep(t *testing.T) {
 	for seed := range uint64(40) {
 		sc := runScript(t, seed, 300, true, true, false)
@@ -162,7 +162,7 @@ func TestSweepApplySweep(t *testing.T) {
 			if again := sc.h.s.Sweep(now, 0); len(again) != 0 {
 				t.Fatalf("seed %d: a second sweep returned %v", seed, lapses(again))
 			}
-			sc.h.apply(timekeeper, out...) // a second watcher commits the same records
+			sc.h.apply(timekeeper, out...) // a second timekeeper commits the same records
 			if after := snapshot(sc.h.s, now); after != before {
 				t.Fatalf("seed %d: re-applying a sweep changed the state", seed)
 			}
@@ -171,9 +171,9 @@ func TestSweepApplySweep(t *testing.T) {
 }
 
 // TestWatcherTimingDoesNotMatter: without re-anchoring and without
-// backdated facts, a watcher sweeping after every command and one that
+// backdated facts, a timekeeper sweeping after every command and one that
 // sweeps once at the end record the same lapses, except those the late
-// watcher may no longer record: on expectations since withdrawn,
+// timekeeper may no longer record: on expectations since withdrawn,
 // superseded, or raised on a task since cancelled or failed.
 func TestWatcherTimingDoesNotMatter(t *testing.T) {
 	for seed := range uint64(40) {

@@ -26,7 +26,7 @@ type Config struct {
 	// extension that supersedes it) an agent may build. Past it only a
 	// participant marked as a person may extend.
 	LineageMax int
-	// Timekeeper is the identity of the watcher: the only actor that commits
+	// Timekeeper is the identity of the timekeeper: the only actor that commits
 	// lapses.
 	Timekeeper string
 	// SweepMax bounds the records one Sweep returns.
@@ -355,7 +355,7 @@ func timeProblem(t time.Time) string {
 func inRange(t time.Time) bool { return timeProblem(t) == "" }
 
 // LapseID is the deterministic id of a lapse: the same expectation, kind
-// and due time in force give the same id, so a watcher that notices a lapse
+// and due time in force give the same id, so a timekeeper that notices a lapse
 // twice records it once. It doubles as the lapse task's A2A messageId.
 func LapseID(expectationID string, kind LapseKind, due time.Time) string {
 	h := sha256.New()

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"tally/vocab"
+	"tally/refuse"
 )
 
 var (
@@ -121,7 +121,7 @@ func TestShipmentArrivalWithoutDepartureIsSkipped(t *testing.T) {
 
 func TestShipmentSilenceStallsAndLateWatcherGetsEverythingOnce(t *testing.T) {
 	h := shipmentHarness(t)
-	// The watcher was down from the raise until two days after the horizon.
+	// The timekeeper was down from the raise until two days after the horizon.
 	expectLapses(t, h.commit(mustTime("2026-09-15T00:00:00Z")),
 		"exp-01J8Q0DEPART overdue 2026-09-11T03:15:00Z 2026-09-11T09:15:00Z",
 		"exp-01J8Q0DEPART stalled 2026-09-11T03:15:00Z 2026-09-13T05:00:00Z",
@@ -154,7 +154,7 @@ func TestShipmentStalledOnlyWithoutAnyFact(t *testing.T) {
 
 func TestLateSatisfactionDoesNotUndoALapse(t *testing.T) {
 	h := shipmentHarness(t)
-	// The watcher is down; the departure lands after its due + grace.
+	// The timekeeper is down; the departure lands after its due + grace.
 	h.do("carrier-feed", false, mustTime("2026-09-11T10:00:00Z"), fact("shipment.departed:PA-2026-0901", "2026-09-11T10:00:00Z"))
 	// In time on the other hand: the arrival at exactly its due + grace.
 	h.do("carrier-feed", false, mustTime("2026-09-11T17:45:00Z"), fact("shipment.arrived:PA-2026-0901", "2026-09-11T17:45:00Z"))
@@ -218,8 +218,8 @@ func TestWithdrawalOnCancelledOrFailedOrigin(t *testing.T) {
 			// Nothing more may be expected on the ended task.
 			r := departure()
 			r.ExpectationID = "exp-NEW"
-			h.refuse(agent, false, mustTime("2026-09-03T00:00:00Z"), RaiseCommand{r}, vocab.Conflict, "origin.taskId")
-			h.refuse(agent, false, mustTime("2026-09-03T00:00:00Z"), TaskOutcomeCommand{TaskID: "task-7", Outcome: OutcomeCompleted}, vocab.Conflict, "taskId")
+			h.refuse(agent, false, mustTime("2026-09-03T00:00:00Z"), RaiseCommand{r}, refuse.Conflict, "origin.taskId")
+			h.refuse(agent, false, mustTime("2026-09-03T00:00:00Z"), TaskOutcomeCommand{TaskID: "task-7", Outcome: OutcomeCompleted}, refuse.Conflict, "taskId")
 		})
 	}
 }
@@ -232,7 +232,7 @@ func TestCompletedOriginWithdrawsNothing(t *testing.T) {
 	}
 }
 
-// An outcome written by another tool without the withdrawals: the watcher
+// An outcome written by another tool without the withdrawals: the timekeeper
 // withdraws on its next sweep, and nothing lapses meanwhile.
 func TestSweepWithdrawsForAnOutcomeRecordedElsewhere(t *testing.T) {
 	h := shipmentHarness(t)
@@ -263,7 +263,7 @@ func TestLineageBoundAndHumanExtension(t *testing.T) {
 	h.do(agent, false, now, SupersedeCommand{Raise: extend(r, "e2", "e1", "2026-09-12T03:15:00Z")})
 	h.do(agent, false, now, SupersedeCommand{Raise: extend(r, "e3", "e2", "2026-09-13T03:15:00Z")})
 	// Three expectations in the lineage: the bound. An agent may go no further.
-	h.refuse(agent, false, now, SupersedeCommand{Raise: extend(r, "e4", "e3", "2026-09-14T03:15:00Z")}, vocab.Forbidden, "supersedes")
+	h.refuse(agent, false, now, SupersedeCommand{Raise: extend(r, "e4", "e3", "2026-09-14T03:15:00Z")}, refuse.Forbidden, "supersedes")
 	// A person may, and is recorded as one.
 	evs := h.do("ops@example.org", true, now, SupersedeCommand{Raise: extend(r, "e4", "e3", "2026-09-14T03:15:00Z")})
 	if !evs[0].Raise.Human || evs[0].Raise.Origin != r.Origin {
@@ -287,7 +287,7 @@ func TestLineageBoundIsConfigurable(t *testing.T) {
 	r := departure()
 	r.ExpectationID = "e1"
 	h.do(agent, false, tRaise, RaiseCommand{r})
-	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: extend(r, "e2", "e1", "2026-09-12T03:15:00Z")}, vocab.Forbidden, "supersedes")
+	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: extend(r, "e2", "e1", "2026-09-12T03:15:00Z")}, refuse.Forbidden, "supersedes")
 }
 
 func TestSupersedeRules(t *testing.T) {
@@ -300,28 +300,28 @@ func TestSupersedeRules(t *testing.T) {
 	// Identical to an ancestor (e1's terms again): refused, even for a person.
 	back := r
 	back.ExpectationID, back.Supersedes = "e3", "e2"
-	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: back}, vocab.Conflict, "supersedes")
-	h.refuse("ops", true, tRaise, SupersedeCommand{Raise: back}, vocab.Conflict, "supersedes")
+	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: back}, refuse.Conflict, "supersedes")
+	h.refuse("ops", true, tRaise, SupersedeCommand{Raise: back}, refuse.Conflict, "supersedes")
 	// Identical to its parent.
 	same := extend(r, "e3", "e2", "2026-09-12T03:15:00Z")
-	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: same}, vocab.Conflict, "supersedes")
+	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: same}, refuse.Conflict, "supersedes")
 	// Changing only the id or the origin is still identical.
 	same.Origin = Origin{TaskID: "task-9"}
-	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: same}, vocab.Conflict, "supersedes")
+	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: same}, refuse.Conflict, "supersedes")
 	// Only the head of a lineage can be extended.
-	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: extend(r, "e3", "e1", "2026-09-13T03:15:00Z")}, vocab.Conflict, "supersedes")
+	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: extend(r, "e3", "e1", "2026-09-13T03:15:00Z")}, refuse.Conflict, "supersedes")
 	// Only by its raiser or a person.
-	h.refuse("someone-else", false, tRaise, SupersedeCommand{Raise: extend(r, "e3", "e2", "2026-09-13T03:15:00Z")}, vocab.Forbidden, "supersedes")
+	h.refuse("someone-else", false, tRaise, SupersedeCommand{Raise: extend(r, "e3", "e2", "2026-09-13T03:15:00Z")}, refuse.Forbidden, "supersedes")
 	// Same subject.
 	moved := extend(r, "e3", "e2", "2026-09-13T03:15:00Z")
 	moved.Subject = Subject{"shipment", "OTHER"}
-	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: moved}, vocab.Invalid, "subject")
-	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: extend(r, "e3", "nope", "2026-09-13T03:15:00Z")}, vocab.NotFound, "supersedes")
-	h.refuse(agent, false, tRaise, RaiseCommand{extend(r, "e3", "e2", "2026-09-13T03:15:00Z")}, vocab.Invalid, "supersedes")
-	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: extend(r, "e3", "", "2026-09-13T03:15:00Z")}, vocab.Invalid, "supersedes")
+	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: moved}, refuse.Invalid, "subject")
+	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: extend(r, "e3", "nope", "2026-09-13T03:15:00Z")}, refuse.NotFound, "supersedes")
+	h.refuse(agent, false, tRaise, RaiseCommand{extend(r, "e3", "e2", "2026-09-13T03:15:00Z")}, refuse.Invalid, "supersedes")
+	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: extend(r, "e3", "", "2026-09-13T03:15:00Z")}, refuse.Invalid, "supersedes")
 	// A satisfied expectation needs no more time.
 	h.do("feed", false, tRaise, fact(r.FactKey, "2026-09-01T17:00:00Z"))
-	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: extend(r, "e3", "e2", "2026-09-13T03:15:00Z")}, vocab.Conflict, "supersedes")
+	h.refuse(agent, false, tRaise, SupersedeCommand{Raise: extend(r, "e3", "e2", "2026-09-13T03:15:00Z")}, refuse.Conflict, "supersedes")
 }
 
 func TestRaiseRefusals(t *testing.T) {
@@ -336,52 +336,52 @@ func TestRaiseRefusals(t *testing.T) {
 	cases := []struct {
 		name  string
 		cmd   RaiseCommand
-		code  vocab.Code
+		code  refuse.Code
 		field string
 	}{
-		{"no dueAt", mod(func(r *Raise) { r.DueAt = time.Time{} }), vocab.Invalid, "dueAt"},
-		{"no basis", mod(func(r *Raise) { r.Basis = "" }), vocab.Invalid, "basis"},
-		{"bad basis", mod(func(r *Raise) { r.Basis = "hoped" }), vocab.Invalid, "basis"},
-		{"no id", mod(func(r *Raise) { r.ExpectationID = "" }), vocab.Invalid, "expectationId"},
-		{"id with space", mod(func(r *Raise) { r.ExpectationID = "a b" }), vocab.Invalid, "expectationId"},
-		{"no kind", mod(func(r *Raise) { r.Kind = "" }), vocab.Invalid, "kind"},
-		{"no subject", mod(func(r *Raise) { r.Subject.ID = "" }), vocab.Invalid, "subject.id"},
-		{"no fact key", mod(func(r *Raise) { r.FactKey = "" }), vocab.Invalid, "satisfiedBy.factKey"},
-		{"immutable", mod(func(r *Raise) { r.ExpectationID = depart }), vocab.Conflict, "expectationId"},
-		{"negative grace", mod(func(r *Raise) { r.Grace = -time.Second }), vocab.Invalid, "grace"},
-		{"horizon before due", mod(func(r *Raise) { r.Horizon = r.DueAt.Add(-time.Hour) }), vocab.Invalid, "horizon"},
-		{"unknown anchor", mod(func(r *Raise) { r.Anchor = &Anchor{ExpectationID: "nope"} }), vocab.NotFound, "anchor.expectationId"},
-		{"self anchor", mod(func(r *Raise) { r.Anchor = &Anchor{ExpectationID: "e-new"} }), vocab.Invalid, "anchor.expectationId"},
-		{"negative offset", mod(func(r *Raise) { r.Anchor = &Anchor{ExpectationID: depart, Offset: -time.Minute} }), vocab.Invalid, "anchor.offset"},
-		{"unknown after", mod(func(r *Raise) { r.After = []string{"nope"} }), vocab.NotFound, "after"},
-		{"after twice", mod(func(r *Raise) { r.After = []string{depart, depart} }), vocab.Invalid, "after"},
-		{"after on another subject", mod(func(r *Raise) { r.Subject.ID = "OTHER"; r.After = []string{depart} }), vocab.Invalid, "after"},
-		{"text too long", mod(func(r *Raise) { r.Expects = string(make([]byte, 5000)) }), vocab.Invalid, "expects"},
-		{"context without task", mod(func(r *Raise) { r.Origin = Origin{ContextID: "c"} }), vocab.Invalid, "origin.taskId"},
-		{"reply-to not a URL", mod(func(r *Raise) { r.ReplyTo = &ReplyTo{URL: "agent"} }), vocab.Invalid, "replyTo.url"},
-		{"push token without URL", mod(func(r *Raise) { r.ReplyTo = &ReplyTo{URL: "http://a/", PushToken: "t"} }), vocab.Invalid, "replyTo.push.url"},
-		{"push authentication without URL", mod(func(r *Raise) { r.ReplyTo = &ReplyTo{URL: "http://a/", PushAuthScheme: "Bearer"} }), vocab.Invalid, "replyTo.push.url"},
-		{"push credentials without scheme", mod(func(r *Raise) { r.ReplyTo = &ReplyTo{PushURL: "http://a/", PushAuthCredentials: "c"} }), vocab.Invalid, "replyTo.push.authentication.scheme"},
-		{"push scheme not a token", mod(func(r *Raise) { r.ReplyTo = &ReplyTo{PushURL: "http://a/", PushAuthScheme: "Bear er"} }), vocab.Invalid, "replyTo.push.authentication.scheme"},
+		{"no dueAt", mod(func(r *Raise) { r.DueAt = time.Time{} }), refuse.Invalid, "dueAt"},
+		{"no basis", mod(func(r *Raise) { r.Basis = "" }), refuse.Invalid, "basis"},
+		{"bad basis", mod(func(r *Raise) { r.Basis = "hoped" }), refuse.Invalid, "basis"},
+		{"no id", mod(func(r *Raise) { r.ExpectationID = "" }), refuse.Invalid, "expectationId"},
+		{"id with space", mod(func(r *Raise) { r.ExpectationID = "a b" }), refuse.Invalid, "expectationId"},
+		{"no kind", mod(func(r *Raise) { r.Kind = "" }), refuse.Invalid, "kind"},
+		{"no subject", mod(func(r *Raise) { r.Subject.ID = "" }), refuse.Invalid, "subject.id"},
+		{"no fact key", mod(func(r *Raise) { r.FactKey = "" }), refuse.Invalid, "satisfiedBy.factKey"},
+		{"immutable", mod(func(r *Raise) { r.ExpectationID = depart }), refuse.Conflict, "expectationId"},
+		{"negative grace", mod(func(r *Raise) { r.Grace = -time.Second }), refuse.Invalid, "grace"},
+		{"horizon before due", mod(func(r *Raise) { r.Horizon = r.DueAt.Add(-time.Hour) }), refuse.Invalid, "horizon"},
+		{"unknown anchor", mod(func(r *Raise) { r.Anchor = &Anchor{ExpectationID: "nope"} }), refuse.NotFound, "anchor.expectationId"},
+		{"self anchor", mod(func(r *Raise) { r.Anchor = &Anchor{ExpectationID: "e-new"} }), refuse.Invalid, "anchor.expectationId"},
+		{"negative offset", mod(func(r *Raise) { r.Anchor = &Anchor{ExpectationID: depart, Offset: -time.Minute} }), refuse.Invalid, "anchor.offset"},
+		{"unknown after", mod(func(r *Raise) { r.After = []string{"nope"} }), refuse.NotFound, "after"},
+		{"after twice", mod(func(r *Raise) { r.After = []string{depart, depart} }), refuse.Invalid, "after"},
+		{"after on another subject", mod(func(r *Raise) { r.Subject.ID = "OTHER"; r.After = []string{depart} }), refuse.Invalid, "after"},
+		{"text too long", mod(func(r *Raise) { r.Expects = string(make([]byte, 5000)) }), refuse.Invalid, "expects"},
+		{"context without task", mod(func(r *Raise) { r.Origin = Origin{ContextID: "c"} }), refuse.Invalid, "origin.taskId"},
+		{"reply-to not a URL", mod(func(r *Raise) { r.ReplyTo = &ReplyTo{URL: "agent"} }), refuse.Invalid, "replyTo.url"},
+		{"push token without URL", mod(func(r *Raise) { r.ReplyTo = &ReplyTo{URL: "http://a/", PushToken: "t"} }), refuse.Invalid, "replyTo.push.url"},
+		{"push authentication without URL", mod(func(r *Raise) { r.ReplyTo = &ReplyTo{URL: "http://a/", PushAuthScheme: "Bearer"} }), refuse.Invalid, "replyTo.push.url"},
+		{"push credentials without scheme", mod(func(r *Raise) { r.ReplyTo = &ReplyTo{PushURL: "http://a/", PushAuthCredentials: "c"} }), refuse.Invalid, "replyTo.push.authentication.scheme"},
+		{"push scheme not a token", mod(func(r *Raise) { r.ReplyTo = &ReplyTo{PushURL: "http://a/", PushAuthScheme: "Bear er"} }), refuse.Invalid, "replyTo.push.authentication.scheme"},
 		{"push credentials padded", mod(func(r *Raise) {
 			r.ReplyTo = &ReplyTo{PushURL: "http://a/", PushAuthScheme: "Bearer", PushAuthCredentials: " c"}
-		}), vocab.Invalid, "replyTo.push.authentication.credentials"},
+		}), refuse.Invalid, "replyTo.push.authentication.credentials"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { h.refuse(agent, false, now, c.cmd, c.code, c.field) })
 	}
-	h.refuse("", false, now, mod(func(*Raise) {}), vocab.Forbidden, "actor")
+	h.refuse("", false, now, mod(func(*Raise) {}), refuse.Forbidden, "actor")
 }
 
 func TestFactAndWithdrawRefusals(t *testing.T) {
 	h := shipmentHarness(t)
-	h.refuse("feed", false, tRaise, fact("k", "2026-09-01T17:00:01Z"), vocab.Invalid, "at")
-	h.refuse("feed", false, tRaise, FactCommand{Subject: shipment}, vocab.Invalid, "factKey")
-	h.refuse("feed", false, tRaise, FactCommand{FactKey: "k"}, vocab.Invalid, "subject.type")
-	h.refuse("stranger", false, tRaise, WithdrawCommand{ExpectationID: depart}, vocab.Forbidden, "by")
-	h.refuse(agent, false, tRaise, WithdrawCommand{ExpectationID: "nope"}, vocab.NotFound, "expectationId")
+	h.refuse("feed", false, tRaise, fact("k", "2026-09-01T17:00:01Z"), refuse.Invalid, "at")
+	h.refuse("feed", false, tRaise, FactCommand{Subject: shipment}, refuse.Invalid, "factKey")
+	h.refuse("feed", false, tRaise, FactCommand{FactKey: "k"}, refuse.Invalid, "subject.type")
+	h.refuse("stranger", false, tRaise, WithdrawCommand{ExpectationID: depart}, refuse.Forbidden, "by")
+	h.refuse(agent, false, tRaise, WithdrawCommand{ExpectationID: "nope"}, refuse.NotFound, "expectationId")
 	h.do(agent, false, tRaise, WithdrawCommand{ExpectationID: depart, Reason: "booking moved"})
-	h.refuse(agent, false, tRaise, WithdrawCommand{ExpectationID: depart}, vocab.Conflict, "expectationId")
+	h.refuse(agent, false, tRaise, WithdrawCommand{ExpectationID: depart}, refuse.Conflict, "expectationId")
 	if v := h.view(depart); v.Withdrawn == nil || v.Withdrawn.By != agent || v.Withdrawn.Reason != "booking moved" {
 		t.Fatalf("%s", jsonOf(v))
 	}
@@ -393,13 +393,13 @@ func TestOnlyTheTimekeeperCommitsLapses(t *testing.T) {
 	h := shipmentHarness(t)
 	now := mustTime("2026-09-11T10:00:00Z")
 	cmd := LapseCommand{ExpectationID: depart, Kind: LapseOverdue}
-	h.refuse(agent, false, now, cmd, vocab.Forbidden, "by")
-	h.refuse("ops", true, now, cmd, vocab.Forbidden, "by")
-	h.refuse(timekeeper, false, mustTime("2026-09-11T09:15:00Z"), cmd, vocab.Conflict, "lapse")
-	h.refuse(timekeeper, false, now, LapseCommand{ExpectationID: depart, Kind: LapseStalled}, vocab.Conflict, "lapse")
-	h.refuse(timekeeper, false, now, LapseCommand{ExpectationID: depart, Kind: LapseOverdue, DueAt: tRaise}, vocab.Conflict, "dueAt")
-	h.refuse(timekeeper, false, now, LapseCommand{ExpectationID: "nope", Kind: LapseOverdue}, vocab.NotFound, "expectationId")
-	h.refuse(timekeeper, false, now, LapseCommand{ExpectationID: depart, Kind: "late"}, vocab.Invalid, "lapse")
+	h.refuse(agent, false, now, cmd, refuse.Forbidden, "by")
+	h.refuse("ops", true, now, cmd, refuse.Forbidden, "by")
+	h.refuse(timekeeper, false, mustTime("2026-09-11T09:15:00Z"), cmd, refuse.Conflict, "lapse")
+	h.refuse(timekeeper, false, now, LapseCommand{ExpectationID: depart, Kind: LapseStalled}, refuse.Conflict, "lapse")
+	h.refuse(timekeeper, false, now, LapseCommand{ExpectationID: depart, Kind: LapseOverdue, DueAt: tRaise}, refuse.Conflict, "dueAt")
+	h.refuse(timekeeper, false, now, LapseCommand{ExpectationID: "nope", Kind: LapseOverdue}, refuse.NotFound, "expectationId")
+	h.refuse(timekeeper, false, now, LapseCommand{ExpectationID: depart, Kind: "late"}, refuse.Invalid, "lapse")
 	evs := h.do(timekeeper, false, now, cmd)
 	expectLapses(t, evs, "exp-01J8Q0DEPART overdue 2026-09-11T03:15:00Z 2026-09-11T09:15:00Z")
 
@@ -556,14 +556,14 @@ func FuzzFold(f *testing.F) {
 }
 
 // shipmentLog is the draft's example as a log: both steps raised, the
-// arrival reported without a departure, the watcher's commits.
+// arrival reported without a departure, the timekeeper's commits.
 const shipmentLog = `{"ts":"2026-09-01T17:00:00Z","type":"expect.raise","expectationId":"exp-01J8Q0DEPART","kind":"shipment.departure","subject":{"type":"shipment","id":"PA-2026-0901"},"expects":"a departure event at FRA","satisfiedBy":{"factKey":"shipment.departed:PA-2026-0901"},"dueAt":"2026-09-11T03:15:00Z","grace":"PT6H","horizon":"2026-09-13T05:00:00Z","basis":"observed","origin":{"taskId":"task-7","contextId":"ctx-3"},"by":"agent://booking"}
 {"ts":"2026-09-01T17:00:00Z","type":"expect.raise","expectationId":"exp-01J8Q0ARRIVE","kind":"shipment.arrival","subject":{"type":"shipment","id":"PA-2026-0901"},"expects":"an arrival event at DOH","satisfiedBy":{"factKey":"shipment.arrived:PA-2026-0901"},"dueAt":"2026-09-11T05:00:00Z","grace":"PT6H","anchor":{"expectationId":"exp-01J8Q0DEPART","offset":"PT1H45M"},"after":["exp-01J8Q0DEPART"],"horizon":"2026-09-13T05:00:00Z","basis":"observed","origin":{"taskId":"task-7","contextId":"ctx-3"},"by":"agent://booking"}
 {"ts":"2026-09-11T06:10:00Z","type":"fact","factKey":"shipment.arrived:PA-2026-0901","subject":{"type":"shipment","id":"PA-2026-0901"},"at":"2026-09-11T06:00:00Z","by":"feed"}
 {"ts":"2026-09-12T00:00:00Z","type":"lapse","lapseId":"lps_7ad8cd7dd2f27394f49f3e90","expectationId":"exp-01J8Q0DEPART","lapse":"skipped","dueAt":"2026-09-11T03:15:00Z","lapsedAt":"2026-09-11T06:00:00Z","by":"watch"}
 {"ts":"2026-09-12T00:00:00Z","type":"lapse","lapseId":"lps_c6f34f55949b7460476735ab","expectationId":"exp-01J8Q0DEPART","lapse":"overdue","dueAt":"2026-09-11T03:15:00Z","lapsedAt":"2026-09-11T09:15:00Z","by":"watch"}`
 
-// A raise's replyTo is kept for the watcher (token included), shown in the
+// A raise's replyTo is kept for the timekeeper (token included), shown in the
 // view without its token, and inherited by an extension that gives none.
 func TestReplyToKeptAndInherited(t *testing.T) {
 	h := newHarness(t)

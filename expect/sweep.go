@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Sweep is the watcher's pure step: it returns the records the timekeeper
+// Sweep is the timekeeper's pure step: it returns the records the timekeeper
 // should commit as of now, at most max of them (max <= 0 or above
 // Config.SweepMax means Config.SweepMax):
 //
@@ -16,7 +16,7 @@ import (
 //
 // Each record has ts = now (the time it was noticed); a lapse carries the
 // due time in force (dueAt) and the instant it lapsed (lapsedAt), so a
-// watcher that was down for a day records every lapse, each once, on its
+// timekeeper that was down for a day records every lapse, each once, on its
 // next sweep. Sweep does not change the folded state: a lapse stays pending
 // until its record is applied, so sweeping again before applying returns it
 // again, and the lapse's deterministic id makes the second commit a no-op.
@@ -81,7 +81,7 @@ func (s *State) Sweep(now time.Time, max int) []Event {
 }
 
 // NextDue returns the earliest instant at which a lapse can fall due, so a
-// watcher can sleep until then; false when none is pending. Withdrawals
+// timekeeper can sleep until then; false when none is pending. Withdrawals
 // are due at once (see Sweep).
 func (s *State) NextDue() (time.Time, bool) {
 	return s.index.Next()

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"tally/instant"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // ParseTime reads an RFC 3339 UTC time ("2026-09-01T17:00:00Z") that tally
@@ -35,7 +35,7 @@ const durationMax = 100 * 366 * 24 * time.Hour
 // their length depends on the calendar. Negative durations are refused.
 func ParseDuration(s string) (time.Duration, error) {
 	d, err := instant.ParseISODuration("", s)
-	if r, ok := vocab.As(err); ok {
+	if r, ok := refuse.As(err); ok {
 		return 0, errors.New(r.Rule)
 	}
 	return d, err

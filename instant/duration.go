@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // DurationForms lists what ParseDuration accepts, for refusals and help.
@@ -28,18 +28,18 @@ const (
 // says "neither an instant nor a duration" only when it is neither.
 type durationError struct {
 	syntax bool // not a duration at all, as opposed to one tally refuses
-	r      *vocab.Refusal
+	r      *refuse.Refusal
 }
 
 func (e *durationError) Error() string { return e.r.Error() }
 
-func syntaxErr(field, why string) error { return &durationError{true, vocab.Invalidf(field, why)} }
+func syntaxErr(field, why string) error { return &durationError{true, refuse.Invalidf(field, why)} }
 
 func refuseDuration(field, why string) error {
-	return &durationError{false, vocab.Invalidf(field, why)}
+	return &durationError{false, refuse.Invalidf(field, why)}
 }
 
-// refusal returns the *vocab.Refusal the parsers hand out.
+// refusal returns the *refuse.Refusal the parsers hand out.
 func refusal(err error) error {
 	if e, ok := err.(*durationError); ok {
 		return e.r

@@ -20,7 +20,7 @@ import (
 	"strings"
 	"time"
 
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // The band [1680-01-01, 2254-01-01) is packed as Unix nanoseconds; outside
@@ -56,7 +56,7 @@ const PrecisionRule = "before 1680 or after 2253 an instant is kept to the micro
 // Check refuses an instant tally cannot keep exactly, naming field.
 func Check(field string, t time.Time) error {
 	if p := Problem(t); p != "" {
-		return vocab.Invalidf(field, p+", got "+Format(t))
+		return refuse.Invalidf(field, p+", got "+Format(t))
 	}
 	return nil
 }
@@ -161,9 +161,9 @@ func Parse(field, v string) (time.Time, error) {
 	case "":
 		return t, nil
 	case SyntaxRule:
-		return time.Time{}, vocab.Invalidf(field, strconv.Quote(v)+" is not an RFC 3339 time such as 2026-09-01T17:00:00Z")
+		return time.Time{}, refuse.Invalidf(field, strconv.Quote(v)+" is not an RFC 3339 time such as 2026-09-01T17:00:00Z")
 	}
-	return time.Time{}, vocab.Invalidf(field, rule+", got "+Format(t))
+	return time.Time{}, refuse.Invalidf(field, rule+", got "+Format(t))
 }
 
 // SyntaxRule is the rule Read reports for text that is not an RFC 3339 time.
@@ -255,24 +255,24 @@ func daysIn(m time.Month, year int) int {
 // at least a second, so the deadline is always after now.
 func Deadline(field, v string, now time.Time) (time.Time, error) {
 	if v == "" {
-		return time.Time{}, vocab.Invalidf(field, "required (RFC 3339 such as 2026-09-01T17:00:00Z, or a duration from now such as 90m, 2h, 3d, PT6H)")
+		return time.Time{}, refuse.Invalidf(field, "required (RFC 3339 such as 2026-09-01T17:00:00Z, or a duration from now such as 90m, 2h, 3d, PT6H)")
 	}
 	if looksLikeInstant(v) {
 		return Parse(field, v)
 	}
 	d, err := parseDuration(field, v)
 	if e, ok := err.(*durationError); ok && e.syntax {
-		return time.Time{}, vocab.Invalidf(field, strconv.Quote(v)+" is neither RFC 3339 (2026-09-01T17:00:00Z) nor a duration from now ("+DurationForms+")")
+		return time.Time{}, refuse.Invalidf(field, strconv.Quote(v)+" is neither RFC 3339 (2026-09-01T17:00:00Z) nor a duration from now ("+DurationForms+")")
 	}
 	if err != nil {
 		return time.Time{}, refusal(err)
 	}
 	if d < time.Second {
-		return time.Time{}, vocab.Invalidf(field, "a duration from now counts forward: must be at least 1s, got "+strconv.Quote(v))
+		return time.Time{}, refuse.Invalidf(field, "a duration from now counts forward: must be at least 1s, got "+strconv.Quote(v))
 	}
 	t := now.UTC().Add(d).Truncate(time.Second)
 	if t.After(Max) {
-		return time.Time{}, vocab.Invalidf(field, "now + "+v+" is after 9999-12-31T23:59:59.999999Z, the latest instant tally keeps")
+		return time.Time{}, refuse.Invalidf(field, "now + "+v+" is after 9999-12-31T23:59:59.999999Z, the latest instant tally keeps")
 	}
 	return t, nil
 }
@@ -286,14 +286,14 @@ func Since(field, v string, now time.Time) (time.Time, error) {
 	}
 	d, err := parseDuration(field, v)
 	if e, ok := err.(*durationError); ok && e.syntax {
-		return time.Time{}, vocab.Invalidf(field, strconv.Quote(v)+" is neither RFC 3339 (2026-09-01T17:00:00Z) nor a duration back from now (1h: the last hour; "+DurationForms+")")
+		return time.Time{}, refuse.Invalidf(field, strconv.Quote(v)+" is neither RFC 3339 (2026-09-01T17:00:00Z) nor a duration back from now (1h: the last hour; "+DurationForms+")")
 	}
 	if err != nil {
 		return time.Time{}, refusal(err)
 	}
 	t := now.UTC().Add(-d).Truncate(time.Second)
 	if !t.After(None) {
-		return time.Time{}, vocab.Invalidf(field, "now - "+v+" is before 0001-01-01T00:00:00Z, the earliest instant tally keeps")
+		return time.Time{}, refuse.Invalidf(field, "now - "+v+" is before 0001-01-01T00:00:00Z, the earliest instant tally keeps")
 	}
 	return t, nil
 }

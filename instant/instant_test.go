@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"tally/vocab"
+	"tally/refuse"
 )
 
 func mustParse(t *testing.T, v string) time.Time {
@@ -83,7 +83,7 @@ func TestParseRefusals(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want %q…", c.v, err, c.want)
 		}
-		if r, ok := vocab.As(err); !ok || r.Code != vocab.Invalid || r.Field != "until" {
+		if r, ok := refuse.As(err); !ok || r.Code != refuse.Invalid || r.Field != "until" {
 			t.Errorf("%s: %#v is not an invalid refusal of until", c.v, err)
 		}
 	}
@@ -193,7 +193,7 @@ func TestParseDurationForms(t *testing.T) {
 		"P1Y", "P1M", "-PT1H", "+2h", "2", "2x", "h", "1d-2h", "PT1.0000000001S", "1.5ns", "P1DT"} {
 		if d, err := ParseDuration("grace", v); err == nil {
 			t.Errorf("%q parsed as %v", v, d)
-		} else if r, ok := vocab.As(err); !ok || r.Field != "grace" {
+		} else if r, ok := refuse.As(err); !ok || r.Field != "grace" {
 			t.Errorf("%q: %v does not name the field", v, err)
 		}
 	}
@@ -214,7 +214,7 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, v string) {
 		x, err := Parse("t", v)
 		if err != nil {
-			if _, ok := vocab.As(err); !ok {
+			if _, ok := refuse.As(err); !ok {
 				t.Fatalf("%q: %v is not a refusal", v, err)
 			}
 			return
@@ -252,7 +252,7 @@ func FuzzParseDuration(f *testing.F) {
 			if !x.After(now) || Problem(x) != "" {
 				t.Fatalf("%q: deadline %v", v, x)
 			}
-		} else if _, ok := vocab.As(err); !ok {
+		} else if _, ok := refuse.As(err); !ok {
 			t.Fatalf("%q: %v is not a refusal", v, err)
 		}
 	})

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // SyntaxWhere describes a JSON syntax error in b, from tally's scanner
@@ -38,7 +38,7 @@ func SyntaxWhere(b []byte, err error) (msg string, ok bool) {
 func CheckSyntax(where string, b []byte) error {
 	if err := Check(b); err != nil {
 		msg, _ := SyntaxWhere(b, err)
-		return vocab.Invalidf(where, msg)
+		return refuse.Invalidf(where, msg)
 	}
 	return nil
 }

@@ -21,7 +21,6 @@ import (
 	"tally/jsonline"
 	"tally/promise"
 	"tally/store"
-	"tally/vocab"
 )
 
 // Config tunes a ledger. The zero value is not valid: start from
@@ -36,7 +35,7 @@ type Config struct {
 	// cohort wait, the lock timeout, checkpoint thresholds and the commit
 	// observer (store.CommitConfig documents each).
 	store.CommitConfig
-	// Timekeeper is the identity of the watcher: the only one that commits
+	// Timekeeper is the identity of the timekeeper: the only one that commits
 	// lapses and deadline facts.
 	Timekeeper string
 	// LineageMax bounds an expectation's lineage of extensions (past it only
@@ -90,12 +89,17 @@ func (c Config) WithSettings(s store.Settings) (Config, error) {
 	return c, nil
 }
 
+// DefaultTimekeeper is the timekeeper's identity unless configured
+// otherwise: the only identity that may commit deadline, deadlock and lapse
+// facts. Stored as the actor of those facts: do not change it.
+const DefaultTimekeeper = "tally/timekeeper"
+
 // DefaultConfig returns the configuration the CLI and server use.
 func DefaultConfig() Config {
 	return Config{
 		Limits: promise.DefaultLimits(), Now: time.Now, Logger: slog.Default(),
 		CommitConfig: store.DefaultCommitConfig(),
-		Timekeeper:   vocab.DefaultTimekeeper, LineageMax: expect.DefaultConfig().LineageMax,
+		Timekeeper:   DefaultTimekeeper, LineageMax: expect.DefaultConfig().LineageMax,
 		IdempotencyWindow: 24 * time.Hour,
 	}
 }
@@ -338,7 +342,7 @@ func (l *Ledger) SubmitExpect(ctx context.Context, cmd expect.Command, human boo
 
 // Sweep commits, as the timekeeper, every expectation lapse and withdrawal
 // due at the ledger's clock (at most max). The records are decided under the
-// log's lock, so two watchers sweeping at once never record a fact twice.
+// log's lock, so two timekeepers sweeping at once never record a fact twice.
 func (l *Ledger) Sweep(ctx context.Context, max int) ([]Result, error) {
 	return l.submit(ctx, &request{opts: WriteOptions{Actor: l.cfg.Timekeeper}, decide: func(st *State, now time.Time) ([]pending, []string, error) {
 		return encodeWith(expectFamily(st), st.Expects.Sweep(now, max), nil), nil, nil

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"tally/promise"
+	"tally/refuse"
 	"tally/store"
-	"tally/vocab"
 )
 
 func testConfig(now time.Time) Config {
@@ -100,7 +100,7 @@ func TestRefusalAppendsNothing(t *testing.T) {
 	for _, c := range cmds {
 		if _, err := l.Submit(context.Background(), c, WriteOptions{Actor: "x"}); err == nil {
 			t.Fatalf("%T accepted", c)
-		} else if _, ok := vocab.As(err); !ok {
+		} else if _, ok := refuse.As(err); !ok {
 			t.Fatalf("%T: not a refusal: %v", c, err)
 		}
 	}

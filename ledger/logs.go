@@ -11,9 +11,9 @@ import (
 	"tally/expect"
 	"tally/jsonline"
 	"tally/promise"
+	"tally/refuse"
 	"tally/service"
 	"tally/store"
-	"tally/vocab"
 )
 
 // ImportReport says what an import appended: the seam's document, which
@@ -76,7 +76,7 @@ func (l *Ledger) ImportIdempotent(ctx context.Context, lines [][]byte, opts Writ
 		recs = append(recs, p)
 	}
 	if len(recs) == 0 {
-		return rep, nil, false, vocab.Invalidf("file", "holds no records")
+		return rep, nil, false, refuse.Invalidf("file", "holds no records")
 	}
 	req := &request{opts: opts, decide: func(st *State, now time.Time) ([]pending, []string, error) {
 		return recs, nil, nil

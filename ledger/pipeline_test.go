@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"tally/internal/poll"
 	"tally/promise"
 	"tally/store"
 )
@@ -49,11 +50,7 @@ func holdLock(t *testing.T, l *Ledger) (*store.Tx, *store.Log) {
 // state a test means to wait for, where a fixed sleep would only hope.
 func await(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	poll.Until(t, what, 10*time.Second, cond)
 }
 
 // A record is in the file before its fsync; nobody reading this process's

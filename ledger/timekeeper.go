@@ -5,12 +5,12 @@ import (
 	"time"
 
 	"tally/claim"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // What the timekeeper (package timekeeper) needs from a ledger beyond Sweep.
 
-// Timekeeper is the identity the watcher acts as.
+// Timekeeper is the identity the timekeeper acts as.
 func (l *Ledger) Timekeeper() string { return l.cfg.Timekeeper }
 
 // Now reads the ledger's clock: the instant a sweep decides at.
@@ -32,7 +32,7 @@ func DueClaimDeadlines(st *State, now time.Time, max int) []string {
 // SweepClaims commits, as the timekeeper, the deadline fact of every claim
 // whose deadline passed at the ledger's clock (at most max): Expired, or
 // Deadlocked for the canonical victim of an Awaits wait-cycle. Each is
-// decided under the log's lock, so a fact another watcher committed first
+// decided under the log's lock, so a fact another timekeeper committed first
 // is refused here, not recorded twice; such refusals are not errors.
 func (l *Ledger) SweepClaims(ctx context.Context, max int) ([]Result, error) {
 	var ids []string
@@ -42,8 +42,8 @@ func (l *Ledger) SweepClaims(ctx context.Context, max int) ([]Result, error) {
 	for _, id := range ids {
 		res, err := l.SubmitClaim(ctx, claim.CommitDeadline{Claim: id}, WriteOptions{Actor: l.cfg.Timekeeper})
 		if err != nil {
-			if _, ok := vocab.As(err); ok {
-				continue // committed by another watcher, or ended meanwhile
+			if _, ok := refuse.As(err); ok {
+				continue // committed by another timekeeper, or ended meanwhile
 			}
 			return out, err
 		}

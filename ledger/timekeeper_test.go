@@ -12,7 +12,7 @@ import (
 	"tally/claim"
 	"tally/expect"
 	"tally/internal/fsyncbench"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // settable is a ledger clock a test moves.
@@ -79,7 +79,7 @@ func TestSweepClaimsDeadlocksTheCanonicalVictim(t *testing.T) {
 		}
 	}
 	clk.set(t0.Add(3 * time.Hour))
-	// Two ledgers (two watchers) sweep at once: one victim, recorded once.
+	// Two ledgers (two timekeepers) sweep at once: one victim, recorded once.
 	l2 := open(t, dir, clockConfig(clk))
 	var wg sync.WaitGroup
 	results := make([][]Result, 2)
@@ -130,7 +130,7 @@ func TestOnlyTheTimekeeperCommitsLapses(t *testing.T) {
 	clk.set(t0.Add(2 * time.Hour))
 	for _, actor := range []string{"agent", "someone", "watch"} {
 		_, err := l.SubmitExpect(ctx, expect.LapseCommand{ExpectationID: "e1", Kind: expect.LapseOverdue}, true, WriteOptions{Actor: actor})
-		if rf, ok := vocab.As(err); !ok || rf.Code != vocab.Forbidden {
+		if rf, ok := refuse.As(err); !ok || rf.Code != refuse.Forbidden {
 			t.Fatalf("lapse as %s: %v", actor, err)
 		}
 	}

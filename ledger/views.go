@@ -68,7 +68,7 @@ func (l *Ledger) Read(fn func(st *State)) {
 }
 
 // ReadAt is Read for a reader that follows the log from where the state
-// is (the watcher's cursor, a page's sequence number): fn also gets the
+// is (the timekeeper's cursor, a page's sequence number): fn also gets the
 // position the state has folded.
 func (l *Ledger) ReadAt(fn func(st *State, pos store.Position)) {
 	l.pipe.Read(func(pos store.Position) { fn(l.st, pos) })

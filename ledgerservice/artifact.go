@@ -15,10 +15,10 @@ import (
 	"tally/claim"
 	"tally/digest"
 	"tally/ledger"
+	"tally/refuse"
 	"tally/rest"
 	"tally/service"
 	"tally/store"
-	"tally/vocab"
 )
 
 // The custody of artifacts' bytes: the content store beside the ledgers,
@@ -34,9 +34,9 @@ func ArtifactReadError(what string, err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &de):
-		return vocab.New(service.CodeDamaged, "artifact", fmt.Sprintf("the stored copy of %s is damaged (content %s, read as %s); nothing was written", what, de.Want, de.Got))
+		return refuse.New(service.CodeDamaged, "artifact", fmt.Sprintf("the stored copy of %s is damaged (content %s, read as %s); nothing was written", what, de.Want, de.Got))
 	case errors.Is(err, artifact.ErrNotFound):
-		return vocab.NotFoundf("artifact", "the bytes of "+what+" are not in the content store")
+		return refuse.NotFoundf("artifact", "the bytes of "+what+" are not in the content store")
 	}
 	return err
 }
@@ -144,7 +144,7 @@ func (s *Local) CheckTarget(ctx context.Context, c service.Call, cmd claim.Comma
 		return nil
 	}
 	l, err := s.sessions.Open(ctx, c.Tenant, c.Session, false)
-	if r, rule := vocab.As(err); rule && r.Code == service.CodeNoSuchSession {
+	if r, rule := refuse.As(err); rule && r.Code == service.CodeNoSuchSession {
 		return nil
 	}
 	if err != nil {
@@ -258,7 +258,7 @@ func ArtifactsDoc(rows []claim.StoredArtifact) ([]byte, error) {
 
 func (s *Local) ListArtifacts(ctx context.Context, c service.Call, q service.ArtifactQuery) (service.ArtifactList, error) {
 	if q.Artifact != "" && q.Claim == "" {
-		return service.ArtifactList{}, vocab.Invalidf("claim", "required with an artifact id")
+		return service.ArtifactList{}, refuse.Invalidf("claim", "required with an artifact id")
 	}
 	l, err := s.read(ctx, c)
 	if err != nil {

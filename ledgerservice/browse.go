@@ -11,9 +11,9 @@ import (
 	"tally/family"
 	"tally/ledger"
 	"tally/promise"
+	"tally/refuse"
 	"tally/service"
 	"tally/store"
-	"tally/vocab"
 )
 
 var _ service.Browse = (*Local)(nil)
@@ -89,13 +89,13 @@ func (s *Local) History(ctx context.Context, c service.Call, family, id string) 
 			return nil
 		})
 	default:
-		return nil, vocab.Invalidf("family", "must be promise or claim")
+		return nil, refuse.Invalidf("family", "must be promise or claim")
 	}
 	if err != nil {
 		return nil, err
 	}
 	if len(steps) == 0 {
-		return nil, vocab.NotFoundf(family, "no "+family+" with id "+id)
+		return nil, refuse.NotFoundf(family, "no "+family+" with id "+id)
 	}
 	return steps, nil
 }

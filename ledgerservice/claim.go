@@ -11,8 +11,8 @@ import (
 	"tally/claim"
 	"tally/instant"
 	"tally/ledger"
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 // The claims family on this machine's ledgers. A write's request id is
@@ -198,7 +198,7 @@ func (s *Local) ReportCheck(ctx context.Context, c service.Call, d api.ClaimChec
 func EvidenceNamed(d api.ClaimCheck) error {
 	for _, f := range [][2]string{{"artifact", d.Artifact}, {"evidence", d.Evidence}} {
 		if f[1] == "" {
-			return vocab.Invalidf(f[0], "required")
+			return refuse.Invalidf(f[0], "required")
 		}
 	}
 	return nil

@@ -14,9 +14,9 @@ import (
 	"tally/api"
 	"tally/claim"
 	"tally/ledger"
+	"tally/refuse"
 	"tally/service"
 	"tally/store"
-	"tally/vocab"
 )
 
 // newClaimsLocal is newLocal with a content store beside the ledger.
@@ -95,15 +95,15 @@ func TestReportCheckWithEvidence(t *testing.T) {
 	before := logBytes(t, l)
 	wrong := report
 	wrong.Digest = strings.Repeat("0", 64)
-	if _, err := s.ReportCheck(ctx, m, wrong, ev("4 of 4")); !isCode(err, vocab.Conflict) || !strings.Contains(err.Error(), "digest") {
+	if _, err := s.ReportCheck(ctx, m, wrong, ev("4 of 4")); !isCode(err, refuse.Conflict) || !strings.Contains(err.Error(), "digest") {
 		t.Fatalf("a verdict on a wrong digest: %v", err)
 	}
-	if _, err := s.ReportCheck(ctx, p, report, ev("4 of 4")); !isCode(err, vocab.Forbidden) {
+	if _, err := s.ReportCheck(ctx, p, report, ev("4 of 4")); !isCode(err, refuse.Forbidden) {
 		t.Fatalf("a stranger's verdict: %v", err)
 	}
 	noID := report
 	noID.Evidence = ""
-	if _, err := s.ReportCheck(ctx, m, noID, ev("4 of 4")); !isCode(err, vocab.Invalid) || !strings.HasPrefix(err.Error(), "evidence: ") {
+	if _, err := s.ReportCheck(ctx, m, noID, ev("4 of 4")); !isCode(err, refuse.Invalid) || !strings.HasPrefix(err.Error(), "evidence: ") {
 		t.Fatalf("evidence bytes without an id: %v", err)
 	}
 	if !bytes.Equal(before, logBytes(t, l)) {
@@ -163,8 +163,8 @@ func TestReportCheckWithEvidence(t *testing.T) {
 	}
 }
 
-func isCode(err error, code vocab.Code) bool {
-	r, ok := vocab.As(err)
+func isCode(err error, code refuse.Code) bool {
+	r, ok := refuse.As(err)
 	return ok && r.Code == code
 }
 

@@ -8,8 +8,8 @@ import (
 	"tally/api"
 	"tally/expect"
 	"tally/ledger"
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 // The expectation family on the local ledger. Each write decodes its
@@ -94,7 +94,7 @@ func (s *Local) RaiseExpectation(ctx context.Context, c service.Call, d api.Expe
 func (s *Local) SupersedeExpectation(ctx context.Context, c service.Call, old string, d api.ExpectRaise) (service.ExpectationWritten, error) {
 	var w service.ExpectationWritten
 	if d.Supersedes != "" && d.Supersedes != old {
-		return w, vocab.Invalidf("supersedes", "names "+strconv.Quote(d.Supersedes)+" but the path names "+strconv.Quote(old))
+		return w, refuse.Invalidf("supersedes", "names "+strconv.Quote(d.Supersedes)+" but the path names "+strconv.Quote(old))
 	}
 	d.Supersedes = old
 	named := s.withExpectationID(d)
@@ -200,7 +200,7 @@ func (s *Local) Expectation(ctx context.Context, c service.Call, id string) (ser
 	}
 	var ok bool
 	if v.Expectation, ok = l.Expectation(id); !ok {
-		return v, vocab.NotFoundf("expectationId", "names no expectation in this ledger: "+id)
+		return v, refuse.NotFoundf("expectationId", "names no expectation in this ledger: "+id)
 	}
 	v.Expectation.DuePassed = v.Expectation.PastDue(s.at(c))
 	v.JSON = api.Doc(expectMember("expectation", &v.Expectation))
@@ -215,7 +215,7 @@ func (s *Local) ListExpectations(ctx context.Context, c service.Call, f expect.F
 	}
 	if f.State != "" {
 		if _, ok := expect.ParseLife(f.State); !ok {
-			return vs, vocab.Invalidf("state", "must be open, satisfied, withdrawn or superseded")
+			return vs, refuse.Invalidf("state", "must be open, satisfied, withdrawn or superseded")
 		}
 	}
 	vs.Expectations = l.Expectations(f)
@@ -258,7 +258,7 @@ func (s *Local) TaskOrigin(ctx context.Context, c service.Call, task string) (se
 		o.Task.Expectations = st.Expects.List(expect.Filter{TaskID: task})
 	})
 	if !ended && len(o.Task.Expectations) == 0 {
-		return service.TaskOriginShown{}, vocab.NotFoundf("taskId", "is no origin of expectations in this ledger: "+task)
+		return service.TaskOriginShown{}, refuse.NotFoundf("taskId", "is no origin of expectations in this ledger: "+task)
 	}
 	o.JSON = api.Doc(expectMember("task", &o.Task))
 	return o, nil

@@ -19,8 +19,8 @@ import (
 	"github.com/zeebo/blake3"
 
 	"tally/ledger"
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 // Sessions opens the ledger of a session for Local. Its implementation
@@ -141,7 +141,7 @@ type write struct {
 // document gets it back, byte for byte, with Replayed set, appending nothing.
 func (s *Local) execute(ctx context.Context, c service.Call, w write) (service.Doc, []ledger.Result, error) {
 	if len(c.RequestID) > service.RequestIDMax {
-		return service.Doc{}, nil, vocab.Invalidf("request_id", fmt.Sprintf("at most %d bytes", service.RequestIDMax))
+		return service.Doc{}, nil, refuse.Invalidf("request_id", fmt.Sprintf("at most %d bytes", service.RequestIDMax))
 	}
 	l, err := s.sessions.Open(ctx, c.Tenant, c.Session, true)
 	if err != nil {
@@ -207,7 +207,7 @@ func (s *Local) read(ctx context.Context, c service.Call) (*ledger.Ledger, error
 
 // OneSession is the Service on one open ledger, whatever session a call
 // names: for a process that holds a session's ledger itself (the CLI's
-// watcher, a server's per-session timekeeper, which must not reopen it
+// timekeeper, a server's per-session timekeeper, which must not reopen it
 // through a cache that closes it only after stopping the timekeeper).
 // cfg.Now nil means the ledger's clock.
 func OneSession(l *ledger.Ledger, cfg Config) *Local {

@@ -16,10 +16,10 @@ import (
 	"tally/api"
 	"tally/ledger"
 	"tally/promise"
+	"tally/refuse"
 	"tally/rest"
 	"tally/service"
 	"tally/store"
-	"tally/vocab"
 )
 
 var _ service.Logs = (*Local)(nil)
@@ -36,7 +36,7 @@ func (s *Local) Export(ctx context.Context, c service.Call, format string, w io.
 	switch format {
 	case "", "jsonl", "pinki", "json":
 	default:
-		return service.Exported{}, vocab.Invalidf("format", "must be jsonl, json or pinki")
+		return service.Exported{}, refuse.Invalidf("format", "must be jsonl, json or pinki")
 	}
 	if format == "json" {
 		now := s.at(c)
@@ -94,7 +94,7 @@ func ExportLines(w io.Writer, pinki bool, scan func(fn func(store.Entry) error) 
 // byte for byte and appends nothing.
 func (s *Local) Import(ctx context.Context, c service.Call, lines []byte) (service.Imported, error) {
 	if len(c.RequestID) > service.RequestIDMax {
-		return service.Imported{}, vocab.Invalidf("request_id", fmt.Sprintf("at most %d bytes", service.RequestIDMax))
+		return service.Imported{}, refuse.Invalidf("request_id", fmt.Sprintf("at most %d bytes", service.RequestIDMax))
 	}
 	l, err := s.sessions.Open(ctx, c.Tenant, c.Session, true)
 	if err != nil {
@@ -146,10 +146,10 @@ func ImportRefusal(err error) error {
 	if !errors.As(err, &ie) {
 		return err
 	}
-	if _, ok := vocab.As(err); ok {
+	if _, ok := refuse.As(err); ok {
 		return err
 	}
-	return vocab.Invalidf("line "+strconv.Itoa(ie.Line), ie.Err.Error())
+	return refuse.Invalidf("line "+strconv.Itoa(ie.Line), ie.Err.Error())
 }
 
 // Verify checks c's session's log.

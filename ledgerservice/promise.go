@@ -7,8 +7,8 @@ import (
 	"tally/api"
 	"tally/ledger"
 	"tally/promise"
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 var _ service.Promises = (*Local)(nil)
@@ -160,7 +160,7 @@ func (s *Local) Promise(ctx context.Context, c service.Call, id string) (service
 	now := s.at(c)
 	v, ok := l.Promise(id, now)
 	if !ok {
-		return service.PromiseShown{}, vocab.NotFoundf("promise", "no promise with id "+id)
+		return service.PromiseShown{}, refuse.NotFoundf("promise", "no promise with id "+id)
 	}
 	return service.PromiseShown{Doc: service.Doc{JSON: api.PromiseShow(now, &v)}, Now: now, Promise: v}, nil
 }
@@ -172,7 +172,7 @@ func (s *Local) ListPromises(ctx context.Context, c service.Call, f promise.Filt
 		f.State = "open"
 	}
 	if f.State != "open" && f.State != "overdue" && f.State != "all" {
-		return service.PromiseList{}, vocab.Invalidf("state", "must be open, overdue or all")
+		return service.PromiseList{}, refuse.Invalidf("state", "must be open, overdue or all")
 	}
 	l, err := s.read(ctx, c)
 	if err != nil {

@@ -6,15 +6,15 @@ import (
 
 	"tally/ledger"
 	"tally/promise"
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 // Ready lists seat's takeable claims and open promises, most pressing first.
 func (s *Local) Ready(ctx context.Context, c service.Call, seat string) (service.ReadyList, error) {
 	seat = cmp.Or(seat, c.Actor)
 	if seat == "" {
-		return service.ReadyList{}, vocab.Invalidf("seat", "required: the seat whose ready work to list")
+		return service.ReadyList{}, refuse.Invalidf("seat", "required: the seat whose ready work to list")
 	}
 	l, err := s.read(ctx, c)
 	if err != nil {

@@ -12,8 +12,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 // artifactReadMax bounds the bytes one read of an artifact answers: a
@@ -68,9 +68,9 @@ func artifactRead() tool {
 		func(r *artifactRange) (artifactRange, error) {
 			switch {
 			case r.Offset < 0:
-				return *r, vocab.Invalidf("offset", "must not be negative")
+				return *r, refuse.Invalidf("offset", "must not be negative")
 			case r.Limit < 0 || r.Limit > artifactReadMax:
-				return *r, vocab.Invalidf("limit", "must be 1 to "+strconv.Itoa(artifactReadMax))
+				return *r, refuse.Invalidf("limit", "must be 1 to "+strconv.Itoa(artifactReadMax))
 			case r.Limit == 0:
 				r.Limit = artifactReadMax
 			}
@@ -88,7 +88,7 @@ func readArtifact(svc service.Service, ctx context.Context, c service.Call, r ar
 	defer ac.Body.Close()
 	size := ac.Artifact.Size
 	if r.Offset > size {
-		return artifactBytes{}, vocab.Invalidf("offset", fmt.Sprintf("past the end: the artifact is %d bytes", size))
+		return artifactBytes{}, refuse.Invalidf("offset", fmt.Sprintf("past the end: the artifact is %d bytes", size))
 	}
 	if _, err := io.CopyN(io.Discard, ac.Body, r.Offset); err != nil {
 		return artifactBytes{}, err

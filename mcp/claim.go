@@ -13,9 +13,9 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"tally/api"
+	"tally/refuse"
 	"tally/service"
 	"tally/verb"
-	"tally/vocab"
 )
 
 func claimTools(readPaths bool) []tool {
@@ -31,7 +31,7 @@ func claimTools(readPaths bool) []tool {
 			writeBytes("artifact.publish", "", "Holder: publish its bytes ("+bytesSay("content", readPaths)+").",
 				publish, func(svc service.Service, ctx context.Context, c service.Call, d api.ClaimPublish, body io.Reader) (service.ClaimWritten, error) {
 					if body == nil {
-						return service.ClaimWritten{}, vocab.Invalidf("content_base64", "required: the artifact's bytes"+pathsSay(readPaths, "content_path"))
+						return service.ClaimWritten{}, refuse.Invalidf("content_base64", "required: the artifact's bytes"+pathsSay(readPaths, "content_path"))
 					}
 					return svc.PublishArtifact(ctx, c, d, body)
 				}),
@@ -106,20 +106,20 @@ func writeBytes[D, R any](name, title, description string, args []extra, m func(
 				continue
 			}
 			if from != "" {
-				return nil, vocab.Invalidf(x.name, "give the bytes once: as "+from+" or as "+x.name)
+				return nil, refuse.Invalidf(x.name, "give the bytes once: as "+from+" or as "+x.name)
 			}
 			from = x.name
 			if x.schema.ContentEncoding == "base64" {
 				b, err := base64.StdEncoding.DecodeString(v)
 				if err != nil {
-					return nil, vocab.Invalidf(x.name, "must be base64 (RFC 4648, standard alphabet, padded)")
+					return nil, refuse.Invalidf(x.name, "must be base64 (RFC 4648, standard alphabet, padded)")
 				}
 				r = bytes.NewReader(b)
 				continue
 			}
 			f, err := os.Open(v)
 			if err != nil {
-				return nil, vocab.Invalidf(x.name, fmt.Sprintf("cannot be read: %v", err))
+				return nil, refuse.Invalidf(x.name, fmt.Sprintf("cannot be read: %v", err))
 			}
 			defer f.Close()
 			r = f

@@ -1,13 +1,13 @@
 package mcp
 
 import (
+	"tally/refuse"
 	"tally/rest"
-	"tally/vocab"
 )
 
 // errNotFound answers a caller that names another tenant's session: what
 // REST answers a foreign tenant's path, so it learns nothing of it.
-var errNotFound = vocab.NotFoundf("session", "not found")
+var errNotFound = refuse.NotFoundf("session", "not found")
 
 // errorDocument is the error document of err: what REST answers and the
 // CLI's --json prints for it (rest.Refuse, the one mapping), or the

@@ -7,8 +7,8 @@ import (
 	"fmt"
 
 	"tally/api"
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 // exported is an export's bytes: a tool's text, with no document (and so
@@ -45,7 +45,7 @@ func export(svc service.Service, ctx context.Context, c service.Call, format str
 	w := &limitWriter{left: exportMax}
 	if _, err := svc.Export(ctx, c, format, w, nil); err != nil {
 		if w.over {
-			return exported{}, vocab.Invalidf("format", fmt.Sprintf("the export is over %d bytes: use tally export", exportMax))
+			return exported{}, refuse.Invalidf("format", fmt.Sprintf("the export is over %d bytes: use tally export", exportMax))
 		}
 		return exported{}, err
 	}

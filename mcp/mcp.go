@@ -20,9 +20,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"tally/refuse"
 	"tally/service"
 	"tally/sessionname"
-	"tally/vocab"
 )
 
 // Who is the identity a call acts as, as its binding authenticated it.
@@ -169,7 +169,7 @@ func (s *Server) where(who Who, arg string) (tenant, session string, err error) 
 	for _, n := range [][2]string{{"tenant", tenant}, {"session", session}} {
 		if err := sessionname.Check(n[0], n[1]); err != nil {
 			// The argument is "session" whichever half is at fault.
-			return "", "", vocab.Invalidf("session", strings.TrimPrefix(err.Error(), n[0]+": "))
+			return "", "", refuse.Invalidf("session", strings.TrimPrefix(err.Error(), n[0]+": "))
 		}
 	}
 	return tenant, session, nil

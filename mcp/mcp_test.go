@@ -16,9 +16,9 @@ import (
 	"tally/ledger"
 	"tally/ledgerservice"
 	"tally/mcp"
+	"tally/refuse"
 	"tally/service"
 	"tally/store"
-	"tally/vocab"
 )
 
 // t0 is the seed's declaration time: every write happens then.
@@ -40,7 +40,7 @@ func (d *dirSessions) Open(_ context.Context, tenant, session string, create boo
 			return nil, err
 		}
 		if !create && !store.HasLog(dir) {
-			return nil, vocab.New("NoSuchSession", "session", "no session "+key)
+			return nil, refuse.New("NoSuchSession", "session", "no session "+key)
 		}
 		return ledger.Open(dir, d.cfg)
 	})

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"tally/prime"
+	"tally/refuse"
 	"tally/service"
 	"tally/sessionname"
-	"tally/vocab"
 )
 
 // primeQuery is tally_prime's document.
@@ -46,13 +46,13 @@ func (s *Server) prime(ctx context.Context, svc service.Service, c service.Call,
 		seat = c.Actor
 	}
 	if seat == "" {
-		return "", vocab.Invalidf("seat", "required: this server acts as no identity")
+		return "", refuse.Invalidf("seat", "required: this server acts as no identity")
 	}
 	switch {
 	case maxTokens == 0:
 		maxTokens = prime.TokensDefault
 	case maxTokens < 0:
-		return "", vocab.Invalidf("max_tokens", fmt.Sprintf("must be a positive number of tokens (got %d)", maxTokens))
+		return "", refuse.Invalidf("max_tokens", fmt.Sprintf("must be a positive number of tokens (got %d)", maxTokens))
 	}
 	if c.Now.IsZero() {
 		c.Now = s.cfg.Now().UTC().Truncate(time.Second) // people read it: whole seconds

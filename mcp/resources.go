@@ -12,8 +12,8 @@ import (
 
 	"tally/expect"
 	"tally/promise"
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 // The resources: a seat's open obligations and a session's, read as the
@@ -173,7 +173,7 @@ func (ss *subscriptions) subscribe(ctx context.Context, req *sdk.SubscribeReques
 	}
 	w, ok := ss.byURI[uri]
 	if !ok && len(ss.byURI) >= ss.s.cfg.SubscriptionsMax {
-		return vocab.Invalidf("uri", fmt.Sprintf("at most %d resources are subscribed to at once", ss.s.cfg.SubscriptionsMax))
+		return refuse.Invalidf("uri", fmt.Sprintf("at most %d resources are subscribed to at once", ss.s.cfg.SubscriptionsMax))
 	}
 	if mine == nil {
 		mine = map[string]bool{}

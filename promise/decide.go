@@ -11,8 +11,8 @@ import (
 
 	"tally/instant"
 	"tally/jsonline"
+	"tally/refuse"
 	"tally/textcheck"
-	"tally/vocab"
 )
 
 // Limits bounds every field a command may carry. They are part of the
@@ -77,7 +77,7 @@ func (Assess) isCommand()  {}
 
 // Decide checks a command against the rules and the current state, as the
 // acting identity at now, and returns the record to append with any
-// warnings. A refusal is a *vocab.Refusal naming the field and the rule. It
+// warnings. A refusal is a *refuse.Refusal naming the field and the rule. It
 // is Prepare followed by Admit.
 func (s *State) Decide(lim Limits, actor string, now time.Time, cmd Command) (Event, []string, error) {
 	p, err := Prepare(lim, actor, now, cmd)
@@ -176,7 +176,7 @@ func (s *State) admit(p *Prepared, fresh func() string) ([]string, error) {
 	case TypePromise:
 		for _, dup := s.Get(ev.ID); dup; _, dup = s.Get(ev.ID) {
 			if fresh == nil {
-				return nil, vocab.Conflictf("id", "a promise with id "+ev.ID+" already exists")
+				return nil, refuse.Conflictf("id", "a promise with id "+ev.ID+" already exists")
 			}
 			ev.ID = fresh()
 		}
@@ -196,7 +196,7 @@ func (s *State) admit(p *Prepared, fresh func() string) ([]string, error) {
 			return nil, err
 		}
 		if actor != q.By {
-			return nil, vocab.Forbiddenf("by", "only the debtor "+q.By+" amends "+q.ID+"; the acting identity is "+actor)
+			return nil, refuse.Forbiddenf("by", "only the debtor "+q.By+" amends "+q.ID+"; the acting identity is "+actor)
 		}
 	case TypeResolve:
 		q, err := s.open(ev.ID, "resolve")
@@ -205,14 +205,14 @@ func (s *State) admit(p *Prepared, fresh func() string) ([]string, error) {
 		}
 		if ev.As == AsReleased {
 			if actor != q.To {
-				return nil, vocab.Forbiddenf("by", "only the creditor "+q.To+" releases "+q.ID+"; the acting identity is "+actor)
+				return nil, refuse.Forbiddenf("by", "only the creditor "+q.To+" releases "+q.ID+"; the acting identity is "+actor)
 			}
 		} else if actor != q.By {
-			return nil, vocab.Forbiddenf("by", "only the debtor "+q.By+" resolves "+q.ID+" as "+ev.As+"; the acting identity is "+actor)
+			return nil, refuse.Forbiddenf("by", "only the debtor "+q.By+" resolves "+q.ID+" as "+ev.As+"; the acting identity is "+actor)
 		}
 	case TypeAssess:
 		if _, ok := s.Get(ev.ID); !ok {
-			return nil, vocab.NotFoundf("promise", "no promise with id "+ev.ID)
+			return nil, refuse.NotFoundf("promise", "no promise with id "+ev.ID)
 		}
 		if a, ok := s.RecordedAssessment(ev); ok {
 			p.recorded = a.Seq
@@ -249,10 +249,10 @@ func prepareDeclare(lim Limits, actor string, ts time.Time, c Declare) (Event, e
 		return Event{}, err
 	}
 	if strings.TrimSpace(c.Text) == "" {
-		return Event{}, vocab.Invalidf("promise", "text must not be empty")
+		return Event{}, refuse.Invalidf("promise", "text must not be empty")
 	}
 	if len(c.Text) > lim.TextMax {
-		return Event{}, vocab.Invalidf("promise", "text must be at most "+itoa(lim.TextMax)+" bytes")
+		return Event{}, refuse.Invalidf("promise", "text must be at most "+itoa(lim.TextMax)+" bytes")
 	}
 	if err := textcheck.Text("promise", c.Text); err != nil {
 		return Event{}, err
@@ -274,7 +274,7 @@ func prepareDeclare(lim Limits, actor string, ts time.Time, c Declare) (Event, e
 		}
 	}
 	if c.Until.IsZero() {
-		return Event{}, vocab.Invalidf("until", "a deadline is required")
+		return Event{}, refuse.Invalidf("until", "a deadline is required")
 	}
 	if err := instant.Check("until", c.Until); err != nil {
 		return Event{}, err
@@ -284,7 +284,7 @@ func prepareDeclare(lim Limits, actor string, ts time.Time, c Declare) (Event, e
 		return Event{}, err
 	}
 	if c.By != actor {
-		return Event{}, vocab.Forbiddenf("by", "only the debtor declares its own promise: by is "+c.By+" but the acting identity is "+actor)
+		return Event{}, refuse.Forbiddenf("by", "only the debtor declares its own promise: by is "+c.By+" but the acting identity is "+actor)
 	}
 	return Event{
 		TS: ts, Type: TypePromise, ID: c.ID, Text: c.Text, By: c.By, To: c.To, On: c.On,
@@ -297,7 +297,7 @@ func prepareDeclare(lim Limits, actor string, ts time.Time, c Declare) (Event, e
 // normalizes its meta.
 func checkNoteAndMeta(lim Limits, field, text, rawMeta string) (string, error) {
 	if len(text) > lim.TextMax {
-		return "", vocab.Invalidf(field, "must be at most "+itoa(lim.TextMax)+" bytes")
+		return "", refuse.Invalidf(field, "must be at most "+itoa(lim.TextMax)+" bytes")
 	}
 	if err := textcheck.Text(field, text); err != nil {
 		return "", err
@@ -307,7 +307,7 @@ func checkNoteAndMeta(lim Limits, field, text, rawMeta string) (string, error) {
 
 func prepareAmend(lim Limits, actor string, ts time.Time, c Amend) (Event, error) {
 	if c.Until.IsZero() {
-		return Event{}, vocab.Invalidf("until", "a new deadline is required")
+		return Event{}, refuse.Invalidf("until", "a new deadline is required")
 	}
 	if err := instant.Check("until", c.Until); err != nil {
 		return Event{}, err
@@ -323,34 +323,34 @@ func prepareResolve(lim Limits, actor string, ts time.Time, c Resolve) (Event, e
 	switch c.As {
 	case AsSatisfied:
 		if len(c.Evidence) == 0 {
-			return Event{}, vocab.Invalidf("evidence", "a satisfied resolve needs at least one evidence reference")
+			return Event{}, refuse.Invalidf("evidence", "a satisfied resolve needs at least one evidence reference")
 		}
 		if len(c.Evidence) > lim.EvidenceMax {
-			return Event{}, vocab.Invalidf("evidence", "at most "+itoa(lim.EvidenceMax)+" references")
+			return Event{}, refuse.Invalidf("evidence", "at most "+itoa(lim.EvidenceMax)+" references")
 		}
 		for _, ref := range c.Evidence {
 			if strings.TrimSpace(ref) == "" {
-				return Event{}, vocab.Invalidf("evidence", "a reference must not be blank")
+				return Event{}, refuse.Invalidf("evidence", "a reference must not be blank")
 			}
 			if len(ref) > lim.EvidenceRefMax {
-				return Event{}, vocab.Invalidf("evidence", "a reference must be at most "+itoa(lim.EvidenceRefMax)+" bytes")
+				return Event{}, refuse.Invalidf("evidence", "a reference must be at most "+itoa(lim.EvidenceRefMax)+" bytes")
 			}
 			if err := textcheck.Identifier("evidence", ref); err != nil {
 				return Event{}, err
 			}
 		}
 		if c.Reason != "" {
-			return Event{}, vocab.Invalidf("reason", "a satisfied resolve carries evidence, not a reason")
+			return Event{}, refuse.Invalidf("reason", "a satisfied resolve carries evidence, not a reason")
 		}
 	case AsCancelled, AsReleased:
 		if len(c.Evidence) > 0 {
-			return Event{}, vocab.Invalidf("evidence", "only a satisfied resolve carries evidence")
+			return Event{}, refuse.Invalidf("evidence", "only a satisfied resolve carries evidence")
 		}
 		if c.As == AsCancelled && strings.TrimSpace(c.Reason) == "" {
-			return Event{}, vocab.Invalidf("reason", "cancelling needs a reason")
+			return Event{}, refuse.Invalidf("reason", "cancelling needs a reason")
 		}
 	default:
-		return Event{}, vocab.Invalidf("as", "must be satisfied, cancelled or released")
+		return Event{}, refuse.Invalidf("as", "must be satisfied, cancelled or released")
 	}
 	meta, err := checkNoteAndMeta(lim, "reason", c.Reason, c.Meta)
 	if err != nil {
@@ -364,7 +364,7 @@ func prepareAssess(lim Limits, actor string, ts time.Time, c Assess) (Event, err
 		c.State = StateViolated
 	}
 	if c.State != StateViolated {
-		return Event{}, vocab.Invalidf("state", "the only assessment is violated")
+		return Event{}, refuse.Invalidf("state", "the only assessment is violated")
 	}
 	observer := c.Observer
 	if observer == "" {
@@ -378,7 +378,7 @@ func prepareAssess(lim Limits, actor string, ts time.Time, c Assess) (Event, err
 		return Event{}, err
 	}
 	if observer != actor {
-		return Event{}, vocab.Forbiddenf("observer", "an observer assesses only as itself: observer is "+observer+" but the acting identity is "+actor)
+		return Event{}, refuse.Forbiddenf("observer", "an observer assesses only as itself: observer is "+observer+" but the acting identity is "+actor)
 	}
 	return Event{TS: ts, Type: TypeAssess, ID: c.ID, State: c.State, Observer: observer, Note: c.Note, Meta: meta}, nil
 }
@@ -387,10 +387,10 @@ func prepareAssess(lim Limits, actor string, ts time.Time, c Assess) (Event, err
 func (s *State) open(id, verb string) (*Promise, error) {
 	p, ok := s.Get(id)
 	if !ok {
-		return nil, vocab.NotFoundf("promise", "no promise with id "+id)
+		return nil, refuse.NotFoundf("promise", "no promise with id "+id)
 	}
 	if p.Resolution != nil {
-		return nil, vocab.Conflictf("promise", "cannot "+verb+" "+id+": already resolved as "+p.Resolution.As)
+		return nil, refuse.Conflictf("promise", "cannot "+verb+" "+id+": already resolved as "+p.Resolution.As)
 	}
 	return p, nil
 }
@@ -399,17 +399,17 @@ func (s *State) open(id, verb string) (*Promise, error) {
 // nothing textcheck.IdentifierFault refuses (controls, bidirectional overrides).
 func CheckID(lim Limits, field, id string) error {
 	if id == "" {
-		return vocab.Invalidf(field, "must not be empty")
+		return refuse.Invalidf(field, "must not be empty")
 	}
 	if !utf8.ValidString(id) {
-		return vocab.Invalidf(field, "must be valid UTF-8")
+		return refuse.Invalidf(field, "must be valid UTF-8")
 	}
 	if utf8.RuneCountInString(id) > lim.IDMax {
-		return vocab.Invalidf(field, "must be at most "+itoa(lim.IDMax)+" characters")
+		return refuse.Invalidf(field, "must be at most "+itoa(lim.IDMax)+" characters")
 	}
 	for _, r := range id {
 		if unicode.IsSpace(r) {
-			return vocab.Invalidf(field, "must not contain whitespace")
+			return refuse.Invalidf(field, "must not contain whitespace")
 		}
 	}
 	return textcheck.Identifier(field, id)
@@ -417,10 +417,10 @@ func CheckID(lim Limits, field, id string) error {
 
 func checkParty(lim Limits, field, v string) error {
 	if strings.TrimSpace(v) == "" {
-		return vocab.Invalidf(field, "an identity is required")
+		return refuse.Invalidf(field, "an identity is required")
 	}
 	if len(v) > lim.PartyMax || !utf8.ValidString(v) || hasControl(v) {
-		return vocab.Invalidf(field, "must be at most "+itoa(lim.PartyMax)+" bytes of UTF-8 without control characters")
+		return refuse.Invalidf(field, "must be at most "+itoa(lim.PartyMax)+" bytes of UTF-8 without control characters")
 	}
 	return nil
 }
@@ -434,19 +434,19 @@ func NormalizeMeta(lim Limits, meta string) (string, error) {
 	}
 	b := []byte(strings.TrimSpace(meta))
 	if !jsonline.Valid(b) || !jsonline.IsObject(b) {
-		return "", vocab.Invalidf("meta", "must be a JSON object")
+		return "", refuse.Invalidf("meta", "must be a JSON object")
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, b); err != nil {
-		return "", vocab.Invalidf("meta", "must be a JSON object")
+		return "", refuse.Invalidf("meta", "must be a JSON object")
 	}
 	if buf.Len() > lim.MetaMax {
-		return "", vocab.Invalidf("meta", "must be at most "+itoa(lim.MetaMax)+" bytes")
+		return "", refuse.Invalidf("meta", "must be at most "+itoa(lim.MetaMax)+" bytes")
 	}
 	empty := true
 	_ = jsonline.Object(buf.Bytes(), func(_, _ []byte) error { empty = false; return nil })
 	if empty {
-		return "", vocab.Invalidf("meta", "must be a non-empty object")
+		return "", refuse.Invalidf("meta", "must be a non-empty object")
 	}
 	return buf.String(), nil
 }

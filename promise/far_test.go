@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"tally/family"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // Far instants on the wire: kept exactly by the fold and the snapshot;
@@ -50,7 +50,7 @@ func TestFarInstantsOnTheWire(t *testing.T) {
 
 	// Decide refuses what it cannot keep, naming until.
 	_, _, err = NewState().Decide(DefaultLimits(), "d", now, Declare{ID: "z", Text: "x", By: "d", To: "c", Until: time.Date(9999, 1, 1, 0, 0, 0, 1, time.UTC)})
-	if r, ok := vocab.As(err); !ok || r.Field != "until" || !strings.Contains(r.Rule, "microsecond") {
+	if r, ok := refuse.As(err); !ok || r.Field != "until" || !strings.Contains(r.Rule, "microsecond") {
 		t.Fatalf("declare with a nanosecond in 9999: %v", err)
 	}
 }

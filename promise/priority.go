@@ -5,7 +5,7 @@ import (
 
 	"tally/jsonline"
 	"tally/priority"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // A promise's priority lives in its meta object, as "priority": 0 (highest)
@@ -39,7 +39,7 @@ func MetaPriority(meta string) (int, bool) {
 // a meta that already names another priority is refused.
 func WithPriority(meta string, p int) (string, error) {
 	if p < 0 || p > priority.Max {
-		return "", vocab.Invalidf("priority", "must be an integer from 0 (highest) to "+strconv.Itoa(priority.Max))
+		return "", refuse.Invalidf("priority", "must be an integer from 0 (highest) to "+strconv.Itoa(priority.Max))
 	}
 	meta, err := NormalizeMeta(DefaultLimits(), meta)
 	if err != nil {
@@ -54,7 +54,7 @@ func WithPriority(meta string, p int) (string, error) {
 	}
 	if has {
 		if q, ok := MetaPriority(meta); !ok || q != p {
-			return "", vocab.Invalidf("priority", "meta names another priority; give it in one place")
+			return "", refuse.Invalidf("priority", "meta names another priority; give it in one place")
 		}
 		return meta, nil
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"tally/family"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 func ts(s string) time.Time {
@@ -236,32 +236,32 @@ func TestDecideRefusals(t *testing.T) {
 		actor string
 		cmd   Command
 		field string
-		code  vocab.Code
+		code  refuse.Code
 	}{
-		{"empty text", "a", Declare{ID: "n1", Text: "  ", By: "a", To: "b", Until: until}, "promise", vocab.Invalid},
-		{"id with whitespace", "a", Declare{ID: "n 1", Text: "t", By: "a", To: "b", Until: until}, "id", vocab.Invalid},
-		{"id over 128", "a", Declare{ID: long, Text: "t", By: "a", To: "b", Until: until}, "id", vocab.Invalid},
-		{"duplicate id", "a", Declare{ID: "pnk_0c2b77", Text: "t", By: "a", To: "b", Until: until}, "id", vocab.Conflict},
-		{"missing until", "a", Declare{ID: "n1", Text: "t", By: "a", To: "b"}, "until", vocab.Invalid},
-		{"missing creditor", "a", Declare{ID: "n1", Text: "t", By: "a", Until: until}, "to", vocab.Invalid},
-		{"meta not an object", "a", Declare{ID: "n1", Text: "t", By: "a", To: "b", Until: until, Meta: `[1]`}, "meta", vocab.Invalid},
-		{"meta empty object", "a", Declare{ID: "n1", Text: "t", By: "a", To: "b", Until: until, Meta: `{}`}, "meta", vocab.Invalid},
-		{"meta over 8 KiB", "a", Declare{ID: "n1", Text: "t", By: "a", To: "b", Until: until, Meta: `{"k":"` + strings.Repeat("x", 8200) + `"}`}, "meta", vocab.Invalid},
-		{"declare for someone else", "a", Declare{ID: "n1", Text: "t", By: "b", To: "c", Until: until}, "by", vocab.Forbidden},
-		{"no actor", "", Declare{ID: "n1", Text: "t", By: "a", To: "b", Until: until}, "actor", vocab.Invalid},
-		{"amend unknown", "…/author", Amend{ID: "nope", Until: until}, "promise", vocab.NotFound},
-		{"amend by non-debtor", "…/reviewer", Amend{ID: "pnk_0c2b77", Until: until}, "by", vocab.Forbidden},
-		{"amend resolved", "…/reviewer", Amend{ID: "desk/ship-91", Until: until}, "promise", vocab.Conflict},
-		{"satisfy without evidence", "…/author", Resolve{ID: "pnk_0c2b77", As: AsSatisfied}, "evidence", vocab.Invalid},
-		{"satisfy with blank evidence", "…/author", Resolve{ID: "pnk_0c2b77", As: AsSatisfied, Evidence: []string{"ok", " "}}, "evidence", vocab.Invalid},
-		{"cancel without reason", "…/author", Resolve{ID: "pnk_0c2b77", As: AsCancelled}, "reason", vocab.Invalid},
-		{"release by debtor", "…/author", Resolve{ID: "pnk_0c2b77", As: AsReleased}, "by", vocab.Forbidden},
-		{"satisfy by creditor", "…/reviewer", Resolve{ID: "pnk_0c2b77", As: AsSatisfied, Evidence: []string{"e"}}, "by", vocab.Forbidden},
-		{"resolve twice", "…/reviewer", Resolve{ID: "desk/ship-91", As: AsCancelled, Reason: "r"}, "promise", vocab.Conflict},
-		{"resolve unknown", "…/reviewer", Resolve{ID: "nope", As: AsCancelled, Reason: "r"}, "promise", vocab.NotFound},
-		{"assess as someone else", "x", Assess{ID: "pnk_0c2b77", State: StateViolated, Observer: "y"}, "observer", vocab.Forbidden},
-		{"assess unknown", "x", Assess{ID: "nope", State: StateViolated}, "promise", vocab.NotFound},
-		{"assess other state", "x", Assess{ID: "pnk_0c2b77", State: "kept"}, "state", vocab.Invalid},
+		{"empty text", "a", Declare{ID: "n1", Text: "  ", By: "a", To: "b", Until: until}, "promise", refuse.Invalid},
+		{"id with whitespace", "a", Declare{ID: "n 1", Text: "t", By: "a", To: "b", Until: until}, "id", refuse.Invalid},
+		{"id over 128", "a", Declare{ID: long, Text: "t", By: "a", To: "b", Until: until}, "id", refuse.Invalid},
+		{"duplicate id", "a", Declare{ID: "pnk_0c2b77", Text: "t", By: "a", To: "b", Until: until}, "id", refuse.Conflict},
+		{"missing until", "a", Declare{ID: "n1", Text: "t", By: "a", To: "b"}, "until", refuse.Invalid},
+		{"missing creditor", "a", Declare{ID: "n1", Text: "t", By: "a", Until: until}, "to", refuse.Invalid},
+		{"meta not an object", "a", Declare{ID: "n1", Text: "t", By: "a", To: "b", Until: until, Meta: `[1]`}, "meta", refuse.Invalid},
+		{"meta empty object", "a", Declare{ID: "n1", Text: "t", By: "a", To: "b", Until: until, Meta: `{}`}, "meta", refuse.Invalid},
+		{"meta over 8 KiB", "a", Declare{ID: "n1", Text: "t", By: "a", To: "b", Until: until, Meta: `{"k":"` + strings.Repeat("x", 8200) + `"}`}, "meta", refuse.Invalid},
+		{"declare for someone else", "a", Declare{ID: "n1", Text: "t", By: "b", To: "c", Until: until}, "by", refuse.Forbidden},
+		{"no actor", "", Declare{ID: "n1", Text: "t", By: "a", To: "b", Until: until}, "actor", refuse.Invalid},
+		{"amend unknown", "…/author", Amend{ID: "nope", Until: until}, "promise", refuse.NotFound},
+		{"amend by non-debtor", "…/reviewer", Amend{ID: "pnk_0c2b77", Until: until}, "by", refuse.Forbidden},
+		{"amend resolved", "…/reviewer", Amend{ID: "desk/ship-91", Until: until}, "promise", refuse.Conflict},
+		{"satisfy without evidence", "…/author", Resolve{ID: "pnk_0c2b77", As: AsSatisfied}, "evidence", refuse.Invalid},
+		{"satisfy with blank evidence", "…/author", Resolve{ID: "pnk_0c2b77", As: AsSatisfied, Evidence: []string{"ok", " "}}, "evidence", refuse.Invalid},
+		{"cancel without reason", "…/author", Resolve{ID: "pnk_0c2b77", As: AsCancelled}, "reason", refuse.Invalid},
+		{"release by debtor", "…/author", Resolve{ID: "pnk_0c2b77", As: AsReleased}, "by", refuse.Forbidden},
+		{"satisfy by creditor", "…/reviewer", Resolve{ID: "pnk_0c2b77", As: AsSatisfied, Evidence: []string{"e"}}, "by", refuse.Forbidden},
+		{"resolve twice", "…/reviewer", Resolve{ID: "desk/ship-91", As: AsCancelled, Reason: "r"}, "promise", refuse.Conflict},
+		{"resolve unknown", "…/reviewer", Resolve{ID: "nope", As: AsCancelled, Reason: "r"}, "promise", refuse.NotFound},
+		{"assess as someone else", "x", Assess{ID: "pnk_0c2b77", State: StateViolated, Observer: "y"}, "observer", refuse.Forbidden},
+		{"assess unknown", "x", Assess{ID: "nope", State: StateViolated}, "promise", refuse.NotFound},
+		{"assess other state", "x", Assess{ID: "pnk_0c2b77", State: "kept"}, "state", refuse.Invalid},
 	}
 	// The refusals that depend on the state come from Admit; Prepare, which
 	// writers run outside the session lock, must not make them.
@@ -270,7 +270,7 @@ func TestDecideRefusals(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, _, err := s.Decide(lim, c.actor, now, c.cmd)
-			r, ok := vocab.As(err)
+			r, ok := refuse.As(err)
 			if !ok {
 				t.Fatalf("want a refusal, got %v", err)
 			}

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"tally/api"
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 // Refusal is a refusal or failure as a binding answers it: the HTTP status,
@@ -91,7 +91,7 @@ func Refuse(err error) *Refusal {
 	if errors.As(err, &rf) {
 		return rf.Refusal()
 	}
-	if r, ok := vocab.As(err); ok {
+	if r, ok := refuse.As(err); ok {
 		return NewRefusal(Status(string(r.Code)), string(r.Code), err.Error())
 	}
 	var ie *service.IdempotencyError
@@ -112,15 +112,15 @@ func Refuse(err error) *Refusal {
 // code (a damaged copy, a damaged log) is an internal error.
 func Status(code string) int {
 	switch code {
-	case string(vocab.Invalid):
+	case string(refuse.Invalid):
 		return http.StatusBadRequest
-	case string(vocab.NotFound), string(service.CodeNoSuchSession):
+	case string(refuse.NotFound), string(service.CodeNoSuchSession):
 		return http.StatusNotFound
-	case string(vocab.Conflict), service.CodeIdempotencyConflict:
+	case string(refuse.Conflict), service.CodeIdempotencyConflict:
 		return http.StatusConflict
 	case service.CodeRequestHistoryExpired:
 		return http.StatusGone
-	case string(vocab.Forbidden):
+	case string(refuse.Forbidden):
 		return http.StatusForbidden
 	case string(service.CodeSessionQuotaExceeded):
 		return http.StatusTooManyRequests

@@ -8,9 +8,9 @@ import (
 
 	"tally/api"
 	"tally/auth"
+	"tally/refuse"
 	"tally/service"
 	"tally/store"
-	"tally/vocab"
 )
 
 type ownRefusal struct{}
@@ -31,13 +31,13 @@ func TestRefuseMapsEveryError(t *testing.T) {
 		msg    string
 		usage  bool
 	}{
-		{vocab.Invalidf("until", "must be a time"), 400, "invalid", "until: must be a time", true},
-		{vocab.NotFoundf("promise", "no promise with id x"), 404, "not_found", "promise: no promise with id x", false},
-		{vocab.New(vocab.Conflict, "id", "taken"), 409, "conflict", "id: taken", false},
-		{vocab.New(vocab.Forbidden, "by", "only the debtor"), 403, "forbidden", "by: only the debtor", false},
-		{vocab.New(service.CodeNoSuchSession, "session", "none"), 404, "NoSuchSession", "session: none", false},
-		{vocab.New(service.CodeSessionQuotaExceeded, "session", "full"), 429, "SessionQuotaExceeded", "session: full", false},
-		{vocab.New("Damaged", "artifact", "bad bytes"), 500, "Damaged", "artifact: bad bytes", false},
+		{refuse.Invalidf("until", "must be a time"), 400, "invalid", "until: must be a time", true},
+		{refuse.NotFoundf("promise", "no promise with id x"), 404, "not_found", "promise: no promise with id x", false},
+		{refuse.New(refuse.Conflict, "id", "taken"), 409, "conflict", "id: taken", false},
+		{refuse.New(refuse.Forbidden, "by", "only the debtor"), 403, "forbidden", "by: only the debtor", false},
+		{refuse.New(service.CodeNoSuchSession, "session", "none"), 404, "NoSuchSession", "session: none", false},
+		{refuse.New(service.CodeSessionQuotaExceeded, "session", "full"), 429, "SessionQuotaExceeded", "session: full", false},
+		{refuse.New("Damaged", "artifact", "bad bytes"), 500, "Damaged", "artifact: bad bytes", false},
 		{&service.IdempotencyError{Code: service.CodeIdempotencyConflict, Key: "k"}, 409, "IdempotencyConflict", `request id "k" was already used for a different command`, false},
 		{&service.IdempotencyError{Code: service.CodeRequestHistoryExpired, Key: "k"}, 410, "RequestHistoryExpired", "", false},
 		{auth.ErrUnauthenticated, 401, "unauthenticated", auth.ErrUnauthenticated.Error(), false},

@@ -43,9 +43,9 @@ import (
 
 	"tally/a2atask"
 	"tally/expect"
+	"tally/refuse"
 	"tally/sessionname"
 	"tally/timekeeper"
-	"tally/vocab"
 )
 
 // A2AConfig tunes the A2A binding. Empty fields take the defaults.
@@ -63,7 +63,7 @@ type A2AConfig struct {
 	DefaultSession string
 	// CardMaxAge is the card's Cache-Control max-age (default 5 minutes).
 	CardMaxAge time.Duration
-	// NoLapseDelivery stops the built-in watcher from sending lapses to the
+	// NoLapseDelivery stops the built-in timekeeper from sending lapses to the
 	// agents that raised the expectations over A2A. Delivery is on by
 	// default and concerns only expectations raised with a replyTo.
 	NoLapseDelivery bool
@@ -121,8 +121,8 @@ func (c A2AConfig) defaultSession() (tenant, session string, err error) {
 }
 
 // lapseSink is the sink that delivers one session's lapses over A2A, on
-// the session's clock, annotating its watcher's journal (set by the caller
-// once the watcher exists).
+// the session's clock, annotating its timekeeper's journal (set by the caller
+// once the timekeeper exists).
 func (s *Server) lapseSink(now func() time.Time) *timekeeper.A2A {
 	a := s.cfg.A2A.withDefaults()
 	return &timekeeper.A2A{
@@ -148,7 +148,7 @@ func (s *Server) checkReplyTo(field string, rt *expect.ReplyTo) error {
 			continue
 		}
 		if err := p.CheckURL(u.url); err != nil {
-			return vocab.Invalidf(u.field, err.Error())
+			return refuse.Invalidf(u.field, err.Error())
 		}
 	}
 	return nil

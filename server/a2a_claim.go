@@ -68,9 +68,9 @@ import (
 
 	"tally/a2atask"
 	"tally/api"
+	"tally/refuse"
 	"tally/service"
 	"tally/verb"
-	"tally/vocab"
 )
 
 // a2aClaimActions are the claim verbs over A2A and REST
@@ -211,7 +211,7 @@ func (h *a2aHandler) findClaim(ctx context.Context, c *a2aCall, id string) (*ser
 	if err == nil {
 		return &res, nil
 	}
-	if r, ok := vocab.As(err); ok && r.Code == vocab.NotFound {
+	if r, ok := refuse.As(err); ok && r.Code == refuse.NotFound {
 		return nil, nil
 	}
 	return nil, a2aError(err)
@@ -229,7 +229,7 @@ func (h *a2aHandler) cancelClaim(ctx context.Context, c *a2aCall, req *a2a.Cance
 	}
 	res, err := h.s.local.CancelClaim(ctx, call, api.ClaimEnd{Claim: string(req.ID), Reason: a2atask.CancelReason(c.cancelRequestMetadata(req), keys)})
 	if err != nil {
-		if r, ok := vocab.As(err); ok && r.Field == "reason" {
+		if r, ok := refuse.As(err); ok && r.Field == "reason" {
 			return nil, a2atask.InvalidParams("reason", r.Rule+": cancelling a claim needs a reason, put it in the request's metadata.reason")
 		}
 		return nil, cancelError(err)

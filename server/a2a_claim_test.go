@@ -21,7 +21,7 @@ import (
 const claimExt = "urn:tally:ext:claim"
 
 // claimFixture is a fixture with the claim parties' tokens (maintainer the
-// claimant and evaluator, parser the respondent) and no built-in watcher,
+// claimant and evaluator, parser the respondent) and no built-in timekeeper,
 // so that only the test commits deadline facts.
 type claimFixture struct {
 	*fixture

@@ -6,7 +6,7 @@ package server
 // on the expectations family as the caller. The record's "action":
 //
 //	raise (default)  the draft's expectation document (as POST …/expectations
-//	                 takes it), plus "replyTo": where the watcher sends its
+//	                 takes it), plus "replyTo": where the timekeeper sends its
 //	                 lapses — a URL string (the agent's JSON-RPC endpoint or
 //	                 its agent card's URL) or {"url","push":{"url","token"}}.
 //	                 origin defaults to the message's taskId and contextId;
@@ -28,7 +28,7 @@ package server
 // CancelTask on a task that is no promise's but the origin of expectations
 // records the task's outcome cancelled, which withdraws them; GetTask on
 // such a task shows them in metadata. Lapses go back to the raising agent
-// from the watcher (timekeeper.A2A).
+// from the timekeeper (timekeeper.A2A).
 
 import (
 	"bytes"
@@ -43,8 +43,8 @@ import (
 	"tally/api"
 	"tally/expect"
 	"tally/instant"
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 // sendExpect runs one expect record of a SendMessage through the Service
@@ -120,7 +120,7 @@ func replyID(rid string) string {
 
 // refuseAt names a refusal's field inside the record.
 func refuseAt(where string, err error) error {
-	if r, ok := vocab.As(err); ok {
+	if r, ok := refuse.As(err); ok {
 		field := r.Field
 		if !strings.HasPrefix(field, where) {
 			field = where + "." + field
@@ -148,7 +148,7 @@ func (h *a2aHandler) expectCommand(req *a2a.SendMessageRequest, uri string, d *a
 			task = string(msg.TaskID)
 		}
 		if task == "" {
-			return nil, nil, vocab.Invalidf("taskId", "names the origin task (or send the message in it: message.taskId)")
+			return nil, nil, refuse.Invalidf("taskId", "names the origin task (or send the message in it: message.taskId)")
 		}
 		od := api.ExpectTaskOutcome{Outcome: d.Outcome}
 		oc := od.Command(task)
@@ -156,7 +156,7 @@ func (h *a2aHandler) expectCommand(req *a2a.SendMessageRequest, uri string, d *a
 		case expect.OutcomeCompleted, expect.OutcomeCancelled, expect.OutcomeFailed:
 		default:
 			// Refused here, not by the core, to name the record's member.
-			return nil, nil, vocab.Invalidf("outcome", "must be completed, cancelled or failed")
+			return nil, nil, refuse.Invalidf("outcome", "must be completed, cancelled or failed")
 		}
 		return oc, nil, nil
 	}

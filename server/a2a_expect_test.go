@@ -12,11 +12,11 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"tally/a2atask"
 	"tally/expect"
 	"tally/instant"
 	"tally/ledger"
 	"tally/store"
-	"tally/vocab"
 )
 
 // raisingAgent is the agent that raised expectations: a JSON-RPC endpoint
@@ -73,7 +73,7 @@ func (a *raisingAgent) calls() []raisingCall {
 }
 
 // timedFixture is a fixture whose ledger clock the test moves and whose
-// built-in watcher sweeps every 20ms.
+// built-in timekeeper sweeps every 20ms.
 type timedFixture struct {
 	*fixture
 	mu    sync.Mutex
@@ -184,7 +184,7 @@ func (tf *timedFixture) lapses() int {
 }
 
 // An expectation raised over A2A (the draft's URI) with a replyTo: once its
-// due and grace pass, the built-in watcher sends the raising agent exactly
+// due and grace pass, the built-in timekeeper sends the raising agent exactly
 // one SendMessage in the origin context, referencing the origin task, with
 // the lapse id as messageId; the failed first attempt is retried with the
 // same message; a restarted server does not send it again.
@@ -197,21 +197,21 @@ func TestA2AExpectationLapseDelivery(t *testing.T) {
 		"satisfiedBy": map[string]any{"factKey": "doc.reviewed:d1"}, "dueAt": instant.Format(due), "grace": "PT10M",
 		"basis": "declared", "replyTo": agent.srv.URL + "/rpc",
 	}
-	params := expectSend("m-raise-1", "task-7", "ctx-3", vocab.ExpectationsDraftURI, rec)
-	code, r, echoed := tf.rpc("author", vocab.ExpectationsDraftURI, "SendMessage", params)
-	if code != 200 || echoed != vocab.ExpectationsDraftURI {
+	params := expectSend("m-raise-1", "task-7", "ctx-3", a2atask.ExpectationsDraftURI, rec)
+	code, r, echoed := tf.rpc("author", a2atask.ExpectationsDraftURI, "SendMessage", params)
+	if code != 200 || echoed != a2atask.ExpectationsDraftURI {
 		t.Fatalf("%d %q %s", code, echoed, r.raw)
 	}
-	view, _ := replyDoc(t, r, vocab.ExpectationsDraftURI)["expectation"].(map[string]any)
+	view, _ := replyDoc(t, r, a2atask.ExpectationsDraftURI)["expectation"].(map[string]any)
 	origin, _ := view["origin"].(map[string]any)
 	replyTo, _ := view["replyTo"].(map[string]any)
 	if view["by"] != "author" || origin["taskId"] != "task-7" || origin["contextId"] != "ctx-3" ||
-		replyTo["url"] != agent.srv.URL+"/rpc" || replyTo["extension"] != vocab.ExpectationsDraftURI {
+		replyTo["url"] != agent.srv.URL+"/rpc" || replyTo["extension"] != a2atask.ExpectationsDraftURI {
 		t.Fatalf("view %v", view)
 	}
 	// A retried SendMessage is the same answer and raises nothing more.
 	before := tf.logBytes()
-	if _, r2, _ := tf.rpc("author", vocab.ExpectationsDraftURI, "SendMessage", params); r2.raw != r.raw {
+	if _, r2, _ := tf.rpc("author", a2atask.ExpectationsDraftURI, "SendMessage", params); r2.raw != r.raw {
 		t.Fatalf("retry answered differently:\n%s\n%s", r.raw, r2.raw)
 	}
 	if string(before) != string(tf.logBytes()) {
@@ -233,10 +233,10 @@ func TestA2AExpectationLapseDelivery(t *testing.T) {
 	wantID := expect.LapseID("exp-review", expect.LapseOverdue, due)
 	for _, c := range calls {
 		m := c.msg
-		if m.ID != wantID || m.ContextID != "ctx-3" || len(m.ReferenceTasks) != 1 || m.ReferenceTasks[0] != "task-7" || c.exts != vocab.ExpectationsDraftURI {
+		if m.ID != wantID || m.ContextID != "ctx-3" || len(m.ReferenceTasks) != 1 || m.ReferenceTasks[0] != "task-7" || c.exts != a2atask.ExpectationsDraftURI {
 			t.Fatalf("message %+v (A2A-Extensions %q)", m, c.exts)
 		}
-		doc, _ := m.Metadata[vocab.ExpectationsDraftURI].(map[string]any)
+		doc, _ := m.Metadata[a2atask.ExpectationsDraftURI].(map[string]any)
 		lapse, _ := doc["lapse"].(map[string]any)
 		if lapse["lapseId"] != wantID || lapse["lapse"] != "overdue" {
 			t.Fatalf("record %v", m.Metadata)
@@ -345,7 +345,7 @@ func TestA2AExpectationPushConfigFromRequest(t *testing.T) {
 		auth["scheme"] != "Bearer" || auth["credentials"] != "set" {
 		t.Fatalf("view %v", view)
 	}
-	// The watcher gets the credentials themselves.
+	// The timekeeper gets the credentials themselves.
 	l, err := tf.srv.session("acme", "main")
 	if err != nil {
 		t.Fatal(err)

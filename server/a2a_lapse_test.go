@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"tally/a2atask"
 	"tally/expect"
 	"tally/instant"
+	"tally/internal/poll"
 	"tally/ledgerservice"
 	"tally/timekeeper"
-	"tally/vocab"
 )
 
 // raiseReplyTo raises id over A2A with its lapses replied to replyTo (a URL,
@@ -24,7 +25,7 @@ func (tf *timedFixture) raiseReplyTo(id string, due time.Time, replyTo any) rpcR
 		"satisfiedBy": map[string]any{"factKey": "done:" + id}, "dueAt": instant.Format(due), "basis": "declared",
 		"replyTo": replyTo,
 	}
-	_, r, _ := tf.rpc("author", vocab.ExpectationsDraftURI, "SendMessage", expectSend("m-"+id, "task-1", "ctx-1", vocab.ExpectationsDraftURI, rec))
+	_, r, _ := tf.rpc("author", a2atask.ExpectationsDraftURI, "SendMessage", expectSend("m-"+id, "task-1", "ctx-1", a2atask.ExpectationsDraftURI, rec))
 	return r
 }
 
@@ -52,7 +53,7 @@ func (tf *timedFixture) failedSweeps(key string) int {
 	return r.Sweeps
 }
 
-// sweptAgain waits until the built-in watcher of session (tenant/name)
+// sweptAgain waits until the built-in timekeeper of session (tenant/name)
 // has completed a whole sweep begun after the call: the event that proves
 // what a sweep at the clock the test set would do has been done. The first
 // sweep to end after the call may have begun before it, at an earlier
@@ -80,13 +81,7 @@ func sweptAgain(t *testing.T, s *Server, session string) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, what, 5*time.Second, cond)
 }
 
 // By default (no allow-list) a replyTo on 127.0.0.1, localhost or a private
@@ -151,7 +146,7 @@ func TestA2ALapseHostRefusedAtDelivery(t *testing.T) {
 }
 
 // An agent that stays unreachable is given up after LapseGiveUpSweeps
-// failed sweeps: journaled abandoned, and the watcher keeps sweeping.
+// failed sweeps: journaled abandoned, and the timekeeper keeps sweeping.
 func TestA2AUnreachableAgentAbandonedByServer(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	deadURL := dead.URL + "/rpc"

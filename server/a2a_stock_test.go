@@ -7,7 +7,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
-	"tally/vocab"
+	"tally/a2atask"
 )
 
 // cardOf fetches and decodes a card.
@@ -77,14 +77,14 @@ func TestA2ARootCardNamesCallableURLs(t *testing.T) {
 func TestInsecureDevParties(t *testing.T) {
 	f := newFixture(t)
 	f.srv.cfg.Insecure = true
-	pinki := vocab.PinkiPromiseURI + "/promise"
+	pinki := a2atask.PinkiPromiseURI + "/promise"
 
 	code, r, _ := f.rpc("", "", "GetTask", map[string]any{"id": "nope"})
 	if code != 200 || r.Error == nil || r.Error.Code != -32001 {
 		t.Fatalf("anonymous GetTask: %d %s", code, r.raw)
 	}
 	rec := map[string]any{"id": "p1", "promise": "hand back a reviewed schema", "by": "reviewer", "to": "author", "until": "2026-09-01T17:00:00Z"}
-	code, r, _ = f.rpc("", vocab.PinkiPromiseURI, "SendMessage", sendParams("m-1", pinki, rec))
+	code, r, _ = f.rpc("", a2atask.PinkiPromiseURI, "SendMessage", sendParams("m-1", pinki, rec))
 	if code != 200 || r.Error != nil {
 		t.Fatalf("anonymous declaration: %d %s", code, r.raw)
 	}
@@ -97,7 +97,7 @@ func TestInsecureDevParties(t *testing.T) {
 
 	before := string(f.logBytes())
 	refusal := "X-Tally-Actor: --insecure-dev: this write names no party of its own (" + devPartiesText + " do); send the acting identity in the X-Tally-Actor header"
-	_, r, _ = f.rpc("", vocab.PinkiPromiseURI, "SendMessage", sendParams("m-2", pinki, map[string]any{"action": "amend", "id": "p1", "until": "2026-09-02T17:00:00Z"}))
+	_, r, _ = f.rpc("", a2atask.PinkiPromiseURI, "SendMessage", sendParams("m-2", pinki, map[string]any{"action": "amend", "id": "p1", "until": "2026-09-02T17:00:00Z"}))
 	if r.Error == nil || r.Error.Code != -32602 || r.Error.Message != refusal {
 		t.Fatalf("anonymous amend: %s", r.raw)
 	}

@@ -23,10 +23,10 @@ import (
 	"tally/claim"
 	"tally/expect"
 	"tally/promise"
+	"tally/refuse"
 	"tally/rest"
 	"tally/service"
 	"tally/verb"
-	"tally/vocab"
 )
 
 // a2aHandler answers A2A requests through the server's Service in the
@@ -100,12 +100,12 @@ func a2aError(err error) error {
 	if errors.As(err, &ae) {
 		return err
 	}
-	if r, ok := vocab.As(err); ok {
+	if r, ok := refuse.As(err); ok {
 		sentinel := a2a.ErrInvalidParams
 		switch r.Code {
-		case vocab.NotFound, CodeNoSuchSession:
+		case refuse.NotFound, CodeNoSuchSession:
 			sentinel = a2a.ErrTaskNotFound
-		case vocab.Forbidden:
+		case refuse.Forbidden:
 			sentinel = a2a.ErrUnauthorized
 		case CodeDamaged: // the server's copy, not the request, is at fault
 			sentinel = a2a.ErrInternalError
@@ -211,7 +211,7 @@ func (h *a2aHandler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a
 // neither is TaskNotFound.
 func (h *a2aHandler) origin(ctx context.Context, c *a2aCall, task string) (*service.TaskOrigin, error) {
 	res, err := h.s.local.TaskOrigin(ctx, h.readCall(c), task)
-	if r, ok := vocab.As(err); ok && r.Code == vocab.NotFound {
+	if r, ok := refuse.As(err); ok && r.Code == refuse.NotFound {
 		return nil, noTask(c, task)
 	}
 	if err != nil {
@@ -384,7 +384,7 @@ func (h *a2aHandler) SendMessage(ctx context.Context, req *a2a.SendMessageReques
 	if !slices.Contains(c.active, uri) {
 		return nil, a2a.NewError(a2a.ErrExtensionSupportRequired,
 			"A2A-Extensions: the record in metadata[\""+key+"\"] needs "+uri+" activated in the A2A-Extensions request header").
-			WithDetails(map[string]any{"code": string(vocab.Invalid), "field": "A2A-Extensions", "rule": "activate " + uri})
+			WithDetails(map[string]any{"code": string(refuse.Invalid), "field": "A2A-Extensions", "rule": "activate " + uri})
 	}
 	switch fam, _ := h.s.cfg.A2A.uris().FamilyOf(uri); fam {
 	case a2atask.FamilyExpect:
@@ -416,8 +416,8 @@ func (h *a2aHandler) sendPromise(ctx context.Context, c *a2aCall, msg *a2a.Messa
 		return nil, err
 	}
 	where, action := rec.Where, rec.Action.Name
-	refuse := func(err error) error {
-		if r, ok := vocab.As(err); ok {
+	underRecord := func(err error) error {
+		if r, ok := refuse.As(err); ok {
 			return a2a.NewError(a2a.ErrInvalidParams, where+"."+r.Error()).WithDetails(map[string]any{"code": string(r.Code), "field": r.Field, "rule": r.Rule})
 		}
 		return a2aError(err)
@@ -447,7 +447,7 @@ func (h *a2aHandler) sendPromise(ctx context.Context, c *a2aCall, msg *a2a.Messa
 		doc, id = &assess, &assess.ID
 	}
 	if err := api.Decode(where, body, doc); err != nil {
-		return nil, refuse(err)
+		return nil, underRecord(err)
 	}
 	if action != "declare" && *id == "" {
 		if msg.TaskID == "" {
@@ -474,8 +474,8 @@ func (h *a2aHandler) sendPromise(ctx context.Context, c *a2aCall, msg *a2a.Messa
 		return nil, err
 	}
 	res, err := a2aVerb("promise", action).Call(ctx, h.s.local, call, verb.Input{Doc: doc})
-	if r, ok := vocab.As(err); ok && until != nil && r.Field == "until" {
-		return nil, refuse(err) // the Service parsed the deadline: named under the record, as a decode error is
+	if r, ok := refuse.As(err); ok && until != nil && r.Field == "until" {
+		return nil, underRecord(err) // the Service parsed the deadline: named under the record, as a decode error is
 	}
 	if err != nil {
 		return nil, a2aError(err)
@@ -535,7 +535,7 @@ func a2aDigest(parts ...string) [32]byte {
 // cancelError maps a refused cancellation: a conflict (the record already
 // ended) is NotCancelable, anything else as a2aError.
 func cancelError(err error) error {
-	if r, ok := vocab.As(err); ok && r.Code == vocab.Conflict {
+	if r, ok := refuse.As(err); ok && r.Code == refuse.Conflict {
 		return a2a.NewError(a2a.ErrTaskNotCancelable, r.Error()).WithDetails(map[string]any{"code": string(r.Code), "field": r.Field, "rule": r.Rule})
 	}
 	return a2aError(err)

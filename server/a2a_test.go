@@ -9,7 +9,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
-	"tally/vocab"
+	"tally/a2atask"
 )
 
 const a2aBase = base + "/a2a"
@@ -99,13 +99,13 @@ func TestA2AAgentCard(t *testing.T) {
 				t.Fatalf("extension %s: %+v", e.URI, e)
 			}
 		}
-		if al, _ := exts[0].Params["aliases"].([]any); len(al) != 1 || al[0] != vocab.PinkiPromiseURI {
+		if al, _ := exts[0].Params["aliases"].([]any); len(al) != 1 || al[0] != a2atask.PinkiPromiseURI {
 			t.Fatalf("promise aliases: %v", exts[0].Params)
 		}
 		if acts, _ := exts[1].Params["actions"].([]any); len(acts) != len(a2aClaimActions) || acts[0] != "create" || !strings.Contains(exts[1].Description, "CancelTask cancels as the claimant") {
 			t.Fatalf("claim extension: %+v", exts[1])
 		}
-		if al, _ := exts[2].Params["aliases"].([]any); len(al) != 1 || al[0] != vocab.ExpectationsDraftURI {
+		if al, _ := exts[2].Params["aliases"].([]any); len(al) != 1 || al[0] != a2atask.ExpectationsDraftURI {
 			t.Fatalf("expect aliases: %v", exts[2].Params)
 		}
 		ifs := card.SupportedInterfaces
@@ -149,10 +149,10 @@ func TestA2ASendMessageCreatesPromise(t *testing.T) {
 	}
 
 	// pinki's URI and key work unchanged, and the task field names the task.
-	key := vocab.PinkiPromiseURI + "/promise"
+	key := a2atask.PinkiPromiseURI + "/promise"
 	rec = map[string]any{"promise": "ship the parser", "to": "author", "until": "2h", "task": "a2a-task-9c1f0e"}
-	code, r, echo = f.rpc("reviewer", vocab.PinkiPromiseURI, "SendMessage", sendParams("m-2", key, rec))
-	if code != 200 || echo != vocab.PinkiPromiseURI {
+	code, r, echo = f.rpc("reviewer", a2atask.PinkiPromiseURI, "SendMessage", sendParams("m-2", key, rec))
+	if code != 200 || echo != a2atask.PinkiPromiseURI {
 		t.Fatalf("pinki send: %d %q %s", code, echo, r.raw)
 	}
 	task = r.task(t)
@@ -177,7 +177,7 @@ func TestA2ASendMessageRefusals(t *testing.T) {
 		want                 string
 	}{
 		{"not activated", "reviewer", "", "urn:tally:ext:promise", good, -32008, "A2A-Extensions"},
-		{"other URI activated", "reviewer", vocab.PinkiPromiseURI, "urn:tally:ext:promise", good, -32008, "urn:tally:ext:promise"},
+		{"other URI activated", "reviewer", a2atask.PinkiPromiseURI, "urn:tally:ext:promise", good, -32008, "urn:tally:ext:promise"},
 		{"bad until", "reviewer", "urn:tally:ext:promise", "urn:tally:ext:promise", map[string]any{"promise": "x", "to": "author", "until": "soon"}, -32602, ".until:"},
 		{"unknown field", "reviewer", "urn:tally:ext:promise", "urn:tally:ext:promise", map[string]any{"promise": "x", "to": "author", "until": "2h", "colour": "red"}, -32602, ".colour:"},
 		{"bad action", "reviewer", "urn:tally:ext:promise", "urn:tally:ext:promise", map[string]any{"action": "forget", "id": "p1"}, -32602, ".action:"},
@@ -283,8 +283,8 @@ func TestA2ATaskStates(t *testing.T) {
 		t.Fatalf("overdue: %+v", task)
 	}
 	// Over HTTP+JSON, with a pinki key when pinki's URI is activated.
-	code, out, h := f.do("GET", a2aBase+"/rest/tasks/sat", "author", "", "A2A-Extensions", vocab.PinkiPromiseURI)
-	if code != 200 || h.Get("A2A-Extensions") != vocab.PinkiPromiseURI || !strings.Contains(out, `"`+vocab.PinkiPromiseURI+`/promise":{"id":"sat"`) || !strings.Contains(out, "TASK_STATE_COMPLETED") {
+	code, out, h := f.do("GET", a2aBase+"/rest/tasks/sat", "author", "", "A2A-Extensions", a2atask.PinkiPromiseURI)
+	if code != 200 || h.Get("A2A-Extensions") != a2atask.PinkiPromiseURI || !strings.Contains(out, `"`+a2atask.PinkiPromiseURI+`/promise":{"id":"sat"`) || !strings.Contains(out, "TASK_STATE_COMPLETED") {
 		t.Fatalf("rest get: %d %s", code, out)
 	}
 	if code, out, _ := f.do("GET", a2aBase+"/rest/tasks/nope", "author", ""); code != 404 {

@@ -40,7 +40,7 @@ type loadServer struct {
 }
 
 // newLoadServer starts the server as `tally serve` configures it (JSON
-// request log, real clock, built-in watcher), logging to io.Discard so the
+// request log, real clock, built-in timekeeper), logging to io.Discard so the
 // log's formatting is paid but no terminal is. With stub set, promise writes
 // are answered without the ledger.
 func newLoadServer(tb testing.TB, conns int, stub bool) *loadServer {

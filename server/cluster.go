@@ -12,8 +12,8 @@ import (
 	"tally/api"
 	"tally/auth"
 	"tally/backup"
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 // CodeNotInCluster refuses a route a cluster node does not serve (its
@@ -330,7 +330,7 @@ func (s *Server) checkOperator(r *http.Request) error {
 		return err
 	}
 	if !(auth.Token{Tenant: p.tenant, Role: p.role}).Administers(auth.AllTenants) {
-		return vocab.Forbiddenf("token", "a cluster's status and metrics are served to an admin of every tenant (tenant \"*\", role admin) only")
+		return refuse.Forbiddenf("token", "a cluster's status and metrics are served to an admin of every tenant (tenant \"*\", role admin) only")
 	}
 	return nil
 }

@@ -7,10 +7,10 @@ import (
 	"strconv"
 	"strings"
 
+	"tally/refuse"
 	"tally/server/console"
 	"tally/service"
 	"tally/sessionname"
-	"tally/vocab"
 )
 
 // The console's routes: the page itself (static files embedded in the
@@ -157,7 +157,7 @@ func intParam(r *http.Request, name string, def, max int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 || n > max {
-		return 0, vocab.Invalidf(name, "must be an integer from 0 to "+strconv.Itoa(max))
+		return 0, refuse.Invalidf(name, "must be an integer from 0 to "+strconv.Itoa(max))
 	}
 	return n, nil
 }
@@ -173,7 +173,7 @@ func (s *Server) obligationList(w http.ResponseWriter, r *http.Request) {
 	f := obligationFilter{family: q.Get("family"), state: q.Get("state"), by: q.Get("by"), to: q.Get("to"),
 		party: q.Get("party"), q: strings.ToLower(q.Get("q")), attention: q.Get("attention") == "true"}
 	if f.family != "" && f.family != "promise" && f.family != "claim" && f.family != "expectation" {
-		s.writeError(w, vocab.Invalidf("family", "must be promise, claim or expectation"))
+		s.writeError(w, refuse.Invalidf("family", "must be promise, claim or expectation"))
 		return
 	}
 	offset, err := intParam(r, "offset", 0, 1<<30)

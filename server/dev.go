@@ -2,7 +2,7 @@ package server
 
 import (
 	"tally/api"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // The acting identity of a write under --insecure-dev (Config.Insecure).
@@ -44,7 +44,7 @@ func (s *Server) writeActor(p principal, party string) (string, error) {
 	if party != "" {
 		return party, nil
 	}
-	return "", vocab.Invalidf("X-Tally-Actor", "--insecure-dev: this write names no party of its own ("+devPartiesText+
+	return "", refuse.Invalidf("X-Tally-Actor", "--insecure-dev: this write names no party of its own ("+devPartiesText+
 		" do); send the acting identity in the X-Tally-Actor header")
 }
 

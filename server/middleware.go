@@ -27,8 +27,8 @@ import (
 
 	"tally/api"
 	"tally/auth"
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 // handlerOf is the route's handler inside instrument: its binding's own,
@@ -138,7 +138,7 @@ func withConsistency(w http.ResponseWriter, r *http.Request) (*http.Request, err
 			stale = true
 		case len(v) == 1 && v[0] == service.Linearizable:
 		default:
-			return r, vocab.Invalidf("consistency", "must be linearizable (the default) or stale, once")
+			return r, refuse.Invalidf("consistency", "must be linearizable (the default) or stale, once")
 		}
 		q.Del("consistency")
 		u := *r.URL

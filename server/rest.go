@@ -17,8 +17,8 @@ import (
 	"tally/api"
 	"tally/auth"
 	"tally/instant"
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 // endpoint is a REST route's handler: the status and response document of
@@ -147,7 +147,7 @@ func (s *Server) writeCall(r *http.Request, party string) (service.Call, error) 
 func requestID(r *http.Request) (string, error) {
 	key := r.Header.Get("Idempotency-Key")
 	if len(key) > service.RequestIDMax {
-		return "", vocab.Invalidf("Idempotency-Key", "at most 256 bytes")
+		return "", refuse.Invalidf("Idempotency-Key", "at most 256 bytes")
 	}
 	return key, nil
 }
@@ -185,7 +185,7 @@ func decodeAt(where string, body []byte, doc any, docID *string, id string) erro
 		return err
 	}
 	if *docID != "" && *docID != id {
-		return vocab.Invalidf("id", "names "+strconv.Quote(*docID)+" but the path names "+strconv.Quote(id))
+		return refuse.Invalidf("id", "names "+strconv.Quote(*docID)+" but the path names "+strconv.Quote(id))
 	}
 	*docID = id
 	return nil
@@ -197,7 +197,7 @@ func withPathMembers(r *http.Request, body []byte, path []string) ([]byte, error
 	doc := map[string]json.RawMessage{}
 	if len(bytes.TrimSpace(body)) > 0 {
 		if err := json.Unmarshal(body, &doc); err != nil {
-			return nil, vocab.Invalidf("body", "must be one JSON object")
+			return nil, refuse.Invalidf("body", "must be one JSON object")
 		}
 	}
 	for _, m := range path {
@@ -208,7 +208,7 @@ func withPathMembers(r *http.Request, body []byte, path []string) ([]byte, error
 		if raw, ok := doc[m]; ok {
 			var given string
 			if json.Unmarshal(raw, &given) != nil || (given != "" && given != v) {
-				return nil, vocab.Invalidf(m, "names "+string(raw)+" but the path names "+strconv.Quote(v))
+				return nil, refuse.Invalidf(m, "names "+string(raw)+" but the path names "+strconv.Quote(v))
 			}
 		}
 		doc[m], _ = json.Marshal(v)

@@ -15,9 +15,9 @@ import (
 	"tally/api"
 	"tally/claim"
 	"tally/digest"
+	"tally/refuse"
 	"tally/rest"
 	"tally/service"
-	"tally/vocab"
 )
 
 // CodeDamaged is the error code of a stored copy whose bytes no longer
@@ -89,7 +89,7 @@ func queryOnly(r *http.Request, what string, names ...string) error {
 			known = known || k == n
 		}
 		if !known {
-			return vocab.Invalidf(k, fmt.Sprintf("is not a parameter of %s (%v)", what, names))
+			return refuse.Invalidf(k, fmt.Sprintf("is not a parameter of %s (%v)", what, names))
 		}
 	}
 	return nil
@@ -135,7 +135,7 @@ func (s *Server) contentGet(w http.ResponseWriter, r *http.Request) {
 	}
 	cd, err := digest.ParseContentDigest(r.PathValue("content"))
 	if err != nil {
-		s.writeError(w, vocab.Invalidf("content", "must be a content digest (64 hex digits)"))
+		s.writeError(w, refuse.Invalidf("content", "must be a content digest (64 hex digits)"))
 		return
 	}
 	ac, err := s.local.Content(r.Context(), c, cd)

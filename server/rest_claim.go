@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"tally/api"
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 // The claims family over HTTP. Request bodies are the documents the CLI
@@ -26,7 +26,7 @@ func (s *Server) bytesWrite(r *http.Request, what string, params ...string) (ser
 	q := r.URL.Query()
 	for k := range q {
 		if !slices.Contains(params, k) {
-			return service.Call{}, nil, vocab.Invalidf(k, "is not a parameter of "+what+" ("+strings.Join(params, ", ")+")")
+			return service.Call{}, nil, refuse.Invalidf(k, "is not a parameter of "+what+" ("+strings.Join(params, ", ")+")")
 		}
 	}
 	c, err := s.writeCall(r, "")
@@ -58,7 +58,7 @@ func (s *Server) claimArtifactPut(r *http.Request) (int, any, error) {
 	var gen uint64
 	if v := q.Get("generation"); v != "" {
 		if gen, err = strconv.ParseUint(v, 10, 64); err != nil {
-			return 0, nil, vocab.Invalidf("generation", "must be a whole number")
+			return 0, nil, refuse.Invalidf("generation", "must be a whole number")
 		}
 	}
 	d := api.ClaimPublish{Claim: r.PathValue("id"), Artifact: r.PathValue("artifact"), Role: q.Get("role"), Slot: q.Get("slot"),

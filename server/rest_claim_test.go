@@ -310,7 +310,7 @@ func TestArtifactPutTakesLargeFiles(t *testing.T) {
 // only when it holds. Refusals append nothing.
 func TestClaimFactRoutes(t *testing.T) {
 	f := newFixture(t)
-	f.srv.cfg.WatchEvery = 0 // no built-in watcher: this test is the timekeeper
+	f.srv.cfg.WatchEvery = 0 // no built-in timekeeper: this test is the timekeeper
 	f.token("maintainer", auth.RoleAgent)
 	f.token("keeper", auth.RoleTimekeeper)
 	c := base + "/claims"

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"tally/promise"
+	"tally/refuse"
 	"tally/store"
-	"tally/vocab"
 )
 
 // events streams committed records as Server-Sent Events: each line after
@@ -37,7 +37,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			s.writeError(w, vocab.Invalidf("after", "must be a sequence number"))
+			s.writeError(w, refuse.Invalidf("after", "must be a sequence number"))
 			return
 		}
 		after = n

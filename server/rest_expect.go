@@ -7,8 +7,8 @@ import (
 	"strconv"
 
 	"tally/api"
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 // The expectations family over HTTP. A raise body is the draft's document,
@@ -53,7 +53,7 @@ func (s *Server) checkReplyToDoc(d *api.ExpectRaise) error {
 
 func (s *Server) expectRaise(r *http.Request, c service.Call, d *api.ExpectRaise) (service.Doc, error) {
 	if d.Supersedes != "" {
-		return service.Doc{}, vocab.Invalidf("supersedes", "extend an expectation with POST …/expectations/{id}/supersede")
+		return service.Doc{}, refuse.Invalidf("supersedes", "extend an expectation with POST …/expectations/{id}/supersede")
 	}
 	if err := s.checkReplyToDoc(d); err != nil {
 		return service.Doc{}, err

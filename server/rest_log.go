@@ -23,9 +23,9 @@ import (
 
 	"tally/api"
 	"tally/auth"
+	"tally/refuse"
 	"tally/rest"
 	"tally/service"
-	"tally/vocab"
 )
 
 // ImportBodyMax bounds the body of an import. An import is read whole and
@@ -105,7 +105,7 @@ var importTypes = []string{"application/x-ndjson", "application/jsonl", "text/pl
 func (s *Server) importLog(r *http.Request) (int, any, error) {
 	p := callerOf(r)
 	if p.role != auth.RoleAdmin {
-		return 0, nil, vocab.Forbiddenf("role", "only an admin-role token imports: an import appends records as the parties they name, and this token acts as "+p.actor+" with role "+p.role)
+		return 0, nil, refuse.Forbiddenf("role", "only an admin-role token imports: an import appends records as the parties they name, and this token acts as "+p.actor+" with role "+p.role)
 	}
 	if err := requireContentType(r, importTypes...); err != nil {
 		return 0, nil, err

@@ -5,7 +5,7 @@ import (
 
 	"tally/api"
 	"tally/auth"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // The token routes: `tally token` through a server. An admin-role token
@@ -44,7 +44,7 @@ func (s *Server) createToken(r *http.Request) (int, any, error) {
 		return 0, nil, err
 	}
 	if !s.administers(r, d.Tenant) {
-		return 0, nil, vocab.Forbiddenf("tenant", "this token does not administer the tokens of tenant "+d.Tenant+" (an admin of that tenant, or of every tenant, does)")
+		return 0, nil, refuse.Forbiddenf("tenant", "this token does not administer the tokens of tenant "+d.Tenant+" (an admin of that tenant, or of every tenant, does)")
 	}
 	secret, tok, err := s.tokens.CreateToken(r.Context(), d.Tenant, d.Participant, d.Role, s.cfg.Ledger.Now())
 	if err != nil {
@@ -68,7 +68,7 @@ func (s *Server) listTokens(r *http.Request) (int, any, error) {
 		}
 	}
 	if len(mine) == 0 && !s.administers(r, callerOf(r).tenant) {
-		return 0, nil, vocab.Forbiddenf("role", "listing tokens takes an admin-role token")
+		return 0, nil, refuse.Forbiddenf("role", "listing tokens takes an admin-role token")
 	}
 	return http.StatusOK, api.TokenList(mine), nil
 }
@@ -92,5 +92,5 @@ func (s *Server) revokeToken(r *http.Request) (int, any, error) {
 		}
 		return http.StatusOK, api.TokenRevoked(tok), nil
 	}
-	return 0, nil, vocab.NotFoundf("id", "no token "+id+" among those this token administers")
+	return 0, nil, refuse.NotFoundf("id", "no token "+id+" among those this token administers")
 }

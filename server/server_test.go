@@ -333,7 +333,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 }
 
 // The server keeps time itself: an expectation that passes its due time
-// gets its lapse committed by the built-in watcher, once.
+// gets its lapse committed by the built-in timekeeper, once.
 func TestBuiltInWatcher(t *testing.T) {
 	root := t.TempDir()
 	store.Init(root)

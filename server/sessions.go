@@ -11,9 +11,9 @@ import (
 	"sync"
 
 	"tally/ledger"
+	"tally/refuse"
 	"tally/service"
 	"tally/store"
-	"tally/vocab"
 )
 
 // Error codes of the session cache (HTTP problem bodies; do not rename).
@@ -203,12 +203,12 @@ func (s *Server) acquire(ctx context.Context, tenant, session string, create boo
 		}
 		if !exists && !create {
 			s.mu.Unlock()
-			return nil, vocab.New(CodeNoSuchSession, "session", "no session "+key+": reads never create one; its first accepted write does")
+			return nil, refuse.New(CodeNoSuchSession, "session", "no session "+key+": reads never create one; its first accepted write does")
 		}
 		if !exists {
 			if n := c.perTenant[tenant]; n >= s.cfg.TenantSessionsMax {
 				s.mu.Unlock()
-				return nil, vocab.New(CodeSessionQuotaExceeded, "session", fmt.Sprintf("tenant %s holds %d sessions, its quota (--tenant-sessions %d): write to an existing session", tenant, n, s.cfg.TenantSessionsMax))
+				return nil, refuse.New(CodeSessionQuotaExceeded, "session", fmt.Sprintf("tenant %s holds %d sessions, its quota (--tenant-sessions %d): write to an existing session", tenant, n, s.cfg.TenantSessionsMax))
 			}
 			// Counted now, so concurrent creations cannot pass the quota.
 			c.onDisk[key] = struct{}{}

@@ -3,17 +3,17 @@ package service
 import (
 	"fmt"
 
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // Error codes of a session's opening (HTTP problem bodies; do not rename).
 const (
 	// CodeNoSuchSession: a read named a session that has no log. Reads
 	// never create sessions; the first accepted write does.
-	CodeNoSuchSession vocab.Code = "NoSuchSession"
+	CodeNoSuchSession refuse.Code = "NoSuchSession"
 	// CodeSessionQuotaExceeded: a write would create a session beyond the
 	// tenant's quota.
-	CodeSessionQuotaExceeded vocab.Code = "SessionQuotaExceeded"
+	CodeSessionQuotaExceeded refuse.Code = "SessionQuotaExceeded"
 )
 
 // Error codes of an artifact's bytes (HTTP problem bodies; do not rename).
@@ -29,7 +29,7 @@ const (
 
 // CodeDamaged is the error code of a stored copy whose bytes no longer
 // match its digest.
-const CodeDamaged vocab.Code = "damaged"
+const CodeDamaged refuse.Code = "damaged"
 
 // Idempotency codes, as clients see them. Do not rename.
 const (

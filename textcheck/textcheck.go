@@ -7,7 +7,7 @@ package textcheck
 import (
 	"fmt"
 
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // IdentifierFault says what an identifier or a reference (a promise, claim,
@@ -48,7 +48,7 @@ func TextFault(s string) string {
 // something in it.
 func Identifier(field, s string) error {
 	if f := IdentifierFault(s); f != "" {
-		return vocab.Invalidf(field, f)
+		return refuse.Invalidf(field, f)
 	}
 	return nil
 }
@@ -57,7 +57,7 @@ func Identifier(field, s string) error {
 // in it.
 func Text(field, s string) error {
 	if f := TextFault(s); f != "" {
-		return vocab.Invalidf(field, f)
+		return refuse.Invalidf(field, f)
 	}
 	return nil
 }

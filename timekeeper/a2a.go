@@ -46,7 +46,6 @@ import (
 	"tally/a2atask"
 	"tally/expect"
 	"tally/instant"
-	"tally/vocab"
 )
 
 // PushTokenHeader carries a push-notification config's token.
@@ -56,14 +55,14 @@ const PushTokenHeader = "A2A-Notification-Token"
 //
 // Within one delivery: attempt n waits Backoff·2^(n-1), capped at
 // BackoffMax, for at most Attempts attempts. A delivery that still fails is
-// retried by the watcher on later sweeps (at-least-once, same messageId),
+// retried by the timekeeper on later sweeps (at-least-once, same messageId),
 // but not before its sweep backoff has passed (SweepBackoff·2^(failures-1),
 // capped at SweepBackoffMax): until then a sweep defers it without a
 // request. After GiveUpSweeps failed sweeps, or once the lapse is older than
 // GiveUpAge and has failed at least once, the sink gives up: the lapse is
 // journaled as abandoned (JournalEntry.Outcome) and logged once, never tried
 // again. With a Journal, the failure count and the next try are journaled
-// after each failed sweep, so a restarted watcher goes on from them.
+// after each failed sweep, so a restarted timekeeper goes on from them.
 //
 // The time spent in requests is budgeted: at most SweepBudget per sweep
 // (told apart by the Journal's epoch; without a Journal, per BudgetWindow
@@ -108,7 +107,7 @@ type A2A struct {
 	// wall time.
 	Now func() time.Time
 	// Journal, when set, is annotated with why a lapse was given up
-	// (abandoned, undeliverable): the watcher's journal line for it says so.
+	// (abandoned, undeliverable): the timekeeper's journal line for it says so.
 	Journal *Journal
 	// Logger logs each lapse given up, once; nil: slog.Default().
 	Logger *slog.Logger
@@ -233,7 +232,7 @@ func (s *A2A) DeliverNotice(ctx context.Context, n Notice) error {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: after %d failed sweeps, tried again from %s", ErrDeferred, f.sweeps, instant.Format(f.next))
 	}
-	if s.Journal != nil { // one budget per sweep: the watcher locks the journal once per sweep
+	if s.Journal != nil { // one budget per sweep: the timekeeper locks the journal once per sweep
 		if e := s.Journal.Epoch(); e != s.epoch {
 			s.epoch, s.spent = e, 0
 		}
@@ -326,7 +325,7 @@ func (s *A2A) send(ctx context.Context, n Notice) error {
 }
 
 // giveUp ends a lapse's delivery: logged once, annotated in the journal
-// (the watcher journals it on the nil returned, so it is never retried).
+// (the timekeeper journals it on the nil returned, so it is never retried).
 func (s *A2A) giveUp(n Notice, outcome, reason string) error {
 	if len(reason) > 1024 {
 		reason = reason[:1024] + "…"
@@ -345,7 +344,7 @@ func (s *A2A) uri(rt *expect.ReplyTo) string {
 	if s.ExtensionURI != "" {
 		return s.ExtensionURI
 	}
-	return vocab.ExpectURI
+	return a2atask.ExpectURI
 }
 
 // lapseMessage is the A2A message a lapse is delivered as (see the comment

@@ -102,7 +102,7 @@ func (a *fakeAgent) calls() (rpcs, push []agentCall) {
 	return append([]agentCall(nil), a.rpcs...), append([]agentCall(nil), a.push...)
 }
 
-// withA2A restarts the fixture's watcher with the recorder and an A2A sink.
+// withA2A restarts the fixture's timekeeper with the recorder and an A2A sink.
 func (f *fixture) withA2A(sink *A2A) {
 	f.t.Helper()
 	f.w.Close()
@@ -198,7 +198,7 @@ func TestA2ASinkDeliversLapseOnce(t *testing.T) {
 }
 
 // An agent that keeps failing: the sink gives up after Attempts, the
-// watcher keeps the lapse and a later sweep sends the same message.
+// timekeeper keeps the lapse and a later sweep sends the same message.
 func TestA2ASinkBoundedRetries(t *testing.T) {
 	f := newFixture(t)
 	agent := newFakeAgent(t, 3)
@@ -416,7 +416,7 @@ func TestA2AUnreachableAgentAbandoned(t *testing.T) {
 	}
 }
 
-// The failed sweeps of a delivery are journaled: a watcher restarted
+// The failed sweeps of a delivery are journaled: a timekeeper restarted
 // between sweeps keeps the backoff and the count, and still gives the
 // delivery up after GiveUpSweeps failures in all.
 func TestA2AFailedSweepsSurviveRestarts(t *testing.T) {

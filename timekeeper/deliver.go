@@ -16,7 +16,7 @@ import (
 // Sink delivers one notice. doc is one JSON object (no newline); key is the
 // notice's idempotency key (a lapse id or a notice key), the same on every
 // attempt. Deliver returns nil once the notice is delivered; an error means
-// it may or may not have been, and the watcher tries again on a later sweep
+// it may or may not have been, and the timekeeper tries again on a later sweep
 // (at-least-once).
 type Sink interface {
 	Deliver(ctx context.Context, key string, doc []byte) error
@@ -38,7 +38,7 @@ type Notice struct {
 }
 
 // NoticeSink is a Sink that wants the notice, not only its document: the
-// watcher calls DeliverNotice instead of Deliver, with the same contract.
+// timekeeper calls DeliverNotice instead of Deliver, with the same contract.
 type NoticeSink interface {
 	Sink
 	DeliverNotice(ctx context.Context, n Notice) error

@@ -7,7 +7,7 @@ import (
 	"tally/promise"
 )
 
-// The promise watcher keeps far deadlines exactly: a year-9999 "never"
+// The promise timekeeper keeps far deadlines exactly: a year-9999 "never"
 // sends nothing in 2026, a year-1000 deadline is overdue by its true
 // distance (time.Time.Sub stops at 292 years), and the 9999 one's first
 // notice comes a second after it, not before.

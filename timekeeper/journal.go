@@ -36,7 +36,7 @@ type JournalEntry struct {
 	Reason  string `json:"reason,omitempty"`
 	// Sweeps and Next are set on a retry line (Key "retry:" + the
 	// delivery's key): the failed sweeps so far and the earliest next try,
-	// so a restarted watcher keeps counting toward giving up. A retry line
+	// so a restarted timekeeper keeps counting toward giving up. A retry line
 	// does not mark its delivery's key as sent; a reader that does not know
 	// it sees a key no delivery has.
 	Sweeps int        `json:"sweeps,omitempty"`
@@ -54,8 +54,8 @@ type Retry struct {
 
 // Journal is the delivery journal: which notices and lapses were delivered,
 // kept beside the ledger and never in it. Appends are O_APPEND and fsynced;
-// an OS file lock on the journal serialises watchers, so a key is delivered
-// by one of them. A torn final line (a watcher killed mid-write) is
+// an OS file lock on the journal serialises timekeepers, so a key is delivered
+// by one of them. A torn final line (a timekeeper killed mid-write) is
 // tolerated: it is never read as an entry, and the next append starts on a
 // fresh line.
 //
@@ -116,7 +116,7 @@ func (j *Journal) Annotate(key, outcome, reason string) {
 	j.notes[key] = [2]string{outcome, reason}
 }
 
-// Epoch counts the times this handle took the lock: a watcher takes it once
+// Epoch counts the times this handle took the lock: a timekeeper takes it once
 // per sweep that delivers, so a sink called under it can tell sweeps apart.
 func (j *Journal) Epoch() uint64 { return j.epoch }
 
@@ -137,8 +137,8 @@ func (j *Journal) RecordRetry(key, kind string, dueAt time.Time, r Retry) error 
 	return j.Record(JournalEntry{Key: retryPrefix + key, Kind: kind, DueAt: dueAt, SentAt: time.Now().UTC(), Sweeps: r.Sweeps, Next: &next})
 }
 
-// Lock takes the journal's file lock (waiting for another watcher, until ctx
-// ends) and reads what other watchers appended since the last read.
+// Lock takes the journal's file lock (waiting for another timekeeper, until ctx
+// ends) and reads what other timekeepers appended since the last read.
 func (j *Journal) Lock(ctx context.Context) error {
 	wait := 100 * time.Microsecond
 	for {

@@ -188,7 +188,7 @@ type pendingNotice struct {
 }
 
 // owed returns the rungs of id due strictly before now and not yet sent, in
-// ladder order. A watcher that was down sends every rung it missed, each
+// ladder order. A timekeeper that was down sends every rung it missed, each
 // once, stamped with the instant it fell due.
 func (ls *ladders) owed(id string, now time.Time, sent func(string) bool) []pendingNotice {
 	s, ok := ls.at[id]

@@ -5,7 +5,7 @@
 //  1. folds what other processes appended (ledger.Refresh);
 //  2. commits, as the timekeeper, every expectation withdrawal and lapse
 //     due (ledger.Sweep, decided under the log's lock, so concurrent or
-//     restarted watchers never record one twice);
+//     restarted timekeepers never record one twice);
 //  3. commits the deadline fact of every claim whose deadline passed
 //     (ledger.SweepClaims: Expired, or Deadlocked for a wait-cycle's victim);
 //  4. for promises appends nothing to the ledger: it walks each overdue
@@ -15,7 +15,7 @@
 //     (stdout JSON lines, a command, a webhook), recording each delivery in
 //     the journal beside the ledger, under the journal's file lock.
 //
-// Deliveries are at-least-once: a watcher killed between a delivery and its
+// Deliveries are at-least-once: a timekeeper killed between a delivery and its
 // journal line sends it again on restart; the ledger's records are
 // exactly-once.
 package timekeeper
@@ -32,8 +32,8 @@ import (
 
 	"tally/expect"
 	"tally/instant"
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 // SchemaVersion is carried by every notice document.
@@ -45,7 +45,7 @@ const (
 	KindNotice = "promise.notice"
 )
 
-// Config tunes a watcher. Start from DefaultConfig.
+// Config tunes a timekeeper. Start from DefaultConfig.
 type Config struct {
 	// Reminders are the debtor's reminders after a promise's deadline;
 	// Escalate is when the creditor is told (zero: at the last reminder).
@@ -63,12 +63,12 @@ type Config struct {
 	// Sinks receive every notice; empty means nothing is delivered (the
 	// CLI passes stdout by default).
 	Sinks []Sink
-	// DeliverOnly makes a watcher that commits nothing: another writer
+	// DeliverOnly makes a timekeeper that commits nothing: another writer
 	// commits the ledger's lapses and deadline facts (a cluster group's
 	// leader proposes them through raft, since a replica's log is written
 	// only by applying), and this one delivers what the log holds.
 	DeliverOnly bool
-	// Now is the watcher's clock; nil means the ledger's.
+	// Now is the timekeeper's clock; nil means the ledger's.
 	Now func() time.Time
 	// Clock is the process's own clock when Now is an instant a caller
 	// gave (tally watch --now): Now may not run ahead of it by more than
@@ -91,11 +91,11 @@ func CheckNow(now, clock time.Time) error {
 	if !now.After(clock.Add(FutureSkewMax)) {
 		return nil
 	}
-	return vocab.Invalidf("now", fmt.Sprintf("%s is later than this process's clock (%s) by more than %v: the timekeeper records only what has happened (a dry run shows what it would record)",
+	return refuse.Invalidf("now", fmt.Sprintf("%s is later than this process's clock (%s) by more than %v: the timekeeper records only what has happened (a dry run shows what it would record)",
 		instant.Format(now), clock.UTC().Truncate(time.Second).Format(time.RFC3339), FutureSkewMax))
 }
 
-// DefaultConfig returns the watcher's defaults: reminders at +15m and +30m,
+// DefaultConfig returns the timekeeper's defaults: reminders at +15m and +30m,
 // the creditor told at +30m.
 func DefaultConfig() Config {
 	return Config{
@@ -128,7 +128,7 @@ func (c Config) Validate() error {
 type Report struct {
 	At          time.Time `json:"at"`
 	Withdrawals int       `json:"withdrawals"` // expectations withdrawn (origin task ended badly)
-	Lapses      int       `json:"lapses"`      // lapse records committed by this watcher
+	Lapses      int       `json:"lapses"`      // lapse records committed by this timekeeper
 	ClaimFacts  int       `json:"claimFacts"`  // claim deadline and deadlock facts committed
 	Delivered   int       `json:"delivered"`   // notices and lapses delivered and journaled
 	Failed      int       `json:"failed"`      // deliveries that failed (retried next sweep)
@@ -204,7 +204,7 @@ func (w *Timekeeper) restart(tl service.Timeline) {
 // Close releases the journal.
 func (w *Timekeeper) Close() error { return w.j.Close() }
 
-// Journal is the watcher's delivery journal.
+// Journal is the timekeeper's delivery journal.
 func (w *Timekeeper) Journal() *Journal { return w.j }
 
 // Sweep runs one sweep at the session's clock. A sweep whose instant runs
@@ -403,7 +403,7 @@ func (w *Timekeeper) deliver(ctx context.Context, notices []delivery, times *pro
 			promises[d.promise] = struct{}{}
 		}
 		if w.j.Sent(d.key) {
-			continue // another watcher delivered it
+			continue // another timekeeper delivered it
 		}
 		if err := w.send(ctx, d); err != nil {
 			rep.Failed++

@@ -82,7 +82,7 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-// open (re)opens the ledger and a fresh watcher: a restart.
+// open (re)opens the ledger and a fresh timekeeper: a restart.
 func (f *fixture) open() {
 	f.t.Helper()
 	if f.w != nil {
@@ -274,7 +274,7 @@ func TestJournalTornLineTolerated(t *testing.T) {
 	must(j.Record(JournalEntry{Key: "a", Kind: KindLapse, DueAt: t0, SentAt: t0}))
 	j.Unlock()
 	j.Close()
-	// A watcher killed mid-write leaves a torn line.
+	// A timekeeper killed mid-write leaves a torn line.
 	fh, err := os.OpenFile(filepath.Join(dir, JournalName), os.O_WRONLY|os.O_APPEND, 0)
 	must(err)
 	_, err = fh.WriteString(`{"key":"b","kind":"la`)
@@ -390,7 +390,7 @@ func TestLadderShape(t *testing.T) {
 	}
 }
 
-// FuzzJournal feeds arbitrary bytes as a watcher journal: opening it never
+// FuzzJournal feeds arbitrary bytes as a timekeeper journal: opening it never
 // panics or fails, what is not an entry is counted damaged, and an entry
 // recorded after it reads back from a fresh open, torn tail or not.
 func FuzzJournal(f *testing.F) {
@@ -425,7 +425,7 @@ func FuzzJournal(f *testing.F) {
 	})
 }
 
-// TestSweepRefusesAnInstantAheadOfTheClock: a watcher whose instant a
+// TestSweepRefusesAnInstantAheadOfTheClock: a timekeeper whose instant a
 // caller set (Config.Clock given) sweeps nothing past FutureSkewMax ahead
 // of the process's clock: no lapse, no notice, the log as it was; within
 // the skew it sweeps.

@@ -10,8 +10,8 @@ import (
 
 	"tally/api"
 	"tally/digest"
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 // The claim family's verbs.
@@ -121,7 +121,7 @@ func claimVerbs() []Verb {
 			func(svc service.Service, ctx context.Context, c service.Call, d ContentRef) (service.ArtifactContent, error) {
 				cd, err := digest.ParseContentDigest(d.Content)
 				if err != nil {
-					return service.ArtifactContent{}, vocab.Invalidf("content", "must be a content digest (64 hex digits)")
+					return service.ArtifactContent{}, refuse.Invalidf("content", "must be a content digest (64 hex digits)")
 				}
 				return svc.Content(ctx, c, cd)
 			}),

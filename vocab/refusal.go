@@ -1,55 +1,38 @@
 package vocab
 
-// Refusals: what every family's pure core returns when a command breaks one
-// of its rules. A refusal names the field and the rule, so every mode (CLI,
-// server, cluster) reports the same words and the same code.
+import "tally/refuse"
 
-import "errors"
+// The refusal is refuse's; these keep code written against the old names
+// compiling until it moves.
 
-// Code is a refusal's stable machine-readable class. Stored in --json error
-// output and in HTTP problem bodies: do not rename.
-type Code string
+// Deprecated: use refuse.Code.
+type Code = refuse.Code
 
+// Deprecated: use refuse.Refusal.
+type Refusal = refuse.Refusal
+
+// Deprecated: use refuse.Invalid, refuse.NotFound, refuse.Conflict, refuse.Forbidden.
 const (
-	// Invalid: the command is malformed on its own (a usage error: exit 2).
-	Invalid Code = "invalid"
-	// NotFound: the command names a record the ledger does not hold.
-	NotFound Code = "not_found"
-	// Conflict: the command contradicts the ledger's state (duplicate id,
-	// already resolved, terms immutable).
-	Conflict Code = "conflict"
-	// Forbidden: the acting identity may not do this.
-	Forbidden Code = "forbidden"
+	Invalid   = refuse.Invalid
+	NotFound  = refuse.NotFound
+	Conflict  = refuse.Conflict
+	Forbidden = refuse.Forbidden
 )
 
-// Refusal is returned by a pure core's Decide functions. Nothing is appended
-// for a refused command.
-type Refusal struct {
-	Code  Code
-	Field string // the field at fault, as named on the wire ("until", "evidence")
-	Rule  string // the rule broken, in words ("must be RFC 3339 or a duration")
-}
+// Deprecated: use refuse.New.
+func New(code Code, field, rule string) *Refusal { return refuse.New(code, field, rule) }
 
-func (r *Refusal) Error() string { return r.Field + ": " + r.Rule }
+// Deprecated: use refuse.Invalidf.
+func Invalidf(field, rule string) *Refusal { return refuse.Invalidf(field, rule) }
 
-// Usage reports whether the refusal is a usage error (exit 2) rather than a
-// refusal by the ledger's state (exit 1).
-func (r *Refusal) Usage() bool { return r.Code == Invalid }
+// Deprecated: use refuse.NotFoundf.
+func NotFoundf(field, rule string) *Refusal { return refuse.NotFoundf(field, rule) }
 
-// New returns a refusal of the given code.
-func New(code Code, field, rule string) *Refusal {
-	return &Refusal{Code: code, Field: field, Rule: rule}
-}
+// Deprecated: use refuse.Conflictf.
+func Conflictf(field, rule string) *Refusal { return refuse.Conflictf(field, rule) }
 
-// Invalidf and friends are short forms for the common codes.
-func Invalidf(field, rule string) *Refusal   { return New(Invalid, field, rule) }
-func NotFoundf(field, rule string) *Refusal  { return New(NotFound, field, rule) }
-func Conflictf(field, rule string) *Refusal  { return New(Conflict, field, rule) }
-func Forbiddenf(field, rule string) *Refusal { return New(Forbidden, field, rule) }
+// Deprecated: use refuse.Forbiddenf.
+func Forbiddenf(field, rule string) *Refusal { return refuse.Forbiddenf(field, rule) }
 
-// As extracts a refusal from an error chain.
-func As(err error) (*Refusal, bool) {
-	var r *Refusal
-	ok := errors.As(err, &r)
-	return r, ok
-}
+// Deprecated: use refuse.As.
+func As(err error) (*Refusal, bool) { return refuse.As(err) }

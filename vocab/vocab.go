@@ -1,34 +1,7 @@
-// Package vocab holds the refusals every core returns (refusal.go) and the
-// names every layer must spell alike: the timekeeper's default identity
-// and the A2A extension URIs. Tenant and session names are sessionname's. The
-// values are stored in logs and sent on the wire: do not change them. The
-// shape of a family's core is family's.
-//
-// Ids are plain strings (a record's sequence a uint64): the typed ids it
-// once declared were converted at every use and checked nothing.
-//
-// The characters a record may not hold are textcheck's. The package does
-// no I/O and imports only errors and fmt.
+// Package vocab is what is left of a package that once held the refusals,
+// the timekeeper's identity, the A2A extension URIs and the tenant and
+// session names: each now has a package named for it (refuse,
+// ledger.DefaultTimekeeper, a2atask, sessionname). Its names are aliases
+// kept only so that code written against them compiles until it moves; new
+// code imports the packages they name.
 package vocab
-
-// DefaultTimekeeper is the watcher's identity unless configured otherwise:
-// the only identity that may commit deadline, deadlock and lapse facts.
-const DefaultTimekeeper = "tally/timekeeper"
-
-// Extension URIs of tally's own families: the A2A binding's defaults (its
-// configuration may name others) and the one a lapse is sent under when
-// neither the expectation nor the sink names one.
-const (
-	PromiseURI = "urn:tally:ext:promise"
-	ClaimURI   = "urn:tally:ext:claim"
-	ExpectURI  = "urn:tally:ext:expect"
-)
-
-// Extension URIs tally accepts besides its own.
-const (
-	// PinkiPromiseURI is pinki's promise extension; its records ride in
-	// metadata["<URI>/promise"].
-	PinkiPromiseURI = "https://github.com/azigler/pinki/ext/promise/v0"
-	// ExpectationsDraftURI is the A2A expectations proposal's extension.
-	ExpectationsDraftURI = "https://rsaxb.com/a2a/expectations/v1"
-)

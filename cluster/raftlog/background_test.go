@@ -126,12 +126,20 @@ func TestOpenOnAFullDiskBacksOff(t *testing.T) {
 			OnBackgroundError: func(error) { heard.Add(1) }})
 		opened <- err
 	}()
-	time.Sleep(1500 * time.Millisecond)
-	if n := heard.Load(); n == 0 || n > 12 {
-		t.Fatalf("%d failed flushes in 1.5 s, want 1 to 12 (waits doubling from 10 ms)", n)
+	// Four failed flushes in a row are at least the three waits between
+	// them apart (10, 20 and 40 ms): a store that spun would fail them at
+	// once; and they are logged once, with a count to come.
+	start := time.Now()
+	for deadline := start.Add(20 * time.Second); heard.Load() < 4; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d failed flushes in 20 s, want 4", heard.Load())
+		}
+	}
+	if took := time.Since(start); took < 70*time.Millisecond {
+		t.Fatalf("4 failed flushes in %v: no backoff (waits doubling from 10 ms)", took)
 	}
 	if n := strings.Count(logs.String(), "\n"); n > 2 {
-		t.Fatalf("%d log lines in 1.5 s:\n%s", n, logs.String())
+		t.Fatalf("%d log lines for 4 failed flushes:\n%s", n, logs.String())
 	}
 	full.Store(false)
 	select {

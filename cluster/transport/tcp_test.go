@@ -16,6 +16,7 @@ import (
 	"tally/cluster/model"
 	"tally/cluster/node"
 	"tally/cluster/raftlog"
+	"tally/internal/poll"
 )
 
 var _ = flag.Uint64("seed", 0, "simulator seed (used by cluster/sim)")
@@ -29,13 +30,7 @@ func cfgFor(id uint64, cluster, secret string) Config {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, what, 10*time.Second, cond)
 }
 
 type realClock struct{}

@@ -416,7 +416,7 @@ func TestE2EClaimRefusals(t *testing.T) {
 }
 
 // TestE2EClaimOverdueAndHuman: an open claim past its deadline shows as
-// overdue until the watcher commits the fact; human output is aligned text
+// overdue until the timekeeper commits the fact; human output is aligned text
 // without colour when stdout is not a terminal.
 func TestE2EClaimOverdueAndHuman(t *testing.T) {
 	c := newClaimLedger(t)

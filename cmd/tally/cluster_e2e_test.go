@@ -25,6 +25,7 @@ import (
 	"tally/cluster"
 	"tally/cluster/model"
 	"tally/cluster/replica"
+	"tally/internal/poll"
 	"tally/store"
 )
 
@@ -259,12 +260,7 @@ func groupsAt(st cluster.Status, members int) bool {
 
 func waitUntil(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out after %v waiting for %s", d, what)
+	poll.Until(t, what, d, cond)
 }
 
 // Three nodes, writes through every one; the leader of the loaded group

@@ -1,6 +1,6 @@
 package main
 
-// End-to-end tests of the expectations family and the watcher: the real
+// End-to-end tests of the expectations family and the timekeeper: the real
 // binary, separate processes, time chosen with `watch --now`.
 
 import (
@@ -359,7 +359,7 @@ func TestExpectKilledWatcherRestarts(t *testing.T) {
 	}
 	docs := l.watchOnce(now)
 	checkOnce(t, l, 2*n)
-	// Every lapse was delivered at least once (journal), the last watcher
+	// Every lapse was delivered at least once (journal), the last timekeeper
 	// sending only what the killed ones had not journaled.
 	journal, err := os.ReadFile(filepath.Join(l.sessionDir(), "watch", "journal.jsonl"))
 	if err != nil {
@@ -390,7 +390,7 @@ func TestExpectWatchEveryStopsOnSignal(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The signal comes once the three lapses are delivered, with the
-	// watcher still sweeping every 20ms.
+	// timekeeper still sweeping every 20ms.
 	var stdout bytes.Buffer
 	lines, read := make(chan struct{}, 16), make(chan struct{})
 	go func() {
