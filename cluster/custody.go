@@ -4,8 +4,9 @@ package cluster
 // groups' records name, that its own copy verifies whole, and commits a
 // custody receipt bound to the group's placement epoch
 // (replica.MethodReceipt); an evaluation of an artifact begins only once
-// every voter of its group at the current epoch has one (CustodyPending
-// otherwise). After a placement change the epoch moves and every copy
+// the voters of its group at the current epoch with one are as many as
+// the cluster's custody policy requires, every voter by default
+// (CustodyPending otherwise; custody_policy.go). After a placement change the epoch moves and every copy
 // the new placement requires establishes custody again.
 
 import (

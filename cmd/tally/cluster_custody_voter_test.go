@@ -145,6 +145,25 @@ func TestClusterNewVoterEstablishesCustody(t *testing.T) {
 		t.Fatalf("node 4 holds %q", got)
 	}
 
+	// What the nodes count: node 4's fetch and receipt, the refusals at
+	// the node asked, the scrubber's bytes.
+	for _, m := range []struct {
+		n    *cnode
+		name string
+	}{
+		{n4, "tally_cluster_custody_fetched_total"}, {n4, "tally_cluster_custody_receipts_total"},
+		{asked, "tally_cluster_custody_pending_refusals_total"}, {asked, "tally_cluster_custody_receipts_total"},
+	} {
+		if v := metricOf(t, m.n, m.name); v < 1 {
+			t.Errorf("node %d: %s %v", m.n.id, m.name, v)
+		}
+	}
+	for _, name := range []string{"tally_cluster_custody_pending", "tally_cluster_custody_repaired_total", "tally_artifact_scrubbed_bytes_total", "tally_artifact_damaged_found_total", "tally_artifact_collected_bytes_total"} {
+		if v := metricOf(t, n4, name); v < 0 {
+			t.Errorf("node 4 has no %s", name)
+		}
+	}
+
 	// Majority from now on, shown by status.
 	if r := run(t, secretEnv(), "cluster", "configure", "--custody", "majority", "--node", nodes[1].addr); r.code != 0 || !strings.Contains(r.out, "custody majority (was all): a check begins once more than half the voters") {
 		t.Fatalf("configure --custody majority: %v", r)
@@ -229,4 +248,26 @@ func breakStaging(t *testing.T, n *cnode) (repair func()) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// metricOf is the value of metric name in node n's /metrics; -1 when it
+// has none.
+func metricOf(t *testing.T, n *cnode, name string) float64 {
+	t.Helper()
+	res, err := httpc.Get(n.url() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("node %d: %s", n.id, l)
+			}
+			return f
+		}
+	}
+	return -1
 }
