@@ -120,6 +120,9 @@ type Options struct {
 	// beginWithoutCustody breaks the rule that a check begins only once
 	// custody is whole, to show the custody checks catch it.
 	beginWithoutCustody bool
+	// receiptUnverified breaks the rule that a node receipts only a copy
+	// that verified, to show the custody checks catch it.
+	receiptUnverified bool
 	// placeOnSuspicion breaks the rule that a suspicion alone changes no
 	// placement: the placer also takes a node the decider suspects for
 	// dead, to show the liveness checks catch it.

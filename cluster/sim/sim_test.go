@@ -156,9 +156,10 @@ func TestSim(t *testing.T) {
 }
 
 // TestSimReplaysExactly: the same seed gives the same run, down to the
-// sessions' chain heads (in the trace); seed 8 runs five nodes.
+// sessions' chain heads (in the trace); seed 8 runs five nodes, seed 5
+// evidence custody.
 func TestSimReplaysExactly(t *testing.T) {
-	for _, seed := range []uint64{3, 8} {
+	for _, seed := range []uint64{3, 8, 5} {
 		a, errA := runSeed(t, optionsFor(seed))
 		b, errB := runSeed(t, optionsFor(seed))
 		if errA != nil || errB != nil {
@@ -290,4 +291,22 @@ func TestSimCatchesBeginWithoutCustody(t *testing.T) {
 		}
 	}
 	t.Fatalf("no custody seed of %d caught a check begun before custody was whole", maxSeeds)
+}
+
+// TestSimCatchesReceiptWithoutVerifying has nodes receipt their copies
+// without verifying them, and requires the custody check to catch a
+// receipt for bytes that do not verify within a bounded number of seeds.
+func TestSimCatchesReceiptWithoutVerifying(t *testing.T) {
+	defer simGC()()
+	const maxSeeds = 8
+	for i := uint64(0); i < maxSeeds; i++ {
+		opt := optionsFor(5 + 6*i)
+		opt.receiptUnverified = true
+		_, err := runSeed(t, opt)
+		if err != nil && strings.Contains(err.Error(), "and its copy does not verify") {
+			t.Logf("caught by seed %d: %v", opt.Seed, err)
+			return
+		}
+	}
+	t.Fatalf("no custody seed of %d caught a receipt for a copy that does not verify", maxSeeds)
 }
