@@ -4,8 +4,9 @@ package cluster
 // groups' records name, that its own copy verifies whole, and commits a
 // custody receipt bound to the group's placement epoch
 // (replica.MethodReceipt); an evaluation of an artifact begins only once
-// every voter of its group at the current epoch has one (CustodyPending
-// otherwise). After a placement change the epoch moves and every copy
+// the voters of its group at the current epoch with one are as many as
+// the cluster's custody policy requires, every voter by default
+// (CustodyPending otherwise; custody_policy.go). After a placement change the epoch moves and every copy
 // the new placement requires establishes custody again.
 
 import (
@@ -234,9 +235,20 @@ func (c *Node) withCustody(ctx context.Context, call service.Call, shown service
 	return shown, nil
 }
 
+// policyNote says, in a CustodyPending refusal under a policy other than
+// all, how many receipts it requires.
+func policyNote(policy string, voters int) string {
+	if policy == replica.CustodyAll {
+		return ""
+	}
+	return fmt.Sprintf(" (custody %s: %d of the %d voters)", policy, replica.CustodyRequired(policy, voters), voters)
+}
+
 // custodyPending refuses the beginning of an evaluation of the target of
-// cmd until every voter of its session's group holds a receipt for its
-// bytes at the group's current epoch. It runs once read-consistent.
+// cmd until the voters of its session's group holding a receipt for its
+// bytes at the group's current epoch are as many as the cluster's custody
+// policy requires (every voter by default; more than half under
+// "majority"). It runs once read-consistent.
 func (c *Node) custodyPending(ctx context.Context, call service.Call, cmd claim.Command) error {
 	t, ok := ledgerservice.TargetOf(cmd)
 	if !ok {
@@ -262,9 +274,13 @@ func (c *Node) custodyPending(ctx context.Context, call service.Call, cmd claim.
 	if content == "" {
 		return nil
 	}
-	epoch, _, missing, err := c.custodyOf(ctx, group, content)
+	epoch, holders, missing, err := c.custodyOf(ctx, group, content)
 	if err != nil || len(missing) == 0 {
 		return err
+	}
+	policy := c.sm.Policy().CustodyPolicy()
+	if replica.CustodyWhole(policy, len(holders)+len(missing), len(holders)) {
+		return nil
 	}
 	c.metrics.pendingRefused.Add(1)
 	names := make([]string, len(missing))
@@ -278,7 +294,7 @@ func (c *Node) custodyPending(ctx context.Context, call service.Call, cmd claim.
 	}
 	list = append(list, ']')
 	return rest.NewRetryable(service.CodeCustodyPending,
-		fmt.Sprintf("custody of artifact %s (content %s) is not whole at placement epoch %d of group %d: no receipt yet from node(s) %s; nothing was proposed, send it again",
-			t.Artifact, content, epoch, group, strings.Join(names, ", ")),
+		fmt.Sprintf("custody of artifact %s (content %s) is not whole at placement epoch %d of group %d: no receipt yet from node(s) %s%s; nothing was proposed, send it again",
+			t.Artifact, content, epoch, group, strings.Join(names, ", "), policyNote(policy, len(holders)+len(missing))),
 		api.M("group", api.U(group)), api.M("epoch", api.U(epoch)), api.M("missing", list))
 }

@@ -136,6 +136,12 @@ func (c *Node) upload(ctx context.Context, body io.Reader) (up replica.Upload, r
 	}
 	limit := c.MaxUploadBytes()
 	content, size, err := ledgerservice.StoreBytes(ctx, objs, &boundedBody{r: body, left: limit, limit: limit})
+	var ref *rest.Refusal
+	if errors.As(err, &ref) && ref.Code == service.CodeInsufficientStorage {
+		// Which node's disk filled: the client may send the bytes to another.
+		err = rest.NewRefusalWith(http.StatusInsufficientStorage, service.CodeInsufficientStorage,
+			fmt.Sprintf("node %d: %s", c.cfg.NodeID, ref.Message), api.M("node", api.U(c.cfg.NodeID)))
+	}
 	if err != nil {
 		return up, release, err
 	}

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -67,5 +70,42 @@ func TestAnUploadPastTheLimitIsRefused(t *testing.T) {
 	}
 	if got := filesUnder(t, store.ObjectsDir(nodes[1].Replica().Root()), ""); len(got) != 1 || got[0] != "collect.lock" {
 		t.Fatalf("the node keeps %v", got)
+	}
+}
+
+// A disk that fills while a node stages an upload refuses that upload
+// (507 InsufficientStorage, naming the node), keeps nothing of it, and
+// the node serves on. The content store is put on a small tmpfs, which
+// needs the privilege to mount one.
+func TestAnUploadOnAFullDiskIsRefusedNamingTheNode(t *testing.T) {
+	nodes := startThree(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	full := nodes[1]
+	objs := store.ObjectsDir(full.Replica().Root())
+	if err := os.MkdirAll(objs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", objs).CombinedOutput(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("mount a small tmpfs (CI runs as root): %v %s", err, out)
+		}
+		t.Skipf("cannot mount a small tmpfs here: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", objs).Run() })
+	call := service.Call{Tenant: "acme", Session: "parser", Actor: "parser"}
+	_, err := full.PublishArtifact(ctx, call, api.ClaimPublish{Claim: "C17", Artifact: "big", Generation: 1}, bytes.NewReader(make([]byte, 1<<20)))
+	ref := rest.Refuse(err)
+	if ref.Status != 507 || ref.Code != service.CodeInsufficientStorage || !strings.HasPrefix(ref.Message, fmt.Sprintf("node %d: the disk of this server's content store", full.ID())) ||
+		!strings.Contains(string(ref.Document), fmt.Sprintf(`"node":%d`, full.ID())) {
+		t.Fatalf("%d %s %s %s", ref.Status, ref.Code, ref.Message, ref.Document)
+	}
+	if got := filesUnder(t, filepath.Join(objs, "tmp"), ""); len(got) != 0 {
+		t.Fatalf("the refused upload left %v", got)
+	}
+	if _, err := retried(func() (service.PromiseWritten, error) {
+		return full.DeclarePromise(ctx, service.Call{Tenant: "acme", Session: "parser", Actor: "alice", RequestID: "after"}, api.PromiseDeclare{Promise: "ship", To: "bob", Until: "2h"})
+	}); err != nil {
+		t.Fatalf("a write through node %d after its disk filled: %v", full.ID(), err)
 	}
 }

@@ -52,6 +52,11 @@ type Status struct {
 	// Placement is each group's placement, the cluster's tolerance, the
 	// groups short of their goal and the driver's recent decisions.
 	Placement PlacementStatus `json:"placement"`
+
+	// Custody is the custody policy (replica.CustodyAll or
+	// replica.CustodyMajority): the voters holding an artifact's bytes
+	// before a check on it begins.
+	Custody string `json:"custody"`
 }
 
 // Tolerance is how many nodes, and whole zones, can fail with every group
@@ -71,7 +76,7 @@ func (c *Node) Status(ctx context.Context) (Status, error) {
 	if err := c.do(ctx, func(n *node.MultiRaft) { st, failed = n.Status(), n.Failed() }); err != nil {
 		return Status{}, err
 	}
-	out := Status{SchemaVersion: 1, ClusterID: c.id.ClusterID, NodeID: c.cfg.NodeID, Members: c.sm.Members(), Restored: c.id.Restored, Placements: c.sm.PlacementCount(), Moves: c.sm.Moves()}
+	out := Status{SchemaVersion: 1, ClusterID: c.id.ClusterID, NodeID: c.cfg.NodeID, Members: c.sm.Members(), Restored: c.id.Restored, Placements: c.sm.PlacementCount(), Moves: c.sm.Moves(), Custody: c.CustodyPolicy()}
 	if failed != nil {
 		out.Failed = failed.Error()
 	}

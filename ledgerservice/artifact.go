@@ -65,6 +65,12 @@ func (s *Local) objectStore() (*artifact.Store, error) {
 // or refused; release is set even when it fails.
 func (s *Local) putBytes(ctx context.Context, body io.Reader) (content digest.ContentDigest, size int64, release func(), err error) {
 	release = func() {}
+	if d, ok := body.(artifact.Declared); ok {
+		// Declared bytes are not read, nor the store opened: a replica
+		// applies the record the same whatever its own disk holds, or
+		// fails to (its copy is fetched and receipted beside the log).
+		return d.Content, d.Size, release, nil
+	}
 	objs, err := s.objectStore()
 	if err != nil {
 		return digest.ContentDigest{}, 0, release, err
@@ -78,7 +84,8 @@ func (s *Local) putBytes(ctx context.Context, body io.Reader) (content digest.Co
 
 // storeBytes is putBytes's put. Bytes declared by their content
 // (artifact.Declared: a cluster replica's, whose copy arrives beside the
-// log) are not read: the record names them, and the node fetches them.
+// log) are not read: the record names them, and the node fetches them
+// (putBytes answers them before it opens the store).
 func (s *Local) storeBytes(ctx context.Context, objs *artifact.Store, body io.Reader) (digest.ContentDigest, int64, error) {
 	if d, ok := body.(artifact.Declared); ok {
 		return d.Content, d.Size, nil

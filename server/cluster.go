@@ -56,6 +56,12 @@ type ClusterNode interface {
 	OpBackup(ctx context.Context, decode func(any) error, w io.Writer) error
 }
 
+// custodyConfigurer is a cluster node whose custody policy an operator
+// sets (cluster.Node.OpCustody).
+type custodyConfigurer interface {
+	OpCustody(ctx context.Context, decode func(any) error) (any, error)
+}
+
 // ClusterMover is a cluster node that moves sessions between its groups
 // (cluster.Node): the operator's move and moves, and the nodes' own
 // stage, command and fetch, each signed with the join secret.
@@ -132,6 +138,9 @@ func (s *Server) clusterRoutes(n ClusterNode) []route {
 			signed("cluster.move_command", "move-command", "A node proposes a move's command in a group it holds (signed, between nodes)", mv.OpMoveCommand),
 			route{name: "cluster.move_fetch", method: "POST", pattern: p + "move-fetch", summary: "Bytes of a session's log as this node holds them (signed, between nodes)", body: clusterRequest, write: true, bodyMax: clusterRequestMax, public: true, stream: s.clusterMoveFetch(mv)},
 		)
+	}
+	if cp, ok := n.(custodyConfigurer); ok {
+		routes = append(routes, signed("cluster.custody", "custody", "Set the custody policy: how many of a group's voters hold an artifact's bytes before a check begins, all or majority (signed)", cp.OpCustody))
 	}
 	if cs, ok := n.(contentServer); ok {
 		routes = append(routes, route{name: "cluster.content", method: "POST", pattern: p + "content", summary: "A node's verified copy of content, fetched by another node of the cluster (signed; application/octet-stream)", body: clusterRequest, bodyMax: clusterRequestMax, public: true, stream: s.clusterContent(cs)})

@@ -3,13 +3,16 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"tally/auth"
 	"tally/store"
@@ -148,5 +151,41 @@ func TestArtifactUploadOnAFullDiskIsRefusedAndTheServerServesOn(t *testing.T) {
 	}
 	if code, doc := putStream(f, "small", strings.NewReader("diff --git a b"), 14); code != 201 {
 		t.Fatalf("after a full disk: %d %s", code, doc)
+	}
+}
+
+// An upload whose body stops short of the length it declared (the
+// connection closed mid-stream) is not taken: nothing of it is kept,
+// nothing appended, and the same upload sent whole afterwards is taken.
+func TestArtifactUploadShortOfItsDeclaredLengthLeavesNothing(t *testing.T) {
+	f := newFixture(t)
+	claimToPublish(f)
+	before := f.logBytes()
+	body := bytes.Repeat([]byte("z"), 64<<10)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(f.ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "PUT %s/claims/C17/artifacts/short?slot=change&generation=1&kind=patch HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n",
+		base, f.tokens["parser"], len(body)+1000)
+	conn.Write(body)
+	conn.(*net.TCPConn).CloseWrite()
+	answer, _ := io.ReadAll(conn) // the server may answer 400 or just close
+	conn.Close()
+	if strings.Contains(string(answer), " 201 ") {
+		t.Fatalf("a body short of its length was taken: %s", answer)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(objectFiles(t, f.root)) != 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond) // the handler sees the end of the stream after the client does
+	}
+	if files := objectFiles(t, f.root); len(files) != 0 {
+		t.Fatalf("the short upload left %v", files)
+	}
+	if !bytes.Equal(before, f.logBytes()) {
+		t.Fatal("a short upload was appended")
+	}
+	if code, doc := putStream(f, "short", bytes.NewReader(body), int64(len(body))); code != 201 {
+		t.Fatalf("sent whole: %d %s", code, doc)
 	}
 }

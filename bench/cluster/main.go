@@ -52,7 +52,15 @@ func main() {
 	live := flag.Bool("liveness", false, "measure the failure detector instead: a stopped node's time to suspicion and to settled dead (-stops times, 3 nodes), and idle gossip bytes per node per second at 3 and 9 nodes")
 	stops := flag.Int("stops", 10, "with -liveness: nodes stopped with SIGSTOP to time")
 	custody := flag.Int64("custody", 0, "measure an artifact of this many bytes beside the raft log instead: published through a follower of 3 nodes until full custody vs through one node, and the raft stores' growth per artifact byte, -rounds times")
+	scrub := flag.Int64("scrub", 0, "measure the scrubber instead: one server over a content store of this many bytes, its scrub rate and the write p99 with scrubbing off, at the default rate and at a fast one, interleaved -rounds times (-clients writers, -duration a leg)")
 	flag.Parse()
+	if *scrub > 0 {
+		if err := scrubBench(*bin, *scrub, *clients, *duration, *rounds); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *custody > 0 {
 		if err := custodyBench(*bin, *custody, *rounds); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)

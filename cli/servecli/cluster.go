@@ -330,6 +330,9 @@ func printClusterStatus(g cli.Env, st cluster.Status) error {
 			fmt.Fprintf(w, "moving %s from group %d to group %d: %s (move %d)\n", mv.Name(), mv.From, mv.To, mv.Step, mv.ID)
 		}
 	}
+	if st.Custody != "" {
+		fmt.Fprintf(w, "custody: %s: %s\n", st.Custody, custodyMeaning(st.Custody))
+	}
 	return printPlacement(g, st)
 }
 

@@ -161,6 +161,9 @@ type MetaCommand struct {
 
 	// Constraint is a placement.constrain's (constraint.go).
 	Constraint *ConstraintEntry `json:"constraint,omitempty"`
+
+	// Custody is a cluster.custody's policy (custody.go).
+	Custody string `json:"custody,omitempty"`
 }
 
 // Meta operations.

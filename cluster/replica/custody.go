@@ -155,3 +155,69 @@ func (m *dataSM) clearReceipts(group uint64, pb *pebble.Batch, receipts map[stri
 	}
 	return nil
 }
+
+// Custody policies: how many of a group's voters at its current placement
+// epoch must hold a receipt for an artifact's bytes before an evaluation
+// of it begins. Stored in the meta group (Policy.Custody): do not rename.
+const (
+	// CustodyAll requires every voter's receipt: the default.
+	CustodyAll = "all"
+	// CustodyMajority requires more than half of the voters' receipts.
+	CustodyMajority = "majority"
+)
+
+// CheckCustodyPolicy refuses a custody policy that is not one of the
+// named ones.
+func CheckCustodyPolicy(p string) error {
+	if p != CustodyAll && p != CustodyMajority {
+		return vocab.Invalidf("custody", fmt.Sprintf("must be %q or %q, not %q", CustodyAll, CustodyMajority, p))
+	}
+	return nil
+}
+
+// CustodyRequired is how many of voters copies policy requires: all of
+// them (CustodyAll, and no policy recorded), or more than half
+// (CustodyMajority).
+func CustodyRequired(policy string, voters int) int {
+	if policy == CustodyMajority {
+		return voters/2 + 1
+	}
+	return voters
+}
+
+// CustodyWhole reports whether the voters holding a receipt at the
+// group's current epoch are as many as policy requires of voters; a group
+// with no voters known has no custody.
+func CustodyWhole(policy string, voters, holders int) bool {
+	return voters > 0 && holders >= CustodyRequired(policy, voters)
+}
+
+// OpCustody records the custody policy (MetaCommand.Custody).
+const OpCustody = "cluster.custody"
+
+// CustodySet is a custody policy's outcome: the policy now, and before.
+type CustodySet struct {
+	Custody string `json:"custody"`
+	Was     string `json:"was"`
+}
+
+// decideCustody sets the custody policy, refusing an unnamed one; set
+// again, it answers as the first.
+func decideCustody(p Policy, c MetaCommand) (Policy, Outcome) {
+	if err := CheckCustodyPolicy(c.Custody); err != nil {
+		return p, Outcome{Err: err}
+	}
+	was := p.CustodyPolicy()
+	p = p.clone()
+	p.Custody = c.Custody
+	return p, Outcome{Value: CustodySet{Custody: c.Custody, Was: was}}
+}
+
+// CustodyPolicy is the policy's custody policy: CustodyAll unless one was
+// set.
+func (p Policy) CustodyPolicy() string {
+	if p.Custody == "" {
+		return CustodyAll
+	}
+	return p.Custody
+}

@@ -86,3 +86,65 @@ func TestAWithdrawnReceiptIsGoneUntilMadeAgain(t *testing.T) {
 		t.Fatalf("receipts once made again: %v", got)
 	}
 }
+
+// The custody policy is a named value in the meta group: all by default,
+// majority once set; an unnamed one is refused naming the field, and
+// changes nothing.
+func TestCustodyPolicy(t *testing.T) {
+	sm, db := openReplica(t, t.TempDir(), "")
+	defer db.Close()
+	defer sm.Close()
+	if got := sm.Policy().CustodyPolicy(); got != CustodyAll {
+		t.Fatalf("the default: %q", got)
+	}
+	ents := []node.Entry{
+		metaEntry(t, 1, MetaCommand{Op: OpCustody, Custody: "most"}),
+		metaEntry(t, 2, MetaCommand{Op: OpCustody, Custody: CustodyMajority}),
+		metaEntry(t, 3, MetaCommand{Op: OpCustody}),
+	}
+	if _, err := sm.Apply(node.MetaGroup, ents); err != nil {
+		t.Fatal(err)
+	}
+	outs := map[uint64]Outcome{}
+	for _, e := range ents {
+		outs[e.Index], _ = sm.Take(node.MetaGroup, e.Index)
+	}
+	if r, ok := vocab.As(outs[1].Err); !ok || r.Field != "custody" || r.Rule != `must be "all" or "majority", not "most"` {
+		t.Fatalf("an unnamed policy: %v", outs[1].Err)
+	}
+	if v, ok := outs[2].Value.(CustodySet); outs[2].Err != nil || !ok || v != (CustodySet{Custody: CustodyMajority, Was: CustodyAll}) {
+		t.Fatalf("majority set: %+v", outs[2])
+	}
+	if outs[3].Err == nil {
+		t.Fatal("an empty policy was taken")
+	}
+	if got := sm.Policy().CustodyPolicy(); got != CustodyMajority {
+		t.Fatalf("after the commands: %q", got)
+	}
+}
+
+func TestCustodyWhole(t *testing.T) {
+	for _, c := range []struct {
+		policy          string
+		voters, holders int
+		required        int
+		whole           bool
+	}{
+		{CustodyAll, 3, 3, 3, true},
+		{CustodyAll, 3, 2, 3, false},
+		{"", 3, 2, 3, false},
+		{CustodyMajority, 3, 2, 2, true},
+		{CustodyMajority, 3, 1, 2, false},
+		{CustodyMajority, 4, 2, 3, false},
+		{CustodyMajority, 5, 3, 3, true},
+		{CustodyMajority, 1, 1, 1, true},
+		{CustodyAll, 0, 0, 0, false},
+	} {
+		if got := CustodyRequired(c.policy, c.voters); got != c.required {
+			t.Errorf("%q of %d: %d required, want %d", c.policy, c.voters, got, c.required)
+		}
+		if got := CustodyWhole(c.policy, c.voters, c.holders); got != c.whole {
+			t.Errorf("%q, %d of %d: whole %v, want %v", c.policy, c.holders, c.voters, got, c.whole)
+		}
+	}
+}

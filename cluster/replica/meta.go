@@ -310,6 +310,10 @@ func decideMeta(st metaState, c MetaCommand, groups int) (metaState, Outcome) {
 		p, out := decideConstrain(st, c, groups)
 		st.Policy = p
 		return st, out
+	case OpCustody:
+		p, out := decideCustody(st.Policy, c)
+		st.Policy = p
+		return st, out
 	case OpConfigure, OpDecide, OpDecided, OpGroupConf:
 		p, out := decidePolicy(st.Policy, c)
 		st.Policy = p

@@ -32,6 +32,11 @@ type Policy struct {
 	// Constraints are the tenants' and sessions' constraints, by name
 	// (constraint.go).
 	Constraints []ConstraintEntry `json:"constraints,omitempty"`
+
+	// Custody is the required copies of an artifact's bytes before an
+	// evaluation of it begins (custody.go): CustodyAll (also when empty)
+	// or CustodyMajority.
+	Custody string `json:"custody,omitempty"`
 }
 
 // GroupConf is a group's configuration as its leader recorded it.

@@ -112,6 +112,11 @@ func (w *World) finalChecks() error {
 	if err := w.checkFamilies(members, groups, logs); err != nil {
 		return fmt.Errorf("seed %d: %w", w.opt.Seed, err)
 	}
+	if w.cust != nil {
+		if err := w.checkCustody(members); err != nil {
+			return fmt.Errorf("seed %d: custody: %w", w.opt.Seed, err)
+		}
+	}
 	if err := w.checkTokens(members[node.MetaGroup]); err != nil {
 		return fmt.Errorf("seed %d: %w", w.opt.Seed, err)
 	}

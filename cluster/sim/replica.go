@@ -72,7 +72,7 @@ func (w *World) openReplica(sn *simNode, db *raftlog.DB) (*replica.SM, error) {
 		Methods: cluster.Methods(func() *replica.SM { return sm }),
 		Service: func(s ledgerservice.Sessions) service.Service {
 			return ledgerservice.New(s, ledgerservice.Config{Now: func() time.Time { return sm.Now() }, Timekeeper: lc.Timekeeper,
-				Root: func() (string, error) { return sn.dir, nil }, RelativeLogs: true,
+				Root: func() (string, error) { return sn.dir, nil }, RelativeLogs: true, TargetsVerified: true,
 				MintExpectationID: func() string { return sm.MintExpectationID() }})
 		},
 		MaxOpen: maxOpen, IdleClose: idleClose, Clock: w.clock.Now,

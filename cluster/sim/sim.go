@@ -110,6 +110,19 @@ type Options struct {
 	// failure detector's deciding table commits dead and alive facts
 	// from the members' modelled reports (liveness.go).
 	Liveness bool
+	// Custody runs evidence custody (custody.go): artifacts published
+	// beside the log, fetched, receipted, scrubbed; CustodyPolicy is the
+	// required copies (replica.CustodyAll when empty); Corrupt corrupts
+	// stored copies among the faults.
+	Custody       bool
+	CustodyPolicy string
+	Corrupt       bool
+	// beginWithoutCustody breaks the rule that a check begins only once
+	// custody is whole, to show the custody checks catch it.
+	beginWithoutCustody bool
+	// receiptUnverified breaks the rule that a node receipts only a copy
+	// that verified, to show the custody checks catch it.
+	receiptUnverified bool
 	// placeOnSuspicion breaks the rule that a suspicion alone changes no
 	// placement: the placer also takes a node the decider suspects for
 	// dead, to show the liveness checks catch it.
@@ -163,6 +176,9 @@ type Stats struct {
 	// Live counts the failure detector's work (liveness runs).
 	Live  LiveStats
 	Trace uint64 // a hash of the run's events, equal for equal runs
+
+	// Custody counts evidence custody's work (custody runs).
+	Custody CustodyStats
 }
 
 type event struct {
@@ -249,6 +265,9 @@ type World struct {
 	stats          Stats
 	trace          uint64
 	err            error
+
+	// cust is evidence custody's state, nil unless Options.Custody.
+	cust *custodyWorld
 }
 
 const tick = 20 * time.Millisecond
@@ -311,6 +330,9 @@ func runWorld(opt Options) (w *World, err error) {
 		w.startPlacer()
 	}
 	w.startTokener()
+	if opt.Custody {
+		w.startCustody()
+	}
 	chaosEnd := int64(opt.Chaos)
 	w.after(200*time.Millisecond, func() { w.chaos(chaosEnd) })
 	if opt.Placement {
@@ -482,6 +504,7 @@ func (w *World) restart(sn *simNode) {
 	}
 	w.scheduleTick(sn, 0)
 	w.scheduleKeep(sn, int64(keepEvery))
+	w.custodyRestarted(sn)
 }
 
 // closeAll closes every live node and removes the nodes' directories.

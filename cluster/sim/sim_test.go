@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/cryptotest"
 	"time"
+
+	"tally/cluster/replica"
 )
 
 var (
@@ -43,6 +45,18 @@ func optionsFor(seed uint64) Options {
 	// Half of those have no node marked dead by hand: the failure
 	// detector settles the deaths and the returns (liveness.go).
 	opt.Liveness = seed%16 == 8
+	// Seeds 6k+5 run evidence custody (custody.go): one in two of them
+	// on five nodes, one in two requiring a majority's copies, two in
+	// three with stored copies corrupted among the faults.
+	if opt.Custody = seed%6 == 5; opt.Custody {
+		if seed%12 == 11 {
+			opt.Nodes, opt.Voters = 5, 3
+		}
+		if seed%24 < 12 {
+			opt.CustodyPolicy = replica.CustodyMajority
+		}
+		opt.Corrupt = seed/6%3 != 2
+	}
 	if opt.Liveness {
 		// A death settled as the faults end is healed, and the node's
 		// return placed again, in the quiet period: a longer one.
@@ -120,6 +134,7 @@ func TestSim(t *testing.T) {
 		total.Live.Grants += st.Live.Grants
 		total.Live.WhileSuspect += st.Live.WhileSuspect
 		total.MarkedDead += st.MarkedDead
+		total.Custody = addCustody(total.Custody, st.Custody)
 		total.Drained += st.Drained
 		if n == 1 {
 			t.Logf("seed %d: %+v", seed, st)
@@ -132,15 +147,19 @@ func TestSim(t *testing.T) {
 	t.Logf("placement: %d changes by the placement rule, %d nodes marked dead, %d drained", total.Decisions, total.MarkedDead, total.Drained)
 	l := total.Live
 	t.Logf("liveness: %d suspicions, %d deaths and %d alive facts committed, %d refutations, %d grants, %d placement changes while a node was suspected and not dead", l.Suspicions, l.Deaths, l.Alive, l.Refutations, l.Grants, l.WhileSuspect)
+	cu := total.Custody
+	t.Logf("custody: %d uploads, %d fetches stored (%d failed, %d cut or corrupted on the way and refused), %d receipts, %d withdrawn; %d copies corrupted, %d found; %d check begins refused pending custody, %d begun",
+		cu.Uploads, cu.Fetches, cu.FetchesFailed, cu.FetchesCut, cu.Receipts, cu.Withdrawn, cu.Corrupted, cu.Found, cu.Pending, cu.Begun)
 	t.Logf("%d expectations raised, %d facts recorded, %d lapses committed by %d sweeps (%d more sweeps committed nothing); %d claims created (%d refused a step past their deadline, %d expired, %d artifacts published); %d tokens created, %d revoked, %d meta snapshots sent",
 		total.Expectations, total.Facts, total.Lapses, total.Sweeps, total.SweepsEmpty, total.Claims, total.ClaimsRefused, total.Expired, total.Artifacts,
 		total.Tokens, total.TokensRevoked, total.MetaSnapshots)
 }
 
 // TestSimReplaysExactly: the same seed gives the same run, down to the
-// sessions' chain heads (in the trace); seed 8 runs five nodes.
+// sessions' chain heads (in the trace); seed 8 runs five nodes, seed 5
+// evidence custody.
 func TestSimReplaysExactly(t *testing.T) {
-	for _, seed := range []uint64{3, 8} {
+	for _, seed := range []uint64{3, 8, 5} {
 		a, errA := runSeed(t, optionsFor(seed))
 		b, errB := runSeed(t, optionsFor(seed))
 		if errA != nil || errB != nil {
@@ -240,4 +259,54 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func addCustody(a, b CustodyStats) CustodyStats {
+	a.Uploads += b.Uploads
+	a.Fetches += b.Fetches
+	a.FetchesFailed += b.FetchesFailed
+	a.FetchesCut += b.FetchesCut
+	a.Receipts += b.Receipts
+	a.Withdrawn += b.Withdrawn
+	a.Corrupted += b.Corrupted
+	a.Found += b.Found
+	a.Pending += b.Pending
+	a.Begun += b.Begun
+	return a
+}
+
+// TestSimCatchesBeginWithoutCustody has checks begin without waiting for
+// custody, and requires the custody check to catch it within a bounded
+// number of custody seeds.
+func TestSimCatchesBeginWithoutCustody(t *testing.T) {
+	defer simGC()()
+	const maxSeeds = 8
+	for i := uint64(0); i < maxSeeds; i++ {
+		opt := optionsFor(5 + 6*i)
+		opt.beginWithoutCustody = true
+		_, err := runSeed(t, opt)
+		if err != nil && strings.Contains(err.Error(), "began through node") {
+			t.Logf("caught by seed %d: %v", opt.Seed, err)
+			return
+		}
+	}
+	t.Fatalf("no custody seed of %d caught a check begun before custody was whole", maxSeeds)
+}
+
+// TestSimCatchesReceiptWithoutVerifying has nodes receipt their copies
+// without verifying them, and requires the custody check to catch a
+// receipt for bytes that do not verify within a bounded number of seeds.
+func TestSimCatchesReceiptWithoutVerifying(t *testing.T) {
+	defer simGC()()
+	const maxSeeds = 8
+	for i := uint64(0); i < maxSeeds; i++ {
+		opt := optionsFor(5 + 6*i)
+		opt.receiptUnverified = true
+		_, err := runSeed(t, opt)
+		if err != nil && strings.Contains(err.Error(), "and its copy does not verify") {
+			t.Logf("caught by seed %d: %v", opt.Seed, err)
+			return
+		}
+	}
+	t.Fatalf("no custody seed of %d caught a receipt for a copy that does not verify", maxSeeds)
 }

@@ -138,3 +138,24 @@ func TestArtifactCollectOnALocalLedger(t *testing.T) {
 		t.Fatalf("verify --store after: %v", r)
 	}
 }
+
+// An upload abandoned mid-stream (the process killed while it staged the
+// bytes) leaves a staging file, which a collection past the grace removes.
+func TestArtifactCollectRemovesAnAbandonedUpload(t *testing.T) {
+	l := newLedger(t)
+	staging := filepath.Join(l.dir, "objects", "tmp")
+	if err := os.MkdirAll(staging, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	abandoned := filepath.Join(staging, "put-abandoned")
+	writeBytes(t, abandoned, "the first half of an upload cut by a kill -9\n")
+	if out := l.must("artifact", "collect"); out != "0 object(s) and 0 staged file(s) collected, 0 bytes\n" {
+		t.Fatalf("collect within the grace: %q", out)
+	}
+	if out := l.must("artifact", "collect", "--grace", "0s"); out != "0 object(s) and 1 staged file(s) collected, 45 bytes\n" {
+		t.Fatalf("collect: %q", out)
+	}
+	if _, err := os.Stat(abandoned); !os.IsNotExist(err) {
+		t.Fatalf("the abandoned upload: %v", err)
+	}
+}

@@ -634,7 +634,7 @@
         stepper(c.claim, hist.steps),
         matrix(c),
         testaments(c),
-        artifacts(c),
+        artifacts(c, doc.custody),
         chain(c, graph),
       ],
     };
@@ -745,18 +745,33 @@
             h('td', { 'data-label': 'Confidence' }, t.confidence !== undefined ? String(t.confidence) : '—'),
             h('td', { 'data-label': 'Evidence' }, (t.bindings || []).map((b, i) => [i ? ', ' : '', b.slot + ' → ', h('code', {}, b.artifact), ' ', h('code', { class: 'digest' }, String(b.digest).slice(0, 12))]))))))));
   }
-  function artifacts(c) {
+  // artifacts lists the claim's artifacts; on a cluster, custody (the
+  // claim document's member) adds each one's: the nodes holding a receipt
+  // at its group's placement epoch, and those an evaluation still waits for.
+  function artifacts(c, custody) {
     const list = c.artifacts || [];
+    const held = Object.fromEntries((custody || []).map((k) => [k.artifact, k]));
+    const cols = ['Artifact', 'Role', 'Slot', 'Kind', 'Name', 'Producer', 'Size', 'Digest'].concat(custody ? ['Custody'] : []);
+    const nodes = (ids) => (ids && ids.length ? 'node ' + ids.join(', ') : 'no node');
+    const custodyCell = (a) => {
+      const k = held[a.artifact];
+      if (!k) return '—';
+      const pending = (k.missing || []).length > 0;
+      return h('span', { 'data-custody': a.artifact, class: pending ? 'pending' : 'whole' },
+        'held by ' + nodes(k.holders) + ' at epoch ' + k.epoch + ' of group ' + k.group + ' — ',
+        pending ? h('strong', {}, 'pending: no receipt from ' + nodes(k.missing)) : 'whole');
+    };
     return h('section', { class: 'card', 'aria-labelledby': 'h-art' }, h('h2', { id: 'h-art' }, 'Artifacts'),
       list.length === 0 ? h('p', {}, 'No artifact yet.') :
         h('div', { class: 'tablewrap' }, h('table', { class: 'rows' }, h('caption', { class: 'sr' }, 'Artifacts of ' + c.claim),
-          h('thead', {}, h('tr', {}, ['Artifact', 'Role', 'Slot', 'Kind', 'Name', 'Producer', 'Size', 'Digest'].map((x) => h('th', { scope: 'col' }, x)))),
+          h('thead', {}, h('tr', {}, cols.map((x) => h('th', { scope: 'col' }, x)))),
           h('tbody', {}, list.map((a) => h('tr', {},
             h('td', { 'data-label': 'Artifact' }, h('code', {}, a.artifact)), h('td', { 'data-label': 'Role' }, a.role),
             h('td', { 'data-label': 'Slot' }, a.slot || '—'), h('td', { 'data-label': 'Kind' }, a.kind || '—'),
             h('td', { 'data-label': 'Name' }, a.name || '—'), h('td', { 'data-label': 'Producer' }, a.producer || ''),
             h('td', { 'data-label': 'Size' }, a.size !== undefined ? kb(a.size) : '—'),
-            h('td', { 'data-label': 'Digest' }, h('code', { class: 'digest', title: a.digest }, String(a.digest || '').slice(0, 12)))))))));
+            h('td', { 'data-label': 'Digest' }, h('code', { class: 'digest', title: a.digest }, String(a.digest || '').slice(0, 12))),
+            custody ? h('td', { 'data-label': 'Custody' }, custodyCell(a)) : null))))));
   }
   function chain(c, graph) {
     // The successor chain through predecessor edges, oldest first.
