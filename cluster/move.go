@@ -180,7 +180,7 @@ func (c *Node) Move(ctx context.Context, tenant, session string, group uint64, a
 		c.log.Info("move aborted", "move", mv.ID, "session", mv.Name())
 		return mv, nil
 	}
-	if err := replica.CheckPlacement(replica.Placement{Tenant: tenant, Session: session, Group: group}, c.cfg.Groups); err != nil {
+	if err := replica.CheckPlacement(replica.Placement{Tenant: tenant, Session: session, Group: group}, c.sm.DataGroups()); err != nil {
 		return replica.Move{}, err
 	}
 	epoch := c.sm.EpochOf(tenant, session)

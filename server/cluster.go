@@ -67,6 +67,15 @@ type ClusterMover interface {
 	OpMoveFetch(ctx context.Context, decode func(any) error, w io.Writer) error
 }
 
+// ClusterGrower is a cluster node that adds data groups and spreads
+// sessions over them (cluster.Node): the operator's groups add, and the
+// nodes' own listing of a group's largest sessions, signed with the join
+// secret.
+type ClusterGrower interface {
+	OpGroupsAdd(ctx context.Context, decode func(any) error) (any, error)
+	OpGroupSessions(ctx context.Context, decode func(any) error) (any, error)
+}
+
 // contentServer is a ClusterNode that serves its copies of content to the
 // other nodes (cluster.Node): OpContent writes the node's verified copy of
 // the content a signed request names to w, after telling setSize its
@@ -131,6 +140,12 @@ func (s *Server) clusterRoutes(n ClusterNode) []route {
 			signed("cluster.move_stage", "move-stage", "A node stages a moving session's log from the source group (signed, between nodes)", mv.OpMoveStage),
 			signed("cluster.move_command", "move-command", "A node proposes a move's command in a group it holds (signed, between nodes)", mv.OpMoveCommand),
 			route{name: "cluster.move_fetch", method: "POST", pattern: p + "move-fetch", summary: "Bytes of a session's log as this node holds them (signed, between nodes)", body: clusterRequest, write: true, bodyMax: clusterRequestMax, public: true, stream: s.clusterMoveFetch(mv)},
+		)
+	}
+	if gr, ok := n.(ClusterGrower); ok {
+		routes = append(routes,
+			signed("cluster.groups_add", "groups-add", "Add data groups, each on the replication factor's worth of the least loaded members (signed)", gr.OpGroupsAdd),
+			signed("cluster.group_sessions", "group-sessions", "A data group's largest sessions and their bytes (signed, between nodes)", gr.OpGroupSessions),
 		)
 	}
 	if cs, ok := n.(contentServer); ok {

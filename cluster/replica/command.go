@@ -161,6 +161,9 @@ type MetaCommand struct {
 
 	// Constraint is a placement.constrain's (constraint.go).
 	Constraint *ConstraintEntry `json:"constraint,omitempty"`
+
+	// GroupsAdd is a groups.add's (directory_groups.go).
+	GroupsAdd *GroupsAdd `json:"groups_add,omitempty"`
 }
 
 // Meta operations.

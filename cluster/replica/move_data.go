@@ -312,7 +312,8 @@ func (m *dataSM) moveEntry(b *batchPlace, c Command) (Outcome, bool) {
 	if err := json.Unmarshal(c.Doc, &d); err != nil {
 		return Outcome{Err: vocab.Invalidf("command", "a move command's document: "+err.Error())}, true
 	}
-	if err := CheckPlacement(Placement{Tenant: c.Tenant, Session: c.Session, Group: b.group}, m.cfg.Groups); err != nil {
+	// The group may be one added after the bootstrap (MaxDataGroups).
+	if err := CheckPlacement(Placement{Tenant: c.Tenant, Session: c.Session, Group: b.group}, MaxDataGroups); err != nil {
 		return Outcome{Err: err}, true
 	}
 	switch c.Method {

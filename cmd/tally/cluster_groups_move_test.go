@@ -1,0 +1,168 @@
+package main
+
+// Adding data groups across real processes, and the driver spreading
+// sessions into them: refusals with nothing recorded; a group added on a
+// 3-node cluster gets its voters and a leader, `cluster groups --json`
+// shows it, a new session can be placed in it; then the driver moves
+// sessions of the two full groups into the empty one on its own, each
+// moved session whole.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tally/cluster"
+	"tally/cluster/replica"
+)
+
+// groupsOf is `cluster groups --json` through node n.
+func groupsOf(t *testing.T, n *cnode) cluster.Status {
+	t.Helper()
+	r := run(t, runOpts{}, "cluster", "groups", "--node", n.addr, "--json")
+	var st cluster.Status
+	if err := json.Unmarshal([]byte(r.out), &st); r.code != 0 || err != nil {
+		t.Fatalf("cluster groups --json: %v (%v)", r, err)
+	}
+	return st
+}
+
+// declareAgain declares a promise through the nodes in turn from the
+// i-th, sending it again under its key on a 503 (the driver hands
+// leaderships over while the writes run), as a client does.
+func declareAgain(nodes []*cnode, i int, session, key, text string) (int, string) {
+	var code int
+	var resp string
+	for try := range 50 {
+		if code, _, resp = declareText(nodes[(i+try)%len(nodes)].addr, session, key, text); code != http.StatusServiceUnavailable && code != 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return code, resp
+}
+
+func TestClusterGroupsAddSpread(t *testing.T) {
+	nodes := startClusterWith(t, t.TempDir(), func(n *cnode) {
+		if n.id == 1 {
+			n.joinArgs = append(n.joinArgs, "--groups", "2")
+		}
+	})
+	secret := secretEnv()
+	if st := groupsOf(t, nodes[1]); len(st.Groups) != 3 {
+		t.Fatalf("groups before: %+v", st.Groups)
+	}
+
+	// Refused, with nothing recorded.
+	for _, c := range []struct {
+		args []string
+		env  runOpts
+		exit int
+		err  string
+	}{
+		{[]string{"--count", "0"}, secret, 2, "count: 0: must be 1 to 64 groups at a time"},
+		{[]string{"--count", "65"}, secret, 2, "count: 65: must be 1 to 64 groups at a time"},
+		{[]string{"extra"}, secret, 2, "unknown command"},
+		{nil, runOpts{}, 2, "join-secret: required"},
+		{nil, runOpts{env: []string{"TALLY_JOIN_SECRET=another secret of some length"}}, 1, "groups-add: the request is not signed with this cluster's join secret"},
+	} {
+		r := run(t, c.env, append([]string{"cluster", "groups", "add", "--node", nodes[1].addr}, c.args...)...)
+		if r.code != c.exit || !strings.Contains(r.err, c.err) {
+			t.Errorf("groups add %q: exit %d, stderr %q; want %d with %q", c.args, r.code, r.err, c.exit, c.err)
+		}
+	}
+	if st := groupsOf(t, nodes[2]); len(st.Groups) != 3 {
+		t.Fatalf("groups after the refusals: %+v", st.Groups)
+	}
+
+	// Sessions in both groups: three in each, about 0.6 MiB each.
+	text := strings.Repeat("x", 2000)
+	var names []string
+	for g := uint64(2); g <= 3; g++ {
+		for i := 0; len(names) < int(g-1)*3; i++ {
+			if s := fmt.Sprintf("full-%d", i); replica.GroupOf(2, "acme", s) == g && !slices.Contains(names, s) {
+				names = append(names, s)
+			}
+		}
+	}
+	const perSession = 300
+	var wg sync.WaitGroup
+	for _, s := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perSession {
+				if code, resp := declareAgain(nodes, i, s, fmt.Sprintf("%s-%d", s, i), fmt.Sprintf("%d %s", i, text)); code != http.StatusCreated && code != http.StatusOK {
+					t.Errorf("write %s %d: %d %s", s, i, code, resp)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// A group added: its voters, a leader, shown by groups --json.
+	r := run(t, secret, "cluster", "groups", "add", "--node", nodes[1].addr)
+	if r.code != 0 || r.out != "group 4 added, on nodes 1,2,3\n" {
+		t.Fatalf("groups add: %v", r)
+	}
+	waitUntil(t, "group 4 with three voters and a leader on every node", 30*time.Second, func() bool {
+		for _, n := range nodes {
+			gs, ok := groupStatus(n, 4)
+			if !ok || gs.Leader == 0 || len(gs.Voters) != 3 || gs.Kind != "data" {
+				return false
+			}
+		}
+		return true
+	})
+	if st := groupsOf(t, nodes[0]); len(st.Groups) != 4 || st.Groups[3].Group != 4 {
+		t.Fatalf("groups --json after the add: %+v", st.Groups)
+	}
+
+	// A new session placed in it.
+	if r := run(t, secret, "cluster", "place", "acme/fresh", "--group", "4", "--node", nodes[2].addr); r.code != 0 {
+		t.Fatalf("place in group 4: %v", r)
+	}
+	if code, resp := declareAgain(nodes, 0, "fresh", "fresh-0", "fresh 0"); code != http.StatusCreated {
+		t.Fatalf("write to the placed session: %d %s", code, resp)
+	}
+	if code, log := readEntries(nodes[1].addr, "fresh"); code != 200 || len(log) != 1 {
+		t.Fatalf("read of the placed session: %d %v", code, log)
+	}
+
+	// The driver spreads the full groups' sessions into the new one.
+	var moved []replica.Move
+	waitUntil(t, "the driver to move two sessions into group 4", 90*time.Second, func() bool {
+		r := run(t, secret, "cluster", "moves", "--node", nodes[0].addr, "--json")
+		var doc cluster.Moves
+		if r.code != 0 || json.Unmarshal([]byte(r.out), &doc) != nil {
+			return false
+		}
+		moved = moved[:0]
+		for _, mv := range doc.Moves {
+			if mv.To == 4 && (mv.Step == replica.MoveActivated || mv.Step == replica.MoveRetired) {
+				moved = append(moved, mv)
+			}
+		}
+		return len(moved) >= 2
+	})
+	for _, mv := range moved {
+		if mv.Tenant != "acme" || !slices.Contains(names, mv.Session) || mv.Seq < perSession {
+			t.Errorf("driver's move: %+v", mv)
+			continue
+		}
+		code, log := readEntries(nodes[int(mv.ID)%3].addr, mv.Session)
+		if code != 200 || len(log) != perSession {
+			t.Errorf("%s after its move: %d, %d records", mv.Name(), code, len(log))
+		}
+	}
+	t.Logf("the driver moved %d sessions into group 4", len(moved))
+}
