@@ -654,3 +654,19 @@ func (c *Node) moveStep(ctx context.Context, s replica.MoveStep, mv replica.Move
 	}
 	return next, nil
 }
+
+// movedOn is the group a read of a session fenced in g for its move is
+// served from: g until the move's activation, the destination after it,
+// as the meta group's quorum has it. Once activated, the destination
+// takes writes the source never sees, while the source stays fenced until
+// it retires; a node whose directory lags would otherwise read the source
+// and miss them.
+func (c *Node) movedOn(ctx context.Context, g uint64, tenant, session string) (uint64, error) {
+	if _, moving := c.sm.MovingTo(g, tenant, session); !moving {
+		return g, nil
+	}
+	if err := c.readIndex(ctx, node.MetaGroup); err != nil {
+		return 0, err
+	}
+	return c.sm.GroupOf(tenant, session), nil // the caller reads there next
+}

@@ -524,6 +524,17 @@ func (m *dataSM) moveRetire(b *batchPlace, c Command, d MoveDoc) Outcome {
 	return Outcome{Value: LogEnd{}}
 }
 
+// retireAgain reports whether c is a retire of the session's move to the
+// group it is fenced to here: the same retire again (its first answer
+// lost), which answers as the first did rather than as moved.
+func retireAgain(c Command, fencedTo uint64) bool {
+	if c.Method != MethodMoveRetire {
+		return false
+	}
+	var d MoveDoc
+	return json.Unmarshal(c.Doc, &d) == nil && d.To == fencedTo
+}
+
 // removeSession closes and removes a session's directory.
 func (m *dataSM) removeSession(tenant, session string) error {
 	dir, err := store.SessionDir(m.cfg.Root, tenant, session)
