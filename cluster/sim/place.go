@@ -128,7 +128,7 @@ func (w *World) placed(p *placer, out replica.Outcome) {
 // moved reports whether a client's command was refused as moved.
 func moved(err error) bool {
 	var mv *replica.Moved
-	return errors.As(err, &mv)
+	return errors.As(err, &mv) || moving(err)
 }
 
 // checkPlacement requires the meta group's replicas to have the same
