@@ -8,6 +8,7 @@ package rebalance
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 
 	"tally/cluster/placement"
@@ -102,6 +103,10 @@ type Thresholds struct {
 	GroupFull int64
 }
 
+// movableShare: the driver moves sessions off a group only when those
+// that may move carry at least this share of its load above the mean.
+const movableShare = 0.5
+
 // Default are the driver's thresholds.
 var Default = Thresholds{Start: 0.25, Stop: 0.10, MinBytes: 1 << 20, GroupFull: 8 << 30}
 
@@ -180,34 +185,36 @@ func Next(groups []Group, th Thresholds, balancing bool) Plan {
 	if loads[hi] <= mean*(1+band) {
 		return Plan{Reason: fmt.Sprintf("group %d is within %.0f%% of the mean load", groups[hi].ID, band*100)}
 	}
-	// The session whose move brings the two groups' loads closest,
-	// among those that lower the sum of squares (l < gap).
-	gap := loads[hi] - loads[lo]
-	best, bestLeft := -1, gap
+	// The session whose move brings the two groups' loads closest, among
+	// those below their gap (so every move lowers the sum of squares)
+	// that leave the destination below the source's load by at least a
+	// quarter of its excess over the mean (no churn of a session so large
+	// the destination only takes the source's place). Moving is worth it
+	// only when such sessions carry at least movableShare of that excess:
+	// a group hot for one session too large to move keeps its small ones.
+	gap, excess := loads[hi]-loads[lo], loads[hi]-mean
+	best, bestLeft, movable := -1, 0.0, 0.0
 	for i, s := range groups[hi].Sessions {
 		if s.Pinned {
 			continue
 		}
 		l := load(s.Bytes, s.Rate)
-		if l <= 0 || l >= gap {
+		if l <= 0 || l >= gap || loads[lo]+l > loads[hi]-excess/4 {
 			continue
 		}
-		left := abs(gap - 2*l)
+		movable += l
+		left := math.Abs(gap - 2*l)
 		if best < 0 || left < bestLeft || (left == bestLeft && s.Name < groups[hi].Sessions[best].Name) {
 			best, bestLeft = i, left
 		}
 	}
+	if best >= 0 && movable < excess*movableShare {
+		return Plan{Balancing: true, Reason: fmt.Sprintf("group %d is above the mean load, but the sessions that could move carry less than %.0f%% of its excess (one session too large to move dominates it)", groups[hi].ID, movableShare*100)}
+	}
 	if best < 0 {
-		return Plan{Balancing: true, Reason: fmt.Sprintf("group %d is above the mean load, but no session of it moves to group %d for less than their gap", groups[hi].ID, groups[lo].ID)}
+		return Plan{Balancing: true, Reason: fmt.Sprintf("group %d is above the mean load, but no session of it moves to group %d without taking its place", groups[hi].ID, groups[lo].ID)}
 	}
 	s := groups[hi].Sessions[best]
 	return Plan{Balancing: true, Move: &Move{Session: s.Name, From: groups[hi].ID, To: groups[lo].ID},
 		Reason: fmt.Sprintf("group %d's load is above the mean by more than %.0f%%: %s moves to group %d, the least loaded", groups[hi].ID, band*100, s.Name, groups[lo].ID)}
-}
-
-func abs(f float64) float64 {
-	if f < 0 {
-		return -f
-	}
-	return f
 }

@@ -72,7 +72,21 @@ func TestNext(t *testing.T) {
 		{"one huge session cannot even out", []Group{
 			{ID: 2, Sessions: []Session{sess("a/1", 20*mib)}},
 			{ID: 3, Sessions: []Session{sess("b/1", 1*mib)}},
-		}, false, "none balancing: group 2 is above the mean load, but no session of it moves to group 3 for less than their gap"},
+		}, false, "none balancing: group 2 is above the mean load, but no session of it moves to group 3 without taking its place"},
+		{"a small session beside one too large to move stays", []Group{
+			{ID: 2, Sessions: []Session{sess("a/1", 90*mib), sess("a/2", mib)}},
+			{ID: 3, Sessions: []Session{sess("b/1", mib)}},
+			{ID: 4},
+		}, false, "none balancing: group 2 is above the mean load, but the sessions that could move carry less than 50% of its excess (one session too large to move dominates it)"},
+		{"equal sessions, a little more in the least loaded group", []Group{
+			{ID: 2, Sessions: []Session{sess("a/1", 6*mib), sess("a/2", 6*mib)}},
+			{ID: 3, Sessions: []Session{sess("b/1", 6*mib), sess("b/2", 6*mib), sess("b/3", 6*mib)}},
+			{ID: 4, Sessions: []Session{sess("a/3", 6*mib), sess("c/1", 1<<10)}},
+		}, true, "move b/1 3→4 balancing"},
+		{"many small sessions move", []Group{
+			{ID: 2, Sessions: manySmall("a", 40)},
+			{ID: 3, Sessions: manySmall("b", 10)},
+		}, false, "move a/0 2→3 balancing"},
 		{"between the bands: not started", []Group{
 			{ID: 2, Sessions: []Session{sess("a/1", 6*mib), sess("a/2", 6*mib+mib/2)}},
 			{ID: 3, Sessions: []Session{sess("b/1", 10*mib)}},
@@ -101,6 +115,14 @@ func TestNext(t *testing.T) {
 			}
 		})
 	}
+}
+
+func manySmall(tenant string, n int) []Session {
+	out := make([]Session, n)
+	for i := range out {
+		out[i] = sess(fmt.Sprintf("%s/%d", tenant, i), mib/4)
+	}
+	return out
 }
 
 func describe(p Plan) string {
