@@ -571,7 +571,7 @@ func (c *Node) moveOnce(ctx context.Context, mv replica.Move) (replica.Move, err
 			return now, nil
 		}
 		got, err := c.moveCommand(ctx, mv.To, replica.MethodMoveInstall, mv.Tenant, mv.Session,
-			replica.MoveDoc{Move: mv.ID, From: mv.From, To: mv.To, Seq: mv.Seq, Chain: mv.Chain, Length: int64(mv.Length)})
+			replica.MoveDoc{Move: mv.ID, From: mv.From, To: mv.To, Seq: mv.Seq, Chain: mv.Chain, Length: int64(mv.Length), Holders: c.groupHolders(mv.From)})
 		if err != nil {
 			return mv, err
 		}
@@ -669,4 +669,17 @@ func (c *Node) movedOn(ctx context.Context, g uint64, tenant, session string) (u
 		return 0, err
 	}
 	return c.sm.GroupOf(tenant, session), nil // the caller reads there next
+}
+
+// groupHolders are the nodes that hold group's bytes: its recorded
+// voters, or every member when no factor is set.
+func (c *Node) groupHolders(group uint64) []uint64 {
+	if conf, ok := c.sm.Policy().Groups[group]; ok && len(conf.Voters) > 0 {
+		return sorted(conf.Voters)
+	}
+	var ids []uint64
+	for _, m := range c.sm.Members() {
+		ids = append(ids, m.ID)
+	}
+	return ids
 }

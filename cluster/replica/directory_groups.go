@@ -12,12 +12,14 @@ package replica
 import (
 	"cmp"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 
 	"tally/cluster/node"
+	"tally/store"
 	"tally/vocab"
 )
 
@@ -174,15 +176,23 @@ type SessionSize struct {
 }
 
 // GroupSessions is the sessions this replica holds for group, with their
-// logs' lengths as applied, the largest first.
+// logs' sizes on disk (a stat each: no log is opened), the largest first.
 func (m *dataSM) GroupSessions(group uint64) ([]SessionSize, error) {
-	entries, err := m.sessionEntries(group)
+	sessions, err := m.heldSessions(group)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]SessionSize, len(entries))
-	for i, e := range entries {
-		out[i] = SessionSize{Name: e.Name, Bytes: int64(e.Length)}
+	out := make([]SessionSize, 0, len(sessions))
+	for _, se := range sessions {
+		dir, err := store.SessionDir(m.cfg.Root, se.Tenant, se.Name)
+		if err != nil {
+			continue
+		}
+		fi, err := os.Stat(store.LogPath(dir))
+		if err != nil || fi.Size() == 0 {
+			continue // no log yet, or removed meanwhile
+		}
+		out = append(out, SessionSize{Name: se.String(), Bytes: fi.Size()})
 	}
 	slices.SortFunc(out, func(a, b SessionSize) int {
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Name, b.Name))

@@ -113,3 +113,23 @@ func TestAddedGroupsPersist(t *testing.T) {
 	again, _ := openReplica(t, dir, "")
 	check("after a restart", again)
 }
+
+// A group's sessions, largest first, each its log's size.
+func TestGroupSessions(t *testing.T) {
+	sm, _ := openReplica(t, t.TempDir(), "")
+	ents := []node.Entry{entryIn(t, "small", 1, "one"), entryIn(t, "big", 2, "one"), entryIn(t, "big", 3, "two")}
+	if _, err := sm.Apply(2, ents); err != nil {
+		t.Fatal(err)
+	}
+	got, err := sm.GroupSessions(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []SessionSize{{Name: "acme/big", Bytes: int64(len(logBytes(t, sm, "big")))}, {Name: "acme/small", Bytes: int64(len(logBytes(t, sm, "small")))}}
+	if fmt.Sprint(got) != fmt.Sprint(want) || want[0].Bytes <= want[1].Bytes {
+		t.Fatalf("GroupSessions(2) = %v, want %v", got, want)
+	}
+	if other, err := sm.GroupSessions(3); err != nil || len(other) != 0 {
+		t.Fatalf("GroupSessions(3) = %v, %v", other, err)
+	}
+}

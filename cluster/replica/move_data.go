@@ -33,12 +33,17 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
 	"tally/api"
+	"tally/claim"
+	"tally/digest"
+	"tally/ledger"
+	"tally/ledgerservice"
 	"tally/rest"
 	"tally/service"
 	"tally/store"
@@ -82,6 +87,11 @@ type MoveDoc struct {
 	Seq    uint64 `json:"seq,omitempty"`
 	Chain  string `json:"chain,omitempty"`
 	Length int64  `json:"length,omitempty"`
+	// Holders are an install's: the source group's voters, which hold
+	// verified copies of the bytes the session's records name; the
+	// destination records that content as held by them, and each of its
+	// nodes fetches its copy (custody).
+	Holders []uint64 `json:"holders,omitempty"`
 }
 
 // LogEnd is where a session's log stands in a group: its last sequence,
@@ -390,6 +400,9 @@ func (m *dataSM) moveInstall(b *batchPlace, c Command, d MoveDoc) Outcome {
 	} else if err := m.installStaged(c.Tenant, c.Session, d.From, want); err != nil {
 		return Outcome{Err: fmt.Errorf("%w: %w", errMoveCopy, err)}
 	}
+	if err := m.moveContents(c, d); err != nil {
+		return Outcome{Err: fmt.Errorf("%w: %w", errMoveCopy, err)}
+	}
 	b.held[name] = true
 	b.move.ins[name] = in
 	if _, ok := m.fencedTo(b, name); ok {
@@ -397,6 +410,58 @@ func (m *dataSM) moveInstall(b *batchPlace, c Command, d MoveDoc) Outcome {
 		b.move.unfence[name] = true // it had moved away from here before
 	}
 	return Outcome{Value: logEnd(want)}
+}
+
+// moveContents records, in the install's batch, the content the moved
+// session's records name as held by the install's holders (the source
+// group's voters), so that every node of the destination fetches,
+// verifies and receipts its copy as for a write naming bytes, and a read
+// there fetches from them. The records are read from the installed log,
+// the same on every replica.
+func (m *dataSM) moveContents(c Command, d MoveDoc) error {
+	b := m.batch
+	if b == nil || len(d.Holders) == 0 {
+		return nil
+	}
+	l, err := m.Open(context.Background(), c.Tenant, c.Session, false)
+	if err != nil {
+		return err
+	}
+	var rows []claim.StoredArtifact
+	l.Read(func(st *ledger.State) {
+		rows, err = ledgerservice.ArtifactRows(st, "", time.Unix(0, m.now.Load()).UTC())
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if _, perr := digest.ParseContentDigest(r.Content); perr != nil {
+			continue
+		}
+		if err := b.addContent(m, r.Content, r.Size, d.Holders); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addContent adds holders of content to the batch's record of it.
+func (b *batchUploads) addContent(m *dataSM, content string, size int64, holders []uint64) error {
+	rec, ok := b.contents[content]
+	if !ok {
+		if _, err := m.get(contentKey(b.group, content), &rec); err != nil {
+			return err
+		}
+	}
+	rec.Size = size
+	for _, h := range holders {
+		if !slices.Contains(rec.Holders, h) {
+			rec.Holders = append(rec.Holders, h)
+		}
+	}
+	slices.Sort(rec.Holders)
+	b.contents[content] = rec
+	return nil
 }
 
 // end is the fenced end an install names.

@@ -1,7 +1,7 @@
 package main
 
 // Adding data groups across real processes, and the driver spreading
-// sessions into them: refusals with nothing recorded; a group added on a
+// sessions into them, and a moved session's artifacts: refusals with nothing recorded; a group added on a
 // 3-node cluster gets its voters and a leader, `cluster groups --json`
 // shows it, a new session can be placed in it; then the driver moves
 // sessions of the two full groups into the empty one on its own, each
@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -165,4 +167,91 @@ func TestClusterGroupsAddSpread(t *testing.T) {
 		}
 	}
 	t.Logf("the driver moved %d sessions into group 4", len(moved))
+}
+
+// A moved session's artifacts: on a cluster whose data groups have one
+// voter each, a session with an artifact moves to a group on another
+// node; that node fetches the bytes from the source's, verifies them,
+// receipts its copy in the destination group, and serves them.
+func TestClusterMoveArtifact(t *testing.T) {
+	nodes := startPlaced(t, t.TempDir(), []string{"a", "b", "c"}, "--replicas", "1")
+	var st cluster.Status
+	waitUntil(t, "every data group at 1 voter, on every node", 90*time.Second, func() bool {
+		var ok bool
+		if st, ok = placedAt(nodes[0], 1); !ok {
+			return false
+		}
+		on := map[uint64]bool{}
+		for _, g := range st.Placement.Groups {
+			if g.Group != 1 {
+				on[g.Voters[0].ID] = true
+			}
+		}
+		return len(on) == 3
+	})
+	voter := map[uint64]uint64{} // data group → its voter
+	for _, g := range st.Placement.Groups {
+		if g.Group != 1 {
+			voter[g.Group] = g.Voters[0].ID
+		}
+	}
+	from := replica.GroupOf(cluster.DefaultGroups, "acme", "parser")
+	var to uint64
+	for g := uint64(2); g <= 1+cluster.DefaultGroups; g++ {
+		if voter[g] != voter[from] && (to == 0 || g < to) {
+			to = g
+		}
+	}
+	src, dst := nodes[voter[from]-1], nodes[voter[to]-1]
+
+	work := t.TempDir()
+	content := writeRandom(t, filepath.Join(work, "patch.bin"), 1<<20)
+	tally := func(n *cnode, stdin string, args ...string) string {
+		t.Helper()
+		return tallyThrough(t, n, work, stdin, args...)
+	}
+	tally(src, `{"claim":"C17","respondent":"parser","work":"w","slots":[{"name":"change","mode":"required","checks":[{"id":"behavior","validator":{"name":"command","version":"1"},"evaluator":"maintainer","mode":"required","attempts":2}]}]}`,
+		"claim", "create", "-", "--as", maintainer, "--request-id", "create")
+	tally(src, "", "claim", "post", "C17", "--as", maintainer, "--request-id", "post")
+	tally(src, "", "receipt", "acquire", "C17", "--as", parser, "--request-id", "receipt")
+	tally(src, "", "artifact", "put", "patch.bin", "--claim", "C17", "--slot", "change", "--generation", "1", "--id", "patch-a", "--as", parser, "--request-id", "put")
+	held := func(n *cnode, group uint64, by uint64) bool {
+		show := run(t, runOpts{env: []string{"TALLY_URL=" + n.url()}}, "claim", "show", "C17", "--session", "acme/parser")
+		return show.code == 0 && regexp.MustCompile(fmt.Sprintf(`patch-a +group %d, epoch \d+ +held by node %d +whole`, group, by)).MatchString(show.out)
+	}
+	waitUntil(t, "the source's custody receipt", 60*time.Second, func() bool { return held(src, from, src.id) })
+	if got := hashFile(dst.objectPath(content)); got != "" {
+		t.Fatalf("node %d holds the bytes before the move", dst.id)
+	}
+
+	r := run(t, secretEnv(), "cluster", "move", "acme/parser", "--group", fmt.Sprint(to), "--node", src.addr, "--json")
+	var mv replica.Move
+	if err := json.Unmarshal([]byte(r.out), &mv); r.code != 0 || err != nil || (mv.Step != replica.MoveActivated && mv.Step != replica.MoveRetired) {
+		t.Fatalf("move from group %d (node %d) to group %d (node %d): %v", from, src.id, to, dst.id, r)
+	}
+	// The destination's voter (the placement driver may have moved group
+	// to's replica since: whichever node holds it now) fetched a verified
+	// copy and receipted it in the destination group.
+	receipted := regexp.MustCompile(fmt.Sprintf(`patch-a +group %d, epoch \d+ +held by node (\d+) +whole`, to))
+	var holder *cnode
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		show := run(t, runOpts{env: []string{"TALLY_URL=" + dst.url()}}, "claim", "show", "C17", "--session", "acme/parser")
+		if m := receipted.FindStringSubmatch(show.out); show.code == 0 && m != nil && m[1] != fmt.Sprint(src.id) {
+			holder = nodes[m[1][0]-'1']
+			if hashFile(holder.objectPath(content)) == content {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no verified copy receipted in group %d by a node other than the source's %d: claim show %v", to, src.id, show)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	dst = holder
+	got := filepath.Join(work, "got.bin")
+	tally(dst, "", "artifact", "get", "patch-a", "--claim", "C17", "-o", got)
+	if hashFile(got) != content {
+		t.Fatalf("the artifact read through node %d after the move is not the bytes put", dst.id)
+	}
 }
