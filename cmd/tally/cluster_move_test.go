@@ -120,9 +120,9 @@ func rawRead(t *testing.T, n *cnode, group uint64, session string, length uint64
 	return got, time.Since(t0)
 }
 
-// bigMove: TALLY_E2E_BIG=1 runs TestClusterMove at the size
-// (100,000 records, 64 writers to each session) unless the flags say
-// otherwise.
+// bigMove: TALLY_E2E_BIG=1 runs TestClusterMove and TestClusterMoveAborted
+// at the size (100,000 records, 64 writers to each session)
+// unless the flags say otherwise.
 func bigMove() {
 	if os.Getenv("TALLY_E2E_BIG") != "1" {
 		return
@@ -132,6 +132,9 @@ func bigMove() {
 	}
 	if *moveWriters == 4 {
 		*moveWriters = 64
+	}
+	if *moveCopied == 100 {
+		*moveCopied = 100000
 	}
 }
 
@@ -308,6 +311,7 @@ func TestClusterMove(t *testing.T) {
 // aborted by the mover once it made no step for MoveStallMax, and the
 // source serves the session's writes again.
 func TestClusterMoveAborted(t *testing.T) {
+	bigMove()
 	nodes := startPlaced(t, t.TempDir(), []string{"a", "b", "c"}, "--replicas", "1")
 	var st cluster.Status
 	waitUntil(t, "every data group at 1 voter, spread over the nodes", 90*time.Second, func() bool {
@@ -388,7 +392,36 @@ func TestClusterMoveAborted(t *testing.T) {
 		t.Fatalf("writes to %s", copied)
 	}
 	dest := on[third][0]
+	// Other sessions in both groups, written while the log is copied:
+	// their p99 during the move against before it.
+	var lat latencies
+	var stopOthers atomic.Bool
+	var others sync.WaitGroup
+	for w := range *moveWriters {
+		for _, o := range []struct{ addr, session string }{{nodes[srcNode-1].addr, sessionOf("near", src)}, {nodes[third-1].addr, sessionOf("far", dest)}} {
+			others.Add(1)
+			go func() {
+				defer others.Done()
+				for i := 0; !stopOthers.Load(); i++ {
+					t0 := time.Now()
+					if placedWrite(o.addr, o.session, fmt.Sprintf("w%d-%d", w, i)) {
+						lat.add(t0, time.Since(t0))
+					}
+				}
+			}()
+		}
+	}
+	base := time.Now()
+	time.Sleep(2 * time.Second)
+	moveAt := time.Now()
 	r := run(t, secret, "cluster", "move", "acme/"+copied, "--group", fmt.Sprint(dest), "--node", nodes[dead-1].addr, "--json")
+	movedAt := time.Now()
+	stopOthers.Store(true)
+	others.Wait()
+	without, nWithout := lat.p99(base, moveAt)
+	during, nDuring := lat.p99(moveAt, movedAt)
+	t.Logf("other sessions' write p99 (groups %d and %d, nodes %d and %d): %s without a move (%d writes), %s during it (%d writes): %.2fx",
+		src, dest, srcNode, third, without, nWithout, during, nDuring, float64(during)/float64(max(without, 1)))
 	var mv replica.Move
 	if err := json.Unmarshal([]byte(r.out), &mv); r.code != 0 || err != nil || mv.From != src || mv.To != dest || mv.Step == replica.MoveAborted {
 		t.Fatalf("move to node %d: %v", third, r)
