@@ -719,7 +719,7 @@ func (m *dataSM) stageFile(ctx context.Context, path, tenant, session string, fr
 		if _, err := f.Seek(pos.Offset, io.SeekStart); err != nil {
 			return store.Position{}, err
 		}
-		vw := &verifyingWriter{ch: ch, w: bufio.NewWriterSize(f, 1<<16)}
+		vw := &verifyingWriter{ch: ch, w: bufio.NewWriterSize(&syncingFile{f: f}, 1<<16)}
 		err := m.cfg.Fetch(ctx, from, tenant, session, pos.Offset, upto, vw)
 		if ferr := vw.w.Flush(); err == nil {
 			err = ferr
@@ -748,6 +748,26 @@ func (m *dataSM) stageFile(ctx context.Context, path, tenant, session string, fr
 }
 
 // verifyingWriter passes on whole lines that continue the chain.
+// stageSyncEvery bounds the copy a stage writes before it syncs it: one
+// sync of a whole large copy at its end would hold the disk, and every
+// other session's commit waiting on its own sync behind it, for as long
+// as that takes.
+const stageSyncEvery = 8 << 20
+
+// syncingFile syncs f after every stageSyncEvery bytes written to it.
+type syncingFile struct {
+	f *os.File
+	n int64
+}
+
+func (s *syncingFile) Write(p []byte) (int, error) {
+	n, err := s.f.Write(p)
+	if s.n += int64(n); err == nil && s.n >= stageSyncEvery {
+		s.n, err = 0, s.f.Sync()
+	}
+	return n, err
+}
+
 type verifyingWriter struct {
 	ch   *store.Chain
 	w    *bufio.Writer

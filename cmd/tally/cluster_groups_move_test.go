@@ -167,6 +167,22 @@ func TestClusterGroupsAddSpread(t *testing.T) {
 		}
 	}
 	t.Logf("the driver moved %d sessions into group 4", len(moved))
+
+	// A node restarted opens the added group again from the meta group,
+	// and serves the sessions moved there.
+	nodes[1].stop()
+	nodes[1].joinArgs = nil // on its data
+	nodes[1].start(t)
+	waitUntil(t, "group 4 on the restarted node", 30*time.Second, func() bool {
+		gs, ok := groupStatus(nodes[1], 4)
+		return ok && gs.Leader != 0 && len(gs.Voters) == 3
+	})
+	for _, mv := range moved {
+		code, log := readEntries(nodes[1].addr, mv.Session)
+		if code != 200 || len(log) != perSession {
+			t.Errorf("%s through the restarted node: %d, %d records", mv.Name(), code, len(log))
+		}
+	}
 }
 
 // A moved session's artifacts: on a cluster whose data groups have one
