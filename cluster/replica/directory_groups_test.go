@@ -1,7 +1,9 @@
 package replica
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -131,5 +133,28 @@ func TestGroupSessions(t *testing.T) {
 	}
 	if other, err := sm.GroupSessions(3); err != nil || len(other) != 0 {
 		t.Fatalf("GroupSessions(3) = %v, %v", other, err)
+	}
+}
+
+func TestFileMentions(t *testing.T) {
+	dir := t.TempDir()
+	needle := []byte(`"claim.artifact`)
+	for _, tc := range []struct {
+		name string
+		body []byte
+		want bool
+	}{
+		{"absent", []byte(`{"type":"promise.declare"}` + "\n"), false},
+		{"present", []byte(`{"type":"claim.artifact","content":"ab"}` + "\n"), true},
+		{"across a step", append(bytes.Repeat([]byte{'x'}, 1<<20-5), needle...), true},
+		{"empty", nil, false},
+	} {
+		path := filepath.Join(dir, tc.name)
+		if err := os.WriteFile(path, tc.body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := fileMentions(path, needle); err != nil || got != tc.want {
+			t.Errorf("%s: %v, %v; want %v", tc.name, got, err, tc.want)
+		}
 	}
 }

@@ -423,6 +423,16 @@ func (m *dataSM) moveContents(c Command, d MoveDoc) error {
 	if b == nil || len(d.Holders) == 0 {
 		return nil
 	}
+	// Folding the log costs as much as opening the session: a log that
+	// never names an artifact's record type has no content to record, and
+	// its install is not made to wait for the fold.
+	dir, err := store.SessionDir(m.cfg.Root, c.Tenant, c.Session)
+	if err != nil {
+		return err
+	}
+	if named, err := fileMentions(store.LogPath(dir), []byte(`"`+claim.TypeArtifact)); err != nil || !named {
+		return err
+	}
 	l, err := m.Open(context.Background(), c.Tenant, c.Session, false)
 	if err != nil {
 		return err
@@ -443,6 +453,34 @@ func (m *dataSM) moveContents(c Command, d MoveDoc) error {
 		}
 	}
 	return nil
+}
+
+// fileMentions reports whether the file at path holds needle, read in
+// 1 MiB steps.
+func fileMentions(path string, needle []byte) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20+len(needle))
+	keep := 0
+	for {
+		n, err := f.Read(buf[keep:])
+		if bytes.Contains(buf[:keep+n], needle) {
+			return true, nil
+		}
+		if errors.Is(err, io.EOF) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		// Keep the end that may begin the needle.
+		tail := min(keep+n, len(needle)-1)
+		copy(buf, buf[keep+n-tail:keep+n])
+		keep = tail
+	}
 }
 
 // addContent adds holders of content to the batch's record of it.

@@ -253,17 +253,21 @@ func TestClusterMoveArtifact(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		show := run(t, runOpts{env: []string{"TALLY_URL=" + dst.url()}}, "claim", "show", "C17", "--session", "acme/parser")
-		if m := receipted.FindStringSubmatch(show.out); show.code == 0 && m != nil && m[1] != fmt.Sprint(src.id) {
+		// (Most runs it is the destination's node; when the placement
+		// driver has since moved the group's replica onto the source's
+		// node, that node's receipt in the destination group is the one.)
+		if m := receipted.FindStringSubmatch(show.out); show.code == 0 && m != nil {
 			holder = nodes[m[1][0]-'1']
 			if hashFile(holder.objectPath(content)) == content {
 				break
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no verified copy receipted in group %d by a node other than the source's %d: claim show %v", to, src.id, show)
+			t.Fatalf("no verified copy receipted in group %d: claim show %v", to, show)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	t.Logf("group %d's copy receipted by node %d (the source's node is %d)", to, holder.id, src.id)
 	dst = holder
 	got := filepath.Join(work, "got.bin")
 	tally(dst, "", "artifact", "get", "patch-a", "--claim", "C17", "-o", got)
