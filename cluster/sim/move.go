@@ -119,22 +119,7 @@ func (w *World) moveAttempt(m *mover) {
 			return
 		}
 		w.moveFaults(m, group, sn)
-		sm := sn.sm
-		sn.n.Propose(group, data, func(r node.ProposeResult) {
-			if !live() {
-				return
-			}
-			if r.Err != nil {
-				retry()
-				return
-			}
-			out, ok := sm.Take(group, r.Index)
-			if !ok {
-				w.fail("node %d has no outcome for entry %d of group %d", sn.id, r.Index, group)
-				return
-			}
-			w.moveAnswered(m, out, retry)
-		})
+		w.proposeTaken(sn, group, data, live, retry, func(out replica.Outcome) { w.moveAnswered(m, out, retry) })
 		if w.now < int64(w.opt.Chaos) && w.rng.IntN(20) == 0 {
 			// The node the step went through crashes right after it
 			// proposed: the step may commit with no answer.
@@ -142,6 +127,27 @@ func (w *World) moveAttempt(m *mover) {
 			w.crash(sn)
 			w.after(time.Duration(100+w.rng.IntN(400))*time.Millisecond, func() { w.restart(sn) })
 		}
+	})
+}
+
+// proposeTaken proposes data in group through sn and hands took what
+// applying it at sn returned, while live; a proposal that failed retries.
+func (w *World) proposeTaken(sn *simNode, group uint64, data []byte, live func() bool, retry func(), took func(replica.Outcome)) {
+	sm := sn.sm
+	sn.n.Propose(group, data, func(r node.ProposeResult) {
+		if !live() {
+			return
+		}
+		if r.Err != nil {
+			retry()
+			return
+		}
+		out, ok := sm.Take(group, r.Index)
+		if !ok {
+			w.fail("node %d has no outcome for entry %d of group %d", sn.id, r.Index, group)
+			return
+		}
+		took(out)
 	})
 }
 
