@@ -250,6 +250,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	c.wg.Add(2)
 	go func() { defer c.wg.Done(); c.keepCustody(c.ctx) }()
 	go func() { defer c.wg.Done(); c.mover(c.ctx) }()
+	c.wg.Add(1)
+	go func() { defer c.wg.Done(); c.keepGroups(c.ctx) }()
+	c.wg.Add(1)
+	go func() { defer c.wg.Done(); c.balancer(c.ctx) }()
 	if cfg.WatchEvery > 0 {
 		c.wg.Add(1)
 		go func() { defer c.wg.Done(); c.timekeep(c.ctx, cfg.WatchEvery) }()

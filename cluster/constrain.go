@@ -160,7 +160,7 @@ func (c *Node) constrainedGroup(e replica.ConstraintEntry) (uint64, bool) {
 	if fits(own) {
 		return own, true
 	}
-	for g := node.MetaGroup + 1; g <= node.MetaGroup+uint64(c.cfg.Groups); g++ {
+	for g := node.MetaGroup + 1; g <= node.MetaGroup+uint64(c.sm.DataGroups()); g++ {
 		if fits(g) {
 			return g, true
 		}

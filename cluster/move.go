@@ -180,7 +180,7 @@ func (c *Node) Move(ctx context.Context, tenant, session string, group uint64, a
 		c.log.Info("move aborted", "move", mv.ID, "session", mv.Name())
 		return mv, nil
 	}
-	if err := replica.CheckPlacement(replica.Placement{Tenant: tenant, Session: session, Group: group}, c.cfg.Groups); err != nil {
+	if err := replica.CheckPlacement(replica.Placement{Tenant: tenant, Session: session, Group: group}, c.sm.DataGroups()); err != nil {
 		return replica.Move{}, err
 	}
 	epoch := c.sm.EpochOf(tenant, session)
@@ -571,7 +571,7 @@ func (c *Node) moveOnce(ctx context.Context, mv replica.Move) (replica.Move, err
 			return now, nil
 		}
 		got, err := c.moveCommand(ctx, mv.To, replica.MethodMoveInstall, mv.Tenant, mv.Session,
-			replica.MoveDoc{Move: mv.ID, From: mv.From, To: mv.To, Seq: mv.Seq, Chain: mv.Chain, Length: int64(mv.Length)})
+			replica.MoveDoc{Move: mv.ID, From: mv.From, To: mv.To, Seq: mv.Seq, Chain: mv.Chain, Length: int64(mv.Length), Holders: c.groupHolders(mv.From)})
 		if err != nil {
 			return mv, err
 		}
@@ -653,4 +653,33 @@ func (c *Node) moveStep(ctx context.Context, s replica.MoveStep, mv replica.Move
 		return mv, fmt.Errorf("move.step returned %T", out.Value)
 	}
 	return next, nil
+}
+
+// movedOn is the group a read of a session fenced in g for its move is
+// served from: g until the move's activation, the destination after it,
+// as the meta group's quorum has it. Once activated, the destination
+// takes writes the source never sees, while the source stays fenced until
+// it retires; a node whose directory lags would otherwise read the source
+// and miss them.
+func (c *Node) movedOn(ctx context.Context, g uint64, tenant, session string) (uint64, error) {
+	if _, moving := c.sm.MovingTo(g, tenant, session); !moving {
+		return g, nil
+	}
+	if err := c.readIndex(ctx, node.MetaGroup); err != nil {
+		return 0, err
+	}
+	return c.sm.GroupOf(tenant, session), nil // the caller reads there next
+}
+
+// groupHolders are the nodes that hold group's bytes: its recorded
+// voters, or every member when no factor is set.
+func (c *Node) groupHolders(group uint64) []uint64 {
+	if conf, ok := c.sm.Policy().Groups[group]; ok && len(conf.Voters) > 0 {
+		return sorted(conf.Voters)
+	}
+	var ids []uint64
+	for _, m := range c.sm.Members() {
+		ids = append(ids, m.ID)
+	}
+	return ids
 }

@@ -138,7 +138,7 @@ func (c *Node) OpPlace(ctx context.Context, decode Decode) (any, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	p := replica.Placement{Tenant: req.Tenant, Session: req.Session, Group: req.Group}
-	if err := replica.CheckPlacement(p, c.cfg.Groups); err != nil {
+	if err := replica.CheckPlacement(p, c.sm.DataGroups()); err != nil {
 		return nil, refusal(err)
 	}
 	var placed Placed

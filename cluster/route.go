@@ -78,7 +78,15 @@ func (c *Node) readConsistent(ctx context.Context, tenant, session string) error
 		}
 		to, fenced := c.sm.FencedTo(g, tenant, session)
 		if !fenced {
-			return nil
+			next, err := c.movedOn(ctx, g, tenant, session)
+			if err != nil || next == g {
+				return err
+			}
+			if hop == routeHopsMax {
+				return &replica.Moving{Session: tenant + "/" + session, From: g, To: next}
+			}
+			g = next
+			continue
 		}
 		mv := &replica.Moved{Session: tenant + "/" + session, From: g, Group: to}
 		if hop == routeHopsMax {

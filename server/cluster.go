@@ -73,6 +73,15 @@ type ClusterMover interface {
 	OpMoveFetch(ctx context.Context, decode func(any) error, w io.Writer) error
 }
 
+// ClusterGrower is a cluster node that adds data groups and spreads
+// sessions over them (cluster.Node): the operator's groups add, and the
+// nodes' own listing of a group's largest sessions, signed with the join
+// secret.
+type ClusterGrower interface {
+	OpGroupsAdd(ctx context.Context, decode func(any) error) (any, error)
+	OpGroupSessions(ctx context.Context, decode func(any) error) (any, error)
+}
+
 // contentServer is a ClusterNode that serves its copies of content to the
 // other nodes (cluster.Node): OpContent writes the node's verified copy of
 // the content a signed request names to w, after telling setSize its
@@ -141,6 +150,12 @@ func (s *Server) clusterRoutes(n ClusterNode) []route {
 	}
 	if cp, ok := n.(custodyConfigurer); ok {
 		routes = append(routes, signed("cluster.custody", "custody", "Set the custody policy: how many of a group's voters hold an artifact's bytes before a check begins, all or majority (signed)", cp.OpCustody))
+	}
+	if gr, ok := n.(ClusterGrower); ok {
+		routes = append(routes,
+			signed("cluster.groups_add", "groups-add", "Add data groups, each on the replication factor's worth of the least loaded members (signed)", gr.OpGroupsAdd),
+			signed("cluster.group_sessions", "group-sessions", "A data group's largest sessions and their bytes (signed, between nodes)", gr.OpGroupSessions),
+		)
 	}
 	if cs, ok := n.(contentServer); ok {
 		routes = append(routes, route{name: "cluster.content", method: "POST", pattern: p + "content", summary: "A node's verified copy of content, fetched by another node of the cluster (signed; application/octet-stream)", body: clusterRequest, bodyMax: clusterRequestMax, public: true, stream: s.clusterContent(cs)})

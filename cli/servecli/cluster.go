@@ -133,7 +133,7 @@ func newCluster(g cli.Env) *cobra.Command {
 		view("decisions", "The placement driver's recent decisions: each group change, why, and what became of it", printClusterDecisions),
 		view("status", "The cluster id, this node, its members and the failures the placement tolerates", printClusterStatus),
 		newClusterMembers(g, &addr),
-		view("groups", "Each group: leader, term, commit and applied index, voters and learners, its goal, placement epoch and the change in flight", printClusterGroups),
+		withGroupsAdd(view("groups", "Each group: leader, term, commit and applied index, voters and learners, its goal, placement epoch and the change in flight", printClusterGroups), g, &addr, secretOf),
 	)
 	return c
 }

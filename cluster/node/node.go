@@ -22,6 +22,7 @@
 package node
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -244,3 +245,28 @@ func (n *MultiRaft) fail(err error) {
 // simulator's way to prove its checks catch them. Only the cluster's
 // packages can name a fault (package fault is internal).
 func (n *MultiRaft) Inject(f fault.Faults) { n.faults = f }
+
+// AddGroup opens a group made after the node started (a data group the
+// meta group added), as New opens the node's groups: with no saved
+// state it starts with the voters peers gives it (none: it waits for the
+// group's leader to add the node). A group already open is left as is.
+// Call it on the node's loop.
+func (n *MultiRaft) AddGroup(gid uint64, peers Peers) error {
+	if _, ok := n.byID[gid]; ok {
+		return nil
+	}
+	g, err := n.openGroup(gid, peers)
+	if err != nil {
+		return fmt.Errorf("node %d: group %d: %w", n.cfg.ID, gid, err)
+	}
+	n.groups = append(n.groups, g)
+	slices.SortFunc(n.groups, func(a, b *group) int { return cmp.Compare(a.id, b.id) })
+	n.byID[gid] = g
+	return nil
+}
+
+// HasGroup reports whether the node has the group open.
+func (n *MultiRaft) HasGroup(gid uint64) bool {
+	_, ok := n.byID[gid]
+	return ok
+}

@@ -164,6 +164,8 @@ type MetaCommand struct {
 
 	// Custody is a cluster.custody's policy (custody.go).
 	Custody string `json:"custody,omitempty"`
+	// GroupsAdd is a groups.add's (directory_groups.go).
+	GroupsAdd *GroupsAdd `json:"groups_add,omitempty"`
 }
 
 // Meta operations.

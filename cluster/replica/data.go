@@ -505,7 +505,7 @@ func (m *dataSM) position(tenant, session string) (store.Position, error) {
 // outcome (node.Entry.Waited).
 func (m *dataSM) runEntry(c Command, ts int64, answered bool) Outcome {
 	name := c.Tenant + "/" + c.Session
-	if to, ok := m.fencedTo(m.place, name); ok && c.Method != MethodFence && c.Method != MethodMoveInstall {
+	if to, ok := m.fencedTo(m.place, name); ok && c.Method != MethodFence && c.Method != MethodMoveInstall && !retireAgain(c, to) {
 		return Outcome{Err: &Moved{Session: name, From: m.place.group, Group: to}}
 	}
 	if out, ok := m.moveEntry(m.place, c); ok {

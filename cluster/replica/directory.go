@@ -17,10 +17,16 @@ import (
 // as the first, another group is refused. A session placed in its hash's
 // group needs no record.
 func decidePlacement(placements map[string]uint64, groups int, p *Placement) (map[string]uint64, Outcome) {
+	return decidePlacementIn(placements, groups, groups, p)
+}
+
+// decidePlacementIn is decidePlacement in a cluster whose names hash over
+// groups data groups and which has all of them (the added ones too).
+func decidePlacementIn(placements map[string]uint64, groups, all int, p *Placement) (map[string]uint64, Outcome) {
 	if p == nil {
 		return placements, Outcome{Err: vocab.Invalidf("placement", "required: tenant, session and group")}
 	}
-	if err := CheckPlacement(*p, groups); err != nil {
+	if err := CheckPlacement(*p, all); err != nil {
 		return placements, Outcome{Err: err}
 	}
 	if g, ok := placements[p.Name()]; ok {

@@ -32,6 +32,9 @@ type metaState struct {
 	// changed), Moves the moves (move.go).
 	Epochs map[string]uint64 `json:"-"`
 	Moves  []Move            `json:"-"`
+	// Added are the data groups added after the bootstrap
+	// (directory_groups.go).
+	Added []AddedGroup `json:"-"`
 }
 
 // TokenEntry is one of the cluster's tokens: its record (the hash of its
@@ -66,6 +69,7 @@ type metaSM struct {
 	// epochs and moves are the sessions' epochs and the moves (move.go).
 	epochs   map[string]uint64
 	moves    []Move
+	added    []AddedGroup       // data groups added after the bootstrap
 	outcomes map[uint64]Outcome // index → outcome of the last batch
 }
 
@@ -84,6 +88,9 @@ func newMeta(b base) (*metaSM, error) {
 		return nil, err
 	}
 	if m.epochs, m.moves, err = m.loadMoves(); err != nil {
+		return nil, err
+	}
+	if m.added, err = m.loadAdded(); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -133,20 +140,23 @@ func (m *metaSM) metaSnapshot() metaState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return metaState{Members: slices.Clone(m.members), Tokens: slices.Clone(m.tokenList), Nonces: slices.Clone(m.nonces), Placements: maps.Clone(m.placements), Policy: m.policy, Liveness: slices.Clone(m.liveness),
-		Epochs: maps.Clone(m.epochs), Moves: slices.Clone(m.moves)}
+		Epochs: maps.Clone(m.epochs), Moves: slices.Clone(m.moves), Added: slices.Clone(m.added)}
 }
 
 // saveMeta writes the meta group's state and its applied record in one
 // synced batch, and then makes it the replica's.
 func (m *metaSM) saveMeta(st metaState, a applied, outs map[uint64]Outcome) error {
 	m.mu.Lock()
-	old, oldEpochs := m.placements, m.epochs
+	old, oldEpochs, oldAdded := m.placements, m.epochs, m.added
 	m.mu.Unlock()
 	err := m.commit(func(b *pebble.Batch) error {
 		if err := writePlacements(b, old, st.Placements); err != nil {
 			return err
 		}
 		if err := writeMoves(b, st.Placements, oldEpochs, st.Epochs, st.Moves); err != nil {
+			return err
+		}
+		if err := writeAdded(b, oldAdded, st.Added); err != nil {
 			return err
 		}
 		if err := setJSON(b, gkey(node.MetaGroup, kindMembers), metaState{Members: st.Members, Liveness: st.Liveness}); err != nil {
@@ -176,7 +186,7 @@ func (m *metaSM) saveMeta(st metaState, a applied, outs map[uint64]Outcome) erro
 	if m.placements == nil {
 		m.placements = map[string]uint64{}
 	}
-	m.epochs, m.moves = st.Epochs, st.Moves
+	m.epochs, m.moves, m.added = st.Epochs, st.Moves, st.Added
 	if outs != nil {
 		m.outcomes = outs
 	}
@@ -282,7 +292,7 @@ func decideMeta(st metaState, c MetaCommand, groups int) (metaState, Outcome) {
 		st.Tokens = toks
 		return st, out
 	case OpPlacementSet:
-		pl, out := decidePlacement(st.Placements, groups, c.Placement)
+		pl, out := decidePlacementIn(st.Placements, groups, groups+len(st.Added), c.Placement)
 		if name := c.Placement.Name(); out.Err == nil && pl[name] != st.Placements[name] {
 			// The session's group changed: its epoch follows.
 			st.Epochs = cloneMap(st.Epochs)
@@ -291,8 +301,12 @@ func decideMeta(st metaState, c MetaCommand, groups int) (metaState, Outcome) {
 		st.Placements = pl
 		return st, out
 	case OpMoveBegin, OpMoveStep:
-		d, out := decideMove(directory{placements: st.Placements, epochs: st.Epochs, moves: st.Moves}, c, groups)
+		d, out := decideMove(directory{placements: st.Placements, epochs: st.Epochs, moves: st.Moves, added: len(st.Added)}, c, groups)
 		st.Placements, st.Epochs, st.Moves = d.placements, d.epochs, d.moves
+		return st, out
+	case OpGroupsAdd:
+		added, out := decideGroupsAdd(st.Added, groups, st.Members, c)
+		st.Added = added
 		return st, out
 	case OpNonceUse:
 		ns, out := decideNonce(st.Nonces, c)
@@ -467,7 +481,7 @@ func (m *metaSM) snapshot() (snapshotHead, error) {
 		head.Policy = &st.Policy
 	}
 	head.Liveness = st.Liveness
-	head.Epochs, head.Moves = st.Epochs, st.Moves
+	head.Epochs, head.Moves, head.Added = st.Epochs, st.Moves, st.Added
 	return head, nil
 }
 
@@ -477,7 +491,7 @@ func (m *metaSM) restoreMeta(head snapshotHead) error {
 		st.Policy = *head.Policy
 	}
 	st.Liveness = head.Liveness
-	st.Epochs, st.Moves = head.Epochs, head.Moves
+	st.Epochs, st.Moves, st.Added = head.Epochs, head.Moves, head.Added
 	if err := m.saveMeta(st, head.Applied, nil); err != nil {
 		return err
 	}

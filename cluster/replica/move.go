@@ -129,6 +129,9 @@ type directory struct {
 	placements map[string]uint64
 	epochs     map[string]uint64
 	moves      []Move
+	// added is the data groups added after the bootstrap: a move may go
+	// to one.
+	added int
 }
 
 // groupOf is the session's group in d.
@@ -157,7 +160,7 @@ func decideMove(d directory, c MetaCommand, groups int) (directory, Outcome) {
 }
 
 func beginMove(d directory, s MoveStep, groups int, ts int64) (directory, Outcome) {
-	if err := CheckPlacement(Placement{Tenant: s.Tenant, Session: s.Session, Group: s.To}, groups); err != nil {
+	if err := CheckPlacement(Placement{Tenant: s.Tenant, Session: s.Session, Group: s.To}, groups+d.added); err != nil {
 		return d, Outcome{Err: err}
 	}
 	name := s.name()

@@ -33,12 +33,17 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
 	"tally/api"
+	"tally/claim"
+	"tally/digest"
+	"tally/ledger"
+	"tally/ledgerservice"
 	"tally/rest"
 	"tally/service"
 	"tally/store"
@@ -82,6 +87,11 @@ type MoveDoc struct {
 	Seq    uint64 `json:"seq,omitempty"`
 	Chain  string `json:"chain,omitempty"`
 	Length int64  `json:"length,omitempty"`
+	// Holders are an install's: the source group's voters, which hold
+	// verified copies of the bytes the session's records name; the
+	// destination records that content as held by them, and each of its
+	// nodes fetches its copy (custody).
+	Holders []uint64 `json:"holders,omitempty"`
 }
 
 // LogEnd is where a session's log stands in a group: its last sequence,
@@ -312,7 +322,8 @@ func (m *dataSM) moveEntry(b *batchPlace, c Command) (Outcome, bool) {
 	if err := json.Unmarshal(c.Doc, &d); err != nil {
 		return Outcome{Err: vocab.Invalidf("command", "a move command's document: "+err.Error())}, true
 	}
-	if err := CheckPlacement(Placement{Tenant: c.Tenant, Session: c.Session, Group: b.group}, m.cfg.Groups); err != nil {
+	// The group may be one added after the bootstrap (MaxDataGroups).
+	if err := CheckPlacement(Placement{Tenant: c.Tenant, Session: c.Session, Group: b.group}, MaxDataGroups); err != nil {
 		return Outcome{Err: err}, true
 	}
 	switch c.Method {
@@ -389,6 +400,9 @@ func (m *dataSM) moveInstall(b *batchPlace, c Command, d MoveDoc) Outcome {
 	} else if err := m.installStaged(c.Tenant, c.Session, d.From, want); err != nil {
 		return Outcome{Err: fmt.Errorf("%w: %w", errMoveCopy, err)}
 	}
+	if err := m.moveContents(c, d); err != nil {
+		return Outcome{Err: fmt.Errorf("%w: %w", errMoveCopy, err)}
+	}
 	b.held[name] = true
 	b.move.ins[name] = in
 	if _, ok := m.fencedTo(b, name); ok {
@@ -396,6 +410,96 @@ func (m *dataSM) moveInstall(b *batchPlace, c Command, d MoveDoc) Outcome {
 		b.move.unfence[name] = true // it had moved away from here before
 	}
 	return Outcome{Value: logEnd(want)}
+}
+
+// moveContents records, in the install's batch, the content the moved
+// session's records name as held by the install's holders (the source
+// group's voters), so that every node of the destination fetches,
+// verifies and receipts its copy as for a write naming bytes, and a read
+// there fetches from them. The records are read from the installed log,
+// the same on every replica.
+func (m *dataSM) moveContents(c Command, d MoveDoc) error {
+	b := m.batch
+	if b == nil || len(d.Holders) == 0 {
+		return nil
+	}
+	// Folding the log costs as much as opening the session: a log that
+	// never names an artifact's record type has no content to record, and
+	// its install is not made to wait for the fold.
+	dir, err := store.SessionDir(m.cfg.Root, c.Tenant, c.Session)
+	if err != nil {
+		return err
+	}
+	if named, err := fileMentions(store.LogPath(dir), []byte(`"`+claim.TypeArtifact)); err != nil || !named {
+		return err
+	}
+	l, err := m.Open(context.Background(), c.Tenant, c.Session, false)
+	if err != nil {
+		return err
+	}
+	var rows []claim.StoredArtifact
+	l.Read(func(st *ledger.State) {
+		rows, err = ledgerservice.ArtifactRows(st, "", time.Unix(0, m.now.Load()).UTC())
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if _, perr := digest.ParseContentDigest(r.Content); perr != nil {
+			continue
+		}
+		if err := b.addContent(m, r.Content, r.Size, d.Holders); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fileMentions reports whether the file at path holds needle, read in
+// 1 MiB steps.
+func fileMentions(path string, needle []byte) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20+len(needle))
+	keep := 0
+	for {
+		n, err := f.Read(buf[keep:])
+		if bytes.Contains(buf[:keep+n], needle) {
+			return true, nil
+		}
+		if errors.Is(err, io.EOF) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		// Keep the end that may begin the needle.
+		tail := min(keep+n, len(needle)-1)
+		copy(buf, buf[keep+n-tail:keep+n])
+		keep = tail
+	}
+}
+
+// addContent adds holders of content to the batch's record of it.
+func (b *batchUploads) addContent(m *dataSM, content string, size int64, holders []uint64) error {
+	rec, ok := b.contents[content]
+	if !ok {
+		if _, err := m.get(contentKey(b.group, content), &rec); err != nil {
+			return err
+		}
+	}
+	rec.Size = size
+	for _, h := range holders {
+		if !slices.Contains(rec.Holders, h) {
+			rec.Holders = append(rec.Holders, h)
+		}
+	}
+	slices.Sort(rec.Holders)
+	b.contents[content] = rec
+	return nil
 }
 
 // end is the fenced end an install names.
@@ -523,6 +627,17 @@ func (m *dataSM) moveRetire(b *batchPlace, c Command, d MoveDoc) Outcome {
 	return Outcome{Value: LogEnd{}}
 }
 
+// retireAgain reports whether c is a retire of the session's move to the
+// group it is fenced to here: the same retire again (its first answer
+// lost), which answers as the first did rather than as moved.
+func retireAgain(c Command, fencedTo uint64) bool {
+	if c.Method != MethodMoveRetire {
+		return false
+	}
+	var d MoveDoc
+	return json.Unmarshal(c.Doc, &d) == nil && d.To == fencedTo
+}
+
 // removeSession closes and removes a session's directory.
 func (m *dataSM) removeSession(tenant, session string) error {
 	dir, err := store.SessionDir(m.cfg.Root, tenant, session)
@@ -642,7 +757,7 @@ func (m *dataSM) stageFile(ctx context.Context, path, tenant, session string, fr
 		if _, err := f.Seek(pos.Offset, io.SeekStart); err != nil {
 			return store.Position{}, err
 		}
-		vw := &verifyingWriter{ch: ch, w: bufio.NewWriterSize(f, 1<<16)}
+		vw := &verifyingWriter{ch: ch, w: bufio.NewWriterSize(&syncingFile{f: f}, 1<<16)}
 		err := m.cfg.Fetch(ctx, from, tenant, session, pos.Offset, upto, vw)
 		if ferr := vw.w.Flush(); err == nil {
 			err = ferr
@@ -671,6 +786,26 @@ func (m *dataSM) stageFile(ctx context.Context, path, tenant, session string, fr
 }
 
 // verifyingWriter passes on whole lines that continue the chain.
+// stageSyncEvery bounds the copy a stage writes before it syncs it: one
+// sync of a whole large copy at its end would hold the disk, and every
+// other session's commit waiting on its own sync behind it, for as long
+// as that takes.
+const stageSyncEvery = 8 << 20
+
+// syncingFile syncs f after every stageSyncEvery bytes written to it.
+type syncingFile struct {
+	f *os.File
+	n int64
+}
+
+func (s *syncingFile) Write(p []byte) (int, error) {
+	n, err := s.f.Write(p)
+	if s.n += int64(n); err == nil && s.n >= stageSyncEvery {
+		s.n, err = 0, s.f.Sync()
+	}
+	return n, err
+}
+
 type verifyingWriter struct {
 	ch   *store.Chain
 	w    *bufio.Writer

@@ -146,6 +146,13 @@ func TestMoveCommands(t *testing.T) {
 	if _, ok := a.MovingTo(src, "acme", "s"); ok || len(logBytes(t, a, "s")) == 0 {
 		t.Fatal("retire on a node that holds both groups: still fenced for the move, or the log gone")
 	}
+	// The retire again (its first answer lost) answers as the first; a
+	// retire naming another group is refused as moved.
+	again := apply(t, a, src, moveEntry(t, next(), MethodMoveRetire, "s", MoveDoc{Move: 1, To: dst}),
+		moveEntry(t, next(), MethodMoveRetire, "s", MoveDoc{Move: 1, To: dst + 1}))
+	if again[0].Err != nil || !errors.As(again[1].Err, &mv) || mv.Group != dst {
+		t.Fatalf("retire again: %+v", again)
+	}
 }
 
 // An abort after the install: the destination's copy goes on a node that

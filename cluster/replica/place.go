@@ -228,7 +228,9 @@ func (m *dataSM) fence(b *batchPlace, c Command) Outcome {
 		return Outcome{Err: vocab.Invalidf("command", "a fence command's document: "+err.Error())}
 	}
 	p := Placement{Tenant: c.Tenant, Session: c.Session, Group: d.Group}
-	if err := CheckPlacement(p, m.cfg.Groups); err != nil {
+	// The node checked the group against the meta group's (an added one
+	// among them); a data group's replica knows only their bound.
+	if err := CheckPlacement(p, MaxDataGroups); err != nil {
 		return Outcome{Err: err}
 	}
 	name := p.Name()
@@ -293,7 +295,8 @@ func (m *dataSM) placeDone(b *batchPlace) {
 func (m *dataSM) loadPlace() error {
 	var err error
 	m.fences, m.held = map[uint64]map[string]uint64{}, map[string]uint64{}
-	for g := node.MetaGroup + 1; g <= node.MetaGroup+uint64(m.cfg.Groups); g++ {
+	// Every group that may exist: groups added after the bootstrap too.
+	for g := node.MetaGroup + 1; g <= node.MetaGroup+uint64(MaxDataGroups); g++ {
 		if m.fences[g], err = m.scanGroups(gkey(g, kindFence)); err != nil {
 			return err
 		}

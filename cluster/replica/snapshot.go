@@ -48,6 +48,8 @@ type snapshotHead struct {
 	// Epochs and Moves are the meta group's sessions' epochs and moves.
 	Epochs map[string]uint64 `json:"epochs,omitempty"`
 	Moves  []Move            `json:"moves,omitempty"`
+	// Added are the meta group's data groups added after the bootstrap.
+	Added []AddedGroup `json:"added_groups,omitempty"`
 	// Moving are a data group's sessions fenced for a move: tenant/session
 	// → the group each moves to.
 	Moving map[string]uint64 `json:"moving,omitempty"`

@@ -88,6 +88,9 @@ func (w *World) finalChecks() error {
 	if err != nil {
 		return fmt.Errorf("seed %d: %w", w.opt.Seed, err)
 	}
+	if err := w.checkMove(members); err != nil {
+		return fmt.Errorf("seed %d: %w", w.opt.Seed, err)
+	}
 	if w.opt.Placement {
 		if err := w.checkGoals(members); err != nil {
 			return fmt.Errorf("seed %d: %w", w.opt.Seed, err)

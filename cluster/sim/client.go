@@ -253,6 +253,10 @@ func (w *World) read(c *client, sn *simNode, live func() bool, retry func()) {
 			retry()
 			return
 		}
+		if _, moving := sm.MovingTo(g, tenant, session); moving {
+			w.readMoving(c, sn, g, live, retry)
+			return
+		}
 		ps, err := w.listPromises(sm, session)
 		if err != nil {
 			w.fail("client %d: list %s at node %d: %v", c.id, session, sn.id, err)

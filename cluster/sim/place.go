@@ -74,22 +74,7 @@ func (w *World) placeAttempt(p *placer) {
 			w.fail("placer: %v", err)
 			return
 		}
-		sm := sn.sm
-		sn.n.Propose(group, data, func(r node.ProposeResult) {
-			if !live() {
-				return
-			}
-			if r.Err != nil {
-				retry()
-				return
-			}
-			out, ok := sm.Take(group, r.Index)
-			if !ok {
-				w.fail("node %d has no outcome for entry %d of group %d", sn.id, r.Index, group)
-				return
-			}
-			w.placed(p, out)
-		})
+		w.proposeTaken(sn, group, data, live, retry, func(out replica.Outcome) { w.placed(p, out) })
 	})
 }
 
@@ -128,7 +113,7 @@ func (w *World) placed(p *placer, out replica.Outcome) {
 // moved reports whether a client's command was refused as moved.
 func moved(err error) bool {
 	var mv *replica.Moved
-	return errors.As(err, &mv)
+	return errors.As(err, &mv) || moving(err)
 }
 
 // checkPlacement requires the meta group's replicas to have the same

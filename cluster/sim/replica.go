@@ -75,7 +75,7 @@ func (w *World) openReplica(sn *simNode, db *raftlog.DB) (*replica.SM, error) {
 				Root: func() (string, error) { return sn.dir, nil }, RelativeLogs: true, TargetsVerified: true,
 				MintExpectationID: func() string { return sm.MintExpectationID() }})
 		},
-		MaxOpen: maxOpen, IdleClose: idleClose, Clock: w.clock.Now,
+		MaxOpen: maxOpen, IdleClose: idleClose, Clock: w.clock.Now, Fetch: w.fetch(sn),
 		Logger: discard,
 	}
 	var err error

@@ -123,6 +123,12 @@ type Options struct {
 	// receiptUnverified breaks the rule that a node receipts only a copy
 	// that verified, to show the custody checks catch it.
 	receiptUnverified bool
+	// Move moves the first session to another data group through the
+	// faults (move.go).
+	Move bool
+	// moveSkipFence breaks the move: the mover records the source's end
+	// without fencing it, to show the checks catch it.
+	moveSkipFence bool
 	// placeOnSuspicion breaks the rule that a suspicion alone changes no
 	// placement: the placer also takes a node the decider suspects for
 	// dead, to show the liveness checks catch it.
@@ -173,6 +179,9 @@ type Stats struct {
 	// Tokens created, and TokensRevoked, in the meta group; MetaSnapshots
 	// of the meta group sent.
 	Tokens, TokensRevoked, MetaSnapshots int
+	// MovesActivated and MovesAborted end the mover's move (move runs);
+	// MoveStreamsLost are the installs' fetches the faults lost.
+	MovesActivated, MovesAborted, MoveStreamsLost int
 	// Live counts the failure detector's work (liveness runs).
 	Live  LiveStats
 	Trace uint64 // a hash of the run's events, equal for equal runs
@@ -250,6 +259,7 @@ type World struct {
 	expects []*simExpect
 	claims  []*simClaim
 	placer  *placer    // nil unless Options.Place
+	mover   *mover     // nil unless Options.Move
 	live    *liveWorld // nil unless Options.Liveness
 	tokener *tokener
 	history []porcupine.Operation
@@ -333,6 +343,9 @@ func runWorld(opt Options) (w *World, err error) {
 	if opt.Custody {
 		w.startCustody()
 	}
+	if opt.Move {
+		w.startMover()
+	}
 	chaosEnd := int64(opt.Chaos)
 	w.after(200*time.Millisecond, func() { w.chaos(chaosEnd) })
 	if opt.Placement {
@@ -381,6 +394,9 @@ func (w *World) applied() bool {
 	for i := range w.groups {
 		var lead *node.GroupStatus
 		for _, sn := range w.nodes {
+			if !sn.up {
+				return false // a node failed in the quiet period, restarting
+			}
 			if st := sn.n.Status()[i]; st.State == raft.StateLeader {
 				lead = &st
 			}

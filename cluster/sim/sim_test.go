@@ -57,6 +57,9 @@ func optionsFor(seed uint64) Options {
 		}
 		opt.Corrupt = seed/6%3 != 2
 	}
+	// Every sixth, from the second, moves a session through the faults
+	// (move.go).
+	opt.Move = seed%6 == 1
 	if opt.Liveness {
 		// A death settled as the faults end is healed, and the node's
 		// return placed again, in the quiet period: a longer one.
@@ -309,4 +312,42 @@ func TestSimCatchesReceiptWithoutVerifying(t *testing.T) {
 		}
 	}
 	t.Fatalf("no custody seed of %d caught a receipt for a copy that does not verify", maxSeeds)
+}
+
+// TestSimMoves runs the move seeds alone: a session moved, or its move
+// aborted, through the faults.
+func TestSimMoves(t *testing.T) {
+	defer simGC()()
+	var activated, aborted, lost int
+	for seed := uint64(1); seed < 1+6*20; seed += 6 {
+		st, err := runSeed(t, optionsFor(seed))
+		if err != nil {
+			t.Fatalf("%v\nreplay: go test ./cluster/sim -run 'TestSim$' -seed %d -v", err, seed)
+		}
+		activated, aborted, lost = activated+st.MovesActivated, aborted+st.MovesAborted, lost+st.MoveStreamsLost
+	}
+	t.Logf("20 move seeds: %d moves activated, %d aborted, %d streams lost", activated, aborted, lost)
+	if activated == 0 || aborted == 0 {
+		t.Errorf("moves activated %d, aborted %d: both should happen", activated, aborted)
+	}
+}
+
+// TestSimMoveWithoutFence shows the checks catch a move whose source is
+// never fenced: writes it takes after the copy's end are lost or the
+// install never completes.
+func TestSimMoveWithoutFence(t *testing.T) {
+	defer simGC()()
+	caught := 0
+	for seed := uint64(1); seed < 1+6*5; seed += 6 {
+		opt := optionsFor(seed)
+		opt.moveSkipFence = true
+		_, err := runSeed(t, opt)
+		if err != nil {
+			caught++
+			t.Logf("seed %d: %v", seed, err)
+		}
+	}
+	if caught == 0 {
+		t.Fatal("no seed's checks caught a move without its fence")
+	}
 }
