@@ -110,6 +110,13 @@ type Options struct {
 	// failure detector's deciding table commits dead and alive facts
 	// from the members' modelled reports (liveness.go).
 	Liveness bool
+	// Driver, on a placement run, has the real placement driver make the
+	// membership changes, with the operator's requests (members added, a
+	// node marked dead, one drained) among the faults (driver.go).
+	Driver bool
+	// driverDropsRecords breaks the driver: no group's configuration is
+	// recorded in the meta group, to show the driver's checks catch it.
+	driverDropsRecords bool
 	// placeOnSuspicion breaks the rule that a suspicion alone changes no
 	// placement: the placer also takes a node the decider suspects for
 	// dead, to show the liveness checks catch it.
@@ -138,8 +145,11 @@ type Stats struct {
 	// Decisions are the placement rule's changes applied; MarkedDead and
 	// Drained the nodes so marked (placement runs).
 	Decisions, MarkedDead, Drained int
-	Messages                       int
-	Snapshots                      int // snapshot streams started
+	// Added counts the nodes recorded as members in the middle of the
+	// faults (driver runs).
+	Added     int
+	Messages  int
+	Snapshots int // snapshot streams started
 	// SnapshotsFailed counts the streams lost on the way, cut, or whose
 	// acknowledgment was lost, each reported to its sender as a failure;
 	// SnapshotsStale, those of them whose manifest named a staged upload
@@ -233,8 +243,9 @@ type World struct {
 	clients []*client
 	expects []*simExpect
 	claims  []*simClaim
-	placer  *placer    // nil unless Options.Place
-	live    *liveWorld // nil unless Options.Liveness
+	placer  *placer      // nil unless Options.Place
+	live    *liveWorld   // nil unless Options.Liveness
+	drv     *driverWorld // nil unless Options.Driver
 	tokener *tokener
 	history []porcupine.Operation
 	acked   []ackedWrite
@@ -313,7 +324,9 @@ func runWorld(opt Options) (w *World, err error) {
 	w.startTokener()
 	chaosEnd := int64(opt.Chaos)
 	w.after(200*time.Millisecond, func() { w.chaos(chaosEnd) })
-	if opt.Placement {
+	if opt.Driver {
+		w.startDriver()
+	} else if opt.Placement {
 		w.after(300*time.Millisecond, w.placeStep)
 		if opt.Liveness {
 			w.startLiveness()

@@ -43,6 +43,13 @@ func optionsFor(seed uint64) Options {
 	// Half of those have no node marked dead by hand: the failure
 	// detector settles the deaths and the returns (liveness.go).
 	opt.Liveness = seed%16 == 8
+	// The others run the real placement driver, with members added, a
+	// node marked dead and one drained among the faults (driver.go), and
+	// a quiet period long enough to heal.
+	opt.Driver = opt.Placement && !opt.Liveness
+	if opt.Driver {
+		opt.Quiesce = 8 * time.Second
+	}
 	if opt.Liveness {
 		// A death settled as the faults end is healed, and the node's
 		// return placed again, in the quiet period: a longer one.
@@ -121,6 +128,7 @@ func TestSim(t *testing.T) {
 		total.Live.WhileSuspect += st.Live.WhileSuspect
 		total.MarkedDead += st.MarkedDead
 		total.Drained += st.Drained
+		total.Added += st.Added
 		if n == 1 {
 			t.Logf("seed %d: %+v", seed, st)
 		}
@@ -129,7 +137,7 @@ func TestSim(t *testing.T) {
 	t.Logf("%d seeds in %v: %v simulated (%.0fx), %d ops, %d crashes (%d before a batch's fsync, %d logs torn), %d disk faults, %d partitions, %d transfers, %d membership changes, %d snapshots sent (%d of them failed, %d naming an upload used since), %d sessions placed (%d refused, having records; %d attempts refused as moved)",
 		n, wall.Round(time.Millisecond), total.Virtual, total.Virtual.Seconds()/wall.Seconds(), total.Ops, total.Crashes, total.Unsynced, total.Torn,
 		total.DiskFaults, total.Partitions, total.Transfers, total.Membership, total.Snapshots, total.SnapshotsFailed, total.SnapshotsStale, total.Placements, total.PlacementsRefused, total.Moved)
-	t.Logf("placement: %d changes by the placement rule, %d nodes marked dead, %d drained", total.Decisions, total.MarkedDead, total.Drained)
+	t.Logf("placement: %d changes by the placement rule or decisions by the driver, %d nodes marked dead, %d drained, %d added mid-run", total.Decisions, total.MarkedDead, total.Drained, total.Added)
 	l := total.Live
 	t.Logf("liveness: %d suspicions, %d deaths and %d alive facts committed, %d refutations, %d grants, %d placement changes while a node was suspected and not dead", l.Suspicions, l.Deaths, l.Alive, l.Refutations, l.Grants, l.WhileSuspect)
 	t.Logf("%d expectations raised, %d facts recorded, %d lapses committed by %d sweeps (%d more sweeps committed nothing); %d claims created (%d refused a step past their deadline, %d expired, %d artifacts published); %d tokens created, %d revoked, %d meta snapshots sent",
