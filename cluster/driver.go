@@ -13,9 +13,9 @@ package cluster
 //
 // Each group's leader carries out its group's committed decision: one raft
 // configuration change (add a learner, which raft then sends a snapshot
-// and the log; promote it once it has caught up, by ConfChangeV2; remove
-// the voter it replaces), then commits the decision's end and the group's
-// new configuration and placement epoch. A leader asked to remove itself
+// and the log; once it has caught up, promote it and remove the voter it
+// replaces in one joint ConfChangeV2, placement.Replace), then commits the
+// decision's end and the group's new configuration and placement epoch. A leader asked to remove itself
 // hands the group to a caught-up voter, which carries it out. A group's
 // new leader carries out a decision its predecessor did not finish (done
 // at once if the configuration shows it made). A new meta leader resumes
