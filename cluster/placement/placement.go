@@ -346,9 +346,13 @@ func Next(nodes []Node, g Group, replicas int) Plan {
 // configuration after both (voters + l - v), which must keep a quorum of
 // live voters; the configuration before has one (Next checks it first),
 // so the joint configuration between them commits. In the meta group a
-// live voter is demoted rather than removed, which stays two changes.
+// live voter is demoted rather than removed, which stays two changes, and
+// so does the replacement of a group's only voter.
 func promoteReplacing(byID map[uint64]Node, g Group, l uint64, goal int, good func(uint64) bool) (uint64, bool) {
-	if len(g.Voters)+1 <= max(goal, 1) {
+	if len(g.Voters)+1 <= max(goal, 1) || len(g.Voters) < 2 {
+		// A group of one voter is promoted first: its voter leads it, and
+		// a leader taken out hands the group to another voter first,
+		// which only the promotion makes.
 		return 0, false
 	}
 	h := g

@@ -72,6 +72,8 @@ func TestNext(t *testing.T) {
 			"goal 4: replace 6 (out 5): learner on node 6 caught up: 3 good voters, goal 4; replaces voter on node 5 (node 5 is dead)", "too few members: 4 live and not draining, 5 wanted"},
 		{"below the goal: promoted alone", with(zoned("abcde"), dead(3)), Group{ID: 2, Voters: []uint64{1, 2, 3}, Learners: []uint64{4}, CaughtUp: []uint64{4}}, 5,
 			"goal 4: promote 4: learner on node 4 caught up: 2 good voters, goal 4", "too few members: 4 live and not draining, 5 wanted"},
+		{"a group's only voter: promoted first, removed after", zoned("ab"), Group{ID: 2, Voters: []uint64{1}, Learners: []uint64{2}, CaughtUp: []uint64{2}}, 1,
+			"goal 1: promote 2: learner on node 2 caught up: 1 good voters, goal 1", ""},
 		{"meta group: a dead voter replaced in one joint change", with(zoned("abcd"), dead(3)), Group{ID: 1, Meta: true, Voters: []uint64{1, 2, 3}, Learners: []uint64{4}, CaughtUp: []uint64{4}}, 3,
 			"goal 3: replace 4 (out 3): learner on node 4 caught up: 2 good voters, goal 3; replaces voter on node 3 (node 3 is dead)", "a decision in flight: 2 good voters of 3, learner on node 4"},
 		{"dead voter removed once replaced", with(zoned("abcc"), dead(3)), Group{ID: 2, Voters: []uint64{1, 2, 3, 4}}, 3,
