@@ -212,6 +212,9 @@ func (w *World) carryOut(sn *simNode, dn *driverNode, wk cluster.LeaderWork) {
 			return
 		}
 		w.stats.Membership++
+		if d.Op == placement.Replace {
+			w.stats.Joint++
+		}
 		w.confs[d.Group] = r.Conf
 		w.checkChange(d, conf.Voters, r.Conf)
 		after := cluster.AfterChange(conf, r)

@@ -9,7 +9,8 @@ import (
 // real placement driver with the operator's requests among the faults;
 // over a handful of them, nodes are added, marked dead and drained, and
 // each run ends with every group at its goal and the meta group's records
-// agreeing with the groups.
+// agreeing with the groups; some of the changes are joint (promote and
+// remove at once).
 func TestSimDriverRunsHeal(t *testing.T) {
 	defer simGC()()
 	var total Stats
@@ -26,11 +27,12 @@ func TestSimDriverRunsHeal(t *testing.T) {
 		total.MarkedDead += st.MarkedDead
 		total.Drained += st.Drained
 		total.Decisions += st.Decisions
+		total.Joint += st.Joint
 	}
-	if total.Added == 0 || total.MarkedDead == 0 || total.Drained == 0 || total.Decisions == 0 {
-		t.Fatalf("the driver's runs no longer add, mark dead and drain, or decide: %+v", total)
+	if total.Added == 0 || total.MarkedDead == 0 || total.Drained == 0 || total.Decisions == 0 || total.Joint == 0 {
+		t.Fatalf("the driver's runs no longer add, mark dead and drain, decide, or make a joint change: %+v", total)
 	}
-	t.Logf("%d decisions, %d nodes added, %d marked dead, %d drained", total.Decisions, total.Added, total.MarkedDead, total.Drained)
+	t.Logf("%d decisions, %d joint changes, %d nodes added, %d marked dead, %d drained", total.Decisions, total.Joint, total.Added, total.MarkedDead, total.Drained)
 }
 
 // TestSimCatchesUnrecordedDriver breaks the driver (it never records a

@@ -147,7 +147,10 @@ type Stats struct {
 	Decisions, MarkedDead, Drained int
 	// Added counts the nodes recorded as members in the middle of the
 	// faults (driver runs).
-	Added     int
+	Added int
+	// Joint counts the driver's joint changes made (a learner promoted
+	// and the voter it replaces removed at once).
+	Joint     int
 	Messages  int
 	Snapshots int // snapshot streams started
 	// SnapshotsFailed counts the streams lost on the way, cut, or whose

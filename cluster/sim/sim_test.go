@@ -129,6 +129,7 @@ func TestSim(t *testing.T) {
 		total.MarkedDead += st.MarkedDead
 		total.Drained += st.Drained
 		total.Added += st.Added
+		total.Joint += st.Joint
 		if n == 1 {
 			t.Logf("seed %d: %+v", seed, st)
 		}
@@ -137,7 +138,7 @@ func TestSim(t *testing.T) {
 	t.Logf("%d seeds in %v: %v simulated (%.0fx), %d ops, %d crashes (%d before a batch's fsync, %d logs torn), %d disk faults, %d partitions, %d transfers, %d membership changes, %d snapshots sent (%d of them failed, %d naming an upload used since), %d sessions placed (%d refused, having records; %d attempts refused as moved)",
 		n, wall.Round(time.Millisecond), total.Virtual, total.Virtual.Seconds()/wall.Seconds(), total.Ops, total.Crashes, total.Unsynced, total.Torn,
 		total.DiskFaults, total.Partitions, total.Transfers, total.Membership, total.Snapshots, total.SnapshotsFailed, total.SnapshotsStale, total.Placements, total.PlacementsRefused, total.Moved)
-	t.Logf("placement: %d changes by the placement rule or decisions by the driver, %d nodes marked dead, %d drained, %d added mid-run", total.Decisions, total.MarkedDead, total.Drained, total.Added)
+	t.Logf("placement: %d changes by the placement rule or decisions by the driver (%d of them joint), %d nodes marked dead, %d drained, %d added mid-run", total.Decisions, total.Joint, total.MarkedDead, total.Drained, total.Added)
 	l := total.Live
 	t.Logf("liveness: %d suspicions, %d deaths and %d alive facts committed, %d refutations, %d grants, %d placement changes while a node was suspected and not dead", l.Suspicions, l.Deaths, l.Alive, l.Refutations, l.Grants, l.WhileSuspect)
 	t.Logf("%d expectations raised, %d facts recorded, %d lapses committed by %d sweeps (%d more sweeps committed nothing); %d claims created (%d refused a step past their deadline, %d expired, %d artifacts published); %d tokens created, %d revoked, %d meta snapshots sent",
