@@ -13,9 +13,9 @@ package cluster
 //
 // Each group's leader carries out its group's committed decision: one raft
 // configuration change (add a learner, which raft then sends a snapshot
-// and the log; promote it once it has caught up, by ConfChangeV2; remove
-// the voter it replaces), then commits the decision's end and the group's
-// new configuration and placement epoch. A leader asked to remove itself
+// and the log; once it has caught up, promote it and remove the voter it
+// replaces in one joint ConfChangeV2, placement.Replace), then commits the
+// decision's end and the group's new configuration and placement epoch. A leader asked to remove itself
 // hands the group to a caught-up voter, which carries it out. A group's
 // new leader carries out a decision its predecessor did not finish (done
 // at once if the configuration shows it made). A new meta leader resumes
@@ -26,8 +26,6 @@ package cluster
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -64,15 +62,15 @@ const (
 )
 
 // driverState is what the driver keeps between its passes, on the loop's
-// goroutine: when it first saw each decision in flight, when it last
-// measured each group's bytes.
+// goroutine: the meta leader's view of the decisions in flight, and when
+// it last measured each group's bytes.
 type driverState struct {
-	seen    map[uint64]time.Time // decision → first seen in flight
+	*DriverState
 	bytesAt map[uint64]time.Time // group → last measured
 }
 
 func newDriverState() *driverState {
-	return &driverState{seen: map[uint64]time.Time{}, bytesAt: map[uint64]time.Time{}}
+	return &driverState{DriverState: NewDriverState(), bytesAt: map[uint64]time.Time{}}
 }
 
 // placementNodes are the members as placement sees them
@@ -96,44 +94,38 @@ func (c *Node) drive(ctx context.Context, n *node.MultiRaft, sts []node.GroupSta
 		if !leading {
 			continue
 		}
-		rec, recorded := pol.Groups[st.Group]
-		conf := replica.GroupConf{Voters: slices.Clone(st.Voters), Learners: slices.Clone(st.Learners), Leader: me, Epoch: rec.Epoch, Bytes: rec.Bytes}
-		for _, l := range st.Learners {
-			if match[l] >= commit {
-				conf.CaughtUp = append(conf.CaughtUp, l)
-			}
-		}
-		if d, ok := pol.InFlight(st.Group); ok {
-			if (d.Op == placement.Remove || d.Op == placement.Demote) && d.Node == me && !made(d, conf) {
-				// A leader does not take itself out: it hands the group
-				// to a caught-up voter, which carries the decision out.
-				for _, v := range st.Voters {
-					if v != me && match[v] >= commit {
-						n.TransferLeader(st.Group, v)
-						break
-					}
-				}
+		w := LeaderStep(me, st, commit, match, pol)
+		switch w.Kind {
+		case LeaderTransfer:
+			n.TransferLeader(st.Group, w.To)
+			continue
+		case LeaderCarryOut:
+			pending[st.Group] = true
+			go c.carryOut(ctx, w.Decision, w.Conf, w.Rec, done)
+			continue
+		case LeaderIdle:
+			if len(st.Leaving) > 0 {
 				continue
 			}
-			pending[st.Group] = true
-			go c.carryOut(ctx, d, conf, rec, done)
-			continue
+			if _, flying := pol.InFlight(st.Group); flying {
+				continue
+			}
 		}
 		measure := st.Group != node.MetaGroup && time.Since(ds.bytesAt[st.Group]) >= bytesEvery
 		if measure {
 			ds.bytesAt[st.Group] = time.Now()
 		}
-		if measure || confChanged(rec, recorded, conf) {
+		if measure || w.Kind == LeaderRecord {
 			// The meta group names each group's leader to the nodes that
 			// do not hold it, and gives the driver its facts.
 			pending[st.Group] = true
-			go c.recordConf(ctx, st.Group, conf, rec, recorded, measure, done)
+			go c.recordConf(ctx, st.Group, w.Conf, w.Rec, w.Recorded, measure, done)
 		}
 	}
 	if _, _, leadingMeta := n.Progress(node.MetaGroup); leadingMeta {
 		c.decide(ctx, members, pol, ds, pending, done)
 	} else {
-		clear(ds.seen)
+		ds.Forget()
 	}
 }
 
@@ -144,72 +136,17 @@ func confChanged(rec replica.GroupConf, recorded bool, conf replica.GroupConf) b
 	return !recorded || !sameConf(rec, conf) || rec.Leader != conf.Leader || !slices.Equal(sorted(rec.CaughtUp), sorted(conf.CaughtUp))
 }
 
-// decide is the meta leader's part: end or abandon the decisions in
-// flight that the groups' configurations have overtaken, and commit the
-// next decision of each group with none in flight.
+// decide is the meta leader's part (DecideStep): each decision to
+// commit, or to end, proposed on its own goroutine.
 func (c *Node) decide(ctx context.Context, members []replica.Member, pol replica.Policy, ds *driverState, pending map[uint64]bool, done chan<- uint64) {
 	nodes := placementNodes(members, pol, c.sm.Liveness)
 	_, constraints := c.sm.Constraints()
-	flying := 0
-	toward := map[uint64]int{}
-	now := time.Now()
-	for _, d := range pol.Decisions {
-		if d.State != replica.DecisionInFlight {
-			delete(ds.seen, d.ID)
+	for _, w := range DecideStep(c.cfg.NodeID, time.Now(), nodes, constraints, pol, ds.DriverState, pending) {
+		if w.Cmd.Op == replica.OpDecide {
+			go c.commitDecision(ctx, *w.Cmd.Decision, w.Key, done)
 			continue
 		}
-		flying++
-		if d.Op == placement.AddLearner {
-			toward[d.Node]++
-		}
-		if _, ok := ds.seen[d.ID]; !ok {
-			ds.seen[d.ID] = now
-		}
-		key := d.Group + decideKey
-		if pending[key] {
-			continue
-		}
-		rec := pol.Groups[d.Group]
-		why := ""
-		switch {
-		case made(d, rec):
-			pending[key] = true
-			go c.endAsync(ctx, d, replica.DecisionDone, "", key, done)
-			continue
-		case rec.Epoch > d.Epoch:
-			why = fmt.Sprintf("the group's configuration moved to epoch %d without it (decided at %d); the driver decides again", rec.Epoch, d.Epoch)
-		case now.Sub(ds.seen[d.ID]) > abandonAfter:
-			why = fmt.Sprintf("in flight for more than %v under meta leader %d; the driver decides again", abandonAfter, c.cfg.NodeID)
-		default:
-			continue // resumed: the group's leader carries it out
-		}
-		pending[key] = true
-		go c.endAsync(ctx, d, replica.DecisionAbandoned, why, key, done)
-	}
-	me := c.cfg.NodeID
-	for _, group := range slices.Sorted(maps.Keys(pol.Groups)) {
-		key := group + decideKey
-		if _, ok := pol.InFlight(group); ok || pending[key] {
-			continue
-		}
-		rec := pol.Groups[group]
-		g := placement.Group{ID: group, Meta: group == node.MetaGroup, Voters: rec.Voters, Learners: rec.Learners, CaughtUp: rec.CaughtUp, Constraint: constraints[group], Bytes: rec.Bytes}
-		ch := placement.Next(nodes, g, pol.Replicas).Change
-		switch {
-		case ch == nil:
-			continue
-		case ch.Optional && flying > 0:
-			continue // a spread or load move waits for a quiet cluster
-		case ch.Op == placement.AddLearner && toward[ch.Node] >= SnapshotsPerNodeMax:
-			continue
-		}
-		flying++
-		if ch.Op == placement.AddLearner {
-			toward[ch.Node]++
-		}
-		pending[key] = true
-		d := replica.Decision{Group: group, Op: ch.Op, Node: ch.Node, Reason: ch.Reason, Epoch: rec.Epoch, By: me}
-		go c.commitDecision(ctx, d, key, done)
+		go c.endAsync(ctx, *w.Cmd.Decision, w.Cmd.Decision.State, w.Cmd.Decision.Error, w.Key, done)
 	}
 }
 
@@ -225,7 +162,7 @@ func (c *Node) commitDecision(ctx context.Context, d replica.Decision, key uint6
 	}
 	d, _ = out.Value.(replica.Decision)
 	c.metrics.decisions.WithLabelValues("made").Inc()
-	c.log.Info("placement: decided", "decision", d.ID, "group", d.Group, "op", d.Op, "node", d.Node, "reason", d.Reason)
+	c.log.Info("placement: decided", "decision", d.ID, "group", d.Group, "op", d.Op, "node", d.Node, "replaces", d.Replaces, "reason", d.Reason)
 }
 
 // endAsync ends a decision from the meta leader.
@@ -281,30 +218,22 @@ func sorted(ids []uint64) []uint64 {
 }
 
 // carryOut makes a committed decision's configuration change through
-// the group's raft, as its leader, and commits its end and the group's
-// configuration. A decision the group has already made is done at once;
-// one made at an epoch the group has moved past is abandoned.
+// the group's raft, as its leader (CarryOutStep), and commits its end
+// and the group's configuration. A decision the group has already made
+// is done at once; one made at an epoch the group has moved past is
+// abandoned.
 func (c *Node) carryOut(ctx context.Context, d replica.Decision, conf, rec replica.GroupConf, done chan<- uint64) {
 	defer func() { done <- d.Group }()
 	ctx, cancel := context.WithTimeout(ctx, driveTimeout)
 	defer cancel()
-	switch {
-	case made(d, conf):
-		c.endDecision(ctx, d, replica.DecisionDone, "", nil)
-		return
-	case rec.Epoch > d.Epoch:
-		c.endDecision(ctx, d, replica.DecisionAbandoned, fmt.Sprintf("the group's configuration moved to epoch %d without it (decided at %d)", rec.Epoch, d.Epoch), nil)
-		return
-	case d.Op == placement.Promote && !slices.Contains(conf.Learners, d.Node), d.Op == placement.Demote && !slices.Contains(conf.Voters, d.Node):
-		// Decided on a recorded configuration the group has left (a
-		// promotion of a learner since removed would add a voter that
-		// never caught up).
-		c.endDecision(ctx, d, replica.DecisionAbandoned, fmt.Sprintf("node %d is not a %s of the group now", d.Node, map[bool]string{true: "learner", false: "voter"}[d.Op == placement.Promote]), nil)
+	cc, state, why := CarryOutStep(d, conf, rec)
+	if cc == nil {
+		c.endDecision(ctx, d, state, why, nil)
 		return
 	}
 	res := make(chan node.ConfResult, 1)
 	if err := c.do(ctx, func(n *node.MultiRaft) {
-		n.ProposeConfChange(d.Group, confChange(d.Op, d.Node), func(r node.ConfResult) { res <- r })
+		n.ProposeConfChange(d.Group, cc, func(r node.ConfResult) { res <- r })
 	}); err != nil {
 		c.endDecision(ctx, d, replica.DecisionFailed, err.Error(), nil)
 		return
@@ -320,9 +249,20 @@ func (c *Node) carryOut(ctx context.Context, d replica.Decision, conf, rec repli
 		c.endDecision(ctx, d, replica.DecisionFailed, r.Err.Error(), nil)
 		return
 	}
-	after := conf
-	after.Voters, after.Learners, after.Epoch, after.CaughtUp = r.Conf.GetVoters(), r.Conf.GetLearners(), r.Index, nil
+	after := AfterChange(conf, r)
 	c.endDecision(ctx, d, replica.DecisionDone, "", &after)
+}
+
+// takesOut is the voter a decision takes out of its group (removed,
+// demoted, replaced), 0 if none: a leader hands the group over first.
+func takesOut(d replica.Decision) uint64 {
+	switch d.Op {
+	case placement.Remove, placement.Demote:
+		return d.Node
+	case placement.Replace:
+		return d.Replaces
+	}
+	return 0
 }
 
 // made reports whether a configuration shows a decision's change.
@@ -333,6 +273,8 @@ func made(d replica.Decision, conf replica.GroupConf) bool {
 		return voter || learner
 	case placement.Promote:
 		return voter
+	case placement.Replace:
+		return voter && !slices.Contains(conf.Voters, d.Replaces) && !slices.Contains(conf.Learners, d.Replaces)
 	case placement.Demote:
 		return learner
 	}
@@ -397,6 +339,18 @@ func (c *Node) proposeMeta(ctx context.Context, cmd replica.MetaCommand) (replic
 		err = out.Err
 	}
 	return out, err
+}
+
+// decisionChange is a decision's raft configuration change: a replace
+// is two changes in one ConfChangeV2, which raft makes through a joint
+// configuration (the voters before and after each a quorum) and leaves
+// by itself once applied.
+func decisionChange(d replica.Decision) *pb.ConfChangeV2 {
+	if d.Op != placement.Replace {
+		return confChange(d.Op, d.Node)
+	}
+	add, remove := pb.ConfChangeType_ConfChangeAddNode, pb.ConfChangeType_ConfChangeRemoveNode
+	return &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{{Type: &add, NodeId: &d.Node}, {Type: &remove, NodeId: &d.Replaces}}}
 }
 
 // confChange is a decision's raft configuration change.

@@ -141,7 +141,7 @@ func (c *Node) groupPlacements(sts []node.GroupStatus, members []replica.Member,
 		}
 		if d, ok := pol.InFlight(st.Group); ok {
 			gp.InFlight = &d
-			if gp.Short == "" && slices.Contains([]placement.Op{placement.AddLearner, placement.Promote}, d.Op) {
+			if gp.Short == "" && slices.Contains([]placement.Op{placement.AddLearner, placement.Promote, placement.Replace}, d.Op) {
 				gp.Short = fmt.Sprintf("a decision in flight: %s node %d (%s)", d.Op, d.Node, d.Reason)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -93,10 +94,12 @@ func heal(bin string, mb, clients int) error {
 		slices.Sort(lat)
 		return lat[len(lat)*99/100], len(lat), nil
 	}
+	cpu0, busy0, wall0 := cpuOf(procs[:3]), machineBusy(), time.Now()
 	before, nb, err := p99(10*time.Second, nil)
 	if err != nil {
 		return err
 	}
+	cpuBefore, busyBefore := cores(cpuOf(procs[:3])-cpu0, wall0), busyCores(busy0)
 	sent0 := metricSum(procs[:3], "tally_cluster_snapshot_sent_bytes_total")
 	ledger := filepath.Join(procs[2].data, "ledger")
 	held0 := du(ledger)
@@ -110,6 +113,7 @@ func heal(bin string, mb, clients int) error {
 		return fmt.Errorf("mark-dead 4: %v: %s", err, out)
 	}
 	marked := time.Now()
+	cpu1, busy1 := cpuOf(procs[:3]), machineBusy()
 	var healed atomic.Value
 	go func() {
 		for time.Since(marked) < 10*time.Minute {
@@ -125,6 +129,7 @@ func heal(bin string, mb, clients int) error {
 		return err
 	}
 	took, _ := healed.Load().(time.Duration)
+	cpuDuring, busyDuring := cores(cpuOf(procs[:3])-cpu1, marked), busyCores(busy1)
 	if st, err := status(procs[0].addr); err == nil {
 		for _, d := range st.Placement.Decisions {
 			if d.Made >= marked.UnixNano() {
@@ -146,7 +151,47 @@ func heal(bin string, mb, clients int) error {
 		took.Round(time.Millisecond), float64(moved)/1e6, float64(snap)/1e6, rate, raw, rate/raw)
 	fmt.Printf("heal: write p99 of a session whose group is not changed: %v without (%d writes), %v during the re-replication (%d writes): %.2fx\n",
 		before.Round(time.Microsecond), nb, during.Round(time.Microsecond), nd, during.Seconds()/before.Seconds())
+	fmt.Printf("heal: CPU, in cores of %d: the three live servers %.2f without, %.2f during; the whole machine busy %.2f without, %.2f during\n",
+		runtime.NumCPU(), cpuBefore, cpuDuring, busyBefore, busyDuring)
 	return nil
+}
+
+// cores is CPU time spent since from, in cores.
+func cores(cpu time.Duration, from time.Time) float64 {
+	return cpu.Seconds() / time.Since(from).Seconds()
+}
+
+// busyTicks is the machine's busy and total CPU time, in clock ticks,
+// from /proc/stat (zero where there is none).
+type busyTicks struct {
+	busy, total uint64
+	at          time.Time
+}
+
+func machineBusy() busyTicks {
+	t := busyTicks{at: time.Now()}
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return t
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	for i, f := range strings.Fields(line)[1:] {
+		v, _ := strconv.ParseUint(f, 10, 64)
+		t.total += v
+		if i != 3 && i != 4 { // idle, iowait
+			t.busy += v
+		}
+	}
+	return t
+}
+
+// busyCores is how many of the machine's cores were busy since from.
+func busyCores(from busyTicks) float64 {
+	now := machineBusy()
+	if now.total == from.total {
+		return 0
+	}
+	return float64(now.busy-from.busy) / float64(now.total-from.total) * float64(runtime.NumCPU())
 }
 
 func groupOf(session string) uint64 {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -635,4 +636,99 @@ func TestProposalHandedToADeadLeaderFailsAtTheLeaderChange(t *testing.T) {
 	if waited := c.clock.t.Sub(start); waited >= c.cfg.ProposalTimeout {
 		t.Fatalf("failed after %v, not before the %v deadline", waited, c.cfg.ProposalTimeout)
 	}
+}
+
+// TestJointReplaceOfADeadVoter: a caught-up learner is promoted and a
+// dead voter removed in one ConfChangeV2. The change enters a joint
+// configuration (the old voters and the new each a quorum), which refuses
+// any other change until raft has left it by itself; the group then
+// commits with the new voters, the dead one still cut off.
+func TestJointReplaceOfADeadVoter(t *testing.T) {
+	c := newCluster(t, 3)
+	const g = 2
+	for i := 1; i <= 20; i++ {
+		if r := c.propose(c.leader(g), g, model.Command{Session: "s", Client: uint64(i), Req: 1, Value: fmt.Sprint("v", i)}); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	l := c.leader(g)
+	j := c.join(4)
+	if r := c.confChange(l, g, change(pb.ConfChangeType_ConfChangeAddLearnerNode, 4)); r.Err != nil {
+		t.Fatalf("add learner: %+v", r)
+	}
+	for i := 0; i < 100; i++ {
+		c.step()
+	}
+	if recs, _ := j.sm.Log(g, "s"); len(recs) != 20 {
+		t.Fatalf("learner holds %d records, want 20", len(recs))
+	}
+	victim := uint64(1)
+	for victim == l.id {
+		victim++
+	}
+	c.net.cut[victim] = true
+	for i := 0; i < 3*c.cfg.ElectionTicks; i++ {
+		c.step()
+	}
+	l = c.leader(g)
+	add, remove := pb.ConfChangeType_ConfChangeAddNode, pb.ConfChangeType_ConfChangeRemoveNode
+	joint := &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{{Type: &add, NodeId: new(uint64(4))}, {Type: &remove, NodeId: new(victim)}}}
+	var res *node.ConfResult
+	l.n.ProposeConfChange(g, joint, func(r node.ConfResult) { res = &r })
+	for i := 0; res == nil && i < 500; i++ {
+		c.members[l.id].n.Process()
+		for len(c.net.queue) > 0 {
+			q := c.net.queue
+			c.net.queue = nil
+			for _, m := range q {
+				if !c.net.cut[m.to] {
+					c.members[m.to].n.Deliver(m.env)
+				}
+			}
+			for _, id := range c.ids {
+				if !c.net.cut[id] {
+					c.members[id].n.Process()
+				}
+			}
+			if res != nil {
+				break
+			}
+		}
+	}
+	if res == nil || res.Err != nil {
+		t.Fatalf("joint replace: %+v", res)
+	}
+	want := []uint64{}
+	for _, id := range []uint64{1, 2, 3, 4} {
+		if id != victim {
+			want = append(want, id)
+		}
+	}
+	if got := sortedIDs(res.Conf.GetVoters()); fmt.Sprint(got) != fmt.Sprint(want) || len(res.Conf.GetLearners()) != 0 {
+		t.Fatalf("voters after the joint change %v, learners %v; want %v", got, res.Conf.GetLearners(), want)
+	}
+	if len(res.Conf.GetVotersOutgoing()) != 3 {
+		t.Fatalf("the change did not enter a joint configuration: %+v", res.Conf)
+	}
+	// Still joint as the change applied: no other change until raft has
+	// left it.
+	if r := c.confChange(l, g, change(pb.ConfChangeType_ConfChangeRemoveNode, 4)); !errors.Is(r.Err, node.ErrConfChangePending) {
+		t.Fatalf("a change while joint: %v", r.Err)
+	}
+	for i := 0; i < 50; i++ {
+		c.step()
+	}
+	st := c.leader(g).n.Status()[1]
+	if len(st.Leaving) != 0 || fmt.Sprint(sortedIDs(st.Voters)) != fmt.Sprint(want) {
+		t.Fatalf("after the joint change: voters %v, leaving %v", st.Voters, st.Leaving)
+	}
+	if r := c.propose(c.leader(g), g, model.Command{Session: "s", Client: 99, Req: 1, Value: "after"}); r.Err != nil {
+		t.Fatalf("a write with the replaced voter still cut off: %v", r.Err)
+	}
+}
+
+func sortedIDs(ids []uint64) []uint64 {
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	return out
 }

@@ -78,8 +78,10 @@ func (n *MultiRaft) mine(d []byte) (uint64, bool) {
 }
 
 // ProposeConfChange proposes a membership change of one group at its
-// leader: add a learner, promote it to voter, remove a node. It refuses a
-// change while another of this group is pending here, one that would
+// leader: add a learner, promote it to voter, remove a node, or several
+// at once (a joint configuration, which raft leaves by itself once it has
+// applied it). It refuses a change while another of this group is pending
+// here or the group is still joint, one that would
 // remove the last voter, and one that would leave fewer recently heard-from
 // voters than a quorum. done is called from the loop once the change
 // applied, or with the refusal.
@@ -100,6 +102,12 @@ func (n *MultiRaft) ProposeConfChange(gid uint64, cc *pb.ConfChangeV2, done func
 			return
 		}
 	}
+	if len(g.conf.GetVotersOutgoing()) > 0 {
+		// A joint configuration raft has not left yet: raft would drop a
+		// change proposed now, and the caller would wait out its deadline.
+		done(ConfResult{Err: fmt.Errorf("%w: the group is in a joint configuration (voters %v, leaving %v)", ErrConfChangePending, g.conf.GetVoters(), g.conf.GetVotersOutgoing())})
+		return
+	}
 	voters := map[uint64]bool{}
 	for _, v := range g.conf.GetVoters() {
 		voters[v] = true
@@ -116,15 +124,31 @@ func (n *MultiRaft) ProposeConfChange(gid uint64, cc *pb.ConfChangeV2, done func
 		done(ConfResult{Err: ErrLastVoter})
 		return
 	}
-	reachable := 0
-	for v := range voters {
-		if pr, ok := st.Progress[v]; v == n.cfg.ID || (ok && pr.RecentActive) {
-			reachable++
+	reachable := func(voters map[uint64]bool) int {
+		r := 0
+		for v := range voters {
+			if pr, ok := st.Progress[v]; v == n.cfg.ID || (ok && pr.RecentActive) {
+				r++
+			}
 		}
+		return r
 	}
-	if reachable <= len(voters)/2 {
-		done(ConfResult{Err: fmt.Errorf("%w: %d of %d", ErrWouldLoseQuorum, reachable, len(voters))})
+	if r := reachable(voters); r <= len(voters)/2 {
+		done(ConfResult{Err: fmt.Errorf("%w: %d of %d", ErrWouldLoseQuorum, r, len(voters))})
 		return
+	}
+	if len(cc.GetChanges()) > 1 {
+		// Several changes enter a joint configuration, which commits with
+		// a quorum of the voters now and one of the voters after: both
+		// must be reachable.
+		now := map[uint64]bool{}
+		for _, v := range g.conf.GetVoters() {
+			now[v] = true
+		}
+		if r := reachable(now); r <= len(now)/2 {
+			done(ConfResult{Err: fmt.Errorf("%w: %d of %d voters now", ErrWouldLoseQuorum, r, len(now))})
+			return
+		}
 	}
 	n.nextID++
 	c := &confProposal{id: n.nextID, group: gid, deadline: n.clock.Now().Add(n.cfg.ProposalTimeout), done: done}

@@ -21,6 +21,10 @@ type GroupStatus struct {
 	// last election timeout; otherwise, it follows a leader (which, with
 	// CheckQuorum, steps down once it loses its quorum).
 	Quorum bool
+	// Leaving are the voters of the configuration a joint change is
+	// leaving (raft leaves it by itself once the change applied); empty
+	// outside one. No other change of the group can be made meanwhile.
+	Leaving []uint64
 }
 
 // Status reports every group, in group order.
@@ -31,7 +35,7 @@ func (n *MultiRaft) Status() []GroupStatus {
 		st := GroupStatus{
 			Group: g.id, Leader: bs.Lead, Term: bs.HardState.GetTerm(), Commit: bs.HardState.GetCommit(),
 			Applied: g.applied, State: bs.RaftState, Voters: slices.Clone(g.conf.GetVoters()),
-			Learners: slices.Clone(g.conf.GetLearners()),
+			Learners: slices.Clone(g.conf.GetLearners()), Leaving: slices.Clone(g.conf.GetVotersOutgoing()),
 		}
 		switch {
 		case n.failed != nil:

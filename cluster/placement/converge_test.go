@@ -12,8 +12,9 @@ const stepsMax = 24
 
 // play applies plans to one group until none is left, the learners
 // catching up at the next look, and checks every change on the way: no
-// removal leaves fewer live voters than a quorum, or no voter; no
-// promotion of a learner that has not caught up; no configuration seen
+// removal (alone, or in a Replace's joint change) leaves fewer live
+// voters than a quorum, or no voter; no promotion of a learner that has
+// not caught up; no configuration seen
 // twice (no oscillation).
 func play(t *testing.T, nodes []Node, g Group, replicas int) Group {
 	t.Helper()
@@ -46,6 +47,20 @@ func play(t *testing.T, nodes []Node, g Group, replicas int) Group {
 			g.Learners = slices.DeleteFunc(slices.Clone(g.Learners), func(x uint64) bool { return x == c.Node })
 			g.CaughtUp = slices.DeleteFunc(slices.Clone(g.CaughtUp), func(x uint64) bool { return x == c.Node })
 			g.Voters = append(slices.Clone(g.Voters), c.Node)
+		case Replace:
+			if !slices.Contains(g.CaughtUp, c.Node) || !slices.Contains(g.Learners, c.Node) {
+				t.Fatalf("replaces with node %d before it caught up: %v", c.Node, g.Learners)
+			}
+			after := append(slices.Clone(g.Voters), c.Node)
+			if !slices.Contains(g.Voters, c.Replaces) || !SafeRemoval(nodes, after, c.Replaces) {
+				t.Fatalf("replaces voter %d of %v by %d: the quorum is lost", c.Replaces, g.Voters, c.Node)
+			}
+			if g.Meta && !nodes[c.Replaces-1].Dead {
+				t.Fatalf("replaces live voter %d of the meta group: it must follow as a learner", c.Replaces)
+			}
+			g.Learners = slices.DeleteFunc(slices.Clone(g.Learners), func(x uint64) bool { return x == c.Node })
+			g.CaughtUp = slices.DeleteFunc(slices.Clone(g.CaughtUp), func(x uint64) bool { return x == c.Node })
+			g.Voters = slices.DeleteFunc(after, func(x uint64) bool { return x == c.Replaces })
 		case Demote:
 			if !SafeRemoval(nodes, g.Voters, c.Node) {
 				t.Fatalf("demotes voter %d of %v: the quorum is lost", c.Node, g.Voters)

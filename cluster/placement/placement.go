@@ -113,14 +113,21 @@ const (
 	// voters keep following it as learners (every node needs the
 	// directory, the tokens and the membership).
 	Demote Op = "demote"
+	// Replace promotes a caught-up learner (Node) and removes the voter it
+	// replaces (Replaces) in one joint configuration change: the group
+	// never counts the replaced voter, dead perhaps, in a quorum that the
+	// new voter has joined, and one decision makes what two made.
+	Replace Op = "replace"
 )
 
 // Change is the one change a group needs next.
 type Change struct {
-	Group  uint64 `json:"group"`
-	Op     Op     `json:"op"`
-	Node   uint64 `json:"node"`
-	Reason string `json:"reason"`
+	Group uint64 `json:"group"`
+	Op    Op     `json:"op"`
+	Node  uint64 `json:"node"`
+	// Replaces is the voter a Replace removes.
+	Replaces uint64 `json:"replaces,omitempty"`
+	Reason   string `json:"reason"`
 	// Optional: a change for a wider spread or a better load, not for
 	// the goal; the driver makes one only when no other is in flight.
 	Optional bool `json:"optional,omitempty"`
@@ -184,7 +191,9 @@ func eligible(nodes []Node, c Constraint) []Node {
 // to do:
 //  1. remove a learner that should not be there (not a member, dead,
 //     draining, outside the constraint);
-//  2. promote a caught-up learner on an eligible node;
+//  2. promote a caught-up learner on an eligible node, and when that
+//     puts the group beyond its goal, remove in the same joint change
+//     the voter step 4 would remove next (Replace);
 //  3. wait for a learner still catching up;
 //  4. remove a voter beyond the goal: one that should not be there
 //     first, else the one whose loss keeps the widest spread and frees
@@ -238,7 +247,13 @@ func Next(nodes []Node, g Group, replicas int) Plan {
 	needed := !g.Meta || goodVoters < p.Goal
 	for _, l := range g.Learners {
 		if needed && good(l) && slices.Contains(g.CaughtUp, l) {
-			return change(Promote, l, fmt.Sprintf("learner on node %d caught up: %d good voters, goal %d", l, goodVoters, p.Goal))
+			why := fmt.Sprintf("learner on node %d caught up: %d good voters, goal %d", l, goodVoters, p.Goal)
+			if v, ok := promoteReplacing(byID, g, l, p.Goal, good); ok {
+				p = change(Replace, l, fmt.Sprintf("%s; replaces voter on node %d (%s)", why, v, removedWhy(byID, g, v, good)))
+				p.Change.Replaces = v
+				return p
+			}
+			return change(Promote, l, why)
 		}
 	}
 	if waiting := slices.IndexFunc(g.Learners, good); needed && waiting >= 0 {
@@ -323,6 +338,39 @@ func Next(nodes []Node, g Group, replicas int) Plan {
 		return p
 	}
 	return p
+}
+
+// promoteReplacing is the voter that step 4 would remove once learner l
+// is promoted, when the group would then be beyond its goal: the two
+// changes are made as one (Replace). Removal's rule applies to the
+// configuration after both (voters + l - v), which must keep a quorum of
+// live voters; the configuration before has one (Next checks it first),
+// so the joint configuration between them commits. In the meta group a
+// live voter is demoted rather than removed, which stays two changes, and
+// so does the replacement of a group's only voter.
+func promoteReplacing(byID map[uint64]Node, g Group, l uint64, goal int, good func(uint64) bool) (uint64, bool) {
+	if len(g.Voters)+1 <= max(goal, 1) || len(g.Voters) < 2 {
+		// A group of one voter is promoted first: its voter leads it, and
+		// a leader taken out hands the group to another voter first,
+		// which only the promotion makes.
+		return 0, false
+	}
+	h := g
+	h.Voters = append(slices.Clone(g.Voters), l)
+	h.Learners = slices.DeleteFunc(slices.Clone(g.Learners), func(x uint64) bool { return x == l })
+	v, ok := removal(byID, h, good)
+	if !ok || v == l || g.Meta && live(byID, v) {
+		return 0, false
+	}
+	return v, true
+}
+
+// removedWhy says why step 4 removes voter v.
+func removedWhy(byID map[uint64]Node, g Group, v uint64, good func(uint64) bool) string {
+	if !good(v) {
+		return unfit(byID, g.Constraint, v)
+	}
+	return fmt.Sprintf("%d voters would be beyond the goal", len(g.Voters)+1)
 }
 
 // short says why a group is below what the replication factor asks, or

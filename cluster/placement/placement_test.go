@@ -62,6 +62,20 @@ func TestNext(t *testing.T) {
 			"goal 3: promote 3: learner on node 3 caught up: 2 good voters, goal 3", "a decision in flight: 2 good voters of 3, learner on node 3"},
 		{"dead voter replaced in its zone's place", with(zoned("abcc"), dead(3)), Group{ID: 2, Voters: []uint64{1, 2, 3}}, 3,
 			"goal 3: add-learner 4: replaces node 3 (node 3 is dead); 2 good voters, goal 3", "2 good voters of 3"},
+		{"dead voter replaced by its caught-up learner in one joint change", with(zoned("abcc"), dead(3)), Group{ID: 2, Voters: []uint64{1, 2, 3}, Learners: []uint64{4}, CaughtUp: []uint64{4}}, 3,
+			"goal 3: replace 4 (out 3): learner on node 4 caught up: 2 good voters, goal 3; replaces voter on node 3 (node 3 is dead)", "a decision in flight: 2 good voters of 3, learner on node 4"},
+		{"draining voter replaced in one joint change", with(zoned("abcd"), draining(2)), Group{ID: 2, Voters: []uint64{1, 2, 3}, Learners: []uint64{4}, CaughtUp: []uint64{4}}, 3,
+			"goal 3: replace 4 (out 2): learner on node 4 caught up: 2 good voters, goal 3; replaces voter on node 2 (node 2 is draining)", "a decision in flight: 2 good voters of 3, learner on node 4"},
+		{"spread move's learner replaces the voter it was added for", zoned("aabc"), Group{ID: 2, Voters: []uint64{1, 2, 3}, Learners: []uint64{4}, CaughtUp: []uint64{4}}, 3,
+			"goal 3: replace 4 (out 2): learner on node 4 caught up: 3 good voters, goal 3; replaces voter on node 2 (4 voters would be beyond the goal)", ""},
+		{"two dead of five: the replacement keeps a live quorum after", with(zoned("abcdef"), dead(4, 5)), Group{ID: 2, Voters: []uint64{1, 2, 3, 4, 5}, Learners: []uint64{6}, CaughtUp: []uint64{6}}, 5,
+			"goal 4: replace 6 (out 5): learner on node 6 caught up: 3 good voters, goal 4; replaces voter on node 5 (node 5 is dead)", "too few members: 4 live and not draining, 5 wanted"},
+		{"below the goal: promoted alone", with(zoned("abcde"), dead(3)), Group{ID: 2, Voters: []uint64{1, 2, 3}, Learners: []uint64{4}, CaughtUp: []uint64{4}}, 5,
+			"goal 4: promote 4: learner on node 4 caught up: 2 good voters, goal 4", "too few members: 4 live and not draining, 5 wanted"},
+		{"a group's only voter: promoted first, removed after", zoned("ab"), Group{ID: 2, Voters: []uint64{1}, Learners: []uint64{2}, CaughtUp: []uint64{2}}, 1,
+			"goal 1: promote 2: learner on node 2 caught up: 1 good voters, goal 1", ""},
+		{"meta group: a dead voter replaced in one joint change", with(zoned("abcd"), dead(3)), Group{ID: 1, Meta: true, Voters: []uint64{1, 2, 3}, Learners: []uint64{4}, CaughtUp: []uint64{4}}, 3,
+			"goal 3: replace 4 (out 3): learner on node 4 caught up: 2 good voters, goal 3; replaces voter on node 3 (node 3 is dead)", "a decision in flight: 2 good voters of 3, learner on node 4"},
 		{"dead voter removed once replaced", with(zoned("abcc"), dead(3)), Group{ID: 2, Voters: []uint64{1, 2, 3, 4}}, 3,
 			"goal 3: remove 3: voter on node 3: node 3 is dead; 4 voters, goal 3", ""},
 		{"dead voter with no replacement is removed", with(zoned("abc"), dead(3)), Group{ID: 2, Voters: []uint64{1, 2, 3}}, 3,
@@ -118,6 +132,8 @@ func TestNext(t *testing.T) {
 
 func describe(p Plan) string {
 	switch {
+	case p.Change != nil && p.Change.Op == Replace:
+		return fmt.Sprintf("goal %d: %s %d (out %d): %s", p.Goal, p.Change.Op, p.Change.Node, p.Change.Replaces, p.Change.Reason)
 	case p.Change != nil:
 		return fmt.Sprintf("goal %d: %s %d: %s", p.Goal, p.Change.Op, p.Change.Node, p.Change.Reason)
 	case p.Wait != "":

@@ -53,6 +53,10 @@ type dataSM struct {
 	// is where each staged copy was last verified to end (under stageMu).
 	stageMu  sync.Mutex
 	stagedAt map[string]store.Position
+	// noUploads are the data groups known to hold no upload record, whose
+	// batches skip the scan for expired ones (upload.go); only the loop
+	// touches it.
+	noUploads map[uint64]bool
 
 	now atomic.Int64 // the instant of the command being applied
 	// batch is the uploads of the data group batch Apply runs, nil
@@ -72,7 +76,7 @@ type dataSM struct {
 // newData opens the data groups' state: their fences and held records.
 func newData(b base) (*dataSM, error) {
 	m := &dataSM{base: b, ledgers: map[string]*ledger.Ledger{}, used: map[string]time.Time{}, outcomes: map[uint64]map[uint64]Outcome{},
-		prepared: map[uint64]prepared{}, ids: mrand.NewChaCha8([32]byte{})}
+		prepared: map[uint64]prepared{}, noUploads: map[uint64]bool{}, ids: mrand.NewChaCha8([32]byte{})}
 	m.cfg.Ledger.Now = m.Now
 	m.cfg.Ledger.MintID = m.mintID
 	m.cfg.Ledger.SyncByCaller = true // once per batch, in Apply

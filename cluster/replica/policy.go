@@ -60,11 +60,14 @@ type GroupConf struct {
 // Decision is one change the placement driver committed before making
 // it. Stored: do not rename the members.
 type Decision struct {
-	ID     uint64       `json:"id"`
-	Group  uint64       `json:"group"`
-	Op     placement.Op `json:"op"`
-	Node   uint64       `json:"node"`
-	Reason string       `json:"reason"`
+	ID    uint64       `json:"id"`
+	Group uint64       `json:"group"`
+	Op    placement.Op `json:"op"`
+	Node  uint64       `json:"node"`
+	// Replaces is the voter a placement.Replace removes in the same joint
+	// change that promotes Node.
+	Replaces uint64 `json:"replaces,omitempty"`
+	Reason   string `json:"reason"`
 	// Epoch is the group's placement epoch the decision was made at.
 	Epoch uint64 `json:"epoch"`
 	// By is the node that made it (the meta group's leader then; the
@@ -135,6 +138,9 @@ func decidePolicy(p Policy, c MetaCommand) (Policy, Outcome) {
 		d := c.Decision
 		if d == nil || d.Group == 0 || d.Node == 0 {
 			return p, Outcome{Err: vocab.Invalidf("decision", "required, with a group and a node")}
+		}
+		if (d.Op == placement.Replace) != (d.Replaces != 0) || d.Replaces == d.Node && d.Replaces != 0 {
+			return p, Outcome{Err: vocab.Invalidf("decision.replaces", "a replace names the voter it removes, another node than the one it promotes; no other change names one")}
 		}
 		if i := p.inFlight(d.Group); i >= 0 {
 			return p, Outcome{Err: vocab.New(CodeDecisionInFlight, "group", fmt.Sprintf("group %d has decision %d in flight", d.Group, p.Decisions[i].ID))}

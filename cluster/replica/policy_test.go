@@ -2,10 +2,12 @@ package replica
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"testing"
 
 	"tally/cluster/node"
+	"tally/cluster/placement"
 )
 
 // The replication factor is the meta group's: configure refuses an even,
@@ -81,4 +83,37 @@ func metaCopy(t *testing.T, sm *SM, dir string) *SM {
 		t.Fatal(err)
 	}
 	return other
+}
+
+// A replace decision names the voter it removes, another node than the
+// one it promotes; no other change names one. A refused one records
+// nothing; an accepted one is in flight.
+func TestMetaDecideReplace(t *testing.T) {
+	sm, _ := openReplica(t, t.TempDir(), "")
+	ents := []node.Entry{
+		metaEntry(t, 1, MetaCommand{Op: OpDecide, Decision: &Decision{Group: 2, Op: placement.Replace, Node: 4}}),
+		metaEntry(t, 2, MetaCommand{Op: OpDecide, Decision: &Decision{Group: 2, Op: placement.Replace, Node: 4, Replaces: 4}}),
+		metaEntry(t, 3, MetaCommand{Op: OpDecide, Decision: &Decision{Group: 2, Op: placement.Promote, Node: 4, Replaces: 3}}),
+		metaEntry(t, 4, MetaCommand{Op: OpDecide, Decision: &Decision{Group: 2, Op: placement.Replace, Node: 4, Replaces: 3}}),
+	}
+	if _, err := sm.Apply(node.MetaGroup, ents); err != nil {
+		t.Fatal(err)
+	}
+	refusal := "decision.replaces: a replace names the voter it removes, another node than the one it promotes; no other change names one"
+	want := []string{refusal, refusal, refusal, "1 replace 4 out 3 in-flight"}
+	for i, e := range ents {
+		out, _ := sm.Take(node.MetaGroup, e.Index)
+		got := ""
+		if out.Err != nil {
+			got = out.Err.Error()
+		} else if d, ok := out.Value.(Decision); ok {
+			got = fmt.Sprintf("%d %s %d out %d %s", d.ID, d.Op, d.Node, d.Replaces, d.State)
+		}
+		if got != want[i] {
+			t.Errorf("entry %d:\n got  %s\n want %s", e.Index, got, want[i])
+		}
+	}
+	if ds := sm.Policy().Decisions; len(ds) != 1 {
+		t.Fatalf("decisions recorded: %+v, want the one replace", ds)
+	}
 }

@@ -170,6 +170,7 @@ func (m *dataSM) sessionContents(se store.Session, set map[string]bool) error {
 // ones the head carries, the staged ones as their entries arrive, in pb)
 // and their staging files.
 func (m *dataSM) clearUploads(group uint64, pb *pebble.Batch, used map[string]uploadRecord) error {
+	delete(m.noUploads, group) // the snapshot's records are written: scan again
 	err := m.eachUpload(group, func(id string, _ uploadRecord) error { return pb.Delete(uploadKey(group, id), nil) })
 	if err != nil {
 		return err
@@ -200,6 +201,7 @@ func (m *dataSM) restoreBytesEntry(group uint64, e node.ManifestEntry, r io.Read
 		if err := m.restoreStaged(group, e.Name, r, int64(e.Length)); err != nil {
 			return err
 		}
+		delete(m.noUploads, group)
 		return setJSON(pb, uploadKey(group, e.Name), uploadRecord{Size: int64(e.Length)})
 	}
 	return fmt.Errorf("unknown kind %q", e.Kind)

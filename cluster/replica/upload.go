@@ -328,13 +328,26 @@ func (b *batchUploads) record(pb *pebble.Batch, now int64) ([]string, error) {
 			return nil, err
 		}
 	}
+	if b.m.noUploads[b.group] && len(b.changed) == 0 {
+		// The group holds no upload record: none can have expired, and a
+		// scan per batch cost a write its pebble iterator.
+		return drop, nil
+	}
+	left := 0
+	for id := range b.changed {
+		if !b.records[id].abandoned {
+			left++ // written in pb, which the scan does not see
+		}
+	}
 	err := b.m.eachUpload(b.group, func(id string, _ uploadRecord) error {
 		if start, err := uploadStart(id); err == nil && !expired(start, now) {
+			left++
 			return nil
 		}
 		drop = append(drop, filepath.Join(b.m.stagingDir(b.group), id))
 		return pb.Delete(uploadKey(b.group, id), nil)
 	})
+	b.m.noUploads[b.group] = err == nil && left == 0
 	return drop, err
 }
 

@@ -441,3 +441,38 @@ func TestAnUnstagedUploadGoesAtOnce(t *testing.T) {
 		t.Fatalf("use, unstage of a used upload: %+v %v", outs[7], outs[8].Err)
 	}
 }
+
+// A data group's batches scan for expired uploads only while the group
+// holds an upload record: none after the last one expired, again from the
+// batch that stages a new one, which still expires in its time.
+func TestTheUploadScanRunsOnlyWhileUploadsAreHeld(t *testing.T) {
+	sm, db := openReplica(t, t.TempDir(), "")
+	defer db.Close()
+	defer sm.Close()
+	g := node.MetaGroup + 1
+	records := func() int {
+		n := 0
+		sm.eachUpload(g, func(string, uploadRecord) error { n++; return nil })
+		return n
+	}
+	first := NewUploadID(start, 3)
+	applyAll(t, sm, []node.Entry{chunkEntry(t, 2, first, 0, []byte("abc"))})
+	if sm.noUploads[g] {
+		t.Fatal("a group staging an upload is taken to hold none")
+	}
+	late := uint64(UploadMaxAge/time.Second) + 10
+	applyAll(t, sm, []node.Entry{chunkEntry(t, late, first, 3, []byte("def"))})
+	if !sm.noUploads[g] || records() != 0 {
+		t.Fatalf("after the last upload expired: no uploads %v, %d records", sm.noUploads[g], records())
+	}
+	second := NewUploadID(start.Add(time.Duration(late)*time.Second), 4)
+	applyAll(t, sm, []node.Entry{chunkEntry(t, late+1, second, 0, []byte("ghi"))})
+	if sm.noUploads[g] || records() != 1 {
+		t.Fatalf("after a new upload: no uploads %v, %d records", sm.noUploads[g], records())
+	}
+	later := 2*late + 20
+	applyAll(t, sm, []node.Entry{chunkEntry(t, later, second, 3, []byte("jkl"))})
+	if !sm.noUploads[g] || records() != 0 || len(staged(t, sm)) != 0 {
+		t.Fatalf("after the new upload expired: no uploads %v, %d records, staged %v", sm.noUploads[g], records(), staged(t, sm))
+	}
+}

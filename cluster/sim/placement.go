@@ -9,7 +9,9 @@ package sim
 // replicas move off it). The placer keeps stepping once the faults stop,
 // and the run ends with every group at its goal, on no dead or drained
 // node. A node the rule took out of a group may be placed in it again (it
-// rejoins as a learner over the log or the snapshot it has).
+// rejoins as a learner over the log or the snapshot it has). On the
+// driver's runs (Options.Driver) the real placement driver makes the
+// changes instead (driver.go); this placer runs the liveness runs.
 
 import (
 	"fmt"
@@ -60,6 +62,14 @@ func (w *World) placeStep() {
 		ch := placement.Next(w.placementNodes(), pg, w.opt.Voters).Change
 		if ch != nil && w.live != nil {
 			w.liveChange(sn, ch)
+		}
+		if ch != nil && ch.Op == placement.Replace {
+			// This placer (the liveness runs') promotes, and removes the
+			// replaced voter at a later step, as before the joint change
+			// existed: the driver's runs make the joint change (driver.go).
+			c := *ch
+			c.Op, c.Replaces = placement.Promote, 0
+			ch = &c
 		}
 		if ch == nil || ch.Node == sn.id && (ch.Op == placement.Remove || ch.Op == placement.Demote) {
 			if ch != nil {
@@ -112,6 +122,10 @@ func (w *World) countReplicas(sn *simNode) {
 // live one drained, once each per run, when the rest can hold what the
 // groups want.
 func (w *World) markOrDrain(pick *simNode) {
+	if w.opt.Driver {
+		w.driverFault(pick)
+		return
+	}
 	nodes := w.placementNodes()
 	if len(w.dead) == 0 && w.live == nil {
 		for _, sn := range w.nodes {
@@ -134,6 +148,9 @@ func (w *World) markOrDrain(pick *simNode) {
 // goal's voters, none of them on a dead or drained node, no learner of a
 // data group left.
 func (w *World) checkGoals(members map[uint64][]*simNode) error {
+	if w.opt.Driver {
+		return w.checkDriver()
+	}
 	if w.live != nil {
 		if err := w.checkLive(); err != nil {
 			return err

@@ -129,6 +129,13 @@ type Options struct {
 	// moveSkipFence breaks the move: the mover records the source's end
 	// without fencing it, to show the checks catch it.
 	moveSkipFence bool
+	// Driver, on a placement run, has the real placement driver make the
+	// membership changes, with the operator's requests (members added, a
+	// node marked dead, one drained) among the faults (driver.go).
+	Driver bool
+	// driverDropsRecords breaks the driver: no group's configuration is
+	// recorded in the meta group, to show the driver's checks catch it.
+	driverDropsRecords bool
 	// placeOnSuspicion breaks the rule that a suspicion alone changes no
 	// placement: the placer also takes a node the decider suspects for
 	// dead, to show the liveness checks catch it.
@@ -157,8 +164,14 @@ type Stats struct {
 	// Decisions are the placement rule's changes applied; MarkedDead and
 	// Drained the nodes so marked (placement runs).
 	Decisions, MarkedDead, Drained int
-	Messages                       int
-	Snapshots                      int // snapshot streams started
+	// Added counts the nodes recorded as members in the middle of the
+	// faults (driver runs).
+	Added int
+	// Joint counts the driver's joint changes made (a learner promoted
+	// and the voter it replaces removed at once).
+	Joint     int
+	Messages  int
+	Snapshots int // snapshot streams started
 	// SnapshotsFailed counts the streams lost on the way, cut, or whose
 	// acknowledgment was lost, each reported to its sender as a failure;
 	// SnapshotsStale, those of them whose manifest named a staged upload
@@ -258,9 +271,10 @@ type World struct {
 	clients []*client
 	expects []*simExpect
 	claims  []*simClaim
-	placer  *placer    // nil unless Options.Place
-	mover   *mover     // nil unless Options.Move
-	live    *liveWorld // nil unless Options.Liveness
+	placer  *placer      // nil unless Options.Place
+	mover   *mover       // nil unless Options.Move
+	live    *liveWorld   // nil unless Options.Liveness
+	drv     *driverWorld // nil unless Options.Driver
 	tokener *tokener
 	history []porcupine.Operation
 	acked   []ackedWrite
@@ -348,7 +362,9 @@ func runWorld(opt Options) (w *World, err error) {
 	}
 	chaosEnd := int64(opt.Chaos)
 	w.after(200*time.Millisecond, func() { w.chaos(chaosEnd) })
-	if opt.Placement {
+	if opt.Driver {
+		w.startDriver()
+	} else if opt.Placement {
 		w.after(300*time.Millisecond, w.placeStep)
 		if opt.Liveness {
 			w.startLiveness()

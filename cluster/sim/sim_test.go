@@ -45,6 +45,13 @@ func optionsFor(seed uint64) Options {
 	// Half of those have no node marked dead by hand: the failure
 	// detector settles the deaths and the returns (liveness.go).
 	opt.Liveness = seed%16 == 8
+	// The others of those run the real placement driver, with members added, a
+	// node marked dead and one drained among the faults (driver.go), and
+	// a quiet period long enough to heal.
+	opt.Driver = opt.Placement && !opt.Liveness
+	if opt.Driver {
+		opt.Quiesce = 8 * time.Second
+	}
 	// Seeds 6k+5 run evidence custody (custody.go): one in two of them
 	// on five nodes, one in two requiring a majority's copies, two in
 	// three with stored copies corrupted among the faults.
@@ -139,6 +146,8 @@ func TestSim(t *testing.T) {
 		total.MarkedDead += st.MarkedDead
 		total.Custody = addCustody(total.Custody, st.Custody)
 		total.Drained += st.Drained
+		total.Added += st.Added
+		total.Joint += st.Joint
 		if n == 1 {
 			t.Logf("seed %d: %+v", seed, st)
 		}
@@ -147,7 +156,7 @@ func TestSim(t *testing.T) {
 	t.Logf("%d seeds in %v: %v simulated (%.0fx), %d ops, %d crashes (%d before a batch's fsync, %d logs torn), %d disk faults, %d partitions, %d transfers, %d membership changes, %d snapshots sent (%d of them failed, %d naming an upload used since), %d sessions placed (%d refused, having records; %d attempts refused as moved)",
 		n, wall.Round(time.Millisecond), total.Virtual, total.Virtual.Seconds()/wall.Seconds(), total.Ops, total.Crashes, total.Unsynced, total.Torn,
 		total.DiskFaults, total.Partitions, total.Transfers, total.Membership, total.Snapshots, total.SnapshotsFailed, total.SnapshotsStale, total.Placements, total.PlacementsRefused, total.Moved)
-	t.Logf("placement: %d changes by the placement rule, %d nodes marked dead, %d drained", total.Decisions, total.MarkedDead, total.Drained)
+	t.Logf("placement: %d changes by the placement rule or decisions by the driver (%d of them joint), %d nodes marked dead, %d drained, %d added mid-run", total.Decisions, total.Joint, total.MarkedDead, total.Drained, total.Added)
 	l := total.Live
 	t.Logf("liveness: %d suspicions, %d deaths and %d alive facts committed, %d refutations, %d grants, %d placement changes while a node was suspected and not dead", l.Suspicions, l.Deaths, l.Alive, l.Refutations, l.Grants, l.WhileSuspect)
 	cu := total.Custody
