@@ -20,7 +20,7 @@ import (
 	"tally/cluster/node"
 	"tally/cluster/placement"
 	"tally/cluster/replica"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // ConstrainPath records or clears a constraint (signed).
@@ -117,7 +117,7 @@ func (c *Node) checkConstraint(e replica.ConstraintEntry) error {
 	pol := c.sm.Policy()
 	nodes := placementNodes(c.sm.Members(), pol, c.sm.Liveness)
 	if err := placement.CheckMet(nodes, e.Constraint, c.replicas(pol)); err != nil {
-		return vocab.New(replica.CodeConstraintUnmet, e.Field(), err.Error())
+		return refuse.New(replica.CodeConstraintUnmet, e.Field(), err.Error())
 	}
 	return nil
 }

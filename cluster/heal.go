@@ -14,7 +14,7 @@ import (
 	"tally/cluster/node"
 	"tally/cluster/placement"
 	"tally/cluster/replica"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // Routes of the healing requests (signed).
@@ -71,19 +71,19 @@ func (c *Node) OpMarkDead(ctx context.Context, decode Decode) (any, error) {
 // node, or the last voter of a group.
 func (c *Node) checkMarkDead(id uint64) error {
 	if _, ok := c.sm.Member(id); !ok {
-		return vocab.NotFoundf("id", fmt.Sprintf("node %d is not a member", id))
+		return refuse.NotFoundf("id", fmt.Sprintf("node %d is not a member", id))
 	}
 	if id == c.cfg.NodeID {
-		return vocab.Conflictf("id", fmt.Sprintf("node %d is the node asked, and it answers: ask another node to mark it dead", id))
+		return refuse.Conflictf("id", fmt.Sprintf("node %d is the node asked, and it answers: ask another node to mark it dead", id))
 	}
 	for g, conf := range c.sm.Policy().Groups {
 		if len(conf.Voters) == 1 && conf.Voters[0] == id {
-			return vocab.Conflictf("id", fmt.Sprintf("node %d is the last voter of group %d: nothing could replace its copy", id, g))
+			return refuse.Conflictf("id", fmt.Sprintf("node %d is the last voter of group %d: nothing could replace its copy", id, g))
 		}
 	}
 	for _, st := range c.lastStatus() {
 		if _, rec := c.sm.Policy().Groups[st.Group]; !rec && len(st.Voters) == 1 && st.Voters[0] == id {
-			return vocab.Conflictf("id", fmt.Sprintf("node %d is the last voter of group %d: nothing could replace its copy", id, st.Group))
+			return refuse.Conflictf("id", fmt.Sprintf("node %d is the last voter of group %d: nothing could replace its copy", id, st.Group))
 		}
 	}
 	return nil
@@ -98,17 +98,17 @@ func (c *Node) OpDrain(ctx context.Context, decode Decode) (any, error) {
 		return nil, err
 	}
 	if _, ok := c.sm.Member(req.ID); !ok {
-		return nil, refusal(vocab.NotFoundf("id", fmt.Sprintf("node %d is not a member", req.ID)))
+		return nil, refusal(refuse.NotFoundf("id", fmt.Sprintf("node %d is not a member", req.ID)))
 	}
 	pol := c.sm.Policy()
 	replicas := pol.Replicas
 	if replicas == 0 {
-		return nil, refusal(vocab.Conflictf("replicas", "the cluster has no replication factor (every member is a voter): configure one first (tally cluster configure --replicas N)"))
+		return nil, refusal(refuse.Conflictf("replicas", "the cluster has no replication factor (every member is a voter): configure one first (tally cluster configure --replicas N)"))
 	}
 	nodes := placementNodes(c.sm.Members(), pol, c.sm.Liveness)
 	_, constraints := c.sm.Constraints()
 	if err := placement.CheckDrain(nodes, req.ID, replicas, constraintsOf(constraints)); err != nil {
-		return nil, refusal(vocab.Conflictf("id", err.Error()))
+		return nil, refusal(refuse.Conflictf("id", err.Error()))
 	}
 	if _, err := c.signedMeta(ctx, &req.Signed, replica.MetaCommand{Op: replica.OpDrain, ID: req.ID}); err != nil {
 		return nil, refusal(err)

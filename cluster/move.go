@@ -39,9 +39,10 @@ import (
 
 	"tally/cluster/node"
 	"tally/cluster/replica"
+	"tally/refuse"
 	"tally/rest"
 	"tally/service"
-	"tally/vocab"
+	"tally/sessionname"
 )
 
 // The move routes: the operator's move and list, and the nodes' own
@@ -164,7 +165,7 @@ func (c *Node) OpMove(ctx context.Context, decode Decode) (any, error) {
 // Move begins the move of a session to group, or aborts its move.
 func (c *Node) Move(ctx context.Context, tenant, session string, group uint64, abort bool) (replica.Move, error) {
 	for _, f := range []struct{ field, name string }{{"tenant", tenant}, {"session", session}} {
-		if err := vocab.CheckName(f.field, f.name); err != nil {
+		if err := sessionname.Check(f.field, f.name); err != nil {
 			return replica.Move{}, err
 		}
 	}
@@ -250,7 +251,7 @@ func (c *Node) OpMoveCommand(ctx context.Context, decode Decode) (any, error) {
 	defer cancel()
 	cmd, err := replica.DecodeCommand(req.Command)
 	if err != nil || !moveMethod(cmd.Method) {
-		return nil, refusal(vocab.Invalidf("command", "a move's command"))
+		return nil, refusal(refuse.Invalidf("command", "a move's command"))
 	}
 	out, err := c.propose(ctx, req.Group, req.Command)
 	if err == nil {

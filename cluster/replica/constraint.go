@@ -18,7 +18,8 @@ import (
 
 	"tally/cluster/node"
 	"tally/cluster/placement"
-	"tally/vocab"
+	"tally/refuse"
+	"tally/sessionname"
 )
 
 // OpConstrain records or clears a tenant's or a session's constraint
@@ -27,7 +28,7 @@ const OpConstrain = "placement.constrain"
 
 // CodeConstraintUnmet refuses a constraint no set of live members can
 // meet, or one that conflicts with another session's in the same group.
-const CodeConstraintUnmet vocab.Code = "ConstraintUnmet"
+const CodeConstraintUnmet refuse.Code = "ConstraintUnmet"
 
 // ConstraintEntry is a tenant's (Session empty) or a session's
 // constraint. Stored in the meta group's policy: do not rename the
@@ -159,25 +160,25 @@ func GroupConstraints(bound []Constrained) map[uint64]placement.Constraint {
 
 // CheckConstraintEntry checks an entry's names and labels' shape.
 func CheckConstraintEntry(e ConstraintEntry) error {
-	if err := vocab.CheckName("tenant", e.Tenant); err != nil {
-		return vocab.Invalidf("tenant", fmt.Sprintf("%q %s", e.Tenant, strings.TrimPrefix(err.Error(), "tenant: ")))
+	if err := sessionname.Check("tenant", e.Tenant); err != nil {
+		return refuse.Invalidf("tenant", fmt.Sprintf("%q %s", e.Tenant, strings.TrimPrefix(err.Error(), "tenant: ")))
 	}
 	if e.Session != "" {
-		if err := vocab.CheckName("session", e.Session); err != nil {
-			return vocab.Invalidf("session", fmt.Sprintf("%q %s", e.Session, strings.TrimPrefix(err.Error(), "session: ")))
+		if err := sessionname.Check("session", e.Session); err != nil {
+			return refuse.Invalidf("session", fmt.Sprintf("%q %s", e.Session, strings.TrimPrefix(err.Error(), "session: ")))
 		}
 	}
 	if e.Clear {
 		if !e.IsZero() {
-			return vocab.Invalidf("clear", "given with regions or zones: clear removes the constraint")
+			return refuse.Invalidf("clear", "given with regions or zones: clear removes the constraint")
 		}
 		return nil
 	}
 	if e.IsZero() {
-		return vocab.Invalidf("regions", "required: --regions R1,R2 or --zones Z1,Z2 (or --clear)")
+		return refuse.Invalidf("regions", "required: --regions R1,R2 or --zones Z1,Z2 (or --clear)")
 	}
 	if len(e.Regions) > 0 && len(e.Zones) > 0 {
-		return vocab.Invalidf("zones", "given with regions: constrain by one of them")
+		return refuse.Invalidf("zones", "given with regions: constrain by one of them")
 	}
 	return nil
 }
@@ -189,7 +190,7 @@ func decideConstrain(st metaState, c MetaCommand, groups int) (Policy, Outcome) 
 	p := st.Policy
 	e := c.Constraint
 	if e == nil {
-		return p, Outcome{Err: vocab.Invalidf("constraint", "required: a tenant, or a tenant and session, with regions or zones")}
+		return p, Outcome{Err: refuse.Invalidf("constraint", "required: a tenant, or a tenant and session, with regions or zones")}
 	}
 	if err := CheckConstraintEntry(*e); err != nil {
 		return p, Outcome{Err: err}
@@ -213,7 +214,7 @@ func decideConstrain(st metaState, c MetaCommand, groups int) (Policy, Outcome) 
 		replicas = len(st.Members)
 	}
 	if err := placement.CheckMet(nodes, entry.Constraint, replicas); err != nil {
-		return p, Outcome{Err: vocab.New(CodeConstraintUnmet, entry.Field(), err.Error())}
+		return p, Outcome{Err: refuse.New(CodeConstraintUnmet, entry.Field(), err.Error())}
 	}
 	placements := placementList(st.Placements)
 	groupOf := func(t, s string) uint64 {
@@ -231,7 +232,7 @@ func decideConstrain(st metaState, c MetaCommand, groups int) (Policy, Outcome) 
 				continue
 			}
 			if err := placement.CheckJoint(nodes, entry.Constraint, b.Entry.Constraint, replicas); err != nil {
-				return p, Outcome{Err: vocab.New(CodeConstraintUnmet, entry.Field(), fmt.Sprintf(
+				return p, Outcome{Err: refuse.New(CodeConstraintUnmet, entry.Field(), fmt.Sprintf(
 					"conflicts with %s's constraint (%s) in group %d: %v; tally cluster move moves a session to another group", b.Entry.Of(), b.Entry.Constraint, g, err))}
 			}
 		}

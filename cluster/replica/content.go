@@ -23,7 +23,7 @@ import (
 
 	"tally/artifact"
 	"tally/digest"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // kindContent keys a content record: gkey(group, kindContent) + content.
@@ -50,11 +50,11 @@ func (u Upload) Beside() bool { return len(u.Holders) > 0 }
 // it succeeds (UsedUpload). A refusal is decided from the records alone.
 func (m *dataSM) openBeside(b *batchUploads, want digest.ContentDigest, u Upload) (io.ReadCloser, error) {
 	if u.Size < 0 {
-		return nil, vocab.Invalidf("size", "must not be negative")
+		return nil, refuse.Invalidf("size", "must not be negative")
 	}
 	for _, h := range u.Holders {
 		if h == 0 {
-			return nil, vocab.Invalidf("holders", "must be node ids")
+			return nil, refuse.Invalidf("holders", "must be node ids")
 		}
 	}
 	r, err := b.usableFor(u, m.now.Load())
@@ -62,7 +62,7 @@ func (m *dataSM) openBeside(b *batchUploads, want digest.ContentDigest, u Upload
 		return nil, err
 	}
 	if !r.used() && r.Size != 0 {
-		return nil, vocab.Conflictf("upload", fmt.Sprintf("upload %s staged %d bytes through the log; its command names bytes beside it", u.ID, r.Size))
+		return nil, refuse.Conflictf("upload", fmt.Sprintf("upload %s staged %d bytes through the log; its command names bytes beside it", u.ID, r.Size))
 	}
 	return artifact.Declared{Content: want, Size: u.Size}, nil
 }

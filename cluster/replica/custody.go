@@ -19,7 +19,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"tally/digest"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // MethodReceipt is the command that records a custody receipt. Stored in
@@ -61,13 +61,13 @@ func receiptKey(group uint64, name string) []byte {
 func (m *dataSM) receipt(c Command) Outcome {
 	var d ReceiptDoc
 	if err := json.Unmarshal(c.Doc, &d); err != nil {
-		return Outcome{Err: vocab.Invalidf("command", "a receipt's document: "+err.Error())}
+		return Outcome{Err: refuse.Invalidf("command", "a receipt's document: "+err.Error())}
 	}
 	if _, err := digest.ParseContentDigest(d.Content); err != nil {
-		return Outcome{Err: vocab.Invalidf("content", "must be a content digest (64 hex digits)")}
+		return Outcome{Err: refuse.Invalidf("content", "must be a content digest (64 hex digits)")}
 	}
 	if d.Node == 0 {
-		return Outcome{Err: vocab.Invalidf("node", "must be a node id")}
+		return Outcome{Err: refuse.Invalidf("node", "must be a node id")}
 	}
 	b := m.batch
 	if d.Withdrawn {
@@ -75,7 +75,7 @@ func (m *dataSM) receipt(c Command) Outcome {
 		return Outcome{Value: d.Epoch}
 	}
 	if d.Epoch != b.epoch {
-		return Outcome{Err: vocab.Conflictf("epoch", fmt.Sprintf("a receipt made at placement epoch %d; the group's is %d: verify the copy again and send one at %d", d.Epoch, b.epoch, b.epoch))}
+		return Outcome{Err: refuse.Conflictf("epoch", fmt.Sprintf("a receipt made at placement epoch %d; the group's is %d: verify the copy again and send one at %d", d.Epoch, b.epoch, b.epoch))}
 	}
 	b.receipts[receiptName(d.Content, d.Node)] = receiptRecord{Epoch: d.Epoch}
 	return Outcome{Value: d.Epoch}
@@ -170,7 +170,7 @@ const (
 // named ones.
 func CheckCustodyPolicy(p string) error {
 	if p != CustodyAll && p != CustodyMajority {
-		return vocab.Invalidf("custody", fmt.Sprintf("must be %q or %q, not %q", CustodyAll, CustodyMajority, p))
+		return refuse.Invalidf("custody", fmt.Sprintf("must be %q or %q, not %q", CustodyAll, CustodyMajority, p))
 	}
 	return nil
 }

@@ -8,7 +8,7 @@ import (
 
 	"tally/cluster/node"
 	"tally/digest"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 func receiptEntry(t *testing.T, index uint64, content string, n, epoch uint64) node.Entry {
@@ -35,10 +35,10 @@ func TestReceiptsAreBoundToThePlacementEpoch(t *testing.T) {
 	if outs[3].Err != nil || outs[6].Err != nil {
 		t.Fatalf("receipts at the group's epoch: %v %v", outs[3].Err, outs[6].Err)
 	}
-	if r, ok := vocab.As(outs[4].Err); !ok || r.Code != vocab.Conflict || !strings.Contains(r.Rule, "a receipt made at placement epoch 0; the group's is 2") {
+	if r, ok := refuse.As(outs[4].Err); !ok || r.Code != refuse.Conflict || !strings.Contains(r.Rule, "a receipt made at placement epoch 0; the group's is 2") {
 		t.Fatalf("a stale receipt: %v", outs[4].Err)
 	}
-	if r, ok := vocab.As(outs[5].Err); !ok || r.Code != vocab.Invalid {
+	if r, ok := refuse.As(outs[5].Err); !ok || r.Code != refuse.Invalid {
 		t.Fatalf("a receipt of no content: %v", outs[5].Err)
 	}
 	want := map[uint64]uint64{1: 2, 3: 2}
@@ -109,7 +109,7 @@ func TestCustodyPolicy(t *testing.T) {
 	for _, e := range ents {
 		outs[e.Index], _ = sm.Take(node.MetaGroup, e.Index)
 	}
-	if r, ok := vocab.As(outs[1].Err); !ok || r.Field != "custody" || r.Rule != `must be "all" or "majority", not "most"` {
+	if r, ok := refuse.As(outs[1].Err); !ok || r.Field != "custody" || r.Rule != `must be "all" or "majority", not "most"` {
 		t.Fatalf("an unnamed policy: %v", outs[1].Err)
 	}
 	if v, ok := outs[2].Value.(CustodySet); outs[2].Err != nil || !ok || v != (CustodySet{Custody: CustodyMajority, Was: CustodyAll}) {

@@ -23,9 +23,9 @@ import (
 	"tally/cluster/internal/fault"
 	"tally/cluster/node"
 	"tally/ledger"
+	"tally/refuse"
 	"tally/service"
 	"tally/store"
-	"tally/vocab"
 )
 
 // dataSM is the data groups' state machine: each group's commands run
@@ -148,7 +148,7 @@ func (m *dataSM) Open(ctx context.Context, tenant, session string, create bool) 
 		return l, nil
 	}
 	if !create && !store.HasLog(dir) {
-		return nil, vocab.New(service.CodeNoSuchSession, "session", "no session "+key+": reads never create one; its first accepted write does")
+		return nil, refuse.New(service.CodeNoSuchSession, "session", "no session "+key+": reads never create one; its first accepted write does")
 	}
 	l, err := ledger.Open(dir, m.cfg.Ledger)
 	if err != nil {
@@ -336,7 +336,7 @@ func (m *dataSM) apply(group uint64, ents []node.Entry) ([][]byte, error) {
 		}
 		var out Outcome
 		if c := cmds[i]; c == nil {
-			out.Err = vocab.Invalidf("command", "entry is not a tally command")
+			out.Err = refuse.Invalidf("command", "entry is not a tally command")
 		} else {
 			a.TS = max(a.TS, c.TS) // an instant never goes back within a group
 			out = m.runEntry(*c, a.TS, e.Waited)
@@ -535,7 +535,7 @@ func (m *dataSM) runEntry(c Command, ts int64, answered bool) Outcome {
 func (m *dataSM) run(c Command, ts int64, answered bool) Outcome {
 	meth, ok := m.cfg.Methods[c.Method]
 	if !ok {
-		return Outcome{Err: vocab.Invalidf("method", fmt.Sprintf("%q is not a command this node knows", c.Method))}
+		return Outcome{Err: refuse.Invalidf("method", fmt.Sprintf("%q is not a command this node knows", c.Method))}
 	}
 	m.now.Store(ts)
 	var seed [32]byte

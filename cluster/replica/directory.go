@@ -9,7 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"tally/cluster/node"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // decidePlacement records a placement in the directory, pure. A placement
@@ -24,7 +24,7 @@ func decidePlacement(placements map[string]uint64, groups int, p *Placement) (ma
 // groups data groups and which has all of them (the added ones too).
 func decidePlacementIn(placements map[string]uint64, groups, all int, p *Placement) (map[string]uint64, Outcome) {
 	if p == nil {
-		return placements, Outcome{Err: vocab.Invalidf("placement", "required: tenant, session and group")}
+		return placements, Outcome{Err: refuse.Invalidf("placement", "required: tenant, session and group")}
 	}
 	if err := CheckPlacement(*p, all); err != nil {
 		return placements, Outcome{Err: err}
@@ -33,7 +33,7 @@ func decidePlacementIn(placements map[string]uint64, groups, all int, p *Placeme
 		if g == p.Group {
 			return placements, Outcome{Value: *p}
 		}
-		return placements, Outcome{Err: vocab.Conflictf("group", fmt.Sprintf("session %s is placed in group %d; moving a session is not supported yet", p.Name(), g))}
+		return placements, Outcome{Err: refuse.Conflictf("group", fmt.Sprintf("session %s is placed in group %d; moving a session is not supported yet", p.Name(), g))}
 	}
 	if p.Group == GroupOf(groups, p.Tenant, p.Session) {
 		return placements, Outcome{Value: *p}

@@ -19,8 +19,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"tally/cluster/node"
+	"tally/refuse"
 	"tally/store"
-	"tally/vocab"
 )
 
 // OpGroupsAdd records data groups added to the cluster.
@@ -37,7 +37,7 @@ const (
 
 // CodeStaleGroups: a groups.add decided at a count of groups that grew
 // since (another add came first).
-const CodeStaleGroups vocab.Code = "StaleGroups"
+const CodeStaleGroups refuse.Code = "StaleGroups"
 
 // kindGroups keys the meta group's added groups, stored whole (they are
 // few). Stored: do not rename.
@@ -67,9 +67,9 @@ type GroupsAdd struct {
 func CheckGroupsCount(count, have int) error {
 	switch {
 	case count < 1 || count > GroupsAddMax:
-		return vocab.Invalidf("count", fmt.Sprintf("%d: must be 1 to %d groups at a time", count, GroupsAddMax))
+		return refuse.Invalidf("count", fmt.Sprintf("%d: must be 1 to %d groups at a time", count, GroupsAddMax))
 	case have+count > MaxDataGroups:
-		return vocab.Invalidf("count", fmt.Sprintf("%d more would make %d data groups, more than %d", count, have+count, MaxDataGroups))
+		return refuse.Invalidf("count", fmt.Sprintf("%d more would make %d data groups, more than %d", count, have+count, MaxDataGroups))
 	}
 	return nil
 }
@@ -80,7 +80,7 @@ func CheckGroupsCount(count, have int) error {
 func decideGroupsAdd(added []AddedGroup, hash int, members []Member, c MetaCommand) ([]AddedGroup, Outcome) {
 	a := c.GroupsAdd
 	if a == nil {
-		return added, Outcome{Err: vocab.Invalidf("groups", "required: the first group and each group's voters")}
+		return added, Outcome{Err: refuse.Invalidf("groups", "required: the first group and each group's voters")}
 	}
 	if err := CheckGroupsCount(len(a.Voters), 0); err != nil {
 		return added, Outcome{Err: err}
@@ -90,7 +90,7 @@ func decideGroupsAdd(added []AddedGroup, hash int, members []Member, c MetaComma
 		if got, ok := repeatedAdd(added, a); ok {
 			return added, Outcome{Value: got}
 		}
-		return added, Outcome{Err: vocab.New(CodeStaleGroups, "groups", fmt.Sprintf("asked to add groups from %d, but group %d is the next: groups were added since; ask again", a.First, next))}
+		return added, Outcome{Err: refuse.New(CodeStaleGroups, "groups", fmt.Sprintf("asked to add groups from %d, but group %d is the next: groups were added since; ask again", a.First, next))}
 	}
 	if err := CheckGroupsCount(len(a.Voters), hash+len(added)); err != nil {
 		return added, Outcome{Err: err}
@@ -124,14 +124,14 @@ func repeatedAdd(added []AddedGroup, a *GroupsAdd) ([]AddedGroup, bool) {
 // or name one that is not a member.
 func checkVoters(vs []uint64, members []Member) error {
 	if len(vs) == 0 {
-		return vocab.Invalidf("voters", "a new group needs at least one voter")
+		return refuse.Invalidf("voters", "a new group needs at least one voter")
 	}
 	for i, id := range vs {
 		if slices.Contains(vs[:i], id) {
-			return vocab.Invalidf("voters", fmt.Sprintf("node %d is named twice", id))
+			return refuse.Invalidf("voters", fmt.Sprintf("node %d is named twice", id))
 		}
 		if !slices.ContainsFunc(members, func(m Member) bool { return m.ID == id }) {
-			return vocab.Invalidf("voters", fmt.Sprintf("node %d is not a member", id))
+			return refuse.Invalidf("voters", fmt.Sprintf("node %d is not a member", id))
 		}
 	}
 	return nil

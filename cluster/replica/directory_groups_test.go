@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"tally/cluster/node"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 func TestDecideGroupsAdd(t *testing.T) {
@@ -47,7 +47,7 @@ func TestDecideGroupsAdd(t *testing.T) {
 			got, out := decideMeta(st, tc.c, tc.hash)
 			s := fmt.Sprint(groupsString(got.Added))
 			if out.Err != nil {
-				r, _ := vocab.As(out.Err)
+				r, _ := refuse.As(out.Err)
 				s = string(r.Code) + " " + out.Err.Error()
 				if len(got.Added) != len(tc.added) {
 					t.Errorf("refused, yet the groups changed: %v", got.Added)

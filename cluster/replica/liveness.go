@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // OpLiveness records a settled liveness fact of a member: alive or dead
@@ -45,24 +45,24 @@ func decideLiveness(facts []LivenessFact, members []Member, c MetaCommand) ([]Li
 	f := c.Liveness
 	switch {
 	case f == nil:
-		return facts, Outcome{Err: vocab.Invalidf("liveness", "required")}
+		return facts, Outcome{Err: refuse.Invalidf("liveness", "required")}
 	case f.State != LivenessAlive && f.State != LivenessDead:
-		return facts, Outcome{Err: vocab.Invalidf("liveness.state", fmt.Sprintf("%q: must be %s or %s", f.State, LivenessAlive, LivenessDead))}
+		return facts, Outcome{Err: refuse.Invalidf("liveness.state", fmt.Sprintf("%q: must be %s or %s", f.State, LivenessAlive, LivenessDead))}
 	case f.Source != LivenessOperator && f.Source != LivenessDetector:
-		return facts, Outcome{Err: vocab.Invalidf("liveness.source", fmt.Sprintf("%q: must be %s or %s", f.Source, LivenessOperator, LivenessDetector))}
+		return facts, Outcome{Err: refuse.Invalidf("liveness.source", fmt.Sprintf("%q: must be %s or %s", f.Source, LivenessOperator, LivenessDetector))}
 	case !slices.ContainsFunc(members, func(m Member) bool { return m.ID == f.Node }):
-		return facts, Outcome{Err: vocab.NotFoundf("node-id", fmt.Sprintf("node %d is not a member", f.Node))}
+		return facts, Outcome{Err: refuse.NotFoundf("node-id", fmt.Sprintf("node %d is not a member", f.Node))}
 	}
 	i, found := slices.BinarySearchFunc(facts, f.Node, func(x LivenessFact, n uint64) int { return cmp.Compare(x.Node, n) })
 	if found {
 		old := facts[i]
 		switch {
 		case f.Incarnation < old.Incarnation:
-			return facts, Outcome{Err: vocab.Conflictf("incarnation", fmt.Sprintf("%d is stale: node %d is recorded %s at incarnation %d, and an incarnation never goes backwards", f.Incarnation, f.Node, old.State, old.Incarnation))}
+			return facts, Outcome{Err: refuse.Conflictf("incarnation", fmt.Sprintf("%d is stale: node %d is recorded %s at incarnation %d, and an incarnation never goes backwards", f.Incarnation, f.Node, old.State, old.Incarnation))}
 		case f.Incarnation == old.Incarnation && f.State == old.State:
 			return facts, Outcome{Value: old}
 		case f.Incarnation == old.Incarnation && old.State == LivenessDead:
-			return facts, Outcome{Err: vocab.Conflictf("incarnation", fmt.Sprintf("node %d is recorded dead at incarnation %d: a dead node comes back only with a higher incarnation", f.Node, old.Incarnation))}
+			return facts, Outcome{Err: refuse.Conflictf("incarnation", fmt.Sprintf("node %d is recorded dead at incarnation %d: a dead node comes back only with a higher incarnation", f.Node, old.Incarnation))}
 		}
 		out := slices.Clone(facts)
 		out[i] = *f

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"tally/cluster/node"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // decideLiveness is the meta group's one rule for liveness facts: every
@@ -39,7 +39,7 @@ func TestDecideLiveness(t *testing.T) {
 		got, out := decideLiveness(held, members, MetaCommand{Op: OpLiveness, Liveness: c.f})
 		var s string
 		if out.Err != nil {
-			r, _ := vocab.As(out.Err)
+			r, _ := refuse.As(out.Err)
 			s = fmt.Sprintf("%s %s: %s", r.Code, r.Field, r.Rule)
 			if len(got) != len(held) || got[0] != held[0] || got[1] != held[1] {
 				t.Errorf("%s: a refusal changed the facts: %v", c.name, got)

@@ -14,7 +14,7 @@ import (
 
 	"tally/auth"
 	"tally/cluster/node"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // metaState is the meta group's state: the members, by id, and the
@@ -245,7 +245,7 @@ func (m *metaSM) Member(id uint64) (Member, bool) {
 
 // Refusals of membership commands, decided in the meta group.
 const (
-	CodeDuplicateNode vocab.Code = "DuplicateNode"
+	CodeDuplicateNode refuse.Code = "DuplicateNode"
 )
 
 // apply applies the meta group's entries and their index in one synced
@@ -265,7 +265,7 @@ func (m *metaSM) apply(ents []node.Entry) ([][]byte, error) {
 		}
 		var c MetaCommand
 		if err := json.Unmarshal(e.Data, &c); err != nil {
-			outs[e.Index] = Outcome{Err: vocab.Invalidf("command", "entry is not a meta command")}
+			outs[e.Index] = Outcome{Err: refuse.Invalidf("command", "entry is not a meta command")}
 			continue
 		}
 		var out Outcome
@@ -350,7 +350,7 @@ func decideToken(toks []TokenEntry, c MetaCommand) ([]TokenEntry, Outcome) {
 	switch c.Op {
 	case OpTokenCreate:
 		if c.Token == nil || c.Token.ID == "" {
-			return toks, Outcome{Err: vocab.Invalidf("token", "required, with an id")}
+			return toks, Outcome{Err: refuse.Invalidf("token", "required, with an id")}
 		}
 		if err := auth.Check(c.Token.Tenant, c.Token.Participant, c.Token.Role); err != nil {
 			return toks, Outcome{Err: err}
@@ -360,7 +360,7 @@ func decideToken(toks []TokenEntry, c MetaCommand) ([]TokenEntry, Outcome) {
 				if t.Record == *c.Token {
 					return toks, Outcome{Value: t}
 				}
-				return toks, Outcome{Err: vocab.Conflictf("token", fmt.Sprintf("token %s already exists", t.ID))}
+				return toks, Outcome{Err: refuse.Conflictf("token", fmt.Sprintf("token %s already exists", t.ID))}
 			}
 		}
 		e := TokenEntry{Record: *c.Token}
@@ -368,7 +368,7 @@ func decideToken(toks []TokenEntry, c MetaCommand) ([]TokenEntry, Outcome) {
 	default: // OpTokenRevoke
 		i := slices.IndexFunc(toks, func(t TokenEntry) bool { return t.ID == c.TokenID })
 		if i < 0 {
-			return toks, Outcome{Err: vocab.NotFoundf("id", fmt.Sprintf("no token %s", c.TokenID))}
+			return toks, Outcome{Err: refuse.NotFoundf("id", fmt.Sprintf("no token %s", c.TokenID))}
 		}
 		if toks[i].Revoked {
 			return toks, Outcome{Value: toks[i]}
@@ -384,17 +384,17 @@ func decideMember(members []Member, c MetaCommand) ([]Member, Outcome) {
 	switch c.Op {
 	case OpMemberAdd:
 		if c.Member == nil || c.Member.ID == 0 {
-			return members, Outcome{Err: vocab.Invalidf("member", "required, with a node id other than 0")}
+			return members, Outcome{Err: refuse.Invalidf("member", "required, with a node id other than 0")}
 		}
 		for _, mb := range members {
 			if mb.ID == c.Member.ID {
 				if mb == *c.Member {
 					return members, Outcome{Value: mb} // a retried join
 				}
-				return members, Outcome{Err: vocab.New(CodeDuplicateNode, "node-id", fmt.Sprintf("node %d is already a member, at raft address %s, address %s, zone %q: it joins as the member recorded", mb.ID, mb.RaftAddr, mb.Addr, mb.Zone))}
+				return members, Outcome{Err: refuse.New(CodeDuplicateNode, "node-id", fmt.Sprintf("node %d is already a member, at raft address %s, address %s, zone %q: it joins as the member recorded", mb.ID, mb.RaftAddr, mb.Addr, mb.Zone))}
 			}
 			if mb.RaftAddr == c.Member.RaftAddr || mb.Addr == c.Member.Addr {
-				return members, Outcome{Err: vocab.New(CodeDuplicateNode, "raft-addr", fmt.Sprintf("node %d already uses address %s or %s", mb.ID, mb.RaftAddr, mb.Addr))}
+				return members, Outcome{Err: refuse.New(CodeDuplicateNode, "raft-addr", fmt.Sprintf("node %d already uses address %s or %s", mb.ID, mb.RaftAddr, mb.Addr))}
 			}
 		}
 		out := append(slices.Clone(members), *c.Member)
@@ -403,14 +403,14 @@ func decideMember(members []Member, c MetaCommand) ([]Member, Outcome) {
 	case OpMemberRemove:
 		i := slices.IndexFunc(members, func(mb Member) bool { return mb.ID == c.ID })
 		if i < 0 {
-			return members, Outcome{Err: vocab.NotFoundf("node-id", fmt.Sprintf("node %d is not a member", c.ID))}
+			return members, Outcome{Err: refuse.NotFoundf("node-id", fmt.Sprintf("node %d is not a member", c.ID))}
 		}
 		if len(members) == 1 {
-			return members, Outcome{Err: vocab.Conflictf("node-id", fmt.Sprintf("node %d is the last member", c.ID))}
+			return members, Outcome{Err: refuse.Conflictf("node-id", fmt.Sprintf("node %d is the last member", c.ID))}
 		}
 		return slices.Delete(slices.Clone(members), i, i+1), Outcome{}
 	}
-	return members, Outcome{Err: vocab.Invalidf("op", fmt.Sprintf("%q is not a meta operation", c.Op))}
+	return members, Outcome{Err: refuse.Invalidf("op", fmt.Sprintf("%q is not a meta operation", c.Op))}
 }
 
 // NonceEntry is a signed operator request's nonce as the meta group
@@ -435,9 +435,9 @@ const NoncesMax = 4096
 const (
 	// CodeReplayed: the nonce was used already, by a request taken at
 	// this node or another: the request is a replay.
-	CodeReplayed vocab.Code = "Replayed"
+	CodeReplayed refuse.Code = "Replayed"
 	// CodeTooManySigned: NoncesMax nonces are held and none has expired.
-	CodeTooManySigned vocab.Code = "TooManySignedRequests"
+	CodeTooManySigned refuse.Code = "TooManySignedRequests"
 )
 
 // decideNonce records a nonce unless it is held already. Nonces whose
@@ -446,7 +446,7 @@ const (
 // first.
 func decideNonce(ns []NonceEntry, c MetaCommand) ([]NonceEntry, Outcome) {
 	if c.Nonce == nil || c.Nonce.Nonce == "" {
-		return ns, Outcome{Err: vocab.Invalidf("nonce", "required")}
+		return ns, Outcome{Err: refuse.Invalidf("nonce", "required")}
 	}
 	kept := make([]NonceEntry, 0, len(ns)+1)
 	for _, n := range ns {
@@ -459,11 +459,11 @@ func decideNonce(ns []NonceEntry, c MetaCommand) ([]NonceEntry, Outcome) {
 			return kept, Outcome{}
 		}
 		if n.Nonce == c.Nonce.Nonce {
-			return kept, Outcome{Err: vocab.New(CodeReplayed, "nonce", fmt.Sprintf("%s was used already, at this node or another: a signed request is good once (sign a new one)", n.Nonce))}
+			return kept, Outcome{Err: refuse.New(CodeReplayed, "nonce", fmt.Sprintf("%s was used already, at this node or another: a signed request is good once (sign a new one)", n.Nonce))}
 		}
 	}
 	if len(kept) >= NoncesMax {
-		return kept, Outcome{Err: vocab.New(CodeTooManySigned, "nonce", fmt.Sprintf("%d signed requests are remembered, the most the cluster holds: retry once some have expired (within minutes)", len(kept)))}
+		return kept, Outcome{Err: refuse.New(CodeTooManySigned, "nonce", fmt.Sprintf("%d signed requests are remembered, the most the cluster holds: retry once some have expired (within minutes)", len(kept)))}
 	}
 	return append(kept, *c.Nonce), Outcome{}
 }

@@ -11,7 +11,7 @@ import (
 
 	"tally/auth"
 	"tally/cluster/node"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 func metaEntry(t *testing.T, index uint64, c MetaCommand) node.Entry {
@@ -48,10 +48,10 @@ func TestMetaTokens(t *testing.T) {
 	if _, err := sm.Apply(node.MetaGroup, ents); err != nil {
 		t.Fatal(err)
 	}
-	wantCodes := []vocab.Code{"", "", vocab.Conflict, vocab.Invalid, vocab.NotFound}
+	wantCodes := []refuse.Code{"", "", refuse.Conflict, refuse.Invalid, refuse.NotFound}
 	for i, e := range ents {
 		out, _ := sm.Take(node.MetaGroup, e.Index)
-		r, _ := vocab.As(out.Err)
+		r, _ := refuse.As(out.Err)
 		if (r == nil && wantCodes[i] != "") || (r != nil && r.Code != wantCodes[i]) {
 			t.Errorf("entry %d: %v, want %q", e.Index, out.Err, wantCodes[i])
 		}
@@ -114,7 +114,7 @@ func TestDecideNonce(t *testing.T) {
 		name string
 		ns   []NonceEntry
 		cmd  MetaCommand
-		code vocab.Code
+		code refuse.Code
 		left int
 	}{
 		{"a new nonce", held, use("c", "z", 200, 10), "", 3},
@@ -123,12 +123,12 @@ func TestDecideNonce(t *testing.T) {
 		{"a replay with no token", held, use("a", "", 100, 10), CodeReplayed, 2},
 		{"b expired at 50: forgotten, taken again", held, use("b", "z", 150, 50), "", 2},
 		{"a expired too", held, use("a", "z", 300, 100), "", 1},
-		{"no nonce", held, MetaCommand{Op: OpNonceUse, TS: 10}, vocab.Invalid, 2},
+		{"no nonce", held, MetaCommand{Op: OpNonceUse, TS: 10}, refuse.Invalid, 2},
 		{"full", full, use("c", "z", 2000, 10), CodeTooManySigned, NoncesMax},
 		{"full, some expired", full, use("c", "z", 2000, 1000), "", 1},
 	} {
 		ns, out := decideNonce(c.ns, c.cmd)
-		r, _ := vocab.As(out.Err)
+		r, _ := refuse.As(out.Err)
 		if (r == nil && c.code != "") || (r != nil && r.Code != c.code) || len(ns) != c.left {
 			t.Errorf("%s: %v, %d held; want %q, %d held", c.name, out.Err, len(ns), c.code, c.left)
 		}
@@ -154,7 +154,7 @@ func TestMetaNoncesPersist(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, _ := sm.Take(node.MetaGroup, index)
-		if r, ok := vocab.As(out.Err); !ok || r.Code != CodeReplayed {
+		if r, ok := refuse.As(out.Err); !ok || r.Code != CodeReplayed {
 			t.Fatalf("replay at %d: %v", index, out.Err)
 		}
 	}

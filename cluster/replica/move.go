@@ -21,7 +21,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"tally/cluster/node"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // Meta operations of a move.
@@ -52,7 +52,7 @@ const (
 const (
 	// CodeMoveStale: the move was asked for at an epoch of the session
 	// that is no longer its epoch (it moved meanwhile).
-	CodeMoveStale vocab.Code = "StaleEpoch"
+	CodeMoveStale refuse.Code = "StaleEpoch"
 )
 
 // MovesKept bounds the ended moves the meta group remembers (the newest),
@@ -151,7 +151,7 @@ func (d directory) active(name string) int {
 func decideMove(d directory, c MetaCommand, groups int) (directory, Outcome) {
 	s := c.Move
 	if s == nil {
-		return d, Outcome{Err: vocab.Invalidf("move", "required: tenant and session")}
+		return d, Outcome{Err: refuse.Invalidf("move", "required: tenant and session")}
 	}
 	if c.Op == OpMoveBegin {
 		return beginMove(d, *s, groups, c.TS)
@@ -170,17 +170,17 @@ func beginMove(d directory, s MoveStep, groups int, ts int64) (directory, Outcom
 		if mv.To == s.To && mv.Epoch == s.Epoch {
 			return d, Outcome{Value: mv} // the same request again
 		}
-		return d, Outcome{Err: vocab.Conflictf("session", fmt.Sprintf("session %s is moving already (move %d, from group %d to group %d, %s): let it end, or abort it (tally cluster move %s --abort)", name, mv.ID, mv.From, mv.To, mv.Step, name))}
+		return d, Outcome{Err: refuse.Conflictf("session", fmt.Sprintf("session %s is moving already (move %d, from group %d to group %d, %s): let it end, or abort it (tally cluster move %s --abort)", name, mv.ID, mv.From, mv.To, mv.Step, name))}
 	}
 	if s.Epoch != d.epochs[name] {
-		return d, Outcome{Err: vocab.New(CodeMoveStale, "epoch", fmt.Sprintf("the move of %s was asked for at its epoch %d; it is at epoch %d now (it moved since): ask again", name, s.Epoch, d.epochs[name]))}
+		return d, Outcome{Err: refuse.New(CodeMoveStale, "epoch", fmt.Sprintf("the move of %s was asked for at its epoch %d; it is at epoch %d now (it moved since): ask again", name, s.Epoch, d.epochs[name]))}
 	}
 	if from == s.To {
-		return d, Outcome{Err: vocab.Conflictf("group", fmt.Sprintf("session %s is in group %d already", name, s.To))}
+		return d, Outcome{Err: refuse.Conflictf("group", fmt.Sprintf("session %s is in group %d already", name, s.To))}
 	}
 	for _, mv := range d.moves {
 		if mv.Name() == name && mv.Step == MoveAborted && !mv.Unwound && mv.To == s.To {
-			return d, Outcome{Err: vocab.Conflictf("group", fmt.Sprintf("move %d of %s to group %d was aborted and its copy there is not dropped yet: retry once it is (tally cluster moves)", mv.ID, name, s.To))}
+			return d, Outcome{Err: refuse.Conflictf("group", fmt.Sprintf("move %d of %s to group %d was aborted and its copy there is not dropped yet: retry once it is (tally cluster moves)", mv.ID, name, s.To))}
 		}
 	}
 	var id uint64
@@ -212,24 +212,24 @@ func stepMove(d directory, s MoveStep, ts int64) (directory, Outcome) {
 					return d.with(j, mv, ts), Outcome{Value: mv}
 				}
 				if s.Step == MoveAborted && mv.Step == MoveRetired {
-					return d, Outcome{Err: vocab.Conflictf("session", fmt.Sprintf("move %d of %s was activated: there is no abort after activation (moving back is another move)", mv.ID, name))}
+					return d, Outcome{Err: refuse.Conflictf("session", fmt.Sprintf("move %d of %s was activated: there is no abort after activation (moving back is another move)", mv.ID, name))}
 				}
 				break
 			}
 		}
-		return d, Outcome{Err: vocab.NotFoundf("session", fmt.Sprintf("no move of %s is in progress", name))}
+		return d, Outcome{Err: refuse.NotFoundf("session", fmt.Sprintf("no move of %s is in progress", name))}
 	}
 	mv := d.moves[i]
 	if s.Step == MoveAborted {
 		if moveOrder[mv.Step] >= moveOrder[MoveActivated] {
-			return d, Outcome{Err: vocab.Conflictf("session", fmt.Sprintf("move %d of %s was activated: there is no abort after activation (moving back is another move)", mv.ID, name))}
+			return d, Outcome{Err: refuse.Conflictf("session", fmt.Sprintf("move %d of %s was activated: there is no abort after activation (moving back is another move)", mv.ID, name))}
 		}
 		mv.Step, mv.Reason = MoveAborted, s.Reason
 		return d.with(i, mv, ts), Outcome{Value: mv}
 	}
 	next, ok := moveOrder[s.Step]
 	if !ok || s.Step == MoveBegun {
-		return d, Outcome{Err: vocab.Invalidf("step", fmt.Sprintf("%q is not a step of a move: copied, fenced, proven, activated, retired or aborted", s.Step))}
+		return d, Outcome{Err: refuse.Invalidf("step", fmt.Sprintf("%q is not a step of a move: copied, fenced, proven, activated, retired or aborted", s.Step))}
 	}
 	cur := moveOrder[mv.Step]
 	switch {
@@ -238,7 +238,7 @@ func stepMove(d directory, s MoveStep, ts int64) (directory, Outcome) {
 	case s.Step == MoveCopied && cur == moveOrder[MoveCopied] && s.Bytes <= mv.Bytes:
 		return d, Outcome{Value: mv}
 	case next > cur+1 && !(s.Step == MoveFenced && mv.Step == MoveBegun):
-		return d, Outcome{Err: vocab.Conflictf("step", fmt.Sprintf("move %d of %s is %s: it cannot be %s next", mv.ID, name, mv.Step, s.Step))}
+		return d, Outcome{Err: refuse.Conflictf("step", fmt.Sprintf("move %d of %s is %s: it cannot be %s next", mv.ID, name, mv.Step, s.Step))}
 	}
 	switch s.Step {
 	case MoveCopied:
@@ -247,7 +247,7 @@ func stepMove(d directory, s MoveStep, ts int64) (directory, Outcome) {
 		mv.Seq, mv.Chain, mv.Length, mv.Fenced = s.Seq, s.Chain, s.Length, ts
 	case MoveProven:
 		if s.Seq != mv.Seq || s.Chain != mv.Chain || s.Length != mv.Length {
-			return d, Outcome{Err: vocab.Conflictf("chain", fmt.Sprintf("group %d holds %s at sequence %d, chain %s, %d bytes; the source was fenced at sequence %d, chain %s, %d bytes", mv.To, name, s.Seq, s.Chain, s.Length, mv.Seq, mv.Chain, mv.Length))}
+			return d, Outcome{Err: refuse.Conflictf("chain", fmt.Sprintf("group %d holds %s at sequence %d, chain %s, %d bytes; the source was fenced at sequence %d, chain %s, %d bytes", mv.To, name, s.Seq, s.Chain, s.Length, mv.Seq, mv.Chain, mv.Length))}
 		}
 	case MoveActivated:
 		pl := cloneMap(d.placements)

@@ -44,10 +44,10 @@ import (
 	"tally/digest"
 	"tally/ledger"
 	"tally/ledgerservice"
+	"tally/refuse"
 	"tally/rest"
 	"tally/service"
 	"tally/store"
-	"tally/vocab"
 )
 
 // A move's commands in the data groups. Stored in the raft log: do not
@@ -320,7 +320,7 @@ func (m *dataSM) moveEntry(b *batchPlace, c Command) (Outcome, bool) {
 	}
 	var d MoveDoc
 	if err := json.Unmarshal(c.Doc, &d); err != nil {
-		return Outcome{Err: vocab.Invalidf("command", "a move command's document: "+err.Error())}, true
+		return Outcome{Err: refuse.Invalidf("command", "a move command's document: "+err.Error())}, true
 	}
 	// The group may be one added after the bootstrap (MaxDataGroups).
 	if err := CheckPlacement(Placement{Tenant: c.Tenant, Session: c.Session, Group: b.group}, MaxDataGroups); err != nil {
@@ -349,24 +349,24 @@ func (m *dataSM) moveEntry(b *batchPlace, c Command) (Outcome, bool) {
 func (m *dataSM) moveFence(b *batchPlace, c Command, d MoveDoc) Outcome {
 	name := c.Tenant + "/" + c.Session
 	if to, ok := m.fencedTo(b, name); ok {
-		return Outcome{Err: vocab.Conflictf("session", fmt.Sprintf("session %s is placed in group %d, not group %d", name, to, b.group))}
+		return Outcome{Err: refuse.Conflictf("session", fmt.Sprintf("session %s is placed in group %d, not group %d", name, to, b.group))}
 	}
 	if g, ok := m.heldHere(b, name); ok && g != b.group && (c.Method != MethodMoveFence || g != d.To) {
 		// (A fence this replica applies after its node's install took the
 		// log to the destination is decided as the others decide it: the
 		// log is at the same end.)
-		return Outcome{Err: vocab.Conflictf("session", fmt.Sprintf("session %s is in group %d, not group %d", name, g, b.group))}
+		return Outcome{Err: refuse.Conflictf("session", fmt.Sprintf("session %s is in group %d, not group %d", name, g, b.group))}
 	}
 	pos, err := m.position(c.Tenant, c.Session)
 	if err != nil {
 		return Outcome{Err: err}
 	}
 	if pos.Seq == 0 {
-		return Outcome{Err: vocab.NotFoundf("session", fmt.Sprintf("no session %s in group %d: it has no records (an empty session is placed: tally cluster place)", name, b.group))}
+		return Outcome{Err: refuse.NotFoundf("session", fmt.Sprintf("no session %s in group %d: it has no records (an empty session is placed: tally cluster place)", name, b.group))}
 	}
 	if c.Method == MethodMoveFence {
 		if to, ok := m.movingTo(b, name); ok && to != d.To {
-			return Outcome{Err: vocab.Conflictf("session", fmt.Sprintf("session %s is fenced for its move to group %d", name, to))}
+			return Outcome{Err: refuse.Conflictf("session", fmt.Sprintf("session %s is fenced for its move to group %d", name, to))}
 		}
 		b.move.moving[name] = d.To
 		delete(b.move.unmoving, name)
@@ -507,7 +507,7 @@ func (d MoveDoc) end() (store.Position, error) {
 	var p store.Position
 	h, err := hex.DecodeString(d.Chain)
 	if err != nil || len(h) != len(p.Hash) || d.Seq == 0 || d.Length <= 0 {
-		return p, vocab.Invalidf("chain", fmt.Sprintf("an install names the fenced end: a sequence, a %d-byte chain hash in hex and a length (got %d, %q, %d)", len(p.Hash), d.Seq, d.Chain, d.Length))
+		return p, refuse.Invalidf("chain", fmt.Sprintf("an install names the fenced end: a sequence, a %d-byte chain hash in hex and a length (got %d, %q, %d)", len(p.Hash), d.Seq, d.Chain, d.Length))
 	}
 	copy(p.Hash[:], h)
 	p.Seq, p.Offset = d.Seq, d.Length
@@ -848,7 +848,7 @@ func (sm *SM) ReadLog(group uint64, tenant, session string, from, to int64, w io
 		// A log moved here from group holds group's log up to the fence.
 		var in moveIn
 		if ok, err := m.get(nameKey(g, kindMoveIn, name), &in); err != nil || !ok || in.From != group {
-			return vocab.Conflictf("group", fmt.Sprintf("node holds %s for group %d, not group %d", name, g, group))
+			return refuse.Conflictf("group", fmt.Sprintf("node holds %s for group %d, not group %d", name, g, group))
 		}
 	}
 	dir, err := store.SessionDir(m.cfg.Root, tenant, session)
@@ -857,7 +857,7 @@ func (sm *SM) ReadLog(group uint64, tenant, session string, from, to int64, w io
 	}
 	f, err := os.Open(store.LogPath(dir))
 	if err != nil {
-		return vocab.NotFoundf("session", fmt.Sprintf("node holds no log of %s", name))
+		return refuse.NotFoundf("session", fmt.Sprintf("node holds no log of %s", name))
 	}
 	defer f.Close()
 	fi, err := f.Stat()
@@ -865,7 +865,7 @@ func (sm *SM) ReadLog(group uint64, tenant, session string, from, to int64, w io
 		return err
 	}
 	if fi.Size() < to || from > to || from < 0 {
-		return vocab.Conflictf("length", fmt.Sprintf("node holds %d bytes of %s, not %d", fi.Size(), name, to))
+		return refuse.Conflictf("length", fmt.Sprintf("node holds %d bytes of %s, not %d", fi.Size(), name, to))
 	}
 	_, err = io.Copy(w, io.NewSectionReader(f, from, to-from))
 	return err

@@ -22,10 +22,10 @@ import (
 
 	"tally/api"
 	"tally/cluster/node"
+	"tally/refuse"
 	"tally/rest"
 	"tally/service"
 	"tally/sessionname"
-	"tally/vocab"
 )
 
 // Keys of the directory, the fences and the held records, each followed by
@@ -108,12 +108,12 @@ func (e *Moved) Refusal() *rest.Refusal {
 func CheckPlacement(p Placement, groups int) error {
 	for _, f := range []struct{ field, name string }{{"tenant", p.Tenant}, {"session", p.Session}} {
 		if err := sessionname.Check(f.field, f.name); err != nil {
-			return vocab.Invalidf(f.field, fmt.Sprintf("%q %s", f.name, strings.TrimPrefix(err.Error(), f.field+": ")))
+			return refuse.Invalidf(f.field, fmt.Sprintf("%q %s", f.name, strings.TrimPrefix(err.Error(), f.field+": ")))
 		}
 	}
 	first, last := node.MetaGroup+1, node.MetaGroup+uint64(groups)
 	if p.Group < first || p.Group > last {
-		return vocab.Invalidf("group", fmt.Sprintf("%d is not a data group of this cluster: its data groups are %d to %d", p.Group, first, last))
+		return refuse.Invalidf("group", fmt.Sprintf("%d is not a data group of this cluster: its data groups are %d to %d", p.Group, first, last))
 	}
 	return nil
 }
@@ -225,7 +225,7 @@ func (m *dataSM) noteHeld(b *batchPlace, c Command) error {
 func (m *dataSM) fence(b *batchPlace, c Command) Outcome {
 	var d FenceDoc
 	if err := json.Unmarshal(c.Doc, &d); err != nil {
-		return Outcome{Err: vocab.Invalidf("command", "a fence command's document: "+err.Error())}
+		return Outcome{Err: refuse.Invalidf("command", "a fence command's document: "+err.Error())}
 	}
 	p := Placement{Tenant: c.Tenant, Session: c.Session, Group: d.Group}
 	// The node checked the group against the meta group's (an added one
@@ -238,13 +238,13 @@ func (m *dataSM) fence(b *batchPlace, c Command) Outcome {
 		if to == d.Group {
 			return Outcome{Value: p}
 		}
-		return Outcome{Err: vocab.Conflictf("group", fmt.Sprintf("session %s is fenced in group %d for its placement in group %d: complete that one (tally cluster place %s --group %d)", name, b.group, to, name, to))}
+		return Outcome{Err: refuse.Conflictf("group", fmt.Sprintf("session %s is fenced in group %d for its placement in group %d: complete that one (tally cluster place %s --group %d)", name, b.group, to, name, to))}
 	}
 	if d.Group == b.group {
 		return Outcome{Value: p}
 	}
 	if b.group != GroupOf(m.cfg.Groups, c.Tenant, c.Session) {
-		return Outcome{Err: vocab.Conflictf("session", fmt.Sprintf("session %s is placed in group %d; moving a session is not supported yet", name, b.group))}
+		return Outcome{Err: refuse.Conflictf("session", fmt.Sprintf("session %s is placed in group %d; moving a session is not supported yet", name, b.group))}
 	}
 	if m.holds(b, name) {
 		pos, err := m.position(c.Tenant, c.Session)
@@ -252,7 +252,7 @@ func (m *dataSM) fence(b *batchPlace, c Command) Outcome {
 			return Outcome{Err: err}
 		}
 		if pos.Seq > 0 {
-			return Outcome{Err: vocab.Conflictf("session", fmt.Sprintf("session %s already has %s in group %d; moving a session is not supported yet", name, records(pos.Seq), b.group))}
+			return Outcome{Err: refuse.Conflictf("session", fmt.Sprintf("session %s already has %s in group %d; moving a session is not supported yet", name, records(pos.Seq), b.group))}
 		}
 	}
 	b.fences[name] = d.Group

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"tally/cluster/node"
+	"tally/refuse"
 	"tally/rest"
-	"tally/vocab"
 )
 
 // testGroups is the data groups of the placement tests' replicas: 2 to 5.
@@ -138,7 +138,7 @@ func TestFence(t *testing.T) {
 	if errString(outs[2].Err) != want {
 		t.Fatalf("fence of a session with records: %q, want %q", errString(outs[2].Err), want)
 	}
-	if r, ok := vocab.As(outs[2].Err); !ok || r.Code != vocab.Conflict {
+	if r, ok := refuse.As(outs[2].Err); !ok || r.Code != refuse.Conflict {
 		t.Fatalf("the refusal is %v, want a conflict", outs[2].Err)
 	}
 	if _, fenced := sm.FencedTo(g0, "acme", "busy"); fenced {

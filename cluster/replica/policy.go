@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"tally/cluster/placement"
-	"tally/vocab"
+	"tally/refuse"
 )
 
 // Policy is the placement the meta group records: what the placement
@@ -115,7 +115,7 @@ const OpDrain = "placement.drain"
 // first.
 func decideDrain(p Policy, members []Member, c MetaCommand) (Policy, Outcome) {
 	if !slices.ContainsFunc(members, func(m Member) bool { return m.ID == c.ID }) {
-		return p, Outcome{Err: vocab.NotFoundf("node", fmt.Sprintf("node %d is not a member", c.ID))}
+		return p, Outcome{Err: refuse.NotFoundf("node", fmt.Sprintf("node %d is not a member", c.ID))}
 	}
 	if slices.Contains(p.Draining, c.ID) {
 		return p, Outcome{}
@@ -127,7 +127,7 @@ func decideDrain(p Policy, members []Member, c MetaCommand) (Policy, Outcome) {
 }
 
 // CodeDecisionInFlight refuses a decision for a group that has one.
-const CodeDecisionInFlight vocab.Code = "DecisionInFlight"
+const CodeDecisionInFlight refuse.Code = "DecisionInFlight"
 
 // decidePolicy applies the placement driver's operations.
 func decidePolicy(p Policy, c MetaCommand) (Policy, Outcome) {
@@ -137,13 +137,13 @@ func decidePolicy(p Policy, c MetaCommand) (Policy, Outcome) {
 	case OpDecide:
 		d := c.Decision
 		if d == nil || d.Group == 0 || d.Node == 0 {
-			return p, Outcome{Err: vocab.Invalidf("decision", "required, with a group and a node")}
+			return p, Outcome{Err: refuse.Invalidf("decision", "required, with a group and a node")}
 		}
 		if (d.Op == placement.Replace) != (d.Replaces != 0) || d.Replaces == d.Node && d.Replaces != 0 {
-			return p, Outcome{Err: vocab.Invalidf("decision.replaces", "a replace names the voter it removes, another node than the one it promotes; no other change names one")}
+			return p, Outcome{Err: refuse.Invalidf("decision.replaces", "a replace names the voter it removes, another node than the one it promotes; no other change names one")}
 		}
 		if i := p.inFlight(d.Group); i >= 0 {
-			return p, Outcome{Err: vocab.New(CodeDecisionInFlight, "group", fmt.Sprintf("group %d has decision %d in flight", d.Group, p.Decisions[i].ID))}
+			return p, Outcome{Err: refuse.New(CodeDecisionInFlight, "group", fmt.Sprintf("group %d has decision %d in flight", d.Group, p.Decisions[i].ID))}
 		}
 		p = p.clone()
 		p.NextDecision++
@@ -158,11 +158,11 @@ func decidePolicy(p Policy, c MetaCommand) (Policy, Outcome) {
 	case OpDecided:
 		d := c.Decision
 		if d == nil {
-			return p, Outcome{Err: vocab.Invalidf("decision", "required")}
+			return p, Outcome{Err: refuse.Invalidf("decision", "required")}
 		}
 		i := slices.IndexFunc(p.Decisions, func(x Decision) bool { return x.ID == d.ID })
 		if i < 0 {
-			return p, Outcome{Err: vocab.NotFoundf("decision", fmt.Sprintf("no decision %d", d.ID))}
+			return p, Outcome{Err: refuse.NotFoundf("decision", fmt.Sprintf("no decision %d", d.ID))}
 		}
 		if p.Decisions[i].State != DecisionInFlight {
 			return p, Outcome{Value: p.Decisions[i]} // ended already: a retry
@@ -170,14 +170,14 @@ func decidePolicy(p Policy, c MetaCommand) (Policy, Outcome) {
 		switch d.State {
 		case DecisionDone, DecisionFailed, DecisionAbandoned:
 		default:
-			return p, Outcome{Err: vocab.Invalidf("decision.state", fmt.Sprintf("%q is not an end (done, failed, abandoned)", d.State))}
+			return p, Outcome{Err: refuse.Invalidf("decision.state", fmt.Sprintf("%q is not an end (done, failed, abandoned)", d.State))}
 		}
 		p = p.clone()
 		p.Decisions[i].State, p.Decisions[i].Error, p.Decisions[i].Ended = d.State, d.Error, c.TS
 		return p, Outcome{Value: p.Decisions[i]}
 	case OpGroupConf:
 		if c.GroupConf == nil || c.Group == 0 {
-			return p, Outcome{Err: vocab.Invalidf("group_conf", "required, with a group")}
+			return p, Outcome{Err: refuse.Invalidf("group_conf", "required, with a group")}
 		}
 		if old, ok := p.Groups[c.Group]; ok && old.Epoch > c.GroupConf.Epoch {
 			return p, Outcome{Value: old} // a later one is recorded
@@ -186,7 +186,7 @@ func decidePolicy(p Policy, c MetaCommand) (Policy, Outcome) {
 		p.Groups[c.Group] = *c.GroupConf
 		return p, Outcome{Value: *c.GroupConf}
 	}
-	return p, Outcome{Err: vocab.Invalidf("op", fmt.Sprintf("%q is not a meta operation", c.Op))}
+	return p, Outcome{Err: refuse.Invalidf("op", fmt.Sprintf("%q is not a meta operation", c.Op))}
 }
 
 func (p Policy) isZero() bool {
@@ -252,7 +252,7 @@ func decideConfigure(p Policy, c MetaCommand) (Policy, Outcome) {
 // least 1, naming the field.
 func CheckReplicas(n int) error {
 	if err := placement.CheckReplicas(n); err != nil {
-		return vocab.Invalidf("replicas", err.Error())
+		return refuse.Invalidf("replicas", err.Error())
 	}
 	return nil
 }

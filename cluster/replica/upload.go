@@ -36,10 +36,10 @@ import (
 
 	"tally/artifact"
 	"tally/digest"
+	"tally/refuse"
 	"tally/rest"
 	"tally/service"
 	"tally/store"
-	"tally/vocab"
 )
 
 // MethodStage is the command that appends a chunk to an upload. Stored in
@@ -95,7 +95,7 @@ func NewUploadID(start time.Time, nonce uint64) string {
 func uploadStart(id string) (int64, error) {
 	start, nonce, ok := strings.Cut(id, "-")
 	if !ok || !lowerHex(start, 16) || !lowerHex(nonce, 16) {
-		return 0, vocab.Invalidf("upload", fmt.Sprintf("%q is not an upload id (16 hex digits, '-', 16 hex digits)", id))
+		return 0, refuse.Invalidf("upload", fmt.Sprintf("%q is not an upload id (16 hex digits, '-', 16 hex digits)", id))
 	}
 	v, _ := strconv.ParseUint(start, 16, 64)
 	return int64(v), nil
@@ -135,7 +135,7 @@ var errLocalCopy = errors.New("replica: this node's copy of the bytes or of thei
 
 // TooLarge is the refusal of bytes past MaxUploadSize.
 func TooLarge(what string) error {
-	return rest.NewRefusal(http.StatusRequestEntityTooLarge, string(vocab.Invalid),
+	return rest.NewRefusal(http.StatusRequestEntityTooLarge, string(refuse.Invalid),
 		fmt.Sprintf("%s: at most %d bytes (%d MiB) on a cluster node", what, MaxUploadSize, MaxUploadSize>>20))
 }
 
@@ -173,10 +173,10 @@ func (b *batchUploads) usable(id string, now int64) (*uploadRecord, error) {
 		return nil, err
 	}
 	if expired(start, now) {
-		return nil, vocab.Conflictf("upload", fmt.Sprintf("upload %s started more than %v before this command: abandoned; send the bytes again", id, UploadMaxAge))
+		return nil, refuse.Conflictf("upload", fmt.Sprintf("upload %s started more than %v before this command: abandoned; send the bytes again", id, UploadMaxAge))
 	}
 	if r, ok := b.records[id]; ok && r.abandoned {
-		return nil, vocab.Conflictf("upload", "upload "+id+" was abandoned: send the bytes again")
+		return nil, refuse.Conflictf("upload", "upload "+id+" was abandoned: send the bytes again")
 	} else if ok {
 		return r, nil
 	}
@@ -193,7 +193,7 @@ func (b *batchUploads) usable(id string, now int64) (*uploadRecord, error) {
 func (b *batchUploads) usableFor(u Upload, now int64) (*uploadRecord, error) {
 	r, err := b.usable(u.ID, now)
 	if err == nil && r.used() && (r.Content != u.Content || r.Size != u.Size) {
-		return nil, vocab.Conflictf("upload", fmt.Sprintf("upload %s was used for other bytes (%d bytes, content %s)", u.ID, r.Size, r.Content))
+		return nil, refuse.Conflictf("upload", fmt.Sprintf("upload %s was used for other bytes (%d bytes, content %s)", u.ID, r.Size, r.Content))
 	}
 	return r, err
 }
@@ -206,7 +206,7 @@ func expired(start, now int64) bool { return now-start > int64(UploadMaxAge) }
 func (m *dataSM) stage(c Command, now int64) Outcome {
 	var d StageDoc
 	if err := json.Unmarshal(c.Doc, &d); err != nil {
-		return Outcome{Err: vocab.Invalidf("command", "a stage command's document: "+err.Error())}
+		return Outcome{Err: refuse.Invalidf("command", "a stage command's document: "+err.Error())}
 	}
 	b := m.batch
 	r, err := b.usable(d.Upload, now)
@@ -216,13 +216,13 @@ func (m *dataSM) stage(c Command, now int64) Outcome {
 	end := d.Offset + int64(len(c.Payload))
 	switch {
 	case r.used():
-		return Outcome{Err: vocab.Conflictf("upload", "upload "+d.Upload+" was used: it takes no more bytes")}
+		return Outcome{Err: refuse.Conflictf("upload", "upload "+d.Upload+" was used: it takes no more bytes")}
 	case d.Offset < 0:
-		return Outcome{Err: vocab.Invalidf("offset", "must not be negative")}
+		return Outcome{Err: refuse.Invalidf("offset", "must not be negative")}
 	case end <= r.Size:
 		return Outcome{Value: r.Size}
 	case d.Offset != r.Size:
-		return Outcome{Err: vocab.Conflictf("offset", fmt.Sprintf("upload %s holds %d bytes: a chunk at %d leaves a gap", d.Upload, r.Size, d.Offset))}
+		return Outcome{Err: refuse.Conflictf("offset", fmt.Sprintf("upload %s holds %d bytes: a chunk at %d leaves a gap", d.Upload, r.Size, d.Offset))}
 	case end > MaxUploadSize:
 		return Outcome{Err: TooLarge("upload " + d.Upload)}
 	}
@@ -240,7 +240,7 @@ func (m *dataSM) stage(c Command, now int64) Outcome {
 func (m *dataSM) unstage(c Command, now int64) Outcome {
 	var d StageDoc
 	if err := json.Unmarshal(c.Doc, &d); err != nil {
-		return Outcome{Err: vocab.Invalidf("command", "an unstage command's document: "+err.Error())}
+		return Outcome{Err: refuse.Invalidf("command", "an unstage command's document: "+err.Error())}
 	}
 	b := m.batch
 	r, err := b.usable(d.Upload, now)
@@ -248,7 +248,7 @@ func (m *dataSM) unstage(c Command, now int64) Outcome {
 		return Outcome{Err: err}
 	}
 	if r.used() {
-		return Outcome{Err: vocab.Conflictf("upload", "upload "+d.Upload+" was used: its bytes are a record's")}
+		return Outcome{Err: refuse.Conflictf("upload", "upload "+d.Upload+" was used: its bytes are a record's")}
 	}
 	if f, ok := b.files[d.Upload]; ok {
 		f.Close()
@@ -442,7 +442,7 @@ func (m *dataSM) OpenUpload(c service.Call, u Upload) (io.ReadCloser, error) {
 	}
 	want, err := digest.ParseContentDigest(u.Content)
 	if err != nil {
-		return nil, vocab.Invalidf("content", "must be a content digest (64 hex digits)")
+		return nil, refuse.Invalidf("content", "must be a content digest (64 hex digits)")
 	}
 	if u.Beside() {
 		return m.openBeside(b, want, u)
@@ -458,7 +458,7 @@ func (m *dataSM) OpenUpload(c service.Call, u Upload) (io.ReadCloser, error) {
 	case r.used():
 		return m.openStored(want)
 	case r.Size != u.Size:
-		return nil, vocab.Conflictf("upload", fmt.Sprintf("upload %s holds %d bytes of the %d its command names", u.ID, r.Size, u.Size))
+		return nil, refuse.Conflictf("upload", fmt.Sprintf("upload %s holds %d bytes of the %d its command names", u.ID, r.Size, u.Size))
 	}
 	var f io.ReadCloser = io.NopCloser(bytes.NewReader(nil))
 	if u.Size > 0 {

@@ -19,10 +19,10 @@ import (
 	"tally/artifact"
 	"tally/cluster/node"
 	"tally/digest"
+	"tally/refuse"
 	"tally/rest"
 	"tally/service"
 	"tally/store"
-	"tally/vocab"
 )
 
 // use is a test method: it reads the upload its document names through
@@ -154,21 +154,21 @@ func TestStageAndUseAnUpload(t *testing.T) {
 	if outs[2].Value != int64(300) || outs[3].Value != int64(300) || outs[5].Value != int64(len(body)) {
 		t.Fatalf("staged: %+v %+v %+v", outs[2], outs[3], outs[5])
 	}
-	if r, ok := vocab.As(outs[4].Err); !ok || r.Code != vocab.Conflict || r.Field != "offset" {
+	if r, ok := refuse.As(outs[4].Err); !ok || r.Code != refuse.Conflict || r.Field != "offset" {
 		t.Fatalf("a chunk past the end: %v", outs[4].Err)
 	}
 	short := u
 	short.Size--
 	other := upload(id, []byte("other"))
 	outs = applyAll(t, sm, []node.Entry{useEntry(t, 6, short), useEntry(t, 7, u), useEntry(t, 8, u), useEntry(t, 9, other), chunkEntry(t, 10, id, int64(len(body)), []byte("more"))})
-	if r, ok := vocab.As(outs[6].Err); !ok || r.Code != vocab.Conflict {
+	if r, ok := refuse.As(outs[6].Err); !ok || r.Code != refuse.Conflict {
 		t.Fatalf("a use naming fewer bytes than staged: %v", outs[6].Err)
 	}
 	if outs[7].Err != nil || outs[7].Value != u.Content || outs[8].Value != u.Content {
 		t.Fatalf("uses: %+v %+v", outs[7], outs[8])
 	}
 	for _, i := range []uint64{9, 10} {
-		if r, ok := vocab.As(outs[i].Err); !ok || r.Code != vocab.Conflict {
+		if r, ok := refuse.As(outs[i].Err); !ok || r.Code != refuse.Conflict {
 			t.Fatalf("entry %d after the use: %v", i, outs[i].Err)
 		}
 	}
@@ -276,7 +276,7 @@ func TestAnAbandonedUploadExpires(t *testing.T) {
 	applyAll(t, sm, []node.Entry{chunkEntry(t, 2, id, 0, []byte("abc"))})
 	late := uint64(UploadMaxAge/time.Second) + 10
 	outs := applyAll(t, sm, []node.Entry{chunkEntry(t, late, id, 3, []byte("def"))})
-	if r, ok := vocab.As(outs[late].Err); !ok || r.Code != vocab.Conflict || !strings.Contains(r.Rule, "abandoned") {
+	if r, ok := refuse.As(outs[late].Err); !ok || r.Code != refuse.Conflict || !strings.Contains(r.Rule, "abandoned") {
 		t.Fatalf("a chunk of an abandoned upload: %v", outs[late].Err)
 	}
 	if left := staged(t, sm); len(left) != 0 {
@@ -425,7 +425,7 @@ func TestAnUnstagedUploadGoesAtOnce(t *testing.T) {
 	if outs[4].Err != nil || outs[5].Err != nil || outs[5].Value != int64(6) {
 		t.Fatalf("stage, unstage: %+v %+v", outs[4], outs[5])
 	}
-	if r, ok := vocab.As(outs[6].Err); !ok || r.Code != vocab.Conflict || !strings.Contains(r.Rule, "was abandoned") {
+	if r, ok := refuse.As(outs[6].Err); !ok || r.Code != refuse.Conflict || !strings.Contains(r.Rule, "was abandoned") {
 		t.Fatalf("a chunk after the unstage: %v", outs[6].Err)
 	}
 	if left := staged(t, sm); !slices.Equal(left, []string{kept}) {
@@ -437,7 +437,7 @@ func TestAnUnstagedUploadGoesAtOnce(t *testing.T) {
 		t.Fatalf("records after the unstage: %v", ids)
 	}
 	outs = applyAll(t, sm, []node.Entry{useEntry(t, 7, upload(kept, []byte("kept"))), unstageEntry(t, 8, kept)})
-	if r, ok := vocab.As(outs[8].Err); outs[7].Err != nil || !ok || r.Code != vocab.Conflict || !strings.Contains(r.Rule, "was used") {
+	if r, ok := refuse.As(outs[8].Err); outs[7].Err != nil || !ok || r.Code != refuse.Conflict || !strings.Contains(r.Rule, "was used") {
 		t.Fatalf("use, unstage of a used upload: %+v %v", outs[7], outs[8].Err)
 	}
 }

@@ -15,8 +15,8 @@ import (
 	"tally/cluster/node"
 	"tally/cluster/replica"
 	"tally/promise"
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 // A client declares promises, resolves the ones it declared, and lists a
@@ -272,7 +272,7 @@ func (w *World) read(c *client, sn *simNode, live func() bool, retry func()) {
 func (w *World) listPromises(sm *replica.SM, session string) ([]model.Promise, error) {
 	call := service.Call{Tenant: tenant, Session: session, Actor: "reader", Now: w.clock.Now()}
 	list, err := sm.Service().ListPromises(context.Background(), call, promise.Filter{State: "all"})
-	if r, ok := vocab.As(err); ok && r.Code == service.CodeNoSuchSession {
+	if r, ok := refuse.As(err); ok && r.Code == service.CodeNoSuchSession {
 		return nil, nil // no write has reached the session here yet
 	}
 	if err != nil {

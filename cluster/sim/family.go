@@ -14,9 +14,9 @@ import (
 	"tally/cluster/replica"
 	"tally/digest"
 	"tally/expect"
+	"tally/refuse"
 	"tally/service"
 	"tally/store"
-	"tally/vocab"
 )
 
 // The other families' writes go to sessions of their own (x0, x1), so the
@@ -199,7 +199,7 @@ func (w *World) claimStep(c *client) *write {
 	}
 	call := c.famCall(cl.session, actor)
 	return &write{method: method, doc: doc, call: call, done: func(out replica.Outcome) error {
-		if _, ok := vocab.As(out.Err); ok && cl.deadline != 0 && w.now >= cl.deadline {
+		if _, ok := refuse.As(out.Err); ok && cl.deadline != 0 && w.now >= cl.deadline {
 			// Its deadline passed first: the claim ended there.
 			cl.refused = true
 			c.claim = nil
@@ -386,7 +386,7 @@ var claimStates = []claim.Status{claimPost: claim.Generated, claimReceipt: claim
 func (w *World) lapses(sn *simNode, session string) ([]expect.LapseView, error) {
 	call := service.Call{Tenant: tenant, Session: session, Actor: "reader", Now: w.clock.Now()}
 	ls, err := sn.sm.Service().Lapses(context.Background(), call, service.LapseFilter{})
-	if r, ok := vocab.As(err); ok && r.Code == service.CodeNoSuchSession {
+	if r, ok := refuse.As(err); ok && r.Code == service.CodeNoSuchSession {
 		return nil, nil
 	}
 	return ls.Lapses, err

@@ -14,8 +14,8 @@ import (
 	"tally/cluster/model"
 	"tally/cluster/node"
 	"tally/cluster/replica"
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 // Moves in a run (Options.Move): a mover moves the first session to the
@@ -223,7 +223,7 @@ func (w *World) moveCommand(m *mover) (uint64, []byte, error) {
 // moveAnswered takes a step's outcome: the next step, a wait, or the end.
 func (w *World) moveAnswered(m *mover, out replica.Outcome, retry func()) {
 	step := m.next
-	if r, ok := vocab.As(out.Err); ok && step == actProbe && r.Code == vocab.NotFound {
+	if r, ok := refuse.As(out.Err); ok && step == actProbe && r.Code == refuse.NotFound {
 		retry() // the session has no record yet
 		return
 	}

@@ -11,8 +11,8 @@ import (
 	"tally/cluster"
 	"tally/cluster/node"
 	"tally/cluster/replica"
+	"tally/refuse"
 	"tally/service"
-	"tally/vocab"
 )
 
 // Placement in a run (Options.Place): the placer places the first session
@@ -94,12 +94,12 @@ func (w *World) placeCommand(p *placer) (uint64, []byte, error) {
 
 // placed takes a step's outcome: the next step, or the end.
 func (w *World) placed(p *placer, out replica.Outcome) {
-	r, refused := vocab.As(out.Err)
+	r, refused := refuse.As(out.Err)
 	switch {
 	case p.step == stepFence && out.Err == nil:
 		p.step = stepRecord
 		w.after(time.Millisecond, func() { w.placeAttempt(p) })
-	case p.step == stepFence && refused && r.Code == vocab.Conflict && strings.Contains(r.Rule, "already has"):
+	case p.step == stepFence && refused && r.Code == refuse.Conflict && strings.Contains(r.Rule, "already has"):
 		p.step = stepDone
 		w.stats.PlacementsRefused++
 	case p.step == stepRecord && out.Err == nil:
