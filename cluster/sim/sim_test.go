@@ -196,7 +196,7 @@ func TestSimUsedUploads(t *testing.T) {
 	for _, seed := range []uint64{5011, 5168} {
 		opt := optionsFor(seed)
 		opt.Families, opt.Pause = 60, [2]time.Duration{20 * time.Millisecond, 100 * time.Millisecond}
-		opt.Placement = false // the runs these seeds were found in
+		opt.Placement, opt.Driver = false, false // the runs these seeds were found in
 		st, err := runSeed(t, opt)
 		if err != nil {
 			t.Fatal(err)
