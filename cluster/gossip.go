@@ -103,6 +103,12 @@ type gossipPing struct {
 type accusation struct {
 	Node        uint64 `json:"node"`
 	Incarnation uint64 `json:"inc"`
+	// Answered: the member spoke to the cluster before (its own alive
+	// message put it in the reporter's memberlist, which suspects only
+	// such members), so the decider may suspect it though it never heard
+	// its report: one stopped before its first report reached the decider
+	// is settled dead all the same.
+	Answered bool `json:"answered,omitempty"`
 }
 
 // report is a member's once-a-period report to the meta group's leader:
@@ -362,8 +368,7 @@ func (g *gossip) tick(ctx context.Context, now time.Time) {
 	g.lastTick = now
 	if g.det != nil {
 		for _, v := range g.det.Expire(now) {
-			g.commit(ctx, replica.LivenessFact{Node: v.Node, Incarnation: v.Incarnation, State: replica.LivenessDead, Source: replica.LivenessDetector,
-				Reason: "suspected, unrefuted past its deadline, no grant left to extend it"})
+			g.commitDeath(ctx, v.Node, v.Incarnation)
 		}
 	}
 	if now.Sub(g.lastRound) >= liveness.ProbePeriod {
@@ -422,9 +427,34 @@ func (g *gossip) round(ctx context.Context, now time.Time) {
 	if g.det != nil {
 		g.det.Members(ids)
 		g.det.SetHealth(health)
+		g.resettle(ctx)
 	}
 	suspects, _ := g.probe(members, now)
 	g.report(ctx, suspects, now)
+}
+
+// resettle proposes again each death the table settled that the meta
+// group has not recorded: Expire settles a suspicion once, and its
+// proposal can fail (a timeout on a busy machine, a leadership lost
+// meanwhile, another fact of the member still in flight), which must not
+// leave the member dead in the table and alive in the facts for good.
+func (g *gossip) resettle(ctx context.Context) {
+	for _, p := range g.det.Peers() {
+		if p.State != liveness.Dead {
+			continue
+		}
+		f, ok := g.c.sm.Liveness(p.Node)
+		if ok && (f.Incarnation > p.Incarnation || f.Incarnation == p.Incarnation && f.State == replica.LivenessDead) {
+			continue
+		}
+		g.commitDeath(ctx, p.Node, p.Incarnation)
+	}
+}
+
+// commitDeath proposes the table's verdict: node dead at inc.
+func (g *gossip) commitDeath(ctx context.Context, node, inc uint64) {
+	g.commit(ctx, replica.LivenessFact{Node: node, Incarnation: inc, State: replica.LivenessDead, Source: replica.LivenessDetector,
+		Reason: "suspected, unrefuted past its deadline, no grant left to extend it"})
 }
 
 // answerSilence is how long without an answer from a leader before a
@@ -603,7 +633,7 @@ func (g *gossip) probe(members []replica.Member, now time.Time) ([]accusation, b
 			}
 		}
 		if p.accused {
-			out = append(out, accusation{Node: m.ID, Incarnation: p.inc})
+			out = append(out, accusation{Node: m.ID, Incarnation: p.inc, Answered: p.seen})
 		}
 		if p.probeNonce == 0 || !now.Before(p.probeDue) {
 			g.nonce++
@@ -656,6 +686,9 @@ func (g *gossip) hear(ctx context.Context, r report, now time.Time) {
 		}
 	}
 	for _, s := range r.Suspects {
+		if s.Answered {
+			g.det.Answered(s.Node)
+		}
 		if g.det.Accuse(s.Node, s.Incarnation, r.From, n, now) == liveness.AccuseStarted {
 			g.stats.suspicions.Add(1)
 			g.log.Info("member suspected", "member", s.Node, "incarnation", s.Incarnation, "by", r.From)

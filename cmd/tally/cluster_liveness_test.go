@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -25,6 +26,7 @@ func startLivenessCluster(t *testing.T, tune func(*cnode)) []*cnode {
 	t.Helper()
 	nodes := startClusterWith(t, t.TempDir(), tune)
 	logOnFailure(t, nodes, 60, "liveness", "memberlist")
+	keepLogs(t, nodes)
 	waitUntil(t, "every member settled alive", 30*time.Second, func() bool {
 		ms, err := membersOf(nodes[0].addr)
 		if err != nil {
@@ -55,6 +57,28 @@ func logOnFailure(t *testing.T, nodes []*cnode, keep int, words ...string) {
 				}
 			}
 			t.Logf("node %d (%s):\n%s", n.id, strings.Join(words, ", "), strings.Join(lines[max(0, len(lines)-keep):], "\n"))
+		}
+	})
+}
+
+// keepLogs writes each node's whole log under the directory
+// TALLY_E2E_KEEPLOGS names, if set, when the test ends: the detector's
+// timeline under load is read from them.
+func keepLogs(t *testing.T, nodes []*cnode) {
+	dir := os.Getenv("TALLY_E2E_KEEPLOGS")
+	if dir == "" {
+		return
+	}
+	t.Cleanup(func() {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Logf("keep logs: %v", err)
+			return
+		}
+		for _, n := range nodes {
+			name := filepath.Join(dir, fmt.Sprintf("%s-node%d.log", strings.ReplaceAll(t.Name(), "/", "_"), n.id))
+			if err := os.WriteFile(name, []byte(n.log()), 0o644); err != nil {
+				t.Logf("keep logs: %v", err)
+			}
 		}
 	})
 }
@@ -382,6 +406,7 @@ func TestClusterLivenessDeathIsHealed(t *testing.T) {
 		t.Skip("set TALLY_E2E_LONG=1: fails under the whole suite's load (see the comment)")
 	}
 	nodes := startPlaced(t, t.TempDir(), []string{"a", "b", "a", "b"}, "--replicas", "3")
+	keepLogs(t, nodes)
 	waitUntil(t, "every data group at 3 voters", 60*time.Second, func() bool {
 		_, ok := placedAt(nodes[0], 3)
 		return ok
@@ -408,6 +433,7 @@ func TestClusterLivenessDeathIsHealed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer victim.cmd.Process.Signal(syscall.SIGCONT)
+	stopped := time.Now()
 	waitUntil(t, "the stopped node settled dead by the detector", 120*time.Second, func() bool {
 		ms, err := membersOf(leader.addr)
 		if err != nil {
@@ -416,6 +442,7 @@ func TestClusterLivenessDeathIsHealed(t *testing.T) {
 		m := memberOf(ms, victim.id)
 		return m.Settled != nil && m.Settled.State == replica.LivenessDead && m.Settled.Source == replica.LivenessDetector
 	})
+	t.Logf("node %d stopped, settled dead after %v", victim.id, time.Since(stopped).Round(100*time.Millisecond))
 	waitUntil(t, "every data group back at 3 voters without the dead node", 60*time.Second, func() bool {
 		_, ok := placedAt(leader, 3, victim.id)
 		return ok
