@@ -205,7 +205,7 @@ type gossip struct {
 	inc     uint64
 	health  liveness.Health
 	witness uint64
-	loopOK  bool // the control loop ticked in the last round
+	loopOK  bool // a turn of the control loop ran since the round asked for one
 	leader  uint64
 	// heard is the leader that last answered this node, and when: where
 	// its reports go while raft names no leader (a node removed from the
@@ -388,8 +388,7 @@ func (g *gossip) tick(ctx context.Context, now time.Time) {
 // alone, probe the peers memberlist suspects with this node's own
 // deadlines, and report to the leader.
 func (g *gossip) round(ctx context.Context, now time.Time) {
-	leader, ok := g.controlTick(ctx)
-	ticked := ok && !g.faults.FreezeControlLoop
+	g.controlTick(ctx)
 	members := g.members()
 	ids := make([]uint64, len(members))
 	for i, m := range members {
@@ -397,35 +396,34 @@ func (g *gossip) round(ctx context.Context, now time.Time) {
 	}
 	self := g.c.cfg.NodeID
 	g.mu.Lock()
-	if ok {
-		g.leader = leader
-	}
-	if ticked {
-		g.witness++
-	}
-	g.loopOK = ticked
-	health, inc := g.health, g.inc
+	leader, health, inc := g.leader, g.health, g.inc
 	g.mu.Unlock()
 	g.join(members)
 	// Settled dead at this incarnation (seen before any leader's answer:
 	// this node may still believe it leads), it refutes.
 	if f, found := g.c.sm.Liveness(self); found && f.State == replica.LivenessDead && f.Incarnation >= inc {
-		g.refute(liveness.Dead, "settled dead", f.Incarnation)
+		g.refute(ctx, liveness.Dead, "settled dead", f.Incarnation, now)
 	}
-	// The deciding table lives at the meta group's leader.
+	// The deciding table lives at the meta group's leader. It is dropped
+	// only when another node leads: not for a turn of the loop that came
+	// late, nor while an election names no leader, since a table started
+	// over starts every suspicion over, and on a busy machine a death
+	// would never be settled.
 	switch {
 	case leader == self && g.det == nil:
 		g.det = liveness.NewDetector(self, liveness.ProbePeriod)
-		g.det.Members(ids)
-		for _, f := range g.c.sm.LivenessFacts() {
-			g.det.Settle(f.Node, f.Incarnation, liveness.State(f.State))
-		}
 		g.log.Info("deciding liveness: this node leads the meta group")
-	case leader != self && g.det != nil:
+	case leader != self && leader != 0 && g.det != nil:
 		g.det = nil
+		g.log.Info("no longer deciding liveness", "leader", leader)
 	}
 	if g.det != nil {
 		g.det.Members(ids)
+		// Facts another decider or an operator committed meanwhile: a
+		// settle only moves the table forward, never clears a suspicion.
+		for _, f := range g.c.sm.LivenessFacts() {
+			g.det.Settle(f.Node, f.Incarnation, liveness.State(f.State))
+		}
 		g.det.SetHealth(health)
 		g.resettle(ctx)
 	}
@@ -540,19 +538,32 @@ func (g *gossip) relayReport(r report) {
 }
 
 // controlTick runs one turn through the node's loop (the control loop a
-// witness counts) and reads the meta group's leader there.
-func (g *gossip) controlTick(ctx context.Context) (uint64, bool) {
+// witness counts) and reads the meta group's leader there. The turn is
+// counted when it runs, even past the wait here: a loop that turns late
+// (a node just continued, working through its backlog) still advances its
+// witness, and is not taken for one that does not turn at all. loopOK says
+// whether a turn ran since this one was asked for.
+func (g *gossip) controlTick(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, liveness.ProbePeriod/2)
 	defer cancel()
-	var leader uint64
-	err := g.c.do(ctx, func(n *node.MultiRaft) {
+	g.mu.Lock()
+	g.loopOK = false
+	g.mu.Unlock()
+	_ = g.c.do(ctx, func(n *node.MultiRaft) {
+		var leader uint64
 		for _, s := range n.Status() {
 			if s.Group == node.MetaGroup {
 				leader = s.Leader
 			}
 		}
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.leader = leader
+		if !g.faults.FreezeControlLoop {
+			g.witness++
+			g.loopOK = true
+		}
 	})
-	return leader, err == nil
 }
 
 // join joins memberlist through the other members while this node knows
@@ -719,7 +730,7 @@ func (g *gossip) hear(ctx context.Context, r report, now time.Time) {
 		a.Table = append(a.Table, row)
 	}
 	if r.From == g.c.cfg.NodeID {
-		g.answered(a, now)
+		g.answered(ctx, a, now)
 		return
 	}
 	if m, ok := g.c.sm.Member(r.From); ok {
@@ -733,7 +744,7 @@ func (g *gossip) hear(ctx context.Context, r report, now time.Time) {
 // control loop did not tick this period (a member whose witness does not
 // advance is not doing its work). A grant it was given holds off the next
 // suspicion (the grace window) while it refutes this one.
-func (g *gossip) answered(a answer, now time.Time) {
+func (g *gossip) answered(ctx context.Context, a answer, now time.Time) {
 	g.mu.Lock()
 	g.last = a
 	g.heard, g.heardAt = a.Leader, now
@@ -748,15 +759,18 @@ func (g *gossip) answered(a answer, now time.Time) {
 		// The table holds it at an incarnation above its own (the one it
 		// kept was lost): its reports are stale there until it speaks
 		// above it.
-		g.refute(a.State, "the deciding table holds a higher incarnation", a.Known)
+		g.refute(ctx, a.State, "the deciding table holds a higher incarnation", a.Known, now)
 	case a.State != liveness.Alive && a.Incarnation == inc:
-		g.refute(a.State, a.Denial, inc)
+		g.refute(ctx, a.State, a.Denial, inc, now)
 	}
 }
 
 // refute raises this node's incarnation past past, unless it is
-// overloaded or its control loop did not tick, and gossips it.
-func (g *gossip) refute(state liveness.State, why string, past uint64) {
+// overloaded or its control loop did not tick, reports it to the leader at
+// once and gossips it. At once: a node running in short bursts may be
+// stopped again before its next round, and its suspicion, extended by the
+// grant it was just given, must be cleared before that runs out.
+func (g *gossip) refute(ctx context.Context, state liveness.State, why string, past uint64, now time.Time) {
 	g.mu.Lock()
 	loopOK, load := g.loopOK, g.load()
 	g.mu.Unlock()
@@ -780,6 +794,7 @@ func (g *gossip) refute(state liveness.State, why string, past uint64) {
 	inc := g.inc
 	g.mu.Unlock()
 	g.log.Info("refuting", "state", state, "why", why, "incarnation", inc)
+	g.report(ctx, nil, now)
 	// Bounded: with no timeout memberlist waits for the broadcast to go out
 	// however long that takes.
 	if err := g.ml.UpdateNode(liveness.ProbePeriod / 2); err != nil {
@@ -868,7 +883,7 @@ func (g *gossip) handle(ctx context.Context, b []byte, now time.Time) {
 	case msgAnswer:
 		var a answer
 		if json.Unmarshal(body, &a) == nil {
-			g.answered(a, now)
+			g.answered(ctx, a, now)
 		}
 	}
 }
