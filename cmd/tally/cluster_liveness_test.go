@@ -389,16 +389,11 @@ func TestClusterLivenessCPUStressNoFalseDeath(t *testing.T) {
 // stopped with SIGSTOP; every data group ends at three voters, none of
 // them the stopped node. Continued, it rejoins as the placement docs say.
 //
-// It runs with TALLY_E2E_LONG=1: alone it passes, but inside the whole
-// suite, with every package's tests sharing two cores, the stopped node
-// was not settled dead within 2 minutes (twice at stop 21): an open
-// defect of the detector under contention, to be found, not hidden.
+// The stopped node may be one the decider never heard (stopped before its
+// first report came, on a busy machine): its accusers vouch that it spoke.
 func TestClusterLivenessDeathIsHealed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a cluster with a stopped node: slow")
-	}
-	if os.Getenv("TALLY_E2E_LONG") == "" {
-		t.Skip("set TALLY_E2E_LONG=1: fails under the whole suite's load (see the comment)")
 	}
 	nodes := startPlaced(t, t.TempDir(), []string{"a", "b", "a", "b"}, "--replicas", "3")
 	keepLogs(t, nodes)
@@ -429,7 +424,11 @@ func TestClusterLivenessDeathIsHealed(t *testing.T) {
 	}
 	defer victim.cmd.Process.Signal(syscall.SIGCONT)
 	stopped := time.Now()
-	waitUntil(t, "the stopped node settled dead by the detector", 120*time.Second, func() bool {
+	// The seed's worst case: found within a probe round of each of the
+	// three others and this layer's own probe (some 3 s and 2 s), then
+	// the longest suspicion of four members (18 s), each stretched at
+	// most 3× by a struggling observer: some 70 s.
+	waitUntil(t, "the stopped node settled dead by the detector", 75*time.Second, func() bool {
 		ms, err := membersOf(leader.addr)
 		if err != nil {
 			return false
