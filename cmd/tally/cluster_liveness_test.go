@@ -363,6 +363,7 @@ func TestClusterLivenessCPUStressNoFalseDeath(t *testing.T) {
 		}()
 	}
 	end := time.Now().Add(length)
+	worst := 0.0 // the highest health score seen
 	for time.Now().Before(end) {
 		for _, n := range nodes {
 			ms, err := membersOf(n.addr)
@@ -373,15 +374,19 @@ func TestClusterLivenessCPUStressNoFalseDeath(t *testing.T) {
 				if m.Settled != nil && m.Settled.State == replica.LivenessDead {
 					t.Fatalf("node %d settled dead under CPU stress: %+v", m.ID, *m.Settled)
 				}
+				worst = max(worst, float64(m.HealthScore))
 			}
 		}
 		time.Sleep(time.Second)
 	}
-	var suspicions float64
+	var suspicions, late, mlSuspicions float64
 	for _, n := range nodes {
 		suspicions += metric(t, n.addr, "tally_liveness_suspicions_total", `layer="detector"`)
+		mlSuspicions += metric(t, n.addr, "tally_liveness_suspicions_total", `layer="memberlist"`)
+		late += metric(t, n.addr, "tally_liveness_late_ticks_total", "")
 	}
-	t.Logf("%v of CPU stress: no false death; %v suspicions by the deciding table", length, suspicions)
+	t.Logf("%v of CPU stress: no false death; %v suspicions by the deciding table, %v by memberlist; %v late ticks of the detectors' loops; health score at most %v",
+		length, suspicions, mlSuspicions, late, worst)
 }
 
 // A node the failure detector settles dead has its replicas replaced by
