@@ -245,6 +245,9 @@ func (c *Node) startGossip() (*gossip, error) {
 	if g.faults.FreezeControlLoop {
 		g.log.Warn("fault injected: the control loop's turns are not counted, so this node's witness never advances", "env", fault.FreezeControlLoopEnv)
 	}
+	if g.faults.MuteReports {
+		g.log.Warn("fault injected: this node's reports to the deciding table are dropped", "env", fault.MuteReportsEnv)
+	}
 	g.memLimit = c.cfg.MemoryLimit
 	if g.memLimit == 0 {
 		g.memLimit = memoryLimit()
@@ -479,6 +482,9 @@ func (g *gossip) report(ctx context.Context, suspects []accusation, now time.Tim
 	g.mu.Unlock()
 	if leader == self {
 		g.hear(ctx, r, now)
+		return
+	}
+	if g.faults.MuteReports {
 		return
 	}
 	if m, ok := g.member(leader); ok && leader != 0 {
