@@ -156,6 +156,10 @@ type answer struct {
 	// speak above it to be heard at all.
 	Known uint64       `json:"known,omitempty"`
 	Table []verdictRow `json:"table"`
+	// Notice: not an answer to a report but the leader telling a member
+	// that a suspicion of it began, so that it asks for late homework at
+	// once rather than at its next round (it may be stopped again by then).
+	Notice bool `json:"notice,omitempty"`
 }
 
 // gossipStats are the layer's counters (metrics).
@@ -709,6 +713,7 @@ func (g *gossip) hear(ctx context.Context, r report, now time.Time) {
 		if g.det.Accuse(s.Node, s.Incarnation, r.From, n, now) == liveness.AccuseStarted {
 			g.stats.suspicions.Add(1)
 			g.log.Info("member suspected", "member", s.Node, "incarnation", s.Incarnation, "by", r.From)
+			g.notice(s.Node)
 		}
 	}
 	g.mu.Lock()
@@ -726,15 +731,7 @@ func (g *gossip) hear(ctx context.Context, r report, now time.Time) {
 			g.commit(ctx, replica.LivenessFact{Node: r.From, Incarnation: r.Incarnation, State: replica.LivenessAlive, Source: replica.LivenessDetector, Reason: "answered"})
 		}
 	}
-	for _, p := range g.det.Peers() {
-		row := verdictRow{Node: p.Node, State: p.State, Incarnation: p.Incarnation, GrantsUsed: p.GrantsUsed}
-		g.mu.Lock()
-		if v := g.peers[p.Node]; v != nil {
-			row.Health = v.health
-		}
-		g.mu.Unlock()
-		a.Table = append(a.Table, row)
-	}
+	a.Table = g.tableRows()
 	if r.From == g.c.cfg.NodeID {
 		g.answered(ctx, a, now)
 		return
@@ -742,6 +739,33 @@ func (g *gossip) hear(ctx context.Context, r report, now time.Time) {
 	if m, ok := g.c.sm.Member(r.From); ok {
 		g.send(m, msgAnswer, a)
 	}
+}
+
+// tableRows are the deciding table's rows, as answered.
+func (g *gossip) tableRows() []verdictRow {
+	var rows []verdictRow
+	for _, p := range g.det.Peers() {
+		row := verdictRow{Node: p.Node, State: p.State, Incarnation: p.Incarnation, GrantsUsed: p.GrantsUsed}
+		g.mu.Lock()
+		if v := g.peers[p.Node]; v != nil {
+			row.Health = v.health
+		}
+		g.mu.Unlock()
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// notice tells member node, now suspected, so at once: running, it asks
+// for late homework and refutes before its suspicion runs out, though its
+// next round may come after it is stopped again.
+func (g *gossip) notice(node uint64) {
+	p, ok := g.det.Peer(node)
+	m, member := g.c.sm.Member(node)
+	if !ok || !member || node == g.c.cfg.NodeID {
+		return
+	}
+	g.send(m, msgAnswer, answer{Leader: g.c.cfg.NodeID, State: p.State, Incarnation: p.Incarnation, Known: p.Incarnation, Table: g.tableRows(), Notice: true})
 }
 
 // answered is a member's handling of the leader's answer: keep the table;
@@ -766,6 +790,12 @@ func (g *gossip) answered(ctx context.Context, a answer, now time.Time) {
 		// kept was lost): its reports are stale there until it speaks
 		// above it.
 		g.refute(ctx, a.State, "the deciding table holds a higher incarnation", a.Known, now)
+	case a.State == liveness.Suspect && a.Incarnation == inc && a.Notice:
+		// Told of the suspicion between its reports: one turn of its
+		// control loop, then its report, which asks for late homework;
+		// the answer to that refutes.
+		g.controlTick(ctx)
+		g.report(ctx, nil, now)
 	case a.State != liveness.Alive && a.Incarnation == inc:
 		g.refute(ctx, a.State, a.Denial, inc, now)
 	}
