@@ -401,6 +401,7 @@ func TestClusterLivenessDeathIsHealed(t *testing.T) {
 		t.Skip("a cluster with a stopped node: slow")
 	}
 	nodes := startPlaced(t, t.TempDir(), []string{"a", "b", "a", "b"}, "--replicas", "3")
+	logOnFailure(t, nodes, 80, "liveness", "memberlist")
 	keepLogs(t, nodes)
 	waitUntil(t, "every data group at 3 voters", 60*time.Second, func() bool {
 		_, ok := placedAt(nodes[0], 3)
