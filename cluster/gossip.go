@@ -103,6 +103,12 @@ type gossipPing struct {
 type accusation struct {
 	Node        uint64 `json:"node"`
 	Incarnation uint64 `json:"inc"`
+	// Answered: the member spoke to the cluster before (its own alive
+	// message put it in the reporter's memberlist, which suspects only
+	// such members), so the decider may suspect it though it never heard
+	// its report: one stopped before its first report reached the decider
+	// is settled dead all the same.
+	Answered bool `json:"answered,omitempty"`
 }
 
 // report is a member's once-a-period report to the meta group's leader:
@@ -150,6 +156,10 @@ type answer struct {
 	// speak above it to be heard at all.
 	Known uint64       `json:"known,omitempty"`
 	Table []verdictRow `json:"table"`
+	// Notice: not an answer to a report but the leader telling a member
+	// that a suspicion of it began, so that it asks for late homework at
+	// once rather than at its next round (it may be stopped again by then).
+	Notice bool `json:"notice,omitempty"`
 }
 
 // gossipStats are the layer's counters (metrics).
@@ -199,7 +209,7 @@ type gossip struct {
 	inc     uint64
 	health  liveness.Health
 	witness uint64
-	loopOK  bool // the control loop ticked in the last round
+	loopOK  bool // a turn of the control loop ran since the round asked for one
 	leader  uint64
 	// heard is the leader that last answered this node, and when: where
 	// its reports go while raft names no leader (a node removed from the
@@ -238,6 +248,9 @@ func (c *Node) startGossip() (*gossip, error) {
 	g.faults = fault.FromEnv()
 	if g.faults.FreezeControlLoop {
 		g.log.Warn("fault injected: the control loop's turns are not counted, so this node's witness never advances", "env", fault.FreezeControlLoopEnv)
+	}
+	if g.faults.MuteReports {
+		g.log.Warn("fault injected: this node's reports to the deciding table are dropped", "env", fault.MuteReportsEnv)
 	}
 	g.memLimit = c.cfg.MemoryLimit
 	if g.memLimit == 0 {
@@ -362,8 +375,7 @@ func (g *gossip) tick(ctx context.Context, now time.Time) {
 	g.lastTick = now
 	if g.det != nil {
 		for _, v := range g.det.Expire(now) {
-			g.commit(ctx, replica.LivenessFact{Node: v.Node, Incarnation: v.Incarnation, State: replica.LivenessDead, Source: replica.LivenessDetector,
-				Reason: "suspected, unrefuted past its deadline, no grant left to extend it"})
+			g.commitDeath(ctx, v.Node, v.Incarnation)
 		}
 	}
 	if now.Sub(g.lastRound) >= liveness.ProbePeriod {
@@ -383,8 +395,7 @@ func (g *gossip) tick(ctx context.Context, now time.Time) {
 // alone, probe the peers memberlist suspects with this node's own
 // deadlines, and report to the leader.
 func (g *gossip) round(ctx context.Context, now time.Time) {
-	leader, ok := g.controlTick(ctx)
-	ticked := ok && !g.faults.FreezeControlLoop
+	g.controlTick(ctx)
 	members := g.members()
 	ids := make([]uint64, len(members))
 	for i, m := range members {
@@ -392,39 +403,63 @@ func (g *gossip) round(ctx context.Context, now time.Time) {
 	}
 	self := g.c.cfg.NodeID
 	g.mu.Lock()
-	if ok {
-		g.leader = leader
-	}
-	if ticked {
-		g.witness++
-	}
-	g.loopOK = ticked
-	health, inc := g.health, g.inc
+	leader, health, inc := g.leader, g.health, g.inc
 	g.mu.Unlock()
 	g.join(members)
 	// Settled dead at this incarnation (seen before any leader's answer:
 	// this node may still believe it leads), it refutes.
 	if f, found := g.c.sm.Liveness(self); found && f.State == replica.LivenessDead && f.Incarnation >= inc {
-		g.refute(liveness.Dead, "settled dead", f.Incarnation)
+		g.refute(ctx, liveness.Dead, "settled dead", f.Incarnation, now)
 	}
-	// The deciding table lives at the meta group's leader.
+	// The deciding table lives at the meta group's leader. It is dropped
+	// only when another node leads: not for a turn of the loop that came
+	// late, nor while an election names no leader, since a table started
+	// over starts every suspicion over, and on a busy machine a death
+	// would never be settled.
 	switch {
 	case leader == self && g.det == nil:
 		g.det = liveness.NewDetector(self, liveness.ProbePeriod)
-		g.det.Members(ids)
-		for _, f := range g.c.sm.LivenessFacts() {
-			g.det.Settle(f.Node, f.Incarnation, liveness.State(f.State))
-		}
 		g.log.Info("deciding liveness: this node leads the meta group")
-	case leader != self && g.det != nil:
+	case leader != self && leader != 0 && g.det != nil:
 		g.det = nil
+		g.log.Info("no longer deciding liveness", "leader", leader)
 	}
 	if g.det != nil {
 		g.det.Members(ids)
+		// Facts another decider or an operator committed meanwhile: a
+		// settle only moves the table forward, never clears a suspicion.
+		for _, f := range g.c.sm.LivenessFacts() {
+			g.det.Settle(f.Node, f.Incarnation, liveness.State(f.State))
+		}
 		g.det.SetHealth(health)
+		g.resettle(ctx)
 	}
 	suspects, _ := g.probe(members, now)
 	g.report(ctx, suspects, now)
+}
+
+// resettle proposes again each death the table settled that the meta
+// group has not recorded: Expire settles a suspicion once, and its
+// proposal can fail (a timeout on a busy machine, a leadership lost
+// meanwhile, another fact of the member still in flight), which must not
+// leave the member dead in the table and alive in the facts for good.
+func (g *gossip) resettle(ctx context.Context) {
+	for _, p := range g.det.Peers() {
+		if p.State != liveness.Dead {
+			continue
+		}
+		f, ok := g.c.sm.Liveness(p.Node)
+		if ok && (f.Incarnation > p.Incarnation || f.Incarnation == p.Incarnation && f.State == replica.LivenessDead) {
+			continue
+		}
+		g.commitDeath(ctx, p.Node, p.Incarnation)
+	}
+}
+
+// commitDeath proposes the table's verdict: node dead at inc.
+func (g *gossip) commitDeath(ctx context.Context, node, inc uint64) {
+	g.commit(ctx, replica.LivenessFact{Node: node, Incarnation: inc, State: replica.LivenessDead, Source: replica.LivenessDetector,
+		Reason: "suspected, unrefuted past its deadline, no grant left to extend it"})
 }
 
 // answerSilence is how long without an answer from a leader before a
@@ -451,6 +486,9 @@ func (g *gossip) report(ctx context.Context, suspects []accusation, now time.Tim
 	g.mu.Unlock()
 	if leader == self {
 		g.hear(ctx, r, now)
+		return
+	}
+	if g.faults.MuteReports {
 		return
 	}
 	if m, ok := g.member(leader); ok && leader != 0 {
@@ -510,19 +548,32 @@ func (g *gossip) relayReport(r report) {
 }
 
 // controlTick runs one turn through the node's loop (the control loop a
-// witness counts) and reads the meta group's leader there.
-func (g *gossip) controlTick(ctx context.Context) (uint64, bool) {
+// witness counts) and reads the meta group's leader there. The turn is
+// counted when it runs, even past the wait here: a loop that turns late
+// (a node just continued, working through its backlog) still advances its
+// witness, and is not taken for one that does not turn at all. loopOK says
+// whether a turn ran since this one was asked for.
+func (g *gossip) controlTick(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, liveness.ProbePeriod/2)
 	defer cancel()
-	var leader uint64
-	err := g.c.do(ctx, func(n *node.MultiRaft) {
+	g.mu.Lock()
+	g.loopOK = false
+	g.mu.Unlock()
+	_ = g.c.do(ctx, func(n *node.MultiRaft) {
+		var leader uint64
 		for _, s := range n.Status() {
 			if s.Group == node.MetaGroup {
 				leader = s.Leader
 			}
 		}
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.leader = leader
+		if !g.faults.FreezeControlLoop {
+			g.witness++
+			g.loopOK = true
+		}
 	})
-	return leader, err == nil
 }
 
 // join joins memberlist through the other members while this node knows
@@ -603,7 +654,7 @@ func (g *gossip) probe(members []replica.Member, now time.Time) ([]accusation, b
 			}
 		}
 		if p.accused {
-			out = append(out, accusation{Node: m.ID, Incarnation: p.inc})
+			out = append(out, accusation{Node: m.ID, Incarnation: p.inc, Answered: p.seen})
 		}
 		if p.probeNonce == 0 || !now.Before(p.probeDue) {
 			g.nonce++
@@ -656,9 +707,13 @@ func (g *gossip) hear(ctx context.Context, r report, now time.Time) {
 		}
 	}
 	for _, s := range r.Suspects {
+		if s.Answered {
+			g.det.Answered(s.Node)
+		}
 		if g.det.Accuse(s.Node, s.Incarnation, r.From, n, now) == liveness.AccuseStarted {
 			g.stats.suspicions.Add(1)
 			g.log.Info("member suspected", "member", s.Node, "incarnation", s.Incarnation, "by", r.From)
+			g.notice(s.Node)
 		}
 	}
 	g.mu.Lock()
@@ -676,6 +731,19 @@ func (g *gossip) hear(ctx context.Context, r report, now time.Time) {
 			g.commit(ctx, replica.LivenessFact{Node: r.From, Incarnation: r.Incarnation, State: replica.LivenessAlive, Source: replica.LivenessDetector, Reason: "answered"})
 		}
 	}
+	a.Table = g.tableRows()
+	if r.From == g.c.cfg.NodeID {
+		g.answered(ctx, a, now)
+		return
+	}
+	if m, ok := g.c.sm.Member(r.From); ok {
+		g.send(m, msgAnswer, a)
+	}
+}
+
+// tableRows are the deciding table's rows, as answered.
+func (g *gossip) tableRows() []verdictRow {
+	var rows []verdictRow
 	for _, p := range g.det.Peers() {
 		row := verdictRow{Node: p.Node, State: p.State, Incarnation: p.Incarnation, GrantsUsed: p.GrantsUsed}
 		g.mu.Lock()
@@ -683,15 +751,21 @@ func (g *gossip) hear(ctx context.Context, r report, now time.Time) {
 			row.Health = v.health
 		}
 		g.mu.Unlock()
-		a.Table = append(a.Table, row)
+		rows = append(rows, row)
 	}
-	if r.From == g.c.cfg.NodeID {
-		g.answered(a, now)
+	return rows
+}
+
+// notice tells member node, now suspected, so at once: running, it asks
+// for late homework and refutes before its suspicion runs out, though its
+// next round may come after it is stopped again.
+func (g *gossip) notice(node uint64) {
+	p, ok := g.det.Peer(node)
+	m, member := g.c.sm.Member(node)
+	if !ok || !member || node == g.c.cfg.NodeID {
 		return
 	}
-	if m, ok := g.c.sm.Member(r.From); ok {
-		g.send(m, msgAnswer, a)
-	}
+	g.send(m, msgAnswer, answer{Leader: g.c.cfg.NodeID, State: p.State, Incarnation: p.Incarnation, Known: p.Incarnation, Table: g.tableRows(), Notice: true})
 }
 
 // answered is a member's handling of the leader's answer: keep the table;
@@ -700,7 +774,7 @@ func (g *gossip) hear(ctx context.Context, r report, now time.Time) {
 // control loop did not tick this period (a member whose witness does not
 // advance is not doing its work). A grant it was given holds off the next
 // suspicion (the grace window) while it refutes this one.
-func (g *gossip) answered(a answer, now time.Time) {
+func (g *gossip) answered(ctx context.Context, a answer, now time.Time) {
 	g.mu.Lock()
 	g.last = a
 	g.heard, g.heardAt = a.Leader, now
@@ -715,15 +789,24 @@ func (g *gossip) answered(a answer, now time.Time) {
 		// The table holds it at an incarnation above its own (the one it
 		// kept was lost): its reports are stale there until it speaks
 		// above it.
-		g.refute(a.State, "the deciding table holds a higher incarnation", a.Known)
+		g.refute(ctx, a.State, "the deciding table holds a higher incarnation", a.Known, now)
+	case a.State == liveness.Suspect && a.Incarnation == inc && a.Notice:
+		// Told of the suspicion between its reports: one turn of its
+		// control loop, then its report, which asks for late homework;
+		// the answer to that refutes.
+		g.controlTick(ctx)
+		g.report(ctx, nil, now)
 	case a.State != liveness.Alive && a.Incarnation == inc:
-		g.refute(a.State, a.Denial, inc)
+		g.refute(ctx, a.State, a.Denial, inc, now)
 	}
 }
 
 // refute raises this node's incarnation past past, unless it is
-// overloaded or its control loop did not tick, and gossips it.
-func (g *gossip) refute(state liveness.State, why string, past uint64) {
+// overloaded or its control loop did not tick, reports it to the leader at
+// once and gossips it. At once: a node running in short bursts may be
+// stopped again before its next round, and its suspicion, extended by the
+// grant it was just given, must be cleared before that runs out.
+func (g *gossip) refute(ctx context.Context, state liveness.State, why string, past uint64, now time.Time) {
 	g.mu.Lock()
 	loopOK, load := g.loopOK, g.load()
 	g.mu.Unlock()
@@ -747,6 +830,7 @@ func (g *gossip) refute(state liveness.State, why string, past uint64) {
 	inc := g.inc
 	g.mu.Unlock()
 	g.log.Info("refuting", "state", state, "why", why, "incarnation", inc)
+	g.report(ctx, nil, now)
 	// Bounded: with no timeout memberlist waits for the broadcast to go out
 	// however long that takes.
 	if err := g.ml.UpdateNode(liveness.ProbePeriod / 2); err != nil {
@@ -835,7 +919,7 @@ func (g *gossip) handle(ctx context.Context, b []byte, now time.Time) {
 	case msgAnswer:
 		var a answer
 		if json.Unmarshal(body, &a) == nil {
-			g.answered(a, now)
+			g.answered(ctx, a, now)
 		}
 	}
 }

@@ -2,10 +2,12 @@ package cluster
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/memberlist"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"tally/cluster/node"
@@ -146,5 +148,70 @@ func TestLivenessStoppedNodeSettledDeadThenAlive(t *testing.T) {
 		if n != victim && fact(watcher.Node, n.ID()).State != replica.LivenessAlive {
 			t.Errorf("node %d: %+v", n.ID(), fact(watcher.Node, n.ID()))
 		}
+	}
+}
+
+// Gossip is keyed by the join secret: a stranger with another secret can
+// neither join the gossip nor accuse a member; one holding the cluster's
+// key can do both (the control).
+func TestGossipStrangerCannotJoinOrAccuse(t *testing.T) {
+	nodes := startThree(t)
+	waitFor(t, "every node settled alive", 20*time.Second, func() bool {
+		for _, id := range []uint64{1, 2, 3} {
+			if f, _ := nodes[0].Replica().Liveness(id); f.State != replica.LivenessAlive {
+				return false
+			}
+		}
+		return true
+	})
+	var leader *testNode
+	var others []*testNode
+	for _, n := range nodes {
+		if n.ID() == metaLeader(nodes[0].Node) {
+			leader = n
+		} else {
+			others = append(others, n)
+		}
+	}
+	if leader == nil || len(others) != 2 {
+		t.Fatalf("no meta leader among the nodes")
+	}
+	stranger := func(name, secret string) *memberlist.Memberlist {
+		mc := memberlist.DefaultLANConfig()
+		mc.Name, mc.BindAddr, mc.BindPort = name, "127.0.0.1", 0
+		mc.SecretKey = gossipKey(secret, leader.id.ClusterID)
+		mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
+		mc.Label = "tally"
+		mc.LogOutput = io.Discard
+		ml, err := memberlist.Create(mc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ml.Shutdown() })
+		return ml
+	}
+	accuse := func(ml *memberlist.Memberlist, accused *testNode) {
+		f, _ := leader.Replica().Liveness(accused.ID())
+		r := report{From: 99, Incarnation: 1, Seq: 1, Suspects: []accusation{{Node: accused.ID(), Incarnation: f.Incarnation, Answered: true}}}
+		to := memberlist.Address{Addr: leader.cfg.GossipAddr, Name: fmt.Sprint(leader.ID())}
+		if err := ml.SendToAddress(to, append([]byte{msgReport}, mustJSON(r)...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad := stranger("98", "another secret, not the cluster's")
+	if n, err := bad.Join([]string{leader.cfg.GossipAddr}); err == nil || n != 0 {
+		t.Fatalf("a stranger with another secret joined: %d, %v", n, err)
+	}
+	accuse(bad, others[0])
+	good := stranger("99", leader.cfg.Secret)
+	if n, err := good.Join([]string{leader.cfg.GossipAddr}); err != nil || n != 1 {
+		t.Fatalf("one with the cluster's key did not join: %d, %v", n, err)
+	}
+	accuse(good, others[1])
+	// The keyed accusation, sent after the stranger's, starts a suspicion;
+	// the stranger's started none.
+	waitFor(t, "the keyed accusation heard", 10*time.Second, func() bool { return leader.gossip.stats.suspicions.Load() >= 1 })
+	if got := leader.gossip.stats.suspicions.Load(); got != 1 {
+		t.Fatalf("suspicions at the leader: %d, want 1 (the keyed one)", got)
 	}
 }

@@ -116,6 +116,17 @@ func (d *Detector) Hear(node, inc, witness uint64, load Load, now time.Time) Hea
 	return Heard{Homework: &dec, State: Suspect}
 }
 
+// Answered records that node spoke to the cluster (an accuser vouches
+// for it: its own alive message reached the accuser's memberlist), though
+// this table never heard its report: it may be suspected. A member stopped before its first report reached the
+// decider (a decider new since, or a start on a busy machine) is then
+// still settled dead.
+func (d *Detector) Answered(node uint64) {
+	if p := d.peers[node]; p != nil {
+		p.answered = true
+	}
+}
+
 // Accused is what an accusation did.
 type Accused string
 

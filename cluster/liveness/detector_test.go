@@ -144,3 +144,27 @@ func TestDetectorStalledObserverMovesDeadlines(t *testing.T) {
 		t.Fatalf("not settled after the moved deadline: %v", v)
 	}
 }
+
+// A member the table never heard, which an accuser vouches answered it
+// (stopped before its first report reached this decider), is suspected
+// and settled dead at the incarnation the accusation names.
+func TestDetectorAnsweredElsewhere(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	d := NewDetector(1, ProbePeriod)
+	d.Members([]uint64{1, 2, 3})
+	if got := d.Accuse(2, 1, 3, 3, t0); got != AccuseNeverHeard {
+		t.Fatalf("accused before anyone vouched: %s", got)
+	}
+	d.Answered(2)
+	d.Answered(9) // not a member: nothing
+	if got := d.Accuse(2, 1, 3, 3, t0); got != AccuseStarted {
+		t.Fatalf("accused once vouched for: %s", got)
+	}
+	// n = 3, unconfirmed: the longest, 18 s.
+	if v := fmt.Sprint(d.Expire(t0.Add(18 * time.Second))); v != "[{2 1}]" {
+		t.Fatalf("settled %s, want [{2 1}]", v)
+	}
+	if _, ok := d.Peer(9); ok {
+		t.Fatal("a stranger vouched for became a member")
+	}
+}

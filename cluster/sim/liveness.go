@@ -119,8 +119,20 @@ func (w *World) liveStep() {
 	if lw.decider != d.id || lw.det == nil {
 		lw.decider, lw.det = d.id, liveness.NewDetector(d.id, livePeriod)
 		lw.det.Members(w.nodeIDs())
-		for _, f := range d.sm.LivenessFacts() {
-			lw.det.Settle(f.Node, f.Incarnation, liveness.State(f.State))
+	}
+	// As the cluster's decider does each period: the facts committed
+	// meanwhile, and each death the table settled that the meta group has
+	// not recorded (its proposal lost) proposed again.
+	for _, f := range d.sm.LivenessFacts() {
+		lw.det.Settle(f.Node, f.Incarnation, liveness.State(f.State))
+	}
+	for _, p := range lw.det.Peers() {
+		if p.State != liveness.Dead {
+			continue
+		}
+		if f, ok := d.sm.Liveness(p.Node); !ok || f.Incarnation < p.Incarnation || f.Incarnation == p.Incarnation && f.State != replica.LivenessDead {
+			w.commitFact(d, replica.LivenessFact{Node: p.Node, Incarnation: p.Incarnation, State: replica.LivenessDead, Source: replica.LivenessDetector,
+				Reason: "suspected, unrefuted past its deadline"})
 		}
 	}
 	now := time.Unix(0, w.now)

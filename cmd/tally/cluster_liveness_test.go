@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -25,6 +26,7 @@ func startLivenessCluster(t *testing.T, tune func(*cnode)) []*cnode {
 	t.Helper()
 	nodes := startClusterWith(t, t.TempDir(), tune)
 	logOnFailure(t, nodes, 60, "liveness", "memberlist")
+	keepLogs(t, nodes)
 	waitUntil(t, "every member settled alive", 30*time.Second, func() bool {
 		ms, err := membersOf(nodes[0].addr)
 		if err != nil {
@@ -55,6 +57,28 @@ func logOnFailure(t *testing.T, nodes []*cnode, keep int, words ...string) {
 				}
 			}
 			t.Logf("node %d (%s):\n%s", n.id, strings.Join(words, ", "), strings.Join(lines[max(0, len(lines)-keep):], "\n"))
+		}
+	})
+}
+
+// keepLogs writes each node's whole log under the directory
+// TALLY_E2E_KEEPLOGS names, if set, when the test ends: the detector's
+// timeline under load is read from them.
+func keepLogs(t *testing.T, nodes []*cnode) {
+	dir := os.Getenv("TALLY_E2E_KEEPLOGS")
+	if dir == "" {
+		return
+	}
+	t.Cleanup(func() {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Logf("keep logs: %v", err)
+			return
+		}
+		for _, n := range nodes {
+			name := filepath.Join(dir, fmt.Sprintf("%s-node%d.log", strings.ReplaceAll(t.Name(), "/", "_"), n.id))
+			if err := os.WriteFile(name, []byte(n.log()), 0o644); err != nil {
+				t.Logf("keep logs: %v", err)
+			}
 		}
 	})
 }
@@ -224,19 +248,14 @@ func burst(t *testing.T, n *cnode, stop, run, total time.Duration, check func())
 	}
 }
 
-// burstFor is the bursts' length: about 30 s, a minute with
-// TALLY_LIVENESS_LONG set.
-func burstFor() time.Duration {
-	if os.Getenv("TALLY_LIVENESS_LONG") != "" {
-		return time.Minute
-	}
-	return 30 * time.Second
-}
-
-// A node stopped 4 s and running 1 s, again and again (long enough a stop
-// to be suspected on 127.0.0.1 most times), advances its
-// witness while it runs: it is granted late homework and never settled
-// dead.
+// A node stopped 4 s and running 1 s, again and again for a minute,
+// advances its witness while it runs: it is suspected, granted late
+// homework, refutes, and is never settled dead. The issue's example is 2 s
+// stopped: on 127.0.0.1 such a node is not suspected at all (memberlist
+// suspects it, and this layer's own probe, sent then, is answered once it
+// runs: 0 suspicions in a minute on a loaded machine), so the stops are
+// long enough to draw a suspicion (some 3–3.8 s after the stop), and short
+// of its deadline (3 s after that at the least) with a grant to come.
 func TestClusterLivenessBurstsGrantedNotDead(t *testing.T) {
 	if testing.Short() {
 		t.Skip("bursts of a stopped node: slow")
@@ -249,7 +268,7 @@ func TestClusterLivenessBurstsGrantedNotDead(t *testing.T) {
 			t.Fatalf("the bursting node was settled dead: %+v", *m.Settled)
 		}
 	}
-	burst(t, victim, 4*time.Second, time.Second, burstFor(), neverDead)
+	burst(t, victim, 2500*time.Millisecond, time.Second, time.Minute, neverDead)
 	var grants, suspicions float64
 	for _, n := range nodes {
 		if n != victim {
@@ -257,7 +276,7 @@ func TestClusterLivenessBurstsGrantedNotDead(t *testing.T) {
 			suspicions += metric(t, n.addr, "tally_liveness_suspicions_total", `layer="detector"`)
 		}
 	}
-	t.Logf("over %v of bursts: %v suspicions, %v grants, %v refutations at the node", burstFor(), suspicions, grants, metric(t, victim.addr, "tally_liveness_refutations_total", ""))
+	t.Logf("over a minute of bursts: %v suspicions, %v grants, %v refutations at the node", suspicions, grants, metric(t, victim.addr, "tally_liveness_refutations_total", ""))
 	if suspicions < 1 || grants < 1 {
 		t.Errorf("suspicions %v, grants %v: the bursts never drew a suspicion and a grant", suspicions, grants)
 	}
@@ -344,6 +363,7 @@ func TestClusterLivenessCPUStressNoFalseDeath(t *testing.T) {
 		}()
 	}
 	end := time.Now().Add(length)
+	worst := 0.0 // the highest health score seen
 	for time.Now().Before(end) {
 		for _, n := range nodes {
 			ms, err := membersOf(n.addr)
@@ -354,15 +374,19 @@ func TestClusterLivenessCPUStressNoFalseDeath(t *testing.T) {
 				if m.Settled != nil && m.Settled.State == replica.LivenessDead {
 					t.Fatalf("node %d settled dead under CPU stress: %+v", m.ID, *m.Settled)
 				}
+				worst = max(worst, float64(m.HealthScore))
 			}
 		}
 		time.Sleep(time.Second)
 	}
-	var suspicions float64
+	var suspicions, late, mlSuspicions float64
 	for _, n := range nodes {
 		suspicions += metric(t, n.addr, "tally_liveness_suspicions_total", `layer="detector"`)
+		mlSuspicions += metric(t, n.addr, "tally_liveness_suspicions_total", `layer="memberlist"`)
+		late += metric(t, n.addr, "tally_liveness_late_ticks_total", "")
 	}
-	t.Logf("%v of CPU stress: no false death; %v suspicions by the deciding table", length, suspicions)
+	t.Logf("%v of CPU stress: no false death; %v suspicions by the deciding table, %v by memberlist; %v late ticks of the detectors' loops; health score at most %v",
+		length, suspicions, mlSuspicions, late, worst)
 }
 
 // A node the failure detector settles dead has its replicas replaced by
@@ -370,18 +394,15 @@ func TestClusterLivenessCPUStressNoFalseDeath(t *testing.T) {
 // stopped with SIGSTOP; every data group ends at three voters, none of
 // them the stopped node. Continued, it rejoins as the placement docs say.
 //
-// It runs with TALLY_E2E_LONG=1: alone it passes, but inside the whole
-// suite, with every package's tests sharing two cores, the stopped node
-// was not settled dead within 2 minutes (twice at stop 21): an open
-// defect of the detector under contention, to be found, not hidden.
+// The stopped node may be one the decider never heard (stopped before its
+// first report came, on a busy machine): its accusers vouch that it spoke.
 func TestClusterLivenessDeathIsHealed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a cluster with a stopped node: slow")
 	}
-	if os.Getenv("TALLY_E2E_LONG") == "" {
-		t.Skip("set TALLY_E2E_LONG=1: fails under the whole suite's load (see the comment)")
-	}
 	nodes := startPlaced(t, t.TempDir(), []string{"a", "b", "a", "b"}, "--replicas", "3")
+	logOnFailure(t, nodes, 80, "liveness", "memberlist")
+	keepLogs(t, nodes)
 	waitUntil(t, "every data group at 3 voters", 60*time.Second, func() bool {
 		_, ok := placedAt(nodes[0], 3)
 		return ok
@@ -408,7 +429,12 @@ func TestClusterLivenessDeathIsHealed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer victim.cmd.Process.Signal(syscall.SIGCONT)
-	waitUntil(t, "the stopped node settled dead by the detector", 120*time.Second, func() bool {
+	stopped := time.Now()
+	// The seed's worst case: found within a probe round of each of the
+	// three others and this layer's own probe (some 3 s and 2 s), then
+	// the longest suspicion of four members (18 s), each stretched at
+	// most 3× by a struggling observer: some 70 s.
+	waitUntil(t, "the stopped node settled dead by the detector", 75*time.Second, func() bool {
 		ms, err := membersOf(leader.addr)
 		if err != nil {
 			return false
@@ -416,6 +442,7 @@ func TestClusterLivenessDeathIsHealed(t *testing.T) {
 		m := memberOf(ms, victim.id)
 		return m.Settled != nil && m.Settled.State == replica.LivenessDead && m.Settled.Source == replica.LivenessDetector
 	})
+	t.Logf("node %d stopped, settled dead after %v", victim.id, time.Since(stopped).Round(100*time.Millisecond))
 	waitUntil(t, "every data group back at 3 voters without the dead node", 60*time.Second, func() bool {
 		_, ok := placedAt(leader, 3, victim.id)
 		return ok
@@ -526,6 +553,24 @@ func TestClusterLivenessRestartedDeadNodeReadmitted(t *testing.T) {
 		f, ok := settledAs(ask, victim.id)
 		return ok && f.State == replica.LivenessAlive
 	})
+	// Killed while a snapshot of a group is still being installed on it,
+	// a node refuses to start on its partial data (by design: it must be
+	// joined again), which is not what this test is about: it is killed
+	// once it is a learner of no data group, so holds no install.
+	waitUntil(t, "the victim catching up in no data group", 60*time.Second, func() bool {
+		st, err := clusterStatus(ask.addr)
+		if err != nil {
+			return false
+		}
+		for _, g := range st.Placement.Groups {
+			for _, l := range g.Learners {
+				if g.Group != node.MetaGroup && l.ID == victim.id {
+					return false
+				}
+			}
+		}
+		return true
+	})
 	victim.kill9()
 	var dead replica.LivenessFact
 	waitUntil(t, "the killed node settled dead by the detector", 60*time.Second, func() bool {
@@ -607,4 +652,48 @@ func TestClusterLivenessFrozenWitnessDead(t *testing.T) {
 	if !strings.Contains(victim.log(), "the control loop did not tick: not refuting") {
 		t.Errorf("the node did not say why it does not refute:\n%s", victim.log())
 	}
+}
+
+// A node the deciding table never heard (every report of every node lost:
+// the fault-injection switch TALLY_FAULT_MUTE_REPORTS), stopped, is
+// suspected on its accuser's word that it spoke (memberlist listed it)
+// and settled dead: a node stopped before its first report reached the
+// decider is not left alive for good.
+func TestClusterLivenessNeverHeardNodeDead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a cluster with a stopped node: slow")
+	}
+	nodes := startClusterWith(t, t.TempDir(), func(n *cnode) { n.env = []string{"TALLY_FAULT_MUTE_REPORTS=1"} })
+	logOnFailure(t, nodes, 60, "liveness", "memberlist")
+	keepLogs(t, nodes)
+	// Gossip joined: the decider's own probes of the others were
+	// acknowledged (memberlist lists them), while no report of them came.
+	// The victim is chosen then, since the placement driver may have
+	// handed the meta group's leadership over meanwhile.
+	var leader, victim *cnode
+	waitUntil(t, "the decider predicting a round trip to every other node", 30*time.Second, func() bool {
+		leader, victim = metaLeaderOf(t, nodes)
+		for _, m := range must(membersOf(leader.addr)).Members {
+			if m.ID != leader.id && !m.RTTKnown {
+				return false
+			}
+		}
+		return true
+	})
+	if f, ok := settledAs(leader, victim.id); ok {
+		t.Fatalf("the victim was heard (settled %+v): the reports were not muted", f)
+	}
+	if err := victim.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer victim.cmd.Process.Signal(syscall.SIGCONT)
+	stopped := time.Now()
+	// Only the decider accuses (the others' reports are lost too), so the
+	// suspicion is unconfirmed: its longest, 18 s, at most 3× on a busy
+	// machine, after the probes that find it.
+	waitUntil(t, "the never-heard node settled dead", 75*time.Second, func() bool {
+		f, ok := settledAs(leader, victim.id)
+		return ok && f.State == replica.LivenessDead && f.Source == replica.LivenessDetector && f.Incarnation >= 1
+	})
+	t.Logf("node %d, never heard, settled dead %v after it stopped", victim.id, time.Since(stopped).Round(100*time.Millisecond))
 }

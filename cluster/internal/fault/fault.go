@@ -25,8 +25,18 @@ type Faults struct {
 // tests; docs/CLUSTER.md "Liveness").
 const FreezeControlLoopEnv = "TALLY_FAULT_FREEZE_CONTROL_LOOP"
 
+// MuteReportsEnv is the environment variable that, set to 1, turns on
+// Node.MuteReports in a node (a fault-injection switch for tests;
+// docs/CLUSTER.md "Liveness").
+const MuteReportsEnv = "TALLY_FAULT_MUTE_REPORTS"
+
 // Node are the fault-injection switches of a cluster node.
 type Node struct {
+	// MuteReports: the failure detector sends none of its reports to
+	// another node (the meta group's leader, or one passing them on), as
+	// if every one were lost, while the node gossips, answers probes and
+	// serves: a deciding table elsewhere never hears it.
+	MuteReports bool
 	// FreezeControlLoop: the failure detector counts no turn of the
 	// node's control loop, so its progress witness never advances, while
 	// the node runs, answers its probes and reports: a node that is busy
@@ -36,7 +46,7 @@ type Node struct {
 
 // FromEnv reads a node's switches from its environment.
 func FromEnv() Node {
-	return Node{FreezeControlLoop: os.Getenv(FreezeControlLoopEnv) == "1"}
+	return Node{FreezeControlLoop: os.Getenv(FreezeControlLoopEnv) == "1", MuteReports: os.Getenv(MuteReportsEnv) == "1"}
 }
 
 // Replica is the fault put into a node's replica (replica.SM.Inject).
