@@ -266,7 +266,10 @@ var fetchClient = &http.Client{Transport: &http.Transport{ResponseHeaderTimeout:
 
 // holdersOf are the nodes to fetch content of group from, in order: those
 // its records name, those with a receipt (at the current epoch first), the
-// group's voters; each once.
+// group's voters, then every other member, last: a node the group no
+// longer places on may keep a whole copy until it collects it, and may be
+// the only one left when the group's own copies rotted (the digest is
+// verified whoever sends the bytes); each once.
 func (c *Node) holdersOf(group uint64, content string, named, voters []uint64) []uint64 {
 	var out []uint64
 	add := func(ids ...uint64) {
@@ -293,6 +296,9 @@ func (c *Node) holdersOf(group uint64, content string, named, voters []uint64) [
 		add(older...)
 	}
 	add(voters...)
+	for _, m := range c.sm.Members() {
+		add(m.ID)
+	}
 	return out
 }
 

@@ -248,7 +248,8 @@ func (w *World) proposeReceipt(sn *simNode, g uint64, d replica.ReceiptDoc) {
 }
 
 // fetchContent fetches content of group st from its holders in turn (the
-// records' holders, the nodes with a receipt, the voters), as
+// records' holders, the nodes with a receipt, the voters, every other
+// node last), as
 // cluster.Node.fetch does, over the simulated network.
 func (w *World) fetchContent(sn *simNode, st node.GroupStatus, content string) {
 	cn := w.custNodeOf(sn)
@@ -262,7 +263,11 @@ func (w *World) fetchContent(sn *simNode, st node.GroupStatus, content string) {
 	}
 	from := slices.Clone(named)
 	rs, _ := sn.sm.Receipts(st.Group, content)
-	for _, id := range append(slices.Sorted(maps.Keys(rs)), st.Voters...) {
+	others := make([]uint64, 0, len(w.nodes))
+	for _, o := range w.nodes {
+		others = append(others, o.id)
+	}
+	for _, id := range append(append(slices.Sorted(maps.Keys(rs)), st.Voters...), others...) {
 		if !slices.Contains(from, id) {
 			from = append(from, id)
 		}
