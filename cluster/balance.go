@@ -120,6 +120,9 @@ type sample struct {
 
 // balancer runs the spreading while this node leads the meta group.
 func (c *Node) balancer(ctx context.Context) {
+	if c.cfg.NoSpread {
+		return
+	}
 	st := &balanceState{seen: map[string]sample{}}
 	t := time.NewTicker(balanceEvery)
 	defer t.Stop()

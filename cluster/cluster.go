@@ -97,6 +97,10 @@ type Config struct {
 	// the node, streamed into its content store (serve
 	// --max-artifact-bytes); 0 is DefaultMaxUploadBytes.
 	MaxUploadBytes int64
+	// NoSpread keeps the driver from moving sessions between data groups
+	// on its own (serve --spread=false): an operator's moves only, for a
+	// cluster whose placement of sessions is planned by hand.
+	NoSpread bool
 	// storeErrors hears the raft store's background errors (Starting's,
 	// so it can say why a start does not end).
 	storeErrors func(error)

@@ -34,6 +34,7 @@ type clusterFlags struct {
 	region               string
 	secret, join         string
 	groups, replicas     int
+	spread               bool
 	tick                 time.Duration
 	gossipAddr           string
 	memoryLimit          uint64
@@ -51,6 +52,7 @@ func (f *clusterFlags) register(c *cobra.Command) {
 	fl.BoolVar(&f.bootstrap, "bootstrap", false, "with --cluster: make a new cluster with this node as its first member")
 	fl.StringVar(&f.join, "join", "", "with --cluster: join the cluster through a member's --addr")
 	fl.IntVar(&f.groups, "groups", cluster.DefaultGroups, "with --cluster --bootstrap: the cluster's data groups")
+	fl.BoolVar(&f.spread, "spread", true, "with --cluster: the driver spreads sessions over the data groups on its own, moving one at a time (--spread=false: only an operator's tally cluster move moves a session)")
 	fl.IntVar(&f.replicas, "replicas", cluster.DefaultReplicas, "with --cluster --bootstrap: the replication factor, each data group's voters (odd: 1, 3, 5, …; later: tally cluster configure)")
 	fl.DurationVar(&f.tick, "raft-tick", 100*time.Millisecond, "with --cluster: raft's tick (an election takes 10)")
 	fl.StringVar(&f.gossipAddr, "gossip-addr", "", "with --cluster: HOST:PORT (UDP and TCP) of the node's failure detector (default: --raft-addr's host, its port + 1)")
@@ -63,8 +65,8 @@ func (f *clusterFlags) register(c *cobra.Command) {
 // that start bootstraps the restored cluster.
 func (f *clusterFlags) prepare(g cli.Env, c *cobra.Command, addr *string) error {
 	if !f.on {
-		if f.nodeID != 0 || f.raftAddr != "" || f.data != "" || f.secret != "" || f.bootstrap || f.join != "" || f.region != "" || c.Flags().Changed("replicas") || f.gossipAddr != "" || f.memoryLimit != 0 {
-			return cli.Usagef("cluster: --node-id, --raft-addr, --gossip-addr, --memory-limit, --data, --join-secret, --bootstrap, --join, --region and --replicas need --cluster")
+		if f.nodeID != 0 || f.raftAddr != "" || f.data != "" || f.secret != "" || f.bootstrap || f.join != "" || f.region != "" || c.Flags().Changed("replicas") || f.gossipAddr != "" || f.memoryLimit != 0 || c.Flags().Changed("spread") {
+			return cli.Usagef("cluster: --node-id, --raft-addr, --gossip-addr, --memory-limit, --data, --join-secret, --bootstrap, --join, --region, --replicas and --spread need --cluster")
 		}
 		return nil
 	}
@@ -127,7 +129,7 @@ func serveCluster(g cli.Env, c *cobra.Command, cfg server.Config, f *clusterFlag
 	cc := cluster.Config{
 		NodeID: f.nodeID, RaftAddr: f.raftAddr, GossipAddr: f.gossipAddr, MemoryLimit: f.memoryLimit, Addr: cfg.Addr, Zone: f.zone, Region: f.region, Replicas: f.replicas, Data: g.Abs(f.data), Secret: f.secret,
 		Bootstrap: f.bootstrap, Join: f.join, Groups: f.groups, Tick: f.tick, WatchEvery: cfg.WatchEvery, Ledger: cfg.Ledger, Logger: cfg.Logger, Version: cli.Version,
-		MaxUploadBytes: cfg.MaxArtifactBytes,
+		MaxUploadBytes: cfg.MaxArtifactBytes, NoSpread: !f.spread,
 		Local: func(s ledgerservice.Sessions, lc ledgerservice.Config) service.Service {
 			lc.Timekeeper, lc.RelativeLogs = timekeeper, true
 			return ledgerservice.New(s, lc)

@@ -190,7 +190,7 @@ func TestClusterGroupsAddSpread(t *testing.T) {
 // node; that node fetches the bytes from the source's, verifies them,
 // receipts its copy in the destination group, and serves them.
 func TestClusterMoveArtifact(t *testing.T) {
-	nodes := startPlaced(t, t.TempDir(), []string{"a", "b", "c"}, "--replicas", "1")
+	nodes := startPlacedWith(t, t.TempDir(), []string{"a", "b", "c"}, []string{"--spread=false"}, "--replicas", "1")
 	var st cluster.Status
 	waitUntil(t, "every data group at 1 voter, on every node", 90*time.Second, func() bool {
 		var ok bool

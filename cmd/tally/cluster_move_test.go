@@ -153,9 +153,14 @@ func bigMove() {
 	}
 }
 
+// handMoved sets a node up for a test that moves sessions itself: the
+// driver does not spread sessions on its own (--spread=false), so a move
+// the test asks for is never refused as one the driver began.
+func handMoved(n *cnode) { n.extra = append(n.extra, "--spread=false") }
+
 func TestClusterMove(t *testing.T) {
 	bigMove()
-	nodes := startCluster(t, t.TempDir())
+	nodes := startClusterWith(t, t.TempDir(), handMoved)
 	secret := secretEnv()
 	from := replica.GroupOf(cluster.DefaultGroups, "acme", "moving")
 	to := from%uint64(cluster.DefaultGroups) + 2
@@ -327,7 +332,7 @@ func TestClusterMove(t *testing.T) {
 // source serves the session's writes again.
 func TestClusterMoveAborted(t *testing.T) {
 	bigMove()
-	nodes := startPlaced(t, t.TempDir(), []string{"a", "b", "c"}, "--replicas", "1")
+	nodes := startPlacedWith(t, t.TempDir(), []string{"a", "b", "c"}, []string{"--spread=false"}, "--replicas", "1")
 	var st cluster.Status
 	waitUntil(t, "every data group at 1 voter, spread over the nodes", 90*time.Second, func() bool {
 		var ok bool
@@ -563,7 +568,7 @@ func TestClusterMoveAborted(t *testing.T) {
 // leader carries it on from the step recorded, to its retirement, and no
 // acknowledged write is lost.
 func TestClusterMoveMoverKilled(t *testing.T) {
-	nodes := startCluster(t, t.TempDir())
+	nodes := startClusterWith(t, t.TempDir(), handMoved)
 	secret := secretEnv()
 	from := replica.GroupOf(cluster.DefaultGroups, "acme", "moving")
 	to := from%uint64(cluster.DefaultGroups) + 2

@@ -28,6 +28,12 @@ var placementWrites = flag.Int("placement.writes", 300, "writes acknowledged bef
 // bootstrapping with the serve flags given.
 func startPlaced(t *testing.T, dir string, zones []string, bootstrap ...string) []*cnode {
 	t.Helper()
+	return startPlacedWith(t, dir, zones, nil, bootstrap...)
+}
+
+// startPlacedWith is startPlaced with serve flags every node is given.
+func startPlacedWith(t *testing.T, dir string, zones, every []string, bootstrap ...string) []*cnode {
+	t.Helper()
 	var nodes []*cnode
 	for i, z := range zones {
 		id := uint64(i + 1)
@@ -36,7 +42,7 @@ func startPlaced(t *testing.T, dir string, zones []string, bootstrap ...string) 
 			join = []string{"--join", nodes[0].addr}
 		}
 		n := newCNode(t, dir, id, join...)
-		n.extra = []string{"--zone", z, "--raft-tick", "50ms"}
+		n.extra = append([]string{"--zone", z, "--raft-tick", "50ms"}, every...)
 		n.start(t)
 		nodes = append(nodes, n)
 	}
