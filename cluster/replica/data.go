@@ -158,11 +158,21 @@ func (m *dataSM) Open(ctx context.Context, tenant, session string, create bool) 
 	return l, nil
 }
 
-// closeSession closes a session's ledger if open. Called with mu held.
+// closeSession closes a session's ledger if open. Called with mu held. A
+// session the batch holds (hold) writes what it decided and lets go of its
+// lock first: a command closing the session (a move's retire or drop) may
+// follow a write to it in the same batch, and closing a held ledger would
+// wait on its own lock for good.
 func (m *dataSM) closeSession(key string) error {
 	l, ok := m.ledgers[key]
 	if !ok {
 		return nil
+	}
+	if held, ok := m.holding[key]; ok {
+		delete(m.holding, key)
+		if err := held.Unhold(); err != nil {
+			return fmt.Errorf("close session %s: write its held batch: %w", key, err)
+		}
 	}
 	delete(m.ledgers, key)
 	delete(m.used, key)
