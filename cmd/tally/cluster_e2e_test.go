@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -48,6 +49,7 @@ type cnode struct {
 	restored bool
 	cmd      *exec.Cmd
 	exited   chan struct{}
+	rebinds  int // fresh starts after a lost port race
 	mu       sync.Mutex
 	stderr   bytes.Buffer
 	stdout   []string // the lines the node printed, every run
@@ -57,14 +59,29 @@ type cnode struct {
 
 func (n *cnode) url() string { return "http://" + n.addr }
 
+// freePort returns a 127.0.0.1 address whose port is free for TCP and UDP
+// (gossip listens on both). It is drawn below the kernel's ephemeral range
+// (32768 and up), where another process's outgoing connection cannot take
+// it between this check and the node's bind; start still retries a node
+// whose first bind lost a race.
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 200 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 10000+rand.IntN(22000))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		pc, err := net.ListenPacket("udp", addr)
+		ln.Close()
+		if err != nil {
+			continue
+		}
+		pc.Close()
+		return addr
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no free port below the ephemeral range after 200 tries")
+	return ""
 }
 
 const clusterSecret = "e2e-join-secret-0123456789"
@@ -88,9 +105,27 @@ func (n *cnode) Write(p []byte) (int, error) {
 // test ends.
 func (n *cnode) start(t *testing.T) {
 	t.Helper()
+	first := n.cmd == nil && !n.restored
 	ready := n.launch(t)
 	select {
 	case ok := <-ready:
+		if !ok && first && n.rebinds < 3 && strings.Contains(n.log(), "address already in use") {
+			// Another process took a port between freePort and the bind:
+			// a node that never served has nothing to keep, so it starts
+			// afresh on new ports.
+			t.Logf("node %d: a port was taken before it bound; starting it on new ports", n.id)
+			if err := os.RemoveAll(n.data); err != nil {
+				t.Fatal(err)
+			}
+			n.raft, n.addr, n.gossip = freePort(t), freePort(t), freePort(t)
+			n.mu.Lock()
+			n.stderr.Reset()
+			n.mu.Unlock()
+			n.cmd = nil
+			n.rebinds++
+			n.start(t)
+			return
+		}
 		if !ok {
 			t.Fatalf("node %d exited before serving: %s", n.id, n.log())
 		}
