@@ -182,25 +182,7 @@ func (w *World) custodianSend(i int, cl *custClaim, sn *simNode, live func() boo
 		w.fail("custodian %d: %v", i, err)
 		return
 	}
-	sm := sn.sm
-	sn.n.Propose(g, data, func(r node.ProposeResult) {
-		if !live() {
-			return
-		}
-		if r.Err != nil {
-			retry()
-			return
-		}
-		out, ok := sm.Take(g, r.Index)
-		if !ok {
-			w.fail("node %d has no outcome for entry %d of group %d", sn.id, r.Index, g)
-			return
-		}
-		if moved(out.Err) {
-			w.stats.Moved++
-			retry()
-			return
-		}
+	w.proposeOutcome(sn, g, data, live, retry, func(out replica.Outcome) {
 		cw, ok := out.Value.(service.ClaimWritten)
 		if out.Err != nil || !ok || len(cw.Records) == 0 {
 			w.fail("custodian %d: %s %s at node %d: %v (%T)", i, method, cl.id, sn.id, out.Err, out.Value)
