@@ -11,7 +11,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"io/fs"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -25,6 +24,7 @@ import (
 	"tally/cluster"
 	"tally/cluster/replica"
 	"tally/digest"
+	"tally/internal/dirbytes"
 )
 
 // writeRandom writes size pseudo-random bytes to path and returns their
@@ -65,19 +65,7 @@ func hashFile(path string) string {
 }
 
 // treeBytes is the bytes of the files under dir.
-func treeBytes(t *testing.T, dir string) int64 {
-	t.Helper()
-	var n int64
-	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
-			}
-		}
-		return nil
-	})
-	return n
-}
+func treeBytes(t *testing.T, dir string) int64 { return dirbytes.Of(dir) }
 
 // peakRSS is the process's peak resident memory (VmHWM), in bytes.
 func peakRSS(t *testing.T, pid int) int64 {
