@@ -8,13 +8,13 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"tally/auth"
+	"tally/internal/proctest"
 	"tally/store"
 )
 
@@ -125,17 +125,7 @@ func TestDefaultArtifactLimitIsOneGiB(t *testing.T) {
 // on a small tmpfs, which needs the privilege to mount one.
 func TestArtifactUploadOnAFullDiskIsRefusedAndTheServerServesOn(t *testing.T) {
 	f := newFixture(t)
-	objs := store.ObjectsDir(f.root)
-	if err := os.MkdirAll(objs, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", objs).CombinedOutput(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("mount a small tmpfs (CI runs as root): %v %s", err, out)
-		}
-		t.Skipf("cannot mount a small tmpfs here: %v %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", objs).Run() })
+	proctest.Tmpfs(t, store.ObjectsDir(f.root), "256k")
 	claimToPublish(f)
 	before := f.logBytes()
 	big := bytes.Repeat([]byte("y"), 1<<20)
