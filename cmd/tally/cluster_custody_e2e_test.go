@@ -26,8 +26,7 @@ import (
 
 func TestClusterCheckBeginWaitsForEveryVotersCustody(t *testing.T) {
 	nodes := startCluster(t, t.TempDir())
-	waitSpread(t, nodes)
-	leader := leaderOf(t, nodes, nodes[0], replica.GroupOf(cluster.DefaultGroups, "acme", "parser"))
+	leader := parserLeader(t, nodes)
 	asked, stopped := nodes[leader.id%3], nodes[(leader.id+1)%3]
 	work := t.TempDir()
 	if err := os.WriteFile(filepath.Join(work, "patch.txt"), bytes.Repeat([]byte("+\tif len(s) < 6 { return errIncomplete }\n"), 1000), 0o644); err != nil {
@@ -74,6 +73,14 @@ func TestClusterCheckBeginWaitsForEveryVotersCustody(t *testing.T) {
 	if show.code != 0 || !regexp.MustCompile(`patch-a +group \d+, epoch \d+ +held by node 1, 2, 3 +whole`).MatchString(show.out) {
 		t.Fatalf("claim show once custody is whole: %v", show)
 	}
+}
+
+// parserLeader waits for the nodes to spread the groups' leaders and is
+// the one leading session acme/parser's group.
+func parserLeader(t *testing.T, nodes []*cnode) *cnode {
+	t.Helper()
+	waitSpread(t, nodes)
+	return leaderOf(t, nodes, nodes[0], replica.GroupOf(cluster.DefaultGroups, "acme", "parser"))
 }
 
 // beginC17 asks n, in one request that is not retried, to begin check

@@ -25,7 +25,6 @@ import (
 	"time"
 
 	"tally/cluster"
-	"tally/cluster/replica"
 	"tally/internal/proctest"
 )
 
@@ -216,8 +215,7 @@ func TestClusterConsoleShowsCustody(t *testing.T) {
 	}
 	node, pwDir := playwright.Find(t)
 	nodes := startCluster(t, t.TempDir())
-	waitSpread(t, nodes)
-	leader := leaderOf(t, nodes, nodes[0], replica.GroupOf(cluster.DefaultGroups, "acme", "parser"))
+	leader := parserLeader(t, nodes)
 	asked, bad := nodes[leader.id%3], nodes[(leader.id+1)%3]
 	work := t.TempDir()
 	if err := os.WriteFile(filepath.Join(work, "patch.txt"), []byte("+\tif len(s) < 6 { return errIncomplete }\n"), 0o644); err != nil {
