@@ -251,14 +251,7 @@ func (w *World) read(c *client, sn *simNode, live func() bool, retry func()) {
 		retry()
 		return
 	}
-	sn.n.ReadIndex(g, func(r node.ReadResult) {
-		if !live() {
-			return
-		}
-		if r.Err != nil {
-			retry()
-			return
-		}
+	w.readIndexed(sn, g, live, retry, func() {
 		if _, fenced := sm.FencedTo(g, tenant, session); fenced {
 			w.stats.Moved++ // this node has not applied the placement yet
 			retry()
@@ -275,6 +268,22 @@ func (w *World) read(c *client, sn *simNode, live func() bool, retry func()) {
 		}
 		w.stats.Reads++
 		w.complete(c, model.LedgerOut{Promises: ps})
+	})
+}
+
+// readIndexed confirms through sn that its replica of group g is current
+// (ReadIndex) and then calls read; a read that could not be confirmed is
+// retried; nothing is done once live says the attempt is over.
+func (w *World) readIndexed(sn *simNode, g uint64, live func() bool, retry, read func()) {
+	sn.n.ReadIndex(g, func(r node.ReadResult) {
+		if !live() {
+			return
+		}
+		if r.Err != nil {
+			retry()
+			return
+		}
+		read()
 	})
 }
 

@@ -15,7 +15,6 @@ import (
 	"tally/api"
 	"tally/claim"
 	"tally/cluster"
-	"tally/cluster/node"
 	"tally/cluster/replica"
 	"tally/digest"
 	"tally/service"
@@ -91,14 +90,7 @@ func (w *World) custodianStep(i int, cl *custClaim) {
 // voters sn knows.
 func (w *World) custodyGate(cl *custClaim, sn *simNode, live func() bool, retry, admit func()) {
 	g := sn.sm.GroupOf(tenant, cl.session)
-	sn.n.ReadIndex(g, func(r node.ReadResult) {
-		if !live() {
-			return
-		}
-		if r.Err != nil {
-			retry()
-			return
-		}
+	w.readIndexed(sn, g, live, retry, func() {
 		voters, holders := w.custodyAt(sn, g, cl.content)
 		if !replica.CustodyWhole(w.opt.CustodyPolicy, len(voters), len(holders)) {
 			w.stats.Custody.Pending++
