@@ -20,14 +20,19 @@ import (
 
 // claimToPublish makes claim C17 in the fixture's session, received by
 // parser, so that parser may publish its artifacts.
-func claimToPublish(f *fixture) {
+func claimToPublish(f *fixture) { claimToPublishAs(f, "C17") }
+
+// claimToPublishAs makes claim id (one required check, behavior, on slot
+// change, evaluated by maintainer) in the fixture's session, posted and
+// received by parser.
+func claimToPublishAs(f *fixture, id string) {
 	f.t.Helper()
 	f.token("maintainer", auth.RoleAgent)
 	f.token("parser", auth.RoleAgent)
 	c := base + "/claims"
-	f.want(201, "POST", c, "maintainer", `{"claim":"C17","respondent":"parser","work":"w","slots":[{"name":"change","mode":"required","checks":[{"id":"behavior","validator":{"name":"command","version":"1"},"evaluator":"maintainer","mode":"required","phases":["programmatic"],"attempts":1}]}]}`)
-	f.want(200, "POST", c+"/C17/post", "maintainer", ``)
-	f.want(200, "POST", c+"/C17/receipt", "parser", `{}`)
+	f.want(201, "POST", c, "maintainer", `{"claim":"`+id+`","respondent":"parser","work":"w","slots":[{"name":"change","mode":"required","checks":[{"id":"behavior","validator":{"name":"command","version":"1"},"evaluator":"maintainer","mode":"required","phases":["programmatic"],"attempts":1}]}]}`)
+	f.want(200, "POST", c+"/"+id+"/post", "maintainer", ``)
+	f.want(200, "POST", c+"/"+id+"/receipt", "parser", `{}`)
 }
 
 // putStream PUTs body as artifact id of C17 as parser, declaring length
