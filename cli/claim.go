@@ -56,6 +56,21 @@ func (g *global) claimDoc(args []string, doc any, id *string) error {
 	return nil
 }
 
+// claimPair fills a verb's document from stdin when its argument is "-",
+// else takes the claim and the second id (an artifact, a testament) from
+// its two arguments; other arguments are a usage error saying takes.
+func (g *global) claimPair(args []string, doc any, claim, second *string, takes string) error {
+	stdin, err := g.fromStdin(args, doc)
+	if err != nil || stdin {
+		return err
+	}
+	if len(args) != 2 {
+		return usagef("%s (or - for a JSON document on stdin)", takes)
+	}
+	*claim, *second = args[0], args[1]
+	return nil
+}
+
 // oneArg returns the verb's single positional argument (unless the command
 // came on stdin, where the document names it).
 func oneArg(args []string) string {

@@ -43,15 +43,8 @@ func newArtifactReceive(g *global) *cobra.Command {
 		Example: `  tally artifact receive C17 diag-1 --as maintainer`,
 		Args:    cobra.RangeArgs(1, 2),
 		RunE: func(c *cobra.Command, args []string) error {
-			stdin, err := g.fromStdin(args, &d)
-			if err != nil {
+			if err := g.claimPair(args, &d, &d.Claim, &d.Artifact, "receive takes CLAIM ARTIFACT"); err != nil {
 				return err
-			}
-			if !stdin {
-				if len(args) != 2 {
-					return usagef("receive takes CLAIM ARTIFACT (or - for a JSON document on stdin)")
-				}
-				d.Claim, d.Artifact = args[0], args[1]
 			}
 			return g.claimWrite(d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
 				return svc.ReceiveArtifact(c.Context(), call, d.ClaimArtifactRef)

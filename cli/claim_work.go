@@ -186,15 +186,8 @@ func newTestamentStep(g *global, verb string) *cobra.Command {
 		Short: short,
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(c *cobra.Command, args []string) error {
-			stdin, err := g.fromStdin(args, &d)
-			if err != nil {
+			if err := g.claimPair(args, &d, &d.Claim, &d.Testament, verb+" takes CLAIM TESTAMENT"); err != nil {
 				return err
-			}
-			if !stdin {
-				if len(args) != 2 {
-					return usagef("%s takes CLAIM TESTAMENT (or - for a JSON document on stdin)", verb)
-				}
-				d.Claim, d.Testament = args[0], args[1]
 			}
 			return g.claimWrite(d.RequestID, func(svc cliService, call service.Call) (service.ClaimWritten, error) {
 				if verb == "receive" {

@@ -23,9 +23,7 @@ func TestCheckBeginWaitsForCustodyOnEveryVoter(t *testing.T) {
 	nodes := startThree(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	call := func(actor, rid string) service.Call {
-		return service.Call{Tenant: "acme", Session: "parser", Actor: actor, RequestID: rid}
-	}
+	call := parserCall
 	late := nodes[2]
 	late.holdReceipts.Store(true)
 	steps := proofOfWork()
@@ -100,9 +98,7 @@ func TestCheckBeginUnderMajorityCustody(t *testing.T) {
 	nodes := startThree(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	call := func(actor, rid string) service.Call {
-		return service.Call{Tenant: "acme", Session: "parser", Actor: actor, RequestID: rid}
-	}
+	call := parserCall
 	n1 := nodes[0]
 	code, body := post(t, n1.cfg.Addr, CustodyPolicyPath, Sign(n1.cfg.Secret, n1.target(), CustodyRequest{Custody: "most"}))
 	if code != 400 || !strings.Contains(body, `custody: must be \"all\" or \"majority\", not \"most\"`) || n1.CustodyPolicy() != replica.CustodyAll {

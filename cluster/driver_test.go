@@ -107,16 +107,24 @@ func TestConfigureBringsAnAllVotersClusterToItsFactor(t *testing.T) {
 	}
 }
 
-// With one replica, a node holding a group's only voter cannot be marked
-// dead (nothing could replace its copy), nor can the node asked; an
-// unknown node is not found. Each refusal records nothing.
-func TestMarkDeadRefusals(t *testing.T) {
+// startSingleReplicas starts two nodes, the first bootstrapping at
+// --replicas 1, so each data group has one voter; it is the first.
+func startSingleReplicas(t *testing.T) *testNode {
+	t.Helper()
 	dir := t.TempDir()
 	c1 := nodeConfig(t, dir, 1)
 	c1.Bootstrap, c1.Replicas = true, 1
 	n1 := startNode(t, c1)
 	t.Cleanup(func() { n1.stop(t) })
 	startJoiner(t, dir, 2, n1)
+	return n1
+}
+
+// With one replica, a node holding a group's only voter cannot be marked
+// dead (nothing could replace its copy), nor can the node asked; an
+// unknown node is not found. Each refusal records nothing.
+func TestMarkDeadRefusals(t *testing.T) {
+	n1 := startSingleReplicas(t)
 	waitFor(t, "a group whose only voter is node 2", 30*time.Second, func() bool {
 		for _, conf := range n1.Replica().Policy().Groups {
 			if slices.Equal(conf.Voters, []uint64{2}) {
@@ -150,12 +158,7 @@ func TestMarkDeadRefusals(t *testing.T) {
 // one that does: a plain HTTP client, which follows no leader, is answered
 // through any node, and the record is in the group that holds the session.
 func TestRequestForwardedToTheSessionsGroup(t *testing.T) {
-	dir := t.TempDir()
-	c1 := nodeConfig(t, dir, 1)
-	c1.Bootstrap, c1.Replicas = true, 1
-	n1 := startNode(t, c1)
-	t.Cleanup(func() { n1.stop(t) })
-	startJoiner(t, dir, 2, n1)
+	n1 := startSingleReplicas(t)
 	var session string
 	waitFor(t, "a session whose group only node 2 holds, as node 1 knows", 30*time.Second, func() bool {
 		for i := range 64 {

@@ -62,9 +62,7 @@ func threeWithClaim(t *testing.T) ([]*testNode, context.Context, func(actor, rid
 	nodes := startThree(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	t.Cleanup(cancel)
-	call := func(actor, rid string) service.Call {
-		return service.Call{Tenant: "acme", Session: "parser", Actor: actor, RequestID: rid}
-	}
+	call := parserCall
 	for _, st := range proofOfWork()[:3] {
 		if _, err := retried(func() (service.ClaimWritten, error) { return st.run(ctx, nodes[0].Node, call) }); err != nil {
 			t.Fatalf("%s: %v", st.name, err)

@@ -20,6 +20,7 @@ import (
 	"tally/cluster/node"
 	"tally/cluster/rebalance"
 	"tally/cluster/replica"
+	"tally/internal/tick"
 )
 
 // GroupsAddPath adds data groups (signed).
@@ -94,14 +95,7 @@ func (c *Node) newGroupsVoters(count int) [][]uint64 {
 // this node applies it: with its recorded voters when it is one of them.
 func (c *Node) keepGroups(ctx context.Context) {
 	open := map[uint64]bool{}
-	t := time.NewTicker(keepGroupsEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	tick.Every(ctx, keepGroupsEvery, func() {
 		for _, g := range c.sm.AddedGroups() {
 			if open[g.Group] {
 				continue
@@ -122,5 +116,5 @@ func (c *Node) keepGroups(ctx context.Context) {
 			}
 			open[g.Group] = true
 		}
-	}
+	})
 }

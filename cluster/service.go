@@ -107,6 +107,12 @@ func read[R any](ctx context.Context, c *Node, call service.Call, f func(service
 	return f(c.sm.Service(), call)
 }
 
+// readOn is read of the Service method m with its argument a, as the
+// replica answers it.
+func readOn[A, R any](ctx context.Context, c *Node, call service.Call, a A, m func(service.Service, context.Context, service.Call, A) (R, error)) (R, error) {
+	return read(ctx, c, call, func(s service.Service, call service.Call) (R, error) { return m(s, ctx, call, a) })
+}
+
 // Methods are the commands a replica runs, by name: every write of the
 // verb table (its Command, run by its Apply, or here with its staged bytes)
 // and the timekeeper's sweeps

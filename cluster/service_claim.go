@@ -174,9 +174,7 @@ func (c *Node) Claim(ctx context.Context, call service.Call, id string) (service
 
 // ListClaims is the claims f selects, read linearizably.
 func (c *Node) ListClaims(ctx context.Context, call service.Call, f claim.Filter) (service.ClaimList, error) {
-	return read(ctx, c, call, func(s service.Service, call service.Call) (service.ClaimList, error) {
-		return s.ListClaims(ctx, call, f)
-	})
+	return readOn(ctx, c, call, f, service.Service.ListClaims)
 }
 
 // ClaimGraph is every claim and relation, read linearizably.
@@ -225,9 +223,7 @@ func (c *Node) Content(ctx context.Context, call service.Call, content digest.Co
 // ListArtifacts lists the artifacts and this replica's custody of their
 // bytes, read-consistent.
 func (c *Node) ListArtifacts(ctx context.Context, call service.Call, q service.ArtifactQuery) (service.ArtifactList, error) {
-	return read(ctx, c, call, func(s service.Service, call service.Call) (service.ArtifactList, error) {
-		return s.ListArtifacts(ctx, call, q)
-	})
+	return readOn(ctx, c, call, q, service.Service.ListArtifacts)
 }
 
 // VerifyArtifact re-hashes this replica's copy of an artifact,

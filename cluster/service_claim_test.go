@@ -111,6 +111,12 @@ func proofOfWork() []claimStep {
 		report("maintainer", "C18", "review", "patch-b", "pass", "ev-5", false))
 }
 
+// parserCall is a call in session acme/parser as actor, under request
+// id rid.
+func parserCall(actor, rid string) service.Call {
+	return service.Call{Tenant: "acme", Session: "parser", Actor: actor, RequestID: rid}
+}
+
 // retried calls f until its answer is not Unavailable (a leader moving),
 // at most 20 times.
 func retried[R any](f func() (R, error)) (R, error) {
@@ -133,9 +139,7 @@ func TestClaimsThroughThreeNodes(t *testing.T) {
 	local, localRoot := newDirLocal(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	call := func(actor, rid string) service.Call {
-		return service.Call{Tenant: "acme", Session: "parser", Actor: actor, RequestID: rid}
-	}
+	call := parserCall
 	for i, st := range proofOfWork() {
 		want, werr := st.run(ctx, local, call)
 		n := nodes[i%3]
@@ -216,9 +220,7 @@ func TestLateJoinerServesArtifacts(t *testing.T) {
 	n1 := startAlone(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	call := func(actor, rid string) service.Call {
-		return service.Call{Tenant: "acme", Session: "parser", Actor: actor, RequestID: rid}
-	}
+	call := parserCall
 	for _, st := range proofOfWork()[:7] {
 		if _, err := st.run(ctx, n1.Node, call); err != nil {
 			t.Fatalf("%s: %v", st.name, err)
@@ -254,9 +256,7 @@ func TestDamagedTargetRefusedAtTheProposerOnly(t *testing.T) {
 	nodes := startThree(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	call := func(actor, rid string) service.Call {
-		return service.Call{Tenant: "acme", Session: "parser", Actor: actor, RequestID: rid}
-	}
+	call := parserCall
 	for i, st := range proofOfWork()[:7] {
 		if _, err := retried(func() (service.ClaimWritten, error) { return st.run(ctx, nodes[i%3].Node, call) }); err != nil {
 			t.Fatalf("%s: %v", st.name, err)

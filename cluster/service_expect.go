@@ -52,28 +52,20 @@ func (c *Node) CommitLapse(ctx context.Context, call service.Call, d api.ExpectL
 
 // Expectation is one expectation, read linearizably.
 func (c *Node) Expectation(ctx context.Context, call service.Call, id string) (service.ExpectationShown, error) {
-	return read(ctx, c, call, func(s service.Service, call service.Call) (service.ExpectationShown, error) {
-		return s.Expectation(ctx, call, id)
-	})
+	return readOn(ctx, c, call, id, service.Service.Expectation)
 }
 
 // ListExpectations is the expectations f selects, read linearizably.
 func (c *Node) ListExpectations(ctx context.Context, call service.Call, f expect.Filter) (service.ExpectationList, error) {
-	return read(ctx, c, call, func(s service.Service, call service.Call) (service.ExpectationList, error) {
-		return s.ListExpectations(ctx, call, f)
-	})
+	return readOn(ctx, c, call, f, service.Service.ListExpectations)
 }
 
 // Lapses is the recorded lapses f selects, read linearizably.
 func (c *Node) Lapses(ctx context.Context, call service.Call, f service.LapseFilter) (service.LapseList, error) {
-	return read(ctx, c, call, func(s service.Service, call service.Call) (service.LapseList, error) {
-		return s.Lapses(ctx, call, f)
-	})
+	return readOn(ctx, c, call, f, service.Service.Lapses)
 }
 
 // TaskOrigin is origin task task, read linearizably.
 func (c *Node) TaskOrigin(ctx context.Context, call service.Call, task string) (service.TaskOriginShown, error) {
-	return read(ctx, c, call, func(s service.Service, call service.Call) (service.TaskOriginShown, error) {
-		return s.TaskOrigin(ctx, call, task)
-	})
+	return readOn(ctx, c, call, task, service.Service.TaskOrigin)
 }

@@ -32,14 +32,10 @@ func (c *Node) AssessPromise(ctx context.Context, call service.Call, d api.Promi
 
 // Promise is one promise, read linearizably.
 func (c *Node) Promise(ctx context.Context, call service.Call, id string) (service.PromiseShown, error) {
-	return read(ctx, c, call, func(s service.Service, call service.Call) (service.PromiseShown, error) {
-		return s.Promise(ctx, call, id)
-	})
+	return readOn(ctx, c, call, id, service.Service.Promise)
 }
 
 // ListPromises is the promises f selects, read linearizably.
 func (c *Node) ListPromises(ctx context.Context, call service.Call, f promise.Filter) (service.PromiseList, error) {
-	return read(ctx, c, call, func(s service.Service, call service.Call) (service.PromiseList, error) {
-		return s.ListPromises(ctx, call, f)
-	})
+	return readOn(ctx, c, call, f, service.Service.ListPromises)
 }

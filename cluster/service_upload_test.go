@@ -6,14 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"tally/api"
+	"tally/internal/proctest"
 	"tally/rest"
 	"tally/service"
 	"tally/store"
@@ -83,16 +82,7 @@ func TestAnUploadOnAFullDiskIsRefusedNamingTheNode(t *testing.T) {
 	defer cancel()
 	full := nodes[1]
 	objs := store.ObjectsDir(full.Replica().Root())
-	if err := os.MkdirAll(objs, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", objs).CombinedOutput(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("mount a small tmpfs (CI runs as root): %v %s", err, out)
-		}
-		t.Skipf("cannot mount a small tmpfs here: %v %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", objs).Run() })
+	proctest.Tmpfs(t, objs, "256k")
 	call := service.Call{Tenant: "acme", Session: "parser", Actor: "parser"}
 	_, err := full.PublishArtifact(ctx, call, api.ClaimPublish{Claim: "C17", Artifact: "big", Generation: 1}, bytes.NewReader(make([]byte, 1<<20)))
 	ref := rest.Refuse(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tally/cluster/replica"
+	"tally/internal/tick"
 	"tally/service"
 )
 
@@ -104,24 +105,17 @@ func timekeeping(svc service.Service) service.Timekeeping {
 func (c *Node) timekeep(ctx context.Context, every time.Duration) {
 	ds := deliveries{}
 	defer ds.close()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	tick.Every(ctx, every, func() {
 		c.timekeeps.Add(1)
 		leading := c.leading(ctx)
 		ds.dropLost(leading)
 		if len(leading) == 0 {
-			continue
+			return
 		}
 		sessions, err := c.sm.Service().(service.Browse).SessionList(ctx, service.Call{})
 		if err != nil {
 			c.log.Warn("timekeeper: list sessions", "err", err)
-			continue
+			return
 		}
 		mk := c.deliverer.Load()
 		for _, se := range sessions {
@@ -140,7 +134,7 @@ func (c *Node) timekeep(ctx context.Context, every time.Duration) {
 				c.deliverSession(ctx, ds, call, g, *mk)
 			}
 		}
-	}
+	})
 }
 
 // sweep proposes the sweeps a session needs now.

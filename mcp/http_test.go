@@ -141,10 +141,21 @@ func TestStreamableHTTP(t *testing.T) {
 	if err == nil && strings.Contains(res.Contents[0].Text, "h1") {
 		t.Fatalf("the foreign tenant read acme's promise: %s", res.Contents[0].Text)
 	}
+	// Told of a commit of its own tenant, made after acme's, and of
+	// nothing before it: the update of acme's commit, had it leaked,
+	// would come first. (A session other than the one subscribed above,
+	// so that the commit changes that subscription's resource in no way.)
+	if err := foreign.Subscribe(ctx, &sdk.SubscribeParams{URI: "tally://sessions/other/open"}); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, foreign, "tally_promise/declare", map[string]any{"session": "other", "id": "g1", "promise": "x", "to": "someone", "until": "2h"})
 	select {
 	case uri := <-foreignUpdates:
-		t.Fatalf("the foreign tenant was told of %s", uri)
-	case <-time.After(200 * time.Millisecond):
+		if uri != "tally://sessions/other/open" {
+			t.Fatalf("the foreign tenant was told of %s", uri)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no resource update after the foreign tenant's own declaration")
 	}
 	// Without a token there is no session at all.
 	bare := &sdk.StreamableClientTransport{Endpoint: url + "/mcp", MaxRetries: -1}

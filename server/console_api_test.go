@@ -13,7 +13,7 @@ import (
 	"tally/service"
 )
 
-func decodeJSON(t *testing.T, body string, v any) {
+func decodeJSON(t testing.TB, body string, v any) {
 	t.Helper()
 	if err := json.Unmarshal([]byte(body), v); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, body)
@@ -316,12 +316,7 @@ func TestConsoleAttentionAnsweredAndDismissed(t *testing.T) {
 	if got := ids(); got != "" {
 		t.Fatalf("attention after the dismissal: %s", got)
 	}
-	var p struct{ Rows []service.Obligation }
-	decodeJSON(t, f.want(200, "GET", base+"/obligations?now=2026-09-01T14:00:00Z", "observer", ""), &p)
-	rows := map[string]service.Obligation{}
-	for _, o := range p.Rows {
-		rows[o.ID] = o
-	}
+	rows := obligationsByID(f, "?now=2026-09-01T14:00:00Z")
 	if o := rows["late"]; !o.Dismissed || o.Attention != "" || o.Ended {
 		t.Fatalf("late: %+v", o)
 	}
@@ -360,16 +355,25 @@ func TestConsoleAttentionSupersededExpectation(t *testing.T) {
 	if got := attention(); got != "" {
 		t.Fatalf("after x3 was satisfied: %s", got)
 	}
-	var p struct{ Rows []service.Obligation }
-	decodeJSON(t, f.want(200, "GET", base+"/obligations?family=expectation", "observer", ""), &p)
-	for _, o := range p.Rows {
-		if o.ID == "x1" && (o.AnsweredBy != "x3" || !o.Ended) {
-			t.Fatalf("x1: %+v", o)
-		}
-		if o.ID == "x3" && (!o.Ended || o.EndedAt == nil) {
-			t.Fatalf("x3: %+v", o)
-		}
+	rows := obligationsByID(f, "?family=expectation")
+	if o := rows["x1"]; o.AnsweredBy != "x3" || !o.Ended {
+		t.Fatalf("x1: %+v", o)
 	}
+	if o := rows["x3"]; !o.Ended || o.EndedAt == nil {
+		t.Fatalf("x3: %+v", o)
+	}
+}
+
+// obligationsByID is the obligations list (at query) by id.
+func obligationsByID(f *fixture, query string) map[string]service.Obligation {
+	f.t.Helper()
+	var p struct{ Rows []service.Obligation }
+	decodeJSON(f.t, f.want(200, "GET", base+"/obligations"+query, "observer", ""), &p)
+	rows := map[string]service.Obligation{}
+	for _, o := range p.Rows {
+		rows[o.ID] = o
+	}
+	return rows
 }
 
 // attentionList is the summary's attention list (at query), as

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"tally/artifact"
+	"tally/internal/tick"
 	"tally/ledgerservice"
 	"tally/store"
 )
@@ -89,16 +90,7 @@ var _ artifactCollector = (*ledgerservice.Local)(nil)
 
 // collectEvery collects the content store every Config.CollectEvery.
 func (s *Server) collectEvery(ctx context.Context, local artifactCollector) {
-	t := time.NewTicker(s.cfg.CollectEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		s.collect(ctx, local)
-	}
+	tick.Every(ctx, s.cfg.CollectEvery, func() { s.collect(ctx, local) })
 }
 
 // collect runs one collection and counts and logs what it removed.

@@ -8,26 +8,31 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"tally/auth"
+	"tally/internal/proctest"
 	"tally/store"
 )
 
 // claimToPublish makes claim C17 in the fixture's session, received by
 // parser, so that parser may publish its artifacts.
-func claimToPublish(f *fixture) {
+func claimToPublish(f *fixture) { claimToPublishAs(f, "C17") }
+
+// claimToPublishAs makes claim id (one required check, behavior, on slot
+// change, evaluated by maintainer) in the fixture's session, posted and
+// received by parser.
+func claimToPublishAs(f *fixture, id string) {
 	f.t.Helper()
 	f.token("maintainer", auth.RoleAgent)
 	f.token("parser", auth.RoleAgent)
 	c := base + "/claims"
-	f.want(201, "POST", c, "maintainer", `{"claim":"C17","respondent":"parser","work":"w","slots":[{"name":"change","mode":"required","checks":[{"id":"behavior","validator":{"name":"command","version":"1"},"evaluator":"maintainer","mode":"required","phases":["programmatic"],"attempts":1}]}]}`)
-	f.want(200, "POST", c+"/C17/post", "maintainer", ``)
-	f.want(200, "POST", c+"/C17/receipt", "parser", `{}`)
+	f.want(201, "POST", c, "maintainer", `{"claim":"`+id+`","respondent":"parser","work":"w","slots":[{"name":"change","mode":"required","checks":[{"id":"behavior","validator":{"name":"command","version":"1"},"evaluator":"maintainer","mode":"required","phases":["programmatic"],"attempts":1}]}]}`)
+	f.want(200, "POST", c+"/"+id+"/post", "maintainer", ``)
+	f.want(200, "POST", c+"/"+id+"/receipt", "parser", `{}`)
 }
 
 // putStream PUTs body as artifact id of C17 as parser, declaring length
@@ -125,17 +130,7 @@ func TestDefaultArtifactLimitIsOneGiB(t *testing.T) {
 // on a small tmpfs, which needs the privilege to mount one.
 func TestArtifactUploadOnAFullDiskIsRefusedAndTheServerServesOn(t *testing.T) {
 	f := newFixture(t)
-	objs := store.ObjectsDir(f.root)
-	if err := os.MkdirAll(objs, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", objs).CombinedOutput(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("mount a small tmpfs (CI runs as root): %v %s", err, out)
-		}
-		t.Skipf("cannot mount a small tmpfs here: %v %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", objs).Run() })
+	proctest.Tmpfs(t, store.ObjectsDir(f.root), "256k")
 	claimToPublish(f)
 	before := f.logBytes()
 	big := bytes.Repeat([]byte("y"), 1<<20)

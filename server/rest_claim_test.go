@@ -343,12 +343,8 @@ func TestClaimFactRoutes(t *testing.T) {
 func TestReportWithEvidenceRoute(t *testing.T) {
 	f := newFixture(t)
 	f.srv.cfg.WatchEvery = 0
-	f.token("maintainer", auth.RoleAgent)
-	f.token("parser", auth.RoleAgent)
+	claimToPublishAs(f, "C1")
 	c := base + "/claims"
-	f.want(201, "POST", c, "maintainer", `{"claim":"C1","respondent":"parser","work":"w","slots":[{"name":"change","mode":"required","checks":[{"id":"behavior","validator":{"name":"command","version":"1"},"evaluator":"maintainer","mode":"required","phases":["programmatic"],"attempts":1}]}]}`)
-	f.want(200, "POST", c+"/C1/post", "maintainer", ``)
-	f.want(200, "POST", c+"/C1/receipt", "parser", `{}`)
 	f.want(201, "PUT", c+"/C1/artifacts/A?slot=change&generation=1&kind=patch", "parser", "diff")
 	f.want(200, "POST", c+"/C1/testaments", "parser", `{"testament":"T1","generation":1,"summary":"s","bindings":[{"slot":"change","artifact":"A","digest":""}]}`)
 	f.want(200, "POST", c+"/C1/testaments/T1/post", "parser", ``)

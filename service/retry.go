@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"tally/internal/tick"
 )
 
 // Codes of the retryable answers (HTTP 503; do not rename).
@@ -107,16 +109,7 @@ func (r Retry) Wait(attempt int, retryAfter time.Duration) time.Duration {
 }
 
 // Sleep waits d, or until ctx ends.
-func Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func Sleep(ctx context.Context, d time.Duration) error { return tick.Sleep(ctx, d) }
 
 // NewRequestID is a request id of a caller's own for a write its user gave
 // none: 128 random bits, in the form --request-id and Idempotency-Key

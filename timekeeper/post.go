@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"tally/internal/tick"
 )
 
 // poster POSTs JSON documents for the HTTP sinks (Webhook, A2A): each
@@ -81,7 +83,7 @@ func (p poster) retry(ctx context.Context, what string, try func() error) error 
 		ceiling = 30 * time.Second
 	}
 	if sleep == nil {
-		sleep = sleepContext
+		sleep = tick.Sleep
 	}
 	var last error
 	for n := 1; n <= attempts; n++ {
@@ -99,15 +101,4 @@ func (p poster) retry(ctx context.Context, what string, try func() error) error 
 		}
 	}
 	return fmt.Errorf("%s: %d attempts: %w", what, attempts, last)
-}
-
-func sleepContext(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"tally/internal/tick"
 )
 
 // The one poster both HTTP sinks use: the same body and headers on every
@@ -60,7 +62,7 @@ func TestPosterRetries(t *testing.T) {
 	got = nil
 	ctx, cancel := context.WithCancel(context.Background())
 	p.final = nil
-	p.sleep = sleepContext
+	p.sleep = tick.Sleep
 	err = p.post(ctx, "test", srv.URL, nil, nil, func(*http.Response) error { cancel(); return errors.New("answered 503") })
 	if err == nil || err.Error() != "test: answered 503" || len(got) != 1 {
 		t.Fatalf("cancelled: %v after %d requests", err, len(got))

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -20,11 +19,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"tally/bench/internal/benchproc"
 	"time"
 
+	"tally/bench/internal/benchproc"
 	"tally/cluster"
 	"tally/cluster/replica"
+	"tally/internal/dirbytes"
 )
 
 // custodyClaim is the claim each round publishes to: C<round>.
@@ -89,18 +89,7 @@ func custodyWhole(addr, id string) bool {
 }
 
 // treeSize is the bytes of the files under dir.
-func treeSize(dir string) int64 {
-	var n int64
-	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
-			}
-		}
-		return nil
-	})
-	return n
-}
+func treeSize(dir string) int64 { return dirbytes.Of(dir) }
 
 // randomFile writes size bytes from seed to path.
 func randomFile(path string, size int64, seed byte) error {

@@ -55,17 +55,11 @@ func main() {
 	scrub := flag.Int64("scrub", 0, "measure the scrubber instead: one server over a content store of this many bytes, its scrub rate and the write p99 with scrubbing off, at the default rate and at a fast one, interleaved -rounds times (-clients writers, -duration a leg)")
 	flag.Parse()
 	if *scrub > 0 {
-		if err := scrubBench(*bin, *scrub, *clients, *duration, *rounds); err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(1)
-		}
+		benchproc.Must(scrubBench(*bin, *scrub, *clients, *duration, *rounds))
 		return
 	}
 	if *custody > 0 {
-		if err := custodyBench(*bin, *custody, *rounds); err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(1)
-		}
+		benchproc.Must(custodyBench(*bin, *custody, *rounds))
 		return
 	}
 	if *live {
@@ -73,22 +67,13 @@ func main() {
 		if err == nil {
 			err = livenessBench(*bin, []int{9}, 0, 20*time.Second)
 		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(1)
-		}
+		benchproc.Must(err)
 		return
 	}
 	if *catchup > 0 {
-		if err := catchUp(*bin, *clients, *catchup); err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(1)
-		}
+		benchproc.Must(catchUp(*bin, *clients, *catchup))
 	}
-	if err := run(*bin, *before, *clients, *duration, *rounds, *failovers); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
-	}
+	benchproc.Must(run(*bin, *before, *clients, *duration, *rounds, *failovers))
 }
 
 // profDir is -cpuprofile: where servers write their CPU profiles, or "".

@@ -19,7 +19,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -31,6 +30,7 @@ import (
 	"time"
 
 	"tally/bench/internal/benchproc"
+	"tally/internal/dirbytes"
 )
 
 func main() {
@@ -51,10 +51,7 @@ func main() {
 		return
 	}
 	if *healMB > 0 {
-		if err := heal(*bin, *healMB, *clients); err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(1)
-		}
+		benchproc.Must(heal(*bin, *healMB, *clients))
 		return
 	}
 	res := map[int]result{}
@@ -64,10 +61,7 @@ func main() {
 			prof = *profDir
 		}
 		r, err := measure(*bin, n, *writes, *clients, *sessions, prof)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(1)
-		}
+		benchproc.Must(err)
 		res[n] = r
 		fmt.Printf("%d nodes, --replicas 3: %d writes in %v; bytes per node %v (mean %.1f MB); CPU %.1f µs per write\n",
 			n, *writes, r.took.Round(time.Millisecond), r.bytes, r.meanBytes()/1e6, r.cpu.Seconds()*1e6/float64(*writes))
@@ -271,15 +265,4 @@ func cpuOf(procs []*proc) time.Duration {
 }
 
 // du is the bytes of the files under dir.
-func du(dir string) int64 {
-	var n int64
-	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			if info, err := d.Info(); err == nil {
-				n += info.Size()
-			}
-		}
-		return nil
-	})
-	return n
-}
+func du(dir string) int64 { return dirbytes.Of(dir) }

@@ -153,18 +153,12 @@ func (w *World) through(live func() bool, again func(), send func(sn *simNode, r
 // command cluster.NewCommand makes, stamped with the virtual instant and
 // seeded from the run's generator, proposed to the group the replica
 // routes the session to; the answer is what applying it at sn returned.
-func (w *World) propose(c *client, sn *simNode, live func() bool, retry func()) {
-	cw, sm := c.write, sn.sm
-	data, err := w.command(cw.method, cw.call, cw.doc, cw.payload)
-	if err != nil {
-		w.fail("client %d: %v", c.id, err)
-		return
-	}
-	g := sm.GroupOf(cw.call.Tenant, cw.call.Session)
-	if !w.placedHere(g, sn.id) {
-		retry()
-		return
-	}
+// proposeOutcome proposes data to group g through sn and hands took the
+// outcome of applying it at sn; a proposal that failed, or that met the
+// session moved away (sn has not applied the placement yet), is retried;
+// nothing is done once live says the attempt is over.
+func (w *World) proposeOutcome(sn *simNode, g uint64, data []byte, live func() bool, retry func(), took func(replica.Outcome)) {
+	sm := sn.sm
 	sn.n.Propose(g, data, func(r node.ProposeResult) {
 		if !live() {
 			return
@@ -179,10 +173,27 @@ func (w *World) propose(c *client, sn *simNode, live func() bool, retry func()) 
 			return
 		}
 		if moved(out.Err) {
-			w.stats.Moved++ // this node has not applied the placement yet
+			w.stats.Moved++
 			retry()
 			return
 		}
+		took(out)
+	})
+}
+
+func (w *World) propose(c *client, sn *simNode, live func() bool, retry func()) {
+	cw, sm := c.write, sn.sm
+	data, err := w.command(cw.method, cw.call, cw.doc, cw.payload)
+	if err != nil {
+		w.fail("client %d: %v", c.id, err)
+		return
+	}
+	g := sm.GroupOf(cw.call.Tenant, cw.call.Session)
+	if !w.placedHere(g, sn.id) {
+		retry()
+		return
+	}
+	w.proposeOutcome(sn, g, data, live, retry, func(out replica.Outcome) {
 		if cw.done != nil {
 			if err := cw.done(out); err != nil {
 				w.fail("client %d at node %d: %v", c.id, sn.id, err)
@@ -240,14 +251,7 @@ func (w *World) read(c *client, sn *simNode, live func() bool, retry func()) {
 		retry()
 		return
 	}
-	sn.n.ReadIndex(g, func(r node.ReadResult) {
-		if !live() {
-			return
-		}
-		if r.Err != nil {
-			retry()
-			return
-		}
+	w.readIndexed(sn, g, live, retry, func() {
 		if _, fenced := sm.FencedTo(g, tenant, session); fenced {
 			w.stats.Moved++ // this node has not applied the placement yet
 			retry()
@@ -264,6 +268,22 @@ func (w *World) read(c *client, sn *simNode, live func() bool, retry func()) {
 		}
 		w.stats.Reads++
 		w.complete(c, model.LedgerOut{Promises: ps})
+	})
+}
+
+// readIndexed confirms through sn that its replica of group g is current
+// (ReadIndex) and then calls read; a read that could not be confirmed is
+// retried; nothing is done once live says the attempt is over.
+func (w *World) readIndexed(sn *simNode, g uint64, live func() bool, retry, read func()) {
+	sn.n.ReadIndex(g, func(r node.ReadResult) {
+		if !live() {
+			return
+		}
+		if r.Err != nil {
+			retry()
+			return
+		}
+		read()
 	})
 }
 

@@ -15,7 +15,6 @@ import (
 	"tally/api"
 	"tally/claim"
 	"tally/cluster"
-	"tally/cluster/node"
 	"tally/cluster/replica"
 	"tally/digest"
 	"tally/service"
@@ -91,14 +90,7 @@ func (w *World) custodianStep(i int, cl *custClaim) {
 // voters sn knows.
 func (w *World) custodyGate(cl *custClaim, sn *simNode, live func() bool, retry, admit func()) {
 	g := sn.sm.GroupOf(tenant, cl.session)
-	sn.n.ReadIndex(g, func(r node.ReadResult) {
-		if !live() {
-			return
-		}
-		if r.Err != nil {
-			retry()
-			return
-		}
+	w.readIndexed(sn, g, live, retry, func() {
 		voters, holders := w.custodyAt(sn, g, cl.content)
 		if !replica.CustodyWhole(w.opt.CustodyPolicy, len(voters), len(holders)) {
 			w.stats.Custody.Pending++
@@ -182,25 +174,7 @@ func (w *World) custodianSend(i int, cl *custClaim, sn *simNode, live func() boo
 		w.fail("custodian %d: %v", i, err)
 		return
 	}
-	sm := sn.sm
-	sn.n.Propose(g, data, func(r node.ProposeResult) {
-		if !live() {
-			return
-		}
-		if r.Err != nil {
-			retry()
-			return
-		}
-		out, ok := sm.Take(g, r.Index)
-		if !ok {
-			w.fail("node %d has no outcome for entry %d of group %d", sn.id, r.Index, g)
-			return
-		}
-		if moved(out.Err) {
-			w.stats.Moved++
-			retry()
-			return
-		}
+	w.proposeOutcome(sn, g, data, live, retry, func(out replica.Outcome) {
 		cw, ok := out.Value.(service.ClaimWritten)
 		if out.Err != nil || !ok || len(cw.Records) == 0 {
 			w.fail("custodian %d: %s %s at node %d: %v (%T)", i, method, cl.id, sn.id, out.Err, out.Value)

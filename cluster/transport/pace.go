@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"tally/internal/tick"
 )
 
 // pacer holds the snapshot bodies a node sends, over all its streams, to
@@ -36,12 +38,5 @@ func (p *pacer) wait(ctx context.Context, n int) error {
 	if d <= 0 {
 		return nil
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return tick.Sleep(ctx, d)
 }

@@ -251,10 +251,22 @@ func TestPeersWithAnotherSecretOrClusterAreRefused(t *testing.T) {
 			cli.AddPeer(1, srv.Addr())
 			cli.Send(1, heartbeat(2, 1))
 			waitFor(t, "a refusal", func() bool { return srv.Stats.RefusedPeers.Load() > 0 })
+			// A peer of the cluster sends after the refusal: its batch is
+			// the first the inbox holds, none of the refused peer's before.
+			good, err := Listen(cfgFor(3, "c1", "the shared secret for c1"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer good.Close()
+			good.AddPeer(1, srv.Addr())
+			good.Send(1, heartbeat(3, 1))
 			select {
 			case b := <-srv.Inbox():
-				t.Fatalf("refused peer's batch delivered: %v", b)
-			case <-time.After(50 * time.Millisecond):
+				if len(b) != 1 || b[0].Msg.GetFrom() != 3 {
+					t.Fatalf("refused peer's batch delivered: %v", b)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the cluster peer's batch never arrived")
 			}
 		})
 	}

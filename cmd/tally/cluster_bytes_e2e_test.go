@@ -11,7 +11,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"io/fs"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -22,9 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"tally/cluster"
-	"tally/cluster/replica"
 	"tally/digest"
+	"tally/internal/dirbytes"
 )
 
 // writeRandom writes size pseudo-random bytes to path and returns their
@@ -65,19 +63,7 @@ func hashFile(path string) string {
 }
 
 // treeBytes is the bytes of the files under dir.
-func treeBytes(t *testing.T, dir string) int64 {
-	t.Helper()
-	var n int64
-	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
-			}
-		}
-		return nil
-	})
-	return n
-}
+func treeBytes(t *testing.T, dir string) int64 { return dirbytes.Of(dir) }
 
 // peakRSS is the process's peak resident memory (VmHWM), in bytes.
 func peakRSS(t *testing.T, pid int) int64 {
@@ -106,8 +92,7 @@ func TestClusterArtifactBytesBesideTheLog(t *testing.T) {
 	nodes := startClusterWith(t, t.TempDir(), func(n *cnode) {
 		n.extra = append(n.extra, "--scrub-every", "1s", "--scrub-rate", "512MiB/s", "--collect-grace", "2s", "--collect-every", "1s")
 	})
-	waitSpread(t, nodes)
-	leader := leaderOf(t, nodes, nodes[0], replica.GroupOf(cluster.DefaultGroups, "acme", "parser"))
+	leader := parserLeader(t, nodes)
 	asked := nodes[leader.id%3] // a follower of the session's group
 	work := t.TempDir()
 	content := writeRandom(t, filepath.Join(work, "patch.bin"), size)
@@ -115,10 +100,7 @@ func TestClusterArtifactBytesBesideTheLog(t *testing.T) {
 		t.Helper()
 		return tallyThrough(t, n, work, stdin, args...)
 	}
-	tally(asked, `{"claim":"C17","respondent":"parser","work":"w","slots":[{"name":"change","mode":"required","checks":[{"id":"behavior","validator":{"name":"command","version":"1"},"evaluator":"maintainer","mode":"required","attempts":2}]}]}`,
-		"claim", "create", "-", "--as", maintainer, "--request-id", "create")
-	tally(asked, "", "claim", "post", "C17", "--as", maintainer, "--request-id", "post")
-	tally(asked, "", "receipt", "acquire", "C17", "--as", parser, "--request-id", "receipt")
+	takeC17(t, asked, work)
 
 	raftBefore := make([]int64, len(nodes))
 	for i, n := range nodes {

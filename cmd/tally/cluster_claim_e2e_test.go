@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"tally/cluster"
-	"tally/cluster/replica"
 	"tally/store"
 )
 
@@ -47,8 +45,7 @@ func waitSpread(t *testing.T, nodes []*cnode) {
 // objects, the artifact's among them.
 func TestClusterClaimVerbsThroughAFollower(t *testing.T) {
 	nodes := startCluster(t, t.TempDir())
-	waitSpread(t, nodes)
-	leader := leaderOf(t, nodes, nodes[0], replica.GroupOf(cluster.DefaultGroups, "acme", "parser"))
+	leader := parserLeader(t, nodes)
 	follower, other := nodes[leader.id%3], nodes[(leader.id+1)%3]
 	work := t.TempDir()
 	patch := bytes.Repeat([]byte("+\tif len(s) < 6 { return errIncomplete } // fixed escape\n"), 30000) // > 1 MiB

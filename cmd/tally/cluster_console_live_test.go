@@ -35,7 +35,7 @@ func TestClusterConsoleShowsMemberStates(t *testing.T) {
 			alive = append(alive, fmt.Sprint(n.id))
 		}
 	}
-	out := proctest.Script{Node: node, Dir: pwDir, Path: filepath.Join("testdata", "console", "cluster.mjs"), Timeout: 2 * time.Minute,
+	out := proctest.Script{Node: node, Dir: pwDir, Path: filepath.Join("testdata", "console", "cluster.mjs"), Lib: []string{filepath.Join("testdata", "console", "page.mjs")}, Timeout: 2 * time.Minute,
 		Env: append(baseEnv(), "BASE="+leader.url(), "DEAD="+fmt.Sprint(victim.id), "ALIVE="+strings.Join(alive, ","), "OUT="+t.TempDir())}.Run(t)
 	if !strings.Contains(string(out), "\nok\n") {
 		t.Fatal("the browser script did not finish")

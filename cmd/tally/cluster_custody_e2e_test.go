@@ -26,47 +26,24 @@ import (
 
 func TestClusterCheckBeginWaitsForEveryVotersCustody(t *testing.T) {
 	nodes := startCluster(t, t.TempDir())
-	waitSpread(t, nodes)
-	leader := leaderOf(t, nodes, nodes[0], replica.GroupOf(cluster.DefaultGroups, "acme", "parser"))
+	leader := parserLeader(t, nodes)
 	asked, stopped := nodes[leader.id%3], nodes[(leader.id+1)%3]
 	work := t.TempDir()
 	if err := os.WriteFile(filepath.Join(work, "patch.txt"), bytes.Repeat([]byte("+\tif len(s) < 6 { return errIncomplete }\n"), 1000), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tally := func(n *cnode, stdin string, args ...string) {
-		t.Helper()
-		tallyThrough(t, n, work, stdin, args...)
-	}
-	tally(asked, `{"claim":"C17","respondent":"parser","work":"w","slots":[{"name":"change","mode":"required","checks":[{"id":"behavior","validator":{"name":"command","version":"1"},"evaluator":"maintainer","mode":"required","attempts":2}]}]}`,
-		"claim", "create", "-", "--as", maintainer, "--request-id", "create")
-	tally(asked, "", "claim", "post", "C17", "--as", maintainer, "--request-id", "post")
-	tally(asked, "", "receipt", "acquire", "C17", "--as", parser, "--request-id", "receipt")
+	takeC17(t, asked, work)
 
 	if err := stopped.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	cont := func() { stopped.cmd.Process.Signal(syscall.SIGCONT) }
 	defer cont()
-	tally(asked, "", "artifact", "put", "patch.txt", "--claim", "C17", "--slot", "change", "--generation", "1", "--id", "patch-a", "--as", parser, "--request-id", "put")
-	tally(asked, "", "testament", "close", "C17", "--id", "T1", "--generation", "1", "--outcome", "complete", "--summary", "s",
-		"--bind", "change=patch-a", "--as", parser, "--request-id", "close")
-	tally(asked, "", "testament", "post", "C17", "T1", "--as", parser, "--request-id", "tpost")
-	tally(asked, "", "testament", "receive", "C17", "T1", "--as", maintainer, "--request-id", "treceive")
+	deliverC17(t, asked, work)
 
 	// One request, not retried: refused, naming the stopped node alone
 	// once the two running nodes' receipts have committed.
-	begin := func() (int, string, http.Header) {
-		req, _ := http.NewRequest("POST", asked.url()+"/v1/tenants/acme/sessions/parser/claims/C17/checks/behavior/begin", strings.NewReader(`{"artifact":"patch-a"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Tally-Actor", maintainer)
-		res, err := httpc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(b), res.Header
-	}
+	begin := func() (int, string, http.Header) { return beginC17(t, asked) }
 	var doc struct {
 		Code    string   `json:"code"`
 		Missing []uint64 `json:"missing"`
@@ -91,11 +68,36 @@ func TestClusterCheckBeginWaitsForEveryVotersCustody(t *testing.T) {
 	cont()
 	// Woken, it verifies its copy and commits its receipt; the CLI sends
 	// the begin again by itself until then.
-	tally(asked, "", "check", "begin", "behavior", "--claim", "C17", "--artifact", "patch-a", "--as", maintainer, "--request-id", "begin")
+	tallyThrough(t, asked, work, "", "check", "begin", "behavior", "--claim", "C17", "--artifact", "patch-a", "--as", maintainer, "--request-id", "begin")
 	show = run(t, runOpts{env: []string{"TALLY_URL=" + asked.url()}}, "claim", "show", "C17", "--session", "acme/parser")
 	if show.code != 0 || !regexp.MustCompile(`patch-a +group \d+, epoch \d+ +held by node 1, 2, 3 +whole`).MatchString(show.out) {
 		t.Fatalf("claim show once custody is whole: %v", show)
 	}
+}
+
+// parserLeader waits for the nodes to spread the groups' leaders and is
+// the one leading session acme/parser's group.
+func parserLeader(t *testing.T, nodes []*cnode) *cnode {
+	t.Helper()
+	waitSpread(t, nodes)
+	return leaderOf(t, nodes, nodes[0], replica.GroupOf(cluster.DefaultGroups, "acme", "parser"))
+}
+
+// beginC17 asks n, in one request that is not retried, to begin check
+// behavior of claim C17 on artifact patch-a as the maintainer: the
+// answer's status, body and headers.
+func beginC17(t *testing.T, n *cnode) (int, string, http.Header) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", n.url()+"/v1/tenants/acme/sessions/parser/claims/C17/checks/behavior/begin", strings.NewReader(`{"artifact":"patch-a"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Tally-Actor", maintainer)
+	res, err := httpc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b), res.Header
 }
 
 // tallyThrough runs a verb in session acme/parser through node n, from

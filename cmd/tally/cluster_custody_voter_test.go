@@ -25,7 +25,6 @@ import (
 	"time"
 
 	"tally/cluster"
-	"tally/cluster/replica"
 	"tally/internal/proctest"
 )
 
@@ -92,16 +91,8 @@ func TestClusterNewVoterEstablishesCustody(t *testing.T) {
 
 	// Refused, naming node 4, for as long as its copy cannot be stored.
 	begin := func() (int, string) {
-		req, _ := http.NewRequest("POST", asked.url()+"/v1/tenants/acme/sessions/parser/claims/C17/checks/behavior/begin", strings.NewReader(`{"artifact":"patch-a"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Tally-Actor", maintainer)
-		res, err := httpc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(b)
+		code, body, _ := beginC17(t, asked)
+		return code, body
 	}
 	var doc struct {
 		Code    string   `json:"code"`
@@ -179,6 +170,14 @@ func TestClusterNewVoterEstablishesCustody(t *testing.T) {
 // patch-a, the bytes of work/patch.txt, published through that node.
 func publishC17(t *testing.T, asked *cnode, work string) {
 	t.Helper()
+	takeC17(t, asked, work)
+	deliverC17(t, asked, work)
+}
+
+// takeC17 creates and posts claim C17 (one required check, behavior, on
+// slot change) through asked, and its respondent acquires the receipt.
+func takeC17(t *testing.T, asked *cnode, work string) {
+	t.Helper()
 	tally := func(stdin string, args ...string) {
 		t.Helper()
 		tallyThrough(t, asked, work, stdin, args...)
@@ -187,6 +186,16 @@ func publishC17(t *testing.T, asked *cnode, work string) {
 		"claim", "create", "-", "--as", maintainer, "--request-id", "create")
 	tally("", "claim", "post", "C17", "--as", maintainer, "--request-id", "post")
 	tally("", "receipt", "acquire", "C17", "--as", parser, "--request-id", "receipt")
+}
+
+// deliverC17 publishes work/patch.txt as C17's artifact patch-a through
+// asked, and closes, posts and receives the testament binding it.
+func deliverC17(t *testing.T, asked *cnode, work string) {
+	t.Helper()
+	tally := func(stdin string, args ...string) {
+		t.Helper()
+		tallyThrough(t, asked, work, stdin, args...)
+	}
 	tally("", "artifact", "put", "patch.txt", "--claim", "C17", "--slot", "change", "--generation", "1", "--id", "patch-a", "--as", parser, "--request-id", "put")
 	tally("", "testament", "close", "C17", "--id", "T1", "--generation", "1", "--outcome", "complete", "--summary", "s",
 		"--bind", "change=patch-a", "--as", parser, "--request-id", "close")
@@ -206,8 +215,7 @@ func TestClusterConsoleShowsCustody(t *testing.T) {
 	}
 	node, pwDir := playwright.Find(t)
 	nodes := startCluster(t, t.TempDir())
-	waitSpread(t, nodes)
-	leader := leaderOf(t, nodes, nodes[0], replica.GroupOf(cluster.DefaultGroups, "acme", "parser"))
+	leader := parserLeader(t, nodes)
 	asked, bad := nodes[leader.id%3], nodes[(leader.id+1)%3]
 	work := t.TempDir()
 	if err := os.WriteFile(filepath.Join(work, "patch.txt"), []byte("+\tif len(s) < 6 { return errIncomplete }\n"), 0o644); err != nil {
@@ -217,7 +225,7 @@ func TestClusterConsoleShowsCustody(t *testing.T) {
 	publishC17(t, asked, work)
 	browse := func(want string) {
 		t.Helper()
-		out := proctest.Script{Node: node, Dir: pwDir, Path: filepath.Join("testdata", "console", "custody.mjs"), Timeout: 2 * time.Minute,
+		out := proctest.Script{Node: node, Dir: pwDir, Path: filepath.Join("testdata", "console", "custody.mjs"), Lib: []string{filepath.Join("testdata", "console", "page.mjs")}, Timeout: 2 * time.Minute,
 			Env: append(baseEnv(), "BASE="+asked.url(), "VIEW=#/acme/parser/claim/C17", "ARTIFACT=patch-a", "WANT="+want, "OUT="+t.TempDir())}.Run(t)
 		if !strings.Contains(string(out), "\nok\n") {
 			t.Fatal("the browser script did not finish")

@@ -460,16 +460,7 @@ func TestClusterKillLeaderUnderLoad(t *testing.T) {
 			if name != "acme/"+session {
 				continue
 			}
-			declared := map[string]int{}
-			for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-				var rec struct{ Type, Promise string }
-				if err := json.Unmarshal(line, &rec); err != nil {
-					t.Fatalf("node %d: %s: %v", n.id, name, err)
-				}
-				if rec.Type == "promise" {
-					declared[rec.Promise]++
-				}
-			}
+			declared := declaredIn(t, fmt.Sprintf("node %d: %s", n.id, name), b)
 			for _, text := range acked {
 				if c := declared[text]; c != 1 {
 					t.Errorf("node %d holds %q %d times", n.id, text, c)
@@ -492,6 +483,23 @@ func TestClusterKillLeaderUnderLoad(t *testing.T) {
 			}
 		}
 	}
+}
+
+// declaredIn counts, for each promise text, the promises a session's log
+// b declares; what names the log in a failure.
+func declaredIn(t *testing.T, what string, b []byte) map[string]int {
+	t.Helper()
+	declared := map[string]int{}
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var rec struct{ Type, Promise string }
+		if err := json.Unmarshal(line, &rec); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if rec.Type == "promise" {
+			declared[rec.Promise]++
+		}
+	}
+	return declared
 }
 
 // waitCaughtUp waits until every node has applied what every group has

@@ -15,7 +15,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -26,6 +25,7 @@ import (
 
 	"tally/cluster"
 	"tally/cluster/replica"
+	"tally/internal/proctest"
 )
 
 // capture is a proxy in front of a node that keeps the body of every POST
@@ -265,24 +265,7 @@ func cpuTime(t *testing.T, pid int) time.Duration {
 
 // mountTmpfs mounts a tmpfs of size at dir, unmounted when the test ends;
 // it skips the test where that cannot be done, but never under CI.
-func mountTmpfs(t *testing.T, dir, size string) {
-	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("mount a tmpfs (CI runs as root): %v: %s", err, out)
-		}
-		t.Skipf("cannot mount a tmpfs here: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-}
+func mountTmpfs(t *testing.T, dir, size string) { proctest.Tmpfs(t, dir, size) }
 
 // fill writes a file on the file system of dir until it is full.
 func fill(t *testing.T, path string) {

@@ -217,16 +217,7 @@ func TestClusterFrozenLeaderUnknownOutcome(t *testing.T) {
 		if name != "acme/"+session {
 			continue
 		}
-		declared := map[string]int{}
-		for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-			var rec struct{ Type, Promise string }
-			if err := json.Unmarshal(line, &rec); err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			if rec.Type == "promise" {
-				declared[rec.Promise]++
-			}
-		}
+		declared := declaredIn(t, name, b)
 		for text, c := range declared {
 			if c != 1 {
 				t.Errorf("%q is in the log %d times", text, c)

@@ -76,24 +76,34 @@ type Script struct {
 	Path      string        // the script, e.g. testdata/a2a-js/interop.mjs
 	Env       []string      // the whole environment the script gets
 	Timeout   time.Duration // after which node is killed
+	// Lib names the modules of the script's own that it imports by a
+	// relative path (e.g. ./page.mjs), copied beside it.
+	Lib []string
 }
 
-// Run copies the script beside dir's node_modules, so its imports resolve
-// there, runs it under node in dir, logs its output and returns it; it
-// fails the test when the script does.
+// Run copies the script (and its Lib) into a directory of its own under
+// dir, so that its package imports resolve in dir's node_modules, runs it
+// under node in dir, logs its output and returns it; it fails the test
+// when the script does.
 func (s Script) Run(t testing.TB) []byte {
 	t.Helper()
-	b, err := os.ReadFile(s.Path)
+	name := filepath.Base(s.Path)
+	// The pid keeps runs sharing one directory from overwriting each other.
+	at, err := os.MkdirTemp(s.Dir, fmt.Sprintf("tally-%d-", os.Getpid()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := filepath.Base(s.Path)
-	// The pid keeps runs sharing one directory from overwriting each other.
-	run := filepath.Join(s.Dir, fmt.Sprintf("tally-%d-%s", os.Getpid(), name))
-	if err := os.WriteFile(run, b, 0o644); err != nil {
-		t.Fatal(err)
+	t.Cleanup(func() { os.RemoveAll(at) })
+	for _, p := range append([]string{s.Path}, s.Lib...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(at, filepath.Base(p)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	t.Cleanup(func() { os.Remove(run) })
+	run := filepath.Join(at, name)
 	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, s.Node, run)

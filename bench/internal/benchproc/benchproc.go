@@ -186,3 +186,11 @@ func (t *tail) String() string {
 	defer t.mu.Unlock()
 	return strings.TrimSpace(string(t.b))
 }
+
+// Must ends a bench whose measurement failed: err on stderr, exit 1.
+func Must(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}

@@ -3,16 +3,10 @@
 // --insecure-dev), DEAD (a member settled dead), ALIVE (the others, by
 // commas), OUT (where the screenshot goes). Prints "screenshot PATH" and,
 // at the end, "ok"; exits non-zero on the first failed check.
-import { chromium } from 'playwright-core';
+import { onPage } from './page.mjs';
 
 const env = process.env;
-const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu'] });
-try {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  const problems = [];
-  page.on('pageerror', (e) => problems.push('uncaught: ' + e.message));
-  page.on('console', (m) => { if (m.type() === 'error') problems.push('console error: ' + m.text()); });
-  await page.goto(env.BASE + '/#/cluster');
+await onPage('/#/cluster', 'cluster-members.png', async (page) => {
   const alive = env.ALIVE.split(',');
   const cell = (id) => page.locator(`[data-liveness="${id}"]`);
   await cell(env.DEAD).waitFor({ timeout: 20000 });
@@ -27,11 +21,4 @@ try {
   }
   const header = await page.locator('section[aria-labelledby="h-zones"] thead').textContent();
   if (!['Liveness', 'Incarnation', 'Health'].every((c) => header.includes(c))) throw new Error('the nodes table has no liveness columns: ' + header);
-  const shot = env.OUT + '/cluster-members.png';
-  await page.screenshot({ path: shot, fullPage: true });
-  console.log('screenshot ' + shot);
-  if (problems.length) throw new Error(problems.join('\n'));
-  console.log('ok');
-} finally {
-  await browser.close();
-}
+});

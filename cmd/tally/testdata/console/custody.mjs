@@ -4,16 +4,10 @@
 // ARTIFACT, WANT (what its custody cell must say, in time), OUT (where the
 // screenshot goes). Prints "screenshot PATH" and, at the end, "ok"; exits
 // non-zero on the first failed check.
-import { chromium } from 'playwright-core';
+import { onPage } from './page.mjs';
 
 const env = process.env;
-const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu'] });
-try {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  const problems = [];
-  page.on('pageerror', (e) => problems.push('uncaught: ' + e.message));
-  page.on('console', (m) => { if (m.type() === 'error') problems.push('console error: ' + m.text()); });
-  await page.goto(env.BASE + '/' + env.VIEW);
+await onPage('/' + env.VIEW, 'claim-custody.png', async (page) => {
   const cell = page.locator(`[data-custody="${env.ARTIFACT}"]`);
   await cell.waitFor({ timeout: 20000 });
   const header = await page.locator('section[aria-labelledby="h-art"] thead').textContent();
@@ -26,11 +20,4 @@ try {
     await page.reload();
     await cell.waitFor({ timeout: 20000 });
   }
-  const shot = env.OUT + '/claim-custody.png';
-  await page.screenshot({ path: shot, fullPage: true });
-  console.log('screenshot ' + shot);
-  if (problems.length) throw new Error(problems.join('\n'));
-  console.log('ok');
-} finally {
-  await browser.close();
-}
+});
