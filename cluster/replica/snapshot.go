@@ -39,13 +39,18 @@ type snapshotHead struct {
 	Members []Member     `json:"members,omitempty"` // the meta group's
 	Tokens  []TokenEntry `json:"tokens,omitempty"`  // the meta group's
 	Nonces  []NonceEntry `json:"nonces,omitempty"`  // the meta group's
-	// Placements are the meta group's directory: tenant/session → group.
+	// Placements are the meta group's directory: tenant/session → group,
+	// in a snapshot of the previous release (read, no longer written).
 	Placements map[string]uint64 `json:"placements,omitempty"`
+	// Directory is the meta group's directory's ranges, whose entries are
+	// the body (snapshot_meta.go).
+	Directory *dirHead `json:"directory,omitempty"`
 	// Policy is the meta group's placement policy (policy.go).
 	Policy *Policy `json:"policy,omitempty"`
 	// Liveness are the meta group's committed liveness facts.
 	Liveness []LivenessFact `json:"liveness,omitempty"`
-	// Epochs and Moves are the meta group's sessions' epochs and moves.
+	// Epochs and Moves are the meta group's sessions' epochs (in a
+	// snapshot of the previous release) and moves.
 	Epochs map[string]uint64 `json:"epochs,omitempty"`
 	Moves  []Move            `json:"moves,omitempty"`
 	// Added are the meta group's data groups added after the bootstrap.
@@ -73,7 +78,7 @@ func (m *SM) Snapshot(group uint64) (uint64, node.Manifest, error) {
 	var entries []node.ManifestEntry
 	var err error
 	if group == node.MetaGroup {
-		head, err = m.metaSM.snapshot()
+		head, entries, err = m.metaSM.snapshot()
 	} else {
 		head, entries, err = m.dataSM.snapshot(group)
 	}
@@ -141,10 +146,13 @@ func (m *dataSM) sessionEntries(group uint64) ([]node.ManifestEntry, error) {
 }
 
 // WriteSnapshot writes the body of a manifest Snapshot made: each
-// session's log up to its length, read from the file. It touches no state
-// the loop holds, so it runs on any goroutine. Only a data group's
-// manifest has entries: the meta group's body is empty.
+// session's log up to its length, read from the file; for the meta group
+// its directory's ranges. It touches no state the loop holds, so it runs
+// on any goroutine.
 func (m *SM) WriteSnapshot(group uint64, man node.Manifest, w io.Writer) error {
+	if group == node.MetaGroup {
+		return m.metaSM.writeSnapshot(man, w)
+	}
 	return m.dataSM.writeSnapshot(group, man, w)
 }
 
@@ -201,10 +209,7 @@ func (m *SM) Restore(group uint64, index uint64, man node.Manifest, body io.Read
 	}
 	head.Applied.Index = index
 	if group == node.MetaGroup {
-		if len(man.Entries) > 0 {
-			return fmt.Errorf("replica: restore meta group: %d entries, it has none", len(man.Entries))
-		}
-		return m.restoreMeta(head)
+		return m.restoreMeta(head, man, body)
 	}
 	return m.dataSM.restore(group, man, head, body)
 }

@@ -1,0 +1,204 @@
+package replica
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+
+	"tally/cluster/node"
+	"tally/cluster/transport"
+)
+
+// overTheWire sends a snapshot's manifest (as a MsgSnap's data, in one
+// frame of the default bound) and its body (written by write) from one
+// TCP transport to another on 127.0.0.1, and returns what arrived.
+func overTheWire(t *testing.T, group uint64, idx uint64, man node.Manifest, write func(io.Writer) error) (node.Manifest, io.ReadCloser) {
+	t.Helper()
+	cfg := func(id uint64) transport.Config {
+		c := transport.DefaultConfig()
+		c.NodeID, c.ClusterID, c.Secret, c.Listen = id, "c1", []byte("the secret of c1"), "127.0.0.1:0"
+		return c
+	}
+	rc := cfg(2)
+	rc.SpoolDir = t.TempDir()
+	rcv, err := transport.Listen(rc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rcv.Close() })
+	snd, err := transport.Listen(cfg(1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { snd.Close() })
+	snd.AddPeer(2, rcv.Addr())
+	env := node.Envelope{Group: group, Msg: &pb.Message{
+		Type: pb.MessageType_MsgSnap.Enum(), From: new(uint64(1)), To: new(uint64(2)), Term: new(uint64(3)),
+		Snapshot: &pb.Snapshot{Data: man.Marshal(), Metadata: &pb.SnapshotMetadata{Index: new(idx), Term: new(uint64(3))}},
+	}}
+	done := make(chan error, 1)
+	snd.SendSnapshot(2, node.OutboundSnapshot{Envelope: env, Size: man.BodySize(), Write: write, Done: func(err error) { done <- err }})
+	deadline := time.After(2 * time.Minute)
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("the snapshot was not sent: %v", err)
+			}
+		case b := <-rcv.Inbox():
+			if b[0].Snapshot == nil {
+				continue
+			}
+			b[0].Snapshot.Stepped(true)
+			got, err := node.UnmarshalManifest(b[0].Msg.GetSnapshot().GetData())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got, b[0].Snapshot.Body
+		case <-deadline:
+			t.Fatal("no snapshot arrived")
+		}
+	}
+}
+
+// sessionName is the i-th of n sessions whose "tenant/session" names are
+// size bytes long.
+func sessionName(i, size int) (tenant, session string) {
+	tenant = "acme"
+	session = fmt.Sprintf("s%0*d", size-len(tenant)-2, i)
+	return tenant, session
+}
+
+// A meta group whose directory holds more placements than 4 MiB of names
+// (150,000 sessions, names of 40 bytes) is snapshotted, streamed between
+// two transports with the default frame bound, and installed: the
+// manifest's frame holds the ranges' heads, not their entries. Inline, as
+// before, the directory alone would not fit in a frame.
+func TestMetaSnapshotBeyondAFrame(t *testing.T) {
+	const n, size = 150_000, 40
+	dir := t.TempDir()
+	sm, db := openReplicaWith(t, dir, "", func(c *Config) { c.Groups = testGroups })
+	inline := map[string]uint64{}
+	var index uint64
+	for first := 0; first < n; first += 5000 {
+		var ents []node.Entry
+		for i := first; i < min(first+5000, n); i++ {
+			tenant, session := sessionName(i, size)
+			g := GroupOf(testGroups, tenant, session)%testGroups + 2 // another group than its hash's
+			index++
+			ents = append(ents, metaEntry(t, index, MetaCommand{Op: OpPlacementSet, Placement: &Placement{Tenant: tenant, Session: session, Group: g}}))
+			inline[tenant+"/"+session] = g
+		}
+		if _, err := sm.Apply(node.MetaGroup, ents); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := sm.PlacementCount(); c != n {
+		t.Fatalf("%d placements, want %d", c, n)
+	}
+	if old, _ := json.Marshal(snapshotHead{Placements: inline, Epochs: inline}); len(old) <= transport.DefaultMaxFrameSize {
+		t.Fatalf("the directory inline is %d bytes: the test does not reach past a frame", len(old))
+	}
+	idx, man, err := sm.Snapshot(node.MetaGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if frame := len(man.Marshal()); frame > transport.DefaultMaxFrameSize/16 {
+		t.Fatalf("the manifest is %d bytes", frame)
+	}
+	got, body := overTheWire(t, node.MetaGroup, idx, man, func(w io.Writer) error { return sm.WriteSnapshot(node.MetaGroup, man, w) })
+	defer body.Close()
+	other, otherDB := openReplicaWith(t, filepath.Join(dir, "other"), "", func(c *Config) { c.Groups = testGroups })
+	if err := other.Restore(node.MetaGroup, idx, got, body); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, r *SM) {
+		t.Helper()
+		if c := r.PlacementCount(); c != n {
+			t.Fatalf("%s: %d placements, want %d", what, c, n)
+		}
+		for _, i := range []int{0, 1, n / 2, n - 1} {
+			tenant, session := sessionName(i, size)
+			if g := r.GroupOf(tenant, session); g != inline[tenant+"/"+session] {
+				t.Fatalf("%s: %s/%s in group %d, want %d", what, tenant, session, g, inline[tenant+"/"+session])
+			}
+			if e := r.EpochOf(tenant, session); e != 1 {
+				t.Fatalf("%s: %s/%s at epoch %d", what, tenant, session, e)
+			}
+		}
+		if a, b := starts(r.Directory()), starts(sm.Directory()); a != b {
+			t.Fatalf("%s: another layout of the ranges", what)
+		}
+	}
+	check("installed", other)
+	other.Close()
+	otherDB.Close()
+	again, againDB := openReplicaWith(t, filepath.Join(dir, "other"), "", func(c *Config) { c.Groups = testGroups })
+	defer againDB.Close()
+	defer again.Close()
+	check("installed, after a restart", again)
+	sm.Close()
+	db.Close()
+}
+
+// A snapshot of the previous release, its directory inline in the head
+// (placements and epochs), is still installed.
+func TestMetaSnapshotOfThePreviousRelease(t *testing.T) {
+	head := snapshotHead{
+		Applied:    applied{Index: 9},
+		Members:    []Member{{ID: 1, RaftAddr: "a:1", Addr: "a:2"}},
+		Placements: map[string]uint64{"acme/a": 3, "acme/b": 4},
+		Epochs:     map[string]uint64{"acme/a": 1, "acme/b": 2, "acme/c": 1},
+	}
+	inline, _ := json.Marshal(head)
+	sm := openPlaced(t, t.TempDir())
+	if err := sm.Restore(node.MetaGroup, 9, node.Manifest{Inline: inline}, bytes.NewReader(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if g := sm.GroupOf("acme", "b"); g != 4 || sm.EpochOf("acme", "b") != 2 || sm.EpochOf("acme", "c") != 1 || sm.PlacementCount() != 2 {
+		t.Fatalf("group %d epoch %d, %d placements", g, sm.EpochOf("acme", "b"), sm.PlacementCount())
+	}
+	if ps := sm.Placements(); len(ps) != 2 || ps[0] != (Placement{Tenant: "acme", Session: "a", Group: 3}) {
+		t.Fatalf("placements %+v", ps)
+	}
+}
+
+// A body whose range does not match its head (another digest, a name
+// outside its bounds) is refused.
+func TestMetaSnapshotRefusesABadRange(t *testing.T) {
+	sm := openPlaced(t, t.TempDir())
+	apply(t, sm, node.MetaGroup, metaEntry(t, 1, MetaCommand{Op: OpPlacementSet, Placement: &Placement{Tenant: "acme", Session: "s", Group: elsewhere("s")}}))
+	idx, man, body := takeSnapshot(t, sm, node.MetaGroup)
+	bad := bytes.Clone(body.Bytes())
+	bad[len(bad)-1]++ // the epoch
+	other := openPlaced(t, t.TempDir())
+	if err := other.Restore(node.MetaGroup, idx, man, bytes.NewReader(bad)); err == nil {
+		t.Fatal("a range with another digest was installed")
+	}
+	if err := other.Restore(node.MetaGroup, idx, man, bytes.NewReader(body.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	if other.GroupOf("acme", "s") != elsewhere("s") {
+		t.Fatal("not installed")
+	}
+}
+
+// takeSnapshot is sm's snapshot of group: its index, manifest and body.
+func takeSnapshot(t *testing.T, sm *SM, group uint64) (uint64, node.Manifest, *bytes.Buffer) {
+	t.Helper()
+	idx, man, err := sm.Snapshot(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body bytes.Buffer
+	if err := sm.WriteSnapshot(group, man, &body); err != nil {
+		t.Fatal(err)
+	}
+	return idx, man, &body
+}
