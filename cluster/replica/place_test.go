@@ -277,15 +277,9 @@ func TestHeldRecordsFilterSnapshots(t *testing.T) {
 	}
 	names := func(sm *SM, g uint64) map[string]bool {
 		t.Helper()
-		_, man, err := sm.Snapshot(g)
-		if err != nil {
-			t.Fatal(err)
-		}
 		out := map[string]bool{}
-		for _, e := range man.Entries {
-			if e.Kind == kindSessionLog {
-				out[e.Name] = true
-			}
+		for _, s := range snapshotSessions(t, sm, g) {
+			out[s.Name] = true
 		}
 		return out
 	}

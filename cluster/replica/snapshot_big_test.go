@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,7 +85,7 @@ func sessionName(i, size int) (tenant, session string) {
 // before, the directory alone would not fit in a frame.
 func TestMetaSnapshotBeyondAFrame(t *testing.T) {
 	const n, size = 150_000, 40
-	dir := t.TempDir()
+	dir := memDir(t)
 	sm, db := openReplicaWith(t, dir, "", func(c *Config) { c.Groups = testGroups })
 	inline := map[string]uint64{}
 	var index uint64
@@ -201,4 +204,109 @@ func takeSnapshot(t *testing.T, sm *SM, group uint64) (uint64, node.Manifest, *b
 		t.Fatal(err)
 	}
 	return idx, man, &body
+}
+
+// snapshotSessions are the sessions sm's snapshot of group holds, with
+// their logs' lengths, as its body's state names them.
+func snapshotSessions(t *testing.T, sm *SM, group uint64) []SessionLength {
+	t.Helper()
+	_, man, body := takeSnapshot(t, sm, group)
+	if len(man.Entries) == 0 || man.Entries[0].Kind != kindGroupState {
+		t.Fatalf("the snapshot's first entry is not its state: %+v", man.Entries)
+	}
+	st, err := readGroupState(man.Entries[0], io.LimitReader(body, int64(man.Entries[0].Length)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Sessions
+}
+
+// A data group with more sessions than fit in a frame's names (32,000,
+// each named with the longest tenant and session, 129 bytes: one entry
+// each in the previous release's manifest would take more than 4 MiB) is
+// snapshotted, streamed between two transports with the default frame
+// bound, and installed with every session's log.
+func TestDataSnapshotBeyondAFrame(t *testing.T) {
+	const n = 32_000
+	group := node.MetaGroup + 1
+	dir := memDir(t)
+	sm, db := openReplica(t, dir, "")
+	defer db.Close()
+	defer sm.Close()
+	tenant := "t" + strings.Repeat("e", 63)
+	name := func(i int) string { return fmt.Sprintf("s%063d", i) }
+	for first := 0; first < n; first += 4000 {
+		var ents []node.Entry
+		for i := first; i < min(first+4000, n); i++ {
+			doc, _ := json.Marshal(fmt.Sprintf("promise %d", i))
+			idx := uint64(i + 1)
+			b, err := Command{Method: "declare", Tenant: tenant, Session: name(i), Actor: "alice", TS: int64(idx) * 1e9, Seed: idx, Doc: doc}.Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ents = append(ents, node.Entry{Index: idx, Kind: node.KindCommand, Data: b})
+		}
+		if _, err := sm.Apply(group, ents); err != nil {
+			t.Fatal(err)
+		}
+	}
+	idx, man, err := sm.Snapshot(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if frame := len(man.Marshal()); frame > 4096 {
+		t.Fatalf("the manifest is %d bytes", frame)
+	}
+	sessions := snapshotSessions(t, sm, group)
+	if len(sessions) != n {
+		t.Fatalf("%d sessions in the snapshot, want %d", len(sessions), n)
+	}
+	old := node.Manifest{Inline: []byte("{}")}
+	for _, s := range sessions {
+		old.Entries = append(old.Entries, node.ManifestEntry{Kind: kindSessionLog, Name: s.Name, Length: s.Length})
+	}
+	if size := len(old.Marshal()); size <= transport.DefaultMaxFrameSize {
+		t.Fatalf("one entry a session takes %d bytes: the test does not reach past a frame", size)
+	}
+	got, body := overTheWire(t, group, idx, man, func(w io.Writer) error { return sm.WriteSnapshot(group, man, w) })
+	defer body.Close()
+	other, otherDB := openReplica(t, filepath.Join(dir, "other"), "")
+	defer otherDB.Close()
+	defer other.Close()
+	if err := other.Restore(group, idx, got, body); err != nil {
+		t.Fatal(err)
+	}
+	if got := snapshotSessions(t, other, group); !slices.Equal(got, sessions) {
+		t.Fatalf("the installed group holds %d sessions", len(got))
+	}
+	for _, i := range []int{0, n / 2, n - 1} {
+		a, err := sm.Open(t.Context(), tenant, name(i), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := other.Open(t.Context(), tenant, name(i), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pa, pb := a.Position(), b.Position(); pa.Seq != pb.Seq || pa.Hash != pb.Hash {
+			t.Fatalf("session %d: %d %x installed as %d %x", i, pa.Seq, pa.Hash[:4], pb.Seq, pb.Hash[:4])
+		}
+	}
+}
+
+// memDir is a temporary directory in memory (/dev/shm) where there is one,
+// else on disk: the large snapshot tests write tens of thousands of
+// sessions, each log synced, which a disk shared with other work takes
+// minutes over.
+func memDir(t *testing.T) string {
+	t.Helper()
+	if fi, err := os.Stat("/dev/shm"); err != nil || !fi.IsDir() {
+		return t.TempDir()
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "tally-replica-")
+	if err != nil {
+		return t.TempDir()
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
