@@ -112,9 +112,11 @@ func TestMetaSnapshotBeyondAFrame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if frame := len(man.Marshal()); frame > transport.DefaultMaxFrameSize/16 {
+	frame := len(man.Marshal())
+	if frame > transport.DefaultMaxFrameSize/16 {
 		t.Fatalf("the manifest is %d bytes", frame)
 	}
+	t.Logf("manifest %d bytes for %d ranges: %d a range", frame, len(man.Entries), frame/len(man.Entries))
 	got, body := overTheWire(t, node.MetaGroup, idx, man, func(w io.Writer) error { return sm.WriteSnapshot(node.MetaGroup, man, w) })
 	defer body.Close()
 	other, otherDB := openReplicaWith(t, filepath.Join(dir, "other"), "", func(c *Config) { c.Groups = testGroups })
