@@ -336,6 +336,8 @@ func (m *dataSM) replaceGroup(group uint64, man node.Manifest, head snapshotHead
 		if err := prepare(head); err != nil {
 			return err
 		}
+	} else if man.Entries[0].Kind != kindGroupState {
+		return fmt.Errorf("the group's state is not the body's first entry")
 	}
 	err := man.ReadEntries(body, func(e node.ManifestEntry, r io.Reader) error {
 		switch e.Kind {

@@ -312,3 +312,79 @@ func memDir(t *testing.T) string {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
 }
+
+// A data group's snapshot of the previous release (the group's state
+// inline, one "log" entry a session) is still installed.
+func TestDataSnapshotOfThePreviousRelease(t *testing.T) {
+	group := node.MetaGroup + 1
+	src, srcDB := openReplica(t, t.TempDir(), "")
+	defer srcDB.Close()
+	defer src.Close()
+	if _, err := src.Apply(group, []node.Entry{entry(t, 2, "a"), entryIn(t, "t", 3, "b"), fenceEntry(t, 4, "u", group+1)}); err != nil {
+		t.Fatal(err)
+	}
+	idx, man, body := takeSnapshot(t, src, group)
+	st, err := readGroupState(man.Entries[0], io.LimitReader(body, int64(man.Entries[0].Length)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := st.Sessions
+	st.Sessions = nil
+	inline, _ := json.Marshal(st)
+	old := node.Manifest{Inline: inline}
+	for _, s := range sessions {
+		old.Entries = append(old.Entries, node.ManifestEntry{Kind: kindSessionLog, Name: s.Name, Length: s.Length})
+	}
+	var oldBody bytes.Buffer
+	if err := src.WriteSnapshot(group, old, &oldBody); err != nil {
+		t.Fatal(err)
+	}
+	if uint64(oldBody.Len()) != man.Entries[1].Length || len(sessions) != 2 {
+		t.Fatalf("the old form's body is %d bytes, the logs %d", oldBody.Len(), man.Entries[1].Length)
+	}
+	dst, dstDB := openReplica(t, t.TempDir(), "")
+	defer dstDB.Close()
+	defer dst.Close()
+	wire, err := node.UnmarshalManifest(old.Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Restore(group, idx, wire, &oldBody); err != nil {
+		t.Fatal(err)
+	}
+	if got := snapshotSessions(t, dst, group); !slices.Equal(got, sessions) {
+		t.Fatalf("installed %+v, want %+v", got, sessions)
+	}
+	if g, ok := dst.FencedTo(group, "acme", "u"); !ok || g != group+1 {
+		t.Fatalf("the fence was not installed: %d %v", g, ok)
+	}
+	// A chunked manifest whose state is not first is refused.
+	swapped := man
+	swapped.Entries = slices.Clone(man.Entries)
+	swapped.Entries[0], swapped.Entries[1] = swapped.Entries[1], swapped.Entries[0]
+	_, _, body = takeSnapshot(t, src, group)
+	if err := dst.Restore(group, idx, swapped, body); err == nil {
+		t.Fatal("a manifest with its logs before its state was installed")
+	}
+}
+
+// The body of a meta snapshot is written from the directory that snapshot
+// kept; one asked for after more than snapshotsKept newer snapshots fails
+// (raft sends a newer one).
+func TestMetaSnapshotBodyNoLongerKept(t *testing.T) {
+	sm := openPlaced(t, t.TempDir())
+	var first node.Manifest
+	for i := range uint64(snapshotsKept + 1) {
+		apply(t, sm, node.MetaGroup, metaEntry(t, i+1, MetaCommand{Op: OpPlacementSet, Placement: &Placement{Tenant: "acme", Session: fmt.Sprint("s", i), Group: elsewhere(fmt.Sprint("s", i))}}))
+		_, man, err := sm.Snapshot(node.MetaGroup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = man
+		}
+	}
+	if err := sm.WriteSnapshot(node.MetaGroup, first, io.Discard); err == nil || !strings.Contains(err.Error(), "no longer kept") {
+		t.Fatalf("the body of a snapshot no longer kept: %v", err)
+	}
+}
