@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"tally/cluster/node"
 )
 
 // starts are the directory's ranges' starts and counts, "start:count".
@@ -215,5 +217,37 @@ func BenchmarkPlacementDecide(b *testing.B) {
 				out[p.Name()] = p.Group
 			}
 		})
+	}
+}
+
+// The directory a replica applied, batch by batch in any order, is the one
+// it reads back after a restart: the same entries, the same ranges.
+func TestDirectorySurvivesARestart(t *testing.T) {
+	dir := t.TempDir()
+	sm, db := openReplicaWith(t, dir, "", func(c *Config) { c.Groups = testGroups })
+	r := rand.New(rand.NewPCG(3, 4))
+	order := r.Perm(12_000)
+	for first := 0; first < len(order); first += 1000 {
+		var ents []node.Entry
+		for j, i := range order[first : first+1000] {
+			session := fmt.Sprintf("s%05d", i)
+			ents = append(ents, metaEntry(t, uint64(first+j+1), MetaCommand{Op: OpPlacementSet, Placement: &Placement{Tenant: fmt.Sprint("t", i%7), Session: session, Group: GroupOf(testGroups, fmt.Sprint("t", i%7), session)%testGroups + 2}}))
+		}
+		if _, err := sm.Apply(node.MetaGroup, ents); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := sm.Directory()
+	if before.Len() != len(order) || len(before.Ranges()) < 5 {
+		t.Fatalf("%d entries in %d ranges", before.Len(), len(before.Ranges()))
+	}
+	sm.Close()
+	db.Close()
+	again, againDB := openReplicaWith(t, dir, "", func(c *Config) { c.Groups = testGroups })
+	defer againDB.Close()
+	defer again.Close()
+	after := again.Directory()
+	if starts(after) != starts(before) || !slices.Equal(after.From("", before.Len()+1), before.From("", before.Len()+1)) {
+		t.Fatalf("after a restart: %d entries in %d ranges, before %d in %d", after.Len(), len(after.Ranges()), before.Len(), len(before.Ranges()))
 	}
 }
