@@ -107,6 +107,8 @@ type SM struct {
 	*metaSM
 	*dataSM
 	restores atomic.Uint64
+	// metaRestores counts the meta group's snapshots installed.
+	metaRestores atomic.Uint64
 }
 
 var _ node.StateMachine = (*SM)(nil)
@@ -187,6 +189,9 @@ func (m *SM) Take(group, index uint64) (Outcome, bool) {
 
 // Restores counts the snapshots this replica installed with data.
 func (m *SM) Restores() uint64 { return m.restores.Load() }
+
+// MetaRestores counts the meta group's snapshots this replica installed.
+func (m *SM) MetaRestores() uint64 { return m.metaRestores.Load() }
 
 // GroupOf is a session's default data group, by hash of tenant/session
 // over the data groups; the directory's recorded placements override it

@@ -277,6 +277,9 @@ func (m *SM) Restore(group uint64, index uint64, man node.Manifest, body io.Read
 	}
 	head.Applied.Index = index
 	if group == node.MetaGroup {
+		if !man.IsEmpty() {
+			m.metaRestores.Add(1)
+		}
 		return m.restoreMeta(head, man, body)
 	}
 	return m.dataSM.restore(group, man, head, body)
