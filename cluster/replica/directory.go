@@ -169,11 +169,12 @@ func (m *metaSM) loadDirectory(epochs map[string]uint64) (*Directory, error) {
 	if err != nil {
 		return nil, err
 	}
-	return directoryOf(placements, epochs), nil
+	return directoryOf(ruleOf(m.cfg), placements, epochs), nil
 }
 
-// directoryOf is the directory of these placements and epochs, by name.
-func directoryOf(placements, epochs map[string]uint64) *Directory {
+// directoryOf is the directory of these placements and epochs, by name,
+// laid out by rule.
+func directoryOf(rule rangeRule, placements, epochs map[string]uint64) *Directory {
 	byName := make(map[string]DirEntry, len(placements))
 	for name, g := range placements {
 		byName[name] = DirEntry{Name: name, Group: g}
@@ -187,7 +188,7 @@ func directoryOf(placements, epochs map[string]uint64) *Directory {
 	for _, e := range byName {
 		entries = append(entries, e)
 	}
-	return NewDirectory(entries)
+	return newDirectoryRule(rule, entries)
 }
 
 // clearDirectory deletes every directory key, for a restore that writes

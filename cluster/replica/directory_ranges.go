@@ -63,6 +63,18 @@ type rangeRule struct{ max, split int }
 
 var defaultRule = rangeRule{max: DirectoryRangeMax, split: DirectoryRangeSplit}
 
+// ruleOf is the layout cfg asks for.
+func ruleOf(cfg Config) rangeRule {
+	r := defaultRule
+	if cfg.DirectoryRangeMax > 0 {
+		r.max = cfg.DirectoryRangeMax
+	}
+	if cfg.DirectoryRangeSplit > 0 {
+		r.split = cfg.DirectoryRangeSplit
+	}
+	return r
+}
+
 // natural reports a name that starts a range by its hash.
 func (r rangeRule) natural(name string) bool {
 	if r.split <= 0 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -221,10 +222,13 @@ func BenchmarkPlacementDecide(b *testing.B) {
 }
 
 // The directory a replica applied, batch by batch in any order, is the one
-// it reads back after a restart: the same entries, the same ranges.
+// it reads back after a restart, and the one a replica installing its
+// snapshot holds: the same entries, the same ranges. Ranges of at most 8
+// (a name in 4 starting one) make thousands of them, in many blocks.
 func TestDirectorySurvivesARestart(t *testing.T) {
 	dir := t.TempDir()
-	sm, db := openReplicaWith(t, dir, "", func(c *Config) { c.Groups = testGroups })
+	small := func(c *Config) { c.Groups, c.DirectoryRangeMax, c.DirectoryRangeSplit = testGroups, 8, 4 }
+	sm, db := openReplicaWith(t, dir, "", small)
 	r := rand.New(rand.NewPCG(3, 4))
 	order := r.Perm(12_000)
 	for first := 0; first < len(order); first += 1000 {
@@ -238,16 +242,27 @@ func TestDirectorySurvivesARestart(t *testing.T) {
 		}
 	}
 	before := sm.Directory()
-	if before.Len() != len(order) || len(before.Ranges()) < 5 {
-		t.Fatalf("%d entries in %d ranges", before.Len(), len(before.Ranges()))
+	if before.Len() != len(order) || len(before.Ranges()) < 2000 || len(before.blocks) < 30 {
+		t.Fatalf("%d entries in %d ranges, %d blocks", before.Len(), len(before.Ranges()), len(before.blocks))
 	}
+	same := func(what string, got *Directory) {
+		t.Helper()
+		if starts(got) != starts(before) || !slices.Equal(got.From("", before.Len()+1), before.From("", before.Len()+1)) {
+			t.Fatalf("%s: %d entries in %d ranges, before %d in %d", what, got.Len(), len(got.Ranges()), before.Len(), len(before.Ranges()))
+		}
+	}
+	idx, man, body := takeSnapshot(t, sm, node.MetaGroup)
+	other, otherDB := openReplicaWith(t, filepath.Join(dir, "other"), "", small)
+	defer otherDB.Close()
+	defer other.Close()
+	if err := other.Restore(node.MetaGroup, idx, man, body); err != nil {
+		t.Fatal(err)
+	}
+	same("installed", other.Directory())
 	sm.Close()
 	db.Close()
-	again, againDB := openReplicaWith(t, dir, "", func(c *Config) { c.Groups = testGroups })
+	again, againDB := openReplicaWith(t, dir, "", small)
 	defer againDB.Close()
 	defer again.Close()
-	after := again.Directory()
-	if starts(after) != starts(before) || !slices.Equal(after.From("", before.Len()+1), before.From("", before.Len()+1)) {
-		t.Fatalf("after a restart: %d entries in %d ranges, before %d in %d", after.Len(), len(after.Ranges()), before.Len(), len(before.Ranges()))
-	}
+	same("after a restart", again.Directory())
 }

@@ -64,6 +64,12 @@ type Config struct {
 	// Service makes the Service that runs commands over the replica's
 	// sessions (ledgerservice.Local over them).
 	Service func(ledgerservice.Sessions) service.Service
+	// DirectoryRangeMax and DirectoryRangeSplit lay out the meta group's
+	// directory's ranges (directory_ranges.go); zero means the defaults.
+	// Every replica of a cluster uses the same (the defaults); tests make
+	// them small, so that a few thousand placements span thousands of
+	// ranges.
+	DirectoryRangeMax, DirectoryRangeSplit int
 	// MaxOpen bounds the sessions kept open (each holds a few files): past
 	// it the least recently opened are closed once idle for IdleClose. A
 	// read holding a session longer than IdleClose after opening it may

@@ -146,9 +146,9 @@ func (m *metaSM) restoreMeta(head snapshotHead, man node.Manifest, body io.Reade
 	st.Moves, st.Added = head.Moves, head.Added
 	var err error
 	if head.Directory != nil {
-		st.Dir, err = readDirectory(*head.Directory, man, body)
+		st.Dir, err = readDirectory(ruleOf(m.cfg), *head.Directory, man, body)
 	} else {
-		st.Dir, err = inlineDirectory(head, man)
+		st.Dir, err = inlineDirectory(ruleOf(m.cfg), head, man)
 	}
 	if err != nil {
 		return fmt.Errorf("replica: restore meta group: %w", err)
@@ -164,17 +164,17 @@ func (m *metaSM) restoreMeta(head snapshotHead, man node.Manifest, body io.Reade
 
 // inlineDirectory is the directory of a snapshot of the previous release:
 // its placements and epochs inline, no entries.
-func inlineDirectory(head snapshotHead, man node.Manifest) (*Directory, error) {
+func inlineDirectory(rule rangeRule, head snapshotHead, man node.Manifest) (*Directory, error) {
 	if len(man.Entries) > 0 {
 		return nil, fmt.Errorf("%d entries, and no directory in the head", len(man.Entries))
 	}
-	return directoryOf(head.Placements, head.Epochs), nil
+	return directoryOf(rule, head.Placements, head.Epochs), nil
 }
 
 // readDirectory reads the directory's ranges from a snapshot's body,
 // checking each against the head: its entries in order and within its
 // bounds, its count, and its digest.
-func readDirectory(dh dirHead, man node.Manifest, body io.Reader) (*Directory, error) {
+func readDirectory(rule rangeRule, dh dirHead, man node.Manifest, body io.Reader) (*Directory, error) {
 	if len(man.Entries) != len(dh.Ranges) {
 		return nil, fmt.Errorf("%d entries for the directory's %d ranges", len(man.Entries), len(dh.Ranges))
 	}
@@ -200,7 +200,7 @@ func readDirectory(dh dirHead, man node.Manifest, body io.Reader) (*Directory, e
 	if len(entries) != dh.Count {
 		return nil, fmt.Errorf("%d entries, the head says %d", len(entries), dh.Count)
 	}
-	return NewDirectory(entries), nil
+	return newDirectoryRule(rule, entries), nil
 }
 
 // readRange reads one range's entries from r (exactly its bytes).
