@@ -80,12 +80,13 @@ func placementsOf(dir *Directory, after string, limit int) []Placement {
 		return out
 	}
 	for len(out) < limit {
-		page := dir.From(after, limit-len(out))
+		want := limit - len(out)
+		page := dir.From(after, want)
 		for _, e := range page {
 			each(e)
 		}
-		if len(page) < limit {
-			break
+		if len(page) < want {
+			break // the directory's end
 		}
 		after = page[len(page)-1].Name
 	}

@@ -266,3 +266,29 @@ func TestDirectorySurvivesARestart(t *testing.T) {
 	defer again.Close()
 	same("after a restart", again.Directory())
 }
+
+// A page of placements skips entries that record only an epoch and still
+// fills up to its limit.
+func TestPlacementsOfSkipsEpochOnlyEntries(t *testing.T) {
+	d := newDirectoryRule(rangeRule{max: 2}, []DirEntry{
+		{Name: "a", Group: 2}, {Name: "b", Epoch: 1}, {Name: "c", Epoch: 1}, {Name: "d", Group: 3}, {Name: "e", Group: 4}, {Name: "f", Epoch: 2},
+	})
+	for _, c := range []struct {
+		after string
+		limit int
+		want  string
+	}{
+		{"", 2, "[{a 2} {d 3}]"},
+		{"a", 2, "[{d 3} {e 4}]"},
+		{"d", 5, "[{e 4}]"},
+		{"", -1, "[{a 2} {d 3} {e 4}]"},
+	} {
+		var got []string
+		for _, p := range placementsOf(d, c.after, c.limit) {
+			got = append(got, fmt.Sprintf("{%s %d}", p.Tenant, p.Group))
+		}
+		if s := "[" + strings.Join(got, " ") + "]"; s != c.want {
+			t.Errorf("after %q limit %d: %s, want %s", c.after, c.limit, s, c.want)
+		}
+	}
+}
