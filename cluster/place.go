@@ -44,9 +44,38 @@ func (r *PlaceRequest) envelope() (string, *Signed, []any) {
 }
 
 // SignPlacements makes a placements request for the node to, signed with
-// the join secret at at.
+// the join secret at at: the directory's first page.
 func SignPlacements(secret string, to Target, at time.Time) SignedAt {
 	return signAt(secret, "placements", to, at)
+}
+
+// PlacementsPageMax bounds the placements one answer carries: a directory
+// of more is read in pages (PlacementsRequest.After, Placements.Next), so
+// no answer carries the whole of it.
+const PlacementsPageMax = 1000
+
+// PlacementsRequest asks for a page of the directory's placements: those
+// after the session named After ("tenant/session"; none: from the first).
+// Without After it is signed as SignPlacements signs it, so a node of the
+// previous release answers it (whole, in one page).
+type PlacementsRequest struct {
+	Signed
+	After string `json:"after,omitempty"`
+}
+
+func (r *PlacementsRequest) envelope() (string, *Signed, []any) {
+	if r.After == "" {
+		return "placements", &r.Signed, nil
+	}
+	return "placements", &r.Signed, []any{r.After}
+}
+
+// SignPlacementsAfter makes a request for the page of placements after
+// the session named after, signed with the join secret at at.
+func SignPlacementsAfter(secret string, to Target, at time.Time, after string) PlacementsRequest {
+	r := PlacementsRequest{After: after}
+	sign(secret, to, at, &r)
+	return r
 }
 
 // Placed is a placement's answer.
@@ -61,10 +90,13 @@ type Placed struct {
 	Recorded  bool   `json:"recorded"`
 }
 
-// Placements is the directory's placements as a node answers them.
+// Placements is the directory's placements as a node answers them: one
+// page, in name order; Next, when set, names the last, after which the
+// next page begins.
 type Placements struct {
 	SchemaVersion int                 `json:"schema_version"`
 	Placements    []replica.Placement `json:"placements"`
+	Next          string              `json:"next,omitempty"`
 }
 
 // Place places a session in a data group: fenced in the group it routes
@@ -107,12 +139,22 @@ func (c *Node) fence(ctx context.Context, group uint64, p replica.Placement) err
 }
 
 // ListPlacements is the directory's placements as of a linearizable read
-// of the meta group.
+// of the meta group: the whole directory (OpPlacements pages it).
 func (c *Node) ListPlacements(ctx context.Context) ([]replica.Placement, error) {
 	if err := c.readIndex(ctx, node.MetaGroup); err != nil {
 		return nil, err
 	}
 	return c.sm.Placements(), nil
+}
+
+// ListPlacementsFrom is a page of the directory's placements, at most
+// limit after the session named after, as of a linearizable read of the
+// meta group; it reads only the directory's ranges the page spans.
+func (c *Node) ListPlacementsFrom(ctx context.Context, after string, limit int) ([]replica.Placement, error) {
+	if err := c.readIndex(ctx, node.MetaGroup); err != nil {
+		return nil, err
+	}
+	return c.sm.PlacementsFrom(after, limit), nil
 }
 
 // proposeMeta commits a meta command and returns its value, of type R.
@@ -152,16 +194,26 @@ func (c *Node) OpPlace(ctx context.Context, decode Decode) (any, error) {
 	return placed, nil
 }
 
-// OpPlacements lists the directory's placements.
+// OpPlacements lists a page of the directory's placements: at most
+// PlacementsPageMax, with the name the next page follows when there may be
+// more.
 func (c *Node) OpPlacements(ctx context.Context, decode Decode) (any, error) {
-	if err := c.decodeSigned(decode, &SignedAt{what: "placements"}); err != nil {
+	var req PlacementsRequest
+	if err := c.decodeSigned(decode, &req); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	ps, err := c.ListPlacements(ctx)
+	ps, err := c.ListPlacementsFrom(ctx, req.After, PlacementsPageMax)
 	if err != nil {
 		return nil, refusal(err)
 	}
-	return Placements{SchemaVersion: 1, Placements: ps}, nil
+	out := Placements{SchemaVersion: 1, Placements: ps}
+	if ps == nil {
+		out.Placements = []replica.Placement{}
+	}
+	if len(ps) == PlacementsPageMax {
+		out.Next = ps[len(ps)-1].Name()
+	}
+	return out, nil
 }

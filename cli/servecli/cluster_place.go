@@ -106,13 +106,40 @@ func runPlacements(ctx context.Context, g cli.Env, o *placementsOptions) error {
 	if err != nil {
 		return err
 	}
-	return clusterPrint(g, ctx, *o.addr, cluster.PlacementsPath, func(t cluster.Target) any { return cluster.SignPlacements(s, t, g.IO().Now()) }, func(raw []byte) error {
+	// The node answers a page at a time (cluster.PlacementsPageMax); the
+	// pages are read in turn and printed as one list, as before.
+	var all cluster.Placements
+	var first []byte
+	for after := ""; ; {
+		raw, err := clusterCall(g, ctx, *o.addr, cluster.PlacementsPath, func(t cluster.Target) any { return cluster.SignPlacementsAfter(s, t, g.IO().Now(), after) })
+		if err != nil {
+			return err
+		}
+		if first == nil {
+			first = raw
+		}
 		var doc cluster.Placements
 		if err := json.Unmarshal(raw, &doc); err != nil {
 			return fmt.Errorf("placements: the node's answer: %w", err)
 		}
-		return printPlacements(g, doc.Placements)
-	})
+		all.SchemaVersion = doc.SchemaVersion
+		all.Placements = append(all.Placements, doc.Placements...)
+		if doc.Next == "" || doc.Next <= after {
+			break
+		}
+		after = doc.Next
+	}
+	if all.Placements == nil {
+		all.Placements = []replica.Placement{}
+	}
+	if g.JSON() {
+		if all.Next = ""; len(all.Placements) <= cluster.PlacementsPageMax {
+			_, err := g.IO().Out.Write(first) // one page: the node's answer as it is
+			return err
+		}
+		return json.NewEncoder(g.IO().Out).Encode(all)
+	}
+	return printPlacements(g, all.Placements)
 }
 
 func printPlacements(g cli.Env, ps []replica.Placement) error {

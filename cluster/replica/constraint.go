@@ -216,15 +216,15 @@ func decideConstrain(st metaState, c MetaCommand, groups int) (Policy, Outcome) 
 	if err := placement.CheckMet(nodes, entry.Constraint, replicas); err != nil {
 		return p, Outcome{Err: refuse.New(CodeConstraintUnmet, entry.Field(), err.Error())}
 	}
-	placements := placementList(st.Placements)
 	groupOf := func(t, s string) uint64 {
-		if g, ok := st.Placements[t+"/"+s]; ok {
+		if g, ok := st.Dir.Group(t + "/" + s); ok {
 			return g
 		}
 		return GroupOf(groups, t, s)
 	}
 	others := slices.DeleteFunc(slices.Clone(p.Constraints), func(x ConstraintEntry) bool { return x.Name() == entry.Name() })
-	bound := ConstraintGroups(append(slices.Clone(others), entry), placements, groupOf)
+	all := append(slices.Clone(others), entry)
+	bound := ConstraintGroups(all, tenantPlacements(st.Dir, all), groupOf)
 	mine := bound[len(bound)-1].Groups
 	for _, b := range bound[:len(bound)-1] {
 		for _, g := range b.Groups {
@@ -255,14 +255,23 @@ func (e ConstraintEntry) Field() string {
 	return "zones"
 }
 
-// placementList is the directory's placements as a list.
-func placementList(m map[string]uint64) []Placement {
-	out := make([]Placement, 0, len(m))
-	for name, g := range m {
-		t, s, _ := strings.Cut(name, "/")
-		out = append(out, Placement{Tenant: t, Session: s, Group: g})
+// tenantPlacements are the directory's placements of the tenants that
+// entries constrain whole (the only placements ConstraintGroups reads),
+// each tenant's read from the ranges that hold its names.
+func tenantPlacements(dir *Directory, entries []ConstraintEntry) []Placement {
+	var out []Placement
+	var seen []string
+	for _, e := range entries {
+		if e.Session != "" || slices.Contains(seen, e.Tenant) {
+			continue
+		}
+		seen = append(seen, e.Tenant)
+		for _, de := range dir.Prefix(e.Tenant + "/") {
+			if de.Group != 0 {
+				out = append(out, placementOf(de))
+			}
+		}
 	}
-	slices.SortFunc(out, func(a, b Placement) int { return cmp.Compare(a.Name(), b.Name()) })
 	return out
 }
 
@@ -271,8 +280,8 @@ func placementList(m map[string]uint64) []Placement {
 // group's effective constraint.
 func (m *metaSM) Constraints() ([]Constrained, map[uint64]placement.Constraint) {
 	m.mu.Lock()
-	entries, placements := slices.Clone(m.policy.Constraints), placementList(m.placements)
+	entries, dir := slices.Clone(m.policy.Constraints), m.dir
 	m.mu.Unlock()
-	bound := ConstraintGroups(entries, placements, m.GroupOf)
+	bound := ConstraintGroups(entries, tenantPlacements(dir, entries), m.GroupOf)
 	return bound, GroupConstraints(bound)
 }

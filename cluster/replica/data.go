@@ -71,6 +71,8 @@ type dataSM struct {
 	holding map[string]*ledger.Ledger
 	mintMu  sync.Mutex
 	ids     *mrand.ChaCha8 // the command's ids, from its seed
+	// kept are the groups' last snapshots' states (snapshot_data.go).
+	kept keptStates
 }
 
 // newData opens the data groups' state: their fences and held records.

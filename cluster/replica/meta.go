@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -19,19 +18,19 @@ import (
 
 // metaState is the meta group's state: the members, by id, and the
 // cluster's tokens, by id, each stored whole (they are small); the
-// directory's placements, by tenant/session, one key each (directory.go).
+// directory's placements and epochs, by tenant/session, one key each,
+// held in ranges (directory.go, directory_ranges.go).
 type metaState struct {
-	Members    []Member          `json:"members"`
-	Tokens     []TokenEntry      `json:"tokens,omitempty"`
-	Nonces     []NonceEntry      `json:"-"`
-	Placements map[string]uint64 `json:"-"`
-	Policy     Policy            `json:"-"`
+	Members []Member     `json:"members"`
+	Tokens  []TokenEntry `json:"tokens,omitempty"`
+	Nonces  []NonceEntry `json:"-"`
+	// Dir is the directory: each session's recorded group and epoch.
+	Dir    *Directory `json:"-"`
+	Policy Policy     `json:"-"`
 	// Liveness are the committed liveness facts, by node (liveness.go).
 	Liveness []LivenessFact `json:"liveness,omitempty"`
-	// Epochs are the sessions' epochs (how many times each one's group
-	// changed), Moves the moves (move.go).
-	Epochs map[string]uint64 `json:"-"`
-	Moves  []Move            `json:"-"`
+	// Moves are the moves (move.go).
+	Moves []Move `json:"-"`
 	// Added are the data groups added after the bootstrap
 	// (directory_groups.go).
 	Added []AddedGroup `json:"-"`
@@ -60,15 +59,17 @@ type metaSM struct {
 	// nonces are the operator requests' nonces the meta group recorded
 	// and has not yet let expire.
 	nonces []NonceEntry
-	// placements are the directory's placements as applied
-	// (tenant/session → group; directory.go).
-	placements map[string]uint64
+	// dir is the directory as applied (tenant/session → group and epoch;
+	// directory.go): immutable, replaced whole by each batch.
+	dir *Directory
 	// policy is the placement policy (policy.go).
 	policy   Policy
 	liveness []LivenessFact
-	// epochs and moves are the sessions' epochs and the moves (move.go).
-	epochs   map[string]uint64
-	moves    []Move
+	// moves are the moves (move.go).
+	moves []Move
+	// snaps are the directories of the snapshots last taken, by applied
+	// index, for writing their bodies (snapshot_meta.go).
+	snaps    []keptDirectory
 	added    []AddedGroup       // data groups added after the bootstrap
 	outcomes map[uint64]Outcome // index → outcome of the last batch
 }
@@ -84,10 +85,12 @@ func newMeta(b base) (*metaSM, error) {
 		return nil, err
 	}
 	m.members, m.tokenList, m.nonces, m.policy, m.liveness = st.Members, st.Tokens, st.Nonces, st.Policy, st.Liveness
-	if m.placements, err = m.scanGroups(gkey(node.MetaGroup, kindPlacement)); err != nil {
+	epochs, moves, err := m.loadMoves()
+	if err != nil {
 		return nil, err
 	}
-	if m.epochs, m.moves, err = m.loadMoves(); err != nil {
+	m.moves = moves
+	if m.dir, err = m.loadDirectory(epochs); err != nil {
 		return nil, err
 	}
 	if m.added, err = m.loadAdded(); err != nil {
@@ -139,21 +142,28 @@ func (m *metaSM) loadMeta() (metaState, error) {
 func (m *metaSM) metaSnapshot() metaState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return metaState{Members: slices.Clone(m.members), Tokens: slices.Clone(m.tokenList), Nonces: slices.Clone(m.nonces), Placements: maps.Clone(m.placements), Policy: m.policy, Liveness: slices.Clone(m.liveness),
-		Epochs: maps.Clone(m.epochs), Moves: slices.Clone(m.moves), Added: slices.Clone(m.added)}
+	return metaState{Members: slices.Clone(m.members), Tokens: slices.Clone(m.tokenList), Nonces: slices.Clone(m.nonces), Dir: m.dir, Policy: m.policy, Liveness: slices.Clone(m.liveness),
+		Moves: slices.Clone(m.moves), Added: slices.Clone(m.added)}
 }
 
 // saveMeta writes the meta group's state and its applied record in one
 // synced batch, and then makes it the replica's.
-func (m *metaSM) saveMeta(st metaState, a applied, outs map[uint64]Outcome) error {
+// A restore replaces the directory's keys whole.
+func (m *metaSM) saveMeta(st metaState, a applied, outs map[uint64]Outcome, restore bool) error {
 	m.mu.Lock()
-	old, oldEpochs, oldAdded := m.placements, m.epochs, m.added
+	old, oldAdded := m.dir, m.added
 	m.mu.Unlock()
 	err := m.commit(func(b *pebble.Batch) error {
-		if err := writePlacements(b, old, st.Placements); err != nil {
+		if restore {
+			if err := clearDirectory(b); err != nil {
+				return err
+			}
+			old = nil
+		}
+		if err := writeDirectory(b, old, st.Dir); err != nil {
 			return err
 		}
-		if err := writeMoves(b, st.Placements, oldEpochs, st.Epochs, st.Moves); err != nil {
+		if err := writeMoves(b, nil, nil, nil, st.Moves); err != nil {
 			return err
 		}
 		if err := writeAdded(b, oldAdded, st.Added); err != nil {
@@ -182,11 +192,8 @@ func (m *metaSM) saveMeta(st metaState, a applied, outs map[uint64]Outcome) erro
 	}
 	m.mu.Lock()
 	m.members, m.tokenList, m.tokens, m.nonces = st.Members, st.Tokens, table, st.Nonces
-	m.placements, m.policy, m.liveness = st.Placements, st.Policy, st.Liveness
-	if m.placements == nil {
-		m.placements = map[string]uint64{}
-	}
-	m.epochs, m.moves, m.added = st.Epochs, st.Moves, st.Added
+	m.dir, m.policy, m.liveness = st.Dir, st.Policy, st.Liveness
+	m.moves, m.added = st.Moves, st.Added
 	if outs != nil {
 		m.outcomes = outs
 	}
@@ -274,7 +281,7 @@ func (m *metaSM) apply(ents []node.Entry) ([][]byte, error) {
 		outs[e.Index] = out
 	}
 	a.Index = ents[len(ents)-1].Index
-	if err := m.saveMeta(st, a, outs); err != nil {
+	if err := m.saveMeta(st, a, outs, false); err != nil {
 		return nil, err
 	}
 	if changed && m.cfg.OnMembers != nil {
@@ -292,17 +299,12 @@ func decideMeta(st metaState, c MetaCommand, groups int) (metaState, Outcome) {
 		st.Tokens = toks
 		return st, out
 	case OpPlacementSet:
-		pl, out := decidePlacementIn(st.Placements, groups, groups+len(st.Added), c.Placement)
-		if name := c.Placement.Name(); out.Err == nil && pl[name] != st.Placements[name] {
-			// The session's group changed: its epoch follows.
-			st.Epochs = cloneMap(st.Epochs)
-			st.Epochs[name]++
-		}
-		st.Placements = pl
+		dir, out := decidePlacementIn(st.Dir, groups, groups+len(st.Added), c.Placement)
+		st.Dir = dir
 		return st, out
 	case OpMoveBegin, OpMoveStep:
-		d, out := decideMove(directory{placements: st.Placements, epochs: st.Epochs, moves: st.Moves, added: len(st.Added)}, c, groups)
-		st.Placements, st.Epochs, st.Moves = d.placements, d.epochs, d.moves
+		d, out := decideMove(directory{dir: st.Dir, moves: st.Moves, added: len(st.Added)}, c, groups)
+		st.Dir, st.Moves = d.result(), d.moves
 		return st, out
 	case OpGroupsAdd:
 		added, out := decideGroupsAdd(st.Added, groups, st.Members, c)
@@ -466,37 +468,4 @@ func decideNonce(ns []NonceEntry, c MetaCommand) ([]NonceEntry, Outcome) {
 		return kept, Outcome{Err: refuse.New(CodeTooManySigned, "nonce", fmt.Sprintf("%d signed requests are remembered, the most the cluster holds: retry once some have expired (within minutes)", len(kept)))}
 	}
 	return append(kept, *c.Nonce), Outcome{}
-}
-
-// snapshot is the meta group's snapshot head: its whole state, inline.
-func (m *metaSM) snapshot() (snapshotHead, error) {
-	a, err := m.progress(node.MetaGroup)
-	if err != nil {
-		return snapshotHead{}, err
-	}
-	head := snapshotHead{Applied: a}
-	st := m.metaSnapshot()
-	head.Members, head.Tokens, head.Nonces, head.Placements = st.Members, st.Tokens, st.Nonces, st.Placements
-	if !st.Policy.isZero() {
-		head.Policy = &st.Policy
-	}
-	head.Liveness = st.Liveness
-	head.Epochs, head.Moves, head.Added = st.Epochs, st.Moves, st.Added
-	return head, nil
-}
-
-func (m *metaSM) restoreMeta(head snapshotHead) error {
-	st := metaState{Members: head.Members, Tokens: head.Tokens, Nonces: head.Nonces, Placements: head.Placements}
-	if head.Policy != nil {
-		st.Policy = *head.Policy
-	}
-	st.Liveness = head.Liveness
-	st.Epochs, st.Moves, st.Added = head.Epochs, head.Moves, head.Added
-	if err := m.saveMeta(st, head.Applied, nil); err != nil {
-		return err
-	}
-	if m.cfg.OnMembers != nil {
-		m.cfg.OnMembers(st.Members)
-	}
-	return nil
 }

@@ -124,10 +124,12 @@ func (s MoveStep) name() string { return s.Tenant + "/" + s.Session }
 var moveOrder = map[string]int{MoveBegun: 0, MoveCopied: 1, MoveFenced: 2, MoveProven: 3, MoveActivated: 4, MoveRetired: 5}
 
 // directory is what a move decides over: the placements, the sessions'
-// epochs, the moves.
+// epochs, the moves. placements and epochs are those the move's decision
+// changed, over dir (result sets them in it).
 type directory struct {
 	placements map[string]uint64
 	epochs     map[string]uint64
+	dir        *Directory
 	moves      []Move
 	// added is the data groups added after the bootstrap: a move may go
 	// to one.
@@ -137,6 +139,9 @@ type directory struct {
 // groupOf is the session's group in d.
 func (d directory) groupOf(groups int, tenant, session string) uint64 {
 	if g, ok := d.placements[tenant+"/"+session]; ok {
+		return g
+	}
+	if g, ok := d.dir.Group(tenant + "/" + session); ok {
 		return g
 	}
 	return GroupOf(groups, tenant, session)
@@ -172,8 +177,8 @@ func beginMove(d directory, s MoveStep, groups int, ts int64) (directory, Outcom
 		}
 		return d, Outcome{Err: refuse.Conflictf("session", fmt.Sprintf("session %s is moving already (move %d, from group %d to group %d, %s): let it end, or abort it (tally cluster move %s --abort)", name, mv.ID, mv.From, mv.To, mv.Step, name))}
 	}
-	if s.Epoch != d.epochs[name] {
-		return d, Outcome{Err: refuse.New(CodeMoveStale, "epoch", fmt.Sprintf("the move of %s was asked for at its epoch %d; it is at epoch %d now (it moved since): ask again", name, s.Epoch, d.epochs[name]))}
+	if s.Epoch != d.epoch(name) {
+		return d, Outcome{Err: refuse.New(CodeMoveStale, "epoch", fmt.Sprintf("the move of %s was asked for at its epoch %d; it is at epoch %d now (it moved since): ask again", name, s.Epoch, d.epoch(name)))}
 	}
 	if from == s.To {
 		return d, Outcome{Err: refuse.Conflictf("group", fmt.Sprintf("session %s is in group %d already", name, s.To))}
@@ -305,9 +310,7 @@ func (m *metaSM) Moves() []Move {
 // EpochOf is the session's epoch in the directory, as this replica has
 // applied it: how many times its group changed.
 func (m *metaSM) EpochOf(tenant, session string) uint64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.epochs[tenant+"/"+session]
+	return m.Directory().Epoch(tenant + "/" + session)
 }
 
 // Keys of the meta group's moves: the sessions' epochs, one key each

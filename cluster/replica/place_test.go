@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"maps"
 	"path/filepath"
 	"testing"
 
@@ -68,10 +67,10 @@ func errString(err error) string {
 func TestDecidePlacement(t *testing.T) {
 	hash := GroupOf(testGroups, "acme", "s")
 	other := elsewhere("s")
-	placed := map[string]uint64{"acme/s": other}
+	placed := NewDirectory([]DirEntry{{Name: "acme/s", Group: other, Epoch: 1}})
 	for _, c := range []struct {
 		name   string
-		have   map[string]uint64
+		have   *Directory
 		p      *Placement
 		err    string
 		record bool
@@ -88,23 +87,23 @@ func TestDecidePlacement(t *testing.T) {
 		{"its hash's group", nil, &Placement{Tenant: "acme", Session: "s", Group: hash}, "", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, out := decidePlacement(c.have, testGroups, c.p)
+			got, out := decidePlacementIn(c.have, testGroups, testGroups, c.p)
 			if errString(out.Err) != c.err {
 				t.Fatalf("refusal %q, want %q", errString(out.Err), c.err)
 			}
-			if c.err != "" && !maps.Equal(got, c.have) {
-				t.Fatalf("a refusal changed the directory: %v", got)
+			if c.err != "" && got != c.have {
+				t.Fatalf("a refusal changed the directory: %v", got.Ranges())
 			}
-			if g, ok := got["acme/s"]; ok != c.record || (ok && g != other) {
-				t.Fatalf("directory %v, want a record: %v", got, c.record)
+			if g, ok := got.Group("acme/s"); ok != c.record || (ok && g != other) || (ok && got.Epoch("acme/s") != 1) {
+				t.Fatalf("directory %+v, want a record: %v", got.From("", 10), c.record)
 			}
 		})
 	}
 	// Pure: the directory it was given is never changed.
-	have := map[string]uint64{}
-	decidePlacement(have, testGroups, &Placement{Tenant: "acme", Session: "s", Group: other})
-	if len(have) != 0 {
-		t.Fatalf("decidePlacement changed its input: %v", have)
+	have := NewDirectory([]DirEntry{{Name: "acme/r", Group: other}})
+	decidePlacementIn(have, testGroups, testGroups, &Placement{Tenant: "acme", Session: "s", Group: other})
+	if have.Len() != 1 || have.Placed() != 1 {
+		t.Fatalf("decidePlacementIn changed its input: %+v", have.From("", 10))
 	}
 }
 
@@ -278,15 +277,9 @@ func TestHeldRecordsFilterSnapshots(t *testing.T) {
 	}
 	names := func(sm *SM, g uint64) map[string]bool {
 		t.Helper()
-		_, man, err := sm.Snapshot(g)
-		if err != nil {
-			t.Fatal(err)
-		}
 		out := map[string]bool{}
-		for _, e := range man.Entries {
-			if e.Kind == kindSessionLog {
-				out[e.Name] = true
-			}
+		for _, s := range snapshotSessions(t, sm, g) {
+			out[s.Name] = true
 		}
 		return out
 	}

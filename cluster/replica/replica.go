@@ -64,6 +64,12 @@ type Config struct {
 	// Service makes the Service that runs commands over the replica's
 	// sessions (ledgerservice.Local over them).
 	Service func(ledgerservice.Sessions) service.Service
+	// DirectoryRangeMax and DirectoryRangeSplit lay out the meta group's
+	// directory's ranges (directory_ranges.go); zero means the defaults.
+	// Every replica of a cluster uses the same (the defaults); tests make
+	// them small, so that a few thousand placements span thousands of
+	// ranges.
+	DirectoryRangeMax, DirectoryRangeSplit int
 	// MaxOpen bounds the sessions kept open (each holds a few files): past
 	// it the least recently opened are closed once idle for IdleClose. A
 	// read holding a session longer than IdleClose after opening it may
@@ -107,6 +113,8 @@ type SM struct {
 	*metaSM
 	*dataSM
 	restores atomic.Uint64
+	// metaRestores counts the meta group's snapshots installed.
+	metaRestores atomic.Uint64
 }
 
 var _ node.StateMachine = (*SM)(nil)
@@ -187,6 +195,9 @@ func (m *SM) Take(group, index uint64) (Outcome, bool) {
 
 // Restores counts the snapshots this replica installed with data.
 func (m *SM) Restores() uint64 { return m.restores.Load() }
+
+// MetaRestores counts the meta group's snapshots this replica installed.
+func (m *SM) MetaRestores() uint64 { return m.metaRestores.Load() }
 
 // GroupOf is a session's default data group, by hash of tenant/session
 // over the data groups; the directory's recorded placements override it

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"tally/cluster/node"
+	"tally/ledger"
 	"tally/store"
 )
 
@@ -39,13 +41,18 @@ type snapshotHead struct {
 	Members []Member     `json:"members,omitempty"` // the meta group's
 	Tokens  []TokenEntry `json:"tokens,omitempty"`  // the meta group's
 	Nonces  []NonceEntry `json:"nonces,omitempty"`  // the meta group's
-	// Placements are the meta group's directory: tenant/session → group.
+	// Placements are the meta group's directory: tenant/session → group,
+	// in a snapshot of the previous release (read, no longer written).
 	Placements map[string]uint64 `json:"placements,omitempty"`
+	// Directory is the meta group's directory's ranges, whose entries are
+	// the body (snapshot_meta.go).
+	Directory *dirHead `json:"directory,omitempty"`
 	// Policy is the meta group's placement policy (policy.go).
 	Policy *Policy `json:"policy,omitempty"`
 	// Liveness are the meta group's committed liveness facts.
 	Liveness []LivenessFact `json:"liveness,omitempty"`
-	// Epochs and Moves are the meta group's sessions' epochs and moves.
+	// Epochs and Moves are the meta group's sessions' epochs (in a
+	// snapshot of the previous release) and moves.
 	Epochs map[string]uint64 `json:"epochs,omitempty"`
 	Moves  []Move            `json:"moves,omitempty"`
 	// Added are the meta group's data groups added after the bootstrap.
@@ -65,6 +72,9 @@ type snapshotHead struct {
 	// bytes its records name, their size and holders. The bytes are not
 	// in the snapshot: the node installing it fetches them.
 	Contents map[string]contentRecord `json:"contents,omitempty"`
+	// Sessions are a data group's sessions' logs and their lengths, in
+	// the order the logs follow in the body (snapshot_data.go).
+	Sessions []SessionLength `json:"sessions,omitempty"`
 }
 
 // Snapshot is the group's manifest as of its applied index.
@@ -73,9 +83,9 @@ func (m *SM) Snapshot(group uint64) (uint64, node.Manifest, error) {
 	var entries []node.ManifestEntry
 	var err error
 	if group == node.MetaGroup {
-		head, err = m.metaSM.snapshot()
+		head, entries, err = m.metaSM.snapshot()
 	} else {
-		head, entries, err = m.dataSM.snapshot(group)
+		head, entries, err = m.dataSM.chunkedSnapshot(group)
 	}
 	if err != nil {
 		return 0, node.Manifest{}, err
@@ -128,32 +138,98 @@ func (m *dataSM) sessionEntries(group uint64) ([]node.ManifestEntry, error) {
 	}
 	var out []node.ManifestEntry
 	for _, se := range sessions {
-		pos, err := m.position(se.Tenant, se.Name)
+		length, err := m.logLength(se.Tenant, se.Name)
 		if err != nil {
 			return nil, fmt.Errorf("session %s: %w", se, err)
 		}
-		if pos.Offset == 0 {
+		if length == 0 {
 			continue // an empty log is not a session
 		}
-		out = append(out, node.ManifestEntry{Kind: kindSessionLog, Name: se.String(), Length: uint64(pos.Offset)})
+		out = append(out, node.ManifestEntry{Kind: kindSessionLog, Name: se.String(), Length: uint64(length)})
 	}
 	return out, nil
 }
 
+// logLength is where a session's log ends now: its open ledger's
+// position, or for a closed session its file's size (a closed session's
+// log ends with its last record: a torn tail is cut back when the replica
+// starts). A snapshot of a group of many sessions so opens none.
+func (m *dataSM) logLength(tenant, session string) (int64, error) {
+	m.mu.Lock()
+	l, ok := m.ledgers[tenant+"/"+session]
+	m.mu.Unlock()
+	if ok {
+		return l.Position().Offset, nil
+	}
+	dir, err := store.SessionDir(m.cfg.Root, tenant, session)
+	if err != nil {
+		return 0, nil
+	}
+	fi, err := os.Stat(store.LogPath(dir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// readSession calls f with a session's ledger: the open one, or one opened
+// for f alone and closed after, with mu held so that no other open of the
+// session races it. A snapshot reading every session of a large group so
+// keeps no more sessions open than before.
+func (m *dataSM) readSession(tenant, session string, f func(*ledger.Ledger) error) error {
+	key := tenant + "/" + session
+	m.mu.Lock()
+	if l, ok := m.ledgers[key]; ok {
+		m.mu.Unlock()
+		return f(l)
+	}
+	defer m.mu.Unlock()
+	dir, err := store.SessionDir(m.cfg.Root, tenant, session)
+	if err != nil {
+		return err
+	}
+	l, err := ledger.Open(dir, m.cfg.Ledger)
+	if err != nil {
+		return fmt.Errorf("open session %s: %w", key, err)
+	}
+	return errors.Join(f(l), l.Close())
+}
+
 // WriteSnapshot writes the body of a manifest Snapshot made: each
-// session's log up to its length, read from the file. It touches no state
-// the loop holds, so it runs on any goroutine. Only a data group's
-// manifest has entries: the meta group's body is empty.
+// session's log up to its length, read from the file; for the meta group
+// its directory's ranges. It touches no state the loop holds, so it runs
+// on any goroutine.
 func (m *SM) WriteSnapshot(group uint64, man node.Manifest, w io.Writer) error {
+	if group == node.MetaGroup {
+		return m.metaSM.writeSnapshot(man, w)
+	}
 	return m.dataSM.writeSnapshot(group, man, w)
 }
 
 func (m *dataSM) writeSnapshot(group uint64, man node.Manifest, w io.Writer) error {
-	err := man.WriteEntries(w, func(e node.ManifestEntry, w io.Writer) error {
-		if e.Kind != kindSessionLog {
-			return m.writeBytesEntry(group, e, w)
+	kept, err := m.keptState(group, man)
+	if err != nil {
+		return fmt.Errorf("replica: snapshot group %d: %w", group, err)
+	}
+	err = man.WriteEntries(w, func(e node.ManifestEntry, w io.Writer) error {
+		switch e.Kind {
+		case kindGroupState:
+			_, err := w.Write(kept.state)
+			return err
+		case kindSessionLogs:
+			for _, s := range kept.sessions {
+				if err := m.copyLog(s.Name, int64(s.Length), w); err != nil {
+					return fmt.Errorf("session %s: %w", s.Name, err)
+				}
+			}
+			return nil
+		case kindSessionLog:
+			return m.copyLog(e.Name, int64(e.Length), w)
 		}
-		return m.copyLog(e.Name, int64(e.Length), w)
+		return m.writeBytesEntry(group, e, w)
 	})
 	if err != nil {
 		return fmt.Errorf("replica: snapshot group %d: %w", group, err)
@@ -201,10 +277,10 @@ func (m *SM) Restore(group uint64, index uint64, man node.Manifest, body io.Read
 	}
 	head.Applied.Index = index
 	if group == node.MetaGroup {
-		if len(man.Entries) > 0 {
-			return fmt.Errorf("replica: restore meta group: %d entries, it has none", len(man.Entries))
+		if !man.IsEmpty() {
+			m.metaRestores.Add(1)
 		}
-		return m.restoreMeta(head)
+		return m.restoreMeta(head, man, body)
 	}
 	return m.dataSM.restore(group, man, head, body)
 }
@@ -243,46 +319,51 @@ func (m *dataSM) restore(group uint64, man node.Manifest, head snapshotHead, bod
 // replaceGroup removes the group's sessions, uploads, fences and held
 // records and writes the snapshot's: its logs, objects and staged uploads
 // from the body, each log's held record, and its used uploads' records and
-// its fences from the head.
+// its fences from its state (the body's first entry; in a snapshot of the
+// previous release, the head).
 func (m *dataSM) replaceGroup(group uint64, man node.Manifest, head snapshotHead, body io.Reader) error {
 	if err := m.removeSessions(group); err != nil {
 		return err
 	}
 	pb := m.cfg.DB.Pebble().NewBatch()
 	defer pb.Close()
-	if err := m.clearUploads(group, pb, head.Uploads); err != nil {
+	var place *batchPlace
+	var sessions []SessionLength
+	prepare := func(st snapshotHead) error {
+		var err error
+		place, err = m.clearGroup(group, pb, st)
+		sessions = st.Sessions
 		return err
 	}
-	if err := m.clearReceipts(group, pb, head.Receipts); err != nil {
-		return err
-	}
-	if err := m.clearContents(group, pb, head); err != nil {
-		return err
-	}
-	place, err := m.clearPlace(group, pb, head.Fences)
-	if err != nil {
-		return err
-	}
-	if err := m.restoreMoving(group, pb, place, head.Moving); err != nil {
-		return err
-	}
-	err = man.ReadEntries(body, func(e node.ManifestEntry, r io.Reader) error {
-		if e.Kind != kindSessionLog {
-			return m.restoreBytesEntry(group, e, r, pb)
-		}
-		t, s, _ := strings.Cut(e.Name, "/")
-		dir, err := store.SessionDir(m.cfg.Root, t, s)
-		if err != nil {
+	if !chunkedState(man) {
+		if err := prepare(head); err != nil {
 			return err
 		}
-		if g, ok := m.heldBy(e.Name); ok && g != group {
-			return fmt.Errorf("session %s belongs to group %d, not %d", e.Name, g, group)
+	} else if man.Entries[0].Kind != kindGroupState {
+		return fmt.Errorf("the group's state is not the body's first entry")
+	}
+	err := man.ReadEntries(body, func(e node.ManifestEntry, r io.Reader) error {
+		switch e.Kind {
+		case kindGroupState:
+			st, err := readGroupState(e, r)
+			if err != nil {
+				return err
+			}
+			return prepare(st)
+		case kindSessionLogs:
+			return readSessionLogs(sessions, e, r, func(name string, r io.Reader, n uint64) error {
+				return m.restoreLog(group, place, name, r, n)
+			})
+		case kindSessionLog:
+			return m.restoreLog(group, place, e.Name, r, e.Length)
 		}
-		place.held[e.Name] = true
-		return store.WriteLog(dir, r, int64(e.Length))
+		return m.restoreBytesEntry(group, e, r, pb)
 	})
 	if err != nil {
 		return err
+	}
+	if place == nil {
+		return errors.New("the snapshot's body has no group state")
 	}
 	if err := place.record(pb); err != nil {
 		return err
@@ -292,6 +373,41 @@ func (m *dataSM) replaceGroup(group uint64, man node.Manifest, head snapshotHead
 	}
 	m.placeDone(place)
 	return m.syncStaging(group)
+}
+
+// clearGroup replaces the group's uploads, receipts, contents, fences and
+// moving sessions with a snapshot's state's, in pb, and returns the held
+// records the logs that follow are noted in.
+func (m *dataSM) clearGroup(group uint64, pb *pebble.Batch, st snapshotHead) (*batchPlace, error) {
+	if err := m.clearUploads(group, pb, st.Uploads); err != nil {
+		return nil, err
+	}
+	if err := m.clearReceipts(group, pb, st.Receipts); err != nil {
+		return nil, err
+	}
+	if err := m.clearContents(group, pb, st); err != nil {
+		return nil, err
+	}
+	place, err := m.clearPlace(group, pb, st.Fences)
+	if err != nil {
+		return nil, err
+	}
+	return place, m.restoreMoving(group, pb, place, st.Moving)
+}
+
+// restoreLog writes one session's log from the body, n bytes, and notes it
+// held by group.
+func (m *dataSM) restoreLog(group uint64, place *batchPlace, name string, r io.Reader, n uint64) error {
+	t, s, _ := strings.Cut(name, "/")
+	dir, err := store.SessionDir(m.cfg.Root, t, s)
+	if err != nil {
+		return err
+	}
+	if g, ok := m.heldBy(name); ok && g != group {
+		return fmt.Errorf("session %s belongs to group %d, not %d", name, g, group)
+	}
+	place.held[name] = true
+	return store.WriteLog(dir, r, int64(n))
 }
 
 // heldSessions lists the sessions this replica holds for group.

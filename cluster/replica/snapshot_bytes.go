@@ -154,16 +154,15 @@ func (m *dataSM) groupContents(group uint64) ([]digest.ContentDigest, error) {
 
 // sessionContents adds the contents a session's artifacts record to set.
 func (m *dataSM) sessionContents(se store.Session, set map[string]bool) error {
-	l, err := m.Open(context.Background(), se.Tenant, se.Name, false)
-	if err != nil {
+	return m.readSession(se.Tenant, se.Name, func(l *ledger.Ledger) error {
+		var rows []claim.StoredArtifact
+		var err error
+		l.Read(func(st *ledger.State) { rows, err = ledgerservice.ArtifactRows(st, "", m.Now()) })
+		for _, r := range rows {
+			set[r.Content] = true
+		}
 		return err
-	}
-	var rows []claim.StoredArtifact
-	l.Read(func(st *ledger.State) { rows, err = ledgerservice.ArtifactRows(st, "", m.Now()) })
-	for _, r := range rows {
-		set[r.Content] = true
-	}
-	return err
+	})
 }
 
 // clearUploads replaces the group's uploads: their records (the used

@@ -128,6 +128,12 @@ func (w *World) checkPlacement(members map[uint64][]*simNode) (map[string]uint64
 		if ps := sn.sm.Placements(); !slices.Equal(ps, ref) {
 			return nil, fmt.Errorf("node %d's directory %v differs from node %d's %v", sn.id, ps, metas[0].id, ref)
 		}
+		// The directory's ranges follow from its content alone: the same
+		// on every replica, however each came by it (applied, restarted,
+		// installed from a snapshot).
+		if a, b := sn.sm.Directory().Ranges(), metas[0].sm.Directory().Ranges(); !slices.Equal(a, b) {
+			return nil, fmt.Errorf("node %d's directory's ranges %v differ from node %d's %v", sn.id, a, metas[0].id, b)
+		}
 	}
 	groups := map[string]uint64{}
 	for _, s := range w.sessions() {
