@@ -38,7 +38,21 @@ func (m *dataSM) moveInstall(b *batchPlace, c Command, d MoveDoc) Outcome {
 		}
 		return Outcome{Value: logEnd(pos)} // installed already
 	}
-	in := &moveIn{From: d.From}
+	if d.Move != 0 {
+		// A late install of a move that ended: dropped here, or, on a node
+		// that holds the source too, unfenced there (the source takes the
+		// session's writes again; its log is not this move's any more).
+		for _, g := range []uint64{b.group, d.From} {
+			ended, err := m.moveEndedIn(b, g, name)
+			if err != nil {
+				return Outcome{Err: err}
+			}
+			if ended == d.Move {
+				return Outcome{Err: refuse.Conflictf("move", fmt.Sprintf("move %d of %s was aborted: group %d took the session back", d.Move, name, d.From))}
+			}
+		}
+	}
+	in := &moveIn{From: d.From, Move: d.Move}
 	if g, ok := m.heldHere(b, name); ok && g == d.From {
 		// The node holds the source group too: its log is the source's.
 		in.Shared = true

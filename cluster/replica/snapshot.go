@@ -276,7 +276,7 @@ func (m *dataSM) replaceGroup(group uint64, man node.Manifest, head snapshotHead
 			return err
 		}
 		if g, ok := m.heldBy(e.Name); ok && g != group {
-			return fmt.Errorf("session %s belongs to group %d, not %d", e.Name, g, group)
+			return m.restoreHeldElsewhere(group, g, e, r, place) // move_snapshot.go
 		}
 		place.held[e.Name] = true
 		return store.WriteLog(dir, r, int64(e.Length))
