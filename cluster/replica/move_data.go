@@ -463,6 +463,9 @@ func (m *dataSM) moveDrop(b *batchPlace, c Command, d MoveDoc) Outcome {
 	_ = os.Remove(m.stagedPath(c.Tenant, c.Session))
 	if d.Move != 0 {
 		b.move.ended[name] = moveEnded{Move: d.Move}
+		if err := m.unwindContents(d.Move); err != nil {
+			return Outcome{Err: err}
+		}
 	}
 	if g, ok := m.heldHere(b, name); !ok || g != b.group {
 		b.move.ins[name] = nil

@@ -7,10 +7,14 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"tally/cluster/node"
+	"tally/digest"
 	"tally/rest"
 	"tally/service"
 	"tally/store"
@@ -293,7 +297,7 @@ func TestMoveSnapshotOfTheOtherEnd(t *testing.T) {
 	apply(t, a, dst, moveEntry(t, 1, MethodMoveInstall, "s", MoveDoc{Move: 1, From: src, To: dst, Seq: fenced.Seq, Chain: fenced.Chain, Length: fenced.Length}),
 		entryIn(t, "s", 2, "in the destination"))
 	apply(t, c, src, entryIn(t, "s", 1, "p1")) // c's source is behind
-	install(t, a, c, dst) // refused before: the session belongs to the source here
+	install(t, a, c, dst)                      // refused before: the session belongs to the source here
 	if g := c.Holder("acme", "s"); g != dst || !bytes.Equal(logBytes(t, a, "s"), logBytes(t, c, "s")) {
 		t.Fatalf("held by group %d after the restore, or the log differs", g)
 	}
@@ -315,5 +319,50 @@ func TestMoveSnapshotOfTheOtherEnd(t *testing.T) {
 	install(t, e, c, src)
 	if g := c.Holder("acme", "s"); g != dst || !bytes.Equal(logBytes(t, a, "s"), logBytes(t, c, "s")) {
 		t.Fatalf("held by group %d after the source's restore, or the log changed", g)
+	}
+}
+
+// An aborted move's drop removes the content records its install made in
+// the destination, and their receipts, in one batch with the install or
+// a later one; a record the group had before the install stays.
+func TestMoveDropUnwindsItsContentRecords(t *testing.T) {
+	sm, db := openReplica(t, t.TempDir(), "")
+	defer db.Close()
+	defer sm.Close()
+	group := node.MetaGroup + 1
+	mine, theirs := digest.HashContent([]byte("moved in")).String(), digest.HashContent([]byte("the group's own")).String()
+	err := sm.dataSM.commit(func(b *pebble.Batch) error {
+		if err := setJSON(b, contentKey(group, mine), contentRecord{Size: 8, Holders: []uint64{2}, MovedIn: 7}); err != nil {
+			return err
+		}
+		return setJSON(b, contentKey(group, theirs), contentRecord{Size: 15, Holders: []uint64{3}})
+	}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyAll(t, sm, []node.Entry{{Index: 2, Kind: node.KindConf}, receiptEntry(t, 3, mine, 1, 2), receiptEntry(t, 4, theirs, 1, 2)})
+	drop := func(index, move uint64) {
+		doc, _ := json.Marshal(MoveDoc{Move: move, From: group + 1})
+		data, err := Command{Method: MethodMoveDrop, Tenant: "acme", Session: "s", TS: at(index), Doc: doc}.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out := applyAll(t, sm, []node.Entry{{Index: index, Kind: node.KindCommand, Data: data}}); out[index].Err != nil {
+			t.Fatal(out[index].Err)
+		}
+	}
+	drop(5, 6) // another move's drop: nothing of move 7's goes
+	if got, _ := sm.Contents(group); !slices.Equal(got, slices.Sorted(slices.Values([]string{mine, theirs}))) {
+		t.Fatalf("contents after another move's drop: %v", got)
+	}
+	drop(6, 7)
+	if got, err := sm.Contents(group); err != nil || !slices.Equal(got, []string{theirs}) {
+		t.Fatalf("contents after the drop: %v %v", got, err)
+	}
+	if r, _ := sm.Receipts(group, mine); len(r) != 0 {
+		t.Fatalf("the dropped content's receipts: %v", r)
+	}
+	if r, _ := sm.Receipts(group, theirs); len(r) != 1 {
+		t.Fatalf("the group's own content's receipts: %v", r)
 	}
 }

@@ -111,7 +111,7 @@ func (m *dataSM) moveContents(c Command, d MoveDoc) error {
 		if _, perr := digest.ParseContentDigest(r.Content); perr != nil {
 			continue
 		}
-		if err := b.addContent(m, r.Content, r.Size, d.Holders); err != nil {
+		if err := b.addContent(m, r.Content, r.Size, d.Holders, d.Move); err != nil {
 			return err
 		}
 	}
@@ -146,13 +146,19 @@ func fileMentions(path string, needle []byte) (bool, error) {
 	}
 }
 
-// addContent adds holders of content to the batch's record of it.
-func (b *batchUploads) addContent(m *dataSM, content string, size int64, holders []uint64) error {
+// addContent adds holders of content to the batch's record of it, for
+// move's install: a record it makes is the move's (contentRecord.MovedIn).
+func (b *batchUploads) addContent(m *dataSM, content string, size int64, holders []uint64, move uint64) error {
 	rec, ok := b.contents[content]
 	if !ok {
-		if _, err := m.get(contentKey(b.group, content), &rec); err != nil {
+		found, err := m.get(contentKey(b.group, content), &rec)
+		if err != nil {
 			return err
 		}
+		ok = found
+	}
+	if !ok || rec.gone {
+		rec = contentRecord{MovedIn: move}
 	}
 	rec.Size = size
 	for _, h := range holders {
