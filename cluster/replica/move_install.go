@@ -53,7 +53,13 @@ func (m *dataSM) moveInstall(b *batchPlace, c Command, d MoveDoc) Outcome {
 		}
 	}
 	in := &moveIn{From: d.From, Move: d.Move}
-	if g, ok := m.heldHere(b, name); ok && g == d.From {
+	g, ok := m.heldHere(b, name)
+	if !ok && GroupOf(m.cfg.Groups, c.Tenant, c.Session) == d.From && m.hasLog(c.Tenant, c.Session) {
+		// A log with no held record (a restored backup's, or written
+		// before held records) is its hash's group's, as Holder says.
+		g, ok = d.From, true
+	}
+	if ok && g == d.From {
 		// The node holds the source group too: its log is the source's.
 		in.Shared = true
 		if err := m.completeShared(c.Tenant, c.Session, d.From, want); err != nil {
