@@ -366,7 +366,7 @@ func (m *dataSM) moveFence(b *batchPlace, c Command, d MoveDoc) Outcome {
 		// log is at the same end.)
 		return Outcome{Err: refuse.Conflictf("session", fmt.Sprintf("session %s is in group %d, not group %d", name, g, b.group))}
 	}
-	pos, err := m.position(c.Tenant, c.Session)
+	pos, err := m.tailPosition(c.Tenant, c.Session)
 	if err != nil {
 		return Outcome{Err: err}
 	}
@@ -417,7 +417,7 @@ func (m *dataSM) moveUnfence(b *batchPlace, c Command, d MoveDoc) Outcome {
 		}
 	}
 	if d.Move != 0 {
-		pos, err := m.position(c.Tenant, c.Session)
+		pos, err := m.tailPosition(c.Tenant, c.Session)
 		if err != nil {
 			return Outcome{Err: err}
 		}

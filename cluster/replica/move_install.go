@@ -32,7 +32,7 @@ func (m *dataSM) moveInstall(b *batchPlace, c Command, d MoveDoc) Outcome {
 		return Outcome{Err: err}
 	}
 	if g, ok := m.heldHere(b, name); ok && g == b.group {
-		pos, err := m.position(c.Tenant, c.Session)
+		pos, err := m.tailPosition(c.Tenant, c.Session)
 		if err != nil {
 			return Outcome{Err: err}
 		}
@@ -195,7 +195,7 @@ func (d MoveDoc) end() (store.Position, error) {
 // replica, and the source's commands it then applies late are refused
 // (moveEntry), their lines being in the log already.
 func (m *dataSM) completeShared(tenant, session string, from uint64, want store.Position) error {
-	pos, err := m.position(tenant, session)
+	pos, err := m.tailPosition(tenant, session)
 	if err != nil {
 		return err
 	}

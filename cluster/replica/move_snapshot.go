@@ -29,7 +29,7 @@ import (
 func (m *dataSM) restoreHeldElsewhere(group, other uint64, e node.ManifestEntry, r io.Reader, place *batchPlace) error {
 	name := e.Name
 	t, s, _ := strings.Cut(name, "/")
-	local, err := m.position(t, s)
+	local, err := m.tailPosition(t, s)
 	if err != nil {
 		return err
 	}
