@@ -53,6 +53,11 @@ type dataSM struct {
 	// is where each staged copy was last verified to end (under stageMu).
 	stageMu  sync.Mutex
 	stagedAt map[string]store.Position
+	// scanned is, by tenant/session, how far its log was last read for
+	// artifact records and whether it named one (under scanMu;
+	// move_scan.go).
+	scanMu  sync.Mutex
+	scanned map[string]scanMark
 	// noUploads are the data groups known to hold no upload record, whose
 	// batches skip the scan for expired ones (upload.go); only the loop
 	// touches it.

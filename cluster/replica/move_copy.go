@@ -38,9 +38,16 @@ func (sm *SM) Stage(ctx context.Context, tenant, session string, from uint64, up
 	}
 	if g, ok := m.heldBy(name); (ok && g == from) || (!ok && GroupOf(m.cfg.Groups, tenant, session) == from && m.hasLog(tenant, session)) {
 		pos, err := m.tailPosition(tenant, session)
+		if err == nil {
+			dir, _ := store.SessionDir(m.cfg.Root, tenant, session)
+			m.scanAhead(tenant, session, store.LogPath(dir))
+		}
 		return logEnd(pos), err
 	}
 	pos, err := m.stageFile(ctx, m.stagedPath(tenant, session), tenant, session, from, upto)
+	if err == nil {
+		m.scanAhead(tenant, session, m.stagedPath(tenant, session))
+	}
 	return logEnd(pos), err
 }
 

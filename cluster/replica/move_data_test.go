@@ -366,3 +366,35 @@ func TestMoveDropUnwindsItsContentRecords(t *testing.T) {
 		t.Fatalf("the group's own content's receipts: %v", r)
 	}
 }
+
+// A stage reads the log for artifact records ahead of the install and
+// marks how far; the install reads only what follows the mark, and a mark
+// whose line no longer ends with its chain hash (another log in its
+// place) counts for nothing.
+func TestMoveScansAheadOfTheInstall(t *testing.T) {
+	var a *SM
+	a = openMoving(t, &a)
+	src := GroupOf(testGroups, "acme", "s")
+	apply(t, a, src, entryIn(t, "s", 1, "p1"), entryIn(t, "s", 2, "p2"))
+	dir, _ := store.SessionDir(a.dataSM.cfg.Root, "acme", "s")
+	path := store.LogPath(dir)
+	if _, err := a.Stage(context.Background(), "acme", "s", src, 0); err != nil {
+		t.Fatal(err)
+	}
+	mk := a.dataSM.scanned["acme/s"]
+	if end, _ := a.dataSM.tailPosition("acme", "s"); mk.at != end || mk.named {
+		t.Fatalf("the stage's mark %+v, the log ends at %+v", mk, end)
+	}
+	apply(t, a, src, entryIn(t, "s", 3, "p3"))
+	if named, err := a.dataSM.namesArtifacts("acme", "s", path); err != nil || named {
+		t.Fatalf("after a write: %v %v", named, err)
+	}
+	if end, _ := a.dataSM.tailPosition("acme", "s"); a.dataSM.scanned["acme/s"].at != end {
+		t.Fatalf("the mark %+v after the install's read, the log ends at %+v", a.dataSM.scanned["acme/s"], end)
+	}
+	// A mark that said "named" for bytes no longer there.
+	a.dataSM.scanned["acme/s"] = scanMark{at: store.Position{Seq: 1, Offset: 10}, named: true}
+	if named, err := a.dataSM.namesArtifacts("acme", "s", path); err != nil || named {
+		t.Fatalf("a stale mark: %v %v", named, err)
+	}
+}

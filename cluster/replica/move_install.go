@@ -4,12 +4,9 @@ package replica
 // verified and made the session's log.
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -99,7 +96,7 @@ func (m *dataSM) moveContents(c Command, d MoveDoc) error {
 	if err != nil {
 		return err
 	}
-	if named, err := fileMentions(store.LogPath(dir), []byte(`"`+claim.TypeArtifact)); err != nil || !named {
+	if named, err := m.namesArtifacts(c.Tenant, c.Session, store.LogPath(dir)); err != nil || !named {
 		return err
 	}
 	l, err := m.Open(context.Background(), c.Tenant, c.Session, false)
@@ -124,32 +121,14 @@ func (m *dataSM) moveContents(c Command, d MoveDoc) error {
 	return nil
 }
 
-// fileMentions reports whether the file at path holds needle, read in
-// 1 MiB steps.
+// fileMentions reports whether the file at path holds needle.
 func fileMentions(path string, needle []byte) (bool, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return false, err
 	}
 	defer f.Close()
-	buf := make([]byte, 1<<20+len(needle))
-	keep := 0
-	for {
-		n, err := f.Read(buf[keep:])
-		if bytes.Contains(buf[:keep+n], needle) {
-			return true, nil
-		}
-		if errors.Is(err, io.EOF) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		// Keep the end that may begin the needle.
-		tail := min(keep+n, len(needle)-1)
-		copy(buf, buf[keep+n-tail:keep+n])
-		keep = tail
-	}
+	return readerMentions(f, needle)
 }
 
 // addContent adds holders of content to the batch's record of it, for
