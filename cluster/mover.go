@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"tally/cluster/internal/fault"
 	"tally/cluster/node"
 	"tally/cluster/replica"
 )
@@ -144,6 +145,9 @@ func (c *Node) moveOnce(ctx context.Context, mv replica.Move) (replica.Move, err
 		}
 		return c.moveStep(ctx, replica.MoveStep{Step: replica.MoveProven, Seq: got.Seq, Chain: got.Chain, Length: uint64(got.Length)}, mv)
 	case replica.MoveProven:
+		if fault.FromEnv().HoldMoves {
+			return mv, fmt.Errorf("fault injected (%s): the move is held at proven", fault.HoldMovesEnv)
+		}
 		next, err := c.moveStep(ctx, replica.MoveStep{Step: replica.MoveActivated}, mv)
 		if err == nil {
 			c.metrics.moves.WithLabelValues("activated").Inc()
