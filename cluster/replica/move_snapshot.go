@@ -66,6 +66,11 @@ func (m *dataSM) restoreHeldElsewhere(group, other uint64, e node.ManifestEntry,
 	if err != nil {
 		return err
 	}
+	// (Past its last whole line the file holds nothing a replica decided
+	// on: cut it there before the snapshot's tail goes on.)
+	if err := os.Truncate(store.LogPath(dir), common); err != nil {
+		return err
+	}
 	if err := appendLog(store.LogPath(dir), r, n-common); err != nil {
 		return err
 	}
