@@ -86,6 +86,10 @@ type Source struct {
 	ClusterID string `json:"cluster_id,omitempty"`
 	NodeID    uint64 `json:"node_id,omitempty"`
 	Groups    int    `json:"groups,omitempty"`
+	// Added is how many data groups were added to the cluster after its
+	// bootstrap's Groups (tally cluster groups add), numbered after them;
+	// a restore adds them again.
+	Added int `json:"added_groups,omitempty"`
 }
 
 // Header is a backup's first record.
@@ -126,6 +130,10 @@ type Cut struct {
 	Seq             uint64
 	Hash            [32]byte
 	Bytes           int64
+	// Group is a cluster session's data group when it is not the one its
+	// name hashes to over the bootstrap's groups (placed or moved there);
+	// 0 otherwise. A restore moves it there again.
+	Group uint64
 }
 
 // Name is the session's tenant/session.
@@ -172,6 +180,7 @@ type sessionFrame struct {
 	Seq     uint64 `json:"seq"`
 	Hash    string `json:"hash"`
 	Bytes   int64  `json:"bytes"`
+	Group   uint64 `json:"group,omitempty"`
 }
 
 type objectFrame struct {
@@ -186,7 +195,7 @@ type endFrame struct {
 }
 
 func (c Cut) frame() sessionFrame {
-	return sessionFrame{Tenant: c.Tenant, Session: c.Session, Seq: c.Seq, Hash: hex.EncodeToString(c.Hash[:]), Bytes: c.Bytes}
+	return sessionFrame{Tenant: c.Tenant, Session: c.Session, Seq: c.Seq, Hash: hex.EncodeToString(c.Hash[:]), Bytes: c.Bytes, Group: c.Group}
 }
 
 // appendFrame appends a frame line: its kind, a space, its document.

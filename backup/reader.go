@@ -126,7 +126,7 @@ func (r *Reader) session(at int64, doc []byte) (Part, error) {
 	if err := decodeExact(doc, &f, func() []byte { return frameDoc(f) }); err != nil {
 		return Part{}, r.damageAt(at, "the session after "+r.lastPart(), err.Error())
 	}
-	c := Cut{Tenant: f.Tenant, Session: f.Session, Seq: f.Seq, Bytes: f.Bytes}
+	c := Cut{Tenant: f.Tenant, Session: f.Session, Seq: f.Seq, Bytes: f.Bytes, Group: f.Group}
 	part := "session " + c.Name()
 	var prev *Cut
 	if n := len(r.sum.Sessions); n > 0 {

@@ -53,6 +53,15 @@ func TailCut(_ context.Context, dir string) (store.Position, error) {
 // it visible first (a cluster node reads every group at a linearizable
 // point).
 func Take(ctx context.Context, dst io.Writer, h Header, root string, cut CutFunc) (Summary, error) {
+	return TakeGrouped(ctx, dst, h, root, cut, nil)
+}
+
+// GroupFunc names a cluster session's data group for its Cut.Group (0:
+// the one its name hashes to).
+type GroupFunc func(tenant, session string) uint64
+
+// TakeGrouped is Take with each session's group, when group is not nil.
+func TakeGrouped(ctx context.Context, dst io.Writer, h Header, root string, cut CutFunc, group GroupFunc) (Summary, error) {
 	w, err := NewWriter(dst, h)
 	if err != nil {
 		return Summary{}, err
@@ -76,7 +85,11 @@ func Take(ctx context.Context, dst io.Writer, h Header, root string, cut CutFunc
 		if pos.Seq == 0 {
 			continue // no line yet: not a session
 		}
-		if err := copySession(ctx, w, se, dir, pos); err != nil {
+		var g uint64
+		if group != nil {
+			g = group(se.Tenant, se.Name)
+		}
+		if err := copySession(ctx, w, se, dir, pos, g); err != nil {
 			return Summary{}, err
 		}
 	}
@@ -98,13 +111,13 @@ func Take(ctx context.Context, dst io.Writer, h Header, root string, cut CutFunc
 	return w.Close()
 }
 
-func copySession(ctx context.Context, w *Writer, se store.Session, dir string, pos store.Position) error {
+func copySession(ctx context.Context, w *Writer, se store.Session, dir string, pos store.Position, group uint64) error {
 	f, err := os.Open(store.LogPath(dir))
 	if err != nil {
 		return fmt.Errorf("backup session %s: %w", se, err)
 	}
 	defer f.Close()
-	c := Cut{Tenant: se.Tenant, Session: se.Name, Seq: pos.Seq, Hash: pos.Hash, Bytes: pos.Offset}
+	c := Cut{Tenant: se.Tenant, Session: se.Name, Seq: pos.Seq, Hash: pos.Hash, Bytes: pos.Offset, Group: group}
 	return closedOnDone(ctx, f, func() error { return w.Session(c, io.NewSectionReader(f, 0, pos.Offset)) })
 }
 

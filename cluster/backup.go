@@ -8,6 +8,7 @@ import (
 
 	"tally/backup"
 	"tally/cluster/node"
+	"tally/cluster/replica"
 )
 
 // BackupPath is the route a node streams a backup of the whole cluster
@@ -59,10 +60,11 @@ func (c *Node) OpBackup(ctx context.Context, decode Decode, w io.Writer) error {
 	}
 	h := backup.Header{Tally: c.cfg.Version, Created: created, Source: backup.Source{
 		Kind: backup.SourceCluster, ClusterID: c.id.ClusterID, NodeID: c.cfg.NodeID, Groups: c.cfg.Groups,
+		Added: c.sm.DataGroups() - c.cfg.Groups,
 	}}
 	sw := &sentWriter{w: w}
 	restores := c.sm.Restores()
-	sum, err := backup.Take(ctx, sw, h, c.sm.Root(), backup.TailCut)
+	sum, err := backup.TakeGrouped(ctx, sw, h, c.sm.Root(), backup.TailCut, c.backupGroup)
 	if err == nil && c.sm.Restores() != restores {
 		// A snapshot installed meanwhile replaced session logs as they were
 		// read: one may have been read cut short or missed.
@@ -79,9 +81,19 @@ func (c *Node) OpBackup(ctx context.Context, decode Decode, w io.Writer) error {
 	return err
 }
 
-// readAll waits until every data group is read-consistent here.
+// backupGroup is a session's group in a backup: the directory's, when a
+// placement or a move put it elsewhere than its name's hash.
+func (c *Node) backupGroup(tenant, session string) uint64 {
+	if g := c.sm.GroupOf(tenant, session); g != replica.GroupOf(c.cfg.Groups, tenant, session) {
+		return g
+	}
+	return 0
+}
+
+// readAll waits until every data group, the added ones too, is
+// read-consistent here.
 func (c *Node) readAll(ctx context.Context) error {
-	for g := 0; g < c.cfg.Groups; g++ {
+	for g := 0; g < c.sm.DataGroups(); g++ {
 		if err := c.readIndex(ctx, node.MetaGroup+1+uint64(g)); err != nil {
 			return err
 		}

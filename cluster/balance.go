@@ -124,25 +124,17 @@ func (c *Node) balancer(ctx context.Context) {
 		return
 	}
 	st := &balanceState{seen: map[string]sample{}}
-	t := time.NewTicker(balanceEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if !c.leading(ctx)[node.MetaGroup] {
-			st.balancing = false
-			clear(st.seen)
-			continue
-		}
+	c.whileMetaLeader(ctx, balanceEvery, func() bool {
 		pctx, cancel := context.WithTimeout(ctx, moveStepTimeout)
 		if err := c.balanceOnce(pctx, st, rebalance.Default); err != nil && ctx.Err() == nil {
 			c.log.Debug("spread: no step this pass", "err", err)
 		}
 		cancel()
-	}
+		return false
+	}, func() {
+		st.balancing = false
+		clear(st.seen)
+	})
 }
 
 // balanceOnce measures the groups and takes the rule's step.

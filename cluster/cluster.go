@@ -255,6 +255,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	go func() { defer c.wg.Done(); c.keepGroups(c.ctx) }()
 	c.wg.Add(1)
 	go func() { defer c.wg.Done(); c.balancer(c.ctx) }()
+	c.wg.Add(1)
+	go func() { defer c.wg.Done(); c.restoreGroups(c.ctx) }() // restore.go
 	if cfg.WatchEvery > 0 {
 		c.wg.Add(1)
 		go func() { defer c.wg.Done(); c.timekeep(c.ctx, cfg.WatchEvery) }()

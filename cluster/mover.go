@@ -9,15 +9,16 @@ import (
 	"sync"
 	"time"
 
+	"tally/cluster/internal/fault"
 	"tally/cluster/node"
 	"tally/cluster/replica"
 )
 
-// mover carries the meta group's moves on while this node leads it.
-func (c *Node) mover(ctx context.Context) {
-	var mu sync.Mutex
-	running := map[uint64]bool{}
-	t := time.NewTicker(moveEvery)
+// whileMetaLeader calls step every period while this node leads the meta
+// group, and follower (if not nil) at each period it does not, until ctx
+// ends or step reports it is done.
+func (c *Node) whileMetaLeader(ctx context.Context, every time.Duration, step func() (done bool), follower func()) {
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
@@ -26,8 +27,22 @@ func (c *Node) mover(ctx context.Context) {
 		case <-t.C:
 		}
 		if !c.leading(ctx)[node.MetaGroup] {
+			if follower != nil {
+				follower()
+			}
 			continue
 		}
+		if step() {
+			return
+		}
+	}
+}
+
+// mover carries the meta group's moves on while this node leads it.
+func (c *Node) mover(ctx context.Context) {
+	var mu sync.Mutex
+	running := map[uint64]bool{}
+	c.whileMetaLeader(ctx, moveEvery, func() bool {
 		for _, mv := range c.sm.Moves() {
 			if mv.Step == replica.MoveRetired || (mv.Step == replica.MoveAborted && mv.Unwound) {
 				continue
@@ -50,7 +65,8 @@ func (c *Node) mover(ctx context.Context) {
 				mu.Unlock()
 			}()
 		}
-	}
+		return false
+	}, nil)
 }
 
 // carryMove takes the move's next steps from the one recorded, until it
@@ -129,6 +145,9 @@ func (c *Node) moveOnce(ctx context.Context, mv replica.Move) (replica.Move, err
 		}
 		return c.moveStep(ctx, replica.MoveStep{Step: replica.MoveProven, Seq: got.Seq, Chain: got.Chain, Length: uint64(got.Length)}, mv)
 	case replica.MoveProven:
+		if fault.FromEnv().HoldMoves {
+			return mv, fmt.Errorf("fault injected (%s): the move is held at proven", fault.HoldMovesEnv)
+		}
 		next, err := c.moveStep(ctx, replica.MoveStep{Step: replica.MoveActivated}, mv)
 		if err == nil {
 			c.metrics.moves.WithLabelValues("activated").Inc()

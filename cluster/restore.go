@@ -16,11 +16,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"tally/backup"
+	"tally/cluster/node"
 	"tally/cluster/replica"
 	"tally/store"
 )
@@ -86,7 +90,130 @@ func Restore(ctx context.Context, r io.Reader, cfg RestoreConfig) (string, backu
 	if err := writeJSONFile(filepath.Join(cfg.Data, restoreName), pr); err != nil {
 		return "", backup.Summary{}, err
 	}
+	if pg := restoredGroups(cfg.Groups, sum); pg.Groups > cfg.Groups || len(pg.Placed) > 0 {
+		if err := writeJSONFile(filepath.Join(cfg.Data, restoreGroupsName), pg); err != nil {
+			return "", backup.Summary{}, err
+		}
+	}
 	return id, sum, nil
+}
+
+// restoreGroupsName is the file a restored backup's data groups wait in
+// until its node has made them again: the groups added after the backed-up
+// cluster's bootstrap, and the sessions a placement or a move had put in
+// another group than their name's hash. Part of the data directory's
+// format: do not rename.
+const restoreGroupsName = "restore-groups.json"
+
+// pendingGroups is restore-groups.json.
+type pendingGroups struct {
+	// Groups is the data groups the restored cluster is to have, the
+	// added ones included.
+	Groups int `json:"groups"`
+	// Placed are the sessions to move to their backed-up group
+	// (tenant/session → group).
+	Placed map[string]uint64 `json:"placed,omitempty"`
+}
+
+// restoredGroups is what a backup asks of the data groups of a cluster
+// restored from it with groups data groups at its bootstrap.
+func restoredGroups(groups int, sum backup.Summary) pendingGroups {
+	src := sum.Header.Source
+	pg := pendingGroups{Groups: min(max(groups, src.Groups+src.Added), replica.MaxDataGroups), Placed: map[string]uint64{}}
+	for _, c := range sum.Sessions {
+		if c.Group != 0 && c.Group <= node.MetaGroup+uint64(pg.Groups) && c.Group != replica.GroupOf(groups, c.Tenant, c.Session) {
+			pg.Placed[c.Name()] = c.Group
+		}
+	}
+	return pg
+}
+
+// restoreGroupsEvery is how often a restored node's meta leader takes the
+// next step of making its backup's groups again; restoreMovesAtOnce bounds
+// the moves it has in progress.
+const (
+	restoreGroupsEvery = 500 * time.Millisecond
+	restoreMovesAtOnce = 4
+)
+
+// restoreGroups makes a restored backup's data groups again, while this
+// node leads the meta group: the added groups recorded (groups.add), then
+// each placed session moved to its group by an ordinary move, a few at a
+// time. Every step is committed, so a restart goes on from what the meta
+// group records; the file goes once nothing is left.
+func (c *Node) restoreGroups(ctx context.Context) {
+	path := filepath.Join(c.cfg.Data, restoreGroupsName)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	var pg pendingGroups
+	if err == nil {
+		err = json.Unmarshal(b, &pg)
+	}
+	if err != nil {
+		c.log.Error("restore: the backup's data groups are not made again", "file", path, "err", err)
+		return
+	}
+	c.whileMetaLeader(ctx, restoreGroupsEvery, func() bool {
+		left, err := c.restoreGroupsStep(ctx, pg)
+		if err != nil {
+			c.log.Debug("restore: groups: no step this pass", "err", err)
+			return false
+		}
+		if left > 0 {
+			return false
+		}
+		if err := os.Remove(path); err != nil {
+			c.log.Error("restore: groups made again, the file stays", "err", err)
+		}
+		c.log.Info("restore: the backup's data groups made again", "groups", pg.Groups, "sessions_moved", len(pg.Placed))
+		return true
+	}, nil)
+}
+
+// restoreGroupsStep takes the next steps toward pg, and returns how many
+// sessions are not in their group yet.
+func (c *Node) restoreGroupsStep(ctx context.Context, pg pendingGroups) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := c.readIndex(ctx, node.MetaGroup); err != nil {
+		return 0, err
+	}
+	if have := c.sm.DataGroups(); have < pg.Groups {
+		n := min(pg.Groups-have, replica.GroupsAddMax)
+		add := replica.GroupsAdd{First: node.MetaGroup + 1 + uint64(have), Voters: c.newGroupsVoters(n)}
+		if _, err := c.proposeMeta(ctx, replica.MetaCommand{Op: replica.OpGroupsAdd, GroupsAdd: &add, TS: time.Now().UnixNano()}); err != nil {
+			return 0, err
+		}
+		c.log.Info("restore: data groups added again", "first", add.First, "count", n)
+		return len(pg.Placed), nil
+	}
+	pol := c.sm.Policy()
+	moving := 0
+	for _, mv := range c.sm.Moves() {
+		if !mv.Ended() {
+			moving++
+		}
+	}
+	left := 0
+	for _, name := range slices.Sorted(maps.Keys(pg.Placed)) {
+		g := pg.Placed[name]
+		tenant, session, _ := strings.Cut(name, "/")
+		if c.sm.GroupOf(tenant, session) == g {
+			continue
+		}
+		left++
+		if _, ok := pol.Groups[g]; (!ok && g > node.MetaGroup+uint64(c.cfg.Groups)) || moving >= restoreMovesAtOnce || slices.ContainsFunc(c.sm.Moves(), func(mv replica.Move) bool { return mv.Name() == name && !mv.Ended() }) {
+			continue // an added group that has not recorded its configuration yet, or enough moves under way
+		}
+		if _, err := c.Move(ctx, tenant, session, g, false); err != nil {
+			c.log.Debug("restore: session not moved to its group yet", "session", name, "group", g, "err", err)
+			continue
+		}
+		moving++
+	}
+	return left, nil
 }
 
 // PendingMember is the member tally restore recorded in data, when data

@@ -52,7 +52,7 @@ func (f *clusterFlags) register(c *cobra.Command) {
 	fl.BoolVar(&f.bootstrap, "bootstrap", false, "with --cluster: make a new cluster with this node as its first member")
 	fl.StringVar(&f.join, "join", "", "with --cluster: join the cluster through a member's --addr")
 	fl.IntVar(&f.groups, "groups", cluster.DefaultGroups, "with --cluster --bootstrap: the cluster's data groups")
-	fl.BoolVar(&f.spread, "spread", false, "with --cluster: the driver spreads sessions over the data groups on its own, moving one at a time (off by default while moves under faults have an open defect: only an operator's tally cluster move moves a session)")
+	fl.BoolVar(&f.spread, "spread", true, "with --cluster: the driver spreads sessions over the data groups on its own, moving one at a time (--spread=false: only an operator's tally cluster move moves a session)")
 	fl.IntVar(&f.replicas, "replicas", cluster.DefaultReplicas, "with --cluster --bootstrap: the replication factor, each data group's voters (odd: 1, 3, 5, …; later: tally cluster configure)")
 	fl.DurationVar(&f.tick, "raft-tick", 100*time.Millisecond, "with --cluster: raft's tick (an election takes 10)")
 	fl.StringVar(&f.gossipAddr, "gossip-addr", "", "with --cluster: HOST:PORT (UDP and TCP) of the node's failure detector (default: --raft-addr's host, its port + 1)")

@@ -35,6 +35,12 @@ const kindContent = 'o'
 type contentRecord struct {
 	Size    int64    `json:"size"`
 	Holders []uint64 `json:"holders,omitempty"`
+	// MovedIn is the move whose install recorded the content here, no
+	// write of the group's naming it since: the move's drop after an
+	// abort removes the record (move_contents.go).
+	MovedIn uint64 `json:"moved_in,omitempty"`
+	// gone: removed in this batch (never written: its record is deleted).
+	gone bool
 }
 
 func contentKey(group uint64, content string) []byte {
@@ -89,7 +95,7 @@ func (m *SM) UsedUpload(u Upload) error {
 			return fmt.Errorf("%w: content %s: %w", errLocalCopy, u.Content, err)
 		}
 	}
-	rec.Size = u.Size
+	rec.Size, rec.MovedIn, rec.gone = u.Size, 0, false // a write of the group's names it now
 	for _, h := range u.Holders {
 		if !slices.Contains(rec.Holders, h) {
 			rec.Holders = append(rec.Holders, h)
@@ -103,6 +109,12 @@ func (m *SM) UsedUpload(u Upload) error {
 // recordContents writes the batch's content records into pb.
 func (b *batchUploads) recordContents(pb *pebble.Batch) error {
 	for _, content := range slices.Sorted(maps.Keys(b.contents)) {
+		if b.contents[content].gone {
+			if err := pb.Delete(contentKey(b.group, content), nil); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := setJSON(pb, contentKey(b.group, content), b.contents[content]); err != nil {
 			return err
 		}

@@ -53,6 +53,11 @@ type dataSM struct {
 	// is where each staged copy was last verified to end (under stageMu).
 	stageMu  sync.Mutex
 	stagedAt map[string]store.Position
+	// scanned is, by tenant/session, how far its log was last read for
+	// artifact records and whether it named one (under scanMu;
+	// move_scan.go).
+	scanMu  sync.Mutex
+	scanned map[string]scanMark
 	// noUploads are the data groups known to hold no upload record, whose
 	// batches skip the scan for expired ones (upload.go); only the loop
 	// touches it.
@@ -497,6 +502,18 @@ func (m *dataSM) syncSessions(sessions map[string]store.Position) error {
 
 // position is where a session's log ends now.
 func (m *dataSM) position(tenant, session string) (store.Position, error) {
+	return m.logEnd(tenant, session, func(string) (store.Position, error) {
+		l, err := m.Open(context.Background(), tenant, session, false)
+		if err != nil {
+			return store.Position{}, err
+		}
+		return l.Position(), nil
+	})
+}
+
+// logEnd is where a session's log ends now: its open ledger's position,
+// else what closed reads of the log in its directory (it has one).
+func (m *dataSM) logEnd(tenant, session string, closed func(dir string) (store.Position, error)) (store.Position, error) {
 	dir, err := store.SessionDir(m.cfg.Root, tenant, session)
 	if err != nil {
 		return store.Position{}, nil // the command is refused for its names
@@ -508,9 +525,7 @@ func (m *dataSM) position(tenant, session string) (store.Position, error) {
 		if !store.HasLog(dir) {
 			return store.Position{}, nil
 		}
-		if l, err = m.Open(context.Background(), tenant, session, false); err != nil {
-			return store.Position{}, err
-		}
+		return closed(dir)
 	}
 	return l.Position(), nil
 }

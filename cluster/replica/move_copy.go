@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"tally/backup"
 	"tally/refuse"
 	"tally/store"
 )
@@ -36,10 +37,17 @@ func (sm *SM) Stage(ctx context.Context, tenant, session string, from uint64, up
 		return LogEnd{}, err
 	}
 	if g, ok := m.heldBy(name); (ok && g == from) || (!ok && GroupOf(m.cfg.Groups, tenant, session) == from && m.hasLog(tenant, session)) {
-		pos, err := m.position(tenant, session)
+		pos, err := m.tailPosition(tenant, session)
+		if err == nil {
+			dir, _ := store.SessionDir(m.cfg.Root, tenant, session)
+			m.scanAhead(tenant, session, store.LogPath(dir))
+		}
 		return logEnd(pos), err
 	}
 	pos, err := m.stageFile(ctx, m.stagedPath(tenant, session), tenant, session, from, upto)
+	if err == nil {
+		m.scanAhead(tenant, session, m.stagedPath(tenant, session))
+	}
 	return logEnd(pos), err
 }
 
@@ -235,4 +243,16 @@ func (sm *SM) ReadLog(group uint64, tenant, session string, from, to int64, w io
 	}
 	_, err = io.Copy(w, io.NewSectionReader(f, from, to-from))
 	return err
+}
+
+// tailPosition is where the session's log ends on this node: its open
+// ledger's position, else its file's last whole line, read without
+// folding the log. A move's probe, fence and install run in the apply
+// loop, and opening a session of a million events there to learn its end
+// folded it whole first: seconds during which the group applied nothing,
+// and the move stalled past MoveStallMax at its fence.
+func (m *dataSM) tailPosition(tenant, session string) (store.Position, error) {
+	return m.logEnd(tenant, session, func(dir string) (store.Position, error) {
+		return backup.TailCut(context.Background(), dir)
+	})
 }

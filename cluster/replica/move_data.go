@@ -66,7 +66,21 @@ func isMoveMethod(m string) bool {
 const (
 	kindMoving = 'x' // source: the session is fenced for its move to the group named
 	kindMoveIn = 'y' // destination: the session was installed from the group named
+	// A move of the session ended in the group: the source unfenced it
+	// after an abort, or the destination dropped its copy. A late fence
+	// or install of that move, a duplicate raft took after the end, is
+	// refused rather than fence or take the session again.
+	kindMoveEnded = 'q'
 )
+
+// moveEnded is a kindMoveEnded record's value: the move. Stored: do not
+// rename.
+type moveEnded struct {
+	Move uint64 `json:"move"`
+	// Length is the session's log's length here when the source
+	// unfenced it.
+	Length int64 `json:"length,omitempty"`
+}
 
 // MoveDoc is a move command's document: the move's groups and, for an
 // install, where the source's log stood when it was fenced.
@@ -99,6 +113,9 @@ func logEnd(p store.Position) LogEnd {
 // moveIn is a destination's record of an install. Stored: do not rename.
 type moveIn struct {
 	From uint64 `json:"from"`
+	// Move is the move installed (0 in records written before it was
+	// kept).
+	Move uint64 `json:"move,omitempty"`
 	// Shared: the node holds the source group too, and the install took
 	// the source's log as it was.
 	Shared bool `json:"shared,omitempty"`
@@ -146,15 +163,16 @@ type batchMove struct {
 	setHeld  map[string]uint64 // name → group
 	dropHeld map[string]uint64 // name → group
 	ins      map[string]*moveIn
+	ended    map[string]moveEnded // name → the move that ended in the batch's group
 }
 
 func newBatchMove() *batchMove {
 	return &batchMove{moving: map[string]uint64{}, unmoving: map[string]bool{}, unfence: map[string]bool{},
-		setHeld: map[string]uint64{}, dropHeld: map[string]uint64{}, ins: map[string]*moveIn{}}
+		setHeld: map[string]uint64{}, dropHeld: map[string]uint64{}, ins: map[string]*moveIn{}, ended: map[string]moveEnded{}}
 }
 
 func (b *batchMove) empty() bool {
-	return len(b.moving)+len(b.unmoving)+len(b.unfence)+len(b.setHeld)+len(b.dropHeld)+len(b.ins) == 0
+	return len(b.moving)+len(b.unmoving)+len(b.unfence)+len(b.setHeld)+len(b.dropHeld)+len(b.ins)+len(b.ended) == 0
 }
 
 // record writes the batch's move records into pb.
@@ -181,6 +199,11 @@ func (b *batchMove) record(group uint64, pb *pebble.Batch) error {
 	}
 	for name, g := range b.setHeld {
 		if err := setJSON(pb, nameKey(g, kindHeld, name), heldRecord{}); err != nil {
+			return err
+		}
+	}
+	for name, e := range b.ended {
+		if err := setJSON(pb, nameKey(group, kindMoveEnded, name), e); err != nil {
 			return err
 		}
 	}
@@ -320,11 +343,7 @@ func (m *dataSM) moveEntry(b *batchPlace, c Command) (Outcome, bool) {
 	case MethodMoveProbe, MethodMoveFence:
 		return m.moveFence(b, c, d), true
 	case MethodMoveUnfence:
-		if _, ok := m.movingTo(b, name); ok {
-			delete(b.move.moving, name)
-			b.move.unmoving[name] = true
-		}
-		return Outcome{Value: LogEnd{}}, true
+		return m.moveUnfence(b, c, d), true
 	case MethodMoveInstall:
 		return m.moveInstall(b, c, d), true
 	case MethodMoveDrop:
@@ -347,7 +366,7 @@ func (m *dataSM) moveFence(b *batchPlace, c Command, d MoveDoc) Outcome {
 		// log is at the same end.)
 		return Outcome{Err: refuse.Conflictf("session", fmt.Sprintf("session %s is in group %d, not group %d", name, g, b.group))}
 	}
-	pos, err := m.position(c.Tenant, c.Session)
+	pos, err := m.tailPosition(c.Tenant, c.Session)
 	if err != nil {
 		return Outcome{Err: err}
 	}
@@ -355,6 +374,11 @@ func (m *dataSM) moveFence(b *batchPlace, c Command, d MoveDoc) Outcome {
 		return Outcome{Err: refuse.NotFoundf("session", fmt.Sprintf("no session %s in group %d: it has no records (an empty session is placed: tally cluster place)", name, b.group))}
 	}
 	if c.Method == MethodMoveFence {
+		if ended, err := m.moveEndedIn(b, b.group, name); err != nil {
+			return Outcome{Err: err}
+		} else if d.Move != 0 && ended == d.Move {
+			return Outcome{Err: refuse.Conflictf("move", fmt.Sprintf("move %d of %s was aborted and group %d unfenced the session: a move is begun again", d.Move, name, b.group))}
+		}
 		if to, ok := m.movingTo(b, name); ok && to != d.To {
 			return Outcome{Err: refuse.Conflictf("session", fmt.Sprintf("session %s is fenced for its move to group %d", name, to))}
 		}
@@ -364,17 +388,91 @@ func (m *dataSM) moveFence(b *batchPlace, c Command, d MoveDoc) Outcome {
 	return Outcome{Value: logEnd(pos)}
 }
 
+// moveUnfence ends the source's fence after an abort: the session's
+// writes are taken here again from this entry on. On a node whose
+// destination replica has installed the session already, its log comes
+// back to the source here and now, rather than when that replica applies
+// the drop: the source decides the session's next commands with its log
+// held on every replica alike, however far the destination's replica on
+// each node has got (simulator seed 1591: a write after the unfence was
+// refused as moved on the nodes whose destination had not dropped yet,
+// and written on the one whose had, and the replicas' logs diverged).
+func (m *dataSM) moveUnfence(b *batchPlace, c Command, d MoveDoc) Outcome {
+	name := c.Tenant + "/" + c.Session
+	if _, ok := m.movingTo(b, name); ok {
+		delete(b.move.moving, name)
+		b.move.unmoving[name] = true
+	}
+	if g, ok := m.heldHere(b, name); ok && g != b.group {
+		in, found, err := m.moveInOf(b, g, name)
+		if err != nil {
+			return Outcome{Err: err}
+		}
+		// Installed from here (or, its record lost with a snapshot, from
+		// no other group): the log ends where this group fenced it, which
+		// is where this replica's own stands.
+		if !found || in.From == b.group {
+			b.move.dropHeld[name] = g
+			b.move.setHeld[name] = b.group
+		}
+	}
+	if d.Move != 0 {
+		pos, err := m.tailPosition(c.Tenant, c.Session)
+		if err != nil {
+			return Outcome{Err: err}
+		}
+		b.move.ended[name] = moveEnded{Move: d.Move, Length: pos.Offset}
+	}
+	return Outcome{Value: LogEnd{}}
+}
+
+// moveInOf is group's record of the session's install on this node, the
+// batch's own included when group is its: an install and its drop can be
+// applied in one batch (a node that restarted behind both), and the drop
+// must find the install's record, or it would remove a log the node holds
+// for the source too (simulator seed 1993).
+func (m *dataSM) moveInOf(b *batchPlace, group uint64, name string) (moveIn, bool, error) {
+	if in, ok := b.move.ins[name]; ok && group == b.group {
+		if in == nil {
+			return moveIn{}, false, nil
+		}
+		return *in, true, nil
+	}
+	var in moveIn
+	found, err := m.get(nameKey(group, kindMoveIn, name), &in)
+	return in, found, err
+}
+
+// moveEndedIn is the move whose end group recorded for the session on
+// this node (0 for none), the batch's own included when group is its.
+func (m *dataSM) moveEndedIn(b *batchPlace, group uint64, name string) (uint64, error) {
+	if e, ok := b.move.ended[name]; ok && group == b.group {
+		return e.Move, nil
+	}
+	var e moveEnded
+	_, err := m.get(nameKey(group, kindMoveEnded, name), &e)
+	return e.Move, err
+}
+
 // moveDrop undoes an install: the copy goes, or on a node that holds the
-// source group too, returns to it.
+// source group too, returns to it (unless the source's unfence took it
+// back already).
 func (m *dataSM) moveDrop(b *batchPlace, c Command, d MoveDoc) Outcome {
 	name := c.Tenant + "/" + c.Session
 	m.forgetStaged(m.stagedPath(c.Tenant, c.Session))
 	_ = os.Remove(m.stagedPath(c.Tenant, c.Session))
+	if d.Move != 0 {
+		b.move.ended[name] = moveEnded{Move: d.Move}
+		if err := m.unwindContents(d.Move); err != nil {
+			return Outcome{Err: err}
+		}
+	}
 	if g, ok := m.heldHere(b, name); !ok || g != b.group {
+		b.move.ins[name] = nil
 		return Outcome{Value: LogEnd{}}
 	}
-	var in moveIn
-	if _, err := m.get(nameKey(b.group, kindMoveIn, name), &in); err != nil {
+	in, _, err := m.moveInOf(b, b.group, name)
+	if err != nil {
 		return Outcome{Err: err}
 	}
 	if in.Shared {

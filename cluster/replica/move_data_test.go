@@ -7,10 +7,14 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"tally/cluster/node"
+	"tally/digest"
 	"tally/rest"
 	"tally/service"
 	"tally/store"
@@ -192,5 +196,205 @@ func TestMoveAbortAndABadCopy(t *testing.T) {
 	}
 	if _, err := bad.Stage(context.Background(), "acme", "s", src, fenced.Length); err == nil || !strings.Contains(err.Error(), "line 2: chain hash does not match the line and the line before it") {
 		t.Fatalf("a tampered copy: %v", err)
+	}
+}
+
+// An abort after the install on nodes that hold both groups: the source's
+// unfence takes the log back on every node, whether its destination
+// replica has applied the drop (c) or not yet (a) or has not even applied
+// the install (d), so a write after the unfence is written alike on all
+// three (simulator seed 1591: it was refused as moved where the drop had
+// not been applied yet, and the logs diverged). A late install or fence
+// of the ended move is refused and takes nothing.
+func TestMoveUnfenceTakesTheLogBack(t *testing.T) {
+	var a *SM
+	a = openMoving(t, &a)
+	c, d := openMoving(t, &a), openMoving(t, &a)
+	src, dst := GroupOf(testGroups, "acme", "s"), elsewhere("s")
+	var fenced LogEnd
+	for _, sm := range []*SM{a, c, d} {
+		apply(t, sm, src, entryIn(t, "s", 1, "p1"), entryIn(t, "s", 2, "p2"))
+		fenced, _ = apply(t, sm, src, moveEntry(t, 3, MethodMoveFence, "s", MoveDoc{Move: 1, To: dst}))[0].Value.(LogEnd)
+	}
+	install := MoveDoc{Move: 1, From: src, To: dst, Seq: fenced.Seq, Chain: fenced.Chain, Length: fenced.Length}
+	for _, sm := range []*SM{a, c} {
+		if out := apply(t, sm, dst, moveEntry(t, 1, MethodMoveInstall, "s", install))[0]; out.Err != nil {
+			t.Fatal(out.Err)
+		}
+	}
+	if out := apply(t, c, dst, moveEntry(t, 2, MethodMoveDrop, "s", MoveDoc{Move: 1, From: src}))[0]; out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	for _, sm := range []*SM{a, c, d} {
+		outs := apply(t, sm, src, moveEntry(t, 4, MethodMoveUnfence, "s", MoveDoc{Move: 1}), entryIn(t, "s", 5, "p3"),
+			moveEntry(t, 6, MethodMoveFence, "s", MoveDoc{Move: 1, To: dst}))
+		if outs[0].Err != nil || outs[1].Err != nil {
+			t.Fatalf("unfence and write: %v, %v", outs[0].Err, outs[1].Err)
+		}
+		if errString(outs[2].Err) != "move: move 1 of acme/s was aborted and group "+itoa(src)+" unfenced the session: a move is begun again" {
+			t.Fatalf("a late fence: %v", outs[2].Err)
+		}
+		if g := sm.Holder("acme", "s"); g != src {
+			t.Fatalf("held by group %d after the unfence", g)
+		}
+	}
+	late := apply(t, d, dst, moveEntry(t, 1, MethodMoveInstall, "s", install))[0]
+	if errString(late.Err) != "move: move 1 of acme/s was aborted: group "+itoa(src)+" took the session back" || d.Holder("acme", "s") != src {
+		t.Fatalf("a late install: %v, held by %d", late.Err, d.Holder("acme", "s"))
+	}
+	for _, sm := range []*SM{a, d} {
+		if out := apply(t, sm, dst, moveEntry(t, 2, MethodMoveDrop, "s", MoveDoc{Move: 1, From: src}))[0]; out.Err != nil {
+			t.Fatal(out.Err)
+		}
+	}
+	if late := apply(t, c, dst, moveEntry(t, 3, MethodMoveInstall, "s", install))[0]; late.Err == nil || c.Holder("acme", "s") != src {
+		t.Fatalf("an install after the drop: %v, held by %d", late.Err, c.Holder("acme", "s"))
+	}
+	for _, sm := range []*SM{c, d} {
+		if !bytes.Equal(logBytes(t, a, "s"), logBytes(t, sm, "s")) || strings.Count(string(logBytes(t, sm, "s")), "\n") != 3 {
+			t.Fatal("the logs differ after the abort, or do not hold the write after the unfence")
+		}
+	}
+}
+
+// An install and its drop applied in one batch, on a node that holds the
+// source group too (a node that restarts behind both): the drop finds the
+// batch's own record of the install and returns the log to the source
+// rather than remove it (simulator seed 1993).
+func TestMoveInstallAndDropInOneBatch(t *testing.T) {
+	var a *SM
+	a = openMoving(t, &a)
+	src, dst := GroupOf(testGroups, "acme", "s"), elsewhere("s")
+	apply(t, a, src, entryIn(t, "s", 1, "p1"), entryIn(t, "s", 2, "p2"))
+	fenced, _ := apply(t, a, src, moveEntry(t, 3, MethodMoveFence, "s", MoveDoc{Move: 1, To: dst}))[0].Value.(LogEnd)
+	before := logBytes(t, a, "s")
+	outs := apply(t, a, dst, moveEntry(t, 1, MethodMoveInstall, "s", MoveDoc{Move: 1, From: src, To: dst, Seq: fenced.Seq, Chain: fenced.Chain, Length: fenced.Length}),
+		moveEntry(t, 2, MethodMoveDrop, "s", MoveDoc{Move: 1, From: src}))
+	if outs[0].Err != nil || outs[1].Err != nil {
+		t.Fatalf("install and drop: %v, %v", outs[0].Err, outs[1].Err)
+	}
+	if g := a.Holder("acme", "s"); g != src || !bytes.Equal(logBytes(t, a, "s"), before) {
+		t.Fatalf("held by group %d after the drop, or the log changed", g)
+	}
+	if outs := apply(t, a, src, moveEntry(t, 4, MethodMoveUnfence, "s", MoveDoc{Move: 1}), entryIn(t, "s", 5, "p3")); outs[1].Err != nil {
+		t.Fatalf("a write after the unfence: %v", outs[1].Err)
+	}
+}
+
+// A destination's snapshot that names a session this node's source
+// replica still holds (it has not applied the fence yet): the snapshot's
+// log continues the node's, and its tail is taken, the session the
+// destination's here; this node's source then refuses its late commands
+// as moved and its retire keeps the log (simulator seed 2491). A source's
+// snapshot shorter than the destination's log here is passed over.
+func TestMoveSnapshotOfTheOtherEnd(t *testing.T) {
+	var a *SM
+	a = openMoving(t, &a)
+	c := openMoving(t, &a)
+	src, dst := GroupOf(testGroups, "acme", "s"), elsewhere("s")
+	apply(t, a, src, entryIn(t, "s", 1, "p1"), entryIn(t, "s", 2, "p2"))
+	fenced, _ := apply(t, a, src, moveEntry(t, 3, MethodMoveFence, "s", MoveDoc{Move: 1, To: dst}))[0].Value.(LogEnd)
+	apply(t, a, dst, moveEntry(t, 1, MethodMoveInstall, "s", MoveDoc{Move: 1, From: src, To: dst, Seq: fenced.Seq, Chain: fenced.Chain, Length: fenced.Length}),
+		entryIn(t, "s", 2, "in the destination"))
+	apply(t, c, src, entryIn(t, "s", 1, "p1")) // c's source is behind
+	install(t, a, c, dst)                      // refused before: the session belongs to the source here
+	if g := c.Holder("acme", "s"); g != dst || !bytes.Equal(logBytes(t, a, "s"), logBytes(t, c, "s")) {
+		t.Fatalf("held by group %d after the restore, or the log differs", g)
+	}
+	late := apply(t, c, src, entryIn(t, "s", 2, "p2"), moveEntry(t, 3, MethodMoveFence, "s", MoveDoc{Move: 1, To: dst}),
+		moveEntry(t, 4, MethodMoveRetire, "s", MoveDoc{Move: 1, To: dst}))
+	var mv *Moved
+	if !errors.As(late[0].Err, &mv) || late[1].Err != nil || late[2].Err != nil {
+		t.Fatalf("late source commands: %v, %v, %v", late[0].Err, late[1].Err, late[2].Err)
+	}
+	if g := c.Holder("acme", "s"); g != dst || !bytes.Equal(logBytes(t, a, "s"), logBytes(t, c, "s")) {
+		t.Fatalf("held by group %d after the retire, or the log differs", g)
+	}
+
+	// A source's snapshot from before the fence, on a node whose
+	// destination holds more: passed over.
+	var e *SM
+	e = openMoving(t, &e)
+	apply(t, e, src, entryIn(t, "s", 1, "p1"))
+	install(t, e, c, src)
+	if g := c.Holder("acme", "s"); g != dst || !bytes.Equal(logBytes(t, a, "s"), logBytes(t, c, "s")) {
+		t.Fatalf("held by group %d after the source's restore, or the log changed", g)
+	}
+}
+
+// An aborted move's drop removes the content records its install made in
+// the destination, and their receipts, in one batch with the install or
+// a later one; a record the group had before the install stays.
+func TestMoveDropUnwindsItsContentRecords(t *testing.T) {
+	sm, db := openReplica(t, t.TempDir(), "")
+	defer db.Close()
+	defer sm.Close()
+	group := node.MetaGroup + 1
+	mine, theirs := digest.HashContent([]byte("moved in")).String(), digest.HashContent([]byte("the group's own")).String()
+	err := sm.dataSM.commit(func(b *pebble.Batch) error {
+		if err := setJSON(b, contentKey(group, mine), contentRecord{Size: 8, Holders: []uint64{2}, MovedIn: 7}); err != nil {
+			return err
+		}
+		return setJSON(b, contentKey(group, theirs), contentRecord{Size: 15, Holders: []uint64{3}})
+	}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyAll(t, sm, []node.Entry{{Index: 2, Kind: node.KindConf}, receiptEntry(t, 3, mine, 1, 2), receiptEntry(t, 4, theirs, 1, 2)})
+	drop := func(index, move uint64) {
+		doc, _ := json.Marshal(MoveDoc{Move: move, From: group + 1})
+		data, err := Command{Method: MethodMoveDrop, Tenant: "acme", Session: "s", TS: at(index), Doc: doc}.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out := applyAll(t, sm, []node.Entry{{Index: index, Kind: node.KindCommand, Data: data}}); out[index].Err != nil {
+			t.Fatal(out[index].Err)
+		}
+	}
+	drop(5, 6) // another move's drop: nothing of move 7's goes
+	if got, _ := sm.Contents(group); !slices.Equal(got, slices.Sorted(slices.Values([]string{mine, theirs}))) {
+		t.Fatalf("contents after another move's drop: %v", got)
+	}
+	drop(6, 7)
+	if got, err := sm.Contents(group); err != nil || !slices.Equal(got, []string{theirs}) {
+		t.Fatalf("contents after the drop: %v %v", got, err)
+	}
+	if r, _ := sm.Receipts(group, mine); len(r) != 0 {
+		t.Fatalf("the dropped content's receipts: %v", r)
+	}
+	if r, _ := sm.Receipts(group, theirs); len(r) != 1 {
+		t.Fatalf("the group's own content's receipts: %v", r)
+	}
+}
+
+// A stage reads the log for artifact records ahead of the install and
+// marks how far; the install reads only what follows the mark, and a mark
+// whose line no longer ends with its chain hash (another log in its
+// place) counts for nothing.
+func TestMoveScansAheadOfTheInstall(t *testing.T) {
+	var a *SM
+	a = openMoving(t, &a)
+	src := GroupOf(testGroups, "acme", "s")
+	apply(t, a, src, entryIn(t, "s", 1, "p1"), entryIn(t, "s", 2, "p2"))
+	dir, _ := store.SessionDir(a.dataSM.cfg.Root, "acme", "s")
+	path := store.LogPath(dir)
+	if _, err := a.Stage(context.Background(), "acme", "s", src, 0); err != nil {
+		t.Fatal(err)
+	}
+	mk := a.dataSM.scanned["acme/s"]
+	if end, _ := a.dataSM.tailPosition("acme", "s"); mk.at != end || mk.named {
+		t.Fatalf("the stage's mark %+v, the log ends at %+v", mk, end)
+	}
+	apply(t, a, src, entryIn(t, "s", 3, "p3"))
+	if named, err := a.dataSM.namesArtifacts("acme", "s", path); err != nil || named {
+		t.Fatalf("after a write: %v %v", named, err)
+	}
+	if end, _ := a.dataSM.tailPosition("acme", "s"); a.dataSM.scanned["acme/s"].at != end {
+		t.Fatalf("the mark %+v after the install's read, the log ends at %+v", a.dataSM.scanned["acme/s"], end)
+	}
+	// A mark that said "named" for bytes no longer there.
+	a.dataSM.scanned["acme/s"] = scanMark{at: store.Position{Seq: 1, Offset: 10}, named: true}
+	if named, err := a.dataSM.namesArtifacts("acme", "s", path); err != nil || named {
+		t.Fatalf("a stale mark: %v %v", named, err)
 	}
 }

@@ -4,12 +4,9 @@ package replica
 // verified and made the session's log.
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,14 +29,34 @@ func (m *dataSM) moveInstall(b *batchPlace, c Command, d MoveDoc) Outcome {
 		return Outcome{Err: err}
 	}
 	if g, ok := m.heldHere(b, name); ok && g == b.group {
-		pos, err := m.position(c.Tenant, c.Session)
+		pos, err := m.tailPosition(c.Tenant, c.Session)
 		if err != nil {
 			return Outcome{Err: err}
 		}
 		return Outcome{Value: logEnd(pos)} // installed already
 	}
-	in := &moveIn{From: d.From}
-	if g, ok := m.heldHere(b, name); ok && g == d.From {
+	if d.Move != 0 {
+		// A late install of a move that ended: dropped here, or, on a node
+		// that holds the source too, unfenced there (the source takes the
+		// session's writes again; its log is not this move's any more).
+		for _, g := range []uint64{b.group, d.From} {
+			ended, err := m.moveEndedIn(b, g, name)
+			if err != nil {
+				return Outcome{Err: err}
+			}
+			if ended == d.Move {
+				return Outcome{Err: refuse.Conflictf("move", fmt.Sprintf("move %d of %s was aborted: group %d took the session back", d.Move, name, d.From))}
+			}
+		}
+	}
+	in := &moveIn{From: d.From, Move: d.Move}
+	g, ok := m.heldHere(b, name)
+	if !ok && GroupOf(m.cfg.Groups, c.Tenant, c.Session) == d.From && m.hasLog(c.Tenant, c.Session) {
+		// A log with no held record (a restored backup's, or written
+		// before held records) is its hash's group's, as Holder says.
+		g, ok = d.From, true
+	}
+	if ok && g == d.From {
 		// The node holds the source group too: its log is the source's.
 		in.Shared = true
 		if err := m.completeShared(c.Tenant, c.Session, d.From, want); err != nil {
@@ -79,7 +96,7 @@ func (m *dataSM) moveContents(c Command, d MoveDoc) error {
 	if err != nil {
 		return err
 	}
-	if named, err := fileMentions(store.LogPath(dir), []byte(`"`+claim.TypeArtifact)); err != nil || !named {
+	if named, err := m.namesArtifacts(c.Tenant, c.Session, store.LogPath(dir)); err != nil || !named {
 		return err
 	}
 	l, err := m.Open(context.Background(), c.Tenant, c.Session, false)
@@ -97,48 +114,36 @@ func (m *dataSM) moveContents(c Command, d MoveDoc) error {
 		if _, perr := digest.ParseContentDigest(r.Content); perr != nil {
 			continue
 		}
-		if err := b.addContent(m, r.Content, r.Size, d.Holders); err != nil {
+		if err := b.addContent(m, r.Content, r.Size, d.Holders, d.Move); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// fileMentions reports whether the file at path holds needle, read in
-// 1 MiB steps.
+// fileMentions reports whether the file at path holds needle.
 func fileMentions(path string, needle []byte) (bool, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return false, err
 	}
 	defer f.Close()
-	buf := make([]byte, 1<<20+len(needle))
-	keep := 0
-	for {
-		n, err := f.Read(buf[keep:])
-		if bytes.Contains(buf[:keep+n], needle) {
-			return true, nil
-		}
-		if errors.Is(err, io.EOF) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		// Keep the end that may begin the needle.
-		tail := min(keep+n, len(needle)-1)
-		copy(buf, buf[keep+n-tail:keep+n])
-		keep = tail
-	}
+	return readerMentions(f, needle)
 }
 
-// addContent adds holders of content to the batch's record of it.
-func (b *batchUploads) addContent(m *dataSM, content string, size int64, holders []uint64) error {
+// addContent adds holders of content to the batch's record of it, for
+// move's install: a record it makes is the move's (contentRecord.MovedIn).
+func (b *batchUploads) addContent(m *dataSM, content string, size int64, holders []uint64, move uint64) error {
 	rec, ok := b.contents[content]
 	if !ok {
-		if _, err := m.get(contentKey(b.group, content), &rec); err != nil {
+		found, err := m.get(contentKey(b.group, content), &rec)
+		if err != nil {
 			return err
 		}
+		ok = found
+	}
+	if !ok || rec.gone {
+		rec = contentRecord{MovedIn: move}
 	}
 	rec.Size = size
 	for _, h := range holders {
@@ -169,7 +174,7 @@ func (d MoveDoc) end() (store.Position, error) {
 // replica, and the source's commands it then applies late are refused
 // (moveEntry), their lines being in the log already.
 func (m *dataSM) completeShared(tenant, session string, from uint64, want store.Position) error {
-	pos, err := m.position(tenant, session)
+	pos, err := m.tailPosition(tenant, session)
 	if err != nil {
 		return err
 	}

@@ -404,7 +404,7 @@ func (m *dataSM) restoreLog(group uint64, place *batchPlace, name string, r io.R
 		return err
 	}
 	if g, ok := m.heldBy(name); ok && g != group {
-		return fmt.Errorf("session %s belongs to group %d, not %d", name, g, group)
+		return m.restoreHeldElsewhere(group, g, node.ManifestEntry{Kind: kindSessionLog, Name: name, Length: n}, r, place) // move_snapshot.go
 	}
 	place.held[name] = true
 	return store.WriteLog(dir, r, int64(n))

@@ -192,6 +192,62 @@ func TestClusterGroupsAddSpread(t *testing.T) {
 // receipts its copy in the destination group, and serves them.
 func TestClusterMoveArtifact(t *testing.T) {
 	nodes := startPlacedWith(t, t.TempDir(), []string{"a", "b", "c"}, []string{"--spread=false"}, "--replicas", "1")
+	am := artifactToMove(t, nodes)
+	src, dst, from, to, content, tally := am.src, am.dst, am.from, am.to, am.content, am.tally
+
+	r := run(t, secretEnv(), "cluster", "move", "acme/parser", "--group", fmt.Sprint(to), "--node", src.addr, "--json")
+	var mv replica.Move
+	if err := json.Unmarshal([]byte(r.out), &mv); r.code != 0 || err != nil || (mv.Step != replica.MoveActivated && mv.Step != replica.MoveRetired) {
+		t.Fatalf("move from group %d (node %d) to group %d (node %d): %v", from, src.id, to, dst.id, r)
+	}
+	// The destination's voter (the placement driver may have moved group
+	// to's replica since: whichever node holds it now) fetched a verified
+	// copy and receipted it in the destination group.
+	receipted := regexp.MustCompile(fmt.Sprintf(`patch-a +group %d, epoch \d+ +held by node (\d+) +whole`, to))
+	var holder *cnode
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		show := run(t, runOpts{env: []string{"TALLY_URL=" + dst.url()}}, "claim", "show", "C17", "--session", "acme/parser")
+		// (Most runs it is the destination's node; when the placement
+		// driver has since moved the group's replica onto the source's
+		// node, that node's receipt in the destination group is the one.)
+		if m := receipted.FindStringSubmatch(show.out); show.code == 0 && m != nil {
+			holder = nodes[m[1][0]-'1']
+			if hashFile(holder.objectPath(content)) == content {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no verified copy receipted in group %d: claim show %v", to, show)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("group %d's copy receipted by node %d (the source's node is %d)", to, holder.id, src.id)
+	dst = holder
+	got := filepath.Join(am.work, "got.bin")
+	tally(dst, "", "artifact", "get", "patch-a", "--claim", "C17", "-o", got)
+	if hashFile(got) != content {
+		t.Fatalf("the artifact read through node %d after the move is not the bytes put", dst.id)
+	}
+}
+
+// artifactMove is a session with an artifact, about to move: its group
+// (from) and its node (src), the destination group (to) on another node
+// (dst), the artifact's content digest, and tally run through a node in
+// the test's work directory.
+type artifactMove struct {
+	src, dst *cnode
+	from, to uint64
+	content  string
+	work     string
+	tally    func(n *cnode, stdin string, args ...string) string
+}
+
+// artifactToMove waits until every data group of nodes has its one voter,
+// each node holding one, and puts an artifact (patch-a, 1 MiB, claim C17)
+// in acme/parser, receipted at its group's node.
+func artifactToMove(t *testing.T, nodes []*cnode) artifactMove {
+	t.Helper()
 	var st cluster.Status
 	waitUntil(t, "every data group at 1 voter, on every node", 90*time.Second, func() bool {
 		var ok bool
@@ -240,39 +296,59 @@ func TestClusterMoveArtifact(t *testing.T) {
 	if got := hashFile(dst.objectPath(content)); got != "" {
 		t.Fatalf("node %d holds the bytes before the move", dst.id)
 	}
+	return artifactMove{src: src, dst: dst, from: from, to: to, content: content, work: work, tally: tally}
 
-	r := run(t, secretEnv(), "cluster", "move", "acme/parser", "--group", fmt.Sprint(to), "--node", src.addr, "--json")
-	var mv replica.Move
-	if err := json.Unmarshal([]byte(r.out), &mv); r.code != 0 || err != nil || (mv.Step != replica.MoveActivated && mv.Step != replica.MoveRetired) {
-		t.Fatalf("move from group %d (node %d) to group %d (node %d): %v", from, src.id, to, dst.id, r)
-	}
-	// The destination's voter (the placement driver may have moved group
-	// to's replica since: whichever node holds it now) fetched a verified
-	// copy and receipted it in the destination group.
-	receipted := regexp.MustCompile(fmt.Sprintf(`patch-a +group %d, epoch \d+ +held by node (\d+) +whole`, to))
-	var holder *cnode
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		show := run(t, runOpts{env: []string{"TALLY_URL=" + dst.url()}}, "claim", "show", "C17", "--session", "acme/parser")
-		// (Most runs it is the destination's node; when the placement
-		// driver has since moved the group's replica onto the source's
-		// node, that node's receipt in the destination group is the one.)
-		if m := receipted.FindStringSubmatch(show.out); show.code == 0 && m != nil {
-			holder = nodes[m[1][0]-'1']
-			if hashFile(holder.objectPath(content)) == content {
-				break
-			}
+}
+
+// An aborted move's destination records: a session with an artifact
+// moves to a group on another node, whose node fetches and receipts the
+// bytes at the install; the move is held at proven (a fault in every
+// node's mover) and aborted. The drop removes the content records the
+// install made there, so that node's collection (a grace of 1 s here)
+// removes its copy; the source's node keeps its own, its records naming
+// it, and the artifact reads whole.
+func TestClusterMoveAbortedDropsItsContent(t *testing.T) {
+	dir := t.TempDir()
+	var nodes []*cnode
+	for i, z := range []string{"a", "b", "c"} {
+		join := []string{"--bootstrap", "--replicas", "1"}
+		if i > 0 {
+			join = []string{"--join", nodes[0].addr}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no verified copy receipted in group %d: claim show %v", to, show)
-		}
-		time.Sleep(200 * time.Millisecond)
+		n := newCNode(t, dir, uint64(i+1), join...)
+		n.extra = []string{"--zone", z, "--raft-tick", "50ms", "--spread=false", "--collect-grace", "1s", "--collect-every", "1s"}
+		n.env = []string{"TALLY_FAULT_HOLD_MOVES=1"}
+		n.start(t)
+		nodes = append(nodes, n)
 	}
-	t.Logf("group %d's copy receipted by node %d (the source's node is %d)", to, holder.id, src.id)
-	dst = holder
-	got := filepath.Join(work, "got.bin")
-	tally(dst, "", "artifact", "get", "patch-a", "--claim", "C17", "-o", got)
-	if hashFile(got) != content {
-		t.Fatalf("the artifact read through node %d after the move is not the bytes put", dst.id)
+	am := artifactToMove(t, nodes)
+	secret := secretEnv()
+	if r := run(t, secret, "cluster", "move", "acme/parser", "--group", fmt.Sprint(am.to), "--node", am.src.addr, "--wait", "0"); r.code != 0 {
+		t.Fatalf("move: %v", r)
+	}
+	waitUntil(t, "the move proven, the destination's node holding the bytes", 60*time.Second, func() bool {
+		r := run(t, secret, "cluster", "moves", "--node", am.src.addr, "--json")
+		var doc cluster.Moves
+		return r.code == 0 && json.Unmarshal([]byte(r.out), &doc) == nil && len(doc.Moves) == 1 && doc.Moves[0].Step == replica.MoveProven &&
+			hashFile(am.dst.objectPath(am.content)) == am.content
+	})
+	if r := run(t, secret, "cluster", "move", "acme/parser", "--abort", "--node", am.dst.addr); r.code != 0 {
+		t.Fatalf("abort: %v", r)
+	}
+	waitUntil(t, "the move unwound", 30*time.Second, func() bool {
+		r := run(t, secret, "cluster", "moves", "--node", am.src.addr, "--json")
+		var doc cluster.Moves
+		return r.code == 0 && json.Unmarshal([]byte(r.out), &doc) == nil && len(doc.Moves) == 1 && doc.Moves[0].Unwound
+	})
+	waitUntil(t, "the destination's node to collect its copy", 30*time.Second, func() bool {
+		return hashFile(am.dst.objectPath(am.content)) == ""
+	})
+	if hashFile(am.src.objectPath(am.content)) != am.content {
+		t.Fatalf("the source's node lost its copy")
+	}
+	got := filepath.Join(am.work, "got.bin")
+	am.tally(am.dst, "", "artifact", "get", "patch-a", "--claim", "C17", "-o", got)
+	if hashFile(got) != am.content {
+		t.Fatal("the artifact read after the abort is not the bytes put")
 	}
 }

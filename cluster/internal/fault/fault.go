@@ -30,8 +30,16 @@ const FreezeControlLoopEnv = "TALLY_FAULT_FREEZE_CONTROL_LOOP"
 // docs/CLUSTER.md "Liveness").
 const MuteReportsEnv = "TALLY_FAULT_MUTE_REPORTS"
 
+// HoldMovesEnv is the environment variable that, set to 1, turns on
+// Node.HoldMoves in a node (a fault-injection switch for tests).
+const HoldMovesEnv = "TALLY_FAULT_HOLD_MOVES"
+
 // Node are the fault-injection switches of a cluster node.
 type Node struct {
+	// HoldMoves: the node's mover takes no move past proven (it does not
+	// activate one), as a mover whose activation is lost every time; the
+	// move stays there until aborted.
+	HoldMoves bool
 	// MuteReports: the failure detector sends none of its reports to
 	// another node (the meta group's leader, or one passing them on), as
 	// if every one were lost, while the node gossips, answers probes and
@@ -46,7 +54,8 @@ type Node struct {
 
 // FromEnv reads a node's switches from its environment.
 func FromEnv() Node {
-	return Node{FreezeControlLoop: os.Getenv(FreezeControlLoopEnv) == "1", MuteReports: os.Getenv(MuteReportsEnv) == "1"}
+	return Node{FreezeControlLoop: os.Getenv(FreezeControlLoopEnv) == "1", MuteReports: os.Getenv(MuteReportsEnv) == "1",
+		HoldMoves: os.Getenv(HoldMovesEnv) == "1"}
 }
 
 // Replica is the fault put into a node's replica (replica.SM.Inject).
