@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -24,6 +23,7 @@ import (
 	"tally/api"
 	"tally/cluster/replica"
 	"tally/internal/poll"
+	"tally/internal/proctest"
 	"tally/ledger"
 	"tally/ledgerservice"
 	"tally/promise"
@@ -33,27 +33,7 @@ import (
 	"tally/store"
 )
 
-// freeAddr returns a 127.0.0.1 address free for TCP and UDP, drawn below
-// the kernel's ephemeral range (32768 and up), where no process's outgoing
-// connection can take it between this check and the node's bind.
-func freeAddr(t testing.TB) string {
-	for range 200 {
-		addr := fmt.Sprintf("127.0.0.1:%d", 10000+rand.IntN(22000))
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			continue
-		}
-		pc, err := net.ListenPacket("udp", addr)
-		ln.Close()
-		if err != nil {
-			continue
-		}
-		pc.Close()
-		return addr
-	}
-	t.Fatal("no free port below the ephemeral range after 200 tries")
-	return ""
-}
+func freeAddr(t testing.TB) string { return proctest.FreeAddr(t) }
 
 type testNode struct {
 	*Node

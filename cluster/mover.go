@@ -12,30 +12,26 @@ import (
 	"tally/cluster/internal/fault"
 	"tally/cluster/node"
 	"tally/cluster/replica"
+	"tally/internal/tick"
 )
 
 // whileMetaLeader calls step every period while this node leads the meta
 // group, and follower (if not nil) at each period it does not, until ctx
 // ends or step reports it is done.
 func (c *Node) whileMetaLeader(ctx context.Context, every time.Duration, step func() (done bool), follower func()) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	tick.Every(ctx, every, func() {
 		if !c.leading(ctx)[node.MetaGroup] {
 			if follower != nil {
 				follower()
 			}
-			continue
-		}
-		if step() {
 			return
 		}
-	}
+		if step() {
+			stop()
+		}
+	})
 }
 
 // mover carries the meta group's moves on while this node leads it.

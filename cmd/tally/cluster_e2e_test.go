@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -27,6 +25,7 @@ import (
 	"tally/cluster/model"
 	"tally/cluster/replica"
 	"tally/internal/poll"
+	"tally/internal/proctest"
 	"tally/store"
 )
 
@@ -59,30 +58,9 @@ type cnode struct {
 
 func (n *cnode) url() string { return "http://" + n.addr }
 
-// freePort returns a 127.0.0.1 address whose port is free for TCP and UDP
-// (gossip listens on both). It is drawn below the kernel's ephemeral range
-// (32768 and up), where another process's outgoing connection cannot take
-// it between this check and the node's bind; start still retries a node
-// whose first bind lost a race.
-func freePort(t *testing.T) string {
-	t.Helper()
-	for range 200 {
-		addr := fmt.Sprintf("127.0.0.1:%d", 10000+rand.IntN(22000))
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			continue
-		}
-		pc, err := net.ListenPacket("udp", addr)
-		ln.Close()
-		if err != nil {
-			continue
-		}
-		pc.Close()
-		return addr
-	}
-	t.Fatal("no free port below the ephemeral range after 200 tries")
-	return ""
-}
+// freePort is a free address for a node (start retries a node whose first
+// bind still lost a race).
+func freePort(t *testing.T) string { return proctest.FreeAddr(t) }
 
 const clusterSecret = "e2e-join-secret-0123456789"
 

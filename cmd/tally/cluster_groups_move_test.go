@@ -50,8 +50,8 @@ func declareAgain(nodes []*cnode, i int, session, key, text string) (int, string
 }
 
 func TestClusterGroupsAddSpread(t *testing.T) {
+	// Spreading is on by default: the nodes are started without --spread.
 	nodes := startClusterWith(t, t.TempDir(), func(n *cnode) {
-		n.extra = append(n.extra, "--spread")
 		if n.id == 1 {
 			n.joinArgs = append(n.joinArgs, "--groups", "2")
 		}
