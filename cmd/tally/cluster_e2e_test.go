@@ -152,8 +152,24 @@ func (n *cnode) launch(t *testing.T) <-chan bool {
 		ready <- false
 	}()
 	go func() { cmd.Wait(); close(n.exited) }()
-	t.Cleanup(func() { n.stop() })
+	t.Cleanup(func() {
+		n.stop()
+		n.keepLog(t)
+	})
 	return ready
+}
+
+// keepLog writes the node's log, when the test failed, into the directory
+// TALLY_E2E_KEEPLOGS names, if set, for a look at what the node did.
+func (n *cnode) keepLog(t *testing.T) {
+	dir := os.Getenv("TALLY_E2E_KEEPLOGS")
+	if dir == "" || !t.Failed() {
+		return
+	}
+	name := filepath.Join(dir, fmt.Sprintf("%s-node%d.log", strings.ReplaceAll(t.Name(), "/", "_"), n.id))
+	if err := os.WriteFile(name, []byte(n.log()), 0o644); err != nil {
+		t.Logf("keep node %d's log: %v", n.id, err)
+	}
 }
 
 // printed is every line the node has printed on stdout, over its runs.
