@@ -249,6 +249,7 @@ type artifactMove struct {
 func artifactToMove(t *testing.T, nodes []*cnode) artifactMove {
 	t.Helper()
 	var st cluster.Status
+	var spread spreadWatch
 	waitUntil(t, "every data group at 1 voter, on every node", 90*time.Second, func() bool {
 		var ok bool
 		if st, ok = placedAt(nodes[0], 1); !ok {
@@ -260,7 +261,7 @@ func artifactToMove(t *testing.T, nodes []*cnode) artifactMove {
 				on[g.Voters[0].ID] = true
 			}
 		}
-		return len(on) == 3
+		return len(on) == 3 && spread.settled(st, 3)
 	})
 	voter := map[uint64]uint64{} // data group → its voter
 	for _, g := range st.Placement.Groups {

@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -122,6 +123,36 @@ func rawRead(t *testing.T, n *cnode, group uint64, session string, length uint64
 
 // holdsGroup reports whether, as node ask has applied the meta group,
 // node id holds a replica of group.
+// spreadWatch follows the data groups' voters, one each, as a test waits
+// for the placement driver's spreading to end rather than to begin.
+type spreadWatch struct {
+	last  map[uint64]uint64 // data group → its voter, as last seen
+	since time.Time         // when last changed
+}
+
+// settled reports whether st's data groups are spread over the nodes so
+// that the driver moves none for their count (no node holds two more
+// than another), unchanged for 2 s.
+func (w *spreadWatch) settled(st cluster.Status, nodes int) bool {
+	voters := map[uint64]uint64{}
+	per := map[uint64]int{}
+	for _, g := range st.Placement.Groups {
+		if g.Group != 1 && len(g.Voters) > 0 {
+			voters[g.Group] = g.Voters[0].ID
+			per[g.Voters[0].ID]++
+		}
+	}
+	if !maps.Equal(voters, w.last) {
+		w.last, w.since = voters, time.Now()
+		return false
+	}
+	lo, hi := len(voters), 0
+	for id := uint64(1); id <= uint64(nodes); id++ {
+		lo, hi = min(lo, per[id]), max(hi, per[id])
+	}
+	return hi-lo < 2 && time.Since(w.since) >= 2*time.Second
+}
+
 // voterOf is the node of group's first voter as ask's status reports it,
 // or otherwise when the status cannot be read.
 func voterOf(ask *cnode, group, otherwise uint64) uint64 {
@@ -349,6 +380,7 @@ func TestClusterMoveAborted(t *testing.T) {
 	bigMove()
 	nodes := startPlacedWith(t, t.TempDir(), []string{"a", "b", "c"}, []string{"--spread=false"}, "--replicas", "1")
 	var st cluster.Status
+	var spread spreadWatch
 	waitUntil(t, "every data group at 1 voter, spread over the nodes", 90*time.Second, func() bool {
 		var ok bool
 		if st, ok = placedAt(nodes[0], 1); !ok {
@@ -360,7 +392,7 @@ func TestClusterMoveAborted(t *testing.T) {
 				per[g.Voters[0].ID]++
 			}
 		}
-		return per[1] >= 2 && per[2] >= 2 && per[3] >= 2
+		return per[1] >= 2 && per[2] >= 2 && per[3] >= 2 && spread.settled(st, 3)
 	})
 	on := map[uint64][]uint64{} // node → its data groups
 	for _, g := range st.Placement.Groups {
