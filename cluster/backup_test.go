@@ -16,6 +16,7 @@ import (
 	"tally/backup"
 	"tally/cluster/replica"
 	"tally/cluster/transport"
+	"tally/internal/proctest"
 	"tally/ledger"
 	"tally/promise"
 	"tally/service"
@@ -137,7 +138,7 @@ func TestBackupRestoresANewIncarnation(t *testing.T) {
 		t.Fatalf("the old node joining the restored cluster: %v", err)
 	}
 	tc := transport.DefaultConfig()
-	tc.NodeID, tc.ClusterID, tc.Secret, tc.Listen = 1, n1.ClusterID(), []byte(c1.Secret), freeAddr(t)
+	tc.NodeID, tc.ClusterID, tc.Secret, tc.Listen = 1, n1.ClusterID(), []byte(c1.Secret), proctest.FreeAddr(t)
 	tr, err := transport.Listen(tc, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

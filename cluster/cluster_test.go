@@ -33,8 +33,6 @@ import (
 	"tally/store"
 )
 
-func freeAddr(t testing.TB) string { return proctest.FreeAddr(t) }
-
 type testNode struct {
 	*Node
 	cfg     Config
@@ -98,7 +96,7 @@ func (tn *testNode) stop(t testing.TB) {
 }
 
 func nodeConfig(t testing.TB, dir string, id uint64) Config {
-	cfg := Config{NodeID: id, RaftAddr: freeAddr(t), GossipAddr: freeAddr(t), Addr: freeAddr(t), Data: filepath.Join(dir, fmt.Sprint(id)),
+	cfg := Config{NodeID: id, RaftAddr: proctest.FreeAddr(t), GossipAddr: proctest.FreeAddr(t), Addr: proctest.FreeAddr(t), Data: filepath.Join(dir, fmt.Sprint(id)),
 		Secret: "a join secret of some length", Groups: 4, Tick: 20 * time.Millisecond, Ledger: ledger.DefaultConfig(),
 		Local: func(s ledgerservice.Sessions, lc ledgerservice.Config) service.Service {
 			lc.Timekeeper = ledger.DefaultConfig().Timekeeper

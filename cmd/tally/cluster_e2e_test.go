@@ -58,14 +58,10 @@ type cnode struct {
 
 func (n *cnode) url() string { return "http://" + n.addr }
 
-// freePort is a free address for a node (start retries a node whose first
-// bind still lost a race).
-func freePort(t *testing.T) string { return proctest.FreeAddr(t) }
-
 const clusterSecret = "e2e-join-secret-0123456789"
 
 func newCNode(t *testing.T, dir string, id uint64, join ...string) *cnode {
-	return &cnode{id: id, raft: freePort(t), addr: freePort(t), gossip: freePort(t), data: filepath.Join(dir, fmt.Sprintf("n%d", id)), joinArgs: join}
+	return &cnode{id: id, raft: proctest.FreeAddr(t), addr: proctest.FreeAddr(t), gossip: proctest.FreeAddr(t), data: filepath.Join(dir, fmt.Sprintf("n%d", id)), joinArgs: join}
 }
 
 func (n *cnode) Write(p []byte) (int, error) {
@@ -95,7 +91,7 @@ func (n *cnode) start(t *testing.T) {
 			if err := os.RemoveAll(n.data); err != nil {
 				t.Fatal(err)
 			}
-			n.raft, n.addr, n.gossip = freePort(t), freePort(t), freePort(t)
+			n.raft, n.addr, n.gossip = proctest.FreeAddr(t), proctest.FreeAddr(t), proctest.FreeAddr(t)
 			n.mu.Lock()
 			n.stderr.Reset()
 			n.mu.Unlock()

@@ -238,7 +238,7 @@ func TestClusterOperatorRequestsAreOneTime(t *testing.T) {
 		code   int
 	}{{"another-secret-0123456789", 1}, {"short", 2}} {
 		data := filepath.Join(dir, "refused", "n9")
-		r := run(t, runOpts{}, "serve", "--cluster", "--insecure-dev", "--node-id", "9", "--raft-addr", freePort(t), "--addr", freePort(t),
+		r := run(t, runOpts{}, "serve", "--cluster", "--insecure-dev", "--node-id", "9", "--raft-addr", proctest.FreeAddr(t), "--addr", proctest.FreeAddr(t),
 			"--data", data, "--join-secret", c.secret, "--join", nodes[0].addr)
 		if r.code != c.code {
 			t.Errorf("join with secret %q: %v, want exit %d", c.secret, r, c.code)

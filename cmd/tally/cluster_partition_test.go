@@ -186,7 +186,7 @@ func cutOffLeader(t *testing.T, symmetric bool) {
 	for _, n := range behind {
 		n.stop()
 		known := n.raft
-		n.raft = freePort(t)
+		n.raft = proctest.FreeAddr(t)
 		proxies = append(proxies, newCutProxy(t, known, n.raft))
 		n.joinArgs = nil
 		n.start(t)
